@@ -1,0 +1,14 @@
+// train/Commands.h — the subcommands of lorascope-train. Each takes the arguments after its
+// name and returns the process exit code; each lives in its own cmd_<name>.cpp.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace lorascope::cli {
+
+using Args = std::vector<std::string>;
+
+int runDevices(const Args& args);  // cmd_devices.cpp
+
+}  // namespace lorascope::cli

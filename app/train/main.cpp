@@ -1,0 +1,69 @@
+// train/main.cpp — lorascope-train: the command-line trainer and tools. Plain C++ (no Qt), so it
+// runs on machines without a display and builds where Qt is absent.
+#include <functional>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "compute/BuildInfo.h"
+#include "train/CliArgs.h"
+#include "train/Commands.h"
+
+namespace {
+
+using lorascope::cli::Args;
+
+struct Subcommand {
+  std::function<int(const Args&)> run;
+  const char* usage;
+};
+
+const std::map<std::string, Subcommand>& subcommands() {
+  static const std::map<std::string, Subcommand> table = {
+      {"devices", {lorascope::cli::runDevices, "devices [--json]   build facts and GPUs found"}},
+  };
+  return table;
+}
+
+void printUsage(std::ostream& out) {
+  out << "usage: lorascope-train <command> [options]\n"
+         "       lorascope-train --version | --help\n\ncommands:\n";
+  for (const auto& [name, sub] : subcommands()) {
+    out << "  " << sub.usage << "\n";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Args args(argv + 1, argv + argc);
+  if (args.empty()) {
+    printUsage(std::cerr);
+    return 2;
+  }
+  if (args[0] == "--help" || args[0] == "-h") {
+    printUsage(std::cout);
+    return 0;
+  }
+  if (args[0] == "--version") {
+    std::cout << lorascope::compute::describeBuildAndDevices(
+        lorascope::compute::queryGpuInventory());
+    return 0;
+  }
+  const auto it = subcommands().find(args[0]);
+  if (it == subcommands().end()) {
+    std::cerr << "lorascope-train: unknown command '" << args[0] << "'\n";
+    printUsage(std::cerr);
+    return 2;
+  }
+  try {
+    return it->second.run(Args(args.begin() + 1, args.end()));
+  } catch (const lorascope::cli::UsageError& e) {
+    std::cerr << "lorascope-train " << args[0] << ": " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "lorascope-train " << args[0] << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}

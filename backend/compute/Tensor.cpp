@@ -1,0 +1,73 @@
+// Tensor.cpp — dtype/shape helpers and the shape checks every op starts with.
+#include "compute/Tensor.h"
+
+#include <functional>
+#include <numeric>
+#include <utility>
+
+#include "compute/Errors.h"
+
+namespace lorascope::compute {
+
+std::size_t dtypeBytes(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return 4;
+    case DType::BF16:
+    case DType::F16:
+      return 2;
+  }
+  return 0;
+}
+
+const char* dtypeName(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return "f32";
+    case DType::BF16:
+      return "bf16";
+    case DType::F16:
+      return "f16";
+  }
+  return "?";
+}
+
+const char* deviceName(Device device) {
+  return device == Device::Cpu ? "cpu" : "gpu";
+}
+
+std::int64_t numelOf(const Shape& shape) {
+  return std::accumulate(shape.begin(), shape.end(), std::int64_t{1},
+                         std::multiplies<std::int64_t>());
+}
+
+std::string shapeToString(const Shape& shape) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    out += (i ? ", " : "") + std::to_string(shape[i]);
+  }
+  return out + "]";
+}
+
+Tensor::Tensor(std::shared_ptr<void> storage, DType dtype, Shape shape, Device device)
+    : storage_(std::move(storage)), dtype_(dtype), shape_(std::move(shape)), device_(device) {}
+
+std::string Tensor::describe() const {
+  return std::string(dtypeName(dtype_)) + shapeToString(shape_) + " on " + deviceName(device_);
+}
+
+void requireShape(const char* op, const char* what, const Tensor& t, const Shape& expected) {
+  if (t.shape() != expected) {
+    throw ShapeError(std::string(op) + ": " + what + " has shape " + shapeToString(t.shape()) +
+                     ", expected " + shapeToString(expected));
+  }
+}
+
+void requireDType(const char* op, const char* what, const Tensor& t, DType expected) {
+  if (t.dtype() != expected) {
+    throw ShapeError(std::string(op) + ": " + what + " is " + dtypeName(t.dtype()) + ", expected " +
+                     dtypeName(expected));
+  }
+}
+
+}  // namespace lorascope::compute

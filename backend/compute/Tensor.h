@@ -1,0 +1,64 @@
+// Tensor.h — a typed, shaped, owning view of memory on one device.
+//
+// Storage is reference-counted and released by whoever allocated it (a Backend), so a Tensor can
+// outlive nothing it points to. Tensors are dense and row-major; shape[0] is the outermost axis.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace lorascope::compute {
+
+enum class DType : std::uint8_t { F32, BF16, F16 };
+enum class Device : std::uint8_t { Cpu, Gpu };
+
+std::size_t dtypeBytes(DType dtype);
+const char* dtypeName(DType dtype);
+const char* deviceName(Device device);
+
+using Shape = std::vector<std::int64_t>;
+std::int64_t numelOf(const Shape& shape);
+std::string shapeToString(const Shape& shape);
+
+class Tensor {
+ public:
+  Tensor() = default;
+  Tensor(std::shared_ptr<void> storage, DType dtype, Shape shape, Device device);
+
+  void* data() { return storage_.get(); }
+  const void* data() const { return storage_.get(); }
+  template <typename T>
+  T* as() {
+    return static_cast<T*>(storage_.get());
+  }
+  template <typename T>
+  const T* as() const {
+    return static_cast<const T*>(storage_.get());
+  }
+
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  const Shape& shape() const { return shape_; }
+  std::int64_t dim(std::size_t axis) const { return shape_.at(axis); }
+  std::size_t rank() const { return shape_.size(); }
+  std::int64_t numel() const { return numelOf(shape_); }
+  std::size_t bytes() const { return static_cast<std::size_t>(numel()) * dtypeBytes(dtype_); }
+  bool defined() const { return storage_ != nullptr; }
+  std::string describe() const;  // e.g. "bf16[7, 896] on gpu"
+
+ private:
+  std::shared_ptr<void> storage_;
+  DType dtype_ = DType::F32;
+  Shape shape_;
+  Device device_ = Device::Cpu;
+};
+
+// Throws ShapeError naming `op` and `what` unless `t` has exactly `expected` as its shape.
+void requireShape(const char* op, const char* what, const Tensor& t, const Shape& expected);
+// Throws ShapeError naming `op` and `what` unless `t` has dtype `expected`.
+void requireDType(const char* op, const char* what, const Tensor& t, DType expected);
+
+}  // namespace lorascope::compute

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# gpu-check.sh — every GPU check in one command, for the NVIDIA machine of the `device` tool
+# (Ubuntu 24.04, nvcc 13, no Qt and no -dev headers for OpenBLAS/PCRE2).
+#
+#   scripts/gpu-check.sh prepare   here: copy the headers that machine lacks into .device/include
+#   scripts/gpu-check.sh run       there: build the hip-nvidia flavour without the GUI, run
+#                                  `ctest -L gpu` and the GPU benchmarks, and copy every result
+#                                  to $OUT (or ./gpu-check-results when OUT is unset)
+# The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+repo="$(pwd)"
+
+prepare() {
+  mkdir -p .device/include
+  local openblas_dir=/usr/include/x86_64-linux-gnu/openblas-pthread
+  cp "$openblas_dir"/cblas.h "$openblas_dir"/openblas_config.h .device/include/
+  cp /usr/include/x86_64-linux-gnu/pcre2.h .device/include/ 2>/dev/null || cp /usr/include/pcre2.h .device/include/
+  echo "gpu-check: headers for the device machine are in .device/include (git-ignored)"
+}
+
+run_checks() {
+  local out="${OUT:-$repo/gpu-check-results}"
+  mkdir -p "$out"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
+  cmake --preset hip-nvidia -B build/device -DLORASCOPE_BUILD_GUI=OFF \
+    -DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include" >"$out/configure.log" 2>&1 ||
+    { tail -40 "$out/configure.log"; exit 1; }
+  cmake --build build/device --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
+    { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+  build/device/app/lorascope-train devices | tee "$out/devices.txt"
+  local status=0
+  ctest --test-dir build/device -L gpu --output-on-failure 2>&1 | tee "$out/ctest-gpu.log" ||
+    status=1
+  build/device/tests/parity/parity_ops --json "$out/parity.json" >/dev/null || status=1
+  exit "$status"
+}
+
+case "${1:-}" in
+  prepare) prepare ;;
+  run) run_checks ;;
+  *)
+    echo "usage: scripts/gpu-check.sh prepare|run" >&2
+    exit 2
+    ;;
+esac

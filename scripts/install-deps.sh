@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# install-deps.sh — installs the Debian 12 packages LoRAscope builds with, and nothing else.
+# Idempotent: installs only what is missing (after `apt-get update`); safe to run every time.
+#   scripts/install-deps.sh          build tools, Qt 6 (Widgets, Charts, Test), JSON, BLAS, PCRE2
+#   scripts/install-deps.sh --hip    also the AMD HIP toolchain for the hip-amd preset
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config clang-format
+  qt6-base-dev qt6-base-dev-tools libqt6charts6-dev qt6-charts-dev libqt6opengl6-dev libgl-dev
+  nlohmann-json3-dev libopenblas-dev libpcre2-dev
+  xvfb xauth
+)
+if [[ "${1:-}" == "--hip" ]]; then
+  # Debian 12's ROCm 5.2: hipcc (clang 15), the HIP runtime, device libraries and rocm-smi.
+  packages+=(hipcc libamdhip64-dev rocm-device-libs librocm-smi-dev clang-15)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+if [[ ${#missing[@]} -eq 0 ]]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then
+  sudo="sudo"
+fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"

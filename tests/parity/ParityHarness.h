@@ -1,0 +1,54 @@
+// parity/ParityHarness.h — compares a HIP op with its CPU twin at a per-op tolerance.
+//
+// A case uploads the same inputs to both backends (rounded to the GPU's dtype first, so both see
+// identical values), runs the op on each, and compares every output element:
+//   |gpu − cpu| ≤ atol + rtol·|cpu|,  atol = atolOfRms · rms(cpu output)
+// Scaling atol by the output's RMS keeps the check meaningful for outputs of any magnitude.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "compute/Backend.h"
+
+namespace lorascope::parity {
+
+struct Tolerance {
+  double atolOfRms = 0.0;
+  double rtol = 0.0;
+};
+
+struct Comparison {
+  std::string output;        // which output of the op, e.g. "y"
+  double maxAbsError = 0.0;  // max |gpu − cpu|
+  double worstRatio = 0.0;   // max |gpu − cpu| / allowed; ≤ 1 passes
+  std::int64_t worstIndex = -1;
+  std::int64_t failures = 0;  // elements over tolerance
+  bool pass() const { return failures == 0; }
+};
+
+Comparison compareOutputs(const std::string& output, std::span<const float> reference,
+                          std::span<const float> candidate, Tolerance tolerance);
+
+struct ParityCase {
+  std::string op;     // "rmsnorm_forward"
+  std::string shape;  // "rows=7 dim=896 weight=bf16"
+  Tolerance tolerance;
+  std::function<std::vector<Comparison>(compute::Backend& cpu, compute::Backend& gpu,
+                                        std::mt19937& rng)>
+      run;
+};
+
+// Random values the way activations look: normal(mean, stddev).
+std::vector<float> randomNormal(std::mt19937& rng, std::size_t count, float mean, float stddev);
+// What a value becomes once stored in `dtype` (identity for f32).
+std::vector<float> roundTo(compute::DType dtype, std::vector<float> values);
+
+// One list per op family; parity_main.cpp runs them all.
+std::vector<ParityCase> rmsnormCases();
+
+}  // namespace lorascope::parity
