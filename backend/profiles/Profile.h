@@ -1,0 +1,75 @@
+// profiles/Profile.h — a stability profile: environment for the HIP runtime (allow-listed names
+// only), live toggles, allocator policy, and its rung on the recovery ladder.
+//
+// Live toggles and allocator settings are applied by our own code at the next step boundary.
+// Environment variables are read by the HIP runtime once at start-up, so changing them means
+// restarting the isolated engine (see planSwitch).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace lorascope::profiles {
+
+// A profile file is malformed: names the file, the field (JSON path) and the problem.
+class ProfileError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class GemmBackend { Vendor, Builtin };
+enum class AllocatorMode { Caching, Arena };
+
+// The recovery ladder, in the order the supervisor climbs it.
+enum class LadderRung { None, BuiltinGemm, Serialize, SmallerBatch, Cpu };
+
+// Unset fields leave the current value alone.
+struct LiveToggles {
+  std::optional<bool> serialize;
+  std::optional<bool> blocking;
+  std::optional<int> microBatch;
+  std::optional<bool> cpuFallback;
+  std::optional<GemmBackend> gemm;
+  std::optional<bool> activationCheckpointing;
+  bool operator==(const LiveToggles&) const = default;
+};
+
+struct AllocatorSettings {
+  std::optional<AllocatorMode> mode;
+  std::optional<std::uint64_t> maxSplitSizeBytes;    // blocks above this are never split
+  std::optional<double> garbageCollectionThreshold;  // fraction of device memory, (0, 1)
+  std::optional<int> roundupPower2Divisions;
+  bool operator==(const AllocatorSettings&) const = default;
+};
+
+struct Profile {
+  std::string name;
+  std::string description;  // one line, shown in the profile bar
+  std::string rationale;    // one paragraph: when and why to use it
+  std::map<std::string, std::string> environment;
+  LiveToggles toggles;
+  AllocatorSettings allocator;
+  LadderRung ladderRung = LadderRung::None;
+  bool builtin = false;
+};
+
+// A non-fatal finding about a profile: a folklore variable, an allocator setting we map or ignore.
+struct ProfileNote {
+  std::string field;    // JSON path, e.g. "environment.HIP_SERIALIZE_KERNEL"
+  std::string message;  // what it means and what to use instead
+};
+
+struct ParsedProfile {
+  Profile profile;
+  std::vector<ProfileNote> notes;
+};
+
+const char* toString(GemmBackend gemm);
+const char* toString(AllocatorMode mode);
+const char* toString(LadderRung rung);
+
+}  // namespace lorascope::profiles

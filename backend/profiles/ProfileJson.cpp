@@ -1,0 +1,287 @@
+// profiles/ProfileJson.cpp — strict reading and writing of profile files.
+#include "profiles/ProfileJson.h"
+
+#include <nlohmann/json.hpp>
+
+#include "profiles/Environment.h"
+
+namespace lorascope::profiles {
+namespace {
+
+using nlohmann::json;
+
+class Reader {
+ public:
+  explicit Reader(std::string source) : source_(std::move(source)) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
+    throw ProfileError(source_ + ": " + (field.empty() ? "" : field + ": ") + problem);
+  }
+
+  void onlyKeys(const json& object, const std::string& field,
+                std::initializer_list<std::string_view> keys) const {
+    for (const auto& [key, value] : object.items()) {
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+        fail(field.empty() ? key : field + "." + key, "unknown key");
+      }
+    }
+  }
+
+  const json& object(const json& parent, const std::string& key, const std::string& field) const {
+    const json& v = parent.at(key);
+    if (!v.is_object()) {
+      fail(field, "must be an object");
+    }
+    return v;
+  }
+
+  std::string string(const json& v, const std::string& field) const {
+    if (!v.is_string()) {
+      fail(field, "must be a string");
+    }
+    return v.get<std::string>();
+  }
+
+  bool boolean(const json& v, const std::string& field) const {
+    if (!v.is_boolean()) {
+      fail(field, "must be true or false");
+    }
+    return v.get<bool>();
+  }
+
+  std::int64_t integer(const json& v, const std::string& field, std::int64_t min,
+                       std::int64_t max) const {
+    if (!v.is_number_integer() || v.get<std::int64_t>() < min || v.get<std::int64_t>() > max) {
+      fail(field,
+           "must be a whole number from " + std::to_string(min) + " to " + std::to_string(max));
+    }
+    return v.get<std::int64_t>();
+  }
+
+  template <typename Enum>
+  Enum choice(const json& v, const std::string& field,
+              std::initializer_list<std::pair<std::string_view, Enum>> options) const {
+    const std::string text = string(v, field);
+    std::string names;
+    for (const auto& [name, value] : options) {
+      if (name == text) {
+        return value;
+      }
+      names += (names.empty() ? "" : ", ") + std::string(name);
+    }
+    fail(field, "'" + text + "' is not one of: " + names);
+  }
+
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+};
+
+LiveToggles readToggles(const Reader& r, const json& t) {
+  r.onlyKeys(
+      t, "toggles",
+      {"serialize", "blocking", "micro_batch", "cpu_fallback", "gemm", "activation_checkpointing"});
+  LiveToggles toggles;
+  if (t.contains("serialize"))
+    toggles.serialize = r.boolean(t["serialize"], "toggles.serialize");
+  if (t.contains("blocking"))
+    toggles.blocking = r.boolean(t["blocking"], "toggles.blocking");
+  if (t.contains("micro_batch")) {
+    toggles.microBatch =
+        static_cast<int>(r.integer(t["micro_batch"], "toggles.micro_batch", 1, 4096));
+  }
+  if (t.contains("cpu_fallback")) {
+    toggles.cpuFallback = r.boolean(t["cpu_fallback"], "toggles.cpu_fallback");
+  }
+  if (t.contains("gemm")) {
+    toggles.gemm =
+        r.choice<GemmBackend>(t["gemm"], "toggles.gemm",
+                              {{"vendor", GemmBackend::Vendor}, {"builtin", GemmBackend::Builtin}});
+  }
+  if (t.contains("activation_checkpointing")) {
+    toggles.activationCheckpointing =
+        r.boolean(t["activation_checkpointing"], "toggles.activation_checkpointing");
+  }
+  return toggles;
+}
+
+AllocatorSettings readAllocator(const Reader& r, const json& a) {
+  r.onlyKeys(
+      a, "allocator",
+      {"mode", "max_split_size_mb", "garbage_collection_threshold", "roundup_power2_divisions"});
+  AllocatorSettings s;
+  if (a.contains("mode")) {
+    s.mode = r.choice<AllocatorMode>(
+        a["mode"], "allocator.mode",
+        {{"caching", AllocatorMode::Caching}, {"arena", AllocatorMode::Arena}});
+  }
+  if (a.contains("max_split_size_mb")) {
+    s.maxSplitSizeBytes = static_cast<std::uint64_t>(r.integer(
+                              a["max_split_size_mb"], "allocator.max_split_size_mb", 1, 1 << 20))
+                          << 20;
+  }
+  if (a.contains("garbage_collection_threshold")) {
+    const json& v = a["garbage_collection_threshold"];
+    if (!v.is_number() || v.get<double>() <= 0 || v.get<double>() >= 1) {
+      r.fail("allocator.garbage_collection_threshold", "must be a fraction between 0 and 1");
+    }
+    s.garbageCollectionThreshold = v.get<double>();
+  }
+  if (a.contains("roundup_power2_divisions")) {
+    s.roundupPower2Divisions = static_cast<int>(
+        r.integer(a["roundup_power2_divisions"], "allocator.roundup_power2_divisions", 1, 64));
+  }
+  return s;
+}
+
+// Explicit allocator fields win over values mapped from PYTORCH_*_ALLOC_CONF.
+void mergeMissing(AllocatorSettings& into, const AllocatorSettings& from) {
+  if (!into.maxSplitSizeBytes)
+    into.maxSplitSizeBytes = from.maxSplitSizeBytes;
+  if (!into.garbageCollectionThreshold)
+    into.garbageCollectionThreshold = from.garbageCollectionThreshold;
+  if (!into.roundupPower2Divisions)
+    into.roundupPower2Divisions = from.roundupPower2Divisions;
+}
+
+void readEnvironment(const Reader& r, const json& env, ParsedProfile& out) {
+  for (const auto& [name, value] : env.items()) {
+    const std::string field = "environment." + name;
+    const std::string text = r.string(value, field);
+    if (text.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
+      r.fail(field, "values may not contain line breaks or NUL characters");
+    }
+    if (const std::string why = whyVariableIsForbidden(name); !why.empty()) {
+      r.fail(field, "not allowed: " + why);
+    }
+    if (isAllocatorConfVariable(name)) {
+      mergeMissing(out.profile.allocator,
+                   parseAllocConf(text, r.source() + ": " + field, out.notes));
+      out.notes.push_back({field, name + " is mapped onto LoRAscope's allocator settings"});
+      continue;
+    }
+    if (auto advice = folkloreAdvice(name)) {
+      out.notes.push_back({field, *advice});
+    }
+    out.profile.environment[name] = text;
+  }
+}
+
+}  // namespace
+
+ParsedProfile parseProfile(std::string_view jsonText, const std::string& source) {
+  const Reader r(source);
+  json root;
+  try {
+    root = json::parse(jsonText);
+  } catch (const json::parse_error& e) {
+    r.fail("", std::string("not valid JSON: ") + e.what());
+  }
+  if (!root.is_object()) {
+    r.fail("", "a profile must be a JSON object");
+  }
+  r.onlyKeys(root, "",
+             {"version", "name", "description", "rationale", "environment", "toggles", "allocator",
+              "ladder_rung"});
+  if (root.contains("version") &&
+      r.integer(root["version"], "version", 1, 1 << 30) > kProfileFormatVersion) {
+    r.fail("version", "written by a newer LoRAscope (format " + root["version"].dump() +
+                          "; this one reads " + std::to_string(kProfileFormatVersion) + ")");
+  }
+  ParsedProfile out;
+  Profile& p = out.profile;
+  for (const char* key : {"name", "description"}) {
+    if (!root.contains(key)) {
+      r.fail(key, "missing");
+    }
+  }
+  p.name = r.string(root["name"], "name");
+  if (p.name.empty() || p.name.size() > 64) {
+    r.fail("name", "must be 1 to 64 characters");
+  }
+  p.description = r.string(root["description"], "description");
+  if (root.contains("rationale"))
+    p.rationale = r.string(root["rationale"], "rationale");
+  if (root.contains("toggles"))
+    p.toggles = readToggles(r, r.object(root, "toggles", "toggles"));
+  if (root.contains("allocator")) {
+    p.allocator = readAllocator(r, r.object(root, "allocator", "allocator"));
+  }
+  if (root.contains("environment")) {
+    readEnvironment(r, r.object(root, "environment", "environment"), out);
+  }
+  if (root.contains("ladder_rung")) {
+    p.ladderRung = r.choice<LadderRung>(root["ladder_rung"], "ladder_rung",
+                                        {{"none", LadderRung::None},
+                                         {"builtin_gemm", LadderRung::BuiltinGemm},
+                                         {"serialize", LadderRung::Serialize},
+                                         {"smaller_batch", LadderRung::SmallerBatch},
+                                         {"cpu", LadderRung::Cpu}});
+  }
+  return out;
+}
+
+std::string profileToJson(const Profile& p) {
+  json root = {
+      {"version", kProfileFormatVersion}, {"name", p.name}, {"description", p.description}};
+  if (!p.rationale.empty())
+    root["rationale"] = p.rationale;
+  if (!p.environment.empty())
+    root["environment"] = p.environment;
+  json t = json::object();
+  if (p.toggles.serialize)
+    t["serialize"] = *p.toggles.serialize;
+  if (p.toggles.blocking)
+    t["blocking"] = *p.toggles.blocking;
+  if (p.toggles.microBatch)
+    t["micro_batch"] = *p.toggles.microBatch;
+  if (p.toggles.cpuFallback)
+    t["cpu_fallback"] = *p.toggles.cpuFallback;
+  if (p.toggles.gemm)
+    t["gemm"] = toString(*p.toggles.gemm);
+  if (p.toggles.activationCheckpointing) {
+    t["activation_checkpointing"] = *p.toggles.activationCheckpointing;
+  }
+  if (!t.empty())
+    root["toggles"] = t;
+  json a = json::object();
+  if (p.allocator.mode)
+    a["mode"] = toString(*p.allocator.mode);
+  if (p.allocator.maxSplitSizeBytes)
+    a["max_split_size_mb"] = *p.allocator.maxSplitSizeBytes >> 20;
+  if (p.allocator.garbageCollectionThreshold) {
+    a["garbage_collection_threshold"] = *p.allocator.garbageCollectionThreshold;
+  }
+  if (p.allocator.roundupPower2Divisions) {
+    a["roundup_power2_divisions"] = *p.allocator.roundupPower2Divisions;
+  }
+  if (!a.empty())
+    root["allocator"] = a;
+  root["ladder_rung"] = toString(p.ladderRung);
+  return root.dump(2) + "\n";
+}
+
+const char* toString(GemmBackend gemm) {
+  return gemm == GemmBackend::Vendor ? "vendor" : "builtin";
+}
+const char* toString(AllocatorMode mode) {
+  return mode == AllocatorMode::Caching ? "caching" : "arena";
+}
+const char* toString(LadderRung rung) {
+  switch (rung) {
+    case LadderRung::None:
+      return "none";
+    case LadderRung::BuiltinGemm:
+      return "builtin_gemm";
+    case LadderRung::Serialize:
+      return "serialize";
+    case LadderRung::SmallerBatch:
+      return "smaller_batch";
+    case LadderRung::Cpu:
+      return "cpu";
+  }
+  return "none";
+}
+
+}  // namespace lorascope::profiles

@@ -1,0 +1,160 @@
+// profiles/ProfileStore.cpp — user profile files: listing, loading, atomic saving, removal.
+#include "profiles/ProfileStore.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "profiles/Builtins.h"
+#include "profiles/ProfileJson.h"
+
+namespace lorascope::profiles {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string readWholeFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw ProfileError(path.string() + ": cannot be read: " + std::strerror(errno));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+bool isBuiltinName(const std::string& name) {
+  return std::any_of(builtinProfiles().begin(), builtinProfiles().end(),
+                     [&](const Profile& p) { return p.name == name; });
+}
+
+[[noreturn]] void throwIoError(const fs::path& path, const char* what) {
+  throw std::runtime_error(path.string() + ": " + what + ": " + std::strerror(errno));
+}
+
+}  // namespace
+
+ProfileStore::ProfileStore(fs::path userDir) : userDir_(std::move(userDir)) {}
+
+fs::path ProfileStore::defaultUserDir() {
+#ifdef _WIN32
+  if (const char* appData = std::getenv("APPDATA")) {
+    return fs::path(appData) / "LoRAscope" / "profiles";
+  }
+#endif
+  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg != nullptr && *xdg != '\0') {
+    return fs::path(xdg) / "LoRAscope" / "profiles";
+  }
+  const char* home = std::getenv("HOME");
+  return fs::path(home != nullptr ? home : ".") / ".config" / "LoRAscope" / "profiles";
+}
+
+ProfileListing ProfileStore::load() const {
+  ProfileListing listing;
+  for (const Profile& p : builtinProfiles()) {
+    listing.profiles.push_back({p, {}});
+  }
+  std::error_code ec;
+  if (!fs::is_directory(userDir_, ec)) {
+    return listing;  // no user profiles yet: a normal state
+  }
+  std::vector<fs::path> files;
+  for (const fs::directory_entry& entry : fs::directory_iterator(userDir_, ec)) {
+    if (entry.path().extension() == ".json") {
+      files.push_back(entry.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<ParsedProfile> user;
+  for (const fs::path& file : files) {
+    try {
+      ParsedProfile parsed = parseProfile(readWholeFile(file), file.string());
+      if (isBuiltinName(parsed.profile.name)) {
+        listing.problems.push_back({file, "uses the name of a built-in profile ('" +
+                                              parsed.profile.name + "'); rename it"});
+        continue;
+      }
+      user.push_back(std::move(parsed));
+    } catch (const ProfileError& e) {
+      listing.problems.push_back({file, e.what()});
+    }
+  }
+  std::sort(user.begin(), user.end(), [](const ParsedProfile& a, const ParsedProfile& b) {
+    return a.profile.name < b.profile.name;
+  });
+  listing.profiles.insert(listing.profiles.end(), user.begin(), user.end());
+  return listing;
+}
+
+fs::path ProfileStore::fileFor(const std::string& name) const {
+  std::string slug;
+  for (char c : name) {
+    const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    slug += keep ? static_cast<char>(std::tolower(static_cast<unsigned char>(c))) : '-';
+  }
+  return userDir_ / (slug + ".json");
+}
+
+fs::path ProfileStore::save(const Profile& profile) const {
+  if (isBuiltinName(profile.name)) {
+    throw ProfileError("'" + profile.name + "' is a built-in profile; save under another name");
+  }
+  const std::string json = profileToJson(profile);
+  parseProfile(json, "profile '" + profile.name + "'");  // refuse to write what we cannot read
+  fs::create_directories(userDir_);
+  const fs::path path = fileFor(profile.name);
+  writeFileAtomically(path, json);
+  return path;
+}
+
+bool ProfileStore::remove(const std::string& name) const {
+  for (const ParsedProfile& p : load().profiles) {
+    if (!p.profile.builtin && p.profile.name == name) {
+      return fs::remove(fileFor(name));
+    }
+  }
+  return false;
+}
+
+void writeFileAtomically(const fs::path& path, const std::string& contents) {
+  const fs::path temp = path.string() + ".tmp-" + std::to_string(::getpid());
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throwIoError(temp, "cannot create");
+  }
+  std::size_t written = 0;
+  while (written < contents.size()) {
+    const ssize_t n = ::write(fd, contents.data() + written, contents.size() - written);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      ::close(fd);
+      ::unlink(temp.c_str());
+      throwIoError(temp, "write failed");
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0) {
+    ::unlink(temp.c_str());
+    throwIoError(temp, "fsync/close failed");
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    ::unlink(temp.c_str());
+    throwIoError(path, "rename failed");
+  }
+  // The rename itself lives in the directory: sync it too, or a crash may forget it.
+  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  if (const int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dirFd >= 0) {
+    ::fsync(dirFd);
+    ::close(dirFd);
+  }
+}
+
+}  // namespace lorascope::profiles
