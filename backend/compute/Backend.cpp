@@ -1,6 +1,9 @@
 // Backend.cpp — argument checks shared by every backend's implementation of an op.
 #include "compute/Backend.h"
 
+#include <initializer_list>
+#include <utility>
+
 #include "compute/Errors.h"
 
 namespace lorascope::compute {
@@ -23,7 +26,126 @@ void requireMatrix(const char* op, const char* what, const Tensor& t) {
   }
 }
 
+void requireActivations(const char* op, const BackendCapabilities& caps,
+                        std::initializer_list<std::pair<const Tensor*, const char*>> tensors) {
+  for (const auto& [t, name] : tensors) {
+    requireOnDevice(op, name, *t, caps.device);
+    requireDType(op, name, *t, caps.activationDType);
+  }
+}
+
+void requireRank(const char* op, const char* what, const Tensor& t, std::size_t rank,
+                 const char* layout) {
+  if (t.rank() != rank) {
+    throw ShapeError(std::string(op) + ": " + what + " must be " + layout + ", got " +
+                     shapeToString(t.shape()));
+  }
+}
+
 }  // namespace
+
+void checkMatmulArgs(const BackendCapabilities& caps, const Tensor& a, bool transposeA,
+                     const Tensor& b, bool transposeB, const Tensor& c) {
+  constexpr const char* op = "matmul";
+  requireActivations(op, caps, {{&a, "a"}, {&c, "c"}});
+  requireOnDevice(op, "b", b, caps.device);
+  requireRank(op, "a", a, 2, "a matrix");
+  requireRank(op, "b", b, 2, "a matrix");
+  const std::int64_t m = a.dim(transposeA ? 1 : 0);
+  const std::int64_t k = a.dim(transposeA ? 0 : 1);
+  const std::int64_t n = b.dim(transposeB ? 0 : 1);
+  if (b.dim(transposeB ? 1 : 0) != k) {
+    throw ShapeError(std::string(op) + ": op(a) is (" + std::to_string(m) + ", " +
+                     std::to_string(k) + ") but op(b) is (" +
+                     std::to_string(b.dim(transposeB ? 1 : 0)) + ", " + std::to_string(n) +
+                     "); inner dimensions differ");
+  }
+  requireShape(op, "c", c, {m, n});
+}
+
+void checkEmbeddingArgs(const BackendCapabilities& caps, const Tensor& table, std::size_t tokens,
+                        const Tensor& out) {
+  constexpr const char* op = "embedding_forward";
+  requireOnDevice(op, "table", table, caps.device);
+  requireActivations(op, caps, {{&out, "out"}});
+  requireRank(op, "table", table, 2, "(vocab, dim)");
+  requireShape(op, "out", out, {static_cast<std::int64_t>(tokens), table.dim(1)});
+}
+
+void checkRopeArgs(const BackendCapabilities& caps, const Tensor& x, std::size_t positions,
+                   const Tensor& invFreq) {
+  constexpr const char* op = "rope";
+  requireActivations(op, caps, {{&x, "x"}});
+  requireOnDevice(op, "inv_freq", invFreq, caps.device);
+  requireRank(op, "x", x, 3, "(tokens, heads, head_dim)");
+  if (x.dim(2) % 2 != 0) {
+    throw ShapeError(std::string(op) + ": head_dim " + std::to_string(x.dim(2)) + " is odd");
+  }
+  if (static_cast<std::int64_t>(positions) != x.dim(0)) {
+    throw ShapeError(std::string(op) + ": " + std::to_string(positions) + " positions for " +
+                     std::to_string(x.dim(0)) + " tokens");
+  }
+  requireShape(op, "inv_freq", invFreq, {x.dim(2) / 2});
+  requireDType(op, "inv_freq", invFreq, DType::F32);
+}
+
+void checkAttentionArgs(const BackendCapabilities& caps, const Tensor& q, const Tensor& k,
+                        const Tensor& v, const Tensor& out, const Tensor& logsumexp) {
+  constexpr const char* op = "attention_forward";
+  requireActivations(op, caps, {{&q, "q"}, {&k, "k"}, {&v, "v"}, {&out, "out"}});
+  requireOnDevice(op, "logsumexp", logsumexp, caps.device);
+  requireRank(op, "q", q, 4, "(batch, seq, heads, head_dim)");
+  requireRank(op, "k", k, 4, "(batch, seq, kv_heads, head_dim)");
+  const std::int64_t kvHeads = k.dim(2);
+  if (kvHeads == 0 || q.dim(2) % kvHeads != 0) {
+    throw ShapeError(std::string(op) + ": " + std::to_string(q.dim(2)) +
+                     " query heads are not a multiple of " + std::to_string(kvHeads) + " KV heads");
+  }
+  requireShape(op, "k", k, {q.dim(0), q.dim(1), kvHeads, q.dim(3)});
+  requireShape(op, "v", v, k.shape());
+  requireShape(op, "out", out, q.shape());
+  requireShape(op, "logsumexp", logsumexp, {q.dim(0), q.dim(2), q.dim(1)});
+  requireDType(op, "logsumexp", logsumexp, DType::F32);
+}
+
+void checkSwigluArgs(const BackendCapabilities& caps, const Tensor& gate, const Tensor& up,
+                     const Tensor& out) {
+  constexpr const char* op = "swiglu_forward";
+  requireActivations(op, caps, {{&gate, "gate"}, {&up, "up"}, {&out, "out"}});
+  requireShape(op, "up", up, gate.shape());
+  requireShape(op, "out", out, gate.shape());
+}
+
+void checkAddArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& y) {
+  constexpr const char* op = "add";
+  requireActivations(op, caps, {{&x, "x"}, {&y, "y"}});
+  requireShape(op, "y", y, x.shape());
+}
+
+void checkAddBiasArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& bias) {
+  constexpr const char* op = "add_bias";
+  requireActivations(op, caps, {{&x, "x"}});
+  requireOnDevice(op, "bias", bias, caps.device);
+  requireMatrix(op, "x", x);
+  requireShape(op, "bias", bias, {x.dim(1)});
+}
+
+void checkCrossEntropyArgs(const BackendCapabilities& caps, const Tensor& logits,
+                           std::size_t targets, const Tensor& losses, const Tensor& logsumexp) {
+  constexpr const char* op = "cross_entropy_forward";
+  requireActivations(op, caps, {{&logits, "logits"}});
+  requireOnDevice(op, "losses", losses, caps.device);
+  requireOnDevice(op, "logsumexp", logsumexp, caps.device);
+  requireRank(op, "logits", logits, 2, "(rows, vocab)");
+  if (static_cast<std::int64_t>(targets) != logits.dim(0)) {
+    throw ShapeError(std::string(op) + ": " + std::to_string(targets) + " targets for " +
+                     std::to_string(logits.dim(0)) + " rows of logits");
+  }
+  requireShape(op, "losses", losses, {logits.dim(0)});
+  requireShape(op, "logsumexp", logsumexp, {logits.dim(0)});
+  requireDType(op, "losses", losses, DType::F32);
+  requireDType(op, "logsumexp", logsumexp, DType::F32);
+}
 
 void checkRmsnormForwardArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& weight,
                              const Tensor& y, const Tensor& rstd) {

@@ -5,6 +5,7 @@
 // twin. Ops check their arguments' shapes and dtypes and throw ShapeError naming the op.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -50,7 +51,64 @@ class Backend {
   //   dy (rows, dim), x (rows, dim), weight (dim), rstd (rows) f32  ->  dx (rows, dim)
   virtual void rmsnormBackward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                                const Tensor& rstd, Tensor& dx) = 0;
+
+  // --- Ops of the Llama/Qwen2 graph (forward now; the backward pass reuses them) ---------------
+  // Token ids, positions and targets are host arrays: they are tiny next to the activations and
+  // a GPU backend uploads them with the launch.
+
+  // General matrix product: c = alpha · op(a) · op(b) + beta · c, op(t) = tᵀ when transposed.
+  //   a  (M, K), or (K, M) with transposeA   activation dtype
+  //   b  (K, N), or (N, K) with transposeB   any dtype (a frozen weight, or an activation)
+  //   c  (M, N)                              activation dtype; read only when beta != 0
+  // A linear layer y = x·Wᵀ is matmul(x, false, W, true, y, 1, 0); its input gradient
+  // dx = dy·W is matmul(dy, false, W, false, dx, 1, 0); a LoRA weight gradient dA += dhᵀ·x is
+  // matmul(dh, true, x, false, dA, 1, 1).
+  virtual void matmul(const Tensor& a, bool transposeA, const Tensor& b, bool transposeB, Tensor& c,
+                      float alpha, float beta) = 0;
+
+  // Embedding gather: out[t] = table[ids[t]]. Throws ShapeError naming the id when one is outside
+  // [0, vocab).
+  //   table (vocab, dim) any dtype, ids (T) host, out (T, dim) activation dtype
+  virtual void embeddingForward(const Tensor& table, std::span<const std::int32_t> ids,
+                                Tensor& out) = 0;
+
+  // Rotary position embedding in the rotate_half layout (Llama/Qwen2/Mistral), in place:
+  // for i < hd/2 and angle a = positions[t] · invFreq[i],
+  //   (x[i], x[i+hd/2]) ← (x[i]·cos a − x[i+hd/2]·sin a, x[i+hd/2]·cos a + x[i]·sin a).
+  // `inverse` rotates by −a: the backward pass of the rotation (its transpose).
+  //   x (T, heads, hd) activation dtype, positions (T) host, invFreq (hd/2) f32 (rope scaling,
+  //   e.g. llama3, is already folded into invFreq by the model)
+  virtual void rope(Tensor& x, std::span<const std::int32_t> positions, const Tensor& invFreq,
+                    bool inverse) = 0;
+
+  // Causal self-attention with grouped KV heads (GQA): query head h reads KV head
+  // h / (heads / kvHeads); out = softmax(scale · q·kᵀ + causal mask) · v.
+  //   q   (B, S, heads, hd)    k, v (B, S, kvHeads, hd)    activation dtype
+  //   out (B, S, heads, hd)    activation dtype
+  //   logsumexp (B, heads, S)  f32: log Σ_j exp(scale · q·k_j), saved for the backward pass
+  virtual void attentionForward(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
+                                Tensor& out, Tensor& logsumexp) = 0;
+
+  // SwiGLU of the Llama MLP: out = silu(gate) ⊙ up, silu(g) = g / (1 + e^−g).
+  //   gate, up, out (rows, dim) activation dtype
+  virtual void swigluForward(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
+
+  // Residual add, in place: x += y.   x, y (any shape, equal) activation dtype
+  virtual void addInPlace(Tensor& x, const Tensor& y) = 0;
+  // Bias add over rows, in place: x[r] += bias.   x (rows, dim) activation dtype, bias (dim) any
+  virtual void addBias(Tensor& x, const Tensor& bias) = 0;
+
+  // Softmax cross-entropy per row: losses[r] = logsumexp(logits[r]) − logits[r][targets[r]], and
+  // 0 where targets[r] == kIgnoreTarget (−100, as in PyTorch). Throws ShapeError naming the
+  // target when one is outside [0, vocab) and not ignored.
+  //   logits (rows, vocab) activation dtype, targets (rows) host
+  //   losses (rows) f32, logsumexp (rows) f32 (saved for the backward pass)
+  virtual void crossEntropyForward(const Tensor& logits, std::span<const std::int32_t> targets,
+                                   Tensor& losses, Tensor& logsumexp) = 0;
 };
+
+// Target id that cross-entropy skips (PyTorch's ignore_index default, used by HF labels).
+inline constexpr std::int32_t kIgnoreTarget = -100;
 
 std::unique_ptr<Backend> createCpuBackend();
 // Throws NoGpuError when this build has no GPU backend or no usable device is present.
@@ -61,5 +119,21 @@ void checkRmsnormForwardArgs(const BackendCapabilities& caps, const Tensor& x, c
                              const Tensor& y, const Tensor& rstd);
 void checkRmsnormBackwardArgs(const BackendCapabilities& caps, const Tensor& dy, const Tensor& x,
                               const Tensor& weight, const Tensor& rstd, const Tensor& dx);
+
+// Shared argument checks of the model-graph ops (same inputs rejected by every backend).
+void checkMatmulArgs(const BackendCapabilities& caps, const Tensor& a, bool transposeA,
+                     const Tensor& b, bool transposeB, const Tensor& c);
+void checkEmbeddingArgs(const BackendCapabilities& caps, const Tensor& table, std::size_t tokens,
+                        const Tensor& out);
+void checkRopeArgs(const BackendCapabilities& caps, const Tensor& x, std::size_t positions,
+                   const Tensor& invFreq);
+void checkAttentionArgs(const BackendCapabilities& caps, const Tensor& q, const Tensor& k,
+                        const Tensor& v, const Tensor& out, const Tensor& logsumexp);
+void checkSwigluArgs(const BackendCapabilities& caps, const Tensor& gate, const Tensor& up,
+                     const Tensor& out);
+void checkAddArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& y);
+void checkAddBiasArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& bias);
+void checkCrossEntropyArgs(const BackendCapabilities& caps, const Tensor& logits,
+                           std::size_t targets, const Tensor& losses, const Tensor& logsumexp);
 
 }  // namespace lorascope::compute

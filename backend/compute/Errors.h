@@ -30,6 +30,13 @@ class GpuError : public std::runtime_error {
   std::string where_;
 };
 
+// The backend has no implementation of this op (yet); names the op, e.g. "attention_forward has
+// no GPU kernel yet". Callers may fall back to the CPU backend for the whole step.
+class UnsupportedOpError : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
+
 // No usable GPU: the build has no GPU backend, no device is present, or the driver is missing.
 // Not a failure of the program: callers fall back to the CPU or skip GPU tests.
 class NoGpuError : public std::runtime_error {

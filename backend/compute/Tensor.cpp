@@ -56,6 +56,14 @@ std::string Tensor::describe() const {
   return std::string(dtypeName(dtype_)) + shapeToString(shape_) + " on " + deviceName(device_);
 }
 
+Tensor Tensor::viewAs(Shape shape) const {
+  if (numelOf(shape) != numel()) {
+    throw ShapeError("view: " + describe() + " cannot be seen as " + shapeToString(shape) +
+                     " (element counts differ)");
+  }
+  return Tensor(storage_, dtype_, std::move(shape), device_);
+}
+
 void requireShape(const char* op, const char* what, const Tensor& t, const Shape& expected) {
   if (t.shape() != expected) {
     throw ShapeError(std::string(op) + ": " + what + " has shape " + shapeToString(t.shape()) +

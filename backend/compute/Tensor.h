@@ -48,6 +48,9 @@ class Tensor {
   std::size_t bytes() const { return static_cast<std::size_t>(numel()) * dtypeBytes(dtype_); }
   bool defined() const { return storage_ != nullptr; }
   std::string describe() const;  // e.g. "bf16[7, 896] on gpu"
+  // The same storage seen with another shape of the same element count (e.g. (T, heads*hd) as
+  // (T, heads, hd)); throws ShapeError when the counts differ.
+  Tensor viewAs(Shape shape) const;
 
  private:
   std::shared_ptr<void> storage_;

@@ -6,7 +6,15 @@
 #include "compute/Backend.h"
 #include "compute/Bf16.h"
 #include "compute/Errors.h"
+#include "compute/cpu/add.h"            // defines: cpu::addInPlace, cpu::addBias
+#include "compute/cpu/attention.h"      // defines: cpu::attentionForward
+#include "compute/cpu/convert.h"        // defines: cpu::widenToFloat
+#include "compute/cpu/cross_entropy.h"  // defines: cpu::crossEntropyForward
+#include "compute/cpu/embedding.h"      // defines: cpu::embeddingForward
+#include "compute/cpu/matmul.h"         // defines: cpu::matmul
 #include "compute/cpu/rmsnorm.h"
+#include "compute/cpu/rope.h"    // defines: cpu::rope
+#include "compute/cpu/swiglu.h"  // defines: cpu::swigluForward
 
 namespace lorascope::compute {
 namespace {
@@ -16,16 +24,7 @@ constexpr std::size_t kHostAlignmentBytes = 64;  // one cache line; what AVX-512
 // Frozen weights may be stored in bf16/f16; CPU math is fp32, so such a weight is widened here.
 std::vector<float> widenToFloat(const Tensor& t) {
   std::vector<float> out(static_cast<std::size_t>(t.numel()));
-  if (t.dtype() == DType::F32) {
-    std::memcpy(out.data(), t.data(), t.bytes());
-  } else if (t.dtype() == DType::BF16) {
-    const auto* bits = t.as<std::uint16_t>();
-    for (std::size_t i = 0; i < out.size(); ++i) {
-      out[i] = bf16ToFloat(bits[i]);
-    }
-  } else {
-    throw ShapeError("cpu backend: " + t.describe() + " cannot be widened (f16 not yet supported)");
-  }
+  cpu::widenToFloat(t.data(), t.dtype(), 0, t.numel(), out.data());
   return out;
 }
 
@@ -85,8 +84,62 @@ class CpuBackend final : public Backend {
                          x.dim(1), dx.as<float>());
   }
 
+  void matmul(const Tensor& a, bool transposeA, const Tensor& b, bool transposeB, Tensor& c,
+              float alpha, float beta) override {
+    checkMatmulArgs(caps_, a, transposeA, b, transposeB, c);
+    const cpu::MatmulDims dims{c.dim(0), c.dim(1), a.dim(transposeA ? 0 : 1)};
+    cpu::matmul(a.as<float>(), transposeA, b.data(), b.dtype(), transposeB, c.as<float>(), dims,
+                alpha, beta, matmulScratch_);
+  }
+
+  void embeddingForward(const Tensor& table, std::span<const std::int32_t> ids,
+                        Tensor& out) override {
+    checkEmbeddingArgs(caps_, table, ids.size(), out);
+    cpu::embeddingForward(table.data(), table.dtype(), table.dim(0), table.dim(1), ids,
+                          out.as<float>());
+  }
+
+  void rope(Tensor& x, std::span<const std::int32_t> positions, const Tensor& invFreq,
+            bool inverse) override {
+    checkRopeArgs(caps_, x, positions.size(), invFreq);
+    cpu::rope(x.as<float>(), {x.dim(0), x.dim(1), x.dim(2)}, positions.data(), invFreq.as<float>(),
+              inverse);
+  }
+
+  void attentionForward(const Tensor& q, const Tensor& k, const Tensor& v, float scale, Tensor& out,
+                        Tensor& logsumexp) override {
+    checkAttentionArgs(caps_, q, k, v, out, logsumexp);
+    cpu::attentionForward(q.as<float>(), k.as<float>(), v.as<float>(),
+                          {q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)}, scale,
+                          out.as<float>(), logsumexp.as<float>());
+  }
+
+  void swigluForward(const Tensor& gate, const Tensor& up, Tensor& out) override {
+    checkSwigluArgs(caps_, gate, up, out);
+    cpu::swigluForward(gate.as<float>(), up.as<float>(), gate.numel(), out.as<float>());
+  }
+
+  void addInPlace(Tensor& x, const Tensor& y) override {
+    checkAddArgs(caps_, x, y);
+    cpu::addInPlace(x.as<float>(), y.as<float>(), x.numel());
+  }
+
+  void addBias(Tensor& x, const Tensor& bias) override {
+    checkAddBiasArgs(caps_, x, bias);
+    const std::vector<float> b = widenToFloat(bias);
+    cpu::addBias(x.as<float>(), b.data(), x.dim(0), x.dim(1));
+  }
+
+  void crossEntropyForward(const Tensor& logits, std::span<const std::int32_t> targets,
+                           Tensor& losses, Tensor& logsumexp) override {
+    checkCrossEntropyArgs(caps_, logits, targets.size(), losses, logsumexp);
+    cpu::crossEntropyForward(logits.as<float>(), logits.dim(1), targets, losses.as<float>(),
+                             logsumexp.as<float>());
+  }
+
  private:
   BackendCapabilities caps_;
+  std::vector<float> matmulScratch_;  // fp32 blocks of 16-bit weights (cpu/matmul.cpp's note)
 };
 
 }  // namespace

@@ -19,6 +19,13 @@ bool isBf16Weight(const char* op, const Tensor& weight) {
   return weight.dtype() == DType::BF16;
 }
 
+// The model-graph ops have CPU implementations only so far; their GPU kernels come with the GPU
+// trainer. Every such override throws through here, so the message and type stay uniform.
+[[noreturn]] void throwNoGpuKernelYet(const char* op) {
+  throw UnsupportedOpError(std::string(op) +
+                           " has no GPU kernel yet; run this step on the CPU backend");
+}
+
 class HipBackend final : public Backend {
  public:
   explicit HipBackend(int deviceIndex) : deviceIndex_(deviceIndex) {
@@ -109,6 +116,29 @@ class HipBackend final : public Backend {
     hip::rmsnormBackward(dy.as<std::uint16_t>(), x.as<std::uint16_t>(), weight.data(),
                          isBf16Weight("rmsnorm_backward", weight), rstd.as<float>(), x.dim(0),
                          x.dim(1), dx.as<std::uint16_t>(), stream_);
+  }
+
+  void matmul(const Tensor&, bool, const Tensor&, bool, Tensor&, float, float) override {
+    throwNoGpuKernelYet("matmul");
+  }
+  void embeddingForward(const Tensor&, std::span<const std::int32_t>, Tensor&) override {
+    throwNoGpuKernelYet("embedding_forward");
+  }
+  void rope(Tensor&, std::span<const std::int32_t>, const Tensor&, bool) override {
+    throwNoGpuKernelYet("rope");
+  }
+  void attentionForward(const Tensor&, const Tensor&, const Tensor&, float, Tensor&,
+                        Tensor&) override {
+    throwNoGpuKernelYet("attention_forward");
+  }
+  void swigluForward(const Tensor&, const Tensor&, Tensor&) override {
+    throwNoGpuKernelYet("swiglu_forward");
+  }
+  void addInPlace(Tensor&, const Tensor&) override { throwNoGpuKernelYet("add"); }
+  void addBias(Tensor&, const Tensor&) override { throwNoGpuKernelYet("add_bias"); }
+  void crossEntropyForward(const Tensor&, std::span<const std::int32_t>, Tensor&,
+                           Tensor&) override {
+    throwNoGpuKernelYet("cross_entropy_forward");
   }
 
  private:

@@ -1,0 +1,18 @@
+// cpu/convert.h — widening of stored weight dtypes (bf16, f16, f32) to the fp32 the CPU computes
+// in. Used per op on blocks of a weight, never on a whole model (see cpu/matmul.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "compute/Tensor.h"  // defines: DType
+
+namespace lorascope::compute::cpu {
+
+// IEEE 754 binary16 bits to float, subnormals, infinities and NaN included.
+float f16ToFloat(std::uint16_t bits);
+
+// dst[i] = float(src[offset + i]) for i < count, src holding elements of `dtype`.
+void widenToFloat(const void* src, DType dtype, std::int64_t offset, std::int64_t count,
+                  float* dst);
+
+}  // namespace lorascope::compute::cpu

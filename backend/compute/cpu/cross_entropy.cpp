@@ -1,0 +1,34 @@
+// cpu/cross_entropy.cpp — cross-entropy for the CPU backend; sums in double, max-shifted.
+#include "compute/cpu/cross_entropy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "compute/Backend.h"  // defines: kIgnoreTarget
+#include "compute/Errors.h"
+
+namespace lorascope::compute::cpu {
+
+void crossEntropyForward(const float* logits, std::int64_t vocab,
+                         std::span<const std::int32_t> targets, float* losses, float* logsumexp) {
+  for (std::size_t r = 0; r < targets.size(); ++r) {
+    const std::int32_t target = targets[r];
+    if (target != kIgnoreTarget && (target < 0 || target >= vocab)) {
+      throw ShapeError("cross_entropy_forward: target " + std::to_string(target) + " of row " +
+                       std::to_string(r) + " is outside the vocabulary [0, " +
+                       std::to_string(vocab) + ") and is not the ignore id -100");
+    }
+    const float* row = logits + static_cast<std::int64_t>(r) * vocab;
+    const double maxLogit = *std::max_element(row, row + vocab);
+    double sum = 0.0;
+    for (std::int64_t i = 0; i < vocab; ++i) {
+      sum += std::exp(static_cast<double>(row[i]) - maxLogit);
+    }
+    const double lse = maxLogit + std::log(sum);
+    logsumexp[r] = static_cast<float>(lse);
+    losses[r] = target == kIgnoreTarget ? 0.0f : static_cast<float>(lse - row[target]);
+  }
+}
+
+}  // namespace lorascope::compute::cpu
