@@ -1,0 +1,442 @@
+// engine/Protocol.cpp — JSON-lines encoding of commands and events, and strict decoding.
+#include "engine/Protocol.h"
+
+#include <array>
+#include <utility>
+
+namespace lorascope::engine {
+namespace {
+
+using nlohmann::json;
+
+template <class... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+// Reads fields of one message; every failure names the message type and the field.
+class Fields {
+ public:
+  Fields(const json& object, std::string type) : object_(object), type_(std::move(type)) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
+    throw ProtocolError("'" + type_ + "' message: " + field + ": " + problem);
+  }
+  const json& at(const char* field) const {
+    const auto it = object_.find(field);
+    if (it == object_.end()) {
+      fail(field, "missing");
+    }
+    return *it;
+  }
+  bool has(const char* field) const { return object_.contains(field); }
+  std::string string(const char* field) const {
+    const json& v = at(field);
+    if (!v.is_string())
+      fail(field, "must be a string");
+    return v.get<std::string>();
+  }
+  std::int64_t integer(const char* field) const {
+    const json& v = at(field);
+    if (!v.is_number_integer())
+      fail(field, "must be a whole number");
+    return v.get<std::int64_t>();
+  }
+  double number(const char* field) const {
+    const json& v = at(field);
+    if (!v.is_number())
+      fail(field, "must be a number");
+    return v.get<double>();
+  }
+  bool boolean(const char* field) const {
+    const json& v = at(field);
+    if (!v.is_boolean())
+      fail(field, "must be true or false");
+    return v.get<bool>();
+  }
+  std::optional<std::uint64_t> optionalBytes(const char* field) const {
+    if (!has(field) || at(field).is_null())
+      return std::nullopt;
+    const json& v = at(field);
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
+      fail(field, "must be a byte count ≥ 0 or null");
+    }
+    return v.get<std::uint64_t>();
+  }
+  std::optional<double> optionalNumber(const char* field) const {
+    if (!has(field) || at(field).is_null())
+      return std::nullopt;
+    return number(field);
+  }
+  template <typename Enum, std::size_t N>
+  Enum choice(const char* field, const std::array<Enum, N>& values) const {
+    const std::string text = string(field);
+    for (Enum e : values) {
+      if (text == toString(e))
+        return e;
+    }
+    fail(field, "unknown value '" + text + "'");
+  }
+
+ private:
+  const json& object_;
+  std::string type_;
+};
+
+constexpr std::array<Toggle, 7> kToggles = {Toggle::Serialize,
+                                            Toggle::Blocking,
+                                            Toggle::MicroBatch,
+                                            Toggle::CpuFallback,
+                                            Toggle::GemmBackend,
+                                            Toggle::AllocatorPolicy,
+                                            Toggle::ActivationCheckpointing};
+constexpr std::array<RunState, 7> kStates = {
+    RunState::Idle,     RunState::Starting, RunState::Running, RunState::Paused,
+    RunState::Stopping, RunState::Finished, RunState::Failed};
+constexpr std::array<LogLevel, 4> kLevels = {LogLevel::Debug, LogLevel::Info, LogLevel::Warning,
+                                             LogLevel::Error};
+
+// Checks a toggle's value against its type; the engine may rely on it after decoding.
+void checkToggleValue(const Fields& f, Toggle toggle, const json& value) {
+  switch (toggle) {
+    case Toggle::MicroBatch:
+      if (!value.is_number_integer() || value.get<std::int64_t>() < 1 ||
+          value.get<std::int64_t>() > 4096) {
+        f.fail("value", "micro_batch must be a whole number from 1 to 4096");
+      }
+      return;
+    case Toggle::GemmBackend:
+      if (value != "vendor" && value != "builtin") {
+        f.fail("value", "gemm_backend must be \"vendor\" or \"builtin\"");
+      }
+      return;
+    case Toggle::AllocatorPolicy:
+      if (value != "caching" && value != "arena") {
+        f.fail("value", "allocator_policy must be \"caching\" or \"arena\"");
+      }
+      return;
+    case Toggle::Serialize:
+    case Toggle::Blocking:
+    case Toggle::CpuFallback:
+    case Toggle::ActivationCheckpointing:
+      if (!value.is_boolean()) {
+        f.fail("value", std::string(toString(toggle)) + " must be true or false");
+      }
+      return;
+  }
+}
+
+json parseLine(std::string_view line, std::string& type) {
+  json root;
+  try {
+    root = json::parse(line);
+  } catch (const json::parse_error& e) {
+    throw ProtocolError(std::string("not valid JSON: ") + e.what());
+  }
+  if (!root.is_object()) {
+    throw ProtocolError("a message must be a JSON object");
+  }
+  const auto v = root.find("v");
+  if (v == root.end() || !v->is_number_integer() || v->get<int>() != kProtocolVersion) {
+    throw ProtocolError("protocol version " +
+                        (v == root.end() ? std::string("missing") : v->dump()) +
+                        ", this side speaks " + std::to_string(kProtocolVersion));
+  }
+  const auto t = root.find("type");
+  if (t == root.end() || !t->is_string()) {
+    throw ProtocolError("message has no \"type\" string");
+  }
+  type = t->get<std::string>();
+  return root;
+}
+
+json optionalToJson(const std::optional<std::uint64_t>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+json optionalToJson(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+}  // namespace
+
+const char* toString(Toggle toggle) {
+  switch (toggle) {
+    case Toggle::Serialize:
+      return "serialize";
+    case Toggle::Blocking:
+      return "blocking";
+    case Toggle::MicroBatch:
+      return "micro_batch";
+    case Toggle::CpuFallback:
+      return "cpu_fallback";
+    case Toggle::GemmBackend:
+      return "gemm_backend";
+    case Toggle::AllocatorPolicy:
+      return "allocator_policy";
+    case Toggle::ActivationCheckpointing:
+      return "activation_checkpointing";
+  }
+  return "?";
+}
+
+const char* toString(RunState state) {
+  switch (state) {
+    case RunState::Idle:
+      return "idle";
+    case RunState::Starting:
+      return "starting";
+    case RunState::Running:
+      return "running";
+    case RunState::Paused:
+      return "paused";
+    case RunState::Stopping:
+      return "stopping";
+    case RunState::Finished:
+      return "finished";
+    case RunState::Failed:
+      return "failed";
+  }
+  return "?";
+}
+
+const char* toString(LogLevel level) {
+  switch (level) {
+    case LogLevel::Debug:
+      return "debug";
+    case LogLevel::Info:
+      return "info";
+    case LogLevel::Warning:
+      return "warning";
+    case LogLevel::Error:
+      return "error";
+  }
+  return "?";
+}
+
+std::string_view commandType(const Command& command) {
+  return std::visit(Overloaded{[](const StartCommand&) { return "start"; },
+                               [](const PauseCommand&) { return "pause"; },
+                               [](const ResumeCommand&) { return "resume"; },
+                               [](const StopCommand&) { return "stop"; },
+                               [](const SetToggleCommand&) { return "set"; },
+                               [](const SwitchProfileCommand&) { return "switch_profile"; },
+                               [](const CheckpointNowCommand&) { return "checkpoint_now"; },
+                               [](const RequestSnapshotCommand&) { return "request_snapshot"; }},
+                    command);
+}
+
+std::string_view eventType(const Event& event) {
+  return std::visit(
+      Overloaded{[](const HelloEvent&) { return "hello"; },
+                 [](const StateEvent&) { return "state"; }, [](const StepEvent&) { return "step"; },
+                 [](const MemoryEvent&) { return "memory"; },
+                 [](const QueueEvent&) { return "queue"; },
+                 [](const SnapshotEvent&) { return "snapshot"; },
+                 [](const LogEvent&) { return "log"; }, [](const ErrorEvent&) { return "error"; },
+                 [](const CheckpointEvent&) { return "checkpoint"; },
+                 [](const IncidentEvent&) { return "incident"; },
+                 [](const ToggleAppliedEvent&) { return "toggle_applied"; }},
+      event);
+}
+
+std::string encodeCommand(const Command& command) {
+  json out = {{"v", kProtocolVersion}, {"type", commandType(command)}};
+  std::visit(
+      Overloaded{[&](const StartCommand& c) { out["config"] = c.runConfig; },
+                 [&](const SetToggleCommand& c) {
+                   out["toggle"] = toString(c.toggle);
+                   out["value"] = c.value;
+                 },
+                 [&](const SwitchProfileCommand& c) { out["name"] = c.name; }, [](const auto&) {}},
+      command);
+  return out.dump();
+}
+
+Command decodeCommand(std::string_view line) {
+  std::string type;
+  const json root = parseLine(line, type);
+  const Fields f(root, type);
+  if (type == "start") {
+    if (!f.at("config").is_object())
+      f.fail("config", "must be an object");
+    return StartCommand{root["config"]};
+  }
+  if (type == "pause")
+    return PauseCommand{};
+  if (type == "resume")
+    return ResumeCommand{};
+  if (type == "stop")
+    return StopCommand{};
+  if (type == "checkpoint_now")
+    return CheckpointNowCommand{};
+  if (type == "request_snapshot")
+    return RequestSnapshotCommand{};
+  if (type == "switch_profile")
+    return SwitchProfileCommand{f.string("name")};
+  if (type == "set") {
+    const Toggle toggle = f.choice("toggle", kToggles);
+    checkToggleValue(f, toggle, f.at("value"));
+    return SetToggleCommand{toggle, root["value"]};
+  }
+  throw ProtocolError("unknown command type '" + type + "'");
+}
+
+std::string encodeEvent(const TimedEvent& timed) {
+  json out = {{"v", kProtocolVersion}, {"type", eventType(timed.event)}, {"t_ms", timed.timeMs}};
+  std::visit(
+      Overloaded{
+          [&](const HelloEvent& e) {
+            out["protocol"] = e.protocolVersion;
+            out["version"] = e.version;
+            out["flavour"] = e.flavour;
+            out["devices"] = json::array();
+            for (const DeviceSummary& d : e.devices) {
+              out["devices"].push_back({{"name", d.name},
+                                        {"architecture", d.architecture},
+                                        {"total_bytes", d.totalBytes}});
+            }
+          },
+          [&](const StateEvent& e) {
+            out["state"] = toString(e.state);
+            out["step"] = e.step;
+            out["detail"] = e.detail;
+          },
+          [&](const StepEvent& e) {
+            out.update({{"step", e.step},
+                        {"loss", e.loss},
+                        {"lr", e.learningRate},
+                        {"grad_norm", e.gradNorm},
+                        {"tokens_per_s", e.tokensPerS},
+                        {"micro_batch", e.microBatch},
+                        {"accumulation", e.accumulation}});
+          },
+          [&](const MemoryEvent& e) {
+            out.update({{"allocated_bytes", optionalToJson(e.allocatedBytes)},
+                        {"reserved_bytes", optionalToJson(e.reservedBytes)},
+                        {"largest_free_bytes", optionalToJson(e.largestFreeBytes)},
+                        {"fragmentation", optionalToJson(e.fragmentation)},
+                        {"driver_used_bytes", optionalToJson(e.driverUsedBytes)},
+                        {"driver_total_bytes", optionalToJson(e.driverTotalBytes)},
+                        {"held_outside_bytes", optionalToJson(e.heldOutsideBytes)},
+                        {"host_rss_bytes", optionalToJson(e.hostRssBytes)},
+                        {"host_available_bytes", optionalToJson(e.hostAvailableBytes)}});
+          },
+          [&](const QueueEvent& e) {
+            out["streams"] = json::array();
+            for (const QueueDepth& q : e.streams) {
+              out["streams"].push_back({{"stream", q.stream}, {"depth", q.depth}});
+            }
+          },
+          [&](const SnapshotEvent& e) { out["snapshot"] = e.snapshot; },
+          [&](const LogEvent& e) {
+            out["level"] = toString(e.level);
+            out["text"] = e.text;
+          },
+          [&](const ErrorEvent& e) {
+            out.update({{"category", e.category},
+                        {"op", e.op},
+                        {"code", e.code},
+                        {"message", e.message},
+                        {"advice", e.advice},
+                        {"sticky", e.sticky}});
+          },
+          [&](const CheckpointEvent& e) {
+            out["path"] = e.path;
+            out["step"] = e.step;
+          },
+          [&](const IncidentEvent& e) {
+            out.update({{"what", e.what}, {"action", e.action}, {"step", e.step}});
+          },
+          [&](const ToggleAppliedEvent& e) {
+            out.update({{"toggle", toString(e.toggle)}, {"value", e.value}, {"step", e.step}});
+          }},
+      timed.event);
+  return out.dump();
+}
+
+TimedEvent decodeEvent(std::string_view line) {
+  std::string type;
+  const json root = parseLine(line, type);
+  const Fields f(root, type);
+  TimedEvent out{f.integer("t_ms"), {}};
+  if (type == "hello") {
+    HelloEvent e{
+        static_cast<int>(f.integer("protocol")), f.string("version"), f.string("flavour"), {}};
+    if (!f.at("devices").is_array())
+      f.fail("devices", "must be an array");
+    for (const json& d : root["devices"]) {
+      if (!d.is_object())
+        f.fail("devices", "entries must be objects");
+      const Fields df(d, "hello.devices");
+      e.devices.push_back({df.string("name"), df.string("architecture"),
+                           static_cast<std::uint64_t>(df.integer("total_bytes"))});
+    }
+    out.event = std::move(e);
+  } else if (type == "state") {
+    out.event = StateEvent{f.choice("state", kStates), f.integer("step"), f.string("detail")};
+  } else if (type == "step") {
+    out.event = StepEvent{f.integer("step"),
+                          f.number("loss"),
+                          f.number("lr"),
+                          f.number("grad_norm"),
+                          f.number("tokens_per_s"),
+                          static_cast<int>(f.integer("micro_batch")),
+                          static_cast<int>(f.integer("accumulation"))};
+  } else if (type == "memory") {
+    out.event =
+        MemoryEvent{f.optionalBytes("allocated_bytes"),     f.optionalBytes("reserved_bytes"),
+                    f.optionalBytes("largest_free_bytes"),  f.optionalNumber("fragmentation"),
+                    f.optionalBytes("driver_used_bytes"),   f.optionalBytes("driver_total_bytes"),
+                    f.optionalBytes("held_outside_bytes"),  f.optionalBytes("host_rss_bytes"),
+                    f.optionalBytes("host_available_bytes")};
+  } else if (type == "queue") {
+    QueueEvent e;
+    if (!f.at("streams").is_array())
+      f.fail("streams", "must be an array");
+    for (const json& q : root["streams"]) {
+      if (!q.is_object())
+        f.fail("streams", "entries must be objects");
+      const Fields qf(q, "queue.streams");
+      e.streams.push_back({qf.string("stream"), qf.integer("depth")});
+    }
+    out.event = std::move(e);
+  } else if (type == "snapshot") {
+    if (!f.at("snapshot").is_object())
+      f.fail("snapshot", "must be an object");
+    out.event = SnapshotEvent{root["snapshot"]};
+  } else if (type == "log") {
+    out.event = LogEvent{f.choice("level", kLevels), f.string("text")};
+  } else if (type == "error") {
+    out.event = ErrorEvent{f.string("category"), f.string("op"),     f.integer("code"),
+                           f.string("message"),  f.string("advice"), f.boolean("sticky")};
+  } else if (type == "checkpoint") {
+    out.event = CheckpointEvent{f.string("path"), f.integer("step")};
+  } else if (type == "incident") {
+    out.event = IncidentEvent{f.string("what"), f.string("action"), f.integer("step")};
+  } else if (type == "toggle_applied") {
+    const Toggle toggle = f.choice("toggle", kToggles);
+    checkToggleValue(f, toggle, f.at("value"));
+    out.event = ToggleAppliedEvent{toggle, root["value"], f.integer("step")};
+  } else {
+    throw ProtocolError("unknown event type '" + type + "'");
+  }
+  return out;
+}
+
+ErrorEvent protocolErrorEvent(const ProtocolError& error, std::string_view line) {
+  constexpr std::size_t kQuotedBytes = 200;  // enough to recognise the line, not to flood a log
+  std::string quoted(line.substr(0, kQuotedBytes));
+  if (line.size() > kQuotedBytes)
+    quoted += "…";
+  return ErrorEvent{"protocol",
+                    "",
+                    0,
+                    std::string(error.what()) + " (line: " + quoted + ")",
+                    "the GUI and the engine must be the same LoRAscope version; reinstall if they "
+                    "differ, otherwise report this line as a bug",
+                    false};
+}
+
+}  // namespace lorascope::engine

@@ -1,0 +1,178 @@
+// engine/Protocol.h — the one message vocabulary between the GUI and the engine.
+//
+// Commands go GUI → engine, events engine → GUI. In-process they travel as these structs over
+// queued signals; to an isolated engine as one JSON object per line on stdin/stdout:
+//   {"v": 1, "type": "set", "toggle": "micro_batch", "value": 2}
+//   {"v": 1, "type": "step", "t_ms": 15321, "step": 40, "loss": 1.83, ...}
+// Decoding is strict: an unknown type, a missing or ill-typed field or another protocol version is
+// a ProtocolError naming the problem, which the receiver answers with an error event — never a
+// crash. Plain C++ (no Qt), so `lorascope-train --engine` and the tests need no display.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lorascope::engine {
+
+inline constexpr int kProtocolVersion = 1;
+
+class ProtocolError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// ---- Commands --------------------------------------------------------------------------------
+
+enum class Toggle {
+  Serialize,                // bool
+  Blocking,                 // bool
+  MicroBatch,               // int ≥ 1
+  CpuFallback,              // bool
+  GemmBackend,              // "vendor" | "builtin"
+  AllocatorPolicy,          // "caching" | "arena"
+  ActivationCheckpointing,  // bool
+};
+const char* toString(Toggle toggle);
+
+struct StartCommand {
+  nlohmann::json runConfig;  // object; its schema belongs to the trainer
+};
+struct PauseCommand {};
+struct ResumeCommand {};
+struct StopCommand {};
+struct SetToggleCommand {
+  Toggle toggle = Toggle::Serialize;
+  nlohmann::json value;  // checked against the toggle's type when decoded
+};
+struct SwitchProfileCommand {
+  std::string name;
+};
+struct CheckpointNowCommand {};
+struct RequestSnapshotCommand {};
+
+using Command =
+    std::variant<StartCommand, PauseCommand, ResumeCommand, StopCommand, SetToggleCommand,
+                 SwitchProfileCommand, CheckpointNowCommand, RequestSnapshotCommand>;
+
+// ---- Events ----------------------------------------------------------------------------------
+
+struct DeviceSummary {
+  std::string name;
+  std::string architecture;
+  std::uint64_t totalBytes = 0;
+};
+struct HelloEvent {
+  int protocolVersion = kProtocolVersion;
+  std::string version;  // LoRAscope version
+  std::string flavour;  // cpu | hip-amd | hip-nvidia
+  std::vector<DeviceSummary> devices;
+};
+
+enum class RunState { Idle, Starting, Running, Paused, Stopping, Finished, Failed };
+const char* toString(RunState state);
+struct StateEvent {
+  RunState state = RunState::Idle;
+  std::int64_t step = 0;
+  std::string detail;
+};
+
+struct StepEvent {
+  std::int64_t step = 0;
+  double loss = 0;
+  double learningRate = 0;
+  double gradNorm = 0;
+  double tokensPerS = 0;
+  int microBatch = 1;
+  int accumulation = 1;
+};
+
+// Three memory readings kept apart (DESIGN: honest numbers); unset = not available here.
+struct MemoryEvent {
+  std::optional<std::uint64_t> allocatedBytes;  // our allocator: held by tensors
+  std::optional<std::uint64_t> reservedBytes;   // our allocator: taken from the device
+  std::optional<std::uint64_t> largestFreeBytes;
+  std::optional<double> fragmentation;           // 1 − largest free / total free, 0..1
+  std::optional<std::uint64_t> driverUsedBytes;  // what the driver says the device uses
+  std::optional<std::uint64_t> driverTotalBytes;
+  std::optional<std::uint64_t> heldOutsideBytes;  // driver used − our reserved
+  std::optional<std::uint64_t> hostRssBytes;
+  std::optional<std::uint64_t> hostAvailableBytes;
+};
+
+struct QueueDepth {
+  std::string stream;
+  std::int64_t depth = 0;  // submitted − completed
+};
+struct QueueEvent {
+  std::vector<QueueDepth> streams;
+};
+
+struct SnapshotEvent {
+  nlohmann::json snapshot;  // the allocator's snapshot: segments and blocks
+};
+
+enum class LogLevel { Debug, Info, Warning, Error };
+const char* toString(LogLevel level);
+struct LogEvent {
+  LogLevel level = LogLevel::Info;
+  std::string text;
+};
+
+struct ErrorEvent {
+  std::string category;  // out_of_memory, illegal_address, blas, hang, protocol, input, ...
+  std::string op;        // the op or command it concerns, "" when none
+  std::int64_t code = 0;
+  std::string message;
+  std::string advice;
+  bool sticky = false;  // the GPU context is unusable: the engine must restart
+};
+
+struct CheckpointEvent {
+  std::string path;
+  std::int64_t step = 0;
+};
+
+struct IncidentEvent {
+  std::string what;    // "engine killed by SIGSEGV at step 212"
+  std::string action;  // "switched to built-in GEMM; resumed from step 212"
+  std::int64_t step = 0;
+};
+
+// Confirms that a toggle took effect (and from which step), so the UI shows applied state only.
+struct ToggleAppliedEvent {
+  Toggle toggle = Toggle::Serialize;
+  nlohmann::json value;
+  std::int64_t step = 0;
+};
+
+using Event =
+    std::variant<HelloEvent, StateEvent, StepEvent, MemoryEvent, QueueEvent, SnapshotEvent,
+                 LogEvent, ErrorEvent, CheckpointEvent, IncidentEvent, ToggleAppliedEvent>;
+
+// An event with the engine's clock (ms since the engine started), the charts' shared time axis.
+struct TimedEvent {
+  std::int64_t timeMs = 0;
+  Event event;
+};
+
+// ---- Wire format -----------------------------------------------------------------------------
+
+std::string encodeCommand(const Command& command);  // one line, no newline
+Command decodeCommand(std::string_view line);       // throws ProtocolError
+std::string encodeEvent(const TimedEvent& event);
+TimedEvent decodeEvent(std::string_view line);
+
+// The event that answers a line that could not be decoded.
+ErrorEvent protocolErrorEvent(const ProtocolError& error, std::string_view line);
+
+std::string_view commandType(const Command& command);
+std::string_view eventType(const Event& event);
+
+}  // namespace lorascope::engine
