@@ -1,0 +1,27 @@
+// Providers.h — picks the providers that work on this machine: NVML, rocm-smi, amdgpu sysfs
+// (only where rocm-smi is unavailable, since it reads the same driver), and the host. Each that
+// is absent is listed with the reason, in words; none of that is an error.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "telemetry/Provider.h"
+
+namespace lorascope::telemetry {
+
+struct UnavailableProvider {
+  std::string name;
+  std::string reason;
+};
+
+struct ProviderSet {
+  std::vector<std::shared_ptr<Provider>> gpu;  // initialised GPU providers
+  std::shared_ptr<Provider> host;              // initialised host provider, or nullptr
+  std::vector<UnavailableProvider> unavailable;
+};
+
+ProviderSet openProviders();
+
+}  // namespace lorascope::telemetry
