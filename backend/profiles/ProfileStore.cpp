@@ -1,9 +1,6 @@
 // profiles/ProfileStore.cpp — user profile files: listing, loading, atomic saving, removal.
 #include "profiles/ProfileStore.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -11,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/AtomicFile.h"
 #include "profiles/Builtins.h"
 #include "profiles/ProfileJson.h"
 
@@ -32,10 +30,6 @@ std::string readWholeFile(const fs::path& path) {
 bool isBuiltinName(const std::string& name) {
   return std::any_of(builtinProfiles().begin(), builtinProfiles().end(),
                      [&](const Profile& p) { return p.name == name; });
-}
-
-[[noreturn]] void throwIoError(const fs::path& path, const char* what) {
-  throw std::runtime_error(path.string() + ": " + what + ": " + std::strerror(errno));
 }
 
 }  // namespace
@@ -109,7 +103,7 @@ fs::path ProfileStore::save(const Profile& profile) const {
   parseProfile(json, "profile '" + profile.name + "'");  // refuse to write what we cannot read
   fs::create_directories(userDir_);
   const fs::path path = fileFor(profile.name);
-  writeFileAtomically(path, json);
+  common::writeFileAtomically(path, json);
   return path;
 }
 
@@ -120,41 +114,6 @@ bool ProfileStore::remove(const std::string& name) const {
     }
   }
   return false;
-}
-
-void writeFileAtomically(const fs::path& path, const std::string& contents) {
-  const fs::path temp = path.string() + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throwIoError(temp, "cannot create");
-  }
-  std::size_t written = 0;
-  while (written < contents.size()) {
-    const ssize_t n = ::write(fd, contents.data() + written, contents.size() - written);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      ::close(fd);
-      ::unlink(temp.c_str());
-      throwIoError(temp, "write failed");
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    ::unlink(temp.c_str());
-    throwIoError(temp, "fsync/close failed");
-  }
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    ::unlink(temp.c_str());
-    throwIoError(path, "rename failed");
-  }
-  // The rename itself lives in the directory: sync it too, or a crash may forget it.
-  const fs::path dir = path.has_parent_path() ? path.parent_path() : fs::path(".");
-  if (const int dirFd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dirFd >= 0) {
-    ::fsync(dirFd);
-    ::close(dirFd);
-  }
 }
 
 }  // namespace lorascope::profiles

@@ -40,8 +40,4 @@ class ProfileStore {
   std::filesystem::path userDir_;
 };
 
-// Writes `contents` to `path` via a temporary file in the same directory, fsync and rename, so a
-// crash leaves either the old file or the new one. Throws std::runtime_error naming the path.
-void writeFileAtomically(const std::filesystem::path& path, const std::string& contents);
-
 }  // namespace lorascope::profiles
