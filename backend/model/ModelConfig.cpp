@@ -1,0 +1,265 @@
+// ModelConfig.cpp — config.json parsing with errors that name the file and the field.
+#include "model/ModelConfig.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "model/ModelError.h"
+
+namespace lorascope::model {
+namespace {
+
+using nlohmann::json;
+
+// Reads the fields of one JSON object (the document or rope_parameters / rope_scaling) and says
+// which object a bad field lives in.
+class FieldReader {
+ public:
+  FieldReader(const json& object, const std::string& file, std::string prefix)
+      : object_(object), file_(file), prefix_(std::move(prefix)) {}
+
+  bool has(const char* name) const { return object_.contains(name) && !object_.at(name).is_null(); }
+
+  std::int64_t positiveInt(const char* name) const {
+    const json& v = require(name);
+    if (!v.is_number_integer() || v.get<std::int64_t>() <= 0) {
+      fail(name, "must be a positive integer", v);
+    }
+    return v.get<std::int64_t>();
+  }
+  std::int64_t positiveInt(const char* name, std::int64_t fallback) const {
+    return has(name) ? positiveInt(name) : fallback;
+  }
+
+  double positiveNumber(const char* name) const {
+    const json& v = require(name);
+    if (!v.is_number() || !(v.get<double>() > 0.0) || !std::isfinite(v.get<double>())) {
+      fail(name, "must be a positive number", v);
+    }
+    return v.get<double>();
+  }
+  double positiveNumber(const char* name, double fallback) const {
+    return has(name) ? positiveNumber(name) : fallback;
+  }
+
+  bool boolean(const char* name, bool fallback) const {
+    if (!has(name)) {
+      return fallback;
+    }
+    const json& v = object_.at(name);
+    if (!v.is_boolean()) {
+      fail(name, "must be true or false", v);
+    }
+    return v.get<bool>();
+  }
+
+  std::string string(const char* name) const {
+    const json& v = require(name);
+    if (!v.is_string()) {
+      fail(name, "must be a string", v);
+    }
+    return v.get<std::string>();
+  }
+  std::string string(const char* name, const std::string& fallback) const {
+    return has(name) ? string(name) : fallback;
+  }
+
+  [[noreturn]] void fail(const char* name, const std::string& rule, const json& v) const {
+    throw ModelError(file_, "field '" + prefix_ + name + "' " + rule + ", got " + v.dump());
+  }
+
+ private:
+  const json& require(const char* name) const {
+    if (!has(name)) {
+      throw ModelError(file_, "field '" + prefix_ + name + "' is missing");
+    }
+    return object_.at(name);
+  }
+
+  const json& object_;
+  const std::string& file_;
+  std::string prefix_;
+};
+
+Family parseFamily(const std::string& modelType, const std::string& file) {
+  if (modelType == "llama") {
+    return Family::Llama;
+  }
+  if (modelType == "qwen2") {
+    return Family::Qwen2;
+  }
+  if (modelType == "mistral") {
+    return Family::Mistral;
+  }
+  throw UnsupportedModelError(
+      file, "model_type '" + modelType + "' (this build runs llama, qwen2 and mistral)");
+}
+
+// Scaling keys live in rope_scaling (≤4.x) or rope_parameters (5.x); the same reader serves both.
+void parseRopeScaling(const FieldReader& scaling, RopeConfig& rope, const std::string& file) {
+  const std::string type =
+      scaling.has("rope_type") ? scaling.string("rope_type") : scaling.string("type", "default");
+  if (type == "default") {
+    rope.scaling = RopeScalingType::None;
+  } else if (type == "linear") {
+    rope.scaling = RopeScalingType::Linear;
+    rope.factor = scaling.positiveNumber("factor");
+  } else if (type == "llama3") {
+    rope.scaling = RopeScalingType::Llama3;
+    rope.factor = scaling.positiveNumber("factor");
+    rope.lowFreqFactor = scaling.positiveNumber("low_freq_factor");
+    rope.highFreqFactor = scaling.positiveNumber("high_freq_factor");
+    rope.originalMaxPositionEmbeddings = scaling.positiveInt("original_max_position_embeddings");
+    if (!(rope.highFreqFactor > rope.lowFreqFactor)) {
+      throw ModelError(file, "rope scaling: high_freq_factor must exceed low_freq_factor");
+    }
+  } else {
+    throw UnsupportedModelError(
+        file, "rope scaling type '" + type + "' (this build runs default, linear and llama3)");
+  }
+}
+
+RopeConfig parseRope(const json& doc, const FieldReader& top, const std::string& file) {
+  RopeConfig rope;
+  rope.theta = top.positiveNumber("rope_theta", 10000.0);
+  if (top.has("rope_parameters")) {
+    const json& params = doc.at("rope_parameters");
+    if (!params.is_object()) {
+      top.fail("rope_parameters", "must be an object", params);
+    }
+    const FieldReader reader(params, file, "rope_parameters.");
+    rope.theta = reader.positiveNumber("rope_theta", rope.theta);
+    parseRopeScaling(reader, rope, file);
+  } else if (top.has("rope_scaling")) {
+    const json& scaling = doc.at("rope_scaling");
+    if (!scaling.is_object()) {
+      top.fail("rope_scaling", "must be an object or null", scaling);
+    }
+    parseRopeScaling(FieldReader(scaling, file, "rope_scaling."), rope, file);
+  }
+  return rope;
+}
+
+}  // namespace
+
+const char* familyName(Family family) {
+  switch (family) {
+    case Family::Llama:
+      return "llama";
+    case Family::Qwen2:
+      return "qwen2";
+    case Family::Mistral:
+      return "mistral";
+  }
+  return "?";
+}
+
+ModelConfig parseModelConfig(const json& doc, const std::string& file) {
+  if (!doc.is_object()) {
+    throw ModelError(file, "expected a JSON object, found " + std::string(doc.type_name()));
+  }
+  const FieldReader top(doc, file, "");
+  ModelConfig c;
+  c.modelType = top.string("model_type");
+  c.family = parseFamily(c.modelType, file);
+  const std::string activation = top.string("hidden_act", "silu");
+  if (activation != "silu") {
+    throw UnsupportedModelError(file, "hidden_act '" + activation + "' (the MLP must be SwiGLU)");
+  }
+  c.vocabSize = top.positiveInt("vocab_size");
+  c.hiddenSize = top.positiveInt("hidden_size");
+  c.intermediateSize = top.positiveInt("intermediate_size");
+  c.numLayers = top.positiveInt("num_hidden_layers");
+  c.numHeads = top.positiveInt("num_attention_heads");
+  c.numKvHeads = top.positiveInt("num_key_value_heads", c.numHeads);
+  if (c.numHeads % c.numKvHeads != 0) {
+    throw ModelError(file, "num_attention_heads " + std::to_string(c.numHeads) +
+                               " is not a multiple of num_key_value_heads " +
+                               std::to_string(c.numKvHeads));
+  }
+  if (top.has("head_dim")) {
+    c.headDim = top.positiveInt("head_dim");
+  } else if (c.hiddenSize % c.numHeads == 0) {
+    c.headDim = c.hiddenSize / c.numHeads;
+  } else {
+    throw ModelError(file, "field 'head_dim' is missing and hidden_size " +
+                               std::to_string(c.hiddenSize) + " is not a multiple of " +
+                               std::to_string(c.numHeads) + " heads");
+  }
+  if (c.headDim % 2 != 0) {
+    throw ModelError(file, "head_dim " + std::to_string(c.headDim) + " is odd; RoPE needs pairs");
+  }
+  c.rmsNormEps = top.positiveNumber("rms_norm_eps", 1e-6);  // transformers' default
+  c.rope = parseRope(doc, top, file);
+  c.tieWordEmbeddings = top.boolean("tie_word_embeddings", false);
+  c.maxPositionEmbeddings = top.positiveInt("max_position_embeddings", 0);
+  c.storedDtype = top.has("dtype") ? top.string("dtype") : top.string("torch_dtype", "");
+  switch (c.family) {
+    case Family::Llama:
+      c.qkvBias = c.oBias = top.boolean("attention_bias", false);
+      c.mlpBias = top.boolean("mlp_bias", false);
+      break;
+    case Family::Qwen2:
+      c.qkvBias = true;  // Qwen2Attention: q/k/v projections carry a bias, o_proj does not
+      c.slidingWindow =
+          top.boolean("use_sliding_window", false) ? top.positiveInt("sliding_window", 4096) : 0;
+      break;
+    case Family::Mistral:
+      // transformers' MistralConfig defaults sliding_window to 4096; null disables it.
+      c.slidingWindow =
+          doc.contains("sliding_window") ? top.positiveInt("sliding_window", 0) : 4096;
+      break;
+  }
+  return c;
+}
+
+ModelConfig parseModelConfigText(std::string_view text, const std::string& file) {
+  json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    throw ModelError(file, "not well-formed JSON");
+  }
+  return parseModelConfig(doc, file);
+}
+
+ModelConfig loadModelConfig(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw ModelError(path, "cannot open (a model folder needs a config.json)");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parseModelConfigText(text.str(), path);
+}
+
+std::vector<float> ropeInverseFrequencies(const ModelConfig& config) {
+  const RopeConfig& rope = config.rope;
+  const std::int64_t half = config.headDim / 2;
+  std::vector<float> inv(static_cast<std::size_t>(half));
+  constexpr double kTwoPi = 6.283185307179586;
+  for (std::int64_t i = 0; i < half; ++i) {
+    double f = 1.0 / std::pow(rope.theta,
+                              static_cast<double>(2 * i) / static_cast<double>(config.headDim));
+    if (rope.scaling == RopeScalingType::Linear) {
+      f /= rope.factor;
+    } else if (rope.scaling == RopeScalingType::Llama3) {
+      // Llama 3.1: long wavelengths are slowed by `factor`, short ones kept, the band between
+      // low_freq_factor and high_freq_factor interpolated smoothly.
+      const double old = static_cast<double>(rope.originalMaxPositionEmbeddings);
+      const double wavelength = kTwoPi / f;
+      if (wavelength > old / rope.lowFreqFactor) {
+        f /= rope.factor;
+      } else if (wavelength >= old / rope.highFreqFactor) {
+        const double smooth =
+            (old / wavelength - rope.lowFreqFactor) / (rope.highFreqFactor - rope.lowFreqFactor);
+        f = (1.0 - smooth) * f / rope.factor + smooth * f;
+      }
+    }
+    inv[static_cast<std::size_t>(i)] = static_cast<float>(f);
+  }
+  return inv;
+}
+
+}  // namespace lorascope::model

@@ -1,0 +1,184 @@
+// ModelFolder.cpp — opening a model folder: weights index (single file or shards), then every
+// expected tensor located, shape-checked against config.json and viewed from its mapping.
+#include "model/ModelFolder.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "model/ModelError.h"
+#include "model/ModelLayout.h"
+
+namespace lorascope::model {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct Located {
+  const SafetensorsFile* file = nullptr;
+  const SafetensorsEntry* entry = nullptr;
+};
+using Files = std::map<std::string, std::shared_ptr<const SafetensorsFile>>;
+
+json readJsonFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw ModelError(path, "cannot open");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  json doc = json::parse(s, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    throw ModelError(path, "not well-formed JSON");
+  }
+  return doc;
+}
+
+// A shard name from an index must be a plain file name beside the index (no paths).
+void checkShardName(const std::string& shard, const std::string& indexPath) {
+  if (shard.empty() || shard.find('/') != std::string::npos ||
+      shard.find('\\') != std::string::npos || shard == "." || shard == "..") {
+    throw ModelError(indexPath, "shard name '" + shard + "' is not a plain file name");
+  }
+}
+
+std::map<std::string, Located> indexSharded(const std::string& indexPath, const fs::path& dir,
+                                            Files& files) {
+  const json doc = readJsonFile(indexPath);
+  if (!doc.is_object() || !doc.contains("weight_map") || !doc.at("weight_map").is_object()) {
+    throw ModelError(indexPath, "field 'weight_map' (tensor name → shard file) is missing");
+  }
+  std::map<std::string, Located> index;
+  for (const auto& [name, shardJson] : doc.at("weight_map").items()) {
+    if (!shardJson.is_string()) {
+      throw ModelError(indexPath, "weight_map['" + name + "'] must be a file name");
+    }
+    const std::string shard = shardJson.get<std::string>();
+    checkShardName(shard, indexPath);
+    const std::string shardPath = (dir / shard).string();
+    auto& file = files[shardPath];
+    if (!file) {
+      if (!fs::exists(shardPath)) {
+        throw ModelError(indexPath, "lists shard '" + shard + "' (for tensor '" + name +
+                                        "'), but " + shardPath + " does not exist");
+      }
+      file = std::make_shared<const SafetensorsFile>(shardPath);
+    }
+    const SafetensorsEntry* entry = file->find(name);
+    if (entry == nullptr) {
+      throw ModelError(shardPath, "tensor '" + name + "' is missing, though " + indexPath +
+                                      " places it in this file");
+    }
+    index[name] = {file.get(), entry};
+  }
+  return index;
+}
+
+std::map<std::string, Located> indexSingle(const std::string& path, Files& files) {
+  auto& file = files[path];
+  file = std::make_shared<const SafetensorsFile>(path);
+  std::map<std::string, Located> index;
+  for (const auto& [name, entry] : file->header().tensors) {
+    index[name] = {file.get(), &entry};
+  }
+  return index;
+}
+
+}  // namespace
+
+ModelFolder ModelFolder::open(const std::string& dir) {
+  ModelFolder m;
+  m.dir_ = dir;
+  const fs::path root(dir);
+  if (!fs::is_directory(root)) {
+    throw ModelError(dir, "is not a directory (expected a Hugging Face model folder)");
+  }
+  m.config_ = loadModelConfig((root / "config.json").string());
+
+  const std::string single = (root / "model.safetensors").string();
+  const std::string indexPath = (root / "model.safetensors.index.json").string();
+  std::map<std::string, Located> index;
+  std::string weightsSource;
+  if (fs::exists(indexPath)) {
+    index = indexSharded(indexPath, root, m.files_);
+    weightsSource = indexPath;
+  } else if (fs::exists(single)) {
+    index = indexSingle(single, m.files_);
+    weightsSource = single;
+  } else {
+    throw ModelError(dir,
+                     "has neither model.safetensors nor model.safetensors.index.json "
+                     "(only safetensors weights are loaded; pickled .bin files never are)");
+  }
+
+  std::map<std::string, compute::Tensor> loaded;
+  for (const ExpectedTensor& expected : expectedTensors(m.config_)) {
+    const auto it = index.find(expected.name);
+    if (it == index.end()) {
+      throw ModelError(weightsSource, "tensor '" + expected.name + "' (shape " +
+                                          compute::shapeToString(expected.shape) + ") is missing");
+    }
+    const auto [file, entry] = it->second;
+    if (entry->shape != expected.shape) {
+      throw ModelError(file->path(), "tensor '" + expected.name + "' has shape " +
+                                         compute::shapeToString(entry->shape) + ", expected " +
+                                         compute::shapeToString(expected.shape) + " (" +
+                                         describeShapeSource(m.config_) + ")");
+    }
+    loaded[expected.name] = file->tensor(*entry);
+    m.tensors_.push_back({expected.name, entry->dtype, entry->shape, file->path()});
+  }
+
+  const auto take = [&](const std::string& name) { return loaded.at(name); };
+  const auto takeIf = [&](bool present, const std::string& name) {
+    return present ? loaded.at(name) : compute::Tensor();
+  };
+  const ModelConfig& c = m.config_;
+  m.weights_.embed = take("model.embed_tokens.weight");
+  for (std::int64_t i = 0; i < c.numLayers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    LayerWeights l;
+    l.inputNorm = take(p + "input_layernorm.weight");
+    l.q = take(p + "self_attn.q_proj.weight");
+    l.k = take(p + "self_attn.k_proj.weight");
+    l.v = take(p + "self_attn.v_proj.weight");
+    l.qBias = takeIf(c.qkvBias, p + "self_attn.q_proj.bias");
+    l.kBias = takeIf(c.qkvBias, p + "self_attn.k_proj.bias");
+    l.vBias = takeIf(c.qkvBias, p + "self_attn.v_proj.bias");
+    l.o = take(p + "self_attn.o_proj.weight");
+    l.oBias = takeIf(c.oBias, p + "self_attn.o_proj.bias");
+    l.postNorm = take(p + "post_attention_layernorm.weight");
+    l.gate = take(p + "mlp.gate_proj.weight");
+    l.up = take(p + "mlp.up_proj.weight");
+    l.down = take(p + "mlp.down_proj.weight");
+    l.gateBias = takeIf(c.mlpBias, p + "mlp.gate_proj.bias");
+    l.upBias = takeIf(c.mlpBias, p + "mlp.up_proj.bias");
+    l.downBias = takeIf(c.mlpBias, p + "mlp.down_proj.bias");
+    m.weights_.layers.push_back(std::move(l));
+  }
+  m.weights_.finalNorm = take("model.norm.weight");
+  m.weights_.lmHead = c.tieWordEmbeddings ? m.weights_.embed : take("lm_head.weight");
+  return m;
+}
+
+std::vector<std::string> ModelFolder::files() const {
+  std::vector<std::string> out;
+  for (const auto& entry : files_) {
+    out.push_back(entry.first);
+  }
+  return out;
+}
+
+std::uint64_t ModelFolder::weightBytes() const {
+  std::uint64_t bytes = 0;
+  for (const StoredTensor& t : tensors_) {
+    bytes += static_cast<std::uint64_t>(compute::numelOf(t.shape)) * compute::dtypeBytes(t.dtype);
+  }
+  return bytes;
+}
+
+}  // namespace lorascope::model

@@ -1,0 +1,67 @@
+// ModelFolder.h — a Hugging Face model folder opened for LoRA training: config.json plus
+// safetensors weights (model.safetensors, or shards listed by model.safetensors.index.json),
+// memory-mapped and checked tensor by tensor against the config. Nothing is read but headers.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compute/Tensor.h"
+#include "model/ModelConfig.h"
+#include "model/Safetensors.h"
+
+namespace lorascope::model {
+
+// Frozen weights of one decoder layer, as stored (bf16/f16/f32), on the CPU (mapped).
+struct LayerWeights {
+  compute::Tensor inputNorm;            // (H)
+  compute::Tensor q, k, v;              // (heads·hd, H), (kv·hd, H), (kv·hd, H)
+  compute::Tensor qBias, kBias, vBias;  // (heads·hd), (kv·hd), (kv·hd); undefined when absent
+  compute::Tensor o;                    // (H, heads·hd)
+  compute::Tensor oBias;                // (H); undefined when absent
+  compute::Tensor postNorm;             // (H)
+  compute::Tensor gate, up;             // (I, H)
+  compute::Tensor down;                 // (H, I)
+  compute::Tensor gateBias, upBias, downBias;  // (I), (I), (H); undefined when absent
+};
+
+struct ModelWeights {
+  compute::Tensor embed;  // (V, H)
+  std::vector<LayerWeights> layers;
+  compute::Tensor finalNorm;  // (H)
+  compute::Tensor lmHead;     // (V, H); the same storage as embed when tied
+};
+
+// One tensor as stored, for reports (inspect-model).
+struct StoredTensor {
+  std::string name;
+  compute::DType dtype = compute::DType::F32;
+  compute::Shape shape;
+  std::string file;  // the safetensors file holding it
+};
+
+class ModelFolder {
+ public:
+  // Opens `dir`. Throws ModelError naming the file at fault: config.json missing a field, no
+  // weights file, a malformed header, a shard the index names but that is absent, a tensor that
+  // is missing or whose shape differs from the config's (expected vs found).
+  static ModelFolder open(const std::string& dir);
+
+  const std::string& dir() const { return dir_; }
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  const std::vector<StoredTensor>& tensors() const { return tensors_; }  // graph order
+  std::vector<std::string> files() const;  // the safetensors files, in name order
+  std::uint64_t weightBytes() const;       // bytes of the tensors the graph uses, as stored
+
+ private:
+  std::string dir_;
+  ModelConfig config_;
+  std::map<std::string, std::shared_ptr<const SafetensorsFile>> files_;  // by path
+  ModelWeights weights_;
+  std::vector<StoredTensor> tensors_;
+};
+
+}  // namespace lorascope::model
