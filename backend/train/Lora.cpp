@@ -1,0 +1,138 @@
+// train/Lora.cpp — LoRA target parsing, initialisation and naming.
+#include "train/Lora.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "train/Philox.h"
+
+namespace lorascope::train {
+namespace {
+
+struct ModuleNames {
+  LoraModule module;
+  const char* shortName;
+  const char* name;
+  const char* path;
+};
+
+constexpr ModuleNames kNames[] = {
+    {LoraModule::Q, "q", "q_proj", "self_attn.q_proj"},
+    {LoraModule::K, "k", "k_proj", "self_attn.k_proj"},
+    {LoraModule::V, "v", "v_proj", "self_attn.v_proj"},
+    {LoraModule::O, "o", "o_proj", "self_attn.o_proj"},
+    {LoraModule::Gate, "gate", "gate_proj", "mlp.gate_proj"},
+    {LoraModule::Up, "up", "up_proj", "mlp.up_proj"},
+    {LoraModule::Down, "down", "down_proj", "mlp.down_proj"},
+};
+
+const ModuleNames& namesOf(LoraModule module) {
+  return kNames[static_cast<int>(module)];
+}
+
+}  // namespace
+
+const char* shortName(LoraModule module) {
+  return namesOf(module).shortName;
+}
+const char* moduleName(LoraModule module) {
+  return namesOf(module).name;
+}
+const char* modulePath(LoraModule module) {
+  return namesOf(module).path;
+}
+
+LoraModule parseLoraModule(const std::string& word) {
+  for (const ModuleNames& n : kNames) {
+    if (word == n.shortName || word == n.name || word == n.path) {
+      return n.module;
+    }
+  }
+  throw std::invalid_argument("unknown LoRA target '" + word +
+                              "' (use q, k, v, o, gate, up, down or their *_proj names)");
+}
+
+std::set<LoraModule> parseLoraTargets(const std::string& list) {
+  if (list.empty() || list == "all") {
+    return {std::begin(kAllLoraModules), std::end(kAllLoraModules)};
+  }
+  std::set<LoraModule> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    if (comma > start) {
+      out.insert(parseLoraModule(list.substr(start, comma - start)));
+    }
+    start = comma + 1;
+  }
+  if (out.empty()) {
+    throw std::invalid_argument("no LoRA targets in '" + list + "'");
+  }
+  return out;
+}
+
+double LoraConfig::scale() const {
+  return useRslora ? alpha / std::sqrt(static_cast<double>(rank)) : alpha / rank;
+}
+
+void LoraConfig::validate() const {
+  if (rank < 1 || rank > 4096) {
+    throw std::invalid_argument("lora rank must be 1..4096, got " + std::to_string(rank));
+  }
+  if (!(alpha > 0)) {
+    throw std::invalid_argument("lora alpha must be > 0");
+  }
+  if (!(dropout >= 0 && dropout < 1)) {
+    throw std::invalid_argument("lora dropout must be in [0, 1)");
+  }
+  if (targets.empty()) {
+    throw std::invalid_argument("lora targets are empty");
+  }
+}
+
+std::int64_t LoraAdapter::parameterCount() const {
+  std::int64_t n = 0;
+  for (const LoraWeights& w : weights) {
+    n += static_cast<std::int64_t>(w.a.size() + w.b.size());
+  }
+  return n;
+}
+
+const LoraWeights* LoraAdapter::find(int layer, LoraModule module) const {
+  for (const LoraWeights& w : weights) {
+    if (w.site.layer == layer && w.site.module == module) {
+      return &w;
+    }
+  }
+  return nullptr;
+}
+
+LoraAdapter createLoraAdapter(const LoraConfig& config, const std::vector<LoraSite>& sites,
+                              std::uint64_t seed) {
+  config.validate();
+  LoraAdapter adapter{config, {}};
+  for (const LoraSite& site : sites) {
+    if (!config.targets.count(site.module) ||
+        (config.layers && !config.layers->count(site.layer))) {
+      continue;
+    }
+    LoraWeights w{
+        site, std::vector<float>(static_cast<std::size_t>(config.rank * site.inFeatures)),
+        std::vector<float>(static_cast<std::size_t>(site.outFeatures * config.rank), 0.0f)};
+    const double bound = 1.0 / std::sqrt(static_cast<double>(site.inFeatures));
+    const std::uint64_t stream =
+        static_cast<std::uint64_t>(site.layer) * 16 + static_cast<std::uint64_t>(site.module);
+    for (std::size_t i = 0; i < w.a.size(); ++i) {
+      w.a[i] = static_cast<float>((2.0 * uniformFloat(seed, stream, i) - 1.0) * bound);
+    }
+    adapter.weights.push_back(std::move(w));
+  }
+  return adapter;
+}
+
+std::string peftKey(const LoraSite& site, bool isA) {
+  return "base_model.model.model.layers." + std::to_string(site.layer) + "." +
+         modulePath(site.module) + (isA ? ".lora_A.weight" : ".lora_B.weight");
+}
+
+}  // namespace lorascope::train
