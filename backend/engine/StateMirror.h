@@ -1,0 +1,61 @@
+// engine/StateMirror.h — the state of the last completed optimizer step, kept in a memory-mapped
+// file the engine rewrites after every step, so the supervisor can resume a run whose engine
+// process died without losing a step.
+//
+// Layout (little-endian):
+//   header (64 bytes): magic "LSMIRROR", format version, slot capacity in bytes
+//   slot 0, slot 1 (each 32-byte slot header + capacity bytes of payload):
+//     sequence (u64), payload length (u64), CRC-32 of the payload (u32), valid flag (u32)
+// A write goes to the slot that does not hold the newest state: payload first, then msync, then
+// the slot header with a higher sequence, then msync again. A crash at any moment leaves at least
+// one slot whose CRC matches, and readers take the valid slot with the highest sequence.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+namespace lorascope::engine {
+
+class StateMirrorError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct MirroredState {
+  std::uint64_t sequence = 0;  // increases by one per write
+  std::vector<std::byte> payload;
+};
+
+class StateMirror {
+ public:
+  // Creates the file (or reopens one with the same capacity, keeping its contents).
+  StateMirror(const std::filesystem::path& path, std::size_t capacityBytes);
+  ~StateMirror();
+  StateMirror(const StateMirror&) = delete;
+  StateMirror& operator=(const StateMirror&) = delete;
+
+  // Throws StateMirrorError when the payload exceeds the capacity or the sync fails.
+  void write(std::span<const std::byte> payload);
+  std::size_t capacityBytes() const { return capacityBytes_; }
+
+  // The newest state whose checksum verifies, or nothing (new file, or both slots torn).
+  // Reads a file another process writes; never throws on a damaged file, only on a missing one.
+  static std::optional<MirroredState> readLatest(const std::filesystem::path& path);
+
+ private:
+  std::filesystem::path path_;
+  std::size_t capacityBytes_ = 0;
+  std::size_t mappedBytes_ = 0;
+  std::byte* map_ = nullptr;
+  std::uint64_t nextSequence_ = 1;
+  int nextSlot_ = 0;
+};
+
+std::uint32_t crc32(std::span<const std::byte> data);
+
+}  // namespace lorascope::engine
