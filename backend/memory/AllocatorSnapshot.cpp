@@ -1,0 +1,88 @@
+// AllocatorSnapshot.cpp — the readers of DeviceAllocator: stats (incremental plus the parts
+// computed on read) and the memory snapshot in PyTorch's field names.
+#include <algorithm>
+
+#include "memory/DeviceAllocator.h"
+
+namespace lorascope::memory {
+
+AllocatorStats DeviceAllocator::stats() const {
+  const std::lock_guard lock(mutex_);
+  AllocatorStats out = stats_;
+  out.cachedFreeBytes =
+      static_cast<std::size_t>(stats_.reservedBytes.current - stats_.allocatedBytes.current);
+  for (const FreeSet* set : {&smallFree_, &largeFree_, &arenaFree_}) {
+    if (!set->empty()) {
+      out.largestFreeBlockBytes = std::max(out.largestFreeBlockBytes, (*set->rbegin())->bytes);
+    }
+  }
+  out.externalFragmentation = out.cachedFreeBytes == 0
+                                  ? 0.0
+                                  : 1.0 - static_cast<double>(out.largestFreeBlockBytes) /
+                                              static_cast<double>(out.cachedFreeBytes);
+  return out;
+}
+
+void DeviceAllocator::resetPeakStats() {
+  const std::lock_guard lock(mutex_);
+  for (StatValue* value : {&stats_.requestedBytes, &stats_.allocatedBytes, &stats_.reservedBytes,
+                           &stats_.allocationCount, &stats_.segmentCount}) {
+    value->resetPeak();
+  }
+  for (StatValue& value : stats_.allocatedBytesByOwner) {
+    value.resetPeak();
+  }
+}
+
+nlohmann::json DeviceAllocator::snapshot() const {
+  nlohmann::json segments = nlohmann::json::array();
+  {
+    const std::lock_guard lock(mutex_);
+    for (const auto& [address, segment] : segments_) {
+      std::size_t allocatedBytes = 0;
+      std::size_t requestedBytes = 0;
+      nlohmann::json blocks = nlohmann::json::array();
+      for (const Block* block = segment->first; block != nullptr; block = block->next) {
+        if (block->allocated) {
+          allocatedBytes += block->bytes;
+          requestedBytes += block->requestedBytes;
+        }
+        nlohmann::json entry = {
+            {"address", block->address},
+            {"size", block->bytes},
+            {"requested_size", block->requestedBytes},
+            {"state", block->allocated ? "active_allocated" : "inactive"},
+        };
+        if (block->allocated) {
+          entry["owner"] = ownerName(block->owner);
+          entry["step"] = block->step;
+        }
+        blocks.push_back(std::move(entry));
+      }
+      const char* pool = segment->pool == Pool::Small   ? "small"
+                         : segment->pool == Pool::Arena ? "arena"
+                                                        : "large";
+      segments.push_back({
+          {"address", segment->address},
+          {"total_size", segment->bytes},
+          {"allocated_size", allocatedBytes},
+          {"active_size", allocatedBytes},  // no pending frees: active == allocated
+          {"requested_size", requestedBytes},
+          {"stream", streamId_},
+          {"segment_type", segment->pool == Pool::Small ? "small" : "large"},
+          {"pool", pool},
+          {"blocks", std::move(blocks)},
+      });
+    }
+  }
+  const DeviceMemoryInfo info = device_->info();
+  return {{"segments", std::move(segments)},
+          {"device",
+           {{"name", device_->name()},
+            {"total_bytes", info.totalBytes},
+            {"free_bytes", info.freeBytes}}},
+          {"policy", describePolicy(policy())},
+          {"stats", statsToJson(stats())}};
+}
+
+}  // namespace lorascope::memory
