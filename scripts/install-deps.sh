@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # install-deps.sh — installs the Debian 12 packages LoRAscope builds with, and nothing else.
 # Idempotent: installs only what is missing (after `apt-get update`); safe to run every time.
-#   scripts/install-deps.sh          build tools, Qt 6 (Widgets, Charts, Test), JSON, BLAS, PCRE2
+#   scripts/install-deps.sh          build tools, Qt 6, JSON, BLAS, PCRE2, utf8proc
 #   scripts/install-deps.sh --hip    also the AMD HIP toolchain for the hip-amd preset
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config clang-format
   qt6-base-dev qt6-base-dev-tools libqt6charts6-dev qt6-charts-dev libqt6opengl6-dev libgl-dev
-  nlohmann-json3-dev libopenblas-dev libpcre2-dev
+  nlohmann-json3-dev libopenblas-dev libpcre2-dev libutf8proc-dev
   xvfb xauth
 )
 if [[ "${1:-}" == "--hip" ]]; then

@@ -10,5 +10,6 @@ namespace lorascope::cli {
 using Args = std::vector<std::string>;
 
 int runDevices(const Args& args);  // cmd_devices.cpp
+int runTokenize(const Args& args);  // cmd_tokenize.cpp
 
 }  // namespace lorascope::cli

@@ -22,6 +22,10 @@ struct Subcommand {
 const std::map<std::string, Subcommand>& subcommands() {
   static const std::map<std::string, Subcommand> table = {
       {"devices", {lorascope::cli::runDevices, "devices [--json]   build facts and GPUs found"}},
+      {"tokenize",
+       {lorascope::cli::runTokenize,
+        "tokenize --tokenizer PATH_OR_MODEL_DIR [--json] [--decode] [--skip-special] "
+        "[--post-processor]   stdin lines to ids (or ids to text)"}},
   };
   return table;
 }

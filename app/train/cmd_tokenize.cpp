@@ -1,0 +1,81 @@
+// train/cmd_tokenize.cpp — `lorascope-train tokenize --tokenizer PATH_OR_MODEL_DIR [--json]
+// [--decode] [--skip-special] [--post-processor]`: one line of stdin in, one line out.
+//   encode: each line is text (a trailing CR is dropped) or, with --json, a JSON string;
+//           prints the ids as a JSON array. --post-processor adds the tokenizer's own special
+//           tokens (e.g. Llama-3's <|begin_of_text|>), as HF's default encode does.
+//   decode: each line is a JSON array of ids; prints the text, or with --json a JSON string.
+#include <filesystem>
+#include <iostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "text/Tokenizer.h"
+#include "train/CliArgs.h"
+#include "train/Commands.h"
+
+namespace lorascope::cli {
+
+namespace {
+
+text::Tokenizer loadTokenizer(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return text::Tokenizer::fromModelDir(path);
+  return text::Tokenizer::fromFile(path);
+}
+
+std::string encodeLine(const text::Tokenizer& tokenizer, const std::string& line, bool json,
+                       bool postProcessor) {
+  std::string input = line;
+  if (json) {
+    const nlohmann::json parsed = nlohmann::json::parse(line);
+    if (!parsed.is_string())
+      throw std::runtime_error("expected a JSON string");
+    input = parsed.get<std::string>();
+  } else if (!input.empty() && input.back() == '\r') {
+    input.pop_back();
+  }
+  const auto ids =
+      postProcessor ? tokenizer.encodeWithPostProcessor(input) : tokenizer.encode(input);
+  return nlohmann::json(ids).dump();
+}
+
+std::string decodeLine(const text::Tokenizer& tokenizer, const std::string& line, bool json,
+                       bool skipSpecial) {
+  const nlohmann::json parsed = nlohmann::json::parse(line);
+  if (!parsed.is_array())
+    throw std::runtime_error("expected a JSON array of ids");
+  const auto ids = parsed.get<std::vector<std::int32_t>>();
+  const std::string decoded = tokenizer.decode(ids, skipSpecial);
+  return json ? nlohmann::json(decoded).dump() : decoded;
+}
+
+}  // namespace
+
+int runTokenize(const Args& args) {
+  const CliArgs parsed(args, {"json", "decode", "skip-special", "post-processor"}, {"tokenizer"});
+  if (!parsed.positional().empty()) {
+    throw UsageError("unexpected argument '" + parsed.positional().front() +
+                     "' (text comes from stdin, one item per line)");
+  }
+  const text::Tokenizer tokenizer = loadTokenizer(parsed.required("tokenizer"));
+  const bool json = parsed.has("json");
+  const bool decode = parsed.has("decode");
+  std::string line;
+  for (std::size_t lineNumber = 1; std::getline(std::cin, line); ++lineNumber) {
+    try {
+      std::cout << (decode ? decodeLine(tokenizer, line, json, parsed.has("skip-special"))
+                           : encodeLine(tokenizer, line, json, parsed.has("post-processor")))
+                << '\n';
+    } catch (const std::exception& e) {
+      std::cout.flush();
+      std::cerr << "lorascope-train tokenize: stdin line " << lineNumber << ": " << e.what()
+                << "\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace lorascope::cli

@@ -1,0 +1,184 @@
+// Utf8.cpp — UTF-8 walking, validation, lossy repair and the \w / \s classes (utf8proc tables).
+#include "text/Utf8.h"
+
+#include <utf8proc.h>  // defines: utf8proc_category
+
+namespace lorascope::text::utf8 {
+
+namespace {
+
+bool isContinuation(unsigned char byte) {
+  return (byte & 0xC0) == 0x80;
+}
+
+// Valid range of the second byte after a given lead byte (Unicode table 3-7); the other
+// continuation bytes are always 0x80..0xBF.
+struct LeadInfo {
+  std::size_t length;
+  unsigned char secondMin;
+  unsigned char secondMax;
+};
+
+std::optional<LeadInfo> leadInfo(unsigned char lead) {
+  if (lead < 0x80)
+    return LeadInfo{1, 0, 0};
+  if (lead >= 0xC2 && lead <= 0xDF)
+    return LeadInfo{2, 0x80, 0xBF};
+  if (lead == 0xE0)
+    return LeadInfo{3, 0xA0, 0xBF};
+  if (lead == 0xED)
+    return LeadInfo{3, 0x80, 0x9F};  // no surrogates
+  if (lead >= 0xE1 && lead <= 0xEF)
+    return LeadInfo{3, 0x80, 0xBF};
+  if (lead == 0xF0)
+    return LeadInfo{4, 0x90, 0xBF};
+  if (lead >= 0xF1 && lead <= 0xF3)
+    return LeadInfo{4, 0x80, 0xBF};
+  if (lead == 0xF4)
+    return LeadInfo{4, 0x80, 0x8F};  // nothing above U+10FFFF
+  return std::nullopt;
+}
+
+// Bytes of the valid prefix of a sequence at pos (1 when the lead itself is invalid): the
+// "maximal subpart" that one U+FFFD replaces.
+std::size_t maximalSubpart(std::string_view text, std::size_t pos) {
+  const auto info = leadInfo(static_cast<unsigned char>(text[pos]));
+  if (!info || pos + 1 >= text.size())
+    return 1;
+  const auto second = static_cast<unsigned char>(text[pos + 1]);
+  if (second < info->secondMin || second > info->secondMax)
+    return 1;
+  std::size_t n = 2;
+  while (n < info->length && pos + n < text.size() &&
+         isContinuation(static_cast<unsigned char>(text[pos + n]))) {
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::size_t sequenceLength(std::string_view text, std::size_t pos) {
+  const auto info = leadInfo(static_cast<unsigned char>(text[pos]));
+  if (!info)
+    return 0;
+  if (info->length == 1)
+    return 1;
+  if (pos + info->length > text.size())
+    return 0;
+  const auto second = static_cast<unsigned char>(text[pos + 1]);
+  if (second < info->secondMin || second > info->secondMax)
+    return 0;
+  for (std::size_t i = 2; i < info->length; ++i) {
+    if (!isContinuation(static_cast<unsigned char>(text[pos + i])))
+      return 0;
+  }
+  return info->length;
+}
+
+char32_t decodeAt(std::string_view text, std::size_t pos, std::size_t length) {
+  const auto lead = static_cast<unsigned char>(text[pos]);
+  if (length == 1)
+    return lead;
+  static constexpr unsigned char kLeadMask[5] = {0, 0, 0x1F, 0x0F, 0x07};
+  char32_t cp = lead & kLeadMask[length];
+  for (std::size_t i = 1; i < length; ++i) {
+    cp = (cp << 6) | (static_cast<unsigned char>(text[pos + i]) & 0x3F);
+  }
+  return cp;
+}
+
+std::optional<std::size_t> firstInvalidByte(std::string_view text) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    if (static_cast<unsigned char>(text[pos]) < 0x80) {
+      ++pos;
+      continue;
+    }
+    const std::size_t n = sequenceLength(text, pos);
+    if (n == 0)
+      return pos;
+    pos += n;
+  }
+  return std::nullopt;
+}
+
+void append(std::string& out, char32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+std::string lossy(std::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  std::size_t pos = 0;
+  while (pos < bytes.size()) {
+    const std::size_t n = sequenceLength(bytes, pos);
+    if (n != 0) {
+      out.append(bytes.substr(pos, n));
+      pos += n;
+    } else {
+      out.append("\xEF\xBF\xBD");  // U+FFFD
+      pos += maximalSubpart(bytes, pos);
+    }
+  }
+  return out;
+}
+
+bool isWordChar(char32_t c) {
+  if (c == 0x200C || c == 0x200D)
+    return true;
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
+    case UTF8PROC_CATEGORY_LU:
+    case UTF8PROC_CATEGORY_LL:
+    case UTF8PROC_CATEGORY_LT:
+    case UTF8PROC_CATEGORY_LM:
+    case UTF8PROC_CATEGORY_LO:
+    case UTF8PROC_CATEGORY_MN:
+    case UTF8PROC_CATEGORY_MC:
+    case UTF8PROC_CATEGORY_ME:
+    case UTF8PROC_CATEGORY_ND:
+    case UTF8PROC_CATEGORY_NL:
+    case UTF8PROC_CATEGORY_PC:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool isNumeric(char32_t c) {
+  const auto category = utf8proc_category(static_cast<utf8proc_int32_t>(c));
+  return category == UTF8PROC_CATEGORY_ND || category == UTF8PROC_CATEGORY_NL ||
+         category == UTF8PROC_CATEGORY_NO;
+}
+
+bool isWhiteSpace(char32_t c) {
+  return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+         c == 0x3000;
+}
+
+std::optional<std::pair<char32_t, std::size_t>> lastCodePoint(std::string_view text) {
+  if (text.empty())
+    return std::nullopt;
+  std::size_t start = text.size() - 1;
+  while (start > 0 && isContinuation(static_cast<unsigned char>(text[start])))
+    --start;
+  const std::size_t n = text.size() - start;
+  return std::make_pair(decodeAt(text, start, n), n);
+}
+
+}  // namespace lorascope::text::utf8
