@@ -143,6 +143,35 @@ RopeConfig parseRope(const json& doc, const FieldReader& top, const std::string&
   return rope;
 }
 
+// Bounds far above any released model, so that shape arithmetic (numel of every weight, times
+// layers) can never overflow int64 on a hostile or corrupted config.
+void checkPlausibleSizes(const ModelConfig& c, const std::string& file) {
+  constexpr std::int64_t kMaxDimension = std::int64_t{1} << 24;  // elements along one axis
+  constexpr std::int64_t kMaxLayers = std::int64_t{1} << 16;
+  const std::pair<const char*, std::int64_t> dims[] = {
+      {"vocab_size", c.vocabSize},
+      {"hidden_size", c.hiddenSize},
+      {"intermediate_size", c.intermediateSize},
+      {"num_attention_heads", c.numHeads},
+      {"head_dim", c.headDim},
+  };
+  for (const auto& [name, value] : dims) {
+    if (value > kMaxDimension) {
+      throw ModelError(file, std::string(name) + " = " + std::to_string(value) +
+                                 " is implausibly large (limit " + std::to_string(kMaxDimension) +
+                                 ")");
+    }
+  }
+  if (c.numHeads * c.headDim > kMaxDimension) {  // both ≤ 2^24 here: no overflow
+    throw ModelError(file, "num_attention_heads × head_dim = " +
+                               std::to_string(c.numHeads * c.headDim) + " is implausibly large");
+  }
+  if (c.numLayers > kMaxLayers) {
+    throw ModelError(
+        file, "num_hidden_layers = " + std::to_string(c.numLayers) + " is implausibly large");
+  }
+}
+
 }  // namespace
 
 const char* familyName(Family family) {
@@ -192,6 +221,7 @@ ModelConfig parseModelConfig(const json& doc, const std::string& file) {
   if (c.headDim % 2 != 0) {
     throw ModelError(file, "head_dim " + std::to_string(c.headDim) + " is odd; RoPE needs pairs");
   }
+  checkPlausibleSizes(c, file);
   c.rmsNormEps = top.positiveNumber("rms_norm_eps", 1e-6);  // transformers' default
   c.rope = parseRope(doc, top, file);
   c.tieWordEmbeddings = top.boolean("tie_word_embeddings", false);

@@ -1,0 +1,186 @@
+// test_model_config.cpp — config.json of the Llama, Qwen2 and Mistral families in both forms in
+// the wild, the rope frequencies that follow, and errors that name the file and the field.
+#include <QtTest>
+
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "ExpectError.h"
+#include "model/ModelConfig.h"
+#include "model/ModelError.h"
+
+using namespace lorascope::model;
+using lorascope::test::throwsWith;
+using nlohmann::json;
+
+namespace {
+
+// Llama-3.2-1B's config.json as transformers 4.x wrote it (fields the graph reads).
+json llama32Legacy() {
+  return json::parse(R"({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+    "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 16,
+    "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 64,
+    "rms_norm_eps": 1e-05, "rope_theta": 500000.0, "max_position_embeddings": 131072,
+    "rope_scaling": {"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+    "tie_word_embeddings": true, "torch_dtype": "bfloat16", "vocab_size": 128256,
+    "attention_bias": false, "mlp_bias": false})");
+}
+
+// The same model as transformers 5 writes it: rope_parameters instead of rope_theta/rope_scaling.
+json llama32V5() {
+  json c = llama32Legacy();
+  c.erase("rope_theta");
+  c.erase("rope_scaling");
+  c.erase("torch_dtype");
+  c["dtype"] = "bfloat16";
+  c["rope_parameters"] = {{"rope_type", "llama3"},  {"rope_theta", 500000.0},
+                          {"factor", 32.0},         {"high_freq_factor", 4.0},
+                          {"low_freq_factor", 1.0}, {"original_max_position_embeddings", 8192}};
+  return c;
+}
+
+json qwen25() {
+  return json::parse(R"({
+    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_act": "silu",
+    "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
+    "num_attention_heads": 14, "num_key_value_heads": 2, "rms_norm_eps": 1e-06,
+    "rope_theta": 1000000.0, "rope_scaling": null, "sliding_window": 32768,
+    "use_sliding_window": false, "tie_word_embeddings": true, "vocab_size": 151936})");
+}
+
+}  // namespace
+
+class TestModelConfig : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void readsLlama32InTheTransformers4Form() {
+    const ModelConfig c = parseModelConfig(llama32Legacy(), "config.json");
+    QCOMPARE(c.family, Family::Llama);
+    QCOMPARE(c.hiddenSize, std::int64_t{2048});
+    QCOMPARE(c.numKvHeads, std::int64_t{8});
+    QCOMPARE(c.headDim, std::int64_t{64});
+    QCOMPARE(c.rope.scaling, RopeScalingType::Llama3);
+    QCOMPARE(c.rope.factor, 32.0);
+    QCOMPARE(c.rope.originalMaxPositionEmbeddings, std::int64_t{8192});
+    QCOMPARE(c.rope.theta, 500000.0);
+    QVERIFY(c.tieWordEmbeddings);
+    QVERIFY(!c.qkvBias && !c.mlpBias);
+    QCOMPARE(c.storedDtype, std::string("bfloat16"));
+  }
+
+  void bothConfigFormsGiveTheSameRopeFrequencies() {
+    const ModelConfig legacy = parseModelConfig(llama32Legacy(), "a/config.json");
+    const ModelConfig v5 = parseModelConfig(llama32V5(), "b/config.json");
+    QCOMPARE(ropeInverseFrequencies(legacy), ropeInverseFrequencies(v5));
+    QCOMPARE(v5.storedDtype, std::string("bfloat16"));
+  }
+
+  void llama3ScalingKeepsHighAndSlowsLowFrequencies() {
+    const ModelConfig c = parseModelConfig(llama32Legacy(), "config.json");
+    const std::vector<float> inv = ropeInverseFrequencies(c);
+    QCOMPARE(inv.size(), std::size_t{32});
+    QCOMPARE(inv[0], 1.0f);  // wavelength 2π < 8192/4: kept
+    const double unscaledLast = 1.0 / std::pow(500000.0, 62.0 / 64.0);
+    // wavelength far above 8192: divided by the factor 32
+    QVERIFY(std::fabs(inv[31] - unscaledLast / 32.0) < 1e-6 * unscaledLast);
+  }
+
+  void linearScalingDividesEveryFrequency() {
+    json j = qwen25();
+    j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
+    const ModelConfig c = parseModelConfig(j, "config.json");
+    QCOMPARE(c.rope.scaling, RopeScalingType::Linear);
+    QCOMPARE(ropeInverseFrequencies(c)[0], 0.25f);
+  }
+
+  void qwen2HasQkvBiasAndDerivedHeadDim() {
+    const ModelConfig c = parseModelConfig(qwen25(), "config.json");
+    QCOMPARE(c.family, Family::Qwen2);
+    QVERIFY(c.qkvBias);
+    QVERIFY(!c.oBias);
+    QCOMPARE(c.headDim, std::int64_t{64});       // 896 / 14
+    QCOMPARE(c.slidingWindow, std::int64_t{0});  // use_sliding_window false
+    QCOMPARE(c.rope.scaling, RopeScalingType::None);
+  }
+
+  void mistralReadsItsSlidingWindow() {
+    json j = qwen25();
+    j["model_type"] = "mistral";
+    j["sliding_window"] = 4096;
+    j["head_dim"] = 128;
+    const ModelConfig c = parseModelConfig(j, "config.json");
+    QCOMPARE(c.family, Family::Mistral);
+    QCOMPARE(c.slidingWindow, std::int64_t{4096});
+    QCOMPARE(c.headDim, std::int64_t{128});
+    j["sliding_window"] = nullptr;
+    QCOMPARE(parseModelConfig(j, "config.json").slidingWindow, std::int64_t{0});
+  }
+
+  void llamaAttentionAndMlpBias() {
+    json j = llama32Legacy();
+    j["attention_bias"] = true;
+    j["mlp_bias"] = true;
+    const ModelConfig c = parseModelConfig(j, "config.json");
+    QVERIFY(c.qkvBias && c.oBias && c.mlpBias);
+  }
+
+  void unknownArchitectureIsNotSupported() {
+    json j = qwen25();
+    j["model_type"] = "gpt2";
+    QVERIFY(
+        throwsWith<UnsupportedModelError>([&] { parseModelConfig(j, "m/config.json"); },
+                                          {"m/config.json", "not supported: model_type 'gpt2'"}));
+  }
+
+  void missingFieldIsNamed() {
+    json j = qwen25();
+    j.erase("hidden_size");
+    QVERIFY(throwsWith<ModelError>([&] { parseModelConfig(j, "m/config.json"); },
+                                   {"m/config.json", "field 'hidden_size' is missing"}));
+  }
+
+  void illTypedFieldIsNamedWithItsValue() {
+    json j = qwen25();
+    j["num_attention_heads"] = "14";
+    QVERIFY(throwsWith<ModelError>(
+        [&] { parseModelConfig(j, "m/config.json"); },
+        {"field 'num_attention_heads' must be a positive integer", "\"14\""}));
+    json k = llama32V5();
+    k["rope_parameters"].erase("factor");
+    QVERIFY(throwsWith<ModelError>([&] { parseModelConfig(k, "m/config.json"); },
+                                   {"field 'rope_parameters.factor' is missing"}));
+  }
+
+  void unsupportedRopeScalingAndActivation() {
+    json j = qwen25();
+    j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+    QVERIFY(throwsWith<UnsupportedModelError>([&] { parseModelConfig(j, "config.json"); },
+                                              {"not supported: rope scaling type 'yarn'"}));
+    json k = qwen25();
+    k["hidden_act"] = "gelu";
+    QVERIFY(throwsWith<UnsupportedModelError>([&] { parseModelConfig(k, "config.json"); },
+                                              {"hidden_act 'gelu'"}));
+  }
+
+  void headsMustGroupEvenly() {
+    json j = qwen25();
+    j["num_key_value_heads"] = 3;
+    QVERIFY(throwsWith<ModelError>([&] { parseModelConfig(j, "config.json"); },
+                                   {"14 is not a multiple of num_key_value_heads 3"}));
+  }
+
+  void malformedJsonTextIsReported() {
+    QVERIFY(
+        throwsWith<ModelError>([] { parseModelConfigText("{\"model_type\": ", "x/config.json"); },
+                               {"x/config.json", "not well-formed JSON"}));
+    QVERIFY(throwsWith<ModelError>([] { parseModelConfigText("[1, 2]", "x/config.json"); },
+                                   {"expected a JSON object"}));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestModelConfig)
+#include "test_model_config.moc"
