@@ -1,0 +1,146 @@
+// engine/Engine.cpp — the engine thread's loop: commands at step boundaries, one step at a time.
+#include "engine/Engine.h"
+
+#include <utility>
+
+namespace lorascope::engine {
+
+Engine::Engine(JobFactory factory, EventSink sink, HelloEvent hello)
+    : factory_(std::move(factory)), sink_(std::move(sink)), hello_(std::move(hello)) {}
+
+void Engine::post(Command command) {
+  {
+    const std::lock_guard lock(mutex_);
+    if (std::holds_alternative<StopCommand>(command) ||
+        std::holds_alternative<PauseCommand>(command)) {
+      cancel_.raise();
+    }
+    queue_.push_back(std::move(command));
+  }
+  wake_.notify_one();
+}
+
+void Engine::shutdown() {
+  {
+    const std::lock_guard lock(mutex_);
+    shutdownRequested_ = true;
+    cancel_.raise();
+  }
+  wake_.notify_one();
+}
+
+void Engine::publish(Event event) {
+  const auto now = std::chrono::steady_clock::now();
+  sink_(TimedEvent{std::chrono::duration_cast<std::chrono::milliseconds>(now - startedAt_).count(),
+                   std::move(event)});
+}
+
+void Engine::setState(RunState state, const std::string& detail) {
+  state_ = state;
+  publish(StateEvent{state, job_ ? job_->completedSteps() : 0, detail});
+}
+
+void Engine::finishRun(RunState state, const std::string& detail) {
+  setState(state, detail);
+  job_.reset();
+}
+
+void Engine::run() {
+  publish(hello_);
+  setState(RunState::Idle);
+  for (;;) {
+    std::deque<Command> commands;
+    {
+      std::unique_lock lock(mutex_);
+      const bool idle = state_ != RunState::Running;
+      if (idle) {
+        wake_.wait(lock, [&] { return shutdownRequested_ || !queue_.empty(); });
+      }
+      if (shutdownRequested_) {
+        return;
+      }
+      commands.swap(queue_);
+      cancel_.clear();
+    }
+    for (Command& command : commands) {
+      handle(command);
+    }
+    if (state_ != RunState::Running || !job_) {
+      continue;
+    }
+    try {
+      if (std::optional<StepEvent> step = job_->runStep(cancel_)) {
+        publish(*step);
+        if (auto memory = job_->memory()) {
+          publish(*memory);
+        }
+      }
+      if (job_->finished()) {
+        publish(job_->checkpoint());
+        finishRun(RunState::Finished, "all steps done");
+      }
+    } catch (const std::exception& e) {
+      publish(ErrorEvent{"training", "step", 0, e.what(),
+                      "the run stopped at its last completed step; fix the cause and resume",
+                      false});
+      finishRun(RunState::Failed, e.what());
+    }
+  }
+}
+
+void Engine::handle(Command& command) {
+  const std::string type(commandType(command));
+  auto refuse = [&](const std::string& why) {
+    publish(ErrorEvent{"command", type, 0, "'" + type + "' refused: " + why, "", false});
+  };
+  if (auto* start = std::get_if<StartCommand>(&command)) {
+    if (job_) {
+      return refuse("a run is already in progress; stop it first");
+    }
+    setState(RunState::Starting);
+    try {
+      job_ = factory_(start->runConfig, [this](const TimedEvent& e) { sink_(e); });
+      setState(RunState::Running);
+    } catch (const std::exception& e) {
+      publish(ErrorEvent{"input", "start", 0, e.what(), "check the run settings and start again",
+                      false});
+      finishRun(RunState::Failed, e.what());
+    }
+    return;
+  }
+  if (!job_) {
+    return refuse("no run is in progress");
+  }
+  if (std::holds_alternative<PauseCommand>(command)) {
+    if (state_ == RunState::Running)
+      setState(RunState::Paused);
+  } else if (std::holds_alternative<ResumeCommand>(command)) {
+    if (state_ == RunState::Paused)
+      setState(RunState::Running);
+  } else if (std::holds_alternative<StopCommand>(command)) {
+    setState(RunState::Stopping);
+    publish(job_->checkpoint());
+    finishRun(RunState::Finished, "stopped by the user");
+  } else if (auto* set = std::get_if<SetToggleCommand>(&command)) {
+    try {
+      job_->applyToggle(set->toggle, set->value);
+      publish(ToggleAppliedEvent{set->toggle, set->value, job_->completedSteps()});
+    } catch (const std::exception& e) {
+      refuse(std::string(toString(set->toggle)) + ": " + e.what());
+    }
+  } else if (std::holds_alternative<CheckpointNowCommand>(command)) {
+    publish(job_->checkpoint());
+  } else if (std::holds_alternative<RequestSnapshotCommand>(command)) {
+    if (auto snapshot = job_->snapshot()) {
+      publish(*snapshot);
+    } else {
+      refuse("this run has no device allocator to snapshot (CPU run)");
+    }
+  } else if (std::holds_alternative<SwitchProfileCommand>(command)) {
+    refuse(
+        "profiles are switched by the host, which sends their toggles and restarts the "
+        "engine when the environment changes");
+  }
+}
+
+}  // namespace lorascope::engine

@@ -1,0 +1,92 @@
+// engine/Engine.h — the engine loop: takes Commands from any thread, runs a training job one
+// optimizer step at a time on its own thread, and reports everything as Events.
+//
+// Commands that change the run (set, checkpoint_now, request_snapshot, pause, stop) are applied
+// at the next step boundary; stop and pause also raise the job's cancellation flag so a step in
+// progress notices within one op and ends early (the job then reports no step, and nothing is
+// lost: its state is still the last completed step's). Plain C++: the isolated engine
+// (`lorascope-train --engine`) and the in-process host share it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "engine/Protocol.h"
+
+namespace lorascope::engine {
+
+// Set by the engine when the current step should end early (stop, pause); jobs poll it between ops.
+class CancelFlag {
+ public:
+  bool raised() const { return raised_.load(std::memory_order_relaxed); }
+  void raise() { raised_.store(true, std::memory_order_relaxed); }
+  void clear() { raised_.store(false, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> raised_{false};
+};
+
+using EventSink = std::function<void(const TimedEvent&)>;
+
+// What the engine runs. A trainer implements it; all calls come from the engine thread.
+class EngineJob {
+ public:
+  virtual ~EngineJob() = default;
+  // One optimizer step. Returns its metrics, or nothing when cancelled before it completed.
+  virtual std::optional<StepEvent> runStep(const CancelFlag& cancel) = 0;
+  virtual bool finished() const = 0;
+  virtual std::int64_t completedSteps() const = 0;
+  // Applies a live toggle (already type-checked by the protocol); throws std::exception with a
+  // user-facing reason when the job cannot apply it.
+  virtual void applyToggle(Toggle toggle, const nlohmann::json& value) = 0;
+  // Writes a checkpoint of the last completed step.
+  virtual CheckpointEvent checkpoint() = 0;
+  // Allocator snapshot (segments and blocks) and memory readings, when the job has them.
+  virtual std::optional<SnapshotEvent> snapshot() = 0;
+  virtual std::optional<MemoryEvent> memory() = 0;
+};
+
+// Builds the job for a start command; throws std::exception with a user-facing message (bad
+// model folder, bad dataset...). May emit log events through `sink` while it loads.
+using JobFactory = std::function<std::unique_ptr<EngineJob>(const nlohmann::json& runConfig,
+                                                            const EventSink& sink)>;
+
+class Engine {
+ public:
+  Engine(JobFactory factory, EventSink sink, HelloEvent hello);
+
+  // Thread-safe; returns at once. The command takes effect at the next step boundary.
+  void post(Command command);
+  // Runs until shutdown(): emits hello, then serves commands and steps. Call on the engine thread.
+  void run();
+  // Thread-safe: ends run() after the current op (no checkpoint; send stop first for one).
+  void shutdown();
+
+ private:
+  void publish(Event event);
+  void handle(Command& command);
+  void setState(RunState state, const std::string& detail = {});
+  void finishRun(RunState state, const std::string& detail);
+
+  JobFactory factory_;
+  EventSink sink_;
+  HelloEvent hello_;
+  std::chrono::steady_clock::time_point startedAt_ = std::chrono::steady_clock::now();
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<Command> queue_;
+  bool shutdownRequested_ = false;
+
+  CancelFlag cancel_;
+  std::unique_ptr<EngineJob> job_;
+  RunState state_ = RunState::Idle;
+};
+
+}  // namespace lorascope::engine

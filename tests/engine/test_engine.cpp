@@ -1,0 +1,181 @@
+// test_engine.cpp — the engine loop with a small job: lifecycle events, commands applied at step
+// boundaries, pause/stop noticed within one op, refusals reported as error events.
+#include <QtTest>
+
+#include <mutex>
+#include <thread>
+
+#include "engine/Engine.h"
+
+using namespace lorascope::engine;
+
+namespace {
+
+// A job of `totalSteps` steps, each made of `opsPerStep` ops that poll the cancel flag.
+class CountingJob : public EngineJob {
+ public:
+  CountingJob(int totalSteps, int opsPerStep) : totalSteps_(totalSteps), opsPerStep_(opsPerStep) {}
+
+  std::optional<StepEvent> runStep(const CancelFlag& cancel) override {
+    for (int op = 0; op < opsPerStep_; ++op) {
+      if (cancel.raised()) {
+        ++cancelledSteps;
+        return std::nullopt;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));  // one "op" of work
+    }
+    ++done_;
+    return StepEvent{done_, 10.0 / static_cast<double>(done_), 1e-3, 1.0, 100.0, microBatch_, 1};
+  }
+  bool finished() const override { return done_ >= totalSteps_; }
+  std::int64_t completedSteps() const override { return done_; }
+  void applyToggle(Toggle toggle, const nlohmann::json& value) override {
+    if (toggle == Toggle::GemmBackend)
+      throw std::runtime_error("the CPU backend has no GEMM choice");
+    if (toggle == Toggle::MicroBatch)
+      microBatch_ = value.get<int>();
+  }
+  CheckpointEvent checkpoint() override { return {"ckpt/step-" + std::to_string(done_), done_}; }
+  std::optional<SnapshotEvent> snapshot() override { return std::nullopt; }
+  std::optional<MemoryEvent> memory() override { return std::nullopt; }
+
+  int cancelledSteps = 0;
+
+ private:
+  int totalSteps_;
+  int opsPerStep_;
+  std::int64_t done_ = 0;
+  int microBatch_ = 1;
+};
+
+// Runs an Engine on its own thread and records its events.
+class Harness {
+ public:
+  explicit Harness(int totalSteps, int opsPerStep = 5)
+      : engine_(
+            [=, this](const nlohmann::json& config,
+                      const EventSink&) -> std::unique_ptr<EngineJob> {
+              if (config.contains("fail"))
+                throw std::runtime_error("model folder not found");
+              auto job = std::make_unique<CountingJob>(totalSteps, opsPerStep);
+              job_ = job.get();
+              return job;
+            },
+            [this](const TimedEvent& e) {
+              const std::lock_guard lock(mutex_);
+              events_.push_back(e);
+            },
+            HelloEvent{kProtocolVersion, "test", "cpu", {}}),
+        thread_([this] { engine_.run(); }) {}
+  ~Harness() {
+    engine_.shutdown();
+    thread_.join();
+  }
+  Engine& engine() { return engine_; }
+  CountingJob* job() { return job_; }
+
+  template <typename T>
+  std::vector<T> all() {
+    const std::lock_guard lock(mutex_);
+    std::vector<T> out;
+    for (const TimedEvent& e : events_) {
+      if (auto* t = std::get_if<T>(&e.event))
+        out.push_back(*t);
+    }
+    return out;
+  }
+  bool sawState(RunState state) {
+    for (const StateEvent& s : all<StateEvent>()) {
+      if (s.state == state)
+        return true;
+    }
+    return false;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<TimedEvent> events_;
+  CountingJob* job_ = nullptr;
+  Engine engine_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+class TestEngine : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void runsToTheEndAndCheckpoints() {
+    Harness h(5);
+    h.engine().post(StartCommand{{{"steps", 5}}});
+    QTRY_VERIFY(h.sawState(RunState::Finished));
+    QCOMPARE(h.all<HelloEvent>().size(), std::size_t{1});
+    const auto steps = h.all<StepEvent>();
+    QCOMPARE(steps.size(), std::size_t{5});
+    QCOMPARE(steps.back().step, std::int64_t{5});
+    QCOMPARE(h.all<CheckpointEvent>().back().step, std::int64_t{5});
+  }
+
+  void pauseHoldsAndResumeContinues() {
+    Harness h(1000);
+    h.engine().post(StartCommand{nlohmann::json::object()});
+    QTRY_VERIFY(h.all<StepEvent>().size() >= 2);
+    h.engine().post(PauseCommand{});
+    QTRY_VERIFY(h.sawState(RunState::Paused));
+    const std::size_t atPause = h.all<StepEvent>().size();
+    QTest::qWait(50);
+    QCOMPARE(h.all<StepEvent>().size(), atPause);
+    h.engine().post(ResumeCommand{});
+    QTRY_VERIFY(h.all<StepEvent>().size() > atPause);
+    h.engine().post(StopCommand{});
+    QTRY_VERIFY(h.sawState(RunState::Finished));
+  }
+
+  // A step of 10 000 ops (about 2 s) is interrupted by stop within one op, then checkpointed.
+  void stopIsNoticedWithinOneOp() {
+    Harness h(3, 10000);
+    h.engine().post(StartCommand{nlohmann::json::object()});
+    QTRY_VERIFY(h.sawState(RunState::Running));
+    QElapsedTimer timer;
+    timer.start();
+    h.engine().post(StopCommand{});
+    QTRY_VERIFY(h.sawState(RunState::Finished));
+    QVERIFY2(timer.elapsed() < 1000, qPrintable(QString::number(timer.elapsed())));
+    QVERIFY(h.all<StepEvent>().empty());
+    QCOMPARE(h.all<CheckpointEvent>().back().step, std::int64_t{0});
+  }
+
+  void togglesAreConfirmedOrRefused() {
+    Harness h(1000);
+    h.engine().post(StartCommand{nlohmann::json::object()});
+    h.engine().post(SetToggleCommand{Toggle::MicroBatch, 4});
+    h.engine().post(SetToggleCommand{Toggle::GemmBackend, "builtin"});
+    QTRY_VERIFY(!h.all<ToggleAppliedEvent>().empty());
+    QTRY_VERIFY(!h.all<ErrorEvent>().empty());
+    QCOMPARE(h.all<ToggleAppliedEvent>()[0].value.get<int>(), 4);
+    QVERIFY(h.all<ErrorEvent>()[0].message.find("no GEMM choice") != std::string::npos);
+    QTRY_VERIFY(!h.all<StepEvent>().empty() && h.all<StepEvent>().back().microBatch == 4);
+    h.engine().post(StopCommand{});
+    QTRY_VERIFY(h.sawState(RunState::Finished));
+  }
+
+  void aFailingStartIsReportedNotFatal() {
+    Harness h(3);
+    h.engine().post(StartCommand{{{"fail", true}}});
+    QTRY_VERIFY(h.sawState(RunState::Failed));
+    QCOMPARE(h.all<ErrorEvent>()[0].category, std::string("input"));
+    h.engine().post(StartCommand{nlohmann::json::object()});  // the engine still serves
+    QTRY_VERIFY(h.sawState(RunState::Finished));
+  }
+
+  void commandsWithoutARunAreRefused() {
+    Harness h(3);
+    h.engine().post(CheckpointNowCommand{});
+    QTRY_VERIFY(!h.all<ErrorEvent>().empty());
+    QVERIFY(h.all<ErrorEvent>()[0].message.find("no run is in progress") != std::string::npos);
+  }
+};
+
+QTEST_MAIN(TestEngine)
+#include "test_engine.moc"
