@@ -1,0 +1,101 @@
+// RecordText.cpp — parsing one record's text with error positions translated to file lines.
+#include "data/RecordText.h"
+
+#include <algorithm>
+#include <string>
+
+#include "data/Utf8.h"
+
+namespace lorascope::data {
+
+namespace {
+
+// Depth of brackets outside strings; stops counting once past the limit.
+int nestingDepth(std::string_view text) {
+  int depth = 0;
+  int deepest = 0;
+  bool inString = false;
+  bool escape = false;
+  for (const char c : text) {
+    if (inString) {
+      if (escape) {
+        escape = false;
+      } else if (c == '\\') {
+        escape = true;
+      } else if (c == '"') {
+        inString = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+    } else if (c == '{' || c == '[') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > kMaxRecordNestingDepth) {
+        return deepest;
+      }
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+// nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1,
+// column 5: " prefix, whose line/column are relative to the record, not the file.
+std::string syntaxMessage(const nlohmann::json::parse_error& error) {
+  std::string message = error.what();
+  const std::size_t column = message.find("column ");
+  if (column != std::string::npos) {
+    const std::size_t colon = message.find(": ", column);
+    if (colon != std::string::npos) {
+      return message.substr(colon + 2);
+    }
+  }
+  const std::size_t bracket = message.find("] ");
+  return bracket == std::string::npos ? message : message.substr(bracket + 2);
+}
+
+}  // namespace
+
+SourceLocation locateInText(std::string_view text, std::size_t offset,
+                            const SourceLocation& start) {
+  offset = std::min(offset, text.size());
+  SourceLocation where = start;
+  where.line += static_cast<std::size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
+  where.byteOffset += offset;
+  return where;
+}
+
+std::optional<nlohmann::json> parseRecordText(std::string_view text, const SourceLocation& where,
+                                              const IssueSink& sink) {
+  if (const auto fault = findInvalidUtf8(text)) {
+    const SourceLocation at = locateInText(text, fault->offset, where);
+    sink({IssueKind::InvalidUtf8, Severity::Error, at,
+          "invalid UTF-8 at " + describeLocation(at, true) + ": " + fault->reason +
+              "; the file must be UTF-8 (re-save it as UTF-8, e.g. with iconv)"});
+    return std::nullopt;
+  }
+  if (nestingDepth(text) > kMaxRecordNestingDepth) {
+    sink({IssueKind::JsonError, Severity::Error, where,
+          "record nests deeper than " + std::to_string(kMaxRecordNestingDepth) +
+              " levels; a dataset record is an object of strings and message lists"});
+    return std::nullopt;
+  }
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& error) {
+    // error.byte is 1-based and points just past the offending character.
+    const std::size_t offset = error.byte > 0 ? error.byte - 1 : 0;
+    const SourceLocation at = locateInText(text, offset, where);
+    std::string message =
+        "invalid JSON at " + describeLocation(at, true) + ": " + syntaxMessage(error);
+    if (at.line != where.line) {
+      message += " (the record starts at line " + std::to_string(where.line) + ")";
+    }
+    sink({IssueKind::JsonError, Severity::Error, at, std::move(message)});
+    return std::nullopt;
+  }
+}
+
+}  // namespace lorascope::data
