@@ -1,0 +1,247 @@
+// ErrorClassifier.cpp — the signature table. Order matters: the first row whose text occurs
+// (case-insensitively) in the error name or message wins, so specific rows come first.
+#include "runtime/ErrorClassifier.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+
+namespace lorascope::runtime {
+namespace {
+
+struct Signature {
+  const char* text;
+  ErrorCategory category;
+};
+
+constexpr std::array kSignatures{
+    // Out of memory, from the runtime or a BLAS workspace.
+    Signature{"HIPBLAS_STATUS_ALLOC_FAILED", ErrorCategory::OutOfMemory},
+    Signature{"CUBLAS_STATUS_ALLOC_FAILED", ErrorCategory::OutOfMemory},
+    Signature{"rocblas_status_memory_error", ErrorCategory::OutOfMemory},
+    Signature{"hipErrorOutOfMemory", ErrorCategory::OutOfMemory},
+    Signature{"cudaErrorMemoryAllocation", ErrorCategory::OutOfMemory},
+    Signature{"out of memory", ErrorCategory::OutOfMemory},
+    // Memory faults.
+    Signature{"hipErrorIllegalAddress", ErrorCategory::IllegalAddress},
+    Signature{"cudaErrorIllegalAddress", ErrorCategory::IllegalAddress},
+    Signature{"illegal memory access", ErrorCategory::IllegalAddress},
+    Signature{"Memory access fault by GPU", ErrorCategory::IllegalAddress},
+    Signature{"illegal address", ErrorCategory::IllegalAddress},
+    // Driver submission failures (Windows PAL: "PAL failed to finalize a command buffer (-28)").
+    Signature{"failed to finalize a command buffer", ErrorCategory::CommandBufferFailure},
+    Signature{"command buffer", ErrorCategory::CommandBufferFailure},
+    // Vendor BLAS.
+    Signature{"HIPBLAS_STATUS_INTERNAL_ERROR", ErrorCategory::BlasFailure},
+    Signature{"HIPBLAS_STATUS_EXECUTION_FAILED", ErrorCategory::BlasFailure},
+    Signature{"CUBLAS_STATUS_INTERNAL_ERROR", ErrorCategory::BlasFailure},
+    Signature{"CUBLAS_STATUS_EXECUTION_FAILED", ErrorCategory::BlasFailure},
+    Signature{"rocblas_status_internal_error", ErrorCategory::BlasFailure},
+    Signature{"hipblaslt", ErrorCategory::BlasFailure},
+    // Kernel failures and timeouts.
+    Signature{"hipErrorLaunchFailure", ErrorCategory::LaunchFailure},
+    Signature{"cudaErrorLaunchFailure", ErrorCategory::LaunchFailure},
+    Signature{"unspecified launch failure", ErrorCategory::LaunchFailure},
+    Signature{"hipErrorLaunchTimeOut", ErrorCategory::LaunchFailure},
+    Signature{"cudaErrorLaunchTimeout", ErrorCategory::LaunchFailure},
+    Signature{"the launch timed out", ErrorCategory::LaunchFailure},
+    Signature{"hipErrorAssert", ErrorCategory::LaunchFailure},
+    Signature{"cudaErrorAssert", ErrorCategory::LaunchFailure},
+    // No device.
+    Signature{"hipErrorNoDevice", ErrorCategory::NoDevice},
+    Signature{"cudaErrorNoDevice", ErrorCategory::NoDevice},
+    Signature{"hipErrorInsufficientDriver", ErrorCategory::NoDevice},
+    Signature{"cudaErrorInsufficientDriver", ErrorCategory::NoDevice},
+    Signature{"no GPU", ErrorCategory::NoDevice},
+    // Bugs of ours.
+    Signature{"hipErrorInvalidValue", ErrorCategory::InvalidUsage},
+    Signature{"cudaErrorInvalidValue", ErrorCategory::InvalidUsage},
+    Signature{"hipErrorInvalidConfiguration", ErrorCategory::InvalidUsage},
+    Signature{"cudaErrorInvalidConfiguration", ErrorCategory::InvalidUsage},
+    Signature{"HIPBLAS_STATUS_INVALID_VALUE", ErrorCategory::InvalidUsage},
+    Signature{"CUBLAS_STATUS_INVALID_VALUE", ErrorCategory::InvalidUsage},
+};
+
+bool containsIgnoringCase(std::string_view haystack, std::string_view needle) {
+  const auto it = std::search(haystack.begin(), haystack.end(), needle.begin(), needle.end(),
+                              [](char a, char b) {
+                                return std::tolower(static_cast<unsigned char>(a)) ==
+                                       std::tolower(static_cast<unsigned char>(b));
+                              });
+  return it != haystack.end();
+}
+
+bool isGemmOp(std::string_view op) {
+  return containsIgnoringCase(op, "gemm") || containsIgnoringCase(op, "matmul") ||
+         containsIgnoringCase(op, "blas");
+}
+
+ErrorClass describe(ErrorCategory category, std::string_view op) {
+  ErrorClass c;
+  c.category = category;
+  switch (category) {
+    case ErrorCategory::OutOfMemory:
+      c = {category,
+           false,
+           true,
+           RecoveryRung::SmallerMicroBatch,
+           "",
+           "Out of GPU memory: the engine frees its cache and retries, then halves the "
+           "micro-batch (more gradient accumulation keeps the effective batch). Activation "
+           "checkpointing, arena mode or max_split_size lower the peak further."};
+      break;
+    case ErrorCategory::IllegalAddress:
+      c = {category,
+           true,
+           false,
+           isGemmOp(op) ? RecoveryRung::BuiltinGemm : RecoveryRung::Serialize,
+           "",
+           "A kernel accessed memory it does not own; the GPU context is lost and the engine "
+           "restarts. With serialize and blocking launches the error is pinned to the op that "
+           "caused it; inside a vendor GEMM, the built-in GEMM avoids it."};
+      break;
+    case ErrorCategory::LaunchFailure:
+      c = {category,
+           true,
+           false,
+           RecoveryRung::Serialize,
+           "",
+           "A kernel failed or ran past the driver's timeout; the GPU context is lost and the "
+           "engine restarts. Serialized launches and smaller micro-batches keep every kernel short "
+           "(on Windows, the display driver resets kernels that run longer than about 2 s)."};
+      break;
+    case ErrorCategory::BlasFailure:
+      c = {
+          category,
+          false,
+          true,
+          RecoveryRung::BuiltinGemm,
+          "",
+          "The vendor BLAS (hipBLASLt/rocBLAS or cuBLAS) failed internally; switch to the built-in "
+          "GEMM, which needs nothing but the HIP runtime. Known on ROCm for some shapes and "
+          "long runs (HIPBLAS_STATUS_INTERNAL_ERROR)."};
+      break;
+    case ErrorCategory::CommandBufferFailure:
+      c = {category,
+           true,
+           false,
+           RecoveryRung::Serialize,
+           "",
+           "The driver could not submit a command buffer; the device is in an unknown state and "
+           "the engine restarts. Serialize kernels, lower GPU_MAX_HW_QUEUES, use smaller "
+           "micro-batches, and update the GPU driver."};
+      break;
+    case ErrorCategory::Hang:
+      c = {category,
+           true,
+           false,
+           RecoveryRung::Serialize,
+           "",
+           "The GPU made no progress within the watchdog's limit; the engine is restarted. "
+           "Serialized, blocking launches show which op hangs; smaller micro-batches shorten "
+           "kernels."};
+      break;
+    case ErrorCategory::NoDevice:
+      c = {category,
+           false,
+           true,
+           RecoveryRung::Cpu,
+           "",
+           "No usable GPU or driver: training continues on the CPU. Check the driver and that the "
+           "user may access the device (render/video groups on Linux)."};
+      break;
+    case ErrorCategory::InvalidUsage:
+      c = {category,
+           false,
+           false,
+           RecoveryRung::Serialize,
+           "",
+           "The GPU runtime rejected an argument: a bug in LoRAscope. Please report it with the "
+           "log; the engine restarts with serialized launches to pin it down."};
+      break;
+    case ErrorCategory::Unknown:
+      c = {category,
+           true,
+           false,
+           RecoveryRung::Serialize,
+           "",
+           "An unrecognised GPU error; assuming the context is lost, the engine restarts one rung "
+           "further down the recovery ladder."};
+      break;
+  }
+  return c;
+}
+
+}  // namespace
+
+const char* categoryName(ErrorCategory category) {
+  switch (category) {
+    case ErrorCategory::OutOfMemory:
+      return "out_of_memory";
+    case ErrorCategory::IllegalAddress:
+      return "illegal_address";
+    case ErrorCategory::LaunchFailure:
+      return "launch_failure";
+    case ErrorCategory::BlasFailure:
+      return "blas_failure";
+    case ErrorCategory::CommandBufferFailure:
+      return "command_buffer_failure";
+    case ErrorCategory::Hang:
+      return "hang";
+    case ErrorCategory::NoDevice:
+      return "no_device";
+    case ErrorCategory::InvalidUsage:
+      return "invalid_usage";
+    case ErrorCategory::Unknown:
+      break;
+  }
+  return "unknown";
+}
+
+const char* rungName(RecoveryRung rung) {
+  switch (rung) {
+    case RecoveryRung::VendorBlas:
+      return "vendor_blas";
+    case RecoveryRung::BuiltinGemm:
+      return "builtin_gemm";
+    case RecoveryRung::Serialize:
+      return "serialize";
+    case RecoveryRung::SmallerMicroBatch:
+      return "smaller_micro_batch";
+    case RecoveryRung::Cpu:
+      break;
+  }
+  return "cpu";
+}
+
+ErrorClass classifyError(std::string_view errorName, std::string_view message,
+                         std::string_view op) {
+  for (const Signature& signature : kSignatures) {
+    if (containsIgnoringCase(errorName, signature.text) ||
+        containsIgnoringCase(message, signature.text)) {
+      ErrorClass c = describe(signature.category, op);
+      c.signature = signature.text;
+      return c;
+    }
+  }
+  return describe(ErrorCategory::Unknown, op);
+}
+
+ErrorClass classifyHang() {
+  ErrorClass c = describe(ErrorCategory::Hang, {});
+  c.signature = "watchdog";
+  return c;
+}
+
+std::optional<RecoveryRung> nextRung(RecoveryRung current, const ErrorClass& error) {
+  const int now = static_cast<int>(current);
+  const int floor = static_cast<int>(error.rung);
+  const int step = error.category == ErrorCategory::OutOfMemory ? now : now + 1;
+  const int next = std::max(step, floor);
+  if (next > static_cast<int>(RecoveryRung::Cpu)) {
+    return std::nullopt;
+  }
+  return static_cast<RecoveryRung>(next);
+}
+
+}  // namespace lorascope::runtime

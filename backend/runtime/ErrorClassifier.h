@@ -1,0 +1,60 @@
+// ErrorClassifier.h — turns a GPU/BLAS error (its name, its message, the op) into what to do:
+// a category, whether the process can go on, advice, and the rung of the recovery ladder.
+//
+// The ladder (DESIGN.md): vendor BLAS -> built-in GEMM -> serialize -> smaller micro-batch -> CPU.
+// Names of both vendors are known (hipError*, cudaError*, HIPBLAS_STATUS_*, CUBLAS_STATUS_*,
+// rocblas_status_*), so the same table serves AMD, NVIDIA and injected faults.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace lorascope::runtime {
+
+enum class ErrorCategory : std::uint8_t {
+  OutOfMemory,           // device or BLAS workspace allocation failed
+  IllegalAddress,        // a kernel touched memory it does not own (memory access fault)
+  LaunchFailure,         // a kernel died or timed out (driver watchdog / TDR)
+  BlasFailure,           // vendor BLAS internal or execution failure
+  CommandBufferFailure,  // the driver could not submit work (PAL command buffers on Windows)
+  Hang,                  // our watchdog: nothing completed for too long
+  NoDevice,              // no GPU or driver
+  InvalidUsage,          // a bad argument: a bug of ours, not the device's
+  Unknown,
+};
+
+enum class RecoveryRung : std::uint8_t {
+  VendorBlas = 0,  // the default: vendor BLAS, full speed
+  BuiltinGemm = 1,
+  Serialize = 2,  // serialize + blocking launches
+  SmallerMicroBatch = 3,
+  Cpu = 4,
+};
+
+struct ErrorClass {
+  ErrorCategory category = ErrorCategory::Unknown;
+  bool sticky = true;               // the GPU context is unusable until the process restarts
+  bool processCanContinue = false;  // recover in place (free cache, switch GEMM) without restart
+  RecoveryRung rung = RecoveryRung::Serialize;  // the lowest rung that addresses the cause
+  std::string signature;  // the text that matched, for the incident log ("" when none did)
+  std::string advice;     // what to try, for people
+};
+
+const char* categoryName(ErrorCategory category);  // "out_of_memory", "illegal_address", ...
+const char* rungName(RecoveryRung rung);           // "vendor_blas", "builtin_gemm", ...
+
+// `errorName`: hipGetErrorName / BLAS status name; `message`: the runtime's text or a log line;
+// `op`: the op that raised it, when known (a GEMM's illegal address points at the BLAS).
+ErrorClass classifyError(std::string_view errorName, std::string_view message,
+                         std::string_view op = {});
+// What the watchdog reports.
+ErrorClass classifyHang();
+
+// The rung to restart on after `error` at rung `current`: at least one rung up (out-of-memory may
+// stay on smaller micro-batch, which steps down again), at least the error's own rung; nullopt
+// when the ladder is exhausted.
+std::optional<RecoveryRung> nextRung(RecoveryRung current, const ErrorClass& error);
+
+}  // namespace lorascope::runtime

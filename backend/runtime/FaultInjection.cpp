@@ -1,0 +1,266 @@
+// FaultInjection.cpp — spec parsing, rule matching and the injected failures.
+#include "runtime/FaultInjection.h"
+
+#include <cstdlib>
+
+namespace lorascope::runtime {
+namespace {
+
+constexpr const char* kKnownKinds = "oom, illegal_address, blas, hang";
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+FaultKind parseKind(std::string_view text, std::string_view entry) {
+  for (const FaultKind kind : {FaultKind::OutOfMemory, FaultKind::IllegalAddress,
+                               FaultKind::BlasInternal, FaultKind::Hang}) {
+    if (text == faultKindName(kind)) {
+      return kind;
+    }
+  }
+  throw FaultSpecError(std::string(kFaultEnvVar) + ": unknown fault kind '" + std::string(text) +
+                       "' in '" + std::string(entry) + "' (known: " + kKnownKinds + ")");
+}
+
+std::uint64_t parseCount(std::string_view text, std::string_view entry) {
+  std::uint64_t value = 0;
+  bool any = false;
+  for (const char c : text) {
+    if (c < '0' || c > '9' || value > (UINT64_MAX - 9) / 10) {
+      any = false;
+      break;
+    }
+    value = value * 10 + static_cast<std::uint64_t>(c - '0');
+    any = true;
+  }
+  if (!any || value == 0) {
+    throw FaultSpecError(std::string(kFaultEnvVar) + ": '" + std::string(entry) +
+                         "' needs a positive whole number, got '" + std::string(text) + "'");
+  }
+  return value;
+}
+
+const char* errorNameOf(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::OutOfMemory:
+      return "hipErrorOutOfMemory";
+    case FaultKind::IllegalAddress:
+      return "hipErrorIllegalAddress";
+    case FaultKind::BlasInternal:
+      return "HIPBLAS_STATUS_INTERNAL_ERROR";
+    case FaultKind::Hang:
+      break;
+  }
+  return "hang";
+}
+
+const char* messageOf(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::OutOfMemory:
+      return "out of memory";
+    case FaultKind::IllegalAddress:
+      return "an illegal memory access was encountered";
+    case FaultKind::BlasInternal:
+      return "hipblasLtMatmul returned HIPBLAS_STATUS_INTERNAL_ERROR";
+    case FaultKind::Hang:
+      break;
+  }
+  return "the op hung and was released";
+}
+
+}  // namespace
+
+const char* faultKindName(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::OutOfMemory:
+      return "oom";
+    case FaultKind::IllegalAddress:
+      return "illegal_address";
+    case FaultKind::BlasInternal:
+      return "blas";
+    case FaultKind::Hang:
+      break;
+  }
+  return "hang";
+}
+
+FaultConfig parseFaultSpec(std::string_view spec) {
+  FaultConfig config;
+  bool kindsGiven = false;
+  while (!spec.empty()) {
+    const std::size_t comma = spec.find(',');
+    const std::string_view entry = trim(spec.substr(0, comma));
+    spec = comma == std::string_view::npos ? std::string_view{} : spec.substr(comma + 1);
+    if (entry.empty()) {
+      continue;
+    }
+    if (const std::size_t eq = entry.find('='); eq != std::string_view::npos) {
+      const std::string_view key = entry.substr(0, eq);
+      const std::string value(entry.substr(eq + 1));
+      if (key == "random") {
+        char* end = nullptr;
+        config.randomRate = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' ||
+            !(config.randomRate >= 0.0 && config.randomRate <= 1.0)) {
+          throw FaultSpecError(std::string(kFaultEnvVar) + ": random=" + value +
+                               " must be a probability between 0 and 1");
+        }
+      } else if (key == "seed") {
+        config.seed = static_cast<std::uint32_t>(parseCount(value.empty() ? "x" : value, entry));
+      } else if (key == "random_kinds") {
+        config.randomKinds.clear();
+        kindsGiven = true;
+        std::string_view kinds = entry.substr(eq + 1);
+        while (!kinds.empty()) {
+          const std::size_t bar = kinds.find('|');
+          config.randomKinds.push_back(parseKind(trim(kinds.substr(0, bar)), entry));
+          kinds = bar == std::string_view::npos ? std::string_view{} : kinds.substr(bar + 1);
+        }
+      } else {
+        throw FaultSpecError(std::string(kFaultEnvVar) + ": unknown setting '" + std::string(key) +
+                             "' (known: random, random_kinds, seed)");
+      }
+      continue;
+    }
+    const std::size_t at = entry.find('@');
+    const std::size_t hash = entry.find('#');
+    if (at == std::string_view::npos || hash == std::string_view::npos || hash < at ||
+        hash == at + 1) {
+      throw FaultSpecError(std::string(kFaultEnvVar) + ": '" + std::string(entry) +
+                           "' is not KIND@OP#N (e.g. oom@matmul#3, hang@step#10)");
+    }
+    FaultRule rule;
+    rule.kind = parseKind(entry.substr(0, at), entry);
+    rule.op = std::string(entry.substr(at + 1, hash - at - 1));
+    rule.nth = parseCount(entry.substr(hash + 1), entry);
+    config.rules.push_back(std::move(rule));
+  }
+  if (kindsGiven && config.randomKinds.empty()) {
+    throw FaultSpecError(std::string(kFaultEnvVar) + ": random_kinds lists no kind");
+  }
+  return config;
+}
+
+FaultConfig faultConfigFromEnvironment() {
+  const char* spec = std::getenv(kFaultEnvVar);
+  return spec == nullptr ? FaultConfig{} : parseFaultSpec(spec);
+}
+
+InjectedFault::InjectedFault(FaultKind kind, std::string op, std::uint64_t count, bool repeat)
+    : std::runtime_error(std::string(errorNameOf(kind)) + ": " + messageOf(kind) + " [injected " +
+                         faultKindName(kind) + (repeat ? ", sticky repeat" : "") + " at '" + op +
+                         "' #" + std::to_string(count) + "]"),
+      kind_(kind),
+      op_(std::move(op)),
+      errorName_(errorNameOf(kind)) {}
+
+FaultInjector::FaultInjector(FaultConfig config) {
+  configure(std::move(config));
+}
+
+void FaultInjector::configure(FaultConfig config) {
+  const std::lock_guard lock(mutex_);
+  config_ = std::move(config);
+  active_.store(!config_.empty());
+  ruleCounts_.assign(config_.rules.size(), 0);
+  ruleFired_.assign(config_.rules.size(), false);
+  launchCount_ = 0;
+  rng_.seed(config_.seed);
+  sticky_.reset();
+  history_.clear();
+}
+
+std::optional<FaultKind> FaultInjector::decide(std::string_view op, bool atStep,
+                                               std::uint64_t stepNumber, std::uint64_t& count) {
+  std::optional<FaultKind> chosen;
+  for (std::size_t i = 0; i < config_.rules.size(); ++i) {
+    const FaultRule& rule = config_.rules[i];
+    const bool stepRule = rule.op == kStepSite;
+    if (stepRule != atStep || (!atStep && rule.op != kAnyOp && rule.op != op)) {
+      continue;
+    }
+    const std::uint64_t seen = atStep ? stepNumber : ++ruleCounts_[i];
+    if (!chosen && !ruleFired_[i] && seen == rule.nth) {
+      ruleFired_[i] = true;
+      chosen = rule.kind;
+      count = seen;
+    }
+  }
+  if (!atStep) {
+    ++launchCount_;
+    if (!chosen && config_.randomRate > 0.0 &&
+        std::uniform_real_distribution<double>(0.0, 1.0)(rng_) < config_.randomRate) {
+      chosen = config_.randomKinds[std::uniform_int_distribution<std::size_t>(
+          0, config_.randomKinds.size() - 1)(rng_)];
+      count = launchCount_;
+    }
+  }
+  return chosen;
+}
+
+void FaultInjector::atLaunch(std::string_view op) {
+  if (!active_.load(std::memory_order_relaxed)) {
+    return;
+  }
+  std::unique_lock lock(mutex_);
+  if (sticky_) {
+    throw InjectedFault(sticky_->kind, std::string(op), sticky_->count, true);
+  }
+  std::uint64_t count = 0;
+  if (const auto kind = decide(op, false, 0, count)) {
+    fire(*kind, op, count, lock);
+  }
+}
+
+void FaultInjector::atStep(std::int64_t step) {
+  if (!active_.load(std::memory_order_relaxed) || step < 0) {
+    return;
+  }
+  std::unique_lock lock(mutex_);
+  std::uint64_t count = 0;
+  if (const auto kind = decide(kStepSite, true, static_cast<std::uint64_t>(step), count)) {
+    fire(*kind, kStepSite, count, lock);
+  }
+}
+
+void FaultInjector::fire(FaultKind kind, std::string_view op, std::uint64_t count,
+                         std::unique_lock<std::mutex>& lock) {
+  history_.push_back({kind, std::string(op), count});
+  if (kind == FaultKind::IllegalAddress) {
+    sticky_ = history_.back();
+  }
+  if (kind == FaultKind::Hang) {
+    ++hangingThreads_;
+    const std::uint64_t generation = hangGeneration_;
+    hangReleased_.wait(lock, [&] { return hangGeneration_ != generation; });
+    --hangingThreads_;
+  }
+  throw InjectedFault(kind, std::string(op), count, false);
+}
+
+void FaultInjector::releaseHangs() {
+  {
+    const std::lock_guard lock(mutex_);
+    ++hangGeneration_;
+  }
+  hangReleased_.notify_all();
+}
+
+std::vector<FiredFault> FaultInjector::history() const {
+  const std::lock_guard lock(mutex_);
+  return history_;
+}
+
+bool FaultInjector::hanging() const {
+  const std::lock_guard lock(mutex_);
+  return hangingThreads_ > 0;
+}
+
+}  // namespace lorascope::runtime

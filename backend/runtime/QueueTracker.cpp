@@ -1,0 +1,117 @@
+// QueueTracker.cpp — event pool, submission counting and completion popping.
+#include "runtime/QueueTracker.h"
+
+#include <chrono>
+
+namespace lorascope::runtime {
+
+NowMs steadyClockMs() {
+  return [] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+}
+
+QueueTracker::QueueTracker(std::shared_ptr<EventApi> events, NowMs nowMs)
+    : events_(std::move(events)), nowMs_(std::move(nowMs)), lastCompletionMs_(nowMs_()) {}
+
+QueueTracker::~QueueTracker() {
+  if (!events_) {
+    return;
+  }
+  for (auto& [handle, stream] : streams_) {
+    for (const Pending& p : stream.pending) {
+      events_->destroy(p.event);
+    }
+  }
+  for (const EventHandle event : freeEvents_) {
+    events_->destroy(event);
+  }
+}
+
+void QueueTracker::onSubmit(StreamHandle stream, const char* op) {
+  const std::lock_guard lock(mutex_);
+  Stream& s = streams_[stream];
+  ++s.submitted;
+  if (!events_) {
+    ++s.completed;  // no device: the op ran on the host before we got here
+    lastCompletionMs_ = nowMs_();
+    return;
+  }
+  EventHandle event = 0;
+  if (!freeEvents_.empty()) {
+    event = freeEvents_.back();
+    freeEvents_.pop_back();
+  } else {
+    event = events_->create();
+    ++createdEvents_;
+  }
+  try {
+    events_->record(event, stream);
+  } catch (...) {
+    freeEvents_.push_back(event);
+    --s.submitted;
+    throw;
+  }
+  s.pending.push_back({{op, s.submitted, nowMs_()}, event});
+}
+
+std::vector<StreamQueueSample> QueueTracker::sample() {
+  const std::lock_guard lock(mutex_);
+  std::vector<StreamQueueSample> out;
+  for (auto& [handle, s] : streams_) {
+    while (!s.pending.empty() && events_) {
+      std::string errorText;
+      const EventApi::State state = events_->query(s.pending.front().event, errorText);
+      if (state == EventApi::State::Pending) {
+        break;
+      }
+      if (state == EventApi::State::Failed) {
+        s.error = errorText;
+        break;
+      }
+      freeEvents_.push_back(s.pending.front().event);
+      s.pending.pop_front();
+      ++s.completed;
+      lastCompletionMs_ = nowMs_();
+    }
+    StreamQueueSample sample{handle,       s.submitted, s.completed, s.submitted - s.completed,
+                             std::nullopt, s.error};
+    if (!s.pending.empty()) {
+      sample.head = s.pending.front().op;
+    }
+    out.push_back(std::move(sample));
+  }
+  return out;
+}
+
+std::uint64_t QueueTracker::depth(StreamHandle stream) const {
+  const std::lock_guard lock(mutex_);
+  const auto it = streams_.find(stream);
+  return it == streams_.end() ? 0 : it->second.submitted - it->second.completed;
+}
+
+std::optional<PendingOp> QueueTracker::oldestPending() const {
+  const std::lock_guard lock(mutex_);
+  std::optional<PendingOp> oldest;
+  for (const auto& [handle, s] : streams_) {
+    if (!s.pending.empty() &&
+        (!oldest || s.pending.front().op.submittedAtMs < oldest->submittedAtMs)) {
+      oldest = s.pending.front().op;
+    }
+  }
+  return oldest;
+}
+
+std::int64_t QueueTracker::lastCompletionMs() const {
+  const std::lock_guard lock(mutex_);
+  return lastCompletionMs_;
+}
+
+std::size_t QueueTracker::pooledEventCount() const {
+  const std::lock_guard lock(mutex_);
+  return createdEvents_;
+}
+
+}  // namespace lorascope::runtime

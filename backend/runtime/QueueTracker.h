@@ -1,0 +1,90 @@
+// QueueTracker.h — queue depth per stream: every launch records a pooled event; a sampler pops
+// the completed ones (streams run in order, so completion is a prefix); depth = submitted −
+// completed. The same event pattern PyTorch's allocator uses to know when a block is free.
+//
+// Events go through the EventApi seam: HIP events in the hip flavours, a fake in tests. Without an
+// EventApi (cpu flavour) every submission counts as completed at once.
+// Thread-safe: launches call onSubmit() on the training thread while the sampler calls sample().
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lorascope::runtime {
+
+using StreamHandle = std::uintptr_t;          // hipStream_t as a number
+using EventHandle = std::uintptr_t;           // hipEvent_t as a number
+using NowMs = std::function<std::int64_t()>;  // injectable monotonic clock, milliseconds
+NowMs steadyClockMs();
+
+class EventApi {
+ public:
+  enum class State { Complete, Pending, Failed };
+  virtual ~EventApi() = default;
+  virtual EventHandle create() = 0;                                 // throws on failure
+  virtual void record(EventHandle event, StreamHandle stream) = 0;  // throws on failure
+  virtual State query(EventHandle event, std::string& errorText) = 0;
+  virtual void destroy(EventHandle event) noexcept = 0;
+};
+
+struct PendingOp {
+  std::string op;
+  std::uint64_t sequence = 0;  // 1-based submission number on its stream
+  std::int64_t submittedAtMs = 0;
+};
+
+struct StreamQueueSample {
+  StreamHandle stream = 0;
+  std::uint64_t submitted = 0;    // cumulative count
+  std::uint64_t completed = 0;    // cumulative count
+  std::uint64_t depth = 0;        // submitted - completed
+  std::optional<PendingOp> head;  // the oldest op not known to be complete
+  std::string error;  // non-empty when an event query failed (the GPU context is likely lost)
+};
+
+class QueueTracker {
+ public:
+  explicit QueueTracker(std::shared_ptr<EventApi> events = nullptr, NowMs nowMs = steadyClockMs());
+  ~QueueTracker();
+  QueueTracker(const QueueTracker&) = delete;
+  QueueTracker& operator=(const QueueTracker&) = delete;
+
+  void onSubmit(StreamHandle stream, const char* op);
+  // Pops completed events on every stream and returns the per-stream counts.
+  std::vector<StreamQueueSample> sample();
+  std::uint64_t depth(StreamHandle stream) const;
+  // The oldest pending op over all streams (for the watchdog).
+  std::optional<PendingOp> oldestPending() const;
+  // When an event last completed; the tracker's creation time until one has.
+  std::int64_t lastCompletionMs() const;
+  std::size_t pooledEventCount() const;  // events created so far (the pool's size)
+
+ private:
+  struct Pending {
+    PendingOp op;
+    EventHandle event = 0;
+  };
+  struct Stream {
+    std::uint64_t submitted = 0;
+    std::uint64_t completed = 0;
+    std::deque<Pending> pending;
+    std::string error;
+  };
+
+  const std::shared_ptr<EventApi> events_;
+  const NowMs nowMs_;
+  mutable std::mutex mutex_;
+  std::map<StreamHandle, Stream> streams_;
+  std::vector<EventHandle> freeEvents_;
+  std::size_t createdEvents_ = 0;
+  std::int64_t lastCompletionMs_ = 0;
+};
+
+}  // namespace lorascope::runtime

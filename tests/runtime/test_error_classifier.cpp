@@ -1,0 +1,125 @@
+// test_error_classifier.cpp — real error names and messages of both vendors map to the right
+// category, stickiness, advice and ladder rung; injected faults classify like the real ones.
+#include <QtTest>
+
+#include "runtime/ErrorClassifier.h"
+#include "runtime/FaultInjection.h"
+
+using namespace lorascope::runtime;
+
+class TestErrorClassifier : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void outOfMemoryIsRecoverableInPlace() {
+    for (const auto& [name, message] :
+         {std::pair{"hipErrorOutOfMemory", "out of memory"},
+          std::pair{"cudaErrorMemoryAllocation", "out of memory"},
+          std::pair{"HIPBLAS_STATUS_ALLOC_FAILED", "hipblasLtMatmul failed"},
+          std::pair{"", "HIP out of memory. Tried to allocate 2.00 GiB"}}) {
+      const ErrorClass c = classifyError(name, message);
+      QCOMPARE(c.category, ErrorCategory::OutOfMemory);
+      QVERIFY(!c.sticky);
+      QVERIFY(c.processCanContinue);
+      QCOMPARE(c.rung, RecoveryRung::SmallerMicroBatch);
+    }
+  }
+
+  void illegalAddressIsStickyAndPointsAtTheGemm() {
+    const ErrorClass kernel =
+        classifyError("hipErrorIllegalAddress", "an illegal memory access was encountered", "rope");
+    QCOMPARE(kernel.category, ErrorCategory::IllegalAddress);
+    QVERIFY(kernel.sticky);
+    QVERIFY(!kernel.processCanContinue);
+    QCOMPARE(kernel.rung, RecoveryRung::Serialize);
+    const ErrorClass gemm = classifyError("cudaErrorIllegalAddress", "", "matmul_lora_b");
+    QCOMPARE(gemm.rung, RecoveryRung::BuiltinGemm);
+    // ROCm's kernel-driver message, as printed to stderr before the abort.
+    const ErrorClass rocm = classifyError(
+        "",
+        "Memory access fault by GPU node-1 (Agent handle: 0x55d) on address 0x7f00. Reason: "
+        "Page not present or supervisor privilege.");
+    QCOMPARE(rocm.category, ErrorCategory::IllegalAddress);
+  }
+
+  void blasInternalErrorMovesToTheBuiltinGemm() {
+    const ErrorClass c = classifyError("HIPBLAS_STATUS_INTERNAL_ERROR", "");
+    QCOMPARE(c.category, ErrorCategory::BlasFailure);
+    QCOMPARE(c.rung, RecoveryRung::BuiltinGemm);
+    QCOMPARE(QString::fromStdString(c.signature), QString("HIPBLAS_STATUS_INTERNAL_ERROR"));
+    QVERIFY(c.advice.find("built-in GEMM") != std::string::npos);
+    QCOMPARE(classifyError("", "rocblas_status_internal_error").category,
+             ErrorCategory::BlasFailure);
+    QCOMPARE(classifyError("CUBLAS_STATUS_EXECUTION_FAILED", "").category,
+             ErrorCategory::BlasFailure);
+  }
+
+  void palCommandBufferFailureIsSticky() {
+    const ErrorClass c = classifyError("", "PAL failed to finalize a command buffer (-28)");
+    QCOMPARE(c.category, ErrorCategory::CommandBufferFailure);
+    QVERIFY(c.sticky);
+    QCOMPARE(c.rung, RecoveryRung::Serialize);
+    QVERIFY(c.advice.find("GPU_MAX_HW_QUEUES") != std::string::npos);
+  }
+
+  void launchFailuresAndTimeouts() {
+    QCOMPARE(classifyError("hipErrorLaunchFailure", "unspecified launch failure").category,
+             ErrorCategory::LaunchFailure);
+    QCOMPARE(
+        classifyError("cudaErrorLaunchTimeout", "the launch timed out and was terminated").category,
+        ErrorCategory::LaunchFailure);
+    QVERIFY(classifyError("hipErrorLaunchFailure", "").sticky);
+  }
+
+  void noDeviceFallsBackToTheCpu() {
+    const ErrorClass c = classifyError("hipErrorNoDevice", "no ROCm-capable device is detected");
+    QCOMPARE(c.category, ErrorCategory::NoDevice);
+    QCOMPARE(c.rung, RecoveryRung::Cpu);
+  }
+
+  void invalidValueIsOurBug() {
+    const ErrorClass c = classifyError("hipErrorInvalidValue", "invalid argument");
+    QCOMPARE(c.category, ErrorCategory::InvalidUsage);
+    QVERIFY(c.advice.find("report") != std::string::npos);
+  }
+
+  void unknownErrorsAreAssumedSticky() {
+    const ErrorClass c = classifyError("hipErrorSomethingNew", "a brand new failure");
+    QCOMPARE(c.category, ErrorCategory::Unknown);
+    QVERIFY(c.sticky);
+    QVERIFY(c.signature.empty());
+    QCOMPARE(classifyHang().category, ErrorCategory::Hang);
+  }
+
+  void namesAreStable() {
+    QCOMPARE(QString(categoryName(ErrorCategory::CommandBufferFailure)),
+             QString("command_buffer_failure"));
+    QCOMPARE(QString(rungName(RecoveryRung::SmallerMicroBatch)), QString("smaller_micro_batch"));
+  }
+
+  void ladderClimbsAtLeastOneRung() {
+    const ErrorClass blas = classifyError("HIPBLAS_STATUS_INTERNAL_ERROR", "");
+    QCOMPARE(nextRung(RecoveryRung::VendorBlas, blas), std::optional(RecoveryRung::BuiltinGemm));
+    // Already on the built-in GEMM: the next rung.
+    QCOMPARE(nextRung(RecoveryRung::BuiltinGemm, blas), std::optional(RecoveryRung::Serialize));
+    const ErrorClass fault = classifyError("hipErrorIllegalAddress", "");
+    QCOMPARE(nextRung(RecoveryRung::VendorBlas, fault), std::optional(RecoveryRung::Serialize));
+    const ErrorClass oom = classifyError("hipErrorOutOfMemory", "");
+    QCOMPARE(nextRung(RecoveryRung::SmallerMicroBatch, oom),
+             std::optional(RecoveryRung::SmallerMicroBatch));  // steps down again
+    QCOMPARE(nextRung(RecoveryRung::Cpu, fault), std::nullopt);
+  }
+
+  void injectedFaultsClassifyLikeRealOnes() {
+    for (const auto& [kind, category] :
+         {std::pair{FaultKind::OutOfMemory, ErrorCategory::OutOfMemory},
+          std::pair{FaultKind::IllegalAddress, ErrorCategory::IllegalAddress},
+          std::pair{FaultKind::BlasInternal, ErrorCategory::BlasFailure}}) {
+      const InjectedFault fault(kind, "matmul", 3, false);
+      QCOMPARE(classifyError(fault.errorName(), fault.what(), fault.op()).category, category);
+    }
+  }
+};
+
+QTEST_APPLESS_MAIN(TestErrorClassifier)
+#include "test_error_classifier.moc"

@@ -1,0 +1,105 @@
+// test_queue_tracker.cpp — queue depth = submitted − completed per stream, completed events
+// popped in order and pooled, failures surfaced, and the cpu flavour's "done at once".
+#include <QtTest>
+
+#include "FakeEvents.h"
+#include "runtime/QueueTracker.h"
+
+using namespace lorascope::runtime;
+using lorascope::runtime::testing::FakeClock;
+using lorascope::runtime::testing::FakeEvents;
+
+class TestQueueTracker : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void depthIsSubmittedMinusCompleted() {
+    auto events = std::make_shared<FakeEvents>();
+    FakeClock clock;
+    QueueTracker tracker(events, clock.fn());
+    const char* ops[] = {"embed", "rmsnorm_forward", "matmul", "rope", "attention"};
+    for (const char* op : ops) {
+      tracker.onSubmit(7, op);
+      clock.nowMs += 1;
+    }
+    QCOMPARE(tracker.depth(7), std::uint64_t{5});
+    events->finishUpTo(7, 2);
+    clock.nowMs = 2000;
+    const auto samples = tracker.sample();
+    QCOMPARE(samples.size(), std::size_t{1});
+    QCOMPARE(samples[0].submitted, std::uint64_t{5});
+    QCOMPARE(samples[0].completed, std::uint64_t{2});
+    QCOMPARE(samples[0].depth, std::uint64_t{3});
+    QVERIFY(samples[0].head.has_value());
+    QCOMPARE(samples[0].head->op, std::string("matmul"));
+    QCOMPARE(samples[0].head->sequence, std::uint64_t{3});
+    QCOMPARE(samples[0].head->submittedAtMs, std::int64_t{1002});
+    QCOMPARE(tracker.lastCompletionMs(), std::int64_t{2000});
+    events->finishAll(7);
+    QCOMPARE(tracker.sample()[0].depth, std::uint64_t{0});
+    QVERIFY(!tracker.oldestPending().has_value());
+  }
+
+  void completionIsAPrefixOfTheStream() {
+    auto events = std::make_shared<FakeEvents>();
+    QueueTracker tracker(events);
+    tracker.onSubmit(1, "a");
+    tracker.onSubmit(1, "b");
+    events->finishUpTo(1, 0);  // the first is still running: nothing after it counts as done
+    QCOMPARE(tracker.sample()[0].depth, std::uint64_t{2});
+  }
+
+  void streamsAreCountedApart() {
+    auto events = std::make_shared<FakeEvents>();
+    FakeClock clock;
+    QueueTracker tracker(events, clock.fn());
+    tracker.onSubmit(1, "compute");
+    clock.nowMs += 5;
+    tracker.onSubmit(2, "copy");
+    tracker.onSubmit(2, "copy");
+    events->finishAll(1);
+    tracker.sample();
+    QCOMPARE(tracker.depth(1), std::uint64_t{0});
+    QCOMPARE(tracker.depth(2), std::uint64_t{2});
+    QCOMPARE(tracker.oldestPending()->op, std::string("copy"));
+  }
+
+  void reusesPooledEvents() {
+    auto events = std::make_shared<FakeEvents>();
+    {
+      QueueTracker tracker(events);
+      for (int round = 0; round < 10; ++round) {
+        for (int i = 0; i < 4; ++i) {
+          tracker.onSubmit(1, "op");
+        }
+        events->finishAll(1);
+        tracker.sample();
+      }
+      QCOMPARE(tracker.pooledEventCount(), std::size_t{4});
+      QCOMPARE(events->created, 4);
+    }
+    QCOMPARE(events->destroyed, 4);  // the pool is returned on destruction
+  }
+
+  void reportsFailedEvents() {
+    auto events = std::make_shared<FakeEvents>();
+    QueueTracker tracker(events);
+    tracker.onSubmit(1, "matmul");
+    events->failing = true;
+    const auto samples = tracker.sample();
+    QCOMPARE(samples[0].depth, std::uint64_t{1});
+    QVERIFY(samples[0].error.find("hipErrorIllegalAddress") != std::string::npos);
+  }
+
+  void withoutEventsEverySubmissionIsDone() {
+    QueueTracker tracker(nullptr);
+    tracker.onSubmit(0, "rmsnorm_forward");
+    tracker.onSubmit(0, "rmsnorm_forward");
+    const auto samples = tracker.sample();
+    QCOMPARE(samples[0].submitted, std::uint64_t{2});
+    QCOMPARE(samples[0].depth, std::uint64_t{0});
+  }
+};
+
+QTEST_APPLESS_MAIN(TestQueueTracker)
+#include "test_queue_tracker.moc"
