@@ -16,7 +16,12 @@ prepare() {
   local openblas_dir=/usr/include/x86_64-linux-gnu/openblas-pthread
   cp "$openblas_dir"/cblas.h "$openblas_dir"/openblas_config.h .device/include/
   cp /usr/include/x86_64-linux-gnu/pcre2.h .device/include/ 2>/dev/null || cp /usr/include/pcre2.h .device/include/
-  echo "gpu-check: headers for the device machine are in .device/include (git-ignored)"
+  # utf8proc (backend/text's NFC normaliser): Ubuntu 24.04 there has no libutf8proc, so its
+  # header and Debian's runtime library travel too; backend/text looks in .device/lib.
+  cp /usr/include/utf8proc.h .device/include/
+  mkdir -p .device/lib
+  cp -L /usr/lib/x86_64-linux-gnu/libutf8proc.so.2 .device/lib/
+  echo "gpu-check: headers and libraries for the device machine are in .device/ (git-ignored)"
 }
 
 run_checks() {
