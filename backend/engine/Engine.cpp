@@ -29,6 +29,15 @@ void Engine::shutdown() {
   wake_.notify_one();
 }
 
+void Engine::closeInput() {
+  {
+    const std::lock_guard lock(mutex_);
+    inputClosed_ = true;
+    cancel_.raise();
+  }
+  wake_.notify_one();
+}
+
 void Engine::publish(Event event) {
   const auto now = std::chrono::steady_clock::now();
   sink_(TimedEvent{std::chrono::duration_cast<std::chrono::milliseconds>(now - startedAt_).count(),
@@ -50,20 +59,29 @@ void Engine::run() {
   setState(RunState::Idle);
   for (;;) {
     std::deque<Command> commands;
+    bool inputClosed = false;
     {
       std::unique_lock lock(mutex_);
       const bool idle = state_ != RunState::Running;
       if (idle) {
-        wake_.wait(lock, [&] { return shutdownRequested_ || !queue_.empty(); });
+        wake_.wait(lock, [&] { return shutdownRequested_ || inputClosed_ || !queue_.empty(); });
       }
       if (shutdownRequested_) {
         return;
       }
       commands.swap(queue_);
+      inputClosed = inputClosed_;
       cancel_.clear();
     }
     for (Command& command : commands) {
       handle(command);
+    }
+    if (inputClosed) {
+      if (job_) {
+        Command stop = StopCommand{};
+        handle(stop);
+      }
+      return;
     }
     if (state_ != RunState::Running || !job_) {
       continue;
@@ -81,8 +99,8 @@ void Engine::run() {
       }
     } catch (const std::exception& e) {
       publish(ErrorEvent{"training", "step", 0, e.what(),
-                      "the run stopped at its last completed step; fix the cause and resume",
-                      false});
+                         "the run stopped at its last completed step; fix the cause and resume",
+                         false});
       finishRun(RunState::Failed, e.what());
     }
   }
@@ -103,7 +121,7 @@ void Engine::handle(Command& command) {
       setState(RunState::Running);
     } catch (const std::exception& e) {
       publish(ErrorEvent{"input", "start", 0, e.what(), "check the run settings and start again",
-                      false});
+                         false});
       finishRun(RunState::Failed, e.what());
     }
     return;

@@ -67,6 +67,9 @@ class Engine {
   void run();
   // Thread-safe: ends run() after the current op (no checkpoint; send stop first for one).
   void shutdown();
+  // Thread-safe: the command source is gone (the GUI closed the pipe). A run in progress stops as
+  // if told to (checkpoint of its last completed step), then run() returns.
+  void closeInput();
 
  private:
   void publish(Event event);
@@ -83,6 +86,7 @@ class Engine {
   std::condition_variable wake_;
   std::deque<Command> queue_;
   bool shutdownRequested_ = false;
+  bool inputClosed_ = false;
 
   CancelFlag cancel_;
   std::unique_ptr<EngineJob> job_;

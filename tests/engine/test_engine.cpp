@@ -169,6 +169,15 @@ class TestEngine : public QObject {
     QTRY_VERIFY(h.sawState(RunState::Finished));
   }
 
+  void closingTheInputStopsWithACheckpointAndEndsTheLoop() {
+    Harness h(100000);
+    h.engine().post(StartCommand{nlohmann::json::object()});
+    QTRY_VERIFY(!h.all<StepEvent>().empty());
+    h.engine().closeInput();
+    QTRY_VERIFY(h.sawState(RunState::Finished));
+    QCOMPARE(h.all<CheckpointEvent>().size(), std::size_t{1});
+  }
+
   void commandsWithoutARunAreRefused() {
     Harness h(3);
     h.engine().post(CheckpointNowCommand{});
