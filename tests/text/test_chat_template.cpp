@@ -1,0 +1,215 @@
+// test_chat_template.cpp — chat families render the text their Jinja templates produce,
+// are recognised from tokenizer_config.json / chat_template.jinja / config.json, keep the
+// prompt-prefix property masking relies on, and reject what they cannot express.
+#include <QtTest/QtTest>
+
+#include <QTemporaryDir>
+#include <filesystem>
+#include <fstream>
+
+#include "text/ChatTemplate.h"
+#include "text/Tokenizer.h"
+
+using lorascope::text::ChatMessage;
+using lorascope::text::ChatTemplate;
+using lorascope::text::TextError;
+using lorascope::text::Tokenizer;
+
+namespace {
+
+const std::vector<ChatMessage> kConversation = {
+    {"system", "You are terse."}, {"user", "Hi there"}, {"assistant", "Hello!"}};
+
+// The part of Qwen2.5's chat_template that matters here (its default system prompt literal).
+constexpr const char* kQwenTemplate =
+    "{%- if messages[0]['role'] == 'system' %}\n"
+    "    {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}\n"
+    "{%- else %}\n"
+    "    {{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
+    "assistant.<|im_end|>\\n' }}\n"
+    "{%- endif %}";
+
+void writeText(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+std::string jsonString(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string errorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const TextError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+}  // namespace
+
+class TestChatTemplate : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void chatMlRendersTurns() {
+    const ChatTemplate t = ChatTemplate::byName("chatml");
+    QCOMPARE(t.render(kConversation, false),
+             std::string("<|im_start|>system\nYou are terse.<|im_end|>\n"
+                         "<|im_start|>user\nHi there<|im_end|>\n"
+                         "<|im_start|>assistant\nHello!<|im_end|>\n"));
+    QCOMPARE(t.render({{"user", "Hi"}}, true),
+             std::string("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"));
+  }
+
+  void qwenTemplateBringsDefaultSystemPrompt() {
+    QTemporaryDir dir;
+    const std::filesystem::path root = dir.path().toStdString();
+    writeText(root / "tokenizer_config.json",
+              "{\"chat_template\": " + jsonString(kQwenTemplate) +
+                  ", \"eos_token\": \"<|im_end|>\", \"tokenizer_class\": \"Qwen2Tokenizer\"}");
+    const ChatTemplate t = ChatTemplate::forModelDir(root);
+    QCOMPARE(t.name(), std::string("chatml"));
+    QVERIFY2(t.reason().find("recognised from the chat_template") != std::string::npos,
+             t.reason().c_str());
+    QCOMPARE(t.defaultSystemPrompt(),
+             std::string("You are Qwen, created by Alibaba Cloud. You are a helpful assistant."));
+    QCOMPARE(t.render({{"user", "Hi"}}, true),
+             std::string("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a "
+                         "helpful assistant.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+                         "<|im_start|>assistant\n"));
+    // A system message of the conversation replaces the default one.
+    QCOMPARE(t.render(kConversation, false).rfind("<|im_start|>system\nYou are terse.", 0),
+             std::size_t{0});
+  }
+
+  void llama3RendersHeaders() {
+    const ChatTemplate t = ChatTemplate::byName("llama3");
+    QCOMPARE(t.render(kConversation, false),
+             std::string("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+                         "You are terse.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n"
+                         "Hi there<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+                         "Hello!<|eot_id|>"));
+    // Content is trimmed, as the template's `| trim` does.
+    QCOMPARE(t.render({{"user", "  padded \n"}}, true),
+             std::string("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\npadded"
+                         "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"));
+  }
+
+  void llama31PreambleFromTemplate() {
+    QTemporaryDir dir;
+    const std::filesystem::path root = dir.path().toStdString();
+    // transformers >= 4.43 may save the template as chat_template.jinja.
+    writeText(root / "chat_template.jinja",
+              "{{- bos_token }}{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}"
+              "{{- \"Cutting Knowledge Date: December 2023\\n\" }}");
+    writeText(root / "tokenizer_config.json", R"({"bos_token": "<|begin_of_text|>"})");
+    const ChatTemplate t = ChatTemplate::forModelDir(root);
+    QCOMPARE(t.name(), std::string("llama3"));
+    QVERIFY(t.llama3KnowledgePreamble());
+    QCOMPARE(t.render({{"user", "Hi"}}, false),
+             std::string("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
+                         "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n"
+                         "<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"));
+  }
+
+  void llama2FoldsSystemIntoFirstTurn() {
+    const ChatTemplate t = ChatTemplate::byName("llama2");
+    std::vector<ChatMessage> turns = kConversation;
+    turns.push_back({"user", "Again"});
+    QCOMPARE(t.render(turns, true),
+             std::string("<s>[INST] <<SYS>>\nYou are terse.\n<</SYS>>\n\nHi there [/INST] "
+                         "Hello! </s><s>[INST] Again [/INST]"));
+    const std::string message = errorOf([&] { t.render({{"user", "a"}, {"user", "b"}}, false); });
+    QVERIFY2(message.find("must alternate") != std::string::npos, message.c_str());
+  }
+
+  void alpacaUsesInstructionAndResponse() {
+    ChatTemplate t = ChatTemplate::byName("alpaca");
+    t.setSpecialTokens("", "</s>");
+    const std::string user = ChatTemplate::alpacaUserMessage("Translate.", "Bonjour");
+    QCOMPARE(user, std::string("Translate.\n\n### Input:\nBonjour"));
+    QCOMPARE(t.render({{"user", user}, {"assistant", "Hello"}}, false),
+             std::string("Below is an instruction that describes a task. Write a response that "
+                         "appropriately completes the request.\n\n### Instruction:\nTranslate."
+                         "\n\n### Input:\nBonjour\n\n### Response:\nHello</s>"));
+    QCOMPARE(ChatTemplate::alpacaUserMessage("Say hi.", ""), std::string("Say hi."));
+  }
+
+  // render(prompt, true) must be a prefix of render(prompt + reply, false) for masking.
+  void generationPromptIsPrefixOfAnswer_data() {
+    QTest::addColumn<QString>("name");
+    for (const char* name : {"chatml", "llama3", "llama3.1", "llama2", "alpaca"}) {
+      QTest::newRow(name) << name;
+    }
+  }
+  void generationPromptIsPrefixOfAnswer() {
+    QFETCH(QString, name);
+    const ChatTemplate t = ChatTemplate::byName(name.toStdString());
+    const std::vector<ChatMessage> prompt(kConversation.begin(), kConversation.end() - 1);
+    const std::string prefix = t.render(prompt, true);
+    const std::string full = t.render(kConversation, false);
+    QVERIFY2(full.rfind(prefix, 0) == 0, (prefix + "\n---\n" + full).c_str());
+    QVERIFY(full.size() > prefix.size());
+  }
+
+  void choosesFromModelFolder() {
+    QTemporaryDir dir;
+    const std::filesystem::path root = dir.path().toStdString();
+    // Nothing at all: a base model, alpaca.
+    ChatTemplate t = ChatTemplate::forModelDir(root);
+    QCOMPARE(t.name(), std::string("alpaca"));
+    QVERIFY2(t.reason().find("no chat_template") != std::string::npos, t.reason().c_str());
+    // A Qwen2 model without a template still speaks ChatML.
+    writeText(root / "config.json", R"({"model_type": "qwen2"})");
+    QCOMPARE(ChatTemplate::forModelDir(root).name(), std::string("chatml"));
+    // Llama-2 template and its special tokens.
+    writeText(root / "tokenizer_config.json",
+              R"({"chat_template": "{{ bos_token + '[INST] ' + '<<SYS>>\\n' }}",
+                  "bos_token": {"content": "<s>"}, "eos_token": "</s>"})");
+    t = ChatTemplate::forModelDir(root);
+    QCOMPARE(t.name(), std::string("llama2"));
+    QCOMPARE(t.bosToken(), std::string("<s>"));
+    // A template of another family is an error that names the file and the way out.
+    writeText(root / "tokenizer_config.json", R"({"chat_template": "{{ '<|user|>' }}"})");
+    const std::string message = errorOf([&] { ChatTemplate::forModelDir(root); });
+    QVERIFY2(message.find("tokenizer_config.json") != std::string::npos &&
+                 message.find("choose one by name") != std::string::npos,
+             message.c_str());
+  }
+
+  void rejectsUnknownNamesAndRoles() {
+    const std::string message = errorOf([] { ChatTemplate::byName("vicuna"); });
+    QVERIFY2(message.find("known: chatml, llama3, llama3.1, llama2, alpaca") != std::string::npos,
+             message.c_str());
+    const std::string role = errorOf([] {
+      ChatTemplate::byName("chatml").render({{"tool", "{}"}}, false);
+    });
+    QVERIFY2(role.find("role 'tool' is not supported") != std::string::npos, role.c_str());
+  }
+
+  // A rendered ChatML conversation tokenizes its markers as single special-token ids.
+  void renderedChatEncodesMarkersAsSpecialTokens() {
+    const Tokenizer tokenizer = Tokenizer::fromFile(std::filesystem::path(LORASCOPE_TEXT_DATA) /
+                                                    "qwen2_bpe.tokenizer.json");
+    const std::string text = ChatTemplate::byName("chatml").render(kConversation, false);
+    const auto ids = tokenizer.encode(text);
+    const auto imStart = tokenizer.tokenId("<|im_start|>").value();
+    QCOMPARE(std::count(ids.begin(), ids.end(), imStart), std::ptrdiff_t{3});
+    QCOMPARE(tokenizer.decode(ids), text);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestChatTemplate)
+#include "test_chat_template.moc"

@@ -1,0 +1,261 @@
+// test_tokenizer_units.cpp — backend/text behaviour beyond the reference ids: every bad input
+// gives a TextError naming the file and the problem; model folders with tokenizer_config.json;
+// both merge spellings; thread safety; the CLI-visible API (tokenId, isSpecial, describe).
+#include <QtTest/QtTest>
+
+#include <QTemporaryDir>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "text/Tokenizer.h"
+
+using lorascope::text::TextError;
+using lorascope::text::Tokenizer;
+using Json = nlohmann::json;
+
+namespace {
+
+const std::filesystem::path kData = LORASCOPE_TEXT_DATA;
+
+std::string readText(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+void writeText(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+Json loadJson(const char* file) {
+  return Json::parse(readText(kData / file));
+}
+
+// The TextError message of `load`, or "" when it did not throw.
+template <typename Load>
+std::string errorOf(Load load) {
+  try {
+    load();
+  } catch (const TextError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+}  // namespace
+
+class TestTokenizerUnits : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void unsupportedModelTypeIsNamed_data() {
+    QTest::addColumn<QString>("type");
+    QTest::newRow("WordPiece") << "WordPiece";
+    QTest::newRow("Unigram") << "Unigram";
+    QTest::newRow("WordLevel") << "WordLevel";
+  }
+  void unsupportedModelTypeIsNamed() {
+    QFETCH(QString, type);
+    Json spec = loadJson("gpt2_bpe.tokenizer.json");
+    spec["model"]["type"] = type.toStdString();
+    const std::string message =
+        errorOf([&] { Tokenizer::fromJsonText(spec.dump(), "wordpiece/tokenizer.json"); });
+    QVERIFY2(contains(message, "wordpiece/tokenizer.json"), message.c_str());
+    QVERIFY2(contains(message, "model type '" + type.toStdString() + "' is not supported"),
+             message.c_str());
+  }
+
+  void invalidRegexIsReported() {
+    Json spec = loadJson("llama3_bpe.tokenizer.json");
+    spec["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "(?i:'s|\\p{L}+";
+    const std::string message = errorOf([&] { Tokenizer::fromJsonText(spec.dump(), "bad.json"); });
+    QVERIFY2(contains(message, "bad.json"), message.c_str());
+    QVERIFY2(contains(message, "invalid regex"), message.c_str());
+    QVERIFY2(contains(message, "missing closing parenthesis"), message.c_str());
+  }
+
+  void unsupportedComponentsAreNamed_data() {
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("type");
+    QTest::newRow("normalizer") << "normalizer"
+                                << "Precompiled";
+    QTest::newRow("pre_tokenizer") << "pre_tokenizer"
+                                   << "BertPreTokenizer";
+    QTest::newRow("decoder") << "decoder"
+                             << "WordPiece";
+    QTest::newRow("post_processor") << "post_processor"
+                                    << "Mystery";
+  }
+  void unsupportedComponentsAreNamed() {
+    QFETCH(QString, field);
+    QFETCH(QString, type);
+    Json spec = loadJson("gpt2_bpe.tokenizer.json");
+    spec[field.toStdString()] = {{"type", type.toStdString()}};
+    const std::string message = errorOf([&] { Tokenizer::fromJsonText(spec.dump(), "x.json"); });
+    QVERIFY2(contains(message, "x.json: " + field.toStdString()), message.c_str());
+    QVERIFY2(contains(message, "'" + type.toStdString() + "' is not supported"), message.c_str());
+  }
+
+  void malformedAndTruncatedJsonNameTheFile() {
+    QTemporaryDir dir;
+    const auto path = std::filesystem::path(dir.path().toStdString()) / "tokenizer.json";
+    const std::string full = readText(kData / "spm_bpe.tokenizer.json");
+    writeText(path, full.substr(0, full.size() / 2));
+    std::string message = errorOf([&] { Tokenizer::fromFile(path); });
+    QVERIFY2(contains(message, path.string()) && contains(message, "malformed JSON"),
+             message.c_str());
+    writeText(path, "[1, 2, 3]");
+    message = errorOf([&] { Tokenizer::fromFile(path); });
+    QVERIFY2(contains(message, "top level must be a JSON object"), message.c_str());
+    writeText(path, R"({"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": []}})");
+    message = errorOf([&] { Tokenizer::fromFile(path); });
+    QVERIFY2(contains(message, "vocab entry 'a' has no valid id"), message.c_str());
+  }
+
+  void missingFileIsNamed() {
+    const std::string message = errorOf([] { Tokenizer::fromFile("/nonexistent/tokenizer.json"); });
+    QVERIFY2(contains(message, "/nonexistent/tokenizer.json: tokenizer.json not found"),
+             message.c_str());
+    const std::string dirMessage = errorOf([] { Tokenizer::fromModelDir("/nonexistent-model"); });
+    QVERIFY2(contains(dirMessage, "/nonexistent-model/tokenizer.json"), dirMessage.c_str());
+  }
+
+  void mergeWithUnknownTokenIsRejected() {
+    Json spec = loadJson("gpt2_bpe.tokenizer.json");
+    spec["model"]["merges"].push_back(Json::array({"Ġ", "notatoken"}));
+    const std::string message = errorOf([&] { Tokenizer::fromJsonText(spec.dump(), "m.json"); });
+    QVERIFY2(
+        contains(message, "m.json: model: merge #") && contains(message, "not in the vocabulary"),
+        message.c_str());
+    spec = loadJson("gpt2_bpe.tokenizer.json");
+    spec["model"]["merges"][0] = "a b c";
+    const std::string spaced = errorOf([&] { Tokenizer::fromJsonText(spec.dump(), "m.json"); });
+    QVERIFY2(contains(spaced, "merge #0 'a b c' is not two tokens"), spaced.c_str());
+  }
+
+  // "a b" strings (Qwen2 files) and [a, b] pairs (newer files) are the same merges.
+  void mergeSpellingsGiveSameIds() {
+    Json pairs = loadJson("llama3_bpe.tokenizer.json");
+    Json strings = pairs;
+    for (Json& merge : strings["model"]["merges"]) {
+      merge = merge[0].get<std::string>() + " " + merge[1].get<std::string>();
+    }
+    const Tokenizer a = Tokenizer::fromJsonText(pairs.dump(), "pairs.json");
+    const Tokenizer b = Tokenizer::fromJsonText(strings.dump(), "strings.json");
+    const std::string text = "The quick brown fox: I'm 12345 steps in, 日本語 😀 café.";
+    QVERIFY(a.encode(text).size() > 5);
+    QCOMPARE(a.encode(text), b.encode(text));
+  }
+
+  void invalidUtf8InputIsRejected() {
+    const Tokenizer t = Tokenizer::fromFile(kData / "llama3_bpe.tokenizer.json");
+    const std::string message = errorOf([&] { t.encode("ok \xC3\x28 bad"); });
+    QVERIFY2(contains(message, "not valid UTF-8 (byte 3)"), message.c_str());
+  }
+
+  void unknownIdIsNotDecoded() {
+    const Tokenizer t = Tokenizer::fromFile(kData / "llama3_bpe.tokenizer.json");
+    const std::vector<std::int32_t> ids = {10, t.vocabSize() + 7};
+    const std::string message = errorOf([&] { t.decode(ids); });
+    QVERIFY2(contains(message, "cannot decode id " + std::to_string(t.vocabSize() + 7)),
+             message.c_str());
+  }
+
+  void specialTokensAreSingleIds() {
+    const Tokenizer t = Tokenizer::fromFile(kData / "qwen2_bpe.tokenizer.json");
+    const auto imStart = t.tokenId("<|im_start|>");
+    const auto imEnd = t.tokenId("<|im_end|>");
+    QVERIFY(imStart && imEnd);
+    QVERIFY(t.isSpecial(*imStart));
+    const auto ids = t.encode("<|im_start|>user\nhi<|im_end|>");
+    QCOMPARE(ids.front(), *imStart);
+    QCOMPARE(ids.back(), *imEnd);
+    QCOMPARE(t.decode(ids, true), std::string("user\nhi"));
+    QCOMPARE(t.tokenText(*imEnd).value(), std::string("<|im_end|>"));
+    QVERIFY(!t.tokenId("<|not_a_token|>"));
+  }
+
+  void modelDirReadsBosAndEos() {
+    QTemporaryDir dir;
+    const std::filesystem::path root = dir.path().toStdString();
+    std::filesystem::copy_file(kData / "llama3_bpe.tokenizer.json", root / "tokenizer.json");
+    writeText(root / "tokenizer_config.json",
+              R"({"bos_token": "<|begin_of_text|>",
+                  "eos_token": {"content": "<|eot_id|>", "special": true}})");
+    const Tokenizer t = Tokenizer::fromModelDir(root);
+    QCOMPARE(t.bosId(), t.tokenId("<|begin_of_text|>"));
+    QCOMPARE(t.eosId(), t.tokenId("<|eot_id|>"));
+    QVERIFY(t.bosId().has_value());
+    QCOMPARE(t.eosToken().value(), std::string("<|eot_id|>"));
+
+    writeText(root / "tokenizer_config.json", R"({"eos_token": "<|missing|>"})");
+    const std::string message = errorOf([&] { Tokenizer::fromModelDir(root); });
+    QVERIFY2(
+        contains(message, "tokenizer_config.json: token '<|missing|>' is not in the vocabulary"),
+        message.c_str());
+    writeText(root / "tokenizer_config.json", "{ not json");
+    QVERIFY(contains(errorOf([&] { Tokenizer::fromModelDir(root); }), "malformed JSON"));
+  }
+
+  void tokenizerWithoutConfigHasNoBos() {
+    const Tokenizer t = Tokenizer::fromFile(kData / "spm_bpe.tokenizer.json");
+    QVERIFY(!t.bosId().has_value());
+    const std::string description = t.describe();
+    QVERIFY2(contains(description, "normalizer Sequence[Prepend,Replace]") &&
+                 contains(description, "decoder Sequence[Replace,ByteFallback,Fuse,Strip]") &&
+                 contains(description, "post-processor TemplateProcessing"),
+             description.c_str());
+  }
+
+  // The word cache is shared: concurrent encodes must give the single-threaded ids.
+  void concurrentEncodesAgree() {
+    const Tokenizer t = Tokenizer::fromFile(kData / "qwen2_bpe.tokenizer.json");
+    std::vector<std::string> texts;
+    for (int i = 0; i < 200; ++i) {
+      texts.push_back("Sample " + std::to_string(i * 7919) + ": the café's naïve 日本 text " +
+                      std::string(static_cast<std::size_t>(i % 7), ' ') + "end");
+    }
+    std::vector<std::vector<std::int32_t>> expected;
+    for (const auto& text : texts)
+      expected.push_back(Tokenizer::fromFile(kData / "qwen2_bpe.tokenizer.json").encode(text));
+    std::atomic<int> mismatches{0};
+    std::vector<std::thread> threads;
+    for (int k = 0; k < 4; ++k) {
+      threads.emplace_back([&, k] {
+        for (std::size_t i = 0; i < texts.size(); ++i) {
+          const std::size_t j = (i * 31 + static_cast<std::size_t>(k) * 17) % texts.size();
+          if (t.encode(texts[j]) != expected[j])
+            ++mismatches;
+        }
+      });
+    }
+    for (auto& thread : threads)
+      thread.join();
+    QCOMPARE(mismatches.load(), 0);
+  }
+
+  // Older files write Metaspace with add_prefix_space instead of prepend_scheme.
+  void legacyMetaspaceSpellingIsRead() {
+    Json spec = loadJson("spm_metaspace.tokenizer.json");
+    const Tokenizer modern = Tokenizer::fromJsonText(spec.dump(), "modern.json");
+    spec["pre_tokenizer"] = {
+        {"type", "Metaspace"}, {"replacement", "▁"}, {"add_prefix_space", true}};
+    const Tokenizer legacy = Tokenizer::fromJsonText(spec.dump(), "legacy.json");
+    // "always" and "first" agree on text that does not follow an added token.
+    QCOMPARE(legacy.encode("hello world  again"), modern.encode("hello world  again"));
+    QVERIFY(legacy.encode("<s>hello") != modern.encode("<s>hello"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestTokenizerUnits)
+#include "test_tokenizer_units.moc"
