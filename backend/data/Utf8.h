@@ -1,5 +1,6 @@
 // Utf8.h — strict UTF-8 validation (RFC 3629: no overlongs, no surrogates, nothing past
-// U+10FFFF), so the report can name the first bad byte of a line instead of failing later.
+// U+10FFFF; backend/text's validator) with a reason a user can act on, so the report names the
+// first bad byte of a line instead of failing later.
 #pragma once
 
 #include <cstddef>
