@@ -122,6 +122,12 @@ void checkAddArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor
   requireShape(op, "y", y, x.shape());
 }
 
+void checkMultiplyArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& y) {
+  constexpr const char* op = "multiply";
+  requireActivations(op, caps, {{&x, "x"}, {&y, "y"}});
+  requireShape(op, "y", y, x.shape());
+}
+
 void checkAddBiasArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& bias) {
   constexpr const char* op = "add_bias";
   requireActivations(op, caps, {{&x, "x"}});
@@ -145,6 +151,55 @@ void checkCrossEntropyArgs(const BackendCapabilities& caps, const Tensor& logits
   requireShape(op, "logsumexp", logsumexp, {logits.dim(0)});
   requireDType(op, "losses", losses, DType::F32);
   requireDType(op, "logsumexp", logsumexp, DType::F32);
+}
+
+void checkAttentionBackwardArgs(const BackendCapabilities& caps, const Tensor& dout,
+                                const Tensor& q, const Tensor& k, const Tensor& v,
+                                const Tensor& out, const Tensor& logsumexp, const Tensor& dq,
+                                const Tensor& dk, const Tensor& dv) {
+  constexpr const char* op = "attention_backward";
+  checkAttentionArgs(caps, q, k, v, out, logsumexp);
+  requireActivations(op, caps, {{&dout, "dout"}, {&dq, "dq"}, {&dk, "dk"}, {&dv, "dv"}});
+  requireShape(op, "dout", dout, q.shape());
+  requireShape(op, "dq", dq, q.shape());
+  requireShape(op, "dk", dk, k.shape());
+  requireShape(op, "dv", dv, k.shape());
+}
+
+void checkSwigluBackwardArgs(const BackendCapabilities& caps, const Tensor& dout,
+                             const Tensor& gate, const Tensor& up, const Tensor& dgate,
+                             const Tensor& dup) {
+  constexpr const char* op = "swiglu_backward";
+  requireActivations(
+      op, caps, {{&dout, "dout"}, {&gate, "gate"}, {&up, "up"}, {&dgate, "dgate"}, {&dup, "dup"}});
+  for (auto [t, name] : {std::pair{&up, "up"}, {&dout, "dout"}, {&dgate, "dgate"}, {&dup, "dup"}}) {
+    requireShape(op, name, *t, gate.shape());
+  }
+}
+
+void checkLmHeadCrossEntropyArgs(const BackendCapabilities& caps, const Tensor& h,
+                                 const Tensor& weight, std::size_t targets, const Tensor& losses,
+                                 const Tensor& dh) {
+  constexpr const char* op = "lm_head_cross_entropy";
+  requireActivations(op, caps, {{&h, "h"}});
+  requireOnDevice(op, "weight", weight, caps.device);
+  requireOnDevice(op, "losses", losses, caps.device);
+  requireMatrix(op, "h", h);
+  requireRank(op, "weight", weight, 2, "(vocab, hidden)");
+  if (weight.dim(1) != h.dim(1)) {
+    throw ShapeError(std::string(op) + ": weight " + shapeToString(weight.shape()) +
+                     " does not match hidden size " + std::to_string(h.dim(1)) + " of h");
+  }
+  if (static_cast<std::int64_t>(targets) != h.dim(0)) {
+    throw ShapeError(std::string(op) + ": " + std::to_string(targets) + " targets for " +
+                     std::to_string(h.dim(0)) + " rows of h");
+  }
+  requireShape(op, "losses", losses, {h.dim(0)});
+  requireDType(op, "losses", losses, DType::F32);
+  if (dh.defined()) {
+    requireActivations(op, caps, {{&dh, "dh"}});
+    requireShape(op, "dh", dh, h.shape());
+  }
 }
 
 void checkRmsnormForwardArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& weight,

@@ -105,6 +105,43 @@ class Backend {
   //   losses (rows) f32, logsumexp (rows) f32 (saved for the backward pass)
   virtual void crossEntropyForward(const Tensor& logits, std::span<const std::int32_t> targets,
                                    Tensor& losses, Tensor& logsumexp) = 0;
+
+  // --- Backward ops of the training graph (input gradients only: weights are frozen) ----------
+  // Linear layers need none of their own: matmul gives dx = dy·W and the LoRA gradients. The
+  // RoPE backward is rope(dx, positions, invFreq, inverse = true); RMSNorm's is rmsnormBackward.
+
+  // Gradients of causal GQA attention from the forward's saved logsumexp. Probabilities are
+  // recomputed one query row at a time (no (seq, seq) buffer per head); dk and dv of a KV head
+  // are summed over the query heads of its group. Outputs are overwritten.
+  //   dout, q, out (B, S, heads, hd)   k, v (B, S, kvHeads, hd)   logsumexp (B, heads, S) f32
+  //   dq (B, S, heads, hd)   dk, dv (B, S, kvHeads, hd)            activation dtype
+  virtual void attentionBackward(const Tensor& dout, const Tensor& q, const Tensor& k,
+                                 const Tensor& v, const Tensor& out, const Tensor& logsumexp,
+                                 float scale, Tensor& dq, Tensor& dk, Tensor& dv) = 0;
+
+  // Gradients of out = silu(gate) ⊙ up:
+  //   dup = dout ⊙ silu(gate),  dgate = dout ⊙ up ⊙ σ(gate)·(1 + gate·(1 − σ(gate))).
+  //   dout, gate, up, dgate, dup (rows, dim) activation dtype
+  virtual void swigluBackward(const Tensor& dout, const Tensor& gate, const Tensor& up,
+                              Tensor& dgate, Tensor& dup) = 0;
+
+  // Elementwise product, in place: x ⊙= y (a LoRA dropout mask, already scaled by 1/(1−p)).
+  //   x, y (any shape, equal) activation dtype
+  virtual void multiplyInPlace(Tensor& x, const Tensor& y) = 0;
+
+  // Fused lm-head + softmax cross-entropy over vocabulary chunks, so that no (rows, vocab) fp32
+  // logits tensor ever exists (a 150K vocabulary at 4K tokens would be 2.4 GB):
+  //   pass 1, per chunk c:  logits_c = h·W_cᵀ; running logsumexp per row; the target's logit.
+  //   pass 2, per chunk c:  dlogits_c = (softmax_c − onehot_c) · gradScale;  dh += dlogits_c·W_c.
+  // losses[r] = logsumexp_r − logit[r][targets[r]], and 0 (with a zero gradient row) where
+  // targets[r] == kIgnoreTarget. gradScale is the loss weight of every token (1 / the tokens
+  // predicted in the whole optimizer step). Pass 2 is skipped when dh is undefined (evaluation).
+  // Throws ShapeError naming the row and target when a target is outside [0, vocab).
+  //   h (rows, H) activation dtype   weight (vocab, H) any dtype (frozen lm_head or embedding)
+  //   losses (rows) f32   dh (rows, H) activation dtype, overwritten, or undefined
+  virtual void lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
+                                  std::span<const std::int32_t> targets, float gradScale,
+                                  Tensor& losses, Tensor& dh) = 0;
 };
 
 // Target id that cross-entropy skips (PyTorch's ignore_index default, used by HF labels).
@@ -132,8 +169,19 @@ void checkAttentionArgs(const BackendCapabilities& caps, const Tensor& q, const 
 void checkSwigluArgs(const BackendCapabilities& caps, const Tensor& gate, const Tensor& up,
                      const Tensor& out);
 void checkAddArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& y);
+void checkMultiplyArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& y);
 void checkAddBiasArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& bias);
 void checkCrossEntropyArgs(const BackendCapabilities& caps, const Tensor& logits,
                            std::size_t targets, const Tensor& losses, const Tensor& logsumexp);
+void checkAttentionBackwardArgs(const BackendCapabilities& caps, const Tensor& dout,
+                                const Tensor& q, const Tensor& k, const Tensor& v,
+                                const Tensor& out, const Tensor& logsumexp, const Tensor& dq,
+                                const Tensor& dk, const Tensor& dv);
+void checkSwigluBackwardArgs(const BackendCapabilities& caps, const Tensor& dout,
+                             const Tensor& gate, const Tensor& up, const Tensor& dgate,
+                             const Tensor& dup);
+void checkLmHeadCrossEntropyArgs(const BackendCapabilities& caps, const Tensor& h,
+                                 const Tensor& weight, std::size_t targets, const Tensor& losses,
+                                 const Tensor& dh);
 
 }  // namespace lorascope::compute

@@ -4,9 +4,12 @@
 //               x += attention(q, k, v)·Woᵀ(+b)
 //               h = rmsnorm(x);  x += (silu(h·Wgᵀ) ⊙ h·Wuᵀ)·Wdᵀ
 //   logits = rmsnorm(x)·Wlmᵀ;  loss = mean over t of CE(logits[t], labels[t+1])
+// The layer code is shared with the training graph (train/TrainGraph.cpp), which adds LoRA
+// through a ProjectionHook and keeps each layer's activations for its backward pass.
 #include "model/Forward.h"
 
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "compute/Errors.h"
@@ -18,73 +21,85 @@ namespace {
 using compute::Backend;
 using compute::Tensor;
 
-// y = x·Wᵀ (+ bias).   x (T, in), W (out, in), bias (out) or undefined, y (T, out)
-void linear(Backend& backend, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y) {
+// y = x·Wᵀ (+ bias), then the hook.   x (T, in), W (out, in), bias (out) or undefined, y (T, out)
+void project(Backend& backend, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
+             int layer, Projection projection, ProjectionHook* hook) {
   backend.matmul(x, false, w, true, y, 1.0f, 0.0f);
   if (bias.defined()) {
     backend.addBias(y, bias);
   }
-}
-
-// Activations of one forward, allocated once and reused by every layer.
-struct Workspace {
-  Workspace(Backend& backend, const ModelConfig& c, std::int64_t batch, std::int64_t seq) {
-    const compute::DType act = backend.capabilities().activationDType;
-    const std::int64_t tokens = batch * seq;
-    x = backend.empty(act, {tokens, c.hiddenSize});
-    h = backend.empty(act, {tokens, c.hiddenSize});
-    rstd = backend.empty(compute::DType::F32, {tokens});
-    q = backend.empty(act, {tokens, c.numHeads * c.headDim});
-    k = backend.empty(act, {tokens, c.numKvHeads * c.headDim});
-    v = backend.empty(act, {tokens, c.numKvHeads * c.headDim});
-    attention = backend.empty(act, {tokens, c.numHeads * c.headDim});
-    logsumexp = backend.empty(compute::DType::F32, {batch, c.numHeads, seq});
-    projected = backend.empty(act, {tokens, c.hiddenSize});
-    gate = backend.empty(act, {tokens, c.intermediateSize});
-    up = backend.empty(act, {tokens, c.intermediateSize});
-    swiglu = backend.empty(act, {tokens, c.intermediateSize});
+  if (hook != nullptr) {
+    hook->afterProjection(layer, projection, x, y);
   }
-  Tensor x, h;              // (T, H): residual stream, normalized input of a block
-  Tensor rstd;              // (T) f32
-  Tensor q, k, v;           // (T, heads·hd), (T, kv·hd), (T, kv·hd)
-  Tensor attention;         // (T, heads·hd)
-  Tensor logsumexp;         // (B, heads, S) f32
-  Tensor projected;         // (T, H): a block's output before the residual add
-  Tensor gate, up, swiglu;  // (T, I)
-};
-
-void attentionBlock(Backend& backend, const ModelConfig& c, const LayerWeights& l,
-                    const ForwardInput& in, std::span<const std::int32_t> positions,
-                    const Tensor& invFreq, Workspace& w) {
-  const std::int64_t tokens = in.batch * in.seq;
-  backend.rmsnormForward(w.x, l.inputNorm, static_cast<float>(c.rmsNormEps), w.h, w.rstd);
-  linear(backend, w.h, l.q, l.qBias, w.q);
-  linear(backend, w.h, l.k, l.kBias, w.k);
-  linear(backend, w.h, l.v, l.vBias, w.v);
-  Tensor q = w.q.viewAs({tokens, c.numHeads, c.headDim});
-  Tensor k = w.k.viewAs({tokens, c.numKvHeads, c.headDim});
-  backend.rope(q, positions, invFreq, false);
-  backend.rope(k, positions, invFreq, false);
-  Tensor attention = w.attention.viewAs({in.batch, in.seq, c.numHeads, c.headDim});
-  backend.attentionForward(q.viewAs({in.batch, in.seq, c.numHeads, c.headDim}),
-                           k.viewAs({in.batch, in.seq, c.numKvHeads, c.headDim}),
-                           w.v.viewAs({in.batch, in.seq, c.numKvHeads, c.headDim}),
-                           static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.headDim))),
-                           attention, w.logsumexp);
-  linear(backend, w.attention, l.o, l.oBias, w.projected);
-  backend.addInPlace(w.x, w.projected);
 }
 
-void mlpBlock(Backend& backend, const ModelConfig& c, const LayerWeights& l, Workspace& w) {
-  backend.rmsnormForward(w.x, l.postNorm, static_cast<float>(c.rmsNormEps), w.h, w.rstd);
-  linear(backend, w.h, l.gate, l.gateBias, w.gate);
-  linear(backend, w.h, l.up, l.upBias, w.up);
-  backend.swigluForward(w.gate, w.up, w.swiglu);
-  linear(backend, w.swiglu, l.down, l.downBias, w.projected);
-  backend.addInPlace(w.x, w.projected);
+}  // namespace
+
+LayerActivations::LayerActivations(Backend& backend, const ModelConfig& c, std::int64_t batch,
+                                   std::int64_t seq) {
+  const compute::DType act = backend.capabilities().activationDType;
+  const std::int64_t tokens = batch * seq;
+  h1 = backend.empty(act, {tokens, c.hiddenSize});
+  rstd1 = backend.empty(compute::DType::F32, {tokens});
+  q = backend.empty(act, {tokens, c.numHeads * c.headDim});
+  k = backend.empty(act, {tokens, c.numKvHeads * c.headDim});
+  v = backend.empty(act, {tokens, c.numKvHeads * c.headDim});
+  attention = backend.empty(act, {tokens, c.numHeads * c.headDim});
+  logsumexp = backend.empty(compute::DType::F32, {batch, c.numHeads, seq});
+  xMid = backend.empty(act, {tokens, c.hiddenSize});
+  h2 = backend.empty(act, {tokens, c.hiddenSize});
+  rstd2 = backend.empty(compute::DType::F32, {tokens});
+  gate = backend.empty(act, {tokens, c.intermediateSize});
+  up = backend.empty(act, {tokens, c.intermediateSize});
+  swiglu = backend.empty(act, {tokens, c.intermediateSize});
 }
 
-void checkInput(const ModelConfig& c, const ForwardInput& in) {
+SequenceLayout makeSequenceLayout(Backend& backend, const ModelConfig& c, std::int64_t batch,
+                                  std::int64_t seq) {
+  SequenceLayout layout;
+  layout.batch = batch;
+  layout.seq = seq;
+  layout.positions.resize(static_cast<std::size_t>(batch * seq));
+  for (std::size_t t = 0; t < layout.positions.size(); ++t) {
+    layout.positions[t] = static_cast<std::int32_t>(static_cast<std::int64_t>(t) % seq);
+  }
+  const std::vector<float> invFreqHost = ropeInverseFrequencies(c);
+  layout.invFreq =
+      backend.upload(invFreqHost, compute::DType::F32, {static_cast<std::int64_t>(c.headDim / 2)});
+  layout.attentionScale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.headDim)));
+  return layout;
+}
+
+void decoderLayerForward(Backend& backend, const ModelConfig& c, const LayerWeights& l, int layer,
+                         const SequenceLayout& s, const Tensor& xIn, Tensor& xOut,
+                         LayerActivations& a, ProjectionHook* hook) {
+  const std::int64_t tokens = s.batch * s.seq;
+  const auto eps = static_cast<float>(c.rmsNormEps);
+  backend.rmsnormForward(xIn, l.inputNorm, eps, a.h1, a.rstd1);
+  project(backend, a.h1, l.q, l.qBias, a.q, layer, Projection::Q, hook);
+  project(backend, a.h1, l.k, l.kBias, a.k, layer, Projection::K, hook);
+  project(backend, a.h1, l.v, l.vBias, a.v, layer, Projection::V, hook);
+  Tensor q = a.q.viewAs({tokens, c.numHeads, c.headDim});
+  Tensor k = a.k.viewAs({tokens, c.numKvHeads, c.headDim});
+  backend.rope(q, s.positions, s.invFreq, false);
+  backend.rope(k, s.positions, s.invFreq, false);
+  Tensor attention = a.attention.viewAs({s.batch, s.seq, c.numHeads, c.headDim});
+  backend.attentionForward(q.viewAs({s.batch, s.seq, c.numHeads, c.headDim}),
+                           k.viewAs({s.batch, s.seq, c.numKvHeads, c.headDim}),
+                           a.v.viewAs({s.batch, s.seq, c.numKvHeads, c.headDim}), s.attentionScale,
+                           attention, a.logsumexp);
+  project(backend, a.attention, l.o, l.oBias, a.xMid, layer, Projection::O, hook);
+  backend.addInPlace(a.xMid, xIn);  // residual (x + y == y + x bit for bit)
+
+  backend.rmsnormForward(a.xMid, l.postNorm, eps, a.h2, a.rstd2);
+  project(backend, a.h2, l.gate, l.gateBias, a.gate, layer, Projection::Gate, hook);
+  project(backend, a.h2, l.up, l.upBias, a.up, layer, Projection::Up, hook);
+  backend.swigluForward(a.gate, a.up, a.swiglu);
+  project(backend, a.swiglu, l.down, l.downBias, xOut, layer, Projection::Down, hook);
+  backend.addInPlace(xOut, a.xMid);
+}
+
+void checkForwardInput(const ModelConfig& c, const ForwardInput& in) {
   const auto tokens = static_cast<std::size_t>(in.batch * in.seq);
   if (in.batch <= 0 || in.seq <= 0 || in.ids.size() != tokens) {
     throw compute::ShapeError("forward: " + std::to_string(in.ids.size()) + " ids for batch " +
@@ -101,7 +116,6 @@ void checkInput(const ModelConfig& c, const ForwardInput& in) {
   }
 }
 
-// Shifted targets: position t predicts labels[t+1]; the last position of each row predicts none.
 std::vector<std::int32_t> shiftedTargets(const ForwardInput& in) {
   std::vector<std::int32_t> targets(in.ids.size(), compute::kIgnoreTarget);
   for (std::int64_t b = 0; b < in.batch; ++b) {
@@ -113,30 +127,26 @@ std::vector<std::int32_t> shiftedTargets(const ForwardInput& in) {
   return targets;
 }
 
-}  // namespace
-
 ForwardResult forward(Backend& backend, const ModelConfig& c, const ModelWeights& weights,
                       const ForwardInput& in) {
-  checkInput(c, in);
+  checkForwardInput(c, in);
   const std::int64_t tokens = in.batch * in.seq;
-  std::vector<std::int32_t> positions(static_cast<std::size_t>(tokens));
-  for (std::int64_t t = 0; t < tokens; ++t) {
-    positions[static_cast<std::size_t>(t)] = static_cast<std::int32_t>(t % in.seq);
+  const compute::DType act = backend.capabilities().activationDType;
+  const SequenceLayout layout = makeSequenceLayout(backend, c, in.batch, in.seq);
+  LayerActivations acts(backend, c, in.batch, in.seq);
+  Tensor x = backend.empty(act, {tokens, c.hiddenSize});  // (T, H) residual stream
+  Tensor next = backend.empty(act, {tokens, c.hiddenSize});
+  backend.embeddingForward(weights.embed, in.ids, x);
+  for (std::size_t i = 0; i < weights.layers.size(); ++i) {
+    decoderLayerForward(backend, c, weights.layers[i], static_cast<int>(i), layout, x, next, acts,
+                        nullptr);
+    std::swap(x, next);
   }
-  const std::vector<float> invFreqHost = ropeInverseFrequencies(c);
-  const Tensor invFreq =
-      backend.upload(invFreqHost, compute::DType::F32, {static_cast<std::int64_t>(c.headDim / 2)});
-
-  Workspace w(backend, c, in.batch, in.seq);
-  backend.embeddingForward(weights.embed, in.ids, w.x);
-  for (const LayerWeights& layer : weights.layers) {
-    attentionBlock(backend, c, layer, in, positions, invFreq, w);
-    mlpBlock(backend, c, layer, w);
-  }
-  backend.rmsnormForward(w.x, weights.finalNorm, static_cast<float>(c.rmsNormEps), w.h, w.rstd);
+  backend.rmsnormForward(x, weights.finalNorm, static_cast<float>(c.rmsNormEps), acts.h1,
+                         acts.rstd1);
   ForwardResult result;
-  result.logits = backend.empty(backend.capabilities().activationDType, {tokens, c.vocabSize});
-  backend.matmul(w.h, false, weights.lmHead, true, result.logits, 1.0f, 0.0f);
+  result.logits = backend.empty(act, {tokens, c.vocabSize});
+  backend.matmul(acts.h1, false, weights.lmHead, true, result.logits, 1.0f, 0.0f);
 
   if (in.labels.empty()) {
     return result;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <vector>
 
 #include "compute/Backend.h"
 #include "model/ModelConfig.h"
@@ -24,6 +25,58 @@ struct ForwardResult {
   std::optional<double> loss;  // mean over predicted tokens; absent with no labels or none valid
   std::int64_t predictedTokens = 0;  // label positions t+1 that were not −100
 };
+
+// --- The pieces of the graph, shared with the training graph (backend/train/TrainGraph) -------
+
+// Activations of one decoder layer: what the backward pass reads. Inference reuses one set for
+// every layer; training keeps one per layer, or one recomputed per layer (checkpointing).
+struct LayerActivations {
+  LayerActivations(compute::Backend& backend, const ModelConfig& config, std::int64_t batch,
+                   std::int64_t seq);
+  compute::Tensor h1, rstd1;         // (T, H), (T) f32: input RMSNorm of the layer
+  compute::Tensor q, k, v;           // (T, heads·hd), (T, kv·hd), (T, kv·hd); q, k after RoPE
+  compute::Tensor attention;         // (T, heads·hd)
+  compute::Tensor logsumexp;         // (B, heads, S) f32
+  compute::Tensor xMid;              // (T, H): residual stream after the attention block
+  compute::Tensor h2, rstd2;         // (T, H), (T) f32: post-attention RMSNorm
+  compute::Tensor gate, up, swiglu;  // (T, I)
+};
+
+// The seven projections of a layer, in PEFT's target order.
+enum class Projection { Q, K, V, O, Gate, Up, Down };
+
+// Called after each frozen projection y = x·Wᵀ (+ bias) has been written, so that training can
+// add its LoRA term to y (and check for cancellation between ops).
+class ProjectionHook {
+ public:
+  virtual ~ProjectionHook() = default;
+  //   x (T, in) the projection's input, y (T, out) its output
+  virtual void afterProjection(int layer, Projection projection, const compute::Tensor& x,
+                               compute::Tensor& y) = 0;
+};
+
+// Where the tokens of a (batch, seq) block sit: RoPE positions and the attention scale.
+struct SequenceLayout {
+  std::int64_t batch = 0;
+  std::int64_t seq = 0;
+  std::vector<std::int32_t> positions;  // (batch·seq): t mod seq
+  compute::Tensor invFreq;              // (hd/2) f32 on the backend
+  float attentionScale = 1.0f;          // 1/√hd
+};
+SequenceLayout makeSequenceLayout(compute::Backend& backend, const ModelConfig& config,
+                                  std::int64_t batch, std::int64_t seq);
+
+// One decoder layer: xOut = layer(xIn), both (T, H) and distinct; fills `acts`. `hook` may be
+// null (plain inference).
+void decoderLayerForward(compute::Backend& backend, const ModelConfig& config,
+                         const LayerWeights& weights, int layer, const SequenceLayout& layout,
+                         const compute::Tensor& xIn, compute::Tensor& xOut, LayerActivations& acts,
+                         ProjectionHook* hook);
+
+// Throws ShapeError / UnsupportedModelError for ids/labels that do not fit (batch, seq).
+void checkForwardInput(const ModelConfig& config, const ForwardInput& input);
+// Next-token targets: position t predicts labels[t+1]; the last of each row predicts none (−100).
+std::vector<std::int32_t> shiftedTargets(const ForwardInput& input);
 
 // Runs the whole model. Weights must live where the backend computes (the CPU backend reads the
 // mapped weights directly). Throws ModelError / compute::ShapeError naming the bad input (an id

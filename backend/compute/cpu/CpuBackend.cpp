@@ -6,15 +6,16 @@
 #include "compute/Backend.h"
 #include "compute/Bf16.h"
 #include "compute/Errors.h"
-#include "compute/cpu/add.h"            // defines: cpu::addInPlace, cpu::addBias
-#include "compute/cpu/attention.h"      // defines: cpu::attentionForward
-#include "compute/cpu/convert.h"        // defines: cpu::widenToFloat
+#include "compute/cpu/add.h"        // defines: cpu::addInPlace, cpu::addBias, cpu::multiplyInPlace
+#include "compute/cpu/attention.h"  // defines: cpu::attentionForward, cpu::attentionBackward
+#include "compute/cpu/convert.h"    // defines: cpu::widenToFloat
 #include "compute/cpu/cross_entropy.h"  // defines: cpu::crossEntropyForward
 #include "compute/cpu/embedding.h"      // defines: cpu::embeddingForward
+#include "compute/cpu/lm_head_loss.h"   // defines: cpu::lmHeadCrossEntropy
 #include "compute/cpu/matmul.h"         // defines: cpu::matmul
 #include "compute/cpu/rmsnorm.h"
 #include "compute/cpu/rope.h"    // defines: cpu::rope
-#include "compute/cpu/swiglu.h"  // defines: cpu::swigluForward
+#include "compute/cpu/swiglu.h"  // defines: cpu::swigluForward, cpu::swigluBackward
 
 namespace lorascope::compute {
 namespace {
@@ -137,9 +138,41 @@ class CpuBackend final : public Backend {
                              logsumexp.as<float>());
   }
 
+  void attentionBackward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                         const Tensor& out, const Tensor& logsumexp, float scale, Tensor& dq,
+                         Tensor& dk, Tensor& dv) override {
+    checkAttentionBackwardArgs(caps_, dout, q, k, v, out, logsumexp, dq, dk, dv);
+    cpu::attentionBackward(dout.as<float>(), q.as<float>(), k.as<float>(), v.as<float>(),
+                           out.as<float>(), logsumexp.as<float>(),
+                           {q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)}, scale,
+                           dq.as<float>(), dk.as<float>(), dv.as<float>());
+  }
+
+  void swigluBackward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate,
+                      Tensor& dup) override {
+    checkSwigluBackwardArgs(caps_, dout, gate, up, dgate, dup);
+    cpu::swigluBackward(dout.as<float>(), gate.as<float>(), up.as<float>(), gate.numel(),
+                        dgate.as<float>(), dup.as<float>());
+  }
+
+  void multiplyInPlace(Tensor& x, const Tensor& y) override {
+    checkMultiplyArgs(caps_, x, y);
+    cpu::multiplyInPlace(x.as<float>(), y.as<float>(), x.numel());
+  }
+
+  void lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
+                          std::span<const std::int32_t> targets, float gradScale, Tensor& losses,
+                          Tensor& dh) override {
+    checkLmHeadCrossEntropyArgs(caps_, h, weight, targets.size(), losses, dh);
+    cpu::lmHeadCrossEntropy(
+        h.as<float>(), weight.data(), weight.dtype(), {h.dim(0), h.dim(1), weight.dim(0)}, targets,
+        gradScale, losses.as<float>(), dh.defined() ? dh.as<float>() : nullptr, lmHeadScratch_);
+  }
+
  private:
   BackendCapabilities caps_;
   std::vector<float> matmulScratch_;  // fp32 blocks of 16-bit weights (cpu/matmul.cpp's note)
+  cpu::LmHeadScratch lmHeadScratch_;  // one logits chunk + widened weight block
 };
 
 }  // namespace

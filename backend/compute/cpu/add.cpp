@@ -1,4 +1,4 @@
-// cpu/add.cpp — residual and bias additions for the CPU backend.
+// cpu/add.cpp — elementwise in-place ops for the CPU backend.
 #include "compute/cpu/add.h"
 
 namespace lorascope::compute::cpu {
@@ -15,6 +15,12 @@ void addBias(float* x, const float* bias, std::int64_t rows, std::int64_t dim) {
     for (std::int64_t i = 0; i < dim; ++i) {
       row[i] += bias[i];
     }
+  }
+}
+
+void multiplyInPlace(float* x, const float* y, std::int64_t count) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    x[i] *= y[i];
   }
 }
 

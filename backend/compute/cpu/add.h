@@ -1,4 +1,4 @@
-// cpu/add.h — residual and bias additions, in place (fp32).
+// cpu/add.h — elementwise ops in place (fp32): residual and bias additions, mask products.
 #pragma once
 
 #include <cstdint>
@@ -10,5 +10,8 @@ void addInPlace(float* x, const float* y, std::int64_t count);
 
 // x (rows, dim): every row += bias (dim)
 void addBias(float* x, const float* bias, std::int64_t rows, std::int64_t dim);
+
+// x (count) ⊙= y (count)
+void multiplyInPlace(float* x, const float* y, std::int64_t count);
 
 }  // namespace lorascope::compute::cpu

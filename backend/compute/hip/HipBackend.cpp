@@ -140,6 +140,18 @@ class HipBackend final : public Backend {
                            Tensor&) override {
     throwNoGpuKernelYet("cross_entropy_forward");
   }
+  void attentionBackward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                         const Tensor&, float, Tensor&, Tensor&, Tensor&) override {
+    throwNoGpuKernelYet("attention_backward");
+  }
+  void swigluBackward(const Tensor&, const Tensor&, const Tensor&, Tensor&, Tensor&) override {
+    throwNoGpuKernelYet("swiglu_backward");
+  }
+  void multiplyInPlace(Tensor&, const Tensor&) override { throwNoGpuKernelYet("multiply"); }
+  void lmHeadCrossEntropy(const Tensor&, const Tensor&, std::span<const std::int32_t>, float,
+                          Tensor&, Tensor&) override {
+    throwNoGpuKernelYet("lm_head_cross_entropy");
+  }
 
  private:
   int deviceIndex_;
