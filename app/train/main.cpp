@@ -21,7 +21,10 @@ struct Subcommand {
 
 const std::map<std::string, Subcommand>& subcommands() {
   static const std::map<std::string, Subcommand> table = {
-      {"devices", {lorascope::cli::runDevices, "devices [--json]   build facts and GPUs found"}},
+      {"devices",
+       {lorascope::cli::runDevices,
+        "devices [--json] [--watch] [--count N] [--interval-ms MS]   GPUs, live readings "
+        "(VRAM, GTT, busy, temperature, power, clocks), processes and who holds the VRAM"}},
       {"tokenize",
        {lorascope::cli::runTokenize,
         "tokenize --tokenizer PATH_OR_MODEL_DIR [--json] [--decode] [--skip-special] "

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 
 #include "telemetry/TextFiles.h"  // defines: readProcessName
 
@@ -23,6 +24,7 @@ constexpr std::uint32_t kMaxFrequencies = 32;  // RSMI_MAX_NUM_FREQUENCIES
 constexpr std::size_t kFrequencyBufferBytes = 512;
 constexpr std::uint32_t kMaxProcesses = 1024;
 const char* const kProcRoot = "/proc";
+const char* const kKfdNode = "/dev/kfd";
 
 std::uint32_t readU32(const unsigned char* bytes, std::size_t offset) {
   std::uint32_t value = 0;
@@ -118,6 +120,13 @@ bool RocmSmiProvider::init() {
   load_ = library_.open(libraryNames_, symbolTable());
   if (!load_.loaded) {
     lastError_ = "rocm-smi unavailable: " + load_.error;
+    return false;
+  }
+  // Without the KFD device node rsmi_init can only fail, and ROCm 5 prints its exception to the
+  // terminal on the way; a missing node is the plain answer.
+  if (!std::filesystem::exists(kKfdNode)) {
+    lastError_ = std::string("no AMD compute device: ") + kKfdNode +
+                 " is absent (amdgpu driver not loaded, or not passed into this container)";
     return false;
   }
   const int status = api_.init(0);
