@@ -10,6 +10,8 @@ namespace lorascope::cli {
 using Args = std::vector<std::string>;
 
 int runDevices(const Args& args);  // cmd_devices.cpp
+int runEval(const Args& args);  // cmd_eval.cpp
+int runInspectModel(const Args& args);  // cmd_inspect_model.cpp
 int runTokenize(const Args& args);  // cmd_tokenize.cpp
 
 }  // namespace lorascope::cli

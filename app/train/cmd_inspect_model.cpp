@@ -1,0 +1,169 @@
+// train/cmd_inspect_model.cpp — `lorascope-train inspect-model DIR [--json] [--batch N] [--seq N]
+// [--rank R]`: architecture, parameter counts, stored dtypes and the memory LoRA training needs
+// at a batch × seq and rank. Reads config.json and the safetensors headers only (mmap), so it
+// answers at once even for a model of many gigabytes.
+#include <charconv>
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "model/MemoryEstimate.h"
+#include "model/ModelFolder.h"
+#include "model/ModelLayout.h"
+#include "telemetry/HeldOutside.h"  // defines: formatBytes
+#include "train/CliArgs.h"
+#include "train/Commands.h"
+
+namespace lorascope::cli {
+namespace {
+
+using telemetry::formatBytes;
+
+std::int64_t positiveOption(const CliArgs& args, const std::string& name, std::int64_t fallback,
+                            std::int64_t max) {
+  const std::optional<std::string> text = args.value(name);
+  if (!text) {
+    return fallback;
+  }
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
+  if (error != std::errc() || end != text->data() + text->size() || value <= 0 || value > max) {
+    throw UsageError("--" + name + " must be an integer in [1, " + std::to_string(max) +
+                     "], got '" + *text + "'");
+  }
+  return value;
+}
+
+std::string numberText(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+std::string ropeText(const model::RopeConfig& rope) {
+  std::string text = "rope theta " + numberText(rope.theta);
+  if (rope.scaling == model::RopeScalingType::Linear) {
+    text += ", linear scaling x" + numberText(rope.factor);
+  } else if (rope.scaling == model::RopeScalingType::Llama3) {
+    text += ", llama3 scaling x" + numberText(rope.factor) + " (original " +
+            std::to_string(rope.originalMaxPositionEmbeddings) + " positions)";
+  }
+  return text;
+}
+
+// "1.24 B", "60.8 M", "32.9 K": a parameter count at a glance.
+std::string countText(std::int64_t count) {
+  char text[32];
+  const auto value = static_cast<double>(count);
+  if (count >= 1'000'000'000) {
+    std::snprintf(text, sizeof text, "%.2f B", value / 1e9);
+  } else if (count >= 1'000'000) {
+    std::snprintf(text, sizeof text, "%.1f M", value / 1e6);
+  } else {
+    std::snprintf(text, sizeof text, "%.1f K", value / 1e3);
+  }
+  return text;
+}
+
+nlohmann::json toJson(const model::ModelFolder& folder, const model::ParameterCounts& params,
+                      const std::map<std::string, std::int64_t>& dtypeTensors,
+                      const model::LoraTrainingPlan& plan, const model::MemoryEstimate& m) {
+  const model::ModelConfig& c = folder.config();
+  nlohmann::json dtypes = nlohmann::json::object();
+  for (const auto& [name, count] : dtypeTensors) {
+    dtypes[name] = count;
+  }
+  return {
+      {"dir", folder.dir()},
+      {"model_type", c.modelType},
+      {"layers", c.numLayers},
+      {"hidden_size", c.hiddenSize},
+      {"intermediate_size", c.intermediateSize},
+      {"heads", c.numHeads},
+      {"kv_heads", c.numKvHeads},
+      {"head_dim", c.headDim},
+      {"vocab_size", c.vocabSize},
+      {"tie_word_embeddings", c.tieWordEmbeddings},
+      {"rope_theta", c.rope.theta},
+      {"files", folder.files()},
+      {"tensor_dtypes", dtypes},
+      {"parameters",
+       {{"total", params.total},
+        {"embedding", params.embedding},
+        {"per_layer", params.perLayer},
+        {"lm_head", params.lmHead}}},
+      {"lora_training",
+       {{"batch", plan.batch},
+        {"seq", plan.seq},
+        {"rank", plan.rank},
+        {"targets", {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}},
+        {"lora_parameters", m.loraParameters},
+        {"weights_bytes", m.weightsBytes},
+        {"lora_bytes", m.loraBytes},
+        {"lora_grad_bytes", m.loraGradBytes},
+        {"optimizer_bytes", m.optimizerBytes},
+        {"activation_bytes", m.activationBytes},
+        {"logits_bytes", m.logitsBytes},
+        {"total_bytes", m.totalBytes}}},
+  };
+}
+
+void printText(const model::ModelFolder& folder, const model::ParameterCounts& params,
+               const std::map<std::string, std::int64_t>& dtypeTensors,
+               const model::LoraTrainingPlan& plan, const model::MemoryEstimate& m) {
+  const model::ModelConfig& c = folder.config();
+  std::cout << "model       " << folder.dir() << " (" << c.modelType << ")\n"
+            << "shape       " << c.numLayers << " layers, hidden " << c.hiddenSize << ", MLP "
+            << c.intermediateSize << ", heads " << c.numHeads << " (" << c.numKvHeads
+            << " KV, head_dim " << c.headDim << "), vocab " << c.vocabSize << "\n"
+            << "            " << ropeText(c.rope)
+            << (c.tieWordEmbeddings ? ", lm_head tied to the embedding" : ", separate lm_head")
+            << "\n"
+            << "parameters  " << countText(params.total) << " (embedding "
+            << countText(params.embedding) << ", per layer " << countText(params.perLayer)
+            << ", lm_head " << (params.lmHead ? countText(params.lmHead) : "tied") << ")\n"
+            << "weights     " << formatBytes(m.weightsBytes) << " in " << folder.files().size()
+            << " file(s):";
+  for (const auto& [name, count] : dtypeTensors) {
+    std::cout << " " << count << " " << name << " tensors";
+  }
+  std::cout << "\nLoRA training, batch " << plan.batch << " x seq " << plan.seq << ", rank "
+            << plan.rank << " on q,k,v,o,gate,up,down (estimate):\n"
+            << "  frozen weights      " << formatBytes(m.weightsBytes) << "\n"
+            << "  LoRA parameters     " << countText(m.loraParameters) << ": weights "
+            << formatBytes(m.loraBytes) << ", grads " << formatBytes(m.loraGradBytes)
+            << ", AdamW moments " << formatBytes(m.optimizerBytes) << "\n"
+            << "  activations (bf16)  " << formatBytes(m.activationBytes) << "\n"
+            << "  logits (fp32)       " << formatBytes(m.logitsBytes) << "\n"
+            << "  total               " << formatBytes(m.totalBytes) << "\n";
+}
+
+}  // namespace
+
+int runInspectModel(const Args& args) {
+  const CliArgs parsed(args, {"json"}, {"batch", "seq", "rank"});
+  if (parsed.positional().size() != 1) {
+    throw UsageError("expected one model folder: inspect-model DIR [--json]");
+  }
+  const model::LoraTrainingPlan plan{positiveOption(parsed, "batch", 1, 4096),
+                                     positiveOption(parsed, "seq", 512, 1 << 20),
+                                     positiveOption(parsed, "rank", 16, 4096)};
+  const model::ModelFolder folder = model::ModelFolder::open(parsed.positional()[0]);
+  const model::ParameterCounts params = model::countParameters(folder.config());
+  std::map<std::string, std::int64_t> dtypeTensors;
+  for (const model::StoredTensor& t : folder.tensors()) {
+    ++dtypeTensors[compute::dtypeName(t.dtype)];
+  }
+  const model::MemoryEstimate memory =
+      model::estimateLoraTrainingMemory(folder.config(), folder.weightBytes(), plan);
+  if (parsed.has("json")) {
+    std::cout << toJson(folder, params, dtypeTensors, plan, memory).dump(2) << "\n";
+  } else {
+    printText(folder, params, dtypeTensors, plan, memory);
+  }
+  return 0;
+}
+
+}  // namespace lorascope::cli
