@@ -25,6 +25,14 @@ const std::map<std::string, Subcommand>& subcommands() {
        {lorascope::cli::runDevices,
         "devices [--json] [--watch] [--count N] [--interval-ms MS]   GPUs, live readings "
         "(VRAM, GTT, busy, temperature, power, clocks), processes and who holds the VRAM"}},
+      {"eval",
+       {lorascope::cli::runEval,
+        "eval --model DIR (--ids \"1,2,3\" | --text \"...\") [--labels \"...\"] [--json]   "
+        "CPU forward: loss and last logits"}},
+      {"inspect-model",
+       {lorascope::cli::runInspectModel,
+        "inspect-model DIR [--json] [--batch N] [--seq N] [--rank R]   architecture, "
+        "parameters, dtypes, LoRA training memory"}},
       {"tokenize",
        {lorascope::cli::runTokenize,
         "tokenize --tokenizer PATH_OR_MODEL_DIR [--json] [--decode] [--skip-special] "
