@@ -17,6 +17,12 @@ bool usesArena(Owner owner) {
   return owner == Owner::Activations || owner == Owner::Workspace;
 }
 
+std::uint64_t nanosecondsSince(std::chrono::steady_clock::time_point start) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start)
+          .count());
+}
+
 std::string hexAddress(std::uintptr_t address) {
   std::ostringstream text;
   text << "0x" << std::hex << address;
@@ -81,10 +87,7 @@ Allocation DeviceAllocator::allocate(std::size_t bytes, Owner owner) {
     throwOutOfMemory(bytes, owner);
   }
   takeBlock(block, blockBytes, bytes, owner);
-  stats_.allocatorHostNs +=
-      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::steady_clock::now() - started)
-                                     .count());
+  stats_.allocatorHostNs += nanosecondsSince(started);
   return {block->address, block->bytes};
 }
 
@@ -98,38 +101,21 @@ void DeviceAllocator::deallocate(std::uintptr_t address) {
   }
   Block* block = found->second.get();
   block->allocated = false;
-  const auto blockBytes = static_cast<std::int64_t>(block->bytes);
-  stats_.allocatedBytes.add(-blockBytes);
-  stats_.requestedBytes.add(-static_cast<std::int64_t>(block->requestedBytes));
-  stats_.allocationCount.add(-1);
-  stats_.allocatedBytesByOwner[static_cast<int>(block->owner)].add(-blockBytes);
+  countBlock(*block, -1);
   block->requestedBytes = 0;
   // Merge with free neighbours; the absorbed block object is dropped after relinking.
   if (Block* prev = block->prev; prev != nullptr && !prev->allocated) {
     eraseFree(prev);
-    prev->bytes += block->bytes;
-    prev->next = block->next;
-    if (block->next != nullptr) {
-      block->next->prev = prev;
-    }
-    blocks_.erase(block->address);
+    absorbNext(prev);
     block = prev;
   }
   if (Block* next = block->next; next != nullptr && !next->allocated) {
     eraseFree(next);
-    block->bytes += next->bytes;
-    block->next = next->next;
-    if (next->next != nullptr) {
-      next->next->prev = block;
-    }
-    blocks_.erase(next->address);
+    absorbNext(block);
   }
   block->freedTick = ++tick_;
   insertFree(block);
-  stats_.allocatorHostNs +=
-      static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::steady_clock::now() - started)
-                                     .count());
+  stats_.allocatorHostNs += nanosecondsSince(started);
 }
 
 DeviceAllocator::Block* DeviceAllocator::findFreeBlock(Pool pool, std::size_t bytes) {
@@ -218,12 +204,26 @@ DeviceAllocator::Block* DeviceAllocator::takeBlock(Block* block, std::size_t byt
   block->requestedBytes = requested;
   block->owner = owner;
   block->step = step_;
-  const auto blockBytes = static_cast<std::int64_t>(block->bytes);
-  stats_.allocatedBytes.add(blockBytes);
-  stats_.requestedBytes.add(static_cast<std::int64_t>(requested));
-  stats_.allocationCount.add(1);
-  stats_.allocatedBytesByOwner[static_cast<int>(owner)].add(blockBytes);
+  countBlock(*block, +1);
   return block;
+}
+
+void DeviceAllocator::countBlock(const Block& block, int sign) {
+  const std::int64_t bytes = sign * static_cast<std::int64_t>(block.bytes);
+  stats_.allocatedBytes.add(bytes);
+  stats_.requestedBytes.add(sign * static_cast<std::int64_t>(block.requestedBytes));
+  stats_.allocationCount.add(sign);
+  stats_.allocatedBytesByOwner[static_cast<int>(block.owner)].add(bytes);
+}
+
+void DeviceAllocator::absorbNext(Block* left) {
+  Block* right = left->next;
+  left->bytes += right->bytes;
+  left->next = right->next;
+  if (right->next != nullptr) {
+    right->next->prev = left;
+  }
+  blocks_.erase(right->address);  // destroys `right`
 }
 
 bool DeviceAllocator::shouldSplit(const Block& block, std::size_t bytes) const {

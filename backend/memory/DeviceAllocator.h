@@ -111,6 +111,8 @@ class DeviceAllocator {
   Block* allocateFromDevice(Pool pool, std::size_t blockBytes);
   Block* takeBlock(Block* block, std::size_t bytes, std::size_t requested, Owner owner);
   bool shouldSplit(const Block& block, std::size_t bytes) const;
+  void countBlock(const Block& block, int sign);  // +1 when handed out, -1 when freed
+  void absorbNext(Block* left);                   // merges left->next into left
   void insertFree(Block* block);
   void eraseFree(Block* block);
   FreeSet& freeSet(Pool pool);
