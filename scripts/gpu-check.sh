@@ -34,6 +34,14 @@ run_checks() {
   cmake --build build/device --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
     { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
   build/device/app/lorascope-train devices | tee "$out/devices.txt"
+  # Telemetry cross-check: our readings as JSON, and nvidia-smi's for the same quantities
+  # (appended to devices.txt so that the results stay within the 8 files that come back).
+  build/device/app/lorascope-train devices --json >"$out/devices.json" || true
+  {
+    echo "--- nvidia-smi query, same instant as devices.json"
+    nvidia-smi --query-gpu=index,name,memory.total,memory.used,temperature.gpu,power.draw,utilization.gpu,utilization.memory,clocks.gr,clocks.mem --format=csv
+    nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv
+  } >>"$out/devices.txt" 2>&1 || true
   local status=0
   ctest --test-dir build/device -L gpu --output-on-failure 2>&1 | tee "$out/ctest-gpu.log" ||
     status=1

@@ -169,13 +169,15 @@ void checkOwnProcessIsListed(NvmlProvider& nvml) {
   std::cout << "held-outside report: " << report.summary << "\n";
   check(report.ourRuntimeOverheadBytes.has_value() == (ours != nullptr && ours->vramBytes),
         "held-outside report accounts for this process's runtime overhead");
-  const std::optional<std::uint64_t> oursBytes = ours != nullptr ? ours->vramBytes : std::nullopt;
+  // Plain values, not optionals: GCC 12 warns (maybe-uninitialized) on the optional here.
+  const bool oursListedWithBytes = ours != nullptr && ours->vramBytes.has_value();
+  const std::uint64_t oursBytes = oursListedWithBytes ? *ours->vramBytes : 0;
   (void)hipFree(block);
   const Snapshot after = refreshed(nvml);
-  if (oursBytes) {
+  if (oursListedWithBytes) {
     const ProcessReading* oursAfter = findProcess(after, ourPid);
     const std::uint64_t afterBytes = oursAfter != nullptr ? oursAfter->vramBytes.value_or(0) : 0;
-    check(afterBytes + kAllocationBytes / 2 <= *oursBytes,
+    check(afterBytes + kAllocationBytes / 2 <= oursBytes,
           "after hipFree the listed memory dropped by the allocation (" + formatBytes(afterBytes) +
               " now)");
   }
