@@ -9,6 +9,8 @@
 #include "compute/hip/HipCheck.h"  // defines: LORASCOPE_HIP_CHECK
 #include "compute/hip/rmsnorm.h"   // defines: hip::rmsnormForward, hip::rmsnormBackward
 
+#include "memory/DeviceAllocator.h"  // defines: DeviceAllocator, OwnerScope, createHipDeviceMemory
+
 namespace lorascope::compute {
 namespace {
 
@@ -40,6 +42,10 @@ class HipBackend final : public Backend {
     caps_ = {Device::Gpu, DType::BF16, info.name + " (" + info.architecture + ")"};
     LORASCOPE_HIP_CHECK(hipSetDevice(deviceIndex_));
     LORASCOPE_HIP_CHECK(hipStreamCreateWithFlags(&stream_, hipStreamNonBlocking));
+    // Every tensor's memory comes from the caching allocator; blocks are reused in stream order.
+    allocator_ = std::make_shared<memory::DeviceAllocator>(
+        memory::createHipDeviceMemory(deviceIndex_), memory::AllocatorPolicy{},
+        reinterpret_cast<std::uintptr_t>(stream_));
   }
 
   ~HipBackend() override {
@@ -53,10 +59,16 @@ class HipBackend final : public Backend {
 
   Tensor empty(DType dtype, const Shape& shape) override {
     const std::size_t bytes = static_cast<std::size_t>(numelOf(shape)) * dtypeBytes(dtype);
-    void* p = nullptr;
-    LORASCOPE_HIP_CHECK(hipMalloc(&p, bytes == 0 ? 1 : bytes));
-    return Tensor(std::shared_ptr<void>(p, [](void* q) { (void)hipFree(q); }), dtype, shape,
-                  Device::Gpu);
+    // Throws memory::OutOfMemoryError (recoverable) with the numbers when nothing fits. The owner
+    // tag comes from the caller's memory::OwnerScope.
+    const memory::Allocation block = allocator_->allocate(bytes, memory::OwnerScope::current());
+    // The deleter keeps the allocator alive for tensors that outlive the backend.
+    return Tensor(
+        std::shared_ptr<void>(block.pointer(),
+                              [allocator = allocator_](void* q) {
+                                allocator->deallocate(reinterpret_cast<std::uintptr_t>(q));
+                              }),
+        dtype, shape, Device::Gpu);
   }
 
   Tensor upload(std::span<const float> values, DType dtype, const Shape& shape) override {
@@ -65,6 +77,9 @@ class HipBackend final : public Backend {
                        shapeToString(shape));
     }
     Tensor t = empty(dtype, shape);
+    // A cached block may still be read by queued kernels on stream_; hipMemcpy runs on the null
+    // stream, which a non-blocking stream does not order against, so drain stream_ first.
+    LORASCOPE_HIP_CHECK(hipStreamSynchronize(stream_));
     if (dtype == DType::F32) {
       LORASCOPE_HIP_CHECK(
           hipMemcpy(t.data(), values.data(), values.size_bytes(), hipMemcpyHostToDevice));
@@ -156,6 +171,7 @@ class HipBackend final : public Backend {
  private:
   int deviceIndex_;
   hipStream_t stream_ = nullptr;
+  std::shared_ptr<memory::DeviceAllocator> allocator_;
   BackendCapabilities caps_;
 };
 
