@@ -24,29 +24,6 @@ bool startsWithWordChar(std::string_view text) {
   return n != 0 && utf8::isWordChar(utf8::decodeAt(text, 0, n));
 }
 
-// Start of the white space run that ends `text`.
-std::size_t whiteSpaceRunStart(std::string_view text) {
-  std::size_t end = text.size();
-  while (const auto last = utf8::lastCodePoint(text.substr(0, end))) {
-    if (!utf8::isWhiteSpace(last->first))
-      break;
-    end -= last->second;
-  }
-  return end;
-}
-
-// Length of the white space run that starts `text`.
-std::size_t whiteSpaceRunLength(std::string_view text) {
-  std::size_t pos = 0;
-  while (pos < text.size()) {
-    const std::size_t n = utf8::sequenceLength(text, pos);
-    if (n == 0 || !utf8::isWhiteSpace(utf8::decodeAt(text, pos, n)))
-      break;
-    pos += n;
-  }
-  return pos;
-}
-
 }  // namespace
 
 void AddedVocabulary::MatchSet::build() {
@@ -175,9 +152,9 @@ void AddedVocabulary::split(const TextSplit& input, const MatchSet& set,
     std::size_t start = matchStart;
     std::size_t stop = matchEnd;
     if (token.lstrip)
-      start = std::max(whiteSpaceRunStart(text.substr(0, start)), emitted);
+      start = std::max(utf8::trailingWhiteSpaceStart(text.substr(0, start)), emitted);
     if (token.rstrip)
-      stop += whiteSpaceRunLength(text.substr(stop));
+      stop += utf8::leadingWhiteSpaceBytes(text.substr(stop));
     if (emitted < start) {
       out.push_back({std::string(text.substr(emitted, start - emitted)), std::nullopt,
                      input.atStart && emitted == 0});

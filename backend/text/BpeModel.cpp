@@ -252,7 +252,8 @@ void BpeModel::tokenize(std::string_view word, std::vector<std::int32_t>& out) c
       return;
     }
   }
-  {
+  const bool cacheable = word.size() <= kCacheMaxWordBytes;
+  if (cacheable) {
     const std::lock_guard lock(cacheMutex_);
     if (const auto it = cache_.find(word); it != cache_.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
@@ -264,6 +265,8 @@ void BpeModel::tokenize(std::string_view word, std::vector<std::int32_t>& out) c
   initialSymbols(word, symbols);
   mergeSymbols(symbols);
   out.insert(out.end(), symbols.begin(), symbols.end());
+  if (!cacheable)
+    return;
   const std::lock_guard lock(cacheMutex_);
   if (cache_.size() >= kCacheMaxWords)
     cache_.clear();

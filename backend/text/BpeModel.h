@@ -63,7 +63,10 @@ class BpeModel {
   std::int32_t byteFallbackIds_[256];  // id of "<0xNN>", -1 when absent
 
   // Words seen before and their ids; bounded so a huge corpus cannot grow it without limit.
-  static constexpr std::size_t kCacheMaxWords = 200000;
+  // Long words (whole texts, for SentencePiece-style files without a pre-tokenizer) rarely
+  // repeat and are not cached.
+  static constexpr std::size_t kCacheMaxWords = 100000;
+  static constexpr std::size_t kCacheMaxWordBytes = 256;
   mutable std::mutex cacheMutex_;
   mutable std::unordered_map<std::string, std::vector<std::int32_t>, StringHash, std::equal_to<>>
       cache_;

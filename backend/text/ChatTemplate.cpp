@@ -3,11 +3,9 @@
 // the parts that matter), so ids of rendered prompts match transformers' apply_chat_template.
 #include "text/ChatTemplate.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
+#include "text/ConfigFiles.h"
 #include "text/Utf8.h"
 
 namespace lorascope::text {
@@ -21,51 +19,13 @@ constexpr const char* kAlpacaPreamble =
     "completes the request.";
 constexpr const char* kLlama3Date = "26 Jul 2024";
 
-// Jinja's trim / Python's str.strip(): white space off both ends.
-std::string trim(std::string_view text) {
-  std::size_t begin = 0;
-  while (begin < text.size()) {
-    const std::size_t n = utf8::sequenceLength(text, begin);
-    if (n == 0 || !utf8::isWhiteSpace(utf8::decodeAt(text, begin, n)))
-      break;
-    begin += n;
-  }
-  std::size_t end = text.size();
-  while (end > begin) {
-    const auto last = utf8::lastCodePoint(text.substr(begin, end - begin));
-    if (!last || !utf8::isWhiteSpace(last->first))
-      break;
-    end -= last->second;
-  }
-  return std::string(text.substr(begin, end - begin));
-}
-
+// A JSON file of the model folder, or nullopt when the folder has none.
 std::optional<Json> readJsonIfPresent(const std::filesystem::path& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
+  if (!std::filesystem::is_regular_file(path, ec)) {
     return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw TextError(path.string() + ": cannot open");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  try {
-    return Json::parse(buffer.str());
-  } catch (const Json::parse_error& e) {
-    throw TextError(path.string() + ": malformed JSON: " + e.what());
   }
-}
-
-std::optional<std::string> tokenText(const Json& config, const char* key) {
-  if (!config.is_object() || !config.contains(key))
-    return std::nullopt;
-  const Json& value = config.at(key);
-  if (value.is_string())
-    return value.get<std::string>();
-  if (value.is_object() && value.contains("content") && value.at("content").is_string()) {
-    return value.at("content").get<std::string>();
-  }
-  return std::nullopt;
+  return parseJsonText(readTextFile(path, "file"), path.string());
 }
 
 // tokenizer_config.json's chat_template: a string, or a list of {name, template}.
@@ -176,11 +136,9 @@ ChatTemplate ChatTemplate::forModelDir(const std::filesystem::path& dir) {
   if (!source) {
     // transformers >= 4.43 may keep the template in its own file.
     const auto jinjaPath = dir / "chat_template.jinja";
-    std::ifstream in(jinjaPath, std::ios::binary);
-    if (in) {
-      std::ostringstream buffer;
-      buffer << in.rdbuf();
-      source = buffer.str();
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(jinjaPath, ec)) {
+      source = readTextFile(jinjaPath, "chat_template.jinja");
       from = jinjaPath.string();
     }
   }
@@ -212,9 +170,9 @@ ChatTemplate ChatTemplate::forModelDir(const std::filesystem::path& dir) {
                                                 " (a base model): plain alpaca prompt");
     }
   }
-  if (const auto bos = tokenText(config, "bos_token"))
+  if (const auto bos = configTokenText(config, "bos_token"))
     chosen->bosToken_ = *bos;
-  if (const auto eos = tokenText(config, "eos_token"))
+  if (const auto eos = configTokenText(config, "eos_token"))
     chosen->eosToken_ = *eos;
   return *chosen;
 }
@@ -288,7 +246,7 @@ std::string ChatTemplate::renderLlama3(const std::vector<ChatMessage>& messages,
     // Llama 3.1+: bos, then a system turn that always exists.
     std::string system;
     if (!messages.empty() && messages.front().role == "system") {
-      system = trim(messages.front().content);
+      system = std::string(utf8::trimWhiteSpace(messages.front().content));
       first = 1;
     }
     out += bosToken_;
@@ -302,7 +260,7 @@ std::string ChatTemplate::renderLlama3(const std::vector<ChatMessage>& messages,
     if (i == 0 && !knowledgePreamble_)
       out += bosToken_;
     out += "<|start_header_id|>" + messages[i].role + "<|end_header_id|>\n\n" +
-           trim(messages[i].content) + "<|eot_id|>";
+           std::string(utf8::trimWhiteSpace(messages[i].content)) + "<|eot_id|>";
   }
   if (addGenerationPrompt)
     out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
@@ -330,9 +288,9 @@ std::string ChatTemplate::renderLlama2(const std::vector<ChatMessage>& messages)
     if (i == first && first == 1)
       content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content;
     if (m.role == "user") {
-      out += bosToken_ + "[INST] " + trim(content) + " [/INST]";
+      out += bosToken_ + "[INST] " + std::string(utf8::trimWhiteSpace(content)) + " [/INST]";
     } else {
-      out += " " + trim(content) + " " + eosToken_;
+      out += " " + std::string(utf8::trimWhiteSpace(content)) + " " + eosToken_;
     }
   }
   return out;

@@ -145,10 +145,12 @@ DecodeFn makeMetaspaceDecoder(const Json& spec, const std::string& where) {
 
 }  // namespace
 
-DecodeFn makeDecoder(const Json& spec, const std::string& source, std::string& describe) {
+DecodeFn makeDecoder(const Json& spec, const std::string& source, std::string& describe,
+                     int depth) {
   if (spec.is_null())
     return {};
   const std::string where = source + ": decoder";
+  checkSequenceDepth(depth, where);
   const std::string type = stringField(spec, "type", where);
   describe = type;
   if (type == "ByteLevel")
@@ -175,22 +177,14 @@ DecodeFn makeDecoder(const Json& spec, const std::string& source, std::string& d
     };
   }
   if (type == "Sequence") {
-    const Json& steps = requireField(spec, "decoders", where);
-    if (!steps.is_array())
-      throw TextError(where + ": 'decoders' must be an array");
-    std::vector<DecodeFn> fns;
-    std::string names;
-    for (const Json& step : steps) {
-      std::string name;
-      DecodeFn fn = makeDecoder(step, source, name);
-      names += (names.empty() ? "" : ",") + name;
-      if (fn)
-        fns.push_back(std::move(fn));
-    }
-    describe = "Sequence[" + names + "]";
+    auto fns = sequenceSteps<DecodeFn>(spec, "decoders", where, describe,
+                                       [&](const Json& step, std::string& name) {
+                                         return makeDecoder(step, source, name, depth + 1);
+                                       });
     return [fns](std::vector<std::string>& tokens) {
-      for (const auto& fn : fns)
+      for (const auto& fn : fns) {
         fn(tokens);
+      }
     };
   }
   throw TextError(where + ": decoder type '" + type +

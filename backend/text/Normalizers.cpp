@@ -101,20 +101,10 @@ void replaceAll(std::string& text, const std::string& from, const std::string& t
 }
 
 void stripWhiteSpace(std::string& text, bool left, bool right) {
-  std::size_t begin = 0;
-  std::size_t end = text.size();
-  while (left && begin < end) {
-    const std::size_t n = utf8::sequenceLength(text, begin);
-    if (!utf8::isWhiteSpace(utf8::decodeAt(text, begin, n)))
-      break;
-    begin += n;
-  }
-  while (right && end > begin) {
-    const auto last = utf8::lastCodePoint(std::string_view(text).substr(begin, end - begin));
-    if (!utf8::isWhiteSpace(last->first))
-      break;
-    end -= last->second;
-  }
+  const std::size_t begin = left ? utf8::leadingWhiteSpaceBytes(text) : 0;
+  const std::size_t end =
+      right ? begin + utf8::trailingWhiteSpaceStart(std::string_view(text).substr(begin))
+            : text.size();
   text = text.substr(begin, end - begin);
 }
 
@@ -148,10 +138,19 @@ std::function<void(std::string&)> makeReplace(const Json& spec, const std::strin
   throw TextError(where + ": Replace pattern must be {\"String\": ...} or {\"Regex\": ...}");
 }
 
-NormalizeFn makeNormalizer(const Json& spec, const std::string& source, std::string& describe) {
+void checkSequenceDepth(int depth, const std::string& where) {
+  if (depth > kMaxSequenceDepth) {
+    throw TextError(where + ": Sequence nested more than " + std::to_string(kMaxSequenceDepth) +
+                    " levels deep");
+  }
+}
+
+NormalizeFn makeNormalizer(const Json& spec, const std::string& source, std::string& describe,
+                           int depth) {
   if (spec.is_null())
     return {};
   const std::string where = source + ": normalizer";
+  checkSequenceDepth(depth, where);
   const std::string type = stringField(spec, "type", where);
   describe = type;
   if (type == "NFC")
@@ -181,22 +180,14 @@ NormalizeFn makeNormalizer(const Json& spec, const std::string& source, std::str
     return [left, right](std::string& text) { stripWhiteSpace(text, left, right); };
   }
   if (type == "Sequence") {
-    const Json& steps = requireField(spec, "normalizers", where);
-    if (!steps.is_array())
-      throw TextError(where + ": 'normalizers' must be an array");
-    std::vector<NormalizeFn> fns;
-    std::string names;
-    for (const Json& step : steps) {
-      std::string name;
-      NormalizeFn fn = makeNormalizer(step, source, name);
-      names += (names.empty() ? "" : ",") + name;
-      if (fn)
-        fns.push_back(std::move(fn));
-    }
-    describe = "Sequence[" + names + "]";
+    auto fns = sequenceSteps<NormalizeFn>(spec, "normalizers", where, describe,
+                                          [&](const Json& step, std::string& name) {
+                                            return makeNormalizer(step, source, name, depth + 1);
+                                          });
     return [fns](std::string& text) {
-      for (const auto& fn : fns)
+      for (const auto& fn : fns) {
         fn(text);
+      }
     };
   }
   throw TextError(where + ": normalizer type '" + type +

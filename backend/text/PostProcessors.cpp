@@ -60,11 +60,12 @@ PostProcessFn makeTemplate(const Json& spec, const std::string& where) {
 
 }  // namespace
 
-PostProcessFn makePostProcessor(const Json& spec, const std::string& source,
-                                std::string& describe) {
+PostProcessFn makePostProcessor(const Json& spec, const std::string& source, std::string& describe,
+                                int depth) {
   if (spec.is_null())
     return {};
   const std::string where = source + ": post_processor";
+  checkSequenceDepth(depth, where);
   const std::string type = stringField(spec, "type", where);
   describe = type;
   try {
@@ -87,7 +88,7 @@ PostProcessFn makePostProcessor(const Json& spec, const std::string& source,
       std::vector<PostProcessFn> fns;
       for (const Json& step : steps) {
         std::string name;
-        if (PostProcessFn fn = makePostProcessor(step, source, name))
+        if (PostProcessFn fn = makePostProcessor(step, source, name, depth + 1))
           fns.push_back(std::move(fn));
       }
       return [fns](std::vector<std::int32_t>& ids) {

@@ -224,10 +224,12 @@ PreTokenizeFn makeMetaspace(const Json& spec, const std::string& where) {
 
 }  // namespace
 
-PreTokenizeFn makePreTokenizer(const Json& spec, const std::string& source, std::string& describe) {
+PreTokenizeFn makePreTokenizer(const Json& spec, const std::string& source, std::string& describe,
+                               int depth) {
   if (spec.is_null())
     return {};
   const std::string where = source + ": pre_tokenizer";
+  checkSequenceDepth(depth, where);
   const std::string type = stringField(spec, "type", where);
   describe = type;
   if (type == "Split") {
@@ -263,22 +265,14 @@ PreTokenizeFn makePreTokenizer(const Json& spec, const std::string& source, std:
     return splitWith(charMatcher(utf8::isWhiteSpace), Behavior::Removed, false);
   }
   if (type == "Sequence") {
-    const Json& steps = requireField(spec, "pretokenizers", where);
-    if (!steps.is_array())
-      throw TextError(where + ": 'pretokenizers' must be an array");
-    std::vector<PreTokenizeFn> fns;
-    std::string names;
-    for (const Json& step : steps) {
-      std::string name;
-      PreTokenizeFn fn = makePreTokenizer(step, source, name);
-      names += (names.empty() ? "" : ",") + name;
-      if (fn)
-        fns.push_back(std::move(fn));
-    }
-    describe = "Sequence[" + names + "]";
+    auto fns = sequenceSteps<PreTokenizeFn>(
+        spec, "pretokenizers", where, describe, [&](const Json& step, std::string& name) {
+          return makePreTokenizer(step, source, name, depth + 1);
+        });
     return [fns](std::vector<Piece>& pieces) {
-      for (const auto& fn : fns)
+      for (const auto& fn : fns) {
         fn(pieces);
+      }
     };
   }
   throw TextError(where + ": pre-tokenizer type '" + type +

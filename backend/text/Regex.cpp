@@ -56,7 +56,7 @@ Regex::Regex(std::string_view pattern, const std::string& context) : pattern_(pa
   PCRE2_SIZE errorOffset = 0;
   pcre2_code* code =
       pcre2_compile(reinterpret_cast<PCRE2_SPTR>(translated.data()), translated.size(),
-                    PCRE2_UTF | PCRE2_UCP | PCRE2_NO_UTF_CHECK, &errorCode, &errorOffset, nullptr);
+                    PCRE2_UTF | PCRE2_UCP, &errorCode, &errorOffset, nullptr);
   if (code == nullptr) {
     throw TextError(context + ": invalid regex '" + std::string(pattern) + "' at offset " +
                     std::to_string(errorOffset) + ": " + pcre2Message(errorCode));

@@ -2,12 +2,10 @@
 // described in Tokenizer.h.
 #include "text/Tokenizer.h"
 
-#include <fstream>
-#include <sstream>
-
 #include "text/AddedVocabulary.h"
 #include "text/BpeModel.h"
 #include "text/Components.h"
+#include "text/ConfigFiles.h"
 #include "text/TextError.h"
 #include "text/Utf8.h"
 
@@ -28,48 +26,9 @@ struct Tokenizer::State {
 
 namespace {
 
-std::string readFile(const std::filesystem::path& path, const char* what) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    throw TextError(path.string() + ": " + what + " not found");
-  }
-  if (std::filesystem::is_directory(path, ec)) {
-    throw TextError(path.string() + ": is a directory, expected " + what);
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw TextError(path.string() + ": cannot open " + what);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad())
-    throw TextError(path.string() + ": read error");
-  return buffer.str();
-}
-
-Json parseJson(std::string_view text, const std::string& source) {
-  try {
-    return Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error& e) {
-    throw TextError(source + ": malformed JSON (byte " + std::to_string(e.byte) + "): " + e.what());
-  }
-}
-
-// tokenizer_config.json writes bos_token/eos_token as a string or as an AddedToken object.
-std::optional<std::string> configToken(const Json& config, const char* key) {
-  if (!config.contains(key))
-    return std::nullopt;
-  const Json& value = config.at(key);
-  if (value.is_string())
-    return value.get<std::string>();
-  if (value.is_object() && value.contains("content") && value.at("content").is_string()) {
-    return value.at("content").get<std::string>();
-  }
-  return std::nullopt;
-}
-
 std::shared_ptr<Tokenizer::State> buildState(std::string_view jsonText,
                                              const std::string& sourceName) {
-  const Json root = parseJson(jsonText, sourceName);
+  const Json root = parseJsonText(jsonText, sourceName);
   auto state = std::make_shared<Tokenizer::State>();
   state->source = sourceName;
   try {
@@ -118,21 +77,22 @@ Tokenizer Tokenizer::fromJsonText(std::string_view jsonText, const std::string& 
 }
 
 Tokenizer Tokenizer::fromFile(const std::filesystem::path& tokenizerJson) {
-  return fromJsonText(readFile(tokenizerJson, "tokenizer.json"), tokenizerJson.string());
+  return fromJsonText(readTextFile(tokenizerJson, "tokenizer.json"), tokenizerJson.string());
 }
 
 Tokenizer Tokenizer::fromModelDir(const std::filesystem::path& dir) {
   const auto jsonPath = dir / "tokenizer.json";
-  auto state = buildState(readFile(jsonPath, "tokenizer.json"), jsonPath.string());
+  auto state = buildState(readTextFile(jsonPath, "tokenizer.json"), jsonPath.string());
   const auto configPath = dir / "tokenizer_config.json";
   std::error_code ec;
   if (!std::filesystem::exists(configPath, ec))
     return Tokenizer(std::move(state));
-  const Json config = parseJson(readFile(configPath, "tokenizer_config.json"), configPath.string());
+  const Json config =
+      parseJsonText(readTextFile(configPath, "tokenizer_config.json"), configPath.string());
   if (!config.is_object())
     throw TextError(configPath.string() + ": must be a JSON object");
-  state->bosToken = configToken(config, "bos_token");
-  state->eosToken = configToken(config, "eos_token");
+  state->bosToken = configTokenText(config, "bos_token");
+  state->eosToken = configTokenText(config, "eos_token");
   for (const auto& token : {state->bosToken, state->eosToken}) {
     if (token && !state->added.idOf(*token) && !state->model->tokenId(*token)) {
       throw TextError(configPath.string() + ": token '" + *token +

@@ -171,6 +171,34 @@ bool isWhiteSpace(char32_t c) {
          c == 0x3000;
 }
 
+std::size_t leadingWhiteSpaceBytes(std::string_view text) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const std::size_t n = sequenceLength(text, pos);
+    if (n == 0 || !isWhiteSpace(decodeAt(text, pos, n))) {
+      break;
+    }
+    pos += n;
+  }
+  return pos;
+}
+
+std::size_t trailingWhiteSpaceStart(std::string_view text) {
+  std::size_t end = text.size();
+  while (const auto last = lastCodePoint(text.substr(0, end))) {
+    if (!isWhiteSpace(last->first)) {
+      break;
+    }
+    end -= last->second;
+  }
+  return end;
+}
+
+std::string_view trimWhiteSpace(std::string_view text) {
+  const std::size_t begin = leadingWhiteSpaceBytes(text);
+  return text.substr(begin, trailingWhiteSpaceStart(text.substr(begin)));
+}
+
 std::optional<std::pair<char32_t, std::size_t>> lastCodePoint(std::string_view text) {
   if (text.empty())
     return std::nullopt;

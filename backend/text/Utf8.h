@@ -31,6 +31,13 @@ bool isNumeric(char32_t c);
 // Unicode White_Space (Rust's char::is_whitespace and regex \s).
 bool isWhiteSpace(char32_t c);
 
+// Bytes of the White_Space run that starts `text`.
+std::size_t leadingWhiteSpaceBytes(std::string_view text);
+// Offset where the White_Space run that ends `text` begins (text.size() when there is none).
+std::size_t trailingWhiteSpaceStart(std::string_view text);
+// `text` without White_Space at either end (Python's str.strip, Jinja's trim).
+std::string_view trimWhiteSpace(std::string_view text);
+
 // The last code point of `text` (valid UTF-8) and its byte length; nullopt when empty.
 std::optional<std::pair<char32_t, std::size_t>> lastCodePoint(std::string_view text);
 

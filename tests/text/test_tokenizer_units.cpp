@@ -106,6 +106,19 @@ class TestTokenizerUnits : public QObject {
     QVERIFY2(contains(message, "'" + type.toStdString() + "' is not supported"), message.c_str());
   }
 
+  // A hostile file nesting Sequences thousands deep is refused, not a stack overflow.
+  void deeplyNestedSequenceIsRefused() {
+    Json spec = loadJson("gpt2_bpe.tokenizer.json");
+    Json normalizer = {{"type", "NFC"}};
+    for (int i = 0; i < 1000; ++i) {
+      normalizer = {{"type", "Sequence"}, {"normalizers", Json::array({normalizer})}};
+    }
+    spec["normalizer"] = normalizer;
+    const std::string message = errorOf([&] { Tokenizer::fromJsonText(spec.dump(), "deep.json"); });
+    QVERIFY2(contains(message, "deep.json: normalizer: Sequence nested more than 16 levels deep"),
+             message.c_str());
+  }
+
   void malformedAndTruncatedJsonNameTheFile() {
     QTemporaryDir dir;
     const auto path = std::filesystem::path(dir.path().toStdString()) / "tokenizer.json";

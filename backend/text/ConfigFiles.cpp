@@ -1,0 +1,53 @@
+// ConfigFiles.cpp — file reading and JSON parsing shared by Tokenizer and ChatTemplate.
+#include "text/ConfigFiles.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "text/TextError.h"
+
+namespace lorascope::text {
+
+std::string readTextFile(const std::filesystem::path& path, const char* what) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw TextError(path.string() + ": " + what + " not found");
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    throw TextError(path.string() + ": is a directory, expected " + what);
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw TextError(path.string() + ": cannot open " + what);
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) {
+    throw TextError(path.string() + ": read error");
+  }
+  return buffer.str();
+}
+
+nlohmann::json parseJsonText(std::string_view text, const std::string& source) {
+  try {
+    return nlohmann::json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw TextError(source + ": malformed JSON (byte " + std::to_string(e.byte) + "): " + e.what());
+  }
+}
+
+std::optional<std::string> configTokenText(const nlohmann::json& config, const char* key) {
+  if (!config.is_object() || !config.contains(key)) {
+    return std::nullopt;
+  }
+  const nlohmann::json& value = config.at(key);
+  if (value.is_string()) {
+    return value.get<std::string>();
+  }
+  if (value.is_object() && value.contains("content") && value.at("content").is_string()) {
+    return value.at("content").get<std::string>();
+  }
+  return std::nullopt;
+}
+
+}  // namespace lorascope::text
