@@ -2,6 +2,7 @@
 #include "memory/AllocatorPolicy.h"
 
 #include <bit>
+#include <cstdio>
 #include <stdexcept>
 
 #include "memory/SimulatedDevice.h"  // defines: formatBytes
@@ -57,7 +58,9 @@ std::string describePolicy(const AllocatorPolicy& policy) {
   text +=
       " max_split=" +
       (policy.maxSplitBytes == kUnlimitedSplit ? "unlimited" : formatBytes(policy.maxSplitBytes));
-  text += " gc_threshold=" + std::to_string(policy.garbageCollectionThreshold);
+  char threshold[16];
+  std::snprintf(threshold, sizeof threshold, "%.2f", policy.garbageCollectionThreshold);
+  text += std::string(" gc_threshold=") + threshold;
   text += " roundup_divisions=" + std::to_string(policy.roundupPower2Divisions);
   if (policy.mode == AllocatorMode::Arena) {
     text += " arena=" + formatBytes(policy.arenaBytes);

@@ -66,9 +66,14 @@ std::string outOfMemoryMessage(const OutOfMemoryDetails& d) {
   } else {
     text += "; or max_split_size (e.g. 512 MiB) when reserved-but-unallocated is large";
   }
-  if (d.deviceFreeBytes + d.reservedUnallocatedBytes < d.requestedBytes &&
-      d.allocatedBytes + d.reservedUnallocatedBytes < d.deviceTotalBytes / 2) {
-    text += ". Most of the device is held outside this run: close other GPU programs";
+  const std::size_t heldByRun = d.allocatedBytes + d.reservedUnallocatedBytes;
+  const std::size_t heldOutside =
+      d.deviceTotalBytes - std::min(d.deviceTotalBytes, d.deviceFreeBytes + heldByRun);
+  if (d.requestedBytes > d.deviceTotalBytes) {
+    text += ". The request alone exceeds the device's memory: the batch is far too large";
+  } else if (heldOutside > d.deviceTotalBytes / 2) {
+    text += ". " + formatBytes(heldOutside) +
+            " of the device is held outside this run: close other GPU programs";
   }
   return text + ".";
 }

@@ -184,6 +184,25 @@ class TestDeviceAllocator : public QObject {
       QVERIFY(text.contains("smaller micro-batch"));
       QVERIFY(text.contains("activation checkpointing"));
       QVERIFY(text.contains("max_split_size"));
+      QVERIFY(!text.contains("outside this run"));
+    }
+    // Another process holds most of the device: the message says so.
+    auto dev = device(64);
+    const std::optional<std::uintptr_t> foreign = dev->allocate(48 * kMiB);
+    QVERIFY(foreign.has_value());
+    DeviceAllocator crowded(dev);
+    try {
+      crowded.allocate(20 * kMiB, Owner::Activations);
+      QFAIL("expected OutOfMemoryError");
+    } catch (const OutOfMemoryError& error) {
+      QVERIFY2(QString(error.what()).contains("48.00 MiB of the device is held outside this run"),
+               error.what());
+    }
+    try {
+      crowded.allocate(100 * kMiB, Owner::Activations);
+      QFAIL("expected OutOfMemoryError");
+    } catch (const OutOfMemoryError& error) {
+      QVERIFY2(QString(error.what()).contains("exceeds the device's memory"), error.what());
     }
     QCOMPARE(allocator.stats().oomCount, std::uint64_t{1});
   }
