@@ -13,5 +13,6 @@ int runDevices(const Args& args);  // cmd_devices.cpp
 int runEval(const Args& args);  // cmd_eval.cpp
 int runInspectModel(const Args& args);  // cmd_inspect_model.cpp
 int runTokenize(const Args& args);  // cmd_tokenize.cpp
+int runValidateData(const Args& args);  // cmd_validate_data.cpp
 
 }  // namespace lorascope::cli

@@ -37,6 +37,12 @@ const std::map<std::string, Subcommand>& subcommands() {
        {lorascope::cli::runTokenize,
         "tokenize --tokenizer PATH_OR_MODEL_DIR [--json] [--decode] [--skip-special] "
         "[--post-processor]   stdin lines to ids (or ids to text)"}},
+      {"validate-data",
+       {lorascope::cli::runValidateData,
+        "validate-data FILE (--model DIR | --tokenizer PATH) [--template NAME] "
+        "[--max-seq-len N] [--format auto|alpaca|chat|text] [--policy truncate|drop] "
+        "[--train-on-all] [--json]   dataset report; exit 0 when the report is produced (even "
+        "with bad lines), 1 when FILE or the tokenizer cannot be read"}},
   };
   return table;
 }

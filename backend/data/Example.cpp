@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <array>
 
+#include "text/ChatTemplate.h"  // defines: ChatTemplate::alpacaUserMessage
+
 namespace lorascope::data {
 
 namespace {
@@ -73,11 +75,9 @@ void readAlpaca(const nlohmann::json& record, Example& example, RecordIssues& is
   if (issues.failed()) {
     return;
   }
-  std::string prompt = *instruction;
-  if (input && !isBlank(*input)) {
-    prompt += isBlank(prompt) ? *input : "\n" + *input;
-  }
-  if (isBlank(prompt)) {
+  const std::string inputText = input && !isBlank(*input) ? *input : std::string();
+  std::string prompt = text::ChatTemplate::alpacaUserMessage(*instruction, inputText);
+  if (isBlank(*instruction) && inputText.empty()) {
     issues.error(IssueKind::EmptyField, "\"instruction\" and \"input\" are both empty");
   }
   if (isBlank(*output)) {

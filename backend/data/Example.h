@@ -2,8 +2,9 @@
 //   alpaca: {"instruction", "input" (optional), "output", "system" (optional)}
 //   chat:   {"messages": [{"role": "system"|"user"|"assistant", "content": "..."}]}
 //   text:   {"text": "..."}
-// An alpaca record becomes a chat example (system?, user = instruction + "\n" + input,
-// assistant = output), so one rendering path serves both; a text record stays plain text.
+// An alpaca record becomes a chat example (system?, user = the instruction with the input under
+// "### Input:" (text::ChatTemplate::alpacaUserMessage), assistant = output), so one rendering
+// path serves both; a text record stays plain text.
 #pragma once
 
 #include <optional>

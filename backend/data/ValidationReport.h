@@ -63,7 +63,7 @@ struct ValidationReport {
   bool formatForced = false;
   std::size_t jsonRecords = 0;  // records that parsed as JSON
   std::map<std::string, std::size_t> recordsByFormat;
-  std::size_t validExamples = 0;  // read without an error (duplicates included)
+  std::size_t validExamples = 0;  // read (and tokenized) without an error; duplicates included
 
   std::vector<DatasetIssue> issues;                  // sorted by location
   std::map<std::string, std::size_t> errorCounts;    // by issue kind name

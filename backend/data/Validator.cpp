@@ -83,7 +83,7 @@ ValidationReport validateDataset(const std::filesystem::path& file,
   std::uint64_t nextProgressBytes = kProgressStepBytes;
   Example example;
   while (stream.next(example)) {
-    ++report.validExamples;
+    bool usable = true;
     const auto [it, inserted] = firstSeen.try_emplace(contentKey(example), 0);
     if (inserted) {
       it->second = report.duplicates.size();
@@ -109,11 +109,13 @@ ValidationReport validateDataset(const std::filesystem::path& file,
                     "boundary token is masked"});
         }
       } catch (const std::exception& error) {
+        usable = false;
         ++report.tokens->tokenizeErrors;
         sink({IssueKind::TokenizeError, Severity::Error, example.where,
               describeLocation(example.where) + ": " + error.what()});
       }
     }
+    report.validExamples += usable ? 1 : 0;
     if (options.progress && stream.reader().bytesRead() >= nextProgressBytes) {
       options.progress(stream.reader().bytesRead(), stream.reader().totalBytes());
       nextProgressBytes = stream.reader().bytesRead() + kProgressStepBytes;

@@ -22,7 +22,7 @@ class TestDatasetReader : public QObject {
     QCOMPARE(second.format, Format::Alpaca);
     QCOMPARE(second.messages.size(), std::size_t{2});
     QCOMPARE(second.messages[0].role, std::string("user"));
-    QCOMPARE(second.messages[0].content, std::string("Add the numbers.\n2 and 3"));
+    QCOMPARE(second.messages[0].content, std::string("Add the numbers.\n\n### Input:\n2 and 3"));
     QCOMPARE(second.messages[1].role, std::string("assistant"));
     QCOMPARE(second.messages[1].content, std::string("5"));
   }
@@ -95,7 +95,7 @@ class TestDatasetReader : public QObject {
     QCOMPARE(read.examples[0].where.element, std::optional<std::size_t>(0));
     QCOMPARE(read.examples[1].where.element, std::optional<std::size_t>(3));
     QCOMPARE(read.examples[1].where.line, std::size_t{17});
-    QCOMPARE(read.examples[1].messages[0].content, std::string("Fourth\nx"));
+    QCOMPARE(read.examples[1].messages[0].content, std::string("Fourth\n\n### Input:\nx"));
     QCOMPARE(read.examples[2].where.element, std::optional<std::size_t>(4));
     QCOMPARE(read.examples[2].messages[1].content, std::string("five"));
     const auto json = issuesOf(read.issues, IssueKind::JsonError);

@@ -1,0 +1,136 @@
+// train/cmd_validate_data.cpp — `lorascope-train validate-data FILE (--model DIR | --tokenizer
+// PATH) [--template NAME] [--max-seq-len N] [--format auto|alpaca|chat|text]
+// [--policy truncate|drop] [--train-on-all] [--json]`: the dataset report (backend/data) as text
+// or JSON on stdout; progress on stderr when it is a terminal.
+// Exit codes: 0 the report was produced (even when it lists bad lines); 1 FILE (or the
+// tokenizer/model folder) cannot be read at all; 2 a usage error.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "data/Validator.h"  // defines: validateDataset, ValidateOptions
+#include "train/CliArgs.h"
+#include "train/Commands.h"
+
+namespace lorascope::cli {
+
+namespace {
+
+std::size_t parseMaxSeqLen(const std::string& text) {
+  std::size_t used = 0;
+  unsigned long value = 0;
+  try {
+    value = std::stoul(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || text.front() == '-') {
+    throw UsageError("--max-seq-len needs a whole number of tokens (0 = no limit), got '" + text +
+                     "'");
+  }
+  return value;
+}
+
+std::optional<data::Format> parseFormat(const std::string& text) {
+  if (text == "auto") {
+    return std::nullopt;
+  }
+  if (const auto format = data::parseFormatName(text)) {
+    return format;
+  }
+  throw UsageError("--format must be auto, alpaca, chat or text, got '" + text + "'");
+}
+
+data::OverLengthPolicy parsePolicy(const std::string& text) {
+  if (text == "truncate") {
+    return data::OverLengthPolicy::Truncate;
+  }
+  if (text == "drop") {
+    return data::OverLengthPolicy::Drop;
+  }
+  throw UsageError("--policy must be truncate or drop, got '" + text + "'");
+}
+
+// The tokenizer and template: a model folder gives both; a bare tokenizer.json (or a folder
+// passed as --tokenizer) gets the template named by --template, alpaca by default.
+std::optional<data::ExampleEncoder> makeEncoder(const CliArgs& parsed) {
+  const auto model = parsed.value("model");
+  const auto tokenizerPath = parsed.value("tokenizer");
+  const auto templateName = parsed.value("template");
+  if (model && tokenizerPath) {
+    throw UsageError("give --model DIR or --tokenizer PATH, not both");
+  }
+  if (model) {
+    return data::ExampleEncoder(text::Tokenizer::fromModelDir(*model),
+                                templateName ? text::ChatTemplate::byName(*templateName)
+                                             : text::ChatTemplate::forModelDir(*model));
+  }
+  if (tokenizerPath) {
+    std::error_code ec;
+    const bool isDir = std::filesystem::is_directory(*tokenizerPath, ec);
+    return data::ExampleEncoder(isDir ? text::Tokenizer::fromModelDir(*tokenizerPath)
+                                      : text::Tokenizer::fromFile(*tokenizerPath),
+                                text::ChatTemplate::byName(templateName.value_or("alpaca")));
+  }
+  if (templateName) {
+    throw UsageError("--template needs --model DIR or --tokenizer PATH");
+  }
+  return std::nullopt;
+}
+
+void printProgress(std::uint64_t readBytes, std::uint64_t totalBytes) {
+  const double percent =
+      totalBytes > 0 ? 100.0 * static_cast<double>(readBytes) / static_cast<double>(totalBytes)
+                     : 100.0;
+  std::fprintf(stderr, "\rvalidate-data: %5.1f%% (%.1f of %.1f MiB)", percent,
+               static_cast<double>(readBytes) / 1048576.0,
+               static_cast<double>(totalBytes) / 1048576.0);
+  if (readBytes >= totalBytes) {
+    std::fprintf(stderr, "\n");
+  }
+}
+
+}  // namespace
+
+int runValidateData(const Args& args) {
+  const CliArgs parsed(args, {"json", "train-on-all"},
+                       {"model", "tokenizer", "template", "max-seq-len", "format", "policy"});
+  if (parsed.positional().size() != 1) {
+    throw UsageError("expected one dataset FILE (JSONL or a JSON array), got " +
+                     std::to_string(parsed.positional().size()) + " arguments");
+  }
+  const std::optional<data::ExampleEncoder> encoder = makeEncoder(parsed);
+  data::ValidateOptions options;
+  options.format = parseFormat(parsed.value("format").value_or("auto"));
+  options.encode.maxSeqLen = parseMaxSeqLen(parsed.value("max-seq-len").value_or("2048"));
+  options.encode.policy = parsePolicy(parsed.value("policy").value_or("truncate"));
+  options.encode.trainOnAll = parsed.has("train-on-all");
+  options.encoder = encoder ? &*encoder : nullptr;
+  if (::isatty(STDERR_FILENO) != 0) {
+    options.progress = printProgress;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  data::ValidationReport report;
+  try {
+    report = data::validateDataset(parsed.positional().front(), options);
+  } catch (const data::DatasetError& error) {
+    std::cerr << "lorascope-train validate-data: " << error.what() << "\n";
+    return 1;
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - start;
+  if (parsed.has("json")) {
+    std::cout << report.toJson().dump(2) << "\n";
+  } else {
+    std::cout << report.toText();
+    std::cout << "Validated in "
+              << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms\n";
+  }
+  return 0;
+}
+
+}  // namespace lorascope::cli

@@ -1,0 +1,184 @@
+// test_dataset_labels.cpp — examples to ids and labels: prompt tokens masked to −100 and
+// response tokens equal to their ids (ChatML, alpaca and text), several assistant turns,
+// train-on-all, truncate vs drop, and the prefix check of the prompt/response boundary. Uses the
+// committed test tokenizers of backend/text (tests/text/data).
+#include <QtTest>
+
+#include <filesystem>
+
+#include "data/ExampleEncoder.h"
+
+using namespace lorascope::data;
+using lorascope::text::ChatMessage;
+using lorascope::text::ChatTemplate;
+using lorascope::text::Tokenizer;
+
+namespace {
+
+Tokenizer qwenTokenizer() {
+  return Tokenizer::fromFile(std::filesystem::path(LORASCOPE_TEXT_TEST_DIR) /
+                             "qwen2_bpe.tokenizer.json");
+}
+
+Example chatExample(std::vector<Message> messages) {
+  Example example;
+  example.format = Format::Chat;
+  example.messages = std::move(messages);
+  return example;
+}
+
+std::vector<ChatMessage> toChat(const std::vector<Message>& messages) {
+  std::vector<ChatMessage> out;
+  for (const Message& m : messages) {
+    out.push_back({m.role, m.content});
+  }
+  return out;
+}
+
+// The text of the tokens whose label is not −100, in order.
+std::string trainedText(const Tokenizer& tokenizer, const EncodedExample& encoded) {
+  std::vector<std::int32_t> trained;
+  for (std::size_t i = 0; i < encoded.ids.size(); ++i) {
+    if (encoded.labels[i] != kIgnoreLabel) {
+      QTest::qCompare(encoded.labels[i], encoded.ids[i], "label", "id", __FILE__, __LINE__);
+      trained.push_back(encoded.ids[i]);
+    }
+  }
+  return tokenizer.decode(trained);
+}
+
+bool isPrefix(const std::vector<std::int32_t>& part, const std::vector<std::int32_t>& whole) {
+  return part.size() <= whole.size() && std::equal(part.begin(), part.end(), whole.begin());
+}
+
+const EncodeOptions kNoLimit{false, 0, OverLengthPolicy::Truncate};
+
+}  // namespace
+
+class TestDatasetLabels : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void chatMlMasksThePromptAndTrainsTheReply() {
+    const ExampleEncoder encoder(qwenTokenizer(), ChatTemplate::byName("chatml"));
+    const std::vector<Message> messages{
+        {"system", "You are terse."}, {"user", "Hi"}, {"assistant", "Hello."}};
+    const EncodedExample encoded = encoder.encode(chatExample(messages), kNoLimit);
+    const auto& tok = encoder.tokenizer();
+    const auto& tpl = encoder.chatTemplate();
+    QCOMPARE(encoded.ids, tok.encode(tpl.render(toChat(messages), false)));
+    const auto prompt = tok.encode(tpl.render(toChat({messages[0], messages[1]}), true));
+    QVERIFY(!encoded.prefixMismatch);
+    for (std::size_t i = 0; i < prompt.size(); ++i) {
+      QCOMPARE(encoded.labels[i], kIgnoreLabel);
+    }
+    for (std::size_t i = prompt.size(); i < encoded.ids.size(); ++i) {
+      QCOMPARE(encoded.labels[i], encoded.ids[i]);
+    }
+    QCOMPARE(trainedText(tok, encoded), std::string("Hello.<|im_end|>\n"));
+    QCOMPARE(encoded.trainedTokensBeforePolicy, encoded.ids.size() - prompt.size());
+  }
+
+  void everyAssistantTurnIsTrainedAndUserTurnsBetweenAreMasked() {
+    const ExampleEncoder encoder(qwenTokenizer(), ChatTemplate::byName("chatml"));
+    const EncodedExample encoded = encoder.encode(
+        chatExample(
+            {{"user", "2+2?"}, {"assistant", "4"}, {"user", "And 3+3?"}, {"assistant", "6"}}),
+        kNoLimit);
+    QCOMPARE(trainedText(encoder.tokenizer(), encoded), std::string("4<|im_end|>\n6<|im_end|>\n"));
+  }
+
+  void alpacaTemplateTrainsOnTheOutputOnly() {
+    const ExampleEncoder encoder(qwenTokenizer(), ChatTemplate::byName("alpaca"));
+    Example example = chatExample(
+        {{"user", ChatTemplate::alpacaUserMessage("Name a colour.", "")}, {"assistant", "Red."}});
+    example.format = Format::Alpaca;
+    const EncodedExample encoded = encoder.encode(example, kNoLimit);
+    QVERIFY(!encoded.prefixMismatch);
+    QCOMPARE(trainedText(encoder.tokenizer(), encoded), std::string("Red."));
+    QVERIFY(encoded.ids.size() > encoded.trainedTokensBeforePolicy);
+  }
+
+  void trainOnAllLabelsEveryToken() {
+    const ExampleEncoder encoder(qwenTokenizer(), ChatTemplate::byName("chatml"));
+    const EncodedExample encoded = encoder.encode(
+        chatExample({{"user", "Hi"}, {"assistant", "Hello."}}), {true, 0, OverLengthPolicy::Drop});
+    QCOMPARE(encoded.labels, encoded.ids);
+    QCOMPARE(encoded.trainedTokensBeforePolicy, encoded.ids.size());
+  }
+
+  void textExamplesAreTheirPostProcessedTokensAllTrained() {
+    const Tokenizer llama3 = Tokenizer::fromFile(std::filesystem::path(LORASCOPE_TEXT_TEST_DIR) /
+                                                 "llama3_bpe.tokenizer.json");
+    const ExampleEncoder encoder(llama3, ChatTemplate::byName("llama3"));
+    Example example;
+    example.format = Format::Text;
+    example.text = "The quick brown fox.";
+    const EncodedExample encoded = encoder.encode(example, kNoLimit);
+    QCOMPARE(encoded.ids, llama3.encodeWithPostProcessor(example.text));
+    QCOMPARE(encoded.ids.front(), *llama3.tokenId("<|begin_of_text|>"));
+    QCOMPARE(encoded.labels, encoded.ids);
+  }
+
+  void truncateKeepsTheFirstTokensAndCountsTheLoss() {
+    const ExampleEncoder encoder(qwenTokenizer(), ChatTemplate::byName("chatml"));
+    const Example example = chatExample({{"user", "Hi"}, {"assistant", "Hello there, friend."}});
+    const EncodedExample full = encoder.encode(example, kNoLimit);
+    const std::size_t max = full.ids.size() - 3;
+    const EncodedExample cut = encoder.encode(example, {false, max, OverLengthPolicy::Truncate});
+    QVERIFY(!cut.dropped);
+    QCOMPARE(cut.ids, std::vector<std::int32_t>(full.ids.begin(), full.ids.begin() + max));
+    QCOMPARE(cut.labels, std::vector<std::int32_t>(full.labels.begin(), full.labels.begin() + max));
+    QCOMPARE(cut.tokensBeforePolicy, full.ids.size());
+    QCOMPARE(cut.trainedTokens(), full.trainedTokens() - 3);
+  }
+
+  void dropDiscardsExamplesOverMaxSeqLenOnly() {
+    const ExampleEncoder encoder(qwenTokenizer(), ChatTemplate::byName("chatml"));
+    const Example example = chatExample({{"user", "Hi"}, {"assistant", "Hello there, friend."}});
+    const std::size_t length = encoder.encode(example, kNoLimit).ids.size();
+    const EncodedExample over =
+        encoder.encode(example, {false, length - 1, OverLengthPolicy::Drop});
+    QVERIFY(over.dropped);
+    QVERIFY(over.ids.empty() && over.labels.empty());
+    QCOMPARE(over.tokensBeforePolicy, length);
+    const EncodedExample fits = encoder.encode(example, {false, length, OverLengthPolicy::Drop});
+    QVERIFY(!fits.dropped);
+    QCOMPARE(fits.ids.size(), length);
+  }
+
+  void truncationThatLeavesNoResponseDropsTheExample() {
+    const ExampleEncoder encoder(qwenTokenizer(), ChatTemplate::byName("chatml"));
+    const std::vector<Message> messages{{"user", "A long question about many things"},
+                                        {"assistant", "Yes."}};
+    const auto prompt =
+        encoder.tokenizer().encode(encoder.chatTemplate().render(toChat({messages[0]}), true));
+    const EncodedExample cut =
+        encoder.encode(chatExample(messages), {false, prompt.size(), OverLengthPolicy::Truncate});
+    QVERIFY(cut.dropped);
+    QCOMPARE(cut.trainedTokens(), std::size_t{0});
+  }
+
+  void prefixMismatchIsFlaggedAndTheStraddlingTokenMasked() {
+    // The alpaca prompt ends in "### Response:\n"; a reply starting with "\n" makes "\n\n"
+    // one pre-token of the whole text, so the prompt's own tokens are no prefix of it.
+    const ExampleEncoder encoder(qwenTokenizer(), ChatTemplate::byName("alpaca"));
+    const std::vector<Message> messages{{"user", "Say hi."}, {"assistant", "\n\nHi."}};
+    const auto& tok = encoder.tokenizer();
+    const auto prompt = tok.encode(encoder.chatTemplate().render(toChat({messages[0]}), true));
+    const auto whole = tok.encode(encoder.chatTemplate().render(toChat(messages), false));
+    QVERIFY2(!isPrefix(prompt, whole), "the fixture must break the prefix property");
+    const EncodedExample encoded = encoder.encode(chatExample(messages), kNoLimit);
+    QVERIFY(encoded.prefixMismatch);
+    const std::size_t common = static_cast<std::size_t>(
+        std::mismatch(prompt.begin(), prompt.end(), whole.begin(), whole.end()).first -
+        prompt.begin());
+    for (std::size_t i = 0; i <= common; ++i) {
+      QCOMPARE(encoded.labels[i], kIgnoreLabel);
+    }
+    QCOMPARE(encoded.labels.back(), encoded.ids.back());
+  }
+};
+
+QTEST_APPLESS_MAIN(TestDatasetLabels)
+#include "test_dataset_labels.moc"
