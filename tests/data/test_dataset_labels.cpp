@@ -160,9 +160,13 @@ class TestDatasetLabels : public QObject {
   }
 
   void prefixMismatchIsFlaggedAndTheStraddlingTokenMasked() {
-    // The alpaca prompt ends in "### Response:\n"; a reply starting with "\n" makes "\n\n"
-    // one pre-token of the whole text, so the prompt's own tokens are no prefix of it.
-    const ExampleEncoder encoder(qwenTokenizer(), ChatTemplate::byName("alpaca"));
+    // newline_merge.tokenizer.json: byte-level BPE whose only merge is "\n\n". The alpaca prompt
+    // ends in "### Response:\n"; a reply starting with "\n\n" turns that last "\n" into part of
+    // a "\n\n" token, so the prompt's own tokens are no prefix of the whole conversation's.
+    const ExampleEncoder encoder(
+        Tokenizer::fromFile(std::filesystem::path(LORASCOPE_DATA_TEST_DIR) /
+                            "newline_merge.tokenizer.json"),
+        ChatTemplate::byName("alpaca"));
     const std::vector<Message> messages{{"user", "Say hi."}, {"assistant", "\n\nHi."}};
     const auto& tok = encoder.tokenizer();
     const auto prompt = tok.encode(encoder.chatTemplate().render(toChat({messages[0]}), true));

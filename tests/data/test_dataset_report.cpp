@@ -83,9 +83,15 @@ class TestDatasetReport : public QObject {
 
   void truncateAndDropReportWhatTheyCost() {
     const ExampleEncoder encoder = alpacaEncoder();
-    std::vector<std::size_t> lengths = directLengths(fixture("alpaca_broken_line.jsonl"), encoder);
-    std::sort(lengths.begin(), lengths.end());
-    const std::size_t max = lengths[1];  // half the examples are longer... or equal
+    const std::vector<std::size_t> lengths =
+        directLengths(fixture("alpaca_broken_line.jsonl"), encoder);
+    // One token more than the longest prompt: truncation cuts responses, never a whole one.
+    std::size_t longestPrompt = 0;
+    for (const Example& example : readAll(fixture("alpaca_broken_line.jsonl")).examples) {
+      const EncodedExample full = encoder.encode(example, {false, 0, OverLengthPolicy::Truncate});
+      longestPrompt = std::max(longestPrompt, full.ids.size() - full.trainedTokens());
+    }
+    const std::size_t max = longestPrompt + 1;
     std::size_t over = 0;
     std::uint64_t tokensOver = 0;
     std::uint64_t tokensOfLongOnes = 0;
