@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "memory/SimulatedDevice.h"  // defines: formatBytes
@@ -97,6 +98,121 @@ std::size_t segmentBytesFor(std::size_t blockBytes) {
     return kLargeSegmentBytes;
   }
   return (blockBytes + kLargeRoundBytes - 1) / kLargeRoundBytes * kLargeRoundBytes;
+}
+
+}  // namespace lorascope::memory
+
+namespace lorascope::memory {
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+double parseNumber(std::string_view key, std::string_view value) {
+  const std::string text(value);
+  char* end = nullptr;
+  const double number = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(number >= 0.0)) {
+    throw std::invalid_argument("allocator conf: " + std::string(key) +
+                                " needs a non-negative number, got '" + text + "'");
+  }
+  return number;
+}
+
+std::size_t parseMiB(std::string_view key, std::string_view value) {
+  const double mib = parseNumber(key, value);
+  if (mib != static_cast<double>(static_cast<std::size_t>(mib))) {
+    throw std::invalid_argument("allocator conf: " + std::string(key) + " must be whole MiB");
+  }
+  return static_cast<std::size_t>(mib) * kMiB;
+}
+
+}  // namespace
+
+AllocatorPolicy parseAllocatorConf(std::string_view conf) {
+  AllocatorPolicy policy;
+  while (!conf.empty()) {
+    const std::size_t comma = conf.find(',');
+    const std::string_view entry = conf.substr(0, comma);
+    conf = comma == std::string_view::npos ? std::string_view{} : conf.substr(comma + 1);
+    if (entry.empty()) {
+      continue;
+    }
+    const std::size_t colon = entry.find(':');
+    if (colon == std::string_view::npos) {
+      throw std::invalid_argument("allocator conf: '" + std::string(entry) + "' is not key:value");
+    }
+    const std::string_view key = entry.substr(0, colon);
+    const std::string_view value = entry.substr(colon + 1);
+    if (key == "max_split_size_mb") {
+      policy.maxSplitBytes = parseMiB(key, value);
+    } else if (key == "garbage_collection_threshold") {
+      policy.garbageCollectionThreshold = parseNumber(key, value);
+    } else if (key == "roundup_power2_divisions") {
+      policy.roundupPower2Divisions = static_cast<unsigned>(parseNumber(key, value));
+    } else if (key == "arena_mb") {
+      policy.arenaBytes = parseMiB(key, value);
+    } else if (key == "mode") {
+      if (value != "caching" && value != "arena") {
+        throw std::invalid_argument("allocator conf: mode must be caching or arena, got '" +
+                                    std::string(value) + "'");
+      }
+      policy.mode = value == "arena" ? AllocatorMode::Arena : AllocatorMode::Caching;
+    } else if (key == "expandable_segments") {
+      throw std::invalid_argument(
+          "allocator conf: expandable_segments is not supported by LoRAscope's allocator; "
+          "use max_split_size_mb or mode:arena against fragmentation");
+    } else {
+      throw std::invalid_argument(
+          "allocator conf: unknown key '" + std::string(key) +
+          "' (known: max_split_size_mb, garbage_collection_threshold, roundup_power2_divisions, "
+          "mode, arena_mb)");
+    }
+  }
+  validatePolicy(policy);
+  return policy;
+}
+
+nlohmann::json policyToJson(const AllocatorPolicy& policy) {
+  return {{"mode", modeName(policy.mode)},
+          {"max_split_bytes", policy.maxSplitBytes == kUnlimitedSplit
+                                  ? nlohmann::json(nullptr)
+                                  : nlohmann::json(policy.maxSplitBytes)},
+          {"garbage_collection_threshold", policy.garbageCollectionThreshold},
+          {"roundup_power2_divisions", policy.roundupPower2Divisions},
+          {"arena_bytes", policy.arenaBytes}};
+}
+
+AllocatorPolicy policyFromJson(const nlohmann::json& json) {
+  if (!json.is_object()) {
+    throw std::invalid_argument("allocator policy: expected a JSON object");
+  }
+  AllocatorPolicy policy;
+  try {
+    for (const auto& [key, value] : json.items()) {
+      if (key == "mode") {
+        const std::string mode = value.get<std::string>();
+        if (mode != "caching" && mode != "arena") {
+          throw std::invalid_argument("allocator policy: mode must be caching or arena, got '" +
+                                      mode + "'");
+        }
+        policy.mode = mode == "arena" ? AllocatorMode::Arena : AllocatorMode::Caching;
+      } else if (key == "max_split_bytes") {
+        policy.maxSplitBytes = value.is_null() ? kUnlimitedSplit : value.get<std::size_t>();
+      } else if (key == "garbage_collection_threshold") {
+        policy.garbageCollectionThreshold = value.get<double>();
+      } else if (key == "roundup_power2_divisions") {
+        policy.roundupPower2Divisions = value.get<unsigned>();
+      } else if (key == "arena_bytes") {
+        policy.arenaBytes = value.get<std::size_t>();
+      } else {
+        throw std::invalid_argument("allocator policy: unknown key '" + key + "'");
+      }
+    }
+  } catch (const nlohmann::json::exception& error) {
+    throw std::invalid_argument(std::string("allocator policy: wrong value type: ") + error.what());
+  }
+  validatePolicy(policy);
+  return policy;
 }
 
 }  // namespace lorascope::memory

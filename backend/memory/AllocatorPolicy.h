@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
 
 namespace lorascope::memory {
 
@@ -52,6 +55,15 @@ struct AllocatorPolicy {
 // of two, max split below the large-segment size, arena mode without a size).
 void validatePolicy(const AllocatorPolicy& policy);
 std::string describePolicy(const AllocatorPolicy& policy);  // one line for the run log
+
+// PyTorch's allocator setting (PYTORCH_CUDA_ALLOC_CONF / PYTORCH_HIP_ALLOC_CONF) mapped to ours:
+// "max_split_size_mb:512,garbage_collection_threshold:0.6,roundup_power2_divisions:4", plus our
+// "mode:arena" and "arena_mb:N". Unknown or unsupported keys (expandable_segments) and bad values
+// throw std::invalid_argument naming the key; the result is validated.
+AllocatorPolicy parseAllocatorConf(std::string_view conf);
+// The policy as profiles and engine commands carry it; policyFromJson rejects unknown keys.
+nlohmann::json policyToJson(const AllocatorPolicy& policy);
+AllocatorPolicy policyFromJson(const nlohmann::json& json);
 
 // The block size a request of `bytes` gets: a multiple of kMinBlockBytes, after the power-of-two
 // division round-up when `divisions` > 1.
