@@ -54,7 +54,7 @@ void Engine::finishRun(RunState state, const std::string& detail) {
   job_.reset();
 }
 
-void Engine::run() {
+int Engine::run() {
   publish(hello_);
   setState(RunState::Idle);
   for (;;) {
@@ -67,7 +67,7 @@ void Engine::run() {
         wake_.wait(lock, [&] { return shutdownRequested_ || inputClosed_ || !queue_.empty(); });
       }
       if (shutdownRequested_) {
-        return;
+        return 0;
       }
       commands.swap(queue_);
       inputClosed = inputClosed_;
@@ -81,7 +81,7 @@ void Engine::run() {
         Command stop = StopCommand{};
         handle(stop);
       }
-      return;
+      return 0;
     }
     if (state_ != RunState::Running || !job_) {
       continue;
@@ -97,6 +97,12 @@ void Engine::run() {
         publish(job_->checkpoint());
         finishRun(RunState::Finished, "all steps done");
       }
+    } catch (const StickyDeviceError& e) {
+      ErrorEvent error = e.event();
+      error.sticky = true;
+      publish(error);
+      setState(RunState::Failed, "the GPU is unusable until the engine restarts");
+      return kExitStickyError;  // the job (and its device context) is abandoned with the process
     } catch (const std::exception& e) {
       publish(ErrorEvent{"training", "step", 0, e.what(),
                          "the run stopped at its last completed step; fix the cause and resume",
@@ -117,7 +123,7 @@ void Engine::handle(Command& command) {
     }
     setState(RunState::Starting);
     try {
-      job_ = factory_(start->runConfig, [this](const TimedEvent& e) { sink_(e); });
+      job_ = factory_(start->runConfig, [this](const TimedEvent& e) { publish(e.event); });
       setState(RunState::Running);
     } catch (const std::exception& e) {
       publish(ErrorEvent{"input", "start", 0, e.what(), "check the run settings and start again",

@@ -34,6 +34,21 @@ class CancelFlag {
 
 using EventSink = std::function<void(const TimedEvent&)>;
 
+// Thrown by a job when the device is unusable (a sticky GPU error: illegal address, a BLAS
+// failure that poisons the context). The engine reports it and run() returns kExitStickyError so
+// the process exits and the supervisor restarts it on the next rung of the ladder.
+class StickyDeviceError : public std::runtime_error {
+ public:
+  explicit StickyDeviceError(ErrorEvent event)
+      : std::runtime_error(event.message), event_(std::move(event)) {}
+  const ErrorEvent& event() const { return event_; }
+
+ private:
+  ErrorEvent event_;
+};
+
+inline constexpr int kExitStickyError = 3;
+
 // What the engine runs. A trainer implements it; all calls come from the engine thread.
 class EngineJob {
  public:
@@ -63,8 +78,9 @@ class Engine {
 
   // Thread-safe; returns at once. The command takes effect at the next step boundary.
   void post(Command command);
-  // Runs until shutdown(): emits hello, then serves commands and steps. Call on the engine thread.
-  void run();
+  // Runs until shutdown() or closeInput(): emits hello, then serves commands and steps. Call on
+  // the engine thread. Returns 0, or kExitStickyError after a StickyDeviceError.
+  int run();
   // Thread-safe: ends run() after the current op (no checkpoint; send stop first for one).
   void shutdown();
   // Thread-safe: the command source is gone (the GUI closed the pipe). A run in progress stops as

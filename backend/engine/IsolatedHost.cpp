@@ -61,14 +61,14 @@ void IsolatedHost::start() {
 }
 
 void IsolatedHost::send(const Command& command) {
-  if (process_.state() != QProcess::Running) {
+  if (process_.state() == QProcess::NotRunning) {
     emit event(TimedEvent{0, ErrorEvent{"engine", std::string(commandType(command)), 0,
                                         "the engine process is not running", "", false}});
     return;
   }
   QByteArray line = QByteArray::fromStdString(encodeCommand(command));
   line.append('\n');
-  process_.write(line);
+  process_.write(line);  // while still starting, QProcess keeps it until the child runs
 }
 
 void IsolatedHost::kill() {

@@ -33,6 +33,8 @@ class IsolatedHost : public EngineHost {
   qint64 processId() const { return process_.processId(); }
   // Kills the child at once (what the watchdog does to a hung engine).
   void kill();
+  // Closes the child's stdin: the engine stops a run with a checkpoint and exits.
+  void closeInput() { process_.closeWriteChannel(); }
 
  signals:
   void exited(const lorascope::engine::EngineExit& exit);

@@ -1,0 +1,46 @@
+// engine/StdioEngine.cpp — a reader thread feeds the engine; the engine thread writes events.
+#include "engine/StdioEngine.h"
+
+#include <istream>
+#include <mutex>
+#include <ostream>
+#include <string>
+#include <thread>
+
+namespace lorascope::engine {
+
+int serveEngineOverStreams(JobFactory factory, HelloEvent hello, std::istream& in,
+                           std::ostream& out) {
+  std::mutex outMutex;
+  auto writeLine = [&](const TimedEvent& event) {
+    const std::string line = encodeEvent(event);
+    const std::lock_guard lock(outMutex);
+    out << line << '\n';
+    out.flush();
+  };
+  Engine engine(std::move(factory), writeLine, std::move(hello));
+  std::thread reader([&] {
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line.back() == '\r')
+        line.pop_back();
+      if (line.empty())
+        continue;
+      try {
+        engine.post(decodeCommand(line));
+      } catch (const ProtocolError& e) {
+        writeLine(TimedEvent{0, protocolErrorEvent(e, line)});
+      }
+    }
+    engine.closeInput();
+  });
+  const int code = engine.run();
+  if (code != 0) {
+    reader.detach();  // still blocked on stdin; the process exits now and takes it along
+    return code;
+  }
+  reader.join();
+  return 0;
+}
+
+}  // namespace lorascope::engine

@@ -1,0 +1,17 @@
+// engine/StdioEngine.h — the isolated engine's transport: commands as JSON lines on stdin,
+// events as JSON lines on stdout (flushed per line), diagnostics on stderr. When stdin ends (the
+// GUI closed the pipe or died), a run in progress stops with a checkpoint and the call returns.
+#pragma once
+
+#include <iosfwd>
+
+#include "engine/Engine.h"
+
+namespace lorascope::engine {
+
+// Serves one engine until its input ends; returns the process exit code: 0, or
+// kExitStickyError after a sticky device error (return it from main at once).
+int serveEngineOverStreams(JobFactory factory, HelloEvent hello, std::istream& in,
+                           std::ostream& out);
+
+}  // namespace lorascope::engine
