@@ -172,6 +172,8 @@ void printText(std::ostream& out, const tel::ProviderSet& set, const std::vector
   }
   if (!anyGpu) {
     out << "GPU telemetry: none\n";
+  } else if (!set.unavailable.empty()) {
+    out << "providers not in use:\n";
   }
   for (const tel::UnavailableProvider& u : set.unavailable) {
     out << "  " << u.name << ": " << u.reason << "\n";
