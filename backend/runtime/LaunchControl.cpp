@@ -20,6 +20,11 @@ void LaunchControl::enterOp(const char* op) {
   faults_.atLaunch(op);
 }
 
+void LaunchControl::beginStep(std::int64_t step) {
+  watchdog_.noteProgress();
+  faults_.atStep(step);
+}
+
 std::optional<HangReport> LaunchControl::checkHang() const {
   return watchdog_.check(queues_.lastCompletionMs(), queues_.oldestPending());
 }

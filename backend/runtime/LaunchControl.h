@@ -35,6 +35,9 @@ class LaunchControl {
   // Before an op runs: notes it for the watchdog, then lets the fault injector act (may throw
   // InjectedFault or block in an injected hang). `op` must be a string literal.
   void enterOp(const char* op);
+  // The step boundary: step-progress for the watchdog, then step fault rules (may throw
+  // InjectedFault or block in an injected hang). Call with the step about to run.
+  void beginStep(std::int64_t step);
 
   FaultInjector& faults() { return faults_; }
   QueueTracker& queues() { return queues_; }

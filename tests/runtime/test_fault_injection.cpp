@@ -143,6 +143,12 @@ class TestFaultInjection : public QObject {
     LaunchControl control(nullptr, parseFaultSpec("oom@matmul#2"));
     control.enterOp("matmul");
     QVERIFY_THROWS_EXCEPTION(InjectedFault, control.enterOp("matmul"));
+    LaunchControl stepped(nullptr, parseFaultSpec("illegal_address@step#4"));
+    for (int step = 0; step < 4; ++step) {
+      stepped.beginStep(step);
+    }
+    QVERIFY_THROWS_EXCEPTION(InjectedFault, stepped.beginStep(4));
+    QVERIFY_THROWS_EXCEPTION(InjectedFault, stepped.enterOp("rope"));  // sticky afterwards
     control.setPolicy({true, false});
     QCOMPARE(control.policy(), (LaunchPolicy{true, false}));
   }
