@@ -124,7 +124,9 @@ int runValidateData(const Args& args) {
   }
   const auto elapsed = std::chrono::steady_clock::now() - start;
   if (parsed.has("json")) {
-    std::cout << report.toJson().dump(2) << "\n";
+    // A file name that is not UTF-8 must not stop the report: such bytes become U+FFFD.
+    std::cout << report.toJson().dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   } else {
     std::cout << report.toText();
     std::cout << "Validated in "

@@ -41,19 +41,40 @@ int nestingDepth(std::string_view text) {
   return deepest;
 }
 
+// Characters of nlohmann's "last read: '...'" excerpt that are kept (its end, where the fault is).
+constexpr std::size_t kLastReadChars = 60;
+
 // nlohmann's message without its "[json.exception.parse_error.101] parse error at line 1,
-// column 5: " prefix, whose line/column are relative to the record, not the file.
+// column 5: " prefix, whose line/column are relative to the record, not the file; a long
+// "last read" excerpt (it can hold a whole response) is cut to its end.
 std::string syntaxMessage(const nlohmann::json::parse_error& error) {
   std::string message = error.what();
   const std::size_t column = message.find("column ");
-  if (column != std::string::npos) {
-    const std::size_t colon = message.find(": ", column);
-    if (colon != std::string::npos) {
-      return message.substr(colon + 2);
-    }
+  const std::size_t colon = column == std::string::npos ? column : message.find(": ", column);
+  if (colon != std::string::npos) {
+    message.erase(0, colon + 2);
+  } else if (const std::size_t bracket = message.find("] "); bracket != std::string::npos) {
+    message.erase(0, bracket + 2);
   }
-  const std::size_t bracket = message.find("] ");
-  return bracket == std::string::npos ? message : message.substr(bracket + 2);
+  // "...; last read: '<excerpt>'" optionally followed by "; expected <token>".
+  const std::string marker = "last read: '";
+  const std::size_t start = message.find(marker);
+  if (start == std::string::npos) {
+    return message;
+  }
+  const std::size_t from = start + marker.size();
+  std::size_t end = message.find("'; expected ", from);
+  if (end == std::string::npos) {
+    end = message.rfind('\'');
+  }
+  if (end != std::string::npos && end > from && end - from > kLastReadChars) {
+    std::size_t cut = end - kLastReadChars;
+    while (cut < end && (static_cast<unsigned char>(message[cut]) & 0xc0u) == 0x80u) {
+      ++cut;  // never split a UTF-8 sequence
+    }
+    message.replace(from, cut - from, "...");
+  }
+  return message;
 }
 
 }  // namespace

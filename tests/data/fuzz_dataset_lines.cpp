@@ -52,7 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const lorascope::data::ValidationReport report =
         lorascope::data::validateDataset(scratchFile(), options);
-    const std::string json = report.toJson().dump();
+    const std::string json =
+        report.toJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::strict);
     const std::string text = report.toText();
     if (json.empty() || text.empty()) {
       __builtin_trap();

@@ -1,0 +1,180 @@
+// test_controls_profiles.cpp — toggles go pending → applied on the engine's confirmation; the
+// profile bar switches with one click and says which switches restart the engine; the profile
+// editor refuses forbidden variables and flags folklore ones through backend/profiles' parser.
+#include <QtTest>
+
+#include <QAbstractButton>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QLineEdit>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QTemporaryDir>
+
+#include "RecordedStream.h"
+#include "profiles/Builtins.h"
+#include "widgets/ControlsPanel.h"
+#include "widgets/ProfileBar.h"
+#include "widgets/ProfileEditorDialog.h"
+
+using namespace lorascope;
+using namespace lorascope::engine;
+using widgets::ControlsPanel;
+
+namespace {
+
+SetToggleCommand lastSet(const QSignalSpy& spy) {
+  return std::get<SetToggleCommand>(spy.last().at(0).value<Command>());
+}
+
+}  // namespace
+
+class TestControlsProfiles : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void togglesWaitForTheEnginesConfirmation() {
+    ControlsPanel panel;
+    QVERIFY(!panel.editor(Toggle::Serialize)->isEnabled());  // no engine yet
+    panel.setEngineAvailable(true);
+    QCOMPARE(panel.status(Toggle::Serialize), ControlsPanel::Status::NotReported);
+    QSignalSpy commands(&panel, &ControlsPanel::commandRequested);
+    auto* check = qobject_cast<QCheckBox*>(panel.editor(Toggle::Serialize));
+    QVERIFY(check != nullptr);
+    check->click();
+    QCOMPARE(commands.count(), 1);
+    QCOMPARE(lastSet(commands).toggle, Toggle::Serialize);
+    QCOMPARE(lastSet(commands).value, nlohmann::json(true));
+    QCOMPARE(panel.status(Toggle::Serialize), ControlsPanel::Status::Pending);
+    QCOMPARE(panel.statusText(Toggle::Serialize), QStringLiteral("pending: on"));
+    panel.handleEvent({20001, ToggleAppliedEvent{Toggle::Serialize, true, 40}});
+    QCOMPARE(panel.status(Toggle::Serialize), ControlsPanel::Status::Applied);
+    QCOMPARE(panel.statusText(Toggle::Serialize), QStringLiteral("applied at step 40"));
+    QVERIFY(check->isChecked());
+  }
+
+  void anotherValueStaysPendingUntilItsOwnConfirmation() {
+    ControlsPanel panel;
+    panel.setEngineAvailable(true);
+    QSignalSpy commands(&panel, &ControlsPanel::commandRequested);
+    auto* spin = qobject_cast<QSpinBox*>(panel.editor(Toggle::MicroBatch));
+    spin->setValue(4);
+    spin->setValue(8);
+    QCOMPARE(commands.count(), 2);
+    QCOMPARE(lastSet(commands).value, nlohmann::json(8));
+    panel.handleEvent({100, ToggleAppliedEvent{Toggle::MicroBatch, 4, 3}});
+    QCOMPARE(panel.status(Toggle::MicroBatch), ControlsPanel::Status::Pending);
+    QCOMPARE(spin->value(), 8);
+    QCOMPARE(*panel.appliedValue(Toggle::MicroBatch), nlohmann::json(4));
+    panel.handleEvent({200, ToggleAppliedEvent{Toggle::MicroBatch, 8, 4}});
+    QCOMPARE(panel.status(Toggle::MicroBatch), ControlsPanel::Status::Applied);
+  }
+
+  void changesMadeByTheEngineShowWithoutARequest() {
+    ControlsPanel panel;
+    const auto stream = testing::readStream("synthetic_gpu_run.jsonl");
+    for (const TimedEvent& e : stream) {
+      panel.handleEvent(e);
+    }
+    auto* gemm = qobject_cast<QComboBox*>(panel.editor(Toggle::GemmBackend));
+    QCOMPARE(gemm->currentData().toString(), QStringLiteral("builtin"));  // the ladder's doing
+    QCOMPARE(panel.statusText(Toggle::GemmBackend), QStringLiteral("applied at step 80"));
+    QCOMPARE(panel.status(Toggle::Blocking), ControlsPanel::Status::NotReported);
+    QCOMPARE(panel.effectiveBatchText(),
+             QStringLiteral("Effective batch: 2 × 8 accumulation = 16 sequences"));
+    QCOMPARE(ControlsPanel::applyMode(Toggle::AllocatorPolicy), ControlsPanel::ApplyMode::Live);
+  }
+
+  void profileBarListsBuiltinsThenUserProfilesAndSwitchesInOneClick() {
+    QTemporaryDir dir;
+    profiles::Profile mine;
+    mine.name = "Mine";
+    mine.description = "test";
+    mine.environment["GPU_MAX_HW_QUEUES"] = "2";
+    profiles::ProfileStore(dir.path().toStdString()).save(mine);
+    QFile broken(dir.filePath("broken.json"));
+    QVERIFY(broken.open(QIODevice::WriteOnly));
+    broken.write("{\"name\": \"Broken\"}");
+    broken.close();
+
+    widgets::ProfileBar bar(dir.path().toStdString());
+    const QStringList names = bar.profileNames();
+    QCOMPARE(names.size(), static_cast<int>(profiles::builtinProfiles().size()) + 1);
+    QCOMPARE(names.first(), QStringLiteral("Balanced"));
+    QCOMPARE(names.last(), QStringLiteral("Mine"));
+    QCOMPARE(bar.loadProblems().size(), 1);
+    QVERIFY(bar.loadProblems().first().contains("description"));
+
+    QVERIFY(!bar.button("Low VRAM")->isEnabled());  // no engine to switch
+    bar.setEngineAvailable(true);
+    QSignalSpy commands(&bar, &widgets::ProfileBar::commandRequested);
+    bar.button("Low VRAM")->click();
+    QCOMPARE(commands.count(), 1);
+    const auto sw = std::get<SwitchProfileCommand>(commands.last().at(0).value<Command>());
+    QCOMPARE(sw.name, std::string("Low VRAM"));
+    QVERIFY(bar.button("Low VRAM")->isChecked());
+    QCOMPARE(bar.requestedProfile(), QStringLiteral("Low VRAM"));
+  }
+
+  void switchesThatChangeTheEnvironmentSayTheyRestart() {
+    QTemporaryDir dir;
+    widgets::ProfileBar bar(dir.path().toStdString());
+    QVERIFY(bar.switchSummary("ROCm stable").contains("restarts the engine"));
+    QVERIFY(bar.switchSummary("ROCm stable").contains("GPU_MAX_HW_QUEUES: (unset) → 4"));
+    QVERIFY(bar.switchSummary("Built-in GEMM").contains("without a restart"));
+    QVERIFY(bar.button("ROCm stable")->toolTip().contains("restarts the engine"));
+  }
+
+  void editorRefusesForbiddenVariables() {
+    QTemporaryDir dir;
+    profiles::ProfileStore store(dir.path().toStdString());
+    profiles::Profile p;
+    p.name = "Injected";
+    p.description = "tries to preload a library";
+    widgets::ProfileEditorDialog editor(store, p);
+    QVERIFY(editor.canSave());
+    editor.addEnvironmentRow("LD_PRELOAD", "/tmp/evil.so");
+    QVERIFY(!editor.canSave());
+    QVERIFY2(editor.problems().contains("LD_PRELOAD"), qPrintable(editor.problems()));
+    const QString check =
+        editor.environmentTable()->item(0, widgets::ProfileEditorDialog::CheckColumn)->text();
+    QVERIFY2(check.startsWith("forbidden"), qPrintable(check));
+    QVERIFY(!editor.save().isEmpty());
+    QVERIFY(store.load().profiles.size() == profiles::builtinProfiles().size());
+  }
+
+  void editorFlagsFolkloreAndSaves() {
+    QTemporaryDir dir;
+    profiles::ProfileStore store(dir.path().toStdString());
+    profiles::Profile p;
+    p.name = "Folk";
+    p.description = "from a forum answer";
+    widgets::ProfileEditorDialog editor(store, p);
+    editor.addEnvironmentRow("HIP_SERIALIZE_KERNEL", "1");
+    QVERIFY(editor.canSave());
+    QVERIFY2(editor.notes().contains("AMD_SERIALIZE_KERNEL"), qPrintable(editor.notes()));
+    const QString check =
+        editor.environmentTable()->item(0, widgets::ProfileEditorDialog::CheckColumn)->text();
+    QVERIFY2(check.startsWith("folklore"), qPrintable(check));
+    QCOMPARE(editor.save(), QString());
+    const auto listing = store.load();
+    QCOMPARE(listing.profiles.back().profile.name, std::string("Folk"));
+    QCOMPARE(listing.profiles.back().profile.environment.at("HIP_SERIALIZE_KERNEL"),
+             std::string("1"));
+  }
+
+  void editingABuiltinSavesACopy() {
+    QTemporaryDir dir;
+    profiles::ProfileStore store(dir.path().toStdString());
+    widgets::ProfileEditorDialog editor(store, profiles::defaultProfile());
+    QCOMPARE(editor.nameEdit()->text(), QStringLiteral("Balanced (custom)"));
+    editor.nameEdit()->setText("Balanced");
+    QVERIFY(editor.save().contains("built-in"));
+    editor.nameEdit()->setText("Balanced (custom)");
+    QCOMPARE(editor.save(), QString());
+    QCOMPARE(store.load().profiles.back().profile.toggles, profiles::defaultProfile().toggles);
+  }
+};
+
+QTEST_MAIN(TestControlsProfiles)
+#include "test_controls_profiles.moc"

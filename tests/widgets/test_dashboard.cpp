@@ -1,0 +1,196 @@
+// test_dashboard.cpp — the dashboard fed the synthetic streams: the right series, values, "n/a"
+// for metrics a run does not report, markers at their times, one replace() per tick; and the
+// min/max decimator that keeps every chart at a few thousand points.
+#include <QtTest>
+
+#include <QLineSeries>
+#include <QValueAxis>
+
+#include "RecordedStream.h"
+#include "widgets/Dashboard.h"
+#include "widgets/SeriesDecimator.h"
+
+using namespace lorascope;
+using namespace lorascope::engine;
+using widgets::Dashboard;
+using widgets::MarkerKind;
+
+namespace {
+
+void feed(Dashboard& d, const std::vector<TimedEvent>& events) {
+  for (const TimedEvent& e : events) {
+    d.handleEvent(e);
+  }
+  d.refresh();
+}
+
+}  // namespace
+
+class TestDashboard : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void showsTheEmptyStateUntilTheFirstReport() {
+    Dashboard d;
+    QVERIFY(!d.showsCharts());
+    d.handleEvent({0, HelloEvent{}});
+    d.handleEvent({0, StateEvent{RunState::Running, 0, ""}});
+    QVERIFY(!d.showsCharts());
+    d.handleEvent({500, StepEvent{1, 2.0, 1e-4, 1.0, 100.0, 1, 1}});
+    QVERIFY(d.showsCharts());
+  }
+
+  void gpuStreamFillsEverySeries() {
+    const auto stream = testing::readStream("synthetic_gpu_run.jsonl");
+    const auto steps = testing::eventsOfType<StepEvent>(stream);
+    Dashboard d;
+    feed(d, stream);
+    QLineSeries* loss = d.lossChart()->lineSeries(Dashboard::Loss);
+    QCOMPARE(loss->count(), static_cast<int>(steps.size()));  // fewer steps than buckets
+    QCOMPARE(loss->at(loss->count() - 1).y(), steps.back().loss);
+    QCOMPARE(d.lossChart()->lineSeries(Dashboard::LearningRate)->at(0).y(),
+             steps.front().learningRate);
+    QCOMPARE(d.throughputChart()->lineSeries(0)->count(), static_cast<int>(steps.size()));
+    const auto memory = testing::eventsOfType<MemoryEvent>(stream);
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    QCOMPARE(d.memoryChart()->lineSeries(Dashboard::HeldOutside)->at(0).y(),
+             static_cast<double>(*memory.front().heldOutsideBytes) / gib);
+    for (int s = 0; s < d.memoryChart()->seriesCount(); ++s) {
+      QVERIFY(d.memoryChart()->lineSeries(s)->count() > 0);
+      QVERIFY2(!d.memoryChart()->valueText(s).contains("n/a"),
+               qPrintable(d.memoryChart()->valueText(s)));
+    }
+    QVERIFY(d.allocatorChart()->valueText(Dashboard::Fragmentation).endsWith("%"));
+    QCOMPARE(d.queueChart()->seriesCount(), 2);
+    QCOMPARE(d.queueChart()->lineSeries(0)->name(), QStringLiteral("compute"));
+    QCOMPARE(d.queueChart()->lineSeries(1)->name(), QStringLiteral("copy"));
+  }
+
+  void markersComeFromToggleCheckpointAndIncidentEvents() {
+    const auto stream = testing::readStream("synthetic_gpu_run.jsonl");
+    Dashboard d;
+    feed(d, stream);
+    std::map<MarkerKind, int> count;
+    for (const widgets::ChartMarker& m : d.markers()) {
+      ++count[m.kind];
+    }
+    QCOMPARE(count[MarkerKind::Toggle],
+             static_cast<int>(testing::eventsOfType<ToggleAppliedEvent>(stream).size()));
+    QCOMPARE(count[MarkerKind::Checkpoint],
+             static_cast<int>(testing::eventsOfType<CheckpointEvent>(stream).size()));
+    QCOMPARE(count[MarkerKind::Incident],
+             static_cast<int>(testing::eventsOfType<IncidentEvent>(stream).size() +
+                              testing::eventsOfType<ErrorEvent>(stream).size()));
+    const auto toggle = std::find_if(d.markers().begin(), d.markers().end(),
+                                     [](const auto& m) { return m.kind == MarkerKind::Toggle; });
+    QCOMPARE(toggle->timeMs, std::int64_t{20001});
+    QVERIFY2(toggle->text.contains("serialize → true at step 40"), qPrintable(toggle->text));
+  }
+
+  void markersAreDrawnOnEveryChartAtTheirTime() {
+    Dashboard d;
+    d.resize(1000, 900);
+    d.handleEvent({1000, StepEvent{1, 2.0, 1e-4, 1.0, 100.0, 1, 1}});
+    d.handleEvent({5000, CheckpointEvent{"runs/x/step-1", 1}});
+    d.handleEvent({10000, StepEvent{2, 1.9, 1e-4, 1.0, 100.0, 1, 1}});
+    d.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&d));
+    d.refresh();
+    for (widgets::TimeChart* chart : d.charts()) {
+      const QImage image = chart->view()->grab().toImage();
+      const auto x = chart->view()->xForTime(5.0);
+      QVERIFY(x.has_value());
+      const QColor want = widgets::markerColor(MarkerKind::Checkpoint);
+      int hits = 0;
+      for (int y = 0; y < image.height(); ++y) {
+        for (int dx = -1; dx <= 1; ++dx) {
+          const QColor c = image.pixelColor(static_cast<int>(std::lround(*x)) + dx, y);
+          hits += c == want ? 1 : 0;
+        }
+      }
+      QVERIFY2(hits > 10, qPrintable(QStringLiteral("%1 marker pixels").arg(hits)));
+    }
+  }
+
+  void cpuStreamShowsNotAvailableInsteadOfZero() {
+    Dashboard d;
+    feed(d, testing::readStream("synthetic_cpu_run.jsonl"));
+    for (int s : {Dashboard::DriverUsed, Dashboard::Reserved, Dashboard::Allocated,
+                  Dashboard::HeldOutside}) {
+      QCOMPARE(d.memoryChart()->lineSeries(s)->count(), 0);
+      QVERIFY2(d.memoryChart()->valueText(s).endsWith("n/a"),
+               qPrintable(d.memoryChart()->valueText(s)));
+    }
+    QVERIFY(d.memoryChart()->lineSeries(Dashboard::HostRss)->count() > 0);
+    QVERIFY(d.allocatorChart()->valueText(Dashboard::Fragmentation).endsWith("n/a"));
+    QCOMPARE(d.queueChart()->seriesCount(), 0);
+  }
+
+  void movingAverageCoversTheLastSteps() {
+    Dashboard d;
+    const int n = Dashboard::kMovingAverageSteps;
+    for (int i = 0; i < n + 5; ++i) {
+      const double loss = i < 5 ? 100.0 : 2.0;  // the first five leave the window
+      d.handleEvent({100 * (i + 1), StepEvent{i + 1, loss, 1e-4, 1.0, 10.0, 1, 1}});
+    }
+    d.refresh();
+    QVERIFY2(d.lossChart()->valueText(Dashboard::LossAverage).endsWith("2.0000"),
+             qPrintable(d.lossChart()->valueText(Dashboard::LossAverage)));
+  }
+
+  void profileSwitchRequestIsMarkedAndStartClears() {
+    Dashboard d;
+    d.handleEvent({3000, StepEvent{1, 2.0, 1e-4, 1.0, 100.0, 1, 1}});
+    d.noteCommand(SwitchProfileCommand{"Low VRAM"});
+    QCOMPARE(d.markers().size(), std::size_t{1});
+    QCOMPARE(d.markers()[0].kind, MarkerKind::Profile);
+    QCOMPARE(d.markers()[0].timeMs, std::int64_t{3000});
+    d.noteCommand(StartCommand{nlohmann::json::object()});
+    QVERIFY(d.markers().empty());
+    QVERIFY(!d.showsCharts());
+    QCOMPARE(d.lossChart()->lineSeries(Dashboard::Loss)->count(), 0);
+  }
+
+  void eventsWithinATickCauseOneReplace() {
+    Dashboard d;
+    QSignalSpy replaced(d.lossChart()->lineSeries(Dashboard::Loss), &QXYSeries::pointsReplaced);
+    for (int i = 1; i <= 50; ++i) {
+      d.handleEvent({100 * i, StepEvent{i, 2.0, 1e-4, 1.0, 10.0, 1, 1}});  // one per bucket
+    }
+    QCOMPARE(replaced.count(), 0);  // nothing is drawn while events arrive
+    QTRY_COMPARE(replaced.count(), 1);
+    QCOMPARE(d.lossChart()->lineSeries(Dashboard::Loss)->count(), 50);
+  }
+
+  void chartsShareTheTimeAxis() {
+    Dashboard d;
+    feed(d, testing::readStream("synthetic_gpu_run.jsonl"));
+    for (widgets::TimeChart* chart : d.charts()) {
+      auto* axis = static_cast<QValueAxis*>(chart->view()->chart()->axes(Qt::Horizontal).first());
+      QCOMPARE(axis->min(), 0.0);
+      QCOMPARE(axis->max(), 60.03);  // the stream's last event
+    }
+  }
+
+  void decimatorKeepsSpikesAndBoundsPoints() {
+    widgets::SeriesDecimator dec;
+    for (int i = 0; i < 250000; ++i) {
+      dec.add(i * 0.1, i == 123456 ? 50.0 : 1.0 + (i % 7) * 0.01);
+    }
+    QList<QPointF> points;
+    dec.fill(points);
+    QVERIFY(points.size() <= 2 * dec.bucketCount());
+    QVERIFY(points.size() > dec.bucketCount());
+    QCOMPARE(dec.sampleCount(), std::int64_t{250000});
+    QCOMPARE(dec.maxValue(), 50.0);
+    QVERIFY(std::any_of(points.begin(), points.end(), [](QPointF p) {
+      return p.y() == 50.0 && std::abs(p.x() - 12345.6) < 1e-6;
+    }));
+    for (int i = 1; i < points.size(); ++i) {
+      QVERIFY(points[i].x() >= points[i - 1].x());
+    }
+  }
+};
+
+QTEST_MAIN(TestDashboard)
+#include "test_dashboard.moc"

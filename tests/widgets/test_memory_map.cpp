@@ -1,0 +1,163 @@
+// test_memory_map.cpp — snapshots in PyTorch's layout are read with owner/step, blocks are drawn
+// to scale and explain themselves in a tooltip, a frozen map ignores live snapshots, snapshots
+// save and reopen, and live refresh asks the engine only while a run is active.
+#include <QtTest>
+
+#include <QAction>
+#include <QTemporaryDir>
+
+#include "RecordedStream.h"
+#include "widgets/MemoryMapPanel.h"
+#include "widgets/MemorySnapshot.h"
+
+using namespace lorascope;
+using namespace lorascope::engine;
+using widgets::BlockKind;
+using widgets::MemoryMapPanel;
+
+namespace {
+
+double drawnWidth(const widgets::MemoryMapView& view, widgets::MemoryMapView::BlockRef ref) {
+  double width = 0;
+  for (const QRectF& r : view.rectsOf(ref)) {
+    width += r.width();
+  }
+  return width;
+}
+
+nlohmann::json fixtureSnapshot() {
+  const auto snaps =
+      testing::eventsOfType<SnapshotEvent>(testing::readStream("synthetic_gpu_run.jsonl"));
+  return snaps.at(0).snapshot;
+}
+
+}  // namespace
+
+class TestMemoryMap : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void readsSegmentsBlocksOwnersAndSteps() {
+    const widgets::MemorySnapshot s = widgets::parseMemorySnapshot(fixtureSnapshot());
+    QCOMPARE(s.segments.size(), std::size_t{3});
+    QCOMPARE(s.blockCount(), std::size_t{6});
+    QCOMPARE(s.totalBytes(), std::uint64_t{450} << 20);
+    QCOMPARE(s.segments[0].blocks[0].kind, BlockKind::Weights);
+    QCOMPARE(s.segments[0].blocks[1].kind, BlockKind::Lora);
+    QCOMPARE(s.segments[1].blocks[0].kind, BlockKind::Activations);
+    QCOMPARE(*s.segments[1].blocks[0].step, std::int64_t{117});
+    // A free block inside a segment that is partly in use vs. a wholly free segment.
+    QCOMPARE(s.segments[1].blocks[1].kind, BlockKind::InactiveSplit);
+    QCOMPARE(s.segments[2].blocks[0].kind, BlockKind::Free);
+    QVERIFY(!s.segments[1].blocks[1].step.has_value());
+    const auto bytes = s.bytesByKind();
+    QCOMPARE(bytes[static_cast<std::size_t>(BlockKind::InactiveSplit)], std::uint64_t{16} << 20);
+  }
+
+  void rejectsMalformedSnapshotsNamingTheField() {
+    nlohmann::json bad = fixtureSnapshot();
+    bad["segments"][1]["blocks"][0].erase("requested_size");
+    try {
+      widgets::parseMemorySnapshot(bad);
+      QFAIL("accepted a block without requested_size");
+    } catch (const widgets::SnapshotError& e) {
+      QCOMPARE(QString::fromUtf8(e.what()),
+               QStringLiteral("segments[1].blocks[0]: \"requested_size\" is missing"));
+    }
+    QVERIFY_THROWS_EXCEPTION(widgets::SnapshotError,
+                             widgets::parseMemorySnapshot(nlohmann::json::object()));
+  }
+
+  void blocksAreDrawnToScale() {
+    widgets::MemoryMapView view;
+    view.resize(900, 400);
+    view.setSnapshot(widgets::parseMemorySnapshot(fixtureSnapshot()));
+    // Every block's drawn area (summed over the rows it wraps across) ∝ its size.
+    const widgets::MemorySnapshot& s = view.snapshot();
+    const double pxPerByte = 900.0 / static_cast<double>(view.rowBytes());
+    for (int seg = 0; seg < 3; ++seg) {
+      for (int b = 0; b < static_cast<int>(s.segments[seg].blocks.size()); ++b) {
+        const double want = pxPerByte * static_cast<double>(s.segments[seg].blocks[b].sizeBytes);
+        QVERIFY2(std::abs(drawnWidth(view, {seg, b}) - want) < 1e-6,
+                 qPrintable(QStringLiteral("segment %1 block %2").arg(seg).arg(b)));
+      }
+    }
+    QVERIFY(view.rectsOf({0, 0}).size() > 1);  // 256 MiB of weights wrap across rows
+    // Zooming in doubles the rows: twice the pixels per byte.
+    const double before = drawnWidth(view, {1, 1});
+    view.zoomIn();
+    QCOMPARE(view.zoomLevel(), 1);
+    QVERIFY(std::abs(drawnWidth(view, {1, 1}) - 2 * before) < 1.0);
+  }
+
+  void tooltipNamesSizeRequestedOwnerAndStep() {
+    widgets::MemoryMapView view;
+    view.resize(900, 400);
+    view.setSnapshot(widgets::parseMemorySnapshot(fixtureSnapshot()));
+    const QRectF rect = view.rectsOf({1, 0}).at(0);
+    const auto hit = view.blockAt(rect.center().toPoint());
+    QVERIFY(hit.has_value());
+    QCOMPARE(hit->segment, 1);
+    QCOMPARE(hit->block, 0);
+    const QString tip = view.tooltipFor(*hit);
+    QVERIFY2(tip.contains("activations") && tip.contains("96.0 MiB") &&
+                 tip.contains("requested 90.0 MiB") && tip.contains("allocated at step 117"),
+             qPrintable(tip));
+    const QString freeTip = view.tooltipFor({2, 0});
+    QVERIFY2(freeTip.contains("free") && !freeTip.contains("step"), qPrintable(freeTip));
+  }
+
+  void frozenMapIgnoresLiveSnapshots() {
+    MemoryMapPanel panel;
+    panel.handleEvent({1000, SnapshotEvent{fixtureSnapshot()}});
+    QVERIFY(panel.hasSnapshot());
+    QCOMPARE(panel.view()->snapshot().blockCount(), std::size_t{6});
+    panel.setFrozen(true);
+    QVERIFY(panel.freezeAction()->isChecked());
+    nlohmann::json smaller = fixtureSnapshot();
+    smaller["segments"].erase(2);
+    panel.handleEvent({3000, SnapshotEvent{smaller}});
+    QCOMPARE(panel.view()->snapshot().blockCount(), std::size_t{6});
+    panel.setFrozen(false);
+    panel.handleEvent({5000, SnapshotEvent{smaller}});
+    QCOMPARE(panel.view()->snapshot().blockCount(), std::size_t{5});
+    QVERIFY(panel.legendText(BlockKind::Weights).contains("256 MiB"));
+  }
+
+  void savedSnapshotsReopenFrozen() {
+    QTemporaryDir dir;
+    const QString path = dir.filePath("snapshot.json");
+    MemoryMapPanel live;
+    QVERIFY(!live.saveSnapshot(path).isEmpty());  // nothing to save yet
+    live.handleEvent({1000, SnapshotEvent{fixtureSnapshot()}});
+    QCOMPARE(live.saveSnapshot(path), QString());
+    MemoryMapPanel reopened;
+    QCOMPARE(reopened.openSnapshot(path), QString());
+    QVERIFY(reopened.isFrozen());
+    QCOMPARE(reopened.view()->snapshot().raw, fixtureSnapshot());  // device, extra keys kept
+    QVERIFY(reopened.summaryText().contains("from " + path));
+    QFile garbage(dir.filePath("garbage.json"));
+    QVERIFY(garbage.open(QIODevice::WriteOnly));
+    garbage.write("{\"segments\": 3}");
+    garbage.close();
+    QVERIFY(reopened.openSnapshot(garbage.fileName()).contains("segments"));
+  }
+
+  void asksForSnapshotsOnlyWhileARunIsActive() {
+    MemoryMapPanel panel;
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QSignalSpy requests(&panel, &MemoryMapPanel::commandRequested);
+    QVERIFY(!requests.wait(MemoryMapPanel::kRefreshIntervalMs + 300));  // idle: nothing
+    panel.handleEvent({0, StateEvent{RunState::Running, 0, ""}});
+    QVERIFY(requests.wait(MemoryMapPanel::kRefreshIntervalMs + 500));
+    const auto command = requests.takeFirst().at(0).value<Command>();
+    QVERIFY(std::holds_alternative<RequestSnapshotCommand>(command));
+    panel.setFrozen(true);
+    requests.clear();
+    QVERIFY(!requests.wait(MemoryMapPanel::kRefreshIntervalMs + 300));
+  }
+};
+
+QTEST_MAIN(TestMemoryMap)
+#include "test_memory_map.moc"

@@ -1,0 +1,239 @@
+// widgets/Dashboard.cpp — event routing into the five charts, markers, the coalesced tick.
+#include "widgets/Dashboard.h"
+
+#include <QGridLayout>
+#include <QLabel>
+#include <QVBoxLayout>
+#include <numeric>
+#include <type_traits>
+
+#include "widgets/Format.h"
+
+namespace lorascope::widgets {
+namespace {
+
+using namespace lorascope::engine;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+TimeChart::ValueFormatter fixed(int decimals, const QString& unit = {}) {
+  return [decimals, unit](double v) {
+    return QString::number(v, 'f', decimals) +
+           (unit.isEmpty() ? QString() : QStringLiteral(" ") + unit);
+  };
+}
+
+QString toggleValueText(const nlohmann::json& value) {
+  return QString::fromStdString(value.is_string() ? value.get<std::string>() : value.dump());
+}
+
+// Colours that stay apart on light and dark palettes (matplotlib's tab10).
+const QColor kBlue(0x1f, 0x77, 0xb4);
+const QColor kOrange(0xff, 0x7f, 0x0e);
+const QColor kGreen(0x2c, 0xa0, 0x2c);
+const QColor kRed(0xd6, 0x27, 0x28);
+const QColor kPurple(0x94, 0x67, 0xbd);
+const QColor kBrown(0x8c, 0x56, 0x4b);
+const QColor kPink(0xe3, 0x77, 0xc2);
+const QColor kGray(0x7f, 0x7f, 0x7f);
+const QColor kOlive(0xbc, 0xbd, 0x22);
+const QColor kCyan(0x17, 0xbe, 0xcf);
+const std::array<QColor, 8> kStreamColors = {kBlue,   kOrange, kGreen, kRed,
+                                             kPurple, kBrown,  kPink,  kCyan};
+
+}  // namespace
+
+Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
+  emptyState_ = new QLabel(
+      tr("<h3>No run is reporting</h3><p>The charts fill in when an engine reports its first step "
+         "or memory reading.</p>"),
+      this);
+  emptyState_->setAlignment(Qt::AlignCenter);
+  emptyState_->setObjectName(QStringLiteral("dashboardEmptyState"));
+  addWidget(emptyState_);
+
+  auto* page = new QWidget(this);
+  loss_ =
+      new TimeChart(tr("Loss and learning rate"), tr("loss"), tr("learning rate"), &markers_, page);
+  loss_->addSeries(tr("loss"), AxisSide::Left, kBlue, fixed(4));
+  loss_->addSeries(tr("average (%1 steps)").arg(kMovingAverageSteps), AxisSide::Left, kOrange,
+                   fixed(4));
+  loss_->addSeries(tr("learning rate"), AxisSide::Right, kGray,
+                   [](double v) { return QString::number(v, 'e', 2); });
+  throughput_ = new TimeChart(tr("Throughput"), tr("tokens/s"), {}, &markers_, page);
+  throughput_->addSeries(tr("tokens/s"), AxisSide::Left, kGreen, fixed(0));
+  memory_ = new TimeChart(tr("Memory"), tr("GiB"), {}, &markers_, page);
+  memory_->addSeries(tr("driver used"), AxisSide::Left, kRed, fixed(2, tr("GiB")));
+  memory_->addSeries(tr("our reserved"), AxisSide::Left, kPurple, fixed(2, tr("GiB")));
+  memory_->addSeries(tr("our allocated"), AxisSide::Left, kBlue, fixed(2, tr("GiB")));
+  memory_->addSeries(tr("held outside this run"), AxisSide::Left, kBrown, fixed(2, tr("GiB")));
+  memory_->addSeries(tr("host RAM (ours)"), AxisSide::Left, kOlive, fixed(2, tr("GiB")));
+  allocator_ = new TimeChart(tr("Allocator"), tr("fragmentation (%)"), tr("largest free (GiB)"),
+                             &markers_, page);
+  allocator_->addSeries(tr("fragmentation"), AxisSide::Left, kPink, fixed(1, tr("%")));
+  allocator_->addSeries(tr("largest free block"), AxisSide::Right, kCyan, fixed(2, tr("GiB")));
+  queue_ =
+      new TimeChart(tr("Queue depth per stream"), tr("launches in flight"), {}, &markers_, page);
+  undrawnStreamsLabel_ = new QLabel(page);
+  undrawnStreamsLabel_->setVisible(false);
+
+  auto* grid = new QGridLayout;
+  grid->addWidget(loss_, 0, 0);
+  grid->addWidget(throughput_, 0, 1);
+  grid->addWidget(memory_, 1, 0);
+  grid->addWidget(allocator_, 1, 1);
+  grid->addWidget(queue_, 2, 0, 1, 2);
+  auto* layout = new QVBoxLayout(page);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addLayout(grid, 1);
+  layout->addWidget(undrawnStreamsLabel_);
+  addWidget(page);
+
+  refreshTimer_.setSingleShot(true);
+  refreshTimer_.setInterval(kRefreshIntervalMs);
+  connect(&refreshTimer_, &QTimer::timeout, this, &Dashboard::refresh);
+}
+
+void Dashboard::scheduleRefresh() {
+  if (!refreshTimer_.isActive()) {
+    refreshTimer_.start();
+  }
+}
+
+void Dashboard::showCharts() {
+  if (currentIndex() != 1) {
+    setCurrentIndex(1);
+  }
+}
+
+void Dashboard::handleEvent(const TimedEvent& timed) {
+  const double timeS = static_cast<double>(timed.timeMs) / 1000.0;
+  lastTimeMs_ = std::max(lastTimeMs_, timed.timeMs);
+  std::visit(
+      [&](const auto& e) {
+        using T = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<T, StepEvent>) {
+          onStep(timeS, e);
+        } else if constexpr (std::is_same_v<T, MemoryEvent>) {
+          onMemory(timeS, e);
+        } else if constexpr (std::is_same_v<T, QueueEvent>) {
+          onQueue(timeS, e);
+        } else if constexpr (std::is_same_v<T, ToggleAppliedEvent>) {
+          addMarker(timed.timeMs, MarkerKind::Toggle,
+                    tr("%1 → %2 at step %3")
+                        .arg(QLatin1String(toString(e.toggle)), toggleValueText(e.value))
+                        .arg(e.step));
+        } else if constexpr (std::is_same_v<T, CheckpointEvent>) {
+          addMarker(timed.timeMs, MarkerKind::Checkpoint,
+                    tr("step %1 saved to %2").arg(e.step).arg(QString::fromStdString(e.path)));
+        } else if constexpr (std::is_same_v<T, IncidentEvent>) {
+          addMarker(
+              timed.timeMs, MarkerKind::Incident,
+              tr("%1 — %2").arg(QString::fromStdString(e.what), QString::fromStdString(e.action)));
+        } else if constexpr (std::is_same_v<T, ErrorEvent>) {
+          addMarker(
+              timed.timeMs, MarkerKind::Incident,
+              tr("%1 error: %2")
+                  .arg(QString::fromStdString(e.category), QString::fromStdString(e.message)));
+        }
+      },
+      timed.event);
+  scheduleRefresh();
+}
+
+void Dashboard::noteCommand(const Command& command) {
+  if (std::holds_alternative<StartCommand>(command)) {
+    clear();
+  } else if (const auto* sw = std::get_if<SwitchProfileCommand>(&command)) {
+    // The protocol confirms toggles, not profile switches: the marker is the request's moment.
+    addMarker(lastTimeMs_, MarkerKind::Profile,
+              tr("switch to profile “%1” requested").arg(QString::fromStdString(sw->name)));
+    scheduleRefresh();
+  }
+}
+
+void Dashboard::onStep(double timeS, const StepEvent& step) {
+  showCharts();
+  recentLoss_[static_cast<std::size_t>(recentLossCount_ % kMovingAverageSteps)] = step.loss;
+  ++recentLossCount_;
+  const int n = std::min(recentLossCount_, kMovingAverageSteps);
+  const double average = std::accumulate(recentLoss_.begin(), recentLoss_.begin() + n, 0.0) / n;
+  loss_->addSample(Loss, timeS, step.loss);
+  loss_->addSample(LossAverage, timeS, average);
+  loss_->addSample(LearningRate, timeS, step.learningRate);
+  throughput_->addSample(0, timeS, step.tokensPerS);
+}
+
+void Dashboard::onMemory(double timeS, const MemoryEvent& m) {
+  showCharts();
+  auto bytes = [&](TimeChart* chart, int series, const std::optional<std::uint64_t>& value) {
+    if (value) {
+      chart->addSample(series, timeS, static_cast<double>(*value) / kGiB);
+    } else {
+      chart->markUnavailable(series);
+    }
+  };
+  bytes(memory_, DriverUsed, m.driverUsedBytes);
+  bytes(memory_, Reserved, m.reservedBytes);
+  bytes(memory_, Allocated, m.allocatedBytes);
+  bytes(memory_, HeldOutside, m.heldOutsideBytes);
+  bytes(memory_, HostRss, m.hostRssBytes);
+  bytes(allocator_, LargestFree, m.largestFreeBytes);
+  if (m.fragmentation) {
+    allocator_->addSample(Fragmentation, timeS, *m.fragmentation * 100.0);
+  } else {
+    allocator_->markUnavailable(Fragmentation);
+  }
+}
+
+void Dashboard::onQueue(double timeS, const QueueEvent& queue) {
+  showCharts();
+  for (const QueueDepth& q : queue.streams) {
+    auto it = streamSeries_.find(q.stream);
+    if (it == streamSeries_.end()) {
+      if (queue_->seriesCount() >= kMaxStreams) {
+        const QString name = QString::fromStdString(q.stream);
+        if (!undrawnStreams_.contains(name)) {
+          undrawnStreams_ << name;
+          undrawnStreamsLabel_->setText(tr("Streams not drawn (only %1 fit): %2")
+                                            .arg(kMaxStreams)
+                                            .arg(undrawnStreams_.join(", ")));
+          undrawnStreamsLabel_->setVisible(true);
+        }
+        continue;
+      }
+      const int index = queue_->addSeries(
+          QString::fromStdString(q.stream), AxisSide::Left,
+          kStreamColors[static_cast<std::size_t>(queue_->seriesCount()) % kStreamColors.size()],
+          fixed(0));
+      it = streamSeries_.emplace(q.stream, index).first;
+    }
+    queue_->addSample(it->second, timeS, static_cast<double>(q.depth));
+  }
+}
+
+void Dashboard::addMarker(std::int64_t timeMs, MarkerKind kind, const QString& text) {
+  markers_.push_back({timeMs, kind, text});
+}
+
+void Dashboard::refresh() {
+  refreshTimer_.stop();
+  const double endS = std::max(10.0, static_cast<double>(lastTimeMs_) / 1000.0);
+  for (TimeChart* chart : charts()) {
+    chart->refresh(0.0, endS);
+    chart->view()->viewport()->update();  // markers live in the foreground layer
+  }
+}
+
+void Dashboard::clear() {
+  for (TimeChart* chart : charts()) {
+    chart->clear();
+  }
+  markers_.clear();
+  recentLossCount_ = 0;
+  lastTimeMs_ = 0;
+  setCurrentIndex(0);
+  refresh();
+}
+
+}  // namespace lorascope::widgets

@@ -1,0 +1,82 @@
+// widgets/Dashboard.h — the live dashboard: loss and its moving average with the learning rate,
+// tokens/s, VRAM (driver used, our reserved, our allocated, held outside this run, host RAM),
+// allocator fragmentation and largest free block, queue depth per stream — all on one time axis,
+// with a marker on every chart where a toggle, profile switch, checkpoint or incident happened.
+//
+// handleEvent() only files samples (O(1), no drawing); the first event of a burst schedules one
+// refresh 100 ms later (10 Hz coalescing), which redraws each changed series with one replace().
+// Until the engine reports anything the page says so instead of drawing empty or zero curves.
+#pragma once
+
+#include <QStackedWidget>
+#include <QTimer>
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "widgets/ChartMarker.h"
+#include "widgets/EngineTypes.h"
+#include "widgets/TimeChart.h"
+
+class QLabel;
+
+namespace lorascope::widgets {
+
+class Dashboard : public QStackedWidget {
+  Q_OBJECT
+
+ public:
+  static constexpr int kRefreshIntervalMs = 100;  // 10 Hz: smooth, and cheap on the GUI thread
+  static constexpr int kMovingAverageSteps = 20;
+  static constexpr int kMaxStreams = 8;  // queue-depth series; more streams are listed, not drawn
+
+  explicit Dashboard(QWidget* parent = nullptr);
+
+  TimeChart* lossChart() const { return loss_; }
+  TimeChart* throughputChart() const { return throughput_; }
+  TimeChart* memoryChart() const { return memory_; }
+  TimeChart* allocatorChart() const { return allocator_; }
+  TimeChart* queueChart() const { return queue_; }
+  QList<TimeChart*> charts() const { return {loss_, throughput_, memory_, allocator_, queue_}; }
+  const std::vector<ChartMarker>& markers() const { return markers_; }
+  bool showsCharts() const { return currentIndex() == 1; }
+
+  // Series indices of the charts above.
+  enum LossSeries { Loss, LossAverage, LearningRate };
+  enum MemorySeries { DriverUsed, Reserved, Allocated, HeldOutside, HostRss };
+  enum AllocatorSeries { Fragmentation, LargestFree };
+
+ public slots:
+  void handleEvent(const lorascope::engine::TimedEvent& event);
+  // Commands the user sent: a new run clears the charts, a profile switch is marked.
+  void noteCommand(const lorascope::engine::Command& command);
+  void refresh();  // the tick; public so tests and the bench drive it without waiting
+  void clear();
+
+ private:
+  void onStep(double timeS, const engine::StepEvent& step);
+  void onMemory(double timeS, const engine::MemoryEvent& memory);
+  void onQueue(double timeS, const engine::QueueEvent& queue);
+  void addMarker(std::int64_t timeMs, MarkerKind kind, const QString& text);
+  void showCharts();
+  void scheduleRefresh();
+
+  QLabel* emptyState_;
+  TimeChart* loss_;
+  TimeChart* throughput_;
+  TimeChart* memory_;
+  TimeChart* allocator_;
+  TimeChart* queue_;
+  std::vector<ChartMarker> markers_;
+  std::map<std::string, int> streamSeries_;  // stream name → queue_ series index
+  QStringList undrawnStreams_;
+  QLabel* undrawnStreamsLabel_;
+  std::array<double, kMovingAverageSteps> recentLoss_{};
+  int recentLossCount_ = 0;
+  std::int64_t lastTimeMs_ = 0;
+  QTimer refreshTimer_;
+};
+
+}  // namespace lorascope::widgets

@@ -1,0 +1,45 @@
+// widgets/Format.cpp — byte sizes, engine times, "n/a".
+#include "widgets/Format.h"
+
+#include <QCoreApplication>
+
+namespace lorascope::widgets {
+
+QString formatBytes(std::uint64_t bytes) {
+  static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) {
+    return QStringLiteral("%1 B").arg(bytes);
+  }
+  double value = static_cast<double>(bytes) / 1024.0;
+  int unit = 0;
+  while (value >= 1024.0 && unit < 3) {
+    value /= 1024.0;
+    ++unit;
+  }
+  const int decimals = value < 10 ? 2 : (value < 100 ? 1 : 0);
+  return QStringLiteral("%1 %2").arg(value, 0, 'f', decimals).arg(QLatin1String(kUnits[unit]));
+}
+
+QString formatBytes(std::optional<std::uint64_t> bytes) {
+  return bytes ? formatBytes(*bytes) : notAvailable();
+}
+
+QString formatTimeMs(std::int64_t timeMs) {
+  const std::int64_t totalS = timeMs / 1000;
+  const std::int64_t hours = totalS / 3600;
+  const std::int64_t minutes = (totalS / 60) % 60;
+  const std::int64_t seconds = totalS % 60;
+  if (hours > 0) {
+    return QStringLiteral("%1:%2:%3")
+        .arg(hours)
+        .arg(minutes, 2, 10, QLatin1Char('0'))
+        .arg(seconds, 2, 10, QLatin1Char('0'));
+  }
+  return QStringLiteral("%1:%2").arg(minutes).arg(seconds, 2, 10, QLatin1Char('0'));
+}
+
+QString notAvailable() {
+  return QCoreApplication::translate("lorascope::widgets", "n/a");
+}
+
+}  // namespace lorascope::widgets

@@ -1,0 +1,21 @@
+// widgets/Format.h — how numbers read on screen: byte sizes, engine times, and "n/a" for a metric
+// the engine did not report (never a made-up zero).
+#pragma once
+
+#include <QString>
+#include <cstdint>
+#include <optional>
+
+namespace lorascope::widgets {
+
+// "512 B", "3.0 KiB", "1.50 GiB" (binary units, as the driver tools print them).
+QString formatBytes(std::uint64_t bytes);
+QString formatBytes(std::optional<std::uint64_t> bytes);  // "n/a" when unset
+
+// "1:02:03" / "2:05" from an engine timestamp in ms.
+QString formatTimeMs(std::int64_t timeMs);
+
+// The text shown for a metric that was not reported.
+QString notAvailable();
+
+}  // namespace lorascope::widgets

@@ -1,0 +1,210 @@
+// widgets/MemoryMapPanel.cpp — toolbar, legend, live refresh, save and reopen of snapshots.
+#include "widgets/MemoryMapPanel.h"
+
+#include <QAction>
+#include <QFile>
+#include <QFileDialog>
+#include <QGridLayout>
+#include <QLabel>
+#include <QMessageBox>
+#include <QSaveFile>
+#include <QScrollArea>
+#include <QToolBar>
+#include <QVBoxLayout>
+
+#include "widgets/Format.h"
+
+namespace lorascope::widgets {
+
+using namespace lorascope::engine;
+
+MemoryMapPanel::MemoryMapPanel(QWidget* parent) : QWidget(parent) {
+  auto* toolbar = new QToolBar(this);
+  toolbar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  freeze_ = toolbar->addAction(tr("&Freeze"));
+  freeze_->setCheckable(true);
+  freeze_->setToolTip(tr("Keep showing this snapshot; live snapshots are not requested"));
+  connect(freeze_, &QAction::toggled, this, &MemoryMapPanel::setFrozen);
+  QAction* zoomIn = toolbar->addAction(tr("Zoom in"));
+  zoomIn->setShortcut(QKeySequence::ZoomIn);
+  zoomIn->setToolTip(tr("Twice as many rows (Ctrl+wheel)"));
+  QAction* zoomOut = toolbar->addAction(tr("Zoom out"));
+  zoomOut->setShortcut(QKeySequence::ZoomOut);
+  QAction* fit = toolbar->addAction(tr("Fit"));
+  fit->setToolTip(tr("Show the whole snapshot"));
+  toolbar->addSeparator();
+  save_ = toolbar->addAction(tr("Save snapshot…"));
+  save_->setToolTip(tr("Save the snapshot shown as JSON (PyTorch's snapshot field names)"));
+  save_->setEnabled(false);
+  open_ = toolbar->addAction(tr("Open snapshot…"));
+  open_->setToolTip(tr("Show a snapshot saved earlier (the page freezes)"));
+  connect(save_, &QAction::triggered, this, &MemoryMapPanel::saveWithDialog);
+  connect(open_, &QAction::triggered, this, &MemoryMapPanel::openWithDialog);
+
+  summary_ = new QLabel(tr("No snapshot yet: one is taken every %1 s while a run is active, or "
+                           "open a saved one.")
+                            .arg(kRefreshIntervalMs / 1000),
+                        this);
+  summary_->setObjectName(QStringLiteral("memoryMapSummary"));
+  summary_->setWordWrap(true);
+
+  auto* legend = new QGridLayout;
+  for (int k = 0; k < kBlockKindCount; ++k) {
+    auto* label = new QLabel(this);
+    label->setTextFormat(Qt::RichText);
+    legend_[static_cast<std::size_t>(k)] = label;
+    legend->addWidget(label, k / 5, k % 5);
+  }
+
+  view_ = new MemoryMapView;
+  scroll_ = new QScrollArea(this);
+  scroll_->setWidget(view_);
+  scroll_->setWidgetResizable(true);
+  connect(zoomIn, &QAction::triggered, view_, &MemoryMapView::zoomIn);
+  connect(zoomOut, &QAction::triggered, view_, &MemoryMapView::zoomOut);
+  connect(fit, &QAction::triggered, view_, [this] { view_->setZoomLevel(0); });
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(toolbar);
+  layout->addWidget(summary_);
+  layout->addLayout(legend);
+  layout->addWidget(scroll_, 1);
+
+  refreshTimer_.setInterval(kRefreshIntervalMs);
+  connect(&refreshTimer_, &QTimer::timeout, this, &MemoryMapPanel::requestSnapshotIfLive);
+  refreshTimer_.start();
+  updateLegend();
+}
+
+void MemoryMapPanel::updateLegend() {
+  const auto bytes = view_->snapshot().bytesByKind();
+  const std::uint64_t total = view_->snapshot().totalBytes();
+  for (int k = 0; k < kBlockKindCount; ++k) {
+    const auto kind = static_cast<BlockKind>(k);
+    QLabel* label = legend_[static_cast<std::size_t>(k)];
+    label->setText(QStringLiteral("<span style='color:%1'>&#9632;</span> %2")
+                       .arg(blockKindColor(kind).name(), legendText(kind).toHtmlEscaped()));
+    label->setToolTip(
+        hasSnapshot_ ? tr("%1 of %2")
+                           .arg(formatBytes(bytes[static_cast<std::size_t>(k)]), formatBytes(total))
+                     : QString());
+  }
+}
+
+bool MemoryMapPanel::isFrozen() const {
+  return freeze_->isChecked();
+}
+
+void MemoryMapPanel::setFrozen(bool frozen) {
+  freeze_->setChecked(frozen);  // re-enters through toggled() only when it changes
+}
+
+void MemoryMapPanel::requestSnapshotIfLive() {
+  if (runActive_ && !isFrozen() && isVisible()) {
+    emit commandRequested(RequestSnapshotCommand{});
+  }
+}
+
+void MemoryMapPanel::handleEvent(const TimedEvent& timed) {
+  if (const auto* state = std::get_if<StateEvent>(&timed.event)) {
+    runActive_ = state->state == RunState::Running || state->state == RunState::Paused;
+  } else if (const auto* snap = std::get_if<SnapshotEvent>(&timed.event)) {
+    if (isFrozen()) {
+      return;
+    }
+    try {
+      display(parseMemorySnapshot(snap->snapshot),
+              tr("live, at %1").arg(formatTimeMs(timed.timeMs)));
+    } catch (const SnapshotError& e) {
+      summary_->setText(tr("The engine sent a snapshot this version cannot read: %1")
+                            .arg(QString::fromUtf8(e.what())));
+    }
+  }
+}
+
+void MemoryMapPanel::display(MemorySnapshot snapshot, const QString& source) {
+  summary_->setText(tr("%1 segments, %2 blocks, %3 reserved (%4)")
+                        .arg(snapshot.segments.size())
+                        .arg(snapshot.blockCount())
+                        .arg(formatBytes(snapshot.totalBytes()), source));
+  source_ = source;
+  view_->setSnapshot(std::move(snapshot));
+  hasSnapshot_ = true;
+  save_->setEnabled(true);
+  updateLegend();
+}
+
+QString MemoryMapPanel::summaryText() const {
+  return summary_->text();
+}
+
+QString MemoryMapPanel::legendText(BlockKind kind) const {
+  if (!hasSnapshot_) {
+    return blockKindName(kind);
+  }
+  const auto bytes = view_->snapshot().bytesByKind();
+  return QStringLiteral("%1 %2").arg(blockKindName(kind),
+                                     formatBytes(bytes[static_cast<std::size_t>(kind)]));
+}
+
+QString MemoryMapPanel::saveSnapshot(const QString& path) const {
+  if (!hasSnapshot_) {
+    return tr("there is no snapshot to save");
+  }
+  QSaveFile file(path);
+  if (!file.open(QIODevice::WriteOnly)) {
+    return file.errorString();
+  }
+  const std::string text = view_->snapshot().raw.dump(1) + "\n";
+  file.write(text.data(), static_cast<qint64>(text.size()));
+  if (!file.commit()) {
+    return file.errorString();
+  }
+  return {};
+}
+
+QString MemoryMapPanel::openSnapshot(const QString& path) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) {
+    return file.errorString();
+  }
+  const QByteArray bytes = file.readAll();
+  try {
+    const nlohmann::json document = nlohmann::json::parse(bytes.constBegin(), bytes.constEnd());
+    MemorySnapshot snapshot = parseMemorySnapshot(document);
+    setFrozen(true);
+    display(std::move(snapshot), tr("from %1").arg(path));
+  } catch (const nlohmann::json::exception& e) {
+    return tr("not valid JSON: %1").arg(QString::fromUtf8(e.what()));
+  } catch (const SnapshotError& e) {
+    return QString::fromUtf8(e.what());
+  }
+  return {};
+}
+
+void MemoryMapPanel::saveWithDialog() {
+  const QString path =
+      QFileDialog::getSaveFileName(this, tr("Save memory snapshot"),
+                                   QStringLiteral("memory-snapshot.json"), tr("JSON (*.json)"));
+  if (path.isEmpty()) {
+    return;
+  }
+  if (const QString error = saveSnapshot(path); !error.isEmpty()) {
+    QMessageBox::warning(this, tr("Save memory snapshot"),
+                         tr("Could not save %1: %2").arg(path, error));
+  }
+}
+
+void MemoryMapPanel::openWithDialog() {
+  const QString path =
+      QFileDialog::getOpenFileName(this, tr("Open memory snapshot"), {}, tr("JSON (*.json)"));
+  if (path.isEmpty()) {
+    return;
+  }
+  if (const QString error = openSnapshot(path); !error.isEmpty()) {
+    QMessageBox::warning(this, tr("Open memory snapshot"),
+                         tr("Could not open %1: %2").arg(path, error));
+  }
+}
+
+}  // namespace lorascope::widgets

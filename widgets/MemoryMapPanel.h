@@ -1,0 +1,75 @@
+// widgets/MemoryMapPanel.h — the memory-map page: the map, a legend with bytes per owner, a
+// summary line, and the actions freeze, zoom, save snapshot and open snapshot.
+//
+// While a run is active, the page is visible and not frozen, it asks the engine for a snapshot
+// every kRefreshIntervalMs (a snapshot walks every block, so the rate stays modest). Opening a
+// saved snapshot freezes the page so that live snapshots do not replace it.
+#pragma once
+
+#include <QString>
+#include <QTimer>
+#include <QWidget>
+#include <array>
+
+#include "widgets/EngineTypes.h"
+#include "widgets/MemoryMapView.h"
+
+class QAction;
+class QLabel;
+class QScrollArea;
+
+namespace lorascope::widgets {
+
+class MemoryMapPanel : public QWidget {
+  Q_OBJECT
+
+ public:
+  static constexpr int kRefreshIntervalMs = 2000;
+
+  explicit MemoryMapPanel(QWidget* parent = nullptr);
+
+  MemoryMapView* view() const { return view_; }
+  bool isFrozen() const;
+  bool hasSnapshot() const { return hasSnapshot_; }
+  QString summaryText() const;
+  QString legendText(BlockKind kind) const;
+
+  // Writes the snapshot shown, as JSON; returns "" or the reason it failed.
+  QString saveSnapshot(const QString& path) const;
+  // Reads a snapshot saved earlier and shows it frozen; returns "" or the reason it failed.
+  QString openSnapshot(const QString& path);
+
+  QAction* freezeAction() const { return freeze_; }
+  QAction* saveAction() const { return save_; }
+  QAction* openAction() const { return open_; }
+
+ public slots:
+  void handleEvent(const lorascope::engine::TimedEvent& event);
+  void setFrozen(bool frozen);
+
+ signals:
+  void commandRequested(const lorascope::engine::Command& command);
+
+ private slots:
+  void requestSnapshotIfLive();
+  void saveWithDialog();
+  void openWithDialog();
+
+ private:
+  void display(MemorySnapshot snapshot, const QString& source);
+  void updateLegend();
+
+  MemoryMapView* view_;
+  QScrollArea* scroll_;
+  QLabel* summary_;
+  std::array<QLabel*, kBlockKindCount> legend_{};
+  QAction* freeze_;
+  QAction* save_;
+  QAction* open_;
+  QString source_;
+  bool hasSnapshot_ = false;
+  bool runActive_ = false;
+  QTimer refreshTimer_;
+};
+
+}  // namespace lorascope::widgets

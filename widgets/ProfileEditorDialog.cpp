@@ -1,0 +1,280 @@
+// widgets/ProfileEditorDialog.cpp — form fields ↔ Profile, validation through the profile parser.
+#include "widgets/ProfileEditorDialog.h"
+
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include "profiles/Environment.h"
+#include "profiles/ProfileJson.h"
+
+namespace lorascope::widgets {
+
+using namespace lorascope::profiles;
+
+ProfileEditorDialog::ProfileEditorDialog(const ProfileStore& store, const Profile& initial,
+                                         QWidget* parent)
+    : QDialog(parent), store_(store) {
+  originalName_ = initial.builtin ? std::string() : initial.name;
+  setWindowTitle(initial.name.empty()
+                     ? tr("New profile")
+                     : tr("Edit profile “%1”").arg(QString::fromStdString(initial.name)));
+  name_ = new QLineEdit(
+      QString::fromStdString(initial.builtin ? initial.name + " (custom)" : initial.name), this);
+  description_ = new QLineEdit(QString::fromStdString(initial.description), this);
+  rationale_ = new QPlainTextEdit(QString::fromStdString(initial.rationale), this);
+  rationale_->setMaximumHeight(80);
+
+  environment_ = new QTableWidget(0, 3, this);
+  environment_->setHorizontalHeaderLabels({tr("Variable"), tr("Value"), tr("Check")});
+  environment_->horizontalHeader()->setSectionResizeMode(CheckColumn, QHeaderView::Stretch);
+  environment_->verticalHeader()->setVisible(false);
+  for (const auto& [variable, value] : initial.environment) {
+    addEnvironmentRow(QString::fromStdString(variable), QString::fromStdString(value));
+  }
+  auto* addRow = new QPushButton(tr("Add variable"), this);
+  auto* removeRow = new QPushButton(tr("Remove variable"), this);
+  connect(addRow, &QPushButton::clicked, this, [this] {
+    addEnvironmentRow({}, {});
+    environment_->editItem(environment_->item(environment_->rowCount() - 1, VariableColumn));
+  });
+  connect(removeRow, &QPushButton::clicked, this, [this] {
+    if (environment_->currentRow() >= 0) {
+      environment_->removeRow(environment_->currentRow());
+      revalidate();
+    }
+  });
+  connect(environment_, &QTableWidget::itemChanged, this, [this](QTableWidgetItem* item) {
+    if (item->column() != CheckColumn) {
+      revalidate();
+    }
+  });
+
+  const LiveToggles& t = initial.toggles;
+  serialize_ = triState(t.serialize);
+  blocking_ = triState(t.blocking);
+  cpuFallback_ = triState(t.cpuFallback);
+  activationCheckpointing_ = triState(t.activationCheckpointing);
+  microBatch_ = new QSpinBox(this);
+  microBatch_->setRange(0, 4096);
+  microBatch_->setSpecialValueText(tr("unchanged"));
+  microBatch_->setValue(t.microBatch.value_or(0));
+  gemm_ = new QComboBox(this);
+  gemm_->addItems({tr("unchanged"), tr("vendor BLAS"), tr("built-in")});
+  gemm_->setCurrentIndex(t.gemm ? (*t.gemm == GemmBackend::Vendor ? 1 : 2) : 0);
+  allocatorMode_ = new QComboBox(this);
+  allocatorMode_->addItems({tr("unchanged"), tr("caching"), tr("planned arena")});
+  allocatorMode_->setCurrentIndex(
+      initial.allocator.mode ? (*initial.allocator.mode == AllocatorMode::Caching ? 1 : 2) : 0);
+  maxSplitMb_ = new QSpinBox(this);
+  maxSplitMb_->setRange(0, 1 << 20);
+  maxSplitMb_->setSuffix(tr(" MiB"));
+  maxSplitMb_->setSpecialValueText(tr("unchanged"));
+  maxSplitMb_->setValue(static_cast<int>(initial.allocator.maxSplitSizeBytes.value_or(0) >> 20));
+  ladderRung_ = new QComboBox(this);
+  for (LadderRung rung : {LadderRung::None, LadderRung::BuiltinGemm, LadderRung::Serialize,
+                          LadderRung::SmallerBatch, LadderRung::Cpu}) {
+    ladderRung_->addItem(QString::fromLatin1(toString(rung)), static_cast<int>(rung));
+  }
+  ladderRung_->setCurrentIndex(static_cast<int>(initial.ladderRung));
+
+  auto* form = new QFormLayout;
+  form->addRow(tr("&Name"), name_);
+  form->addRow(tr("&Description"), description_);
+  form->addRow(tr("&Rationale"), rationale_);
+  form->addRow(tr("Serialize kernels"), serialize_);
+  form->addRow(tr("Blocking launches"), blocking_);
+  form->addRow(tr("Micro-batch size"), microBatch_);
+  form->addRow(tr("CPU fallback"), cpuFallback_);
+  form->addRow(tr("GEMM backend"), gemm_);
+  form->addRow(tr("Activation checkpointing"), activationCheckpointing_);
+  form->addRow(tr("Allocator"), allocatorMode_);
+  form->addRow(tr("Max split size"), maxSplitMb_);
+  form->addRow(tr("Recovery ladder rung"), ladderRung_);
+
+  problemsLabel_ = new QLabel(this);
+  problemsLabel_->setWordWrap(true);
+  problemsLabel_->setStyleSheet(QStringLiteral("color: #c62828"));
+  notesLabel_ = new QLabel(this);
+  notesLabel_->setWordWrap(true);
+  notesLabel_->setStyleSheet(QStringLiteral("color: #a15c00"));
+
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Save | QDialogButtonBox::Cancel, this);
+  saveButton_ = buttons->button(QDialogButtonBox::Save);
+  connect(buttons, &QDialogButtonBox::accepted, this, &ProfileEditorDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
+
+  auto* envButtons = new QHBoxLayout;
+  envButtons->addWidget(addRow);
+  envButtons->addWidget(removeRow);
+  envButtons->addStretch();
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(form);
+  layout->addWidget(new QLabel(tr("Environment (read by the HIP runtime at start-up: changing it "
+                                  "restarts the engine)"),
+                               this));
+  layout->addWidget(environment_);
+  layout->addLayout(envButtons);
+  layout->addWidget(problemsLabel_);
+  layout->addWidget(notesLabel_);
+  layout->addWidget(buttons);
+
+  for (QLineEdit* edit : {name_, description_}) {
+    connect(edit, &QLineEdit::textChanged, this, &ProfileEditorDialog::revalidate);
+  }
+  for (QComboBox* combo : {serialize_, blocking_, cpuFallback_, gemm_, activationCheckpointing_,
+                           allocatorMode_, ladderRung_}) {
+    connect(combo, &QComboBox::currentIndexChanged, this, &ProfileEditorDialog::revalidate);
+  }
+  for (QSpinBox* spin : {microBatch_, maxSplitMb_}) {
+    connect(spin, &QSpinBox::valueChanged, this, &ProfileEditorDialog::revalidate);
+  }
+  revalidate();
+}
+
+QComboBox* ProfileEditorDialog::triState(const std::optional<bool>& value) {
+  auto* combo = new QComboBox(this);
+  combo->addItems({tr("unchanged"), tr("on"), tr("off")});
+  combo->setCurrentIndex(value ? (*value ? 1 : 2) : 0);
+  return combo;
+}
+
+std::optional<bool> ProfileEditorDialog::triStateValue(const QComboBox* combo) {
+  if (combo->currentIndex() == 0) {
+    return std::nullopt;
+  }
+  return combo->currentIndex() == 1;
+}
+
+void ProfileEditorDialog::addEnvironmentRow(const QString& variable, const QString& value) {
+  const QSignalBlocker blocker(environment_);
+  const int r = environment_->rowCount();
+  environment_->insertRow(r);
+  environment_->setItem(r, VariableColumn, new QTableWidgetItem(variable));
+  environment_->setItem(r, ValueColumn, new QTableWidgetItem(value));
+  auto* check = new QTableWidgetItem;
+  check->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
+  environment_->setItem(r, CheckColumn, check);
+  revalidate();
+}
+
+Profile ProfileEditorDialog::profile() const {
+  Profile p;
+  p.name = name_->text().trimmed().toStdString();
+  p.description = description_->text().toStdString();
+  p.rationale = rationale_->toPlainText().toStdString();
+  for (int r = 0; r < environment_->rowCount(); ++r) {
+    const QString variable = environment_->item(r, VariableColumn)->text().trimmed();
+    if (!variable.isEmpty()) {
+      p.environment[variable.toStdString()] =
+          environment_->item(r, ValueColumn)->text().toStdString();
+    }
+  }
+  p.toggles.serialize = triStateValue(serialize_);
+  p.toggles.blocking = triStateValue(blocking_);
+  p.toggles.cpuFallback = triStateValue(cpuFallback_);
+  p.toggles.activationCheckpointing = triStateValue(activationCheckpointing_);
+  if (microBatch_->value() > 0) {
+    p.toggles.microBatch = microBatch_->value();
+  }
+  if (gemm_->currentIndex() > 0) {
+    p.toggles.gemm = gemm_->currentIndex() == 1 ? GemmBackend::Vendor : GemmBackend::Builtin;
+  }
+  if (allocatorMode_->currentIndex() > 0) {
+    p.allocator.mode =
+        allocatorMode_->currentIndex() == 1 ? AllocatorMode::Caching : AllocatorMode::Arena;
+  }
+  if (maxSplitMb_->value() > 0) {
+    p.allocator.maxSplitSizeBytes = static_cast<std::uint64_t>(maxSplitMb_->value()) << 20;
+  }
+  p.ladderRung = static_cast<LadderRung>(ladderRung_->currentData().toInt());
+  return p;
+}
+
+void ProfileEditorDialog::revalidate() {
+  const QSignalBlocker blocker(environment_);
+  for (int r = 0; r < environment_->rowCount(); ++r) {
+    const std::string variable =
+        environment_->item(r, VariableColumn)->text().trimmed().toStdString();
+    QTableWidgetItem* check = environment_->item(r, CheckColumn);
+    if (variable.empty()) {
+      check->setText(tr("(empty: ignored)"));
+      check->setForeground(palette().color(QPalette::PlaceholderText));
+    } else if (const std::string why = whyVariableIsForbidden(variable); !why.empty()) {
+      check->setText(tr("forbidden: %1").arg(QString::fromStdString(why)));
+      check->setForeground(QColor(0xc6, 0x28, 0x28));
+    } else if (const auto advice = folkloreAdvice(variable)) {
+      check->setText(tr("folklore: %1").arg(QString::fromStdString(*advice)));
+      check->setForeground(QColor(0xa1, 0x5c, 0x00));
+    } else if (isAllocatorConfVariable(variable)) {
+      check->setText(tr("mapped onto LoRAscope's allocator"));
+      check->setForeground(palette().color(QPalette::Text));
+    } else {
+      check->setText(tr("ok"));
+      check->setForeground(palette().color(QPalette::Text));
+    }
+    check->setToolTip(check->text());
+  }
+  problems_.clear();
+  QStringList notes;
+  try {
+    const ParsedProfile parsed = parseProfile(profileToJson(profile()), "this profile");
+    for (const ProfileNote& note : parsed.notes) {
+      notes << QString::fromStdString(note.field + ": " + note.message);
+    }
+  } catch (const ProfileError& e) {
+    problems_ = QString::fromUtf8(e.what());
+  }
+  notes_ = notes.join(QLatin1Char('\n'));
+  problemsLabel_->setText(problems_);
+  problemsLabel_->setVisible(!problems_.isEmpty());
+  notesLabel_->setText(notes_);
+  notesLabel_->setVisible(!notes_.isEmpty());
+  saveButton_->setEnabled(problems_.isEmpty());
+}
+
+QString ProfileEditorDialog::problems() const {
+  return problems_;
+}
+QString ProfileEditorDialog::notes() const {
+  return notes_;
+}
+bool ProfileEditorDialog::canSave() const {
+  return problems_.isEmpty();
+}
+
+QString ProfileEditorDialog::save() {
+  if (!canSave()) {
+    return problems_;
+  }
+  const Profile p = profile();
+  try {
+    store_.save(p);
+    if (!originalName_.empty() && originalName_ != p.name) {
+      store_.remove(originalName_);
+    }
+  } catch (const std::exception& e) {  // ProfileError or a filesystem error
+    problems_ = QString::fromUtf8(e.what());
+    problemsLabel_->setText(problems_);
+    problemsLabel_->setVisible(true);
+    return problems_;
+  }
+  return {};
+}
+
+void ProfileEditorDialog::accept() {
+  if (save().isEmpty()) {
+    QDialog::accept();
+  }
+}
+
+}  // namespace lorascope::widgets

@@ -1,0 +1,282 @@
+// widgets/TimeChart.cpp — a chart of decimated series with markers and a latest-value row.
+#include "widgets/TimeChart.h"
+
+#include <QChart>
+#include <QEvent>
+#include <QHBoxLayout>
+#include <QHelpEvent>
+#include <QLegend>
+#include <QLineSeries>
+#include <QPainter>
+#include <QToolTip>
+#include <QVBoxLayout>
+#include <QValueAxis>
+#include <cmath>
+
+#include "widgets/Format.h"
+
+namespace lorascope::widgets {
+
+QColor markerColor(MarkerKind kind) {
+  switch (kind) {
+    case MarkerKind::Toggle:
+      return QColor(0x1f, 0x77, 0xb4);
+    case MarkerKind::Profile:
+      return QColor(0x94, 0x67, 0xbd);
+    case MarkerKind::Checkpoint:
+      return QColor(0x2c, 0xa0, 0x2c);
+    case MarkerKind::Incident:
+      return QColor(0xd6, 0x27, 0x28);
+  }
+  return Qt::gray;
+}
+
+QString markerKindName(MarkerKind kind) {
+  switch (kind) {
+    case MarkerKind::Toggle:
+      return QObject::tr("toggle");
+    case MarkerKind::Profile:
+      return QObject::tr("profile");
+    case MarkerKind::Checkpoint:
+      return QObject::tr("checkpoint");
+    case MarkerKind::Incident:
+      return QObject::tr("incident");
+  }
+  return {};
+}
+
+// ---- MarkedChartView ---------------------------------------------------------------------------
+
+MarkedChartView::MarkedChartView(QChart* chart, const std::vector<ChartMarker>* markers,
+                                 QWidget* parent)
+    : QChartView(chart, parent), markers_(markers) {
+  setRenderHint(QPainter::Antialiasing, false);  // thousands of segments per frame
+  setMouseTracking(true);
+}
+
+std::optional<double> MarkedChartView::sceneXForTime(double timeS) const {
+  const auto axes = chart()->axes(Qt::Horizontal);
+  if (axes.isEmpty()) {
+    return std::nullopt;
+  }
+  const auto* axis = static_cast<const QValueAxis*>(axes.first());
+  const QRectF plot = chart()->plotArea();
+  if (axis->max() <= axis->min() || timeS < axis->min() || timeS > axis->max()) {
+    return std::nullopt;
+  }
+  return plot.left() + (timeS - axis->min()) / (axis->max() - axis->min()) * plot.width();
+}
+
+std::optional<double> MarkedChartView::xForTime(double timeS) const {
+  const auto sceneX = sceneXForTime(timeS);
+  if (!sceneX) {
+    return std::nullopt;
+  }
+  return mapFromScene(QPointF(*sceneX, chart()->plotArea().top())).x();
+}
+
+void MarkedChartView::drawForeground(QPainter* painter, const QRectF& rect) {
+  QChartView::drawForeground(painter, rect);
+  const QRectF plot = chart()->plotArea();
+  painter->save();
+  for (const ChartMarker& m : *markers_) {
+    const auto sceneX = sceneXForTime(static_cast<double>(m.timeMs) / 1000.0);
+    if (!sceneX) {
+      continue;
+    }
+    painter->setPen(QPen(markerColor(m.kind), 2.0, Qt::DashLine));
+    painter->drawLine(QPointF(*sceneX, plot.top()), QPointF(*sceneX, plot.bottom()));
+  }
+  painter->restore();
+}
+
+bool MarkedChartView::viewportEvent(QEvent* event) {
+  if (event->type() == QEvent::ToolTip) {
+    const auto* help = static_cast<QHelpEvent*>(event);
+    QStringList lines;
+    for (const ChartMarker& m : *markers_) {
+      const auto x = xForTime(static_cast<double>(m.timeMs) / 1000.0);
+      if (x && std::abs(*x - help->pos().x()) <= 4.0) {
+        lines << QStringLiteral("%1 · %2: %3")
+                     .arg(formatTimeMs(m.timeMs), markerKindName(m.kind), m.text);
+      }
+    }
+    if (lines.isEmpty()) {
+      QToolTip::hideText();
+    } else {
+      QToolTip::showText(help->globalPos(), lines.join(QLatin1Char('\n')), this);
+    }
+    return true;
+  }
+  return QChartView::viewportEvent(event);
+}
+
+// ---- TimeChart ---------------------------------------------------------------------------------
+
+struct TimeChart::Series {
+  QString name;
+  AxisSide side = AxisSide::Left;
+  ValueFormatter format;
+  QLineSeries* line = nullptr;  // owned by the chart
+  QLabel* label = nullptr;      // owned by the value row
+  SeriesDecimator decimator;
+  QString swatch;         // the series colour, shown before its value
+  QList<QPointF> points;  // preallocated; handed to replace()
+  bool available = false;
+  bool dirty = false;
+};
+
+TimeChart::TimeChart(const QString& title, const QString& leftAxisTitle,
+                     const QString& rightAxisTitle, const std::vector<ChartMarker>* markers,
+                     QWidget* parent)
+    : QWidget(parent), chart_(new QChart) {
+  chart_->setTitle(title);
+  chart_->legend()->setAlignment(Qt::AlignBottom);
+  chart_->setMargins(QMargins(2, 2, 2, 2));
+  chart_->setAnimationOptions(QChart::NoAnimation);
+
+  timeAxis_ = new QValueAxis(chart_);
+  timeAxis_->setTitleText(tr("time (s)"));
+  timeAxis_->setLabelFormat(QStringLiteral("%.0f"));
+  timeAxis_->setRange(0, 10);
+  chart_->addAxis(timeAxis_, Qt::AlignBottom);
+  leftAxis_ = new QValueAxis(chart_);
+  leftAxis_->setTitleText(leftAxisTitle);
+  chart_->addAxis(leftAxis_, Qt::AlignLeft);
+  if (!rightAxisTitle.isEmpty()) {
+    rightAxis_ = new QValueAxis(chart_);
+    rightAxis_->setTitleText(rightAxisTitle);
+    chart_->addAxis(rightAxis_, Qt::AlignRight);
+  }
+
+  view_ = new MarkedChartView(chart_, markers, this);  // takes ownership of the chart
+  view_->setMinimumHeight(160);
+  valueRow_ = new QWidget(this);
+  auto* valueLayout = new QHBoxLayout(valueRow_);
+  valueLayout->setContentsMargins(6, 0, 6, 0);
+  valueLayout->addStretch();
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->setSpacing(0);
+  layout->addWidget(valueRow_);
+  layout->addWidget(view_, 1);
+}
+
+TimeChart::~TimeChart() = default;
+
+int TimeChart::addSeries(const QString& name, AxisSide side, const QColor& color,
+                         ValueFormatter format) {
+  auto s = std::make_unique<Series>();
+  s->name = name;
+  s->side = side;
+  s->format = std::move(format);
+  s->line = new QLineSeries(chart_);
+  s->line->setName(name);
+  s->line->setPen(QPen(color, 1.5));
+  s->points.reserve(2 * s->decimator.bucketCount());
+  chart_->addSeries(s->line);
+  s->line->attachAxis(timeAxis_);
+  s->line->attachAxis(side == AxisSide::Right && rightAxis_ ? rightAxis_ : leftAxis_);
+  s->label = new QLabel(valueRow_);
+  s->label->setTextFormat(Qt::RichText);
+  auto* layout = static_cast<QHBoxLayout*>(valueRow_->layout());
+  layout->insertWidget(layout->count() - 1, s->label);
+  s->swatch = color.name();
+  series_.push_back(std::move(s));
+  const int index = static_cast<int>(series_.size()) - 1;
+  updateLabel(index);
+  return index;
+}
+
+void TimeChart::updateLabel(int series) {
+  const Series& s = *series_.at(static_cast<std::size_t>(series));
+  s.label->setText(QStringLiteral("<span style='color:%1'>&#9632;</span> %2")
+                       .arg(s.swatch, valueText(series).toHtmlEscaped()));
+}
+
+void TimeChart::addSample(int series, double timeS, double value) {
+  Series& s = *series_.at(static_cast<std::size_t>(series));
+  s.decimator.add(timeS, value);
+  s.available = true;
+  s.dirty = true;
+}
+
+void TimeChart::markUnavailable(int series) {
+  Series& s = *series_.at(static_cast<std::size_t>(series));
+  s.dirty = s.dirty || s.available;
+  s.available = false;
+}
+
+QString TimeChart::valueText(int series) const {
+  const Series& s = *series_.at(static_cast<std::size_t>(series));
+  const auto last = s.decimator.lastValue();
+  const QString value = s.available && last ? s.format(*last) : notAvailable();
+  return QStringLiteral("%1 %2").arg(s.name, value);
+}
+
+void TimeChart::updateValueAxis(QValueAxis* axis, AxisSide side) {
+  bool any = false;
+  double low = 0;
+  double high = 0;
+  for (const auto& s : series_) {
+    const bool onAxis = side == AxisSide::Left ? (s->side == AxisSide::Left || !rightAxis_)
+                                               : s->side == AxisSide::Right;
+    if (!onAxis || s->decimator.sampleCount() == 0) {
+      continue;
+    }
+    low = any ? std::min(low, s->decimator.minValue()) : s->decimator.minValue();
+    high = any ? std::max(high, s->decimator.maxValue()) : s->decimator.maxValue();
+    any = true;
+  }
+  if (!any) {
+    return;
+  }
+  low = std::min(low, 0.0);  // every quantity here is ≥ 0: the baseline stays honest
+  const double pad =
+      high > low ? 0.05 * (high - low) : std::max(1e-9, std::abs(high) * 0.05 + 1e-9);
+  axis->setRange(low, high + pad);
+}
+
+void TimeChart::refresh(double timeFromS, double timeToS) {
+  bool changed = false;
+  for (std::size_t i = 0; i < series_.size(); ++i) {
+    Series& s = *series_[i];
+    if (!s.dirty) {
+      continue;
+    }
+    s.decimator.fill(s.points);
+    s.line->replace(s.points);
+    updateLabel(static_cast<int>(i));
+    s.dirty = false;
+    changed = true;
+  }
+  if (changed) {
+    updateValueAxis(leftAxis_, AxisSide::Left);
+    if (rightAxis_) {
+      updateValueAxis(rightAxis_, AxisSide::Right);
+    }
+  }
+  if (timeAxis_->min() != timeFromS || timeAxis_->max() != timeToS) {
+    timeAxis_->setRange(timeFromS, timeToS);
+  }
+}
+
+void TimeChart::clear() {
+  for (auto& s : series_) {
+    s->decimator.clear();
+    s->points.clear();
+    s->line->clear();
+    s->available = false;
+    s->dirty = true;
+  }
+}
+
+QLineSeries* TimeChart::lineSeries(int series) const {
+  return series_.at(static_cast<std::size_t>(series))->line;
+}
+
+const SeriesDecimator& TimeChart::decimator(int series) const {
+  return series_.at(static_cast<std::size_t>(series))->decimator;
+}
+
+}  // namespace lorascope::widgets
