@@ -37,7 +37,8 @@ class Tokenizer {
   static Tokenizer fromModelDir(const std::filesystem::path& dir);
 
   // Ids of `text` without the post-processor's tokens (HF: add_special_tokens=False). Special
-  // and added tokens written in the text (e.g. "<|im_start|>") are recognised.
+  // and added tokens written in the text (e.g. "<|im_start|>") are recognised. Throws TextError
+  // (naming the byte offset) for text that is not valid UTF-8.
   std::vector<std::int32_t> encode(std::string_view text) const;
   // Ids with the post-processor applied (HF's default encode: e.g. Llama-3 prepends
   // <|begin_of_text|> through its TemplateProcessing).
