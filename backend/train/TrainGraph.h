@@ -1,0 +1,113 @@
+// train/TrainGraph.h — the Llama/Qwen2 graph for LoRA training: model/Forward.cpp's decoder
+// layers with a LoRA term on the adapted projections, the fused lm-head + cross-entropy, and a
+// backward pass that computes only what LoRA needs.
+//
+// For an adapted projection W (out, in) with input x (T, in):
+//   u = dropout(x)·Aᵀ (T, r), saved;   y = x·Wᵀ (+ b) + scale · u·Bᵀ
+//   backward, from dy (T, out):  dB += scale · dyᵀ·u;  g = scale · dy·B (T, r);
+//                                dA += gᵀ·dropout(x);  dx += dropout'(g·A)  (mask regenerated)
+// Frozen weights get no gradient; the input gradient flows through them (dx = dy·W), and the
+// first layer's input gradient is not computed (the embedding is frozen).
+//
+// Activation checkpointing off: every layer's activations (model::LayerActivations plus the
+// LoRA u's) are kept from forward to backward. On: only each layer's input (T, H) is kept and the
+// layer is recomputed just before its backward; the results are bit-identical either way.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <vector>
+
+#include "compute/Backend.h"
+#include "model/Forward.h"  // defines: ForwardInput, LayerActivations, ProjectionHook
+#include "model/ModelConfig.h"
+#include "model/ModelFolder.h"  // defines: ModelWeights
+#include "train/Lora.h"
+#include "train/LoraDropout.h"  // defines: DropoutKey
+
+namespace lorascope::train {
+
+// Thrown between two ops when the cancel flag is set; the step in progress is abandoned.
+class TrainingCancelled : public std::runtime_error {
+ public:
+  TrainingCancelled() : std::runtime_error("training cancelled") {}
+};
+
+// Every projection of the model an adapter may sit on: (layer, module, in, out), layer-major.
+std::vector<LoraSite> modelLoraSites(const model::ModelConfig& config);
+
+struct GraphOptions {
+  bool activationCheckpointing = false;
+};
+
+struct LossSum {
+  double sum = 0.0;                  // Σ per-token losses (nats), not scaled
+  std::int64_t predictedTokens = 0;  // shifted labels that are not −100
+};
+
+// Gradients of one adapted projection, in the layout of LoraWeights.
+struct LoraGradient {
+  std::vector<float> a;  // (r, in)
+  std::vector<float> b;  // (out, r)
+};
+
+class TrainGraph {
+ public:
+  // The adapter's sites must fit the model (layer < layers, in/out of the projection).
+  // Throws std::invalid_argument naming the site that does not.
+  TrainGraph(compute::Backend& backend, const model::ModelConfig& config,
+             const model::ModelWeights& weights, const LoraAdapter& adapter,
+             GraphOptions options = {});
+  ~TrainGraph();
+  TrainGraph(const TrainGraph&) = delete;
+  TrainGraph& operator=(const TrainGraph&) = delete;
+
+  // Copies the adapter's A and B to the backend (after every optimizer step). Same sites only.
+  void loadAdapter(const LoraAdapter& adapter);
+  void zeroGradients();
+  // Accumulates into the LoRA gradients the gradient of gradScale · Σ token losses of `input`
+  // (labels required). Returns the unscaled loss sum. Throws TrainingCancelled when `cancel`
+  // becomes true; the gradients are then partial and must be zeroed.
+  LossSum forwardBackward(const model::ForwardInput& input, float gradScale, const DropoutKey& key,
+                          const std::atomic<bool>* cancel = nullptr);
+  // Loss only, without dropout (evaluation and finite differences).
+  LossSum forwardLoss(const model::ForwardInput& input);
+  // The accumulated gradients, one per adapter site in the adapter's order.
+  std::vector<LoraGradient> gradients();
+
+  const GraphOptions& options() const { return options_; }
+  void setOptions(const GraphOptions& options) { options_ = options; }
+
+ private:
+  struct Site;
+  struct LayerState;
+  class LoraHook;
+
+  void layerBackward(int layer, LayerState& state, const compute::Tensor& xIn, compute::Tensor& dx,
+                     bool needInputGradient);
+  void siteBackward(int layer, model::Projection projection, LayerState& state,
+                    const compute::Tensor& x, const compute::Tensor& dy, compute::Tensor* dx);
+  LossSum headLoss(const compute::Tensor& x, std::span<const std::int32_t> targets, float gradScale,
+                   compute::Tensor* dx);
+  void checkCancel() const;
+  // (tokens, features) inverted-dropout mask of this projection under the current key.
+  compute::Tensor dropoutMask(int layer, model::Projection projection, std::int64_t tokens,
+                              std::int64_t features);
+
+  compute::Backend& backend_;
+  const model::ModelConfig& config_;
+  const model::ModelWeights& weights_;
+  LoraConfig lora_;
+  GraphOptions options_;
+  std::vector<Site> sites_;
+  std::vector<std::vector<int>> siteIndex_;  // [layer][projection] → index in sites_, or −1
+  // Per-call context of forwardBackward.
+  const model::SequenceLayout* layout_ = nullptr;
+  DropoutKey key_;
+  bool dropoutActive_ = false;
+  const std::atomic<bool>* cancel_ = nullptr;
+};
+
+}  // namespace lorascope::train

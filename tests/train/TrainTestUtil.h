@@ -1,0 +1,72 @@
+// TrainTestUtil.h — shared helpers of the trainer tests: the tiny reference model folders, an
+// adapter whose B is non-zero (so every LoRA gradient is informative), and comparisons.
+#pragma once
+
+#include <QtTest>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/ModelFolder.h"
+#include "train/Lora.h"
+#include "train/Philox.h"
+#include "train/TrainGraph.h"  // defines: modelLoraSites
+
+namespace lorascope::test {
+
+inline const std::string kModelDataDir = LORASCOPE_MODEL_DATA_DIR;
+
+inline model::ModelFolder openFixture(const std::string& name) {
+  return model::ModelFolder::open(kModelDataDir + "/" + name);
+}
+
+// createLoraAdapter's A, and B drawn uniform(−0.2, 0.2) from Philox stream 999 of `seed`.
+inline train::LoraAdapter adapterWithNonZeroB(const model::ModelConfig& config,
+                                              const train::LoraConfig& lora, std::uint64_t seed) {
+  train::LoraAdapter adapter = train::createLoraAdapter(lora, train::modelLoraSites(config), seed);
+  std::uint64_t i = 0;
+  for (train::LoraWeights& w : adapter.weights) {
+    for (float& b : w.b)
+      b = 0.4f * train::uniformFloat(seed, 999, i++) - 0.2f;
+  }
+  return adapter;
+}
+
+inline bool bitIdentical(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// max |got − want| ≤ tolerance · max |want| (over the whole tensor).
+inline bool closeRelativeToMax(const std::vector<float>& got, const std::vector<float>& want,
+                               double tolerance, const std::string& what) {
+  double worst = 0.0, scale = 0.0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    scale = std::max(scale, std::fabs(double{want[i]}));
+    worst = std::max(worst, std::fabs(double{got[i]} - want[i]));
+  }
+  if (got.size() != want.size() || worst > tolerance * scale) {
+    qWarning("%s: max difference %g against max magnitude %g (tolerance %g)", what.c_str(), worst,
+             scale, tolerance);
+    return false;
+  }
+  return true;
+}
+
+template <typename E>
+bool throwsNaming(const std::function<void()>& f, const std::string& fragment) {
+  try {
+    f();
+  } catch (const E& e) {
+    if (std::string(e.what()).find(fragment) != std::string::npos)
+      return true;
+    qWarning("message \"%s\" lacks \"%s\"", e.what(), fragment.c_str());
+    return false;
+  }
+  qWarning("nothing thrown");
+  return false;
+}
+
+}  // namespace lorascope::test

@@ -1,0 +1,285 @@
+// test_train_graph.cpp — the LoRA training graph on the tiny Llama/Qwen2 fixtures:
+// gradients of every A and B against central finite differences (with and without dropout),
+// activation checkpointing bit-identical to keeping every layer, the gradient independent of the
+// micro-batch split, a zero-B adapter reproducing the model's forward loss, cancellation, and
+// errors for inputs that do not fit.
+#include <QtTest>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "TrainTestUtil.h"
+#include "compute/Errors.h"
+#include "model/Forward.h"
+
+using namespace lorascope;
+using namespace lorascope::test;
+using train::LossSum;
+using train::TrainGraph;
+
+namespace {
+
+struct Batch {
+  std::int64_t batch = 0, seq = 0;
+  std::vector<std::int32_t> ids, labels;
+  model::ForwardInput input() const { return {batch, seq, ids, labels}; }
+};
+
+// The fixture's own (2, 12) ids and labels (some −100), with transformers' loss.
+Batch fixtureBatch(const std::string& name, double* loss = nullptr) {
+  std::ifstream in(kModelDataDir + "/" + name + "/expected.json");
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  Batch b;
+  for (const auto& row : doc["input_ids"]) {
+    for (int id : row)
+      b.ids.push_back(id);
+    ++b.batch;
+  }
+  for (const auto& row : doc["labels"])
+    for (int l : row)
+      b.labels.push_back(l);
+  b.seq = static_cast<std::int64_t>(b.ids.size()) / b.batch;
+  if (loss)
+    *loss = doc["loss"].get<double>();
+  return b;
+}
+
+train::LoraConfig smallLora(double dropout = 0.0) {
+  train::LoraConfig lora;
+  lora.rank = 2;
+  lora.alpha = 4.0;
+  lora.dropout = dropout;
+  return lora;
+}
+
+double meanLoss(const LossSum& s) {
+  return s.sum / static_cast<double>(s.predictedTokens);
+}
+
+// Central differences of the mean loss at a few elements of every A and B. `loss` evaluates the
+// current adapter. fp32 forward passes: eps 1e-2 keeps the rounding noise near 1e-4.
+void checkAgainstFiniteDifferences(train::LoraAdapter& adapter, TrainGraph& graph,
+                                   const std::vector<train::LoraGradient>& grads,
+                                   const std::function<double()>& loss) {
+  const float eps = 1e-2f;
+  int checked = 0;
+  double largestGradient = 0, largestDifference = 0;
+  for (std::size_t s = 0; s < adapter.weights.size(); ++s) {
+    for (int which = 0; which < 2; ++which) {
+      std::vector<float>& values = which == 0 ? adapter.weights[s].a : adapter.weights[s].b;
+      const std::vector<float>& g = which == 0 ? grads[s].a : grads[s].b;
+      for (std::size_t i : {std::size_t{0}, values.size() / 2 + 1, values.size() - 1}) {
+        const float saved = values[i];
+        values[i] = saved + eps;
+        graph.loadAdapter(adapter);
+        const double up = loss();
+        values[i] = saved - eps;
+        graph.loadAdapter(adapter);
+        const double down = loss();
+        values[i] = saved;
+        const double fd = (up - down) / (2.0 * eps);
+        largestGradient = std::max(largestGradient, std::fabs(fd));
+        largestDifference = std::max(largestDifference, std::fabs(fd - g[i]));
+        QVERIFY2(std::fabs(fd - g[i]) <= 1e-3 + 1e-2 * std::fabs(fd),
+                 qPrintable(
+                     QString::fromStdString(train::peftKey(adapter.weights[s].site, which == 0)) +
+                     QString(" [%1]: backward %2, finite difference %3").arg(i).arg(g[i]).arg(fd)));
+        ++checked;
+      }
+    }
+  }
+  graph.loadAdapter(adapter);
+  qInfo("%d elements: largest gradient %.3g, largest difference to finite differences %.3g",
+        checked, largestGradient, largestDifference);
+  QVERIFY(checked == static_cast<int>(adapter.weights.size()) * 6);
+  QVERIFY(largestGradient > 0.05);  // the check is not vacuous
+}
+
+}  // namespace
+
+class TestTrainGraph : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void gradientsMatchFiniteDifferences_data();
+  void gradientsMatchFiniteDifferences();
+  void dropoutGradientsMatchFiniteDifferences();
+  void dropoutMaskIsKeyedAndScaled();
+  void checkpointingIsBitIdentical();
+  void gradientDoesNotDependOnMicroBatchSplit();
+  void zeroBAdapterReproducesModelForward();
+  void cancellationStopsBetweenOps();
+  void rejectsInputsThatDoNotFit();
+};
+
+void TestTrainGraph::gradientsMatchFiniteDifferences_data() {
+  QTest::addColumn<QString>("fixture");
+  QTest::newRow("llama (llama3 rope, untied)") << "llama_f32_legacy_rope";
+  QTest::newRow("qwen2 (qkv bias, tied)") << "qwen2_f32_tied";
+}
+
+void TestTrainGraph::gradientsMatchFiniteDifferences() {
+  QFETCH(QString, fixture);
+  const model::ModelFolder folder = openFixture(fixture.toStdString());
+  auto backend = compute::createCpuBackend();
+  train::LoraAdapter adapter = adapterWithNonZeroB(folder.config(), smallLora(), 7);
+  TrainGraph graph(*backend, folder.config(), folder.weights(), adapter);
+  const Batch batch = fixtureBatch(fixture.toStdString());
+  const LossSum base = graph.forwardLoss(batch.input());
+  graph.zeroGradients();
+  const LossSum trained = graph.forwardBackward(batch.input(), 1.0f / base.predictedTokens, {});
+  QCOMPARE(trained.predictedTokens, base.predictedTokens);
+  QVERIFY(trained.sum == base.sum);  // dropout off: the same forward, bit for bit
+  checkAgainstFiniteDifferences(adapter, graph, graph.gradients(),
+                                [&] { return meanLoss(graph.forwardLoss(batch.input())); });
+}
+
+void TestTrainGraph::dropoutGradientsMatchFiniteDifferences() {
+  // The loss with dropout is a smooth function of A and B for a fixed mask (fixed key); its value
+  // comes from forwardBackward with a zero gradient scale.
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  train::LoraAdapter adapter = adapterWithNonZeroB(folder.config(), smallLora(0.3), 8);
+  TrainGraph graph(*backend, folder.config(), folder.weights(), adapter);
+  const Batch batch = fixtureBatch("llama_f32_legacy_rope");
+  const train::DropoutKey key{5, 3, 1};
+  const LossSum noDropout = graph.forwardLoss(batch.input());
+  graph.zeroGradients();
+  const LossSum withDropout =
+      graph.forwardBackward(batch.input(), 1.0f / noDropout.predictedTokens, key);
+  QVERIFY(withDropout.sum != noDropout.sum);  // the mask is applied
+  const std::vector<train::LoraGradient> grads = graph.gradients();
+  checkAgainstFiniteDifferences(adapter, graph, grads, [&] {
+    const double value = meanLoss(graph.forwardBackward(batch.input(), 0.0f, key));
+    return value;
+  });
+}
+
+void TestTrainGraph::dropoutMaskIsKeyedAndScaled() {
+  const train::DropoutKey key{77, 12, 3};
+  const std::vector<float> mask = train::dropoutMask(key, 5, train::LoraModule::Up, 0.25, 4003);
+  const std::uint64_t stream = train::dropoutStream(key, 5, train::LoraModule::Up);
+  std::size_t dropped = 0;
+  for (std::size_t i = 0; i < mask.size(); ++i) {
+    const float want = train::uniformFloat(77, stream, i) < 0.25f ? 0.0f : 1.0f / 0.75f;
+    QCOMPARE(mask[i], want);
+    dropped += mask[i] == 0.0f ? 1 : 0;
+  }
+  QVERIFY(dropped > 900 && dropped < 1100);  // ≈ 25 % of 4003
+  QVERIFY(mask != train::dropoutMask({77, 12, 4}, 5, train::LoraModule::Up, 0.25, 4003));
+  QVERIFY(mask != train::dropoutMask({77, 13, 3}, 5, train::LoraModule::Up, 0.25, 4003));
+  QVERIFY(mask != train::dropoutMask(key, 5, train::LoraModule::Gate, 0.25, 4003));
+  QVERIFY((stream >> 63) == 1);  // apart from the LoRA-init streams (layer·16 + module)
+}
+
+void TestTrainGraph::checkpointingIsBitIdentical() {
+  const model::ModelFolder folder = openFixture("qwen2_f32_tied");
+  auto backend = compute::createCpuBackend();
+  const train::LoraAdapter adapter = adapterWithNonZeroB(folder.config(), smallLora(0.2), 9);
+  const Batch batch = fixtureBatch("qwen2_f32_tied");
+  std::vector<std::vector<train::LoraGradient>> results;
+  std::vector<double> losses;
+  for (bool checkpointing : {false, true}) {
+    TrainGraph graph(*backend, folder.config(), folder.weights(), adapter, {checkpointing});
+    losses.push_back(graph.forwardBackward(batch.input(), 0.05f, {1, 2, 0}).sum);
+    results.push_back(graph.gradients());
+  }
+  QVERIFY(losses[0] == losses[1]);
+  for (std::size_t s = 0; s < results[0].size(); ++s) {
+    QVERIFY(bitIdentical(results[0][s].a, results[1][s].a));
+    QVERIFY(bitIdentical(results[0][s].b, results[1][s].b));
+  }
+}
+
+void TestTrainGraph::gradientDoesNotDependOnMicroBatchSplit() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  const train::LoraAdapter adapter = adapterWithNonZeroB(folder.config(), smallLora(), 10);
+  const Batch both = fixtureBatch("llama_f32_legacy_rope");
+  TrainGraph whole(*backend, folder.config(), folder.weights(), adapter);
+  const LossSum all = whole.forwardBackward(both.input(), 1.0f / 19.0f, {});
+  TrainGraph split(*backend, folder.config(), folder.weights(), adapter);
+  LossSum parts;
+  for (std::int64_t row = 0; row < both.batch; ++row) {
+    Batch one{1, both.seq, {}, {}};
+    one.ids.assign(both.ids.begin() + row * both.seq, both.ids.begin() + (row + 1) * both.seq);
+    one.labels.assign(both.labels.begin() + row * both.seq,
+                      both.labels.begin() + (row + 1) * both.seq);
+    const LossSum s = split.forwardBackward(one.input(), 1.0f / 19.0f, {});
+    parts.sum += s.sum;
+    parts.predictedTokens += s.predictedTokens;
+  }
+  QCOMPARE(parts.predictedTokens, all.predictedTokens);
+  QVERIFY(std::fabs(parts.sum - all.sum) < 1e-5 * all.sum);
+  const auto a = whole.gradients(), b = split.gradients();
+  for (std::size_t s = 0; s < a.size(); ++s) {
+    QVERIFY(
+        closeRelativeToMax(b[s].a, a[s].a, 1e-5, train::peftKey(adapter.weights[s].site, true)));
+    QVERIFY(
+        closeRelativeToMax(b[s].b, a[s].b, 1e-5, train::peftKey(adapter.weights[s].site, false)));
+  }
+}
+
+void TestTrainGraph::zeroBAdapterReproducesModelForward() {
+  for (const char* name : {"llama_f32_legacy_rope", "qwen2_f32_tied", "llama_bf16_sharded_tied"}) {
+    const model::ModelFolder folder = openFixture(name);
+    auto backend = compute::createCpuBackend();
+    const train::LoraAdapter fresh =
+        train::createLoraAdapter(smallLora(), train::modelLoraSites(folder.config()), 3);
+    TrainGraph graph(*backend, folder.config(), folder.weights(), fresh);
+    double transformersLoss = 0;
+    const Batch batch = fixtureBatch(name, &transformersLoss);
+    const double ours = meanLoss(graph.forwardLoss(batch.input()));
+    const model::ForwardResult plain =
+        model::forward(*backend, folder.config(), folder.weights(), batch.input());
+    QVERIFY2(std::fabs(ours - *plain.loss) < 1e-6 * *plain.loss,
+             qPrintable(QString("%1: %2 vs %3").arg(name).arg(ours).arg(*plain.loss)));
+    QVERIFY2(
+        std::fabs(ours - transformersLoss) < 1e-4 * transformersLoss,
+        qPrintable(QString("%1: %2 vs transformers %3").arg(name).arg(ours).arg(transformersLoss)));
+  }
+}
+
+void TestTrainGraph::cancellationStopsBetweenOps() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  const train::LoraAdapter adapter = adapterWithNonZeroB(folder.config(), smallLora(), 11);
+  TrainGraph graph(*backend, folder.config(), folder.weights(), adapter);
+  const Batch batch = fixtureBatch("llama_f32_legacy_rope");
+  std::atomic<bool> cancel{true};
+  QVERIFY(throwsNaming<train::TrainingCancelled>(
+      [&] { graph.forwardBackward(batch.input(), 1.0f, {}, &cancel); }, "cancelled"));
+  cancel = false;
+  graph.zeroGradients();
+  QVERIFY(graph.forwardBackward(batch.input(), 1.0f, {}, &cancel).predictedTokens > 0);
+}
+
+void TestTrainGraph::rejectsInputsThatDoNotFit() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  train::LoraAdapter adapter = adapterWithNonZeroB(folder.config(), smallLora(), 12);
+  Batch batch = fixtureBatch("llama_f32_legacy_rope");
+  {
+    train::LoraAdapter wrong = adapter;
+    wrong.weights[0].site.inFeatures = 31;
+    QVERIFY(throwsNaming<std::invalid_argument>(
+        [&] { TrainGraph g(*backend, folder.config(), folder.weights(), wrong); },
+        "layer 0 q_proj is (31 → 32) but the model's is (32 → 32)"));
+  }
+  TrainGraph graph(*backend, folder.config(), folder.weights(), adapter);
+  batch.ids[5] = 300;
+  QVERIFY(throwsNaming<compute::ShapeError>([&] { graph.forwardBackward(batch.input(), 1.0f, {}); },
+                                            "300"));
+  batch.ids[5] = 1;
+  batch.labels.clear();
+  QVERIFY(throwsNaming<std::invalid_argument>(
+      [&] { graph.forwardBackward(batch.input(), 1.0f, {}); }, "no labels"));
+  batch.labels.assign(batch.ids.size(), 1);
+  batch.labels[3] = 999;
+  QVERIFY(throwsNaming<compute::ShapeError>([&] { graph.forwardBackward(batch.input(), 1.0f, {}); },
+                                            "target 999"));
+}
+
+QTEST_APPLESS_MAIN(TestTrainGraph)
+#include "test_train_graph.moc"
