@@ -1,6 +1,7 @@
 // LineReader.cpp — chunked line reading with BOM and CRLF handling.
 #include "data/LineReader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <system_error>
@@ -26,7 +27,9 @@ LineReader::LineReader(const std::filesystem::path& path) : path_(path) {
   }
   const auto size = std::filesystem::file_size(path, ec);
   totalBytes_ = ec ? 0 : static_cast<std::uint64_t>(size);
-  buffer_.resize(kChunkBytes);
+  // Small files get a buffer of their size (+1 so the first read sees the end of the file).
+  buffer_.resize(static_cast<std::size_t>(
+      std::min<std::uint64_t>(kChunkBytes, std::max<std::uint64_t>(totalBytes_ + 1, 64))));
   refill();
   const auto* head = reinterpret_cast<const unsigned char*>(buffer_.data() + begin_);
   const std::size_t available = end_ - begin_;

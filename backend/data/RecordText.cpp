@@ -5,6 +5,7 @@
 #include <string>
 
 #include "data/Utf8.h"
+#include "text/Utf8.h"  // defines: utf8::lossy
 
 namespace lorascope::data {
 
@@ -60,7 +61,7 @@ std::string syntaxMessage(const nlohmann::json::parse_error& error) {
   const std::string marker = "last read: '";
   const std::size_t start = message.find(marker);
   if (start == std::string::npos) {
-    return message;
+    return text::utf8::lossy(message);
   }
   const std::size_t from = start + marker.size();
   std::size_t end = message.find("'; expected ", from);
@@ -74,7 +75,8 @@ std::string syntaxMessage(const nlohmann::json::parse_error& error) {
     }
     message.replace(from, cut - from, "...");
   }
-  return message;
+  // The excerpt may end inside a UTF-8 sequence (the lexer stops at its first byte).
+  return text::utf8::lossy(message);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include "DataTestUtil.h"
 #include "data/Example.h"
 #include "data/RecordReader.h"
+#include "data/RecordText.h"
+#include "data/Utf8.h"
 
 using namespace lorascope::data;
 using namespace lorascope::data::test;
@@ -152,6 +154,19 @@ class TestDatasetReader : public QObject {
     QCOMPARE(read.format, std::optional<Format>(Format::Chat));
     QCOMPARE(linesOf(read.examples), (std::vector<std::size_t>{3}));
     QCOMPARE(issuesOf(read.issues, IssueKind::FormatMismatch).size(), std::size_t{4});
+  }
+
+  void jsonErrorMessagesStayValidUtf8() {
+    // The JSON lexer stops at the first byte of "é" after the object; its excerpt of what it
+    // read would end inside the UTF-8 sequence (found by the fuzzer).
+    const std::string line = "{\"text\": \"caf\xc3\xa9\"}\xc3\xa9\"}";
+    std::vector<DatasetIssue> issues;
+    const auto value = parseRecordText(line, {1, std::nullopt, 0},
+                                       [&issues](DatasetIssue issue) { issues.push_back(issue); });
+    QVERIFY(!value.has_value());
+    QCOMPARE(issues.size(), std::size_t{1});
+    QCOMPARE(issues[0].kind, IssueKind::JsonError);
+    QVERIFY(!findInvalidUtf8(issues[0].message).has_value());
   }
 
   void guessFormatLooksAtKeys() {
