@@ -1,19 +1,44 @@
-// test_app_shell.cpp — the main window's menus and the About box's facts.
+// test_app_shell.cpp — the main window's menus and the About box's facts; the window with an
+// engine client: the empty state without one, run actions that follow the run state and send
+// Commands, events reaching every page, the layout remembered across windows.
 #include <QtTest>
 
 #include <QAction>
+#include <QLineSeries>
 #include <QMenuBar>
+#include <QSettings>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTemporaryDir>
 
+#include "../widgets/RecordedStream.h"
 #include "compute/BuildInfo.h"
 #include "gui/MainWindow.h"
 #include "widgets/AboutDialog.h"
+#include "widgets/ControlsPanel.h"
+#include "widgets/Dashboard.h"
+#include "widgets/EventLogModel.h"
+#include "widgets/MemoryMapPanel.h"
+#include "widgets/ProfileBar.h"
 
 using namespace lorascope;
+using namespace lorascope::engine;
 
 class TestAppShell : public QObject {
   Q_OBJECT
 
+ private:
+  QTemporaryDir config_;
+
  private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);             // QSettings go to a test location
+    qputenv("XDG_CONFIG_HOME", config_.path().toUtf8());  // user profiles too
+    QCoreApplication::setOrganizationName(QStringLiteral("LoRAscopeTest"));
+    QCoreApplication::setApplicationName(QStringLiteral("test_app_shell"));
+    QSettings().clear();
+  }
+
   void aboutFactsComeFromTheBuild() {
     const widgets::AboutFacts facts = app::collectAboutFacts();
     QCOMPARE(facts.version, QString::fromStdString(compute::buildInfo().version));
@@ -50,10 +75,75 @@ class TestAppShell : public QObject {
     for (QAction* action : window.menuBar()->actions()) {
       menus << action->text();
     }
-    QCOMPARE(menus, (QStringList{"&File", "&Help"}));
-    QMenu* help = window.menuBar()->actions().at(1)->menu();
+    QCOMPARE(menus, (QStringList{"&File", "&Run", "&View", "&Help"}));
+    QMenu* help = window.menuBar()->actions().at(3)->menu();
     QVERIFY(help != nullptr);
     QCOMPARE(help->actions().at(0)->text(), QStringLiteral("&About LoRAscope"));
+  }
+
+  void withoutAnEngineEverythingWaits() {
+    app::MainWindow window(app::collectAboutFacts());
+    QVERIFY(!window.dashboard()->showsCharts());
+    for (QAction* a : {window.startAction(), window.pauseAction(), window.resumeAction(),
+                       window.stopAction(), window.checkpointAction()}) {
+      QVERIFY2(!a->isEnabled(), qPrintable(a->text()));
+    }
+    QVERIFY(!window.controls()->editor(Toggle::Serialize)->isEnabled());
+  }
+
+  void runActionsFollowTheStateAndSendCommands() {
+    app::MainWindow window(app::collectAboutFacts());
+    testing::RecordingEngineClient engine;
+    window.setEngine(&engine);
+    engine.setConnected(true);
+    QVERIFY(!window.startAction()->isEnabled());  // no run configuration yet
+    window.setRunConfig({{"model", "/models/demo"}});
+    QVERIFY(window.startAction()->isEnabled());
+    window.startAction()->trigger();
+    QCOMPARE(engine.sent.size(), std::size_t{1});
+    QCOMPARE(std::get<StartCommand>(engine.sent[0]).runConfig["model"], "/models/demo");
+    emit engine.event({10, StateEvent{RunState::Running, 0, ""}});
+    QVERIFY(!window.startAction()->isEnabled());
+    QVERIFY(window.pauseAction()->isEnabled() && window.stopAction()->isEnabled());
+    window.pauseAction()->trigger();
+    QVERIFY(std::holds_alternative<PauseCommand>(engine.sent.back()));
+    emit engine.event({20, StateEvent{RunState::Paused, 3, ""}});
+    QVERIFY(window.resumeAction()->isEnabled() && !window.pauseAction()->isEnabled());
+    window.checkpointAction()->trigger();
+    QVERIFY(std::holds_alternative<CheckpointNowCommand>(engine.sent.back()));
+    // Commands the pages request go through the same client.
+    window.controls()->requestToggle(Toggle::Blocking, true);
+    QVERIFY(std::holds_alternative<SetToggleCommand>(engine.sent.back()));
+    window.profileBar()->switchTo(QStringLiteral("CPU only"));
+    QCOMPARE(std::get<SwitchProfileCommand>(engine.sent.back()).name, std::string("CPU only"));
+    engine.setConnected(false);
+    QVERIFY(!window.resumeAction()->isEnabled());
+  }
+
+  void eventsReachEveryPage() {
+    app::MainWindow window(app::collectAboutFacts());
+    testing::RecordingEngineClient engine;
+    window.setEngine(&engine);
+    engine.setConnected(true);
+    engine.play(testing::readStream("synthetic_gpu_run.jsonl"));
+    QTRY_VERIFY(window.dashboard()->lossChart()->lineSeries(0)->count() > 0);
+    QVERIFY(window.dashboard()->showsCharts());
+    QVERIFY(window.memoryMap()->hasSnapshot());
+    QCOMPARE(window.controls()->status(Toggle::GemmBackend),
+             widgets::ControlsPanel::Status::Applied);
+    QVERIFY(window.eventLog()->rowCount() > 0);
+  }
+
+  void layoutIsRemembered() {
+    {
+      app::MainWindow window(app::collectAboutFacts());
+      window.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&window));
+      window.pages()->setCurrentIndex(2);
+      window.close();
+    }
+    app::MainWindow again(app::collectAboutFacts());
+    QCOMPARE(again.pages()->currentIndex(), 2);
   }
 };
 
