@@ -33,10 +33,23 @@ const std::map<std::string, Subcommand>& subcommands() {
        {lorascope::cli::runInspectModel,
         "inspect-model DIR [--json] [--batch N] [--seq N] [--rank R]   architecture, "
         "parameters, dtypes, LoRA training memory"}},
+      {"export",
+       {lorascope::cli::runExport,
+        "export RUN_DIR [--out DIR] [--merge OUT_DIR] [--checkpoint N]   the run's PEFT adapter; "
+        "--merge writes base + adapter as a model folder transformers loads"}},
       {"tokenize",
        {lorascope::cli::runTokenize,
         "tokenize --tokenizer PATH_OR_MODEL_DIR [--json] [--decode] [--skip-special] "
         "[--post-processor]   stdin lines to ids (or ids to text)"}},
+      {"train",
+       {lorascope::cli::runTrain,
+        "train (--model DIR --data FILE --out RUN_DIR | --demo [--out RUN_DIR] | --resume RUN_DIR "
+        "[--checkpoint N]) [--steps N | --epochs E] [--batch-size B] [--grad-accum G] "
+        "[--max-seq-len L] [--lr X] [--schedule constant|linear|cosine] [--warmup N] "
+        "[--lora-r R] [--lora-alpha A] [--lora-dropout P] [--rslora true] [--targets q,k,v,...] "
+        "[--seed S] [--checkpoint-every N] [--keep-checkpoints K] [--weight-decay W] "
+        "[--max-grad-norm C] [--packing true] [--activation-checkpointing true] [--device cpu] "
+        "[--config run.json]   LoRA training into a run folder; Ctrl-C checkpoints and exits"}},
       {"validate-data",
        {lorascope::cli::runValidateData,
         "validate-data FILE (--model DIR | --tokenizer PATH) [--template NAME] "

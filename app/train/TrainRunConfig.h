@@ -1,0 +1,41 @@
+// train/TrainRunConfig.h — the `train` command's options, from command-line flags, a --config
+// JSON file (keys are the long option names, e.g. {"lr": 1e-4, "lora-r": 16}) and defaults, to
+// TrainConfig and to the run's config.json (and back, for --resume).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "train/CliArgs.h"
+#include "train/TrainLoop.h"  // defines: TrainConfig
+
+namespace lorascope::cli {
+
+// Every option `train` takes a value for (besides --model, --data, --out, --resume, --config).
+const std::set<std::string>& trainValueOptions();
+
+struct TrainRunSettings {
+  train::TrainConfig train;
+  std::int64_t checkpointEvery = 50;  // optimizer steps; 0 = only at the end
+  int keepCheckpoints = 3;            // ≤ 0 keeps all
+  std::string device = "cpu";
+};
+
+// Demo defaults are tuned for the built-in demo (a minute on 2 cores).
+TrainRunSettings defaultSettings(bool demo);
+
+// Applies `options` (long option name → text value). Throws UsageError naming the option when a
+// value does not parse or is out of range.
+void applyOptions(TrainRunSettings& settings, const std::map<std::string, std::string>& options);
+
+// The "training" object of config.json, and back (for --resume; throws UsageError naming the
+// field of a config.json that does not parse).
+nlohmann::json settingsToJson(const TrainRunSettings& settings);
+TrainRunSettings settingsFromJson(const nlohmann::json& training, const std::string& file);
+
+// FNV-1a 64 of a file's bytes as "fnv1a64:<hex>" (the data file's fingerprint in config.json).
+std::string fileFingerprint(const std::string& path);
+
+}  // namespace lorascope::cli

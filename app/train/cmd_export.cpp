@@ -1,0 +1,56 @@
+// train/cmd_export.cpp — `lorascope-train export RUN_DIR [--out DIR] [--merge OUT]
+// [--checkpoint N]`: the run's adapter in PEFT's format (the final one, else the newest
+// checkpoint, or checkpoint N), copied to DIR and/or merged into the base model as a folder
+// transformers loads.
+#include <iostream>
+
+#include "train/CliArgs.h"
+#include "train/Commands.h"
+#include "train/Merge.h"
+#include "train/PeftExport.h"
+#include "train/RunDirectory.h"
+
+namespace lorascope::cli {
+namespace fs = std::filesystem;
+
+int runExport(const Args& args) {
+  const CliArgs parsed(args, {}, {"out", "merge", "checkpoint"});
+  if (parsed.positional().size() != 1) {
+    throw UsageError("expects one RUN_DIR (the --out folder of `lorascope-train train`)");
+  }
+  const train::RunDirectory run = train::RunDirectory::open(parsed.positional()[0]);
+  fs::path source;
+  if (const auto step = parsed.value("checkpoint")) {
+    std::int64_t n = 0;
+    try {
+      n = std::stoll(*step);
+    } catch (const std::exception&) {
+      throw UsageError("--checkpoint needs a step number, got '" + *step + "'");
+    }
+    run.loadCheckpoint(n);  // checks that it exists, is complete and belongs to this config
+    source = run.checkpointDir(n);
+  } else if (fs::exists(run.finalAdapterDir() / train::kAdapterWeightsFile)) {
+    source = run.finalAdapterDir();
+  } else {
+    source = run.checkpointDir(run.loadCheckpoint().step);
+  }
+  const train::PeftAdapterFiles adapter = train::readPeftAdapter(source);
+  std::cout << "adapter: " << source.string() << " (r " << adapter.adapter.config.rank << ", "
+            << adapter.adapter.weights.size() << " projections, "
+            << adapter.adapter.parameterCount() << " parameters)\n";
+  if (const auto out = parsed.value("out")) {
+    train::writePeftAdapter(*out, adapter.adapter, run.baseModel());
+    std::cout << "PEFT adapter written to " << *out
+              << " (load it with peft.PeftModel.from_pretrained(base, \"" << *out << "\"))\n";
+  }
+  if (const auto mergeDir = parsed.value("merge")) {
+    const train::MergeReport report =
+        train::mergeAdapterIntoModel(run.baseModel(), adapter.adapter, *mergeDir);
+    std::cout << "merged model written to " << *mergeDir << ": " << report.mergedTensors
+              << " projections merged, " << report.copiedTensors << " tensors and "
+              << report.copiedFiles << " files copied from " << run.baseModel() << "\n";
+  }
+  return 0;
+}
+
+}  // namespace lorascope::cli

@@ -1,0 +1,256 @@
+// train/cmd_train.cpp — `lorascope-train train`: a LoRA run on the CPU into a run folder.
+//   train --model DIR --data FILE --out RUN_DIR [options]   a new run
+//   train --demo [--out RUN_DIR] [options]                  the built-in demo model and dataset
+//   train --resume RUN_DIR [--checkpoint N]                 continue a run from its checkpoint
+// A progress bar on a terminal (step/total, loss, tokens/s, ETA), one line per step otherwise.
+// Ctrl-C / SIGTERM: the step in progress finishes, a checkpoint is written, exit 0; a second
+// Ctrl-C abandons the step and checkpoints the last completed one.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "TrainRunConfig.h"
+#include "compute/Backend.h"
+#include "compute/BuildInfo.h"
+#include "model/ModelFolder.h"
+#include "train/CliArgs.h"
+#include "train/Commands.h"
+#include "train/DemoDataset.h"
+#include "train/DemoModel.h"
+#include "train/RunDirectory.h"
+#include "train/TrainingData.h"
+
+namespace lorascope::cli {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::atomic<int> gSignals{0};           // SIGINT/SIGTERM received
+std::atomic<bool> gAbandonStep{false};  // set by the second one
+
+extern "C" void onStopSignal(int) {
+  if (gSignals.fetch_add(1) >= 1) {
+    gAbandonStep.store(true);
+  }
+}
+
+std::string formatSeconds(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  char text[32];
+  if (s >= 3600) {
+    std::snprintf(text, sizeof text, "%lldh%02lldm", s / 3600, (s / 60) % 60);
+  } else {
+    std::snprintf(text, sizeof text, "%lldm%02llds", s / 60, s % 60);
+  }
+  return text;
+}
+
+class Progress {
+ public:
+  Progress(std::int64_t total, std::int64_t firstStep)
+      : total_(total),
+        firstStep_(firstStep),
+        terminal_(::isatty(STDOUT_FILENO) == 1),
+        start_(std::chrono::steady_clock::now()) {}
+
+  void step(const train::StepMetrics& m) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double perStep = elapsed / static_cast<double>(m.step - firstStep_);
+    const double eta = perStep * static_cast<double>(total_ - m.step);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "step %lld/%lld  loss %.4f  lr %.2e  grad %.3f  %.0f tok/s  ETA %s",
+                  static_cast<long long>(m.step), static_cast<long long>(total_), m.loss,
+                  m.learningRate, m.gradNorm, m.tokensPerS, formatSeconds(eta).c_str());
+    if (!terminal_) {
+      std::cout << line << std::endl;
+      return;
+    }
+    constexpr int kBarWidth = 24;
+    const int filled = static_cast<int>(kBarWidth * m.step / std::max<std::int64_t>(total_, 1));
+    std::cout << "\r[" << std::string(static_cast<std::size_t>(filled), '#')
+              << std::string(static_cast<std::size_t>(kBarWidth - filled), '.') << "] " << line
+              << "\x1b[K" << std::flush;
+  }
+  void finish() {
+    if (terminal_) {
+      std::cout << "\n";
+    }
+  }
+
+ private:
+  std::int64_t total_;
+  std::int64_t firstStep_;
+  bool terminal_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+std::string nowIso8601() {
+  const std::time_t now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return text;
+}
+
+json readConfigFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw UsageError("--config " + path + ": cannot be read");
+  }
+  const json doc = json::parse(in, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    throw UsageError("--config " + path + ": not a JSON object of option names and values");
+  }
+  return doc;
+}
+
+// Options in force: the --config file first, then the command line.
+std::map<std::string, std::string> collectOptions(const CliArgs& parsed) {
+  std::map<std::string, std::string> options;
+  if (const auto file = parsed.value("config")) {
+    for (const auto& [key, value] : readConfigFile(*file).items()) {
+      options[key] = value.is_string() ? value.get<std::string>() : value.dump();
+    }
+  }
+  for (const std::string& name : trainValueOptions()) {
+    if (const auto v = parsed.value(name)) {
+      options[name] = *v;
+    }
+  }
+  return options;
+}
+
+struct RunSetup {
+  train::RunDirectory run;
+  TrainRunSettings settings;
+  std::optional<train::TrainerState> resume;
+};
+
+RunSetup newRun(const CliArgs& parsed) {
+  const bool demo = parsed.has("demo");
+  std::string modelPath, dataPath;
+  if (demo) {
+    const fs::path cache = train::defaultCacheDir();
+    modelPath = train::ensureDemoModel(cache).string();
+    dataPath = train::ensureDemoDataset(cache).string();
+    std::cout << "demo: model " << modelPath << "\n      data  " << dataPath << "\n";
+  } else {
+    modelPath = parsed.required("model");
+    dataPath = parsed.required("data");
+  }
+  const std::string out =
+      demo ? parsed.value("out").value_or("lorascope-demo-run") : parsed.required("out");
+  TrainRunSettings settings = defaultSettings(demo);
+  applyOptions(settings, collectOptions(parsed));
+  const json config = {
+      {"model_path", fs::absolute(modelPath).lexically_normal().string()},
+      {"data_path", fs::absolute(dataPath).lexically_normal().string()},
+      {"data_fingerprint", fileFingerprint(dataPath)},
+      {"demo", demo},
+      {"training", settingsToJson(settings)},
+      {"versions", {{"lorascope", compute::buildInfo().version}, {"run_format", 1}}},
+      {"created", nowIso8601()}};
+  return {train::RunDirectory::create(out, config), settings, std::nullopt};
+}
+
+RunSetup resumedRun(const CliArgs& parsed) {
+  train::RunDirectory run = train::RunDirectory::open(parsed.required("resume"));
+  const std::string configFile = (run.dir() / train::kRunConfigFile).string();
+  TrainRunSettings settings = settingsFromJson(run.config().at("training"), configFile);
+  const std::string dataPath = run.config().at("data_path").get<std::string>();
+  const std::string recorded = run.config().value("data_fingerprint", "");
+  if (fileFingerprint(dataPath) != recorded) {
+    throw std::runtime_error(dataPath + ": the data file changed since the run started (" +
+                             fileFingerprint(dataPath) + ", recorded " + recorded +
+                             "); restore it or start a new run");
+  }
+  std::optional<std::int64_t> step;
+  if (const auto text = parsed.value("checkpoint")) {
+    step = std::stoll(*text);
+  }
+  train::TrainerState state = run.loadCheckpoint(step);
+  run.truncateMetricsAfter(state.step);
+  std::cout << "resuming " << run.dir().string() << " from step " << state.step << "\n";
+  return {std::move(run), settings, std::move(state)};
+}
+
+}  // namespace
+
+int runTrain(const Args& args) {
+  std::set<std::string> options = trainValueOptions();
+  options.insert({"model", "data", "out", "resume", "checkpoint", "config"});
+  const CliArgs parsed(args, {"demo"}, options);
+  if (!parsed.positional().empty()) {
+    throw UsageError("unexpected argument '" + parsed.positional()[0] + "'");
+  }
+  RunSetup setup = parsed.value("resume") ? resumedRun(parsed) : newRun(parsed);
+  const train::RunDirectory& run = setup.run;
+  const std::string modelPath = run.baseModel();
+  const std::string dataPath = run.config().at("data_path").get<std::string>();
+
+  const model::ModelFolder folder = model::ModelFolder::open(modelPath);
+  const train::TrainingData data =
+      train::loadTrainingData(dataPath, modelPath, setup.settings.train.maxSeqLen);
+  for (const std::string& problem : data.firstProblems) {
+    std::cerr << "warning: " << problem << "\n";
+  }
+  std::cout << "data: " << data.examples.size() << " examples (" << data.skippedRecords
+            << " skipped), chat template " << data.chatTemplate << "\n";
+  auto backend = compute::createCpuBackend();
+  train::TrainLoop loop(*backend, folder.config(), folder.weights(), data.examples,
+                        setup.settings.train, std::move(setup.resume));
+  std::cout << "run: " << run.dir().string() << "  (" << loop.state().adapter.parameterCount()
+            << " LoRA parameters, " << loop.totalSteps() << " steps, micro-batch "
+            << loop.microBatchSize() << " x " << loop.accumulation() << ")\n";
+
+  gSignals = 0;
+  gAbandonStep = false;
+  std::signal(SIGINT, onStopSignal);
+  std::signal(SIGTERM, onStopSignal);
+  Progress progress(loop.totalSteps(), loop.state().step);
+  const std::int64_t every = setup.settings.checkpointEvery;
+  bool interrupted = false;
+  while (!loop.finished()) {
+    try {
+      const train::StepMetrics m = loop.step(&gAbandonStep);
+      run.appendMetrics(m);
+      progress.step(m);
+    } catch (const train::TrainingCancelled&) {
+      interrupted = true;
+      break;
+    }
+    if (gSignals.load() > 0) {
+      interrupted = true;
+      break;
+    }
+    if (every > 0 && loop.state().step % every == 0 && !loop.finished()) {
+      run.saveCheckpoint(loop.state(), setup.settings.keepCheckpoints);
+    }
+  }
+  progress.finish();
+  const fs::path checkpoint = run.saveCheckpoint(loop.state(), setup.settings.keepCheckpoints);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  if (interrupted) {
+    std::cout << "stopped at step " << loop.state().step << "; checkpoint " << checkpoint.string()
+              << "\ncontinue with: lorascope-train train --resume " << run.dir().string() << "\n";
+    return 0;
+  }
+  run.saveFinalAdapter(loop.state().adapter);
+  std::cout << "done: " << loop.state().step << " steps; adapter " << run.finalAdapterDir().string()
+            << "\nexport or merge with: lorascope-train export " << run.dir().string()
+            << " [--merge OUT_DIR]\n";
+  return 0;
+}
+
+}  // namespace lorascope::cli

@@ -1,0 +1,204 @@
+// train/Checkpoint.cpp — checkpoint folders: PEFT adapter, AdamW moments, trainer state.
+#include "train/Checkpoint.h"
+
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "common/AtomicFile.h"
+#include "model/ModelError.h"
+#include "model/Safetensors.h"
+#include "train/CheckpointError.h"
+#include "train/PeftExport.h"
+#include "train/SafetensorsWriter.h"
+
+namespace lorascope::train {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kFirstMomentSuffix = ".exp_avg";
+constexpr const char* kSecondMomentSuffix = ".exp_avg_sq";
+
+json readJson(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw CheckpointError(path.string(), "cannot be opened (missing? an incomplete checkpoint?)");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  const json doc = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    throw CheckpointError(path.string(), "is not a well-formed JSON object");
+  }
+  return doc;
+}
+
+template <typename T>
+T requireField(const json& doc, const char* name, const std::string& file) {
+  if (!doc.contains(name)) {
+    throw CheckpointError(file, std::string("field '") + name + "' is missing");
+  }
+  try {
+    return doc.at(name).get<T>();
+  } catch (const json::exception&) {
+    throw CheckpointError(
+        file, std::string("field '") + name + "' has the wrong type: " + doc.at(name).dump());
+  }
+}
+
+std::vector<float> readF32(const model::SafetensorsFile& file, const std::string& name,
+                           const compute::Shape& shape) {
+  const model::SafetensorsEntry* entry = file.find(name);
+  if (entry == nullptr) {
+    throw CheckpointError(file.path(), "tensor '" + name + "' is missing");
+  }
+  if (entry->dtype != compute::DType::F32 || entry->shape != shape) {
+    throw CheckpointError(file.path(), "tensor '" + name + "' is " +
+                                           compute::dtypeName(entry->dtype) +
+                                           compute::shapeToString(entry->shape) + ", expected f32" +
+                                           compute::shapeToString(shape) + " like the adapter");
+  }
+  const compute::Tensor t = file.tensor(*entry);
+  const float* data = t.as<float>();
+  return std::vector<float>(data, data + t.numel());
+}
+
+json toJson(const MicroBatchChange& c) {
+  return {{"step", c.step},
+          {"micro_batch", c.microBatch},
+          {"accumulation", c.accumulation},
+          {"reason", c.reason}};
+}
+
+}  // namespace
+
+std::vector<LoraMoments> zeroMoments(const LoraAdapter& adapter) {
+  std::vector<LoraMoments> out;
+  for (const LoraWeights& w : adapter.weights) {
+    out.push_back({std::vector<float>(w.a.size(), 0.0f), std::vector<float>(w.a.size(), 0.0f),
+                   std::vector<float>(w.b.size(), 0.0f), std::vector<float>(w.b.size(), 0.0f)});
+  }
+  return out;
+}
+
+void writeCheckpointFiles(const fs::path& dir, const TrainerState& state,
+                          const std::string& configHash, const std::string& baseModel) {
+  if (state.moments.size() != state.adapter.weights.size()) {
+    throw std::invalid_argument("checkpoint: " + std::to_string(state.moments.size()) +
+                                " moment sets for " + std::to_string(state.adapter.weights.size()) +
+                                " adapted projections");
+  }
+  writePeftAdapter(dir, state.adapter, baseModel);
+
+  std::vector<TensorToWrite> moments;
+  const std::int64_t r = state.adapter.config.rank;
+  for (std::size_t i = 0; i < state.moments.size(); ++i) {
+    const LoraSite& site = state.adapter.weights[i].site;
+    const LoraMoments& m = state.moments[i];
+    const compute::Shape shapeA = {r, site.inFeatures};
+    const compute::Shape shapeB = {site.outFeatures, r};
+    const std::string keyA = peftKey(site, true);
+    const std::string keyB = peftKey(site, false);
+    moments.push_back(f32TensorToWrite(keyA + kFirstMomentSuffix, shapeA, m.firstA));
+    moments.push_back(f32TensorToWrite(keyA + kSecondMomentSuffix, shapeA, m.secondA));
+    moments.push_back(f32TensorToWrite(keyB + kFirstMomentSuffix, shapeB, m.firstB));
+    moments.push_back(f32TensorToWrite(keyB + kSecondMomentSuffix, shapeB, m.secondB));
+  }
+  writeSafetensors(dir / kOptimizerFile, moments,
+                   {{"format", "lorascope-adamw"}, {"step", std::to_string(state.step)}});
+
+  json history = json::array();
+  for (const MicroBatchChange& c : state.microBatchHistory) {
+    history.push_back(toJson(c));
+  }
+  const json doc = {
+      {"format_version", kTrainerStateFormatVersion},
+      {"step", state.step},
+      {"epoch", state.epoch},
+      {"data_cursor", state.dataCursor},
+      {"rng", {{"algorithm", "philox4x32-10"}, {"seed", state.seed}, {"offset", state.rngOffset}}},
+      {"tokens_seen", state.tokensSeen},
+      {"micro_batch_history", history},
+      {"config_hash", configHash}};
+  common::writeFileAtomically(dir / kTrainerStateFile, doc.dump(2) + "\n");
+}
+
+std::string checkpointConfigHash(const fs::path& dir) {
+  const fs::path path = dir / kTrainerStateFile;
+  return requireField<std::string>(readJson(path), "config_hash", path.string());
+}
+
+TrainerState readCheckpoint(const fs::path& dir,
+                            const std::optional<std::string>& expectedConfigHash) {
+  const fs::path statePath = dir / kTrainerStateFile;
+  const std::string stateFile = statePath.string();
+  const json doc = readJson(statePath);
+  const int version = requireField<int>(doc, "format_version", stateFile);
+  if (version != kTrainerStateFormatVersion) {
+    throw CheckpointError(stateFile, "format_version " + std::to_string(version) + " is not the " +
+                                         std::to_string(kTrainerStateFormatVersion) +
+                                         " this build reads (written by another version?)");
+  }
+  const std::string hash = requireField<std::string>(doc, "config_hash", stateFile);
+  if (expectedConfigHash && hash != *expectedConfigHash) {
+    throw CheckpointError(stateFile, "config hash " + hash +
+                                         " differs from the run's config.json (" +
+                                         *expectedConfigHash +
+                                         "): the run's settings changed since this checkpoint; "
+                                         "restore config.json or start a new run");
+  }
+  TrainerState state;
+  state.step = requireField<std::int64_t>(doc, "step", stateFile);
+  state.epoch = requireField<std::int64_t>(doc, "epoch", stateFile);
+  state.dataCursor = requireField<std::int64_t>(doc, "data_cursor", stateFile);
+  state.tokensSeen = requireField<std::int64_t>(doc, "tokens_seen", stateFile);
+  const json rng = requireField<json>(doc, "rng", stateFile);
+  state.seed = requireField<std::uint64_t>(rng, "seed", stateFile);
+  state.rngOffset = requireField<std::uint64_t>(rng, "offset", stateFile);
+  if (state.step < 0 || state.epoch < 0 || state.dataCursor < 0) {
+    throw CheckpointError(stateFile, "step, epoch and data_cursor must not be negative");
+  }
+  for (const json& c : requireField<json>(doc, "micro_batch_history", stateFile)) {
+    state.microBatchHistory.push_back({requireField<std::int64_t>(c, "step", stateFile),
+                                       requireField<std::int64_t>(c, "micro_batch", stateFile),
+                                       requireField<std::int64_t>(c, "accumulation", stateFile),
+                                       c.value("reason", std::string())});
+  }
+
+  state.adapter = readPeftAdapter(dir).adapter;
+  const fs::path optimizerPath = dir / kOptimizerFile;
+  if (!fs::exists(optimizerPath)) {
+    throw CheckpointError(optimizerPath.string(), "is missing (an incomplete checkpoint?)");
+  }
+  std::unique_ptr<model::SafetensorsFile> optimizer;
+  try {
+    optimizer = std::make_unique<model::SafetensorsFile>(optimizerPath.string());
+  } catch (const model::ModelError& e) {
+    throw CheckpointError(optimizerPath.string(), e.what());
+  }
+  const std::int64_t r = state.adapter.config.rank;
+  for (const LoraWeights& w : state.adapter.weights) {
+    const compute::Shape shapeA = {r, w.site.inFeatures};
+    const compute::Shape shapeB = {w.site.outFeatures, r};
+    const std::string keyA = peftKey(w.site, true);
+    const std::string keyB = peftKey(w.site, false);
+    state.moments.push_back({readF32(*optimizer, keyA + kFirstMomentSuffix, shapeA),
+                             readF32(*optimizer, keyA + kSecondMomentSuffix, shapeA),
+                             readF32(*optimizer, keyB + kFirstMomentSuffix, shapeB),
+                             readF32(*optimizer, keyB + kSecondMomentSuffix, shapeB)});
+  }
+  if (optimizer->header().tensors.size() != 4 * state.adapter.weights.size()) {
+    throw CheckpointError(optimizerPath.string(),
+                          "holds " + std::to_string(optimizer->header().tensors.size()) +
+                              " tensors but the adapter needs " +
+                              std::to_string(4 * state.adapter.weights.size()) +
+                              " (moments of another adapter?)");
+  }
+  return state;
+}
+
+}  // namespace lorascope::train

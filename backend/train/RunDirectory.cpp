@@ -1,0 +1,313 @@
+// train/RunDirectory.cpp — config.json, metrics.jsonl, checkpoint rotation, the final adapter.
+#include "train/RunDirectory.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "common/AtomicFile.h"
+#include "train/CheckpointError.h"
+#include "train/PeftExport.h"
+#include "train/SafetensorsWriter.h"
+
+namespace lorascope::train {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kStepPrefix = "step-";
+
+std::string readWholeFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw CheckpointError(path.string(), "cannot be opened");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// "step-120" → 120; anything else (temp folders, stray files) → none.
+std::optional<std::int64_t> parseStepName(const std::string& name) {
+  if (name.rfind(kStepPrefix, 0) != 0 || name.size() == std::strlen(kStepPrefix) ||
+      name.size() > std::strlen(kStepPrefix) + 18) {
+    return std::nullopt;
+  }
+  std::int64_t step = 0;
+  for (std::size_t i = std::strlen(kStepPrefix); i < name.size(); ++i) {
+    if (name[i] < '0' || name[i] > '9') {
+      return std::nullopt;
+    }
+    step = step * 10 + (name[i] - '0');
+  }
+  return step;
+}
+
+std::string tempSuffix() {
+  return ".tmp-" + std::to_string(::getpid());
+}
+
+}  // namespace
+
+json toJson(const StepMetrics& m) {
+  return {{"step", m.step},
+          {"loss", m.loss},
+          {"lr", m.learningRate},
+          {"grad_norm", m.gradNorm},
+          {"tokens_per_s", m.tokensPerS},
+          {"micro_batch", m.microBatch},
+          {"accumulation", m.accumulation},
+          {"epoch", m.epoch},
+          {"seconds", m.seconds},
+          {"tokens", m.tokens},
+          {"predicted_tokens", m.predictedTokens}};
+}
+
+StepMetrics stepMetricsFromJson(const json& j) {
+  StepMetrics m;
+  m.step = j.at("step").get<std::int64_t>();
+  m.loss = j.at("loss").get<double>();
+  m.learningRate = j.at("lr").get<double>();
+  m.gradNorm = j.at("grad_norm").get<double>();
+  m.tokensPerS = j.at("tokens_per_s").get<double>();
+  m.microBatch = j.at("micro_batch").get<std::int64_t>();
+  m.accumulation = j.at("accumulation").get<std::int64_t>();
+  m.epoch = j.value("epoch", std::int64_t{0});
+  m.seconds = j.value("seconds", 0.0);
+  m.tokens = j.value("tokens", std::int64_t{0});
+  m.predictedTokens = j.value("predicted_tokens", std::int64_t{0});
+  return m;
+}
+
+std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash) {
+  for (char c : bytes) {
+    hash ^= static_cast<std::uint8_t>(c);
+    hash *= 0x100000001b3ull;
+  }
+  return hash;
+}
+
+std::string fnv1a64Text(std::uint64_t hash) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return std::string("fnv1a64:") + text;
+}
+
+std::string runConfigHash(const json& config) {
+  json relevant = config;
+  if (relevant.is_object()) {
+    relevant.erase("versions");
+    relevant.erase("created");
+  }
+  return fnv1a64Text(fnv1a64(relevant.dump()));
+}
+
+RunDirectory::RunDirectory(fs::path dir, json config)
+    : dir_(std::move(dir)), config_(std::move(config)), configHash_(runConfigHash(config_)) {}
+
+RunDirectory RunDirectory::create(const fs::path& dir, const json& config) {
+  if (!config.is_object() || !config.contains("model_path") ||
+      !config.at("model_path").is_string()) {
+    throw std::invalid_argument("run config must be an object with a \"model_path\" string");
+  }
+  const fs::path configPath = dir / kRunConfigFile;
+  if (fs::exists(configPath)) {
+    throw CheckpointError(configPath.string(),
+                          "exists: this folder already holds a run; resume it with --resume " +
+                              dir.string() + " or choose another --out folder");
+  }
+  fs::create_directories(dir / kCheckpointsDir);
+  common::writeFileAtomically(configPath, config.dump(2) + "\n");
+  return RunDirectory(dir, config);
+}
+
+RunDirectory RunDirectory::open(const fs::path& dir) {
+  const fs::path configPath = dir / kRunConfigFile;
+  if (!fs::exists(configPath)) {
+    throw CheckpointError(configPath.string(),
+                          "is missing: " + dir.string() + " is not a LoRAscope run folder");
+  }
+  const json config = json::parse(readWholeFile(configPath), nullptr, false);
+  if (config.is_discarded() || !config.is_object() || !config.contains("model_path")) {
+    throw CheckpointError(configPath.string(),
+                          "is not a run config (a JSON object with \"model_path\")");
+  }
+  return RunDirectory(dir, config);
+}
+
+std::string RunDirectory::baseModel() const {
+  return config_.at("model_path").get<std::string>();
+}
+
+void RunDirectory::appendMetrics(const StepMetrics& metrics) const {
+  const fs::path path = dir_ / kMetricsFile;
+  const std::string line = toJson(metrics).dump() + "\n";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw CheckpointError(path.string(),
+                          std::string("cannot open for append: ") + std::strerror(errno));
+  }
+  std::size_t written = 0;
+  while (written < line.size()) {
+    const ssize_t n = ::write(fd, line.data() + written, line.size() - written);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      const int saved = errno;
+      ::close(fd);
+      throw CheckpointError(path.string(), std::string("append failed: ") + std::strerror(saved));
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+}
+
+std::vector<StepMetrics> RunDirectory::readMetrics(const fs::path& file) {
+  if (!fs::exists(file)) {
+    return {};
+  }
+  const std::string text = readWholeFile(file);
+  std::vector<StepMetrics> out;
+  std::size_t start = 0;
+  int lineNumber = 0;
+  while (start < text.size()) {
+    const std::size_t newline = text.find('\n', start);
+    const bool terminated = newline != std::string::npos;
+    const std::string line = text.substr(start, terminated ? newline - start : std::string::npos);
+    start = terminated ? newline + 1 : text.size();
+    ++lineNumber;
+    if (line.empty()) {
+      continue;
+    }
+    try {
+      out.push_back(stepMetricsFromJson(json::parse(line)));
+    } catch (const json::exception& e) {
+      if (!terminated) {
+        break;  // the torn last line of a crash
+      }
+      throw CheckpointError(file.string() + ":" + std::to_string(lineNumber),
+                            std::string("malformed metrics line: ") + e.what());
+    }
+  }
+  return out;
+}
+
+void RunDirectory::truncateMetricsAfter(std::int64_t step) const {
+  const fs::path path = dir_ / kMetricsFile;
+  if (!fs::exists(path)) {
+    return;
+  }
+  std::string kept;
+  for (const StepMetrics& m : readMetrics(path)) {
+    if (m.step <= step) {
+      kept += toJson(m).dump() + "\n";
+    }
+  }
+  common::writeFileAtomically(path, kept);
+}
+
+fs::path RunDirectory::checkpointDir(std::int64_t step) const {
+  return dir_ / kCheckpointsDir / (kStepPrefix + std::to_string(step));
+}
+
+std::vector<std::int64_t> RunDirectory::checkpointSteps() const {
+  std::vector<std::int64_t> steps;
+  const fs::path root = dir_ / kCheckpointsDir;
+  if (!fs::is_directory(root)) {
+    return steps;
+  }
+  for (const fs::directory_entry& entry : fs::directory_iterator(root)) {
+    if (const auto step = parseStepName(entry.path().filename().string());
+        step && entry.is_directory()) {
+      steps.push_back(*step);
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+fs::path RunDirectory::saveCheckpoint(const TrainerState& state, int keepLast) const {
+  const fs::path root = dir_ / kCheckpointsDir;
+  fs::create_directories(root);
+  // Leftovers of a crash mid-checkpoint are incomplete by construction.
+  for (const fs::directory_entry& entry : fs::directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(".step-", 0) == 0) {
+      fs::remove_all(entry.path());
+    }
+  }
+  const fs::path target = checkpointDir(state.step);
+  const fs::path staging = root / ("." + target.filename().string() + tempSuffix());
+  fs::create_directory(staging);
+  writeCheckpointFiles(staging, state, configHash_, baseModel());
+  replaceDirectory(staging, target);
+
+  if (keepLast > 0) {
+    const std::vector<std::int64_t> steps = checkpointSteps();
+    const std::size_t keep = static_cast<std::size_t>(keepLast);
+    for (std::size_t i = 0; i + keep < steps.size(); ++i) {
+      fs::remove_all(checkpointDir(steps[i]));
+    }
+    syncDirectory(root);
+  }
+  return target;
+}
+
+TrainerState RunDirectory::loadCheckpoint(std::optional<std::int64_t> step) const {
+  const std::vector<std::int64_t> steps = checkpointSteps();
+  std::string available;
+  for (std::int64_t s : steps) {
+    available += (available.empty() ? "" : ", ") + std::to_string(s);
+  }
+  const fs::path root = dir_ / kCheckpointsDir;
+  if (steps.empty()) {
+    throw CheckpointError(root.string(), "holds no complete checkpoint to resume from");
+  }
+  if (step && std::find(steps.begin(), steps.end(), *step) == steps.end()) {
+    throw CheckpointError(root.string(), "has no checkpoint of step " + std::to_string(*step) +
+                                             " (available: " + available + ")");
+  }
+  const std::int64_t chosen = step.value_or(steps.back());
+  TrainerState state = readCheckpoint(checkpointDir(chosen), configHash_);
+  if (state.step != chosen) {
+    throw CheckpointError(checkpointDir(chosen).string(),
+                          "trainer_state.json says step " + std::to_string(state.step) +
+                              " but the folder is step-" + std::to_string(chosen));
+  }
+  return state;
+}
+
+void RunDirectory::saveFinalAdapter(const LoraAdapter& adapter) const {
+  const fs::path target = finalAdapterDir();
+  const fs::path staging = dir_ / ("." + std::string(kFinalAdapterDir) + tempSuffix());
+  fs::remove_all(staging);
+  fs::create_directory(staging);
+  writePeftAdapter(staging, adapter, baseModel());
+  replaceDirectory(staging, target);
+}
+
+void replaceDirectory(const fs::path& staging, const fs::path& target) {
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  syncDirectory(staging);
+  const fs::path old = parent / ("." + target.filename().string() + ".old" + tempSuffix());
+  const bool hadTarget = fs::exists(target);
+  if (hadTarget) {
+    fs::remove_all(old);
+    fs::rename(target, old);
+  }
+  fs::rename(staging, target);
+  syncDirectory(parent);
+  if (hadTarget) {
+    fs::remove_all(old);
+  }
+}
+
+}  // namespace lorascope::train

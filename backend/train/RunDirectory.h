@@ -1,0 +1,90 @@
+// train/RunDirectory.h — the folder a training run writes, as the design lays it out:
+//   config.json            everything needed to reproduce the run (written once, atomically)
+//   metrics.jsonl          one JSON line per optimizer step, appended with one write() each
+//   checkpoints/step-N/    checkpoint folders (train/Checkpoint.h), assembled under a temp
+//                          name and renamed when complete; the last K are kept
+//   adapter/               the final adapter in PEFT's format
+// A crash at any moment leaves complete checkpoints and at most a torn last metrics line.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "train/Checkpoint.h"
+#include "train/TrainLoop.h"  // defines: StepMetrics
+
+namespace lorascope::train {
+
+inline constexpr const char* kRunConfigFile = "config.json";
+inline constexpr const char* kMetricsFile = "metrics.jsonl";
+inline constexpr const char* kCheckpointsDir = "checkpoints";
+inline constexpr const char* kFinalAdapterDir = "adapter";
+
+// One line of metrics.jsonl.
+nlohmann::json toJson(const StepMetrics& m);
+StepMetrics stepMetricsFromJson(const nlohmann::json& j);  // throws nlohmann::json::exception
+
+// FNV-1a, 64 bit: a stable fingerprint (not a security measure). Pass the previous result as
+// `hash` to continue over several pieces.
+inline constexpr std::uint64_t kFnv1a64Offset = 0xcbf29ce484222325ull;
+std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash = kFnv1a64Offset);
+std::string fnv1a64Text(std::uint64_t hash);  // "fnv1a64:<16 hex digits>"
+
+// Hash of the config fields that decide the training trajectory: the whole config.json except
+// "versions" and "created" (tool versions and wall time do not change the numbers).
+std::string runConfigHash(const nlohmann::json& config);
+
+class RunDirectory {
+ public:
+  // Creates `dir` (and parents) and writes config.json. `config` must be an object holding
+  // "model_path" (recorded as base_model_name_or_path of every adapter). Throws CheckpointError
+  // when dir already holds a run (config.json present): resume it or choose another folder.
+  static RunDirectory create(const std::filesystem::path& dir, const nlohmann::json& config);
+  // Opens an existing run (reads config.json). Throws CheckpointError when it is not one.
+  static RunDirectory open(const std::filesystem::path& dir);
+
+  const std::filesystem::path& dir() const { return dir_; }
+  const nlohmann::json& config() const { return config_; }
+  const std::string& configHash() const { return configHash_; }
+  std::string baseModel() const;
+
+  // Appends one line and hands it to the kernel (one write(), so a crash tears at most it).
+  void appendMetrics(const StepMetrics& metrics) const;
+  // Lines of a metrics file; a torn (unparseable, unterminated) last line is skipped. Throws
+  // CheckpointError naming the line for a malformed line elsewhere.
+  static std::vector<StepMetrics> readMetrics(const std::filesystem::path& file);
+  // Drops lines after `step` (and a torn tail), so a resumed run continues the file cleanly.
+  void truncateMetricsAfter(std::int64_t step) const;
+
+  // Writes checkpoints/step-N (N = state.step) and then deletes all but the newest `keepLast`
+  // complete checkpoints (keepLast ≤ 0 keeps all). Returns the folder.
+  std::filesystem::path saveCheckpoint(const TrainerState& state, int keepLast) const;
+  std::vector<std::int64_t> checkpointSteps() const;  // complete ones, ascending
+  std::filesystem::path checkpointDir(std::int64_t step) const;
+  // The newest checkpoint, or the one of `step`; checks the config hash against config.json.
+  // Throws CheckpointError when there is none (or not that one), naming what exists.
+  TrainerState loadCheckpoint(std::optional<std::int64_t> step = std::nullopt) const;
+
+  // Writes adapter/ (PEFT format), replacing an older final adapter atomically.
+  void saveFinalAdapter(const LoraAdapter& adapter) const;
+  std::filesystem::path finalAdapterDir() const { return dir_ / kFinalAdapterDir; }
+
+ private:
+  RunDirectory(std::filesystem::path dir, nlohmann::json config);
+
+  std::filesystem::path dir_;
+  nlohmann::json config_;
+  std::string configHash_;
+};
+
+// Replaces `target` by the complete folder `staging` durably: an existing target is moved aside,
+// staging renamed into place, the old one deleted, the parent synced.
+void replaceDirectory(const std::filesystem::path& staging, const std::filesystem::path& target);
+
+}  // namespace lorascope::train

@@ -1,0 +1,30 @@
+// train/TrainingData.h — a dataset file made ready for the loop: read with backend/data (alpaca,
+// chat or text; JSONL or JSON array), rendered with the model folder's chat template and
+// tokenizer, labels on the responses only. What `lorascope-train train` (and the demo) feed to
+// TrainLoop.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "train/Batching.h"  // defines: TokenizedExample
+
+namespace lorascope::train {
+
+struct TrainingData {
+  std::vector<TokenizedExample> examples;
+  std::string chatTemplate;                // the family used ("chatml", "alpaca", ...)
+  std::string chatTemplateReason;          // why it was chosen
+  std::int64_t skippedRecords = 0;         // records with errors (not trained on)
+  std::int64_t droppedExamples = 0;        // nothing left to train after the length limit
+  std::vector<std::string> firstProblems;  // up to 5 messages, with their line numbers
+};
+
+// Throws data::DatasetError / text::TextError naming the file when it cannot be read at all,
+// std::runtime_error when no example is left to train on.
+TrainingData loadTrainingData(const std::filesystem::path& dataFile,
+                              const std::filesystem::path& modelDir, std::int64_t maxSeqLen);
+
+}  // namespace lorascope::train

@@ -1,0 +1,439 @@
+// test_checkpoint.cpp — run files: the safetensors writer against the strict reader, checkpoint
+// folders round-tripping the trainer state bit for bit, refusal of changed configs and
+// mismatched or damaged files, keep-last-K rotation, metrics.jsonl with a torn last line, and a
+// run resumed from disk continuing exactly as the uninterrupted one.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "TrainTestUtil.h"
+#include "compute/Bf16.h"
+#include "model/Safetensors.h"
+#include "train/CheckpointError.h"
+#include "train/Merge.h"  // defines: floatToF16
+#include "train/RunDirectory.h"
+#include "train/SafetensorsWriter.h"
+#include "train/TrainLoop.h"
+
+using namespace lorascope;
+using namespace lorascope::test;
+using train::CheckpointError;
+using train::RunDirectory;
+using train::TrainerState;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<float> philoxValues(std::size_t n, std::uint64_t stream) {
+  std::vector<float> out(n);
+  for (std::size_t i = 0; i < n; ++i)
+    out[i] = train::uniformFloat(77, stream, i) * 2.0f - 1.0f;
+  return out;
+}
+
+// A state with every field set to something that is not a default.
+TrainerState richState(const model::ModelConfig& config, std::int64_t step) {
+  train::LoraConfig lora;
+  lora.rank = 4;
+  lora.alpha = 12.5;
+  lora.dropout = 0.05;
+  lora.useRslora = true;
+  lora.targets = train::parseLoraTargets("q,v,down");
+  TrainerState s;
+  s.adapter = adapterWithNonZeroB(config, lora, 5);
+  s.moments = train::zeroMoments(s.adapter);
+  std::uint64_t stream = 1;
+  for (train::LoraMoments& m : s.moments) {
+    m.firstA = philoxValues(m.firstA.size(), stream++);
+    m.secondA = philoxValues(m.secondA.size(), stream++);
+    m.firstB = philoxValues(m.firstB.size(), stream++);
+    m.secondB = philoxValues(m.secondB.size(), stream++);
+  }
+  s.step = step;
+  s.epoch = 2;
+  s.dataCursor = 17;
+  s.seed = 0xfedcba9876543210ull;
+  s.rngOffset = 12345;
+  s.tokensSeen = 987654;
+  s.microBatchHistory = {{0, 4, 2, "start"}, {3, 2, 4, "oom"}};
+  return s;
+}
+
+bool sameState(const TrainerState& a, const TrainerState& b) {
+  if (a.step != b.step || a.epoch != b.epoch || a.dataCursor != b.dataCursor || a.seed != b.seed ||
+      a.rngOffset != b.rngOffset || a.tokensSeen != b.tokensSeen ||
+      a.microBatchHistory != b.microBatchHistory ||
+      a.adapter.weights.size() != b.adapter.weights.size() ||
+      a.moments.size() != b.moments.size()) {
+    return false;
+  }
+  const train::LoraConfig& ca = a.adapter.config;
+  const train::LoraConfig& cb = b.adapter.config;
+  if (ca.rank != cb.rank || ca.alpha != cb.alpha || ca.dropout != cb.dropout ||
+      ca.useRslora != cb.useRslora || ca.targets != cb.targets || ca.layers != cb.layers) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.adapter.weights.size(); ++i) {
+    const train::LoraWeights& wa = a.adapter.weights[i];
+    const train::LoraWeights& wb = b.adapter.weights[i];
+    if (wa.site.layer != wb.site.layer || wa.site.module != wb.site.module ||
+        wa.site.inFeatures != wb.site.inFeatures || wa.site.outFeatures != wb.site.outFeatures ||
+        !bitIdentical(wa.a, wb.a) || !bitIdentical(wa.b, wb.b) ||
+        !bitIdentical(a.moments[i].firstA, b.moments[i].firstA) ||
+        !bitIdentical(a.moments[i].secondA, b.moments[i].secondA) ||
+        !bitIdentical(a.moments[i].firstB, b.moments[i].firstB) ||
+        !bitIdentical(a.moments[i].secondB, b.moments[i].secondB)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+nlohmann::json runConfig() {
+  return {{"model_path", kModelDataDir + "/llama_f32_legacy_rope"},
+          {"data_path", "train.jsonl"},
+          {"lora", {{"r", 4}}},
+          {"versions", {{"lorascope", "test"}}}};
+}
+
+std::string readText(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void writeText(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+train::StepMetrics metricsOf(std::int64_t step) {
+  train::StepMetrics m;
+  m.step = step;
+  m.loss = 1.0 / 3.0 + static_cast<double>(step);
+  m.learningRate = 2e-4 * static_cast<double>(step);
+  m.gradNorm = 0.1 * static_cast<double>(step);
+  m.tokensPerS = 1234.5;
+  m.microBatch = 2;
+  m.accumulation = 4;
+  m.seconds = 0.25;
+  m.tokens = 100;
+  m.predictedTokens = 80;
+  return m;
+}
+
+}  // namespace
+
+class TestCheckpoint : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir tmp_;
+  fs::path path(const std::string& name) const {
+    return fs::path(tmp_.path().toStdString()) / name;
+  }
+
+ private slots:
+  void safetensorsRoundTripThroughTheStrictReader();
+  void safetensorsWriterRejectsBadTensors();
+  void f16RoundingMatchesIeee();
+  void checkpointRoundTripIsBitExact();
+  void resumeRefusesAChangedConfig();
+  void resumeRefusesMismatchedOrDamagedFiles();
+  void keepsTheLastKCheckpoints();
+  void metricsToleratesATornLastLine();
+  void createRefusesAnExistingRun();
+  void resumeFromDiskIsBitIdentical();
+};
+
+#ifndef Q_MOC_RUN
+
+void TestCheckpoint::safetensorsRoundTripThroughTheStrictReader() {
+  const std::vector<float> f32 = {1.5f, -2.0f, 3.25f, 0.0f, 1e-30f, -7.0f};
+  const std::vector<std::uint16_t> bf16 = {compute::floatToBf16(1.0f), compute::floatToBf16(-3.0f),
+                                           compute::floatToBf16(0.5f)};
+  const std::vector<std::uint16_t> f16 = {train::floatToF16(1.0f), train::floatToF16(-0.5f)};
+  const std::vector<train::TensorToWrite> tensors = {
+      {"z.half", compute::DType::F16, {2}, std::as_bytes(std::span(f16)), {}},
+      {"b.brain", compute::DType::BF16, {3}, std::as_bytes(std::span(bf16)), {}},
+      train::f32TensorToWrite("a.matrix", {2, 3}, f32),
+      {"c.produced",
+       compute::DType::F32,
+       {1},
+       {},
+       [] {
+         const float v = 42.0f;
+         const auto* p = reinterpret_cast<const std::byte*>(&v);
+         return std::vector<std::byte>(p, p + 4);
+       }},
+      train::f32TensorToWrite("d.empty", {0, 4}, {}),
+  };
+  const fs::path file = path("round.safetensors");
+  train::writeSafetensors(file, tensors, {{"format", "pt"}});
+  const model::SafetensorsFile read(file.string());
+  QCOMPARE(read.header().tensors.size(), tensors.size());
+  QCOMPARE(read.header().dataOffsetBytes % 8, std::uint64_t{0});  // data 8-byte aligned
+  const auto* a = read.find("a.matrix");
+  QVERIFY(a != nullptr);
+  QCOMPARE(a->shape, (compute::Shape{2, 3}));
+  QVERIFY(std::memcmp(read.tensor(*a).data(), f32.data(), 24) == 0);
+  QCOMPARE(read.tensor(*read.find("c.produced")).as<float>()[0], 42.0f);
+  const auto* b = read.find("b.brain");
+  QCOMPARE(b->dtype, compute::DType::BF16);
+  QVERIFY(std::memcmp(read.tensor(*b).data(), bf16.data(), 6) == 0);
+  QCOMPARE(read.find("z.half")->dtype, compute::DType::F16);
+  QCOMPARE(read.tensor(*read.find("z.half")).as<std::uint16_t>()[1], std::uint16_t{0xB800});
+  // Reference layout: __metadata__ first, F32 tensors before BF16 before F16, then by name.
+  const std::string bytes = readText(file);
+  const std::string header = bytes.substr(8, read.header().dataOffsetBytes - 8);
+  QVERIFY(header.rfind("{\"__metadata__\":{\"format\":\"pt\"},\"a.matrix\":{\"dtype\":\"F32\"",
+                       0) == 0);
+  QVERIFY(header.find("\"a.matrix\"") < header.find("\"c.produced\""));
+  QVERIFY(header.find("\"d.empty\"") < header.find("\"b.brain\""));
+  QVERIFY(header.find("\"b.brain\"") < header.find("\"z.half\""));
+  const std::size_t lastBrace = header.find_last_not_of(' ');
+  QCOMPARE(header[lastBrace], '}');
+  QVERIFY(header.size() - lastBrace - 1 < 8);  // space padding only up to the alignment
+  QVERIFY(!fs::exists(file.string() + ".tmp-" + std::to_string(::getpid())));
+}
+
+void TestCheckpoint::safetensorsWriterRejectsBadTensors() {
+  const std::vector<float> three = {1, 2, 3};
+  const std::vector<train::TensorToWrite> wrongSize = {train::f32TensorToWrite("w", {2, 2}, three)};
+  QVERIFY(throwsNaming<std::invalid_argument>(
+      [&] { train::writeSafetensors(path("bad.safetensors"), wrongSize, {}); },
+      "'w' has 12 bytes"));
+  const std::vector<train::TensorToWrite> twice = {train::f32TensorToWrite("w", {3}, three),
+                                                   train::f32TensorToWrite("w", {3}, three)};
+  QVERIFY(throwsNaming<std::invalid_argument>(
+      [&] { train::writeSafetensors(path("bad.safetensors"), twice, {}); }, "appears twice"));
+  QVERIFY(!fs::exists(path("bad.safetensors")));
+  QVERIFY(throwsNaming<std::runtime_error>(
+      [&] {
+        train::writeSafetensors(path("no/such/dir/x.safetensors"),
+                                std::vector{train::f32TensorToWrite("w", {3}, three)}, {});
+      },
+      "no/such/dir/x.safetensors"));
+}
+
+void TestCheckpoint::f16RoundingMatchesIeee() {
+  QCOMPARE(train::floatToF16(1.0f), std::uint16_t{0x3C00});
+  QCOMPARE(train::floatToF16(-2.0f), std::uint16_t{0xC000});
+  QCOMPARE(train::floatToF16(0.1f), std::uint16_t{0x2E66});
+  QCOMPARE(train::floatToF16(65504.0f), std::uint16_t{0x7BFF});
+  QCOMPARE(train::floatToF16(65519.0f), std::uint16_t{0x7BFF});
+  QCOMPARE(train::floatToF16(65520.0f), std::uint16_t{0x7C00});  // ties to even: overflow
+  QCOMPARE(train::floatToF16(std::ldexp(1.0f, -24)), std::uint16_t{0x0001});
+  QCOMPARE(train::floatToF16(std::ldexp(1.0f, -25)), std::uint16_t{0x0000});     // tie to even 0
+  QCOMPARE(train::floatToF16(std::ldexp(3.0f, -25)), std::uint16_t{0x0002});     // 1.5 → 2
+  QCOMPARE(train::floatToF16(std::ldexp(1023.5f, -24)), std::uint16_t{0x0400});  // → min normal
+  QCOMPARE(train::floatToF16(1.0f + std::ldexp(1.0f, -11)), std::uint16_t{0x3C00});  // tie → even
+  QCOMPARE(train::floatToF16(1.0f + std::ldexp(3.0f, -11)), std::uint16_t{0x3C02});
+  QCOMPARE(train::floatToF16(std::numeric_limits<float>::infinity()), std::uint16_t{0x7C00});
+  QCOMPARE(train::floatToF16(std::nanf("")) & 0x7E00, 0x7E00);
+}
+
+void TestCheckpoint::checkpointRoundTripIsBitExact() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  const RunDirectory run = RunDirectory::create(path("roundtrip"), runConfig());
+  const TrainerState saved = richState(folder.config(), 7);
+  const fs::path dir = run.saveCheckpoint(saved, 3);
+  QCOMPARE(dir, path("roundtrip") / "checkpoints" / "step-7");
+  for (const char* file : {"adapter_model.safetensors", "adapter_config.json",
+                           "optimizer.safetensors", "trainer_state.json"}) {
+    QVERIFY2(fs::exists(dir / file), file);
+  }
+  const RunDirectory reopened = RunDirectory::open(path("roundtrip"));
+  QCOMPARE(reopened.configHash(), run.configHash());
+  const TrainerState loaded = reopened.loadCheckpoint();
+  QVERIFY(sameState(saved, loaded));
+  QVERIFY(sameState(saved, reopened.loadCheckpoint(7)));
+  // The final adapter is a plain PEFT folder.
+  run.saveFinalAdapter(saved.adapter);
+  run.saveFinalAdapter(saved.adapter);  // replacing an older one
+  QVERIFY(fs::exists(run.finalAdapterDir() / "adapter_model.safetensors"));
+  QCOMPARE(fs::path(run.finalAdapterDir()).filename().string(), std::string("adapter"));
+}
+
+void TestCheckpoint::resumeRefusesAChangedConfig() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  const RunDirectory run = RunDirectory::create(path("changed"), runConfig());
+  run.saveCheckpoint(richState(folder.config(), 3), 0);
+  nlohmann::json edited = runConfig();
+  edited["lora"]["r"] = 8;
+  writeText(path("changed") / "config.json", edited.dump(2));
+  QVERIFY(
+      throwsNaming<CheckpointError>([&] { RunDirectory::open(path("changed")).loadCheckpoint(); },
+                                    "differs from the run's config.json"));
+  // Versions do not take part in the hash: a newer LoRAscope may resume.
+  edited = runConfig();
+  edited["versions"]["lorascope"] = "newer";
+  writeText(path("changed") / "config.json", edited.dump(2));
+  QCOMPARE(RunDirectory::open(path("changed")).loadCheckpoint().step, std::int64_t{3});
+  QVERIFY(throwsNaming<CheckpointError>(
+      [&] { RunDirectory::open(path("changed")).loadCheckpoint(4); }, "available: 3"));
+}
+
+void TestCheckpoint::resumeRefusesMismatchedOrDamagedFiles() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  const RunDirectory run = RunDirectory::create(path("damaged"), runConfig());
+  const TrainerState state = richState(folder.config(), 5);
+  const fs::path dir = run.saveCheckpoint(state, 0);
+  const fs::path optimizer = dir / "optimizer.safetensors";
+  const std::string good = readText(optimizer);
+
+  // Moments shaped unlike the adapter (another rank).
+  TrainerState other = state;
+  other.adapter.config.rank = 2;
+  for (train::LoraWeights& w : other.adapter.weights) {
+    w.a.resize(w.a.size() / 2);
+    w.b.resize(w.b.size() / 2);
+  }
+  other.moments = train::zeroMoments(other.adapter);
+  const fs::path scratch = path("scratch");
+  fs::create_directories(scratch);
+  train::writeCheckpointFiles(scratch, other, run.configHash(), "m");
+  fs::copy_file(scratch / "optimizer.safetensors", optimizer, fs::copy_options::overwrite_existing);
+  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "expected f32[4,"));
+
+  // Truncated optimizer file.
+  writeText(optimizer, good.substr(0, good.size() - 10));
+  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "optimizer.safetensors"));
+  writeText(optimizer, good);
+
+  // Missing adapter file.
+  fs::rename(dir / "adapter_model.safetensors", path("moved.safetensors"));
+  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); },
+                                        "adapter_model.safetensors: is missing"));
+  fs::rename(path("moved.safetensors"), dir / "adapter_model.safetensors");
+
+  // Malformed trainer_state.json.
+  const std::string stateText = readText(dir / "trainer_state.json");
+  writeText(dir / "trainer_state.json", stateText.substr(0, stateText.size() / 2));
+  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); },
+                                        "trainer_state.json: is not a well-formed JSON object"));
+  writeText(dir / "trainer_state.json", stateText);
+  QCOMPARE(run.loadCheckpoint().step, std::int64_t{5});
+}
+
+void TestCheckpoint::keepsTheLastKCheckpoints() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  const RunDirectory run = RunDirectory::create(path("rotate"), runConfig());
+  // Leftovers of a crash in the middle of a checkpoint are ignored and swept.
+  fs::create_directories(path("rotate") / "checkpoints" / ".step-9.tmp-1");
+  TrainerState s = richState(folder.config(), 0);
+  for (std::int64_t step = 1; step <= 5; ++step) {
+    s.step = step;
+    run.saveCheckpoint(s, 2);
+  }
+  QCOMPARE(run.checkpointSteps(), (std::vector<std::int64_t>{4, 5}));
+  QVERIFY(!fs::exists(path("rotate") / "checkpoints" / ".step-9.tmp-1"));
+  QCOMPARE(run.loadCheckpoint().step, std::int64_t{5});
+  s.step = 5;  // saving the same step again replaces it
+  run.saveCheckpoint(s, 2);
+  QCOMPARE(run.checkpointSteps(), (std::vector<std::int64_t>{4, 5}));
+  QVERIFY(throwsNaming<CheckpointError>(
+      [&] { RunDirectory::create(path("empty"), runConfig()).loadCheckpoint(); },
+      "holds no complete checkpoint"));
+}
+
+void TestCheckpoint::metricsToleratesATornLastLine() {
+  const RunDirectory run = RunDirectory::create(path("metrics"), runConfig());
+  for (std::int64_t step = 1; step <= 3; ++step)
+    run.appendMetrics(metricsOf(step));
+  const fs::path file = path("metrics") / "metrics.jsonl";
+  const std::string complete = readText(file);
+  writeText(file, complete + "{\"step\": 4, \"loss\": 0.");  // a crash mid-line
+  const auto read = RunDirectory::readMetrics(file);
+  QCOMPARE(read.size(), std::size_t{3});
+  QCOMPARE(read[2].step, std::int64_t{3});
+  QVERIFY(read[0].loss == metricsOf(1).loss);  // doubles round-trip exactly
+  QCOMPARE(read[1].accumulation, std::int64_t{4});
+  QCOMPARE(read[2].predictedTokens, std::int64_t{80});
+
+  run.truncateMetricsAfter(2);  // a resume from step 2 drops later lines and the torn tail
+  QCOMPARE(RunDirectory::readMetrics(file).size(), std::size_t{2});
+  run.appendMetrics(metricsOf(3));
+  QCOMPARE(RunDirectory::readMetrics(file).back().step, std::int64_t{3});
+
+  writeText(file, "{\"step\": 1}\n" + complete);  // a bad line that is not the last
+  QVERIFY(
+      throwsNaming<CheckpointError>([&] { RunDirectory::readMetrics(file); }, "metrics.jsonl:1"));
+}
+
+void TestCheckpoint::createRefusesAnExistingRun() {
+  RunDirectory::create(path("twice"), runConfig());
+  QVERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(path("twice"), runConfig()); },
+                                        "already holds a run"));
+  QVERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::open(path("nothing-here")); },
+                                        "is not a LoRAscope run folder"));
+  QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                           RunDirectory::create(path("nomodel"), nlohmann::json::object()));
+}
+
+void TestCheckpoint::resumeFromDiskIsBitIdentical() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  std::vector<train::TokenizedExample> data;
+  std::uint64_t index = 0;
+  for (int e = 0; e < 10; ++e) {
+    train::TokenizedExample ex;
+    for (int t = 0; t < 6 + e % 5; ++t) {
+      ex.ids.push_back(static_cast<std::int32_t>(train::uniformBelow(3, 1, index, 300)));
+      ex.labels.push_back(t < 2 ? -100 : ex.ids.back());
+    }
+    data.push_back(std::move(ex));
+  }
+  train::TrainConfig config;
+  config.lora.rank = 4;
+  config.lora.dropout = 0.1;
+  config.adamw.learningRate = 1e-2;
+  config.schedule = train::ScheduleKind::Cosine;
+  config.warmupSteps = 1;
+  config.microBatchSize = 2;
+  config.gradAccumulation = 2;
+  config.epochs = 2;
+  config.maxSeqLen = 12;
+
+  train::TrainLoop uninterrupted(*backend, folder.config(), folder.weights(), data, config);
+  std::vector<double> losses;
+  uninterrupted.run([&](const train::StepMetrics& m) { losses.push_back(m.loss); });
+
+  const RunDirectory run = RunDirectory::create(path("resume"), runConfig());
+  {
+    train::TrainLoop first(*backend, folder.config(), folder.weights(), data, config);
+    for (int i = 0; i < 4; ++i)
+      run.appendMetrics(first.step());
+    run.saveCheckpoint(first.state(), 2);
+    run.appendMetrics(first.step());  // a step after the checkpoint, lost by the "crash"
+  }
+  const RunDirectory reopened = RunDirectory::open(path("resume"));
+  train::TrainerState state = reopened.loadCheckpoint();
+  reopened.truncateMetricsAfter(state.step);
+  train::TrainLoop resumed(*backend, folder.config(), folder.weights(), data, config,
+                           std::move(state));
+  resumed.run([&](const train::StepMetrics& m) { reopened.appendMetrics(m); });
+  const auto metrics = RunDirectory::readMetrics(path("resume") / "metrics.jsonl");
+  QCOMPARE(metrics.size(), losses.size());
+  for (std::size_t i = 0; i < losses.size(); ++i) {
+    QCOMPARE(metrics[i].step, static_cast<std::int64_t>(i + 1));
+    QVERIFY2(metrics[i].loss == losses[i], qPrintable(QString("step %1").arg(i + 1)));
+  }
+  for (std::size_t i = 0; i < uninterrupted.state().adapter.weights.size(); ++i) {
+    QVERIFY(bitIdentical(resumed.state().adapter.weights[i].a,
+                         uninterrupted.state().adapter.weights[i].a));
+    QVERIFY(bitIdentical(resumed.state().adapter.weights[i].b,
+                         uninterrupted.state().adapter.weights[i].b));
+    QVERIFY(
+        bitIdentical(resumed.state().moments[i].secondA, uninterrupted.state().moments[i].secondA));
+  }
+}
+
+#endif  // Q_MOC_RUN
+
+QTEST_APPLESS_MAIN(TestCheckpoint)
+#include "test_checkpoint.moc"

@@ -1,0 +1,251 @@
+// test_demo.cpp — the built-in demo: the model folder and dataset are the same bytes on every run
+// (and match committed fingerprints), the folder opens as a Llama model with a byte-level
+// tokenizer and a ChatML template, the dataset's answers are right, and a short run on it learns.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "TrainTestUtil.h"
+#include "model/Forward.h"
+#include "model/ModelLayout.h"
+#include "text/ChatTemplate.h"
+#include "text/Tokenizer.h"
+#include "train/DemoDataset.h"
+#include "train/DemoModel.h"
+#include "train/RunDirectory.h"  // defines: fnv1a64
+#include "train/TrainLoop.h"
+#include "train/TrainingData.h"
+
+using namespace lorascope;
+using namespace lorascope::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Fingerprints of the demo files as this version writes them; a change here changes what every
+// install trains on, so bump kDemoModelName / kDemoDatasetName with it.
+constexpr std::uint64_t kDemoModelFnv = 0x170b28e0f4cb5113ull;
+constexpr std::uint64_t kDemoDatasetFnv = 0xaf7b97f79608bbd3ull;
+
+std::string readBytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::string words(const std::string& text, bool reversed) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t space = std::min(text.find(' ', start), text.size());
+    out.push_back(text.substr(start, space - start));
+    start = space + 1;
+  }
+  if (reversed)
+    std::reverse(out.begin(), out.end());
+  std::string joined;
+  for (const std::string& w : out)
+    joined += (joined.empty() ? "" : " ") + w;
+  return joined;
+}
+
+}  // namespace
+
+class TestDemo : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir tmp_;
+  fs::path path(const std::string& name) const {
+    return fs::path(tmp_.path().toStdString()) / name;
+  }
+
+ private slots:
+  void modelFolderIsDeterministic();
+  void modelOpensWithTokenizerAndTemplate();
+  void datasetIsDeterministicAndCorrect();
+  void cacheIsWrittenOnce();
+  void aShortRunLearns();
+  void transformersReadsTheDemoAsWeDo();
+};
+
+#ifndef Q_MOC_RUN
+
+void TestDemo::modelFolderIsDeterministic() {
+  train::writeDemoModel(path("a"));
+  train::writeDemoModel(path("b"));
+  for (const char* file : {"config.json", "model.safetensors", "tokenizer.json",
+                           "tokenizer_config.json", "generation_config.json"}) {
+    QVERIFY2(readBytes(path("a") / file) == readBytes(path("b") / file), file);
+  }
+  // The same bits on every platform: the weights use no libm function.
+  const std::string weights = readBytes(path("a") / "model.safetensors");
+  qInfo("demo model.safetensors: %zu bytes, fnv1a64 %016llx", weights.size(),
+        static_cast<unsigned long long>(train::fnv1a64(weights)));
+  QCOMPARE(train::fnv1a64(weights), kDemoModelFnv);
+}
+
+void TestDemo::modelOpensWithTokenizerAndTemplate() {
+  const fs::path dir = path("open");
+  train::writeDemoModel(dir);
+  const model::ModelFolder folder = model::ModelFolder::open(dir.string());
+  const model::ModelConfig& c = folder.config();
+  QCOMPARE(c.family, model::Family::Llama);
+  QCOMPARE(c.hiddenSize, std::int64_t{256});
+  QCOMPARE(c.numLayers, std::int64_t{4});
+  QCOMPARE(c.numKvHeads, std::int64_t{2});
+  QVERIFY(c.tieWordEmbeddings);
+  const std::int64_t params = model::countParameters(c).total;
+  QVERIFY2(params > 2'500'000 && params < 4'000'000, qPrintable(QString::number(params)));
+
+  const text::Tokenizer tokenizer = text::Tokenizer::fromModelDir(dir);
+  QCOMPARE(tokenizer.vocabSize(), static_cast<std::int32_t>(train::kDemoVocabSize));
+  const std::string sample = "Add the two numbers.\n17 + 25 = 42 {ok}";
+  const std::vector<std::int32_t> ids = tokenizer.encode(sample);
+  QCOMPARE(ids.size(), sample.size());  // one token per byte
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    QCOMPARE(ids[i], static_cast<std::int32_t>(static_cast<unsigned char>(sample[i])));
+  QCOMPARE(tokenizer.decode(ids), sample);
+  QCOMPARE(tokenizer.encode("<|im_start|>user"),
+           (std::vector<std::int32_t>{257, 'u', 's', 'e', 'r'}));
+  QCOMPARE(tokenizer.eosId(), std::optional<std::int32_t>{258});
+  QCOMPARE(text::ChatTemplate::forModelDir(dir).name(), std::string("chatml"));
+
+  // A fresh random model predicts close to uniformly: loss ≈ ln(vocab).
+  auto backend = compute::createCpuBackend();
+  const std::vector<std::int32_t> labels = ids;
+  const model::ForwardResult r = model::forward(
+      *backend, c, folder.weights(), {1, static_cast<std::int64_t>(ids.size()), ids, labels});
+  QVERIFY2(std::fabs(*r.loss - std::log(259.0)) < 0.5, qPrintable(QString::number(*r.loss)));
+}
+
+void TestDemo::datasetIsDeterministicAndCorrect() {
+  const std::vector<train::DemoExample> examples = train::demoExamples();
+  QCOMPARE(examples.size(), std::size_t{4 * train::kDemoExamplesPerTask});
+  const std::string jsonl = train::demoDatasetJsonl();
+  QCOMPARE(jsonl, train::demoDatasetJsonl());
+  qInfo("demo dataset: %zu bytes, fnv1a64 %016llx", jsonl.size(),
+        static_cast<unsigned long long>(train::fnv1a64(jsonl)));
+  QCOMPARE(train::fnv1a64(jsonl), kDemoDatasetFnv);
+  std::set<std::string> distinct;
+  for (const train::DemoExample& e : examples) {
+    distinct.insert(e.input);
+    if (e.instruction == "Reverse the order of the words.") {
+      QCOMPARE(e.output, words(e.input, true));
+    } else if (e.instruction == "Add the two numbers.") {
+      const std::size_t plus = e.input.find(" + ");
+      QCOMPARE(std::stoi(e.output),
+               std::stoi(e.input.substr(0, plus)) + std::stoi(e.input.substr(plus + 3)));
+    } else if (e.instruction == "Write the text in upper case.") {
+      std::string upper = e.input;
+      for (char& ch : upper)
+        ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+      QCOMPARE(e.output, upper);
+    } else {
+      QCOMPARE(e.instruction, std::string("Spell the word backwards."));
+      QCOMPARE(e.output, std::string(e.input.rbegin(), e.input.rend()));
+    }
+  }
+  QVERIFY(distinct.size() > 200);  // varied, not a few rows repeated
+  std::size_t lines = 0;
+  std::istringstream in(jsonl);
+  for (std::string line; std::getline(in, line); ++lines) {
+    const nlohmann::json row = nlohmann::json::parse(line);
+    QVERIFY(row.contains("instruction") && row.contains("input") && row.contains("output"));
+  }
+  QCOMPARE(lines, examples.size());
+}
+
+void TestDemo::cacheIsWrittenOnce() {
+  const fs::path cache = path("cache");
+  const fs::path model = train::ensureDemoModel(cache);
+  const fs::path data = train::ensureDemoDataset(cache);
+  QCOMPARE(model, cache / train::kDemoModelName);
+  QCOMPARE(data, cache / train::kDemoDatasetName);
+  const auto written = fs::last_write_time(model / "model.safetensors");
+  QCOMPARE(train::ensureDemoModel(cache), model);
+  QCOMPARE(fs::last_write_time(model / "model.safetensors"), written);
+  for (const fs::directory_entry& e : fs::directory_iterator(cache))
+    QVERIFY2(e.path().filename().string()[0] != '.', e.path().c_str());  // no temp left
+  const train::TrainingData tokenized = train::loadTrainingData(data, model, 256);
+  QCOMPARE(tokenized.chatTemplate, std::string("chatml"));
+  QCOMPARE(tokenized.examples.size(), std::size_t{4 * train::kDemoExamplesPerTask});
+  QCOMPARE(tokenized.skippedRecords, std::int64_t{0});
+  // Labels cover the response only: "<|im_start|>assistant\n" is masked, "<|im_end|>" trained.
+  const train::TokenizedExample& first = tokenized.examples[0];
+  std::size_t trained = 0;
+  for (std::int32_t label : first.labels)
+    trained += label != -100 ? 1 : 0;
+  QVERIFY(trained > 5 && trained < first.ids.size() / 2);
+  QCOMPARE(first.labels[first.labels.size() - 2], 258);  // <|im_end|> before the final "\n"
+}
+
+void TestDemo::aShortRunLearns() {
+  const fs::path cache = path("learn");
+  const fs::path model = train::ensureDemoModel(cache);
+  const train::TrainingData data =
+      train::loadTrainingData(train::ensureDemoDataset(cache), model, 128);
+  const model::ModelFolder folder = model::ModelFolder::open(model.string());
+  auto backend = compute::createCpuBackend();
+  train::TrainConfig config;
+  config.lora.rank = 8;
+  config.lora.alpha = 16;
+  config.adamw.learningRate = 3e-3;
+  config.schedule = train::ScheduleKind::Constant;
+  config.microBatchSize = 8;
+  config.maxSteps = 12;
+  config.maxSeqLen = 128;
+  train::TrainLoop loop(*backend, folder.config(), folder.weights(), data.examples, config);
+  std::vector<double> losses;
+  loop.run([&](const train::StepMetrics& m) { losses.push_back(m.loss); });
+  QCOMPARE(losses.size(), std::size_t{12});
+  const double first = (losses[0] + losses[1] + losses[2]) / 3;
+  const double last = (losses[9] + losses[10] + losses[11]) / 3;
+  qInfo("demo loss: first three steps %.3f, last three %.3f", first, last);
+  QVERIFY2(last < 0.8 * first, qPrintable(QString("%1 → %2").arg(first).arg(last)));
+}
+
+// scripts/reference/peft_check.py loaded the demo folder with transformers 5.17: its tokenizer
+// gives our ids, its chat template our rendering, its forward our logits.
+void TestDemo::transformersReadsTheDemoAsWeDo() {
+  const fs::path reference = fs::path(LORASCOPE_PEFT_REFERENCE_DIR) / "peft_check.json";
+  if (!fs::exists(reference))
+    QSKIP("no committed reference (run scripts/reference/peft_check.py on the device machine)");
+  std::ifstream in(reference);
+  const nlohmann::json demo = nlohmann::json::parse(in).at("demo");
+  const fs::path dir = path("hf");
+  train::writeDemoModel(dir);
+  const text::Tokenizer tokenizer = text::Tokenizer::fromModelDir(dir);
+  const std::vector<std::int32_t> ids = tokenizer.encode(demo.at("sample").get<std::string>());
+  QCOMPARE(ids, demo.at("ids").get<std::vector<std::int32_t>>());
+  QCOMPARE(tokenizer.eosId(), std::optional<std::int32_t>{demo.at("eos_token_id").get<int>()});
+  const std::string rendered = text::ChatTemplate::forModelDir(dir).render(
+      {{"user", "Reverse the order of the words.\n\n### Input:\nred fox"},
+       {"assistant", "fox red"}},
+      false);
+  QCOMPARE(rendered, demo.at("chat_rendered").get<std::string>());
+
+  const model::ModelFolder folder = model::ModelFolder::open(dir.string());
+  auto backend = compute::createCpuBackend();
+  const auto n = static_cast<std::int64_t>(ids.size());
+  const model::ForwardResult r =
+      model::forward(*backend, folder.config(), folder.weights(), {1, n, ids, ids});
+  QVERIFY(std::fabs(*r.loss - demo.at("loss").get<double>()) < 1e-4);
+  const std::vector<int> positions = demo.at("positions").get<std::vector<int>>();
+  for (std::size_t k = 0; k < positions.size(); ++k) {
+    const float* row = r.logits.as<float>() + positions[k] * train::kDemoVocabSize;
+    const std::vector<float> ours(row, row + train::kDemoVocabSize);
+    QVERIFY(closeRelativeToMax(ours, demo.at("logits")[k].get<std::vector<float>>(), 1e-4,
+                               "demo logits at " + std::to_string(positions[k])));
+  }
+}
+
+#endif  // Q_MOC_RUN
+
+QTEST_APPLESS_MAIN(TestDemo)
+#include "test_demo.moc"
