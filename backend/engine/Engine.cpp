@@ -97,6 +97,8 @@ int Engine::run() {
         publish(job_->checkpoint());
         finishRun(RunState::Finished, "all steps done");
       }
+    } catch (const RecoverableError& e) {
+      publish(e.event());
     } catch (const StickyDeviceError& e) {
       ErrorEvent error = e.event();
       error.sticky = true;

@@ -27,6 +27,8 @@ class CancelFlag {
   bool raised() const { return raised_.load(std::memory_order_relaxed); }
   void raise() { raised_.store(true, std::memory_order_relaxed); }
   void clear() { raised_.store(false, std::memory_order_relaxed); }
+  // For code that polls a plain atomic flag (train::TrainLoop::step).
+  const std::atomic<bool>* flag() const { return &raised_; }
 
  private:
   std::atomic<bool> raised_{false};
@@ -48,6 +50,18 @@ class StickyDeviceError : public std::runtime_error {
 };
 
 inline constexpr int kExitStickyError = 3;
+
+// Thrown by a job for an error it has already handled in place (out of memory: cache freed,
+// micro-batch lowered). The engine reports it and the run goes on with the next step.
+class RecoverableError : public std::runtime_error {
+ public:
+  explicit RecoverableError(ErrorEvent event)
+      : std::runtime_error(event.message), event_(std::move(event)) {}
+  const ErrorEvent& event() const { return event_; }
+
+ private:
+  ErrorEvent event_;
+};
 
 // What the engine runs. A trainer implements it; all calls come from the engine thread.
 class EngineJob {

@@ -1,0 +1,136 @@
+// train/StateCodec.cpp — encoding and strict decoding of the mirrored trainer state.
+#include "train/StateCodec.h"
+
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+namespace lorascope::train {
+namespace {
+
+using nlohmann::json;
+
+class Writer {
+ public:
+  void floats(const std::vector<float>& v) {
+    const auto* p = reinterpret_cast<const std::byte*>(v.data());
+    out.insert(out.end(), p, p + v.size() * sizeof(float));
+  }
+  std::vector<std::byte> out;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const std::byte> bytes) : bytes_(bytes) {}
+  std::span<const std::byte> take(std::size_t n, const char* what) {
+    if (n > bytes_.size() - offset_) {
+      throw StateCodecError(std::string("mirrored trainer state is truncated in ") + what);
+    }
+    auto s = bytes_.subspan(offset_, n);
+    offset_ += n;
+    return s;
+  }
+  std::vector<float> floats(std::size_t count, const char* what) {
+    std::vector<float> v(count);
+    const auto s = take(count * sizeof(float), what);
+    std::memcpy(v.data(), s.data(), s.size());
+    return v;
+  }
+  bool atEnd() const { return offset_ == bytes_.size(); }
+
+ private:
+  std::span<const std::byte> bytes_;
+  std::size_t offset_ = 0;
+};
+
+}  // namespace
+
+std::vector<std::byte> encodeTrainerState(const TrainerState& s) {
+  json header = {{"step", s.step},
+                 {"epoch", s.epoch},
+                 {"data_cursor", s.dataCursor},
+                 {"seed", s.seed},
+                 {"rng_offset", s.rngOffset},
+                 {"tokens_seen", s.tokensSeen},
+                 {"lora",
+                  {{"rank", s.adapter.config.rank},
+                   {"alpha", s.adapter.config.alpha},
+                   {"dropout", s.adapter.config.dropout},
+                   {"rslora", s.adapter.config.useRslora}}},
+                 {"sites", json::array()},
+                 {"history", json::array()}};
+  for (const LoraWeights& w : s.adapter.weights) {
+    header["sites"].push_back({w.site.layer, static_cast<int>(w.site.module), w.site.inFeatures,
+                               w.site.outFeatures, w.a.size(), w.b.size()});
+  }
+  for (const MicroBatchChange& c : s.microBatchHistory) {
+    header["history"].push_back({c.step, c.microBatch, c.accumulation, c.reason});
+  }
+  const std::string text = header.dump();
+  Writer w;
+  const std::uint64_t length = text.size();
+  const auto* lp = reinterpret_cast<const std::byte*>(&length);
+  w.out.insert(w.out.end(), lp, lp + sizeof length);
+  const auto* tp = reinterpret_cast<const std::byte*>(text.data());
+  w.out.insert(w.out.end(), tp, tp + text.size());
+  for (std::size_t i = 0; i < s.adapter.weights.size(); ++i) {
+    w.floats(s.adapter.weights[i].a);
+    w.floats(s.adapter.weights[i].b);
+    const LoraMoments& m = s.moments.at(i);
+    for (const auto* v : {&m.firstA, &m.secondA, &m.firstB, &m.secondB})
+      w.floats(*v);
+  }
+  return std::move(w.out);
+}
+
+TrainerState decodeTrainerState(std::span<const std::byte> bytes) {
+  Reader r(bytes);
+  std::uint64_t length = 0;
+  std::memcpy(&length, r.take(sizeof length, "its header length").data(), sizeof length);
+  if (length > bytes.size())
+    throw StateCodecError("mirrored trainer state: bad header length");
+  const auto headerBytes = r.take(static_cast<std::size_t>(length), "its header");
+  TrainerState s;
+  try {
+    const json h = json::parse(
+        std::string(reinterpret_cast<const char*>(headerBytes.data()), headerBytes.size()));
+    s.step = h.at("step");
+    s.epoch = h.at("epoch");
+    s.dataCursor = h.at("data_cursor");
+    s.seed = h.at("seed");
+    s.rngOffset = h.at("rng_offset");
+    s.tokensSeen = h.at("tokens_seen");
+    const json& lora = h.at("lora");
+    s.adapter.config.rank = lora.at("rank");
+    s.adapter.config.alpha = lora.at("alpha");
+    s.adapter.config.dropout = lora.at("dropout");
+    s.adapter.config.useRslora = lora.at("rslora");
+    s.adapter.config.targets.clear();
+    for (const json& site : h.at("sites")) {
+      LoraWeights w;
+      w.site = {site.at(0).get<int>(), static_cast<LoraModule>(site.at(1).get<int>()),
+                site.at(2).get<std::int64_t>(), site.at(3).get<std::int64_t>()};
+      const std::size_t aCount = site.at(4), bCount = site.at(5);
+      w.a = r.floats(aCount, "LoRA A");
+      w.b = r.floats(bCount, "LoRA B");
+      LoraMoments m;
+      m.firstA = r.floats(aCount, "AdamW moments");
+      m.secondA = r.floats(aCount, "AdamW moments");
+      m.firstB = r.floats(bCount, "AdamW moments");
+      m.secondB = r.floats(bCount, "AdamW moments");
+      s.adapter.config.targets.insert(w.site.module);
+      s.adapter.weights.push_back(std::move(w));
+      s.moments.push_back(std::move(m));
+    }
+    for (const json& c : h.at("history")) {
+      s.microBatchHistory.push_back({c.at(0), c.at(1), c.at(2), c.at(3)});
+    }
+  } catch (const json::exception& e) {
+    throw StateCodecError(std::string("mirrored trainer state: malformed header: ") + e.what());
+  }
+  if (!r.atEnd())
+    throw StateCodecError("mirrored trainer state: trailing bytes");
+  return s;
+}
+
+}  // namespace lorascope::train
