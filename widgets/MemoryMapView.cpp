@@ -54,9 +54,12 @@ void MemoryMapView::setZoomLevel(int level) {
 }
 
 void MemoryMapView::relayout() {
-  rows_ = kBaseRows << zoomLevel_;
+  if (zoomLevel_ == 0) {  // the whole snapshot fills the height it is given
+    fitRows_ = std::max(kBaseRows, height() / kRowHeightPx);
+  }
+  rows_ = fitRows_ << zoomLevel_;
   rowBytes_ = std::max<std::uint64_t>(1, (totalBytes_ + rows_ - 1) / rows_);
-  setMinimumHeight(rows_ * kRowHeightPx);
+  setMinimumHeight((zoomLevel_ == 0 ? kBaseRows : rows_) * kRowHeightPx);
   pieces_.clear();
   segmentBars_.clear();
   const double width = std::max(1, this->width());

@@ -2,7 +2,8 @@
 //
 // Segments are laid end to end in address order and the byte line is wrapped into rows of equal
 // byte width, so every block's area is proportional to its size; a dark bar marks where a segment
-// begins. Zoom doubles the number of rows (the view grows and scrolls). Layout is computed once
+// begins. At zoom level 0 the rows fill the view's height; each zoom level doubles them (the
+// view grows and scrolls). Layout is computed once
 // per snapshot, size or zoom change; painting only fills the precomputed rectangles in view.
 #pragma once
 
@@ -21,7 +22,7 @@ class MemoryMapView : public QWidget {
 
  public:
   static constexpr int kRowHeightPx = 18;
-  static constexpr int kBaseRows = 16;  // rows at zoom level 0
+  static constexpr int kBaseRows = 16;  // the fewest rows at zoom level 0
   static constexpr int kMaxZoomLevel = 10;
 
   explicit MemoryMapView(QWidget* parent = nullptr);
@@ -73,6 +74,7 @@ class MemoryMapView : public QWidget {
   std::uint64_t totalBytes_ = 0;
   std::uint64_t rowBytes_ = 1;
   int rows_ = kBaseRows;
+  int fitRows_ = kBaseRows;  // rows at zoom level 0: as many as the height holds
   int zoomLevel_ = 0;
 };
 

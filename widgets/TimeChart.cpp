@@ -45,6 +45,27 @@ QString markerKindName(MarkerKind kind) {
   return {};
 }
 
+namespace {
+
+// 1, 2 or 5 × 10^n: the step that puts about five labelled ticks on a range.
+double niceStep(double range) {
+  if (!(range > 0)) {
+    return 1.0;
+  }
+  const double raw = range / 5.0;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  const double fraction = raw / magnitude;
+  return (fraction < 1.5 ? 1.0 : fraction < 3.5 ? 2.0 : fraction < 7.5 ? 5.0 : 10.0) * magnitude;
+}
+
+void useNiceTicks(QValueAxis* axis) {
+  axis->setTickType(QValueAxis::TicksDynamic);
+  axis->setTickAnchor(0.0);
+  axis->setLabelFormat(QStringLiteral("%.4g"));
+}
+
+}  // namespace
+
 // ---- MarkedChartView ---------------------------------------------------------------------------
 
 MarkedChartView::MarkedChartView(QChart* chart, const std::vector<ChartMarker>* markers,
@@ -137,15 +158,18 @@ TimeChart::TimeChart(const QString& title, const QString& leftAxisTitle,
 
   timeAxis_ = new QValueAxis(chart_);
   timeAxis_->setTitleText(tr("time (s)"));
-  timeAxis_->setLabelFormat(QStringLiteral("%.0f"));
+  useNiceTicks(timeAxis_);
   timeAxis_->setRange(0, 10);
+  timeAxis_->setTickInterval(niceStep(10));
   chart_->addAxis(timeAxis_, Qt::AlignBottom);
   leftAxis_ = new QValueAxis(chart_);
   leftAxis_->setTitleText(leftAxisTitle);
+  useNiceTicks(leftAxis_);
   chart_->addAxis(leftAxis_, Qt::AlignLeft);
   if (!rightAxisTitle.isEmpty()) {
     rightAxis_ = new QValueAxis(chart_);
     rightAxis_->setTitleText(rightAxisTitle);
+    useNiceTicks(rightAxis_);
     chart_->addAxis(rightAxis_, Qt::AlignRight);
   }
 
@@ -235,6 +259,7 @@ void TimeChart::updateValueAxis(QValueAxis* axis, AxisSide side) {
   const double pad =
       high > low ? 0.05 * (high - low) : std::max(1e-9, std::abs(high) * 0.05 + 1e-9);
   axis->setRange(low, high + pad);
+  axis->setTickInterval(niceStep(high + pad - low));
 }
 
 void TimeChart::refresh(double timeFromS, double timeToS) {
@@ -258,6 +283,7 @@ void TimeChart::refresh(double timeFromS, double timeToS) {
   }
   if (timeAxis_->min() != timeFromS || timeAxis_->max() != timeToS) {
     timeAxis_->setRange(timeFromS, timeToS);
+    timeAxis_->setTickInterval(niceStep(timeToS - timeFromS));
   }
 }
 
