@@ -1,10 +1,13 @@
 // train/TrainRunConfig.cpp — `train` options ↔ TrainConfig ↔ config.json.
 #include "TrainRunConfig.h"
 
+#include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
 
+#include "compute/BuildInfo.h"
 #include "train/RunDirectory.h"  // defines: fnv1a64
 
 namespace lorascope::cli {
@@ -236,6 +239,20 @@ TrainRunSettings settingsFromJson(const json& j, const std::string& file) {
   } catch (const std::exception& e) {
     throw UsageError(file + ": \"training\" does not hold valid settings: " + e.what());
   }
+}
+
+json newRunConfig(const std::string& modelPath, const std::string& dataPath, bool demo,
+                  const TrainRunSettings& settings) {
+  const std::time_t now = std::time(nullptr);
+  char created[32];
+  std::strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return {{"model_path", std::filesystem::absolute(modelPath).lexically_normal().string()},
+          {"data_path", std::filesystem::absolute(dataPath).lexically_normal().string()},
+          {"data_fingerprint", fileFingerprint(dataPath)},
+          {"demo", demo},
+          {"training", settingsToJson(settings)},
+          {"versions", {{"lorascope", compute::buildInfo().version}, {"run_format", 1}}},
+          {"created", created}};
 }
 
 std::string fileFingerprint(const std::string& path) {

@@ -35,6 +35,11 @@ void applyOptions(TrainRunSettings& settings, const std::map<std::string, std::s
 nlohmann::json settingsToJson(const TrainRunSettings& settings);
 TrainRunSettings settingsFromJson(const nlohmann::json& training, const std::string& file);
 
+// The config.json of a new run: model and data paths (absolute), the data file's fingerprint,
+// the settings, versions and creation time (the last two are not part of the config hash).
+nlohmann::json newRunConfig(const std::string& modelPath, const std::string& dataPath, bool demo,
+                            const TrainRunSettings& settings);
+
 // FNV-1a 64 of a file's bytes as "fnv1a64:<hex>" (the data file's fingerprint in config.json).
 std::string fileFingerprint(const std::string& path);
 

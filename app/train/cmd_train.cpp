@@ -11,7 +11,6 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,7 +18,6 @@
 
 #include "TrainRunConfig.h"
 #include "compute/Backend.h"
-#include "compute/BuildInfo.h"
 #include "model/ModelFolder.h"
 #include "train/CliArgs.h"
 #include "train/Commands.h"
@@ -95,13 +93,6 @@ class Progress {
   std::chrono::steady_clock::time_point start_;
 };
 
-std::string nowIso8601() {
-  const std::time_t now = std::time(nullptr);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return text;
-}
-
 json readConfigFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -152,14 +143,7 @@ RunSetup newRun(const CliArgs& parsed) {
       demo ? parsed.value("out").value_or("lorascope-demo-run") : parsed.required("out");
   TrainRunSettings settings = defaultSettings(demo);
   applyOptions(settings, collectOptions(parsed));
-  const json config = {
-      {"model_path", fs::absolute(modelPath).lexically_normal().string()},
-      {"data_path", fs::absolute(dataPath).lexically_normal().string()},
-      {"data_fingerprint", fileFingerprint(dataPath)},
-      {"demo", demo},
-      {"training", settingsToJson(settings)},
-      {"versions", {{"lorascope", compute::buildInfo().version}, {"run_format", 1}}},
-      {"created", nowIso8601()}};
+  const json config = newRunConfig(modelPath, dataPath, demo, settings);
   return {train::RunDirectory::create(out, config), settings, std::nullopt};
 }
 

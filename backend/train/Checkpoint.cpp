@@ -23,20 +23,6 @@ namespace {
 constexpr const char* kFirstMomentSuffix = ".exp_avg";
 constexpr const char* kSecondMomentSuffix = ".exp_avg_sq";
 
-json readJson(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw CheckpointError(path.string(), "cannot be opened (missing? an incomplete checkpoint?)");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  const json doc = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    throw CheckpointError(path.string(), "is not a well-formed JSON object");
-  }
-  return doc;
-}
-
 template <typename T>
 T requireField(const json& doc, const char* name, const std::string& file) {
   if (!doc.contains(name)) {
@@ -75,6 +61,24 @@ json toJson(const MicroBatchChange& c) {
 }
 
 }  // namespace
+
+std::string readRunFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw CheckpointError(path.string(), "cannot be opened (missing? an incomplete checkpoint?)");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+json readRunJson(const fs::path& path) {
+  const json doc = json::parse(readRunFile(path), nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    throw CheckpointError(path.string(), "is not a well-formed JSON object");
+  }
+  return doc;
+}
 
 std::vector<LoraMoments> zeroMoments(const LoraAdapter& adapter) {
   std::vector<LoraMoments> out;
@@ -129,14 +133,14 @@ void writeCheckpointFiles(const fs::path& dir, const TrainerState& state,
 
 std::string checkpointConfigHash(const fs::path& dir) {
   const fs::path path = dir / kTrainerStateFile;
-  return requireField<std::string>(readJson(path), "config_hash", path.string());
+  return requireField<std::string>(readRunJson(path), "config_hash", path.string());
 }
 
 TrainerState readCheckpoint(const fs::path& dir,
                             const std::optional<std::string>& expectedConfigHash) {
   const fs::path statePath = dir / kTrainerStateFile;
   const std::string stateFile = statePath.string();
-  const json doc = readJson(statePath);
+  const json doc = readRunJson(statePath);
   const int version = requireField<int>(doc, "format_version", stateFile);
   if (version != kTrainerStateFormatVersion) {
     throw CheckpointError(stateFile, "format_version " + std::to_string(version) + " is not the " +

@@ -1,9 +1,13 @@
 // train/CheckpointError.h — the typed error of run files (run directory, checkpoints, PEFT
-// adapters, merged models). Every message starts with the file it is about and says what to do.
+// adapters, merged models), and the two readers that raise it. Every message starts with the
+// file it is about and says what to do.
 #pragma once
 
+#include <filesystem>
 #include <stdexcept>
 #include <string>
+
+#include <nlohmann/json_fwd.hpp>
 
 namespace lorascope::train {
 
@@ -16,5 +20,10 @@ class CheckpointError : public std::runtime_error {
  private:
   std::string file_;
 };
+
+// The whole file; CheckpointError naming it when it cannot be opened.
+std::string readRunFile(const std::filesystem::path& path);
+// The file as a JSON object; CheckpointError naming it when missing or not a JSON object.
+nlohmann::json readRunJson(const std::filesystem::path& path);
 
 }  // namespace lorascope::train

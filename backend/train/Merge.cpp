@@ -6,11 +6,9 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -33,16 +31,6 @@ bool isWeightsFile(const fs::path& path) {
   static const std::set<std::string> kWeightExtensions = {
       ".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".h5", ".msgpack", ".onnx"};
   return kWeightExtensions.count(path.extension().string()) != 0;
-}
-
-std::string readWholeFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw CheckpointError(path.string(), "cannot be read");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 // W (out, in) as stored + scale · B (out, r) · A (r, in), rounded once to the stored dtype.
@@ -173,7 +161,7 @@ MergeReport mergeAdapterIntoModel(const fs::path& baseDir, const LoraAdapter& ad
   }
   for (const fs::directory_entry& entry : fs::directory_iterator(baseDir)) {
     if (entry.is_regular_file() && !isWeightsFile(entry.path())) {
-      common::writeFileAtomically(temp / entry.path().filename(), readWholeFile(entry.path()));
+      common::writeFileAtomically(temp / entry.path().filename(), readRunFile(entry.path()));
       ++report.copiedFiles;
     }
   }

@@ -4,11 +4,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include "common/AtomicFile.h"
 #include "compute/cpu/convert.h"
@@ -25,20 +23,6 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kKeyPrefix = "base_model.model.model.layers.";
-
-json readJsonFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw CheckpointError(path.string(), "cannot be opened (missing?)");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  const json doc = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    throw CheckpointError(path.string(), "is not a well-formed JSON object");
-  }
-  return doc;
-}
 
 // "base_model.model.model.layers.3.mlp.up_proj.lora_B.weight" → layer 3, Up, isA false.
 struct ParsedKey {
@@ -238,7 +222,7 @@ void writePeftAdapter(const fs::path& dir, const LoraAdapter& adapter,
 
 PeftAdapterFiles readPeftAdapter(const fs::path& dir) {
   const fs::path configPath = dir / kAdapterConfigFile;
-  const json doc = readJsonFile(configPath);
+  const json doc = readRunJson(configPath);
   PeftAdapterFiles out;
   out.adapter.config = parseLoraConfig(doc, configPath.string());
   if (doc.contains("base_model_name_or_path") && doc.at("base_model_name_or_path").is_string()) {

@@ -8,8 +8,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "common/AtomicFile.h"
 #include "train/CheckpointError.h"
@@ -23,16 +21,6 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kStepPrefix = "step-";
-
-std::string readWholeFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw CheckpointError(path.string(), "cannot be opened");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // "step-120" → 120; anything else (temp folders, stray files) → none.
 std::optional<std::int64_t> parseStepName(const std::string& name) {
@@ -134,8 +122,8 @@ RunDirectory RunDirectory::open(const fs::path& dir) {
     throw CheckpointError(configPath.string(),
                           "is missing: " + dir.string() + " is not a LoRAscope run folder");
   }
-  const json config = json::parse(readWholeFile(configPath), nullptr, false);
-  if (config.is_discarded() || !config.is_object() || !config.contains("model_path")) {
+  const json config = readRunJson(configPath);
+  if (!config.contains("model_path") || !config.at("model_path").is_string()) {
     throw CheckpointError(configPath.string(),
                           "is not a run config (a JSON object with \"model_path\")");
   }
@@ -174,7 +162,7 @@ std::vector<StepMetrics> RunDirectory::readMetrics(const fs::path& file) {
   if (!fs::exists(file)) {
     return {};
   }
-  const std::string text = readWholeFile(file);
+  const std::string text = readRunFile(file);
   std::vector<StepMetrics> out;
   std::size_t start = 0;
   int lineNumber = 0;
