@@ -2,11 +2,10 @@
 #include "model/ModelConfig.h"
 
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "model/JsonFile.h"
 #include "model/ModelError.h"
 
 namespace lorascope::model {
@@ -255,13 +254,7 @@ ModelConfig parseModelConfigText(std::string_view text, const std::string& file)
 }
 
 ModelConfig loadModelConfig(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ModelError(path, "cannot open (a model folder needs a config.json)");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parseModelConfigText(text.str(), path);
+  return parseModelConfig(readJsonFile(path), path);
 }
 
 std::vector<float> ropeInverseFrequencies(const ModelConfig& config) {

@@ -3,11 +3,10 @@
 #include "model/ModelFolder.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "model/JsonFile.h"
 #include "model/ModelError.h"
 #include "model/ModelLayout.h"
 
@@ -22,21 +21,6 @@ struct Located {
   const SafetensorsEntry* entry = nullptr;
 };
 using Files = std::map<std::string, std::shared_ptr<const SafetensorsFile>>;
-
-json readJsonFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ModelError(path, "cannot open");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  const std::string s = text.str();
-  json doc = json::parse(s, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) {
-    throw ModelError(path, "not well-formed JSON");
-  }
-  return doc;
-}
 
 // A shard name from an index must be a plain file name beside the index (no paths).
 void checkShardName(const std::string& shard, const std::string& indexPath) {

@@ -1,0 +1,108 @@
+// test_model_cli.cpp — lorascope-train inspect-model and eval, end to end on the reference
+// folders: parameter counts and weight bytes equal what transformers wrote in the shard index
+// (metadata.total_parameters / total_size), and eval's last logits equal transformers' logits.
+#include <QProcess>
+#include <QtTest>
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+
+namespace {
+
+const QString kTrainExe = QStringLiteral(LORASCOPE_TRAIN_EXE);
+const std::string kDataDir = LORASCOPE_MODEL_DATA_DIR;
+
+json readJson(const std::string& path) {
+  std::ifstream in(path);
+  return json::parse(in);
+}
+
+// Runs lorascope-train; returns stdout, or fails the test with stderr.
+QByteArray runTrain(const QStringList& args, int expectedExit = 0) {
+  QProcess process;
+  process.start(kTrainExe, args);
+  if (!process.waitForFinished(60000)) {
+    qWarning("lorascope-train did not finish");
+    return {};
+  }
+  if (process.exitCode() != expectedExit) {
+    qWarning("exit %d: %s", process.exitCode(), process.readAllStandardError().constData());
+    return {};
+  }
+  return expectedExit == 0 ? process.readAllStandardOutput() : process.readAllStandardError();
+}
+
+}  // namespace
+
+class TestModelCli : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void inspectModelCountsMatchTransformersIndex_data() {
+    QTest::addColumn<QString>("name");
+    QTest::newRow("llama tied") << "llama_bf16_sharded_tied";
+    QTest::newRow("qwen2 untied") << "qwen2_bf16_sharded_linear_rope";
+  }
+
+  void inspectModelCountsMatchTransformersIndex() {
+    QFETCH(QString, name);
+    const std::string dir = kDataDir + "/" + name.toStdString();
+    const json index = readJson(dir + "/model.safetensors.index.json");
+    const QByteArray out = runTrain({"inspect-model", QString::fromStdString(dir), "--json",
+                                     "--batch", "2", "--seq", "128", "--rank", "8"});
+    QVERIFY(!out.isEmpty());
+    const json report = json::parse(out.toStdString());
+    QCOMPARE(report["parameters"]["total"].get<std::int64_t>(),
+             index["metadata"]["total_parameters"].get<std::int64_t>());
+    const json& lora = report["lora_training"];
+    QCOMPARE(lora["weights_bytes"].get<std::int64_t>(),
+             index["metadata"]["total_size"].get<std::int64_t>());
+    QCOMPARE(lora["batch"].get<int>(), 2);
+    QCOMPARE(report["files"].size(), std::size_t{4});
+    // The total is the sum of its terms.
+    QCOMPARE(lora["total_bytes"].get<std::int64_t>(),
+             lora["weights_bytes"].get<std::int64_t>() + lora["lora_bytes"].get<std::int64_t>() +
+                 lora["lora_grad_bytes"].get<std::int64_t>() +
+                 lora["optimizer_bytes"].get<std::int64_t>() +
+                 lora["activation_bytes"].get<std::int64_t>() +
+                 lora["logits_bytes"].get<std::int64_t>());
+  }
+
+  // Row 0 of the reference batch alone: its last position's logits are among those recorded.
+  void evalLastLogitsMatchTransformers() {
+    const std::string dir = kDataDir + "/llama_f32_legacy_rope";
+    const json expected = readJson(dir + "/expected.json");
+    QStringList ids;
+    for (const json& id : expected["input_ids"][0]) {
+      ids << QString::number(id.get<int>());
+    }
+    const QByteArray out = runTrain(
+        {"eval", "--model", QString::fromStdString(dir), "--ids", ids.join(','), "--json"});
+    QVERIFY(!out.isEmpty());
+    const json result = json::parse(out.toStdString());
+    QCOMPARE(result["predicted_tokens"].get<int>(), ids.size() - 1);
+    const json& want = expected["logits"][0][2];  // position 11, the last
+    QCOMPARE(expected["logits_positions"][2].get<int>(), ids.size() - 1);
+    const json& got = result["last_logits"];
+    QCOMPARE(got.size(), want.size());
+    for (std::size_t v = 0; v < want.size(); ++v) {
+      QVERIFY(std::fabs(got[v].get<double>() - want[v].get<double>()) <=
+              1e-4 * (1.0 + std::fabs(want[v].get<double>())));
+    }
+  }
+
+  void evalNamesBadIdsAndMissingFolders() {
+    const QString dir = QString::fromStdString(kDataDir + "/qwen2_f32_tied");
+    QVERIFY(runTrain({"eval", "--model", dir, "--ids", "1,x,3"}, 2).contains("'x' is not"));
+    QVERIFY(runTrain({"eval", "--model", dir, "--ids", "1,300"}, 1).contains("token id 300"));
+    QVERIFY(runTrain({"inspect-model", "/nonexistent/model"}, 1).contains("/nonexistent/model"));
+    QVERIFY(runTrain({"inspect-model", dir, "--rank", "0"}, 2).contains("--rank"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestModelCli)
+#include "test_model_cli.moc"
