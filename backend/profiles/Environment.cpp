@@ -2,8 +2,10 @@
 #include "profiles/Environment.h"
 
 #include <array>
-#include <charconv>
-#include <cmath>
+#include <set>
+#include <stdexcept>
+
+#include "memory/AllocatorPolicy.h"
 
 namespace lorascope::profiles {
 namespace {
@@ -29,11 +31,10 @@ constexpr std::array<Folklore, 3> kFolklore = {{
      "the HIP runtime does not read HIP_SERIALIZE_COPY; use AMD_SERIALIZE_COPY=3"},
 }};
 
-bool parseNumber(std::string_view text, double& out) {
-  const auto* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, out);
-  return ec == std::errc() && ptr == end && std::isfinite(out);
-}
+// The keys of PYTORCH_*_ALLOC_CONF that memory::parseAllocatorConf implements (arena_mb sizes the
+// arena, which the engine plans itself, so profiles do not carry it).
+const std::set<std::string> kImplementedAllocatorKeys = {
+    "max_split_size_mb", "garbage_collection_threshold", "roundup_power2_divisions", "mode"};
 
 }  // namespace
 
@@ -76,49 +77,44 @@ bool isAllocatorConfVariable(std::string_view name) {
 
 AllocatorSettings parseAllocConf(std::string_view conf, const std::string& where,
                                  std::vector<ProfileNote>& notes) {
-  AllocatorSettings settings;
+  // Keys our allocator implements go to memory::parseAllocatorConf (one parser for the syntax
+  // and the value rules); the rest of PyTorch's keys are noted and left out.
+  std::string supported;
+  std::set<std::string> present;
   std::size_t start = 0;
   while (start <= conf.size()) {
     const std::size_t comma = std::min(conf.find(',', start), conf.size());
-    const std::string_view item = conf.substr(start, comma - start);
+    const std::string item(conf.substr(start, comma - start));
     start = comma + 1;
-    if (item.empty()) {
+    if (item.empty())
       continue;
-    }
-    const std::size_t colon = item.find(':');
-    if (colon == std::string_view::npos) {
-      throw ProfileError(where + ": '" + std::string(item) + "' is not key:value");
-    }
-    const std::string key(item.substr(0, colon));
-    const std::string_view value = item.substr(colon + 1);
-    double number = 0;
-    const bool numeric = parseNumber(value, number);
-    auto bad = [&](const char* expected) {
-      return ProfileError(where + ": " + key + " must be " + expected + ", got '" +
-                          std::string(value) + "'");
-    };
-    if (key == "max_split_size_mb") {
-      if (!numeric || number < 1 || number != std::floor(number)) {
-        throw bad("a whole number of MiB ≥ 1");
-      }
-      settings.maxSplitSizeBytes = static_cast<std::uint64_t>(number) << 20;
-    } else if (key == "garbage_collection_threshold") {
-      if (!numeric || number <= 0 || number >= 1) {
-        throw bad("a fraction between 0 and 1");
-      }
-      settings.garbageCollectionThreshold = number;
-    } else if (key == "roundup_power2_divisions") {
-      if (!numeric || number < 1 || number > 64 || number != std::floor(number)) {
-        throw bad("a whole number from 1 to 64");
-      }
-      settings.roundupPower2Divisions = static_cast<int>(number);
-    } else {
+    const std::string key = item.substr(0, item.find(':'));
+    if (kImplementedAllocatorKeys.count(key) == 0) {
       notes.push_back({where + "." + key, key + " is a PyTorch allocator setting LoRAscope's "
                                                 "allocator does not implement; it is ignored"});
+      continue;
     }
-    if (comma == conf.size()) {
-      break;
-    }
+    present.insert(key);
+    supported += (supported.empty() ? "" : ",") + item;
+  }
+  memory::AllocatorPolicy policy;
+  try {
+    policy = memory::parseAllocatorConf(supported);
+  } catch (const std::invalid_argument& e) {
+    throw ProfileError(where + ": " + e.what());
+  }
+  AllocatorSettings settings;
+  if (present.count("mode")) {
+    settings.mode =
+        policy.mode == memory::AllocatorMode::Arena ? AllocatorMode::Arena : AllocatorMode::Caching;
+  }
+  if (present.count("max_split_size_mb"))
+    settings.maxSplitSizeBytes = policy.maxSplitBytes;
+  if (present.count("garbage_collection_threshold")) {
+    settings.garbageCollectionThreshold = policy.garbageCollectionThreshold;
+  }
+  if (present.count("roundup_power2_divisions")) {
+    settings.roundupPower2Divisions = static_cast<int>(policy.roundupPower2Divisions);
   }
   return settings;
 }

@@ -124,7 +124,7 @@ void TestProfiles::pytorchAllocConfIsMappedOntoOurAllocator() {
   QVERIFY(ignoredNoted);
   QVERIFY(errorOf(R"({"name": "x", "description": "d", "environment": )"
                   R"({"PYTORCH_HIP_ALLOC_CONF": "max_split_size_mb:lots"}})")
-              .contains("max_split_size_mb must be"));
+              .contains("max_split_size_mb needs a non-negative number"));
 }
 
 void TestProfiles::schemaErrorsNameFileAndField() {
