@@ -18,6 +18,9 @@ committed: only their ids are).
 
 Usage (no network needed):
   python3 scripts/reference/tokenizers.py --out tests/text/data [--fixtures DIR]
+  python3 scripts/reference/tokenizers.py --bench TOKENIZER_JSON ALPACA_JSON
+    HF's throughput on an alpaca-style dataset, the baseline of tests/text/bench_tokenizer (each
+    text is instruction + "\n" + input + "\n" + output, as there).
 """
 import argparse
 import json
@@ -359,11 +362,40 @@ def dump(obj, path):
         f.write("}\n")
 
 
+def bench(tokenizer_path, dataset_path):
+    import time
+    tok = Tokenizer.from_file(tokenizer_path)
+    with open(dataset_path, encoding="utf-8") as f:
+        rows = json.load(f)
+    texts = [r["instruction"] + "\n" + r.get("input", "") + "\n" + r["output"] for r in rows]
+    nbytes = sum(len(t.encode("utf-8")) for t in texts)
+    runs = [("encode (one call per text)",
+             lambda: [tok.encode(t, add_special_tokens=False) for t in texts]),
+            ("encode_batch (all threads)",
+             lambda: tok.encode_batch(texts, add_special_tokens=False))]
+    for label, run in runs:
+        run()
+        best = float("inf")
+        for _ in range(5):
+            start = time.perf_counter()
+            out = run()
+            best = min(best, time.perf_counter() - start)
+        ntok = sum(len(e.ids) for e in out)
+        print(f"HF {label}: {nbytes / best / 1e6:.2f} MB/s, {ntok / best:.0f} tokens/s "
+              f"({len(texts)} texts, {nbytes} bytes, {ntok} tokens, best of 5)")
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out")
     parser.add_argument("--fixtures", default=None)
+    parser.add_argument("--bench", nargs=2, metavar=("TOKENIZER_JSON", "ALPACA_JSON"))
     args = parser.parse_args()
+    if args.bench:
+        return bench(*args.bench)
+    if not args.out:
+        parser.error("--out is required (or --bench)")
     os.makedirs(args.out, exist_ok=True)
     texts = HARD_STRINGS + random_strings(120, seed=20260601)
     result = {"about": {"tokenizers_version": tokenizers.__version__,

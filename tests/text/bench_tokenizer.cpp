@@ -1,9 +1,9 @@
 // bench_tokenizer.cpp — tokenization throughput of backend/text on an alpaca-style dataset (a
 // JSON array of {instruction, input, output}); a benchmark program, not a test.
 //   bench_tokenizer TOKENIZER_JSON_OR_MODEL_DIR DATASET_JSON [REPEATS]
-// Each text is instruction + "\n" + input + "\n" + output (as .reftmp/hf_bench.py builds them
-// for the Hugging Face baseline). "cold" is one pass with a freshly loaded tokenizer (empty
-// word cache: what a one-off validation report sees); "warm" the best later pass.
+// Each text is instruction + "\n" + input + "\n" + output (as scripts/reference/tokenizers.py
+// --bench builds them for the Hugging Face baseline). "cold" is one pass with a freshly loaded
+// tokenizer (empty word cache: what a one-off validation report sees); "warm" the best later pass.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
