@@ -258,6 +258,12 @@ void TimeChart::updateValueAxis(QValueAxis* axis, AxisSide side) {
   low = std::min(low, 0.0);  // every quantity here is ≥ 0: the baseline stays honest
   const double pad =
       high > low ? 0.05 * (high - low) : std::max(1e-9, std::abs(high) * 0.05 + 1e-9);
+  // Keep the range while the data fits it and fills at least half of it: a range change
+  // re-lays out every series of the chart, so it should not happen on every tick.
+  const double span = axis->max() - axis->min();
+  if (low >= axis->min() && high <= axis->max() && (high - low) >= 0.5 * span) {
+    return;
+  }
   axis->setRange(low, high + pad);
   axis->setTickInterval(niceStep(high + pad - low));
 }
@@ -281,9 +287,15 @@ void TimeChart::refresh(double timeFromS, double timeToS) {
       updateValueAxis(rightAxis_, AxisSide::Right);
     }
   }
-  if (timeAxis_->min() != timeFromS || timeAxis_->max() != timeToS) {
-    timeAxis_->setRange(timeFromS, timeToS);
-    timeAxis_->setTickInterval(niceStep(timeToS - timeFromS));
+  // The time axis runs a little ahead of the data (to the next tick) so it moves once per
+  // several ticks rather than on each one; every chart gets the same numbers, hence one axis.
+  if (timeAxis_->min() != timeFromS || timeAxis_->max() < timeToS ||
+      timeToS < 0.5 * timeAxis_->max()) {
+    const double step = niceStep(timeToS - timeFromS);
+    const double end =
+        std::ceil(timeToS / step) * step + (std::fmod(timeToS, step) == 0 ? step : 0);
+    timeAxis_->setRange(timeFromS, end);
+    timeAxis_->setTickInterval(niceStep(end - timeFromS));
   }
 }
 
