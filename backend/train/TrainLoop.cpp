@@ -1,0 +1,245 @@
+// train/TrainLoop.cpp — one optimizer step: take the step's sequences, run its micro-batches
+// (forward + backward, gradients accumulated with the step-wide 1/N), clip, schedule, AdamW.
+#include "train/TrainLoop.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace lorascope::train {
+namespace {
+
+std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+void requirePositive(const char* name, std::int64_t value) {
+  if (value < 1) {
+    throw std::invalid_argument(std::string(name) + " must be at least 1, got " +
+                                std::to_string(value));
+  }
+}
+
+// AdamW moments of a fresh optimizer, shaped like the adapter.
+std::vector<LoraMoments> zeroMomentsOf(const LoraAdapter& adapter) {
+  std::vector<LoraMoments> moments;
+  for (const LoraWeights& w : adapter.weights) {
+    const std::vector<float> a(w.a.size(), 0.0f), b(w.b.size(), 0.0f);
+    moments.push_back({a, a, b, b});
+  }
+  return moments;
+}
+
+}  // namespace
+
+void TrainConfig::validate() const {
+  lora.validate();
+  requirePositive("micro-batch size", microBatchSize);
+  requirePositive("gradient accumulation", gradAccumulation);
+  requirePositive("epochs", epochs);
+  if (maxSteps < 0) {
+    throw std::invalid_argument("max steps must be ≥ 0 (0 = by epochs)");
+  }
+  if (warmupSteps < 0) {
+    throw std::invalid_argument("warmup steps must be ≥ 0");
+  }
+  if (!(adamw.learningRate > 0)) {
+    throw std::invalid_argument("learning rate must be > 0");
+  }
+  if (maxSeqLen < 2) {
+    throw std::invalid_argument("max sequence length must be at least 2 tokens");
+  }
+}
+
+TrainLoop::TrainLoop(compute::Backend& backend, const model::ModelConfig& modelConfig,
+                     const model::ModelWeights& weights, std::vector<TokenizedExample> examples,
+                     TrainConfig config, std::optional<TrainerState> resume)
+    : backend_(backend), config_(std::move(config)) {
+  config_.validate();
+  SequenceSet set = buildSequences(examples, config_.maxSeqLen, config_.packing);
+  sequences_ = std::move(set.sequences);
+  droppedExamples_ = set.droppedExamples;
+  if (sequences_.empty()) {
+    throw std::invalid_argument("no example has a trained token within max_seq_len " +
+                                std::to_string(config_.maxSeqLen) + " (" +
+                                std::to_string(droppedExamples_) + " dropped)");
+  }
+  totalSteps_ = config_.maxSteps > 0 ? config_.maxSteps : config_.epochs * stepsPerEpoch();
+  microBatch_ = config_.microBatchSize;
+  if (resume) {
+    state_ = std::move(*resume);
+    if (state_.moments.empty()) {
+      state_.moments = zeroMomentsOf(state_.adapter);  // an adapter to start from, step 0
+    }
+    checkResumeState();
+    if (!state_.microBatchHistory.empty()) {
+      microBatch_ = state_.microBatchHistory.back().microBatch;
+    }
+  } else {
+    state_.seed = config_.seed;
+    state_.adapter = createLoraAdapter(config_.lora, modelLoraSites(modelConfig), config_.seed);
+    state_.moments = zeroMomentsOf(state_.adapter);
+    state_.microBatchHistory.push_back({0, microBatch_, accumulation(), "start"});
+  }
+  graph_ = std::make_unique<TrainGraph>(backend_, modelConfig, weights, state_.adapter,
+                                        GraphOptions{config_.activationCheckpointing});
+}
+
+void TrainLoop::checkResumeState() const {
+  const TrainerState& s = state_;
+  if (s.seed != config_.seed) {
+    throw std::invalid_argument("resume: the saved run's seed " + std::to_string(s.seed) +
+                                " differs from the config's " + std::to_string(config_.seed));
+  }
+  if (s.adapter.config.rank != config_.lora.rank ||
+      s.adapter.config.targets != config_.lora.targets) {
+    throw std::invalid_argument(
+        "resume: the saved adapter's rank or targets differ from the "
+        "config's");
+  }
+  if (s.moments.size() != s.adapter.weights.size()) {
+    throw std::invalid_argument("resume: " + std::to_string(s.moments.size()) +
+                                " optimizer moments for " +
+                                std::to_string(s.adapter.weights.size()) + " adapter tensors");
+  }
+  for (std::size_t i = 0; i < s.moments.size(); ++i) {
+    const LoraMoments& m = s.moments[i];
+    const LoraWeights& w = s.adapter.weights[i];
+    if (m.firstA.size() != w.a.size() || m.secondA.size() != w.a.size() ||
+        m.firstB.size() != w.b.size() || m.secondB.size() != w.b.size()) {
+      throw std::invalid_argument("resume: optimizer moments of " + peftKey(w.site, true) +
+                                  " are shaped unlike the adapter");
+    }
+  }
+  if (s.step < 0 || s.epoch < 0 || s.dataCursor < 0 ||
+      s.dataCursor > static_cast<std::int64_t>(sequences_.size())) {
+    throw std::invalid_argument("resume: data cursor " + std::to_string(s.dataCursor) +
+                                " is outside this data's " + std::to_string(sequences_.size()) +
+                                " sequences (the data changed?)");
+  }
+}
+
+std::int64_t TrainLoop::accumulation() const {
+  return ceilDiv(config_.effectiveBatch(), microBatch_);
+}
+
+std::int64_t TrainLoop::stepsPerEpoch() const {
+  return ceilDiv(static_cast<std::int64_t>(sequences_.size()), config_.effectiveBatch());
+}
+
+void TrainLoop::setMicroBatchSize(std::int64_t microBatch, const std::string& reason) {
+  requirePositive("micro-batch size", microBatch);
+  if (microBatch > config_.effectiveBatch()) {
+    throw std::invalid_argument("micro-batch size " + std::to_string(microBatch) +
+                                " exceeds the effective batch " +
+                                std::to_string(config_.effectiveBatch()));
+  }
+  if (microBatch == microBatch_) {
+    return;
+  }
+  microBatch_ = microBatch;
+  auto& history = state_.microBatchHistory;
+  if (!history.empty() && history.back().step == state_.step) {
+    history.pop_back();  // two changes before one step: the later one is what ran
+  }
+  history.push_back({state_.step, microBatch_, accumulation(), reason});
+}
+
+const std::vector<std::int64_t>& TrainLoop::orderOf(std::int64_t epoch) {
+  if (epoch != orderEpoch_) {
+    order_ = epochOrder(static_cast<std::int64_t>(sequences_.size()), config_.seed, epoch,
+                        config_.shuffle);
+    orderEpoch_ = epoch;
+  }
+  return order_;
+}
+
+StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
+  const auto start = std::chrono::steady_clock::now();
+  const auto count = static_cast<std::int64_t>(sequences_.size());
+  std::int64_t epoch = state_.epoch;
+  std::int64_t cursor = state_.dataCursor;
+  if (cursor >= count) {
+    ++epoch;
+    cursor = 0;
+  }
+  const std::vector<std::int64_t>& order = orderOf(epoch);
+  const std::int64_t taken = std::min(config_.effectiveBatch(), count - cursor);
+  std::vector<const Sequence*> rows;
+  std::int64_t predicted = 0;
+  for (std::int64_t i = cursor; i < cursor + taken; ++i) {
+    rows.push_back(&sequences_[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])]);
+    predicted += rows.back()->predictedTokens;
+  }
+
+  graph_->zeroGradients();
+  const float gradScale = 1.0f / static_cast<float>(predicted);
+  double lossSum = 0.0;
+  std::int64_t tokens = 0;
+  std::int64_t micro = 0;
+  for (std::int64_t first = 0; first < taken; first += microBatch_, ++micro) {
+    const std::int64_t n = std::min(microBatch_, taken - first);
+    const MicroBatch mb =
+        collate(std::span<const Sequence* const>(rows.data() + first, static_cast<std::size_t>(n)));
+    const model::ForwardInput input{mb.batch, mb.seq, mb.ids, mb.labels};
+    lossSum +=
+        graph_->forwardBackward(input, gradScale, {config_.seed, state_.step, micro}, cancel).sum;
+    tokens += mb.realTokens;
+  }
+
+  std::vector<LoraGradient> grads = graph_->gradients();
+  std::vector<std::span<float>> views;
+  for (LoraGradient& g : grads) {
+    views.emplace_back(g.a);
+    views.emplace_back(g.b);
+  }
+  const double gradNorm = clipGradNorm(views, config_.maxGradNorm);
+  const Schedule schedule{config_.schedule, config_.warmupSteps, totalSteps_};
+  const double lr = config_.adamw.learningRate * scheduleFactor(schedule, state_.step);
+  std::vector<AdamWParam> params;
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    LoraWeights& w = state_.adapter.weights[i];
+    LoraMoments& m = state_.moments[i];
+    params.push_back({w.a, grads[i].a, m.firstA, m.secondA});
+    params.push_back({w.b, grads[i].b, m.firstB, m.secondB});
+  }
+  adamwStep(config_.adamw, lr, state_.step + 1, params);
+  graph_->loadAdapter(state_.adapter);
+
+  state_.epoch = epoch;
+  state_.dataCursor = cursor + taken;
+  state_.tokensSeen += predicted;
+  ++state_.step;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  StepMetrics metrics;
+  metrics.step = state_.step;
+  metrics.epoch = epoch;
+  metrics.loss = lossSum / static_cast<double>(predicted);
+  metrics.learningRate = lr;
+  metrics.gradNorm = gradNorm;
+  metrics.seconds = seconds;
+  metrics.tokensPerS = seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0;
+  metrics.tokens = tokens;
+  metrics.predictedTokens = predicted;
+  metrics.microBatch = microBatch_;
+  metrics.accumulation = micro;
+  return metrics;
+}
+
+bool TrainLoop::run(const StepCallback& onStep, const std::atomic<bool>* cancel) {
+  while (!finished()) {
+    StepMetrics metrics;
+    try {
+      metrics = step(cancel);
+    } catch (const TrainingCancelled&) {
+      return false;
+    }
+    if (onStep) {
+      onStep(metrics);
+    }
+  }
+  return true;
+}
+
+}  // namespace lorascope::train

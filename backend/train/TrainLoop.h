@@ -1,0 +1,121 @@
+// train/TrainLoop.h — the optimizer-step loop: micro-batches with gradient accumulation,
+// global-norm clipping, the LR schedule and AdamW over every LoRA tensor, epochs with a seeded
+// shuffle, optional packing, and a micro-batch size that may change at any step boundary.
+//
+// - The loss of a step is Σ token losses / tokens predicted in the whole step, and every
+//   micro-batch's backward is scaled by that same 1/N, so the gradient does not depend on how the
+//   step is split into micro-batches.
+// - A step takes `effective batch` = microBatch × accumulation sequences (fewer at the end of an
+//   epoch; steps never straddle epochs). Changing the micro-batch size keeps the effective batch:
+//   accumulation = ⌈effective / microBatch⌉, the last micro-batch taking what is left. Every
+//   change is recorded in TrainerState::microBatchHistory.
+// - Everything random is f(seed, stream, index) (Philox): the shuffle of epoch e, the dropout of
+//   (step, micro-batch, layer, module). TrainerState (train/Checkpoint.h) is therefore the whole
+//   state: a loop built from it continues bit for bit.
+// - Cancellation: the flag is checked between ops; the step in progress is abandoned and the
+//   state stays at the last completed step.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compute/Backend.h"
+#include "model/ModelConfig.h"
+#include "model/ModelFolder.h"  // defines: ModelWeights
+#include "train/Batching.h"
+#include "train/Checkpoint.h"  // defines: TrainerState, LoraMoments, MicroBatchChange (types only)
+#include "train/Lora.h"
+#include "train/Optimizer.h"
+#include "train/TrainGraph.h"
+
+namespace lorascope::train {
+
+struct TrainConfig {
+  LoraConfig lora;
+  AdamWConfig adamw;
+  ScheduleKind schedule = ScheduleKind::Linear;
+  std::int64_t warmupSteps = 0;
+  std::int64_t maxSteps = 0;  // optimizer steps; 0 = epochs × steps per epoch
+  std::int64_t epochs = 1;
+  std::int64_t microBatchSize = 1;    // sequences per forward/backward
+  std::int64_t gradAccumulation = 1;  // micro-batches per optimizer step
+  std::int64_t maxSeqLen = 2048;      // tokens per sequence
+  double maxGradNorm = 1.0;           // ≤ 0: no clipping
+  std::uint64_t seed = 42;
+  bool shuffle = true;
+  bool packing = false;
+  bool activationCheckpointing = false;
+
+  std::int64_t effectiveBatch() const { return microBatchSize * gradAccumulation; }
+  // Throws std::invalid_argument naming the field.
+  void validate() const;
+};
+
+// What one optimizer step did (the metrics.jsonl line and the GUI's step event).
+struct StepMetrics {
+  std::int64_t step = 0;   // optimizer steps completed, this one included
+  std::int64_t epoch = 0;  // the epoch the step's data came from
+  double loss = 0.0;       // mean over the step's predicted tokens (before the update)
+  double learningRate = 0.0;
+  double gradNorm = 0.0;  // before clipping
+  double tokensPerS = 0.0;
+  double seconds = 0.0;
+  std::int64_t tokens = 0;           // input tokens processed (padding excluded)
+  std::int64_t predictedTokens = 0;  // tokens the loss is over
+  std::int64_t microBatch = 0;
+  std::int64_t accumulation = 0;
+};
+
+class TrainLoop {
+ public:
+  using StepCallback = std::function<void(const StepMetrics&)>;
+
+  // A fresh run (adapter from config.lora and config.seed), or with `resume` the run that state
+  // was saved from (a state with no moments starts AdamW from zero: training an adapter given
+  // from outside). The model and backend must outlive the loop. Throws std::invalid_argument for
+  // a bad config, no trainable sequence, or a state that does not fit the config and model.
+  TrainLoop(compute::Backend& backend, const model::ModelConfig& modelConfig,
+            const model::ModelWeights& weights, std::vector<TokenizedExample> examples,
+            TrainConfig config, std::optional<TrainerState> resume = std::nullopt);
+
+  // One optimizer step. Throws TrainingCancelled (state unchanged) when `cancel` becomes true.
+  StepMetrics step(const std::atomic<bool>* cancel = nullptr);
+  // Steps until totalSteps() or cancellation; returns false when cancelled.
+  bool run(const StepCallback& onStep, const std::atomic<bool>* cancel = nullptr);
+
+  // Takes effect at the next step; accumulation becomes ⌈effective / microBatch⌉.
+  void setMicroBatchSize(std::int64_t microBatch, const std::string& reason);
+
+  bool finished() const { return state_.step >= totalSteps_; }
+  std::int64_t totalSteps() const { return totalSteps_; }
+  std::int64_t stepsPerEpoch() const;
+  std::int64_t sequenceCount() const { return static_cast<std::int64_t>(sequences_.size()); }
+  std::int64_t droppedExamples() const { return droppedExamples_; }
+  std::int64_t microBatchSize() const { return microBatch_; }
+  std::int64_t accumulation() const;
+  const TrainConfig& config() const { return config_; }
+  const TrainerState& state() const { return state_; }
+
+ private:
+  void checkResumeState() const;
+  const std::vector<std::int64_t>& orderOf(std::int64_t epoch);
+
+  compute::Backend& backend_;
+  TrainConfig config_;
+  std::vector<Sequence> sequences_;
+  std::int64_t droppedExamples_ = 0;
+  std::int64_t totalSteps_ = 0;
+  std::int64_t microBatch_ = 1;
+  TrainerState state_;
+  std::unique_ptr<TrainGraph> graph_;
+  std::int64_t orderEpoch_ = -1;
+  std::vector<std::int64_t> order_;
+};
+
+}  // namespace lorascope::train

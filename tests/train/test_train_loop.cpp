@@ -1,0 +1,293 @@
+// test_train_loop.cpp — the optimizer-step loop on the tiny Llama fixture: bit-identical runs from
+// the same seed, bit-identical resume from a saved TrainerState, micro-batch size changes that
+// keep the effective batch (and the trajectory), packing, seeded epoch order, learning on
+// repeated data, per-step metrics, cancellation and config errors.
+#include <QtTest>
+
+#include <set>
+
+#include "TrainTestUtil.h"
+#include "train/Batching.h"
+#include "train/TrainLoop.h"
+
+using namespace lorascope;
+using namespace lorascope::test;
+using train::StepMetrics;
+using train::TokenizedExample;
+using train::TrainConfig;
+using train::TrainLoop;
+
+namespace {
+
+// `count` examples of 4..15 tokens over the fixture's 300-token vocabulary; the first 1..3
+// labels of each are −100 (a prompt).
+std::vector<TokenizedExample> examples(int count, std::uint64_t seed) {
+  std::vector<TokenizedExample> out;
+  std::uint64_t index = 0;
+  for (int e = 0; e < count; ++e) {
+    TokenizedExample ex;
+    const auto length = 4 + train::uniformBelow(seed, 1, index, 12);
+    for (std::uint64_t t = 0; t < length; ++t) {
+      ex.ids.push_back(static_cast<std::int32_t>(train::uniformBelow(seed, 2, index, 300)));
+      ex.labels.push_back(t < 1 + static_cast<std::uint64_t>(e % 3) ? -100 : ex.ids.back());
+    }
+    out.push_back(std::move(ex));
+  }
+  return out;
+}
+
+TrainConfig smallConfig() {
+  TrainConfig c;
+  c.lora.rank = 4;
+  c.lora.alpha = 8;
+  c.lora.dropout = 0.1;
+  c.adamw.learningRate = 1e-2;
+  c.adamw.weightDecay = 0.01;
+  c.schedule = train::ScheduleKind::Cosine;
+  c.warmupSteps = 2;
+  c.microBatchSize = 2;
+  c.gradAccumulation = 2;
+  c.maxSteps = 6;
+  c.maxSeqLen = 12;
+  c.seed = 1234;
+  return c;
+}
+
+std::vector<StepMetrics> runAll(TrainLoop& loop) {
+  std::vector<StepMetrics> out;
+  loop.run([&](const StepMetrics& m) { out.push_back(m); });
+  return out;
+}
+
+bool sameAdapter(const train::LoraAdapter& a, const train::LoraAdapter& b) {
+  if (a.weights.size() != b.weights.size())
+    return false;
+  for (std::size_t i = 0; i < a.weights.size(); ++i) {
+    if (!bitIdentical(a.weights[i].a, b.weights[i].a) ||
+        !bitIdentical(a.weights[i].b, b.weights[i].b))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+class TestTrainLoop : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void sameSeedGivesBitIdenticalRuns();
+  void resumeFromStateIsBitIdentical();
+  void microBatchChangeKeepsEffectiveBatch();
+  void packingKeepsPredictedTokens();
+  void epochOrderIsASeededPermutation();
+  void lossDropsOnRepeatedData();
+  void metricsFollowTheSchedule();
+  void cancellationLeavesTheLastCompletedStep();
+  void rejectsBadConfigAndData();
+};
+
+void TestTrainLoop::sameSeedGivesBitIdenticalRuns() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  TrainLoop first(*backend, folder.config(), folder.weights(), examples(10, 1), smallConfig());
+  TrainLoop second(*backend, folder.config(), folder.weights(), examples(10, 1), smallConfig());
+  const auto a = runAll(first), b = runAll(second);
+  QCOMPARE(a.size(), std::size_t{6});
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    QVERIFY(a[i].loss == b[i].loss);  // bit for bit, not fuzzy
+    QVERIFY(a[i].gradNorm == b[i].gradNorm);
+  }
+  QVERIFY(sameAdapter(first.state().adapter, second.state().adapter));
+  TrainConfig other = smallConfig();
+  other.seed = 99;
+  TrainLoop third(*backend, folder.config(), folder.weights(), examples(10, 1), other);
+  QVERIFY(runAll(third)[0].loss != a[0].loss);  // another shuffle, another dropout
+}
+
+void TestTrainLoop::resumeFromStateIsBitIdentical() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  TrainConfig config = smallConfig();
+  config.maxSteps = 0;
+  config.epochs = 3;  // 10 sequences / 4 per step: 3 steps per epoch, the last one of 2
+  TrainLoop uninterrupted(*backend, folder.config(), folder.weights(), examples(10, 2), config);
+  const auto all = runAll(uninterrupted);
+  QCOMPARE(all.size(), std::size_t{9});
+  QCOMPARE(all[2].epoch, std::int64_t{0});
+  QCOMPARE(all[3].epoch, std::int64_t{1});
+
+  TrainLoop interrupted(*backend, folder.config(), folder.weights(), examples(10, 2), config);
+  for (int i = 0; i < 4; ++i)
+    interrupted.step();
+  const train::TrainerState saved = interrupted.state();  // what a checkpoint holds
+  QCOMPARE(saved.step, std::int64_t{4});
+  TrainLoop resumed(*backend, folder.config(), folder.weights(), examples(10, 2), config, saved);
+  const auto rest = runAll(resumed);
+  QCOMPARE(rest.size(), std::size_t{5});
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    QCOMPARE(rest[i].step, all[i + 4].step);
+    QVERIFY(rest[i].loss == all[i + 4].loss);
+  }
+  QVERIFY(sameAdapter(resumed.state().adapter, uninterrupted.state().adapter));
+  for (std::size_t i = 0; i < saved.moments.size(); ++i) {
+    QVERIFY(
+        bitIdentical(resumed.state().moments[i].secondB, uninterrupted.state().moments[i].secondB));
+  }
+}
+
+void TestTrainLoop::microBatchChangeKeepsEffectiveBatch() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  TrainConfig config = smallConfig();
+  config.lora.dropout = 0.0;  // masks are keyed by micro-batch index; without them the steps agree
+  TrainLoop steady(*backend, folder.config(), folder.weights(), examples(12, 3), config);
+  TrainLoop changing(*backend, folder.config(), folder.weights(), examples(12, 3), config);
+  std::vector<StepMetrics> a, b;
+  for (int i = 0; i < 5; ++i) {
+    if (i == 1)
+      changing.setMicroBatchSize(1, "user");
+    if (i == 3)
+      changing.setMicroBatchSize(3, "oom");
+    a.push_back(steady.step());
+    b.push_back(changing.step());
+  }
+  QCOMPARE(b[1].microBatch, std::int64_t{1});
+  QCOMPARE(b[1].accumulation, std::int64_t{4});
+  QCOMPARE(b[3].microBatch, std::int64_t{3});
+  QCOMPARE(b[3].accumulation, std::int64_t{2});  // 3 + 1 sequences
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    QCOMPARE(b[i].predictedTokens, a[i].predictedTokens);
+    QVERIFY2(std::fabs(a[i].loss - b[i].loss) < 1e-5 * a[i].loss,
+             qPrintable(QString("step %1: %2 vs %3").arg(i).arg(a[i].loss).arg(b[i].loss)));
+  }
+  const auto& history = changing.state().microBatchHistory;
+  QCOMPARE(history.size(), std::size_t{3});
+  QCOMPARE(history[0], (train::MicroBatchChange{0, 2, 2, "start"}));
+  QCOMPARE(history[1], (train::MicroBatchChange{1, 1, 4, "user"}));
+  QCOMPARE(history[2], (train::MicroBatchChange{3, 3, 2, "oom"}));
+  QVERIFY(throwsNaming<std::invalid_argument>([&] { changing.setMicroBatchSize(5, "user"); },
+                                              "exceeds the effective batch 4"));
+}
+
+void TestTrainLoop::packingKeepsPredictedTokens() {
+  const auto data = examples(20, 4);
+  const train::SequenceSet plain = train::buildSequences(data, 16, false);
+  const train::SequenceSet packed = train::buildSequences(data, 16, true);
+  QCOMPARE(plain.sequences.size(), data.size());
+  QVERIFY(packed.sequences.size() < plain.sequences.size());
+  std::int64_t plainTokens = 0, packedTokens = 0;
+  std::size_t packedLength = 0;
+  for (const auto& s : plain.sequences)
+    plainTokens += s.predictedTokens;
+  for (const auto& s : packed.sequences) {
+    packedTokens += s.predictedTokens;
+    packedLength += s.ids.size();
+    QVERIFY(s.ids.size() <= 16 && s.ids.size() == s.labels.size());
+  }
+  QCOMPARE(packedTokens, plainTokens);
+  std::size_t total = 0;
+  for (const auto& e : data)
+    total += e.ids.size();
+  QCOMPARE(packedLength, total);
+  // Truncation to 3 tokens leaves examples with 2+ masked prompt labels nothing to train.
+  const train::SequenceSet cut = train::buildSequences(data, 3, false);
+  QVERIFY(cut.droppedExamples > 0);
+  QCOMPARE(cut.sequences.size() + static_cast<std::size_t>(cut.droppedExamples), data.size());
+}
+
+void TestTrainLoop::epochOrderIsASeededPermutation() {
+  const auto a = train::epochOrder(50, 7, 0, true);
+  QCOMPARE(std::set<std::int64_t>(a.begin(), a.end()).size(), std::size_t{50});
+  QCOMPARE(train::epochOrder(50, 7, 0, true), a);
+  QVERIFY(train::epochOrder(50, 7, 1, true) != a);
+  QVERIFY(train::epochOrder(50, 8, 0, true) != a);
+  const auto identity = train::epochOrder(5, 7, 3, false);
+  QCOMPARE(identity, (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
+}
+
+void TestTrainLoop::lossDropsOnRepeatedData() {
+  const model::ModelFolder folder = openFixture("qwen2_f32_tied");
+  auto backend = compute::createCpuBackend();
+  TrainConfig config = smallConfig();
+  config.lora.dropout = 0.0;
+  config.maxSteps = 0;
+  config.epochs = 15;
+  config.adamw.learningRate = 2e-2;
+  config.activationCheckpointing = true;
+  config.packing = true;
+  TrainLoop loop(*backend, folder.config(), folder.weights(), examples(4, 5), config);
+  const auto metrics = runAll(loop);
+  QVERIFY2(metrics.back().loss < 0.5 * metrics.front().loss,
+           qPrintable(QString("%1 -> %2").arg(metrics.front().loss).arg(metrics.back().loss)));
+}
+
+void TestTrainLoop::metricsFollowTheSchedule() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  TrainConfig config = smallConfig();
+  config.schedule = train::ScheduleKind::Linear;
+  TrainLoop loop(*backend, folder.config(), folder.weights(), examples(10, 6), config);
+  const auto m = runAll(loop);
+  QCOMPARE(m[0].learningRate, 0.0);     // warm-up starts at 0
+  QCOMPARE(m[1].learningRate, 0.5e-2);  // 1/2 of the way
+  QCOMPARE(m[2].learningRate, 1e-2);
+  QVERIFY(std::fabs(m[3].learningRate - 0.75e-2) < 1e-15);
+  for (const StepMetrics& s : m) {
+    QVERIFY(s.gradNorm > 0 && s.tokensPerS > 0 && s.tokens > s.predictedTokens);
+    QCOMPARE(s.microBatch, std::int64_t{2});
+  }
+  QCOMPARE(m.back().step, std::int64_t{6});
+  QCOMPARE(loop.state().step, std::int64_t{6});
+  QVERIFY(loop.finished());
+}
+
+void TestTrainLoop::cancellationLeavesTheLastCompletedStep() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  TrainLoop loop(*backend, folder.config(), folder.weights(), examples(10, 7), smallConfig());
+  loop.step();
+  const train::TrainerState before = loop.state();
+  std::atomic<bool> cancel{true};
+  QVERIFY(!loop.run({}, &cancel));
+  QCOMPARE(loop.state().step, before.step);
+  QCOMPARE(loop.state().dataCursor, before.dataCursor);
+  QVERIFY(sameAdapter(loop.state().adapter, before.adapter));
+  cancel = false;
+  QVERIFY(loop.run({}, &cancel));
+  QCOMPARE(loop.state().step, std::int64_t{6});
+}
+
+void TestTrainLoop::rejectsBadConfigAndData() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  TrainConfig config = smallConfig();
+  config.microBatchSize = 0;
+  QVERIFY(throwsNaming<std::invalid_argument>(
+      [&] { TrainLoop l(*backend, folder.config(), folder.weights(), examples(4, 8), config); },
+      "micro-batch size must be at least 1"));
+  QVERIFY(throwsNaming<std::invalid_argument>(
+      [&] {
+        TrainLoop l(*backend, folder.config(), folder.weights(),
+                    {TokenizedExample{{1, 2, 3}, {-100, -100, -100}}}, smallConfig());
+      },
+      "no example has a trained token"));
+  QVERIFY(throwsNaming<std::invalid_argument>(
+      [&] {
+        TrainLoop l(*backend, folder.config(), folder.weights(), {TokenizedExample{{1, 2}, {1}}},
+                    smallConfig());
+      },
+      "example 0 has 2 ids and 1 labels"));
+  TrainLoop ok(*backend, folder.config(), folder.weights(), examples(6, 9), smallConfig());
+  train::TrainerState state = ok.state();
+  state.moments.pop_back();
+  QVERIFY(throwsNaming<std::invalid_argument>(
+      [&] {
+        TrainLoop l(*backend, folder.config(), folder.weights(), examples(6, 9), smallConfig(),
+                    state);
+      },
+      "optimizer moments"));
+}
+
+QTEST_APPLESS_MAIN(TestTrainLoop)
+#include "test_train_loop.moc"
