@@ -136,7 +136,7 @@ void MainWindow::setEngine(widgets::EngineClient* engine) {
   }
   engine_ = engine;
   if (engine_ != nullptr) {
-    connect(engine_, &widgets::EngineClient::event, this, &MainWindow::handleEvent);
+    connect(engine_, &widgets::EngineClient::eventReceived, this, &MainWindow::handleEvent);
     connect(engine_, &widgets::EngineClient::connectedChanged, this, &MainWindow::updateActions);
   }
   updateActions();

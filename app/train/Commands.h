@@ -10,6 +10,7 @@ namespace lorascope::cli {
 using Args = std::vector<std::string>;
 
 int runDevices(const Args& args);  // cmd_devices.cpp
+int runEngine(const Args& args);   // cmd_engine.cpp
 int runEval(const Args& args);  // cmd_eval.cpp
 int runExport(const Args& args);  // cmd_export.cpp
 int runInspectModel(const Args& args);  // cmd_inspect_model.cpp

@@ -21,6 +21,9 @@ struct Subcommand {
 
 const std::map<std::string, Subcommand>& subcommands() {
   static const std::map<std::string, Subcommand> table = {
+      {"engine",
+       {lorascope::cli::runEngine,
+        "engine   the isolated engine for the GUI: JSON-line commands on stdin, events on stdout"}},
       {"devices",
        {lorascope::cli::runDevices,
         "devices [--json] [--watch] [--count N] [--interval-ms MS]   GPUs, live readings "

@@ -28,7 +28,8 @@ class EngineHost : public QObject {
   virtual bool isConnected() const = 0;
 
  signals:
-  void event(const lorascope::engine::TimedEvent& event);
+  // Named so as not to hide QObject::event(QEvent*) (clang: -Woverloaded-virtual).
+  void eventReceived(const lorascope::engine::TimedEvent& event);
   void connectedChanged(bool connected);
 };
 

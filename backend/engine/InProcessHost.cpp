@@ -22,7 +22,7 @@ InProcessHost::InProcessHost(JobFactory factory, HelloEvent hello, QObject* pare
             self,
             [self, e] {
               if (self)
-                emit self->event(e);
+                emit self->eventReceived(e);
             },
             Qt::QueuedConnection);
       },

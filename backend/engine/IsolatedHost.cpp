@@ -27,12 +27,13 @@ IsolatedHost::IsolatedHost(QString program, QMap<QString, QString> environment, 
   });
   connect(&process_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError error) {
     if (error == QProcess::FailedToStart) {
-      emit event(TimedEvent{0, ErrorEvent{"engine", "start", 0,
-                                          "cannot start the engine " + program_.toStdString() +
-                                              ": " + process_.errorString().toStdString(),
-                                          "reinstall LoRAscope: lorascope-train must sit beside "
-                                          "lorascope",
-                                          false}});
+      emit eventReceived(
+          TimedEvent{0, ErrorEvent{"engine", "start", 0,
+                                   "cannot start the engine " + program_.toStdString() + ": " +
+                                       process_.errorString().toStdString(),
+                                   "reinstall LoRAscope: lorascope-train must sit beside "
+                                   "lorascope",
+                                   false}});
       emit exited(EngineExit{true, -1, process_.errorString()});
     }
   });
@@ -62,8 +63,8 @@ void IsolatedHost::start() {
 
 void IsolatedHost::send(const Command& command) {
   if (process_.state() == QProcess::NotRunning) {
-    emit event(TimedEvent{0, ErrorEvent{"engine", std::string(commandType(command)), 0,
-                                        "the engine process is not running", "", false}});
+    emit eventReceived(TimedEvent{0, ErrorEvent{"engine", std::string(commandType(command)), 0,
+                                                "the engine process is not running", "", false}});
     return;
   }
   QByteArray line = QByteArray::fromStdString(encodeCommand(command));
@@ -85,14 +86,14 @@ void IsolatedHost::readEvents() {
       continue;
     }
     try {
-      emit event(
+      emit eventReceived(
           decodeEvent(std::string_view(line.constData(), static_cast<std::size_t>(line.size()))));
     } catch (const ProtocolError& e) {
-      emit event(TimedEvent{0, protocolErrorEvent(e, line.toStdString())});
+      emit eventReceived(TimedEvent{0, protocolErrorEvent(e, line.toStdString())});
     }
   }
   if (pending_.size() > kMaxLineBytes) {
-    emit event(TimedEvent{
+    emit eventReceived(TimedEvent{
         0, ErrorEvent{"protocol", "", 0, "the engine wrote a line longer than 64 MiB; dropped",
                       "report this as a bug", false}});
     pending_.clear();
@@ -110,7 +111,8 @@ void IsolatedHost::readStderr() {
   }
   for (const QByteArray& line : text.split('\n')) {
     if (!line.trimmed().isEmpty()) {
-      emit event(TimedEvent{0, LogEvent{LogLevel::Warning, "engine: " + line.toStdString()}});
+      emit eventReceived(
+          TimedEvent{0, LogEvent{LogLevel::Warning, "engine: " + line.toStdString()}});
     }
   }
 }

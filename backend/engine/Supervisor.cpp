@@ -56,12 +56,12 @@ bool Supervisor::isConnected() const {
 }
 
 void Supervisor::publish(Event event) {
-  emit this->event(TimedEvent{clock_.elapsed(), std::move(event)});
+  emit this->eventReceived(TimedEvent{clock_.elapsed(), std::move(event)});
 }
 
 void Supervisor::startEngine() {
   host_ = new IsolatedHost(program_, environmentOf(profile_), this);
-  connect(host_, &EngineHost::event, this, &Supervisor::onEvent);
+  connect(host_, &EngineHost::eventReceived, this, &Supervisor::onEvent);
   connect(host_, &EngineHost::connectedChanged, this, &EngineHost::connectedChanged);
   connect(host_, &IsolatedHost::exited, this, &Supervisor::onExit);
   host_->start();
@@ -122,7 +122,7 @@ void Supervisor::onEvent(const TimedEvent& timed) {
   } else if (const auto* error = std::get_if<ErrorEvent>(&timed.event); error && error->sticky) {
     lastStickyError_ = *error;  // the engine exits after a sticky error; onExit recovers
   }
-  emit event(timed);
+  emit eventReceived(timed);
 }
 
 void Supervisor::onExit(const EngineExit& exit) {

@@ -49,7 +49,7 @@ class TestHosts : public QObject {
     QThread* owner = QThread::currentThread();
     int steps = 0;
     bool allOnOwner = true;
-    connect(&host, &EngineHost::event, this, [&](const TimedEvent& e) {
+    connect(&host, &EngineHost::eventReceived, this, [&](const TimedEvent& e) {
       allOnOwner = allOnOwner && QThread::currentThread() == owner;
       steps += std::holds_alternative<StepEvent>(e.event) ? 1 : 0;
     });
@@ -66,7 +66,7 @@ class TestHosts : public QObject {
 
   void isolatedHostReportsAnEngineThatCannotStart() {
     IsolatedHost host(QStringLiteral("/nonexistent/lorascope-train"), {});
-    QSignalSpy events(&host, &EngineHost::event);
+    QSignalSpy events(&host, &EngineHost::eventReceived);
     QSignalSpy exited(&host, &IsolatedHost::exited);
     host.start();
     QTRY_VERIFY(!exited.isEmpty());
@@ -98,7 +98,7 @@ class TestHosts : public QObject {
     file.setPermissions(QFileDevice::ReadOwner | QFileDevice::ExeOwner);
 
     IsolatedHost host(path, {{QStringLiteral("AMD_SERIALIZE_KERNEL"), QStringLiteral("3")}});
-    QSignalSpy events(&host, &EngineHost::event);
+    QSignalSpy events(&host, &EngineHost::eventReceived);
     QSignalSpy exited(&host, &IsolatedHost::exited);
     host.start();
     QTRY_VERIFY(!exited.isEmpty());

@@ -59,7 +59,7 @@ class TestSupervisor : public QObject {
     Supervisor supervisor(QStringLiteral(CRASHY_ENGINE), lorascope::profiles::defaultProfile(),
                           policy);
     Recorder r;
-    connect(&supervisor, &EngineHost::event, this, [&](const TimedEvent& e) { r.add(e); });
+    connect(&supervisor, &EngineHost::eventReceived, this, [&](const TimedEvent& e) { r.add(e); });
     QTRY_VERIFY(supervisor.isConnected());
 
     nlohmann::json config = runConfig(dir, 30);
@@ -102,7 +102,7 @@ class TestSupervisor : public QObject {
     Supervisor supervisor(QStringLiteral(CRASHY_ENGINE), lorascope::profiles::defaultProfile(),
                           policy);
     Recorder r;
-    connect(&supervisor, &EngineHost::event, this, [&](const TimedEvent& e) { r.add(e); });
+    connect(&supervisor, &EngineHost::eventReceived, this, [&](const TimedEvent& e) { r.add(e); });
     QTRY_VERIFY(supervisor.isConnected());
     nlohmann::json config = runConfig(dir, 20);
     config["kill_at"] = {2, 3, 4};
@@ -125,7 +125,7 @@ class TestSupervisor : public QObject {
     Supervisor supervisor(QStringLiteral(CRASHY_ENGINE), lorascope::profiles::defaultProfile(),
                           SupervisorPolicy{});
     Recorder r;
-    connect(&supervisor, &EngineHost::event, this, [&](const TimedEvent& e) { r.add(e); });
+    connect(&supervisor, &EngineHost::eventReceived, this, [&](const TimedEvent& e) { r.add(e); });
     QTRY_VERIFY(supervisor.isConnected());
     supervisor.send(StartCommand{runConfig(dir, 400)});
     QTRY_VERIFY(r.all<StepEvent>().size() >= 5);

@@ -55,7 +55,7 @@ class RecordingEngineClient : public widgets::EngineClient {
   }
   void play(const std::vector<engine::TimedEvent>& events) {
     for (const engine::TimedEvent& e : events) {
-      emit event(e);
+      emit eventReceived(e);
     }
   }
 

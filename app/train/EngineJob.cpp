@@ -1,0 +1,224 @@
+// train/EngineJob.cpp — a TrainLoop behind the engine's EngineJob interface.
+#include "train/EngineJob.h"
+
+#include <filesystem>
+
+#include "compute/Backend.h"
+#include "engine/StateMirror.h"
+#include "model/ModelFolder.h"
+#include "runtime/FaultInjection.h"
+#include "telemetry/HostProvider.h"
+#include "train/DemoDataset.h"
+#include "train/DemoModel.h"
+#include "train/RunDirectory.h"
+#include "train/StateCodec.h"
+#include "train/TrainRunConfig.h"
+#include "train/TrainingData.h"
+
+namespace lorascope::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using engine::CancelFlag;
+using engine::CheckpointEvent;
+using engine::StepEvent;
+using engine::Toggle;
+using nlohmann::json;
+
+std::map<std::string, std::string> optionsOf(const json& config) {
+  std::map<std::string, std::string> options;
+  if (config.contains("options")) {
+    if (!config["options"].is_object())
+      throw UsageError("start: \"options\" must be an object");
+    for (const auto& [key, value] : config["options"].items()) {
+      options[key] = value.is_string() ? value.get<std::string>() : value.dump();
+    }
+  }
+  return options;
+}
+
+std::string requiredString(const json& config, const char* key) {
+  if (!config.contains(key) || !config[key].is_string() || config[key].get<std::string>().empty()) {
+    throw UsageError(std::string("start: \"") + key + "\" (a path) is required");
+  }
+  return config[key].get<std::string>();
+}
+
+class TrainingJob : public engine::EngineJob {
+ public:
+  TrainingJob(const json& config, const engine::EventSink& sink)
+      : run_(openOrCreateRun(config)),
+        folder_(model::ModelFolder::open(run_.baseModel())),
+        backend_(compute::createCpuBackend()),
+        faults_(runtime::faultConfigFromEnvironment()) {
+    const std::string dataPath = run_.config().at("data_path").get<std::string>();
+    const train::TrainingData data =
+        train::loadTrainingData(dataPath, run_.baseModel(), settings_.train.maxSeqLen);
+    for (const std::string& problem : data.firstProblems) {
+      sink(engine::TimedEvent{0, engine::LogEvent{engine::LogLevel::Warning, problem}});
+    }
+    std::optional<train::TrainerState> resume = resumeState(config);
+    loop_ = std::make_unique<train::TrainLoop>(*backend_, folder_.config(), folder_.weights(),
+                                               data.examples, settings_.train, std::move(resume));
+    const std::size_t stateBytes = train::encodeTrainerState(loop_->state()).size();
+    mirror_ = std::make_unique<engine::StateMirror>(run_.dir() / kStateMirrorFile,
+                                                    stateBytes + stateBytes / 8 + 4096);
+    sink(engine::TimedEvent{
+        0, engine::LogEvent{
+               engine::LogLevel::Info,
+               "run " + run_.dir().string() + ": " + std::to_string(data.examples.size()) +
+                   " examples, " + std::to_string(loop_->totalSteps()) + " steps from step " +
+                   std::to_string(loop_->state().step) + ", chat template " + data.chatTemplate}});
+  }
+
+  std::optional<StepEvent> runStep(const CancelFlag& cancel) override {
+    // Injected faults (LORASCOPE_FAULTS) at the step boundary behave like the real errors.
+    try {
+      faults_.atStep(loop_->state().step + 1);
+    } catch (const runtime::InjectedFault& fault) {
+      if (fault.kind() == runtime::FaultKind::OutOfMemory) {
+        return recoverFromOutOfMemory(fault);
+      }
+      throw engine::StickyDeviceError(
+          engine::ErrorEvent{runtime::faultKindName(fault.kind()), fault.op(), 0, fault.what(),
+                             "the engine restarts on the next rung of the recovery ladder", true});
+    }
+    train::StepMetrics m;
+    try {
+      m = loop_->step(cancel.flag());
+    } catch (const train::TrainingCancelled&) {
+      return std::nullopt;
+    }
+    run_.appendMetrics(m);
+    const std::vector<std::byte> state = train::encodeTrainerState(loop_->state());
+    mirror_->write(state);
+    if (settings_.checkpointEvery > 0 && m.step % settings_.checkpointEvery == 0 && !finished()) {
+      run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints);
+    }
+    return StepEvent{m.step,
+                     m.loss,
+                     m.learningRate,
+                     m.gradNorm,
+                     m.tokensPerS,
+                     static_cast<int>(m.microBatch),
+                     static_cast<int>(m.accumulation)};
+  }
+
+  bool finished() const override { return loop_->finished(); }
+  std::int64_t completedSteps() const override { return loop_->state().step; }
+
+  void applyToggle(Toggle toggle, const json& value) override {
+    switch (toggle) {
+      case Toggle::MicroBatch:
+        loop_->setMicroBatchSize(value.get<int>(), "user");
+        return;
+      case Toggle::CpuFallback:
+        if (value.get<bool>())
+          return;  // this run is on the CPU already
+        throw std::runtime_error("this build trains on the CPU only; the GPU trainer is not built");
+      case Toggle::Serialize:
+      case Toggle::Blocking:
+      case Toggle::GemmBackend:
+      case Toggle::AllocatorPolicy:
+        throw std::runtime_error("a CPU run has no GPU launches, GEMM backend or device allocator");
+      case Toggle::ActivationCheckpointing:
+        throw std::runtime_error(
+            "activation checkpointing is chosen when a run starts "
+            "(option activation-checkpointing)");
+    }
+  }
+
+  CheckpointEvent checkpoint() override {
+    const fs::path dir = run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints);
+    if (finished())
+      run_.saveFinalAdapter(loop_->state().adapter);
+    return CheckpointEvent{dir.string(), loop_->state().step};
+  }
+
+  std::optional<engine::SnapshotEvent> snapshot() override { return std::nullopt; }
+
+  std::optional<engine::MemoryEvent> memory() override {
+    telemetry::HostProvider host;
+    telemetry::Snapshot snapshot;
+    if (!host.init() || !host.refresh(snapshot) || !snapshot.host)
+      return std::nullopt;
+    engine::MemoryEvent event;
+    event.hostRssBytes = snapshot.host->processRssBytes;
+    event.hostAvailableBytes = snapshot.host->ramAvailableBytes;
+    return event;
+  }
+
+ private:
+  train::RunDirectory openOrCreateRun(const json& config) {
+    const std::string out = requiredString(config, "out");
+    if (config.value("resume", false) || config.value("resume_from_mirror", false)) {
+      train::RunDirectory run = train::RunDirectory::open(out);
+      settings_ = settingsFromJson(run.config().at("training"),
+                                   (run.dir() / train::kRunConfigFile).string());
+      return run;
+    }
+    const bool demo = config.value("demo", false);
+    std::string modelPath, dataPath;
+    if (demo) {
+      const fs::path cache = train::defaultCacheDir();
+      modelPath = train::ensureDemoModel(cache).string();
+      dataPath = train::ensureDemoDataset(cache).string();
+    } else {
+      modelPath = requiredString(config, "model");
+      dataPath = requiredString(config, "data");
+    }
+    settings_ = defaultSettings(demo);
+    applyOptions(settings_, optionsOf(config));
+    return train::RunDirectory::create(out, newRunConfig(modelPath, dataPath, demo, settings_));
+  }
+
+  // The newest of the state mirror (supervisor restarts) and the newest checkpoint.
+  std::optional<train::TrainerState> resumeState(const json& config) {
+    if (!config.value("resume", false) && !config.value("resume_from_mirror", false)) {
+      return std::nullopt;
+    }
+    std::optional<train::TrainerState> state;
+    if (!run_.checkpointSteps().empty())
+      state = run_.loadCheckpoint();
+    const fs::path mirrorPath = run_.dir() / kStateMirrorFile;
+    if (config.value("resume_from_mirror", false) && fs::exists(mirrorPath)) {
+      if (auto mirrored = engine::StateMirror::readLatest(mirrorPath)) {
+        train::TrainerState fromMirror = train::decodeTrainerState(mirrored->payload);
+        if (!state || fromMirror.step > state->step) {
+          fromMirror.adapter.config = settings_.train.lora;
+          state = std::move(fromMirror);
+        }
+      }
+    }
+    if (state)
+      run_.truncateMetricsAfter(state->step);
+    return state;
+  }
+
+  // Out of memory is handled in place: halve the micro-batch (the effective batch stays) and
+  // report it; the step is retried by the next call.
+  std::optional<StepEvent> recoverFromOutOfMemory(const runtime::InjectedFault& fault) {
+    const std::int64_t smaller = std::max<std::int64_t>(1, loop_->microBatchSize() / 2);
+    loop_->setMicroBatchSize(smaller, "oom");
+    throw engine::RecoverableError(engine::ErrorEvent{
+        "out_of_memory", fault.op(), 0, fault.what(),
+        "micro-batch lowered to " + std::to_string(smaller) + "; the step is retried", false});
+  }
+
+  TrainRunSettings settings_;
+  train::RunDirectory run_;
+  model::ModelFolder folder_;
+  std::unique_ptr<compute::Backend> backend_;
+  runtime::FaultInjector faults_;
+  std::unique_ptr<train::TrainLoop> loop_;
+  std::unique_ptr<engine::StateMirror> mirror_;
+};
+
+}  // namespace
+
+std::unique_ptr<engine::EngineJob> createTrainingJob(const json& config,
+                                                     const engine::EventSink& sink) {
+  return std::make_unique<TrainingJob>(config, sink);
+}
+
+}  // namespace lorascope::cli

@@ -1,0 +1,27 @@
+// train/EngineJob.h — the training run as the engine drives it (`lorascope-train engine`, the
+// in-process host): one optimizer step per call, the run directory kept as `train` keeps it,
+// and the trainer state mirrored after every step so a crashed engine resumes without loss.
+//
+// The start command's config:
+//   {"model": DIR, "data": FILE, "out": RUN_DIR, "options": {"lr": 1e-4, "lora-r": 16, ...}}
+//   {"demo": true, "out": RUN_DIR}                the built-in demo model and dataset
+//   {"out": RUN_DIR, "resume": true}              continue a run from its newest checkpoint
+//   "resume_from_mirror": true                    (added by the supervisor) continue from the
+//                                                 state mirror when it is newer
+// Option names are those of `lorascope-train train` (see its --help).
+#pragma once
+
+#include <memory>
+
+#include "engine/Engine.h"
+
+namespace lorascope::cli {
+
+// The engine's job factory for training runs. Throws std::exception with a user-facing message.
+std::unique_ptr<engine::EngineJob> createTrainingJob(const nlohmann::json& config,
+                                                     const engine::EventSink& sink);
+
+// The state mirror of a run directory.
+inline constexpr const char* kStateMirrorFile = "state.mirror";
+
+}  // namespace lorascope::cli
