@@ -102,12 +102,12 @@ class TestAppShell : public QObject {
     window.startAction()->trigger();
     QCOMPARE(engine.sent.size(), std::size_t{1});
     QCOMPARE(std::get<StartCommand>(engine.sent[0]).runConfig["model"], "/models/demo");
-    emit engine.event({10, StateEvent{RunState::Running, 0, ""}});
+    emit engine.eventReceived({10, StateEvent{RunState::Running, 0, ""}});
     QVERIFY(!window.startAction()->isEnabled());
     QVERIFY(window.pauseAction()->isEnabled() && window.stopAction()->isEnabled());
     window.pauseAction()->trigger();
     QVERIFY(std::holds_alternative<PauseCommand>(engine.sent.back()));
-    emit engine.event({20, StateEvent{RunState::Paused, 3, ""}});
+    emit engine.eventReceived({20, StateEvent{RunState::Paused, 3, ""}});
     QVERIFY(window.resumeAction()->isEnabled() && !window.pauseAction()->isEnabled());
     window.checkpointAction()->trigger();
     QVERIFY(std::holds_alternative<CheckpointNowCommand>(engine.sent.back()));
