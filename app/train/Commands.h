@@ -9,13 +9,13 @@ namespace lorascope::cli {
 
 using Args = std::vector<std::string>;
 
-int runDevices(const Args& args);  // cmd_devices.cpp
-int runEngine(const Args& args);   // cmd_engine.cpp
-int runEval(const Args& args);  // cmd_eval.cpp
-int runExport(const Args& args);  // cmd_export.cpp
+int runDevices(const Args& args);       // cmd_devices.cpp
+int runEngine(const Args& args);        // cmd_engine.cpp
+int runEval(const Args& args);          // cmd_eval.cpp
+int runExport(const Args& args);        // cmd_export.cpp
 int runInspectModel(const Args& args);  // cmd_inspect_model.cpp
-int runTokenize(const Args& args);  // cmd_tokenize.cpp
-int runTrain(const Args& args);  // cmd_train.cpp
+int runTokenize(const Args& args);      // cmd_tokenize.cpp
+int runTrain(const Args& args);         // cmd_train.cpp
 int runValidateData(const Args& args);  // cmd_validate_data.cpp
 
 }  // namespace lorascope::cli
