@@ -20,16 +20,6 @@ void requirePositive(const char* name, std::int64_t value) {
   }
 }
 
-// AdamW moments of a fresh optimizer, shaped like the adapter.
-std::vector<LoraMoments> zeroMomentsOf(const LoraAdapter& adapter) {
-  std::vector<LoraMoments> moments;
-  for (const LoraWeights& w : adapter.weights) {
-    const std::vector<float> a(w.a.size(), 0.0f), b(w.b.size(), 0.0f);
-    moments.push_back({a, a, b, b});
-  }
-  return moments;
-}
-
 }  // namespace
 
 void TrainConfig::validate() const {
@@ -69,7 +59,7 @@ TrainLoop::TrainLoop(compute::Backend& backend, const model::ModelConfig& modelC
   if (resume) {
     state_ = std::move(*resume);
     if (state_.moments.empty()) {
-      state_.moments = zeroMomentsOf(state_.adapter);  // an adapter to start from, step 0
+      state_.moments = zeroMoments(state_.adapter);  // an adapter to start from, step 0
     }
     checkResumeState();
     if (!state_.microBatchHistory.empty()) {
@@ -78,7 +68,7 @@ TrainLoop::TrainLoop(compute::Backend& backend, const model::ModelConfig& modelC
   } else {
     state_.seed = config_.seed;
     state_.adapter = createLoraAdapter(config_.lora, modelLoraSites(modelConfig), config_.seed);
-    state_.moments = zeroMomentsOf(state_.adapter);
+    state_.moments = zeroMoments(state_.adapter);
     state_.microBatchHistory.push_back({0, microBatch_, accumulation(), "start"});
   }
   graph_ = std::make_unique<TrainGraph>(backend_, modelConfig, weights, state_.adapter,
