@@ -3,9 +3,11 @@
 # (Ubuntu 24.04, nvcc 13, no Qt and no -dev headers for OpenBLAS/PCRE2).
 #
 #   scripts/gpu-check.sh prepare   here: copy the headers that machine lacks into .device/include
-#   scripts/gpu-check.sh run       there: build the hip-nvidia flavour without the GUI, run
-#                                  `ctest -L gpu` and the GPU benchmarks, and copy every result
-#                                  to $OUT (or ./gpu-check-results when OUT is unset)
+#   scripts/gpu-check.sh run [REGEX]
+#                                  there: build the hip-nvidia flavour without the GUI, run
+#                                  `ctest -L gpu` (only the tests matching REGEX when given) and
+#                                  the GPU benchmarks, and copy every result to $OUT (or
+#                                  ./gpu-check-results when OUT is unset)
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,17 +45,21 @@ run_checks() {
     nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv
   } >>"$out/devices.txt" 2>&1 || true
   local status=0
-  ctest --test-dir build/device -L gpu --output-on-failure 2>&1 | tee "$out/ctest-gpu.log" ||
-    status=1
+  local select=()
+  if [[ -n "${1:-}" ]]; then
+    select=(-R "$1")
+  fi
+  ctest --test-dir build/device -L gpu "${select[@]}" --output-on-failure 2>&1 |
+    tee "$out/ctest-gpu.log" || status=1
   build/device/tests/parity/parity_ops --json "$out/parity.json" >/dev/null || status=1
   exit "$status"
 }
 
 case "${1:-}" in
   prepare) prepare ;;
-  run) run_checks ;;
+  run) run_checks "${2:-}" ;;
   *)
-    echo "usage: scripts/gpu-check.sh prepare|run" >&2
+    echo "usage: scripts/gpu-check.sh prepare | run [REGEX]" >&2
     exit 2
     ;;
 esac

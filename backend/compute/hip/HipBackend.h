@@ -1,0 +1,65 @@
+// hip/HipBackend.h — the GPU backend's class, shared by the files that define its ops.
+// Internal to backend/compute/hip: HipBackend.cpp (memory, transfers), HipBackendOps*.cpp (op
+// launchers, one file per op family). Everything else reaches it through compute::Backend.
+#pragma once
+
+#include <memory>
+
+#include "compute/Backend.h"
+#include "compute/hip/hip_portability.h"  // defines: hipStream_t
+#include "memory/DeviceAllocator.h"       // defines: DeviceAllocator
+
+namespace lorascope::compute::hip {
+
+// bf16 → true, f32 → false; f16 weights are rejected with a ShapeError naming `op`.
+bool isBf16Weight(const char* op, const Tensor& weight);
+
+class HipBackend final : public Backend {
+ public:
+  explicit HipBackend(int deviceIndex);
+  ~HipBackend() override;
+
+  const BackendCapabilities& capabilities() const override { return caps_; }
+  Tensor empty(DType dtype, const Shape& shape) override;
+  Tensor upload(std::span<const float> values, DType dtype, const Shape& shape) override;
+  std::vector<float> download(const Tensor& tensor) override;
+  void synchronize() override;
+
+  void rmsnormForward(const Tensor& x, const Tensor& weight, float eps, Tensor& y,
+                      Tensor& rstd) override;
+  void rmsnormBackward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
+                       Tensor& dx) override;
+  void matmul(const Tensor& a, bool transposeA, const Tensor& b, bool transposeB, Tensor& c,
+              float alpha, float beta) override;
+  void embeddingForward(const Tensor& table, std::span<const std::int32_t> ids,
+                        Tensor& out) override;
+  void rope(Tensor& x, std::span<const std::int32_t> positions, const Tensor& invFreq,
+            bool inverse) override;
+  void attentionForward(const Tensor& q, const Tensor& k, const Tensor& v, float scale, Tensor& out,
+                        Tensor& logsumexp) override;
+  void swigluForward(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void addInPlace(Tensor& x, const Tensor& y) override;
+  void addBias(Tensor& x, const Tensor& bias) override;
+  void crossEntropyForward(const Tensor& logits, std::span<const std::int32_t> targets,
+                           Tensor& losses, Tensor& logsumexp) override;
+  void attentionBackward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                         const Tensor& out, const Tensor& logsumexp, float scale, Tensor& dq,
+                         Tensor& dk, Tensor& dv) override;
+  void swigluBackward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate,
+                      Tensor& dup) override;
+  void multiplyInPlace(Tensor& x, const Tensor& y) override;
+  void lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
+                          std::span<const std::int32_t> targets, float gradScale, Tensor& losses,
+                          Tensor& dh) override;
+
+  hipStream_t stream() const { return stream_; }
+  memory::DeviceAllocator& allocator() { return *allocator_; }
+
+ private:
+  int deviceIndex_;
+  hipStream_t stream_ = nullptr;
+  std::shared_ptr<memory::DeviceAllocator> allocator_;
+  BackendCapabilities caps_;
+};
+
+}  // namespace lorascope::compute::hip
