@@ -6,9 +6,8 @@
 
 namespace lorascope::memory {
 
-AllocatorStats DeviceAllocator::stats() const {
-  const std::lock_guard lock(mutex_);
-  AllocatorStats out = stats_;
+DeviceAllocator::FreeStats DeviceAllocator::freeStats() const {
+  FreeStats out;
   out.cachedFreeBytes =
       static_cast<std::size_t>(stats_.reservedBytes.current - stats_.allocatedBytes.current);
   for (const FreeSet* set : {&smallFree_, &largeFree_, &arenaFree_}) {
@@ -23,6 +22,23 @@ AllocatorStats DeviceAllocator::stats() const {
   return out;
 }
 
+void DeviceAllocator::notePeaks() {
+  stats_.inactiveSplitBytesPeak =
+      std::max(stats_.inactiveSplitBytesPeak, stats_.inactiveSplitBytes);
+  stats_.externalFragmentationPeak =
+      std::max(stats_.externalFragmentationPeak, freeStats().externalFragmentation);
+}
+
+AllocatorStats DeviceAllocator::stats() const {
+  const std::lock_guard lock(mutex_);
+  AllocatorStats out = stats_;
+  const FreeStats free = freeStats();
+  out.cachedFreeBytes = free.cachedFreeBytes;
+  out.largestFreeBlockBytes = free.largestFreeBlockBytes;
+  out.externalFragmentation = free.externalFragmentation;
+  return out;
+}
+
 void DeviceAllocator::resetPeakStats() {
   const std::lock_guard lock(mutex_);
   for (StatValue* value : {&stats_.requestedBytes, &stats_.allocatedBytes, &stats_.reservedBytes,
@@ -32,6 +48,9 @@ void DeviceAllocator::resetPeakStats() {
   for (StatValue& value : stats_.allocatedBytesByOwner) {
     value.resetPeak();
   }
+  stats_.inactiveSplitBytesPeak = 0;
+  stats_.externalFragmentationPeak = 0.0;
+  notePeaks();
 }
 
 nlohmann::json DeviceAllocator::snapshot() const {

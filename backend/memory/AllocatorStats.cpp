@@ -34,6 +34,8 @@ nlohmann::json statsToJson(const AllocatorStats& stats) {
       {"cached_free_bytes", stats.cachedFreeBytes},
       {"largest_free_block_bytes", stats.largestFreeBlockBytes},
       {"external_fragmentation", stats.externalFragmentation},
+      {"inactive_split_bytes_peak", stats.inactiveSplitBytesPeak},
+      {"external_fragmentation_peak", stats.externalFragmentationPeak},
       {"allocated_bytes_by_owner", byOwner},
       {"allocation_count", statJson(stats.allocationCount)},
       {"segment_count", statJson(stats.segmentCount)},

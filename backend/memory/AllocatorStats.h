@@ -35,6 +35,10 @@ struct AllocatorStats {
   std::size_t largestFreeBlockBytes = 0;  // current: the biggest block a request could get as is
   // 1 - largest free block / cached free bytes (0 when nothing is cached): current.
   double externalFragmentation = 0.0;
+  // Peaks of the two above, taken after every allocate/deallocate (the states a caller can see),
+  // since the allocator was made or since resetPeakStats().
+  std::size_t inactiveSplitBytesPeak = 0;
+  double externalFragmentationPeak = 0.0;
   std::array<StatValue, kOwnerCount> allocatedBytesByOwner{};
 
   // Counts.

@@ -87,6 +87,7 @@ Allocation DeviceAllocator::allocate(std::size_t bytes, Owner owner) {
     throwOutOfMemory(bytes, owner);
   }
   takeBlock(block, blockBytes, bytes, owner);
+  notePeaks();
   stats_.allocatorHostNs += nanosecondsSince(started);
   return {block->address, block->bytes};
 }
@@ -115,6 +116,7 @@ void DeviceAllocator::deallocate(std::uintptr_t address) {
   }
   block->freedTick = ++tick_;
   insertFree(block);
+  notePeaks();
   stats_.allocatorHostNs += nanosecondsSince(started);
 }
 

@@ -123,6 +123,15 @@ class DeviceAllocator {
   void reserveArena(std::size_t bytes);
   void demoteArenaSegments();
   [[noreturn]] void throwOutOfMemory(std::size_t requested, Owner owner);
+  // The stats computed from the free sets rather than kept incrementally. Caller holds mutex_.
+  struct FreeStats {
+    std::size_t cachedFreeBytes = 0;
+    std::size_t largestFreeBlockBytes = 0;
+    double externalFragmentation = 0.0;
+  };
+  FreeStats freeStats() const;
+  // Raises the inactive-split and fragmentation peaks to the current state. Caller holds mutex_.
+  void notePeaks();
   bool isOversize(std::size_t bytes) const { return bytes >= policy_.maxSplitBytes; }
 
   const std::shared_ptr<DeviceMemory> device_;

@@ -282,6 +282,35 @@ class TestDeviceAllocator : public QObject {
     QVERIFY(qAbs(stats.externalFragmentation - (1.0 - 20.0 / 30.0)) < 1e-12);
   }
 
+  void keepsPeaksOfInactiveSplitAndFragmentation() {
+    DeviceAllocator allocator(device(128));
+    const Allocation whole = allocator.allocate(30 * kMiB, Owner::Activations);
+    allocator.deallocate(whole.address);
+    const Allocation part = allocator.allocate(10 * kMiB, Owner::Activations);
+    const Allocation a = allocator.allocate(20 * kMiB, Owner::Activations);
+    const Allocation b = allocator.allocate(10 * kMiB, Owner::Activations);
+    const Allocation c = allocator.allocate(12 * kMiB, Owner::Activations);
+    allocator.deallocate(a.address);
+    allocator.deallocate(b.address);
+    const double fragmented = allocator.stats().externalFragmentation;
+    QVERIFY(fragmented > 0.0);
+    for (const Allocation& live : {part, c}) {
+      allocator.deallocate(live.address);
+    }
+    allocator.emptyCache();
+    AllocatorStats stats = allocator.stats();
+    QCOMPARE(stats.inactiveSplitBytes, std::size_t{0});
+    QCOMPARE(stats.externalFragmentation, 0.0);
+    // The peaks remember the worst state a caller could observe.
+    QCOMPARE(stats.inactiveSplitBytesPeak, 20 * kMiB);
+    QVERIFY(stats.externalFragmentationPeak >= fragmented);
+    QCOMPARE(statsToJson(stats)["inactive_split_bytes_peak"].get<std::size_t>(), 20 * kMiB);
+    allocator.resetPeakStats();
+    stats = allocator.stats();
+    QCOMPARE(stats.inactiveSplitBytesPeak, std::size_t{0});
+    QCOMPARE(stats.externalFragmentationPeak, 0.0);
+  }
+
   void snapshotUsesPyTorchFieldNames() {
     DeviceAllocator allocator(device(64), {}, 42);
     allocator.allocate(1000, Owner::Grads);
