@@ -13,6 +13,10 @@
 
 #include "compute/Tensor.h"
 
+namespace lorascope::memory {
+class DeviceAllocator;
+}  // namespace lorascope::memory
+
 namespace lorascope::compute {
 
 // What a backend is and can do; a plain struct so the UI and the engine can report it.
@@ -30,6 +34,10 @@ class Backend {
   Backend& operator=(const Backend&) = delete;
 
   virtual const BackendCapabilities& capabilities() const = 0;
+
+  // The caching allocator behind this backend's tensors (stats, snapshots, policy, arena), or
+  // nullptr where tensors are plain host memory (the CPU backend).
+  virtual memory::DeviceAllocator* deviceAllocator() { return nullptr; }
 
   // Memory. Contents of `empty` are unspecified.
   virtual Tensor empty(DType dtype, const Shape& shape) = 0;

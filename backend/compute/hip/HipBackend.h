@@ -53,7 +53,7 @@ class HipBackend final : public Backend {
                           Tensor& dh) override;
 
   hipStream_t stream() const { return stream_; }
-  memory::DeviceAllocator& allocator() { return *allocator_; }
+  memory::DeviceAllocator* deviceAllocator() override { return allocator_.get(); }
 
  private:
   int deviceIndex_;
