@@ -44,6 +44,14 @@ void requireRank(const char* op, const char* what, const Tensor& t, std::size_t 
 
 }  // namespace
 
+void checkUploadRawArgs(std::size_t bytes, DType dtype, const Shape& shape) {
+  const auto expected = static_cast<std::size_t>(numelOf(shape)) * dtypeBytes(dtype);
+  if (bytes != expected) {
+    throw ShapeError("uploadRaw: " + std::to_string(bytes) + " bytes for " + dtypeName(dtype) +
+                     shapeToString(shape) + ", expected " + std::to_string(expected));
+  }
+}
+
 void checkMatmulArgs(const BackendCapabilities& caps, const Tensor& a, bool transposeA,
                      const Tensor& b, bool transposeB, const Tensor& c) {
   constexpr const char* op = "matmul";

@@ -5,8 +5,10 @@
 // twin. Ops check their arguments' shapes and dtypes and throw ShapeError naming the op.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,6 +28,12 @@ struct BackendCapabilities {
   std::string name;                    // "cpu (OpenBLAS)", "NVIDIA H100 80GB HBM3 (sm_90)", ...
 };
 
+// Device memory a GPU backend holds through its caching allocator (current levels).
+struct DeviceMemoryUse {
+  std::uint64_t allocatedBytes = 0;  // blocks held by live tensors
+  std::uint64_t reservedBytes = 0;   // segments obtained from the driver (allocated + cached)
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -43,10 +51,21 @@ class Backend {
   virtual Tensor empty(DType dtype, const Shape& shape) = 0;
   // Copies host floats to a new tensor of `dtype`, rounding to nearest even for 16-bit types.
   virtual Tensor upload(std::span<const float> values, DType dtype, const Shape& shape) = 0;
+  // Copies host bytes that already hold `dtype` elements (a mapped bf16 weight, ...) to a new
+  // tensor as they are, with no conversion. Throws ShapeError unless bytes.size() is
+  // numel(shape) × dtypeBytes(dtype), or when this backend cannot compute with `dtype`.
+  virtual Tensor uploadRaw(std::span<const std::byte> bytes, DType dtype, const Shape& shape) = 0;
   // Returns the tensor's values as floats (waits for pending work on it).
   virtual std::vector<float> download(const Tensor& tensor) = 0;
   // Waits until every op issued so far has finished.
   virtual void synchronize() = 0;
+
+  // Optional slots; the defaults here are the CPU's answers (host memory has no device cache).
+  // Device memory held through the allocator; nullopt for a host backend.
+  virtual std::optional<DeviceMemoryUse> deviceMemoryUse() const { return std::nullopt; }
+  // Gives cached, unused device memory back to the driver (after a run has moved off this device,
+  // so that other processes and the SMI see it free).
+  virtual void releaseCachedMemory() {}
 
   // RMSNorm over the last axis (Llama/Qwen2): y = x * rstd * weight, rstd = 1/sqrt(mean(x²)+eps).
   //   x      (rows, dim)  activation dtype
@@ -158,6 +177,9 @@ inline constexpr std::int32_t kIgnoreTarget = -100;
 std::unique_ptr<Backend> createCpuBackend();
 // Throws NoGpuError when this build has no GPU backend or no usable device is present.
 std::unique_ptr<Backend> createGpuBackend(int deviceIndex = 0);
+
+// Throws ShapeError naming uploadRaw unless `bytes` is exactly a `dtype` tensor of `shape`.
+void checkUploadRawArgs(std::size_t bytes, DType dtype, const Shape& shape);
 
 // Shared argument checks of the RMSNorm pair, so both backends reject the same inputs.
 void checkRmsnormForwardArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& weight,

@@ -66,6 +66,14 @@ class CpuBackend final : public Backend {
   }
 
   std::vector<float> download(const Tensor& tensor) override { return widenToFloat(tensor); }
+  // Every stored dtype is accepted: CPU ops widen bf16/f16 weights block by block.
+  Tensor uploadRaw(std::span<const std::byte> bytes, DType dtype, const Shape& shape) override {
+    checkUploadRawArgs(bytes.size(), dtype, shape);
+    Tensor t = empty(dtype, shape);
+    std::memcpy(t.data(), bytes.data(), bytes.size());
+    return t;
+  }
+
 
   void synchronize() override {}
 

@@ -57,28 +57,46 @@ Tensor HipBackend::empty(DType dtype, const Shape& shape) {
                 dtype, shape, Device::Gpu);
 }
 
+namespace {
+
+// Copies host bytes into a fresh tensor. A cached block may still be read by queued kernels on
+// `stream`; hipMemcpy runs on the null stream, which a non-blocking stream does not order
+// against, so `stream` is drained first.
+void copyHostToDevice(Tensor& t, const void* host, std::size_t bytes, hipStream_t stream) {
+  LORASCOPE_HIP_CHECK(hipStreamSynchronize(stream));
+  LORASCOPE_HIP_CHECK(hipMemcpy(t.data(), host, bytes, hipMemcpyHostToDevice));
+}
+
+}  // namespace
+
 Tensor HipBackend::upload(std::span<const float> values, DType dtype, const Shape& shape) {
   if (static_cast<std::int64_t>(values.size()) != numelOf(shape)) {
     throw ShapeError("upload: " + std::to_string(values.size()) + " values for shape " +
                      shapeToString(shape));
   }
+  if (dtype == DType::F16) {
+    throw ShapeError("upload: f16 tensors are not supported on the GPU yet");
+  }
   Tensor t = empty(dtype, shape);
-  // A cached block may still be read by queued kernels on stream_; hipMemcpy runs on the null
-  // stream, which a non-blocking stream does not order against, so drain stream_ first.
-  LORASCOPE_HIP_CHECK(hipStreamSynchronize(stream_));
   if (dtype == DType::F32) {
-    LORASCOPE_HIP_CHECK(
-        hipMemcpy(t.data(), values.data(), values.size_bytes(), hipMemcpyHostToDevice));
-  } else if (dtype == DType::BF16) {
+    copyHostToDevice(t, values.data(), values.size_bytes(), stream_);
+  } else {
     std::vector<std::uint16_t> bits(values.size());
     for (std::size_t i = 0; i < values.size(); ++i) {
       bits[i] = floatToBf16(values[i]);
     }
-    LORASCOPE_HIP_CHECK(hipMemcpy(t.data(), bits.data(), bits.size() * sizeof(std::uint16_t),
-                                  hipMemcpyHostToDevice));
-  } else {
-    throw ShapeError("upload: f16 tensors are not supported on the GPU yet");
+    copyHostToDevice(t, bits.data(), bits.size() * sizeof(std::uint16_t), stream_);
   }
+  return t;
+}
+
+Tensor HipBackend::uploadRaw(std::span<const std::byte> bytes, DType dtype, const Shape& shape) {
+  checkUploadRawArgs(bytes.size(), dtype, shape);
+  if (dtype == DType::F16) {
+    throw ShapeError("uploadRaw: f16 tensors are not supported on the GPU yet (convert to bf16)");
+  }
+  Tensor t = empty(dtype, shape);
+  copyHostToDevice(t, bytes.data(), bytes.size(), stream_);
   return t;
 }
 
@@ -103,6 +121,19 @@ std::vector<float> HipBackend::download(const Tensor& tensor) {
 
 void HipBackend::synchronize() {
   LORASCOPE_HIP_CHECK(hipStreamSynchronize(stream_));
+}
+
+std::optional<DeviceMemoryUse> HipBackend::deviceMemoryUse() const {
+  const memory::AllocatorStats stats = allocator_->stats();
+  return DeviceMemoryUse{static_cast<std::uint64_t>(stats.allocatedBytes.current),
+                         static_cast<std::uint64_t>(stats.reservedBytes.current)};
+}
+
+void HipBackend::releaseCachedMemory() {
+  // Freed blocks are reused in stream order, so kernels queued before their release may still
+  // read them: drain the stream before the segments go back to the driver.
+  LORASCOPE_HIP_CHECK(hipStreamSynchronize(stream_));
+  allocator_->emptyCache();
 }
 
 }  // namespace hip

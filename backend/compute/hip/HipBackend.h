@@ -22,8 +22,11 @@ class HipBackend final : public Backend {
   const BackendCapabilities& capabilities() const override { return caps_; }
   Tensor empty(DType dtype, const Shape& shape) override;
   Tensor upload(std::span<const float> values, DType dtype, const Shape& shape) override;
+  Tensor uploadRaw(std::span<const std::byte> bytes, DType dtype, const Shape& shape) override;
   std::vector<float> download(const Tensor& tensor) override;
   void synchronize() override;
+  std::optional<DeviceMemoryUse> deviceMemoryUse() const override;
+  void releaseCachedMemory() override;
 
   void rmsnormForward(const Tensor& x, const Tensor& weight, float eps, Tensor& y,
                       Tensor& rstd) override;
