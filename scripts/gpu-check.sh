@@ -52,6 +52,8 @@ run_checks() {
   ctest --test-dir build/device -L gpu "${select[@]}" --output-on-failure 2>&1 |
     tee "$out/ctest-gpu.log" || status=1
   build/device/tests/parity/parity_ops --json "$out/parity.json" >/dev/null || status=1
+  # GPU op benchmarks: one file for all of them (at most 8 files come back from the device).
+  build/device/tests/parity/bench_attention | tee -a "$out/bench.txt" || status=1
   exit "$status"
 }
 

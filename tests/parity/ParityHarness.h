@@ -50,5 +50,6 @@ std::vector<float> roundTo(compute::DType dtype, std::vector<float> values);
 
 // One list per op family; parity_main.cpp runs them all.
 std::vector<ParityCase> rmsnormCases();
+std::vector<ParityCase> attentionCases();
 
 }  // namespace lorascope::parity

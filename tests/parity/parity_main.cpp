@@ -33,7 +33,11 @@ int main(int argc, char** argv) {
   const std::unique_ptr<compute::Backend> cpu = compute::createCpuBackend();
   std::cout << "parity: " << gpu->capabilities().name << " vs " << cpu->capabilities().name << "\n";
 
-  const std::vector<parity::ParityCase> cases = parity::rmsnormCases();
+  std::vector<parity::ParityCase> cases = parity::rmsnormCases();
+  for (auto family : {parity::attentionCases}) {
+    std::vector<parity::ParityCase> more = family();
+    cases.insert(cases.end(), more.begin(), more.end());
+  }
   nlohmann::json report = nlohmann::json::array();
   int failed = 0;
   int run = 0;

@@ -1,0 +1,46 @@
+// hip/attention.h — launchers of the causal GQA attention kernels (bf16 in/out, fp32 math).
+// Plain C++ declarations, callable from host code; hip/attention.hip defines them. CPU twin:
+// cpu/attention.cpp. Shapes and the contract are those of Backend::attentionForward/Backward.
+#pragma once
+
+#include <cstdint>
+
+#include "compute/hip/hip_portability.h"  // defines: hipStream_t
+
+namespace lorascope::compute::hip {
+
+// Head dims up to this are supported (padded to 64, 128 or 256 inside the kernels); the caller
+// rejects larger ones with a ShapeError.
+inline constexpr std::int64_t kMaxAttentionHeadDim = 256;
+
+struct AttentionShape {
+  std::int64_t batch = 0;
+  std::int64_t seq = 0;
+  std::int64_t heads = 0;    // query heads
+  std::int64_t kvHeads = 0;  // divides heads
+  std::int64_t headDim = 0;  // 1 .. kMaxAttentionHeadDim
+};
+
+// q (B, S, heads, hd), k and v (B, S, kvHeads, hd) bf16
+//   -> out (B, S, heads, hd) bf16, logsumexp (B, heads, S) f32
+void attentionForward(const std::uint16_t* q, const std::uint16_t* k, const std::uint16_t* v,
+                      AttentionShape shape, float scale, std::uint16_t* out, float* logsumexp,
+                      hipStream_t stream);
+
+// Scratch of attentionBackward, all f32 and owned by the caller (the backend's allocator):
+//   rowDot     (B, heads, S)      D_i = dout_i · out_i
+//   dkPartial, dvPartial (B, S, heads, hd)  per-query-head dk, dv before the sum over the group
+struct AttentionBackwardScratch {
+  float* rowDot = nullptr;
+  float* dkPartial = nullptr;
+  float* dvPartial = nullptr;
+};
+
+// dout, q, out (B, S, heads, hd), k, v (B, S, kvHeads, hd) bf16, logsumexp (B, heads, S) f32
+//   -> dq (B, S, heads, hd), dk, dv (B, S, kvHeads, hd) bf16, overwritten
+void attentionBackward(const std::uint16_t* dout, const std::uint16_t* q, const std::uint16_t* k,
+                       const std::uint16_t* v, const std::uint16_t* out, const float* logsumexp,
+                       AttentionShape shape, float scale, AttentionBackwardScratch scratch,
+                       std::uint16_t* dq, std::uint16_t* dk, std::uint16_t* dv, hipStream_t stream);
+
+}  // namespace lorascope::compute::hip

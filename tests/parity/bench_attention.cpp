@@ -1,0 +1,105 @@
+// parity/bench_attention.cpp — milliseconds per call of the GPU attention kernels at the issue's
+// benchmark shapes (B8 × S512: Qwen2.5-0.5B 14/2 heads, Llama-3.2-1B 32/8 heads, head_dim 64).
+// Qt-free; scripts/gpu-check.sh runs it on the device machine. Exit 77 without a GPU.
+//   bench_attention [--iterations N]
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "ParityHarness.h"  // defines: randomNormal
+#include "compute/Backend.h"
+#include "compute/Errors.h"
+
+using namespace lorascope;
+
+namespace {
+
+struct BenchShape {
+  const char* name;
+  std::int64_t batch, seq, heads, kvHeads, headDim;
+};
+
+// Mean wall time of `iterations` calls after two warm-up calls, the stream drained around them.
+template <typename Op>
+double millisecondsPerCall(compute::Backend& gpu, int iterations, Op op) {
+  op();
+  op();
+  gpu.synchronize();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i) {
+    op();
+  }
+  gpu.synchronize();
+  const std::chrono::duration<double, std::milli> elapsed =
+      std::chrono::steady_clock::now() - start;
+  return elapsed.count() / iterations;
+}
+
+void benchShape(compute::Backend& gpu, const BenchShape& s, int iterations, std::mt19937& rng) {
+  using compute::DType;
+  const compute::Shape qShape{s.batch, s.seq, s.heads, s.headDim};
+  const compute::Shape kvShape{s.batch, s.seq, s.kvHeads, s.headDim};
+  const auto qCount = static_cast<std::size_t>(compute::numelOf(qShape));
+  const auto kvCount = static_cast<std::size_t>(compute::numelOf(kvShape));
+  const compute::Tensor q =
+      gpu.upload(parity::randomNormal(rng, qCount, 0, 1), DType::BF16, qShape);
+  const compute::Tensor k =
+      gpu.upload(parity::randomNormal(rng, kvCount, 0, 1), DType::BF16, kvShape);
+  const compute::Tensor v =
+      gpu.upload(parity::randomNormal(rng, kvCount, 0, 1), DType::BF16, kvShape);
+  const compute::Tensor dout =
+      gpu.upload(parity::randomNormal(rng, qCount, 0, 1), DType::BF16, qShape);
+  compute::Tensor out = gpu.empty(DType::BF16, qShape);
+  compute::Tensor lse = gpu.empty(DType::F32, {s.batch, s.heads, s.seq});
+  compute::Tensor dq = gpu.empty(DType::BF16, qShape);
+  compute::Tensor dk = gpu.empty(DType::BF16, kvShape);
+  compute::Tensor dv = gpu.empty(DType::BF16, kvShape);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.headDim));
+
+  const double forwardMs =
+      millisecondsPerCall(gpu, iterations, [&] { gpu.attentionForward(q, k, v, scale, out, lse); });
+  const double backwardMs = millisecondsPerCall(
+      gpu, iterations, [&] { gpu.attentionBackward(dout, q, k, v, out, lse, scale, dq, dk, dv); });
+  // Causal: half of the S² score matrix; forward 2 products (q·kᵀ, p·v), backward 5 (with the
+  // recomputed q·kᵀ and dout·vᵀ in both the dq and the dk/dv kernel: 7 as run, 5 as counted by
+  // FlashAttention's convention, which we report).
+  const double causalMacs = static_cast<double>(s.batch) * s.heads * s.seq * (s.seq + 1) / 2.0 *
+                            static_cast<double>(s.headDim);
+  std::printf(
+      "attention %-14s B%lld S%lld heads %lld/%lld hd %lld: forward %.3f ms (%.1f TFLOP/s), "
+      "backward %.3f ms (%.1f TFLOP/s)\n",
+      s.name, static_cast<long long>(s.batch), static_cast<long long>(s.seq),
+      static_cast<long long>(s.heads), static_cast<long long>(s.kvHeads),
+      static_cast<long long>(s.headDim), forwardMs, 2 * 2 * causalMacs / forwardMs * 1e-9,
+      backwardMs, 5 * 2 * causalMacs / backwardMs * 1e-9);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int iterations = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--iterations") == 0) {
+      iterations = std::max(1, std::atoi(argv[i + 1]));
+    }
+  }
+  std::unique_ptr<compute::Backend> gpu;
+  try {
+    gpu = compute::createGpuBackend(0);
+  } catch (const compute::NoGpuError& e) {
+    std::printf("SKIP: bench_attention needs a GPU: %s\n", e.what());
+    return 77;
+  }
+  std::printf("bench_attention on %s, %d iterations\n", gpu->capabilities().name.c_str(),
+              iterations);
+  std::mt19937 rng(5);
+  const BenchShape shapes[] = {{"Qwen2.5-0.5B", 8, 512, 14, 2, 64},
+                               {"Llama-3.2-1B", 8, 512, 32, 8, 64}};
+  for (const BenchShape& s : shapes) {
+    benchShape(*gpu, s, iterations, rng);
+  }
+  return 0;
+}

@@ -1,0 +1,143 @@
+// parity/cases_attention.cpp — causal GQA attention forward/backward: HIP (bf16 in/out, fp32
+// math, flash-style tiles) against CPU (fp32, one row at a time).
+//
+// Shapes cover S = 1, odd S below one tile (13, 77), S that is not a tile multiple (300), long
+// sequences (1024, 2048), batch 1-3, GQA ratios 1, 2 and 7 (Qwen2.5-0.5B has 14/2), head dims 64
+// and 128 (the kernels' native sizes) and 32, 80 and 256 (zero-padded inside the kernels). One
+// case scales q up so the softmax is sharp and the online max does the work.
+//
+// Tolerances: both backends see identical bf16 inputs and compute in fp32; the outputs out, dq,
+// dk, dv are rounded to bf16 once on the GPU (relative error ≤ 2^-9 ≈ 2e-3), so they get the
+// RMSNorm bound of four times that plus 4e-3·rms for elements near zero, where the fp32
+// summation order (tiles vs one row) shows. logsumexp stays fp32 on both sides: 1e-5 relative.
+#include <cmath>
+
+#include "ParityHarness.h"
+
+namespace lorascope::parity {
+namespace {
+
+using compute::Backend;
+using compute::DType;
+using compute::Tensor;
+
+constexpr Tolerance kBf16Output{4e-3, 8e-3};
+constexpr Tolerance kLogsumexp{1e-5, 1e-5};
+
+struct AttentionCase {
+  std::int64_t batch, seq, heads, kvHeads, headDim;
+  float qStddev;  // 1: scores of order 1; larger: a sharp softmax
+};
+
+struct AttentionInputs {
+  compute::Shape qShape, kvShape, statShape;
+  std::vector<float> q, k, v, dout;
+  float scale;
+};
+
+AttentionInputs makeInputs(std::mt19937& rng, const AttentionCase& c) {
+  AttentionInputs in;
+  in.qShape = {c.batch, c.seq, c.heads, c.headDim};
+  in.kvShape = {c.batch, c.seq, c.kvHeads, c.headDim};
+  in.statShape = {c.batch, c.heads, c.seq};
+  const auto qCount = static_cast<std::size_t>(compute::numelOf(in.qShape));
+  const auto kvCount = static_cast<std::size_t>(compute::numelOf(in.kvShape));
+  in.q = roundTo(DType::BF16, randomNormal(rng, qCount, 0.0f, c.qStddev));
+  in.k = roundTo(DType::BF16, randomNormal(rng, kvCount, 0.0f, 1.0f));
+  in.v = roundTo(DType::BF16, randomNormal(rng, kvCount, 0.0f, 1.0f));
+  in.dout = roundTo(DType::BF16, randomNormal(rng, qCount, 0.0f, 1.0f));
+  in.scale = 1.0f / std::sqrt(static_cast<float>(c.headDim));
+  return in;
+}
+
+// q, k, v of `in` on backend `be`, in its activation dtype.
+struct QkvTensors {
+  Tensor q, k, v;
+};
+QkvTensors uploadQkv(Backend& be, const AttentionInputs& in) {
+  const DType act = be.capabilities().activationDType;
+  return {be.upload(in.q, act, in.qShape), be.upload(in.k, act, in.kvShape),
+          be.upload(in.v, act, in.kvShape)};
+}
+
+std::vector<Comparison> runForward(Backend& cpu, Backend& gpu, const AttentionInputs& in) {
+  std::vector<float> outputs[2][2];
+  Backend* backends[2] = {&cpu, &gpu};
+  for (int b = 0; b < 2; ++b) {
+    Backend& be = *backends[b];
+    const QkvTensors qkv = uploadQkv(be, in);
+    Tensor out = be.empty(be.capabilities().activationDType, in.qShape);
+    Tensor lse = be.empty(DType::F32, in.statShape);
+    be.attentionForward(qkv.q, qkv.k, qkv.v, in.scale, out, lse);
+    outputs[b][0] = be.download(out);
+    outputs[b][1] = be.download(lse);
+  }
+  return {compareOutputs("out", outputs[0][0], outputs[1][0], kBf16Output),
+          compareOutputs("logsumexp", outputs[0][1], outputs[1][1], kLogsumexp)};
+}
+
+std::vector<Comparison> runBackward(Backend& cpu, Backend& gpu, const AttentionInputs& in) {
+  // Both backends get the CPU forward's out (rounded to bf16, as the GPU stores it) and
+  // logsumexp, so the comparison isolates the backward kernels.
+  std::vector<float> outValues;
+  std::vector<float> lseValues;
+  {
+    const QkvTensors qkv = uploadQkv(cpu, in);
+    Tensor out = cpu.empty(DType::F32, in.qShape);
+    Tensor lse = cpu.empty(DType::F32, in.statShape);
+    cpu.attentionForward(qkv.q, qkv.k, qkv.v, in.scale, out, lse);
+    outValues = roundTo(DType::BF16, cpu.download(out));
+    lseValues = cpu.download(lse);
+  }
+  std::vector<float> grads[2][3];
+  Backend* backends[2] = {&cpu, &gpu};
+  for (int b = 0; b < 2; ++b) {
+    Backend& be = *backends[b];
+    const DType act = be.capabilities().activationDType;
+    const QkvTensors qkv = uploadQkv(be, in);
+    const Tensor dout = be.upload(in.dout, act, in.qShape);
+    const Tensor out = be.upload(outValues, act, in.qShape);
+    const Tensor lse = be.upload(lseValues, DType::F32, in.statShape);
+    Tensor dq = be.empty(act, in.qShape);
+    Tensor dk = be.empty(act, in.kvShape);
+    Tensor dv = be.empty(act, in.kvShape);
+    be.attentionBackward(dout, qkv.q, qkv.k, qkv.v, out, lse, in.scale, dq, dk, dv);
+    grads[b][0] = be.download(dq);
+    grads[b][1] = be.download(dk);
+    grads[b][2] = be.download(dv);
+  }
+  return {compareOutputs("dq", grads[0][0], grads[1][0], kBf16Output),
+          compareOutputs("dk", grads[0][1], grads[1][1], kBf16Output),
+          compareOutputs("dv", grads[0][2], grads[1][2], kBf16Output)};
+}
+
+}  // namespace
+
+std::vector<ParityCase> attentionCases() {
+  const AttentionCase shapes[] = {
+      {1, 1, 2, 1, 64, 1.0f},    {2, 13, 4, 4, 64, 1.0f},    {3, 13, 14, 2, 64, 1.0f},
+      {1, 77, 7, 1, 80, 1.0f},   {2, 300, 14, 2, 64, 1.0f},  {1, 300, 8, 4, 128, 1.0f},
+      {1, 300, 4, 2, 64, 4.0f},  {1, 65, 4, 2, 32, 1.0f},    {1, 40, 2, 2, 256, 1.0f},
+      {1, 1024, 4, 2, 64, 1.0f}, {1, 1024, 2, 1, 128, 1.0f}, {1, 2048, 2, 1, 64, 1.0f},
+  };
+  std::vector<ParityCase> cases;
+  for (const AttentionCase& c : shapes) {
+    std::string shape = "B=" + std::to_string(c.batch) + " S=" + std::to_string(c.seq) +
+                        " heads=" + std::to_string(c.heads) + "/" + std::to_string(c.kvHeads) +
+                        " hd=" + std::to_string(c.headDim);
+    if (c.qStddev != 1.0f) {
+      shape += " sharp";
+    }
+    cases.push_back({"attention_forward", shape, kBf16Output,
+                     [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                       return runForward(cpu, gpu, makeInputs(rng, c));
+                     }});
+    cases.push_back({"attention_backward", shape, kBf16Output,
+                     [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                       return runBackward(cpu, gpu, makeInputs(rng, c));
+                     }});
+  }
+  return cases;
+}
+
+}  // namespace lorascope::parity
