@@ -20,7 +20,7 @@ Comparison compareOutputs(const std::string& output, std::span<const float> refe
     sumSquares += static_cast<double>(v) * v;
   }
   const double rms = reference.empty() ? 0.0 : std::sqrt(sumSquares / reference.size());
-  const double atol = tolerance.atolOfRms * rms + 1e-30;
+  const double atol = tolerance.atolOfRms * rms + tolerance.absoluteFloor + 1e-30;
   for (std::size_t i = 0; i < reference.size(); ++i) {
     const double error = std::fabs(static_cast<double>(candidate[i]) - reference[i]);
     const double allowed = atol + tolerance.rtol * std::fabs(static_cast<double>(reference[i]));

@@ -2,8 +2,10 @@
 //
 // A case uploads the same inputs to both backends (rounded to the GPU's dtype first, so both see
 // identical values), runs the op on each, and compares every output element:
-//   |gpu − cpu| ≤ atol + rtol·|cpu|,  atol = atolOfRms · rms(cpu output)
-// Scaling atol by the output's RMS keeps the check meaningful for outputs of any magnitude.
+//   |gpu − cpu| ≤ atol + rtol·|cpu|,  atol = atolOfRms · rms(cpu output) + absoluteFloor
+// Scaling atol by the output's RMS keeps the check meaningful for outputs of any magnitude. The
+// floor is for outputs that are zero in exact arithmetic (attention gradients at S = 1), where
+// the RMS is itself rounding noise.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@ namespace lorascope::parity {
 struct Tolerance {
   double atolOfRms = 0.0;
   double rtol = 0.0;
+  double absoluteFloor = 0.0;
 };
 
 struct Comparison {

@@ -10,6 +10,9 @@
 // dk, dv are rounded to bf16 once on the GPU (relative error ≤ 2^-9 ≈ 2e-3), so they get the
 // RMSNorm bound of four times that plus 4e-3·rms for elements near zero, where the fp32
 // summation order (tiles vs one row) shows. logsumexp stays fp32 on both sides: 1e-5 relative.
+// The gradients also get an absolute floor of 1e-5: with one visible key (S = 1) dq and dk are
+// zero in exact arithmetic (dout·v − dout·out = 0), and what remains is the fp32 rounding of
+// two hd-term dot products of order-1 inputs (hd · 2^-24 ≈ 4e-6 at hd 64).
 #include <cmath>
 
 #include "ParityHarness.h"
@@ -23,6 +26,7 @@ using compute::Tensor;
 
 constexpr Tolerance kBf16Output{4e-3, 8e-3};
 constexpr Tolerance kLogsumexp{1e-5, 1e-5};
+constexpr Tolerance kGradient{4e-3, 8e-3, 1e-5};
 
 struct AttentionCase {
   std::int64_t batch, seq, heads, kvHeads, headDim;
@@ -106,9 +110,9 @@ std::vector<Comparison> runBackward(Backend& cpu, Backend& gpu, const AttentionI
     grads[b][1] = be.download(dk);
     grads[b][2] = be.download(dv);
   }
-  return {compareOutputs("dq", grads[0][0], grads[1][0], kBf16Output),
-          compareOutputs("dk", grads[0][1], grads[1][1], kBf16Output),
-          compareOutputs("dv", grads[0][2], grads[1][2], kBf16Output)};
+  return {compareOutputs("dq", grads[0][0], grads[1][0], kGradient),
+          compareOutputs("dk", grads[0][1], grads[1][1], kGradient),
+          compareOutputs("dv", grads[0][2], grads[1][2], kGradient)};
 }
 
 }  // namespace
@@ -132,7 +136,7 @@ std::vector<ParityCase> attentionCases() {
                      [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
                        return runForward(cpu, gpu, makeInputs(rng, c));
                      }});
-    cases.push_back({"attention_backward", shape, kBf16Output,
+    cases.push_back({"attention_backward", shape, kGradient,
                      [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
                        return runBackward(cpu, gpu, makeInputs(rng, c));
                      }});
