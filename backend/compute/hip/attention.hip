@@ -29,11 +29,17 @@ namespace {
 using gpu::bf16ToFloat;
 using gpu::floatToBf16;
 
-constexpr int kRowsPerBlock = 64;      // query rows (forward, dq) or key rows (dk/dv) per block
-constexpr int kTileFloats = 4096;      // one shared tile: (4096 / HDP) rows × HDP floats = 16 KiB
-constexpr int kForwardLaneDims = 64;   // head-dim elements per lane in the forward kernel
-constexpr int kBackwardLaneDims = 32;  // fewer in the backward: four vectors live per row
-constexpr int kSubKeys = 16;           // forward: keys per online-softmax rescale
+constexpr int kRowsPerBlock = 64;  // query rows (forward, dq) or key rows (dk/dv) per block
+constexpr int kTileFloats = 4096;  // one shared tile: (4096 / HDP) rows × HDP floats = 16 KiB
+// Head-dim elements per lane. Fewer lanes per row would mean fewer shuffles but more registers
+// per thread and so fewer resident waves; these keep every kernel under ~128 registers.
+constexpr int kForwardLaneDims = 32;  // q and the output accumulator live per row
+// The backward kernels keep three (dq: q, dout, dq) or four (dk/dv: k, v, dk, dv) vectors per
+// row; at head dim 256, 16 dims per lane would take 16 lanes (1024 threads per block, 64
+// registers each), so that size keeps 32.
+template <int HDP>
+constexpr int kBackwardLaneDims = HDP >= 256 ? 32 : 16;
+constexpr int kSubKeys = 16;  // forward: keys per online-softmax rescale
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
@@ -47,6 +53,12 @@ struct Dims {
 // Token stride of a (B, S, n, hd) tensor and the offset of (batch b, token t, head n).
 __device__ inline long long rowOffset(const Dims& d, int nHeads, int b, int t, int n) {
   return ((static_cast<long long>(b) * d.seq + t) * nHeads + n) * d.headDim;
+}
+
+// Row blocks in reverse: under the causal mask the last rows see the most keys, and starting
+// the longest blocks first shortens the tail of the grid.
+__device__ inline int lastRowsFirst() {
+  return static_cast<int>(gridDim.x - 1 - blockIdx.x);
 }
 
 // dst[r][c] = src row (t0 + r), element c, as fp32; zero outside [0, rows) × [0, headDim).
@@ -144,7 +156,7 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kForwardLaneDims)
   __shared__ float4 vTile[kTileFloats / 4];
 
   const int lane = static_cast<int>(threadIdx.x) % groupLanes;
-  const int r0 = static_cast<int>(blockIdx.x) * kRowsPerBlock;
+  const int r0 = lastRowsFirst() * kRowsPerBlock;
   const int i = r0 + static_cast<int>(threadIdx.x) / groupLanes;  // this group's query row
   const int h = static_cast<int>(blockIdx.y);
   const int b = static_cast<int>(blockIdx.z);
@@ -233,18 +245,18 @@ __global__ void attentionRowDotKernel(const hip_bfloat16* dout, const hip_bfloat
 
 // dq_i = scale · Σ_j p_ij (dout_i·v_j − D_i) k_j. grid (ceil(S / 64), heads, B).
 template <int HDP>
-__global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims)
+__global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims<HDP>)
     attentionDqKernel(const hip_bfloat16* dout, const hip_bfloat16* q, const hip_bfloat16* k,
                       const hip_bfloat16* v, const float* logsumexp, const float* rowDot, Dims dims,
                       float scale, hip_bfloat16* dq) {
-  constexpr int groupLanes = HDP / kBackwardLaneDims;
-  constexpr int chunks = kBackwardLaneDims / 4;
+  constexpr int groupLanes = HDP / kBackwardLaneDims<HDP>;
+  constexpr int chunks = kBackwardLaneDims<HDP> / 4;
   constexpr int tileRows = kTileFloats / HDP;
   __shared__ float4 kTile[kTileFloats / 4];
   __shared__ float4 vTile[kTileFloats / 4];
 
   const int lane = static_cast<int>(threadIdx.x) % groupLanes;
-  const int r0 = static_cast<int>(blockIdx.x) * kRowsPerBlock;
+  const int r0 = lastRowsFirst() * kRowsPerBlock;
   const int i = r0 + static_cast<int>(threadIdx.x) / groupLanes;
   const int h = static_cast<int>(blockIdx.y);
   const int b = static_cast<int>(blockIdx.z);
@@ -256,10 +268,10 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims)
   float4 qr[chunks];
   float4 dor[chunks];
   float4 acc[chunks];
-  loadLaneChunks<HDP, kBackwardLaneDims>(qr, q + rowOffset(dims, dims.heads, b, iLoad, h),
-                                         dims.headDim, lane, scaleLog2);
-  loadLaneChunks<HDP, kBackwardLaneDims>(dor, dout + rowOffset(dims, dims.heads, b, iLoad, h),
-                                         dims.headDim, lane, 1.0f);
+  loadLaneChunks<HDP, kBackwardLaneDims<HDP>>(qr, q + rowOffset(dims, dims.heads, b, iLoad, h),
+                                              dims.headDim, lane, scaleLog2);
+  loadLaneChunks<HDP, kBackwardLaneDims<HDP>>(dor, dout + rowOffset(dims, dims.heads, b, iLoad, h),
+                                              dims.headDim, lane, 1.0f);
 #pragma unroll
   for (int c = 0; c < chunks; ++c) {
     acc[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -280,27 +292,27 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims)
     __syncthreads();
     const int tileEnd = min(tileRows, keyEnd - t0);
     for (int j = 0; j < tileEnd; ++j) {
-      const float s = groupDot<HDP, kBackwardLaneDims>(qr, kTile + j * HDP / 4, lane);
-      const float dp = groupDot<HDP, kBackwardLaneDims>(dor, vTile + j * HDP / 4, lane);
+      const float s = groupDot<HDP, kBackwardLaneDims<HDP>>(qr, kTile + j * HDP / 4, lane);
+      const float dp = groupDot<HDP, kBackwardLaneDims<HDP>>(dor, vTile + j * HDP / 4, lane);
       const float p = t0 + j <= i ? exp2f(s - lseLog2) : 0.0f;
-      addScaledRow<HDP, kBackwardLaneDims>(acc, p * (dp - rowD), kTile + j * HDP / 4, lane);
+      addScaledRow<HDP, kBackwardLaneDims<HDP>>(acc, p * (dp - rowD), kTile + j * HDP / 4, lane);
     }
   }
   if (valid) {
-    storeLaneChunks<HDP, kBackwardLaneDims>(acc, dq + rowOffset(dims, dims.heads, b, i, h),
-                                            dims.headDim, lane, scale);
+    storeLaneChunks<HDP, kBackwardLaneDims<HDP>>(acc, dq + rowOffset(dims, dims.heads, b, i, h),
+                                                 dims.headDim, lane, scale);
   }
 }
 
 // Per query head h: dk_j = scale · Σ_i ds_ij q_i, dv_j = Σ_i p_ij dout_i over i ≥ j, into the
 // f32 partials (B, S, heads, hd). grid (ceil(S / 64), heads, B); a group of lanes per key row.
 template <int HDP>
-__global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims)
+__global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims<HDP>)
     attentionDkDvKernel(const hip_bfloat16* dout, const hip_bfloat16* q, const hip_bfloat16* k,
                         const hip_bfloat16* v, const float* logsumexp, const float* rowDot,
                         Dims dims, float scale, float* dkPartial, float* dvPartial) {
-  constexpr int groupLanes = HDP / kBackwardLaneDims;
-  constexpr int chunks = kBackwardLaneDims / 4;
+  constexpr int groupLanes = HDP / kBackwardLaneDims<HDP>;
+  constexpr int chunks = kBackwardLaneDims<HDP> / 4;
   constexpr int tileRows = kTileFloats / HDP;
   __shared__ float4 qTile[kTileFloats / 4];
   __shared__ float4 doTile[kTileFloats / 4];
@@ -321,10 +333,10 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims)
   float4 vr[chunks];
   float4 dkAcc[chunks];
   float4 dvAcc[chunks];
-  loadLaneChunks<HDP, kBackwardLaneDims>(kr, k + rowOffset(dims, dims.kvHeads, b, jLoad, kvh),
-                                         dims.headDim, lane, scaleLog2);
-  loadLaneChunks<HDP, kBackwardLaneDims>(vr, v + rowOffset(dims, dims.kvHeads, b, jLoad, kvh),
-                                         dims.headDim, lane, 1.0f);
+  loadLaneChunks<HDP, kBackwardLaneDims<HDP>>(kr, k + rowOffset(dims, dims.kvHeads, b, jLoad, kvh),
+                                              dims.headDim, lane, scaleLog2);
+  loadLaneChunks<HDP, kBackwardLaneDims<HDP>>(vr, v + rowOffset(dims, dims.kvHeads, b, jLoad, kvh),
+                                              dims.headDim, lane, 1.0f);
 #pragma unroll
   for (int c = 0; c < chunks; ++c) {
     dkAcc[c] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -347,11 +359,12 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims)
     }
     __syncthreads();
     for (int r = 0; r < rows; ++r) {
-      const float s = groupDot<HDP, kBackwardLaneDims>(kr, qTile + r * HDP / 4, lane);
-      const float dp = groupDot<HDP, kBackwardLaneDims>(vr, doTile + r * HDP / 4, lane);
+      const float s = groupDot<HDP, kBackwardLaneDims<HDP>>(kr, qTile + r * HDP / 4, lane);
+      const float dp = groupDot<HDP, kBackwardLaneDims<HDP>>(vr, doTile + r * HDP / 4, lane);
       const float p = t0 + r >= j ? exp2f(s - lseTile[r]) : 0.0f;
-      addScaledRow<HDP, kBackwardLaneDims>(dvAcc, p, doTile + r * HDP / 4, lane);
-      addScaledRow<HDP, kBackwardLaneDims>(dkAcc, p * (dp - dTile[r]), qTile + r * HDP / 4, lane);
+      addScaledRow<HDP, kBackwardLaneDims<HDP>>(dvAcc, p, doTile + r * HDP / 4, lane);
+      addScaledRow<HDP, kBackwardLaneDims<HDP>>(dkAcc, p * (dp - dTile[r]), qTile + r * HDP / 4,
+                                                lane);
     }
   }
   if (valid) {
@@ -437,13 +450,13 @@ void launchBackward(const std::uint16_t* dout, const std::uint16_t* q, const std
                     const std::uint16_t* v, const float* logsumexp, const AttentionShape& shape,
                     float scale, AttentionBackwardScratch scratch, std::uint16_t* dq,
                     hipStream_t stream) {
-  const dim3 block(kRowsPerBlock * HDP / kBackwardLaneDims);
-  launch("attention_backward", attentionDqKernel<HDP>, rowBlocksGrid(shape), block, 0, stream,
-         asBf16(dout), asBf16(q), asBf16(k), asBf16(v), logsumexp, scratch.rowDot, toDims(shape),
-         scale, asBf16(dq));
-  launch("attention_backward", attentionDkDvKernel<HDP>, rowBlocksGrid(shape), block, 0, stream,
-         asBf16(dout), asBf16(q), asBf16(k), asBf16(v), logsumexp, scratch.rowDot, toDims(shape),
-         scale, scratch.dkPartial, scratch.dvPartial);
+  launch("attention_backward", attentionDqKernel<HDP>, rowBlocksGrid(shape),
+         dim3(kRowsPerBlock * HDP / kBackwardLaneDims<HDP>), 0, stream, asBf16(dout), asBf16(q),
+         asBf16(k), asBf16(v), logsumexp, scratch.rowDot, toDims(shape), scale, asBf16(dq));
+  launch("attention_backward", attentionDkDvKernel<HDP>, rowBlocksGrid(shape),
+         dim3(kRowsPerBlock * HDP / kBackwardLaneDims<HDP>), 0, stream, asBf16(dout), asBf16(q),
+         asBf16(k), asBf16(v), logsumexp, scratch.rowDot, toDims(shape), scale, scratch.dkPartial,
+         scratch.dvPartial);
 }
 
 }  // namespace
