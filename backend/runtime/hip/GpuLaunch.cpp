@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "runtime/LaunchControl.h"
+#include "runtime/OpTiming.h"  // defines: opTimingEnabled
 
 namespace lorascope::runtime {
 namespace {
@@ -62,12 +63,17 @@ std::shared_ptr<EventApi> platformEventApi() {
 
 namespace gpu {
 
-LaunchStatus beforeLaunch(const char* op, hipStream_t /*stream*/) {
+LaunchStatus beforeLaunch(const char* op, hipStream_t stream) {
   LaunchControl& control = launchControl();
   control.enterOp(op);
   if (control.policy().serialize) {
     if (const hipError_t error = hipDeviceSynchronize(); error != hipSuccess) {
       return {error, "serialize: device sync before launch"};
+    }
+  }
+  if (opTimingEnabled()) {
+    if (const hipError_t error = recordOpStart(op, stream); error != hipSuccess) {
+      return {error, "op timing: start event"};
     }
   }
   return {hipSuccess, ""};
@@ -76,6 +82,12 @@ LaunchStatus beforeLaunch(const char* op, hipStream_t /*stream*/) {
 LaunchStatus afterLaunch(const char* op, hipStream_t stream, hipError_t launchError) {
   if (launchError != hipSuccess) {
     return {launchError, "launch"};
+  }
+  // Before the queue tracker's event, so the bracket holds the op's kernels alone.
+  if (opTimingEnabled()) {
+    if (const hipError_t error = recordOpEnd(stream); error != hipSuccess) {
+      return {error, "op timing: end event"};
+    }
   }
   LaunchControl& control = launchControl();
   try {

@@ -20,4 +20,10 @@ LaunchStatus beforeLaunch(const char* op, hipStream_t stream);
 // says: `serialize` synchronises the device, `blocking` the stream.
 LaunchStatus afterLaunch(const char* op, hipStream_t stream, hipError_t launchError);
 
+// Per-op timing (runtime/OpTiming.h), called by the two hooks above only while it is on: the
+// start event just before the launch, the end event just after a successful one (a failed launch
+// leaves an open bracket that takeOpTimes() drops).
+hipError_t recordOpStart(const char* op, hipStream_t stream);
+hipError_t recordOpEnd(hipStream_t stream);
+
 }  // namespace lorascope::runtime::gpu
