@@ -55,8 +55,13 @@ void checkUploadRawArgs(std::size_t bytes, DType dtype, const Shape& shape) {
 void checkMatmulArgs(const BackendCapabilities& caps, const Tensor& a, bool transposeA,
                      const Tensor& b, bool transposeB, const Tensor& c) {
   constexpr const char* op = "matmul";
-  requireActivations(op, caps, {{&a, "a"}, {&c, "c"}});
+  requireActivations(op, caps, {{&a, "a"}});
   requireOnDevice(op, "b", b, caps.device);
+  requireOnDevice(op, "c", c, caps.device);
+  if (c.dtype() != caps.activationDType && c.dtype() != DType::F32) {
+    throw ShapeError(std::string(op) + ": c is " + c.describe() + ", expected " +
+                     dtypeName(caps.activationDType) + " or f32");
+  }
   requireRank(op, "a", a, 2, "a matrix");
   requireRank(op, "b", b, 2, "a matrix");
   const std::int64_t m = a.dim(transposeA ? 1 : 0);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/GemmImplementation.h"
 #include "compute/Tensor.h"
 
 namespace lorascope::memory {
@@ -85,13 +86,20 @@ class Backend {
 
   // General matrix product: c = alpha · op(a) · op(b) + beta · c, op(t) = tᵀ when transposed.
   //   a  (M, K), or (K, M) with transposeA   activation dtype
-  //   b  (K, N), or (N, K) with transposeB   any dtype (a frozen weight, or an activation)
-  //   c  (M, N)                              activation dtype; read only when beta != 0
+  //   b  (K, N), or (N, K) with transposeB   any dtype (a frozen weight, an f32 LoRA weight, or
+  //                                          an activation)
+  //   c  (M, N)                              activation dtype, or f32 (LoRA weight gradients
+  //                                          accumulate in f32); read only when beta != 0
   // A linear layer y = x·Wᵀ is matmul(x, false, W, true, y, 1, 0); its input gradient
   // dx = dy·W is matmul(dy, false, W, false, dx, 1, 0); a LoRA weight gradient dA += dhᵀ·x is
   // matmul(dh, true, x, false, dA, 1, 1).
   virtual void matmul(const Tensor& a, bool transposeA, const Tensor& b, bool transposeB, Tensor& c,
                       float alpha, float beta) = 0;
+  // The GEMM that matmul runs on from the next call on, so the engine can switch at a step
+  // boundary. Throws UnsupportedOpError naming the reason when `impl` is not in this build
+  // (Vendor on an AMD build whose ROCm install had no hipBLAS). Default: Vendor where available.
+  virtual void setGemmImplementation(GemmImplementation impl) = 0;
+  virtual GemmImplementation gemmImplementation() const = 0;
 
   // Embedding gather: out[t] = table[ids[t]]. Throws ShapeError naming the id when one is outside
   // [0, vocab).

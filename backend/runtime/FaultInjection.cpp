@@ -1,7 +1,10 @@
 // FaultInjection.cpp — spec parsing, rule matching and the injected failures.
 #include "runtime/FaultInjection.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 namespace lorascope::runtime {
 namespace {
@@ -91,6 +94,10 @@ const char* faultKindName(FaultKind kind) {
   return "hang";
 }
 
+std::string toSpec(const FaultRule& rule) {
+  return std::string(faultKindName(rule.kind)) + "@" + rule.op + "#" + std::to_string(rule.nth);
+}
+
 FaultConfig parseFaultSpec(std::string_view spec) {
   FaultConfig config;
   bool kindsGiven = false;
@@ -177,8 +184,14 @@ void FaultInjector::configure(FaultConfig config) {
   history_.clear();
 }
 
+void FaultInjector::setObserver(std::function<void(const FiredFault&)> observer) {
+  const std::lock_guard lock(mutex_);
+  observer_ = std::move(observer);
+}
+
 std::optional<FaultKind> FaultInjector::decide(std::string_view op, bool atStep,
-                                               std::uint64_t stepNumber, std::uint64_t& count) {
+                                               std::uint64_t stepNumber, std::uint64_t& count,
+                                               std::string& ruleText) {
   std::optional<FaultKind> chosen;
   for (std::size_t i = 0; i < config_.rules.size(); ++i) {
     const FaultRule& rule = config_.rules[i];
@@ -191,6 +204,7 @@ std::optional<FaultKind> FaultInjector::decide(std::string_view op, bool atStep,
       ruleFired_[i] = true;
       chosen = rule.kind;
       count = seen;
+      ruleText = toSpec(rule);
     }
   }
   if (!atStep) {
@@ -214,8 +228,9 @@ void FaultInjector::atLaunch(std::string_view op) {
     throw InjectedFault(sticky_->kind, std::string(op), sticky_->count, true);
   }
   std::uint64_t count = 0;
-  if (const auto kind = decide(op, false, 0, count)) {
-    fire(*kind, op, count, lock);
+  std::string rule;
+  if (const auto kind = decide(op, false, 0, count, rule)) {
+    fire(FiredFault{*kind, std::string(op), count, std::move(rule)}, lock);
   }
 }
 
@@ -225,14 +240,20 @@ void FaultInjector::atStep(std::int64_t step) {
   }
   std::unique_lock lock(mutex_);
   std::uint64_t count = 0;
-  if (const auto kind = decide(kStepSite, true, static_cast<std::uint64_t>(step), count)) {
-    fire(*kind, kStepSite, count, lock);
+  std::string rule;
+  if (const auto kind = decide(kStepSite, true, static_cast<std::uint64_t>(step), count, rule)) {
+    fire(FiredFault{*kind, kStepSite, count, std::move(rule)}, lock);
   }
 }
 
-void FaultInjector::fire(FaultKind kind, std::string_view op, std::uint64_t count,
-                         std::unique_lock<std::mutex>& lock) {
-  history_.push_back({kind, std::string(op), count});
+void FaultInjector::fire(FiredFault fault, std::unique_lock<std::mutex>& lock) {
+  if (observer_) {
+    observer_(fault);
+  }
+  const FaultKind kind = fault.kind;
+  const std::uint64_t count = fault.count;
+  std::string op = fault.op;
+  history_.push_back(std::move(fault));
   if (kind == FaultKind::IllegalAddress) {
     sticky_ = history_.back();
   }
@@ -242,7 +263,7 @@ void FaultInjector::fire(FaultKind kind, std::string_view op, std::uint64_t coun
     hangReleased_.wait(lock, [&] { return hangGeneration_ != generation; });
     --hangingThreads_;
   }
-  throw InjectedFault(kind, std::string(op), count, false);
+  throw InjectedFault(kind, std::move(op), count, false);
 }
 
 void FaultInjector::releaseHangs() {
@@ -261,6 +282,52 @@ std::vector<FiredFault> FaultInjector::history() const {
 bool FaultInjector::hanging() const {
   const std::lock_guard lock(mutex_);
   return hangingThreads_ > 0;
+}
+
+FaultConfig FaultLedger::begin(FaultConfig config) const {
+  if (config.empty()) {
+    return config;
+  }
+  std::ifstream in(file_, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string all = text.str();
+  std::uint32_t starts = 0;
+  std::size_t begin = 0;
+  // Only lines with their newline count: a torn last line is a record that never happened.
+  for (std::size_t end; (end = all.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    const std::string_view line = std::string_view(all).substr(begin, end - begin);
+    if (line == "start") {
+      ++starts;
+    } else if (line.starts_with("fired ")) {
+      const std::string_view fired = line.substr(6);
+      const auto it = std::find_if(config.rules.begin(), config.rules.end(),
+                                   [&](const FaultRule& rule) { return toSpec(rule) == fired; });
+      if (it != config.rules.end()) {
+        config.rules.erase(it);  // one ledger line takes out one copy of a repeated rule
+      }
+    }
+  }
+  config.seed += starts;
+  // After a torn last line, the new record starts on a line of its own.
+  append(all.empty() || all.back() == '\n' ? "start" : "\nstart");
+  return config;
+}
+
+void FaultLedger::record(const FiredFault& fault) const {
+  if (!fault.rule.empty()) {
+    append("fired " + fault.rule);
+  }
+}
+
+void FaultLedger::append(const std::string& line) const {
+  std::ofstream out(file_, std::ios::binary | std::ios::app);
+  out << line + "\n";  // one buffer, written by one flush
+  out.flush();
+  if (!out) {
+    throw std::runtime_error("cannot write the fault ledger " + file_.string() +
+                             ": check that the run directory is writable");
+  }
 }
 
 }  // namespace lorascope::runtime

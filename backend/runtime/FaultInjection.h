@@ -10,13 +10,17 @@
 //   seed=S        seed of the random draws (default 1), so a run is reproducible
 // Example: LORASCOPE_FAULTS="blas@matmul#3,hang@step#10,random=0.001,seed=7"
 //
-// Each rule fires once per process (the supervisor's restarted engine gets a new spec). After an
-// injected illegal address every later launch throws it again, as the real sticky error would.
+// Each rule fires once per process; the engine makes that once per run with a FaultLedger in the
+// run directory, so "oom@step#120" means step 120 of the run however often the engine restarts.
+// After an injected illegal address every later launch throws it again, as the real sticky error
+// would.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -39,6 +43,8 @@ struct FaultRule {
   std::string op = kAnyOp;  // op name, "*" or "step"
   std::uint64_t nth = 1;    // the Nth matching launch, or step number N
 };
+// The rule as a spec spells it ("oom@step#12"); the ledger's and the reports' name for it.
+std::string toSpec(const FaultRule& rule);
 
 struct FaultConfig {
   std::vector<FaultRule> rules;
@@ -78,6 +84,7 @@ struct FiredFault {
   FaultKind kind;
   std::string op;
   std::uint64_t count;  // which launch of the op (or which step)
+  std::string rule;     // toSpec() of the rule that fired; "" for a random draw
 };
 
 class FaultInjector {
@@ -86,6 +93,9 @@ class FaultInjector {
 
   // Replaces the rules and clears counters, history and a sticky fault.
   void configure(FaultConfig config);
+  // Told of every fault before it takes effect (before the throw, before a hang blocks), on the
+  // thread that hit it and under the injector's lock: it must not call back into the injector.
+  void setObserver(std::function<void(const FiredFault&)> observer);
   // Called before every launch of `op`: throws InjectedFault, or blocks for an injected hang
   // until releaseHangs(). Does nothing (one relaxed check) when no fault is configured.
   void atLaunch(std::string_view op);
@@ -99,9 +109,8 @@ class FaultInjector {
 
  private:
   std::optional<FaultKind> decide(std::string_view op, bool atStep, std::uint64_t stepNumber,
-                                  std::uint64_t& count);
-  void fire(FaultKind kind, std::string_view op, std::uint64_t count,
-            std::unique_lock<std::mutex>& lock);
+                                  std::uint64_t& count, std::string& ruleText);
+  void fire(FiredFault fault, std::unique_lock<std::mutex>& lock);
 
   mutable std::mutex mutex_;
   std::condition_variable hangReleased_;
@@ -113,8 +122,33 @@ class FaultInjector {
   std::mt19937 rng_;
   std::optional<FiredFault> sticky_;
   std::vector<FiredFault> history_;
+  std::function<void(const FiredFault&)> observer_;
   int hangingThreads_ = 0;
   std::uint64_t hangGeneration_ = 0;
+};
+
+// Makes the rules fire once per run instead of once per process. The engine keeps the ledger in
+// the run directory: every engine start appends "start", every rule that fires appends
+// "fired RULE" before it takes effect — in one write, so a SIGKILL leaves whole lines and at most
+// a torn last line without its newline, which is ignored. A restarted engine leaves out the rules
+// that fired (a sticky fault at step N would otherwise kill every engine that redoes step N) and
+// draws random faults from seed + the number of earlier starts (the same seed would replay the
+// previous engine's draws), so a faulted run stays reproducible from its spec alone.
+class FaultLedger {
+ public:
+  explicit FaultLedger(std::filesystem::path file) : file_(std::move(file)) {}
+
+  // Records this engine's start and returns the config it runs with. An empty config is
+  // returned as it is and leaves no file. Throws std::runtime_error naming the file when it
+  // cannot be read or written.
+  FaultConfig begin(FaultConfig config) const;
+  // Appends a fired rule (random draws are not replayed by design and are not recorded).
+  void record(const FiredFault& fault) const;
+
+ private:
+  void append(const std::string& line) const;
+
+  std::filesystem::path file_;
 };
 
 }  // namespace lorascope::runtime

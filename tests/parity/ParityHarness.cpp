@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "compute/Bf16.h"
+#include "compute/Errors.h"
 
 namespace lorascope::parity {
 
@@ -53,6 +54,38 @@ std::vector<float> roundTo(compute::DType dtype, std::vector<float> values) {
     }
   }
   return values;
+}
+
+std::vector<Comparison> compareBackends(compute::Backend& cpu, compute::Backend& gpu,
+                                        const std::vector<std::string>& names, Tolerance tolerance,
+                                        const std::function<OpOutputs(compute::Backend&)>& body) {
+  const OpOutputs reference = body(cpu);
+  const OpOutputs candidate = body(gpu);
+  std::vector<Comparison> results;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    results.push_back(compareOutputs(names[i], reference.at(i), candidate.at(i), tolerance));
+  }
+  return results;
+}
+
+Comparison compareShapeErrors(compute::Backend& cpu, compute::Backend& gpu,
+                              const std::string& expected,
+                              const std::function<void(compute::Backend&)>& body) {
+  Comparison result;
+  result.output = "error";
+  for (compute::Backend* backend : {&cpu, &gpu}) {
+    bool matched = false;
+    try {
+      body(*backend);
+    } catch (const compute::ShapeError& e) {
+      matched = std::string(e.what()).find(expected) != std::string::npos;
+    }
+    if (!matched) {
+      ++result.failures;
+      result.worstRatio = 1.0;
+    }
+  }
+  return result;
 }
 
 }  // namespace lorascope::parity

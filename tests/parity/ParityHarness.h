@@ -51,8 +51,23 @@ std::vector<float> randomNormal(std::mt19937& rng, std::size_t count, float mean
 // What a value becomes once stored in `dtype` (identity for f32).
 std::vector<float> roundTo(compute::DType dtype, std::vector<float> values);
 
+// The outputs of one op run, each downloaded as floats.
+using OpOutputs = std::vector<std::vector<float>>;
+// Runs `body` on the CPU backend, then on the GPU backend, and compares output i of the two
+// under names[i], all at `tolerance`.
+std::vector<Comparison> compareBackends(compute::Backend& cpu, compute::Backend& gpu,
+                                        const std::vector<std::string>& names, Tolerance tolerance,
+                                        const std::function<OpOutputs(compute::Backend&)>& body);
+// For bad input: passes (one comparison named "error") when `body` throws ShapeError on both
+// backends with `expected` in both messages; maxAbsError stays 0, worstRatio is 1 on a miss.
+Comparison compareShapeErrors(compute::Backend& cpu, compute::Backend& gpu,
+                              const std::string& expected,
+                              const std::function<void(compute::Backend&)>& body);
+
 // One list per op family; parity_main.cpp runs them all.
 std::vector<ParityCase> rmsnormCases();
 std::vector<ParityCase> attentionCases();
+std::vector<ParityCase> gemmCases(bool vendorGemm);  // vendorGemm: the build has a vendor BLAS
+std::vector<ParityCase> elementwiseCases();
 
 }  // namespace lorascope::parity

@@ -2,13 +2,13 @@
 // benchmark shapes (B8 × S512: Qwen2.5-0.5B 14/2 heads, Llama-3.2-1B 32/8 heads, head_dim 64).
 // Qt-free; scripts/gpu-check.sh runs it on the device machine. Exit 77 without a GPU.
 //   bench_attention [--iterations N]
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
 
+#include "BenchTiming.h"    // defines: millisecondsPerCall
 #include "ParityHarness.h"  // defines: randomNormal
 #include "compute/Backend.h"
 #include "compute/Errors.h"
@@ -17,26 +17,12 @@ using namespace lorascope;
 
 namespace {
 
+using parity::millisecondsPerCall;
+
 struct BenchShape {
   const char* name;
   std::int64_t batch, seq, heads, kvHeads, headDim;
 };
-
-// Mean wall time of `iterations` calls after two warm-up calls, the stream drained around them.
-template <typename Op>
-double millisecondsPerCall(compute::Backend& gpu, int iterations, Op op) {
-  op();
-  op();
-  gpu.synchronize();
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < iterations; ++i) {
-    op();
-  }
-  gpu.synchronize();
-  const std::chrono::duration<double, std::milli> elapsed =
-      std::chrono::steady_clock::now() - start;
-  return elapsed.count() / iterations;
-}
 
 void benchShape(compute::Backend& gpu, const BenchShape& s, int iterations, std::mt19937& rng) {
   using compute::DType;

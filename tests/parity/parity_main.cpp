@@ -34,10 +34,20 @@ int main(int argc, char** argv) {
   std::cout << "parity: " << gpu->capabilities().name << " vs " << cpu->capabilities().name << "\n";
 
   std::vector<parity::ParityCase> cases = parity::rmsnormCases();
-  for (auto family : {parity::attentionCases}) {
+  for (auto family : {parity::attentionCases, parity::elementwiseCases}) {
     std::vector<parity::ParityCase> more = family();
     cases.insert(cases.end(), more.begin(), more.end());
   }
+  // The vendor GEMM's cases run where the build has one (an AMD build may lack hipBLAS).
+  bool vendorGemm = true;
+  try {
+    gpu->setGemmImplementation(compute::GemmImplementation::Vendor);
+  } catch (const compute::UnsupportedOpError& e) {
+    vendorGemm = false;
+    std::cout << "note: vendor GEMM cases skipped: " << e.what() << "\n";
+  }
+  std::vector<parity::ParityCase> gemm = parity::gemmCases(vendorGemm);
+  cases.insert(cases.end(), gemm.begin(), gemm.end());
   nlohmann::json report = nlohmann::json::array();
   int failed = 0;
   int run = 0;

@@ -1,9 +1,13 @@
 // test_fault_injection.cpp — the LORASCOPE_FAULTS spec, Nth-launch and step rules, seeded random
-// faults, sticky illegal addresses and injected hangs.
+// faults, sticky illegal addresses, injected hangs, and the ledger that makes rules fire once per
+// run across engine restarts.
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "runtime/FaultInjection.h"
@@ -151,6 +155,41 @@ class TestFaultInjection : public QObject {
     QVERIFY_THROWS_EXCEPTION(InjectedFault, stepped.enterOp("rope"));  // sticky afterwards
     control.setPolicy({true, false});
     QCOMPARE(control.policy(), (LaunchPolicy{true, false}));
+  }
+
+  void aLedgerMakesEachRuleFireOncePerRun() {
+    QTemporaryDir dir;
+    const std::filesystem::path file = dir.filePath("faults.ledger").toStdString();
+    const FaultLedger ledger(file);
+    const char* spec = "oom@step#3,blas@step#3,oom@step#3,random=0.01,seed=5";
+    // The first engine: every rule, the spec's seed; what fires is recorded before it acts.
+    FaultConfig first = ledger.begin(parseFaultSpec(spec));
+    QCOMPARE(first.rules.size(), std::size_t{3});
+    QCOMPARE(first.seed, std::uint32_t{5});
+    FaultInjector injector(first);
+    std::vector<std::string> seen;
+    injector.setObserver([&](const FiredFault& fault) {
+      ledger.record(fault);
+      seen.push_back(fault.rule);
+    });
+    QVERIFY_THROWS_EXCEPTION(InjectedFault, injector.atStep(3));
+    QCOMPARE(seen, std::vector<std::string>{"oom@step#3"});
+    // The restarted engine: the fired copy of the repeated rule is left out, draws use seed + 1.
+    FaultConfig second = ledger.begin(parseFaultSpec(spec));
+    QCOMPARE(second.rules.size(), std::size_t{2});
+    QCOMPARE(toSpec(second.rules[0]), std::string("blas@step#3"));
+    QCOMPARE(toSpec(second.rules[1]), std::string("oom@step#3"));
+    QCOMPARE(second.seed, std::uint32_t{6});
+    // A record torn by a SIGKILL (no newline) never happened, and does not swallow the next one.
+    std::ofstream(file, std::ios::app) << "fired blas@st";
+    FaultConfig third = ledger.begin(parseFaultSpec(spec));
+    QCOMPARE(third.rules.size(), std::size_t{2});
+    QCOMPARE(third.seed, std::uint32_t{7});
+    QCOMPARE(ledger.begin(parseFaultSpec(spec)).seed, std::uint32_t{8});
+    // No faults configured: no ledger is written.
+    const FaultLedger unused(dir.filePath("unused").toStdString());
+    QVERIFY(unused.begin(FaultConfig{}).empty());
+    QVERIFY(!std::filesystem::exists(dir.filePath("unused").toStdString()));
   }
 };
 

@@ -66,6 +66,10 @@ class CpuBackend final : public Backend {
   }
 
   std::vector<float> download(const Tensor& tensor) override { return widenToFloat(tensor); }
+  // OpenBLAS is the CPU's only GEMM: the choice is recorded for the engine to report, and takes
+  // effect when the run moves to a GPU backend.
+  void setGemmImplementation(GemmImplementation impl) override { gemmImplementation_ = impl; }
+  GemmImplementation gemmImplementation() const override { return gemmImplementation_; }
   // Every stored dtype is accepted: CPU ops widen bf16/f16 weights block by block.
   Tensor uploadRaw(std::span<const std::byte> bytes, DType dtype, const Shape& shape) override {
     checkUploadRawArgs(bytes.size(), dtype, shape);
@@ -179,6 +183,7 @@ class CpuBackend final : public Backend {
 
  private:
   BackendCapabilities caps_;
+  GemmImplementation gemmImplementation_ = GemmImplementation::Vendor;
   std::vector<float> matmulScratch_;  // fp32 blocks of 16-bit weights (cpu/matmul.cpp's note)
   cpu::LmHeadScratch lmHeadScratch_;  // one logits chunk + widened weight block
 };

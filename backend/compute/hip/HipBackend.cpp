@@ -35,11 +35,15 @@ HipBackend::HipBackend(int deviceIndex) : deviceIndex_(deviceIndex) {
   allocator_ = std::make_shared<memory::DeviceAllocator>(
       memory::createHipDeviceMemory(deviceIndex_), memory::AllocatorPolicy{},
       reinterpret_cast<std::uintptr_t>(stream_));
+  if (vendorGemmAvailable()) {
+    gemmImplementation_ = GemmImplementation::Vendor;
+  }
 }
 
 HipBackend::~HipBackend() {
   if (stream_ != nullptr) {
     (void)hipStreamSynchronize(stream_);
+    vendorBlas_.reset();  // the BLAS handle is bound to the stream: release it first
     (void)hipStreamDestroy(stream_);
   }
 }

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "compute/Backend.h"
+#include "compute/hip/gemm.h"             // defines: VendorBlas
 #include "compute/hip/hip_portability.h"  // defines: hipStream_t
 #include "memory/DeviceAllocator.h"       // defines: DeviceAllocator
 
@@ -34,6 +35,8 @@ class HipBackend final : public Backend {
                        Tensor& dx) override;
   void matmul(const Tensor& a, bool transposeA, const Tensor& b, bool transposeB, Tensor& c,
               float alpha, float beta) override;
+  void setGemmImplementation(GemmImplementation impl) override;
+  GemmImplementation gemmImplementation() const override { return gemmImplementation_; }
   void embeddingForward(const Tensor& table, std::span<const std::int32_t> ids,
                         Tensor& out) override;
   void rope(Tensor& x, std::span<const std::int32_t> positions, const Tensor& invFreq,
@@ -63,6 +66,8 @@ class HipBackend final : public Backend {
   hipStream_t stream_ = nullptr;
   std::shared_ptr<memory::DeviceAllocator> allocator_;
   BackendCapabilities caps_;
+  GemmImplementation gemmImplementation_ = GemmImplementation::BuiltIn;  // the constructor's pick
+  std::unique_ptr<VendorBlas> vendorBlas_;  // bound to stream_; created by the first vendor matmul
 };
 
 }  // namespace lorascope::compute::hip

@@ -1,42 +1,97 @@
 // hip/HipBackendOpsElementwise.cpp — launchers of the gather, rotary, activation, add and
-// cross-entropy ops.
+// cross-entropy ops (kernels in hip/elementwise.hip).
+#include <string>
+
 #include "compute/Errors.h"
 #include "compute/hip/HipBackend.h"
+#include "compute/hip/HipCheck.h"     // defines: LORASCOPE_HIP_CHECK
+#include "compute/hip/elementwise.h"  // defines: the kernel launchers
 
 namespace lorascope::compute::hip {
 namespace {
 
-[[noreturn]] void throwNoGpuKernelYet(const char* op) {
-  throw UnsupportedOpError(std::string(op) +
-                           " has no GPU kernel yet; run this step on the CPU backend");
+// Copies host indices (ids, positions, targets) to the device on `stream`, ordered before the
+// kernel that reads them. The staging copy of pageable memory is finished when the call returns,
+// so the host span may go away at once. Stored as an f32-typed tensor of the same 4-byte size:
+// Tensor has no integer dtype, and only the launchers here read it.
+Tensor uploadIndices(HipBackend& backend, std::span<const std::int32_t> values) {
+  static_assert(sizeof(std::int32_t) == sizeof(float));
+  Tensor t = backend.empty(DType::F32, {static_cast<std::int64_t>(values.size())});
+  if (!values.empty()) {
+    LORASCOPE_HIP_CHECK(hipMemcpyAsync(t.data(), values.data(), values.size_bytes(),
+                                       hipMemcpyHostToDevice, backend.stream()));
+  }
+  return t;
+}
+
+const std::int32_t* indices(const Tensor& t) {
+  return t.as<std::int32_t>();
 }
 
 }  // namespace
 
-void HipBackend::embeddingForward(const Tensor&, std::span<const std::int32_t>, Tensor&) {
-  throwNoGpuKernelYet("embedding_forward");
+void HipBackend::embeddingForward(const Tensor& table, std::span<const std::int32_t> ids,
+                                  Tensor& out) {
+  checkEmbeddingArgs(caps_, table, ids.size(), out);
+  const bool tableIsBf16 = isBf16Weight("embedding_forward", table);
+  const std::int64_t vocab = table.dim(0);
+  for (std::size_t t = 0; t < ids.size(); ++t) {
+    if (ids[t] < 0 || ids[t] >= vocab) {
+      throw ShapeError("embedding_forward: token id " + std::to_string(ids[t]) + " at position " +
+                       std::to_string(t) + " is outside the vocabulary [0, " +
+                       std::to_string(vocab) + ")");
+    }
+  }
+  const Tensor deviceIds = uploadIndices(*this, ids);
+  hip::embeddingForward(table.data(), tableIsBf16, table.dim(1), indices(deviceIds),
+                        static_cast<std::int64_t>(ids.size()), out.as<std::uint16_t>(), stream_);
 }
-void HipBackend::rope(Tensor&, std::span<const std::int32_t>, const Tensor&, bool) {
-  throwNoGpuKernelYet("rope");
+
+void HipBackend::rope(Tensor& x, std::span<const std::int32_t> positions, const Tensor& invFreq,
+                      bool inverse) {
+  checkRopeArgs(caps_, x, positions.size(), invFreq);
+  const Tensor devicePositions = uploadIndices(*this, positions);
+  hip::rope(x.as<std::uint16_t>(), x.dim(0), x.dim(1), x.dim(2), indices(devicePositions),
+            invFreq.as<float>(), inverse, stream_);
 }
-void HipBackend::swigluForward(const Tensor&, const Tensor&, Tensor&) {
-  throwNoGpuKernelYet("swiglu_forward");
+
+void HipBackend::swigluForward(const Tensor& gate, const Tensor& up, Tensor& out) {
+  checkSwigluArgs(caps_, gate, up, out);
+  hip::swigluForward(gate.as<std::uint16_t>(), up.as<std::uint16_t>(), gate.numel(),
+                     out.as<std::uint16_t>(), stream_);
 }
-void HipBackend::swigluBackward(const Tensor&, const Tensor&, const Tensor&, Tensor&, Tensor&) {
-  throwNoGpuKernelYet("swiglu_backward");
+
+void HipBackend::swigluBackward(const Tensor& dout, const Tensor& gate, const Tensor& up,
+                                Tensor& dgate, Tensor& dup) {
+  checkSwigluBackwardArgs(caps_, dout, gate, up, dgate, dup);
+  hip::swigluBackward(dout.as<std::uint16_t>(), gate.as<std::uint16_t>(), up.as<std::uint16_t>(),
+                      gate.numel(), dgate.as<std::uint16_t>(), dup.as<std::uint16_t>(), stream_);
 }
-void HipBackend::addInPlace(Tensor&, const Tensor&) {
-  throwNoGpuKernelYet("add");
+
+void HipBackend::addInPlace(Tensor& x, const Tensor& y) {
+  checkAddArgs(caps_, x, y);
+  hip::addInPlace(x.as<std::uint16_t>(), y.as<std::uint16_t>(), x.numel(), stream_);
 }
-void HipBackend::addBias(Tensor&, const Tensor&) {
-  throwNoGpuKernelYet("add_bias");
+
+void HipBackend::addBias(Tensor& x, const Tensor& bias) {
+  checkAddBiasArgs(caps_, x, bias);
+  hip::addBias(x.as<std::uint16_t>(), bias.data(), isBf16Weight("add_bias", bias), x.dim(0),
+               x.dim(1), stream_);
 }
-void HipBackend::multiplyInPlace(Tensor&, const Tensor&) {
-  throwNoGpuKernelYet("multiply");
+
+void HipBackend::multiplyInPlace(Tensor& x, const Tensor& y) {
+  checkMultiplyArgs(caps_, x, y);
+  hip::multiplyInPlace(x.as<std::uint16_t>(), y.as<std::uint16_t>(), x.numel(), stream_);
 }
-void HipBackend::crossEntropyForward(const Tensor&, std::span<const std::int32_t>, Tensor&,
-                                     Tensor&) {
-  throwNoGpuKernelYet("cross_entropy_forward");
+
+void HipBackend::crossEntropyForward(const Tensor& logits, std::span<const std::int32_t> targets,
+                                     Tensor& losses, Tensor& logsumexp) {
+  checkCrossEntropyArgs(caps_, logits, targets.size(), losses, logsumexp);
+  const std::int64_t vocab = logits.dim(1);
+  checkTargetIds("cross_entropy_forward", targets, vocab);
+  const Tensor deviceTargets = uploadIndices(*this, targets);
+  hip::crossEntropyForward(logits.as<std::uint16_t>(), logits.dim(0), vocab, indices(deviceTargets),
+                           kIgnoreTarget, losses.as<float>(), logsumexp.as<float>(), stream_);
 }
 
 }  // namespace lorascope::compute::hip

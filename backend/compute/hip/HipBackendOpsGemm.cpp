@@ -1,19 +1,52 @@
-// hip/HipBackendOpsGemm.cpp — matmul through hip::gemm (vendor BLAS or the built-in GEMM).
-#include "compute/Errors.h"
+// hip/HipBackendOpsGemm.cpp — matmul on the selected GEMM (hip/gemm.h): the vendor BLAS or the
+// built-in kernel, switchable between any two calls.
 #include "compute/hip/HipBackend.h"
+#include "compute/hip/elementwise.h"  // defines: castF32ToBf16
+#include "compute/hip/gemm.h"         // defines: builtinGemm, VendorBlas
 
 namespace lorascope::compute::hip {
 namespace {
 
-[[noreturn]] void throwNoGpuKernelYet(const char* op) {
-  throw UnsupportedOpError(std::string(op) +
-                           " has no GPU kernel yet; run this step on the CPU backend");
+GemmOperand operandOf(const Tensor& t, bool transposed) {
+  return {t.data(), t.dtype(), t.dim(0), t.dim(1), t.dim(1), transposed};
 }
 
 }  // namespace
 
-void HipBackend::matmul(const Tensor&, bool, const Tensor&, bool, Tensor&, float, float) {
-  throwNoGpuKernelYet("matmul");
+void HipBackend::setGemmImplementation(GemmImplementation impl) {
+  if (impl == GemmImplementation::Vendor && !vendorBlas_) {
+    // Created here rather than at the next matmul so that a build without a vendor BLAS refuses
+    // the selection itself (UnsupportedOpError with the reason) and the current one stays.
+    vendorBlas_ = std::make_unique<VendorBlas>(stream_);
+  }
+  gemmImplementation_ = impl;
+}
+
+void HipBackend::matmul(const Tensor& a, bool transposeA, const Tensor& b, bool transposeB,
+                        Tensor& c, float alpha, float beta) {
+  checkMatmulArgs(caps_, a, transposeA, b, transposeB, c);
+  isBf16Weight("matmul", b);  // rejects f16
+  const GemmOperand opA = operandOf(a, transposeA);
+  GemmOperand opB = operandOf(b, transposeB);
+  const GemmOutput out{c.data(), c.dtype(), c.dim(1)};
+  if (gemmImplementation_ == GemmImplementation::BuiltIn) {
+    builtinGemm("matmul", opA, opB, out, alpha, beta, stream_);
+    return;
+  }
+  if (!vendorBlas_) {
+    vendorBlas_ = std::make_unique<VendorBlas>(stream_);
+  }
+  // The vendor GEMMs have no bf16 × f32 product. The f32 operand of the trainer's mixed products
+  // is a LoRA weight (rank × features, tiny next to the activation), so it gets a bf16 copy, as
+  // under PyTorch's autocast; the built-in GEMM reads it in f32 instead.
+  Tensor bAsBf16;
+  if (a.dtype() == DType::BF16 && b.dtype() == DType::F32) {
+    bAsBf16 = empty(DType::BF16, b.shape());
+    castF32ToBf16(b.as<float>(), b.numel(), bAsBf16.as<std::uint16_t>(), stream_);
+    opB.data = bAsBf16.data();
+    opB.dtype = DType::BF16;
+  }
+  vendorBlas_->gemm("matmul", opA, opB, out, alpha, beta);
 }
 
 }  // namespace lorascope::compute::hip

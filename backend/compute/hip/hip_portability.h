@@ -73,6 +73,27 @@
 // bf16: both vendors' types hold the 16 bits of a bfloat16 and convert to/from float.
 using hip_bfloat16 = __nv_bfloat16;
 
+// Vendor BLAS: hipBLAS names for cuBLAS, only in the translation unit that calls the BLAS
+// (gemm_vendor.cpp, compiled with LORASCOPE_VENDOR_BLAS), so no other file needs its headers.
+#if defined(LORASCOPE_VENDOR_BLAS)
+#include <cublas_v2.h>
+#define hipblasHandle_t cublasHandle_t
+#define hipblasStatus_t cublasStatus_t
+#define HIPBLAS_STATUS_SUCCESS CUBLAS_STATUS_SUCCESS
+#define hipblasStatusToString cublasGetStatusName
+#define hipblasCreate cublasCreate
+#define hipblasDestroy cublasDestroy
+#define hipblasSetStream cublasSetStream
+#define hipblasGemmEx cublasGemmEx
+#define HIPBLAS_OP_N CUBLAS_OP_N
+#define HIPBLAS_OP_T CUBLAS_OP_T
+#define HIPBLAS_COMPUTE_32F CUBLAS_COMPUTE_32F
+#define HIPBLAS_GEMM_DEFAULT CUBLAS_GEMM_DEFAULT
+#define hipDataType cudaDataType
+#define HIP_R_32F CUDA_R_32F
+#define HIP_R_16BF CUDA_R_16BF
+#endif
+
 namespace lorascope::gpu {
 
 inline constexpr const char* kPlatformName = "NVIDIA (CUDA via HIP portability header)";
@@ -112,6 +133,13 @@ __device__ inline float waveShflXor(float v, int laneMask) {
 #include <hip/hip_runtime.h>
 #else  // plain C++ host code: the runtime API only
 #include <hip/hip_runtime_api.h>
+#endif
+
+// Vendor BLAS, only in gemm_vendor.cpp (see the NVIDIA branch): hipBLAS ≥ 2 (ROCm 6), whose
+// GemmEx takes hipDataType operands and a hipblasComputeType_t once HIPBLAS_V2 is defined.
+#if defined(LORASCOPE_VENDOR_BLAS)
+#define HIPBLAS_V2
+#include <hipblas/hipblas.h>
 #endif
 
 namespace lorascope::gpu {

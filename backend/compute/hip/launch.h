@@ -7,21 +7,11 @@
 // Include only from .hip translation units (it uses the triple-chevron launch syntax).
 #pragma once
 
-#include <string>
-
-#include "compute/hip/HipCheck.h"  // defines: check
+#include "compute/hip/HipCheck.h"  // defines: checkLaunch
 #include "compute/hip/hip_portability.h"
-#include "runtime/hip/GpuLaunch.h"  // defines: beforeLaunch, afterLaunch, LaunchStatus
+#include "runtime/hip/GpuLaunch.h"  // defines: beforeLaunch, afterLaunch
 
 namespace lorascope::compute::hip {
-
-// Throws GpuError for a failed phase of a launch, e.g. "rmsnorm_forward (launch)".
-inline void checkLaunch(const runtime::gpu::LaunchStatus& status, const char* opName,
-                        const char* file, int line) {
-  if (status.error != hipSuccess) {
-    check(status.error, (std::string(opName) + " (" + status.phase + ")").c_str(), file, line);
-  }
-}
 
 // Launches kernel<<<grid, block, sharedBytes, stream>>>(args...) under the runtime's policy and
 // checks the launch.

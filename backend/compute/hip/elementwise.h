@@ -1,0 +1,48 @@
+// hip/elementwise.h — launchers of the gather, rotary, activation, add, cast and cross-entropy
+// kernels (bf16 activations, fp32 math). Plain C++17 declarations, callable from host code;
+// hip/elementwise.hip defines them. Index arrays (ids, positions, targets) are device copies,
+// already range-checked by the caller. Every launcher returns at once for empty inputs.
+#pragma once
+
+#include <cstdint>
+
+#include "compute/hip/hip_portability.h"  // defines: hipStream_t
+
+namespace lorascope::compute::hip {
+
+// out[t] = table[ids[t]]: table (vocab, dim) bf16 or f32, ids (tokens), out (tokens, dim) bf16
+void embeddingForward(const void* table, bool tableIsBf16, std::int64_t dim,
+                      const std::int32_t* ids, std::int64_t tokens, std::uint16_t* out,
+                      hipStream_t stream);
+
+// rotate_half RoPE in place (Backend::rope): x (tokens, heads, headDim) bf16, positions (tokens),
+// invFreq (headDim / 2) f32; `inverse` rotates by the negative angle.
+void rope(std::uint16_t* x, std::int64_t tokens, std::int64_t heads, std::int64_t headDim,
+          const std::int32_t* positions, const float* invFreq, bool inverse, hipStream_t stream);
+
+// out = silu(gate) ⊙ up; all (count) bf16
+void swigluForward(const std::uint16_t* gate, const std::uint16_t* up, std::int64_t count,
+                   std::uint16_t* out, hipStream_t stream);
+// dgate, dup from dout, gate, up (Backend::swigluBackward); all (count) bf16
+void swigluBackward(const std::uint16_t* dout, const std::uint16_t* gate, const std::uint16_t* up,
+                    std::int64_t count, std::uint16_t* dgate, std::uint16_t* dup,
+                    hipStream_t stream);
+
+// x += y and x ⊙= y, in place; x, y (count) bf16
+void addInPlace(std::uint16_t* x, const std::uint16_t* y, std::int64_t count, hipStream_t stream);
+void multiplyInPlace(std::uint16_t* x, const std::uint16_t* y, std::int64_t count,
+                     hipStream_t stream);
+// x[r] += bias: x (rows, dim) bf16, bias (dim) bf16 or f32
+void addBias(std::uint16_t* x, const void* bias, bool biasIsBf16, std::int64_t rows,
+             std::int64_t dim, hipStream_t stream);
+
+// out = bf16(in), rounding to nearest even: in (count) f32, out (count) bf16
+void castF32ToBf16(const float* in, std::int64_t count, std::uint16_t* out, hipStream_t stream);
+
+// Per row r: logsumexp[r] and losses[r] = logsumexp[r] − logits[r][targets[r]] (0 where the
+// target is ignoreTarget). logits (rows, vocab) bf16, targets (rows), losses, logsumexp (rows) f32
+void crossEntropyForward(const std::uint16_t* logits, std::int64_t rows, std::int64_t vocab,
+                         const std::int32_t* targets, std::int32_t ignoreTarget, float* losses,
+                         float* logsumexp, hipStream_t stream);
+
+}  // namespace lorascope::compute::hip

@@ -1,0 +1,109 @@
+// parity/bench_gemm.cpp — TFLOP/s of the vendor GEMM and the built-in one through
+// Backend::matmul at the trainer's shapes: a micro-batch of 4096 tokens through the
+// Qwen2.5-0.5B projections (y = x·Wᵀ, bf16), one 16384-row lm-head vocabulary chunk, and the
+// LoRA gradient dA += gᵀ·x (rank 8, k = 4096 tokens, f32 c). Qt-free; scripts/gpu-check.sh runs
+// it on the device machine. Exit 77 without a GPU. A benchmark, not a test.
+//   bench_gemm [--iterations N]
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "BenchTiming.h"    // defines: millisecondsPerCall
+#include "ParityHarness.h"  // defines: randomNormal
+#include "compute/Backend.h"
+#include "compute/Errors.h"
+
+using namespace lorascope;
+
+namespace {
+
+using compute::DType;
+using compute::GemmImplementation;
+using parity::millisecondsPerCall;
+
+struct GemmBenchShape {
+  const char* name;
+  std::int64_t m, n, k;
+  bool transposeA;
+  DType cType;
+};
+
+void benchShape(compute::Backend& gpu, const GemmBenchShape& s, int iterations, bool vendorGemm,
+                std::mt19937& rng) {
+  // transposeA: a is stored (k, m), as the activation gradient g of dA += gᵀ·x is; b is then
+  // the activation x (k, n). Otherwise a is x (m, k) and b the weight W (n, k), read as Wᵀ.
+  const compute::Shape aShape = s.transposeA ? compute::Shape{s.k, s.m} : compute::Shape{s.m, s.k};
+  const compute::Shape bShape = s.transposeA ? compute::Shape{s.k, s.n} : compute::Shape{s.n, s.k};
+  const auto count = [](const compute::Shape& shape) {
+    return static_cast<std::size_t>(compute::numelOf(shape));
+  };
+  const compute::Tensor a =
+      gpu.upload(parity::randomNormal(rng, count(aShape), 0, 1), DType::BF16, aShape);
+  const compute::Tensor b =
+      gpu.upload(parity::randomNormal(rng, count(bShape), 0, 0.05f), DType::BF16, bShape);
+  compute::Tensor c = gpu.empty(s.cType, {s.m, s.n});
+  const float beta = s.cType == DType::F32 ? 1.0f : 0.0f;  // gradients accumulate
+  const double flops =
+      2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+  std::printf("gemm %-22s m=%-5lld n=%-6lld k=%-5lld", s.name, static_cast<long long>(s.m),
+              static_cast<long long>(s.n), static_cast<long long>(s.k));
+  double vendorMs = 0.0;
+  for (const GemmImplementation impl : {GemmImplementation::Vendor, GemmImplementation::BuiltIn}) {
+    if (impl == GemmImplementation::Vendor && !vendorGemm) {
+      std::printf("  vendor: n/a");
+      continue;
+    }
+    gpu.setGemmImplementation(impl);
+    const double ms = millisecondsPerCall(
+        gpu, iterations, [&] { gpu.matmul(a, s.transposeA, b, !s.transposeA, c, 1.0f, beta); });
+    std::printf("  %s: %.3f ms %.1f TFLOP/s", compute::gemmImplementationName(impl), ms,
+                flops / ms * 1e-9);
+    if (impl == GemmImplementation::Vendor) {
+      vendorMs = ms;
+    } else if (vendorMs > 0.0) {
+      std::printf(" (%.2f× vendor speed)", vendorMs / ms);
+    }
+  }
+  std::printf("\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int iterations = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--iterations") == 0) {
+      iterations = std::max(1, std::atoi(argv[i + 1]));
+    }
+  }
+  std::unique_ptr<compute::Backend> gpu;
+  try {
+    gpu = compute::createGpuBackend(0);
+  } catch (const compute::NoGpuError& e) {
+    std::printf("SKIP: bench_gemm needs a GPU: %s\n", e.what());
+    return 77;
+  }
+  bool vendorGemm = true;
+  try {
+    gpu->setGemmImplementation(GemmImplementation::Vendor);
+  } catch (const compute::UnsupportedOpError& e) {
+    vendorGemm = false;
+    std::printf("note: %s\n", e.what());
+  }
+  std::printf("bench_gemm on %s, %d iterations, bf16 operands, fp32 accumulation\n",
+              gpu->capabilities().name.c_str(), iterations);
+  std::mt19937 rng(7);
+  const GemmBenchShape shapes[] = {
+      {"q/o proj 896->896", 4096, 896, 896, false, DType::BF16},
+      {"k/v proj 896->128", 4096, 128, 896, false, DType::BF16},
+      {"gate/up 896->4864", 4096, 4864, 896, false, DType::BF16},
+      {"down 4864->896", 4096, 896, 4864, false, DType::BF16},
+      {"lm-head chunk 896->16K", 4096, 16384, 896, false, DType::BF16},
+      {"lora dA 8x896, T=4096", 8, 896, 4096, true, DType::F32},
+  };
+  for (const GemmBenchShape& s : shapes) {
+    benchShape(*gpu, s, iterations, vendorGemm, rng);
+  }
+  return 0;
+}

@@ -1,0 +1,264 @@
+// parity/cases_elementwise.cpp — embedding gather, RoPE, SwiGLU, add/multiply/bias and
+// cross-entropy: HIP (bf16 activations) against CPU (fp32).
+//
+// Shapes: single elements, sizes that are not multiples of a block (256) or a wave, the
+// Qwen2.5-0.5B widths (hidden 896, 14 heads × 64, 2 KV heads, MLP 4864, vocabulary 151936) and
+// sizes large enough to need the grid-stride loops. Bad ids and targets must be refused with the
+// same ShapeError on both backends.
+#include <cmath>
+#include <string>
+
+#include "ParityHarness.h"
+#include "compute/Errors.h"
+
+namespace lorascope::parity {
+namespace {
+
+using compute::Backend;
+using compute::DType;
+using compute::Shape;
+using compute::Tensor;
+
+// bf16 outputs are the fp32 result rounded once (relative error ≤ 2^-9 ≈ 2e-3): rtol 4e-3.
+// Gathers and sums of bf16 inputs are otherwise exact, so no absolute term.
+constexpr Tolerance kRoundedOnce{0.0, 4e-3};
+// RoPE and SwiGLU also differ by a few fp32 ulps of sin/cos/exp before the rounding, which matters
+// only where the result cancels to near 0: 1e-4 of the output's RMS covers it.
+constexpr Tolerance kRoundedMath{1e-4, 4e-3};
+// Cross-entropy outputs stay f32; only the order of the fp32 sum over the vocabulary differs
+// (relative 1e-6 at 151936 terms); losses = lse − logit cancel to about 10, hence atolOfRms.
+constexpr Tolerance kF32Reduction{1e-5, 1e-5};
+
+std::size_t count(const Shape& shape) {
+  return static_cast<std::size_t>(compute::numelOf(shape));
+}
+
+std::vector<float> bf16Normal(std::mt19937& rng, const Shape& shape, float stddev) {
+  return roundTo(DType::BF16, randomNormal(rng, count(shape), 0.0f, stddev));
+}
+
+std::vector<std::int32_t> randomInts(std::mt19937& rng, std::size_t n, std::int32_t below) {
+  std::uniform_int_distribution<std::int32_t> dist(0, below - 1);
+  std::vector<std::int32_t> out(n);
+  for (std::int32_t& v : out) {
+    v = dist(rng);
+  }
+  return out;
+}
+
+std::string dims(std::initializer_list<std::pair<const char*, std::int64_t>> named) {
+  std::string text;
+  for (const auto& [name, value] : named) {
+    text += (text.empty() ? "" : " ") + std::string(name) + "=" + std::to_string(value);
+  }
+  return text;
+}
+
+void addEmbeddingCases(std::vector<ParityCase>& cases) {
+  const std::int64_t shapes[][3] = {{5, 1, 1}, {1000, 896, 7}, {32000, 64, 513}, {300, 4097, 33}};
+  for (const DType tableType : {DType::BF16, DType::F32}) {
+    for (const auto& vdt : shapes) {
+      const std::int64_t vocab = vdt[0];
+      const std::int64_t dim = vdt[1];
+      const std::int64_t tokens = vdt[2];
+      cases.push_back(
+          {"embedding_forward",
+           dims({{"vocab", vocab}, {"dim", dim}, {"tokens", tokens}}) +
+               " table=" + compute::dtypeName(tableType),
+           kRoundedOnce, [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+             const std::vector<float> table = roundTo(
+                 tableType, randomNormal(rng, static_cast<std::size_t>(vocab * dim), 0.0f, 1.0f));
+             std::vector<std::int32_t> ids = randomInts(rng, static_cast<std::size_t>(tokens),
+                                                        static_cast<std::int32_t>(vocab));
+             ids.back() = static_cast<std::int32_t>(vocab - 1);  // the last row of the table
+             return compareBackends(cpu, gpu, {"out"}, kRoundedOnce, [&](Backend& be) {
+               const Tensor t = be.upload(table, tableType, {vocab, dim});
+               Tensor out = be.empty(be.capabilities().activationDType, {tokens, dim});
+               be.embeddingForward(t, ids, out);
+               return OpOutputs{be.download(out)};
+             });
+           }});
+    }
+  }
+  cases.push_back({"embedding_forward", "vocab=10 id=10 (out of range)", kRoundedOnce,
+                   [](Backend& cpu, Backend& gpu, std::mt19937&) {
+                     return std::vector<Comparison>{
+                         compareShapeErrors(cpu, gpu, "token id 10 at position 1", [](Backend& be) {
+                           const Tensor t = be.upload(std::vector<float>(40), DType::F32, {10, 4});
+                           Tensor out = be.empty(be.capabilities().activationDType, {2, 4});
+                           const std::int32_t ids[] = {3, 10};
+                           be.embeddingForward(t, ids, out);
+                         })};
+                   }});
+}
+
+void addRopeCases(std::vector<ParityCase>& cases) {
+  // (tokens, heads, head_dim): Qwen2.5-0.5B's q (14 × 64) and k (2 × 64), the smallest head, an
+  // odd head count with head_dim 128, and a long sequence.
+  const std::int64_t shapes[][3] = {
+      {7, 14, 64}, {5, 2, 64}, {1, 1, 2}, {33, 3, 128}, {2048, 14, 64}};
+  for (const double theta : {1e6, 1e4}) {
+    for (const bool inverse : {false, true}) {
+      for (const auto& thd : shapes) {
+        const std::int64_t tokens = thd[0];
+        const std::int64_t heads = thd[1];
+        const std::int64_t headDim = thd[2];
+        cases.push_back({"rope",
+                         dims({{"tokens", tokens}, {"heads", heads}, {"hd", headDim}}) + " theta=" +
+                             (theta > 1e5 ? "1e6" : "1e4") + (inverse ? " inverse" : ""),
+                         kRoundedMath, [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                           const Shape shape{tokens, heads, headDim};
+                           const std::vector<float> x = bf16Normal(rng, shape, 1.0f);
+                           // Positions up to 32K: large angles are where a careless sin/cos goes
+                           // wrong.
+                           const std::vector<std::int32_t> positions =
+                               randomInts(rng, static_cast<std::size_t>(tokens), 32768);
+                           std::vector<float> invFreq(static_cast<std::size_t>(headDim / 2));
+                           for (std::size_t i = 0; i < invFreq.size(); ++i) {
+                             invFreq[i] = static_cast<float>(
+                                 1.0 / std::pow(theta, 2.0 * static_cast<double>(i) / headDim));
+                           }
+                           return compareBackends(cpu, gpu, {"x"}, kRoundedMath, [&](Backend& be) {
+                             Tensor xt = be.upload(x, be.capabilities().activationDType, shape);
+                             const Tensor f = be.upload(invFreq, DType::F32, {headDim / 2});
+                             be.rope(xt, positions, f, inverse);
+                             return OpOutputs{be.download(xt)};
+                           });
+                         }});
+      }
+    }
+  }
+}
+
+// Shapes (rows, dim) of the activation-sized elementwise ops.
+constexpr std::int64_t kRowsDims[][2] = {{1, 1}, {7, 896}, {33, 1000}, {3, 4097}, {512, 4864}};
+
+void addSwigluCases(std::vector<ParityCase>& cases) {
+  for (const auto& rd : kRowsDims) {
+    const Shape shape{rd[0], rd[1]};
+    const std::string text = dims({{"rows", rd[0]}, {"dim", rd[1]}});
+    cases.push_back(
+        {"swiglu_forward", text, kRoundedMath, [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+           const std::vector<float> gate = bf16Normal(rng, shape, 3.0f);
+           const std::vector<float> up = bf16Normal(rng, shape, 1.0f);
+           return compareBackends(cpu, gpu, {"out"}, kRoundedMath, [&](Backend& be) {
+             const DType act = be.capabilities().activationDType;
+             const Tensor g = be.upload(gate, act, shape);
+             const Tensor u = be.upload(up, act, shape);
+             Tensor out = be.empty(act, shape);
+             be.swigluForward(g, u, out);
+             return OpOutputs{be.download(out)};
+           });
+         }});
+    cases.push_back(
+        {"swiglu_backward", text, kRoundedMath, [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+           const std::vector<float> dout = bf16Normal(rng, shape, 1.0f);
+           const std::vector<float> gate = bf16Normal(rng, shape, 3.0f);
+           const std::vector<float> up = bf16Normal(rng, shape, 1.0f);
+           return compareBackends(cpu, gpu, {"dgate", "dup"}, kRoundedMath, [&](Backend& be) {
+             const DType act = be.capabilities().activationDType;
+             const Tensor d = be.upload(dout, act, shape);
+             const Tensor g = be.upload(gate, act, shape);
+             const Tensor u = be.upload(up, act, shape);
+             Tensor dgate = be.empty(act, shape);
+             Tensor dup = be.empty(act, shape);
+             be.swigluBackward(d, g, u, dgate, dup);
+             return OpOutputs{be.download(dgate), be.download(dup)};
+           });
+         }});
+  }
+}
+
+void addInPlaceCases(std::vector<ParityCase>& cases) {
+  for (const auto& rd : kRowsDims) {
+    const Shape shape{rd[0], rd[1]};
+    const std::string text = dims({{"rows", rd[0]}, {"dim", rd[1]}});
+    for (const bool multiply : {false, true}) {
+      cases.push_back({multiply ? "multiply" : "add", text, kRoundedOnce,
+                       [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                         const std::vector<float> x = bf16Normal(rng, shape, 1.0f);
+                         const std::vector<float> y = bf16Normal(rng, shape, 1.0f);
+                         return compareBackends(cpu, gpu, {"x"}, kRoundedOnce, [&](Backend& be) {
+                           const DType act = be.capabilities().activationDType;
+                           Tensor xt = be.upload(x, act, shape);
+                           const Tensor yt = be.upload(y, act, shape);
+                           if (multiply) {
+                             be.multiplyInPlace(xt, yt);
+                           } else {
+                             be.addInPlace(xt, yt);
+                           }
+                           return OpOutputs{be.download(xt)};
+                         });
+                       }});
+    }
+    for (const DType biasType : {DType::BF16, DType::F32}) {
+      cases.push_back({"add_bias", text + " bias=" + compute::dtypeName(biasType), kRoundedOnce,
+                       [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                         const std::vector<float> x = bf16Normal(rng, shape, 1.0f);
+                         const std::vector<float> bias =
+                             roundTo(biasType, randomNormal(rng, count({shape[1]}), 0.0f, 0.5f));
+                         return compareBackends(cpu, gpu, {"x"}, kRoundedOnce, [&](Backend& be) {
+                           Tensor xt = be.upload(x, be.capabilities().activationDType, shape);
+                           const Tensor b = be.upload(bias, biasType, {shape[1]});
+                           be.addBias(xt, b);
+                           return OpOutputs{be.download(xt)};
+                         });
+                       }});
+    }
+  }
+}
+
+void addCrossEntropyCases(std::vector<ParityCase>& cases) {
+  // (rows, vocab): one logit, a small vocabulary, one past a block's stride, the full Qwen2.5
+  // vocabulary, and many rows of a Llama-sized one.
+  const std::int64_t shapes[][2] = {{1, 1}, {7, 1000}, {33, 4097}, {4, 151936}, {130, 32000}};
+  for (const auto& rv : shapes) {
+    const std::int64_t rows = rv[0];
+    const std::int64_t vocab = rv[1];
+    cases.push_back({"cross_entropy_forward", dims({{"rows", rows}, {"vocab", vocab}}),
+                     kF32Reduction, [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                       const Shape shape{rows, vocab};
+                       const std::vector<float> logits = bf16Normal(rng, shape, 3.0f);
+                       std::vector<std::int32_t> targets = randomInts(
+                           rng, static_cast<std::size_t>(rows), static_cast<std::int32_t>(vocab));
+                       for (std::size_t r = 1; r < targets.size(); r += 3) {
+                         targets[r] = compute::kIgnoreTarget;  // prompt tokens: no loss
+                       }
+                       return compareBackends(
+                           cpu, gpu, {"losses", "logsumexp"}, kF32Reduction, [&](Backend& be) {
+                             const Tensor l =
+                                 be.upload(logits, be.capabilities().activationDType, shape);
+                             Tensor losses = be.empty(DType::F32, {rows});
+                             Tensor lse = be.empty(DType::F32, {rows});
+                             be.crossEntropyForward(l, targets, losses, lse);
+                             return OpOutputs{be.download(losses), be.download(lse)};
+                           });
+                     }});
+  }
+  cases.push_back({"cross_entropy_forward", "vocab=10 target=-1 (out of range)", kF32Reduction,
+                   [](Backend& cpu, Backend& gpu, std::mt19937&) {
+                     return std::vector<Comparison>{
+                         compareShapeErrors(cpu, gpu, "target -1 of row 2", [](Backend& be) {
+                           const Tensor logits = be.upload(
+                               std::vector<float>(30), be.capabilities().activationDType, {3, 10});
+                           Tensor losses = be.empty(DType::F32, {3});
+                           Tensor lse = be.empty(DType::F32, {3});
+                           const std::int32_t targets[] = {0, compute::kIgnoreTarget, -1};
+                           be.crossEntropyForward(logits, targets, losses, lse);
+                         })};
+                   }});
+}
+
+}  // namespace
+
+std::vector<ParityCase> elementwiseCases() {
+  std::vector<ParityCase> cases;
+  addEmbeddingCases(cases);
+  addRopeCases(cases);
+  addSwigluCases(cases);
+  addInPlaceCases(cases);
+  addCrossEntropyCases(cases);
+  return cases;
+}
+
+}  // namespace lorascope::parity

@@ -1,0 +1,171 @@
+// parity/cases_gemm.cpp — matmul on the GPU (vendor BLAS and built-in GEMM) against OpenBLAS.
+//
+// Every case runs once per GEMM implementation. Shapes: all four transpose combinations at
+// awkward sizes (1, primes, one past a tile, k = 0), and every product of the LoRA trainer at the
+// Qwen2.5-0.5B shapes (hidden 896, q/o 896, k/v 2 × 64 = 128, MLP 4864, LoRA rank 8, an lm-head
+// vocabulary chunk and the chunk left over from 151936), with its dtypes: bf16 activations,
+// frozen bf16 weights, f32 LoRA weights (b), f32 LoRA gradients (c, accumulated with beta = 1).
+#include <string>
+
+#include "ParityHarness.h"
+#include "compute/Errors.h"
+
+namespace lorascope::parity {
+namespace {
+
+using compute::Backend;
+using compute::DType;
+using compute::GemmImplementation;
+using compute::Tensor;
+
+// Tolerances, as |gpu − cpu| ≤ atolOfRms·rms(cpu c) + rtol·|cpu c|:
+// - bf16 c is rounded once (relative error ≤ 2^-9 ≈ 2e-3): rtol 4e-3. The vendor path also
+//   rounds an f32 b to bf16 (it has no bf16 × f32 product): k independent relative errors of
+//   ≤ 2^-9 give an error of about 2^-9/√3 ≈ 1.1e-3 · rms(c) per element, so 5σ over a million
+//   elements stays under atolOfRms 1e-2.
+constexpr Tolerance kBf16Rounded{1e-2, 4e-3};
+// - f32 c from bf16 operands: the products are exact in fp32 and only the order and rounding of
+//   the fp32 sums differ (tensor cores may truncate rather than round each partial sum: at most
+//   k·2^-24 of Σ|a·b|, about 2.4e-4 of rms(c) at k = 4096), so atolOfRms 1e-3.
+constexpr Tolerance kF32Accumulated{1e-3, 1e-4};
+
+struct GemmShape {
+  std::int64_t m, n, k;
+  bool transposeA, transposeB;
+  DType bType, cType;
+  float alpha, beta;
+  const char* use;  // which product of the trainer, or "" for the awkward sizes
+};
+
+Tolerance toleranceFor(const GemmShape& s) {
+  return s.cType == DType::F32 && s.bType == DType::BF16 ? kF32Accumulated : kBf16Rounded;
+}
+
+std::string describe(const GemmShape& s) {
+  std::string text = "m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) +
+                     " k=" + std::to_string(s.k) + " " + (s.transposeA ? "T" : "N") +
+                     (s.transposeB ? "T" : "N") + " b=" + compute::dtypeName(s.bType) +
+                     " c=" + compute::dtypeName(s.cType);
+  if (s.beta != 0.0f || s.alpha != 1.0f) {
+    text += " alpha=" + std::to_string(s.alpha).substr(0, 4) +
+            " beta=" + std::to_string(s.beta).substr(0, 4);
+  }
+  return *s.use != '\0' ? text + " (" + s.use + ")" : text;
+}
+
+// Puts the GEMM selection back after a case, so cases of other ops see the default.
+class GemmSelection {
+ public:
+  GemmSelection(Backend& gpu, GemmImplementation impl)
+      : gpu_(gpu), previous_(gpu.gemmImplementation()) {
+    gpu_.setGemmImplementation(impl);
+  }
+  ~GemmSelection() { gpu_.setGemmImplementation(previous_); }
+  GemmSelection(const GemmSelection&) = delete;
+  GemmSelection& operator=(const GemmSelection&) = delete;
+
+ private:
+  Backend& gpu_;
+  GemmImplementation previous_;
+};
+
+std::vector<Comparison> runGemm(Backend& cpu, Backend& gpu, std::mt19937& rng, const GemmShape& s,
+                                GemmImplementation impl) {
+  const compute::Shape aShape = s.transposeA ? compute::Shape{s.k, s.m} : compute::Shape{s.m, s.k};
+  const compute::Shape bShape = s.transposeB ? compute::Shape{s.n, s.k} : compute::Shape{s.k, s.n};
+  const auto count = [](const compute::Shape& shape) {
+    return static_cast<std::size_t>(compute::numelOf(shape));
+  };
+  const std::vector<float> a = roundTo(DType::BF16, randomNormal(rng, count(aShape), 0.0f, 1.0f));
+  const std::vector<float> b = roundTo(s.bType, randomNormal(rng, count(bShape), 0.0f, 0.5f));
+  const std::vector<float> c0 =
+      roundTo(s.cType, randomNormal(rng, static_cast<std::size_t>(s.m * s.n), 0.0f, 2.0f));
+  const GemmSelection selection(gpu, impl);
+  return compareBackends(cpu, gpu, {"c"}, toleranceFor(s), [&](Backend& be) {
+    const bool onCpu = be.capabilities().device == compute::Device::Cpu;
+    const DType act = be.capabilities().activationDType;
+    const Tensor at = be.upload(a, act, aShape);
+    const Tensor bt = be.upload(b, onCpu ? DType::F32 : s.bType, bShape);
+    Tensor ct = be.upload(c0, onCpu ? DType::F32 : s.cType, {s.m, s.n});
+    be.matmul(at, s.transposeA, bt, s.transposeB, ct, s.alpha, s.beta);
+    return OpOutputs{be.download(ct)};
+  });
+}
+
+std::vector<GemmShape> gemmShapes() {
+  constexpr DType bf16 = DType::BF16;
+  constexpr DType f32 = DType::F32;
+  std::vector<GemmShape> shapes;
+  // Awkward sizes in all four transpose combinations: single elements, primes, sizes one past
+  // the 64/128 tiles and the 16-deep k step, a single row or column, and an empty k (c = beta·c).
+  const std::int64_t sizes[][3] = {{1, 1, 1},     {7, 13, 5},   {33, 65, 129},
+                                   {130, 1, 257}, {1, 200, 64}, {129, 127, 17}};
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      for (const auto& mnk : sizes) {
+        shapes.push_back({mnk[0], mnk[1], mnk[2], ta, tb, bf16, bf16, 1.0f, 0.0f, ""});
+      }
+      shapes.push_back({67, 45, 31, ta, tb, f32, f32, 0.5f, 1.0f, ""});
+      shapes.push_back({3, 5, 0, ta, tb, bf16, bf16, 1.0f, 0.5f, ""});
+    }
+  }
+  // The trainer's products at Qwen2.5-0.5B widths; T tokens per micro-batch.
+  for (const std::int64_t t : {std::int64_t{1}, std::int64_t{300}}) {
+    shapes.push_back({t, 896, 896, false, true, bf16, bf16, 1.0f, 0.0f, "q/o proj"});
+    shapes.push_back({t, 128, 896, false, true, bf16, bf16, 1.0f, 0.0f, "k/v proj"});
+    shapes.push_back({t, 4864, 896, false, true, bf16, bf16, 1.0f, 0.0f, "gate/up proj"});
+    shapes.push_back({t, 896, 4864, false, true, bf16, bf16, 1.0f, 0.0f, "down proj"});
+    shapes.push_back({t, 896, 4864, false, false, bf16, bf16, 1.0f, 1.0f, "gate/up dx"});
+    shapes.push_back({t, 4864, 896, false, false, bf16, bf16, 1.0f, 0.0f, "down dx"});
+    shapes.push_back({t, 8, 896, false, true, f32, bf16, 1.0f, 0.0f, "lora u = x·Aᵀ"});
+    shapes.push_back({t, 128, 8, false, true, f32, bf16, 2.0f, 1.0f, "lora y += s·u·Bᵀ"});
+    shapes.push_back({896, 8, t, true, false, bf16, f32, 2.0f, 1.0f, "lora dB += s·dyᵀ·u"});
+    shapes.push_back({t, 8, 4864, false, false, f32, bf16, 2.0f, 0.0f, "lora g = s·dy·B"});
+    shapes.push_back({8, 896, t, true, false, bf16, f32, 1.0f, 1.0f, "lora dA += gᵀ·x"});
+    shapes.push_back({t, 896, 8, false, false, f32, bf16, 1.0f, 1.0f, "lora dx += g·A"});
+  }
+  // A whole micro-batch of 4096 tokens where k is the token count (the LoRA gradients, the
+  // longest fp32 sums of the step), and the lm-head over a 16384-row vocabulary chunk and the
+  // 4480 rows left when 151936 is split into such chunks.
+  shapes.push_back({8, 896, 4096, true, false, bf16, f32, 1.0f, 1.0f, "lora dA, 4096 tokens"});
+  shapes.push_back({4864, 8, 4096, true, false, bf16, f32, 2.0f, 1.0f, "lora dB, 4096 tokens"});
+  shapes.push_back({64, 16384, 896, false, true, bf16, bf16, 1.0f, 0.0f, "lm-head chunk"});
+  shapes.push_back({64, 4480, 896, false, true, bf16, bf16, 1.0f, 0.0f, "lm-head last chunk"});
+  return shapes;
+}
+
+}  // namespace
+
+std::vector<ParityCase> gemmCases(bool vendorGemm) {
+  std::vector<ParityCase> cases;
+  std::vector<std::pair<GemmImplementation, const char*>> impls{
+      {GemmImplementation::BuiltIn, "matmul_builtin"}};
+  if (vendorGemm) {
+    impls.insert(impls.begin(), {GemmImplementation::Vendor, "matmul_vendor"});
+  }
+  for (const auto& implOp : impls) {
+    const GemmImplementation impl = implOp.first;  // named copy: lambdas cannot capture bindings
+    for (const GemmShape& shape : gemmShapes()) {
+      cases.push_back({implOp.second, describe(shape), toleranceFor(shape),
+                       [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                         return runGemm(cpu, gpu, rng, shape, impl);
+                       }});
+    }
+    // Inner dimensions that differ are refused by both backends before anything runs.
+    cases.push_back({implOp.second, "m=4 n=5 k=6 vs 7 (mismatch)", kBf16Rounded,
+                     [=](Backend& cpu, Backend& gpu, std::mt19937&) {
+                       const GemmSelection selection(gpu, impl);
+                       return std::vector<Comparison>{
+                           compareShapeErrors(cpu, gpu, "inner dimensions differ", [](Backend& be) {
+                             const DType act = be.capabilities().activationDType;
+                             const Tensor a = be.empty(act, {4, 6});
+                             const Tensor b = be.empty(act, {7, 5});
+                             Tensor c = be.empty(act, {4, 5});
+                             be.matmul(a, false, b, false, c, 1.0f, 0.0f);
+                           })};
+                     }});
+  }
+  return cases;
+}
+
+}  // namespace lorascope::parity
