@@ -248,4 +248,51 @@ void checkRmsnormBackwardArgs(const BackendCapabilities& caps, const Tensor& dy,
   requireDType(op, "rstd", rstd, DType::F32);
 }
 
+void checkTensorListArgs(const char* op, const BackendCapabilities& caps,
+                         std::span<const Tensor* const> tensors) {
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const std::string what =
+        "tensor " + std::to_string(i) + " of " + std::to_string(tensors.size());
+    if (tensors[i] == nullptr) {
+      throw ShapeError(std::string(op) + ": " + what + " is null");
+    }
+    requireOnDevice(op, what.c_str(), *tensors[i], caps.device);
+    requireDType(op, what.c_str(), *tensors[i], DType::F32);
+  }
+}
+
+void checkTensorListArgs(const char* op, const BackendCapabilities& caps,
+                         std::span<Tensor* const> tensors) {
+  const std::vector<const Tensor*> view(tensors.begin(), tensors.end());
+  checkTensorListArgs(op, caps, view);
+}
+
+void checkAdamWArgs(const BackendCapabilities& caps, std::span<const AdamWTensors> tensors) {
+  constexpr const char* op = "adamw";
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const AdamWTensors& t = tensors[i];
+    const std::string entry =
+        "entry " + std::to_string(i) + " of " + std::to_string(tensors.size());
+    const std::pair<const Tensor*, const char*> parts[] = {
+        {t.param, "param"}, {t.grad, "grad"}, {t.firstMoment, "m"}, {t.secondMoment, "v"}};
+    for (const auto& [tensor, name] : parts) {
+      const std::string what = entry + " " + name;
+      if (tensor == nullptr) {
+        throw ShapeError(std::string(op) + ": " + what + " is null");
+      }
+      requireOnDevice(op, what.c_str(), *tensor, caps.device);
+      requireDType(op, what.c_str(), *tensor, DType::F32);
+      requireShape(op, what.c_str(), *tensor, t.param->shape());
+    }
+  }
+}
+
+void checkDropoutMaskArgs(const BackendCapabilities& caps, const Tensor& mask, double p) {
+  constexpr const char* op = "dropout_mask";
+  requireActivations(op, caps, {{&mask, "mask"}});
+  if (!(p >= 0.0 && p < 1.0)) {
+    throw ShapeError(std::string(op) + ": probability " + std::to_string(p) + " is outside [0, 1)");
+  }
+}
+
 }  // namespace lorascope::compute

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/AdamWScalars.h"
 #include "compute/GemmImplementation.h"
 #include "compute/Tensor.h"
 
@@ -33,6 +34,14 @@ struct BackendCapabilities {
 struct DeviceMemoryUse {
   std::uint64_t allocatedBytes = 0;  // blocks held by live tensors
   std::uint64_t reservedBytes = 0;   // segments obtained from the driver (allocated + cached)
+};
+
+// One trainable tensor of an AdamW step and its state; all four have the same shape.
+struct AdamWTensors {
+  Tensor* param = nullptr;
+  const Tensor* grad = nullptr;
+  Tensor* firstMoment = nullptr;   // m
+  Tensor* secondMoment = nullptr;  // v
 };
 
 class Backend {
@@ -177,6 +186,30 @@ class Backend {
   virtual void lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
                                   std::span<const std::int32_t> targets, float gradScale,
                                   Tensor& losses, Tensor& dh) = 0;
+
+  // --- Optimizer ops: LoRA weights, their gradients and AdamW moments live on the backend -----
+  // A list op takes f32 tensors of this backend and makes one pass over the whole list (one
+  // launch on the GPU, however many tensors), so a step costs no transfer per LoRA tensor.
+  // Empty lists do nothing. The CPU versions are the host trainer's arithmetic, bit for bit.
+
+  // Sets every element of every tensor to 0.   tensors: f32, any shapes
+  virtual void fillZero(std::span<Tensor* const> tensors) = 0;
+  // Σ over the list of Σ x², accumulated in double: the squared global L2 norm of gradients.
+  // CPU: one sequential sum in list order. GPU: a fixed reduction tree, so the result is the
+  // same run to run but may differ from the CPU's in the last bits.   tensors: f32, any shapes
+  virtual double sumOfSquares(std::span<const Tensor* const> tensors) = 0;
+  // x ← x · factor, every element of every tensor (gradient clipping).   tensors: f32
+  virtual void scaleInPlace(std::span<Tensor* const> tensors, float factor) = 0;
+  // One AdamW step over every (param, grad, m, v), in this order per element:
+  //   p ← p·decay;  m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g·g;
+  //   p ← p − stepSize·m / (√v / sqrtBias2 + ε)
+  // with the scalars of train::adamwScalars. All four tensors of an entry: f32, equal shapes.
+  virtual void adamw(std::span<const AdamWTensors> tensors, const AdamWScalars& scalars) = 0;
+  // Inverted-dropout mask: element i = 0 when uniform_i < p, else 1/(1 − p), where uniform_i is
+  // the top 24 bits of word i mod 4 of philox4x32(seed, stream, i / 4) (compute/Philox.h). The
+  // same (seed, stream) gives the same mask on every backend, element for element (rounded to
+  // nearest even where the mask is bf16).   mask: any shape, activation dtype;  0 ≤ p < 1
+  virtual void dropoutMask(Tensor& mask, std::uint64_t seed, std::uint64_t stream, double p) = 0;
 };
 
 // Target id that cross-entropy skips (PyTorch's ignore_index default, used by HF labels).
@@ -218,6 +251,13 @@ void checkAttentionBackwardArgs(const BackendCapabilities& caps, const Tensor& d
 void checkSwigluBackwardArgs(const BackendCapabilities& caps, const Tensor& dout,
                              const Tensor& gate, const Tensor& up, const Tensor& dgate,
                              const Tensor& dup);
+// Shared argument checks of the optimizer ops; `op` names the op in the error.
+void checkTensorListArgs(const char* op, const BackendCapabilities& caps,
+                         std::span<const Tensor* const> tensors);
+void checkTensorListArgs(const char* op, const BackendCapabilities& caps,
+                         std::span<Tensor* const> tensors);
+void checkAdamWArgs(const BackendCapabilities& caps, std::span<const AdamWTensors> tensors);
+void checkDropoutMaskArgs(const BackendCapabilities& caps, const Tensor& mask, double p);
 void checkLmHeadCrossEntropyArgs(const BackendCapabilities& caps, const Tensor& h,
                                  const Tensor& weight, std::size_t targets, const Tensor& losses,
                                  const Tensor& dh);

@@ -2,7 +2,7 @@
 // module).
 #include "train/LoraDropout.h"
 
-#include "train/Philox.h"  // defines: philox4x32 (the words behind uniformFloat)
+#include "compute/cpu/optimizer.h"  // defines: cpu::dropoutMask (Backend::dropoutMask's CPU twin)
 
 namespace lorascope::train {
 
@@ -16,18 +16,8 @@ std::uint64_t dropoutStream(const DropoutKey& key, int layer, LoraModule module)
 
 std::vector<float> dropoutMask(const DropoutKey& key, int layer, LoraModule module, double p,
                                std::int64_t count) {
-  const std::uint64_t stream = dropoutStream(key, layer, module);
-  const auto keep = static_cast<float>(1.0 / (1.0 - p));
-  const auto threshold = static_cast<float>(p);
   std::vector<float> mask(static_cast<std::size_t>(count));
-  // Element i is uniformFloat(seed, stream, i): word i mod 4 of Philox block i / 4, 24 bits.
-  for (std::size_t block = 0; block * 4 < mask.size(); ++block) {
-    const auto words = philox4x32(key.seed, stream, block);
-    for (std::size_t lane = 0; lane < 4 && block * 4 + lane < mask.size(); ++lane) {
-      const float u = static_cast<float>(words[lane] >> 8) * (1.0f / 16777216.0f);
-      mask[block * 4 + lane] = u < threshold ? 0.0f : keep;
-    }
-  }
+  compute::cpu::dropoutMask(mask.data(), count, key.seed, dropoutStream(key, layer, module), p);
   return mask;
 }
 

@@ -24,7 +24,9 @@ struct DropoutKey {
 //   bits 62..32 step, 31..20 micro-batch, 19..4 layer, 3..0 module.
 std::uint64_t dropoutStream(const DropoutKey& key, int layer, LoraModule module);
 
-// Inverted dropout mask of `count` elements: 0 with probability p, else 1/(1 − p).
+// Inverted dropout mask of `count` elements: 0 with probability p, else 1/(1 − p), element i
+// being uniformFloat(seed, dropoutStream(...), i) < p. On the host; a backend makes the same mask
+// in its own memory with Backend::dropoutMask(mask, key.seed, dropoutStream(...), p).
 std::vector<float> dropoutMask(const DropoutKey& key, int layer, LoraModule module, double p,
                                std::int64_t count);
 

@@ -5,30 +5,32 @@
 #include <numbers>
 #include <stdexcept>
 
+#include "compute/cpu/optimizer.h"  // defines: cpu::adamw, cpu::addSumOfSquares, cpu::scale
+
 namespace lorascope::train {
 
-void adamwStep(const AdamWConfig& c, double learningRate, std::int64_t step,
-               std::span<const AdamWParam> params) {
+compute::AdamWScalars adamwScalars(const AdamWConfig& c, double learningRate, std::int64_t step) {
   if (step < 1) {
     throw std::invalid_argument("adamwStep: steps are counted from 1, got " + std::to_string(step));
   }
   const double biasCorrection1 = 1.0 - std::pow(c.beta1, static_cast<double>(step));
   const double biasCorrection2 = 1.0 - std::pow(c.beta2, static_cast<double>(step));
-  const float decay = static_cast<float>(1.0 - learningRate * c.weightDecay);
-  const float stepSize = static_cast<float>(learningRate / biasCorrection1);
-  const float sqrtBias2 = static_cast<float>(std::sqrt(biasCorrection2));
-  const float beta1 = static_cast<float>(c.beta1);
-  const float beta2 = static_cast<float>(c.beta2);
-  const float eps = static_cast<float>(c.epsilon);
+  compute::AdamWScalars s;
+  s.decay = static_cast<float>(1.0 - learningRate * c.weightDecay);
+  s.stepSize = static_cast<float>(learningRate / biasCorrection1);
+  s.sqrtBias2 = static_cast<float>(std::sqrt(biasCorrection2));
+  s.beta1 = static_cast<float>(c.beta1);
+  s.beta2 = static_cast<float>(c.beta2);
+  s.epsilon = static_cast<float>(c.epsilon);
+  return s;
+}
+
+void adamwStep(const AdamWConfig& c, double learningRate, std::int64_t step,
+               std::span<const AdamWParam> params) {
+  const compute::AdamWScalars scalars = adamwScalars(c, learningRate, step);
   for (const AdamWParam& p : params) {
-    for (std::size_t i = 0; i < p.value.size(); ++i) {
-      const float g = p.grad[i];
-      p.value[i] *= decay;
-      p.firstMoment[i] = beta1 * p.firstMoment[i] + (1.0f - beta1) * g;
-      p.secondMoment[i] = beta2 * p.secondMoment[i] + (1.0f - beta2) * g * g;
-      const float denom = std::sqrt(p.secondMoment[i]) / sqrtBias2 + eps;
-      p.value[i] -= stepSize * p.firstMoment[i] / denom;
-    }
+    compute::cpu::adamw(p.value.data(), p.grad.data(), p.firstMoment.data(), p.secondMoment.data(),
+                        static_cast<std::int64_t>(p.value.size()), scalars);
   }
 }
 
@@ -75,24 +77,28 @@ double scheduleFactor(const Schedule& s, std::int64_t step) {
 double globalGradNorm(std::span<const std::span<const float>> grads) {
   double sumSquares = 0.0;
   for (std::span<const float> g : grads) {
-    for (float v : g) {
-      sumSquares += static_cast<double>(v) * v;
-    }
+    sumSquares =
+        compute::cpu::addSumOfSquares(g.data(), static_cast<std::int64_t>(g.size()), sumSquares);
   }
   return std::sqrt(sumSquares);
+}
+
+std::optional<float> clipFactor(double norm, double maxNorm) {
+  if (maxNorm > 0.0) {
+    const double coefficient = maxNorm / (norm + 1e-6);
+    if (coefficient < 1.0) {
+      return static_cast<float>(coefficient);
+    }
+  }
+  return std::nullopt;
 }
 
 double clipGradNorm(std::span<const std::span<float>> grads, double maxNorm) {
   std::vector<std::span<const float>> views(grads.begin(), grads.end());
   const double norm = globalGradNorm(views);
-  if (maxNorm > 0.0) {
-    const double coefficient = maxNorm / (norm + 1e-6);
-    if (coefficient < 1.0) {
-      const auto scale = static_cast<float>(coefficient);
-      for (std::span<float> g : grads) {
-        for (float& v : g)
-          v *= scale;
-      }
+  if (const std::optional<float> factor = clipFactor(norm, maxNorm)) {
+    for (std::span<float> g : grads) {
+      compute::cpu::scale(g.data(), static_cast<std::int64_t>(g.size()), *factor);
     }
   }
   return norm;

@@ -1,11 +1,15 @@
 // train/Optimizer.h — AdamW (decoupled weight decay), learning-rate schedules and global-norm
-// gradient clipping, all on fp32 host tensors (LoRA A/B and their moments are fp32 everywhere).
+// gradient clipping on fp32 host tensors (LoRA A/B and their moments are fp32 everywhere), and
+// the scalars the backend's optimizer ops take so that a training step never leaves the device.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "compute/AdamWScalars.h"
 
 namespace lorascope::train {
 
@@ -28,8 +32,13 @@ struct AdamWParam {
 // One AdamW step (PyTorch's torch.optim.AdamW formula, step counted from 1):
 //   p ← p·(1 − lr·wd);  m ← β1·m + (1−β1)·g;  v ← β2·v + (1−β2)·g²
 //   p ← p − lr/(1−β1^t) · m / (√v/√(1−β2^t) + ε)
+// On host memory, with the arithmetic of the CPU backend's adamw op.
 void adamwStep(const AdamWConfig& config, double learningRate, std::int64_t step,
                std::span<const AdamWParam> params);
+// The fp32 scalars of that step, for Backend::adamw (computed in double, then rounded once).
+// Throws std::invalid_argument when step < 1.
+compute::AdamWScalars adamwScalars(const AdamWConfig& config, double learningRate,
+                                   std::int64_t step);
 
 enum class ScheduleKind { Constant, Linear, Cosine };
 ScheduleKind parseScheduleKind(const std::string& name);  // "constant" | "linear" | "cosine"
@@ -50,5 +59,8 @@ double globalGradNorm(std::span<const std::span<const float>> grads);
 // Scales every gradient by min(1, maxNorm / (norm + 1e-6)) (torch.nn.utils.clip_grad_norm_);
 // returns the norm before clipping. maxNorm ≤ 0 disables clipping.
 double clipGradNorm(std::span<const std::span<float>> grads, double maxNorm);
+// The factor clipGradNorm scales gradients of global norm `norm` by, or nothing when it leaves
+// them as they are (maxNorm ≤ 0, or a norm within the limit).
+std::optional<float> clipFactor(double norm, double maxNorm);
 
 }  // namespace lorascope::train

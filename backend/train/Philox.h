@@ -2,8 +2,8 @@
 //
 // A random number is a pure function of (seed, stream, index): no hidden state, so a resumed run
 // draws exactly what the uninterrupted run drew, and GPU threads can draw independently (the
-// same function compiles for the device later). Streams separate uses (LoRA init of each
-// tensor, dropout of each step and layer, shuffling of each epoch).
+// rounds live in compute/Philox.h, which the HIP kernels compile too). Streams separate uses
+// (LoRA init of each tensor, dropout of each step and layer, shuffling of each epoch).
 #pragma once
 
 #include <array>

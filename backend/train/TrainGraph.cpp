@@ -2,6 +2,8 @@
 // by layer from the loss down (see TrainGraph.h for the formulas).
 #include "train/TrainGraph.h"
 
+#include <cmath>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -57,8 +59,10 @@ std::vector<LoraSite> modelLoraSites(const model::ModelConfig& config) {
 
 struct TrainGraph::Site {
   LoraSite site;
-  Tensor a, b;          // (r, in), (out, r)
-  Tensor gradA, gradB;  // same shapes, accumulated over micro-batches
+  Tensor a, b;             // (r, in), (out, r) f32
+  Tensor gradA, gradB;     // same shapes, accumulated over micro-batches
+  Tensor firstA, secondA;  // AdamW moments of A (r, in)
+  Tensor firstB, secondB;  // AdamW moments of B (out, r)
 };
 
 struct TrainGraph::LayerState {
@@ -131,9 +135,23 @@ TrainGraph::TrainGraph(compute::Backend& backend, const model::ModelConfig& conf
       throw std::invalid_argument(where + " appears twice in the adapter");
     }
     slot = static_cast<int>(sites_.size());
-    sites_.push_back(Site{site, {}, {}, {}, {}});
+    Site& s = sites_.emplace_back();
+    s.site = site;
+    const compute::Shape shapeA{lora_.rank, site.inFeatures};
+    const compute::Shape shapeB{site.outFeatures, lora_.rank};
+    for (Tensor* t : {&s.gradA, &s.firstA, &s.secondA}) {
+      *t = backend_.empty(compute::DType::F32, shapeA);
+    }
+    for (Tensor* t : {&s.gradB, &s.firstB, &s.secondB}) {
+      *t = backend_.empty(compute::DType::F32, shapeB);
+    }
   }
   loadAdapter(adapter);
+  std::vector<Tensor*> moments;
+  for (Site& s : sites_) {
+    moments.insert(moments.end(), {&s.firstA, &s.secondA, &s.firstB, &s.secondB});
+  }
+  backend_.fillZero(moments);
   zeroGradients();
 }
 
@@ -161,13 +179,80 @@ void TrainGraph::loadAdapter(const LoraAdapter& adapter) {
   }
 }
 
-void TrainGraph::zeroGradients() {
-  const std::int64_t r = lora_.rank;
+void TrainGraph::loadMoments(const std::vector<LoraMoments>& moments) {
+  if (moments.size() != sites_.size()) {
+    throw std::invalid_argument("loadMoments: " + std::to_string(moments.size()) + " moments for " +
+                                std::to_string(sites_.size()) + " sites");
+  }
+  for (std::size_t i = 0; i < sites_.size(); ++i) {
+    const LoraMoments& m = moments[i];
+    Site& s = sites_[i];
+    const auto sizeA = static_cast<std::size_t>(s.a.numel());
+    const auto sizeB = static_cast<std::size_t>(s.b.numel());
+    if (m.firstA.size() != sizeA || m.secondA.size() != sizeA || m.firstB.size() != sizeB ||
+        m.secondB.size() != sizeB) {
+      throw std::invalid_argument("loadMoments: the moments of site " + std::to_string(i) +
+                                  " (layer " + std::to_string(s.site.layer) + " " +
+                                  moduleName(s.site.module) + ") are shaped unlike its A and B");
+    }
+    s.firstA = backend_.upload(m.firstA, compute::DType::F32, s.a.shape());
+    s.secondA = backend_.upload(m.secondA, compute::DType::F32, s.a.shape());
+    s.firstB = backend_.upload(m.firstB, compute::DType::F32, s.b.shape());
+    s.secondB = backend_.upload(m.secondB, compute::DType::F32, s.b.shape());
+  }
+}
+
+std::vector<Tensor*> TrainGraph::gradientTensors() {
+  std::vector<Tensor*> grads;
   for (Site& s : sites_) {
-    s.gradA = backend_.upload(std::vector<float>(static_cast<std::size_t>(r * s.site.inFeatures)),
-                              compute::DType::F32, {r, s.site.inFeatures});
-    s.gradB = backend_.upload(std::vector<float>(static_cast<std::size_t>(s.site.outFeatures * r)),
-                              compute::DType::F32, {s.site.outFeatures, r});
+    grads.push_back(&s.gradA);
+    grads.push_back(&s.gradB);
+  }
+  return grads;
+}
+
+void TrainGraph::zeroGradients() {
+  backend_.fillZero(gradientTensors());
+}
+
+double TrainGraph::clipGradients(double maxNorm) {
+  const std::vector<Tensor*> grads = gradientTensors();
+  const std::vector<const Tensor*> view(grads.begin(), grads.end());
+  const double norm = std::sqrt(backend_.sumOfSquares(view));
+  if (const std::optional<float> factor = clipFactor(norm, maxNorm)) {
+    backend_.scaleInPlace(grads, *factor);
+  }
+  return norm;
+}
+
+void TrainGraph::adamwStep(const AdamWConfig& config, double learningRate, std::int64_t step) {
+  const compute::AdamWScalars scalars = adamwScalars(config, learningRate, step);
+  std::vector<compute::AdamWTensors> tensors;
+  for (Site& s : sites_) {
+    tensors.push_back({&s.a, &s.gradA, &s.firstA, &s.secondA});
+    tensors.push_back({&s.b, &s.gradB, &s.firstB, &s.secondB});
+  }
+  backend_.adamw(tensors, scalars);
+}
+
+void TrainGraph::downloadAdapter(LoraAdapter& adapter) {
+  if (adapter.weights.size() != sites_.size()) {
+    throw std::invalid_argument("downloadAdapter: adapter has " +
+                                std::to_string(adapter.weights.size()) + " sites, graph " +
+                                std::to_string(sites_.size()));
+  }
+  for (std::size_t i = 0; i < sites_.size(); ++i) {
+    adapter.weights[i].a = backend_.download(sites_[i].a);
+    adapter.weights[i].b = backend_.download(sites_[i].b);
+  }
+}
+
+void TrainGraph::downloadMoments(std::vector<LoraMoments>& moments) {
+  moments.resize(sites_.size());
+  for (std::size_t i = 0; i < sites_.size(); ++i) {
+    const Site& s = sites_[i];
+    moments[i] = {backend_.download(s.firstA), backend_.download(s.secondA),
+                  backend_.download(s.firstB), backend_.download(s.secondB)};
   }
 }
 
@@ -188,9 +273,10 @@ void TrainGraph::checkCancel() const {
 
 Tensor TrainGraph::dropoutMask(int layer, Projection projection, std::int64_t tokens,
                                std::int64_t features) {
-  const std::vector<float> mask =
-      train::dropoutMask(key_, layer, moduleOf(projection), lora_.dropout, tokens * features);
-  return backend_.upload(mask, backend_.capabilities().activationDType, {tokens, features});
+  Tensor mask = backend_.empty(backend_.capabilities().activationDType, {tokens, features});
+  backend_.dropoutMask(mask, key_.seed, dropoutStream(key_, layer, moduleOf(projection)),
+                       lora_.dropout);
+  return mask;
 }
 
 LossSum TrainGraph::forwardLoss(const model::ForwardInput& in) {

@@ -12,6 +12,11 @@
 // Activation checkpointing off: every layer's activations (model::LayerActivations plus the
 // LoRA u's) are kept from forward to backward. On: only each layer's input (T, H) is kept and the
 // layer is recomputed just before its backward; the results are bit-identical either way.
+//
+// The LoRA weights, their gradients and their AdamW moments live on the backend for the graph's
+// whole life: zeroing, clipping and the AdamW update are backend ops over all of them at once,
+// and dropout masks are drawn on the backend. The host sees them only when it asks
+// (downloadAdapter, downloadMoments, gradients).
 #pragma once
 
 #include <atomic>
@@ -24,8 +29,10 @@
 #include "model/Forward.h"  // defines: ForwardInput, LayerActivations, ProjectionHook
 #include "model/ModelConfig.h"
 #include "model/ModelFolder.h"  // defines: ModelWeights
+#include "train/Checkpoint.h"   // defines: LoraMoments
 #include "train/Lora.h"
 #include "train/LoraDropout.h"  // defines: DropoutKey
+#include "train/Optimizer.h"    // defines: AdamWConfig
 
 namespace lorascope::train {
 
@@ -64,8 +71,11 @@ class TrainGraph {
   TrainGraph(const TrainGraph&) = delete;
   TrainGraph& operator=(const TrainGraph&) = delete;
 
-  // Copies the adapter's A and B to the backend (after every optimizer step). Same sites only.
+  // Copies the adapter's A and B to the backend. Same sites only.
   void loadAdapter(const LoraAdapter& adapter);
+  // Copies AdamW moments (one per site, shaped like its A and B) to the backend; they start at
+  // zero. Throws std::invalid_argument naming the site whose moments do not fit.
+  void loadMoments(const std::vector<LoraMoments>& moments);
   void zeroGradients();
   // Accumulates into the LoRA gradients the gradient of gradScale · Σ token losses of `input`
   // (labels required). Returns the unscaled loss sum. Throws TrainingCancelled when `cancel`
@@ -76,6 +86,16 @@ class TrainGraph {
   LossSum forwardLoss(const model::ForwardInput& input);
   // The accumulated gradients, one per adapter site in the adapter's order.
   std::vector<LoraGradient> gradients();
+
+  // Global-norm clipping of the accumulated gradients (train::clipGradNorm's rule, the norm over
+  // every A and B gradient in site order); returns the norm before clipping.
+  double clipGradients(double maxNorm);
+  // One AdamW step (train::adamwScalars) over every A and B with its gradient and moments.
+  void adamwStep(const AdamWConfig& config, double learningRate, std::int64_t step);
+  // The backend's A and B into `adapter`, and its moments into `moments` (resized to fit); the
+  // sites are the graph's (the adapter it was built from).
+  void downloadAdapter(LoraAdapter& adapter);
+  void downloadMoments(std::vector<LoraMoments>& moments);
 
   const GraphOptions& options() const { return options_; }
   void setOptions(const GraphOptions& options) { options_ = options; }
@@ -95,6 +115,8 @@ class TrainGraph {
   // (tokens, features) inverted-dropout mask of this projection under the current key.
   compute::Tensor dropoutMask(int layer, model::Projection projection, std::int64_t tokens,
                               std::int64_t features);
+  // Every gradient tensor, A then B of each site in order (the clipping norm's order).
+  std::vector<compute::Tensor*> gradientTensors();
 
   compute::Backend& backend_;
   const model::ModelConfig& config_;

@@ -73,6 +73,20 @@ TrainLoop::TrainLoop(compute::Backend& backend, const model::ModelConfig& modelC
   }
   graph_ = std::make_unique<TrainGraph>(backend_, modelConfig, weights, state_.adapter,
                                         GraphOptions{config_.activationCheckpointing});
+  graph_->loadMoments(state_.moments);
+}
+
+void TrainLoop::syncState() {
+  if (hostStateStale_) {
+    graph_->downloadAdapter(state_.adapter);
+    graph_->downloadMoments(state_.moments);
+    hostStateStale_ = false;
+  }
+}
+
+const TrainerState& TrainLoop::state() {
+  syncState();
+  return state_;
 }
 
 void TrainLoop::checkResumeState() const {
@@ -177,24 +191,11 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
     tokens += mb.realTokens;
   }
 
-  std::vector<LoraGradient> grads = graph_->gradients();
-  std::vector<std::span<float>> views;
-  for (LoraGradient& g : grads) {
-    views.emplace_back(g.a);
-    views.emplace_back(g.b);
-  }
-  const double gradNorm = clipGradNorm(views, config_.maxGradNorm);
+  const double gradNorm = graph_->clipGradients(config_.maxGradNorm);
   const Schedule schedule{config_.schedule, config_.warmupSteps, totalSteps_};
   const double lr = config_.adamw.learningRate * scheduleFactor(schedule, state_.step);
-  std::vector<AdamWParam> params;
-  for (std::size_t i = 0; i < grads.size(); ++i) {
-    LoraWeights& w = state_.adapter.weights[i];
-    LoraMoments& m = state_.moments[i];
-    params.push_back({w.a, grads[i].a, m.firstA, m.secondA});
-    params.push_back({w.b, grads[i].b, m.firstB, m.secondB});
-  }
-  adamwStep(config_.adamw, lr, state_.step + 1, params);
-  graph_->loadAdapter(state_.adapter);
+  graph_->adamwStep(config_.adamw, lr, state_.step + 1);
+  hostStateStale_ = true;
 
   state_.epoch = epoch;
   state_.dataCursor = cursor + taken;

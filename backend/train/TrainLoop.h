@@ -14,6 +14,8 @@
 //   state: a loop built from it continues bit for bit.
 // - Cancellation: the flag is checked between ops; the step in progress is abandoned and the
 //   state stays at the last completed step.
+// - Gradients, clipping and AdamW run on the backend (TrainGraph); the host TrainerState's
+//   adapter and moments are copied back only when state() or syncState() asks.
 #pragma once
 
 #include <atomic>
@@ -100,7 +102,14 @@ class TrainLoop {
   std::int64_t microBatchSize() const { return microBatch_; }
   std::int64_t accumulation() const;
   const TrainConfig& config() const { return config_; }
-  const TrainerState& state() const { return state_; }
+  // The whole trainer state after the last completed step (what a checkpoint saves). The LoRA
+  // weights and moments live on the backend between steps; this copies them to the host first
+  // when a step has run since the last copy, so the answer is always current.
+  const TrainerState& state();
+  // Brings the host TrainerState's adapter and moments up to date with the backend's (a no-op
+  // when no step has run since the last call). state() calls it; so must anything that is about
+  // to release or replace the backend's copies (a move to another device).
+  void syncState();
 
  private:
   void checkResumeState() const;
@@ -112,7 +121,8 @@ class TrainLoop {
   std::int64_t droppedExamples_ = 0;
   std::int64_t totalSteps_ = 0;
   std::int64_t microBatch_ = 1;
-  TrainerState state_;
+  TrainerState state_;           // adapter and moments as of the last syncState()
+  bool hostStateStale_ = false;  // the backend's adapter/moments are ahead of state_'s
   std::unique_ptr<TrainGraph> graph_;
   std::int64_t orderEpoch_ = -1;
   std::vector<std::int64_t> order_;

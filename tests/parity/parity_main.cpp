@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
   }
   std::vector<parity::ParityCase> gemm = parity::gemmCases(vendorGemm);
   cases.insert(cases.end(), gemm.begin(), gemm.end());
+  std::vector<parity::ParityCase> optimizer = parity::optimizerCases();
+  cases.insert(cases.end(), optimizer.begin(), optimizer.end());
   nlohmann::json report = nlohmann::json::array();
   int failed = 0;
   int run = 0;

@@ -1,7 +1,8 @@
 // test_train_loop.cpp — the optimizer-step loop on the tiny Llama fixture: bit-identical runs from
 // the same seed, bit-identical resume from a saved TrainerState, micro-batch size changes that
 // keep the effective batch (and the trajectory), packing, seeded epoch order, learning on
-// repeated data, per-step metrics, cancellation and config errors.
+// repeated data, per-step metrics, cancellation, config errors, and a host state that follows the
+// backend's adapter and moments.
 #include <QtTest>
 
 #include <set>
@@ -85,6 +86,7 @@ class TestTrainLoop : public QObject {
   void metricsFollowTheSchedule();
   void cancellationLeavesTheLastCompletedStep();
   void rejectsBadConfigAndData();
+  void stateIsCurrentHoweverOftenItIsRead();
 };
 
 void TestTrainLoop::sameSeedGivesBitIdenticalRuns() {
@@ -287,6 +289,37 @@ void TestTrainLoop::rejectsBadConfigAndData() {
                     state);
       },
       "optimizer moments"));
+}
+
+// The adapter and moments stay on the backend between steps; state() copies them back when it is
+// read, so reading it after every step or only at the end gives the same bits, and each read
+// shows the step just completed.
+void TestTrainLoop::stateIsCurrentHoweverOftenItIsRead() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  TrainLoop eager(*backend, folder.config(), folder.weights(), examples(10, 4), smallConfig());
+  TrainLoop lazy(*backend, folder.config(), folder.weights(), examples(10, 4), smallConfig());
+  train::TrainerState previous = eager.state();
+  for (int i = 0; i < 4; ++i) {
+    eager.step();
+    lazy.step();
+    const train::TrainerState& now = eager.state();
+    QCOMPARE(now.step, std::int64_t{i + 1});
+    QVERIFY(!bitIdentical(now.moments[0].firstB, previous.moments[0].firstB));
+    if (i > 0) {  // the warm-up's first learning rate is 0: the adapter moves from step 2 on
+      QVERIFY(!sameAdapter(now.adapter, previous.adapter));
+    }
+    previous = now;
+  }
+  lazy.syncState();
+  lazy.syncState();  // nothing ran since: the same state
+  QVERIFY(sameAdapter(lazy.state().adapter, eager.state().adapter));
+  for (std::size_t i = 0; i < eager.state().moments.size(); ++i) {
+    const train::LoraMoments& a = lazy.state().moments[i];
+    const train::LoraMoments& b = eager.state().moments[i];
+    QVERIFY(bitIdentical(a.firstA, b.firstA) && bitIdentical(a.secondA, b.secondA) &&
+            bitIdentical(a.firstB, b.firstB) && bitIdentical(a.secondB, b.secondB));
+  }
 }
 
 QTEST_APPLESS_MAIN(TestTrainLoop)

@@ -13,6 +13,7 @@
 #include "compute/cpu/embedding.h"      // defines: cpu::embeddingForward
 #include "compute/cpu/lm_head_loss.h"   // defines: cpu::lmHeadCrossEntropy
 #include "compute/cpu/matmul.h"         // defines: cpu::matmul
+#include "compute/cpu/optimizer.h"  // defines: cpu::adamw, cpu::addSumOfSquares, cpu::dropoutMask
 #include "compute/cpu/rmsnorm.h"
 #include "compute/cpu/rope.h"    // defines: cpu::rope
 #include "compute/cpu/swiglu.h"  // defines: cpu::swigluForward, cpu::swigluBackward
@@ -179,6 +180,42 @@ class CpuBackend final : public Backend {
     cpu::lmHeadCrossEntropy(
         h.as<float>(), weight.data(), weight.dtype(), {h.dim(0), h.dim(1), weight.dim(0)}, targets,
         gradScale, losses.as<float>(), dh.defined() ? dh.as<float>() : nullptr, lmHeadScratch_);
+  }
+
+  void fillZero(std::span<Tensor* const> tensors) override {
+    checkTensorListArgs("fill_zero", caps_, tensors);
+    for (Tensor* t : tensors) {
+      std::memset(t->data(), 0, t->bytes());
+    }
+  }
+
+  double sumOfSquares(std::span<const Tensor* const> tensors) override {
+    checkTensorListArgs("sum_of_squares", caps_, tensors);
+    double sum = 0.0;
+    for (const Tensor* t : tensors) {
+      sum = cpu::addSumOfSquares(t->as<float>(), t->numel(), sum);
+    }
+    return sum;
+  }
+
+  void scaleInPlace(std::span<Tensor* const> tensors, float factor) override {
+    checkTensorListArgs("scale", caps_, tensors);
+    for (Tensor* t : tensors) {
+      cpu::scale(t->as<float>(), t->numel(), factor);
+    }
+  }
+
+  void adamw(std::span<const AdamWTensors> tensors, const AdamWScalars& scalars) override {
+    checkAdamWArgs(caps_, tensors);
+    for (const AdamWTensors& t : tensors) {
+      cpu::adamw(t.param->as<float>(), t.grad->as<float>(), t.firstMoment->as<float>(),
+                 t.secondMoment->as<float>(), t.param->numel(), scalars);
+    }
+  }
+
+  void dropoutMask(Tensor& mask, std::uint64_t seed, std::uint64_t stream, double p) override {
+    checkDropoutMaskArgs(caps_, mask, p);
+    cpu::dropoutMask(mask.as<float>(), mask.numel(), seed, stream, p);
   }
 
  private:

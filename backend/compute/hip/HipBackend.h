@@ -57,6 +57,11 @@ class HipBackend final : public Backend {
   void lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
                           std::span<const std::int32_t> targets, float gradScale, Tensor& losses,
                           Tensor& dh) override;
+  void fillZero(std::span<Tensor* const> tensors) override;
+  double sumOfSquares(std::span<const Tensor* const> tensors) override;
+  void scaleInPlace(std::span<Tensor* const> tensors, float factor) override;
+  void adamw(std::span<const AdamWTensors> tensors, const AdamWScalars& scalars) override;
+  void dropoutMask(Tensor& mask, std::uint64_t seed, std::uint64_t philoxStream, double p) override;
 
   hipStream_t stream() const { return stream_; }
   memory::DeviceAllocator* deviceAllocator() override { return allocator_.get(); }
