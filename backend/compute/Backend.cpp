@@ -190,6 +190,17 @@ void checkSwigluBackwardArgs(const BackendCapabilities& caps, const Tensor& dout
   }
 }
 
+void checkTargetIds(const char* op, std::span<const std::int32_t> targets, std::int64_t vocab) {
+  for (std::size_t r = 0; r < targets.size(); ++r) {
+    const std::int32_t t = targets[r];
+    if (t != kIgnoreTarget && (t < 0 || t >= vocab)) {
+      throw ShapeError(std::string(op) + ": target " + std::to_string(t) + " of row " +
+                       std::to_string(r) + " is outside the vocabulary [0, " +
+                       std::to_string(vocab) + ") and is not the ignore id -100");
+    }
+  }
+}
+
 void checkLmHeadCrossEntropyArgs(const BackendCapabilities& caps, const Tensor& h,
                                  const Tensor& weight, std::size_t targets, const Tensor& losses,
                                  const Tensor& dh) {

@@ -261,5 +261,8 @@ void checkDropoutMaskArgs(const BackendCapabilities& caps, const Tensor& mask, d
 void checkLmHeadCrossEntropyArgs(const BackendCapabilities& caps, const Tensor& h,
                                  const Tensor& weight, std::size_t targets, const Tensor& losses,
                                  const Tensor& dh);
+// Throws ShapeError naming `op`, the row and the target unless every target is in [0, vocab)
+// or kIgnoreTarget (checked on the host, before anything is launched).
+void checkTargetIds(const char* op, std::span<const std::int32_t> targets, std::int64_t vocab);
 
 }  // namespace lorascope::compute

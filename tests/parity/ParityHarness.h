@@ -67,6 +67,7 @@ Comparison compareShapeErrors(compute::Backend& cpu, compute::Backend& gpu,
 // One list per op family; parity_main.cpp runs them all.
 std::vector<ParityCase> rmsnormCases();
 std::vector<ParityCase> attentionCases();
+std::vector<ParityCase> lmHeadCases();
 std::vector<ParityCase> optimizerCases();
 std::vector<ParityCase> gemmCases(bool vendorGemm);  // vendorGemm: the build has a vendor BLAS
 std::vector<ParityCase> elementwiseCases();

@@ -1,5 +1,7 @@
 // parity/bench_attention.cpp — milliseconds per call of the GPU attention kernels at the issue's
-// benchmark shapes (B8 × S512: Qwen2.5-0.5B 14/2 heads, Llama-3.2-1B 32/8 heads, head_dim 64).
+// benchmark shapes (B8 × S512: Qwen2.5-0.5B 14/2 heads, Llama-3.2-1B 32/8 heads, head_dim 64),
+// and of the fused lm-head + cross-entropy at the Qwen2.5-0.5B shape (4096 rows, hidden 896,
+// vocabulary 151936) on the backend's default GEMM.
 // Qt-free; scripts/gpu-check.sh runs it on the device machine. Exit 77 without a GPU.
 //   bench_attention [--iterations N]
 #include <cmath>
@@ -63,6 +65,30 @@ void benchShape(compute::Backend& gpu, const BenchShape& s, int iterations, std:
       backwardMs, 5 * 2 * causalMacs / backwardMs * 1e-9);
 }
 
+void benchLmHead(compute::Backend& gpu, int iterations, std::mt19937& rng) {
+  using compute::DType;
+  constexpr std::int64_t rows = 4096, hidden = 896, vocab = 151936;
+  const compute::Tensor h =
+      gpu.upload(parity::randomNormal(rng, static_cast<std::size_t>(rows * hidden), 0, 1),
+                 DType::BF16, {rows, hidden});
+  const compute::Tensor w =
+      gpu.upload(parity::randomNormal(rng, static_cast<std::size_t>(vocab * hidden), 0, 0.05f),
+                 DType::BF16, {vocab, hidden});
+  std::vector<std::int32_t> targets(static_cast<std::size_t>(rows));
+  for (std::size_t r = 0; r < targets.size(); ++r) {
+    targets[r] = static_cast<std::int32_t>(r * 37 % vocab);
+  }
+  compute::Tensor losses = gpu.empty(DType::F32, {rows});
+  compute::Tensor dh = gpu.empty(DType::BF16, {rows, hidden});
+  const double ms = millisecondsPerCall(
+      gpu, iterations, [&] { gpu.lmHeadCrossEntropy(h, w, targets, 1.0f / rows, losses, dh); });
+  // Two GEMMs of rows × vocab × hidden per call.
+  const double flop = 2.0 * 2.0 * rows * static_cast<double>(vocab) * hidden;
+  std::printf("lm_head_cross_entropy rows %lld hidden %lld vocab %lld: %.3f ms (%.1f TFLOP/s)\n",
+              static_cast<long long>(rows), static_cast<long long>(hidden),
+              static_cast<long long>(vocab), ms, flop / ms * 1e-9);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,5 +113,6 @@ int main(int argc, char** argv) {
   for (const BenchShape& s : shapes) {
     benchShape(*gpu, s, iterations, rng);
   }
+  benchLmHead(*gpu, iterations, rng);
   return 0;
 }

@@ -18,12 +18,16 @@ using compute::DType;
 using compute::GemmImplementation;
 using compute::Tensor;
 
-// Tolerances, as |gpu − cpu| ≤ atolOfRms·rms(cpu c) + rtol·|cpu c|:
-// - bf16 c is rounded once (relative error ≤ 2^-9 ≈ 2e-3): rtol 4e-3. The vendor path also
-//   rounds an f32 b to bf16 (it has no bf16 × f32 product): k independent relative errors of
-//   ≤ 2^-9 give an error of about 2^-9/√3 ≈ 1.1e-3 · rms(c) per element, so 5σ over a million
-//   elements stays under atolOfRms 1e-2.
-constexpr Tolerance kBf16Rounded{1e-2, 4e-3};
+// Tolerances, as |gpu − cpu| ≤ atolOfRms·rms(cpu c) + rtol·|cpu c|. bf16 keeps 8 significant
+// bits, so rounding to it changes a value by at most 2^-8 ≈ 3.9e-3 of itself.
+// - bf16 c from operands the GPU reads exactly: c is rounded once (rtol 4e-3, the bound itself);
+//   the fp32 sums differ only in order, far below 1e-3 of rms(c).
+constexpr Tolerance kBf16Output{1e-3, 4e-3};
+// - The vendor path with an f32 b: the vendor GEMMs have no bf16 × f32 product, so b is rounded
+//   to a bf16 copy first (what PyTorch's autocast does to a LoRA weight). That adds up to
+//   2^-8 · Σ_i |a_i·b_i| per element; at k = 8 (the LoRA rank) no averaging over k helps, and
+//   Σ|a_i·b_i| reaches about 8 × rms(c) in the tails of 10^5 normal samples: atolOfRms 3e-2.
+constexpr Tolerance kVendorBf16Copy{3e-2, 4e-3};
 // - f32 c from bf16 operands: the products are exact in fp32 and only the order and rounding of
 //   the fp32 sums differ (tensor cores may truncate rather than round each partial sum: at most
 //   k·2^-24 of Σ|a·b|, about 2.4e-4 of rms(c) at k = 4096), so atolOfRms 1e-3.
@@ -37,8 +41,11 @@ struct GemmShape {
   const char* use;  // which product of the trainer, or "" for the awkward sizes
 };
 
-Tolerance toleranceFor(const GemmShape& s) {
-  return s.cType == DType::F32 && s.bType == DType::BF16 ? kF32Accumulated : kBf16Rounded;
+Tolerance toleranceFor(const GemmShape& s, GemmImplementation impl) {
+  if (impl == GemmImplementation::Vendor && s.bType == DType::F32) {
+    return kVendorBf16Copy;
+  }
+  return s.cType == DType::F32 ? kF32Accumulated : kBf16Output;
 }
 
 std::string describe(const GemmShape& s) {
@@ -81,7 +88,7 @@ std::vector<Comparison> runGemm(Backend& cpu, Backend& gpu, std::mt19937& rng, c
   const std::vector<float> c0 =
       roundTo(s.cType, randomNormal(rng, static_cast<std::size_t>(s.m * s.n), 0.0f, 2.0f));
   const GemmSelection selection(gpu, impl);
-  return compareBackends(cpu, gpu, {"c"}, toleranceFor(s), [&](Backend& be) {
+  return compareBackends(cpu, gpu, {"c"}, toleranceFor(s, impl), [&](Backend& be) {
     const bool onCpu = be.capabilities().device == compute::Device::Cpu;
     const DType act = be.capabilities().activationDType;
     const Tensor at = be.upload(a, act, aShape);
@@ -146,13 +153,13 @@ std::vector<ParityCase> gemmCases(bool vendorGemm) {
   for (const auto& implOp : impls) {
     const GemmImplementation impl = implOp.first;  // named copy: lambdas cannot capture bindings
     for (const GemmShape& shape : gemmShapes()) {
-      cases.push_back({implOp.second, describe(shape), toleranceFor(shape),
+      cases.push_back({implOp.second, describe(shape), toleranceFor(shape, impl),
                        [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
                          return runGemm(cpu, gpu, rng, shape, impl);
                        }});
     }
     // Inner dimensions that differ are refused by both backends before anything runs.
-    cases.push_back({implOp.second, "m=4 n=5 k=6 vs 7 (mismatch)", kBf16Rounded,
+    cases.push_back({implOp.second, "m=4 n=5 k=6 vs 7 (mismatch)", kBf16Output,
                      [=](Backend& cpu, Backend& gpu, std::mt19937&) {
                        const GemmSelection selection(gpu, impl);
                        return std::vector<Comparison>{

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
   std::cout << "parity: " << gpu->capabilities().name << " vs " << cpu->capabilities().name << "\n";
 
   std::vector<parity::ParityCase> cases = parity::rmsnormCases();
-  for (auto family : {parity::attentionCases, parity::elementwiseCases}) {
+  for (auto family : {parity::attentionCases, parity::lmHeadCases, parity::elementwiseCases}) {
     std::vector<parity::ParityCase> more = family();
     cases.insert(cases.end(), more.begin(), more.end());
   }

@@ -2,11 +2,14 @@
 // fused lm-head + cross-entropy. Scratch comes from the backend's allocator and is returned to it
 // when the launcher returns; the allocator reuses blocks in stream order, so the kernels queued
 // here still own the memory until they have run.
+#include <algorithm>
 #include <string>
 
 #include "compute/Errors.h"
 #include "compute/hip/HipBackend.h"
-#include "compute/hip/attention.h"  // defines: attentionForward, attentionBackward
+#include "compute/hip/HipCheck.h"      // defines: LORASCOPE_HIP_CHECK
+#include "compute/hip/attention.h"     // defines: attentionForward, attentionBackward
+#include "compute/hip/lm_head_loss.h"  // defines: lmHeadChunk, lmHeadChunkColumns, ...
 
 namespace lorascope::compute::hip {
 namespace {
@@ -21,6 +24,15 @@ AttentionShape attentionShape(const char* op, const Tensor& q, const Tensor& k) 
                      std::to_string(kMaxAttentionHeadDim) + "); run attention on the CPU backend");
   }
   return shape;
+}
+
+// A (rows, cols) tensor over `bytesOffset` bytes into t's storage. It does not own the memory
+// (the matmul calls below see only a slice of a weight or a scratch block): valid while t lives.
+Tensor sliceView(const Tensor& t, std::size_t bytesOffset, DType dtype, std::int64_t rows,
+                 std::int64_t cols) {
+  auto* base = static_cast<unsigned char*>(const_cast<void*>(t.data()));
+  return Tensor(std::shared_ptr<void>(std::shared_ptr<void>(), base + bytesOffset), dtype,
+                {rows, cols}, Device::Gpu);
 }
 
 }  // namespace
@@ -49,10 +61,60 @@ void HipBackend::attentionBackward(const Tensor& dout, const Tensor& q, const Te
       dk.as<std::uint16_t>(), dv.as<std::uint16_t>(), stream_);
 }
 
-void HipBackend::lmHeadCrossEntropy(const Tensor&, const Tensor&, std::span<const std::int32_t>,
-                                    float, Tensor&, Tensor&) {
-  throw UnsupportedOpError(
-      "lm_head_cross_entropy has no GPU kernel yet; run this step on the CPU backend");
+void HipBackend::lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
+                                    std::span<const std::int32_t> targets, float gradScale,
+                                    Tensor& losses, Tensor& dh) {
+  constexpr const char* op = "lm_head_cross_entropy";
+  checkLmHeadCrossEntropyArgs(caps_, h, weight, targets.size(), losses, dh);
+  const bool weightIsBf16 = isBf16Weight(op, weight);
+  const std::int64_t rows = h.dim(0);
+  const std::int64_t hidden = h.dim(1);
+  const std::int64_t vocab = weight.dim(0);
+  checkTargetIds(op, targets, vocab);
+  if (rows == 0) {
+    return;
+  }
+  const bool withGradient = dh.defined();
+  const std::int64_t chunk = lmHeadChunkColumns(rows, vocab);
+  // Targets travel as a 4-byte-element tensor (Tensor has no integer dtype); the copy is ordered
+  // before the kernels on stream_ and the host span may go away once it returns.
+  Tensor deviceTargets = empty(DType::F32, {rows});
+  LORASCOPE_HIP_CHECK(hipMemcpyAsync(deviceTargets.data(), targets.data(), targets.size_bytes(),
+                                     hipMemcpyHostToDevice, stream_));
+  const auto* targetIds = deviceTargets.as<std::int32_t>();
+  Tensor stateRows = empty(DType::F32, {4, rows});
+  float* stateData = stateRows.as<float>();
+  const LmHeadRowState state{stateData, stateData + rows, stateData + 2 * rows,
+                             stateData + 3 * rows};
+  // Scratch: ≤ kLmHeadChunkFloats f32 logits, half as many bytes of bf16 weights, and the f32
+  // (rows, hidden) gradient accumulator.
+  Tensor logits = empty(DType::F32, {rows, chunk});
+  Tensor weights = withGradient ? empty(DType::BF16, {rows, chunk}) : Tensor();
+  Tensor dhSum = withGradient ? empty(DType::F32, {rows, hidden}) : Tensor();
+  const std::size_t weightRowBytes = static_cast<std::size_t>(hidden) * dtypeBytes(weight.dtype());
+
+  for (std::int64_t c0 = 0; c0 < vocab; c0 += chunk) {
+    const std::int64_t columns = std::min(chunk, vocab - c0);
+    const Tensor weightChunk = sliceView(weight, static_cast<std::size_t>(c0) * weightRowBytes,
+                                         weight.dtype(), columns, hidden);
+    Tensor chunkLogits = sliceView(logits, 0, DType::F32, rows, columns);
+    matmul(h, false, weightChunk, true, chunkLogits, 1.0f, 0.0f);  // h · W_cᵀ
+    Tensor chunkWeights =
+        withGradient ? sliceView(weights, 0, DType::BF16, rows, columns) : Tensor();
+    lmHeadChunk(logits.as<float>(), rows, columns, c0, c0 == 0, targetIds, kIgnoreTarget, state,
+                withGradient ? chunkWeights.as<std::uint16_t>() : nullptr, stream_);
+    if (withGradient) {
+      if (c0 > 0) {
+        lmHeadRescaleRows(dhSum.as<float>(), rows, hidden, state, stream_);
+      }
+      matmul(chunkWeights, false, weightChunk, false, dhSum, 1.0f, c0 == 0 ? 0.0f : 1.0f);
+    }
+  }
+  lmHeadLosses(state, rows, targetIds, kIgnoreTarget, losses.as<float>(), stream_);
+  if (withGradient) {
+    lmHeadFinishGradient(dhSum.as<float>(), rows, hidden, weight.data(), weightIsBf16, targetIds,
+                         kIgnoreTarget, state, gradScale, dh.as<std::uint16_t>(), stream_);
+  }
 }
 
 }  // namespace lorascope::compute::hip

@@ -1,0 +1,55 @@
+// hip/lm_head_loss.h — the kernels of the fused lm-head + cross-entropy between its GEMMs (the
+// GEMMs run on the backend's selected GEMM through HipBackend::matmul). Plain C++ declarations,
+// callable from host code; hip/lm_head_loss.hip defines them. CPU twin: cpu/lm_head_loss.cpp.
+// Targets are device copies, already range-checked by the caller; ignoreTarget rows are skipped.
+//
+// One pass over the vocabulary, two GEMMs per chunk (the online softmax of flash attention):
+// per chunk, logits_c = h·W_cᵀ (f32); each row's running max m and Σ exp(l − m) are updated,
+// the chunk's weights p = exp(l − m) are written in bf16, the row's dh accumulator (f32) is
+// multiplied by exp(m_old − m_new) when the max grew, and dhSum += p·W_c. At the end
+// dh_r = gradScale · (dhSum_r / Σ_r − W[t_r]) = Σ_v (softmax_v − onehot_v)·gradScale·W_v.
+#pragma once
+
+#include <cstdint>
+
+#include "compute/hip/hip_portability.h"  // defines: hipStream_t
+
+namespace lorascope::compute::hip {
+
+// Columns per vocabulary chunk for `rows` tokens: the f32 logits of a chunk stay within
+// kLmHeadChunkFloats (128 MiB) and its bf16 weights within half that, whatever the vocabulary.
+inline constexpr std::int64_t kLmHeadChunkFloats = std::int64_t{32} << 20;
+std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab);
+
+// Per-row state of the pass, f32, (rows) each.
+struct LmHeadRowState {
+  float* runningMax = nullptr;
+  float* runningSum = nullptr;   // Σ exp(logit − runningMax) over the chunks so far
+  float* rescale = nullptr;      // exp(m_old − m_new) of the last chunk
+  float* targetLogit = nullptr;  // written by the chunk holding the target; unset when ignored
+};
+
+// Folds the chunk's logits (rows, columns) f32 — vocabulary ids firstColumn.. — into the row
+// state (firstChunk starts it). When `weights` is not null, also writes the chunk's
+// exp(logit − new running max) there as bf16 (rows, columns), zero rows where ignored.
+void lmHeadChunk(const float* logits, std::int64_t rows, std::int64_t columns,
+                 std::int64_t firstColumn, bool firstChunk, const std::int32_t* targets,
+                 std::int32_t ignoreTarget, LmHeadRowState state, std::uint16_t* weights,
+                 hipStream_t stream);
+
+// dhSum (rows, hidden) f32: row r *= state.rescale[r] (before the chunk's dhSum += p·W_c).
+void lmHeadRescaleRows(float* dhSum, std::int64_t rows, std::int64_t hidden, LmHeadRowState state,
+                       hipStream_t stream);
+
+// losses (rows) f32 = running max + log(running sum) − target logit, 0 for ignored rows.
+void lmHeadLosses(LmHeadRowState state, std::int64_t rows, const std::int32_t* targets,
+                  std::int32_t ignoreTarget, float* losses, hipStream_t stream);
+
+// dh (rows, hidden) bf16 = gradScale · (dhSum / running sum − weight[target]), 0 for ignored
+// rows; weight (vocab, hidden) bf16 or f32.
+void lmHeadFinishGradient(const float* dhSum, std::int64_t rows, std::int64_t hidden,
+                          const void* weight, bool weightIsBf16, const std::int32_t* targets,
+                          std::int32_t ignoreTarget, LmHeadRowState state, float gradScale,
+                          std::uint16_t* dh, hipStream_t stream);
+
+}  // namespace lorascope::compute::hip

@@ -1,0 +1,169 @@
+// hip/lm_head_loss.hip — the row kernels of the fused lm-head + cross-entropy (the scheme is in
+// lm_head_loss.h); CPU twin: cpu/lm_head_loss.cpp. Row kernels run one block per row, every
+// thread striding over the columns; the chunk kernel keeps an online (max, Σ exp) pair per
+// thread so the statistics take one read of the logits, then combines the pairs over the block.
+#include "compute/hip/lm_head_loss.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "compute/hip/device_common.h"  // defines: blockSum, blockMax, loadFloat, floatToBf16
+#include "compute/hip/launch.h"         // defines: launch
+
+namespace lorascope::compute::hip {
+namespace {
+
+constexpr int kThreadsPerRow = 256;  // a multiple of both wave sizes (32 and 64)
+
+// logits, weights (rows, columns)
+__global__ void lmHeadChunkKernel(const float* logits, long long columns, long long firstColumn,
+                                  bool firstChunk, const std::int32_t* targets,
+                                  std::int32_t ignoreTarget, LmHeadRowState state,
+                                  hip_bfloat16* weights) {
+  const long long row = blockIdx.x;
+  const float* rowLogits = logits + row * columns;
+  float threadMax = -INFINITY;
+  float threadSum = 0.0f;
+  for (long long c = threadIdx.x; c < columns; c += blockDim.x) {
+    const float x = rowLogits[c];
+    if (x > threadMax) {
+      threadSum = threadSum * expf(threadMax - x) + 1.0f;
+      threadMax = x;
+    } else {
+      threadSum += expf(x - threadMax);
+    }
+  }
+  // A chunk has ≥ 1 column of finite logits, so chunkMax is finite; a thread that had no
+  // column contributes 0 · exp(−inf) = 0.
+  const float chunkMax = gpu::blockMax(threadMax);
+  const float chunkSum = gpu::blockSum(threadSum * expf(threadMax - chunkMax));
+  const float previousMax = firstChunk ? chunkMax : state.runningMax[row];
+  const float newMax = fmaxf(previousMax, chunkMax);
+  __syncthreads();  // every thread has read runningMax before thread 0 replaces it
+  if (threadIdx.x == 0) {
+    const float rescale = expf(previousMax - newMax);
+    const float previousSum = firstChunk ? 0.0f : state.runningSum[row];
+    state.runningSum[row] = previousSum * rescale + chunkSum * expf(chunkMax - newMax);
+    state.runningMax[row] = newMax;
+    state.rescale[row] = rescale;
+    const std::int32_t target = targets[row];
+    if (target != ignoreTarget && target >= firstColumn && target < firstColumn + columns) {
+      state.targetLogit[row] = rowLogits[target - firstColumn];
+    }
+  }
+  if (weights == nullptr) {
+    return;
+  }
+  hip_bfloat16* rowWeights = weights + row * columns;
+  const bool ignored = targets[row] == ignoreTarget;
+  for (long long c = threadIdx.x; c < columns; c += blockDim.x) {
+    rowWeights[c] = gpu::floatToBf16(ignored ? 0.0f : expf(rowLogits[c] - newMax));
+  }
+}
+
+// dhSum (rows, hidden), grid-stride over all elements
+__global__ void lmHeadRescaleRowsKernel(float* dhSum, long long rows, long long hidden,
+                                        const float* rescale) {
+  const long long count = rows * hidden;
+  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < count;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    dhSum[e] *= rescale[e / hidden];
+  }
+}
+
+__global__ void lmHeadLossesKernel(LmHeadRowState state, long long rows,
+                                   const std::int32_t* targets, std::int32_t ignoreTarget,
+                                   float* losses) {
+  for (long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; r < rows;
+       r += static_cast<long long>(gridDim.x) * blockDim.x) {
+    losses[r] = targets[r] == ignoreTarget
+                    ? 0.0f
+                    : state.runningMax[r] + logf(state.runningSum[r]) - state.targetLogit[r];
+  }
+}
+
+// dhSum (rows, hidden) f32, weight (vocab, hidden), dh (rows, hidden) bf16
+template <typename WeightT>
+__global__ void lmHeadFinishGradientKernel(const float* dhSum, long long hidden,
+                                           const WeightT* weight, const std::int32_t* targets,
+                                           std::int32_t ignoreTarget, LmHeadRowState state,
+                                           float gradScale, hip_bfloat16* dh) {
+  const long long row = blockIdx.x;
+  const std::int32_t target = targets[row];
+  const bool ignored = target == ignoreTarget;
+  const float inverseSum = 1.0f / state.runningSum[row];
+  const WeightT* targetRow = weight + (ignored ? 0 : static_cast<long long>(target) * hidden);
+  for (long long d = threadIdx.x; d < hidden; d += blockDim.x) {
+    const float g =
+        ignored ? 0.0f
+                : gradScale * (dhSum[row * hidden + d] * inverseSum - gpu::loadFloat(targetRow, d));
+    dh[row * hidden + d] = gpu::floatToBf16(g);
+  }
+}
+
+constexpr int kElementwiseThreads = 256;
+constexpr long long kMaxElementwiseBlocks = 4096;  // grid-stride beyond this
+
+dim3 elementwiseGrid(long long items) {
+  return dim3(static_cast<unsigned>(std::min<long long>(
+      (items + kElementwiseThreads - 1) / kElementwiseThreads, kMaxElementwiseBlocks)));
+}
+
+}  // namespace
+
+std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab) {
+  return std::clamp<std::int64_t>(kLmHeadChunkFloats / std::max<std::int64_t>(rows, 1), 1,
+                                  std::max<std::int64_t>(vocab, 1));
+}
+
+void lmHeadChunk(const float* logits, std::int64_t rows, std::int64_t columns,
+                 std::int64_t firstColumn, bool firstChunk, const std::int32_t* targets,
+                 std::int32_t ignoreTarget, LmHeadRowState state, std::uint16_t* weights,
+                 hipStream_t stream) {
+  if (rows == 0 || columns == 0) {
+    return;
+  }
+  launch("lm_head_cross_entropy", lmHeadChunkKernel, dim3(static_cast<unsigned>(rows)),
+         dim3(kThreadsPerRow), 0, stream, logits, columns, firstColumn, firstChunk, targets,
+         ignoreTarget, state, reinterpret_cast<hip_bfloat16*>(weights));
+}
+
+void lmHeadRescaleRows(float* dhSum, std::int64_t rows, std::int64_t hidden, LmHeadRowState state,
+                       hipStream_t stream) {
+  if (rows == 0 || hidden == 0) {
+    return;
+  }
+  launch("lm_head_cross_entropy", lmHeadRescaleRowsKernel, elementwiseGrid(rows * hidden),
+         dim3(kElementwiseThreads), 0, stream, dhSum, rows, hidden, state.rescale);
+}
+
+void lmHeadLosses(LmHeadRowState state, std::int64_t rows, const std::int32_t* targets,
+                  std::int32_t ignoreTarget, float* losses, hipStream_t stream) {
+  if (rows == 0) {
+    return;
+  }
+  launch("lm_head_cross_entropy", lmHeadLossesKernel, elementwiseGrid(rows),
+         dim3(kElementwiseThreads), 0, stream, state, rows, targets, ignoreTarget, losses);
+}
+
+void lmHeadFinishGradient(const float* dhSum, std::int64_t rows, std::int64_t hidden,
+                          const void* weight, bool weightIsBf16, const std::int32_t* targets,
+                          std::int32_t ignoreTarget, LmHeadRowState state, float gradScale,
+                          std::uint16_t* dh, hipStream_t stream) {
+  if (rows == 0) {
+    return;
+  }
+  const dim3 grid(static_cast<unsigned>(rows));
+  auto* out = reinterpret_cast<hip_bfloat16*>(dh);
+  if (weightIsBf16) {
+    launch("lm_head_cross_entropy", lmHeadFinishGradientKernel<hip_bfloat16>, grid,
+           dim3(kThreadsPerRow), 0, stream, dhSum, hidden, static_cast<const hip_bfloat16*>(weight),
+           targets, ignoreTarget, state, gradScale, out);
+  } else {
+    launch("lm_head_cross_entropy", lmHeadFinishGradientKernel<float>, grid, dim3(kThreadsPerRow),
+           0, stream, dhSum, hidden, static_cast<const float*>(weight), targets, ignoreTarget,
+           state, gradScale, out);
+  }
+}
+
+}  // namespace lorascope::compute::hip
