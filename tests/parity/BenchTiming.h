@@ -1,11 +1,40 @@
-// parity/BenchTiming.h — the timing loop of the GPU op benchmarks (bench_attention, bench_gemm).
+// parity/BenchTiming.h — what the GPU op benchmarks (bench_attention, bench_gemm) share: the
+// --iterations argument, the GPU backend or the reason to skip, and the timing loop.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
 
 #include "compute/Backend.h"
+#include "compute/Errors.h"
 
 namespace lorascope::parity {
+
+// The benchmark's `--iterations N` (default 20, at least 1).
+inline int benchIterations(int argc, char** argv) {
+  int iterations = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--iterations") == 0) {
+      iterations = std::max(1, std::atoi(argv[i + 1]));
+    }
+  }
+  return iterations;
+}
+
+// The GPU backend for benchmark `name`; nullptr after printing why there is none, and the
+// caller then exits with 77 (skipped).
+inline std::unique_ptr<compute::Backend> benchGpu(const char* name) {
+  try {
+    return compute::createGpuBackend(0);
+  } catch (const compute::NoGpuError& e) {
+    std::printf("SKIP: %s needs a GPU: %s\n", name, e.what());
+    return nullptr;
+  }
+}
 
 // Mean wall time of `iterations` calls after two warm-up calls, the stream drained around them.
 template <typename Op>

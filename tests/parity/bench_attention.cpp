@@ -6,14 +6,12 @@
 //   bench_attention [--iterations N]
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <random>
 #include <string>
 
-#include "BenchTiming.h"    // defines: millisecondsPerCall
+#include "BenchTiming.h"    // defines: benchIterations, benchGpu, millisecondsPerCall
 #include "ParityHarness.h"  // defines: randomNormal
 #include "compute/Backend.h"
-#include "compute/Errors.h"
 
 using namespace lorascope;
 
@@ -92,17 +90,9 @@ void benchLmHead(compute::Backend& gpu, int iterations, std::mt19937& rng) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int iterations = 20;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--iterations") == 0) {
-      iterations = std::max(1, std::atoi(argv[i + 1]));
-    }
-  }
-  std::unique_ptr<compute::Backend> gpu;
-  try {
-    gpu = compute::createGpuBackend(0);
-  } catch (const compute::NoGpuError& e) {
-    std::printf("SKIP: bench_attention needs a GPU: %s\n", e.what());
+  const int iterations = parity::benchIterations(argc, argv);
+  const std::unique_ptr<compute::Backend> gpu = parity::benchGpu("bench_attention");
+  if (!gpu) {
     return 77;
   }
   std::printf("bench_attention on %s, %d iterations\n", gpu->capabilities().name.c_str(),

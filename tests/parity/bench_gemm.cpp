@@ -5,11 +5,9 @@
 // it on the device machine. Exit 77 without a GPU. A benchmark, not a test.
 //   bench_gemm [--iterations N]
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <random>
 
-#include "BenchTiming.h"    // defines: millisecondsPerCall
+#include "BenchTiming.h"    // defines: benchIterations, benchGpu, millisecondsPerCall
 #include "ParityHarness.h"  // defines: randomNormal
 #include "compute/Backend.h"
 #include "compute/Errors.h"
@@ -71,17 +69,9 @@ void benchShape(compute::Backend& gpu, const GemmBenchShape& s, int iterations, 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int iterations = 20;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--iterations") == 0) {
-      iterations = std::max(1, std::atoi(argv[i + 1]));
-    }
-  }
-  std::unique_ptr<compute::Backend> gpu;
-  try {
-    gpu = compute::createGpuBackend(0);
-  } catch (const compute::NoGpuError& e) {
-    std::printf("SKIP: bench_gemm needs a GPU: %s\n", e.what());
+  const int iterations = parity::benchIterations(argc, argv);
+  const std::unique_ptr<compute::Backend> gpu = parity::benchGpu("bench_gemm");
+  if (!gpu) {
     return 77;
   }
   bool vendorGemm = true;
