@@ -9,6 +9,7 @@ namespace lorascope::cli {
 
 using Args = std::vector<std::string>;
 
+int runBench(const Args& args);         // cmd_bench.cpp
 int runDevices(const Args& args);       // cmd_devices.cpp
 int runEngine(const Args& args);        // cmd_engine.cpp
 int runEval(const Args& args);          // cmd_eval.cpp

@@ -24,6 +24,10 @@ const std::map<std::string, Subcommand>& subcommands() {
       {"engine",
        {lorascope::cli::runEngine,
         "engine   the isolated engine for the GUI: JSON-line commands on stdin, events on stdout"}},
+      {"bench",
+       {lorascope::cli::runBench,
+        "bench [--model tiny|qwen|all] [--threads 1,2,16] [--steps N] [--checkpointing] "
+        "[--profile]   CPU LoRA step tokens/s and peak RSS (the performance target's shapes)"}},
       {"devices",
        {lorascope::cli::runDevices,
         "devices [--json] [--watch] [--count N] [--interval-ms MS]   GPUs, live readings "

@@ -1,12 +1,21 @@
-// cpu/add.cpp — elementwise in-place ops for the CPU backend.
+// cpu/add.cpp — elementwise in-place ops for the CPU backend, in parallel ranges (cpu/parallel.h).
 #include "compute/cpu/add.h"
 
+#include "compute/cpu/op_times.h"  // defines: OpTimer
+#include "compute/cpu/parallel.h"  // defines: parallelRanges
+
 namespace lorascope::compute::cpu {
+namespace {
+constexpr std::int64_t kElementsPerRange = 16384;  // 64 KiB of each operand per parallel item
+}  // namespace
 
 void addInPlace(float* x, const float* y, std::int64_t count) {
-  for (std::int64_t i = 0; i < count; ++i) {
-    x[i] += y[i];
-  }
+  const OpTimer timer(CpuOp::Elementwise);
+  parallelRanges(count, kElementsPerRange, [=](std::int64_t first, std::int64_t last) {
+    for (std::int64_t i = first; i < last; ++i) {
+      x[i] += y[i];
+    }
+  });
 }
 
 void addBias(float* x, const float* bias, std::int64_t rows, std::int64_t dim) {
@@ -19,9 +28,12 @@ void addBias(float* x, const float* bias, std::int64_t rows, std::int64_t dim) {
 }
 
 void multiplyInPlace(float* x, const float* y, std::int64_t count) {
-  for (std::int64_t i = 0; i < count; ++i) {
-    x[i] *= y[i];
-  }
+  const OpTimer timer(CpuOp::Elementwise);
+  parallelRanges(count, kElementsPerRange, [=](std::int64_t first, std::int64_t last) {
+    for (std::int64_t i = first; i < last; ++i) {
+      x[i] *= y[i];
+    }
+  });
 }
 
 }  // namespace lorascope::compute::cpu

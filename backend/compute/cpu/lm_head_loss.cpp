@@ -1,10 +1,14 @@
-// cpu/lm_head_loss.cpp — fused lm-head + cross-entropy in two passes over vocabulary chunks.
+// cpu/lm_head_loss.cpp — fused lm-head + cross-entropy in one pass over vocabulary chunks, with
+// two GEMMs per chunk (the minimum: the logits, and their gradient back to h).
 //
-// Pass 1 computes each chunk's logits (one sgemm) and folds them into a running max-shifted
-// log-sum-exp per row, in double; it also picks out the target's logit. Pass 2 recomputes each
-// chunk's logits, turns them into (softmax − onehot)·gradScale in place and accumulates
-// dh += dlogits_c · W_c. The logits are thus computed twice (3 lm-head GEMMs instead of 2) in
-// exchange for memory bounded by kLmHeadChunkFloats whatever the vocabulary.
+// Per chunk c: logits_c = h·W_cᵀ (one sgemm). Each row keeps a running max m and a running sum
+// Σ exp(l − m) (in double); the chunk's logits are replaced in place by exp(l − m) (0 on ignored
+// rows) and accumulated into dh += exp(logits_c − m)·W_c (the second sgemm). When a later chunk
+// raises a row's max, that row's sum and dh are first multiplied by exp(m_old − m_new), the
+// online softmax of flash attention. At the end dh_r = dh_r·gradScale/Σ_r − gradScale·W[t_r],
+// i.e. Σ_v (softmax_v − onehot_v)·gradScale·W_v without a second pass over the vocabulary and
+// with memory bounded by kLmHeadChunkFloats whatever its size. Rows are independent: the row
+// loops run in parallel (cpu/parallel.h), the GEMMs split into tiles.
 #include "compute/cpu/lm_head_loss.h"
 
 #include <algorithm>
@@ -13,10 +17,16 @@
 
 #include "compute/Backend.h"  // defines: kIgnoreTarget
 #include "compute/Errors.h"
-#include "compute/cpu/matmul.h"  // defines: cpu::matmul
+#include "compute/cpu/convert.h"   // defines: widenToFloat
+#include "compute/cpu/fast_exp.h"  // defines: expArray, sumAsDouble
+#include "compute/cpu/matmul.h"    // defines: cpu::matmul
+#include "compute/cpu/op_times.h"  // defines: OpTimer
+#include "compute/cpu/parallel.h"  // defines: parallelRanges
 
 namespace lorascope::compute::cpu {
 namespace {
+
+constexpr std::int64_t kRowsPerRange = 8;  // rows per parallel item of the softmax loops
 
 void checkTargets(std::span<const std::int32_t> targets, std::int64_t vocab) {
   for (std::size_t r = 0; r < targets.size(); ++r) {
@@ -29,15 +39,6 @@ void checkTargets(std::span<const std::int32_t> targets, std::int64_t vocab) {
   }
 }
 
-// logits (rows, columns) = h · W[c0 : c0+columns]ᵀ
-void chunkLogits(const float* h, const void* weight, DType weightDtype, LmHeadDims dims,
-                 std::int64_t c0, std::int64_t columns, LmHeadScratch& scratch) {
-  const auto* bytes = static_cast<const unsigned char*>(weight);
-  const void* rows = bytes + static_cast<std::size_t>(c0 * dims.hidden) * dtypeBytes(weightDtype);
-  matmul(h, false, rows, weightDtype, true, scratch.logits.data(),
-         {dims.rows, columns, dims.hidden}, 1.0f, 0.0f, scratch.widened);
-}
-
 }  // namespace
 
 std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab) {
@@ -47,7 +48,9 @@ std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab) {
 void lmHeadCrossEntropy(const float* h, const void* weight, DType weightDtype, LmHeadDims dims,
                         std::span<const std::int32_t> targets, float gradScale, float* losses,
                         float* dh, LmHeadScratch& scratch) {
-  const auto [rows, hidden, vocab] = dims;
+  const OpTimer timer(CpuOp::LmHeadLoss);
+  // Plain copies, not structured bindings: the lambdas below capture them (clang 15 cannot).
+  const std::int64_t rows = dims.rows, hidden = dims.hidden, vocab = dims.vocab;
   checkTargets(targets, vocab);
   if (rows == 0) {
     return;
@@ -58,58 +61,69 @@ void lmHeadCrossEntropy(const float* h, const void* weight, DType weightDtype, L
   std::vector<double> runningMax(n, -INFINITY);
   std::vector<double> runningSum(n, 0.0);
   std::vector<double> targetLogit(n, 0.0);
-
-  for (std::int64_t c0 = 0; c0 < vocab; c0 += chunk) {
-    const std::int64_t columns = std::min(chunk, vocab - c0);
-    chunkLogits(h, weight, weightDtype, dims, c0, columns, scratch);
-    for (std::size_t r = 0; r < n; ++r) {
-      const float* row = scratch.logits.data() + r * static_cast<std::size_t>(columns);
-      const double chunkMax = *std::max_element(row, row + columns);
-      if (chunkMax > runningMax[r]) {
-        runningSum[r] *= std::exp(runningMax[r] - chunkMax);
-        runningMax[r] = chunkMax;
-      }
-      for (std::int64_t i = 0; i < columns; ++i) {
-        runningSum[r] += std::exp(static_cast<double>(row[i]) - runningMax[r]);
-      }
-      const std::int32_t t = targets[r];
-      if (t != kIgnoreTarget && t >= c0 && t < c0 + columns) {
-        targetLogit[r] = row[t - c0];
-      }
-    }
+  if (dh != nullptr) {
+    std::fill(dh, dh + rows * hidden, 0.0f);
   }
-  std::vector<double> lse(n);
-  for (std::size_t r = 0; r < n; ++r) {
-    lse[r] = runningMax[r] + std::log(runningSum[r]);
-    losses[r] = targets[r] == kIgnoreTarget ? 0.0f : static_cast<float>(lse[r] - targetLogit[r]);
-  }
-  if (dh == nullptr) {
-    return;
-  }
-
   const auto* bytes = static_cast<const unsigned char*>(weight);
+  const std::size_t weightRowBytes = static_cast<std::size_t>(hidden) * dtypeBytes(weightDtype);
+
   for (std::int64_t c0 = 0; c0 < vocab; c0 += chunk) {
     const std::int64_t columns = std::min(chunk, vocab - c0);
-    chunkLogits(h, weight, weightDtype, dims, c0, columns, scratch);
-    for (std::size_t r = 0; r < n; ++r) {
-      float* row = scratch.logits.data() + r * static_cast<std::size_t>(columns);
-      const std::int32_t t = targets[r];
-      if (t == kIgnoreTarget) {
-        std::fill(row, row + columns, 0.0f);
-        continue;
+    const void* w = bytes + static_cast<std::size_t>(c0) * weightRowBytes;
+    // logits (rows, columns) = h · W[c0 : c0+columns]ᵀ
+    matmul(h, false, w, weightDtype, true, scratch.logits.data(), {rows, columns, hidden}, 1.0f,
+           0.0f, scratch.widened);
+    parallelRanges(rows, kRowsPerRange, [&](std::int64_t first, std::int64_t last) {
+      for (std::int64_t r = first; r < last; ++r) {
+        const auto ri = static_cast<std::size_t>(r);
+        float* row = scratch.logits.data() + r * columns;
+        const float chunkMax = *std::max_element(row, row + columns);
+        if (chunkMax > runningMax[ri]) {
+          const double rescale = std::exp(runningMax[ri] - chunkMax);
+          runningSum[ri] *= rescale;
+          runningMax[ri] = chunkMax;
+          if (dh != nullptr) {
+            for (std::int64_t x = 0; x < hidden; ++x) {
+              dh[r * hidden + x] *= static_cast<float>(rescale);
+            }
+          }
+        }
+        const std::int32_t t = targets[ri];
+        if (t != kIgnoreTarget && t >= c0 && t < c0 + columns) {
+          targetLogit[ri] = row[t - c0];
+        }
+        const auto shift = static_cast<float>(runningMax[ri]);  // a logit: exact in float
+        expArray(row, row, columns, 1.0f, shift);
+        runningSum[ri] += sumAsDouble(row, columns);
+        if (t == kIgnoreTarget) {
+          std::fill(row, row + columns, 0.0f);
+        }
       }
-      for (std::int64_t i = 0; i < columns; ++i) {
-        row[i] = static_cast<float>(std::exp(static_cast<double>(row[i]) - lse[r]) * gradScale);
+    });
+    if (dh != nullptr) {
+      // dh (rows, hidden) += exp(logits − m) (rows, columns) · W[c0 : c0+columns] (columns, hidden)
+      matmul(scratch.logits.data(), false, w, weightDtype, false, dh, {rows, hidden, columns}, 1.0f,
+             1.0f, scratch.widened);
+    }
+  }
+  parallelRanges(rows, kRowsPerRange, [&](std::int64_t first, std::int64_t last) {
+    std::vector<float> targetRow(dh != nullptr ? static_cast<std::size_t>(hidden) : 0);
+    for (std::int64_t r = first; r < last; ++r) {
+      const auto ri = static_cast<std::size_t>(r);
+      const std::int32_t t = targets[ri];
+      const double lse = runningMax[ri] + std::log(runningSum[ri]);
+      losses[r] = t == kIgnoreTarget ? 0.0f : static_cast<float>(lse - targetLogit[ri]);
+      if (dh == nullptr || t == kIgnoreTarget) {
+        continue;  // an ignored row's dh stayed 0
       }
-      if (t >= c0 && t < c0 + columns) {
-        row[t - c0] -= gradScale;
+      widenToFloat(weight, weightDtype, t * hidden, hidden, targetRow.data());
+      const auto softmaxScale = static_cast<float>(gradScale / runningSum[ri]);
+      float* dhRow = dh + r * hidden;
+      for (std::int64_t x = 0; x < hidden; ++x) {
+        dhRow[x] = dhRow[x] * softmaxScale - gradScale * targetRow[static_cast<std::size_t>(x)];
       }
     }
-    // dh (rows, hidden) += dlogits (rows, columns) · W[c0 : c0+columns] (columns, hidden)
-    const void* w = bytes + static_cast<std::size_t>(c0 * hidden) * dtypeBytes(weightDtype);
-    matmul(scratch.logits.data(), false, w, weightDtype, false, dh, {rows, hidden, columns}, 1.0f,
-           c0 == 0 ? 0.0f : 1.0f, scratch.widened);
-  }
+  });
 }
 
 }  // namespace lorascope::compute::cpu

@@ -9,17 +9,23 @@
 #include "compute/cpu/matmul.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include <cblas.h>
 
 #include "compute/Errors.h"
-#include "compute/cpu/convert.h"  // defines: widenToFloat
+#include "compute/cpu/convert.h"   // defines: widenToFloat
+#include "compute/cpu/op_times.h"  // defines: OpTimer
+#include "compute/cpu/parallel.h"  // defines: parallelFor, cpuThreadsHere
 
 namespace lorascope::compute::cpu {
 namespace {
 
 constexpr std::int64_t kScratchFloats = std::int64_t{4} << 20;  // 16 MiB of fp32 per block
+// m·n·k below which a GEMM stays on one thread (≈ 0.5 MFLOP: splitting costs more than it saves)
+constexpr std::int64_t kMinSplitWork = std::int64_t{1} << 18;
+constexpr std::int64_t kMinTile = 32;  // rows or columns of c per tile, at least
 
 blasint toBlasInt(std::int64_t v) {
   if (v < 0 || v > std::numeric_limits<blasint>::max()) {
@@ -28,25 +34,63 @@ blasint toBlasInt(std::int64_t v) {
   return static_cast<blasint>(v);
 }
 
-void sgemm(const float* a, bool transposeA, blasint lda, const float* b, bool transposeB,
-           blasint ldb, float* c, blasint ldc, std::int64_t m, std::int64_t n, std::int64_t k,
-           float alpha, float beta) {
+// Every size fits blasint: sgemm checked the whole product's before splitting it.
+void sgemmOneThread(const float* a, bool transposeA, std::int64_t lda, const float* b,
+                    bool transposeB, std::int64_t ldb, float* c, std::int64_t ldc, std::int64_t m,
+                    std::int64_t n, std::int64_t k, float alpha, float beta) {
   cblas_sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
-              transposeB ? CblasTrans : CblasNoTrans, toBlasInt(m), toBlasInt(n), toBlasInt(k),
-              alpha, a, lda, b, ldb, beta, c, ldc);
+              transposeB ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
+              static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda),
+              b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
 
 }  // namespace
 
+void sgemm(const float* a, bool transposeA, std::int64_t lda, const float* b, bool transposeB,
+           std::int64_t ldb, float* c, std::int64_t ldc, MatmulDims dims, float alpha, float beta) {
+  // Plain copies, not structured bindings: the lambda below captures them (clang 15 cannot).
+  const std::int64_t m = dims.m, n = dims.n, k = dims.k;
+  for (const std::int64_t size : {m, n, k, lda, ldb, ldc}) {
+    toBlasInt(size);
+  }
+  const int threads = cpuThreadsHere();
+  if (threads <= 1 || m * n * k < kMinSplitWork) {
+    sgemmOneThread(a, transposeA, lda, b, transposeB, ldb, c, ldc, m, n, k, alpha, beta);
+    return;
+  }
+  // About `threads` tiles of c, as square as the shape allows: each tile packs its own panels
+  // of a and b, so square tiles pack the least. Splitting never cuts the reduction over k.
+  const double ratio =
+      static_cast<double>(threads) * static_cast<double>(m) / static_cast<double>(n);
+  std::int64_t rowParts = std::clamp<std::int64_t>(std::llround(std::sqrt(ratio)), 1, threads);
+  rowParts = std::min(rowParts, std::max<std::int64_t>(1, m / kMinTile));
+  const std::int64_t columnParts =
+      std::min((threads + rowParts - 1) / rowParts, std::max<std::int64_t>(1, n / kMinTile));
+  const std::int64_t tileM = (m + rowParts - 1) / rowParts;
+  const std::int64_t tileN = (n + columnParts - 1) / columnParts;
+  parallelFor(rowParts * columnParts, [&](std::int64_t tile) {
+    const std::int64_t m0 = tile / columnParts * tileM;
+    const std::int64_t n0 = tile % columnParts * tileN;
+    if (m0 >= m || n0 >= n) {
+      return;
+    }
+    const float* aTile = transposeA ? a + m0 : a + m0 * lda;
+    const float* bTile = transposeB ? b + n0 * ldb : b + n0;
+    sgemmOneThread(aTile, transposeA, lda, bTile, transposeB, ldb, c + m0 * ldc + n0, ldc,
+                   std::min(tileM, m - m0), std::min(tileN, n - n0), k, alpha, beta);
+  });
+}
+
 void matmul(const float* a, bool transposeA, const void* b, DType bDtype, bool transposeB, float* c,
             MatmulDims dims, float alpha, float beta, std::vector<float>& scratch) {
+  const OpTimer timer(CpuOp::Matmul);
   const auto [m, n, k] = dims;
   if (m == 0 || n == 0) {
     return;
   }
-  const blasint lda = toBlasInt(transposeA ? m : k);
-  const blasint ldb = toBlasInt(transposeB ? k : n);
-  const blasint ldc = toBlasInt(n);
+  const std::int64_t lda = transposeA ? m : k;
+  const std::int64_t ldb = transposeB ? k : n;
+  const std::int64_t ldc = n;
   if (k == 0) {  // empty product: c = beta · c
     for (std::int64_t i = 0; i < m * n; ++i) {
       c[i] = beta == 0.0f ? 0.0f : beta * c[i];
@@ -54,7 +98,7 @@ void matmul(const float* a, bool transposeA, const void* b, DType bDtype, bool t
     return;
   }
   if (bDtype == DType::F32) {
-    sgemm(a, transposeA, lda, static_cast<const float*>(b), transposeB, ldb, c, ldc, m, n, k, alpha,
+    sgemm(a, transposeA, lda, static_cast<const float*>(b), transposeB, ldb, c, ldc, dims, alpha,
           beta);
     return;
   }
@@ -68,11 +112,11 @@ void matmul(const float* a, bool transposeA, const void* b, DType bDtype, bool t
     widenToFloat(b, bDtype, r0 * rowLength, count * rowLength, scratch.data());
     if (transposeB) {
       // Rows r0.. of b are columns r0.. of c: c[:, r0:r0+count] = op(a) · blockᵀ.
-      sgemm(a, transposeA, lda, scratch.data(), true, ldb, c + r0, ldc, m, count, k, alpha, beta);
+      sgemm(a, transposeA, lda, scratch.data(), true, ldb, c + r0, ldc, {m, count, k}, alpha, beta);
     } else {
       // Rows r0.. of b pair with columns r0.. of op(a): accumulate the partial product.
       const float* aBlock = transposeA ? a + r0 * m : a + r0;
-      sgemm(aBlock, transposeA, lda, scratch.data(), false, ldb, c, ldc, m, n, count, alpha,
+      sgemm(aBlock, transposeA, lda, scratch.data(), false, ldb, c, ldc, {m, n, count}, alpha,
             r0 == 0 ? beta : 1.0f);
     }
   }

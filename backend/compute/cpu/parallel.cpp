@@ -1,41 +1,185 @@
-// cpu/parallel.cpp — parallelFor over std::thread: item i goes to thread i mod threads (a fixed
-// assignment; the attention items are equal in cost).
+// cpu/parallel.cpp — one persistent pool of cpuThreads() − 1 workers plus the calling thread.
+//
+// Note [why our own pool, and OpenBLAS at one thread]: the backend calls OpenBLAS from many
+// threads at once (attention tiles, GEMM tiles). OpenBLAS' pthread pool, if left at N threads,
+// would split each of those calls again and leave its workers spinning after every GEMM while
+// ours want the same cores. So OpenBLAS is set to one thread for good and the backend splits the
+// large GEMMs itself (cpu/matmul.cpp): one pool, one thread count, no oversubscription.
+//
+// A job is handed out through an atomic item counter; every worker acknowledges every job, so
+// the job's fields stay unchanged until the last worker has finished with them. Workers spin
+// briefly before sleeping because the ops of a training step follow one another within
+// microseconds and a futex wake-up per op would cost more than the op on small tensors.
 #include "compute/cpu/parallel.h"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
-#include <cblas.h>  // defines: openblas_get_num_threads
+#include <cblas.h>  // defines: openblas_get_num_threads, openblas_set_num_threads
 
 namespace lorascope::compute::cpu {
+namespace {
+
+constexpr int kSpinRounds = 1 << 14;  // pause loops (≈ 0.5 ms) before a worker sleeps
+
+void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Waits until `value` differs from `old`: spinning first, then sleeping on the atomic.
+template <typename T>
+T waitForChange(const std::atomic<T>& value, T old) {
+  for (int i = 0; i < kSpinRounds; ++i) {
+    const T now = value.load(std::memory_order_acquire);
+    if (now != old) {
+      return now;
+    }
+    cpuRelax();
+  }
+  for (;;) {
+    value.wait(old, std::memory_order_acquire);
+    const T now = value.load(std::memory_order_acquire);
+    if (now != old) {
+      return now;
+    }
+  }
+}
+
+thread_local bool tInsideJob = false;  // nested parallel calls run serially
+
+class Pool {
+ public:
+  explicit Pool(int workers) {
+    for (int i = 0; i < workers; ++i) {
+      workers_.emplace_back([this] { workerLoop(); });
+    }
+  }
+  ~Pool() {
+    stop_ = true;
+    pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+    generation_.notify_all();
+    for (std::thread& w : workers_) {
+      w.join();
+    }
+  }
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  int workers() const { return static_cast<int>(workers_.size()); }
+
+  void run(std::int64_t count, const std::function<void(std::int64_t)>& body) {
+    body_ = &body;
+    count_ = count;
+    next_.store(0, std::memory_order_relaxed);
+    pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
+    generation_.notify_all();
+    drain();
+    for (int left = pending_.load(std::memory_order_acquire); left != 0;
+         left = pending_.load(std::memory_order_acquire)) {
+      waitForChange(pending_, left);
+    }
+  }
+
+ private:
+  void drain() {
+    for (std::int64_t i = next_.fetch_add(1, std::memory_order_relaxed); i < count_;
+         i = next_.fetch_add(1, std::memory_order_relaxed)) {
+      (*body_)(i);
+    }
+  }
+
+  void workerLoop() {
+    tInsideJob = true;
+    std::uint64_t seen = 0;
+    for (;;) {
+      seen = waitForChange(generation_, seen);
+      if (stop_) {
+        return;
+      }
+      drain();
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+      pending_.notify_one();
+    }
+  }
+
+  std::vector<std::thread> workers_;
+  std::atomic<std::uint64_t> generation_{0};  // one step per job
+  std::atomic<int> pending_{0};               // workers yet to acknowledge the current job
+  std::atomic<std::int64_t> next_{0};         // next item of the current job
+  const std::function<void(std::int64_t)>* body_ = nullptr;
+  std::int64_t count_ = 0;
+  bool stop_ = false;  // published by the generation step
+};
+
+std::mutex gPoolMutex;  // one job at a time; guards gPool
+std::unique_ptr<Pool> gPool;
+std::atomic<int> gThreads{0};  // 0 until the first use
+std::once_flag gInitOnce;
+
+void initThreads() {
+  std::call_once(gInitOnce, [] {
+    int expected = 0;
+    gThreads.compare_exchange_strong(expected, std::max(1, openblas_get_num_threads()));
+    openblas_set_num_threads(1);  // Note [why our own pool, and OpenBLAS at one thread]
+  });
+}
+
+}  // namespace
 
 int cpuThreads() {
-  return std::max(1, openblas_get_num_threads());
+  initThreads();
+  return gThreads.load(std::memory_order_relaxed);
+}
+
+int cpuThreadsHere() {
+  return tInsideJob ? 1 : cpuThreads();
+}
+
+void setCpuThreads(int threads) {
+  initThreads();
+  gThreads.store(std::max(1, threads), std::memory_order_relaxed);
 }
 
 void parallelFor(std::int64_t count, const std::function<void(std::int64_t)>& body) {
-  const auto threads = static_cast<std::int64_t>(std::min<std::int64_t>(cpuThreads(), count));
-  if (threads <= 1) {
+  const int threads = cpuThreads();
+  auto serial = [&] {
     for (std::int64_t i = 0; i < count; ++i) {
       body(i);
     }
+  };
+  if (count <= 1 || threads <= 1 || tInsideJob) {
+    serial();
     return;
   }
-  std::vector<std::thread> workers;
-  workers.reserve(static_cast<std::size_t>(threads - 1));
-  auto run = [&](std::int64_t first) {
-    for (std::int64_t i = first; i < count; i += threads) {
-      body(i);
-    }
-  };
-  for (std::int64_t t = 1; t < threads; ++t) {
-    workers.emplace_back(run, t);
+  std::unique_lock lock(gPoolMutex, std::try_to_lock);
+  if (!lock.owns_lock()) {  // another thread's op holds the pool
+    serial();
+    return;
   }
-  run(0);
-  for (std::thread& w : workers) {
-    w.join();
+  if (!gPool || gPool->workers() != threads - 1) {
+    gPool.reset();
+    gPool = std::make_unique<Pool>(threads - 1);
   }
+  tInsideJob = true;
+  gPool->run(count, body);
+  tInsideJob = false;
+}
+
+void parallelRanges(std::int64_t count, std::int64_t grain,
+                    const std::function<void(std::int64_t, std::int64_t)>& body) {
+  const std::int64_t step = std::max<std::int64_t>(grain, 1);
+  parallelFor((count + step - 1) / step, [&](std::int64_t chunk) {
+    const std::int64_t begin = chunk * step;
+    body(begin, std::min(count, begin + step));
+  });
 }
 
 }  // namespace lorascope::compute::cpu

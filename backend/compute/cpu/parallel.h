@@ -1,7 +1,11 @@
-// cpu/parallel.h — a plain parallel-for for the CPU ops that OpenBLAS does not run (attention):
-// independent items on as many threads as OpenBLAS is set to use, so one setting
-// (openblas_set_num_threads) governs the whole CPU backend. Each item's result does not depend on
-// the thread that computes it, so results are bit-identical for any thread count.
+// cpu/parallel.h — the CPU backend's threads: one persistent pool that runs every parallel op
+// (GEMMs split into tiles, attention items, elementwise rows), with OpenBLAS itself held at one
+// thread so that its own pool never competes with ours for the cores.
+//
+// Each item's result does not depend on the thread that computes it (items are independent and
+// computed the same way on any thread), so results are bit-identical from run to run at a given
+// thread count. GEMMs are split along rows/columns only, never along the reduction, but OpenBLAS
+// may pick other kernels for other tile sizes, so other thread counts may round differently.
 #pragma once
 
 #include <cstdint>
@@ -9,11 +13,23 @@
 
 namespace lorascope::compute::cpu {
 
-// The threads CPU ops may use: OpenBLAS' current setting, at least 1.
+// The threads CPU ops use, at least 1. Until setCpuThreads is called: OpenBLAS' setting when the
+// backend first ran (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS, else every core).
 int cpuThreads();
+// The threads a parallel call made from this thread gets: 1 inside a parallelFor body (nested
+// calls run serially), else cpuThreads().
+int cpuThreadsHere();
+// Sets the threads CPU ops use (clamped to ≥ 1). Not to be called while an op runs.
+void setCpuThreads(int threads);
 
-// Calls body(i) for every i in [0, count), spread over min(count, cpuThreads()) threads.
-// body must not throw.
+// Calls body(i) for every i in [0, count), items handed out one at a time to min(count,
+// cpuThreads()) threads (the caller included). A call made from inside a body, or while another
+// thread's call is running, runs serially on the calling thread. body must not throw.
 void parallelFor(std::int64_t count, const std::function<void(std::int64_t)>& body);
+
+// Calls body(begin, end) over consecutive ranges of [0, count) of `grain` items (the last one
+// shorter), in parallel as parallelFor. For elementwise loops: a range is a cache-friendly unit.
+void parallelRanges(std::int64_t count, std::int64_t grain,
+                    const std::function<void(std::int64_t, std::int64_t)>& body);
 
 }  // namespace lorascope::compute::cpu

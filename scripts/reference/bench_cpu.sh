@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# bench_cpu.sh — the CPU trainer's benchmark next to PyTorch's, in one run on one machine (the
+# issue's performance figures come from the device machine's Xeon, through the `run` tool):
+#
+#   scripts/reference/bench_cpu.sh [STEPS] [THREADS] [QWEN_STEPS] [QWEN_THREADS]
+#
+# builds lorascope-train (cpu preset, no GUI; .device/include supplies the OpenBLAS/PCRE2 headers
+# that machine lacks, see scripts/gpu-check.sh prepare), then runs `lorascope-train bench` and
+# scripts/reference/bench_lora_torch.py for the tiny Llama and the Qwen2.5-0.5B shape, one model
+# per process so that each peak RSS is that model's own. Results go to $OUT (or ./bench-results).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo="$(pwd)"
+out="${OUT:-$repo/bench-results}"
+steps="${1:-3}" threads="${2:-1,2,16}" qwen_steps="${3:-2}" qwen_threads="${4:-$threads}"
+mkdir -p "$out"
+extra=()
+if [[ -d "$repo/.device/include" ]]; then
+  extra=(-DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include")
+fi
+cmake --preset cpu -B build/bench-cpu -DLORASCOPE_BUILD_GUI=OFF "${extra[@]}" >"$out/configure.log" 2>&1 ||
+  { tail -30 "$out/configure.log"; exit 1; }
+cmake --build build/bench-cpu --target lorascope-train --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
+  { grep -E "error" "$out/build.log" | head -30; exit 1; }
+lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|Flags" | cut -c1-300 >"$out/cpu.txt"
+bench=build/bench-cpu/app/lorascope-train
+{
+  "$bench" bench --model tiny --threads "$threads" --steps "$steps" --profile
+  python3 scripts/reference/bench_lora_torch.py --model tiny --threads "$threads" --steps "$steps"
+  "$bench" bench --model qwen --threads "$qwen_threads" --steps "$qwen_steps" --profile
+  python3 scripts/reference/bench_lora_torch.py --model qwen --threads "$qwen_threads" \
+    --steps "$qwen_steps"
+} 2>&1 | tee "$out/bench.txt"
