@@ -19,6 +19,17 @@ bool isBf16Weight(const char* op, const Tensor& weight) {
   return weight.dtype() == DType::BF16;
 }
 
+// The copy goes on the backend's stream, so it is ordered before the kernels that read it.
+Tensor uploadIndices(HipBackend& backend, std::span<const std::int32_t> values) {
+  static_assert(sizeof(std::int32_t) == sizeof(float));
+  Tensor t = backend.empty(DType::F32, {static_cast<std::int64_t>(values.size())});
+  if (!values.empty()) {
+    LORASCOPE_HIP_CHECK(hipMemcpyAsync(t.data(), values.data(), values.size_bytes(),
+                                       hipMemcpyHostToDevice, backend.stream()));
+  }
+  return t;
+}
+
 HipBackend::HipBackend(int deviceIndex) : deviceIndex_(deviceIndex) {
   const GpuInventory inventory = queryGpuInventory();
   if (deviceIndex < 0 || deviceIndex >= static_cast<int>(inventory.devices.size())) {

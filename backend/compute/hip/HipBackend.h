@@ -75,4 +75,10 @@ class HipBackend final : public Backend {
   std::unique_ptr<VendorBlas> vendorBlas_;  // bound to stream_; created by the first vendor matmul
 };
 
+// Copies host indices (ids, positions, targets) to the device, ordered before the kernels that
+// read them. The staging copy of pageable memory is finished when the call returns, so the host
+// span may go away at once. Stored as an f32-typed tensor of the same 4-byte size (Tensor has no
+// integer dtype): only the op launchers read it, as std::int32_t.
+Tensor uploadIndices(HipBackend& backend, std::span<const std::int32_t> values);
+
 }  // namespace lorascope::compute::hip

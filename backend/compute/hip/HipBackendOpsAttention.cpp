@@ -7,7 +7,6 @@
 
 #include "compute/Errors.h"
 #include "compute/hip/HipBackend.h"
-#include "compute/hip/HipCheck.h"      // defines: LORASCOPE_HIP_CHECK
 #include "compute/hip/attention.h"     // defines: attentionForward, attentionBackward
 #include "compute/hip/lm_head_loss.h"  // defines: lmHeadChunk, lmHeadChunkColumns, ...
 
@@ -76,11 +75,7 @@ void HipBackend::lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
   }
   const bool withGradient = dh.defined();
   const std::int64_t chunk = lmHeadChunkColumns(rows, vocab);
-  // Targets travel as a 4-byte-element tensor (Tensor has no integer dtype); the copy is ordered
-  // before the kernels on stream_ and the host span may go away once it returns.
-  Tensor deviceTargets = empty(DType::F32, {rows});
-  LORASCOPE_HIP_CHECK(hipMemcpyAsync(deviceTargets.data(), targets.data(), targets.size_bytes(),
-                                     hipMemcpyHostToDevice, stream_));
+  const Tensor deviceTargets = uploadIndices(*this, targets);
   const auto* targetIds = deviceTargets.as<std::int32_t>();
   Tensor stateRows = empty(DType::F32, {4, rows});
   float* stateData = stateRows.as<float>();

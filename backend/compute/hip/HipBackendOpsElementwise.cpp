@@ -4,25 +4,10 @@
 
 #include "compute/Errors.h"
 #include "compute/hip/HipBackend.h"
-#include "compute/hip/HipCheck.h"     // defines: LORASCOPE_HIP_CHECK
 #include "compute/hip/elementwise.h"  // defines: the kernel launchers
 
 namespace lorascope::compute::hip {
 namespace {
-
-// Copies host indices (ids, positions, targets) to the device on `stream`, ordered before the
-// kernel that reads them. The staging copy of pageable memory is finished when the call returns,
-// so the host span may go away at once. Stored as an f32-typed tensor of the same 4-byte size:
-// Tensor has no integer dtype, and only the launchers here read it.
-Tensor uploadIndices(HipBackend& backend, std::span<const std::int32_t> values) {
-  static_assert(sizeof(std::int32_t) == sizeof(float));
-  Tensor t = backend.empty(DType::F32, {static_cast<std::int64_t>(values.size())});
-  if (!values.empty()) {
-    LORASCOPE_HIP_CHECK(hipMemcpyAsync(t.data(), values.data(), values.size_bytes(),
-                                       hipMemcpyHostToDevice, backend.stream()));
-  }
-  return t;
-}
 
 const std::int32_t* indices(const Tensor& t) {
   return t.as<std::int32_t>();
