@@ -3,22 +3,16 @@
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 
-#include "compute/Backend.h"  // defines: kIgnoreTarget
-#include "compute/Errors.h"
+#include "compute/Backend.h"  // defines: checkTargetIds, kIgnoreTarget
 
 namespace lorascope::compute::cpu {
 
 void crossEntropyForward(const float* logits, std::int64_t vocab,
                          std::span<const std::int32_t> targets, float* losses, float* logsumexp) {
+  checkTargetIds("cross_entropy_forward", targets, vocab);
   for (std::size_t r = 0; r < targets.size(); ++r) {
     const std::int32_t target = targets[r];
-    if (target != kIgnoreTarget && (target < 0 || target >= vocab)) {
-      throw ShapeError("cross_entropy_forward: target " + std::to_string(target) + " of row " +
-                       std::to_string(r) + " is outside the vocabulary [0, " +
-                       std::to_string(vocab) + ") and is not the ignore id -100");
-    }
     const float* row = logits + static_cast<std::int64_t>(r) * vocab;
     const double maxLogit = *std::max_element(row, row + vocab);
     double sum = 0.0;
