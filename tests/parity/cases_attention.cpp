@@ -4,7 +4,8 @@
 // Shapes cover S = 1, odd S below one tile (13, 77), S that is not a tile multiple (300), long
 // sequences (1024, 2048), batch 1-3, GQA ratios 1, 2 and 7 (Qwen2.5-0.5B has 14/2), head dims 64
 // and 128 (the kernels' native sizes) and 32, 80 and 256 (zero-padded inside the kernels). One
-// case scales q up so the softmax is sharp and the online max does the work.
+// case scales q up so the softmax is sharp and the online max does the work. A last case checks
+// that the GPU refuses a head dim beyond its kernels (320) by name.
 //
 // Tolerances: both backends see identical bf16 inputs and compute in fp32; the outputs out, dq,
 // dk, dv are rounded to bf16 once on the GPU (relative error ≤ 2^-9 ≈ 2e-3), so they get the
@@ -16,6 +17,7 @@
 #include <cmath>
 
 #include "ParityHarness.h"
+#include "compute/Errors.h"
 
 namespace lorascope::parity {
 namespace {
@@ -115,6 +117,28 @@ std::vector<Comparison> runBackward(Backend& cpu, Backend& gpu, const AttentionI
           compareOutputs("dv", grads[0][2], grads[1][2], kGradient)};
 }
 
+// The GPU kernels hold a row's head dim in registers up to 256; a larger one (which the CPU
+// computes) must be refused with a ShapeError naming the op and the head dim, not computed wrongly.
+std::vector<Comparison> runRejectsHeadDim(Backend& gpu) {
+  constexpr std::int64_t headDim = 320;
+  const compute::Shape shape{1, 3, 2, headDim};
+  const Tensor q = gpu.upload(std::vector<float>(2 * 3 * headDim, 0.5f), DType::BF16, shape);
+  Tensor out = gpu.empty(DType::BF16, shape);
+  Tensor lse = gpu.empty(DType::F32, {1, 2, 3});
+  Comparison result;
+  result.output = "rejects head_dim 320";
+  result.failures = 1;
+  try {
+    gpu.attentionForward(q, q, q, 1.0f, out, lse);
+  } catch (const compute::ShapeError& e) {
+    const bool named =
+        std::string(e.what()).find("attention_forward: head_dim 320") != std::string::npos;
+    result.failures = named ? 0 : 1;
+  }
+  result.worstRatio = static_cast<double>(result.failures);
+  return {result};
+}
+
 }  // namespace
 
 std::vector<ParityCase> attentionCases() {
@@ -141,6 +165,8 @@ std::vector<ParityCase> attentionCases() {
                        return runBackward(cpu, gpu, makeInputs(rng, c));
                      }});
   }
+  cases.push_back({"attention_forward", "B=1 S=3 heads=2/2 hd=320 rejected", Tolerance{},
+                   [](Backend&, Backend& gpu, std::mt19937&) { return runRejectsHeadDim(gpu); }});
   return cases;
 }
 
