@@ -8,6 +8,16 @@
 #                                  `ctest -L gpu` (only the tests matching REGEX when given) and
 #                                  the GPU benchmarks, and copy every result to $OUT (or
 #                                  ./gpu-check-results when OUT is unset)
+#   scripts/gpu-check.sh bench [SHAPE ...]
+#                                  there: build bench_gpu_train only and run it (vendor and built-in
+#                                  GEMM) beside scripts/reference/bench_lora_gpu_torch.py (eager and
+#                                  torch.compile) on each shape (default: qwen2.5-0.5b
+#                                  llama-3.2-1b), one process per configuration; results go to
+#                                  $OUT/bench.jsonl, the logs to bench.log, the comparison to
+#                                  bench-summary.txt. BENCH_WARMUP, BENCH_STEPS and
+#                                  BENCH_PROFILE_STEPS set the step counts (default 3, 20, 3);
+#                                  BENCH_IMPLS the configurations (default: vendor built-in eager
+#                                  compile).
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,9 +40,7 @@ run_checks() {
   local out="${OUT:-$repo/gpu-check-results}"
   mkdir -p "$out"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
-  cmake --preset hip-nvidia -B build/device -DLORASCOPE_BUILD_GUI=OFF \
-    -DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include" >"$out/configure.log" 2>&1 ||
-    { tail -40 "$out/configure.log"; exit 1; }
+  configure_device_build "$out"
   cmake --build build/device --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
     { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
   build/device/app/lorascope-train devices | tee "$out/devices.txt"
@@ -58,11 +66,60 @@ run_checks() {
   exit "$status"
 }
 
+configure_device_build() {
+  local out="$1"
+  cmake --preset hip-nvidia -B build/device -DLORASCOPE_BUILD_GUI=OFF \
+    -DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include" >"$out/configure.log" 2>&1 ||
+    { tail -40 "$out/configure.log"; exit 1; }
+}
+
+run_bench() {
+  local out="${OUT:-$repo/gpu-check-results}"
+  mkdir -p "$out"
+  local shapes=("$@")
+  ((${#shapes[@]})) || shapes=(qwen2.5-0.5b llama-3.2-1b)
+  local warmup="${BENCH_WARMUP:-3}" steps="${BENCH_STEPS:-20}" profile="${BENCH_PROFILE_STEPS:-3}"
+  local impls
+  read -ra impls <<<"${BENCH_IMPLS:-vendor built-in eager compile}"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
+  configure_device_build "$out"
+  cmake --build build/device --target bench_gpu_train --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
+    { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+  local status=0 log="$out/bench.log" results="$out/bench.jsonl"
+  for shape in "${shapes[@]}"; do
+    for impl in "${impls[@]}"; do
+      echo "=== $shape $impl ($warmup warm-up, $steps timed, $profile profiled steps)" | tee -a "$log"
+      local started=$SECONDS
+      case "$impl" in
+        vendor | built-in)
+          build/device/tests/bench/bench_gpu_train --shape "$shape" --gemm "$impl" \
+            --warmup "$warmup" --steps "$steps" --profile-steps "$profile" --json "$results" \
+            2>&1 | tee -a "$log" || status=1
+          ;;
+        eager | compile)
+          PYTHONUNBUFFERED=1 python3 scripts/reference/bench_lora_gpu_torch.py --shape "$shape" \
+            --mode "$impl" --warmup "$warmup" --steps "$steps" --json "$results" 2>&1 |
+            tee -a "$log" || status=1
+          ;;
+        *) echo "unknown BENCH_IMPLS entry: $impl" | tee -a "$log"; status=1 ;;
+      esac
+      echo "    ($((SECONDS - started)) s)" | tee -a "$log"
+    done
+  done
+  python3 scripts/reference/bench_gpu_summary.py "$results" | tee "$out/bench-summary.txt" ||
+    status=1
+  exit "$status"
+}
+
 case "${1:-}" in
   prepare) prepare ;;
   run) run_checks "${2:-}" ;;
+  bench)
+    shift
+    run_bench "$@"
+    ;;
   *)
-    echo "usage: scripts/gpu-check.sh prepare | run [REGEX]" >&2
+    echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | bench [SHAPE ...]" >&2
     exit 2
     ;;
 esac
