@@ -1,5 +1,6 @@
-// OpTiming.cpp — the on/off switch of per-op timing, the same in every flavour. The brackets and
-// takeOpTimes() are the flavour's: hip/OpTiming.cpp, or NoGpuEvents.cpp in the cpu flavour.
+// OpTiming.cpp — the on/off switch and the scopes of per-op timing, the same in every flavour. The
+// brackets and takeOpTimes() are the flavour's: hip/OpTiming.cpp, or NoGpuEvents.cpp in the cpu
+// flavour.
 #include "runtime/OpTiming.h"
 
 #include <atomic>
@@ -8,6 +9,7 @@ namespace lorascope::runtime::gpu {
 namespace {
 
 std::atomic<bool> timingOn{false};
+thread_local const char* innermostScope = nullptr;
 
 }  // namespace
 
@@ -17,6 +19,18 @@ void setOpTiming(bool on) {
 
 bool opTimingEnabled() {
   return timingOn.load(std::memory_order_relaxed);
+}
+
+OpTimingScope::OpTimingScope(const char* name) : previous_(innermostScope) {
+  innermostScope = name;
+}
+
+OpTimingScope::~OpTimingScope() {
+  innermostScope = previous_;
+}
+
+const char* currentOpTimingScope() {
+  return innermostScope;
 }
 
 }  // namespace lorascope::runtime::gpu

@@ -27,6 +27,22 @@ struct OpTime {
 void setOpTiming(bool on);
 bool opTimingEnabled();
 
+// Files the launches this thread makes while it lives under "scope/op", so that the GEMMs a fused
+// op runs through matmul count as that op's time ("lm_head_cross_entropy/matmul"). Scopes nest;
+// the innermost names the launch. `name` must be a string literal. Costs a thread-local store.
+class OpTimingScope {
+ public:
+  explicit OpTimingScope(const char* name);
+  ~OpTimingScope();
+  OpTimingScope(const OpTimingScope&) = delete;
+  OpTimingScope& operator=(const OpTimingScope&) = delete;
+
+ private:
+  const char* previous_;
+};
+// The innermost OpTimingScope's name on this thread, or nullptr.
+const char* currentOpTimingScope();
+
 // Waits for every launch bracketed since the last call, returns their times per op name (sorted
 // by name) and forgets them; the events go back to a pool. Throws std::runtime_error naming the
 // HIP call that failed.

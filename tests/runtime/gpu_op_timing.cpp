@@ -1,7 +1,8 @@
 // gpu_op_timing.cpp — on the real GPU (Qt-free, label gpu; exit 77 = no GPU): per-op timing of
 // the launch hooks. Off, nothing is recorded; on, every launch of every op is counted under its
 // name, each op's device time is positive and their sum fits inside the host's wall-clock time
-// of the same work; a second take starts from zero; switching it off stops the recording.
+// of the same work; a second take starts from zero; scopes file launches under "scope/op";
+// switching it off stops the recording.
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -93,6 +94,24 @@ int main() {
     expect(forward->milliseconds / kForwards > 0.005, "a bracket holds its kernel's run time");
   }
   expect(gpu::takeOpTimes().empty(), "a second take starts from zero");
+
+  {
+    const gpu::OpTimingScope outer("fused");
+    backend->rmsnormForward(x, w, 1e-5f, y, rstd);
+    {
+      const gpu::OpTimingScope inner("inner");
+      backend->rmsnormForward(x, w, 1e-5f, y, rstd);
+    }
+    backend->rmsnormForward(x, w, 1e-5f, y, rstd);
+  }
+  backend->rmsnormForward(x, w, 1e-5f, y, rstd);
+  const std::vector<gpu::OpTime> scoped = gpu::takeOpTimes();
+  const gpu::OpTime* inFused = find(scoped, "fused/rmsnorm_forward");
+  const gpu::OpTime* inInner = find(scoped, "inner/rmsnorm_forward");
+  const gpu::OpTime* outside = find(scoped, "rmsnorm_forward");
+  expect(scoped.size() == 3 && inFused != nullptr && inFused->launches == 2 && inInner != nullptr &&
+             inInner->launches == 1 && outside != nullptr && outside->launches == 1,
+         "launches inside a scope are filed under scope/op, the innermost scope naming them");
 
   gpu::setOpTiming(false);
   work();

@@ -9,6 +9,7 @@
 #include "compute/hip/HipBackend.h"
 #include "compute/hip/attention.h"     // defines: attentionForward, attentionBackward
 #include "compute/hip/lm_head_loss.h"  // defines: lmHeadChunk, lmHeadChunkColumns, ...
+#include "runtime/OpTiming.h"          // defines: OpTimingScope
 
 namespace lorascope::compute::hip {
 namespace {
@@ -73,6 +74,8 @@ void HipBackend::lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
   if (rows == 0) {
     return;
   }
+  // Per-op timing files the chunks' GEMMs under this op ("lm_head_cross_entropy/matmul").
+  const runtime::gpu::OpTimingScope timingScope(op);
   const bool withGradient = dh.defined();
   const std::int64_t chunk = lmHeadChunkColumns(rows, vocab);
   const Tensor deviceTargets = uploadIndices(*this, targets);

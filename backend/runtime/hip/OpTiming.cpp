@@ -12,7 +12,8 @@ namespace lorascope::runtime::gpu {
 namespace {
 
 struct Bracket {
-  const char* op = nullptr;  // a string literal (LaunchControl::enterOp's contract)
+  const char* op = nullptr;     // a string literal (LaunchControl::enterOp's contract)
+  const char* scope = nullptr;  // the launching thread's OpTimingScope, or nullptr
   hipEvent_t start = nullptr;
   hipEvent_t end = nullptr;  // nullptr while open, and for ever when the launch failed
 };
@@ -37,7 +38,7 @@ class OpTimer {
     if (const hipError_t error = take(event); error != hipSuccess) {
       return error;
     }
-    brackets_.push_back({op, event, nullptr});
+    brackets_.push_back({op, currentOpTimingScope(), event, nullptr});
     open_ = brackets_.size() - 1;
     return hipEventRecord(event, stream);
   }
@@ -62,17 +63,19 @@ class OpTimer {
     std::string failure;
     for (const Bracket& bracket : brackets_) {
       if (bracket.end != nullptr && failure.empty()) {
+        const std::string name =
+            bracket.scope != nullptr ? std::string(bracket.scope) + "/" + bracket.op : bracket.op;
         float ms = 0.0f;
         hipError_t error = hipEventSynchronize(bracket.end);
         if (error == hipSuccess) {
           error = hipEventElapsedTime(&ms, bracket.start, bracket.end);
         }
         if (error != hipSuccess) {
-          failure = std::string("op timing of ") + bracket.op + ": " + hipGetErrorName(error) +
-                    " (" + hipGetErrorString(error) + ")";
+          failure = "op timing of " + name + ": " + hipGetErrorName(error) + " (" +
+                    hipGetErrorString(error) + ")";
         }
-        OpTime& sum = byOp[bracket.op];
-        sum.op = bracket.op;
+        OpTime& sum = byOp[name];
+        sum.op = name;
         sum.launches += 1;
         sum.milliseconds += ms;
       }
