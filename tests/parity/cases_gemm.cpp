@@ -104,9 +104,10 @@ std::vector<GemmShape> gemmShapes() {
   constexpr DType f32 = DType::F32;
   std::vector<GemmShape> shapes;
   // Awkward sizes in all four transpose combinations: single elements, primes, sizes one past
-  // the 64/128 tiles and the 16-deep k step, a single row or column, and an empty k (c = beta·c).
-  const std::int64_t sizes[][3] = {{1, 1, 1},     {7, 13, 5},   {33, 65, 129},
-                                   {130, 1, 257}, {1, 200, 64}, {129, 127, 17}};
+  // the 64/128 tiles and the 16-deep k step, a single row or column, a long k over a tiny output
+  // (the built-in GEMM splits it, with a short last split), and an empty k (c = beta·c).
+  const std::int64_t sizes[][3] = {{1, 1, 1},    {7, 13, 5},     {33, 65, 129}, {130, 1, 257},
+                                   {1, 200, 64}, {129, 127, 17}, {5, 3, 1000}};
   for (const bool ta : {false, true}) {
     for (const bool tb : {false, true}) {
       for (const auto& mnk : sizes) {

@@ -30,7 +30,10 @@ void HipBackend::matmul(const Tensor& a, bool transposeA, const Tensor& b, bool 
   GemmOperand opB = operandOf(b, transposeB);
   const GemmOutput out{c.data(), c.dtype(), c.dim(1)};
   if (gemmImplementation_ == GemmImplementation::BuiltIn) {
-    builtinGemm("matmul", opA, opB, out, alpha, beta, stream_);
+    const std::int64_t workspaceFloats = builtinGemmWorkspaceFloats(opA, opB);
+    Tensor workspace = workspaceFloats > 0 ? empty(DType::F32, {workspaceFloats}) : Tensor();
+    builtinGemm("matmul", opA, opB, out, alpha, beta, stream_,
+                workspace.defined() ? workspace.as<float>() : nullptr);
     return;
   }
   if (!vendorBlas_) {

@@ -37,10 +37,17 @@ struct GemmOutput {
 };
 
 // The built-in GEMM: any dtype mix of bf16/f32 operands and output, any transposes, any sizes
-// (1 and non-multiples of the tile included). Throws ShapeError naming `opName` for operands whose
-// inner dimensions differ or an f16 dtype, GpuError on a launch failure.
+// (1 and non-multiples of the tile included). `workspace` holds builtinGemmWorkspaceFloats(a, b)
+// fp32 elements of device scratch, or is null (the product then runs unsplit, just slower).
+// Throws ShapeError naming `opName` for operands whose inner dimensions differ or an f16 dtype,
+// GpuError on a launch failure.
 void builtinGemm(const char* opName, const GemmOperand& a, const GemmOperand& b,
-                 const GemmOutput& c, float alpha, float beta, hipStream_t stream);
+                 const GemmOutput& c, float alpha, float beta, hipStream_t stream,
+                 float* workspace);
+// Scratch the built-in GEMM wants for this product: > 0 where the output has too few tiles to
+// fill the GPU and k is long (the LoRA gradients: m or n = rank, k = tokens), so k is split over
+// blocks whose fp32 partial sums a second kernel adds in a fixed order (deterministic).
+std::int64_t builtinGemmWorkspaceFloats(const GemmOperand& a, const GemmOperand& b);
 
 // Whether this build has a vendor BLAS (false on AMD builds whose ROCm install lacks hipBLAS).
 bool vendorGemmAvailable();
