@@ -184,6 +184,31 @@ TimeChart::TimeChart(const QString& title, const QString& leftAxisTitle,
   layout->setSpacing(0);
   layout->addWidget(valueRow_);
   layout->addWidget(view_, 1);
+  applyPalette();
+}
+
+void TimeChart::changeEvent(QEvent* event) {
+  if (event->type() == QEvent::PaletteChange) {
+    applyPalette();
+  }
+  QWidget::changeEvent(event);
+}
+
+void TimeChart::applyPalette() {
+  // Qt Charts draws with a theme of its own; the window's palette decides here, so a dark
+  // scheme does not leave white chart panes.
+  const QPalette& p = palette();
+  chart_->setBackgroundBrush(p.base());
+  chart_->setBackgroundPen(Qt::NoPen);
+  chart_->setTitleBrush(p.windowText());
+  chart_->legend()->setLabelColor(p.color(QPalette::WindowText));
+  for (QAbstractAxis* axis : chart_->axes()) {
+    axis->setLabelsBrush(p.text());
+    axis->setTitleBrush(p.text());
+    axis->setGridLineColor(p.color(QPalette::Midlight));
+    axis->setLinePenColor(p.color(QPalette::Mid));
+  }
+  view_->setBackgroundBrush(p.window());
 }
 
 TimeChart::~TimeChart() = default;

@@ -73,7 +73,11 @@ class TimeChart : public QWidget {
   const SeriesDecimator& decimator(int series) const;
   MarkedChartView* view() const { return view_; }
 
+ protected:
+  void changeEvent(QEvent* event) override;  // follows light / dark palettes
+
  private:
+  void applyPalette();
   struct Series;
   void updateValueAxis(QValueAxis* axis, AxisSide side);
   void updateLabel(int series);

@@ -1,18 +1,29 @@
-// gui/MainWindow.cpp — window layout, run actions, event fan-out, remembered layout.
+// gui/MainWindow.cpp — window layout, run actions, event fan-out, export, remembered layout.
 #include "gui/MainWindow.h"
 
+#include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDesktopServices>
+#include <QDir>
 #include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QKeySequence>
 #include <QLabel>
 #include <QMenuBar>
+#include <QProgressDialog>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QToolBar>
+#include <QUrl>
 
 #include "compute/BuildInfo.h"
+#include "gui/ProcessesPage.h"
+#include "gui/RunExporter.h"
+#include "gui/RunSetupPage.h"
+#include "gui/Theme.h"
 #include "profiles/ProfileStore.h"
 #include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
@@ -50,16 +61,22 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   setWindowTitle(tr("LoRAscope"));
   resize(1280, 820);
 
+  setup_ = new RunSetupPage(this);
   dashboard_ = new widgets::Dashboard(this);
   memoryMap_ = new widgets::MemoryMapPanel(this);
+  processes_ = new ProcessesPage(/*live=*/true, this);
   eventLog_ = new widgets::EventLogModel(this);
   eventLogPanel_ = new widgets::EventLogPanel(eventLog_, this);
   pages_ = new QTabWidget(this);
   pages_->setDocumentMode(true);
+  pages_->addTab(setup_, tr("&Setup"));
   pages_->addTab(dashboard_, tr("&Dashboard"));
   pages_->addTab(memoryMap_, tr("&Memory map"));
+  pages_->addTab(processes_, tr("&Processes"));
   pages_->addTab(eventLogPanel_, tr("&Log and incidents"));
   setCentralWidget(pages_);
+  exporter_ = new RunExporter(
+      QDir(QApplication::applicationDirPath()).filePath(QStringLiteral("lorascope-train")), this);
 
   controls_ = new widgets::ControlsPanel(this);
   auto* controlsDock = new QDockWidget(tr("Controls"), this);
@@ -75,11 +92,27 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   connect(memoryMap_, &widgets::MemoryMapPanel::commandRequested, this, &MainWindow::sendCommand);
   connect(controls_, &widgets::ControlsPanel::commandRequested, this, &MainWindow::sendCommand);
   connect(profileBar_, &widgets::ProfileBar::commandRequested, this, &MainWindow::sendCommand);
+  connect(setup_, &RunSetupPage::changed, this, &MainWindow::updateActions);
+  connect(setup_, &RunSetupPage::profileChosen, profileBar_, &widgets::ProfileBar::switchTo);
+  setup_->setDevices(facts_.devices, facts_.flavour != QLatin1String("cpu"));
+  setup_->setProfiles(profileBar_->profileNames(), profileBar_->requestedProfile());
+  connect(exporter_, &RunExporter::lineReceived, this,
+          [this](const QString& line) { logLine(LogLevel::Info, tr("export: %1").arg(line)); });
+  connect(exporter_, &RunExporter::finished, this, [this](bool ok, const QString& message) {
+    if (exportProgress_ != nullptr) {
+      exportProgress_->hide();
+    }
+    logLine(ok ? LogLevel::Info : LogLevel::Error,
+            ok ? tr("export finished: %1").arg(message) : message);
+    statusBar()->showMessage(ok ? tr("Export finished") : message, 10000);
+    updateActions();
+  });
 
   buildActions();
   QMenu* view = menuBar()->addMenu(tr("&View"));
   view->addAction(controlsDock->toggleViewAction());
   view->addAction(profileToolbar->toggleViewAction());
+  buildViewMenu(view);
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About LoRAscope"), this, &MainWindow::showAbout);
   help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
@@ -115,8 +148,12 @@ void MainWindow::buildActions() {
     connect(action, &QAction::triggered, this, [this, command] { sendCommand(command()); });
     return action;
   };
-  start_ = add(tr("&Start"), QKeySequence(Qt::CTRL | Qt::Key_Return), tr("Start the run"),
-               [this] { return Command{StartCommand{runConfig_}}; });
+  start_ = run->addAction(tr("&Start"));
+  start_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
+  start_->setToolTip(tr("Start a run with the setup page's settings (%1)")
+                         .arg(start_->shortcut().toString(QKeySequence::NativeText)));
+  toolbar->addAction(start_);
+  connect(start_, &QAction::triggered, this, &MainWindow::startRun);
   pause_ = add(tr("&Pause"), QKeySequence(Qt::CTRL | Qt::Key_P),
                tr("Pause at the next step boundary"), [] { return Command{PauseCommand{}}; });
   resume_ = add(tr("R&esume"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_P),
@@ -128,6 +165,105 @@ void MainWindow::buildActions() {
   checkpoint_ = add(tr("&Checkpoint now"), QKeySequence(Qt::CTRL | Qt::Key_K),
                     tr("Write a checkpoint at the next step boundary"),
                     [] { return Command{CheckpointNowCommand{}}; });
+  run->addSeparator();
+  auto local = [&](const QString& text, const QKeySequence& keys, const QString& tip) {
+    QAction* action = run->addAction(text);
+    action->setShortcut(keys);
+    action->setToolTip(QStringLiteral("%1 (%2)").arg(tip, keys.toString(QKeySequence::NativeText)));
+    return action;
+  };
+  exportAdapter_ = local(tr("&Export adapter…"), QKeySequence(Qt::CTRL | Qt::Key_E),
+                         tr("Write the run's adapter in PEFT's format to a folder"));
+  connect(exportAdapter_, &QAction::triggered, this, [this] { chooseExportDestination(false); });
+  exportMerged_ = local(tr("Export &merged model…"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_E),
+                        tr("Merge the adapter into the base model and write it to a folder"));
+  connect(exportMerged_, &QAction::triggered, this, [this] { chooseExportDestination(true); });
+  openRunFolder_ = local(tr("&Open run folder"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O),
+                         tr("Show the run's folder (checkpoints, metrics, config)"));
+  connect(openRunFolder_, &QAction::triggered, this,
+          [this] { QDesktopServices::openUrl(QUrl::fromLocalFile(runFolder_)); });
+  toolbar->addSeparator();
+  toolbar->addAction(exportAdapter_);
+  toolbar->addAction(openRunFolder_);
+}
+
+void MainWindow::buildViewMenu(QMenu* view) {
+  view->addSeparator();
+  QMenu* schemes = view->addMenu(tr("&Colours"));
+  schemes_ = new QActionGroup(this);
+  const ColorScheme saved =
+      colorSchemeFromString(QSettings().value(QStringLiteral("view/colorScheme")).toString());
+  for (const auto& [scheme, text] :
+       {std::pair{ColorScheme::System, tr("Follow the &system")},
+        std::pair{ColorScheme::Light, tr("&Light")}, std::pair{ColorScheme::Dark, tr("&Dark")}}) {
+    QAction* action = schemes->addAction(text);
+    action->setCheckable(true);
+    action->setChecked(scheme == saved);
+    action->setData(toString(scheme));
+    schemes_->addAction(action);
+  }
+  connect(schemes_, &QActionGroup::triggered, this, [](QAction* action) {
+    const ColorScheme scheme = colorSchemeFromString(action->data().toString());
+    applyColorScheme(scheme);
+    QSettings().setValue(QStringLiteral("view/colorScheme"), toString(scheme));
+  });
+  if (saved != ColorScheme::System) {
+    applyColorScheme(saved);
+  }
+}
+
+void MainWindow::startRun() {
+  std::optional<nlohmann::json> config =
+      runConfig_.is_object() ? std::optional(runConfig_) : setup_->runConfig();
+  if (!config) {
+    pages_->setCurrentWidget(setup_);  // the page lists what is missing
+    return;
+  }
+  setup_->saveSettings();
+  runFolder_ = QString::fromStdString(config->value("out", std::string()));
+  hasCheckpoint_ = false;
+  dashboard_->clear();
+  sendCommand(Command{StartCommand{*config}});
+  pages_->setCurrentWidget(dashboard_);
+  updateActions();
+}
+
+void MainWindow::setEngineProgram(const QString& program) {
+  exporter_->setProgram(program);
+}
+
+void MainWindow::chooseExportDestination(bool merged) {
+  const QString destination = QFileDialog::getExistingDirectory(
+      this, merged ? tr("Folder for the merged model") : tr("Folder for the adapter"),
+      QFileInfo(runFolder_).absolutePath());
+  if (!destination.isEmpty()) {
+    exportRun(merged, destination);
+  }
+}
+
+void MainWindow::exportRun(bool merged, const QString& destination) {
+  if (runFolder_.isEmpty() ||
+      !exporter_->start(runFolder_, destination,
+                        merged ? RunExporter::Kind::MergedModel : RunExporter::Kind::Adapter)) {
+    return;
+  }
+  logLine(LogLevel::Info,
+          tr("exporting %1 of %2 to %3")
+              .arg(merged ? tr("a merged model") : tr("the adapter"), runFolder_, destination));
+  if (exportProgress_ == nullptr) {
+    exportProgress_ = new QProgressDialog(this);
+    exportProgress_->setRange(0, 0);  // the CLI reports stages, not a fraction
+    exportProgress_->setMinimumDuration(500);
+    connect(exportProgress_, &QProgressDialog::canceled, exporter_, &RunExporter::cancel);
+  }
+  exportProgress_->setLabelText(merged ? tr("Merging the adapter into the base model …")
+                                       : tr("Exporting the adapter …"));
+  exportProgress_->show();
+  updateActions();
+}
+
+void MainWindow::logLine(LogLevel level, const QString& text) {
+  eventLog_->handleEvent({lastEventMs_, LogEvent{level, text.toStdString()}});
 }
 
 void MainWindow::setEngine(widgets::EngineClient* engine) {
@@ -156,6 +292,7 @@ void MainWindow::sendCommand(const Command& command) {
 }
 
 void MainWindow::handleEvent(const TimedEvent& timed) {
+  lastEventMs_ = timed.timeMs;
   dashboard_->handleEvent(timed);
   memoryMap_->handleEvent(timed);
   controls_->handleEvent(timed);
@@ -164,6 +301,11 @@ void MainWindow::handleEvent(const TimedEvent& timed) {
     state_ = state->state;
     step_ = state->step;
     updateActions();
+  } else if (std::holds_alternative<CheckpointEvent>(timed.event)) {
+    hasCheckpoint_ = true;
+    updateActions();
+  } else if (const auto* memory = std::get_if<MemoryEvent>(&timed.event)) {
+    processes_->setOurReservedBytes(memory->reservedBytes);
   } else if (const auto* step = std::get_if<StepEvent>(&timed.event)) {
     step_ = step->step;
     stateLabel_->setText(tr("%1 · step %2").arg(QLatin1String(toString(state_))).arg(step_));
@@ -185,7 +327,11 @@ void MainWindow::updateActions() {
       state_ == RunState::Idle || state_ == RunState::Finished || state_ == RunState::Failed;
   const bool running = state_ == RunState::Running;
   const bool paused = state_ == RunState::Paused;
-  start_->setEnabled(connected && idle && runConfig_.is_object());
+  start_->setEnabled(connected && idle && (runConfig_.is_object() || setup_->problems().isEmpty()));
+  const bool exporting = exporter_->isRunning();
+  exportAdapter_->setEnabled(hasCheckpoint_ && !exporting);
+  exportMerged_->setEnabled(hasCheckpoint_ && !exporting);
+  openRunFolder_->setEnabled(!runFolder_.isEmpty() && QFileInfo::exists(runFolder_));
   pause_->setEnabled(connected && running);
   resume_->setEnabled(connected && paused);
   stop_->setEnabled(connected && (running || paused));

@@ -1,9 +1,11 @@
-// gui/MainWindow.h — the main window: run actions (start, pause, resume, stop, checkpoint now),
-// the profile bar, the dashboard / memory map / log pages, the controls dock, the About box; the
-// layout and the last page are remembered (QSettings).
+// gui/MainWindow.h — the main window: run actions (start, pause, resume, stop, checkpoint now,
+// export the adapter or a merged model, open the run folder), the profile bar, the setup /
+// dashboard / memory map / processes / log pages, the controls dock, the About box, light and
+// dark palettes; the layout, the last page and the colour scheme are remembered (QSettings).
 //
 // The window talks to an engine only through widgets::EngineClient: events are handed to every
-// page, commands the pages request are sent. Without an engine it shows the empty state.
+// page, commands the pages request are sent. Start sends the setup page's run config (or one set
+// with setRunConfig). Without an engine it shows the empty state.
 #pragma once
 
 #include <QMainWindow>
@@ -13,7 +15,10 @@
 #include "widgets/EngineTypes.h"
 
 class QAction;
+class QActionGroup;
 class QLabel;
+class QMenu;
+class QProgressDialog;
 class QTabWidget;
 
 namespace lorascope::widgets {
@@ -27,6 +32,10 @@ class ProfileBar;
 
 namespace lorascope::app {
 
+class ProcessesPage;
+class RunExporter;
+class RunSetupPage;
+
 // The facts of this build and its GPUs, as the About box shows them.
 widgets::AboutFacts collectAboutFacts();
 
@@ -38,20 +47,34 @@ class MainWindow : public QMainWindow {
 
   // The engine to talk to (not owned; it must outlive the window or be replaced first).
   void setEngine(widgets::EngineClient* engine);
-  // The run configuration Start sends (the trainer's schema); Start stays disabled without one.
+  // A run configuration Start sends instead of the setup page's (the trainer's schema).
   void setRunConfig(nlohmann::json config);
+  // lorascope-train, which exports runs (default: beside this program).
+  void setEngineProgram(const QString& program);
+
+  // The run folder of the last run started here ("" before the first).
+  QString runFolder() const { return runFolder_; }
+  // Starts `lorascope-train export` of the current run into `destination`.
+  void exportRun(bool merged, const QString& destination);
 
   widgets::Dashboard* dashboard() const { return dashboard_; }
   widgets::MemoryMapPanel* memoryMap() const { return memoryMap_; }
   widgets::ControlsPanel* controls() const { return controls_; }
   widgets::ProfileBar* profileBar() const { return profileBar_; }
   widgets::EventLogModel* eventLog() const { return eventLog_; }
+  RunSetupPage* setupPage() const { return setup_; }
+  ProcessesPage* processesPage() const { return processes_; }
+  RunExporter* exporter() const { return exporter_; }
   QTabWidget* pages() const { return pages_; }
   QAction* startAction() const { return start_; }
   QAction* pauseAction() const { return pause_; }
   QAction* resumeAction() const { return resume_; }
   QAction* stopAction() const { return stop_; }
   QAction* checkpointAction() const { return checkpoint_; }
+  QAction* exportAdapterAction() const { return exportAdapter_; }
+  QAction* exportMergedAction() const { return exportMerged_; }
+  QAction* openRunFolderAction() const { return openRunFolder_; }
+  QActionGroup* colorSchemeActions() const { return schemes_; }
 
  public slots:
   void showAbout();
@@ -63,15 +86,26 @@ class MainWindow : public QMainWindow {
 
  private:
   void buildActions();
+  void buildViewMenu(QMenu* view);
+  void startRun();
+  void chooseExportDestination(bool merged);
+  void logLine(engine::LogLevel level, const QString& text);
   void updateActions();
   void restoreLayout();
   void saveLayout() const;
 
   widgets::AboutFacts facts_;
   widgets::EngineClient* engine_ = nullptr;
-  nlohmann::json runConfig_;
+  nlohmann::json runConfig_;  // set by setRunConfig: sent instead of the setup page's
+  QString runFolder_;
+  bool hasCheckpoint_ = false;  // the current run has one to export
+  std::int64_t lastEventMs_ = 0;
   engine::RunState state_ = engine::RunState::Idle;
   std::int64_t step_ = 0;
+  RunSetupPage* setup_;
+  ProcessesPage* processes_;
+  RunExporter* exporter_;
+  QProgressDialog* exportProgress_ = nullptr;
   widgets::Dashboard* dashboard_;
   widgets::MemoryMapPanel* memoryMap_;
   widgets::ControlsPanel* controls_;
@@ -86,6 +120,10 @@ class MainWindow : public QMainWindow {
   QAction* resume_ = nullptr;
   QAction* stop_ = nullptr;
   QAction* checkpoint_ = nullptr;
+  QAction* exportAdapter_ = nullptr;
+  QAction* exportMerged_ = nullptr;
+  QAction* openRunFolder_ = nullptr;
+  QActionGroup* schemes_ = nullptr;
 };
 
 }  // namespace lorascope::app

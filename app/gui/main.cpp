@@ -1,10 +1,8 @@
 // gui/main.cpp — lorascope, the desktop app: the main window attached to a supervised, isolated
-// engine (lorascope-train, which sits beside this program), opened on the built-in demo so that
-// one click on Start trains something.
+// engine (lorascope-train, which sits beside this program). The setup page preselects the
+// built-in demo on first start, so one click on Start trains something.
 #include <QApplication>
-#include <QDateTime>
 #include <QDir>
-#include <QStandardPaths>
 
 #include "engine/Supervisor.h"
 #include "gui/MainWindow.h"
@@ -20,15 +18,9 @@ int main(int argc, char** argv) {
   lorascope::engine::Supervisor engine(engineProgram, lorascope::profiles::defaultProfile(),
                                        lorascope::engine::SupervisorPolicy{});
 
-  // Each demo run gets its own folder under the user's data directory.
-  const QString runs =
-      QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + QStringLiteral("/runs");
-  const QString out = runs + QStringLiteral("/demo-") +
-                      QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
-
   lorascope::app::MainWindow window(lorascope::app::collectAboutFacts());
+  window.setEngineProgram(engineProgram);
   window.setEngine(&engine);
-  window.setRunConfig({{"demo", true}, {"out", out.toStdString()}});
   window.show();
   return QApplication::exec();
 }

@@ -4,6 +4,7 @@
 #include <QtTest>
 
 #include <QAction>
+#include <QActionGroup>
 #include <QLineSeries>
 #include <QMenuBar>
 #include <QSettings>
@@ -14,6 +15,8 @@
 #include "../widgets/RecordedStream.h"
 #include "compute/BuildInfo.h"
 #include "gui/MainWindow.h"
+#include "gui/RunSetupPage.h"
+#include "gui/Theme.h"
 #include "widgets/AboutDialog.h"
 #include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
@@ -34,6 +37,7 @@ class TestAppShell : public QObject {
   void initTestCase() {
     QStandardPaths::setTestModeEnabled(true);             // QSettings go to a test location
     qputenv("XDG_CONFIG_HOME", config_.path().toUtf8());  // user profiles too
+    qputenv("LORASCOPE_CACHE_DIR", config_.filePath("cache").toUtf8());  // the demo model
     QCoreApplication::setOrganizationName(QStringLiteral("LoRAscopeTest"));
     QCoreApplication::setApplicationName(QStringLiteral("test_app_shell"));
     QSettings().clear();
@@ -96,7 +100,8 @@ class TestAppShell : public QObject {
     testing::RecordingEngineClient engine;
     window.setEngine(&engine);
     engine.setConnected(true);
-    QVERIFY(!window.startAction()->isEnabled());  // no run configuration yet
+    window.setupPage()->setDemo(false);
+    QVERIFY(!window.startAction()->isEnabled());  // no model or dataset chosen
     window.setRunConfig({{"model", "/models/demo"}});
     QVERIFY(window.startAction()->isEnabled());
     window.startAction()->trigger();
@@ -132,6 +137,45 @@ class TestAppShell : public QObject {
     QCOMPARE(window.controls()->status(Toggle::GemmBackend),
              widgets::ControlsPanel::Status::Applied);
     QVERIFY(window.eventLog()->rowCount() > 0);
+  }
+
+  void exportFollowsTheRunsCheckpoints() {
+    app::MainWindow window(app::collectAboutFacts());
+    testing::RecordingEngineClient engine;
+    window.setEngine(&engine);
+    engine.setConnected(true);
+    const QString runFolder = config_.filePath("runs/r1");
+    window.setRunConfig({{"demo", true}, {"out", runFolder.toStdString()}});
+    window.startAction()->trigger();
+    QCOMPARE(window.runFolder(), runFolder);
+    QVERIFY(!window.exportAdapterAction()->isEnabled());  // nothing written yet
+    emit engine.eventReceived({10, StateEvent{RunState::Running, 0, ""}});
+    emit engine.eventReceived({20, CheckpointEvent{runFolder.toStdString() + "/checkpoints/x", 5}});
+    QVERIFY(window.exportAdapterAction()->isEnabled());
+    QVERIFY(window.exportMergedAction()->isEnabled());
+  }
+
+  void colourSchemeSwitchesAndIsRemembered() {
+    auto pick = [](QActionGroup* group, const QString& name) {
+      for (QAction* action : group->actions()) {
+        if (action->data().toString() == name) {
+          return action;
+        }
+      }
+      return static_cast<QAction*>(nullptr);
+    };
+    {
+      app::MainWindow window(app::collectAboutFacts());
+      QCOMPARE(window.colorSchemeActions()->checkedAction()->data().toString(), "system");
+      pick(window.colorSchemeActions(), "dark")->trigger();
+      QCOMPARE(QApplication::palette().color(QPalette::Window),
+               app::darkPalette().color(QPalette::Window));
+    }
+    app::MainWindow again(app::collectAboutFacts());
+    QCOMPARE(again.colorSchemeActions()->checkedAction()->data().toString(), "dark");
+    pick(again.colorSchemeActions(), "system")->trigger();
+    QVERIFY(QApplication::palette().color(QPalette::Window) !=
+            app::darkPalette().color(QPalette::Window));
   }
 
   void layoutIsRemembered() {

@@ -1,0 +1,154 @@
+// gui/RunSetupPage.h — the run setup page: what to train (the built-in demo, or a model folder and
+// a dataset file), where the run folder goes, the LoRA and training settings, the device and the
+// profile. It produces the start command's config (EngineJob's schema: "demo" or "model" and
+// "data", "out", and "options" named as `lorascope-train train`'s options).
+//
+// Choosing a model folder inspects it (architecture, parameter count, the memory LoRA training
+// needs at these settings); choosing a dataset validates it with the model's tokenizer (counts,
+// issues, the token-length histogram). Both run on a thread of their own with progress, and a
+// result that arrives after the choice changed again is dropped. Errors are shown on the page and
+// listed by problems(); Start stays disabled while there are any. The values are remembered
+// (QSettings "setup/"); the first start preselects the demo, so one click trains something.
+#pragma once
+
+#include <QWidget>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "data/ValidationReport.h"
+#include "model/ModelConfig.h"
+#include "model/ModelLayout.h"  // defines: ParameterCounts
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QGridLayout;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QRadioButton;
+class QSpinBox;
+
+namespace lorascope::widgets {
+class LengthHistogram;
+}
+
+namespace lorascope::app {
+
+// What opening a model folder found (or why it failed).
+struct ModelInspection {
+  QString dir;
+  std::optional<model::ModelConfig> config;
+  std::uint64_t weightBytes = 0;
+  model::ParameterCounts parameters;
+  QString error;
+};
+
+// What validating a dataset found (or why it could not be read).
+struct DatasetValidation {
+  QString file;
+  std::optional<data::ValidationReport> report;
+  QString error;
+};
+
+class RunSetupPage : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit RunSetupPage(QWidget* parent = nullptr);
+
+  // The start command's config with a new run folder under the output folder; nullopt while
+  // problems() is not empty.
+  std::optional<nlohmann::json> runConfig() const;
+  QStringList problems() const;
+  // Options as `lorascope-train train` takes them (long name → text).
+  std::map<std::string, std::string> options() const;
+
+  bool usesDemo() const;
+  bool isBusy() const { return inspecting_ || validating_; }  // work in flight
+  const ModelInspection& inspection() const { return inspection_; }
+  const DatasetValidation& validation() const { return validation_; }
+  QString modelSummary() const;
+  QString datasetSummary() const;
+  QString memoryEstimateText() const;
+  widgets::LengthHistogram* histogram() const { return histogram_; }
+  QSpinBox* maxStepsEditor() const { return maxSteps_; }
+  QSpinBox* microBatchEditor() const { return microBatch_; }
+  QSpinBox* seqLenEditor() const { return seqLen_; }
+  QSpinBox* checkpointEveryEditor() const { return checkpointEvery_; }
+
+  // GPUs this build can see (listed, but the CPU build trains on the CPU only).
+  void setDevices(const QStringList& gpus, bool canTrainOnGpu);
+  void setProfiles(const QStringList& names, const QString& current);
+  void saveSettings() const;
+
+ public slots:
+  void setDemo(bool demo);  // also applies that source's default settings
+  void setModelDir(const QString& dir);
+  void setDataFile(const QString& file);
+  void setOutputDir(const QString& dir);
+  void restoreDefaults();
+
+ signals:
+  void changed();  // the config or the problems may differ
+  void profileChosen(const QString& name);
+
+ private:
+  void buildSourceBox(QGridLayout* grid);
+  QWidget* buildLoraBox();
+  QWidget* buildTrainingBox();
+  QWidget* buildDeviceBox();
+  void restoreSettings();
+  void inspectModel();
+  void validateDataset();
+  void showInspection();
+  void showValidation();
+  void updateEstimate();
+  void updateProblems();
+  QString effectiveModelDir() const;  // the demo's cache folder or the chosen one
+
+  ModelInspection inspection_;
+  DatasetValidation validation_;
+  bool inspecting_ = false;
+  bool validating_ = false;
+  int inspectGeneration_ = 0;  // a result from an older generation is stale
+  int validateGeneration_ = 0;
+
+  QRadioButton* demo_;
+  QRadioButton* own_;
+  QLineEdit* modelEdit_;
+  QLabel* modelInfo_;
+  QLineEdit* dataEdit_;
+  QLabel* dataInfo_;
+  QProgressBar* progress_;
+  widgets::LengthHistogram* histogram_;
+  QLineEdit* outputEdit_;
+  QLineEdit* runName_;
+  QSpinBox* rank_;
+  QDoubleSpinBox* alpha_;
+  QDoubleSpinBox* dropout_;
+  std::map<std::string, QCheckBox*> targets_;  // by short name ("q", …, "down")
+  QLineEdit* lr_;
+  QComboBox* schedule_;
+  QSpinBox* warmup_;
+  QSpinBox* epochs_;
+  QSpinBox* maxSteps_;
+  QSpinBox* microBatch_;
+  QSpinBox* accumulation_;
+  QLabel* effectiveBatch_;
+  QSpinBox* seqLen_;
+  QCheckBox* checkpointing_;
+  QCheckBox* packing_;
+  QSpinBox* seed_;
+  QSpinBox* checkpointEvery_;
+  QComboBox* device_;
+  QComboBox* profile_;
+  QLabel* estimate_;
+  QLabel* problems_;
+};
+
+}  // namespace lorascope::app

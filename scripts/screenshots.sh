@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# screenshots.sh [BUILD_DIR] — renders the README's screenshots into docs/screenshots/: the setup
+# page on first start, the dashboard after real steps of the built-in demo (trained on the CPU)
+# and the memory map (a recorded GPU snapshot: a CPU run has no device allocator). Runs the window
+# under Xvfb when xvfb-run is installed (Debian: xvfb), else with Qt's offscreen platform; both
+# render the same widgets. Needs a cpu build with the GUI (target lorascope_screenshots).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${1:-$root/build/cpu}"
+tool="$build/tests/app/lorascope_screenshots"
+out="$root/docs/screenshots"
+steps="${SCREENSHOT_STEPS:-30}"
+if [[ ! -x "$tool" ]]; then
+  echo "screenshots.sh: $tool not found; build it: cmake --build $build --target lorascope_screenshots" >&2
+  exit 1
+fi
+mkdir -p "$out"
+cache="$(mktemp -d)"
+trap 'rm -rf "$cache"' EXIT
+export LORASCOPE_CACHE_DIR="$cache"  # the demo model is written here, not into ~/.cache
+fixture="$root/tests/widgets/fixtures/synthetic_gpu_run.jsonl"
+if command -v xvfb-run >/dev/null; then
+  xvfb-run -a -s "-screen 0 1280x800x24" "$tool" "$out" "$fixture" "$steps"
+else
+  QT_QPA_PLATFORM=offscreen "$tool" "$out" "$fixture" "$steps"
+fi
+if command -v optipng >/dev/null; then
+  optipng -quiet -o2 "$out"/*.png
+fi
+ls -l "$out"/*.png

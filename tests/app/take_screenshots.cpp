@@ -1,0 +1,144 @@
+// take_screenshots.cpp — renders the window into the README's PNGs (run by
+// scripts/screenshots.sh): the setup page as a first start shows it (the demo inspected and
+// validated), the dashboard after real steps of the demo trained on the CPU through the
+// in-process host, and the memory map. A CPU run has no device allocator to snapshot, so the
+// memory map shows the last snapshot of the recorded GPU stream in tests/widgets/fixtures (the
+// page says which file it came from).
+//
+// usage: lorascope_screenshots OUT_DIR FIXTURE_STREAM [STEPS] [dark]
+#include <QApplication>
+#include <QDir>
+#include <QElapsedTimer>
+#include <QFile>
+#include <QSettings>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <cstdio>
+
+#include "engine/InProcessHost.h"
+#include "gui/MainWindow.h"
+#include "gui/RunSetupPage.h"
+#include "gui/Theme.h"
+#include "train/EngineJob.h"  // defines: createTrainingJob
+#include "widgets/Dashboard.h"
+#include "widgets/MemoryMapPanel.h"
+#include "widgets/SeriesDecimator.h"
+#include "widgets/TimeChart.h"
+
+using namespace lorascope;
+
+namespace {
+
+constexpr int kTimeoutMs = 300'000;
+
+// Processes events until `done` holds; false on timeout.
+template <typename Predicate>
+bool waitFor(Predicate done) {
+  QElapsedTimer timer;
+  timer.start();
+  while (!done()) {
+    if (timer.elapsed() > kTimeoutMs) {
+      return false;
+    }
+    QTest::qWait(50);
+  }
+  return true;
+}
+
+bool save(QWidget* window, const QString& path) {
+  QTest::qWait(200);  // let layouts and the charts' tick settle
+  const bool ok = window->grab().save(path, "PNG", 9);
+  std::printf("%s %s\n", ok ? "wrote" : "FAILED to write", qPrintable(path));
+  return ok;
+}
+
+// The allocator snapshot of the last snapshot event in a recorded stream.
+std::optional<nlohmann::json> lastSnapshot(const QString& stream) {
+  QFile file(stream);
+  if (!file.open(QIODevice::ReadOnly)) {
+    return std::nullopt;
+  }
+  std::optional<nlohmann::json> last;
+  while (!file.atEnd()) {
+    const engine::TimedEvent event = engine::decodeEvent(file.readLine().trimmed().toStdString());
+    if (const auto* snapshot = std::get_if<engine::SnapshotEvent>(&event.event)) {
+      last = snapshot->snapshot;
+    }
+  }
+  return last;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  QApplication app(argc, argv);
+  const QStringList args = QApplication::arguments();
+  if (args.size() < 3) {
+    std::fprintf(stderr, "usage: lorascope_screenshots OUT_DIR FIXTURE_STREAM [STEPS] [dark]\n");
+    return 2;
+  }
+  const QDir out(args[1]);
+  const int steps = args.size() > 3 ? args[3].toInt() : 30;
+  // The user's own settings are neither read nor changed: a first start, in a scratch place.
+  QStandardPaths::setTestModeEnabled(true);
+  QApplication::setOrganizationName(QStringLiteral("LoRAscopeScreenshots"));
+  QApplication::setApplicationName(QStringLiteral("lorascope"));
+  QSettings().clear();
+  QTemporaryDir runs;
+
+  engine::InProcessHost host(
+      cli::createTrainingJob,
+      engine::HelloEvent{engine::kProtocolVersion, "screenshots", "cpu", {}});
+  app::MainWindow window(app::collectAboutFacts());
+  if (args.size() > 4 && args[4] == QLatin1String("dark")) {
+    app::applyColorScheme(app::ColorScheme::Dark);
+  }
+  window.setEngine(&host);
+  window.resize(1280, 800);
+  window.show();
+  app::RunSetupPage* setup = window.setupPage();
+  setup->setOutputDir(runs.path());
+  if (!waitFor([&] { return !setup->isBusy() && host.isConnected(); })) {
+    std::fprintf(stderr, "screenshots: the demo was not inspected in time\n");
+    return 1;
+  }
+  window.pages()->setCurrentWidget(setup);
+  bool ok = save(&window, out.filePath(QStringLiteral("setup.png")));
+
+  setup->maxStepsEditor()->setValue(steps + 1000);  // still running when the picture is taken
+  window.startAction()->trigger();
+  if (!waitFor(
+          [&] { return window.dashboard()->lossChart()->decimator(0).sampleCount() >= steps; })) {
+    std::fprintf(stderr, "screenshots: %d steps did not arrive in time\n", steps);
+    return 1;
+  }
+  window.pages()->setCurrentWidget(window.dashboard());
+  window.dashboard()->refresh();
+  ok = save(&window, out.filePath(QStringLiteral("dashboard.png"))) && ok;
+
+  // Opened as a saved snapshot (frozen, so the live run does not replace it), under a name that
+  // says where it came from.
+  const std::optional<nlohmann::json> snapshot = lastSnapshot(args[2]);
+  const QString snapshotFile = runs.filePath(QStringLiteral("recorded-gpu-run.json"));
+  QFile file(snapshotFile);
+  if (!snapshot || !file.open(QIODevice::WriteOnly)) {
+    std::fprintf(stderr, "screenshots: no snapshot in %s\n", qPrintable(args[2]));
+    return 1;
+  }
+  file.write(QByteArray::fromStdString(snapshot->dump()));
+  file.close();
+  const QString problem = window.memoryMap()->openSnapshot(snapshotFile);
+  if (!problem.isEmpty()) {
+    std::fprintf(stderr, "screenshots: %s\n", qPrintable(problem));
+    return 1;
+  }
+  window.pages()->setCurrentWidget(window.memoryMap());
+  ok = save(&window, out.filePath(QStringLiteral("memory-map.png"))) && ok;
+
+  window.stopAction()->trigger();
+  waitFor([&] { return window.startAction()->isEnabled(); });
+  return ok ? 0 : 1;
+}

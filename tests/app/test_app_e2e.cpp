@@ -1,0 +1,122 @@
+// test_app_e2e.cpp — the window trains the built-in demo on the CPU, end to end, once through the
+// in-process host and once through the isolated host (lorascope-train built beside): the setup
+// page inspects the demo model and validates its dataset, one click on Start trains, loss points
+// reach the dashboard, a live toggle round-trips (the engine confirms it), Stop writes a
+// checkpoint in the run folder, and (isolated) the adapter exports through `lorascope-train
+// export`. Small steps keep each run to seconds on 2 cores.
+#include <QtTest>
+
+#include <QAction>
+#include <QDir>
+#include <QLineSeries>
+#include <QSettings>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTemporaryDir>
+
+#include "engine/InProcessHost.h"
+#include "engine/IsolatedHost.h"
+#include "gui/MainWindow.h"
+#include "gui/RunExporter.h"
+#include "gui/RunSetupPage.h"
+#include "train/EngineJob.h"  // defines: createTrainingJob
+#include "widgets/ControlsPanel.h"
+#include "widgets/Dashboard.h"
+#include "widgets/LengthHistogram.h"
+#include "widgets/TimeChart.h"
+
+using namespace lorascope;
+using namespace lorascope::engine;
+
+namespace {
+
+// Trains for long enough to toggle and stop (the run never reaches its step limit).
+constexpr int kStepLimit = 10'000;
+constexpr int kTimeoutMs = 120'000;  // a loaded 2-core CI machine
+
+}  // namespace
+
+class TestAppEndToEnd : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir home_;
+
+  // Drives the window from the setup page to a stopped run with a checkpoint in the run folder.
+  void trainAndStop(app::MainWindow& window, EngineHost& host) {
+    window.setEngine(&host);
+    app::RunSetupPage* setup = window.setupPage();
+    QVERIFY(setup->usesDemo());  // preselected on first start
+    QTRY_VERIFY_WITH_TIMEOUT(!setup->isBusy(), kTimeoutMs);
+    QVERIFY(setup->inspection().config.has_value());
+    QVERIFY(setup->modelSummary().contains("llama"));
+    QVERIFY(setup->validation().report.has_value());
+    QVERIFY(!setup->histogram()->bins().empty());  // token lengths known
+    QVERIFY(!setup->memoryEstimateText().isEmpty());
+    setup->setOutputDir(home_.filePath(QStringLiteral("runs")));
+    setup->maxStepsEditor()->setValue(kStepLimit);
+    setup->microBatchEditor()->setValue(2);
+    setup->seqLenEditor()->setValue(64);
+    setup->checkpointEveryEditor()->setValue(0);
+
+    QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), kTimeoutMs);  // engine is up
+    window.startAction()->trigger();
+    const QString runFolder = window.runFolder();
+    QVERIFY(runFolder.startsWith(home_.filePath(QStringLiteral("runs/demo-"))));
+
+    QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->lossChart()->decimator(0).sampleCount() >= 3,
+                             kTimeoutMs);
+    // A live toggle round-trips: pending until the engine confirms it.
+    window.controls()->requestToggle(Toggle::MicroBatch, 1);
+    QTRY_COMPARE_WITH_TIMEOUT(window.controls()->status(Toggle::MicroBatch),
+                              widgets::ControlsPanel::Status::Applied, kTimeoutMs);
+
+    QTRY_VERIFY_WITH_TIMEOUT(window.stopAction()->isEnabled(), kTimeoutMs);
+    window.stopAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(window.exportAdapterAction()->isEnabled(), kTimeoutMs);
+    QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), kTimeoutMs);  // run over
+    const QStringList checkpoints = QDir(runFolder + QStringLiteral("/checkpoints"))
+                                        .entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    QVERIFY2(!checkpoints.isEmpty(), qPrintable(runFolder));
+  }
+
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
+    // The demo model and dataset are written here, not into the user's cache.
+    qputenv("LORASCOPE_CACHE_DIR", home_.filePath(QStringLiteral("cache")).toUtf8());
+    QCoreApplication::setOrganizationName(QStringLiteral("LoRAscopeTest"));
+    QCoreApplication::setApplicationName(QStringLiteral("test_app_e2e"));
+  }
+
+  void init() { QSettings().clear(); }  // each test is a first start
+
+  void inProcessHostTrainsTheDemo() {
+    InProcessHost host(cli::createTrainingJob, HelloEvent{kProtocolVersion, "test", "cpu", {}});
+    app::MainWindow window(app::collectAboutFacts());
+    trainAndStop(window, host);
+  }
+
+  void isolatedHostTrainsAndExportsTheDemo() {
+    IsolatedHost host(QStringLiteral(LORASCOPE_TRAIN), {});
+    host.start();
+    app::MainWindow window(app::collectAboutFacts());
+    window.setEngineProgram(QStringLiteral(LORASCOPE_TRAIN));
+    trainAndStop(window, host);
+    if (QTest::currentTestFailed()) {
+      return;
+    }
+
+    QSignalSpy exported(window.exporter(), &app::RunExporter::finished);
+    const QString adapter = home_.filePath(QStringLiteral("adapter"));
+    window.exportRun(false, adapter);
+    QVERIFY(exported.wait(kTimeoutMs));
+    QVERIFY2(exported.at(0).at(0).toBool(), qPrintable(exported.at(0).at(1).toString()));
+    QVERIFY(QFileInfo::exists(adapter + QStringLiteral("/adapter_model.safetensors")));
+    QVERIFY(QFileInfo::exists(adapter + QStringLiteral("/adapter_config.json")));
+  }
+};
+
+QTEST_MAIN(TestAppEndToEnd)
+#include "test_app_e2e.moc"

@@ -1,0 +1,190 @@
+// test_setup_processes.cpp — the run setup page with real files (the demo model written to a
+// temporary cache, datasets written here): inspection, validation with the token histogram, clear
+// errors for bad input, options the trainer's own parser accepts, remembered values; the length
+// histogram's limit; the processes page against telemetry readings (who holds VRAM, the
+// held-outside diagnosis, no GPU at all).
+#include <QtTest>
+
+#include <QFile>
+#include <QSettings>
+#include <QSpinBox>
+#include <QStandardPaths>
+#include <QTableWidget>
+#include <QTemporaryDir>
+
+#include "gui/ProcessesPage.h"
+#include "gui/RunSetupPage.h"
+#include "train/DemoModel.h"       // defines: ensureDemoModel
+#include "train/TrainRunConfig.h"  // defines: applyOptions, defaultSettings
+#include "widgets/LengthHistogram.h"
+
+using namespace lorascope;
+
+namespace {
+
+constexpr int kTimeoutMs = 60'000;
+constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+
+void writeFile(const QString& path, const QByteArray& bytes) {
+  QFile file(path);
+  QVERIFY(file.open(QIODevice::WriteOnly));
+  file.write(bytes);
+}
+
+}  // namespace
+
+class TestSetupProcesses : public QObject {
+  Q_OBJECT
+
+ private:
+  QTemporaryDir home_;
+  QString demoModel_;
+
+ private slots:
+  void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);
+    qputenv("LORASCOPE_CACHE_DIR", home_.filePath(QStringLiteral("cache")).toUtf8());
+    QCoreApplication::setOrganizationName(QStringLiteral("LoRAscopeTest"));
+    QCoreApplication::setApplicationName(QStringLiteral("test_setup_processes"));
+    demoModel_ = QString::fromStdString(train::ensureDemoModel(train::defaultCacheDir()).string());
+  }
+
+  void init() { QSettings().clear(); }
+
+  void firstStartPreselectsTheDemo() {
+    app::RunSetupPage page;
+    QVERIFY(page.usesDemo());
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
+    QVERIFY2(page.problems().isEmpty(), qPrintable(page.problems().join('\n')));
+    const auto config = page.runConfig();
+    QVERIFY(config.has_value());
+    QCOMPARE((*config)["demo"], true);
+    QVERIFY(!config->contains("model"));
+    QVERIFY(QString::fromStdString((*config)["out"]).contains(QStringLiteral("/runs/demo-")));
+  }
+
+  void aMissingModelFolderIsAClearError() {
+    app::RunSetupPage page;
+    page.setDemo(false);
+    page.setModelDir(home_.filePath(QStringLiteral("no-such-model")));
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
+    QVERIFY(!page.inspection().error.isEmpty());
+    QVERIFY2(page.modelSummary().startsWith(QStringLiteral("Cannot use this model: ")),
+             qPrintable(page.modelSummary()));
+    QVERIFY(page.problems().join('\n').contains(QStringLiteral("Model: ")));
+    QVERIFY(!page.runConfig().has_value());
+  }
+
+  void aDatasetIsValidatedWithTheModelsTokenizer() {
+    const QString data = home_.filePath(QStringLiteral("mixed.jsonl"));
+    writeFile(data,
+              "{\"instruction\": \"Say hi\", \"output\": \"hi\"}\n"
+              "{\"instruction\": \"Count to three\", \"output\": \"one two three\"}\n"
+              "{\"instruction\": broken\n");
+    app::RunSetupPage page;
+    page.setDemo(false);
+    page.setModelDir(demoModel_);
+    page.setDataFile(data);
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
+    QVERIFY2(page.inspection().config.has_value(), qPrintable(page.inspection().error));
+    QCOMPARE(page.inspection().parameters.total > 0, true);
+    QVERIFY(page.validation().report.has_value());
+    QCOMPARE(page.validation().report->validExamples, std::size_t{2});
+    const QString summary = page.datasetSummary();
+    QVERIFY2(summary.contains(QStringLiteral("2 valid examples")), qPrintable(summary));
+    QVERIFY2(summary.contains(QStringLiteral("1 error")), qPrintable(summary));
+    QVERIFY2(summary.contains(QStringLiteral("line 3")), qPrintable(summary));
+    std::size_t binned = 0;
+    for (const widgets::LengthBin& bin : page.histogram()->bins()) {
+      binned += bin.examples;
+    }
+    QCOMPARE(binned, std::size_t{2});
+    const auto config = page.runConfig();
+    QVERIFY(config.has_value());
+    QCOMPARE(QString::fromStdString((*config)["model"]), demoModel_);
+    QCOMPARE(QString::fromStdString((*config)["data"]), data);
+  }
+
+  void anUnreadableDatasetIsAClearError() {
+    app::RunSetupPage page;
+    page.setDemo(false);
+    page.setModelDir(demoModel_);
+    page.setDataFile(home_.filePath(QStringLiteral("absent.jsonl")));
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
+    QVERIFY(!page.validation().error.isEmpty());
+    QVERIFY2(page.datasetSummary().startsWith(QStringLiteral("Cannot read this dataset: ")),
+             qPrintable(page.datasetSummary()));
+    QVERIFY(!page.runConfig().has_value());
+  }
+
+  void optionsAreWhatTheTrainerParses() {
+    app::RunSetupPage page;
+    page.setDemo(false);
+    page.maxStepsEditor()->setValue(123);
+    const std::map<std::string, std::string> options = page.options();
+    for (const auto& [name, value] : options) {
+      QVERIFY2(cli::trainValueOptions().count(name) == 1, name.c_str());
+    }
+    cli::TrainRunSettings settings = cli::defaultSettings(false);
+    cli::applyOptions(settings, options);  // throws on a value the trainer rejects
+    QCOMPARE(settings.train.maxSteps, std::int64_t{123});
+    QCOMPARE(settings.train.lora.rank, cli::defaultSettings(false).train.lora.rank);
+    QCOMPARE(settings.train.lora.targets.size(), std::size_t{7});
+  }
+
+  void valuesAreRemembered() {
+    {
+      app::RunSetupPage page;
+      page.setDemo(false);
+      page.microBatchEditor()->setValue(3);
+      page.saveSettings();
+    }
+    app::RunSetupPage again;
+    QVERIFY(!again.usesDemo());
+    QCOMPARE(again.microBatchEditor()->value(), 3);
+  }
+
+  void histogramCountsExamplesPastTheLimit() {
+    widgets::LengthHistogram histogram;
+    histogram.setBins({{16, 24, 5}, {24, 32, 3}, {32, 48, 2}, {48, 64, 1}});
+    histogram.setMaxSeqLen(32);
+    QCOMPARE(histogram.examplesPastLimit(), std::size_t{3});
+    histogram.setMaxSeqLen(0);
+    QCOMPARE(histogram.examplesPastLimit(), std::size_t{0});
+  }
+
+  void processesPageShowsWhoHoldsVram() {
+    app::ProcessesPage page(/*live=*/false);
+    page.setOurProcess(100);
+    page.setOurReservedBytes(2 * kGiB);
+    telemetry::Snapshot gpu;
+    telemetry::DeviceReading device;
+    device.index = 0;
+    device.vramTotalBytes = 80 * kGiB;
+    device.vramUsedBytes = 10 * kGiB;
+    gpu.devices.push_back(device);
+    gpu.processes.push_back({100, 0, "lorascope-train", 3 * kGiB, {}, {}, {}});
+    gpu.processes.push_back({200, 0, "python3", 6 * kGiB, {}, {}, {}});
+    page.show({{"nvml", gpu}}, {});
+    QCOMPARE(page.table()->rowCount(), 2);
+    QCOMPARE(page.table()->item(0, 0)->text(), QStringLiteral("200"));  // largest first
+    QCOMPARE(page.table()->item(0, 3)->text(), QStringLiteral("6.00 GiB"));
+    QVERIFY(page.table()->item(1, 1)->text().contains(QStringLiteral("this run")));
+    const QString diagnosis = page.diagnosisText();
+    QVERIFY2(diagnosis.contains(QStringLiteral("8.00 GiB are held outside this run")),
+             qPrintable(diagnosis));
+    QVERIFY2(diagnosis.contains(QStringLiteral("PID 200 python3")), qPrintable(diagnosis));
+  }
+
+  void processesPageSaysWhenThereIsNoGpu() {
+    app::ProcessesPage page(/*live=*/false);
+    telemetry::Snapshot host;
+    host.host = telemetry::HostReading{16 * kGiB, 8 * kGiB, {}, {}, kGiB};
+    page.show({{"host", host}}, {{"nvml", "libnvidia-ml.so.1 not found"}});
+    QCOMPARE(page.table()->rowCount(), 0);
+    QVERIFY(page.diagnosisText().contains(QStringLiteral("No GPU telemetry")));
+  }
+};
+
+QTEST_MAIN(TestSetupProcesses)
+#include "test_setup_processes.moc"
