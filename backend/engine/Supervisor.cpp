@@ -56,10 +56,17 @@ bool Supervisor::isConnected() const {
 }
 
 void Supervisor::publish(Event event) {
-  emit this->eventReceived(TimedEvent{clock_.elapsed(), std::move(event)});
+  emit this->eventReceived(
+      TimedEvent{toSupervisorTime(clock_.elapsed() - engineStartedMs_), std::move(event)});
+}
+
+std::int64_t Supervisor::toSupervisorTime(std::int64_t engineTimeMs) {
+  lastEventMs_ = std::max(lastEventMs_, engineStartedMs_ + engineTimeMs);
+  return lastEventMs_;
 }
 
 void Supervisor::startEngine() {
+  engineStartedMs_ = clock_.elapsed();
   host_ = new IsolatedHost(program_, environmentOf(profile_), this);
   connect(host_, &EngineHost::eventReceived, this, &Supervisor::onEvent);
   connect(host_, &EngineHost::connectedChanged, this, &EngineHost::connectedChanged);
@@ -122,7 +129,7 @@ void Supervisor::onEvent(const TimedEvent& timed) {
   } else if (const auto* error = std::get_if<ErrorEvent>(&timed.event); error && error->sticky) {
     lastStickyError_ = *error;  // the engine exits after a sticky error; onExit recovers
   }
-  emit eventReceived(timed);
+  emit eventReceived(TimedEvent{toSupervisorTime(timed.timeMs), timed.event});
 }
 
 void Supervisor::onExit(const EngineExit& exit) {

@@ -41,6 +41,8 @@ class Supervisor : public EngineHost {
 
   runtime::RecoveryRung rung() const { return rung_; }
   int restarts() const { return restarts_; }
+  // The running engine's process id, 0 when none runs (tests kill it with real signals).
+  qint64 engineProcessId() const { return host_ ? host_->processId() : 0; }
   void setClimbLadder(bool climb) { policy_.climbLadder = climb; }
 
  private:
@@ -61,6 +63,9 @@ class Supervisor : public EngineHost {
   void switchProfile(const std::string& name);
   void sendRungToggles();
   void publish(Event event);
+  // The engine's clock restarts with every engine; events leave on this supervisor's clock, which
+  // never runs backwards, so the GUI's time axis does not jump back after a restart.
+  std::int64_t toSupervisorTime(std::int64_t engineTimeMs);
 
   QString program_;
   profiles::Profile profile_;
@@ -68,6 +73,8 @@ class Supervisor : public EngineHost {
   IsolatedHost* host_ = nullptr;  // child of this; retired hosts are deleted later
   QTimer hangTimer_;
   QElapsedTimer clock_;
+  std::int64_t engineStartedMs_ = 0;  // clock_ when the current engine was started
+  std::int64_t lastEventMs_ = 0;      // the latest time an event left with
 
   std::optional<nlohmann::json> runConfig_;  // the start command's config, for restarts
   bool running_ = false;  // a run is in progress: started, not finished, not failed for good
