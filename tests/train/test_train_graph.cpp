@@ -1,8 +1,8 @@
 // test_train_graph.cpp — the LoRA training graph on the tiny Llama/Qwen2 fixtures:
 // gradients of every A and B against central finite differences (with and without dropout),
 // activation checkpointing bit-identical to keeping every layer, the gradient independent of the
-// micro-batch split, a zero-B adapter reproducing the model's forward loss, cancellation, and
-// errors for inputs that do not fit.
+// micro-batch split, a zero-B adapter reproducing the model's forward loss, cancellation,
+// errors for inputs that do not fit, and optimizer steps on the backend equal to the host's.
 #include <QtTest>
 
 #include <fstream>
@@ -111,6 +111,7 @@ class TestTrainGraph : public QObject {
   void zeroBAdapterReproducesModelForward();
   void cancellationStopsBetweenOps();
   void rejectsInputsThatDoNotFit();
+  void backendStepEqualsTheHostRoundTrip();
 };
 
 void TestTrainGraph::gradientsMatchFiniteDifferences_data() {
@@ -279,6 +280,62 @@ void TestTrainGraph::rejectsInputsThatDoNotFit() {
   batch.labels[3] = 999;
   QVERIFY(throwsNaming<compute::ShapeError>([&] { graph.forwardBackward(batch.input(), 1.0f, {}); },
                                             "target 999"));
+}
+
+// Three steps with dropout, clipping and weight decay run on the backend (clipGradients,
+// adamwStep, masks drawn by the backend) leave the bits the trainer's earlier host round trip
+// left: gradients downloaded, clipped by train::clipGradNorm and updated by train::adamwStep on
+// the host, the adapter uploaded again.
+void TestTrainGraph::backendStepEqualsTheHostRoundTrip() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  train::LoraAdapter hostAdapter = adapterWithNonZeroB(folder.config(), smallLora(0.3), 8);
+  std::vector<train::LoraMoments> hostMoments = train::zeroMoments(hostAdapter);
+  TrainGraph onHost(*backend, folder.config(), folder.weights(), hostAdapter);
+  TrainGraph onBackend(*backend, folder.config(), folder.weights(), hostAdapter);
+  const Batch batch = fixtureBatch("llama_f32_legacy_rope");
+  train::AdamWConfig adamw;
+  adamw.weightDecay = 0.01;
+  constexpr double kMaxNorm = 1e-3;  // below every step's norm: each step is clipped
+  for (std::int64_t step = 0; step < 3; ++step) {
+    const train::DropoutKey key{5, step, 0};
+    onHost.zeroGradients();
+    onBackend.zeroGradients();
+    const LossSum hostLoss = onHost.forwardBackward(batch.input(), 0.05f, key);
+    QVERIFY(onBackend.forwardBackward(batch.input(), 0.05f, key).sum == hostLoss.sum);
+    std::vector<train::LoraGradient> grads = onHost.gradients();
+    std::vector<std::span<float>> views;
+    for (train::LoraGradient& g : grads) {
+      views.emplace_back(g.a);
+      views.emplace_back(g.b);
+    }
+    const double hostNorm = train::clipGradNorm(views, kMaxNorm);
+    QVERIFY(hostNorm > kMaxNorm);
+    QVERIFY(onBackend.clipGradients(kMaxNorm) == hostNorm);
+    std::vector<train::AdamWParam> params;
+    for (std::size_t i = 0; i < grads.size(); ++i) {
+      train::LoraWeights& w = hostAdapter.weights[i];
+      train::LoraMoments& m = hostMoments[i];
+      params.push_back({w.a, grads[i].a, m.firstA, m.secondA});
+      params.push_back({w.b, grads[i].b, m.firstB, m.secondB});
+    }
+    train::adamwStep(adamw, 1e-2, step + 1, params);
+    onHost.loadAdapter(hostAdapter);
+    onBackend.adamwStep(adamw, 1e-2, step + 1);
+  }
+  train::LoraAdapter adapter = hostAdapter;
+  std::vector<train::LoraMoments> moments;
+  onBackend.downloadAdapter(adapter);
+  onBackend.downloadMoments(moments);
+  QCOMPARE(moments.size(), hostMoments.size());
+  for (std::size_t i = 0; i < moments.size(); ++i) {
+    QVERIFY(bitIdentical(adapter.weights[i].a, hostAdapter.weights[i].a));
+    QVERIFY(bitIdentical(adapter.weights[i].b, hostAdapter.weights[i].b));
+    QVERIFY(bitIdentical(moments[i].firstA, hostMoments[i].firstA));
+    QVERIFY(bitIdentical(moments[i].secondA, hostMoments[i].secondA));
+    QVERIFY(bitIdentical(moments[i].firstB, hostMoments[i].firstB));
+    QVERIFY(bitIdentical(moments[i].secondB, hostMoments[i].secondB));
+  }
 }
 
 QTEST_APPLESS_MAIN(TestTrainGraph)
