@@ -9,6 +9,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "compute/Errors.h"
 #include "compute/hip/HipCheck.h"  // defines: check
@@ -53,11 +54,16 @@ struct VendorBlas::Handle {
 
   explicit Handle(hipStream_t s) : stream(s) {
     checkBlas(hipblasCreate(&blas), "matmul", "hipblasCreate");
-    // The handle issues its kernels on the backend's stream, in order with our own kernels.
-    const hipblasStatus_t status = hipblasSetStream(blas, stream);
-    if (status != HIPBLAS_STATUS_SUCCESS) {
-      (void)hipblasDestroy(blas);
-      checkBlas(status, "matmul", "hipblasSetStream");
+    // The handle issues its kernels on the backend's stream, in order with our own kernels, and
+    // keeps every sum in fp32.
+    const std::pair<hipblasStatus_t, const char*> setup[] = {
+        {hipblasSetStream(blas, stream), "hipblasSetStream"},
+        {gpu::requireFullPrecisionReduction(blas), "requireFullPrecisionReduction"}};
+    for (const auto& [status, call] : setup) {
+      if (status != HIPBLAS_STATUS_SUCCESS) {
+        (void)hipblasDestroy(blas);
+        checkBlas(status, "matmul", call);
+      }
     }
   }
   ~Handle() { (void)hipblasDestroy(blas); }

@@ -92,6 +92,16 @@ using hip_bfloat16 = __nv_bfloat16;
 #define hipDataType cudaDataType
 #define HIP_R_32F CUDA_R_32F
 #define HIP_R_16BF CUDA_R_16BF
+namespace lorascope::gpu {
+// cuBLAS may add the split-k partial sums of a bf16-output GEMM in bf16 ("reduced precision
+// reduction"): several bf16 roundings on a long k and a small output, where the trainer wants
+// fp32 accumulation throughout. This turns that off for the handle.
+inline cublasStatus_t requireFullPrecisionReduction(cublasHandle_t handle) {
+  return cublasSetMathMode(
+      handle, static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                        CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION));
+}
+}  // namespace lorascope::gpu
 #endif
 
 namespace lorascope::gpu {
@@ -140,6 +150,13 @@ __device__ inline float waveShflXor(float v, int laneMask) {
 #if defined(LORASCOPE_VENDOR_BLAS)
 #define HIPBLAS_V2
 #include <hipblas/hipblas.h>
+namespace lorascope::gpu {
+// hipBLAS' GemmEx sums in its compute type (fp32 here) throughout: no reduced-precision reduction
+// to turn off, unlike cuBLAS (see the NVIDIA branch).
+inline hipblasStatus_t requireFullPrecisionReduction(hipblasHandle_t) {
+  return HIPBLAS_STATUS_SUCCESS;
+}
+}  // namespace lorascope::gpu
 #endif
 
 namespace lorascope::gpu {
