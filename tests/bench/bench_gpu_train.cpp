@@ -404,7 +404,7 @@ void printReport(const Options& o, const Result& r) {
   }
   std::printf("  per op (ms/step, launches/step, class):\n");
   for (const auto& op : r.ops) {
-    std::printf("    %-28s %9.3f %7.0f  %s\n", op.op.c_str(), op.milliseconds / o.profileSteps,
+    std::printf("    %-46s %9.3f %7.0f  %s\n", op.op.c_str(), op.milliseconds / o.profileSteps,
                 static_cast<double>(op.launches) / o.profileSteps, opClass(op.op).c_str());
   }
 }
