@@ -55,7 +55,8 @@ json toJson(const StepMetrics& m) {
           {"epoch", m.epoch},
           {"seconds", m.seconds},
           {"tokens", m.tokens},
-          {"predicted_tokens", m.predictedTokens}};
+          {"predicted_tokens", m.predictedTokens},
+          {"device", compute::deviceName(m.device)}};
 }
 
 StepMetrics stepMetricsFromJson(const json& j) {
@@ -71,6 +72,8 @@ StepMetrics stepMetricsFromJson(const json& j) {
   m.seconds = j.value("seconds", 0.0);
   m.tokens = j.value("tokens", std::int64_t{0});
   m.predictedTokens = j.value("predicted_tokens", std::int64_t{0});
+  // Lines written before runs could move between devices were all CPU steps.
+  m.device = j.value("device", "cpu") == "gpu" ? compute::Device::Gpu : compute::Device::Cpu;
   return m;
 }
 

@@ -44,7 +44,7 @@ void TrainConfig::validate() const {
 TrainLoop::TrainLoop(compute::Backend& backend, const model::ModelConfig& modelConfig,
                      const model::ModelWeights& weights, std::vector<TokenizedExample> examples,
                      TrainConfig config, std::optional<TrainerState> resume)
-    : backend_(backend), config_(std::move(config)) {
+    : backend_(&backend), modelConfig_(modelConfig), config_(std::move(config)) {
   config_.validate();
   SequenceSet set = buildSequences(examples, config_.maxSeqLen, config_.packing);
   sequences_ = std::move(set.sequences);
@@ -71,9 +71,16 @@ TrainLoop::TrainLoop(compute::Backend& backend, const model::ModelConfig& modelC
     state_.moments = zeroMoments(state_.adapter);
     state_.microBatchHistory.push_back({0, microBatch_, accumulation(), "start"});
   }
-  graph_ = std::make_unique<TrainGraph>(backend_, modelConfig, weights, state_.adapter,
-                                        GraphOptions{config_.activationCheckpointing});
-  graph_->loadMoments(state_.moments);
+  graph_ = graphOn(backend, weights, GraphOptions{config_.activationCheckpointing});
+}
+
+std::unique_ptr<TrainGraph> TrainLoop::graphOn(compute::Backend& backend,
+                                               const model::ModelWeights& weights,
+                                               const GraphOptions& options) const {
+  auto graph =
+      std::make_unique<TrainGraph>(backend, modelConfig_, weights, state_.adapter, options);
+  graph->loadMoments(state_.moments);
+  return graph;
 }
 
 void TrainLoop::syncState() {
@@ -149,6 +156,13 @@ void TrainLoop::setMicroBatchSize(std::int64_t microBatch, const std::string& re
   history.push_back({state_.step, microBatch_, accumulation(), reason});
 }
 
+void TrainLoop::moveTo(compute::Backend& backend, const model::ModelWeights& weights) {
+  syncState();  // until here the old backend's adapter and moments are the current ones
+  std::unique_ptr<TrainGraph> graph = graphOn(backend, weights, graph_->options());
+  graph_ = std::move(graph);  // the old backend's tensors of this loop are released here
+  backend_ = &backend;
+}
+
 const std::vector<std::int64_t>& TrainLoop::orderOf(std::int64_t epoch) {
   if (epoch != orderEpoch_) {
     order_ = epochOrder(static_cast<std::int64_t>(sequences_.size()), config_.seed, epoch,
@@ -215,6 +229,7 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
   metrics.predictedTokens = predicted;
   metrics.microBatch = microBatch_;
   metrics.accumulation = micro;
+  metrics.device = backend_->capabilities().device;
   return metrics;
 }
 

@@ -72,6 +72,7 @@ struct StepMetrics {
   std::int64_t predictedTokens = 0;  // tokens the loss is over
   std::int64_t microBatch = 0;
   std::int64_t accumulation = 0;
+  compute::Device device = compute::Device::Cpu;  // where the step ran
 };
 
 class TrainLoop {
@@ -94,6 +95,17 @@ class TrainLoop {
   // Takes effect at the next step; accumulation becomes ⌈effective / microBatch⌉.
   void setMicroBatchSize(std::int64_t microBatch, const std::string& reason);
 
+  // Moves the run to `backend` at this step boundary (the CPU-fallback toggle, either way): the
+  // LoRA weights, AdamW moments, data cursor and RNG position (all in TrainerState) carry over,
+  // so the next step continues the loss curve. `weights` are the model's weights on `backend`
+  // (model::placeWeights) and must outlive the loop or its next move. The loop's tensors on the
+  // old backend (LoRA weights, gradients, moments, activations) are released before this returns;
+  // the caller frees the old weights and may hand the old device's cache back
+  // (Backend::releaseCachedMemory). If the new backend throws (out of memory), the run stays on
+  // the old one, unchanged.
+  void moveTo(compute::Backend& backend, const model::ModelWeights& weights);
+  compute::Backend& backend() const { return *backend_; }
+
   bool finished() const { return state_.step >= totalSteps_; }
   std::int64_t totalSteps() const { return totalSteps_; }
   std::int64_t stepsPerEpoch() const;
@@ -113,9 +125,13 @@ class TrainLoop {
 
  private:
   void checkResumeState() const;
+  // A graph on `backend` holding state_'s adapter and moments.
+  std::unique_ptr<TrainGraph> graphOn(compute::Backend& backend, const model::ModelWeights& weights,
+                                      const GraphOptions& options) const;
   const std::vector<std::int64_t>& orderOf(std::int64_t epoch);
 
-  compute::Backend& backend_;
+  compute::Backend* backend_;  // where the run computes; moveTo changes it
+  const model::ModelConfig& modelConfig_;
   TrainConfig config_;
   std::vector<Sequence> sequences_;
   std::int64_t droppedExamples_ = 0;

@@ -7,6 +7,7 @@
 
 #include <set>
 
+#include "TrainExamples.h"
 #include "TrainTestUtil.h"
 #include "train/Batching.h"
 #include "train/TrainLoop.h"
@@ -20,21 +21,9 @@ using train::TrainLoop;
 
 namespace {
 
-// `count` examples of 4..15 tokens over the fixture's 300-token vocabulary; the first 1..3
-// labels of each are −100 (a prompt).
+// Examples over the fixture's 300-token vocabulary.
 std::vector<TokenizedExample> examples(int count, std::uint64_t seed) {
-  std::vector<TokenizedExample> out;
-  std::uint64_t index = 0;
-  for (int e = 0; e < count; ++e) {
-    TokenizedExample ex;
-    const auto length = 4 + train::uniformBelow(seed, 1, index, 12);
-    for (std::uint64_t t = 0; t < length; ++t) {
-      ex.ids.push_back(static_cast<std::int32_t>(train::uniformBelow(seed, 2, index, 300)));
-      ex.labels.push_back(t < 1 + static_cast<std::uint64_t>(e % 3) ? -100 : ex.ids.back());
-    }
-    out.push_back(std::move(ex));
-  }
-  return out;
+  return syntheticExamples(count, seed);
 }
 
 TrainConfig smallConfig() {
@@ -79,6 +68,7 @@ class TestTrainLoop : public QObject {
  private slots:
   void sameSeedGivesBitIdenticalRuns();
   void resumeFromStateIsBitIdentical();
+  void moveToAnotherBackendContinuesBitForBit();
   void microBatchChangeKeepsEffectiveBatch();
   void packingKeepsPredictedTokens();
   void epochOrderIsASeededPermutation();
@@ -135,6 +125,39 @@ void TestTrainLoop::resumeFromStateIsBitIdentical() {
   for (std::size_t i = 0; i < saved.moments.size(); ++i) {
     QVERIFY(
         bitIdentical(resumed.state().moments[i].secondB, uninterrupted.state().moments[i].secondB));
+  }
+}
+
+// The CPU-fallback toggle's move, between two CPU backends: everything the next steps depend on
+// (adapter, moments, data cursor across an epoch boundary, dropout and shuffle RNG) carries over,
+// so the moved run is the unmoved one bit for bit, and the old backend is no longer used.
+void TestTrainLoop::moveToAnotherBackendContinuesBitForBit() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto first = compute::createCpuBackend();
+  auto second = compute::createCpuBackend();
+  TrainConfig config = smallConfig();
+  config.maxSteps = 0;
+  config.epochs = 3;  // 3 steps per epoch: the move after step 4 is inside epoch 1
+  TrainLoop unmoved(*first, folder.config(), folder.weights(), examples(10, 2), config);
+  const auto all = runAll(unmoved);
+
+  TrainLoop moved(*first, folder.config(), folder.weights(), examples(10, 2), config);
+  for (int i = 0; i < 4; ++i)
+    moved.step();
+  moved.moveTo(*second, folder.weights());
+  QCOMPARE(&moved.backend(), second.get());
+  first.reset();  // a step that still called it would use a destroyed object (ASan: sanitize)
+  const auto rest = runAll(moved);
+  QCOMPARE(rest.size(), all.size() - 4);
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    QCOMPARE(rest[i].step, all[i + 4].step);
+    QCOMPARE(rest[i].epoch, all[i + 4].epoch);
+    QVERIFY(rest[i].loss == all[i + 4].loss);
+    QVERIFY(rest[i].gradNorm == all[i + 4].gradNorm);
+  }
+  QVERIFY(sameAdapter(moved.state().adapter, unmoved.state().adapter));
+  for (std::size_t i = 0; i < moved.state().moments.size(); ++i) {
+    QVERIFY(bitIdentical(moved.state().moments[i].secondA, unmoved.state().moments[i].secondA));
   }
 }
 

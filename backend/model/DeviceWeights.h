@@ -1,0 +1,30 @@
+// model/DeviceWeights.h — a model's frozen weights placed where a backend computes.
+//
+// - Tensors already on the backend's device are kept as they are: on the CPU backend the mapped
+//   safetensors are the weights (no copy; the mapping stays their storage).
+// - On a GPU backend each tensor is copied once. bf16 weights go over as stored bytes
+//   (Backend::uploadRaw, no float round trip). f32 and f16 weights are rounded to bf16 on the way:
+//   the GPU computes in bf16 and its GEMMs read bf16 operands, so an f32 model takes half its
+//   stored size on the device and its numbers differ from the CPU run's by that rounding.
+// - A tied lm_head is the embedding's device tensor, not a second copy.
+// - Device blocks are tagged memory::Owner::Weights; they are freed when the returned
+//   ModelWeights (and every copy of its tensors) is gone.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include "compute/Backend.h"
+#include "model/ModelFolder.h"  // defines: ModelWeights
+
+namespace lorascope::model {
+
+// Called after each tensor with the stored bytes placed so far and in all (for a progress bar).
+using PlaceProgress = std::function<void(std::uint64_t doneBytes, std::uint64_t totalBytes)>;
+
+// Throws what the backend throws (memory::OutOfMemoryError naming the numbers when the model
+// does not fit, compute::GpuError for a failed copy).
+ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights,
+                          const PlaceProgress& progress = {});
+
+}  // namespace lorascope::model
