@@ -8,6 +8,7 @@
 #include <map>
 
 #include "compute/BuildInfo.h"
+#include "train/RunDevice.h"     // defines: checkDeviceOption
 #include "train/RunDirectory.h"  // defines: fnv1a64
 
 namespace lorascope::cli {
@@ -109,9 +110,7 @@ const std::map<std::string, Setter>& setters() {
        }},
       {"device",
        [](auto& s, auto&, auto& v) {
-         if (v != "cpu") {
-           throw UsageError("--device " + v + ": this build trains on the CPU only (--device cpu)");
-         }
+         checkDeviceOption(v);
          s.device = v;
        }},
   };

@@ -20,7 +20,7 @@ struct TrainRunSettings {
   train::TrainConfig train;
   std::int64_t checkpointEvery = 50;  // optimizer steps; 0 = only at the end
   int keepCheckpoints = 3;            // ≤ 0 keeps all
-  std::string device = "cpu";
+  std::string device = "cpu";  // as asked: cpu, gpu or auto (each step's metrics say where it ran)
 };
 
 // Demo defaults are tuned for the built-in demo (a minute on 2 cores).

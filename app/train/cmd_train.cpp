@@ -1,7 +1,9 @@
-// train/cmd_train.cpp — `lorascope-train train`: a LoRA run on the CPU into a run folder.
+// train/cmd_train.cpp — `lorascope-train train`: a LoRA run into a run folder.
 //   train --model DIR --data FILE --out RUN_DIR [options]   a new run
 //   train --demo [--out RUN_DIR] [options]                  the built-in demo model and dataset
-//   train --resume RUN_DIR [--checkpoint N]                 continue a run from its checkpoint
+//   train --resume RUN_DIR [--checkpoint N] [--device D]    continue a run from its checkpoint
+// --device cpu|gpu|auto is recorded in config.json as asked; a resumed run may name another
+// (the state moves with it), and every metrics line says where its step ran.
 // A progress bar on a terminal (step/total, loss, tokens/s, ETA), one line per step otherwise.
 // Ctrl-C / SIGTERM: the step in progress finishes, a checkpoint is written, exit 0; a second
 // Ctrl-C abandons the step and checkpoints the last completed one.
@@ -23,6 +25,7 @@
 #include "train/Commands.h"
 #include "train/DemoDataset.h"
 #include "train/DemoModel.h"
+#include "train/RunDevice.h"
 #include "train/RunDirectory.h"
 #include "train/TrainingData.h"
 
@@ -121,7 +124,12 @@ std::map<std::string, std::string> collectOptions(const CliArgs& parsed) {
   return options;
 }
 
+void printLine(const std::string& line) {
+  std::cout << line << "\n";
+}
+
 struct RunSetup {
+  std::unique_ptr<compute::Backend> backend;  // opened before the run folder is touched
   train::RunDirectory run;
   TrainRunSettings settings;
   std::optional<train::TrainerState> resume;
@@ -143,14 +151,19 @@ RunSetup newRun(const CliArgs& parsed) {
       demo ? parsed.value("out").value_or("lorascope-demo-run") : parsed.required("out");
   TrainRunSettings settings = defaultSettings(demo);
   applyOptions(settings, collectOptions(parsed));
+  std::unique_ptr<compute::Backend> backend = openBackend(settings.device, printLine);
   const json config = newRunConfig(modelPath, dataPath, demo, settings);
-  return {train::RunDirectory::create(out, config), settings, std::nullopt};
+  return {std::move(backend), train::RunDirectory::create(out, config), settings, std::nullopt};
 }
 
 RunSetup resumedRun(const CliArgs& parsed) {
   train::RunDirectory run = train::RunDirectory::open(parsed.required("resume"));
   const std::string configFile = (run.dir() / train::kRunConfigFile).string();
   TrainRunSettings settings = settingsFromJson(run.config().at("training"), configFile);
+  if (const auto device = parsed.value("device")) {
+    settings.device = *device;  // this session only: config.json keeps what the run started with
+  }
+  std::unique_ptr<compute::Backend> backend = openBackend(settings.device, printLine);
   const std::string dataPath = run.config().at("data_path").get<std::string>();
   const std::string recorded = run.config().value("data_fingerprint", "");
   if (fileFingerprint(dataPath) != recorded) {
@@ -165,7 +178,7 @@ RunSetup resumedRun(const CliArgs& parsed) {
   train::TrainerState state = run.loadCheckpoint(step);
   run.truncateMetricsAfter(state.step);
   std::cout << "resuming " << run.dir().string() << " from step " << state.step << "\n";
-  return {std::move(run), settings, std::move(state)};
+  return {std::move(backend), std::move(run), settings, std::move(state)};
 }
 
 }  // namespace
@@ -190,9 +203,11 @@ int runTrain(const Args& args) {
   }
   std::cout << "data: " << data.examples.size() << " examples (" << data.skippedRecords
             << " skipped), chat template " << data.chatTemplate << "\n";
-  auto backend = compute::createCpuBackend();
-  train::TrainLoop loop(*backend, folder.config(), folder.weights(), data.examples,
-                        setup.settings.train, std::move(setup.resume));
+  compute::Backend& backend = *setup.backend;
+  std::cout << "device: " << backend.capabilities().name << "\n";
+  const model::ModelWeights weights = placeWeightsLogged(backend, folder.weights(), printLine);
+  train::TrainLoop loop(backend, folder.config(), weights, data.examples, setup.settings.train,
+                        std::move(setup.resume));
   std::cout << "run: " << run.dir().string() << "  (" << loop.state().adapter.parameterCount()
             << " LoRA parameters, " << loop.totalSteps() << " steps, micro-batch "
             << loop.microBatchSize() << " x " << loop.accumulation() << ")\n";

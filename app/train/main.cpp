@@ -51,12 +51,13 @@ const std::map<std::string, Subcommand>& subcommands() {
       {"train",
        {lorascope::cli::runTrain,
         "train (--model DIR --data FILE --out RUN_DIR | --demo [--out RUN_DIR] | --resume RUN_DIR "
-        "[--checkpoint N]) [--steps N | --epochs E] [--batch-size B] [--grad-accum G] "
+        "[--checkpoint N] [--device D]) [--steps N | --epochs E] [--batch-size B] [--grad-accum G] "
         "[--max-seq-len L] [--lr X] [--schedule constant|linear|cosine] [--warmup N] "
         "[--lora-r R] [--lora-alpha A] [--lora-dropout P] [--rslora true] [--targets q,k,v,...] "
         "[--seed S] [--checkpoint-every N] [--keep-checkpoints K] [--weight-decay W] "
-        "[--max-grad-norm C] [--packing true] [--activation-checkpointing true] [--device cpu] "
-        "[--config run.json]   LoRA training into a run folder; Ctrl-C checkpoints and exits"}},
+        "[--max-grad-norm C] [--packing true] [--activation-checkpointing true] "
+        "[--device cpu|gpu|auto] [--config run.json]   LoRA training into a run folder (auto: the "
+        "GPU when one is usable); Ctrl-C checkpoints and exits"}},
       {"validate-data",
        {lorascope::cli::runValidateData,
         "validate-data FILE (--model DIR | --tokenizer PATH) [--template NAME] "

@@ -1,0 +1,59 @@
+// train/RunDevice.cpp — --device resolution and weight placement with progress lines.
+#include "train/RunDevice.h"
+
+#include <stdexcept>
+
+#include "compute/Errors.h"
+#include "model/DeviceWeights.h"
+#include "train/CliArgs.h"  // defines: UsageError
+
+namespace lorascope::cli {
+namespace {
+
+constexpr std::uint64_t kMiB = 1024 * 1024;
+constexpr std::uint64_t kLogProgressFromBytes = 256 * kMiB;  // smaller models place in a blink
+constexpr std::uint64_t kProgressSteps = 4;                  // a line every quarter
+
+}  // namespace
+
+void checkDeviceOption(const std::string& device) {
+  if (device != "cpu" && device != "gpu" && device != "auto") {
+    throw UsageError("--device must be cpu, gpu or auto, got '" + device + "'");
+  }
+}
+
+std::unique_ptr<compute::Backend> openBackend(const std::string& device, const DeviceLog& log) {
+  checkDeviceOption(device);
+  if (device == "cpu") {
+    return compute::createCpuBackend();
+  }
+  // Usable means a backend can be made: the runtime loads and the device answers.
+  try {
+    return compute::createGpuBackend(0);
+  } catch (const compute::NoGpuError& e) {
+    if (device == "gpu") {
+      throw std::runtime_error(std::string("--device gpu: no usable GPU: ") + e.what() +
+                               " (use --device cpu or auto to train on the CPU)");
+    }
+    log(std::string("--device auto: no usable GPU (") + e.what() + "); training on the CPU");
+    return compute::createCpuBackend();
+  }
+}
+
+model::ModelWeights placeWeightsLogged(compute::Backend& backend,
+                                       const model::ModelWeights& weights, const DeviceLog& log) {
+  const std::string name = backend.capabilities().name;
+  std::uint64_t quartersLogged = 0;
+  return model::placeWeights(backend, weights,
+                             [&](std::uint64_t doneBytes, std::uint64_t totalBytes) {
+                               if (totalBytes < kLogProgressFromBytes ||
+                                   doneBytes * kProgressSteps < totalBytes * (quartersLogged + 1)) {
+                                 return;
+                               }
+                               quartersLogged = doneBytes * kProgressSteps / totalBytes;
+                               log("weights to " + name + ": " + std::to_string(doneBytes / kMiB) +
+                                   " / " + std::to_string(totalBytes / kMiB) + " MiB");
+                             });
+}
+
+}  // namespace lorascope::cli
