@@ -1,0 +1,496 @@
+// gpu_train.cpp — whole-step checks of the GPU trainer against the CPU one. Qt-free, so it builds
+// and runs on the device machine; each case is its own CTest test (label gpu):
+//   gpu_train weights  weights placed on the GPU: bf16 bytes as stored, f32 rounded to bf16, the
+//                      tied lm_head shared, every block freed with them
+//   gpu_train parity   50 optimizer steps on the GPU follow the CPU run (tiny Llama and tiny
+//                      Qwen2, bf16 weights, so both sides compute on the same numbers), with the
+//                      vendor GEMM and with the built-in one
+//   gpu_train resume   a GPU run checkpointed at step 15 and resumed on a fresh backend continues
+//                      the uninterrupted run's curve
+//   gpu_train export   the adapter of a GPU run passes the CPU tests' PEFT and merge checks
+//   gpu_train move     GPU → CPU → GPU at step boundaries: the curve continues, the CPU leg is
+//                      bit for bit a CPU run resumed from the same state, device memory is freed
+// Exit: 0 all checks passed, 1 a check failed, 77 no GPU (SKIP with the reason).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "TrainExamples.h"
+#include "compute/Backend.h"
+#include "compute/Bf16.h"
+#include "compute/Errors.h"
+#include "memory/DeviceAllocator.h"
+#include "model/DeviceWeights.h"
+#include "model/Forward.h"
+#include "model/ModelFolder.h"
+#include "train/Merge.h"
+#include "train/PeftExport.h"
+#include "train/RunDirectory.h"
+#include "train/TrainLoop.h"
+
+using namespace lorascope;
+namespace fs = std::filesystem;
+using compute::GemmImplementation;
+
+namespace {
+
+const std::string kModelDataDir = LORASCOPE_MODEL_DATA_DIR;
+
+// Losses of a GPU run (bf16 activations, fp32 accumulation) against the fp32 CPU run: at most
+// this fraction of the CPU loss apart at every step. bf16 keeps 8 significant bits (relative
+// rounding 2^-9 ≈ 0.2% per op); over two layers and 50 AdamW steps the curves stay well inside 1%.
+constexpr double kLossTolerance = 1e-2;
+// Two GPU runs of the same state (resume, the GPU leg after a move back) use the same kernels in
+// the same order; they are expected to agree to rounding noise at most.
+constexpr double kSameDeviceTolerance = 1e-5;
+
+struct Skip {
+  std::string reason;
+};
+
+class Checks {
+ public:
+  void expect(bool ok, const std::string& what) {
+    std::printf("%-4s %s\n", ok ? "ok" : "FAIL", what.c_str());
+    std::fflush(stdout);
+    failed_ += ok ? 0 : 1;
+  }
+  int failed() const { return failed_; }
+
+ private:
+  int failed_ = 0;
+};
+
+std::unique_ptr<compute::Backend> gpuOrSkip() {
+  try {
+    return compute::createGpuBackend(0);
+  } catch (const compute::NoGpuError& e) {
+    throw Skip{e.what()};
+  }
+}
+
+model::ModelFolder openFixture(const std::string& name) {
+  return model::ModelFolder::open(kModelDataDir + "/" + name);
+}
+
+std::string format(const char* pattern, double a, double b = 0, double c = 0) {
+  char text[256];
+  std::snprintf(text, sizeof text, pattern, a, b, c);
+  return text;
+}
+
+// A temporary folder removed when the case ends.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name)
+      : path_(fs::temp_directory_path() /
+              ("lorascope-gpu_train-" + name + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// 40 examples, 4 per step: 10 steps per epoch, so 50 steps cross four epoch boundaries (shuffle).
+// Dropout is on, so the device's dropout masks are part of what is compared.
+train::TrainConfig runConfig(std::int64_t steps) {
+  train::TrainConfig c;
+  c.lora.rank = 8;
+  c.lora.alpha = 16;
+  c.lora.dropout = 0.05;
+  c.adamw.learningRate = 5e-3;
+  c.adamw.weightDecay = 0.01;
+  c.schedule = train::ScheduleKind::Cosine;
+  c.warmupSteps = 5;
+  c.microBatchSize = 2;
+  c.gradAccumulation = 2;
+  c.maxSteps = steps;
+  c.maxSeqLen = 16;
+  c.seed = 7;
+  return c;
+}
+
+std::vector<train::TokenizedExample> runData() {
+  return test::syntheticExamples(40, 11);
+}
+
+std::vector<double> runSteps(train::TrainLoop& loop, std::int64_t steps) {
+  std::vector<double> losses;
+  for (std::int64_t i = 0; i < steps && !loop.finished(); ++i) {
+    losses.push_back(loop.step().loss);
+  }
+  return losses;
+}
+
+std::vector<double> cpuLosses(const model::ModelFolder& folder, std::int64_t steps) {
+  auto cpu = compute::createCpuBackend();
+  train::TrainLoop loop(*cpu, folder.config(), folder.weights(), runData(), runConfig(steps));
+  return runSteps(loop, steps);
+}
+
+struct Deviation {
+  double maxRelative = 0.0;
+  std::size_t worstStep = 0;  // 1-based
+  std::size_t identical = 0;  // steps equal bit for bit
+};
+
+Deviation compareLosses(const std::vector<double>& got, const std::vector<double>& want) {
+  Deviation d;
+  for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    const double relative = std::fabs(got[i] - want[i]) / std::fabs(want[i]);
+    if (relative > d.maxRelative) {
+      d.maxRelative = relative;
+      d.worstStep = i + 1;
+    }
+    d.identical += got[i] == want[i] ? 1 : 0;
+  }
+  return d;
+}
+
+void expectCurve(Checks& checks, const std::string& what, const std::vector<double>& got,
+                 const std::vector<double>& want, double tolerance) {
+  const Deviation d = compareLosses(got, want);
+  checks.expect(got.size() == want.size() && d.maxRelative <= tolerance,
+                what +
+                    format(": %.0f steps, max |Δloss|/loss %.3g at step %.0f", double(got.size()),
+                           d.maxRelative, double(d.worstStep)) +
+                    format(" (tolerance %.3g; %.0f steps bit-identical; first loss %.6f)",
+                           tolerance, double(d.identical), got.empty() ? 0.0 : got[0]));
+}
+
+std::uint64_t allocatedBytes(compute::Backend& backend) {
+  return backend.deviceMemoryUse().value_or(compute::DeviceMemoryUse{}).allocatedBytes;
+}
+
+// --- weights --------------------------------------------------------------------------------
+
+std::vector<std::pair<std::string, const compute::Tensor*>> namedWeights(
+    const model::ModelWeights& w) {
+  std::vector<std::pair<std::string, const compute::Tensor*>> out{{"embed", &w.embed}};
+  for (std::size_t i = 0; i < w.layers.size(); ++i) {
+    const model::LayerWeights& l = w.layers[i];
+    const std::string p = "layers." + std::to_string(i) + ".";
+    for (const auto& [name, t] :
+         std::vector<std::pair<const char*, const compute::Tensor*>>{{"input_norm", &l.inputNorm},
+                                                                     {"q", &l.q},
+                                                                     {"k", &l.k},
+                                                                     {"v", &l.v},
+                                                                     {"q_bias", &l.qBias},
+                                                                     {"k_bias", &l.kBias},
+                                                                     {"v_bias", &l.vBias},
+                                                                     {"o", &l.o},
+                                                                     {"o_bias", &l.oBias},
+                                                                     {"post_norm", &l.postNorm},
+                                                                     {"gate", &l.gate},
+                                                                     {"up", &l.up},
+                                                                     {"down", &l.down},
+                                                                     {"gate_bias", &l.gateBias},
+                                                                     {"up_bias", &l.upBias},
+                                                                     {"down_bias", &l.downBias}}) {
+      if (t->defined()) {
+        out.emplace_back(p + name, t);
+      }
+    }
+  }
+  out.emplace_back("final_norm", &w.finalNorm);
+  out.emplace_back("lm_head", &w.lmHead);
+  return out;
+}
+
+void caseWeights(Checks& checks) {
+  auto gpu = gpuOrSkip();
+  auto cpu = compute::createCpuBackend();
+  const std::uint64_t baseline = allocatedBytes(*gpu);
+  for (const char* name :
+       {"llama_bf16_sharded_tied", "qwen2_bf16_sharded_linear_rope", "qwen2_f32_tied"}) {
+    const model::ModelFolder folder = openFixture(name);
+    const model::ModelWeights& host = folder.weights();
+    const bool tied = folder.config().tieWordEmbeddings;
+    std::uint64_t doneBytes = 0, totalBytes = 0, placedBytes = 0;
+    {
+      const model::ModelWeights placed =
+          model::placeWeights(*gpu, host, [&](std::uint64_t done, std::uint64_t total) {
+            doneBytes = done;
+            totalBytes = total;
+          });
+      bool onGpu = true, bitsKept = true;
+      std::string firstMismatch;
+      const auto hostList = namedWeights(host), placedList = namedWeights(placed);
+      for (std::size_t i = 0; i < hostList.size(); ++i) {
+        const compute::Tensor& h = *hostList[i].second;
+        const compute::Tensor& d = *placedList[i].second;
+        onGpu = onGpu && d.device() == compute::Device::Gpu && d.dtype() == compute::DType::BF16 &&
+                d.shape() == h.shape();
+        if (!(tied && hostList[i].first == "lm_head")) {
+          placedBytes += d.bytes();
+        }
+        // The GPU holds bf16: stored bf16 comes back exactly, f32 as its nearest bf16.
+        std::vector<float> want = cpu->download(h);
+        for (float& x : want) {
+          x = compute::roundToBf16(x);
+        }
+        const std::vector<float> got = gpu->download(d);
+        if (std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0 &&
+            firstMismatch.empty()) {
+          bitsKept = false;
+          firstMismatch = hostList[i].first;
+        }
+      }
+      const std::string what = std::string(name) + ": ";
+      checks.expect(onGpu, what + "every weight is a bf16 GPU tensor of its stored shape");
+      checks.expect(bitsKept, what + "device values are the stored ones rounded to bf16" +
+                                  (firstMismatch.empty() ? "" : " (not " + firstMismatch + ")"));
+      checks.expect((placed.lmHead.data() == placed.embed.data()) == tied,
+                    what + (tied ? "tied lm_head shares the embedding's device storage"
+                                 : "untied lm_head has its own device storage"));
+      checks.expect(doneBytes == totalBytes && totalBytes > 0,
+                    what + format("progress reached %.0f of %.0f stored bytes", double(doneBytes),
+                                  double(totalBytes)));
+      checks.expect(allocatedBytes(*gpu) >= baseline + placedBytes,
+                    what + format("allocator holds ≥ the %.0f bytes placed (%.0f)",
+                                  double(placedBytes), double(allocatedBytes(*gpu) - baseline)));
+    }
+    checks.expect(allocatedBytes(*gpu) == baseline,
+                  std::string(name) + ": every block is freed with the placed weights");
+  }
+}
+
+// --- parity ---------------------------------------------------------------------------------
+
+// Returns false (after saying so) when this build has no such GEMM (AMD without hipBLAS).
+bool selectGemm(compute::Backend& gpu, GemmImplementation impl) {
+  try {
+    gpu.setGemmImplementation(impl);
+    return true;
+  } catch (const compute::UnsupportedOpError& e) {
+    std::printf("note %s GEMM not in this build: %s\n", compute::gemmImplementationName(impl),
+                e.what());
+    return false;
+  }
+}
+
+void caseParity(Checks& checks) {
+  constexpr std::int64_t kSteps = 50;
+  auto gpu = gpuOrSkip();
+  std::printf("note GPU: %s\n", gpu->capabilities().name.c_str());
+  for (const char* name : {"llama_bf16_sharded_tied", "qwen2_bf16_sharded_linear_rope"}) {
+    const model::ModelFolder folder = openFixture(name);
+    const std::vector<double> reference = cpuLosses(folder, kSteps);
+    const model::ModelWeights placed = model::placeWeights(*gpu, folder.weights());
+    for (const GemmImplementation impl :
+         {GemmImplementation::Vendor, GemmImplementation::BuiltIn}) {
+      if (!selectGemm(*gpu, impl)) {
+        continue;
+      }
+      train::TrainLoop loop(*gpu, folder.config(), placed, runData(), runConfig(kSteps));
+      expectCurve(checks,
+                  std::string(name) + ", " + compute::gemmImplementationName(impl) +
+                      " GEMM: GPU vs CPU losses",
+                  runSteps(loop, kSteps), reference, kLossTolerance);
+    }
+  }
+}
+
+// --- resume ---------------------------------------------------------------------------------
+
+void caseResume(Checks& checks) {
+  constexpr std::int64_t kSteps = 40, kInterruptAt = 15;
+  const model::ModelFolder folder = openFixture("llama_bf16_sharded_tied");
+  std::vector<double> uninterrupted;
+  {
+    auto gpu = gpuOrSkip();
+    const model::ModelWeights placed = model::placeWeights(*gpu, folder.weights());
+    train::TrainLoop loop(*gpu, folder.config(), placed, runData(), runConfig(kSteps));
+    uninterrupted = runSteps(loop, kSteps);
+  }
+  TempDir tmp("resume");
+  const nlohmann::json config = {{"model_path", folder.dir()}, {"case", "gpu_train resume"}};
+  const train::RunDirectory run = train::RunDirectory::create(tmp.path() / "run", config);
+  std::vector<double> curve;
+  {
+    auto gpu = gpuOrSkip();
+    const model::ModelWeights placed = model::placeWeights(*gpu, folder.weights());
+    train::TrainLoop loop(*gpu, folder.config(), placed, runData(), runConfig(kSteps));
+    curve = runSteps(loop, kInterruptAt);
+    run.saveCheckpoint(loop.state(), 0);
+  }  // the process's GPU state is gone: backend, weights, LoRA tensors
+  auto gpu = gpuOrSkip();
+  const model::ModelWeights placed = model::placeWeights(*gpu, folder.weights());
+  train::TrainLoop resumed(*gpu, folder.config(), placed, runData(), runConfig(kSteps),
+                           train::RunDirectory::open(tmp.path() / "run").loadCheckpoint());
+  checks.expect(resumed.state().step == kInterruptAt, "resumed at the checkpoint's step");
+  for (const double loss : runSteps(resumed, kSteps - kInterruptAt)) {
+    curve.push_back(loss);
+  }
+  expectCurve(checks, "GPU run resumed from its step-15 checkpoint vs uninterrupted", curve,
+              uninterrupted, kSameDeviceTolerance);
+}
+
+// --- export ---------------------------------------------------------------------------------
+
+bool sameAdapter(const train::LoraAdapter& a, const train::LoraAdapter& b) {
+  if (a.weights.size() != b.weights.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.weights.size(); ++i) {
+    const train::LoraWeights &x = a.weights[i], &y = b.weights[i];
+    if (x.site.layer != y.site.layer || x.site.module != y.site.module || x.a != y.a ||
+        x.b != y.b) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void caseExport(Checks& checks) {
+  // The f32 Llama of the CPU PEFT tests: its weights are rounded to bf16 on the GPU, the merge
+  // folds the adapter into the stored f32 weights.
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto gpu = gpuOrSkip();
+  const model::ModelWeights placed = model::placeWeights(*gpu, folder.weights());
+  train::TrainConfig config = runConfig(20);
+  config.adamw.learningRate = 2e-2;  // move B well away from zero within 20 steps
+  train::TrainLoop loop(*gpu, folder.config(), placed, runData(), config);
+  runSteps(loop, 20);
+  const train::LoraAdapter adapter = loop.state().adapter;
+
+  TempDir tmp("export");
+  train::writePeftAdapter(tmp.path() / "adapter", adapter, folder.dir());
+  const train::PeftAdapterFiles read = train::readPeftAdapter(tmp.path() / "adapter");
+  checks.expect(sameAdapter(read.adapter, adapter) &&
+                    read.adapter.config.rank == adapter.config.rank &&
+                    read.adapter.config.alpha == adapter.config.alpha &&
+                    read.adapter.config.targets == adapter.config.targets &&
+                    read.baseModelNameOrPath == folder.dir(),
+                "the PEFT adapter folder reads back exactly (weights, r, alpha, targets, base)");
+  bool fits = true;
+  try {
+    train::checkAdapterFitsModel(read.adapter, folder.config(), "adapter_model.safetensors");
+  } catch (const std::exception& e) {
+    fits = false;
+    std::printf("note %s\n", e.what());
+  }
+  checks.expect(fits, "the exported adapter fits the base model");
+
+  train::mergeAdapterIntoModel(folder.dir(), read.adapter, tmp.path() / "merged");
+  const model::ModelFolder merged = model::ModelFolder::open((tmp.path() / "merged").string());
+  std::vector<std::int32_t> ids;
+  std::uint64_t index = 0;
+  for (int i = 0; i < 18; ++i) {
+    ids.push_back(static_cast<std::int32_t>(
+        train::uniformBelow(3, 1, index, static_cast<std::uint64_t>(folder.config().vocabSize))));
+  }
+  const model::ForwardInput input{2, 9, ids, ids};
+  auto cpu = compute::createCpuBackend();
+  train::TrainGraph cpuGraph(*cpu, folder.config(), folder.weights(), read.adapter);
+  const train::LossSum withAdapter = cpuGraph.forwardLoss(input);
+  const double adapterLoss = withAdapter.sum / static_cast<double>(withAdapter.predictedTokens);
+  const double mergedLoss = *model::forward(*cpu, merged.config(), merged.weights(), input).loss;
+  const double baseLoss = *model::forward(*cpu, folder.config(), folder.weights(), input).loss;
+  checks.expect(std::fabs(adapterLoss - mergedLoss) < 1e-5,
+                format("merged model's loss %.7f equals base + adapter's %.7f (CPU, 1e-5)",
+                       mergedLoss, adapterLoss));
+  checks.expect(std::fabs(baseLoss - mergedLoss) > 1e-3,
+                format("the GPU-trained adapter changes the model (base loss %.6f)", baseLoss));
+  train::TrainGraph gpuGraph(*gpu, folder.config(), placed, read.adapter);
+  const train::LossSum onGpu = gpuGraph.forwardLoss(input);
+  const double gpuLoss = onGpu.sum / static_cast<double>(onGpu.predictedTokens);
+  checks.expect(std::fabs(gpuLoss - mergedLoss) <= kLossTolerance * mergedLoss,
+                format("GPU loss of base + adapter %.6f follows the merged model's %.6f (%.3g)",
+                       gpuLoss, mergedLoss, kLossTolerance));
+}
+
+// --- move -----------------------------------------------------------------------------------
+
+// Bytes held by blocks of the run (not the backend's own workspace).
+std::uint64_t runBytes(compute::Backend& gpu) {
+  const memory::AllocatorStats stats = gpu.deviceAllocator()->stats();
+  const auto workspace =
+      stats.allocatedBytesByOwner[static_cast<std::size_t>(memory::Owner::Workspace)].current;
+  return static_cast<std::uint64_t>(stats.allocatedBytes.current - workspace);
+}
+
+void caseMove(Checks& checks) {
+  constexpr std::int64_t kLeg = 15, kSteps = 3 * kLeg;
+  const model::ModelFolder folder = openFixture("qwen2_bf16_sharded_linear_rope");
+  const std::vector<double> reference = cpuLosses(folder, kSteps);
+  auto gpu = gpuOrSkip();
+  auto cpu = compute::createCpuBackend();
+  const std::uint64_t baseline = runBytes(*gpu);
+
+  std::optional<model::ModelWeights> placed = model::placeWeights(*gpu, folder.weights());
+  train::TrainLoop loop(*gpu, folder.config(), *placed, runData(), runConfig(kSteps));
+  std::vector<double> curve = runSteps(loop, kLeg);
+  const std::uint64_t reservedOnGpu = gpu->deviceMemoryUse()->reservedBytes;
+  const std::uint64_t heldOnGpu = runBytes(*gpu);
+  const train::TrainerState atMove = loop.state();
+
+  loop.moveTo(*cpu, folder.weights());
+  placed.reset();
+  checks.expect(heldOnGpu > baseline && runBytes(*gpu) == baseline,
+                format("GPU → CPU at step 15: the run's %.0f device bytes are freed (%.0f left)",
+                       double(heldOnGpu - baseline), double(runBytes(*gpu) - baseline)));
+  gpu->releaseCachedMemory();
+  checks.expect(gpu->deviceMemoryUse()->reservedBytes < reservedOnGpu,
+                format("the allocator gives its cache back (reserved %.0f → %.0f bytes)",
+                       double(reservedOnGpu), double(gpu->deviceMemoryUse()->reservedBytes)));
+
+  const std::vector<double> cpuLeg = runSteps(loop, kLeg);
+  train::TrainLoop resumedOnCpu(*cpu, folder.config(), folder.weights(), runData(),
+                                runConfig(kSteps), atMove);
+  const Deviation exact = compareLosses(cpuLeg, runSteps(resumedOnCpu, kLeg));
+  checks.expect(exact.identical == static_cast<std::size_t>(kLeg),
+                "the CPU leg equals, bit for bit, a CPU run resumed from the state at the move");
+  curve.insert(curve.end(), cpuLeg.begin(), cpuLeg.end());
+
+  placed = model::placeWeights(*gpu, folder.weights());
+  loop.moveTo(*gpu, *placed);
+  const std::vector<double> gpuLeg = runSteps(loop, kLeg);
+  checks.expect(runBytes(*gpu) > baseline, "CPU → GPU at step 30: the run is on the device again");
+  curve.insert(curve.end(), gpuLeg.begin(), gpuLeg.end());
+  expectCurve(checks, "GPU → CPU → GPU curve vs a CPU run", curve, reference, kLossTolerance);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::map<std::string, std::function<void(Checks&)>> cases = {{"weights", caseWeights},
+                                                                     {"parity", caseParity},
+                                                                     {"resume", caseResume},
+                                                                     {"export", caseExport},
+                                                                     {"move", caseMove}};
+  const auto it = argc == 2 ? cases.find(argv[1]) : cases.end();
+  if (it == cases.end()) {
+    std::fprintf(stderr, "usage: gpu_train weights|parity|resume|export|move\n");
+    return 2;
+  }
+  Checks checks;
+  try {
+    it->second(checks);
+  } catch (const Skip& skip) {
+    std::printf("SKIP: gpu_train %s needs a GPU: %s\n", argv[1], skip.reason.c_str());
+    return 77;
+  } catch (const std::exception& e) {
+    checks.expect(false, std::string("gpu_train ") + argv[1] + " threw: " + e.what());
+  }
+  return checks.failed() == 0 ? 0 : 1;
+}
