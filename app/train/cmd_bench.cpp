@@ -25,7 +25,7 @@
 
 #include "compute/Backend.h"
 #include "compute/cpu/op_times.h"  // defines: setOpTimesEnabled, takeOpTimes
-#include "compute/cpu/parallel.h"  // defines: setCpuThreads
+#include "compute/cpu/parallel.h"  // defines: setCpuThreads, blasDescription
 #include "train/CliArgs.h"
 #include "train/Commands.h"
 #include "train/TrainLoop.h"
@@ -222,6 +222,8 @@ int runBench(const Args& args) {
   const std::vector<int> threads = threadList(cli.value("threads").value_or(
       "1," + std::to_string(std::max(1u, std::thread::hardware_concurrency()))));
   const long steps = positiveNumber("--steps", cli.value("steps").value_or("3"));
+  std::printf("OpenBLAS: %s (held at 1 thread; the backend's pool splits the work)\n",
+              compute::cpu::blasDescription().c_str());
   for (const BenchShape& shape : {tinyLlama(), qwenHalfB()}) {
     if (model == "all" || shape.name.rfind(model, 0) == 0) {
       benchShape(shape, threads, steps, cli.has("checkpointing"), cli.has("profile"));

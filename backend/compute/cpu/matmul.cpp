@@ -17,7 +17,7 @@
 #include "compute/Errors.h"
 #include "compute/cpu/convert.h"   // defines: widenToFloat
 #include "compute/cpu/op_times.h"  // defines: OpTimer
-#include "compute/cpu/parallel.h"  // defines: parallelFor, cpuThreadsHere
+#include "compute/cpu/parallel.h"  // defines: parallelFor, cpuThreadsHere, keepBlasSingleThreaded
 
 namespace lorascope::compute::cpu {
 namespace {
@@ -38,6 +38,7 @@ blasint toBlasInt(std::int64_t v) {
 void sgemmOneThread(const float* a, bool transposeA, std::int64_t lda, const float* b,
                     bool transposeB, std::int64_t ldb, float* c, std::int64_t ldc, std::int64_t m,
                     std::int64_t n, std::int64_t k, float alpha, float beta) {
+  keepBlasSingleThreaded();
   cblas_sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
               transposeB ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),
               static_cast<blasint>(n), static_cast<blasint>(k), alpha, a, static_cast<blasint>(lda),

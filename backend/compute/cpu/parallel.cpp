@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include <cblas.h>  // defines: openblas_get_num_threads, openblas_set_num_threads
+#include <cblas.h>  // defines: openblas_get_num_threads, openblas_set_num_threads, openblas_get_*
 
 namespace lorascope::compute::cpu {
 namespace {
@@ -137,6 +137,24 @@ void initThreads() {
 int cpuThreads() {
   initThreads();
   return gThreads.load(std::memory_order_relaxed);
+}
+
+void keepBlasSingleThreaded() {
+  thread_local bool pinned = false;
+  if (!pinned) {
+    initThreads();
+    openblas_set_num_threads(1);  // Note [why our own pool, and OpenBLAS at one thread]
+    pinned = true;
+  }
+}
+
+std::string blasDescription() {
+  const int model = openblas_get_parallel();
+  return std::string(openblas_get_config()) + ", core " + openblas_get_corename() + ", " +
+         (model == 0   ? "sequential"
+          : model == 1 ? "pthreads"
+                       : "OpenMP") +
+         " build";
 }
 
 int cpuThreadsHere() {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace lorascope::compute::cpu {
 
@@ -21,6 +22,14 @@ int cpuThreads();
 int cpuThreadsHere();
 // Sets the threads CPU ops use (clamped to ≥ 1). Not to be called while an op runs.
 void setCpuThreads(int threads);
+
+// Holds OpenBLAS at one thread for calls made from this thread (once per thread: with an OpenMP
+// build of OpenBLAS the setting is per thread; with the pthread build it is global). The
+// backend's GEMMs call it before each sgemm.
+void keepBlasSingleThreaded();
+
+// The OpenBLAS library in use, for benchmark reports: its build config, core and threading model.
+std::string blasDescription();
 
 // Calls body(i) for every i in [0, count), items handed out one at a time to min(count,
 // cpuThreads()) threads (the caller included). A call made from inside a body, or while another
