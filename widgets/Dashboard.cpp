@@ -119,10 +119,13 @@ void Dashboard::handleEvent(const TimedEvent& timed) {
         } else if constexpr (std::is_same_v<T, QueueEvent>) {
           onQueue(timeS, e);
         } else if constexpr (std::is_same_v<T, ToggleAppliedEvent>) {
-          addMarker(timed.timeMs, MarkerKind::Toggle,
-                    tr("%1 → %2 at step %3")
-                        .arg(QLatin1String(toString(e.toggle)), toggleValueText(e.value))
-                        .arg(e.step));
+          QString text = tr("%1 → %2 at step %3")
+                             .arg(QLatin1String(toString(e.toggle)), toggleValueText(e.value))
+                             .arg(e.step);
+          if (!e.detail.empty()) {
+            text += QStringLiteral(": ") + QString::fromStdString(e.detail);  // a device move
+          }
+          addMarker(timed.timeMs, MarkerKind::Toggle, text);
         } else if constexpr (std::is_same_v<T, CheckpointEvent>) {
           addMarker(timed.timeMs, MarkerKind::Checkpoint,
                     tr("step %1 saved to %2").arg(e.step).arg(QString::fromStdString(e.path)));

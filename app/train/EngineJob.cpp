@@ -4,12 +4,14 @@
 #include <filesystem>
 
 #include "compute/Backend.h"
+#include "compute/Errors.h"
 #include "engine/StateMirror.h"
 #include "model/ModelFolder.h"
 #include "runtime/FaultInjection.h"
 #include "telemetry/HostProvider.h"
 #include "train/DemoDataset.h"
 #include "train/DemoModel.h"
+#include "train/RunDevice.h"
 #include "train/RunDirectory.h"
 #include "train/StateCodec.h"
 #include "train/TrainRunConfig.h"
@@ -47,9 +49,9 @@ std::string requiredString(const json& config, const char* key) {
 class TrainingJob : public engine::EngineJob {
  public:
   TrainingJob(const json& config, const engine::EventSink& sink)
-      : run_(openOrCreateRun(config)),
+      : sink_(sink),
+        run_(openOrCreateRun(config)),
         folder_(model::ModelFolder::open(run_.baseModel())),
-        backend_(compute::createCpuBackend()),
         faults_(runtime::faultConfigFromEnvironment()) {
     const std::string dataPath = run_.config().at("data_path").get<std::string>();
     const train::TrainingData data =
@@ -58,8 +60,9 @@ class TrainingJob : public engine::EngineJob {
       sink(engine::TimedEvent{0, engine::LogEvent{engine::LogLevel::Warning, problem}});
     }
     std::optional<train::TrainerState> resume = resumeState(config);
-    loop_ = std::make_unique<train::TrainLoop>(*backend_, folder_.config(), folder_.weights(),
-                                               data.examples, settings_.train, std::move(resume));
+    weights_ = placeWeightsLogged(*backend_, folder_.weights(), logLine());
+    loop_ = std::make_unique<train::TrainLoop>(*backend_, folder_.config(), weights_, data.examples,
+                                               settings_.train, std::move(resume));
     const std::size_t stateBytes = train::encodeTrainerState(loop_->state()).size();
     mirror_ = std::make_unique<engine::StateMirror>(run_.dir() / kStateMirrorFile,
                                                     stateBytes + stateBytes / 8 + 4096);
@@ -68,7 +71,8 @@ class TrainingJob : public engine::EngineJob {
                engine::LogLevel::Info,
                "run " + run_.dir().string() + ": " + std::to_string(data.examples.size()) +
                    " examples, " + std::to_string(loop_->totalSteps()) + " steps from step " +
-                   std::to_string(loop_->state().step) + ", chat template " + data.chatTemplate}});
+                   std::to_string(loop_->state().step) + ", chat template " + data.chatTemplate +
+                   ", on " + backend_->capabilities().name}});
   }
 
   std::optional<StepEvent> runStep(const CancelFlag& cancel) override {
@@ -107,25 +111,23 @@ class TrainingJob : public engine::EngineJob {
   bool finished() const override { return loop_->finished(); }
   std::int64_t completedSteps() const override { return loop_->state().step; }
 
-  void applyToggle(Toggle toggle, const json& value) override {
+  std::string applyToggle(Toggle toggle, const json& value) override {
     switch (toggle) {
       case Toggle::MicroBatch:
         loop_->setMicroBatchSize(value.get<int>(), "user");
-        return;
+        return {};
       case Toggle::CpuFallback:
-        if (value.get<bool>())
-          return;  // this run is on the CPU already
-        throw std::runtime_error("this build trains on the CPU only; the GPU trainer is not built");
+        return moveRun(value.get<bool>() ? compute::Device::Cpu : compute::Device::Gpu);
       case Toggle::Serialize:
       case Toggle::Blocking:
       case Toggle::GemmBackend:
       case Toggle::AllocatorPolicy:
         throw std::runtime_error("a CPU run has no GPU launches, GEMM backend or device allocator");
       case Toggle::ActivationCheckpointing:
-        throw std::runtime_error(
-            "activation checkpointing is chosen when a run starts "
-            "(option activation-checkpointing)");
+        break;
     }
+    throw std::runtime_error(
+        "activation checkpointing is chosen when a run starts (option activation-checkpointing)");
   }
 
   CheckpointEvent checkpoint() override {
@@ -149,12 +151,53 @@ class TrainingJob : public engine::EngineJob {
   }
 
  private:
+  DeviceLog logLine() const {
+    return [sink = sink_](const std::string& line) {
+      sink(engine::TimedEvent{0, engine::LogEvent{engine::LogLevel::Info, line}});
+    };
+  }
+
+  // The CPU-fallback toggle: the run moves at this step boundary with everything it carries
+  // (TrainLoop::moveTo), the old device's blocks are freed and its cache handed back to the
+  // driver, and the confirmation says what happened. When the new device cannot take the run
+  // (no GPU, out of memory), the run stays where it is and the toggle is refused.
+  std::string moveRun(compute::Device target) {
+    if (backend_->capabilities().device == target) {
+      return {};
+    }
+    const std::optional<compute::DeviceMemoryUse> heldBefore = backend_->deviceMemoryUse();
+    std::unique_ptr<compute::Backend> other;
+    try {
+      other = target == compute::Device::Gpu ? compute::createGpuBackend(0)
+                                             : compute::createCpuBackend();
+    } catch (const compute::NoGpuError& e) {
+      throw std::runtime_error(std::string("no usable GPU to move the run to: ") + e.what());
+    }
+    other->setGemmImplementation(backend_->gemmImplementation());
+    model::ModelWeights otherWeights = placeWeightsLogged(*other, folder_.weights(), logLine());
+    loop_->moveTo(*other, otherWeights);
+    std::swap(backend_, other);
+    std::swap(weights_, otherWeights);
+    const std::string from = other->capabilities().name;
+    otherWeights = {};  // the old device's weights, freed before its cache goes back
+    std::string released;
+    if (heldBefore) {
+      other->releaseCachedMemory();
+      const std::uint64_t before = heldBefore->reservedBytes;
+      const std::uint64_t left = std::min(other->deviceMemoryUse()->reservedBytes, before);
+      released = "; " + std::to_string((before - left) >> 20) + " MiB of device memory released";
+    }
+    return "moved the run from " + from + " to " + backend_->capabilities().name + " at step " +
+           std::to_string(loop_->state().step) + released;
+  }
+
   train::RunDirectory openOrCreateRun(const json& config) {
     const std::string out = requiredString(config, "out");
     if (config.value("resume", false) || config.value("resume_from_mirror", false)) {
       train::RunDirectory run = train::RunDirectory::open(out);
       settings_ = settingsFromJson(run.config().at("training"),
                                    (run.dir() / train::kRunConfigFile).string());
+      backend_ = openBackend(settings_.device, logLine());
       return run;
     }
     const bool demo = config.value("demo", false);
@@ -169,6 +212,8 @@ class TrainingJob : public engine::EngineJob {
     }
     settings_ = defaultSettings(demo);
     applyOptions(settings_, optionsOf(config));
+    // Before the folder is made, so that a start that cannot get its device leaves none behind.
+    backend_ = openBackend(settings_.device, logLine());
     return train::RunDirectory::create(out, newRunConfig(modelPath, dataPath, demo, settings_));
   }
 
@@ -205,10 +250,14 @@ class TrainingJob : public engine::EngineJob {
         "micro-batch lowered to " + std::to_string(smaller) + "; the step is retried", false});
   }
 
+  engine::EventSink sink_;
   TrainRunSettings settings_;
+  // Where the run computes (opened with the settings, by openOrCreateRun; the CPU-fallback toggle
+  // replaces it) and the model's weights on it, released first.
+  std::unique_ptr<compute::Backend> backend_;
   train::RunDirectory run_;
   model::ModelFolder folder_;
-  std::unique_ptr<compute::Backend> backend_;
+  model::ModelWeights weights_;
   runtime::FaultInjector faults_;
   std::unique_ptr<train::TrainLoop> loop_;
   std::unique_ptr<engine::StateMirror> mirror_;

@@ -149,8 +149,9 @@ void Engine::handle(Command& command) {
     finishRun(RunState::Finished, "stopped by the user");
   } else if (auto* set = std::get_if<SetToggleCommand>(&command)) {
     try {
-      job_->applyToggle(set->toggle, set->value);
-      publish(ToggleAppliedEvent{set->toggle, set->value, job_->completedSteps()});
+      std::string detail = job_->applyToggle(set->toggle, set->value);
+      publish(
+          ToggleAppliedEvent{set->toggle, set->value, job_->completedSteps(), std::move(detail)});
     } catch (const std::exception& e) {
       refuse(std::string(toString(set->toggle)) + ": " + e.what());
     }

@@ -72,8 +72,9 @@ class EngineJob {
   virtual bool finished() const = 0;
   virtual std::int64_t completedSteps() const = 0;
   // Applies a live toggle (already type-checked by the protocol); throws std::exception with a
-  // user-facing reason when the job cannot apply it.
-  virtual void applyToggle(Toggle toggle, const nlohmann::json& value) = 0;
+  // user-facing reason when the job cannot apply it. Returns what applying it did beyond taking
+  // the value (the confirmation event's detail: a move between devices), or "".
+  virtual std::string applyToggle(Toggle toggle, const nlohmann::json& value) = 0;
   // Writes a checkpoint of the last completed step.
   virtual CheckpointEvent checkpoint() = 0;
   // Allocator snapshot (segments and blocks) and memory readings, when the job has them.

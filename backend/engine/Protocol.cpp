@@ -351,6 +351,9 @@ std::string encodeEvent(const TimedEvent& timed) {
           },
           [&](const ToggleAppliedEvent& e) {
             out.update({{"toggle", toString(e.toggle)}, {"value", e.value}, {"step", e.step}});
+            if (!e.detail.empty()) {
+              out["detail"] = e.detail;
+            }
           }},
       timed.event);
   return out.dump();
@@ -418,7 +421,8 @@ TimedEvent decodeEvent(std::string_view line) {
   } else if (type == "toggle_applied") {
     const Toggle toggle = f.choice("toggle", kToggles);
     checkToggleValue(f, toggle, f.at("value"));
-    out.event = ToggleAppliedEvent{toggle, root["value"], f.integer("step")};
+    out.event = ToggleAppliedEvent{toggle, root["value"], f.integer("step"),
+                                   f.has("detail") ? f.string("detail") : std::string()};
   } else {
     throw ProtocolError("unknown event type '" + type + "'");
   }

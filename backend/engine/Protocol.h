@@ -150,6 +150,11 @@ struct ToggleAppliedEvent {
   Toggle toggle = Toggle::Serialize;
   nlohmann::json value;
   std::int64_t step = 0;
+  // What applying it did beyond taking the value, when that is worth a line: "moved the run from
+  // NVIDIA H100 (sm_90) to cpu (fp32) at step 40; 812 MiB of device memory released". Optional
+  // on the wire ("detail"), empty when there is nothing to add. Default-initialised, so that the
+  // three-field form {toggle, value, step} stays free of missing-initializer warnings.
+  std::string detail = {};
 };
 
 using Event =

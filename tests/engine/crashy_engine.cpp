@@ -64,9 +64,10 @@ class CrashyJob : public EngineJob {
   }
   bool finished() const override { return step_ >= config_.at("total_steps").get<std::int64_t>(); }
   std::int64_t completedSteps() const override { return step_; }
-  void applyToggle(Toggle toggle, const nlohmann::json& value) override {
+  std::string applyToggle(Toggle toggle, const nlohmann::json& value) override {
     if (toggle == Toggle::MicroBatch)
       microBatch_ = value.get<int>();
+    return {};
   }
   CheckpointEvent checkpoint() override { return {"sum=" + std::to_string(sum_), step_}; }
   std::optional<SnapshotEvent> snapshot() override { return std::nullopt; }

@@ -29,11 +29,12 @@ class CountingJob : public EngineJob {
   }
   bool finished() const override { return done_ >= totalSteps_; }
   std::int64_t completedSteps() const override { return done_; }
-  void applyToggle(Toggle toggle, const nlohmann::json& value) override {
+  std::string applyToggle(Toggle toggle, const nlohmann::json& value) override {
     if (toggle == Toggle::GemmBackend)
       throw std::runtime_error("the CPU backend has no GEMM choice");
     if (toggle == Toggle::MicroBatch)
       microBatch_ = value.get<int>();
+    return {};
   }
   CheckpointEvent checkpoint() override { return {"ckpt/step-" + std::to_string(done_), done_}; }
   std::optional<SnapshotEvent> snapshot() override { return std::nullopt; }

@@ -27,7 +27,7 @@ class SlowJob : public EngineJob {
   }
   bool finished() const override { return false; }
   std::int64_t completedSteps() const override { return done_; }
-  void applyToggle(Toggle, const nlohmann::json&) override {}
+  std::string applyToggle(Toggle, const nlohmann::json&) override { return {}; }
   CheckpointEvent checkpoint() override { return {"ckpt", done_}; }
   std::optional<SnapshotEvent> snapshot() override { return std::nullopt; }
   std::optional<MemoryEvent> memory() override { return std::nullopt; }

@@ -73,7 +73,8 @@ void TestProtocol::everyEventRoundTrips() {
                  "switch to built-in GEMM", true},
       CheckpointEvent{"/runs/a/checkpoints/step-40", 40},
       IncidentEvent{"engine killed by SIGSEGV at step 212", "built-in GEMM, resumed at 212", 212},
-      ToggleAppliedEvent{Toggle::Blocking, true, 41}};
+      ToggleAppliedEvent{Toggle::Blocking, true, 41},
+      ToggleAppliedEvent{Toggle::CpuFallback, true, 42, "moved the run to cpu (fp32) at step 42"}};
   for (const Event& e : events) {
     const TimedEvent timed{1234, e};
     const std::string line = encodeEvent(timed);
@@ -87,6 +88,10 @@ void TestProtocol::everyEventRoundTrips() {
   QCOMPARE(step.accumulation, 8);
   const auto hello = std::get<HelloEvent>(decodeEvent(encodeEvent({0, events[0]})).event);
   QCOMPARE(hello.devices.at(0).totalBytes, std::uint64_t{25753026560});
+  // The detail is optional on the wire: absent when empty, kept when given.
+  QVERIFY(encodeEvent({0, events[10]}).find("detail") == std::string::npos);
+  const auto moved = std::get<ToggleAppliedEvent>(decodeEvent(encodeEvent({0, events[11]})).event);
+  QCOMPARE(moved.detail, std::string("moved the run to cpu (fp32) at step 42"));
 }
 
 void TestProtocol::memoryReadingsKeepNotAvailableApartFromZero() {
