@@ -10,6 +10,9 @@
 //   gpu_train export   the adapter of a GPU run passes the CPU tests' PEFT and merge checks
 //   gpu_train move     GPU → CPU → GPU at step boundaries: the curve continues, the CPU leg is
 //                      bit for bit a CPU run resumed from the same state, device memory is freed
+//   gpu_train engine   the engine job's CPU-fallback toggle moves a --device gpu demo run to the
+//                      CPU and back; the confirmations say so and metrics.jsonl records each step's
+//                      device
 // Exit: 0 all checks passed, 1 a check failed, 77 no GPU (SKIP with the reason).
 #include <algorithm>
 #include <cmath>
@@ -31,10 +34,12 @@
 #include "compute/Backend.h"
 #include "compute/Bf16.h"
 #include "compute/Errors.h"
+#include "engine/Engine.h"
 #include "memory/DeviceAllocator.h"
 #include "model/DeviceWeights.h"
 #include "model/Forward.h"
 #include "model/ModelFolder.h"
+#include "train/EngineJob.h"  // defines: createTrainingJob
 #include "train/Merge.h"
 #include "train/PeftExport.h"
 #include "train/RunDirectory.h"
@@ -470,17 +475,58 @@ void caseMove(Checks& checks) {
   expectCurve(checks, "GPU → CPU → GPU curve vs a CPU run", curve, reference, kLossTolerance);
 }
 
+// --- engine ---------------------------------------------------------------------------------
+
+void caseEngine(Checks& checks) {
+  gpuOrSkip();
+  TempDir tmp("engine");
+  const nlohmann::json config = {
+      {"demo", true},
+      {"out", (tmp.path() / "run").string()},
+      {"options", {{"device", "gpu"}, {"steps", 5}, {"checkpoint-every", 0}}}};
+  const std::unique_ptr<engine::EngineJob> job =
+      cli::createTrainingJob(config, [](const engine::TimedEvent&) {});
+  engine::CancelFlag cancel;
+  // Each step is announced, so that a run that dies (the first device run was SIGKILLed after
+  // the move to the CPU) shows how far it got.
+  const auto step = [&] {
+    const std::optional<engine::StepEvent> done = job->runStep(cancel);
+    std::printf("note step %lld done, loss %.4f\n",
+                done ? static_cast<long long>(done->step) : -1LL, done ? done->loss : 0.0);
+    std::fflush(stdout);
+  };
+  step();
+  step();
+  const std::string toCpu = job->applyToggle(engine::Toggle::CpuFallback, true);
+  checks.expect(toCpu.find(" to cpu") != std::string::npos &&
+                    toCpu.find("MiB of device memory released") != std::string::npos,
+                "cpu_fallback on after step 2: \"" + toCpu + "\"");
+  checks.expect(job->applyToggle(engine::Toggle::CpuFallback, true).empty(),
+                "cpu_fallback on again: nothing to move, nothing to report");
+  step();
+  step();
+  const std::string toGpu = job->applyToggle(engine::Toggle::CpuFallback, false);
+  checks.expect(toGpu.find("moved the run from cpu") != std::string::npos,
+                "cpu_fallback off after step 4: \"" + toGpu + "\"");
+  step();
+  std::string devices;
+  for (const train::StepMetrics& m :
+       train::RunDirectory::readMetrics(tmp.path() / "run" / train::kMetricsFile)) {
+    devices += std::string(devices.empty() ? "" : ",") + compute::deviceName(m.device);
+  }
+  checks.expect(job->finished() && devices == "gpu,gpu,cpu,cpu,gpu",
+                "metrics.jsonl records where each of the 5 steps ran: " + devices);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::map<std::string, std::function<void(Checks&)>> cases = {{"weights", caseWeights},
-                                                                     {"parity", caseParity},
-                                                                     {"resume", caseResume},
-                                                                     {"export", caseExport},
-                                                                     {"move", caseMove}};
+  const std::map<std::string, std::function<void(Checks&)>> cases = {
+      {"weights", caseWeights}, {"parity", caseParity}, {"resume", caseResume},
+      {"export", caseExport},   {"move", caseMove},     {"engine", caseEngine}};
   const auto it = argc == 2 ? cases.find(argv[1]) : cases.end();
   if (it == cases.end()) {
-    std::fprintf(stderr, "usage: gpu_train weights|parity|resume|export|move\n");
+    std::fprintf(stderr, "usage: gpu_train weights|parity|resume|export|move|engine\n");
     return 2;
   }
   Checks checks;
