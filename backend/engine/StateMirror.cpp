@@ -77,13 +77,28 @@ std::uint32_t crc32(std::span<const std::byte> data) {
   return crc ^ 0xFFFFFFFFu;
 }
 
-StateMirror::StateMirror(const std::filesystem::path& path, std::size_t capacityBytes)
+StateMirror::StateMirror(const std::filesystem::path& path, std::size_t capacityBytes,
+                         std::size_t requiredBytes)
     : path_(path), capacityBytes_(capacityBytes) {
-  mappedBytes_ = slotOffset(capacityBytes, 2);
+  if (requiredBytes == 0) {
+    requiredBytes = capacityBytes;
+  }
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
     fail(path, "cannot open the state mirror");
   }
+  char header[24] = {};
+  std::uint32_t version = 0;
+  std::uint64_t existing = 0;
+  if (::pread(fd, header, sizeof header, 0) == static_cast<ssize_t>(sizeof header) &&
+      std::memcmp(header, kMagic, sizeof kMagic) == 0) {
+    std::memcpy(&version, header + 8, sizeof version);
+    std::memcpy(&existing, header + 16, sizeof existing);
+    if (version == kFormatVersion && existing >= requiredBytes) {
+      capacityBytes_ = static_cast<std::size_t>(existing);
+    }
+  }
+  mappedBytes_ = slotOffset(capacityBytes_, 2);
   struct stat info {};
   const bool fresh =
       ::fstat(fd, &info) != 0 || static_cast<std::size_t>(info.st_size) != mappedBytes_;
@@ -101,7 +116,7 @@ StateMirror::StateMirror(const std::filesystem::path& path, std::size_t capacity
     std::memset(map_, 0, mappedBytes_);
     std::memcpy(map_, kMagic, sizeof kMagic);
     std::memcpy(map_ + 8, &kFormatVersion, sizeof kFormatVersion);
-    const std::uint64_t capacity = capacityBytes;
+    const std::uint64_t capacity = capacityBytes_;
     std::memcpy(map_ + 16, &capacity, sizeof capacity);
     ::msync(map_, kFileHeaderBytes, MS_SYNC);
   }

@@ -33,8 +33,14 @@ struct MirroredState {
 
 class StateMirror {
  public:
-  // Creates the file (or reopens one with the same capacity, keeping its contents).
-  StateMirror(const std::filesystem::path& path, std::size_t capacityBytes);
+  // Creates the file with `capacityBytes` of room per slot, or reopens one that has at least
+  // `requiredBytes` (default: capacityBytes), keeping its contents and its capacity
+  // (capacityBytes() tells which). An engine asks for room to spare but requires only what its
+  // state takes now: the encoded state grows by a few bytes over a run, and a restarted engine
+  // that re-created the mirror for that would lose the newest state to a crash before its first
+  // write.
+  StateMirror(const std::filesystem::path& path, std::size_t capacityBytes,
+              std::size_t requiredBytes = 0);
   ~StateMirror();
   StateMirror(const StateMirror&) = delete;
   StateMirror& operator=(const StateMirror&) = delete;

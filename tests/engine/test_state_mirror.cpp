@@ -92,6 +92,23 @@ class TestStateMirror : public QObject {
     QCOMPARE(textOf(StateMirror::readLatest(path)->payload), std::string("b"));
   }
 
+  // The encoded trainer state varies by a few bytes from step to step, so a restarted engine
+  // asks for a slightly different capacity: the newest state must survive that.
+  void reopeningWithLessCapacityKeepsTheStateAndTheRoom() {
+    QTemporaryDir dir;
+    const std::string path = dir.filePath("mirror").toStdString();
+    {
+      StateMirror mirror(path, 256);
+      mirror.write(bytesOf("step 7"));
+    }
+    StateMirror reopened(path, 300, 200);  // room to spare asked for, 200 bytes required
+    QCOMPARE(reopened.capacityBytes(), std::size_t{256});
+    QCOMPARE(textOf(StateMirror::readLatest(path)->payload), std::string("step 7"));
+    StateMirror larger(path, 512);  // more than the file has: a fresh mirror of that size
+    QCOMPARE(larger.capacityBytes(), std::size_t{512});
+    QVERIFY(!StateMirror::readLatest(path));
+  }
+
   void oversizedStateIsRefusedAndTheOldOneKept() {
     QTemporaryDir dir;
     const std::string path = dir.filePath("mirror").toStdString();
