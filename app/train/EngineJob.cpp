@@ -6,9 +6,11 @@
 #include "compute/Backend.h"
 #include "compute/Errors.h"
 #include "engine/StateMirror.h"
+#include "memory/DeviceAllocator.h"
 #include "model/ModelFolder.h"
-#include "runtime/FaultInjection.h"
-#include "telemetry/HostProvider.h"
+#include "runtime/LaunchControl.h"
+#include "telemetry/Providers.h"
+#include "telemetry/Sampler.h"
 #include "train/DemoDataset.h"
 #include "train/DemoModel.h"
 #include "train/RunDevice.h"
@@ -52,7 +54,12 @@ class TrainingJob : public engine::EngineJob {
       : sink_(sink),
         run_(openOrCreateRun(config)),
         folder_(model::ModelFolder::open(run_.baseModel())),
-        faults_(runtime::faultConfigFromEnvironment()) {
+        faultLedger_(run_.dir() / kFaultLedgerFile),
+        sampler_(openSampler()) {
+    // LORASCOPE_FAULTS: each rule fires once per run, however often the engine restarts.
+    runtime::FaultInjector& faults = runtime::launchControl().faults();
+    faults.configure(faultLedger_.begin(runtime::faultConfigFromEnvironment()));
+    faults.setObserver([this](const runtime::FiredFault& fault) { faultLedger_.record(fault); });
     const std::string dataPath = run_.config().at("data_path").get<std::string>();
     const train::TrainingData data =
         train::loadTrainingData(dataPath, run_.baseModel(), settings_.train.maxSeqLen);
@@ -65,34 +72,39 @@ class TrainingJob : public engine::EngineJob {
                                                settings_.train, std::move(resume));
     const std::size_t stateBytes = train::encodeTrainerState(loop_->state()).size();
     mirror_ = std::make_unique<engine::StateMirror>(run_.dir() / kStateMirrorFile,
-                                                    stateBytes + stateBytes / 8 + 4096);
+                                                    stateBytes + stateBytes / 8 + 4096, stateBytes);
     sink(engine::TimedEvent{
-        0, engine::LogEvent{
-               engine::LogLevel::Info,
-               "run " + run_.dir().string() + ": " + std::to_string(data.examples.size()) +
-                   " examples, " + std::to_string(loop_->totalSteps()) + " steps from step " +
-                   std::to_string(loop_->state().step) + ", chat template " + data.chatTemplate +
-                   ", on " + backend_->capabilities().name}});
+        0, engine::LogEvent{engine::LogLevel::Info,
+                            "run " + run_.dir().string() + ": " +
+                                std::to_string(data.examples.size()) + " examples, " +
+                                std::to_string(loop_->totalSteps()) + " steps from step " +
+                                std::to_string(loop_->state().step) + ", chat template " +
+                                data.chatTemplate + ", on " + backend_->capabilities().name}});
+    reportStartToggles(sink);
   }
 
+  ~TrainingJob() override { runtime::launchControl().faults().setObserver(nullptr); }
+
   std::optional<StepEvent> runStep(const CancelFlag& cancel) override {
-    // Injected faults (LORASCOPE_FAULTS) at the step boundary behave like the real errors.
+    train::StepMetrics m;
     try {
-      faults_.atStep(loop_->state().step + 1);
+      // The step boundary: watchdog progress, then step fault rules (LORASCOPE_FAULTS). Faults
+      // injected here or inside an op behave like the real errors.
+      runtime::launchControl().beginStep(loop_->state().step + 1);
+      m = loop_->step(cancel.flag());
+    } catch (const train::TrainingCancelled&) {
+      return std::nullopt;
     } catch (const runtime::InjectedFault& fault) {
       if (fault.kind() == runtime::FaultKind::OutOfMemory) {
-        return recoverFromOutOfMemory(fault);
+        return recoverFromOutOfMemory(fault.op(), fault.what());
       }
       throw engine::StickyDeviceError(
           engine::ErrorEvent{runtime::faultKindName(fault.kind()), fault.op(), 0, fault.what(),
                              "the engine restarts on the next rung of the recovery ladder", true});
+    } catch (const memory::OutOfMemoryError& oom) {
+      return recoverFromOutOfMemory("allocate", oom.what());
     }
-    train::StepMetrics m;
-    try {
-      m = loop_->step(cancel.flag());
-    } catch (const train::TrainingCancelled&) {
-      return std::nullopt;
-    }
+    outOfMemoryRetries_ = 0;
     run_.appendMetrics(m);
     const std::vector<std::byte> state = train::encodeTrainerState(loop_->state());
     mirror_->write(state);
@@ -139,15 +151,41 @@ class TrainingJob : public engine::EngineJob {
 
   std::optional<engine::SnapshotEvent> snapshot() override { return std::nullopt; }
 
+  // The three readings kept apart: our allocator's (GPU runs), the driver's and the host's, the
+  // last two from the sampler's latest refresh so that a slow vendor library never delays a step.
   std::optional<engine::MemoryEvent> memory() override {
-    telemetry::HostProvider host;
-    telemetry::Snapshot snapshot;
-    if (!host.init() || !host.refresh(snapshot) || !snapshot.host)
-      return std::nullopt;
     engine::MemoryEvent event;
-    event.hostRssBytes = snapshot.host->processRssBytes;
-    event.hostAvailableBytes = snapshot.host->ramAvailableBytes;
-    return event;
+    bool any = false;
+    if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
+      const memory::AllocatorStats stats = allocator->stats();
+      event.allocatedBytes = static_cast<std::uint64_t>(stats.allocatedBytes.current);
+      event.reservedBytes = static_cast<std::uint64_t>(stats.reservedBytes.current);
+      event.largestFreeBytes = stats.largestFreeBlockBytes;
+      event.fragmentation = stats.externalFragmentation;
+      any = true;
+    }
+    for (const telemetry::ProviderStatus& status : sampler_->status()) {
+      const std::optional<telemetry::Snapshot> snapshot = sampler_->latest(status.provider);
+      if (!snapshot || status.stale)
+        continue;
+      if (snapshot->host) {
+        event.hostRssBytes = snapshot->host->processRssBytes;
+        event.hostAvailableBytes = snapshot->host->ramAvailableBytes;
+        any = true;
+      }
+      // The first device a GPU provider lists: the one a single-GPU run uses.
+      if (!snapshot->devices.empty() && !event.driverUsedBytes) {
+        const telemetry::DeviceReading& device = snapshot->devices.front();
+        event.driverUsedBytes = device.vramUsedBytes;
+        event.driverTotalBytes = device.vramTotalBytes;
+        if (device.vramUsedBytes && event.reservedBytes) {
+          event.heldOutsideBytes =
+              *device.vramUsedBytes - std::min(*device.vramUsedBytes, *event.reservedBytes);
+        }
+        any = true;
+      }
+    }
+    return any ? std::optional(event) : std::nullopt;
   }
 
  private:
@@ -240,14 +278,58 @@ class TrainingJob : public engine::EngineJob {
     return state;
   }
 
-  // Out of memory is handled in place: halve the micro-batch (the effective batch stays) and
-  // report it; the step is retried by the next call.
-  std::optional<StepEvent> recoverFromOutOfMemory(const runtime::InjectedFault& fault) {
-    const std::int64_t smaller = std::max<std::int64_t>(1, loop_->microBatchSize() / 2);
-    loop_->setMicroBatchSize(smaller, "oom");
-    throw engine::RecoverableError(engine::ErrorEvent{
-        "out_of_memory", fault.op(), 0, fault.what(),
-        "micro-batch lowered to " + std::to_string(smaller) + "; the step is retried", false});
+  // Out of memory is handled in place, and the step is retried by the next call. The first time
+  // in a step the allocator's cache is freed and the step runs again as it was: bit for bit the
+  // run it would have been. When that is not enough, the micro-batch is halved (the effective
+  // batch stays; its sums are then split differently, so later steps agree with an unshrunk run
+  // to rounding, not bit for bit). At micro-batch 1 there is nothing left to shrink.
+  std::optional<StepEvent> recoverFromOutOfMemory(const std::string& op, const std::string& what) {
+    ++outOfMemoryRetries_;
+    std::string action;
+    if (outOfMemoryRetries_ == 1) {
+      memory::DeviceAllocator* allocator = backend_->deviceAllocator();
+      if (allocator != nullptr)
+        allocator->emptyCache();
+      action = std::string(allocator ? "freed the allocator's cached blocks" : "nothing cached") +
+               "; the step is retried as it was";
+    } else if (loop_->microBatchSize() > 1) {
+      const std::int64_t smaller = loop_->microBatchSize() / 2;
+      loop_->setMicroBatchSize(smaller, "oom");
+      action = "micro-batch lowered to " + std::to_string(smaller) + " with accumulation " +
+               std::to_string(loop_->accumulation()) +
+               " (same effective batch); the step is retried";
+    } else {
+      throw std::runtime_error(
+          "out of memory at micro-batch 1 after freeing the cache: " + what +
+          " — lower max-seq-len or lora-r, or close what else uses the memory");
+    }
+    throw engine::RecoverableError(engine::ErrorEvent{"out_of_memory", op, 0, what, action, false});
+  }
+
+  // What the run starts with, confirmed as toggle_applied events like the live changes, so the
+  // controls show the state the engine really has (after a restart, the mirrored micro-batch).
+  void reportStartToggles(const engine::EventSink& sink) const {
+    const std::int64_t step = loop_->state().step;
+    auto applied = [&](Toggle toggle, json value) {
+      engine::ToggleAppliedEvent event;
+      event.toggle = toggle;
+      event.value = std::move(value);
+      event.step = step;
+      sink(engine::TimedEvent{0, std::move(event)});
+    };
+    applied(Toggle::MicroBatch, loop_->microBatchSize());
+    applied(Toggle::ActivationCheckpointing, settings_.train.activationCheckpointing);
+    applied(Toggle::CpuFallback, backend_->deviceAllocator() == nullptr);
+  }
+
+  static std::unique_ptr<telemetry::Sampler> openSampler() {
+    telemetry::ProviderSet providers = telemetry::openProviders();
+    std::vector<std::shared_ptr<telemetry::Provider>> all = providers.gpu;
+    if (providers.host)
+      all.push_back(providers.host);
+    auto sampler = std::make_unique<telemetry::Sampler>(std::move(all));
+    sampler->start();
+    return sampler;
   }
 
   engine::EventSink sink_;
@@ -258,7 +340,9 @@ class TrainingJob : public engine::EngineJob {
   train::RunDirectory run_;
   model::ModelFolder folder_;
   model::ModelWeights weights_;
-  runtime::FaultInjector faults_;
+  runtime::FaultLedger faultLedger_;
+  std::unique_ptr<telemetry::Sampler> sampler_;
+  int outOfMemoryRetries_ = 0;  // in the step being retried
   std::unique_ptr<train::TrainLoop> loop_;
   std::unique_ptr<engine::StateMirror> mirror_;
 };

@@ -23,5 +23,7 @@ std::unique_ptr<engine::EngineJob> createTrainingJob(const nlohmann::json& confi
 
 // The state mirror of a run directory.
 inline constexpr const char* kStateMirrorFile = "state.mirror";
+// The LORASCOPE_FAULTS rules that fired in this run (runtime::FaultLedger).
+inline constexpr const char* kFaultLedgerFile = "faults.ledger";
 
 }  // namespace lorascope::cli

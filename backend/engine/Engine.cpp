@@ -87,7 +87,10 @@ int Engine::run() {
       continue;
     }
     try {
-      if (std::optional<StepEvent> step = job_->runStep(cancel_)) {
+      // A job resumed from a state mirror may have every step done already (its engine died
+      // while writing the final checkpoint): it only needs that checkpoint, not one step more.
+      if (std::optional<StepEvent> step =
+              job_->finished() ? std::nullopt : job_->runStep(cancel_)) {
         publish(*step);
         if (auto memory = job_->memory()) {
           publish(*memory);
