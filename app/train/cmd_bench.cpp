@@ -26,6 +26,7 @@
 #include "compute/Backend.h"
 #include "compute/cpu/op_times.h"  // defines: setOpTimesEnabled, takeOpTimes
 #include "compute/cpu/parallel.h"  // defines: setCpuThreads, blasDescription
+#include "model/ReferenceShapes.h"
 #include "train/CliArgs.h"
 #include "train/Commands.h"
 #include "train/TrainLoop.h"
@@ -65,11 +66,8 @@ BenchShape tinyLlama() {
 }
 
 BenchShape qwenHalfB() {
-  model::ModelConfig c = decoder(model::Family::Qwen2, 151936, 896, 4864, 24, 14, 2);
-  c.rmsNormEps = 1e-6;
-  c.rope.theta = 1000000.0;
-  c.qkvBias = true;
-  return {"qwen2.5-0.5B shape (H896 L24 heads14 kv2 I4864 V151936 tied)", c, 1, 256};
+  return {"qwen2.5-0.5B shape (H896 L24 heads14 kv2 I4864 V151936 tied)", model::qwen25HalfBShape(),
+          1, 256};
 }
 
 compute::Tensor randomTensor(compute::Backend& backend, std::mt19937& rng, std::int64_t out,

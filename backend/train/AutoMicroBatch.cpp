@@ -12,7 +12,8 @@ memory::MemoryModel trainerMemoryModel(const model::ModelConfig& config,
   // One token of one sequence: the estimate's per-token terms, in bf16.
   const model::MemoryEstimate perToken = model::estimateLoraTrainingMemory(
       config, shape.weightsBytes, {.batch = 1, .seq = 1, .rank = shape.loraRank});
-  const std::uint64_t layers = static_cast<std::uint64_t>(std::max<std::int64_t>(config.numLayers, 1));
+  const std::uint64_t layers =
+      static_cast<std::uint64_t>(std::max<std::int64_t>(config.numLayers, 1));
   const std::uint64_t hidden = static_cast<std::uint64_t>(config.hiddenSize);
   const std::uint64_t finalNormBf16 = hidden * 2;
   const std::uint64_t perLayerBf16 = (perToken.activationBytes - finalNormBf16) / layers;

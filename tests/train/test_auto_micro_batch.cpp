@@ -3,25 +3,12 @@
 #include <QtTest>
 
 #include "model/MemoryEstimate.h"
+#include "model/ReferenceShapes.h"
 #include "train/AutoMicroBatch.h"
 
 using namespace lorascope;
 
 namespace {
-
-model::ModelConfig qwenHalfB() {
-  model::ModelConfig c;
-  c.family = model::Family::Qwen2;
-  c.vocabSize = 151936;
-  c.hiddenSize = 896;
-  c.intermediateSize = 4864;
-  c.numLayers = 24;
-  c.numHeads = 14;
-  c.numKvHeads = 2;
-  c.headDim = 64;
-  c.tieWordEmbeddings = true;
-  return c;
-}
 
 constexpr std::uint64_t kWeights = 988'000'000;  // bf16 Qwen2.5-0.5B, as the device holds it
 
@@ -32,7 +19,7 @@ class TestAutoMicroBatch : public QObject {
 
  private slots:
   void fixedBytesAreWeightsPlusLoraState() {
-    const model::ModelConfig c = qwenHalfB();
+    const model::ModelConfig c = model::qwen25HalfBShape();
     const memory::MemoryModel m = train::trainerMemoryModel(c, {.weightsBytes = kWeights});
     const model::MemoryEstimate e = model::estimateLoraTrainingMemory(c, kWeights, {1, 1, 8});
     // A and B, their gradients and two AdamW moments: four fp32 copies of the LoRA parameters.
@@ -40,7 +27,7 @@ class TestAutoMicroBatch : public QObject {
   }
 
   void perTokenBytesFollowDtypeCheckpointingAndChunk() {
-    const model::ModelConfig c = qwenHalfB();
+    const model::ModelConfig c = model::qwen25HalfBShape();
     const train::TrainerMemoryShape gpu{.weightsBytes = kWeights, .lossChunkColumns = 0};
     train::TrainerMemoryShape cpu = gpu;
     cpu.activationDTypeBytes = 4;
@@ -63,7 +50,7 @@ class TestAutoMicroBatch : public QObject {
   }
 
   void planPicksTheLargestFittingDivisorAndStepsDown() {
-    const model::ModelConfig c = qwenHalfB();
+    const model::ModelConfig c = model::qwen25HalfBShape();
     memory::PlanRequest request;
     request.model = train::trainerMemoryModel(c, {.weightsBytes = kWeights});
     request.sequenceLength = 512;
