@@ -621,9 +621,7 @@ QString RunSetupPage::datasetSummary() const {
   }
   if (!r.issues.empty()) {
     const data::DatasetIssue& first = r.issues.front();
-    text += tr("\nFirst issue, %1: %2")
-                .arg(QString::fromStdString(data::describeLocation(first.where)),
-                     QString::fromStdString(first.message));
+    text += tr("\nFirst issue: %1").arg(QString::fromStdString(first.message));
   }
   return text;
 }
