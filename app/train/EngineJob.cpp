@@ -11,6 +11,7 @@
 #include "runtime/LaunchControl.h"
 #include "telemetry/Providers.h"
 #include "telemetry/Sampler.h"
+#include "train/AutoMicroBatch.h"  // defines: trainerMemoryModel
 #include "train/DemoDataset.h"
 #include "train/DemoModel.h"
 #include "train/RunDevice.h"
@@ -131,10 +132,29 @@ class TrainingJob : public engine::EngineJob {
       case Toggle::CpuFallback:
         return moveRun(value.get<bool>() ? compute::Device::Cpu : compute::Device::Gpu);
       case Toggle::Serialize:
-      case Toggle::Blocking:
+      case Toggle::Blocking: {
+        // Process-wide and live: the next launch sees it (runtime/LaunchControl.h).
+        runtime::LaunchPolicy policy = runtime::launchControl().policy();
+        (toggle == Toggle::Serialize ? policy.serialize : policy.blocking) = value.get<bool>();
+        runtime::launchControl().setPolicy(policy);
+        return onGpu() ? std::string()
+                       : "recorded: a CPU run makes no GPU launches; applies once the run is on "
+                         "the GPU";
+      }
       case Toggle::GemmBackend:
+        // Throws UnsupportedOpError (the toggle is refused) for vendor in a build without one.
+        backend_->setGemmImplementation(value.get<std::string>() == "builtin"
+                                            ? compute::GemmImplementation::BuiltIn
+                                            : compute::GemmImplementation::Vendor);
+        return onGpu() ? std::string()
+                       : "recorded: the CPU multiplies with OpenBLAS; applies once the run is "
+                         "on the GPU";
       case Toggle::AllocatorPolicy:
-        throw std::runtime_error("a CPU run has no GPU launches, GEMM backend or device allocator");
+        arenaMode_ = value.get<std::string>() == "arena";
+        if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
+          return applyAllocatorMode(*allocator);
+        }
+        return "recorded: a CPU run has no device allocator; applies once the run is on the GPU";
       case Toggle::ActivationCheckpointing:
         break;
     }
@@ -149,7 +169,13 @@ class TrainingJob : public engine::EngineJob {
     return CheckpointEvent{dir.string(), loop_->state().step};
   }
 
-  std::optional<engine::SnapshotEvent> snapshot() override { return std::nullopt; }
+  // The device allocator's segments and blocks (PyTorch's snapshot layout); a CPU run has none.
+  std::optional<engine::SnapshotEvent> snapshot() override {
+    if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
+      return engine::SnapshotEvent{allocator->snapshot()};
+    }
+    return std::nullopt;
+  }
 
   // The three readings kept apart: our allocator's (GPU runs), the driver's and the host's, the
   // last two from the sampler's latest refresh so that a slow vendor library never delays a step.
@@ -212,6 +238,9 @@ class TrainingJob : public engine::EngineJob {
       throw std::runtime_error(std::string("no usable GPU to move the run to: ") + e.what());
     }
     other->setGemmImplementation(backend_->gemmImplementation());
+    if (memory::DeviceAllocator* allocator = other->deviceAllocator()) {
+      applyAllocatorMode(*allocator);
+    }
     model::ModelWeights otherWeights = placeWeightsLogged(*other, folder_.weights(), logLine());
     loop_->moveTo(*other, otherWeights);
     std::swap(backend_, other);
@@ -227,6 +256,36 @@ class TrainingJob : public engine::EngineJob {
     }
     return "moved the run from " + from + " to " + backend_->capabilities().name + " at step " +
            std::to_string(loop_->state().step) + released;
+  }
+
+  bool onGpu() const { return backend_->capabilities().device == compute::Device::Gpu; }
+
+  // The allocator-policy toggle on a device allocator: arena mode reserves one block sized from
+  // the model's shape, the micro-batch and the sequence length (train/AutoMicroBatch.h), so that
+  // steady-state steps allocate nothing; caching mode gives it back. Both are queued by
+  // setPolicy and take effect at the next step boundary (TrainLoop::step begins the step).
+  std::string applyAllocatorMode(memory::DeviceAllocator& allocator) {
+    memory::AllocatorPolicy policy = allocator.policy();
+    policy.mode = arenaMode_ ? memory::AllocatorMode::Arena : memory::AllocatorMode::Caching;
+    policy.arenaBytes = 0;
+    std::string detail = "caching allocator from step " + std::to_string(loop_->state().step + 1);
+    if (arenaMode_) {
+      train::TrainerMemoryShape shape;
+      shape.loraRank = settings_.train.lora.rank;
+      shape.activationDTypeBytes = compute::dtypeBytes(backend_->capabilities().activationDType);
+      shape.activationCheckpointing = settings_.train.activationCheckpointing;
+      const std::uint64_t perToken =
+          train::trainerMemoryModel(folder_.config(), shape).activationBytesPerToken;
+      policy.arenaBytes = static_cast<std::size_t>(
+          perToken *
+          static_cast<std::uint64_t>(loop_->microBatchSize() * settings_.train.maxSeqLen));
+      detail = "arena of " + std::to_string(policy.arenaBytes >> 20) + " MiB (micro-batch " +
+               std::to_string(loop_->microBatchSize()) + " x " +
+               std::to_string(settings_.train.maxSeqLen) + " tokens) from step " +
+               std::to_string(loop_->state().step + 1);
+    }
+    allocator.setPolicy(policy);
+    return detail;
   }
 
   train::RunDirectory openOrCreateRun(const json& config) {
@@ -320,6 +379,12 @@ class TrainingJob : public engine::EngineJob {
     applied(Toggle::MicroBatch, loop_->microBatchSize());
     applied(Toggle::ActivationCheckpointing, settings_.train.activationCheckpointing);
     applied(Toggle::CpuFallback, backend_->deviceAllocator() == nullptr);
+    const runtime::LaunchPolicy launch = runtime::launchControl().policy();
+    applied(Toggle::Serialize, launch.serialize);
+    applied(Toggle::Blocking, launch.blocking);
+    applied(Toggle::GemmBackend,
+            backend_->gemmImplementation() == compute::GemmImplementation::BuiltIn ? "builtin"
+                                                                                   : "vendor");
   }
 
   static std::unique_ptr<telemetry::Sampler> openSampler() {
@@ -343,6 +408,7 @@ class TrainingJob : public engine::EngineJob {
   runtime::FaultLedger faultLedger_;
   std::unique_ptr<telemetry::Sampler> sampler_;
   int outOfMemoryRetries_ = 0;  // in the step being retried
+  bool arenaMode_ = false;      // the allocator-policy toggle, kept across device moves
   std::unique_ptr<train::TrainLoop> loop_;
   std::unique_ptr<engine::StateMirror> mirror_;
 };

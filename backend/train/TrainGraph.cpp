@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "memory/DeviceAllocator.h"  // defines: OwnerScope
+
 namespace lorascope::train {
 namespace {
 
@@ -139,10 +141,16 @@ TrainGraph::TrainGraph(compute::Backend& backend, const model::ModelConfig& conf
     s.site = site;
     const compute::Shape shapeA{lora_.rank, site.inFeatures};
     const compute::Shape shapeB{site.outFeatures, lora_.rank};
-    for (Tensor* t : {&s.gradA, &s.firstA, &s.secondA}) {
+    {
+      const memory::OwnerScope owner(memory::Owner::Grads);
+      s.gradA = backend_.empty(compute::DType::F32, shapeA);
+      s.gradB = backend_.empty(compute::DType::F32, shapeB);
+    }
+    const memory::OwnerScope owner(memory::Owner::Optimizer);
+    for (Tensor* t : {&s.firstA, &s.secondA}) {
       *t = backend_.empty(compute::DType::F32, shapeA);
     }
-    for (Tensor* t : {&s.gradB, &s.firstB, &s.secondB}) {
+    for (Tensor* t : {&s.firstB, &s.secondB}) {
       *t = backend_.empty(compute::DType::F32, shapeB);
     }
   }
@@ -174,6 +182,7 @@ void TrainGraph::loadAdapter(const LoraAdapter& adapter) {
                                   std::to_string(w.site.layer) + " " + moduleName(w.site.module) +
                                   ") does not match the graph's");
     }
+    const memory::OwnerScope owner(memory::Owner::Lora);
     s.a = backend_.upload(w.a, compute::DType::F32, {r, s.site.inFeatures});
     s.b = backend_.upload(w.b, compute::DType::F32, {s.site.outFeatures, r});
   }
@@ -195,6 +204,7 @@ void TrainGraph::loadMoments(const std::vector<LoraMoments>& moments) {
                                   " (layer " + std::to_string(s.site.layer) + " " +
                                   moduleName(s.site.module) + ") are shaped unlike its A and B");
     }
+    const memory::OwnerScope owner(memory::Owner::Optimizer);
     s.firstA = backend_.upload(m.firstA, compute::DType::F32, s.a.shape());
     s.secondA = backend_.upload(m.secondA, compute::DType::F32, s.a.shape());
     s.firstB = backend_.upload(m.firstB, compute::DType::F32, s.b.shape());
@@ -280,6 +290,9 @@ Tensor TrainGraph::dropoutMask(int layer, Projection projection, std::int64_t to
 }
 
 LossSum TrainGraph::forwardLoss(const model::ForwardInput& in) {
+  // Everything a pass allocates lives until the pass ends (ops tag their own scratch as
+  // workspace).
+  const memory::OwnerScope owner(memory::Owner::Activations);
   model::checkForwardInput(config_, in);
   if (in.labels.empty()) {
     throw std::invalid_argument("forwardLoss: the batch has no labels");
@@ -306,6 +319,9 @@ LossSum TrainGraph::forwardLoss(const model::ForwardInput& in) {
 
 LossSum TrainGraph::forwardBackward(const model::ForwardInput& in, float gradScale,
                                     const DropoutKey& key, const std::atomic<bool>* cancel) {
+  // Everything a pass allocates lives until the pass ends (ops tag their own scratch as
+  // workspace).
+  const memory::OwnerScope owner(memory::Owner::Activations);
   model::checkForwardInput(config_, in);
   if (in.labels.empty()) {
     throw std::invalid_argument("forwardBackward: the batch has no labels");

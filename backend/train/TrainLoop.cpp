@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "memory/DeviceAllocator.h"  // defines: DeviceAllocator::beginStep
+
 namespace lorascope::train {
 namespace {
 
@@ -174,6 +176,10 @@ const std::vector<std::int64_t>& TrainLoop::orderOf(std::int64_t epoch) {
 
 StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
   const auto start = std::chrono::steady_clock::now();
+  // The allocator's step boundary: a queued policy change takes effect, new blocks carry the step.
+  if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
+    allocator->beginStep(state_.step + 1);
+  }
   const auto count = static_cast<std::int64_t>(sequences_.size());
   std::int64_t epoch = state_.epoch;
   std::int64_t cursor = state_.dataCursor;

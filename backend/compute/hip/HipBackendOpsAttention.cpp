@@ -51,6 +51,7 @@ void HipBackend::attentionBackward(const Tensor& dout, const Tensor& q, const Te
   checkAttentionBackwardArgs(caps_, dout, q, k, v, out, logsumexp, dq, dk, dv);
   const AttentionShape shape = attentionShape("attention_backward", q, k);
   // Per-query-head dk/dv partials, summed over each KV group by the last kernel (no atomics).
+  const memory::OwnerScope owner(memory::Owner::Workspace);
   Tensor rowDot = empty(DType::F32, logsumexp.shape());
   Tensor dkPartial = empty(DType::F32, q.shape());
   Tensor dvPartial = empty(DType::F32, q.shape());
@@ -80,6 +81,7 @@ void HipBackend::lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
   const std::int64_t chunk = lmHeadChunkColumns(rows, vocab);
   const Tensor deviceTargets = uploadIndices(*this, targets);
   const auto* targetIds = deviceTargets.as<std::int32_t>();
+  const memory::OwnerScope owner(memory::Owner::Workspace);
   Tensor stateRows = empty(DType::F32, {4, rows});
   float* stateData = stateRows.as<float>();
   const LmHeadRowState state{stateData, stateData + rows, stateData + 2 * rows,

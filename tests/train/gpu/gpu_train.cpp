@@ -13,6 +13,8 @@
 //   gpu_train engine   the engine job's CPU-fallback toggle moves a --device gpu demo run to the
 //                      CPU and back; the confirmations say so and metrics.jsonl records each step's
 //                      device
+//   gpu_train toggles  the engine job's serialize, blocking, GEMM and allocator-policy toggles on a
+//                      GPU run; the snapshot shows the arena and every block's owner
 // Exit: 0 all checks passed, 1 a check failed, 77 no GPU (SKIP with the reason).
 #include <algorithm>
 #include <cmath>
@@ -23,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -39,6 +42,7 @@
 #include "model/DeviceWeights.h"
 #include "model/Forward.h"
 #include "model/ModelFolder.h"
+#include "runtime/LaunchControl.h"
 #include "train/EngineJob.h"  // defines: createTrainingJob
 #include "train/Merge.h"
 #include "train/PeftExport.h"
@@ -518,15 +522,65 @@ void caseEngine(Checks& checks) {
                 "metrics.jsonl records where each of the 5 steps ran: " + devices);
 }
 
+// The live GPU toggles of the engine job: serialize and blocking reach the launch policy, the
+// GEMM switches to the built-in kernel, arena mode gives the allocator a planned arena at the
+// next step; snapshots carry the owner of every block.
+void caseToggles(Checks& checks) {
+  gpuOrSkip();
+  TempDir tmp("toggles");
+  const nlohmann::json config = {
+      {"demo", true},
+      {"out", (tmp.path() / "run").string()},
+      {"options", {{"device", "gpu"}, {"steps", 4}, {"checkpoint-every", 0}}}};
+  const std::unique_ptr<engine::EngineJob> job =
+      cli::createTrainingJob(config, [](const engine::TimedEvent&) {});
+  engine::CancelFlag cancel;
+  job->runStep(cancel);
+  checks.expect(job->applyToggle(engine::Toggle::Serialize, true).empty() &&
+                    job->applyToggle(engine::Toggle::Blocking, true).empty(),
+                "serialize and blocking are accepted on a GPU run");
+  const runtime::LaunchPolicy policy = runtime::launchControl().policy();
+  checks.expect(policy.serialize && policy.blocking, "the launch policy has both set");
+  checks.expect(job->applyToggle(engine::Toggle::GemmBackend, "builtin").empty(),
+                "gemm_backend builtin is accepted");
+  const std::string arena = job->applyToggle(engine::Toggle::AllocatorPolicy, "arena");
+  checks.expect(arena.find("arena of") != std::string::npos, "allocator_policy arena: " + arena);
+  job->runStep(cancel);
+  job->runStep(cancel);
+  const std::optional<engine::SnapshotEvent> snapshot = job->snapshot();
+  checks.expect(snapshot.has_value(), "a GPU run has a snapshot");
+  std::set<std::string> owners;
+  bool arenaSegment = false;
+  if (snapshot) {
+    for (const nlohmann::json& segment : snapshot->snapshot.at("segments")) {
+      arenaSegment = arenaSegment || segment.at("pool") == "arena";
+      for (const nlohmann::json& block : segment.at("blocks")) {
+        if (block.contains("owner")) {
+          owners.insert(block.at("owner").get<std::string>());
+        }
+      }
+    }
+  }
+  checks.expect(arenaSegment, "after the toggle and a step the allocator holds an arena segment");
+  for (const char* owner : {"weights", "lora", "grads", "optimizer"}) {
+    checks.expect(owners.count(owner) == 1,
+                  std::string("the snapshot has blocks owned by ") + owner);
+  }
+  runtime::launchControl().setPolicy({});
+  job->runStep(cancel);
+  checks.expect(job->finished(), "the run finishes with serialize, blocking and the built-in GEMM");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::map<std::string, std::function<void(Checks&)>> cases = {
       {"weights", caseWeights}, {"parity", caseParity}, {"resume", caseResume},
-      {"export", caseExport},   {"move", caseMove},     {"engine", caseEngine}};
+      {"export", caseExport},   {"move", caseMove},     {"engine", caseEngine},
+      {"toggles", caseToggles}};
   const auto it = argc == 2 ? cases.find(argv[1]) : cases.end();
   if (it == cases.end()) {
-    std::fprintf(stderr, "usage: gpu_train weights|parity|resume|export|move|engine\n");
+    std::fprintf(stderr, "usage: gpu_train weights|parity|resume|export|move|engine|toggles\n");
     return 2;
   }
   Checks checks;
