@@ -11,6 +11,7 @@
 #include "runtime/LaunchControl.h"
 #include "telemetry/Providers.h"
 #include "telemetry/Sampler.h"
+#include "train/AutoBatch.h"
 #include "train/AutoMicroBatch.h"  // defines: trainerMemoryModel
 #include "train/DemoDataset.h"
 #include "train/DemoModel.h"
@@ -71,6 +72,10 @@ class TrainingJob : public engine::EngineJob {
     weights_ = placeWeightsLogged(*backend_, folder_.weights(), logLine());
     loop_ = std::make_unique<train::TrainLoop>(*backend_, folder_.config(), weights_, data.examples,
                                                settings_.train, std::move(resume));
+    if (settings_.autoMicroBatch) {
+      AutoMicroBatch(settings_, *backend_, folder_.config(), data.examples)
+          .apply(*loop_, logLine());
+    }
     const std::size_t stateBytes = train::encodeTrainerState(loop_->state()).size();
     mirror_ = std::make_unique<engine::StateMirror>(run_.dir() / kStateMirrorFile,
                                                     stateBytes + stateBytes / 8 + 4096, stateBytes);

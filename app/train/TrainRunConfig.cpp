@@ -66,7 +66,22 @@ const std::map<std::string, Setter>& setters() {
          s.train.maxSteps = 0;
        }},
       {"batch-size",
-       [](auto& s, auto& n, auto& v) { s.train.microBatchSize = parseCount(n, v, 1); }},
+       [](auto& s, auto& n, auto& v) {
+         s.autoMicroBatch = v == "auto";
+         if (!s.autoMicroBatch) {
+           s.train.microBatchSize = parseCount(n, v, 1);
+         }
+       }},
+      {"memory-margin",
+       [](auto& s, auto& n, auto& v) {
+         s.memoryMargin = parseReal(n, v);
+         if (!(s.memoryMargin >= 0.0 && s.memoryMargin < 0.9)) {
+           throw UsageError(
+               "--memory-margin is the fraction of free memory kept back, in [0, "
+               "0.9), got " +
+               v);
+         }
+       }},
       {"grad-accum",
        [](auto& s, auto& n, auto& v) { s.train.gradAccumulation = parseCount(n, v, 1); }},
       {"max-seq-len", [](auto& s, auto& n, auto& v) { s.train.maxSeqLen = parseCount(n, v, 2); }},
@@ -198,7 +213,9 @@ json settingsToJson(const TrainRunSettings& s) {
           {"activation_checkpointing", t.activationCheckpointing},
           {"checkpoint_every", s.checkpointEvery},
           {"keep_checkpoints", s.keepCheckpoints},
-          {"device", s.device}};
+          {"device", s.device},
+          {"auto_micro_batch", s.autoMicroBatch},
+          {"memory_margin", s.memoryMargin}};
 }
 
 TrainRunSettings settingsFromJson(const json& j, const std::string& file) {
@@ -233,6 +250,9 @@ TrainRunSettings settingsFromJson(const json& j, const std::string& file) {
     s.checkpointEvery = j.at("checkpoint_every").get<std::int64_t>();
     s.keepCheckpoints = j.at("keep_checkpoints").get<int>();
     s.device = j.at("device").get<std::string>();
+    // Absent from runs made before --batch-size auto existed.
+    s.autoMicroBatch = j.value("auto_micro_batch", false);
+    s.memoryMargin = j.value("memory_margin", 0.10);
     t.validate();
     return s;
   } catch (const std::exception& e) {

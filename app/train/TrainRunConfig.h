@@ -21,6 +21,11 @@ struct TrainRunSettings {
   std::int64_t checkpointEvery = 50;  // optimizer steps; 0 = only at the end
   int keepCheckpoints = 3;            // ≤ 0 keeps all
   std::string device = "cpu";  // as asked: cpu, gpu or auto (each step's metrics say where it ran)
+  // --batch-size auto: the micro-batch is planned from free memory when the run starts (the
+  // effective batch, micro-batch × accumulation as configured, is kept); memoryMargin is the
+  // fraction of free memory kept back.
+  bool autoMicroBatch = false;
+  double memoryMargin = 0.10;
 };
 
 // Demo defaults are tuned for the built-in demo (a minute on 2 cores).

@@ -16,11 +16,14 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "TrainRunConfig.h"
 #include "compute/Backend.h"
+#include "memory/AllocatorStats.h"  // defines: OutOfMemoryError
 #include "model/ModelFolder.h"
+#include "train/AutoBatch.h"
 #include "train/CliArgs.h"
 #include "train/Commands.h"
 #include "train/DemoDataset.h"
@@ -208,6 +211,11 @@ int runTrain(const Args& args) {
   const model::ModelWeights weights = placeWeightsLogged(backend, folder.weights(), printLine);
   train::TrainLoop loop(backend, folder.config(), weights, data.examples, setup.settings.train,
                         std::move(setup.resume));
+  std::optional<AutoMicroBatch> autoBatch;
+  if (setup.settings.autoMicroBatch) {
+    autoBatch.emplace(setup.settings, backend, folder.config(), data.examples);
+    autoBatch->apply(loop, printLine);
+  }
   std::cout << "run: " << run.dir().string() << "  (" << loop.state().adapter.parameterCount()
             << " LoRA parameters, " << loop.totalSteps() << " steps, micro-batch "
             << loop.microBatchSize() << " x " << loop.accumulation() << ")\n";
@@ -227,6 +235,13 @@ int runTrain(const Args& args) {
     } catch (const train::TrainingCancelled&) {
       interrupted = true;
       break;
+    } catch (const memory::OutOfMemoryError&) {
+      // The step left no trace (TrainLoop::step changes its state only when it completes): with
+      // an automatic micro-batch, step down and run it again; otherwise the message stands.
+      if (!autoBatch || !autoBatch->stepDown(loop, printLine)) {
+        throw;
+      }
+      continue;
     }
     if (gSignals.load() > 0) {
       interrupted = true;

@@ -51,7 +51,8 @@ const std::map<std::string, Subcommand>& subcommands() {
       {"train",
        {lorascope::cli::runTrain,
         "train (--model DIR --data FILE --out RUN_DIR | --demo [--out RUN_DIR] | --resume RUN_DIR "
-        "[--checkpoint N] [--device D]) [--steps N | --epochs E] [--batch-size B] [--grad-accum G] "
+        "[--checkpoint N] [--device D]) [--steps N | --epochs E] [--batch-size B|auto] "
+        "[--memory-margin F] [--grad-accum G] "
         "[--max-seq-len L] [--lr X] [--schedule constant|linear|cosine] [--warmup N] "
         "[--lora-r R] [--lora-alpha A] [--lora-dropout P] [--rslora true] [--targets q,k,v,...] "
         "[--seed S] [--checkpoint-every N] [--keep-checkpoints K] [--weight-decay W] "

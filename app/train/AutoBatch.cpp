@@ -1,0 +1,79 @@
+// train/AutoBatch.cpp — the free-memory reading and the plan for `--batch-size auto`.
+#include "train/AutoBatch.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+#include "memory/DeviceAllocator.h"
+#include "telemetry/HostProvider.h"
+#include "train/AutoMicroBatch.h"
+
+namespace lorascope::cli {
+namespace {
+
+std::uint64_t freeBytesFor(compute::Backend& backend) {
+  if (memory::DeviceAllocator* allocator = backend.deviceAllocator()) {
+    return allocator->deviceInfo().freeBytes + allocator->stats().cachedFreeBytes;
+  }
+  telemetry::HostProvider host;
+  telemetry::Snapshot snapshot;
+  if (!host.init() || !host.refresh(snapshot) || !snapshot.host ||
+      !snapshot.host->ramAvailableBytes) {
+    throw std::runtime_error("--batch-size auto: cannot read the available RAM (" +
+                             host.lastError() + "); give --batch-size N instead");
+  }
+  return *snapshot.host->ramAvailableBytes;
+}
+
+}  // namespace
+
+AutoMicroBatch::AutoMicroBatch(const TrainRunSettings& settings, compute::Backend& backend,
+                               const model::ModelConfig& config,
+                               std::span<const train::TokenizedExample> examples)
+    : deviceName_(backend.capabilities().name) {
+  const train::TrainConfig& t = settings.train;
+  std::int64_t longest = 1;
+  for (const train::TokenizedExample& example : examples) {
+    longest = std::max(longest, static_cast<std::int64_t>(example.ids.size()));
+  }
+  train::TrainerMemoryShape shape;
+  shape.weightsBytes = 0;
+  shape.loraRank = t.lora.rank;
+  shape.activationDTypeBytes = compute::dtypeBytes(backend.capabilities().activationDType);
+  shape.activationCheckpointing = t.activationCheckpointing;
+  request_.model = train::trainerMemoryModel(config, shape);
+  request_.sequenceLength = t.packing ? t.maxSeqLen : std::min(longest, t.maxSeqLen);
+  request_.effectiveBatch = t.effectiveBatch();
+  request_.freeBytes = freeBytesFor(backend);
+  request_.safetyMargin = settings.memoryMargin;
+}
+
+void AutoMicroBatch::apply(train::TrainLoop& loop, const DeviceLog& log) {
+  const memory::MicroBatchPlan plan = memory::planMicroBatch(request_);
+  if (!plan.fits) {
+    throw std::runtime_error("--batch-size auto on " + deviceName_ + ": " + plan.summary +
+                             " — try activation-checkpointing, a shorter max-seq-len or a lower "
+                             "lora-r, or free memory held by other processes");
+  }
+  loop.setMicroBatchSize(plan.microBatch, plan.summary);
+  log("batch-size auto on " + deviceName_ + ": " + plan.summary);
+}
+
+bool AutoMicroBatch::stepDown(train::TrainLoop& loop, const DeviceLog& log) {
+  memory::MicroBatchPlan failed;
+  failed.microBatch = loop.microBatchSize();
+  const memory::MicroBatchPlan plan = memory::stepDownAfterOom(request_, failed);
+  if (failed.microBatch <= 1) {
+    return false;
+  }
+  // The plan's own choice when the model still says one fits, else micro-batch 1 regardless: the
+  // device has just shown the model was optimistic.
+  const std::int64_t next = plan.fits ? plan.microBatch : 1;
+  loop.setMicroBatchSize(next, plan.summary);
+  log(plan.summary + " (micro-batch " + std::to_string(next) + " x " +
+      std::to_string(loop.accumulation()) + ")");
+  return true;
+}
+
+}  // namespace lorascope::cli

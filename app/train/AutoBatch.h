@@ -1,0 +1,42 @@
+// train/AutoBatch.h — `--batch-size auto`: the largest micro-batch whose planned peak fits the
+// memory the run's device has free (less a safety margin), the effective batch kept by raising
+// accumulation (memory/MicroBatchPlanner.h over train/AutoMicroBatch.h's model of this
+// trainer). `train` and the engine job call it once the weights are on the device; the choice
+// goes into the loop's micro-batch history with its numbers, and an out-of-memory steps down.
+#pragma once
+
+#include <span>
+
+#include "compute/Backend.h"
+#include "memory/MicroBatchPlanner.h"
+#include "model/ModelConfig.h"
+#include "train/Batching.h"   // defines: TokenizedExample
+#include "train/RunDevice.h"  // defines: DeviceLog
+#include "train/TrainLoop.h"
+#include "train/TrainRunConfig.h"
+
+namespace lorascope::cli {
+
+class AutoMicroBatch {
+ public:
+  // Reads the free memory: on a GPU the driver's free plus our allocator's cached blocks (the
+  // weights are already resident, so they are not counted again), on the CPU the available RAM.
+  AutoMicroBatch(const TrainRunSettings& settings, compute::Backend& backend,
+                 const model::ModelConfig& config,
+                 std::span<const train::TokenizedExample> examples);
+
+  // Sets the loop's micro-batch to the plan and logs it. Throws std::runtime_error with the
+  // numbers and what to try when not even micro-batch 1 fits.
+  void apply(train::TrainLoop& loop, const DeviceLog& log);
+  // After an out-of-memory at the loop's micro-batch: the next smaller one that fits, applied and
+  // logged; false when the loop is already at micro-batch 1 (the error stands).
+  bool stepDown(train::TrainLoop& loop, const DeviceLog& log);
+
+  const memory::PlanRequest& request() const { return request_; }
+
+ private:
+  memory::PlanRequest request_;
+  std::string deviceName_;
+};
+
+}  // namespace lorascope::cli
