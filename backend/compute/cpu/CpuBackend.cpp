@@ -79,7 +79,6 @@ class CpuBackend final : public Backend {
     return t;
   }
 
-
   void synchronize() override {}
 
   void rmsnormForward(const Tensor& x, const Tensor& weight, float eps, Tensor& y,
