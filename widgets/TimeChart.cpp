@@ -58,6 +58,21 @@ double niceStep(double range) {
   return (fraction < 1.5 ? 1.0 : fraction < 3.5 ? 2.0 : fraction < 7.5 ? 5.0 : 10.0) * magnitude;
 }
 
+// Changes an axis's range and its tick interval together. Qt lays the ticks out on each of the
+// two calls, so the interval of a wider range must come first (the old, fine interval over the
+// new range would create millions of tick items, e.g. 0.2 over 0..1e9 bytes) and the interval of
+// a narrower range last.
+void setRangeAndTicks(QValueAxis* axis, double low, double high) {
+  const double interval = niceStep(high - low);
+  if (interval >= axis->tickInterval()) {
+    axis->setTickInterval(interval);
+    axis->setRange(low, high);
+  } else {
+    axis->setRange(low, high);
+    axis->setTickInterval(interval);
+  }
+}
+
 void useNiceTicks(QValueAxis* axis) {
   axis->setTickType(QValueAxis::TicksDynamic);
   axis->setTickAnchor(0.0);
@@ -159,8 +174,7 @@ TimeChart::TimeChart(const QString& title, const QString& leftAxisTitle,
   timeAxis_ = new QValueAxis(chart_);
   timeAxis_->setTitleText(tr("time (s)"));
   useNiceTicks(timeAxis_);
-  timeAxis_->setRange(0, 10);
-  timeAxis_->setTickInterval(niceStep(10));
+  setRangeAndTicks(timeAxis_, 0, 10);
   chart_->addAxis(timeAxis_, Qt::AlignBottom);
   leftAxis_ = new QValueAxis(chart_);
   leftAxis_->setTitleText(leftAxisTitle);
@@ -277,8 +291,8 @@ void TimeChart::updateValueAxis(QValueAxis* axis, AxisSide side) {
     high = any ? std::max(high, s->decimator.maxValue()) : s->decimator.maxValue();
     any = true;
   }
-  if (!any) {
-    return;
+  if (!any || !std::isfinite(low) || !std::isfinite(high)) {
+    return;  // nothing to show, or a value no axis can hold
   }
   low = std::min(low, 0.0);  // every quantity here is ≥ 0: the baseline stays honest
   const double pad =
@@ -289,8 +303,7 @@ void TimeChart::updateValueAxis(QValueAxis* axis, AxisSide side) {
   if (low >= axis->min() && high <= axis->max() && (high - low) >= 0.5 * span) {
     return;
   }
-  axis->setRange(low, high + pad);
-  axis->setTickInterval(niceStep(high + pad - low));
+  setRangeAndTicks(axis, low, high + pad);
 }
 
 void TimeChart::refresh(double timeFromS, double timeToS) {
@@ -319,8 +332,7 @@ void TimeChart::refresh(double timeFromS, double timeToS) {
     const double step = niceStep(timeToS - timeFromS);
     const double end =
         std::ceil(timeToS / step) * step + (std::fmod(timeToS, step) == 0 ? step : 0);
-    timeAxis_->setRange(timeFromS, end);
-    timeAxis_->setTickInterval(niceStep(end - timeFromS));
+    setRangeAndTicks(timeAxis_, timeFromS, end);
   }
 }
 

@@ -1,5 +1,5 @@
-// test_app_e2e.cpp — the window trains the built-in demo on the CPU, end to end, through the
-// isolated host (lorascope-train built beside): the setup
+// test_app_e2e.cpp — the window trains the built-in demo on the CPU, end to end, once through the
+// in-process host and once through the isolated host (lorascope-train built beside): the setup
 // page inspects the demo model and validates its dataset, one click on Start trains, loss points
 // reach the dashboard, a live toggle round-trips (the engine confirms it), Stop writes a
 // checkpoint in the run folder, and (isolated) the adapter exports through `lorascope-train
@@ -14,10 +14,12 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 
+#include "engine/InProcessHost.h"
 #include "engine/IsolatedHost.h"
 #include "gui/MainWindow.h"
 #include "gui/RunExporter.h"
 #include "gui/RunSetupPage.h"
+#include "train/EngineJob.h"  // defines: createTrainingJob
 #include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
 #include "widgets/LengthHistogram.h"
@@ -89,6 +91,12 @@ class TestAppEndToEnd : public QObject {
   }
 
   void init() { QSettings().clear(); }  // each test is a first start
+
+  void inProcessHostTrainsTheDemo() {
+    InProcessHost host(cli::createTrainingJob, HelloEvent{kProtocolVersion, "test", "cpu", {}});
+    app::MainWindow window(app::collectAboutFacts());
+    trainAndStop(window, host);
+  }
 
   void isolatedHostTrainsAndExportsTheDemo() {
     IsolatedHost host(QStringLiteral(LORASCOPE_TRAIN), {});
