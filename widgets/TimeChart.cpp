@@ -3,6 +3,7 @@
 
 #include <QChart>
 #include <QEvent>
+#include <QFont>
 #include <QHBoxLayout>
 #include <QHelpEvent>
 #include <QLegend>
@@ -73,10 +74,18 @@ void setRangeAndTicks(QValueAxis* axis, double low, double high) {
   }
 }
 
+QFont smallerFont(QFont font) {
+  font.setPointSizeF(font.pointSizeF() * 0.85);
+  return font;
+}
+
 void useNiceTicks(QValueAxis* axis) {
   axis->setTickType(QValueAxis::TicksDynamic);
   axis->setTickAnchor(0.0);
   axis->setLabelFormat(QStringLiteral("%.4g"));
+  // A narrow chart would otherwise elide every label to "...": short numbers always fit.
+  axis->setTruncateLabels(false);
+  axis->setTitleFont(smallerFont(axis->titleFont()));
 }
 
 }  // namespace
@@ -179,11 +188,15 @@ TimeChart::TimeChart(const QString& title, const QString& leftAxisTitle,
   leftAxis_ = new QValueAxis(chart_);
   leftAxis_->setTitleText(leftAxisTitle);
   useNiceTicks(leftAxis_);
+  // Value-axis titles appear with the first sample: an axis with no range has no room for its
+  // title, and the left and right ones would be drawn over each other.
+  leftAxis_->setTitleVisible(false);
   chart_->addAxis(leftAxis_, Qt::AlignLeft);
   if (!rightAxisTitle.isEmpty()) {
     rightAxis_ = new QValueAxis(chart_);
     rightAxis_->setTitleText(rightAxisTitle);
     useNiceTicks(rightAxis_);
+    rightAxis_->setTitleVisible(false);
     chart_->addAxis(rightAxis_, Qt::AlignRight);
   }
 
@@ -294,6 +307,7 @@ void TimeChart::updateValueAxis(QValueAxis* axis, AxisSide side) {
   if (!any || !std::isfinite(low) || !std::isfinite(high)) {
     return;  // nothing to show, or a value no axis can hold
   }
+  axis->setTitleVisible(true);
   low = std::min(low, 0.0);  // every quantity here is ≥ 0: the baseline stays honest
   const double pad =
       high > low ? 0.05 * (high - low) : std::max(1e-9, std::abs(high) * 0.05 + 1e-9);

@@ -10,6 +10,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFile>
+#include <QImage>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -50,7 +51,10 @@ bool waitFor(Predicate done) {
 
 bool save(QWidget* window, const QString& path) {
   QTest::qWait(200);  // let layouts and the charts' tick settle
-  const bool ok = window->grab().save(path, "PNG", 9);
+  // 8-bit indexed colour: a flat UI needs few colours, and the README's PNGs stay small.
+  const QImage image = window->grab().toImage().convertToFormat(
+      QImage::Format_Indexed8, Qt::ThresholdDither | Qt::AvoidDither);
+  const bool ok = image.save(path, "PNG", 9);
   std::printf("%s %s\n", ok ? "wrote" : "FAILED to write", qPrintable(path));
   return ok;
 }
