@@ -155,8 +155,8 @@ class Backend {
   // RoPE backward is rope(dx, positions, invFreq, inverse = true); RMSNorm's is rmsnormBackward.
 
   // Gradients of causal GQA attention from the forward's saved logsumexp. Probabilities are
-  // recomputed one query row at a time (no (seq, seq) buffer per head); dk and dv of a KV head
-  // are summed over the query heads of its group. Outputs are overwritten.
+  // recomputed a tile of query rows at a time (no (seq, seq) buffer per head); dk and dv of a KV
+  // head are summed over the query heads of its group in a fixed order. Outputs are overwritten.
   //   dout, q, out (B, S, heads, hd)   k, v (B, S, kvHeads, hd)   logsumexp (B, heads, S) f32
   //   dq (B, S, heads, hd)   dk, dv (B, S, kvHeads, hd)            activation dtype
   virtual void attentionBackward(const Tensor& dout, const Tensor& q, const Tensor& k,
@@ -175,11 +175,14 @@ class Backend {
 
   // Fused lm-head + softmax cross-entropy over vocabulary chunks, so that no (rows, vocab) fp32
   // logits tensor ever exists (a 150K vocabulary at 4K tokens would be 2.4 GB):
-  //   pass 1, per chunk c:  logits_c = h·W_cᵀ; running logsumexp per row; the target's logit.
-  //   pass 2, per chunk c:  dlogits_c = (softmax_c − onehot_c) · gradScale;  dh += dlogits_c·W_c.
+  // one pass over chunks c, two products each:  logits_c = h·W_cᵀ, then with the running
+  // (online) logsumexp m of the row so far, dh += exp(logits_c − m)·W_c while the part of dh
+  // accumulated under an older m is rescaled; at the end dh = (dh / Σ − W_target) · gradScale,
+  // i.e. Σ_c (softmax_c − onehot_c) · gradScale · W_c.
   // losses[r] = logsumexp_r − logit[r][targets[r]], and 0 (with a zero gradient row) where
   // targets[r] == kIgnoreTarget. gradScale is the loss weight of every token (1 / the tokens
-  // predicted in the whole optimizer step). Pass 2 is skipped when dh is undefined (evaluation).
+  // predicted in the whole optimizer step). The gradient product is skipped when dh is undefined
+  // (evaluation).
   // Throws ShapeError naming the row and target when a target is outside [0, vocab).
   //   h (rows, H) activation dtype   weight (vocab, H) any dtype (frozen lm_head or embedding)
   //   losses (rows) f32   dh (rows, H) activation dtype, overwritten, or undefined
