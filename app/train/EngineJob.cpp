@@ -87,6 +87,7 @@ class TrainingJob : public engine::EngineJob {
                                 std::to_string(loop_->state().step) + ", chat template " +
                                 data.chatTemplate + ", on " + backend_->capabilities().name}});
     reportStartToggles(sink);
+    replayMirroredStep(config, sink);
   }
 
   ~TrainingJob() override { runtime::launchControl().faults().setObserver(nullptr); }
@@ -368,6 +369,30 @@ class TrainingJob : public engine::EngineJob {
           " — lower max-seq-len or lora-r, or close what else uses the memory");
     }
     throw engine::RecoverableError(engine::ErrorEvent{"out_of_memory", op, 0, what, action, false});
+  }
+
+  // An engine killed after mirroring step N but before announcing it leaves step N done and
+  // unannounced: a restarted engine announces the step it resumed at once more, from the run's
+  // metrics, marked replayed (the supervisor drops it when it has seen it).
+  void replayMirroredStep(const json& config, const engine::EventSink& sink) const {
+    const std::int64_t step = loop_->state().step;
+    if (!config.value("resume_from_mirror", false) || step == 0) {
+      return;
+    }
+    for (const train::StepMetrics& m :
+         train::RunDirectory::readMetrics(run_.dir() / train::kMetricsFile)) {
+      if (m.step == step) {
+        StepEvent event{m.step,
+                        m.loss,
+                        m.learningRate,
+                        m.gradNorm,
+                        m.tokensPerS,
+                        static_cast<int>(m.microBatch),
+                        static_cast<int>(m.accumulation),
+                        true};
+        sink(engine::TimedEvent{0, event});
+      }
+    }
   }
 
   // What the run starts with, confirmed as toggle_applied events like the live changes, so the

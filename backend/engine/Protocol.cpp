@@ -311,6 +311,9 @@ std::string encodeEvent(const TimedEvent& timed) {
                         {"tokens_per_s", e.tokensPerS},
                         {"micro_batch", e.microBatch},
                         {"accumulation", e.accumulation}});
+            if (e.replayed) {
+              out["replayed"] = true;
+            }
           },
           [&](const MemoryEvent& e) {
             out.update({{"allocated_bytes", optionalToJson(e.allocatedBytes)},
@@ -386,7 +389,8 @@ TimedEvent decodeEvent(std::string_view line) {
                           f.number("grad_norm"),
                           f.number("tokens_per_s"),
                           static_cast<int>(f.integer("micro_batch")),
-                          static_cast<int>(f.integer("accumulation"))};
+                          static_cast<int>(f.integer("accumulation")),
+                          f.has("replayed") && f.boolean("replayed")};
   } else if (type == "memory") {
     out.event =
         MemoryEvent{f.optionalBytes("allocated_bytes"),     f.optionalBytes("reserved_bytes"),

@@ -91,6 +91,10 @@ struct StepEvent {
   double tokensPerS = 0;
   int microBatch = 1;
   int accumulation = 1;
+  // Sent again by an engine that resumed from the state mirror: the step was completed (and
+  // mirrored) by an engine that may have died before announcing it. The supervisor passes it on
+  // only when it has not seen that step.
+  bool replayed = false;
 };
 
 // Three memory readings kept apart (DESIGN: honest numbers); unset = not available here.

@@ -96,6 +96,7 @@ void Supervisor::send(const Command& command) {
   if (const auto* start = std::get_if<StartCommand>(&command)) {
     runConfig_ = start->runConfig;
     restarts_ = 0;
+    lastStep_ = 0;  // a new run: its steps are new, replayed or not
     lastStickyError_.reset();
   } else if (const auto* sw = std::get_if<SwitchProfileCommand>(&command)) {
     switchProfile(sw->name);
@@ -123,6 +124,9 @@ void Supervisor::onEvent(const TimedEvent& timed) {
       hangTimer_.stop();
     }
   } else if (const auto* step = std::get_if<StepEvent>(&timed.event)) {
+    if (step->replayed && step->step <= lastStep_) {
+      return;  // announced before the engine died: already passed on
+    }
     lastStep_ = step->step;
     lastMicroBatch_ = step->microBatch;
     hangTimer_.start(policy_.hangTimeoutMs);

@@ -92,6 +92,12 @@ void TestProtocol::everyEventRoundTrips() {
   QVERIFY(encodeEvent({0, events[10]}).find("detail") == std::string::npos);
   const auto moved = std::get<ToggleAppliedEvent>(decodeEvent(encodeEvent({0, events[11]})).event);
   QCOMPARE(moved.detail, std::string("moved the run to cpu (fp32) at step 42"));
+  // A replayed step says so; an ordinary one carries no such field.
+  QVERIFY(!step.replayed);
+  QVERIFY(encodeEvent({0, events[2]}).find("replayed") == std::string::npos);
+  StepEvent replay = std::get<StepEvent>(events[2]);
+  replay.replayed = true;
+  QVERIFY(std::get<StepEvent>(decodeEvent(encodeEvent({0, replay})).event).replayed);
 }
 
 void TestProtocol::memoryReadingsKeepNotAvailableApartFromZero() {
