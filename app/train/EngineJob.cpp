@@ -247,12 +247,20 @@ class TrainingJob : public engine::EngineJob {
     if (memory::DeviceAllocator* allocator = other->deviceAllocator()) {
       applyAllocatorMode(*allocator);
     }
-    model::ModelWeights otherWeights = placeWeightsLogged(*other, folder_.weights(), logLine());
-    loop_->moveTo(*other, otherWeights);
+    // The loop's graph keeps a reference to weights_, so the new device's weights go into that
+    // member (a local would dangle once this returns: the first device run hung in the CPU step
+    // after the move, reading freed weights).
+    model::ModelWeights placed = placeWeightsLogged(*other, folder_.weights(), logLine());
+    std::swap(weights_, placed);
+    try {
+      loop_->moveTo(*other, weights_);
+    } catch (...) {
+      std::swap(weights_, placed);  // the run stays where it was, on its own weights
+      throw;
+    }
     std::swap(backend_, other);
-    std::swap(weights_, otherWeights);
     const std::string from = other->capabilities().name;
-    otherWeights = {};  // the old device's weights, freed before its cache goes back
+    placed = {};  // the old device's weights, freed before its cache goes back
     std::string released;
     if (heldBefore) {
       other->releaseCachedMemory();
