@@ -28,13 +28,13 @@
 
 #include "data/Validator.h"        // defines: validateDataset
 #include "gui/Background.h"        // defines: runInBackground
+#include "job/TrainRunConfig.h"    // defines: defaultSettings
 #include "model/MemoryEstimate.h"  // defines: estimateLoraTrainingMemory
 #include "model/ModelFolder.h"     // defines: ModelFolder
 #include "text/ChatTemplate.h"     // defines: ChatTemplate
 #include "text/Tokenizer.h"        // defines: Tokenizer
 #include "train/DemoDataset.h"     // defines: ensureDemoDataset
 #include "train/DemoModel.h"       // defines: defaultCacheDir, ensureDemoModel
-#include "train/TrainRunConfig.h"  // defines: defaultSettings
 #include "widgets/Format.h"        // defines: formatBytes
 #include "widgets/LengthHistogram.h"
 
@@ -396,7 +396,7 @@ void RunSetupPage::setOutputDir(const QString& dir) {
 }
 
 void RunSetupPage::restoreDefaults() {
-  const cli::TrainRunSettings s = cli::defaultSettings(usesDemo());
+  const job::TrainRunSettings s = job::defaultSettings(usesDemo());
   const train::TrainConfig& t = s.train;
   rank_->setValue(t.lora.rank);
   alpha_->setValue(t.lora.alpha);

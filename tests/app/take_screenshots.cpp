@@ -23,7 +23,7 @@
 #include "gui/MainWindow.h"
 #include "gui/RunSetupPage.h"
 #include "gui/Theme.h"
-#include "train/EngineJob.h"  // defines: createTrainingJob
+#include "job/EngineJob.h"  // defines: createTrainingJob
 #include "widgets/Dashboard.h"
 #include "widgets/MemoryMapPanel.h"
 #include "widgets/SeriesDecimator.h"
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   QTemporaryDir runs;
 
   engine::InProcessHost host(
-      cli::createTrainingJob,
+      job::createTrainingJob,
       engine::HelloEvent{engine::kProtocolVersion, "screenshots", "cpu", {}});
   app::MainWindow window(app::collectAboutFacts());
   if (args.size() > 4 && args[4] == QLatin1String("dark")) {

@@ -19,7 +19,7 @@
 #include "gui/MainWindow.h"
 #include "gui/RunExporter.h"
 #include "gui/RunSetupPage.h"
-#include "train/EngineJob.h"  // defines: createTrainingJob
+#include "job/EngineJob.h"  // defines: createTrainingJob
 #include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
 #include "widgets/LengthHistogram.h"
@@ -93,7 +93,7 @@ class TestAppEndToEnd : public QObject {
   void init() { QSettings().clear(); }  // each test is a first start
 
   void inProcessHostTrainsTheDemo() {
-    InProcessHost host(cli::createTrainingJob, HelloEvent{kProtocolVersion, "test", "cpu", {}});
+    InProcessHost host(job::createTrainingJob, HelloEvent{kProtocolVersion, "test", "cpu", {}});
     app::MainWindow window(app::collectAboutFacts());
     trainAndStop(window, host);
   }

@@ -14,8 +14,8 @@
 
 #include "gui/ProcessesPage.h"
 #include "gui/RunSetupPage.h"
-#include "train/DemoModel.h"       // defines: ensureDemoModel
-#include "train/TrainRunConfig.h"  // defines: applyOptions, defaultSettings
+#include "job/TrainRunConfig.h"  // defines: applyOptions, defaultSettings
+#include "train/DemoModel.h"     // defines: ensureDemoModel
 #include "widgets/LengthHistogram.h"
 
 using namespace lorascope;
@@ -123,12 +123,12 @@ class TestSetupProcesses : public QObject {
     page.maxStepsEditor()->setValue(123);
     const std::map<std::string, std::string> options = page.options();
     for (const auto& [name, value] : options) {
-      QVERIFY2(cli::trainValueOptions().count(name) == 1, name.c_str());
+      QVERIFY2(job::trainValueOptions().count(name) == 1, name.c_str());
     }
-    cli::TrainRunSettings settings = cli::defaultSettings(false);
-    cli::applyOptions(settings, options);  // throws on a value the trainer rejects
+    job::TrainRunSettings settings = job::defaultSettings(false);
+    job::applyOptions(settings, options);  // throws on a value the trainer rejects
     QCOMPARE(settings.train.maxSteps, std::int64_t{123});
-    QCOMPARE(settings.train.lora.rank, cli::defaultSettings(false).train.lora.rank);
+    QCOMPARE(settings.train.lora.rank, job::defaultSettings(false).train.lora.rank);
     QCOMPARE(settings.train.lora.targets.size(), std::size_t{7});
   }
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "compute/hip/hip_portability.h"  // defines: hipMalloc, hipMemset, hipFree
+#include "gpu/hip_portability.h"  // defines: hipMalloc, hipMemset, hipFree
 #include "telemetry/HeldOutside.h"
 #include "telemetry/NvmlProvider.h"
 #include "telemetry/Sampler.h"

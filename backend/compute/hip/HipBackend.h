@@ -6,9 +6,9 @@
 #include <memory>
 
 #include "compute/Backend.h"
-#include "compute/hip/gemm.h"             // defines: VendorBlas
-#include "compute/hip/hip_portability.h"  // defines: hipStream_t
-#include "memory/DeviceAllocator.h"       // defines: DeviceAllocator
+#include "compute/hip/gemm.h"        // defines: VendorBlas
+#include "gpu/hip_portability.h"     // defines: hipStream_t
+#include "memory/DeviceAllocator.h"  // defines: DeviceAllocator
 
 namespace lorascope::compute::hip {
 

@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "compute/hip/hip_portability.h"  // defines: hipError_t and the HIP runtime names
-#include "runtime/hip/GpuLaunch.h"        // defines: LaunchStatus
+#include "gpu/hip_portability.h"    // defines: hipError_t and the HIP runtime names
+#include "runtime/hip/GpuLaunch.h"  // defines: LaunchStatus
 
 namespace lorascope::compute::hip {
 

@@ -1,6 +1,6 @@
 // hip/HipDevices.cpp — the GPU inventory as the HIP runtime reports it (hip-amd, hip-nvidia).
 #include "compute/BuildInfo.h"
-#include "compute/hip/hip_portability.h"  // defines: deviceArchitecture, runtimeVersionText
+#include "gpu/hip_portability.h"  // defines: deviceArchitecture, runtimeVersionText
 
 namespace lorascope::compute {
 

@@ -3,7 +3,7 @@
 // Include only from .hip translation units.
 #pragma once
 
-#include "compute/hip/hip_portability.h"  // defines: kWaveSize, waveShflXor, bf16 conversions
+#include "gpu/hip_portability.h"  // defines: kWaveSize, waveShflXor, bf16 conversions
 
 namespace lorascope::gpu {
 

@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "compute/Tensor.h"               // defines: DType
-#include "compute/hip/hip_portability.h"  // defines: hipStream_t
+#include "compute/Tensor.h"       // defines: DType
+#include "gpu/hip_portability.h"  // defines: hipStream_t
 
 namespace lorascope::compute::hip {
 

@@ -8,7 +8,7 @@
 #pragma once
 
 #include "compute/hip/HipCheck.h"  // defines: checkLaunch
-#include "compute/hip/hip_portability.h"
+#include "gpu/hip_portability.h"
 #include "runtime/hip/GpuLaunch.h"  // defines: beforeLaunch, afterLaunch
 
 namespace lorascope::compute::hip {

@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "compute/hip/hip_portability.h"  // defines: hipStream_t
+#include "gpu/hip_portability.h"  // defines: hipStream_t
 
 namespace lorascope::compute::hip {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "compute/AdamWScalars.h"
-#include "compute/hip/hip_portability.h"  // defines: hipStream_t
+#include "gpu/hip_portability.h"  // defines: hipStream_t
 
 namespace lorascope::compute::hip {
 

@@ -1,5 +1,5 @@
 // hip/HipDeviceMemory.cpp — DeviceMemory over hipMalloc/hipFree (hip-amd and hip-nvidia flavours).
-#include "compute/hip/hip_portability.h"  // defines: hipMalloc, hipFree, hipMemGetInfo, ...
+#include "gpu/hip_portability.h"  // defines: hipMalloc, hipFree, hipMemGetInfo, ...
 #include "memory/DeviceMemory.h"
 #include "memory/SimulatedDevice.h"  // defines: formatBytes
 

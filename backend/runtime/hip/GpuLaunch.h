@@ -4,7 +4,7 @@
 // Kept C++17 and free of runtime types because nvcc compiles the .hip files that include it.
 #pragma once
 
-#include "compute/hip/hip_portability.h"  // defines: hipError_t, hipStream_t
+#include "gpu/hip_portability.h"  // defines: hipError_t, hipStream_t
 
 namespace lorascope::runtime::gpu {
 

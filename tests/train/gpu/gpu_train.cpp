@@ -38,12 +38,12 @@
 #include "compute/Bf16.h"
 #include "compute/Errors.h"
 #include "engine/Engine.h"
+#include "job/EngineJob.h"  // defines: createTrainingJob
 #include "memory/DeviceAllocator.h"
 #include "model/DeviceWeights.h"
 #include "model/Forward.h"
 #include "model/ModelFolder.h"
 #include "runtime/LaunchControl.h"
-#include "train/EngineJob.h"  // defines: createTrainingJob
 #include "train/Merge.h"
 #include "train/PeftExport.h"
 #include "train/RunDirectory.h"
@@ -489,7 +489,7 @@ void caseEngine(Checks& checks) {
       {"out", (tmp.path() / "run").string()},
       {"options", {{"device", "gpu"}, {"steps", 5}, {"checkpoint-every", 0}}}};
   const std::unique_ptr<engine::EngineJob> job =
-      cli::createTrainingJob(config, [](const engine::TimedEvent&) {});
+      job::createTrainingJob(config, [](const engine::TimedEvent&) {});
   engine::CancelFlag cancel;
   // Each step is announced, so that a run that dies (the first device run was SIGKILLed after
   // the move to the CPU) shows how far it got.
@@ -533,7 +533,7 @@ void caseToggles(Checks& checks) {
       {"out", (tmp.path() / "run").string()},
       {"options", {{"device", "gpu"}, {"steps", 4}, {"checkpoint-every", 0}}}};
   const std::unique_ptr<engine::EngineJob> job =
-      cli::createTrainingJob(config, [](const engine::TimedEvent&) {});
+      job::createTrainingJob(config, [](const engine::TimedEvent&) {});
   engine::CancelFlag cancel;
   job->runStep(cancel);
   checks.expect(job->applyToggle(engine::Toggle::Serialize, true).empty() &&

@@ -1,4 +1,4 @@
-// train/cmd_inspect_model.cpp — `lorascope-train inspect-model DIR [--json] [--batch N] [--seq N]
+// cli/cmd_inspect_model.cpp — `lorascope-train inspect-model DIR [--json] [--batch N] [--seq N]
 // [--rank R]`: architecture, parameter counts, stored dtypes and the memory LoRA training needs
 // at a batch × seq and rank. Reads config.json and the safetensors headers only (mmap), so it
 // answers at once even for a model of many gigabytes.
@@ -9,20 +9,20 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/Commands.h"
+#include "job/CliArgs.h"
 #include "model/MemoryEstimate.h"
 #include "model/ModelFolder.h"
 #include "model/ModelLayout.h"
 #include "telemetry/HeldOutside.h"  // defines: formatBytes
-#include "train/CliArgs.h"
-#include "train/Commands.h"
 
 namespace lorascope::cli {
 namespace {
 
 using telemetry::formatBytes;
 
-std::int64_t positiveOption(const CliArgs& args, const std::string& name, std::int64_t fallback,
-                            std::int64_t max) {
+std::int64_t positiveOption(const job::CliArgs& args, const std::string& name,
+                            std::int64_t fallback, std::int64_t max) {
   const std::optional<std::string> text = args.value(name);
   if (!text) {
     return fallback;
@@ -30,8 +30,8 @@ std::int64_t positiveOption(const CliArgs& args, const std::string& name, std::i
   std::int64_t value = 0;
   const auto [end, error] = std::from_chars(text->data(), text->data() + text->size(), value);
   if (error != std::errc() || end != text->data() + text->size() || value <= 0 || value > max) {
-    throw UsageError("--" + name + " must be an integer in [1, " + std::to_string(max) +
-                     "], got '" + *text + "'");
+    throw job::UsageError("--" + name + " must be an integer in [1, " + std::to_string(max) +
+                          "], got '" + *text + "'");
   }
   return value;
 }
@@ -143,9 +143,9 @@ void printText(const model::ModelFolder& folder, const model::ParameterCounts& p
 }  // namespace
 
 int runInspectModel(const Args& args) {
-  const CliArgs parsed(args, {"json"}, {"batch", "seq", "rank"});
+  const job::CliArgs parsed(args, {"json"}, {"batch", "seq", "rank"});
   if (parsed.positional().size() != 1) {
-    throw UsageError("expected one model folder: inspect-model DIR [--json]");
+    throw job::UsageError("expected one model folder: inspect-model DIR [--json]");
   }
   const model::LoraTrainingPlan plan{positiveOption(parsed, "batch", 1, 4096),
                                      positiveOption(parsed, "seq", 512, 1 << 20),

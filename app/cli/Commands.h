@@ -1,4 +1,4 @@
-// train/Commands.h — the subcommands of lorascope-train. Each takes the arguments after its
+// cli/Commands.h — the subcommands of lorascope-train. Each takes the arguments after its
 // name and returns the process exit code; each lives in its own cmd_<name>.cpp.
 #pragma once
 

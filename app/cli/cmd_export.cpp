@@ -1,11 +1,11 @@
-// train/cmd_export.cpp — `lorascope-train export RUN_DIR [--out DIR] [--merge OUT]
+// cli/cmd_export.cpp — `lorascope-train export RUN_DIR [--out DIR] [--merge OUT]
 // [--checkpoint N]`: the run's adapter in PEFT's format (the final one, else the newest
 // checkpoint, or checkpoint N), copied to DIR and/or merged into the base model as a folder
 // transformers loads.
 #include <iostream>
 
-#include "train/CliArgs.h"
-#include "train/Commands.h"
+#include "cli/Commands.h"
+#include "job/CliArgs.h"
 #include "train/Merge.h"
 #include "train/PeftExport.h"
 #include "train/RunDirectory.h"
@@ -14,9 +14,9 @@ namespace lorascope::cli {
 namespace fs = std::filesystem;
 
 int runExport(const Args& args) {
-  const CliArgs parsed(args, {}, {"out", "merge", "checkpoint"});
+  const job::CliArgs parsed(args, {}, {"out", "merge", "checkpoint"});
   if (parsed.positional().size() != 1) {
-    throw UsageError("expects one RUN_DIR (the --out folder of `lorascope-train train`)");
+    throw job::UsageError("expects one RUN_DIR (the --out folder of `lorascope-train train`)");
   }
   const train::RunDirectory run = train::RunDirectory::open(parsed.positional()[0]);
   fs::path source;
@@ -25,7 +25,7 @@ int runExport(const Args& args) {
     try {
       n = std::stoll(*step);
     } catch (const std::exception&) {
-      throw UsageError("--checkpoint needs a step number, got '" + *step + "'");
+      throw job::UsageError("--checkpoint needs a step number, got '" + *step + "'");
     }
     run.loadCheckpoint(n);  // checks that it exists, is complete and belongs to this config
     source = run.checkpointDir(n);

@@ -1,5 +1,5 @@
-// train/AutoBatch.cpp — the free-memory reading and the plan for `--batch-size auto`.
-#include "train/AutoBatch.h"
+// job/AutoBatch.cpp — the free-memory reading and the plan for `--batch-size auto`.
+#include "job/AutoBatch.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -9,7 +9,7 @@
 #include "telemetry/HostProvider.h"
 #include "train/AutoMicroBatch.h"
 
-namespace lorascope::cli {
+namespace lorascope::job {
 namespace {
 
 std::uint64_t freeBytesFor(compute::Backend& backend) {
@@ -76,4 +76,4 @@ bool AutoMicroBatch::stepDown(train::TrainLoop& loop, const DeviceLog& log) {
   return true;
 }
 
-}  // namespace lorascope::cli
+}  // namespace lorascope::job

@@ -1,4 +1,4 @@
-// train/cmd_bench.cpp — `lorascope-train bench`: tokens/s of one LoRA optimizer step (forward +
+// cli/cmd_bench.cpp — `lorascope-train bench`: tokens/s of one LoRA optimizer step (forward +
 // backward + clip + AdamW) on the CPU backend, for the two shapes of the performance target:
 //   tiny   Llama, hidden 256, 4 layers, 4 heads, 2 KV heads, intermediate 688, vocab 2000, tied,
 //          batch 4 × seq 256
@@ -23,12 +23,12 @@
 #include <thread>
 #include <vector>
 
+#include "cli/Commands.h"
 #include "compute/Backend.h"
 #include "compute/cpu/op_times.h"  // defines: setOpTimesEnabled, takeOpTimes
 #include "compute/cpu/parallel.h"  // defines: setCpuThreads, blasDescription
+#include "job/CliArgs.h"
 #include "model/ReferenceShapes.h"
-#include "train/CliArgs.h"
-#include "train/Commands.h"
 #include "train/TrainLoop.h"
 
 namespace lorascope::cli {
@@ -125,7 +125,7 @@ long positiveNumber(const std::string& option, const std::string& text) {
     used = 0;
   }
   if (used != text.size() || value < 1) {
-    throw UsageError(option + " expects a positive whole number, not '" + text + "'");
+    throw job::UsageError(option + " expects a positive whole number, not '" + text + "'");
   }
   return value;
 }
@@ -137,7 +137,7 @@ std::vector<int> threadList(const std::string& text) {
     out.push_back(static_cast<int>(positiveNumber("--threads", item)));
   }
   if (out.empty()) {
-    throw UsageError("--threads expects a list like 1,2,16");
+    throw job::UsageError("--threads expects a list like 1,2,16");
   }
   return out;
 }
@@ -209,13 +209,13 @@ void benchShape(const BenchShape& shape, const std::vector<int>& threads, long s
 }  // namespace
 
 int runBench(const Args& args) {
-  const CliArgs cli(args, {"checkpointing", "profile"}, {"model", "threads", "steps"});
+  const job::CliArgs cli(args, {"checkpointing", "profile"}, {"model", "threads", "steps"});
   if (!cli.positional().empty()) {
-    throw UsageError("unexpected argument '" + cli.positional().front() + "'");
+    throw job::UsageError("unexpected argument '" + cli.positional().front() + "'");
   }
   const std::string model = cli.value("model").value_or("all");
   if (model != "tiny" && model != "qwen" && model != "all") {
-    throw UsageError("--model expects tiny, qwen or all, not '" + model + "'");
+    throw job::UsageError("--model expects tiny, qwen or all, not '" + model + "'");
   }
   const std::vector<int> threads = threadList(cli.value("threads").value_or(
       "1," + std::to_string(std::max(1u, std::thread::hardware_concurrency()))));

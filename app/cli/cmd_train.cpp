@@ -1,4 +1,4 @@
-// train/cmd_train.cpp — `lorascope-train train`: a LoRA run into a run folder.
+// cli/cmd_train.cpp — `lorascope-train train`: a LoRA run into a run folder.
 //   train --model DIR --data FILE --out RUN_DIR [options]   a new run
 //   train --demo [--out RUN_DIR] [options]                  the built-in demo model and dataset
 //   train --resume RUN_DIR [--checkpoint N] [--device D]    continue a run from its checkpoint
@@ -19,16 +19,16 @@
 #include <optional>
 #include <sstream>
 
-#include "TrainRunConfig.h"
+#include "cli/Commands.h"
 #include "compute/Backend.h"
+#include "job/AutoBatch.h"
+#include "job/CliArgs.h"
+#include "job/RunDevice.h"
+#include "job/TrainRunConfig.h"
 #include "memory/AllocatorStats.h"  // defines: OutOfMemoryError
 #include "model/ModelFolder.h"
-#include "train/AutoBatch.h"
-#include "train/CliArgs.h"
-#include "train/Commands.h"
 #include "train/DemoDataset.h"
 #include "train/DemoModel.h"
-#include "train/RunDevice.h"
 #include "train/RunDirectory.h"
 #include "train/TrainingData.h"
 
@@ -102,24 +102,24 @@ class Progress {
 json readConfigFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw UsageError("--config " + path + ": cannot be read");
+    throw job::UsageError("--config " + path + ": cannot be read");
   }
   const json doc = json::parse(in, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
-    throw UsageError("--config " + path + ": not a JSON object of option names and values");
+    throw job::UsageError("--config " + path + ": not a JSON object of option names and values");
   }
   return doc;
 }
 
 // Options in force: the --config file first, then the command line.
-std::map<std::string, std::string> collectOptions(const CliArgs& parsed) {
+std::map<std::string, std::string> collectOptions(const job::CliArgs& parsed) {
   std::map<std::string, std::string> options;
   if (const auto file = parsed.value("config")) {
     for (const auto& [key, value] : readConfigFile(*file).items()) {
       options[key] = value.is_string() ? value.get<std::string>() : value.dump();
     }
   }
-  for (const std::string& name : trainValueOptions()) {
+  for (const std::string& name : job::trainValueOptions()) {
     if (const auto v = parsed.value(name)) {
       options[name] = *v;
     }
@@ -134,11 +134,11 @@ void printLine(const std::string& line) {
 struct RunSetup {
   std::unique_ptr<compute::Backend> backend;  // opened before the run folder is touched
   train::RunDirectory run;
-  TrainRunSettings settings;
+  job::TrainRunSettings settings;
   std::optional<train::TrainerState> resume;
 };
 
-RunSetup newRun(const CliArgs& parsed) {
+RunSetup newRun(const job::CliArgs& parsed) {
   const bool demo = parsed.has("demo");
   std::string modelPath, dataPath;
   if (demo) {
@@ -152,26 +152,26 @@ RunSetup newRun(const CliArgs& parsed) {
   }
   const std::string out =
       demo ? parsed.value("out").value_or("lorascope-demo-run") : parsed.required("out");
-  TrainRunSettings settings = defaultSettings(demo);
-  applyOptions(settings, collectOptions(parsed));
-  std::unique_ptr<compute::Backend> backend = openBackend(settings.device, printLine);
-  const json config = newRunConfig(modelPath, dataPath, demo, settings);
+  job::TrainRunSettings settings = job::defaultSettings(demo);
+  job::applyOptions(settings, collectOptions(parsed));
+  std::unique_ptr<compute::Backend> backend = job::openBackend(settings.device, printLine);
+  const json config = job::newRunConfig(modelPath, dataPath, demo, settings);
   return {std::move(backend), train::RunDirectory::create(out, config), settings, std::nullopt};
 }
 
-RunSetup resumedRun(const CliArgs& parsed) {
+RunSetup resumedRun(const job::CliArgs& parsed) {
   train::RunDirectory run = train::RunDirectory::open(parsed.required("resume"));
   const std::string configFile = (run.dir() / train::kRunConfigFile).string();
-  TrainRunSettings settings = settingsFromJson(run.config().at("training"), configFile);
+  job::TrainRunSettings settings = job::settingsFromJson(run.config().at("training"), configFile);
   if (const auto device = parsed.value("device")) {
     settings.device = *device;  // this session only: config.json keeps what the run started with
   }
-  std::unique_ptr<compute::Backend> backend = openBackend(settings.device, printLine);
+  std::unique_ptr<compute::Backend> backend = job::openBackend(settings.device, printLine);
   const std::string dataPath = run.config().at("data_path").get<std::string>();
   const std::string recorded = run.config().value("data_fingerprint", "");
-  if (fileFingerprint(dataPath) != recorded) {
+  if (job::fileFingerprint(dataPath) != recorded) {
     throw std::runtime_error(dataPath + ": the data file changed since the run started (" +
-                             fileFingerprint(dataPath) + ", recorded " + recorded +
+                             job::fileFingerprint(dataPath) + ", recorded " + recorded +
                              "); restore it or start a new run");
   }
   std::optional<std::int64_t> step;
@@ -187,11 +187,11 @@ RunSetup resumedRun(const CliArgs& parsed) {
 }  // namespace
 
 int runTrain(const Args& args) {
-  std::set<std::string> options = trainValueOptions();
+  std::set<std::string> options = job::trainValueOptions();
   options.insert({"model", "data", "out", "resume", "checkpoint", "config"});
-  const CliArgs parsed(args, {"demo"}, options);
+  const job::CliArgs parsed(args, {"demo"}, options);
   if (!parsed.positional().empty()) {
-    throw UsageError("unexpected argument '" + parsed.positional()[0] + "'");
+    throw job::UsageError("unexpected argument '" + parsed.positional()[0] + "'");
   }
   RunSetup setup = parsed.value("resume") ? resumedRun(parsed) : newRun(parsed);
   const train::RunDirectory& run = setup.run;
@@ -208,10 +208,10 @@ int runTrain(const Args& args) {
             << " skipped), chat template " << data.chatTemplate << "\n";
   compute::Backend& backend = *setup.backend;
   std::cout << "device: " << backend.capabilities().name << "\n";
-  const model::ModelWeights weights = placeWeightsLogged(backend, folder.weights(), printLine);
+  const model::ModelWeights weights = job::placeWeightsLogged(backend, folder.weights(), printLine);
   train::TrainLoop loop(backend, folder.config(), weights, data.examples, setup.settings.train,
                         std::move(setup.resume));
-  std::optional<AutoMicroBatch> autoBatch;
+  std::optional<job::AutoMicroBatch> autoBatch;
   if (setup.settings.autoMicroBatch) {
     autoBatch.emplace(setup.settings, backend, folder.config(), data.examples);
     autoBatch->apply(loop, printLine);

@@ -1,27 +1,27 @@
-// train/EngineJob.cpp — a TrainLoop behind the engine's EngineJob interface.
-#include "train/EngineJob.h"
+// job/EngineJob.cpp — a TrainLoop behind the engine's EngineJob interface.
+#include "job/EngineJob.h"
 
 #include <filesystem>
 
 #include "compute/Backend.h"
 #include "compute/Errors.h"
 #include "engine/StateMirror.h"
+#include "job/AutoBatch.h"
+#include "job/RunDevice.h"
+#include "job/TrainRunConfig.h"
 #include "memory/DeviceAllocator.h"
 #include "model/ModelFolder.h"
 #include "runtime/LaunchControl.h"
 #include "telemetry/Providers.h"
 #include "telemetry/Sampler.h"
-#include "train/AutoBatch.h"
 #include "train/AutoMicroBatch.h"  // defines: trainerMemoryModel
 #include "train/DemoDataset.h"
 #include "train/DemoModel.h"
-#include "train/RunDevice.h"
 #include "train/RunDirectory.h"
 #include "train/StateCodec.h"
-#include "train/TrainRunConfig.h"
 #include "train/TrainingData.h"
 
-namespace lorascope::cli {
+namespace lorascope::job {
 namespace {
 
 namespace fs = std::filesystem;
@@ -458,4 +458,4 @@ std::unique_ptr<engine::EngineJob> createTrainingJob(const json& config,
   return std::make_unique<TrainingJob>(config, sink);
 }
 
-}  // namespace lorascope::cli
+}  // namespace lorascope::job

@@ -1,13 +1,13 @@
-// train/RunDevice.cpp — --device resolution and weight placement with progress lines.
-#include "train/RunDevice.h"
+// job/RunDevice.cpp — --device resolution and weight placement with progress lines.
+#include "job/RunDevice.h"
 
 #include <stdexcept>
 
 #include "compute/Errors.h"
+#include "job/CliArgs.h"  // defines: UsageError
 #include "model/DeviceWeights.h"
-#include "train/CliArgs.h"  // defines: UsageError
 
-namespace lorascope::cli {
+namespace lorascope::job {
 namespace {
 
 constexpr std::uint64_t kMiB = 1024 * 1024;
@@ -56,4 +56,4 @@ model::ModelWeights placeWeightsLogged(compute::Backend& backend,
                              });
 }
 
-}  // namespace lorascope::cli
+}  // namespace lorascope::job

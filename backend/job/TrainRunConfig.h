@@ -1,4 +1,4 @@
-// train/TrainRunConfig.h — the `train` command's options, from command-line flags, a --config
+// job/TrainRunConfig.h — the `train` command's options, from command-line flags, a --config
 // JSON file (keys are the long option names, e.g. {"lr": 1e-4, "lora-r": 16}) and defaults, to
 // TrainConfig and to the run's config.json (and back, for --resume).
 #pragma once
@@ -8,10 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "train/CliArgs.h"
+#include "job/CliArgs.h"
 #include "train/TrainLoop.h"  // defines: TrainConfig
 
-namespace lorascope::cli {
+namespace lorascope::job {
 
 // Every option `train` takes a value for (besides --model, --data, --out, --resume, --config).
 const std::set<std::string>& trainValueOptions();
@@ -48,4 +48,4 @@ nlohmann::json newRunConfig(const std::string& modelPath, const std::string& dat
 // FNV-1a 64 of a file's bytes as "fnv1a64:<hex>" (the data file's fingerprint in config.json).
 std::string fileFingerprint(const std::string& path);
 
-}  // namespace lorascope::cli
+}  // namespace lorascope::job

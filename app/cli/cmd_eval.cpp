@@ -1,4 +1,4 @@
-// train/cmd_eval.cpp — `lorascope-train eval --model DIR (--ids "1,2,3" | --text "...")
+// cli/cmd_eval.cpp — `lorascope-train eval --model DIR (--ids "1,2,3" | --text "...")
 // [--labels "..."] [--json]`: one CPU forward pass in fp32; prints the next-token loss (labels
 // default to the ids, −100 ignored) and, with --json, the logits of the last position, so that
 // the numbers can be checked against transformers.
@@ -8,12 +8,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/Commands.h"
 #include "compute/Backend.h"
+#include "job/CliArgs.h"
 #include "model/Forward.h"
 #include "model/ModelFolder.h"
 #include "text/Tokenizer.h"
-#include "train/CliArgs.h"
-#include "train/Commands.h"
 
 namespace lorascope::cli {
 namespace {
@@ -28,13 +28,14 @@ std::vector<std::int32_t> parseIdList(const std::string& option, const std::stri
     std::size_t first = text.find_first_not_of(" \t", start);
     std::size_t last = text.find_last_not_of(" \t", end == 0 ? 0 : end - 1);
     if (first == std::string::npos || first >= end) {
-      throw UsageError("--" + option + " has an empty item at character " + std::to_string(start));
+      throw job::UsageError("--" + option + " has an empty item at character " +
+                            std::to_string(start));
     }
     std::int32_t value = 0;
     const auto [ptr, error] = std::from_chars(text.data() + first, text.data() + last + 1, value);
     if (error != std::errc() || ptr != text.data() + last + 1) {
-      throw UsageError("--" + option + ": '" + text.substr(first, last + 1 - first) +
-                       "' is not an integer id");
+      throw job::UsageError("--" + option + ": '" + text.substr(first, last + 1 - first) +
+                            "' is not an integer id");
     }
     ids.push_back(value);
     start = end + 1;
@@ -45,10 +46,10 @@ std::vector<std::int32_t> parseIdList(const std::string& option, const std::stri
 }  // namespace
 
 int runEval(const Args& args) {
-  const CliArgs parsed(args, {"json"}, {"model", "ids", "text", "labels"});
+  const job::CliArgs parsed(args, {"json"}, {"model", "ids", "text", "labels"});
   const std::string dir = parsed.required("model");
   if (parsed.value("ids").has_value() == parsed.value("text").has_value()) {
-    throw UsageError("give exactly one of --ids \"1,2,3\" or --text \"...\"");
+    throw job::UsageError("give exactly one of --ids \"1,2,3\" or --text \"...\"");
   }
   const model::ModelFolder folder = model::ModelFolder::open(dir);
   const std::vector<std::int32_t> ids =
@@ -56,7 +57,7 @@ int runEval(const Args& args) {
           ? parseIdList("ids", *parsed.value("ids"))
           : text::Tokenizer::fromModelDir(dir).encodeWithPostProcessor(*parsed.value("text"));
   if (ids.empty()) {
-    throw UsageError("the input has no tokens");
+    throw job::UsageError("the input has no tokens");
   }
   const std::vector<std::int32_t> labels =
       parsed.value("labels") ? parseIdList("labels", *parsed.value("labels")) : ids;

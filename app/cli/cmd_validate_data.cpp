@@ -1,4 +1,4 @@
-// train/cmd_validate_data.cpp — `lorascope-train validate-data FILE (--model DIR | --tokenizer
+// cli/cmd_validate_data.cpp — `lorascope-train validate-data FILE (--model DIR | --tokenizer
 // PATH) [--template NAME] [--max-seq-len N] [--format auto|alpaca|chat|text]
 // [--policy truncate|drop] [--train-on-all] [--json]`: the dataset report (backend/data) as text
 // or JSON on stdout; progress on stderr when it is a terminal.
@@ -13,9 +13,9 @@
 #include <optional>
 #include <string>
 
+#include "cli/Commands.h"
 #include "data/Validator.h"  // defines: validateDataset, ValidateOptions
-#include "train/CliArgs.h"
-#include "train/Commands.h"
+#include "job/CliArgs.h"
 
 namespace lorascope::cli {
 
@@ -30,8 +30,8 @@ std::size_t parseMaxSeqLen(const std::string& text) {
     used = 0;
   }
   if (used != text.size() || text.empty() || text.front() == '-') {
-    throw UsageError("--max-seq-len needs a whole number of tokens (0 = no limit), got '" + text +
-                     "'");
+    throw job::UsageError("--max-seq-len needs a whole number of tokens (0 = no limit), got '" +
+                          text + "'");
   }
   return value;
 }
@@ -43,7 +43,7 @@ std::optional<data::Format> parseFormat(const std::string& text) {
   if (const auto format = data::parseFormatName(text)) {
     return format;
   }
-  throw UsageError("--format must be auto, alpaca, chat or text, got '" + text + "'");
+  throw job::UsageError("--format must be auto, alpaca, chat or text, got '" + text + "'");
 }
 
 data::OverLengthPolicy parsePolicy(const std::string& text) {
@@ -53,17 +53,17 @@ data::OverLengthPolicy parsePolicy(const std::string& text) {
   if (text == "drop") {
     return data::OverLengthPolicy::Drop;
   }
-  throw UsageError("--policy must be truncate or drop, got '" + text + "'");
+  throw job::UsageError("--policy must be truncate or drop, got '" + text + "'");
 }
 
 // The tokenizer and template: a model folder gives both; a bare tokenizer.json (or a folder
 // passed as --tokenizer) gets the template named by --template, alpaca by default.
-std::optional<data::ExampleEncoder> makeEncoder(const CliArgs& parsed) {
+std::optional<data::ExampleEncoder> makeEncoder(const job::CliArgs& parsed) {
   const auto model = parsed.value("model");
   const auto tokenizerPath = parsed.value("tokenizer");
   const auto templateName = parsed.value("template");
   if (model && tokenizerPath) {
-    throw UsageError("give --model DIR or --tokenizer PATH, not both");
+    throw job::UsageError("give --model DIR or --tokenizer PATH, not both");
   }
   if (model) {
     return data::ExampleEncoder(text::Tokenizer::fromModelDir(*model),
@@ -78,7 +78,7 @@ std::optional<data::ExampleEncoder> makeEncoder(const CliArgs& parsed) {
                                 text::ChatTemplate::byName(templateName.value_or("alpaca")));
   }
   if (templateName) {
-    throw UsageError("--template needs --model DIR or --tokenizer PATH");
+    throw job::UsageError("--template needs --model DIR or --tokenizer PATH");
   }
   return std::nullopt;
 }
@@ -98,11 +98,11 @@ void printProgress(std::uint64_t readBytes, std::uint64_t totalBytes) {
 }  // namespace
 
 int runValidateData(const Args& args) {
-  const CliArgs parsed(args, {"json", "train-on-all"},
-                       {"model", "tokenizer", "template", "max-seq-len", "format", "policy"});
+  const job::CliArgs parsed(args, {"json", "train-on-all"},
+                            {"model", "tokenizer", "template", "max-seq-len", "format", "policy"});
   if (parsed.positional().size() != 1) {
-    throw UsageError("expected one dataset FILE (JSONL or a JSON array), got " +
-                     std::to_string(parsed.positional().size()) + " arguments");
+    throw job::UsageError("expected one dataset FILE (JSONL or a JSON array), got " +
+                          std::to_string(parsed.positional().size()) + " arguments");
   }
   const std::optional<data::ExampleEncoder> encoder = makeEncoder(parsed);
   data::ValidateOptions options;

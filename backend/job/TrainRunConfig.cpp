@@ -1,5 +1,5 @@
-// train/TrainRunConfig.cpp — `train` options ↔ TrainConfig ↔ config.json.
-#include "TrainRunConfig.h"
+// job/TrainRunConfig.cpp — `train` options ↔ TrainConfig ↔ config.json.
+#include "job/TrainRunConfig.h"
 
 #include <ctime>
 #include <filesystem>
@@ -8,10 +8,10 @@
 #include <map>
 
 #include "compute/BuildInfo.h"
-#include "train/RunDevice.h"     // defines: checkDeviceOption
+#include "job/RunDevice.h"       // defines: checkDeviceOption
 #include "train/RunDirectory.h"  // defines: fnv1a64
 
-namespace lorascope::cli {
+namespace lorascope::job {
 using nlohmann::json;
 
 namespace {
@@ -287,4 +287,4 @@ std::string fileFingerprint(const std::string& path) {
   return train::fnv1a64Text(hash);
 }
 
-}  // namespace lorascope::cli
+}  // namespace lorascope::job

@@ -1,4 +1,4 @@
-// train/cmd_devices.cpp — `lorascope-train devices [--json] [--watch] [--count N]
+// cli/cmd_devices.cpp — `lorascope-train devices [--json] [--watch] [--count N]
 // [--interval-ms MS]`: build facts, the GPUs the HIP runtime reports, and live readings from the
 // telemetry providers (NVML, rocm-smi, amdgpu sysfs, host) with "who holds the VRAM". --watch
 // redraws like a small nvtop until Ctrl-C or for --count samples; with --json it prints one JSON
@@ -14,12 +14,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/Commands.h"
 #include "compute/BuildInfo.h"
+#include "job/CliArgs.h"
 #include "telemetry/HeldOutside.h"  // defines: diagnoseHeldOutside, formatBytes
 #include "telemetry/Providers.h"    // defines: openProviders
 #include "telemetry/Sampler.h"
-#include "train/CliArgs.h"
-#include "train/Commands.h"
 
 namespace lorascope::cli {
 namespace {
@@ -188,7 +188,7 @@ std::vector<std::shared_ptr<tel::Provider>> allProviders(const tel::ProviderSet&
   return all;
 }
 
-std::optional<long> positiveOption(const CliArgs& args, const std::string& name) {
+std::optional<long> positiveOption(const job::CliArgs& args, const std::string& name) {
   const std::optional<std::string> text = args.value(name);
   if (!text) {
     return std::nullopt;
@@ -201,7 +201,7 @@ std::optional<long> positiveOption(const CliArgs& args, const std::string& name)
     }
   } catch (const std::exception&) {
   }
-  throw UsageError("--" + name + " needs a positive whole number (got '" + *text + "')");
+  throw job::UsageError("--" + name + " needs a positive whole number (got '" + *text + "')");
 }
 
 json inventoryJson(const compute::GpuInventory& inventory) {
@@ -269,7 +269,7 @@ int watch(const tel::ProviderSet& set, bool asJson, std::optional<long> count,
 }  // namespace
 
 int runDevices(const Args& args) {
-  const CliArgs parsed(args, {"json", "watch"}, {"count", "interval-ms"});
+  const job::CliArgs parsed(args, {"json", "watch"}, {"count", "interval-ms"});
   const std::optional<long> count = positiveOption(parsed, "count");
   const std::optional<long> intervalMs = positiveOption(parsed, "interval-ms");
   const bool watching = parsed.has("watch") || count || intervalMs;

@@ -1,4 +1,4 @@
-// train/EngineJob.h — the training run as the engine drives it (`lorascope-train engine`, the
+// job/EngineJob.h — the training run as the engine drives it (`lorascope-train engine`, the
 // in-process host): one optimizer step per call, the run directory kept as `train` keeps it,
 // and the trainer state mirrored after every step so a crashed engine resumes without loss.
 //
@@ -15,7 +15,7 @@
 
 #include "engine/Engine.h"
 
-namespace lorascope::cli {
+namespace lorascope::job {
 
 // The engine's job factory for training runs. Throws std::exception with a user-facing message.
 std::unique_ptr<engine::EngineJob> createTrainingJob(const nlohmann::json& config,
@@ -26,4 +26,4 @@ inline constexpr const char* kStateMirrorFile = "state.mirror";
 // The LORASCOPE_FAULTS rules that fired in this run (runtime::FaultLedger).
 inline constexpr const char* kFaultLedgerFile = "faults.ledger";
 
-}  // namespace lorascope::cli
+}  // namespace lorascope::job

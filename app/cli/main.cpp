@@ -1,4 +1,4 @@
-// train/main.cpp — lorascope-train: the command-line trainer and tools. Plain C++ (no Qt), so it
+// cli/main.cpp — lorascope-train: the command-line trainer and tools. Plain C++ (no Qt), so it
 // runs on machines without a display and builds where Qt is absent.
 #include <functional>
 #include <iostream>
@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "cli/Commands.h"
 #include "compute/BuildInfo.h"
-#include "train/CliArgs.h"
-#include "train/Commands.h"
+#include "job/CliArgs.h"
 
 namespace {
 
@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
   }
   try {
     return it->second.run(Args(args.begin() + 1, args.end()));
-  } catch (const lorascope::cli::UsageError& e) {
+  } catch (const lorascope::job::UsageError& e) {
     std::cerr << "lorascope-train " << args[0] << ": " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {

@@ -1,20 +1,20 @@
-// train/cmd_engine.cpp — `lorascope-train engine`: the isolated engine. Commands arrive as JSON
+// cli/cmd_engine.cpp — `lorascope-train engine`: the isolated engine. Commands arrive as JSON
 // lines on stdin, events leave as JSON lines on stdout; the GUI's IsolatedHost (or the
 // Supervisor) starts it with a profile's environment. Not meant to be typed by hand.
 #include <iostream>
 
+#include "cli/Commands.h"
 #include "compute/BuildInfo.h"
 #include "engine/StdioEngine.h"
-#include "train/CliArgs.h"
-#include "train/Commands.h"
-#include "train/EngineJob.h"
+#include "job/CliArgs.h"
+#include "job/EngineJob.h"
 
 namespace lorascope::cli {
 
 int runEngine(const Args& args) {
-  const CliArgs parsed(args, {}, {});
+  const job::CliArgs parsed(args, {}, {});
   if (!parsed.positional().empty()) {
-    throw UsageError("unexpected argument '" + parsed.positional()[0] + "'");
+    throw job::UsageError("unexpected argument '" + parsed.positional()[0] + "'");
   }
   std::ios::sync_with_stdio(false);
   const compute::BuildInfo& info = compute::buildInfo();
@@ -22,7 +22,8 @@ int runEngine(const Args& args) {
   for (const compute::GpuDeviceInfo& d : compute::queryGpuInventory().devices) {
     hello.devices.push_back({d.name, d.architecture, d.totalBytes});
   }
-  return engine::serveEngineOverStreams(createTrainingJob, std::move(hello), std::cin, std::cout);
+  return engine::serveEngineOverStreams(job::createTrainingJob, std::move(hello), std::cin,
+                                        std::cout);
 }
 
 }  // namespace lorascope::cli

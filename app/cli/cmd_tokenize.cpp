@@ -1,4 +1,4 @@
-// train/cmd_tokenize.cpp — `lorascope-train tokenize --tokenizer PATH_OR_MODEL_DIR [--json]
+// cli/cmd_tokenize.cpp — `lorascope-train tokenize --tokenizer PATH_OR_MODEL_DIR [--json]
 // [--decode] [--skip-special] [--post-processor]`: one line of stdin in, one line out.
 //   encode: each line is text (a trailing CR is dropped) or, with --json, a JSON string;
 //           prints the ids as a JSON array. --post-processor adds the tokenizer's own special
@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/Commands.h"
+#include "job/CliArgs.h"
 #include "text/Tokenizer.h"
-#include "train/CliArgs.h"
-#include "train/Commands.h"
 
 namespace lorascope::cli {
 
@@ -54,10 +54,11 @@ std::string decodeLine(const text::Tokenizer& tokenizer, const std::string& line
 }  // namespace
 
 int runTokenize(const Args& args) {
-  const CliArgs parsed(args, {"json", "decode", "skip-special", "post-processor"}, {"tokenizer"});
+  const job::CliArgs parsed(args, {"json", "decode", "skip-special", "post-processor"},
+                            {"tokenizer"});
   if (!parsed.positional().empty()) {
-    throw UsageError("unexpected argument '" + parsed.positional().front() +
-                     "' (text comes from stdin, one item per line)");
+    throw job::UsageError("unexpected argument '" + parsed.positional().front() +
+                          "' (text comes from stdin, one item per line)");
   }
   const text::Tokenizer tokenizer = loadTokenizer(parsed.required("tokenizer"));
   const bool json = parsed.has("json");

@@ -1,4 +1,4 @@
-// train/CliArgs.h — the small argument parser of lorascope-train: positional words and
+// job/CliArgs.h — the small argument parser of lorascope-train: positional words and
 // --flag / --key value options, with errors that name the option.
 #pragma once
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace lorascope::cli {
+namespace lorascope::job {
 
 class UsageError : public std::runtime_error {
  public:
@@ -34,4 +34,4 @@ class CliArgs {
   std::vector<std::string> positional_;
 };
 
-}  // namespace lorascope::cli
+}  // namespace lorascope::job

@@ -1,4 +1,4 @@
-// train/RunDevice.h — where a run computes: `--device cpu|gpu|auto` resolved to a backend, and
+// job/RunDevice.h — where a run computes: `--device cpu|gpu|auto` resolved to a backend, and
 // the model's frozen weights placed on it (model/DeviceWeights.h: bf16 kept as stored, f32/f16
 // rounded to bf16 on a GPU, the tied lm_head shared). `train` and the engine job both use it, the
 // engine also for the CPU-fallback toggle, which moves a run from one backend to another.
@@ -11,7 +11,7 @@
 #include "compute/Backend.h"
 #include "model/ModelFolder.h"  // defines: ModelWeights
 
-namespace lorascope::cli {
+namespace lorascope::job {
 
 // One log line (progress of a big upload, the reason auto chose the CPU).
 using DeviceLog = std::function<void(const std::string& line)>;
@@ -30,4 +30,4 @@ std::unique_ptr<compute::Backend> openBackend(const std::string& device, const D
 model::ModelWeights placeWeightsLogged(compute::Backend& backend,
                                        const model::ModelWeights& weights, const DeviceLog& log);
 
-}  // namespace lorascope::cli
+}  // namespace lorascope::job

@@ -1,7 +1,7 @@
-// train/CliArgs.cpp — parsing of lorascope-train's command lines.
-#include "train/CliArgs.h"
+// job/CliArgs.cpp — parsing of lorascope-train's command lines.
+#include "job/CliArgs.h"
 
-namespace lorascope::cli {
+namespace lorascope::job {
 
 CliArgs::CliArgs(const std::vector<std::string>& args, const std::set<std::string>& flags,
                  const std::set<std::string>& options) {
@@ -45,4 +45,4 @@ std::string CliArgs::required(const std::string& option) const {
   return *v;
 }
 
-}  // namespace lorascope::cli
+}  // namespace lorascope::job

@@ -1,4 +1,4 @@
-// train/AutoBatch.h — `--batch-size auto`: the largest micro-batch whose planned peak fits the
+// job/AutoBatch.h — `--batch-size auto`: the largest micro-batch whose planned peak fits the
 // memory the run's device has free (less a safety margin), the effective batch kept by raising
 // accumulation (memory/MicroBatchPlanner.h over train/AutoMicroBatch.h's model of this
 // trainer). `train` and the engine job call it once the weights are on the device; the choice
@@ -8,14 +8,14 @@
 #include <span>
 
 #include "compute/Backend.h"
+#include "job/RunDevice.h"  // defines: DeviceLog
+#include "job/TrainRunConfig.h"
 #include "memory/MicroBatchPlanner.h"
 #include "model/ModelConfig.h"
-#include "train/Batching.h"   // defines: TokenizedExample
-#include "train/RunDevice.h"  // defines: DeviceLog
+#include "train/Batching.h"  // defines: TokenizedExample
 #include "train/TrainLoop.h"
-#include "train/TrainRunConfig.h"
 
-namespace lorascope::cli {
+namespace lorascope::job {
 
 class AutoMicroBatch {
  public:
@@ -39,4 +39,4 @@ class AutoMicroBatch {
   std::string deviceName_;
 };
 
-}  // namespace lorascope::cli
+}  // namespace lorascope::job

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# check-layers.sh — the include graph of the source tree has no upward edge.
+#
+# Folders are ranked bottom to top (LAYERS below, the order docs/ARCHITECTURE.md explains). A file
+# may include headers of its own folder and of folders ranked below it; an include of a folder
+# ranked above it is an upward edge and fails the check. Also fails: a Qt header included
+# anywhere in backend/ but the Qt hosts (QT_ALLOWED).
+# Usage: scripts/check-layers.sh [SOURCE_DIR]   (run by CTest as `check_layers`)
+set -euo pipefail
+root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
+cd "$root"
+
+# Bottom to top. backend/<name> folders are named by <name>; top-level folders by their path.
+LAYERS=(common gpu memory runtime compute model text data profiles telemetry engine train job
+        widgets app/cli app/gui)
+# Files of backend/ allowed to include Qt headers (where Qt stops).
+QT_ALLOWED='^backend/engine/(EngineHost|InProcessHost|IsolatedHost|Supervisor)\.(h|cpp)$'
+
+declare -A rank
+for i in "${!LAYERS[@]}"; do rank[${LAYERS[$i]}]=$i; done
+
+layer_of_file() {  # backend/train/X.cpp -> train; widgets/X.h -> widgets; app/gui/X -> app/gui
+  case "$1" in
+    backend/*) local rest="${1#backend/}"; echo "${rest%%/*}" ;;
+    app/*) local rest="${1#app/}"; echo "app/${rest%%/*}" ;;
+    *) echo "${1%%/*}" ;;
+  esac
+}
+layer_of_include() {  # "train/X.h" -> train; "gui/X.h" -> app/gui; "cli/X.h" -> app/cli
+  local head="${1%%/*}"
+  case "$head" in
+    gui | cli) echo "app/$head" ;;
+    *) echo "$head" ;;
+  esac
+}
+
+failures=0
+while IFS= read -r file; do
+  from="$(layer_of_file "$file")"
+  [[ -n "${rank[$from]:-}" ]] || continue
+  while IFS= read -r line; do
+    number="${line%%:*}"
+    include="${line#*:}"
+    include="${include#*\"}"
+    include="${include%%\"*}"
+    [[ "$include" == */* ]] || continue  # a header beside the file
+    to="$(layer_of_include "$include")"
+    [[ -n "${rank[$to]:-}" && "$to" != "$from" ]] || continue
+    if ((rank[$to] > rank[$from])); then
+      echo "$file:$number: includes \"$include\": $from may not include $to (ranked above it)"
+      failures=$((failures + 1))
+    fi
+  done < <(grep -n '^[[:space:]]*#[[:space:]]*include "' "$file" || true)
+  if [[ "$file" == backend/* && ! "$file" =~ $QT_ALLOWED ]] &&
+    grep -qE '^[[:space:]]*#[[:space:]]*include <Q[A-Za-z]*>' "$file"; then
+    echo "$file: includes a Qt header; Qt stops at the engine's hosts"
+    failures=$((failures + 1))
+  fi
+done < <(find backend widgets app -type f \( -name '*.h' -o -name '*.cpp' -o -name '*.hip' \) | sort)
+
+if ((failures > 0)); then
+  echo "check-layers: $failures upward include(s); see LAYERS in scripts/check-layers.sh"
+  exit 1
+fi
+echo "check-layers: no upward include among ${#LAYERS[@]} layers"
