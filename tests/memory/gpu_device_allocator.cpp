@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "GpuOrSkip.h"
 #include "compute/Backend.h"
-#include "compute/Errors.h"
 #include "memory/DeviceAllocator.h"
 #include "memory/MicroBatchPlanner.h"
 #include "memory/SimulatedDevice.h"  // defines: formatBytes
@@ -103,12 +103,9 @@ StepStats runSteps(compute::Backend& gpu, const std::shared_ptr<DeviceAllocator>
 }  // namespace
 
 int run() {
-  std::unique_ptr<compute::Backend> gpu;
-  try {
-    gpu = compute::createGpuBackend(0);
-  } catch (const compute::NoGpuError& error) {
-    std::printf("skipped: %s\n", error.what());
-    return 77;
+  const std::unique_ptr<compute::Backend> gpu = test::gpuOrSkip("gpu_device_allocator");
+  if (!gpu) {
+    return test::kSkipExitCode;
   }
   std::shared_ptr<memory::DeviceMemory> device = memory::createHipDeviceMemory(0);
   const memory::DeviceMemoryInfo info = device->info();

@@ -25,17 +25,6 @@ inline int benchIterations(int argc, char** argv) {
   return iterations;
 }
 
-// The GPU backend for benchmark `name`; nullptr after printing why there is none, and the
-// caller then exits with 77 (skipped).
-inline std::unique_ptr<compute::Backend> benchGpu(const char* name) {
-  try {
-    return compute::createGpuBackend(0);
-  } catch (const compute::NoGpuError& e) {
-    std::printf("SKIP: %s needs a GPU: %s\n", name, e.what());
-    return nullptr;
-  }
-}
-
 // Mean wall time of `iterations` calls after two warm-up calls, the stream drained around them.
 template <typename Op>
 double millisecondsPerCall(compute::Backend& gpu, int iterations, Op op) {

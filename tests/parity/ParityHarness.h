@@ -1,5 +1,29 @@
 // parity/ParityHarness.h — compares a HIP op with its CPU twin at a per-op tolerance.
 //
+// Adding an op (say `foo`, forward and backward), every file it touches, bottom to top:
+//   backend/compute/Backend.h          the virtual fooForward/fooBackward on Backend
+//   backend/compute/Backend.cpp        checkFooArgs: shapes and dtypes, errors named "foo_forward"
+//   backend/compute/cpu/foo.{h,cpp}    the CPU twin: plain loops, the reference for every GPU kernel
+//   backend/compute/cpu/CpuBackend.cpp the override (checkFooArgs, then cpu::foo…, timed under a
+//                                      CpuOp of cpu/op_times.{h,cpp} for `bench --profile`)
+//   backend/compute/hip/foo.{h,hip}    the kernels and their launchers; launch("foo_forward", …)
+//                                      (hip/launch.h) names the op for fault injection
+//                                      (LORASCOPE_FAULTS) and per-op timing (runtime/OpTiming)
+//                                      (or add them to an existing family: elementwise, …)
+//   backend/compute/hip/HipBackend.h   the override's declaration
+//   backend/compute/hip/HipBackendOps<Family>.cpp  the override: checkFooArgs, then hip::foo…
+//   backend/compute/CMakeLists.txt     cpu/foo.cpp in lorascope_compute, hip/foo.hip in _hip_kernels
+//   tests/compute/test_op_foo.cpp      the CPU op against a naive double loop / finite differences
+//   tests/compute/CMakeLists.txt       `foo` in the foreach of ops
+//   tests/parity/cases_foo.cpp         fooCases(): shapes (odd sizes, one tile, several) and the
+//                                      Tolerance, each case built with compareBackends
+//   tests/parity/ParityHarness.h       declare fooCases() below
+//   tests/parity/parity_main.cpp       add fooCases to the families run
+//   tests/parity/CMakeLists.txt        cases_foo.cpp in parity_ops
+// Then the caller: backend/model/Forward.cpp (inference) or backend/train/TrainGraph.cpp
+// (training), and, if it holds new activations, the memory model in
+// backend/train/AutoMicroBatch.cpp. Check on the device machine: scripts/gpu-check.sh run parity.
+//
 // A case uploads the same inputs to both backends (rounded to the GPU's dtype first, so both see
 // identical values), runs the op on each, and compares every output element:
 //   |gpu − cpu| ≤ atol + rtol·|cpu|,  atol = atolOfRms · rms(cpu output) + absoluteFloor

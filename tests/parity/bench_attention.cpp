@@ -9,7 +9,8 @@
 #include <random>
 #include <string>
 
-#include "BenchTiming.h"    // defines: benchIterations, benchGpu, millisecondsPerCall
+#include "BenchTiming.h"  // defines: benchIterations, millisecondsPerCall
+#include "GpuOrSkip.h"
 #include "ParityHarness.h"  // defines: randomNormal
 #include "compute/Backend.h"
 
@@ -91,9 +92,9 @@ void benchLmHead(compute::Backend& gpu, int iterations, std::mt19937& rng) {
 
 int main(int argc, char** argv) {
   const int iterations = parity::benchIterations(argc, argv);
-  const std::unique_ptr<compute::Backend> gpu = parity::benchGpu("bench_attention");
+  const std::unique_ptr<compute::Backend> gpu = test::gpuOrSkip("bench_attention");
   if (!gpu) {
-    return 77;
+    return test::kSkipExitCode;
   }
   std::printf("bench_attention on %s, %d iterations\n", gpu->capabilities().name.c_str(),
               iterations);

@@ -7,7 +7,8 @@
 #include <cstdio>
 #include <random>
 
-#include "BenchTiming.h"    // defines: benchIterations, benchGpu, millisecondsPerCall
+#include "BenchTiming.h"  // defines: benchIterations, millisecondsPerCall
+#include "GpuOrSkip.h"
 #include "ParityHarness.h"  // defines: randomNormal
 #include "compute/Backend.h"
 #include "compute/Errors.h"
@@ -70,9 +71,9 @@ void benchShape(compute::Backend& gpu, const GemmBenchShape& s, int iterations, 
 
 int main(int argc, char** argv) {
   const int iterations = parity::benchIterations(argc, argv);
-  const std::unique_ptr<compute::Backend> gpu = parity::benchGpu("bench_gemm");
+  const std::unique_ptr<compute::Backend> gpu = test::gpuOrSkip("bench_gemm");
   if (!gpu) {
-    return 77;
+    return test::kSkipExitCode;
   }
   bool vendorGemm = true;
   try {

@@ -12,7 +12,8 @@
 #include <span>
 #include <vector>
 
-#include "BenchTiming.h"    // defines: benchIterations, benchGpu, millisecondsPerCall
+#include "BenchTiming.h"  // defines: benchIterations, millisecondsPerCall
+#include "GpuOrSkip.h"
 #include "ParityHarness.h"  // defines: randomNormal
 #include "train/LoraDropout.h"
 #include "train/Optimizer.h"
@@ -131,9 +132,9 @@ void benchMask(compute::Backend& gpu, std::int64_t tokens, std::int64_t features
 
 int main(int argc, char** argv) {
   const int iterations = parity::benchIterations(argc, argv);
-  const std::unique_ptr<compute::Backend> gpu = parity::benchGpu("bench_optimizer");
+  const std::unique_ptr<compute::Backend> gpu = test::gpuOrSkip("bench_optimizer");
   if (!gpu) {
-    return 77;
+    return test::kSkipExitCode;
   }
   std::printf("bench_optimizer on %s, %d iterations\n", gpu->capabilities().name.c_str(),
               iterations);

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "GpuOrSkip.h"
 #include "ParityHarness.h"
 #include "compute/Errors.h"
 
@@ -23,12 +24,9 @@ int main(int argc, char** argv) {
       filter = argv[i + 1];
     }
   }
-  std::unique_ptr<compute::Backend> gpu;
-  try {
-    gpu = compute::createGpuBackend(0);
-  } catch (const compute::NoGpuError& e) {
-    std::cout << "SKIP: parity tests need a GPU: " << e.what() << "\n";
-    return 77;
+  const std::unique_ptr<compute::Backend> gpu = test::gpuOrSkip("parity_ops");
+  if (!gpu) {
+    return test::kSkipExitCode;
   }
   const std::unique_ptr<compute::Backend> cpu = compute::createCpuBackend();
   std::cout << "parity: " << gpu->capabilities().name << " vs " << cpu->capabilities().name << "\n";

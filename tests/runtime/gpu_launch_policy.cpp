@@ -6,8 +6,8 @@
 #include <random>
 #include <vector>
 
+#include "GpuOrSkip.h"
 #include "compute/Backend.h"
-#include "compute/Errors.h"
 #include "runtime/LaunchControl.h"
 
 using namespace lorascope;
@@ -53,12 +53,9 @@ Run step(compute::Backend& gpu, const compute::Tensor& x, const compute::Tensor&
 }  // namespace
 
 int main() {
-  std::unique_ptr<compute::Backend> gpu;
-  try {
-    gpu = compute::createGpuBackend(0);
-  } catch (const compute::NoGpuError& error) {
-    std::printf("skipped: %s\n", error.what());
-    return 77;
+  const std::unique_ptr<compute::Backend> gpu = test::gpuOrSkip("gpu_launch_policy");
+  if (!gpu) {
+    return test::kSkipExitCode;
   }
   std::printf("device: %s\n", gpu->capabilities().name.c_str());
   constexpr std::int64_t kRows = 16384;

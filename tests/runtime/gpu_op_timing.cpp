@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "GpuOrSkip.h"
 #include "compute/Backend.h"
-#include "compute/Errors.h"
 #include "runtime/OpTiming.h"
 
 using namespace lorascope;
@@ -34,12 +34,9 @@ const gpu::OpTime* find(const std::vector<gpu::OpTime>& times, const char* op) {
 }  // namespace
 
 int main() {
-  std::unique_ptr<compute::Backend> backend;
-  try {
-    backend = compute::createGpuBackend(0);
-  } catch (const compute::NoGpuError& error) {
-    std::printf("skipped: %s\n", error.what());
-    return 77;
+  const std::unique_ptr<compute::Backend> backend = test::gpuOrSkip("gpu_op_timing");
+  if (!backend) {
+    return test::kSkipExitCode;
   }
   constexpr std::int64_t kRows = 8192;
   constexpr std::int64_t kDim = 4096;

@@ -33,6 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "GpuOrSkip.h"
 #include "TrainExamples.h"
 #include "compute/Backend.h"
 #include "compute/Bf16.h"
@@ -65,10 +66,6 @@ constexpr double kLossTolerance = 1e-2;
 // the same order; they are expected to agree to rounding noise at most.
 constexpr double kSameDeviceTolerance = 1e-5;
 
-struct Skip {
-  std::string reason;
-};
-
 class Checks {
  public:
   void expect(bool ok, const std::string& what) {
@@ -81,14 +78,6 @@ class Checks {
  private:
   int failed_ = 0;
 };
-
-std::unique_ptr<compute::Backend> gpuOrSkip() {
-  try {
-    return compute::createGpuBackend(0);
-  } catch (const compute::NoGpuError& e) {
-    throw Skip{e.what()};
-  }
-}
 
 model::ModelFolder openFixture(const std::string& name) {
   return model::ModelFolder::open(kModelDataDir + "/" + name);
@@ -226,7 +215,7 @@ std::vector<std::pair<std::string, const compute::Tensor*>> namedWeights(
 }
 
 void caseWeights(Checks& checks) {
-  auto gpu = gpuOrSkip();
+  auto gpu = test::requireGpu();
   auto cpu = compute::createCpuBackend();
   const std::uint64_t baseline = allocatedBytes(*gpu);
   for (const char* name :
@@ -299,7 +288,7 @@ bool selectGemm(compute::Backend& gpu, GemmImplementation impl) {
 
 void caseParity(Checks& checks) {
   constexpr std::int64_t kSteps = 50;
-  auto gpu = gpuOrSkip();
+  auto gpu = test::requireGpu();
   std::printf("note GPU: %s\n", gpu->capabilities().name.c_str());
   for (const char* name : {"llama_bf16_sharded_tied", "qwen2_bf16_sharded_linear_rope"}) {
     const model::ModelFolder folder = openFixture(name);
@@ -326,7 +315,7 @@ void caseResume(Checks& checks) {
   const model::ModelFolder folder = openFixture("llama_bf16_sharded_tied");
   std::vector<double> uninterrupted;
   {
-    auto gpu = gpuOrSkip();
+    auto gpu = test::requireGpu();
     const model::ModelWeights placed = model::placeWeights(*gpu, folder.weights());
     train::TrainLoop loop(*gpu, folder.config(), placed, runData(), runConfig(kSteps));
     uninterrupted = runSteps(loop, kSteps);
@@ -336,13 +325,13 @@ void caseResume(Checks& checks) {
   const train::RunDirectory run = train::RunDirectory::create(tmp.path() / "run", config);
   std::vector<double> curve;
   {
-    auto gpu = gpuOrSkip();
+    auto gpu = test::requireGpu();
     const model::ModelWeights placed = model::placeWeights(*gpu, folder.weights());
     train::TrainLoop loop(*gpu, folder.config(), placed, runData(), runConfig(kSteps));
     curve = runSteps(loop, kInterruptAt);
     run.saveCheckpoint(loop.state(), 0);
   }  // the process's GPU state is gone: backend, weights, LoRA tensors
-  auto gpu = gpuOrSkip();
+  auto gpu = test::requireGpu();
   const model::ModelWeights placed = model::placeWeights(*gpu, folder.weights());
   train::TrainLoop resumed(*gpu, folder.config(), placed, runData(), runConfig(kSteps),
                            train::RunDirectory::open(tmp.path() / "run").loadCheckpoint());
@@ -374,7 +363,7 @@ void caseExport(Checks& checks) {
   // The f32 Llama of the CPU PEFT tests: its weights are rounded to bf16 on the GPU, the merge
   // folds the adapter into the stored f32 weights.
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
-  auto gpu = gpuOrSkip();
+  auto gpu = test::requireGpu();
   const model::ModelWeights placed = model::placeWeights(*gpu, folder.weights());
   train::TrainConfig config = runConfig(20);
   config.adamw.learningRate = 2e-2;  // move B well away from zero within 20 steps
@@ -442,7 +431,7 @@ void caseMove(Checks& checks) {
   constexpr std::int64_t kLeg = 15, kSteps = 3 * kLeg;
   const model::ModelFolder folder = openFixture("qwen2_bf16_sharded_linear_rope");
   const std::vector<double> reference = cpuLosses(folder, kSteps);
-  auto gpu = gpuOrSkip();
+  auto gpu = test::requireGpu();
   auto cpu = compute::createCpuBackend();
   const std::uint64_t baseline = runBytes(*gpu);
 
@@ -482,7 +471,7 @@ void caseMove(Checks& checks) {
 // --- engine ---------------------------------------------------------------------------------
 
 void caseEngine(Checks& checks) {
-  gpuOrSkip();
+  test::requireGpu();  // the job makes its own backend; without a GPU the case skips
   TempDir tmp("engine");
   const nlohmann::json config = {
       {"demo", true},
@@ -526,7 +515,7 @@ void caseEngine(Checks& checks) {
 // GEMM switches to the built-in kernel, arena mode gives the allocator a planned arena at the
 // next step; snapshots carry the owner of every block.
 void caseToggles(Checks& checks) {
-  gpuOrSkip();
+  test::requireGpu();  // the job makes its own backend; without a GPU the case skips
   TempDir tmp("toggles");
   const nlohmann::json config = {
       {"demo", true},
@@ -586,9 +575,8 @@ int main(int argc, char** argv) {
   Checks checks;
   try {
     it->second(checks);
-  } catch (const Skip& skip) {
-    std::printf("SKIP: gpu_train %s needs a GPU: %s\n", argv[1], skip.reason.c_str());
-    return 77;
+  } catch (const test::NoGpu& none) {
+    return test::skipWithoutGpu(std::string("gpu_train ") + argv[1], none.reason);
   } catch (const std::exception& e) {
     checks.expect(false, std::string("gpu_train ") + argv[1] + " threw: " + e.what());
   }

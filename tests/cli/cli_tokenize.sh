@@ -1,7 +1,7 @@
 #!/bin/sh
-# cli_tokenize_test.sh — `lorascope-train tokenize` end to end: ids equal to Hugging Face's
+# cli_tokenize.sh — `lorascope-train tokenize` end to end: ids equal to Hugging Face's
 # (from data/reference_ids.json), JSON-string lines, decode round trip, errors name the line.
-#   cli_tokenize_test.sh LORASCOPE_TRAIN DATA_DIR
+#   cli_tokenize.sh LORASCOPE_TRAIN DATA_DIR
 set -u
 train="$1"
 data="$2"

@@ -1,4 +1,4 @@
-// test_telemetry_devices_cli.cpp — `lorascope-train devices` end to end: exit 0 and a plain
+// test_cli_devices.cpp — `lorascope-train devices` end to end: exit 0 and a plain
 // "none" with every provider's reason on a machine without a GPU; --json carries the host's
 // memory and the providers' reasons; --count N --json prints the inventory then N sample lines;
 // a bad option is a usage error (exit 2) naming it.
@@ -33,7 +33,7 @@ Result runDevices(const QStringList& args) {
 
 }  // namespace
 
-class TestTelemetryDevicesCli : public QObject {
+class TestCliDevices : public QObject {
   Q_OBJECT
 
  private slots:
@@ -96,5 +96,5 @@ class TestTelemetryDevicesCli : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestTelemetryDevicesCli)
-#include "test_telemetry_devices_cli.moc"
+QTEST_GUILESS_MAIN(TestCliDevices)
+#include "test_cli_devices.moc"

@@ -1,4 +1,4 @@
-// test_model_cli.cpp — lorascope-train inspect-model and eval, end to end on the reference
+// test_cli_model.cpp — lorascope-train inspect-model and eval, end to end on the reference
 // folders: parameter counts and weight bytes equal what transformers wrote in the shard index
 // (metadata.total_parameters / total_size), and eval's last logits equal transformers' logits.
 #include <QProcess>
@@ -38,7 +38,7 @@ QByteArray runTrain(const QStringList& args, int expectedExit = 0) {
 
 }  // namespace
 
-class TestModelCli : public QObject {
+class TestCliModel : public QObject {
   Q_OBJECT
 
  private slots:
@@ -104,5 +104,5 @@ class TestModelCli : public QObject {
   }
 };
 
-QTEST_GUILESS_MAIN(TestModelCli)
-#include "test_model_cli.moc"
+QTEST_GUILESS_MAIN(TestCliModel)
+#include "test_cli_model.moc"

@@ -1,5 +1,6 @@
-// test_rmsnorm_cpu.cpp — the CPU RMSNorm (the reference for every GPU kernel) is itself right:
-// hand-computed values, gradients against finite differences, and shape errors.
+// test_op_rmsnorm.cpp — the CPU RMSNorm (compute/cpu/rmsnorm.cpp; the reference for every GPU
+// kernel) is itself right: hand-computed values, gradients against finite differences, and shape
+// errors. Its GPU twin is checked in tests/parity/cases_rmsnorm.cpp.
 #include <QtTest>
 
 #include <cmath>
@@ -10,7 +11,7 @@
 
 using namespace lorascope::compute;
 
-class TestRmsnormCpu : public QObject {
+class TestOpRmsnorm : public QObject {
   Q_OBJECT
 
  private slots:
@@ -130,5 +131,5 @@ class TestRmsnormCpu : public QObject {
   }
 };
 
-QTEST_APPLESS_MAIN(TestRmsnormCpu)
-#include "test_rmsnorm_cpu.moc"
+QTEST_APPLESS_MAIN(TestOpRmsnorm)
+#include "test_op_rmsnorm.moc"
