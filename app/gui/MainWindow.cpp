@@ -57,7 +57,7 @@ widgets::AboutFacts collectAboutFacts() {
 
 MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
     : QMainWindow(parent), facts_(std::move(facts)) {
-  engine::registerEngineMetaTypes();
+  widgets::registerEngineMetaTypes();
   setWindowTitle(tr("LoRAscope"));
   resize(1280, 820);
 

@@ -4,7 +4,8 @@
 #include <QApplication>
 #include <QDir>
 
-#include "engine/Supervisor.h"
+#include "engine/SupervisorHost.h"
+#include "gui/EngineAdapter.h"
 #include "gui/MainWindow.h"
 #include "profiles/Builtins.h"
 
@@ -15,8 +16,11 @@ int main(int argc, char** argv) {
 
   const QString engineProgram =
       QDir(QApplication::applicationDirPath()).filePath(QStringLiteral("lorascope-train"));
-  lorascope::engine::Supervisor engine(engineProgram, lorascope::profiles::defaultProfile(),
-                                       lorascope::engine::SupervisorPolicy{});
+  lorascope::app::EngineAdapter engine([&](lorascope::engine::HostListener listener) {
+    return std::make_unique<lorascope::engine::SupervisorHost>(
+        engineProgram.toStdString(), lorascope::profiles::defaultProfile(),
+        lorascope::engine::SupervisorPolicy{}, std::move(listener));
+  });
 
   lorascope::app::MainWindow window(lorascope::app::collectAboutFacts());
   window.setEngineProgram(engineProgram);

@@ -1,10 +1,11 @@
-// engine/InProcessHost.h — the engine on a worker QThread of this process. Events reach the
-// owner's thread as queued signals; send() only enqueues, so the GUI never waits on the trainer.
-// For CPU runs: a GPU fault here would take the GUI down with it (GPU runs use IsolatedHost).
+// engine/InProcessHost.h — the engine on a thread of this process. send() only enqueues, so the
+// caller never waits on the trainer; events reach the listener on the engine's thread. For CPU
+// runs: a GPU fault here would take the whole program down with it (GPU runs use IsolatedHost).
 #pragma once
 
-#include <QThread>
+#include <atomic>
 #include <memory>
+#include <thread>
 
 #include "engine/Engine.h"
 #include "engine/EngineHost.h"
@@ -12,18 +13,18 @@
 namespace lorascope::engine {
 
 class InProcessHost : public EngineHost {
-  Q_OBJECT
-
  public:
-  InProcessHost(JobFactory factory, HelloEvent hello, QObject* parent = nullptr);
+  InProcessHost(JobFactory factory, HelloEvent hello, HostListener listener);
   ~InProcessHost() override;  // stops the engine thread (no checkpoint: send stop first)
 
   void send(const Command& command) override;
-  bool isConnected() const override { return thread_.isRunning(); }
+  bool isConnected() const override { return running_.load(); }
 
  private:
+  HostListener listener_;
   std::unique_ptr<Engine> engine_;
-  QThread thread_;
+  std::atomic<bool> running_{false};
+  std::thread thread_;
 };
 
 }  // namespace lorascope::engine

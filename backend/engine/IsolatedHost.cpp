@@ -1,120 +1,199 @@
-// engine/IsolatedHost.cpp — child process management and the JSON-lines transport.
+// engine/IsolatedHost.cpp — the child's streams and the JSON-lines transport.
 #include "engine/IsolatedHost.h"
 
-#include <QProcessEnvironment>
+#include <array>
+#include <chrono>
 
 namespace lorascope::engine {
 namespace {
 
-constexpr int kStderrTailBytes = 4096;   // enough for a runtime's abort message
-constexpr int kGracefulExitMs = 3000;    // time the child gets to checkpoint after stdin closes
-constexpr int kMaxLineBytes = 64 << 20;  // a snapshot of a big allocator fits; a runaway does not
+constexpr std::size_t kStderrTailBytes = 4096;  // enough for a runtime's abort message
+constexpr auto kGracefulExit = std::chrono::milliseconds(3000);  // to checkpoint after stdin ends
+constexpr std::size_t kMaxLineBytes = 64 << 20;  // a snapshot of a big allocator fits; a runaway
+                                                 // does not
+constexpr std::size_t kReadChunk = 64 << 10;
+
+bool blank(std::string_view line) {
+  return line.find_first_not_of(" \t\r") == std::string_view::npos;
+}
 
 }  // namespace
 
-IsolatedHost::IsolatedHost(QString program, QMap<QString, QString> environment, QObject* parent)
-    : EngineHost(parent), program_(std::move(program)), environment_(std::move(environment)) {
-  registerEngineMetaTypes();
-  qRegisterMetaType<EngineExit>("lorascope::engine::EngineExit");
-  connect(&process_, &QProcess::readyReadStandardOutput, this, &IsolatedHost::readEvents);
-  connect(&process_, &QProcess::readyReadStandardError, this, &IsolatedHost::readStderr);
-  connect(&process_, &QProcess::started, this, [this] { emit connectedChanged(true); });
-  connect(&process_, &QProcess::finished, this, [this](int code, QProcess::ExitStatus status) {
-    readEvents();
-    readStderr();
-    emit connectedChanged(false);
-    emit exited(EngineExit{status == QProcess::CrashExit, code, QString::fromUtf8(stderrTail_)});
-  });
-  connect(&process_, &QProcess::errorOccurred, this, [this](QProcess::ProcessError error) {
-    if (error == QProcess::FailedToStart) {
-      emit eventReceived(
-          TimedEvent{0, ErrorEvent{"engine", "start", 0,
-                                   "cannot start the engine " + program_.toStdString() + ": " +
-                                       process_.errorString().toStdString(),
-                                   "reinstall LoRAscope: lorascope-train must sit beside "
-                                   "lorascope",
-                                   false}});
-      emit exited(EngineExit{true, -1, process_.errorString()});
-    }
-  });
-}
+IsolatedHost::IsolatedHost(std::string program, std::map<std::string, std::string> environment,
+                           HostListener listener, ExitListener exited)
+    : program_(std::move(program)),
+      environment_(std::move(environment)),
+      listener_(std::move(listener)),
+      exitedListener_(std::move(exited)) {}
 
 IsolatedHost::~IsolatedHost() {
-  if (process_.state() == QProcess::NotRunning) {
-    return;
+  if (child_) {
+    child_->closeInput();  // the engine stops, checkpointing, when its stdin ends
+    std::unique_lock lock(stateMutex_);
+    if (!exitedChanged_.wait_for(lock, kGracefulExit, [this] { return exited_; })) {
+      lock.unlock();
+      child_->kill();
+    }
   }
-  process_.closeWriteChannel();  // the engine stops, checkpointing, when its stdin ends
-  if (!process_.waitForFinished(kGracefulExitMs)) {
-    process_.kill();
-    process_.waitForFinished(kGracefulExitMs);
-  }
+  if (stdoutThread_.joinable())
+    stdoutThread_.join();  // joins the stderr reader and reaps the child
 }
 
 void IsolatedHost::start() {
-  QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-  for (auto it = environment_.cbegin(); it != environment_.cend(); ++it) {
-    env.insert(it.key(), it.value());
+  if (child_ || stdoutThread_.joinable())
+    return;
+  common::ChildOptions options{program_, {"engine"}, {}};
+  for (const auto& [name, value] : environment_) {
+    options.environment.emplace_back(name, value);
   }
-  process_.setProcessEnvironment(env);
-  pending_.clear();
-  stderrTail_.clear();
-  process_.start(program_, {QStringLiteral("engine")});
+  try {
+    child_ = std::make_unique<common::ChildProcess>(options);
+  } catch (const common::ChildProcessError& e) {
+    const std::string reason = e.what();
+    stdoutThread_ = std::thread([this, reason] {
+      emitEvent(TimedEvent{
+          0, ErrorEvent{"engine", "start", 0, "cannot start the engine " + program_ + ": " + reason,
+                        "reinstall LoRAscope: lorascope-train must sit beside "
+                        "lorascope",
+                        false}});
+      EngineExit exit;
+      exit.crashed = true;
+      exit.exitCode = -1;
+      exit.failedToStart = true;
+      exit.stderrTail = reason;
+      finish(exit);
+    });
+    return;
+  }
+  connected_ = true;
+  stderrThread_ = std::thread([this] { readStderr(); });
+  stdoutThread_ = std::thread([this] {
+    {
+      const std::lock_guard lock(emitMutex_);
+      if (listener_.connectedChanged)
+        listener_.connectedChanged(true);
+    }
+    readEvents();
+    stderrThread_.join();
+    const common::ChildExit status = child_->wait();
+    EngineExit exit;
+    exit.crashed = status.signaled;
+    exit.exitCode = status.exitCode;
+    if (status.signaled)
+      exit.signal = common::ChildProcess::signalName(status.signal);
+    {
+      const std::lock_guard lock(stateMutex_);
+      exit.stderrTail = stderrTail_;
+    }
+    finish(exit);
+  });
+}
+
+void IsolatedHost::finish(const EngineExit& exit) {
+  connected_ = false;
+  {
+    const std::lock_guard lock(emitMutex_);
+    if (listener_.connectedChanged && !exit.failedToStart)
+      listener_.connectedChanged(false);
+    if (exitedListener_)
+      exitedListener_(exit);
+  }
+  {
+    const std::lock_guard lock(stateMutex_);
+    exited_ = true;
+  }
+  exitedChanged_.notify_all();
+}
+
+void IsolatedHost::emitEvent(const TimedEvent& event) {
+  const std::lock_guard lock(emitMutex_);
+  listener_.event(event);
+}
+
+std::int64_t IsolatedHost::processId() const {
+  return child_ && connected_.load() ? child_->id() : 0;
 }
 
 void IsolatedHost::send(const Command& command) {
-  if (process_.state() == QProcess::NotRunning) {
-    emit eventReceived(TimedEvent{0, ErrorEvent{"engine", std::string(commandType(command)), 0,
-                                                "the engine process is not running", "", false}});
-    return;
+  if (!child_ || !connected_.load() || !child_->write(encodeCommand(command) + "\n")) {
+    emitEvent(TimedEvent{0, ErrorEvent{"engine", std::string(commandType(command)), 0,
+                                       "the engine process is not running", "", false}});
   }
-  QByteArray line = QByteArray::fromStdString(encodeCommand(command));
-  line.append('\n');
-  process_.write(line);  // while still starting, QProcess keeps it until the child runs
 }
 
 void IsolatedHost::kill() {
-  process_.kill();
+  if (child_)
+    child_->kill();
+}
+
+void IsolatedHost::closeInput() {
+  if (child_)
+    child_->closeInput();
 }
 
 void IsolatedHost::readEvents() {
-  pending_.append(process_.readAllStandardOutput());
-  qsizetype newline;
-  while ((newline = pending_.indexOf('\n')) >= 0) {
-    const QByteArray line = pending_.left(newline);
-    pending_.remove(0, newline + 1);
-    if (line.trimmed().isEmpty()) {
-      continue;
+  std::string pending;  // bytes after the last complete line
+  std::array<char, kReadChunk> buffer;
+  bool dropping = false;  // inside an over-long line: skip to its end
+  for (;;) {
+    const std::size_t n = child_->readOutput(buffer);
+    if (n == 0)
+      break;
+    pending.append(buffer.data(), n);
+    std::size_t start = 0;
+    for (std::size_t newline; (newline = pending.find('\n', start)) != std::string::npos;
+         start = newline + 1) {
+      const std::string_view line(pending.data() + start, newline - start);
+      if (dropping) {
+        dropping = false;
+        continue;
+      }
+      if (blank(line))
+        continue;
+      try {
+        emitEvent(decodeEvent(line));
+      } catch (const ProtocolError& e) {
+        emitEvent(TimedEvent{0, protocolErrorEvent(e, line)});
+      }
     }
-    try {
-      emit eventReceived(
-          decodeEvent(std::string_view(line.constData(), static_cast<std::size_t>(line.size()))));
-    } catch (const ProtocolError& e) {
-      emit eventReceived(TimedEvent{0, protocolErrorEvent(e, line.toStdString())});
+    pending.erase(0, start);
+    if (pending.size() > kMaxLineBytes) {
+      emitEvent(TimedEvent{
+          0, ErrorEvent{"protocol", "", 0, "the engine wrote a line longer than 64 MiB; dropped",
+                        "report this as a bug", false}});
+      pending.clear();
+      dropping = true;
     }
-  }
-  if (pending_.size() > kMaxLineBytes) {
-    emit eventReceived(TimedEvent{
-        0, ErrorEvent{"protocol", "", 0, "the engine wrote a line longer than 64 MiB; dropped",
-                      "report this as a bug", false}});
-    pending_.clear();
   }
 }
 
 void IsolatedHost::readStderr() {
-  const QByteArray text = process_.readAllStandardError();
-  if (text.isEmpty()) {
-    return;
-  }
-  stderrTail_.append(text);
-  if (stderrTail_.size() > kStderrTailBytes) {
-    stderrTail_ = stderrTail_.right(kStderrTailBytes);
-  }
-  for (const QByteArray& line : text.split('\n')) {
-    if (!line.trimmed().isEmpty()) {
-      emit eventReceived(
-          TimedEvent{0, LogEvent{LogLevel::Warning, "engine: " + line.toStdString()}});
+  std::string pending;
+  std::array<char, 4096> buffer;
+  auto emitLine = [this](std::string_view line) {
+    if (!blank(line)) {
+      emitEvent(TimedEvent{0, LogEvent{LogLevel::Warning, "engine: " + std::string(line)}});
     }
+  };
+  for (;;) {
+    const std::size_t n = child_->readErrorOutput(buffer);
+    if (n == 0)
+      break;
+    {
+      const std::lock_guard lock(stateMutex_);
+      stderrTail_.append(buffer.data(), n);
+      if (stderrTail_.size() > kStderrTailBytes)
+        stderrTail_.erase(0, stderrTail_.size() - kStderrTailBytes);
+    }
+    pending.append(buffer.data(), n);
+    std::size_t start = 0;
+    for (std::size_t newline; (newline = pending.find('\n', start)) != std::string::npos;
+         start = newline + 1) {
+      emitLine(std::string_view(pending).substr(start, newline - start));
+    }
+    pending.erase(0, start);
   }
+  emitLine(pending);
 }
 
 }  // namespace lorascope::engine

@@ -8,56 +8,42 @@
 namespace lorascope::engine {
 namespace {
 
-QMap<QString, QString> environmentOf(const profiles::Profile& profile) {
-  QMap<QString, QString> env;
-  for (const auto& [name, value] : profile.environment) {
-    env.insert(QString::fromStdString(name), QString::fromStdString(value));
-  }
-  return env;
-}
-
 std::string describeExit(const EngineExit& exit) {
-  return exit.crashed ? "the engine process was killed by a signal"
+  if (exit.failedToStart)
+    return "the engine process could not be started";
+  return exit.crashed ? "the engine process was killed by a signal" +
+                            (exit.signal.empty() ? std::string() : " (" + exit.signal + ")")
                       : "the engine process exited with code " + std::to_string(exit.exitCode);
 }
 
 }  // namespace
 
-Supervisor::Supervisor(QString program, profiles::Profile profile, SupervisorPolicy policy,
-                       QObject* parent)
-    : EngineHost(parent),
-      program_(std::move(program)),
+Supervisor::Supervisor(EngineLauncher& launcher, profiles::Profile profile, SupervisorPolicy policy,
+                       EventSink publish, std::function<void(bool)> connectedChanged,
+                       runtime::NowMs nowMs)
+    : launcher_(launcher),
       profile_(std::move(profile)),
-      policy_(policy) {
-  registerEngineMetaTypes();
-  clock_.start();
-  hangTimer_.setSingleShot(true);
-  connect(&hangTimer_, &QTimer::timeout, this, [this] {
-    if (!running_ || !host_)
-      return;
-    planned_ =
-        PlannedRestart{runtime::classifyHang(),
-                       "no optimizer step for " + std::to_string(policy_.hangTimeoutMs / 1000) +
-                           " s (hang) after step " + std::to_string(lastStep_),
-                       true};
-    host_->kill();
-  });
-  startEngine();
+      policy_(policy),
+      publish_(std::move(publish)),
+      connectedChanged_(std::move(connectedChanged)),
+      nowMs_(std::move(nowMs)),
+      startedMs_(nowMs_()) {}
+
+Supervisor::~Supervisor() = default;
+
+void Supervisor::start() {
+  if (!host_)
+    startEngine();
 }
 
-Supervisor::~Supervisor() {
-  // Runs the isolated host's shutdown (stdin closed: the engine checkpoints and exits) now,
-  // while this object is still whole.
-  delete host_;
-}
-
-bool Supervisor::isConnected() const {
-  return host_ != nullptr && host_->isConnected();
+std::unique_ptr<SupervisableHost> Supervisor::releaseEngine() {
+  hangDeadlineMs_.reset();
+  ++engineId_;  // whatever it still reports is no longer ours
+  return std::move(host_);
 }
 
 void Supervisor::publish(Event event) {
-  emit this->eventReceived(
-      TimedEvent{toSupervisorTime(clock_.elapsed() - engineStartedMs_), std::move(event)});
+  publish_(TimedEvent{toSupervisorTime(elapsedMs() - engineStartedMs_), std::move(event)});
 }
 
 std::int64_t Supervisor::toSupervisorTime(std::int64_t engineTimeMs) {
@@ -66,21 +52,13 @@ std::int64_t Supervisor::toSupervisorTime(std::int64_t engineTimeMs) {
 }
 
 void Supervisor::startEngine() {
-  engineStartedMs_ = clock_.elapsed();
-  host_ = new IsolatedHost(program_, environmentOf(profile_), this);
-  connect(host_, &EngineHost::eventReceived, this, &Supervisor::onEvent);
-  connect(host_, &EngineHost::connectedChanged, this, &EngineHost::connectedChanged);
-  connect(host_, &IsolatedHost::exited, this, &Supervisor::onExit);
-  host_->start();
+  engineStartedMs_ = elapsedMs();
+  host_ = launcher_.launch(++engineId_, profile_.environment);
 }
 
-// The host that just reported its exit is deleted once its signal has returned.
 void Supervisor::retireEngine() {
-  if (host_ != nullptr) {
-    host_->disconnect(this);
-    host_->deleteLater();
-    host_ = nullptr;
-  }
+  hangDeadlineMs_.reset();
+  host_.reset();
 }
 
 // A new engine picks the run up from the state mirror, on the current rung.
@@ -95,6 +73,7 @@ void Supervisor::resumeRun() {
 void Supervisor::send(const Command& command) {
   if (const auto* start = std::get_if<StartCommand>(&command)) {
     runConfig_ = start->runConfig;
+    running_ = true;  // an engine that dies while it starts the run is recovered too
     restarts_ = 0;
     lastStep_ = 0;  // a new run: its steps are new, replayed or not
     lastStickyError_.reset();
@@ -102,14 +81,25 @@ void Supervisor::send(const Command& command) {
     switchProfile(sw->name);
     return;
   }
+  if (!host_ && !planned_) {
+    startEngine();  // the last one could not start or was released: try again
+  }
   if (host_)
     host_->send(command);
-  if (std::holds_alternative<StartCommand>(command)) {
+  if (host_ && std::holds_alternative<StartCommand>(command)) {
     sendRungToggles();  // a new run starts on the current rung's toggles and the profile's
   }
 }
 
-void Supervisor::onEvent(const TimedEvent& timed) {
+void Supervisor::engineConnected(int engineId, bool connected) {
+  if (engineId == engineId_ && connectedChanged_)
+    connectedChanged_(connected);
+}
+
+void Supervisor::engineEvent(int engineId, const TimedEvent& timed) {
+  if (engineId != engineId_)
+    return;
+  const std::int64_t now = elapsedMs();
   if (const auto* state = std::get_if<StateEvent>(&timed.event)) {
     if (state->state == RunState::Running || state->state == RunState::Paused ||
         state->state == RunState::Starting) {
@@ -119,9 +109,9 @@ void Supervisor::onEvent(const TimedEvent& timed) {
       running_ = false;  // a sticky failure is followed by the engine's exit and a recovery
     }
     if (state->state == RunState::Running) {
-      hangTimer_.start(policy_.hangTimeoutMs);
+      hangDeadlineMs_ = now + policy_.hangTimeoutMs;
     } else {
-      hangTimer_.stop();
+      hangDeadlineMs_.reset();
     }
   } else if (const auto* step = std::get_if<StepEvent>(&timed.event)) {
     if (step->replayed && step->step <= lastStep_) {
@@ -129,15 +119,34 @@ void Supervisor::onEvent(const TimedEvent& timed) {
     }
     lastStep_ = step->step;
     lastMicroBatch_ = step->microBatch;
-    hangTimer_.start(policy_.hangTimeoutMs);
+    hangDeadlineMs_ = now + policy_.hangTimeoutMs;
   } else if (const auto* error = std::get_if<ErrorEvent>(&timed.event); error && error->sticky) {
     lastStickyError_ = *error;  // the engine exits after a sticky error; onExit recovers
   }
-  emit eventReceived(TimedEvent{toSupervisorTime(timed.timeMs), timed.event});
+  publish_(TimedEvent{toSupervisorTime(timed.timeMs), timed.event});
+}
+
+void Supervisor::checkHang() {
+  if (!hangDeadlineMs_ || elapsedMs() < *hangDeadlineMs_)
+    return;
+  hangDeadlineMs_.reset();
+  if (!running_ || !host_)
+    return;
+  planned_ =
+      PlannedRestart{runtime::classifyHang(),
+                     "no optimizer step for " + std::to_string(policy_.hangTimeoutMs / 1000) +
+                         " s (hang) after step " + std::to_string(lastStep_),
+                     true};
+  host_->kill();
+}
+
+void Supervisor::engineExited(int engineId, const EngineExit& exit) {
+  if (engineId != engineId_)
+    return;
+  onExit(exit);
 }
 
 void Supervisor::onExit(const EngineExit& exit) {
-  hangTimer_.stop();
   retireEngine();
   if (planned_) {
     const PlannedRestart planned = *planned_;
@@ -152,6 +161,15 @@ void Supervisor::onExit(const EngineExit& exit) {
     }
     return;
   }
+  if (exit.failedToStart) {
+    // Starting it again would fail the same way: the next command tries once more.
+    lastStickyError_.reset();
+    if (running_) {
+      running_ = false;
+      publish(StateEvent{RunState::Failed, lastStep_, describeExit(exit)});
+    }
+    return;
+  }
   if (!running_ && !exit.crashed && exit.exitCode == 0) {
     startEngine();  // a clean exit with no run in progress: keep an engine ready
     return;
@@ -159,7 +177,7 @@ void Supervisor::onExit(const EngineExit& exit) {
   const runtime::ErrorClass error =
       lastStickyError_ ? runtime::classifyError(lastStickyError_->category,
                                                 lastStickyError_->message, lastStickyError_->op)
-                       : runtime::classifyError("", exit.stderrTail.toStdString());
+                       : runtime::classifyError("", exit.stderrTail);
   recover(error, describeExit(exit) + " after step " + std::to_string(lastStep_));
 }
 
@@ -234,7 +252,7 @@ void Supervisor::switchProfile(const std::string& name) {
     const profiles::SwitchPlan plan = profiles::planSwitch(profile_, p.profile);
     profile_ = p.profile;
     if (!plan.restartEngine) {
-      if (running_)
+      if (running_ && host_)
         sendRungToggles();
       publish(LogEvent{LogLevel::Info, "profile '" + name + "' applied at the next step"});
       return;

@@ -7,17 +7,25 @@
 // restarts the engine and resumes from the state mirror, which holds the last completed
 // optimizer step: no completed step is lost. Restarts are bounded; the user can stop the ladder.
 // Switching to a profile whose environment differs restarts the engine the same way.
+//
+// This class is the logic only, plain C++ and single-threaded: every call comes from one thread,
+// time comes from an injected clock, engines come from an EngineLauncher, and what the engines
+// report is handed in by the caller (engineEvent, engineExited). SupervisorHost runs it on a
+// thread of its own with real child processes; tests drive it directly with a manual clock.
 #pragma once
 
-#include <QElapsedTimer>
-#include <QMap>
-#include <QTimer>
+#include <functional>
+#include <map>
+#include <memory>
 #include <optional>
+#include <string>
 
+#include "engine/Engine.h"  // defines: EventSink
 #include "engine/EngineHost.h"
-#include "engine/IsolatedHost.h"
+#include "engine/IsolatedHost.h"  // defines: EngineExit
 #include "profiles/Profile.h"
 #include "runtime/ErrorClassifier.h"
+#include "runtime/QueueTracker.h"  // defines: NowMs
 
 namespace lorascope::engine {
 
@@ -27,22 +35,48 @@ struct SupervisorPolicy {
   bool climbLadder = true;      // false: restart on the same rung (the user stopped the ladder)
 };
 
-class Supervisor : public EngineHost {
-  Q_OBJECT
-
+// Starts engines for the supervisor. Engine `engineId` reports its events, connection changes
+// and (once) its exit back to the supervisor through the caller that drives it.
+class EngineLauncher {
  public:
-  // `program`: lorascope-train. The profile gives the engine's environment and first toggles.
-  Supervisor(QString program, profiles::Profile profile, SupervisorPolicy policy,
-             QObject* parent = nullptr);
-  ~Supervisor() override;
+  virtual ~EngineLauncher() = default;
+  virtual std::unique_ptr<SupervisableHost> launch(
+      int engineId, const std::map<std::string, std::string>& environment) = 0;
+};
 
-  void send(const Command& command) override;
-  bool isConnected() const override;
+class Supervisor {
+ public:
+  // `publish` receives every event the supervisor passes on or makes, on this supervisor's clock;
+  // `connectedChanged` (optional) the engine's coming and going.
+  Supervisor(EngineLauncher& launcher, profiles::Profile profile, SupervisorPolicy policy,
+             EventSink publish, std::function<void(bool)> connectedChanged = {},
+             runtime::NowMs nowMs = runtime::steadyClockMs());
+  ~Supervisor();
+
+  // Starts the first engine.
+  void start();
+  void send(const Command& command);
+
+  // What engine `engineId` reported; reports of an engine already replaced are ignored.
+  void engineEvent(int engineId, const TimedEvent& event);
+  void engineConnected(int engineId, bool connected);
+  void engineExited(int engineId, const EngineExit& exit);
+
+  // When the running engine counts as hung unless a step arrives first; nothing while no run is
+  // in progress. checkHang() acts on it once the clock has reached it.
+  std::optional<std::int64_t> hangDeadlineMs() const { return hangDeadlineMs_; }
+  void checkHang();
+  // Milliseconds on the supervisor's clock (since it was made): the time of its deadlines.
+  std::int64_t elapsedMs() const { return nowMs_() - startedMs_; }
+
+  // Hands over the running engine (to shut it down); the supervisor then has none.
+  std::unique_ptr<SupervisableHost> releaseEngine();
 
   runtime::RecoveryRung rung() const { return rung_; }
   int restarts() const { return restarts_; }
-  // The running engine's process id, 0 when none runs (tests kill it with real signals).
-  qint64 engineProcessId() const { return host_ ? host_->processId() : 0; }
+  bool isConnected() const { return host_ != nullptr && host_->isConnected(); }
+  // The running engine's process id, 0 when none runs.
+  std::int64_t engineProcessId() const { return host_ ? host_->processId() : 0; }
   void setClimbLadder(bool climb) { policy_.climbLadder = climb; }
 
  private:
@@ -57,7 +91,6 @@ class Supervisor : public EngineHost {
   void startEngine();
   void retireEngine();
   void resumeRun();
-  void onEvent(const TimedEvent& event);
   void onExit(const EngineExit& exit);
   void recover(const runtime::ErrorClass& error, const std::string& what);
   void switchProfile(const std::string& name);
@@ -67,14 +100,19 @@ class Supervisor : public EngineHost {
   // never runs backwards, so the GUI's time axis does not jump back after a restart.
   std::int64_t toSupervisorTime(std::int64_t engineTimeMs);
 
-  QString program_;
+  EngineLauncher& launcher_;
   profiles::Profile profile_;
   SupervisorPolicy policy_;
-  IsolatedHost* host_ = nullptr;  // child of this; retired hosts are deleted later
-  QTimer hangTimer_;
-  QElapsedTimer clock_;
-  std::int64_t engineStartedMs_ = 0;  // clock_ when the current engine was started
+  EventSink publish_;
+  std::function<void(bool)> connectedChanged_;
+  runtime::NowMs nowMs_;
+  std::int64_t startedMs_ = 0;
+
+  std::unique_ptr<SupervisableHost> host_;
+  int engineId_ = 0;                  // the running engine's number (launch count)
+  std::int64_t engineStartedMs_ = 0;  // when the current engine was started, since startedMs_
   std::int64_t lastEventMs_ = 0;      // the latest time an event left with
+  std::optional<std::int64_t> hangDeadlineMs_;
 
   std::optional<nlohmann::json> runConfig_;  // the start command's config, for restarts
   bool running_ = false;  // a run is in progress: started, not finished, not failed for good

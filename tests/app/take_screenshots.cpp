@@ -20,6 +20,7 @@
 #include <cstdio>
 
 #include "engine/InProcessHost.h"
+#include "gui/EngineAdapter.h"
 #include "gui/MainWindow.h"
 #include "gui/RunSetupPage.h"
 #include "gui/Theme.h"
@@ -93,9 +94,12 @@ int main(int argc, char** argv) {
   QSettings().clear();
   QTemporaryDir runs;
 
-  engine::InProcessHost host(
-      job::createTrainingJob,
-      engine::HelloEvent{engine::kProtocolVersion, "screenshots", "cpu", {}});
+  app::EngineAdapter host([](engine::HostListener listener) {
+    return std::make_unique<engine::InProcessHost>(
+        job::createTrainingJob,
+        engine::HelloEvent{engine::kProtocolVersion, "screenshots", "cpu", {}},
+        std::move(listener));
+  });
   app::MainWindow window(app::collectAboutFacts());
   if (args.size() > 4 && args[4] == QLatin1String("dark")) {
     app::applyColorScheme(app::ColorScheme::Dark);

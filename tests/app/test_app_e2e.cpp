@@ -16,6 +16,7 @@
 
 #include "engine/InProcessHost.h"
 #include "engine/IsolatedHost.h"
+#include "gui/EngineAdapter.h"
 #include "gui/MainWindow.h"
 #include "gui/RunExporter.h"
 #include "gui/RunSetupPage.h"
@@ -43,7 +44,7 @@ class TestAppEndToEnd : public QObject {
   QTemporaryDir home_;
 
   // Drives the window from the setup page to a stopped run with a checkpoint in the run folder.
-  void trainAndStop(app::MainWindow& window, EngineHost& host) {
+  void trainAndStop(app::MainWindow& window, widgets::EngineClient& host) {
     window.setEngine(&host);
     app::RunSetupPage* setup = window.setupPage();
     QVERIFY(setup->usesDemo());  // preselected on first start
@@ -93,14 +94,22 @@ class TestAppEndToEnd : public QObject {
   void init() { QSettings().clear(); }  // each test is a first start
 
   void inProcessHostTrainsTheDemo() {
-    InProcessHost host(job::createTrainingJob, HelloEvent{kProtocolVersion, "test", "cpu", {}});
+    app::EngineAdapter host([](HostListener listener) {
+      return std::make_unique<InProcessHost>(job::createTrainingJob,
+                                             HelloEvent{kProtocolVersion, "test", "cpu", {}},
+                                             std::move(listener));
+    });
     app::MainWindow window(app::collectAboutFacts());
     trainAndStop(window, host);
   }
 
   void isolatedHostTrainsAndExportsTheDemo() {
-    IsolatedHost host(QStringLiteral(LORASCOPE_TRAIN), {});
-    host.start();
+    app::EngineAdapter host([](HostListener listener) {
+      auto isolated = std::make_unique<IsolatedHost>(
+          LORASCOPE_TRAIN, std::map<std::string, std::string>{}, std::move(listener));
+      isolated->start();
+      return isolated;
+    });
     app::MainWindow window(app::collectAboutFacts());
     window.setEngineProgram(QStringLiteral(LORASCOPE_TRAIN));
     trainAndStop(window, host);

@@ -29,7 +29,7 @@
 #include <numeric>
 #include <random>
 
-#include "engine/Supervisor.h"
+#include "engine/SupervisorHost.h"
 #include "profiles/Builtins.h"
 
 using namespace lorascope::engine;
@@ -148,15 +148,25 @@ void TestFaultSuite::initTestCase() {
 
 void TestFaultSuite::run(const QString& out, SupervisorPolicy policy, std::mt19937* killer,
                          RunRecord& record) {
-  Supervisor supervisor(QStringLiteral(LORASCOPE_TRAIN), cpuOnlyProfile(), policy);
   QElapsedTimer clock;
   clock.start();
   std::optional<qint64> crashAt, hangFrom;
   qint64 lastStepAt = 0;
   bool killArmed = false;
-  // The context of the timers and the event connection: destroyed first, so neither reaches the
-  // locals above once this function returns or while the supervisor shuts its engine down.
+  // The context of the timers and of the events handed to this thread: destroyed after the
+  // supervisor (declared below it) and before the locals above, so nothing reaches them once this
+  // function returns; between the two no event loop runs.
   QObject scope;
+  std::function<void(const TimedEvent&)> onEvent;
+  SupervisorHost supervisor(LORASCOPE_TRAIN, cpuOnlyProfile(), policy,
+                            HostListener{[&](const TimedEvent& timed) {
+                                           // From the supervisor's thread to this one, as the GUI's
+                                           // adapter does.
+                                           QMetaObject::invokeMethod(
+                                               &scope, [&onEvent, timed] { onEvent(timed); },
+                                               Qt::QueuedConnection);
+                                         },
+                                         {}});
   // The kills, planned over the run: each after a seeded step (0 .. kSteps - 4, so that all are
   // done before the run ends) and a seeded delay of up to two reference step times, so they land
   // inside steps, between them, in state-mirror writes and checkpoints alike. One kill is armed
@@ -191,7 +201,7 @@ void TestFaultSuite::run(const QString& out, SupervisorPolicy policy, std::mt199
       crashAt = clock.elapsed();
     });
   };
-  connect(&supervisor, &EngineHost::eventReceived, &scope, [&](const TimedEvent& timed) {
+  onEvent = [&](const TimedEvent& timed) {
     if (!record.eventTimesMs.empty() && timed.timeMs < record.eventTimesMs.back()) {
       qWarning("event time went back from %lld to %lld ms",
                static_cast<long long>(record.eventTimesMs.back()),
@@ -236,7 +246,7 @@ void TestFaultSuite::run(const QString& out, SupervisorPolicy policy, std::mt199
       record.finished |= state->state == RunState::Finished;
       record.failed |= state->state == RunState::Failed && !crashAt;
     }
-  });
+  };
   QTRY_VERIFY(supervisor.isConnected());
   supervisor.send(StartCommand{demoRun(out)});
   QTRY_VERIFY_WITH_TIMEOUT(record.finished || record.failed, 600'000);

@@ -1,16 +1,20 @@
-// test_hosts.cpp — the in-process host delivers events on the owner's thread and never blocks
-// send(); the isolated host reports a child that cannot start, and malformed lines, as events.
+// test_hosts.cpp — the in-process host never blocks send() and reports from its engine thread;
+// the isolated host reports a child that cannot start, malformed lines and a crash as events and
+// an exit; the GUI's adapter hands a host's events to the owner's thread as signals.
 #include <QFile>
-#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <mutex>
 #include <thread>
 
+#include "EventLog.h"
 #include "engine/InProcessHost.h"
 #include "engine/IsolatedHost.h"
+#include "gui/EngineAdapter.h"
 
 using namespace lorascope::engine;
+using lorascope::testing::EventLog;
 
 namespace {
 
@@ -36,53 +40,105 @@ class SlowJob : public EngineJob {
   std::int64_t done_ = 0;
 };
 
+JobFactory slowJobs() {
+  return [](const nlohmann::json&, const EventSink&) { return std::make_unique<SlowJob>(); };
+}
+
+// Records how an isolated host's child ended.
+struct ExitLog {
+  std::mutex mutex;
+  std::vector<EngineExit> exits;
+  IsolatedHost::ExitListener listener() {
+    return [this](const EngineExit& exit) {
+      const std::lock_guard lock(mutex);
+      exits.push_back(exit);
+    };
+  }
+  std::size_t count() {
+    const std::lock_guard lock(mutex);
+    return exits.size();
+  }
+};
+
 }  // namespace
 
 class TestHosts : public QObject {
   Q_OBJECT
 
  private slots:
-  void inProcessEventsArriveOnTheOwnersThread() {
-    InProcessHost host(
-        [](const nlohmann::json&, const EventSink&) { return std::make_unique<SlowJob>(); },
-        HelloEvent{kProtocolVersion, "test", "cpu", {}});
+  void inProcessHostNeverBlocksSendAndReportsFromItsThread() {
+    EventLog log;
+    {
+      InProcessHost host(slowJobs(), HelloEvent{kProtocolVersion, "test", "cpu", {}},
+                         log.listener());
+      QTRY_VERIFY(host.isConnected());
+      QElapsedTimer timer;
+      timer.start();
+      host.send(StartCommand{nlohmann::json::object()});
+      host.send(SetToggleCommand{Toggle::Serialize, true});
+      QVERIFY2(timer.elapsed() < 20, "send() waited on the trainer");
+      QTRY_VERIFY(log.all<StepEvent>().size() >= 3);
+      host.send(StopCommand{});
+      QTRY_VERIFY(log.hasState(RunState::Finished));
+    }
+    // One engine thread, not this one, reported everything; connected, then disconnected.
+    const std::vector<std::thread::id> threads = log.threads();
+    QVERIFY(!threads.empty());
+    QVERIFY(threads.front() != std::this_thread::get_id());
+    QVERIFY(std::all_of(threads.begin(), threads.end(),
+                        [&](std::thread::id id) { return id == threads.front(); }));
+    QCOMPARE(log.connectedChanges(), (std::vector<bool>{true, false}));
+    QCOMPARE(log.all<CheckpointEvent>().size(), std::size_t{1});
+  }
+
+  void adapterEmitsOnTheOwnersThread() {
+    lorascope::app::EngineAdapter adapter([](HostListener listener) {
+      return std::make_unique<InProcessHost>(
+          slowJobs(), HelloEvent{kProtocolVersion, "test", "cpu", {}}, std::move(listener));
+    });
     QThread* owner = QThread::currentThread();
     int steps = 0;
     bool allOnOwner = true;
-    connect(&host, &EngineHost::eventReceived, this, [&](const TimedEvent& e) {
-      allOnOwner = allOnOwner && QThread::currentThread() == owner;
-      steps += std::holds_alternative<StepEvent>(e.event) ? 1 : 0;
-    });
-    QTRY_VERIFY(host.isConnected());
-    QElapsedTimer timer;
-    timer.start();
-    host.send(StartCommand{nlohmann::json::object()});
-    host.send(SetToggleCommand{Toggle::Serialize, true});
-    QVERIFY2(timer.elapsed() < 20, "send() waited on the trainer");
+    bool sawConnected = false;
+    connect(&adapter, &lorascope::widgets::EngineClient::eventReceived, this,
+            [&](const TimedEvent& e) {
+              allOnOwner = allOnOwner && QThread::currentThread() == owner;
+              steps += std::holds_alternative<StepEvent>(e.event) ? 1 : 0;
+            });
+    connect(&adapter, &lorascope::widgets::EngineClient::connectedChanged, this,
+            [&](bool connected) {
+              allOnOwner = allOnOwner && QThread::currentThread() == owner;
+              sawConnected |= connected;
+            });
+    QTRY_VERIFY(adapter.isConnected());
+    adapter.send(StartCommand{nlohmann::json::object()});
     QTRY_VERIFY(steps >= 3);
     QVERIFY(allOnOwner);
-    host.send(StopCommand{});
+    QVERIFY(sawConnected);
+    QVERIFY(adapter.host<InProcessHost>().isConnected());
+    adapter.send(StopCommand{});
   }
 
   void isolatedHostReportsAnEngineThatCannotStart() {
-    IsolatedHost host(QStringLiteral("/nonexistent/lorascope-train"), {});
-    QSignalSpy events(&host, &EngineHost::eventReceived);
-    QSignalSpy exited(&host, &IsolatedHost::exited);
+    EventLog log;
+    ExitLog exits;
+    IsolatedHost host("/nonexistent/lorascope-train", {}, log.listener(), exits.listener());
     host.start();
-    QTRY_VERIFY(!exited.isEmpty());
+    QTRY_VERIFY(exits.count() == 1);
+    QVERIFY(exits.exits[0].failedToStart);
     bool sawError = false;
-    for (const QList<QVariant>& args : events) {
-      const auto e = args.at(0).value<TimedEvent>();
-      if (const auto* error = std::get_if<ErrorEvent>(&e.event)) {
-        sawError = error->message.find("cannot start the engine") != std::string::npos;
-      }
+    for (const ErrorEvent& error : log.all<ErrorEvent>()) {
+      sawError |= error.message.find("cannot start the engine /nonexistent/lorascope-train") !=
+                  std::string::npos;
     }
     QVERIFY(sawError);
     QVERIFY(!host.isConnected());
+    QCOMPARE(host.processId(), std::int64_t{0});
   }
 
   // A stand-in engine (a shell script) prints one valid event and one malformed line, writes to
-  // stderr and dies by SIGSEGV, as a GPU memory fault would end the real one.
+  // stderr and dies by SIGSEGV, as a GPU memory fault would end the real one. It also prints the
+  // environment variable it was given.
   void isolatedHostDecodesLinesAndReportsACrash() {
     QTemporaryDir dir;
     const QString path = dir.filePath(QStringLiteral("fake-engine"));
@@ -92,31 +148,43 @@ class TestHosts : public QObject {
         "#!/bin/sh\n"
         "echo '{\"v\":1,\"type\":\"log\",\"t_ms\":3,\"level\":\"info\",\"text\":\"hi\"}'\n"
         "echo 'garbage'\n"
+        "echo \"{\\\"v\\\":1,\\\"type\\\":\\\"log\\\",\\\"t_ms\\\":4,\\\"level\\\":\\\"info\\\","
+        "\\\"text\\\":\\\"serialize=$AMD_SERIALIZE_KERNEL\\\"}\"\n"
         "echo 'Memory access fault by GPU node-1' >&2\n"
         "kill -SEGV $$\n");
     file.close();
     file.setPermissions(QFileDevice::ReadOwner | QFileDevice::ExeOwner);
 
-    IsolatedHost host(path, {{QStringLiteral("AMD_SERIALIZE_KERNEL"), QStringLiteral("3")}});
-    QSignalSpy events(&host, &EngineHost::eventReceived);
-    QSignalSpy exited(&host, &IsolatedHost::exited);
+    EventLog log;
+    ExitLog exits;
+    IsolatedHost host(path.toStdString(), {{"AMD_SERIALIZE_KERNEL", "3"}}, log.listener(),
+                      exits.listener());
     host.start();
-    QTRY_VERIFY(!exited.isEmpty());
-    const auto exit = exited.at(0).at(0).value<EngineExit>();
+    QTRY_VERIFY(exits.count() == 1);
+    const EngineExit exit = exits.exits[0];
     QVERIFY(exit.crashed);
-    QVERIFY(exit.stderrTail.contains(QStringLiteral("Memory access fault")));
+    QCOMPARE(exit.signal, std::string("SIGSEGV"));
+    QVERIFY(exit.stderrTail.find("Memory access fault") != std::string::npos);
 
-    int logs = 0, protocolErrors = 0;
-    for (const QList<QVariant>& args : events) {
-      const auto e = args.at(0).value<TimedEvent>();
-      if (const auto* log = std::get_if<LogEvent>(&e.event)) {
-        logs += log->text == "hi" ? 1 : 0;
+    int logs = 0, protocolErrors = 0, stderrLines = 0;
+    bool sawEnvironment = false;
+    for (const TimedEvent& e : log.events()) {
+      if (const auto* line = std::get_if<LogEvent>(&e.event)) {
+        logs += line->text == "hi" ? 1 : 0;
+        sawEnvironment |= line->text == "serialize=3";
+        stderrLines += line->text == "engine: Memory access fault by GPU node-1" ? 1 : 0;
       } else if (const auto* error = std::get_if<ErrorEvent>(&e.event)) {
         protocolErrors += error->category == "protocol" ? 1 : 0;
       }
     }
     QCOMPARE(logs, 1);
     QCOMPARE(protocolErrors, 1);
+    QCOMPARE(stderrLines, 1);
+    QVERIFY(sawEnvironment);
+    QCOMPARE(log.connectedChanges(), (std::vector<bool>{true, false}));
+    // A command to a child that is gone is answered, not lost.
+    host.send(PauseCommand{});
+    QVERIFY(log.all<ErrorEvent>().back().message.find("not running") != std::string::npos);
   }
 };
 

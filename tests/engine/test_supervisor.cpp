@@ -2,40 +2,21 @@
 // with a sticky BLAS error and hangs on schedule; the supervisor records each incident, climbs
 // the ladder, restarts and resumes from the state mirror, and the run ends with every step done
 // exactly once. Also: a profile whose environment differs restarts the engine and resumes.
-#include <QSignalSpy>
+// The SupervisorHost (plain C++, its own thread) with real child processes; test_recovery_ladder
+// drives the same Supervisor logic with a manual clock.
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include "engine/Supervisor.h"
+#include "EventLog.h"
+#include "engine/SupervisorHost.h"
 #include "profiles/Builtins.h"
 
 using namespace lorascope::engine;
 
 namespace {
 
-struct Recorder {
-  std::vector<TimedEvent> events;
-  void add(const TimedEvent& e) {
-    if (qEnvironmentVariableIsSet("LORASCOPE_TEST_PRINT_EVENTS"))
-      qDebug("%s", encodeEvent(e).c_str());
-    events.push_back(e);
-  }
-  template <typename T>
-  std::vector<T> all() const {
-    std::vector<T> out;
-    for (const TimedEvent& e : events) {
-      if (const auto* t = std::get_if<T>(&e.event))
-        out.push_back(*t);
-    }
-    return out;
-  }
-  bool finished() const {
-    for (const StateEvent& s : all<StateEvent>()) {
-      if (s.state == RunState::Finished)
-        return true;
-    }
-    return false;
-  }
+struct Recorder : lorascope::testing::EventLog {
+  bool finished() const { return hasState(RunState::Finished); }
 };
 
 nlohmann::json runConfig(const QTemporaryDir& dir, int steps) {
@@ -56,10 +37,9 @@ class TestSupervisor : public QObject {
     QTemporaryDir dir;
     SupervisorPolicy policy;
     policy.hangTimeoutMs = 1500;
-    Supervisor supervisor(QStringLiteral(CRASHY_ENGINE), lorascope::profiles::defaultProfile(),
-                          policy);
     Recorder r;
-    connect(&supervisor, &EngineHost::eventReceived, this, [&](const TimedEvent& e) { r.add(e); });
+    SupervisorHost supervisor(CRASHY_ENGINE, lorascope::profiles::defaultProfile(), policy,
+                              r.listener());
     QTRY_VERIFY(supervisor.isConnected());
 
     nlohmann::json config = runConfig(dir, 30);
@@ -82,7 +62,8 @@ class TestSupervisor : public QObject {
     const auto incidents = r.all<IncidentEvent>();
     QCOMPARE(incidents.size(), std::size_t{5});
     QCOMPARE(supervisor.restarts(), 5);
-    QVERIFY(incidents[0].what.find("killed by a signal after step 3") != std::string::npos);
+    QVERIFY(incidents[0].what.find("killed by a signal (SIGKILL) after step 3") !=
+            std::string::npos);
     QVERIFY(incidents[1].what.find("blas") != std::string::npos);
     QVERIFY(incidents[3].what.find("hang") != std::string::npos);
     // The ladder was climbed: the built-in GEMM and serialization were switched on.
@@ -99,33 +80,23 @@ class TestSupervisor : public QObject {
     QTemporaryDir dir;
     SupervisorPolicy policy;
     policy.maxRestarts = 2;
-    Supervisor supervisor(QStringLiteral(CRASHY_ENGINE), lorascope::profiles::defaultProfile(),
-                          policy);
     Recorder r;
-    connect(&supervisor, &EngineHost::eventReceived, this, [&](const TimedEvent& e) { r.add(e); });
+    SupervisorHost supervisor(CRASHY_ENGINE, lorascope::profiles::defaultProfile(), policy,
+                              r.listener());
     QTRY_VERIFY(supervisor.isConnected());
     nlohmann::json config = runConfig(dir, 20);
     config["kill_at"] = {2, 3, 4};
     supervisor.send(StartCommand{config});
-    bool failed = false;
-    QTRY_VERIFY_WITH_TIMEOUT((failed =
-                                  [&] {
-                                    for (const StateEvent& s : r.all<StateEvent>())
-                                      if (s.state == RunState::Failed)
-                                        return true;
-                                    return false;
-                                  }()),
-                             20000);
+    QTRY_VERIFY_WITH_TIMEOUT(r.hasState(RunState::Failed), 20000);
     QVERIFY(r.all<IncidentEvent>().back().action.find("gave up after 2 restarts") !=
             std::string::npos);
   }
 
   void aProfileWithAnotherEnvironmentRestartsAndResumes() {
     QTemporaryDir dir;
-    Supervisor supervisor(QStringLiteral(CRASHY_ENGINE), lorascope::profiles::defaultProfile(),
-                          SupervisorPolicy{});
     Recorder r;
-    connect(&supervisor, &EngineHost::eventReceived, this, [&](const TimedEvent& e) { r.add(e); });
+    SupervisorHost supervisor(CRASHY_ENGINE, lorascope::profiles::defaultProfile(),
+                              SupervisorPolicy{}, r.listener());
     QTRY_VERIFY(supervisor.isConnected());
     supervisor.send(StartCommand{runConfig(dir, 400)});
     QTRY_VERIFY(r.all<StepEvent>().size() >= 5);

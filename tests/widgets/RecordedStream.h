@@ -46,7 +46,7 @@ std::vector<Event> eventsOfType(const std::vector<engine::TimedEvent>& stream) {
 // Sends go to `sent`; tests play the engine by emitting event().
 class RecordingEngineClient : public widgets::EngineClient {
  public:
-  using engine::EngineHost::EngineHost;
+  using widgets::EngineClient::EngineClient;
   void send(const engine::Command& command) override { sent.push_back(command); }
   bool isConnected() const override { return connected; }
   void setConnected(bool on) {

@@ -1,0 +1,323 @@
+// test_recovery_ladder.cpp — the Supervisor's logic, Qt-free and without processes or real time:
+// stand-in engines that the test makes step, crash, fail and hang, and a manual clock. A crash
+// restarts on the next rung of the ladder and resumes from the state mirror; a hang is "no step
+// for hangTimeoutMs" on the injected clock; restarts are bounded; replayed steps are dropped and
+// event times never run backwards; an engine that cannot start is not restarted in a loop.
+#include <QtTest>
+
+#include <map>
+#include <memory>
+
+#include "engine/Supervisor.h"
+#include "profiles/Builtins.h"
+
+using namespace lorascope::engine;
+using lorascope::runtime::RecoveryRung;
+
+namespace {
+
+// What the supervisor did to one stand-in engine.
+struct EngineRecord {
+  int id = 0;
+  std::map<std::string, std::string> environment;
+  std::vector<Command> sent;
+  bool killed = false;
+  bool inputClosed = false;
+  bool connected = true;
+};
+
+class FakeEngine : public SupervisableHost {
+ public:
+  explicit FakeEngine(std::shared_ptr<EngineRecord> record) : record_(std::move(record)) {}
+  void send(const Command& command) override { record_->sent.push_back(command); }
+  bool isConnected() const override { return record_->connected; }
+  void closeInput() override { record_->inputClosed = true; }
+  void kill() override { record_->killed = true; }
+  std::int64_t processId() const override { return 1000 + record_->id; }
+
+ private:
+  std::shared_ptr<EngineRecord> record_;
+};
+
+class FakeLauncher : public EngineLauncher {
+ public:
+  std::unique_ptr<SupervisableHost> launch(
+      int engineId, const std::map<std::string, std::string>& environment) override {
+    auto record = std::make_shared<EngineRecord>();
+    record->id = engineId;
+    record->environment = environment;
+    engines.push_back(record);
+    return std::make_unique<FakeEngine>(record);
+  }
+  std::vector<std::shared_ptr<EngineRecord>> engines;
+};
+
+// The supervisor under test with its launcher, its clock and what it published.
+struct Rig {
+  explicit Rig(SupervisorPolicy policy = {})
+      : supervisor(
+            launcher, lorascope::profiles::defaultProfile(), policy,
+            [this](const TimedEvent& e) { published.push_back(e); }, {}, [this] { return nowMs; }) {
+    supervisor.start();
+  }
+
+  EngineRecord& engine() { return *launcher.engines.back(); }
+  int engineId() { return engine().id; }
+  void report(Event event, std::int64_t engineTimeMs = 0) {
+    supervisor.engineEvent(engineId(), TimedEvent{engineTimeMs, std::move(event)});
+  }
+  void running(std::int64_t step = 0) { report(StateEvent{RunState::Running, step, ""}); }
+  void step(std::int64_t n, int microBatch = 4, bool replayed = false) {
+    StepEvent s{n, 1.0, 1e-4, 1.0, 10.0, microBatch, 1};
+    s.replayed = replayed;
+    report(s, nowMs);
+  }
+  void crash(std::string signal = "SIGKILL") {
+    EngineExit exit;
+    exit.crashed = true;
+    exit.signal = std::move(signal);
+    supervisor.engineExited(engineId(), exit);
+  }
+  void advance(std::int64_t ms) {
+    nowMs += ms;
+    supervisor.checkHang();
+  }
+  template <typename T>
+  std::vector<T> all() const {
+    std::vector<T> out;
+    for (const TimedEvent& e : published) {
+      if (const auto* t = std::get_if<T>(&e.event))
+        out.push_back(*t);
+    }
+    return out;
+  }
+
+  std::int64_t nowMs = 0;
+  FakeLauncher launcher;
+  std::vector<TimedEvent> published;
+  Supervisor supervisor;
+};
+
+const nlohmann::json kRunConfig = {{"out", "/runs/x"}, {"demo", true}};
+
+bool sentToggle(const EngineRecord& engine, Toggle toggle, const nlohmann::json& value) {
+  for (const Command& c : engine.sent) {
+    if (const auto* set = std::get_if<SetToggleCommand>(&c);
+        set && set->toggle == toggle && set->value == value)
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+class TestRecoveryLadder : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() { qputenv("XDG_CONFIG_HOME", configDir_.path().toUtf8()); }
+
+  void aCrashRestartsOnTheNextRungAndResumesFromTheMirror() {
+    Rig rig;
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{1});
+    rig.supervisor.send(StartCommand{kRunConfig});
+    QVERIFY(std::holds_alternative<StartCommand>(rig.engine().sent.at(0)));
+    rig.running();
+    for (int n = 1; n <= 3; ++n)
+      rig.step(n);
+    rig.crash();
+
+    QCOMPARE(rig.supervisor.restarts(), 1);
+    const auto expectedRung = lorascope::runtime::nextRung(
+        RecoveryRung::VendorBlas, lorascope::runtime::classifyError("", ""));
+    QVERIFY(expectedRung.has_value());
+    QCOMPARE(rig.supervisor.rung(), *expectedRung);
+    const auto incidents = rig.all<IncidentEvent>();
+    QCOMPARE(incidents.size(), std::size_t{1});
+    QVERIFY(incidents[0].what.find("killed by a signal (SIGKILL) after step 3") !=
+            std::string::npos);
+    QVERIFY(incidents[0].action.find("resumed from the last completed step 3") !=
+            std::string::npos);
+    QCOMPARE(incidents[0].step, std::int64_t{3});
+
+    // The second engine gets the run's config, marked to resume from the mirror, then the rung's
+    // toggles: every rung from built-in GEMM up.
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{2});
+    const auto* start = std::get_if<StartCommand>(&rig.engine().sent.at(0));
+    QVERIFY(start != nullptr);
+    QCOMPARE(start->runConfig.at("out"), kRunConfig.at("out"));
+    QCOMPARE(start->runConfig.at("resume_from_mirror"), nlohmann::json(true));
+    QVERIFY(sentToggle(rig.engine(), Toggle::GemmBackend, "builtin"));
+    QCOMPARE(sentToggle(rig.engine(), Toggle::Serialize, true),
+             rig.supervisor.rung() >= RecoveryRung::Serialize);
+    // The first engine's late reports are not the run's any more.
+    rig.supervisor.engineEvent(rig.launcher.engines[0]->id, TimedEvent{0, StepEvent{99}});
+    QVERIFY(rig.all<StepEvent>().back().step == 3);
+  }
+
+  void aHangIsNoStepForTheTimeoutOnTheInjectedClock() {
+    SupervisorPolicy policy;
+    policy.hangTimeoutMs = 1000;
+    Rig rig(policy);
+    rig.supervisor.send(StartCommand{kRunConfig});
+    rig.running();
+    QCOMPARE(rig.supervisor.hangDeadlineMs(), std::optional<std::int64_t>(1000));
+    rig.advance(999);
+    QVERIFY(!rig.engine().killed);
+    rig.step(1);  // at 999: the deadline moves
+    rig.advance(999);
+    QVERIFY(!rig.engine().killed);
+    // Paused: no deadline, however long.
+    rig.report(StateEvent{RunState::Paused, 1, ""});
+    QVERIFY(!rig.supervisor.hangDeadlineMs());
+    rig.advance(60'000);
+    QVERIFY(!rig.engine().killed);
+    rig.running(1);
+    rig.advance(1000);
+    QVERIFY(rig.engine().killed);
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{1});  // restarted once it has exited
+    rig.crash();
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{2});
+    const auto incidents = rig.all<IncidentEvent>();
+    QCOMPARE(incidents.size(), std::size_t{1});
+    QVERIFY(incidents[0].what.find("no optimizer step for 1 s (hang) after step 1") !=
+            std::string::npos);
+    QVERIFY(incidents[0].what.find("(hang)") != std::string::npos);
+  }
+
+  void replayedStepsAreDroppedAndTimeNeverRunsBack() {
+    Rig rig;
+    rig.supervisor.send(StartCommand{kRunConfig});
+    rig.running();
+    for (int n = 1; n <= 5; ++n) {
+      rig.nowMs += 100;
+      rig.step(n);
+    }
+    const std::int64_t before = rig.published.back().timeMs;
+    QCOMPARE(before, std::int64_t{500});
+    rig.crash();
+    rig.nowMs += 50;
+    rig.running(5);
+    // The new engine's clock starts at zero; it replays step 5, which was already passed on.
+    rig.report(StepEvent{5, 1.0, 1e-4, 1.0, 10.0, 4, 1, true}, 10);
+    rig.report(StepEvent{6, 1.0, 1e-4, 1.0, 10.0, 4, 1}, 20);
+    std::vector<std::int64_t> steps;
+    for (const StepEvent& s : rig.all<StepEvent>())
+      steps.push_back(s.step);
+    QCOMPARE(steps, (std::vector<std::int64_t>{1, 2, 3, 4, 5, 6}));
+    for (std::size_t i = 1; i < rig.published.size(); ++i) {
+      QVERIFY(rig.published[i].timeMs >= rig.published[i - 1].timeMs);
+    }
+    QVERIFY(rig.published.back().timeMs >= before);
+  }
+
+  void givesUpAfterTheRestartLimit() {
+    SupervisorPolicy policy;
+    policy.maxRestarts = 2;
+    Rig rig(policy);
+    rig.supervisor.send(StartCommand{kRunConfig});
+    for (int crash = 0; crash < 3; ++crash) {
+      rig.running();
+      rig.crash("SIGSEGV");
+    }
+    QCOMPARE(rig.supervisor.restarts(), 2);
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{3});  // no fourth engine
+    QVERIFY(rig.all<IncidentEvent>().back().action.find("gave up after 2 restarts") !=
+            std::string::npos);
+    QCOMPARE(rig.all<StateEvent>().back().state, RunState::Failed);
+  }
+
+  void aStickyErrorIsClassifiedByWhatTheEngineReported() {
+    Rig rig;
+    rig.supervisor.send(StartCommand{kRunConfig});
+    rig.running();
+    rig.step(1);
+    rig.report(ErrorEvent{"blas", "gemm_lora_up", 15,
+                          "rocBLAS error: HIPBLAS_STATUS_INTERNAL_ERROR", "", true});
+    rig.report(StateEvent{RunState::Failed, 1, "the GPU is unusable until the engine restarts"});
+    EngineExit exit;
+    exit.exitCode = kExitStickyError;
+    rig.supervisor.engineExited(rig.engineId(), exit);
+    const auto incidents = rig.all<IncidentEvent>();
+    QCOMPARE(incidents.size(), std::size_t{1});
+    QVERIFY(incidents[0].what.find("exited with code 3 after step 1 (blas_failure)") != std::string::npos);
+    QVERIFY(rig.supervisor.rung() >= RecoveryRung::BuiltinGemm);
+    QVERIFY(sentToggle(rig.engine(), Toggle::GemmBackend, "builtin"));
+  }
+
+  void withTheLadderStoppedItRestartsOnTheSameRung() {
+    Rig rig;
+    rig.supervisor.setClimbLadder(false);
+    rig.supervisor.send(StartCommand{kRunConfig});
+    rig.running();
+    rig.crash();
+    QCOMPARE(rig.supervisor.restarts(), 1);
+    QCOMPARE(rig.supervisor.rung(), RecoveryRung::VendorBlas);
+    QVERIFY(!sentToggle(rig.engine(), Toggle::GemmBackend, "builtin"));
+  }
+
+  void theSmallerMicroBatchRungHalvesTheLastOne() {
+    Rig rig;
+    rig.supervisor.send(StartCommand{kRunConfig});
+    // Climb to the smaller-micro-batch rung one crash at a time.
+    while (rig.supervisor.rung() < RecoveryRung::SmallerMicroBatch) {
+      rig.running();
+      rig.step(1, 8);
+      rig.crash();
+    }
+    QVERIFY(sentToggle(rig.engine(), Toggle::MicroBatch, 4));
+  }
+
+  void anEngineThatCannotStartIsNotRestartedInALoop() {
+    Rig rig;
+    rig.supervisor.send(StartCommand{kRunConfig});
+    EngineExit exit;
+    exit.crashed = true;
+    exit.failedToStart = true;
+    rig.supervisor.engineExited(rig.engineId(), exit);
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{1});
+    QVERIFY(!rig.supervisor.isConnected());
+    QCOMPARE(rig.all<StateEvent>().back().state, RunState::Failed);
+    QVERIFY(rig.all<IncidentEvent>().empty());
+    // The next command tries once more.
+    rig.supervisor.send(StartCommand{kRunConfig});
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{2});
+    QVERIFY(std::holds_alternative<StartCommand>(rig.engine().sent.at(0)));
+  }
+
+  void anIdleEngineThatExitsIsReplaced() {
+    Rig rig;
+    EngineExit clean;
+    rig.supervisor.engineExited(rig.engineId(), clean);
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{2});
+    QVERIFY(rig.all<IncidentEvent>().empty());
+    rig.crash();  // idle, but killed: said so, and replaced
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{3});
+    QVERIFY(rig.all<IncidentEvent>().back().action.find("no run was in progress") !=
+            std::string::npos);
+    QCOMPARE(rig.supervisor.restarts(), 0);
+  }
+
+  void aProfileWithAnotherEnvironmentStopsAndResumesInIt() {
+    Rig rig;
+    rig.supervisor.send(StartCommand{kRunConfig});
+    rig.running();
+    rig.step(1);
+    rig.supervisor.send(SwitchProfileCommand{"Debug: serialize + blocking"});
+    QVERIFY(std::holds_alternative<StopCommand>(rig.engine().sent.back()));
+    QVERIFY(rig.engine().inputClosed);
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{1});  // not before the old one is gone
+    rig.supervisor.engineExited(rig.engineId(), EngineExit{});
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{2});
+    QCOMPARE(rig.engine().environment.at("AMD_SERIALIZE_KERNEL"), std::string("3"));
+    const auto* start = std::get_if<StartCommand>(&rig.engine().sent.at(0));
+    QVERIFY(start != nullptr && start->runConfig.value("resume_from_mirror", false));
+    QCOMPARE(rig.supervisor.restarts(), 0);  // a switch is not a failure
+  }
+
+ private:
+  QTemporaryDir configDir_;
+};
+
+QTEST_MAIN(TestRecoveryLadder)
+#include "test_recovery_ladder.moc"
