@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/Protocol.h"
+
 namespace lorascope::cli {
 
 using Args = std::vector<std::string>;
@@ -18,5 +20,8 @@ int runInspectModel(const Args& args);  // cmd_inspect_model.cpp
 int runTokenize(const Args& args);      // cmd_tokenize.cpp
 int runTrain(const Args& args);         // cmd_train.cpp
 int runValidateData(const Args& args);  // cmd_validate_data.cpp
+
+// How an engine of this build introduces itself (version, flavour, devices); cmd_engine.cpp.
+engine::HelloEvent engineHello();
 
 }  // namespace lorascope::cli

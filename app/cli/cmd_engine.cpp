@@ -1,6 +1,7 @@
 // cli/cmd_engine.cpp — `lorascope-train engine`: the isolated engine. Commands arrive as JSON
-// lines on stdin, events leave as JSON lines on stdout; the GUI's IsolatedHost (or the
-// Supervisor) starts it with a profile's environment. Not meant to be typed by hand.
+// lines on stdin, events leave as JSON lines on stdout; an IsolatedHost starts it (under the
+// Supervisor: the GUI with a profile's environment, `lorascope-train train` with its own). Not
+// meant to be typed by hand.
 #include <iostream>
 
 #include "cli/Commands.h"
@@ -11,19 +12,22 @@
 
 namespace lorascope::cli {
 
+engine::HelloEvent engineHello() {
+  const compute::BuildInfo& info = compute::buildInfo();
+  engine::HelloEvent hello{engine::kProtocolVersion, info.version, info.flavour, {}};
+  for (const compute::GpuDeviceInfo& d : compute::queryGpuInventory().devices) {
+    hello.devices.push_back({d.name, d.architecture, d.totalBytes});
+  }
+  return hello;
+}
+
 int runEngine(const Args& args) {
   const job::CliArgs parsed(args, {}, {});
   if (!parsed.positional().empty()) {
     throw job::UsageError("unexpected argument '" + parsed.positional()[0] + "'");
   }
   std::ios::sync_with_stdio(false);
-  const compute::BuildInfo& info = compute::buildInfo();
-  engine::HelloEvent hello{engine::kProtocolVersion, info.version, info.flavour, {}};
-  for (const compute::GpuDeviceInfo& d : compute::queryGpuInventory().devices) {
-    hello.devices.push_back({d.name, d.architecture, d.totalBytes});
-  }
-  return engine::serveEngineOverStreams(job::createTrainingJob, std::move(hello), std::cin,
-                                        std::cout);
+  return engine::serveEngineOverStreams(job::createTrainingJob, engineHello(), std::cin, std::cout);
 }
 
 }  // namespace lorascope::cli

@@ -4,33 +4,46 @@
 //   train --resume RUN_DIR [--checkpoint N] [--device D]    continue a run from its checkpoint
 // --device cpu|gpu|auto is recorded in config.json as asked; a resumed run may name another
 // (the state moves with it), and every metrics line says where its step ran.
+//
+// The run is the engine's job (job/EngineJob), the one the GUI runs, with the same protections:
+// the engine is a child process (`lorascope-train engine`, this program) under the Supervisor, so
+// a crash, a sticky GPU error or a hang (no step for two minutes) costs the step in flight, not
+// the run: the engine restarts on the next rung of the recovery ladder and resumes from the state
+// mirror. Out of memory is handled in place (cache freed, then the micro-batch halved);
+// LORASCOPE_FAULTS injects faults as in the GUI. Each incident, restart, out-of-memory recovery
+// and toggle the ladder changed is printed as a line. Where no child process can be started (the
+// program cannot find itself), the engine runs in this process, without crash or hang recovery.
+//
 // A progress bar on a terminal (step/total, loss, tokens/s, ETA), one line per step otherwise.
-// Ctrl-C / SIGTERM: the step in progress finishes, a checkpoint is written, exit 0; a second
-// Ctrl-C abandons the step and checkpoints the last completed one.
+// Ctrl-C / SIGTERM: the step in progress is abandoned (nothing completed is lost), the last
+// completed step is checkpointed, exit 0. The engine sits in a process group of its own, so the
+// terminal's Ctrl-C reaches only this process, which tells the engine to stop.
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <mutex>
 #include <optional>
-#include <sstream>
 
 #include "cli/Commands.h"
-#include "compute/Backend.h"
-#include "job/AutoBatch.h"
+#include "common/ChildProcess.h"  // defines: currentExecutablePath
+#include "engine/InProcessHost.h"
+#include "engine/SupervisorHost.h"
 #include "job/CliArgs.h"
-#include "job/RunDevice.h"
+#include "job/EngineJob.h"
+#include "job/RunDevice.h"  // defines: checkDeviceOption
 #include "job/TrainRunConfig.h"
-#include "memory/AllocatorStats.h"  // defines: OutOfMemoryError
-#include "model/ModelFolder.h"
 #include "train/DemoDataset.h"
 #include "train/DemoModel.h"
 #include "train/RunDirectory.h"
-#include "train/TrainingData.h"
 
 namespace lorascope::cli {
 namespace fs = std::filesystem;
@@ -38,13 +51,10 @@ using nlohmann::json;
 
 namespace {
 
-std::atomic<int> gSignals{0};           // SIGINT/SIGTERM received
-std::atomic<bool> gAbandonStep{false};  // set by the second one
+std::atomic<int> gSignals{0};  // SIGINT/SIGTERM received
 
 extern "C" void onStopSignal(int) {
-  if (gSignals.fetch_add(1) >= 1) {
-    gAbandonStep.store(true);
-  }
+  gSignals.fetch_add(1);
 }
 
 std::string formatSeconds(double seconds) {
@@ -60,43 +70,53 @@ std::string formatSeconds(double seconds) {
 
 class Progress {
  public:
-  Progress(std::int64_t total, std::int64_t firstStep)
-      : total_(total),
-        firstStep_(firstStep),
-        terminal_(::isatty(STDOUT_FILENO) == 1),
-        start_(std::chrono::steady_clock::now()) {}
+  Progress() : terminal_(::isatty(STDOUT_FILENO) == 1) {}
 
-  void step(const train::StepMetrics& m) {
+  // Training (re)starts after `completedStep`: the time left is measured from here.
+  void begin(std::int64_t completedStep) {
+    if (!start_) {
+      start_ = std::chrono::steady_clock::now();
+      firstStep_ = completedStep;
+    }
+  }
+
+  void step(const engine::StepEvent& m) {
+    begin(m.step - 1);
     const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    const double perStep = elapsed / static_cast<double>(m.step - firstStep_);
-    const double eta = perStep * static_cast<double>(total_ - m.step);
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - *start_).count();
+    const double perStep =
+        elapsed / static_cast<double>(std::max<std::int64_t>(1, m.step - firstStep_));
+    const std::int64_t total = std::max(m.totalSteps, m.step);
+    const double eta = perStep * static_cast<double>(total - m.step);
     char line[256];
     std::snprintf(line, sizeof line,
                   "step %lld/%lld  loss %.4f  lr %.2e  grad %.3f  %.0f tok/s  ETA %s",
-                  static_cast<long long>(m.step), static_cast<long long>(total_), m.loss,
+                  static_cast<long long>(m.step), static_cast<long long>(total), m.loss,
                   m.learningRate, m.gradNorm, m.tokensPerS, formatSeconds(eta).c_str());
     if (!terminal_) {
       std::cout << line << std::endl;
       return;
     }
     constexpr int kBarWidth = 24;
-    const int filled = static_cast<int>(kBarWidth * m.step / std::max<std::int64_t>(total_, 1));
+    const int filled = static_cast<int>(kBarWidth * m.step / std::max<std::int64_t>(total, 1));
     std::cout << "\r[" << std::string(static_cast<std::size_t>(filled), '#')
               << std::string(static_cast<std::size_t>(kBarWidth - filled), '.') << "] " << line
               << "\x1b[K" << std::flush;
+    barShown_ = true;
   }
-  void finish() {
-    if (terminal_) {
+  // Ends the bar's line before another line is printed (on a terminal).
+  void breakLine() {
+    if (barShown_) {
       std::cout << "\n";
+      barShown_ = false;
     }
   }
 
  private:
-  std::int64_t total_;
-  std::int64_t firstStep_;
   bool terminal_;
-  std::chrono::steady_clock::time_point start_;
+  bool barShown_ = false;
+  std::optional<std::chrono::steady_clock::time_point> start_;
+  std::int64_t firstStep_ = 0;
 };
 
 json readConfigFile(const std::string& path) {
@@ -127,61 +147,230 @@ std::map<std::string, std::string> collectOptions(const job::CliArgs& parsed) {
   return options;
 }
 
-void printLine(const std::string& line) {
-  std::cout << line << "\n";
-}
-
-struct RunSetup {
-  std::unique_ptr<compute::Backend> backend;  // opened before the run folder is touched
-  train::RunDirectory run;
-  job::TrainRunSettings settings;
-  std::optional<train::TrainerState> resume;
-};
-
-RunSetup newRun(const job::CliArgs& parsed) {
+// The engine's start command for a new run; options are checked here, so that a usage error is
+// one (exit 2) before any engine starts.
+json newRunStart(const job::CliArgs& parsed) {
   const bool demo = parsed.has("demo");
-  std::string modelPath, dataPath;
+  json start = json::object();
   if (demo) {
     const fs::path cache = train::defaultCacheDir();
-    modelPath = train::ensureDemoModel(cache).string();
-    dataPath = train::ensureDemoDataset(cache).string();
-    std::cout << "demo: model " << modelPath << "\n      data  " << dataPath << "\n";
+    std::cout << "demo: model " << train::ensureDemoModel(cache).string() << "\n      data  "
+              << train::ensureDemoDataset(cache).string() << "\n";
+    start["demo"] = true;
+    start["out"] = parsed.value("out").value_or("lorascope-demo-run");
   } else {
-    modelPath = parsed.required("model");
-    dataPath = parsed.required("data");
+    start["model"] = parsed.required("model");
+    start["data"] = parsed.required("data");
+    start["out"] = parsed.required("out");
   }
-  const std::string out =
-      demo ? parsed.value("out").value_or("lorascope-demo-run") : parsed.required("out");
+  const std::map<std::string, std::string> options = collectOptions(parsed);
   job::TrainRunSettings settings = job::defaultSettings(demo);
-  job::applyOptions(settings, collectOptions(parsed));
-  std::unique_ptr<compute::Backend> backend = job::openBackend(settings.device, printLine);
-  const json config = job::newRunConfig(modelPath, dataPath, demo, settings);
-  return {std::move(backend), train::RunDirectory::create(out, config), settings, std::nullopt};
+  job::applyOptions(settings, options);
+  start["options"] = options;
+  return start;
 }
 
-RunSetup resumedRun(const job::CliArgs& parsed) {
-  train::RunDirectory run = train::RunDirectory::open(parsed.required("resume"));
-  const std::string configFile = (run.dir() / train::kRunConfigFile).string();
-  job::TrainRunSettings settings = job::settingsFromJson(run.config().at("training"), configFile);
+json resumedRunStart(const job::CliArgs& parsed) {
+  json start = {{"out", parsed.required("resume")}, {"resume", true}};
   if (const auto device = parsed.value("device")) {
-    settings.device = *device;  // this session only: config.json keeps what the run started with
+    job::checkDeviceOption(*device);
+    start["device"] = *device;
   }
-  std::unique_ptr<compute::Backend> backend = job::openBackend(settings.device, printLine);
-  const std::string dataPath = run.config().at("data_path").get<std::string>();
-  const std::string recorded = run.config().value("data_fingerprint", "");
-  if (job::fileFingerprint(dataPath) != recorded) {
-    throw std::runtime_error(dataPath + ": the data file changed since the run started (" +
-                             job::fileFingerprint(dataPath) + ", recorded " + recorded +
-                             "); restore it or start a new run");
-  }
-  std::optional<std::int64_t> step;
   if (const auto text = parsed.value("checkpoint")) {
-    step = std::stoll(*text);
+    std::size_t used = 0;
+    std::int64_t step = -1;
+    try {
+      step = std::stoll(*text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text->size() || step < 0) {
+      throw job::UsageError("--checkpoint must be a step number, got '" + *text + "'");
+    }
+    start["checkpoint"] = step;
   }
-  train::TrainerState state = run.loadCheckpoint(step);
-  run.truncateMetricsAfter(state.step);
-  std::cout << "resuming " << run.dir().string() << " from step " << state.step << "\n";
-  return {std::move(backend), std::move(run), settings, std::move(state)};
+  return start;
+}
+
+// What the engine reports, queued by its host's thread for this one.
+class EventQueue {
+ public:
+  engine::HostListener listener() {
+    return {[this](const engine::TimedEvent& e) {
+              {
+                const std::lock_guard lock(mutex_);
+                events_.push_back(e);
+              }
+              ready_.notify_one();
+            },
+            {}};
+  }
+  // The next event, or nothing after `timeout`.
+  std::optional<engine::TimedEvent> next(std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    if (!ready_.wait_for(lock, timeout, [this] { return !events_.empty(); }))
+      return std::nullopt;
+    engine::TimedEvent e = std::move(events_.front());
+    events_.pop_front();
+    return e;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<engine::TimedEvent> events_;
+};
+
+// Prints what the run does and tells when it is over.
+class RunReport {
+ public:
+  explicit RunReport(bool resumed) : resumed_(resumed) {}
+
+  // Handles one event; true once the run is over (finished, stopped or failed for good).
+  bool handle(const engine::Event& event) {
+    using namespace engine;
+    if (const auto* state = std::get_if<StateEvent>(&event)) {
+      return onState(*state);
+    }
+    if (const auto* step = std::get_if<StepEvent>(&event)) {
+      progress_.step(*step);
+      lastStep_ = step->step;
+    } else if (const auto* log = std::get_if<LogEvent>(&event)) {
+      if (log->level == LogLevel::Info) {
+        line(log->text);
+      } else if (log->level != LogLevel::Debug) {
+        progress_.breakLine();
+        std::cerr << (log->level == LogLevel::Error ? "error: " : "warning: ") << log->text << "\n";
+      }
+    } else if (const auto* error = std::get_if<ErrorEvent>(&event)) {
+      onError(*error);
+    } else if (const auto* incident = std::get_if<IncidentEvent>(&event)) {
+      ++incidents_;
+      pendingRecovery_ = false;
+      line("incident at step " + std::to_string(incident->step) + ": " + incident->what + "; " +
+           incident->action);
+    } else if (const auto* toggle = std::get_if<ToggleAppliedEvent>(&event)) {
+      onToggle(*toggle);
+    } else if (const auto* checkpoint = std::get_if<CheckpointEvent>(&event)) {
+      checkpoint_ = *checkpoint;
+    }
+    return false;
+  }
+
+  // The run's outcome once handle() said it is over: engine::kAllStepsDone, kStoppedByUser, or
+  // why it failed.
+  const std::string& outcome() const { return outcome_; }
+  const std::optional<engine::CheckpointEvent>& checkpoint() const { return checkpoint_; }
+  std::int64_t lastStep() const { return lastStep_; }
+  void breakLine() { progress_.breakLine(); }
+
+  // One line on what the protections did, when they did anything.
+  std::optional<std::string> protectionSummary(int restarts) const {
+    if (incidents_ == 0 && outOfMemory_ == 0 && restarts == 0)
+      return std::nullopt;
+    return "protections: " + std::to_string(incidents_) + " incident(s), " +
+           std::to_string(restarts) + " engine restart(s), " + std::to_string(outOfMemory_) +
+           " out-of-memory error(s) handled in place";
+  }
+
+ private:
+  void line(const std::string& text) {
+    progress_.breakLine();
+    std::cout << text << std::endl;
+  }
+
+  bool onState(const engine::StateEvent& state) {
+    using engine::RunState;
+    if (state.state == RunState::Running) {
+      if (!started_ && resumed_) {
+        line("resuming from step " + std::to_string(state.step));
+      }
+      started_ = true;
+      progress_.begin(state.step);
+      lastStep_ = std::max(lastStep_, state.step);
+    } else if (state.state == RunState::Finished) {
+      outcome_ = state.detail;
+      lastStep_ = std::max(lastStep_, state.step);
+      return true;
+    } else if (state.state == RunState::Failed && !pendingRecovery_) {
+      outcome_ = failure_.empty() ? state.detail : failure_;
+      return true;
+    }
+    return false;
+  }
+
+  void onError(const engine::ErrorEvent& error) {
+    if (error.sticky) {
+      pendingRecovery_ = true;  // the engine exits; the supervisor says what it does next
+      line("engine error at step " + std::to_string(lastStep_ + 1) + " (" + error.category +
+           (error.op.empty() ? "" : " in " + error.op) + "): " + error.message);
+    } else if (error.category == "out_of_memory") {
+      ++outOfMemory_;
+      line("out of memory at step " + std::to_string(lastStep_ + 1) +
+           (error.op.empty() ? "" : " (" + error.op + ")") + ": " + error.advice);
+    } else {
+      // A start or a step that failed: the Failed state follows and the message ends the
+      // command. Anything else (a refused command, a garbled line) is only said.
+      failure_ = error.message;
+      if (error.category != "input" && error.category != "training") {
+        progress_.breakLine();
+        std::cerr << "warning: " << error.message
+                  << (error.advice.empty() ? "" : " (" + error.advice + ")") << "\n";
+      }
+    }
+  }
+
+  // The engine confirms the settings it starts with; later changes (the recovery ladder's, the
+  // engine moving the run) are printed.
+  void onToggle(const engine::ToggleAppliedEvent& toggle) {
+    const std::string name = engine::toString(toggle.toggle);
+    const auto known = toggles_.find(name);
+    if (known != toggles_.end() && known->second != toggle.value) {
+      line("toggle " + name + ": " + known->second.dump() + " -> " + toggle.value.dump() +
+           " from step " + std::to_string(toggle.step + 1) +
+           (toggle.detail.empty() ? "" : " (" + toggle.detail + ")"));
+    }
+    toggles_[name] = toggle.value;
+  }
+
+  bool resumed_;
+  Progress progress_;
+  bool started_ = false;
+  bool pendingRecovery_ = false;  // a sticky error: the engine's "failed" is not the end
+  std::int64_t lastStep_ = 0;
+  int incidents_ = 0;
+  int outOfMemory_ = 0;
+  std::map<std::string, json> toggles_;
+  std::optional<engine::CheckpointEvent> checkpoint_;
+  std::string failure_;
+  std::string outcome_;
+};
+
+// The host the run goes to: the supervised child, or (no child possible) this process.
+struct RunHost {
+  std::unique_ptr<engine::EngineHost> host;
+  engine::SupervisorHost* supervisor = nullptr;
+};
+
+RunHost openHost(EventQueue& events) {
+  RunHost run;
+  const std::string self = common::currentExecutablePath();
+  if (self.empty()) {
+    std::cout << "note: cannot locate this program to start the engine as a child; it runs in "
+                 "this process (out of memory is handled, crashes and hangs are not recovered)\n";
+    run.host = std::make_unique<engine::InProcessHost>(job::createTrainingJob, engineHello(),
+                                                       events.listener());
+    return run;
+  }
+  // No profile: the run's options decide the device and the micro-batch; the environment is this
+  // process's own. Only the recovery ladder adds caution.
+  profiles::Profile profile;
+  profile.name = "command line";
+  auto supervisor = std::make_unique<engine::SupervisorHost>(
+      self, std::move(profile), engine::SupervisorPolicy{}, events.listener());
+  run.supervisor = supervisor.get();
+  run.host = std::move(supervisor);
+  return run;
 }
 
 }  // namespace
@@ -193,76 +382,55 @@ int runTrain(const Args& args) {
   if (!parsed.positional().empty()) {
     throw job::UsageError("unexpected argument '" + parsed.positional()[0] + "'");
   }
-  RunSetup setup = parsed.value("resume") ? resumedRun(parsed) : newRun(parsed);
-  const train::RunDirectory& run = setup.run;
-  const std::string modelPath = run.baseModel();
-  const std::string dataPath = run.config().at("data_path").get<std::string>();
+  const bool resumed = parsed.value("resume").has_value();
+  const json start = resumed ? resumedRunStart(parsed) : newRunStart(parsed);
+  const std::string out = start.at("out").get<std::string>();
 
-  const model::ModelFolder folder = model::ModelFolder::open(modelPath);
-  const train::TrainingData data =
-      train::loadTrainingData(dataPath, modelPath, setup.settings.train.maxSeqLen);
-  for (const std::string& problem : data.firstProblems) {
-    std::cerr << "warning: " << problem << "\n";
-  }
-  std::cout << "data: " << data.examples.size() << " examples (" << data.skippedRecords
-            << " skipped), chat template " << data.chatTemplate << "\n";
-  compute::Backend& backend = *setup.backend;
-  std::cout << "device: " << backend.capabilities().name << "\n";
-  const model::ModelWeights weights = job::placeWeightsLogged(backend, folder.weights(), printLine);
-  train::TrainLoop loop(backend, folder.config(), weights, data.examples, setup.settings.train,
-                        std::move(setup.resume));
-  std::optional<job::AutoMicroBatch> autoBatch;
-  if (setup.settings.autoMicroBatch) {
-    autoBatch.emplace(setup.settings, backend, folder.config(), data.examples);
-    autoBatch->apply(loop, printLine);
-  }
-  std::cout << "run: " << run.dir().string() << "  (" << loop.state().adapter.parameterCount()
-            << " LoRA parameters, " << loop.totalSteps() << " steps, micro-batch "
-            << loop.microBatchSize() << " x " << loop.accumulation() << ")\n";
-
+  EventQueue events;
+  RunHost run = openHost(events);
   gSignals = 0;
-  gAbandonStep = false;
   std::signal(SIGINT, onStopSignal);
   std::signal(SIGTERM, onStopSignal);
-  Progress progress(loop.totalSteps(), loop.state().step);
-  const std::int64_t every = setup.settings.checkpointEvery;
-  bool interrupted = false;
-  while (!loop.finished()) {
-    try {
-      const train::StepMetrics m = loop.step(&gAbandonStep);
-      run.appendMetrics(m);
-      progress.step(m);
-    } catch (const train::TrainingCancelled&) {
-      interrupted = true;
-      break;
-    } catch (const memory::OutOfMemoryError&) {
-      // The step left no trace (TrainLoop::step changes its state only when it completes): with
-      // an automatic micro-batch, step down and run it again; otherwise the message stands.
-      if (!autoBatch || !autoBatch->stepDown(loop, printLine)) {
-        throw;
-      }
-      continue;
+  run.host->send(engine::StartCommand{start});
+
+  RunReport report(resumed);
+  int signalsHandled = 0;
+  for (bool over = false; !over;) {
+    if (const int signals = gSignals.load(); signals > signalsHandled) {
+      // Each one asks again: a stop that reached an engine as it died is not lost.
+      report.breakLine();
+      std::cout << (signalsHandled == 0 ? "stopping" : "still stopping")
+                << ": checkpointing the last completed step" << std::endl;
+      run.host->send(engine::StopCommand{});
+      signalsHandled = signals;
     }
-    if (gSignals.load() > 0) {
-      interrupted = true;
-      break;
-    }
-    if (every > 0 && loop.state().step % every == 0 && !loop.finished()) {
-      run.saveCheckpoint(loop.state(), setup.settings.keepCheckpoints);
+    if (const auto event = events.next(std::chrono::milliseconds(100))) {
+      over = report.handle(event->event);
     }
   }
-  progress.finish();
-  const fs::path checkpoint = run.saveCheckpoint(loop.state(), setup.settings.keepCheckpoints);
+  const int restarts = run.supervisor ? run.supervisor->restarts() : 0;
+  run.host.reset();  // the engine exits (its input ends)
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
-  if (interrupted) {
-    std::cout << "stopped at step " << loop.state().step << "; checkpoint " << checkpoint.string()
-              << "\ncontinue with: lorascope-train train --resume " << run.dir().string() << "\n";
+
+  report.breakLine();
+  if (const auto summary = report.protectionSummary(restarts)) {
+    std::cout << *summary << "\n";
+  }
+  if (report.outcome() != engine::kAllStepsDone && report.outcome() != engine::kStoppedByUser) {
+    throw std::runtime_error(report.outcome());
+  }
+  const train::RunDirectory runDir = train::RunDirectory::open(out);
+  if (report.outcome() == engine::kStoppedByUser) {
+    std::cout << "stopped at step " << report.lastStep() << "; checkpoint "
+              << (report.checkpoint() ? report.checkpoint()->path : std::string("(none)"))
+              << "\ncontinue with: lorascope-train train --resume " << runDir.dir().string()
+              << "\n";
     return 0;
   }
-  run.saveFinalAdapter(loop.state().adapter);
-  std::cout << "done: " << loop.state().step << " steps; adapter " << run.finalAdapterDir().string()
-            << "\nexport or merge with: lorascope-train export " << run.dir().string()
+  std::cout << "done: " << report.lastStep() << " steps; adapter "
+            << runDir.finalAdapterDir().string()
+            << "\nexport or merge with: lorascope-train export " << runDir.dir().string()
             << " [--merge OUT_DIR]\n";
   return 0;
 }

@@ -98,7 +98,7 @@ int Engine::run() {
       }
       if (job_->finished()) {
         publish(job_->checkpoint());
-        finishRun(RunState::Finished, "all steps done");
+        finishRun(RunState::Finished, kAllStepsDone);
       }
     } catch (const RecoverableError& e) {
       publish(e.event());
@@ -149,7 +149,7 @@ void Engine::handle(Command& command) {
   } else if (std::holds_alternative<StopCommand>(command)) {
     setState(RunState::Stopping);
     publish(job_->checkpoint());
-    finishRun(RunState::Finished, "stopped by the user");
+    finishRun(RunState::Finished, kStoppedByUser);
   } else if (auto* set = std::get_if<SetToggleCommand>(&command)) {
     try {
       std::string detail = job_->applyToggle(set->toggle, set->value);

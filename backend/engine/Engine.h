@@ -51,6 +51,10 @@ class StickyDeviceError : public std::runtime_error {
 
 inline constexpr int kExitStickyError = 3;
 
+// The detail of the "finished" state: every step done, or stopped on request (with a checkpoint).
+inline constexpr const char* kAllStepsDone = "all steps done";
+inline constexpr const char* kStoppedByUser = "stopped by the user";
+
 // Thrown by a job for an error it has already handled in place (out of memory: cache freed,
 // micro-batch lowered). The engine reports it and the run goes on with the next step.
 class RecoverableError : public std::runtime_error {

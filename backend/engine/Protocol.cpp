@@ -314,6 +314,9 @@ std::string encodeEvent(const TimedEvent& timed) {
             if (e.replayed) {
               out["replayed"] = true;
             }
+            if (e.totalSteps > 0) {
+              out["total_steps"] = e.totalSteps;
+            }
           },
           [&](const MemoryEvent& e) {
             out.update({{"allocated_bytes", optionalToJson(e.allocatedBytes)},
@@ -390,7 +393,8 @@ TimedEvent decodeEvent(std::string_view line) {
                           f.number("tokens_per_s"),
                           static_cast<int>(f.integer("micro_batch")),
                           static_cast<int>(f.integer("accumulation")),
-                          f.has("replayed") && f.boolean("replayed")};
+                          f.has("replayed") && f.boolean("replayed"),
+                          f.has("total_steps") ? f.integer("total_steps") : 0};
   } else if (type == "memory") {
     out.event =
         MemoryEvent{f.optionalBytes("allocated_bytes"),     f.optionalBytes("reserved_bytes"),

@@ -95,6 +95,9 @@ struct StepEvent {
   // mirrored) by an engine that may have died before announcing it. The supervisor passes it on
   // only when it has not seen that step.
   bool replayed = false;
+  // The run's step count, for progress and time left; optional on the wire ("total_steps"),
+  // 0 when not known.
+  std::int64_t totalSteps = 0;
 };
 
 // Three memory readings kept apart (DESIGN: honest numbers); unset = not available here.

@@ -73,19 +73,28 @@ class TrainingJob : public engine::EngineJob {
     loop_ = std::make_unique<train::TrainLoop>(*backend_, folder_.config(), weights_, data.examples,
                                                settings_.train, std::move(resume));
     if (settings_.autoMicroBatch) {
-      AutoMicroBatch(settings_, *backend_, folder_.config(), data.examples)
-          .apply(*loop_, logLine());
+      autoBatch_.emplace(settings_, *backend_, folder_.config(), data.examples);
+      autoBatch_->apply(*loop_, logLine());
     }
-    const std::size_t stateBytes = train::encodeTrainerState(loop_->state()).size();
-    mirror_ = std::make_unique<engine::StateMirror>(run_.dir() / kStateMirrorFile,
-                                                    stateBytes + stateBytes / 8 + 4096, stateBytes);
+    const std::vector<std::byte> state = train::encodeTrainerState(loop_->state());
+    mirror_ = std::make_unique<engine::StateMirror>(
+        run_.dir() / kStateMirrorFile, state.size() + state.size() / 8 + 4096, state.size());
+    if (config.value("resume", false) && !config.value("resume_from_mirror", false)) {
+      // A run resumed from a checkpoint: the mirror an earlier session left (maybe further on,
+      // when an older checkpoint was chosen) must not be what a crash in this one resumes from.
+      mirror_->write(state);
+    }
     sink(engine::TimedEvent{
-        0, engine::LogEvent{engine::LogLevel::Info,
-                            "run " + run_.dir().string() + ": " +
-                                std::to_string(data.examples.size()) + " examples, " +
-                                std::to_string(loop_->totalSteps()) + " steps from step " +
-                                std::to_string(loop_->state().step) + ", chat template " +
-                                data.chatTemplate + ", on " + backend_->capabilities().name}});
+        0, engine::LogEvent{
+               engine::LogLevel::Info,
+               "run " + run_.dir().string() + ": " + std::to_string(data.examples.size()) +
+                   " examples (" + std::to_string(data.skippedRecords) + " skipped), " +
+                   std::to_string(loop_->totalSteps()) + " steps from step " +
+                   std::to_string(loop_->state().step) + ", " +
+                   std::to_string(loop_->state().adapter.parameterCount()) +
+                   " LoRA parameters, micro-batch " + std::to_string(loop_->microBatchSize()) +
+                   " x " + std::to_string(loop_->accumulation()) + ", chat template " +
+                   data.chatTemplate + ", on " + backend_->capabilities().name}});
     reportStartToggles(sink);
     replayMirroredStep(config, sink);
   }
@@ -118,13 +127,7 @@ class TrainingJob : public engine::EngineJob {
     if (settings_.checkpointEvery > 0 && m.step % settings_.checkpointEvery == 0 && !finished()) {
       run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints);
     }
-    return StepEvent{m.step,
-                     m.loss,
-                     m.learningRate,
-                     m.gradNorm,
-                     m.tokensPerS,
-                     static_cast<int>(m.microBatch),
-                     static_cast<int>(m.accumulation)};
+    return stepEvent(m, false);
   }
 
   bool finished() const override { return loop_->finished(); }
@@ -308,7 +311,18 @@ class TrainingJob : public engine::EngineJob {
       train::RunDirectory run = train::RunDirectory::open(out);
       settings_ = settingsFromJson(run.config().at("training"),
                                    (run.dir() / train::kRunConfigFile).string());
+      if (config.contains("device")) {
+        // This session only: config.json keeps the device the run started with.
+        settings_.device = requiredString(config, "device");
+      }
       backend_ = openBackend(settings_.device, logLine());
+      const std::string dataPath = run.config().at("data_path").get<std::string>();
+      const std::string recorded = run.config().value("data_fingerprint", "");
+      if (const std::string now = fileFingerprint(dataPath); now != recorded) {
+        throw std::runtime_error(dataPath + ": the data file changed since the run started (" +
+                                 now + ", recorded " + recorded +
+                                 "); restore it or start a new run");
+      }
       return run;
     }
     const bool demo = config.value("demo", false);
@@ -334,8 +348,14 @@ class TrainingJob : public engine::EngineJob {
       return std::nullopt;
     }
     std::optional<train::TrainerState> state;
-    if (!run_.checkpointSteps().empty())
+    if (config.contains("checkpoint")) {
+      // A checkpoint chosen by step (`train --resume RUN --checkpoint N`).
+      if (!config["checkpoint"].is_number_integer())
+        throw UsageError("start: \"checkpoint\" must be a step number");
+      state = run_.loadCheckpoint(config["checkpoint"].get<std::int64_t>());
+    } else if (!run_.checkpointSteps().empty()) {
       state = run_.loadCheckpoint();
+    }
     const fs::path mirrorPath = run_.dir() / kStateMirrorFile;
     if (config.value("resume_from_mirror", false) && fs::exists(mirrorPath)) {
       if (auto mirrored = engine::StateMirror::readLatest(mirrorPath)) {
@@ -365,6 +385,11 @@ class TrainingJob : public engine::EngineJob {
         allocator->emptyCache();
       action = std::string(allocator ? "freed the allocator's cached blocks" : "nothing cached") +
                "; the step is retried as it was";
+    } else if (autoBatch_ && autoBatch_->stepDown(*loop_, logLine())) {
+      // --batch-size auto: the planner's next smaller micro-batch (logged with its numbers).
+      action = "micro-batch stepped down to " + std::to_string(loop_->microBatchSize()) +
+               " with accumulation " + std::to_string(loop_->accumulation()) +
+               " (batch-size auto, same effective batch); the step is retried";
     } else if (loop_->microBatchSize() > 1) {
       const std::int64_t smaller = loop_->microBatchSize() / 2;
       loop_->setMicroBatchSize(smaller, "oom");
@@ -379,6 +404,19 @@ class TrainingJob : public engine::EngineJob {
     throw engine::RecoverableError(engine::ErrorEvent{"out_of_memory", op, 0, what, action, false});
   }
 
+  // A step's metrics as the engine announces them.
+  StepEvent stepEvent(const train::StepMetrics& m, bool replayed) const {
+    return StepEvent{m.step,
+                     m.loss,
+                     m.learningRate,
+                     m.gradNorm,
+                     m.tokensPerS,
+                     static_cast<int>(m.microBatch),
+                     static_cast<int>(m.accumulation),
+                     replayed,
+                     loop_->totalSteps()};
+  }
+
   // An engine killed after mirroring step N but before announcing it leaves step N done and
   // unannounced: a restarted engine announces the step it resumed at once more, from the run's
   // metrics, marked replayed (the supervisor drops it when it has seen it).
@@ -390,15 +428,7 @@ class TrainingJob : public engine::EngineJob {
     for (const train::StepMetrics& m :
          train::RunDirectory::readMetrics(run_.dir() / train::kMetricsFile)) {
       if (m.step == step) {
-        StepEvent event{m.step,
-                        m.loss,
-                        m.learningRate,
-                        m.gradNorm,
-                        m.tokensPerS,
-                        static_cast<int>(m.microBatch),
-                        static_cast<int>(m.accumulation),
-                        true};
-        sink(engine::TimedEvent{0, event});
+        sink(engine::TimedEvent{0, stepEvent(m, true)});
       }
     }
   }
@@ -445,8 +475,9 @@ class TrainingJob : public engine::EngineJob {
   model::ModelWeights weights_;
   runtime::FaultLedger faultLedger_;
   std::unique_ptr<telemetry::Sampler> sampler_;
-  int outOfMemoryRetries_ = 0;  // in the step being retried
-  bool arenaMode_ = false;      // the allocator-policy toggle, kept across device moves
+  std::optional<AutoMicroBatch> autoBatch_;  // --batch-size auto: plans the step-downs
+  int outOfMemoryRetries_ = 0;               // in the step being retried
+  bool arenaMode_ = false;  // the allocator-policy toggle, kept across device moves
   std::unique_ptr<train::TrainLoop> loop_;
   std::unique_ptr<engine::StateMirror> mirror_;
 };

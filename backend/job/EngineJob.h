@@ -6,6 +6,8 @@
 //   {"model": DIR, "data": FILE, "out": RUN_DIR, "options": {"lr": 1e-4, "lora-r": 16, ...}}
 //   {"demo": true, "out": RUN_DIR}                the built-in demo model and dataset
 //   {"out": RUN_DIR, "resume": true}              continue a run from its newest checkpoint
+//     "checkpoint": N                             ... from the checkpoint of step N instead
+//     "device": "cpu"|"gpu"|"auto"                ... on another device (this session only)
 //   "resume_from_mirror": true                    (added by the supervisor) continue from the
 //                                                 state mirror when it is newer
 // Option names are those of `lorascope-train train` (see its --help).

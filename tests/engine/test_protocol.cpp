@@ -98,6 +98,13 @@ void TestProtocol::everyEventRoundTrips() {
   StepEvent replay = std::get<StepEvent>(events[2]);
   replay.replayed = true;
   QVERIFY(std::get<StepEvent>(decodeEvent(encodeEvent({0, replay})).event).replayed);
+  // The run's step count is optional too: absent (0) when unknown, kept when given.
+  QCOMPARE(step.totalSteps, std::int64_t{0});
+  QVERIFY(encodeEvent({0, events[2]}).find("total_steps") == std::string::npos);
+  StepEvent counted = std::get<StepEvent>(events[2]);
+  counted.totalSteps = 300;
+  QCOMPARE(std::get<StepEvent>(decodeEvent(encodeEvent({0, counted})).event).totalSteps,
+           std::int64_t{300});
 }
 
 void TestProtocol::memoryReadingsKeepNotAvailableApartFromZero() {

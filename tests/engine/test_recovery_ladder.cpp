@@ -240,7 +240,8 @@ class TestRecoveryLadder : public QObject {
     rig.supervisor.engineExited(rig.engineId(), exit);
     const auto incidents = rig.all<IncidentEvent>();
     QCOMPARE(incidents.size(), std::size_t{1});
-    QVERIFY(incidents[0].what.find("exited with code 3 after step 1 (blas_failure)") != std::string::npos);
+    QVERIFY(incidents[0].what.find("exited with code 3 after step 1 (blas_failure)") !=
+            std::string::npos);
     QVERIFY(rig.supervisor.rung() >= RecoveryRung::BuiltinGemm);
     QVERIFY(sentToggle(rig.engine(), Toggle::GemmBackend, "builtin"));
   }

@@ -1,0 +1,254 @@
+// test_cli_train.cpp — `lorascope-train train` runs the engine's job under the Supervisor, with
+// the protections a GUI run has, and says what they did:
+//   - an out-of-memory error injected by LORASCOPE_FAULTS is handled in place and reported, and
+//     (retried as it was) leaves the adapter byte-identical to an uninterrupted run's;
+//   - an engine child SIGKILLed mid-run is restarted, resumes from the state mirror and the run
+//     ends with the same adapter as an uninterrupted run;
+//   - Ctrl-C (SIGINT) checkpoints and exits 0, and --resume finishes to the same adapter;
+//   - a bad option is a usage error (exit 2) before any engine starts.
+// Plain C++ (no Qt), so it also runs where the GPU machine has no Qt. Linux: it finds the engine
+// child through /proc. The demo is shrunk (short sequences, rank 4) to keep each run to seconds.
+#include <signal.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/ChildProcess.h"
+
+namespace fs = std::filesystem;
+using lorascope::common::ChildExit;
+using lorascope::common::ChildOptions;
+using lorascope::common::ChildProcess;
+
+namespace {
+
+int gFailures = 0;
+
+void check(bool ok, const std::string& what, const std::string& output = {}) {
+  if (!ok) {
+    ++gFailures;
+    std::cerr << "FAIL: " << what << "\n";
+    if (!output.empty())
+      std::cerr << "---- output ----\n" << output << "----------------\n";
+  } else {
+    std::cout << "ok: " << what << "\n";
+  }
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+std::string readFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+struct Run {
+  int exitCode = -1;
+  std::string output;  // stdout and stderr, as lines arrived
+};
+
+// Runs `lorascope-train train ARGS`; `onLine` sees each stdout line with the train process's id.
+Run train(const std::vector<std::string>& args,
+          const std::vector<std::pair<std::string, std::string>>& environment = {},
+          const std::function<void(const std::string&, std::int64_t)>& onLine = {}) {
+  ChildOptions options{LORASCOPE_TRAIN, {"train"}, environment};
+  options.arguments.insert(options.arguments.end(), args.begin(), args.end());
+  ChildProcess child(options);
+  child.closeInput();
+  std::string errors;
+  std::thread stderrReader([&] {
+    char buffer[4096];
+    while (std::size_t n = child.readErrorOutput(buffer))
+      errors.append(buffer, n);
+  });
+  Run run;
+  std::string pending;
+  char buffer[4096];
+  while (std::size_t n = child.readOutput(buffer)) {
+    pending.append(buffer, n);
+    for (std::size_t newline; (newline = pending.find('\n')) != std::string::npos;) {
+      const std::string line = pending.substr(0, newline);
+      pending.erase(0, newline + 1);
+      run.output += line + "\n";
+      if (onLine)
+        onLine(line, child.id());
+    }
+  }
+  stderrReader.join();
+  const ChildExit exit = child.wait();
+  run.exitCode = exit.signaled ? 128 + exit.signal : exit.exitCode;
+  run.output += pending + errors;
+  return run;
+}
+
+// The processes whose parent is `parent` (from /proc/PID/stat: "pid (comm) state ppid ...").
+std::vector<pid_t> childrenOf(std::int64_t parent) {
+  std::vector<pid_t> children;
+  for (const fs::directory_entry& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    const std::string stat = readFile(entry.path() / "stat");
+    const std::size_t close = stat.rfind(')');
+    if (close == std::string::npos)
+      continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    std::int64_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent)
+      children.push_back(static_cast<pid_t>(std::stoll(name)));
+  }
+  return children;
+}
+
+const std::vector<std::string> kDemo = {
+    "--demo", "--steps",  "8", "--batch-size",       "2", "--max-seq-len",
+    "80",     "--lora-r", "4", "--checkpoint-every", "3"};
+
+std::vector<std::string> demoInto(const fs::path& out) {
+  std::vector<std::string> args = kDemo;
+  args.insert(args.end(), {"--out", out.string()});
+  return args;
+}
+
+std::string adapterOf(const fs::path& run) {
+  return readFile(run / "adapter" / "adapter_model.safetensors");
+}
+
+}  // namespace
+
+int main() {
+  const fs::path scratch =
+      fs::temp_directory_path() / ("lorascope-test-cli-train-" + std::to_string(::getpid()));
+  fs::remove_all(scratch);
+  fs::create_directories(scratch);
+  ::setenv("LORASCOPE_CACHE_DIR", (scratch / "cache").c_str(), 1);  // the demo, made once
+  ::setenv("OPENBLAS_NUM_THREADS", "1", 1);
+  ::unsetenv("LORASCOPE_FAULTS");
+
+  // The uninterrupted reference.
+  const Run reference = train(demoInto(scratch / "reference"));
+  check(reference.exitCode == 0, "an uninterrupted run exits 0", reference.output);
+  check(contains(reference.output, "step 8/8") && contains(reference.output, "done: 8 steps"),
+        "it prints step lines and the done line", reference.output);
+  check(contains(reference.output, "export or merge with: lorascope-train export"),
+        "it prints the export hint", reference.output);
+  check(!contains(reference.output, "protections:"), "an uneventful run reports no protections",
+        reference.output);
+  const std::string referenceAdapter = adapterOf(scratch / "reference");
+  check(!referenceAdapter.empty(), "the reference run wrote its adapter");
+
+  // LORASCOPE_FAULTS: an out-of-memory error at step 3, handled in place.
+  {
+    const Run run = train(demoInto(scratch / "oom"), {{"LORASCOPE_FAULTS", "oom@step#3"}});
+    check(run.exitCode == 0, "a run with an injected OOM exits 0", run.output);
+    check(contains(run.output, "out of memory at step 3") &&
+              contains(run.output, "the step is retried as it was"),
+          "the OOM and what was done about it are printed", run.output);
+    check(contains(run.output,
+                   "protections: 0 incident(s), 0 engine restart(s), 1 "
+                   "out-of-memory error(s) handled in place"),
+          "the summary counts the OOM", run.output);
+    check(contains(readFile(scratch / "oom" / "faults.ledger"), "fired oom@step#3"),
+          "the fault fired (faults.ledger)");
+    check(adapterOf(scratch / "oom") == referenceAdapter,
+          "an OOM retried as it was leaves the adapter byte-identical", run.output);
+  }
+
+  // --batch-size auto: a second OOM in a step takes the planner's next smaller micro-batch.
+  {
+    std::vector<std::string> args = demoInto(scratch / "auto");
+    args[4] = "auto";  // --batch-size
+    const Run run = train(args, {{"LORASCOPE_FAULTS", "oom@step#2,oom@step#2"}});
+    check(run.exitCode == 0 && contains(run.output, "batch-size auto on "),
+          "a --batch-size auto run plans its micro-batch", run.output);
+    check(contains(run.output, "out of memory at step 2") &&
+              contains(run.output, "stepped down to ") &&
+              contains(run.output, "(batch-size auto, same effective batch)"),
+          "its second OOM in a step steps down by plan and says so", run.output);
+    check(contains(run.output, "done: 8 steps"), "and the run finishes", run.output);
+  }
+
+  // The engine child SIGKILLed after step 2: restarted, resumed, the same adapter.
+  {
+    bool killed = false;
+    const Run run = train(demoInto(scratch / "killed"), {},
+                          [&](const std::string& line, std::int64_t trainPid) {
+                            if (killed || line.rfind("step 2/8", 0) != 0)
+                              return;
+                            for (pid_t engine : childrenOf(trainPid)) {
+                              ::kill(engine, SIGKILL);
+                              killed = true;
+                            }
+                          });
+    check(killed, "the engine child was found and killed", run.output);
+    check(run.exitCode == 0, "a run whose engine was killed exits 0", run.output);
+    check(contains(run.output, "killed by a signal (SIGKILL)") &&
+              contains(run.output, "restarted the engine"),
+          "the incident and the restart are printed", run.output);
+    check(contains(run.output, "protections: 1 incident(s), 1 engine restart(s)"),
+          "the summary counts the restart", run.output);
+    check(contains(run.output, "done: 8 steps"), "the run finished every step", run.output);
+    check(adapterOf(scratch / "killed") == referenceAdapter,
+          "the adapter is byte-identical to the uninterrupted run's", run.output);
+  }
+
+  // Ctrl-C: checkpoint and exit 0; --resume finishes the same run.
+  {
+    bool interrupted = false;
+    const Run run = train(demoInto(scratch / "stopped"), {},
+                          [&](const std::string& line, std::int64_t trainPid) {
+                            if (!interrupted && line.rfind("step 4/8", 0) == 0) {
+                              ::kill(static_cast<pid_t>(trainPid), SIGINT);
+                              interrupted = true;
+                            }
+                          });
+    check(run.exitCode == 0, "Ctrl-C exits 0", run.output);
+    check(contains(run.output, "stopped at step ") && contains(run.output, "; checkpoint ") &&
+              contains(run.output, "continue with: lorascope-train train --resume "),
+          "Ctrl-C says where it stopped and how to continue", run.output);
+    check(!contains(run.output, "done: "), "a stopped run is not done", run.output);
+    const Run resumed = train({"--resume", (scratch / "stopped").string()});
+    check(resumed.exitCode == 0 && contains(resumed.output, "resuming from step ") &&
+              contains(resumed.output, "done: 8 steps"),
+          "--resume finishes the stopped run", resumed.output);
+    check(adapterOf(scratch / "stopped") == referenceAdapter,
+          "stopped and resumed, the adapter is byte-identical", resumed.output);
+  }
+
+  // Usage errors come before any engine: exit 2, naming the option.
+  {
+    std::vector<std::string> args = demoInto(scratch / "bad");
+    args.insert(args.end(), {"--lr", "fast"});
+    const Run run = train(args);
+    check(run.exitCode == 2 && contains(run.output, "lr"), "a bad option value exits 2",
+          run.output);
+    check(!fs::exists(scratch / "bad"), "and leaves no run folder");
+    const Run badCheckpoint =
+        train({"--resume", (scratch / "stopped").string(), "--checkpoint", "three"});
+    check(badCheckpoint.exitCode == 2 && contains(badCheckpoint.output, "--checkpoint"),
+          "a bad --checkpoint exits 2", badCheckpoint.output);
+    const Run missing = train({"--resume", (scratch / "no-such-run").string()});
+    check(missing.exitCode == 1 && contains(missing.output, "no-such-run"),
+          "resuming a missing run exits 1 naming it", missing.output);
+  }
+
+  fs::remove_all(scratch);
+  if (gFailures > 0) {
+    std::cerr << gFailures << " check(s) failed\n";
+    return 1;
+  }
+  return 0;
+}
