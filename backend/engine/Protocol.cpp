@@ -1,7 +1,10 @@
 // engine/Protocol.cpp — JSON-lines encoding of commands and events, and strict decoding.
 #include "engine/Protocol.h"
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
+#include <string>
 #include <utility>
 
 namespace lorascope::engine {
@@ -42,6 +45,9 @@ class Fields {
     const json& v = at(field);
     if (!v.is_number_integer())
       fail(field, "must be a whole number");
+    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
+      fail(field, "too large");
+    }
     return v.get<std::int64_t>();
   }
   double number(const char* field) const {
@@ -128,10 +134,20 @@ void checkToggleValue(const Fields& f, Toggle toggle, const json& value) {
   }
 }
 
+// Deeper nesting than any message needs is refused while parsing: copying, dumping and
+// destroying a json value recurse, and 100,000 levels overflow a thread's stack.
+constexpr int kMaxNesting = 256;
+
 json parseLine(std::string_view line, std::string& type) {
   json root;
   try {
-    root = json::parse(line);
+    root = json::parse(line, [](int depth, json::parse_event_t event, json&) {
+      if (depth >= kMaxNesting && (event == json::parse_event_t::object_start ||
+                                   event == json::parse_event_t::array_start)) {
+        throw ProtocolError("JSON nested deeper than " + std::to_string(kMaxNesting) + " levels");
+      }
+      return true;
+    });
   } catch (const json::parse_error& e) {
     throw ProtocolError(std::string("not valid JSON: ") + e.what());
   }
@@ -139,7 +155,12 @@ json parseLine(std::string_view line, std::string& type) {
     throw ProtocolError("a message must be a JSON object");
   }
   const auto v = root.find("v");
-  if (v == root.end() || !v->is_number_integer() || v->get<int>() != kProtocolVersion) {
+  // Compared as the number it is: get<int>() would wrap 2^32 + 1 to 1.
+  const bool versionMatches =
+      v != root.end() && v->is_number_integer() &&
+      (v->is_number_unsigned() ? v->get<std::uint64_t>() == std::uint64_t{kProtocolVersion}
+                               : v->get<std::int64_t>() == kProtocolVersion);
+  if (!versionMatches) {
     throw ProtocolError("protocol version " +
                         (v == root.end() ? std::string("missing") : v->dump()) +
                         ", this side speaks " + std::to_string(kProtocolVersion));
@@ -150,6 +171,13 @@ json parseLine(std::string_view line, std::string& type) {
   }
   type = t->get<std::string>();
   return root;
+}
+
+// One line of JSON that never throws: text that is not valid UTF-8 (a quoted rejected line, a
+// path in a foreign encoding) has its bad bytes replaced by U+FFFD instead of aborting the
+// process.
+std::string dumpLine(const json& message) {
+  return message.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 json optionalToJson(const std::optional<std::uint64_t>& v) {
@@ -251,7 +279,7 @@ std::string encodeCommand(const Command& command) {
                  },
                  [&](const SwitchProfileCommand& c) { out["name"] = c.name; }, [](const auto&) {}},
       command);
-  return out.dump();
+  return dumpLine(out);
 }
 
 Command decodeCommand(std::string_view line) {
@@ -362,7 +390,7 @@ std::string encodeEvent(const TimedEvent& timed) {
             }
           }},
       timed.event);
-  return out.dump();
+  return dumpLine(out);
 }
 
 TimedEvent decodeEvent(std::string_view line) {
@@ -371,8 +399,10 @@ TimedEvent decodeEvent(std::string_view line) {
   const Fields f(root, type);
   TimedEvent out{f.integer("t_ms"), {}};
   if (type == "hello") {
-    HelloEvent e{
-        static_cast<int>(f.integer("protocol")), f.string("version"), f.string("flavour"), {}};
+    const std::int64_t protocol = f.integer("protocol");
+    if (protocol < 0 || protocol > INT32_MAX)
+      f.fail("protocol", "out of range");
+    HelloEvent e{static_cast<int>(protocol), f.string("version"), f.string("flavour"), {}};
     if (!f.at("devices").is_array())
       f.fail("devices", "must be an array");
     for (const json& d : root["devices"]) {
@@ -439,8 +469,17 @@ TimedEvent decodeEvent(std::string_view line) {
 
 ErrorEvent protocolErrorEvent(const ProtocolError& error, std::string_view line) {
   constexpr std::size_t kQuotedBytes = 200;  // enough to recognise the line, not to flood a log
-  std::string quoted(line.substr(0, kQuotedBytes));
-  if (line.size() > kQuotedBytes)
+  std::size_t cut = std::min(line.size(), kQuotedBytes);
+  if (cut < line.size()) {
+    // Back off to the start of a UTF-8 sequence so that the quote does not end in half a
+    // character (at most 3 continuation bytes; anything longer is invalid anyway).
+    for (int back = 0;
+         back < 3 && cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80; ++back) {
+      --cut;
+    }
+  }
+  std::string quoted(line.substr(0, cut));
+  if (cut < line.size())
     quoted += "…";
   return ErrorEvent{"protocol",
                     "",

@@ -2,9 +2,11 @@
 // malformed, unknown or mistyped lines are rejected with a message, never a crash.
 #include <QtTest>
 
+#include "Rejection.h"
 #include "engine/Protocol.h"
 
 using namespace lorascope::engine;
+using lorascope::engine::test::rejection;
 
 class TestProtocol : public QObject {
   Q_OBJECT
@@ -20,19 +22,6 @@ class TestProtocol : public QObject {
 
 // moc 6.4 cannot parse raw string literals, so it does not see the test bodies.
 #ifndef Q_MOC_RUN
-
-namespace {
-
-QString rejection(std::string_view line) {
-  try {
-    decodeCommand(line);
-  } catch (const ProtocolError& e) {
-    return QString::fromUtf8(e.what());
-  }
-  return QStringLiteral("<accepted>");
-}
-
-}  // namespace
 
 void TestProtocol::everyCommandRoundTrips() {
   const std::vector<Command> commands = {StartCommand{{{"model", "/models/qwen"}, {"steps", 100}}},
