@@ -1,8 +1,9 @@
 // parity/bench_gemm.cpp — TFLOP/s of the vendor GEMM and the built-in one through
 // Backend::matmul at the trainer's shapes: a micro-batch of 4096 tokens through the
 // Qwen2.5-0.5B projections (y = x·Wᵀ, bf16), one 16384-row lm-head vocabulary chunk, and the
-// LoRA gradient dA += gᵀ·x (rank 8, k = 4096 tokens, f32 c). Qt-free; scripts/gpu-check.sh runs
-// it on the device machine. Exit 77 without a GPU. A benchmark, not a test.
+// backward's dx += dy·W (bf16 c, beta = 1), the LoRA gradient dA += gᵀ·x (rank 8, k = 4096 tokens,
+// f32 c). Qt-free; scripts/gpu-check.sh runs it on the device machine. Exit 77 without a GPU. A
+// benchmark, not a test.
 //   bench_gemm [--iterations N]
 #include <cstdio>
 #include <random>
@@ -26,6 +27,7 @@ struct GemmBenchShape {
   std::int64_t m, n, k;
   bool transposeA;
   DType cType;
+  bool accumulate = false;  // c += a·b (beta = 1), as the backward pass adds to dx
 };
 
 void benchShape(compute::Backend& gpu, const GemmBenchShape& s, int iterations, bool vendorGemm,
@@ -33,7 +35,8 @@ void benchShape(compute::Backend& gpu, const GemmBenchShape& s, int iterations, 
   // transposeA: a is stored (k, m), as the activation gradient g of dA += gᵀ·x is; b is then
   // the activation x (k, n). Otherwise a is x (m, k) and b the weight W (n, k), read as Wᵀ.
   const compute::Shape aShape = s.transposeA ? compute::Shape{s.k, s.m} : compute::Shape{s.m, s.k};
-  const compute::Shape bShape = s.transposeA ? compute::Shape{s.k, s.n} : compute::Shape{s.n, s.k};
+  const bool transposeB = !s.transposeA && !s.accumulate;
+  const compute::Shape bShape = transposeB ? compute::Shape{s.n, s.k} : compute::Shape{s.k, s.n};
   const auto count = [](const compute::Shape& shape) {
     return static_cast<std::size_t>(compute::numelOf(shape));
   };
@@ -42,7 +45,7 @@ void benchShape(compute::Backend& gpu, const GemmBenchShape& s, int iterations, 
   const compute::Tensor b =
       gpu.upload(parity::randomNormal(rng, count(bShape), 0, 0.05f), DType::BF16, bShape);
   compute::Tensor c = gpu.empty(s.cType, {s.m, s.n});
-  const float beta = s.cType == DType::F32 ? 1.0f : 0.0f;  // gradients accumulate
+  const float beta = s.cType == DType::F32 || s.accumulate ? 1.0f : 0.0f;  // gradients accumulate
   const double flops =
       2.0 * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
   std::printf("gemm %-22s m=%-5lld n=%-6lld k=%-5lld", s.name, static_cast<long long>(s.m),
@@ -55,7 +58,7 @@ void benchShape(compute::Backend& gpu, const GemmBenchShape& s, int iterations, 
     }
     gpu.setGemmImplementation(impl);
     const double ms = millisecondsPerCall(
-        gpu, iterations, [&] { gpu.matmul(a, s.transposeA, b, !s.transposeA, c, 1.0f, beta); });
+        gpu, iterations, [&] { gpu.matmul(a, s.transposeA, b, transposeB, c, 1.0f, beta); });
     std::printf("  %s: %.3f ms %.1f TFLOP/s", compute::gemmImplementationName(impl), ms,
                 flops / ms * 1e-9);
     if (impl == GemmImplementation::Vendor) {
@@ -90,6 +93,7 @@ int main(int argc, char** argv) {
       {"k/v proj 896->128", 4096, 128, 896, false, DType::BF16},
       {"gate/up 896->4864", 4096, 4864, 896, false, DType::BF16},
       {"down 4864->896", 4096, 896, 4864, false, DType::BF16},
+      {"gate/up dx += dy·W", 4096, 896, 4864, false, DType::BF16, true},
       {"lm-head chunk 896->16K", 4096, 16384, 896, false, DType::BF16},
       {"lora dA 8x896, T=4096", 8, 896, 4096, true, DType::F32},
   };

@@ -1,7 +1,7 @@
 // hip/HipBackendOpsGemm.cpp — matmul on the selected GEMM (hip/gemm.h): the vendor BLAS or the
 // built-in kernel, switchable between any two calls.
 #include "compute/hip/HipBackend.h"
-#include "compute/hip/elementwise.h"  // defines: castF32ToBf16
+#include "compute/hip/elementwise.h"  // defines: castF32ToBf16, accumulateIntoBf16
 #include "compute/hip/gemm.h"         // defines: builtinGemm, VendorBlas
 
 namespace lorascope::compute::hip {
@@ -48,6 +48,20 @@ void HipBackend::matmul(const Tensor& a, bool transposeA, const Tensor& b, bool 
     castF32ToBf16(b.as<float>(), b.numel(), bAsBf16.as<std::uint16_t>(), stream_);
     opB.data = bAsBf16.data();
     opB.dtype = DType::BF16;
+  }
+  if (c.dtype() == DType::BF16 && beta != 0.0f) {
+    // cuBLAS may add beta·c to a product it has already rounded to bf16: on an H100 (cuBLAS
+    // 13.1, algo 66, 64×64 tiles, no split-k, so CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION
+    // does not apply) 27% of the outputs of the trainer's gate/up dx += dy·W (m=300 n=896
+    // k=4864) were rounded twice, up to 0.92 of a bf16 ulp; with beta = 0 the same product is
+    // rounded once. So the product goes to an f32 scratch and one kernel adds it to c, rounding
+    // once, on every card and vendor alike.
+    const memory::OwnerScope owner(memory::Owner::Workspace);
+    Tensor product = empty(DType::F32, c.shape());
+    vendorBlas_->gemm("matmul", opA, opB, GemmOutput{product.data(), DType::F32, c.dim(1)}, alpha,
+                      0.0f);
+    accumulateIntoBf16(product.as<float>(), c.numel(), beta, c.as<std::uint16_t>(), stream_);
+    return;
   }
   vendorBlas_->gemm("matmul", opA, opB, out, alpha, beta);
 }

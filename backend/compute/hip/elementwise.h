@@ -39,6 +39,11 @@ void addBias(std::uint16_t* x, const void* bias, bool biasIsBf16, std::int64_t r
 // out = bf16(in), rounding to nearest even: in (count) f32, out (count) bf16
 void castF32ToBf16(const float* in, std::int64_t count, std::uint16_t* out, hipStream_t stream);
 
+// c = bf16(product + beta·c), one rounding: product (count) f32, c (count) bf16. The vendor
+// matmul's epilogue for a bf16 c with beta ≠ 0 (hip/HipBackendOpsGemm.cpp says why).
+void accumulateIntoBf16(const float* product, std::int64_t count, float beta, std::uint16_t* c,
+                        hipStream_t stream);
+
 // Per row r: logsumexp[r] and losses[r] = logsumexp[r] − logits[r][targets[r]] (0 where the
 // target is ignoreTarget). logits (rows, vocab) bf16, targets (rows), losses, logsumexp (rows) f32
 void crossEntropyForward(const std::uint16_t* logits, std::int64_t rows, std::int64_t vocab,

@@ -113,6 +113,13 @@ __global__ void castF32ToBf16Kernel(const float* in, long long count, hip_bfloat
   }
 }
 
+__global__ void accumulateIntoBf16Kernel(const float* product, long long count, float beta,
+                                         hip_bfloat16* c) {
+  for (long long i = firstIndex(); i < count; i += gridStride()) {
+    storeFloat(c, i, product[i] + beta * loadFloat(c, i));
+  }
+}
+
 // One block per row of logits (rows, vocab). Each thread keeps a running max and a sum of
 // exponentials shifted by it (online softmax), so the row is read twice at most: once here and
 // once for the target's logit.
@@ -234,6 +241,15 @@ void castF32ToBf16(const float* in, std::int64_t count, std::uint16_t* out, hipS
   }
   launch("cast_f32_bf16", castF32ToBf16Kernel, gridFor(count), dim3(kThreads), 0, stream, in, count,
          asBf16(out));
+}
+
+void accumulateIntoBf16(const float* product, std::int64_t count, float beta, std::uint16_t* c,
+                        hipStream_t stream) {
+  if (count == 0) {
+    return;
+  }
+  launch("accumulate_bf16", accumulateIntoBf16Kernel, gridFor(count), dim3(kThreads), 0, stream,
+         product, count, beta, asBf16(c));
 }
 
 void crossEntropyForward(const std::uint16_t* logits, std::int64_t rows, std::int64_t vocab,
