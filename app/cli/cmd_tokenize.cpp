@@ -46,7 +46,21 @@ std::string decodeLine(const text::Tokenizer& tokenizer, const std::string& line
   const nlohmann::json parsed = nlohmann::json::parse(line);
   if (!parsed.is_array())
     throw std::runtime_error("expected a JSON array of ids");
-  const auto ids = parsed.get<std::vector<std::int32_t>>();
+  // Each id must be a whole number an id can be: get<int32_t>() would take 1.5 as 1, true as 1
+  // and 2^32 + 34 as 34.
+  std::vector<std::int32_t> ids;
+  ids.reserve(parsed.size());
+  for (std::size_t i = 0; i < parsed.size(); ++i) {
+    const nlohmann::json& id = parsed[i];
+    if (!id.is_number_integer() ||
+        (id.is_number_unsigned() && id.get<std::uint64_t>() > 0x7FFFFFFF) ||
+        (!id.is_number_unsigned() &&
+         (id.get<std::int64_t>() < 0 || id.get<std::int64_t>() > 0x7FFFFFFF))) {
+      throw std::runtime_error("entry " + std::to_string(i) + " (" + id.dump() +
+                               ") is not an id (a whole number from 0 to 2147483647)");
+    }
+    ids.push_back(static_cast<std::int32_t>(id.get<std::int64_t>()));
+  }
   const std::string decoded = tokenizer.decode(ids, skipSpecial);
   return json ? nlohmann::json(decoded).dump() : decoded;
 }

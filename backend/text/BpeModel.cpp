@@ -59,9 +59,18 @@ std::unique_ptr<BpeModel> BpeModel::fromJson(const nlohmann::json& model,
   }
   for (const auto& [token, id] : bpe->vocab_)
     bpe->maxId_ = std::max(bpe->maxId_, id);
-  bpe->idToToken_.assign(static_cast<std::size_t>(bpe->maxId_ + 1), nullptr);
-  for (const auto& entry : bpe->vocab_)
-    bpe->idToToken_[entry.second] = &entry.first;
+  // A table indexed by id while the ids are nearly dense (the usual 0..n-1); a hash map when
+  // they are sparse, so that one id of 1.5e9 costs one entry and not 12 GB of empty slots.
+  const auto slots = static_cast<std::size_t>(bpe->maxId_) + 1;
+  if (slots <= 2 * bpe->vocab_.size() + kDenseIdSlack) {
+    bpe->idToToken_.assign(slots, nullptr);
+    for (const auto& entry : bpe->vocab_)
+      bpe->idToToken_[entry.second] = &entry.first;
+  } else {
+    bpe->sparseIdToToken_.reserve(bpe->vocab_.size());
+    for (const auto& entry : bpe->vocab_)
+      bpe->sparseIdToToken_.emplace(entry.second, &entry.first);
+  }
 
   if (model.contains("dropout") && model.at("dropout").is_number() &&
       model.at("dropout").get<double>() > 0.0) {
@@ -125,6 +134,10 @@ std::optional<std::int32_t> BpeModel::tokenId(std::string_view token) const {
 }
 
 const std::string* BpeModel::tokenText(std::int32_t id) const {
+  if (!sparseIdToToken_.empty()) {
+    const auto it = sparseIdToToken_.find(id);
+    return it == sparseIdToToken_.end() ? nullptr : it->second;
+  }
   if (id < 0 || static_cast<std::size_t>(id) >= idToToken_.size())
     return nullptr;
   return idToToken_[id];

@@ -37,6 +37,8 @@ class BpeModel {
   std::size_t vocabEntries() const { return vocab_.size(); }
   std::size_t mergeCount() const { return merges_.size(); }
   bool byteFallback() const { return byteFallback_; }
+  // Entries of the id -> token tables: grows with the vocabulary, not with its largest id.
+  std::size_t idTableSlots() const { return idToToken_.size() + sparseIdToToken_.size(); }
 
  private:
   struct Merge {
@@ -51,7 +53,10 @@ class BpeModel {
   void mergeSymbols(std::vector<std::int32_t>& symbols) const;
 
   Vocab vocab_;
-  std::vector<const std::string*> idToToken_;  // index = id; nullptr for gaps
+  // Gaps a dense id table may hold beyond twice the entries (small vocabularies with holes).
+  static constexpr std::size_t kDenseIdSlack = 1024;
+  std::vector<const std::string*> idToToken_;  // index = id; nullptr for gaps; empty when sparse
+  std::unordered_map<std::int32_t, const std::string*> sparseIdToToken_;  // for sparse ids
   std::unordered_map<std::uint64_t, Merge> merges_;
   std::int32_t maxId_ = -1;
   std::optional<std::int32_t> unkId_;

@@ -31,4 +31,12 @@ case "$err" in
   *"stdin line 2: "*"cannot decode id 999999"*) check "bad id names the line" ok ok ;;
   *) check "bad id names the line" "stdin line 2: ... cannot decode id 999999" "$err" ;;
 esac
+# Issue 20 item 9: ids that are not whole numbers in range were taken as 1, 1 and 34.
+for bad in '1.5' 'true' '4294967330' '-1'; do
+  err=$(printf '[1, %s]\n' "$bad" | "$train" tokenize --tokenizer "$data/qwen2_bpe.tokenizer.json" --decode 2>&1 >/dev/null)
+  case "$err" in
+    *"stdin line 1: entry 1 ($bad) is not an id"*) check "decode refuses id $bad" ok ok ;;
+    *) check "decode refuses id $bad" "stdin line 1: entry 1 ($bad) is not an id ..." "$err" ;;
+  esac
+done
 exit "$fail"
