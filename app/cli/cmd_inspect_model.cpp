@@ -1,11 +1,13 @@
 // cli/cmd_inspect_model.cpp — `lorascope-train inspect-model DIR [--json] [--batch N] [--seq N]
-// [--rank R]`: architecture, parameter counts, stored dtypes and the memory LoRA training needs
-// at a batch × seq and rank. Reads config.json and the safetensors headers only (mmap), so it
-// answers at once even for a model of many gigabytes.
+// [--rank R] [--check]`: architecture, parameter counts, stored dtypes and the memory LoRA
+// training needs at a batch × seq and rank. Reads config.json and the safetensors headers only
+// (mmap), so it answers at once even for a model of many gigabytes; --check also reads every
+// weight and lists the tensors holding NaN or ±inf (exit 1 when there are any).
 #include <charconv>
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -143,7 +145,7 @@ void printText(const model::ModelFolder& folder, const model::ParameterCounts& p
 }  // namespace
 
 int runInspectModel(const Args& args) {
-  const job::CliArgs parsed(args, {"json"}, {"batch", "seq", "rank"});
+  const job::CliArgs parsed(args, {"json", "check"}, {"batch", "seq", "rank"});
   if (parsed.positional().size() != 1) {
     throw job::UsageError("expected one model folder: inspect-model DIR [--json]");
   }
@@ -158,12 +160,37 @@ int runInspectModel(const Args& args) {
   }
   const model::MemoryEstimate memory =
       model::estimateLoraTrainingMemory(folder.config(), folder.weightBytes(), plan);
+  std::optional<std::vector<model::NonFiniteTensor>> nonFinite;
+  if (parsed.has("check")) {
+    nonFinite = folder.findNonFiniteWeights();
+  }
   if (parsed.has("json")) {
-    std::cout << toJson(folder, params, dtypeTensors, plan, memory).dump(2) << "\n";
+    nlohmann::json report = toJson(folder, params, dtypeTensors, plan, memory);
+    if (nonFinite) {
+      report["non_finite_tensors"] = nlohmann::json::array();
+      for (const model::NonFiniteTensor& t : *nonFinite) {
+        report["non_finite_tensors"].push_back({{"name", t.name},
+                                                {"file", t.file},
+                                                {"count", t.count},
+                                                {"first_index", t.firstIndex}});
+      }
+    }
+    std::cout << report.dump(2) << "\n";
   } else {
     printText(folder, params, dtypeTensors, plan, memory);
+    if (nonFinite && nonFinite->empty()) {
+      std::cout << "check       all " << folder.tensors().size()
+                << " tensors read: every value is finite\n";
+    } else if (nonFinite) {
+      std::cout << "check       " << nonFinite->size()
+                << " tensor(s) hold NaN or infinite values (training on them gives a NaN loss):\n";
+      for (const model::NonFiniteTensor& t : *nonFinite) {
+        std::cout << "  " << t.name << " (" << t.file << "): " << t.count
+                  << " value(s), the first at element " << t.firstIndex << "\n";
+      }
+    }
   }
-  return 0;
+  return nonFinite && !nonFinite->empty() ? 1 : 0;
 }
 
 }  // namespace lorascope::cli

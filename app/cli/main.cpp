@@ -38,8 +38,8 @@ const std::map<std::string, Subcommand>& subcommands() {
         "CPU forward: loss and last logits"}},
       {"inspect-model",
        {lorascope::cli::runInspectModel,
-        "inspect-model DIR [--json] [--batch N] [--seq N] [--rank R]   architecture, "
-        "parameters, dtypes, LoRA training memory"}},
+        "inspect-model DIR [--json] [--batch N] [--seq N] [--rank R] [--check]   architecture, "
+        "parameters, dtypes, LoRA training memory; --check reads every weight for NaN/inf"}},
       {"export",
        {lorascope::cli::runExport,
         "export RUN_DIR [--out DIR] [--merge OUT_DIR] [--checkpoint N]   the run's PEFT adapter; "
@@ -56,7 +56,8 @@ const std::map<std::string, Subcommand>& subcommands() {
         "[--max-seq-len L] [--lr X] [--schedule constant|linear|cosine] [--warmup N] "
         "[--lora-r R] [--lora-alpha A] [--lora-dropout P] [--rslora true] [--targets q,k,v,...] "
         "[--seed S] [--checkpoint-every N] [--keep-checkpoints K] [--weight-decay W] "
-        "[--max-grad-norm C] [--packing true] [--activation-checkpointing true] "
+        "[--max-grad-norm C] [--non-finite-steps N] [--packing true] [--activation-checkpointing "
+        "true] "
         "[--device cpu|gpu|auto] [--config run.json]   LoRA training into a run folder (auto: the "
         "GPU when one is usable); Ctrl-C checkpoints and exits"}},
       {"validate-data",

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -70,6 +71,10 @@ class Fields {
       fail(field, "must be a byte count ≥ 0 or null");
     }
     return v.get<std::uint64_t>();
+  }
+  // A number that may be null on the wire: JSON has no NaN, and a step's loss may be one.
+  double numberOrNaN(const char* field) const {
+    return at(field).is_null() ? std::numeric_limits<double>::quiet_NaN() : number(field);
   }
   std::optional<double> optionalNumber(const char* field) const {
     if (!has(field) || at(field).is_null())
@@ -417,9 +422,9 @@ TimedEvent decodeEvent(std::string_view line) {
     out.event = StateEvent{f.choice("state", kStates), f.integer("step"), f.string("detail")};
   } else if (type == "step") {
     out.event = StepEvent{f.integer("step"),
-                          f.number("loss"),
+                          f.numberOrNaN("loss"),
                           f.number("lr"),
-                          f.number("grad_norm"),
+                          f.numberOrNaN("grad_norm"),
                           f.number("tokens_per_s"),
                           static_cast<int>(f.integer("micro_batch")),
                           static_cast<int>(f.integer("accumulation")),

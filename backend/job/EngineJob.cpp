@@ -119,8 +119,15 @@ class TrainingJob : public engine::EngineJob {
                              "the engine restarts on the next rung of the recovery ladder", true});
     } catch (const memory::OutOfMemoryError& oom) {
       return recoverFromOutOfMemory("allocate", oom.what());
+    } catch (const train::NonFiniteTraining&) {
+      // The last finite state becomes the newest checkpoint, so that a resume starts there.
+      run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints);
+      throw;
     }
     outOfMemoryRetries_ = 0;
+    if (!m.nonFinite.empty()) {
+      sink_(engine::TimedEvent{0, engine::IncidentEvent{m.nonFinite, "update skipped", m.step}});
+    }
     run_.appendMetrics(m);
     const std::vector<std::byte> state = train::encodeTrainerState(loop_->state());
     mirror_->write(state);

@@ -89,6 +89,8 @@ const std::map<std::string, Setter>& setters() {
       {"weight-decay",
        [](auto& s, auto& n, auto& v) { s.train.adamw.weightDecay = parseReal(n, v); }},
       {"max-grad-norm", [](auto& s, auto& n, auto& v) { s.train.maxGradNorm = parseReal(n, v); }},
+      {"non-finite-steps",
+       [](auto& s, auto& n, auto& v) { s.train.nonFiniteStepLimit = parseCount(n, v, 1); }},
       {"schedule",
        [](auto& s, auto&, auto& v) {
          try {
@@ -207,6 +209,7 @@ json settingsToJson(const TrainRunSettings& s) {
           {"grad_accumulation", t.gradAccumulation},
           {"max_seq_len", t.maxSeqLen},
           {"max_grad_norm", t.maxGradNorm},
+          {"non_finite_step_limit", t.nonFiniteStepLimit},
           {"seed", t.seed},
           {"shuffle", t.shuffle},
           {"packing", t.packing},
@@ -243,6 +246,8 @@ TrainRunSettings settingsFromJson(const json& j, const std::string& file) {
     t.gradAccumulation = j.at("grad_accumulation").get<std::int64_t>();
     t.maxSeqLen = j.at("max_seq_len").get<std::int64_t>();
     t.maxGradNorm = j.at("max_grad_norm").get<double>();
+    // Absent from runs made before non-finite steps were skipped.
+    t.nonFiniteStepLimit = j.value("non_finite_step_limit", std::int64_t{3});
     t.seed = j.at("seed").get<std::uint64_t>();
     t.shuffle = j.at("shuffle").get<bool>();
     t.packing = j.at("packing").get<bool>();

@@ -99,6 +99,24 @@ ModelFolder ModelFolder::open(const std::string& dir) {
                      "(only safetensors weights are loaded; pickled .bin files never are)");
   }
 
+  // Layers the weights hold beyond config.json's num_hidden_layers would be ignored: say so.
+  constexpr std::string_view kLayerPrefix = "model.layers.";
+  for (const auto& [name, located] : index) {
+    if (name.rfind(kLayerPrefix, 0) != 0)
+      continue;
+    const std::size_t dot = name.find('.', kLayerPrefix.size());
+    const std::string digits = name.substr(kLayerPrefix.size(), dot - kLayerPrefix.size());
+    if (!digits.empty() && digits.size() < 10 &&
+        digits.find_first_not_of("0123456789") == std::string::npos &&
+        std::stoll(digits) >= m.config_.numLayers) {
+      throw ModelError(located.file->path(),
+                       "holds tensor '" + name + "' of layer " + digits + ", but config.json has " +
+                           std::to_string(m.config_.numLayers) +
+                           " layers (num_hidden_layers); the extra layers would be ignored. Fix "
+                           "num_hidden_layers or use the config that came with these weights");
+    }
+  }
+
   std::map<std::string, compute::Tensor> loaded;
   for (const ExpectedTensor& expected : expectedTensors(m.config_)) {
     const auto it = index.find(expected.name);
@@ -163,6 +181,34 @@ std::uint64_t ModelFolder::weightBytes() const {
     bytes += static_cast<std::uint64_t>(compute::numelOf(t.shape)) * compute::dtypeBytes(t.dtype);
   }
   return bytes;
+}
+
+std::vector<NonFiniteTensor> ModelFolder::findNonFiniteWeights() const {
+  std::vector<NonFiniteTensor> found;
+  for (const StoredTensor& t : tensors_) {
+    const SafetensorsFile& file = *files_.at(t.file);
+    const compute::Tensor tensor = file.tensor(*file.find(t.name));
+    const std::int64_t n = tensor.numel();
+    NonFiniteTensor bad{t.name, t.file, 0, -1};
+    // By the bits: an exponent of all ones is NaN or ±inf in every IEEE format.
+    const auto note = [&](std::int64_t i, bool nonFinite) {
+      if (nonFinite && bad.count++ == 0)
+        bad.firstIndex = i;
+    };
+    if (t.dtype == compute::DType::F32) {
+      const auto* v = static_cast<const std::uint32_t*>(tensor.data());
+      for (std::int64_t i = 0; i < n; ++i)
+        note(i, (v[i] & 0x7F800000u) == 0x7F800000u);
+    } else {
+      const std::uint16_t mask = t.dtype == compute::DType::F16 ? 0x7C00 : 0x7F80;
+      const auto* v = static_cast<const std::uint16_t*>(tensor.data());
+      for (std::int64_t i = 0; i < n; ++i)
+        note(i, (v[i] & mask) == mask);
+    }
+    if (bad.count > 0)
+      found.push_back(std::move(bad));
+  }
+  return found;
 }
 
 }  // namespace lorascope::model

@@ -42,6 +42,14 @@ struct StoredTensor {
   std::string file;  // the safetensors file holding it
 };
 
+// A stored tensor holding NaN or ±inf (ModelFolder::findNonFiniteWeights).
+struct NonFiniteTensor {
+  std::string name;
+  std::string file;
+  std::int64_t count = 0;        // elements that are NaN or infinite
+  std::int64_t firstIndex = -1;  // the first of them, in storage order
+};
+
 class ModelFolder {
  public:
   // Opens `dir`. Throws ModelError naming the file at fault: config.json missing a field, no
@@ -55,6 +63,9 @@ class ModelFolder {
   const std::vector<StoredTensor>& tensors() const { return tensors_; }  // graph order
   std::vector<std::string> files() const;  // the safetensors files, in name order
   std::uint64_t weightBytes() const;       // bytes of the tensors the graph uses, as stored
+  // Reads every tensor the graph uses in full (as stored: bf16, f16 or f32) and lists those
+  // holding NaN or ±inf, which would make every loss NaN. Reads all the weights: seconds per GB.
+  std::vector<NonFiniteTensor> findNonFiniteWeights() const;
 
  private:
   std::string dir_;

@@ -1,6 +1,7 @@
 // train/Lora.cpp — LoRA target parsing, initialisation and naming.
 #include "train/Lora.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -133,6 +134,23 @@ LoraAdapter createLoraAdapter(const LoraConfig& config, const std::vector<LoraSi
 std::string peftKey(const LoraSite& site, bool isA) {
   return "base_model.model.model.layers." + std::to_string(site.layer) + "." +
          modulePath(site.module) + (isA ? ".lora_A.weight" : ".lora_B.weight");
+}
+
+void requireFiniteAdapter(const LoraAdapter& adapter, const std::string& what) {
+  for (const LoraWeights& w : adapter.weights) {
+    for (const bool isA : {true, false}) {
+      const std::vector<float>& values = isA ? w.a : w.b;
+      const auto bad =
+          std::find_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+      if (bad != values.end()) {
+        throw std::invalid_argument(
+            what + ": " + peftKey(w.site, isA) + " element " +
+            std::to_string(bad - values.begin()) + " is " + std::to_string(*bad) +
+            " (not finite); a NaN or infinite adapter is not exported. Export an earlier "
+            "checkpoint with --checkpoint N");
+      }
+    }
+  }
 }
 
 }  // namespace lorascope::train

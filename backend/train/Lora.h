@@ -71,5 +71,8 @@ LoraAdapter createLoraAdapter(const LoraConfig& config, const std::vector<LoraSi
 
 // PEFT's state-dict key, e.g. "base_model.model.model.layers.3.mlp.up_proj.lora_B.weight".
 std::string peftKey(const LoraSite& site, bool isA);
+// Throws std::invalid_argument naming the first tensor (its PEFT key) and element that is NaN
+// or infinite: such an adapter is never exported or merged. `what` says whose adapter it is.
+void requireFiniteAdapter(const LoraAdapter& adapter, const std::string& what);
 
 }  // namespace lorascope::train

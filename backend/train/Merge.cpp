@@ -112,6 +112,7 @@ MergeReport mergeAdapterIntoModel(const fs::path& baseDir, const LoraAdapter& ad
                                   const fs::path& outDir) {
   const model::ModelFolder base = model::ModelFolder::open(baseDir.string());
   checkAdapterFitsModel(adapter, base.config(), baseDir.string());
+  requireFiniteAdapter(adapter, "merge into " + outDir.string());
   if (fs::exists(outDir)) {
     throw CheckpointError(outDir.string(),
                           "already exists; choose a new folder for the merged model or remove it");

@@ -207,6 +207,7 @@ nlohmann::ordered_json peftAdapterConfig(const LoraConfig& config,
 
 void writePeftAdapter(const fs::path& dir, const LoraAdapter& adapter,
                       const std::string& baseModelNameOrPath) {
+  requireFiniteAdapter(adapter, dir.string());
   fs::create_directories(dir);
   std::vector<TensorToWrite> tensors;
   const std::int64_t r = adapter.config.rank;

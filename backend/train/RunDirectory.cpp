@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "common/AtomicFile.h"
 #include "train/CheckpointError.h"
@@ -45,26 +46,39 @@ std::string tempSuffix() {
 }  // namespace
 
 json toJson(const StepMetrics& m) {
-  return {{"step", m.step},
-          {"loss", m.loss},
-          {"lr", m.learningRate},
-          {"grad_norm", m.gradNorm},
-          {"tokens_per_s", m.tokensPerS},
-          {"micro_batch", m.microBatch},
-          {"accumulation", m.accumulation},
-          {"epoch", m.epoch},
-          {"seconds", m.seconds},
-          {"tokens", m.tokens},
-          {"predicted_tokens", m.predictedTokens},
-          {"device", compute::deviceName(m.device)}};
+  json out = {{"step", m.step},
+              {"loss", m.loss},
+              {"lr", m.learningRate},
+              {"grad_norm", m.gradNorm},
+              {"tokens_per_s", m.tokensPerS},
+              {"micro_batch", m.microBatch},
+              {"accumulation", m.accumulation},
+              {"epoch", m.epoch},
+              {"seconds", m.seconds},
+              {"tokens", m.tokens},
+              {"predicted_tokens", m.predictedTokens},
+              {"device", compute::deviceName(m.device)}};
+  // JSON has no NaN: a loss or norm that is not finite is written as null, with the reason.
+  if (!m.nonFinite.empty()) {
+    out["non_finite"] = m.nonFinite;
+  }
+  return out;
 }
+
+namespace {
+double numberOrNaN(const json& j, const char* key) {
+  const json& v = j.at(key);
+  return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+}
+}  // namespace
 
 StepMetrics stepMetricsFromJson(const json& j) {
   StepMetrics m;
   m.step = j.at("step").get<std::int64_t>();
-  m.loss = j.at("loss").get<double>();
+  m.loss = numberOrNaN(j, "loss");
   m.learningRate = j.at("lr").get<double>();
-  m.gradNorm = j.at("grad_norm").get<double>();
+  m.gradNorm = numberOrNaN(j, "grad_norm");
+  m.nonFinite = j.value("non_finite", std::string());
   m.tokensPerS = j.at("tokens_per_s").get<double>();
   m.microBatch = j.at("micro_batch").get<std::int64_t>();
   m.accumulation = j.at("accumulation").get<std::int64_t>();

@@ -3,6 +3,7 @@
 #include "train/TrainLoop.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -15,6 +16,13 @@ std::int64_t ceilDiv(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;
 }
 
+void requireFinite(const char* name, double value) {
+  if (!std::isfinite(value)) {
+    throw std::invalid_argument(std::string(name) + " must be a finite number, got " +
+                                std::to_string(value));
+  }
+}
+
 void requirePositive(const char* name, std::int64_t value) {
   if (value < 1) {
     throw std::invalid_argument(std::string(name) + " must be at least 1, got " +
@@ -25,7 +33,26 @@ void requirePositive(const char* name, std::int64_t value) {
 }  // namespace
 
 void TrainConfig::validate() const {
+  // NaN passes every range check below (each comparison is false), so finiteness comes first.
+  requireFinite("lora alpha", lora.alpha);
+  requireFinite("lora dropout", lora.dropout);
+  requireFinite("learning rate", adamw.learningRate);
+  requireFinite("adam beta1", adamw.beta1);
+  requireFinite("adam beta2", adamw.beta2);
+  requireFinite("adam epsilon", adamw.epsilon);
+  requireFinite("weight decay", adamw.weightDecay);
+  requireFinite("max grad norm", maxGradNorm);
   lora.validate();
+  if (!(adamw.beta1 >= 0 && adamw.beta1 < 1) || !(adamw.beta2 >= 0 && adamw.beta2 < 1)) {
+    throw std::invalid_argument("adam beta1 and beta2 must be in [0, 1)");
+  }
+  if (!(adamw.epsilon > 0)) {
+    throw std::invalid_argument("adam epsilon must be > 0");
+  }
+  if (adamw.weightDecay < 0) {
+    throw std::invalid_argument("weight decay must be ≥ 0");
+  }
+  requirePositive("non-finite step limit", nonFiniteStepLimit);
   requirePositive("micro-batch size", microBatchSize);
   requirePositive("gradient accumulation", gradAccumulation);
   requirePositive("epochs", epochs);
@@ -214,8 +241,29 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
   const double gradNorm = graph_->clipGradients(config_.maxGradNorm);
   const Schedule schedule{config_.schedule, config_.warmupSteps, totalSteps_};
   const double lr = config_.adamw.learningRate * scheduleFactor(schedule, state_.step);
-  graph_->adamwStep(config_.adamw, lr, state_.step + 1);
-  hostStateStale_ = true;
+  const double loss = lossSum / static_cast<double>(predicted);
+  std::string nonFinite;
+  if (std::isfinite(loss) && std::isfinite(gradNorm)) {
+    graph_->adamwStep(config_.adamw, lr, state_.step + 1);
+    hostStateStale_ = true;
+    nonFiniteInARow_ = 0;
+  } else {
+    // An update from a NaN or infinite gradient would poison every weight and moment for good.
+    const std::string what = "step " + std::to_string(state_.step + 1) + ": loss " +
+                             std::to_string(loss) + ", gradient norm " + std::to_string(gradNorm) +
+                             " (not finite)";
+    if (++nonFiniteInARow_ >= config_.nonFiniteStepLimit) {
+      --nonFiniteInARow_;  // this step did not complete; the state is the last completed one's
+      throw NonFiniteTraining(
+          what + "; " + std::to_string(config_.nonFiniteStepLimit) +
+          " steps in a row were not finite, so training stopped. The adapter is the last finite "
+          "step's (the skipped steps did not change it). Check the base model with "
+          "`lorascope-train inspect-model MODEL --check` (a NaN weight gives a NaN loss), then "
+          "lower the learning rate or raise max grad norm's clipping");
+    }
+    nonFinite = what + "; the update was skipped (" + std::to_string(nonFiniteInARow_) + " of " +
+                std::to_string(config_.nonFiniteStepLimit) + " in a row stop the run)";
+  }
 
   state_.epoch = epoch;
   state_.dataCursor = cursor + taken;
@@ -226,7 +274,8 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
   StepMetrics metrics;
   metrics.step = state_.step;
   metrics.epoch = epoch;
-  metrics.loss = lossSum / static_cast<double>(predicted);
+  metrics.loss = loss;
+  metrics.nonFinite = std::move(nonFinite);
   metrics.learningRate = lr;
   metrics.gradNorm = gradNorm;
   metrics.seconds = seconds;

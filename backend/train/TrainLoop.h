@@ -53,10 +53,21 @@ struct TrainConfig {
   bool shuffle = true;
   bool packing = false;
   bool activationCheckpointing = false;
+  // A step whose loss or gradient norm is not finite (NaN, ±inf) changes nothing: the update is
+  // skipped and the step says so. This many of them in a row stop the run (NonFiniteTraining),
+  // leaving the adapter of the last finite step; 1 stops at the first.
+  std::int64_t nonFiniteStepLimit = 3;
 
   std::int64_t effectiveBatch() const { return microBatchSize * gradAccumulation; }
-  // Throws std::invalid_argument naming the field.
+  // Throws std::invalid_argument naming the field (also for NaN and infinite values).
   void validate() const;
+};
+
+// Thrown by TrainLoop::step when TrainConfig::nonFiniteStepLimit steps in a row had a loss or
+// gradient norm that is not finite; the loop's state is that of the last completed step.
+class NonFiniteTraining : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // What one optimizer step did (the metrics.jsonl line and the GUI's step event).
@@ -73,6 +84,9 @@ struct StepMetrics {
   std::int64_t microBatch = 0;
   std::int64_t accumulation = 0;
   compute::Device device = compute::Device::Cpu;  // where the step ran
+  // Set when the loss or gradient norm was not finite and the update was skipped: what happened
+  // and how many such steps in a row stop the run (for a warning line or an incident).
+  std::string nonFinite;
 };
 
 class TrainLoop {
@@ -142,6 +156,7 @@ class TrainLoop {
   std::unique_ptr<TrainGraph> graph_;
   std::int64_t orderEpoch_ = -1;
   std::vector<std::int64_t> order_;
+  std::int64_t nonFiniteInARow_ = 0;  // steps whose update was skipped, up to the last one
 };
 
 }  // namespace lorascope::train
