@@ -32,7 +32,11 @@ int runExport(const Args& args) {
   } else if (fs::exists(run.finalAdapterDir() / train::kAdapterWeightsFile)) {
     source = run.finalAdapterDir();
   } else {
-    source = run.checkpointDir(run.loadCheckpoint().step);
+    source = run.checkpointDir(run.loadCheckpoint(std::nullopt,
+                                                  [](const std::string& note) {
+                                                    std::cerr << "warning: " << note << "\n";
+                                                  })
+                                   .step);
   }
   const train::PeftAdapterFiles adapter = train::readPeftAdapter(source);
   std::cout << "adapter: " << source.string() << " (r " << adapter.adapter.config.rank << ", "

@@ -361,7 +361,9 @@ class TrainingJob : public engine::EngineJob {
         throw UsageError("start: \"checkpoint\" must be a step number");
       state = run_.loadCheckpoint(config["checkpoint"].get<std::int64_t>());
     } else if (!run_.checkpointSteps().empty()) {
-      state = run_.loadCheckpoint();
+      state = run_.loadCheckpoint(std::nullopt, [this](const std::string& note) {
+        sink_(engine::TimedEvent{0, engine::LogEvent{engine::LogLevel::Warning, note}});
+      });
     }
     const fs::path mirrorPath = run_.dir() / kStateMirrorFile;
     if (config.value("resume_from_mirror", false) && fs::exists(mirrorPath)) {

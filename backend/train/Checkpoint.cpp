@@ -1,6 +1,8 @@
 // train/Checkpoint.cpp — checkpoint folders: PEFT adapter, AdamW moments, trainer state.
 #include "train/Checkpoint.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -12,6 +14,7 @@
 #include "model/Safetensors.h"
 #include "train/CheckpointError.h"
 #include "train/PeftExport.h"
+#include "train/RunDirectory.h"  // defines: fnv1a64, fnv1a64Text
 #include "train/SafetensorsWriter.h"
 
 namespace lorascope::train {
@@ -51,6 +54,48 @@ std::vector<float> readF32(const model::SafetensorsFile& file, const std::string
   const compute::Tensor t = file.tensor(*entry);
   const float* data = t.as<float>();
   return std::vector<float>(data, data + t.numel());
+}
+
+// The files whose checksums trainer_state.json records (it is written last, after them).
+constexpr const char* kChecksummedFiles[] = {kAdapterWeightsFile, kAdapterConfigFile,
+                                             kOptimizerFile};
+constexpr std::int64_t kMaxMicroBatch = 1 << 20;
+
+std::string fileChecksum(const fs::path& path) {
+  return fnv1a64Text(fnv1a64(readRunFile(path)));
+}
+
+// Of trainer_state.json itself: its JSON without the "checksum" field, as dumped (keys sorted).
+std::string documentChecksum(json doc) {
+  doc.erase("checksum");
+  return fnv1a64Text(fnv1a64(doc.dump()));
+}
+
+bool allFinite(const std::vector<float>& values) {
+  return std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
+}
+
+// Files whose checksum trainer_state.json records must still have it (checkpoints written
+// before checksums existed record none and are read as they are).
+void verifyFileChecksums(const json& doc, const fs::path& dir, const std::string& stateFile) {
+  if (!doc.contains("files")) {
+    return;
+  }
+  const json& files = doc.at("files");
+  for (const char* name : kChecksummedFiles) {
+    const fs::path path = dir / name;
+    if (!files.is_object() || !files.contains(name) || !files.at(name).is_string()) {
+      throw CheckpointError(stateFile, std::string("records no checksum of ") + name);
+    }
+    const std::string actual = fileChecksum(path);
+    if (actual != files.at(name).get<std::string>()) {
+      throw CheckpointError(path.string(), "checksum " + actual + " differs from " +
+                                               files.at(name).get<std::string>() +
+                                               " recorded in trainer_state.json: the file "
+                                               "changed after the checkpoint was written "
+                                               "(a bit flip, a partial copy?)");
+    }
+  }
 }
 
 json toJson(const MicroBatchChange& c) {
@@ -119,7 +164,11 @@ void writeCheckpointFiles(const fs::path& dir, const TrainerState& state,
   for (const MicroBatchChange& c : state.microBatchHistory) {
     history.push_back(toJson(c));
   }
-  const json doc = {
+  json files = json::object();
+  for (const char* name : kChecksummedFiles) {
+    files[name] = fileChecksum(dir / name);
+  }
+  json doc = {
       {"format_version", kTrainerStateFormatVersion},
       {"step", state.step},
       {"epoch", state.epoch},
@@ -127,7 +176,9 @@ void writeCheckpointFiles(const fs::path& dir, const TrainerState& state,
       {"rng", {{"algorithm", "philox4x32-10"}, {"seed", state.seed}, {"offset", state.rngOffset}}},
       {"tokens_seen", state.tokensSeen},
       {"micro_batch_history", history},
-      {"config_hash", configHash}};
+      {"config_hash", configHash},
+      {"files", files}};
+  doc["checksum"] = documentChecksum(doc);
   common::writeFileAtomically(dir / kTrainerStateFile, doc.dump(2) + "\n");
 }
 
@@ -141,6 +192,14 @@ TrainerState readCheckpoint(const fs::path& dir,
   const fs::path statePath = dir / kTrainerStateFile;
   const std::string stateFile = statePath.string();
   const json doc = readRunJson(statePath);
+  // Checkpoints written before checksums existed have neither field and are read as they are.
+  if (doc.contains("checksum") &&
+      (!doc.at("checksum").is_string() || doc.at("checksum") != documentChecksum(doc))) {
+    throw CheckpointError(stateFile, "its checksum does not match its contents (" +
+                                         documentChecksum(doc) + " vs recorded " +
+                                         doc.at("checksum").dump() +
+                                         "): the file changed after it was written");
+  }
   const int version = requireField<int>(doc, "format_version", stateFile);
   if (version != kTrainerStateFormatVersion) {
     throw CheckpointError(stateFile, "format_version " + std::to_string(version) + " is not the " +
@@ -163,14 +222,31 @@ TrainerState readCheckpoint(const fs::path& dir,
   const json rng = requireField<json>(doc, "rng", stateFile);
   state.seed = requireField<std::uint64_t>(rng, "seed", stateFile);
   state.rngOffset = requireField<std::uint64_t>(rng, "offset", stateFile);
-  if (state.step < 0 || state.epoch < 0 || state.dataCursor < 0) {
-    throw CheckpointError(stateFile, "step, epoch and data_cursor must not be negative");
+  if (state.step < 0 || state.epoch < 0 || state.dataCursor < 0 || state.tokensSeen < 0) {
+    throw CheckpointError(stateFile,
+                          "step, epoch, data_cursor and tokens_seen must not be negative");
   }
-  for (const json& c : requireField<json>(doc, "micro_batch_history", stateFile)) {
-    state.microBatchHistory.push_back({requireField<std::int64_t>(c, "step", stateFile),
-                                       requireField<std::int64_t>(c, "micro_batch", stateFile),
-                                       requireField<std::int64_t>(c, "accumulation", stateFile),
-                                       c.value("reason", std::string())});
+  const json history = requireField<json>(doc, "micro_batch_history", stateFile);
+  if (!history.is_array()) {
+    throw CheckpointError(stateFile, "field 'micro_batch_history' must be an array");
+  }
+  for (const json& c : history) {
+    if (!c.is_object()) {
+      throw CheckpointError(stateFile, "micro_batch_history entries must be objects");
+    }
+    const MicroBatchChange change{requireField<std::int64_t>(c, "step", stateFile),
+                                  requireField<std::int64_t>(c, "micro_batch", stateFile),
+                                  requireField<std::int64_t>(c, "accumulation", stateFile),
+                                  c.value("reason", std::string())};
+    // A micro-batch of 0 divided by zero (SIGFPE) and a negative one crashed a resume.
+    if (change.microBatch < 1 || change.microBatch > kMaxMicroBatch || change.accumulation < 1 ||
+        change.accumulation > kMaxMicroBatch || change.step < 0 || change.step > state.step ||
+        (!state.microBatchHistory.empty() && change.step < state.microBatchHistory.back().step)) {
+      throw CheckpointError(stateFile, "micro_batch_history entry " + c.dump() +
+                                           " is impossible (micro_batch and accumulation ≥ 1, "
+                                           "steps ascending up to the checkpoint's step)");
+    }
+    state.microBatchHistory.push_back(change);
   }
 
   state.adapter = readPeftAdapter(dir).adapter;
@@ -201,6 +277,20 @@ TrainerState readCheckpoint(const fs::path& dir,
                               " tensors but the adapter needs " +
                               std::to_string(4 * state.adapter.weights.size()) +
                               " (moments of another adapter?)");
+  }
+  // After the structural checks, whose messages are more specific; a flipped bit in a weight or
+  // a moment passes those and is caught here.
+  verifyFileChecksums(doc, dir, stateFile);
+  try {
+    requireFiniteAdapter(state.adapter, (dir / kAdapterWeightsFile).string());
+  } catch (const std::invalid_argument& e) {
+    throw CheckpointError((dir / kAdapterWeightsFile).string(), e.what());
+  }
+  for (const LoraMoments& m : state.moments) {
+    if (!allFinite(m.firstA) || !allFinite(m.secondA) || !allFinite(m.firstB) ||
+        !allFinite(m.secondB)) {
+      throw CheckpointError(optimizerPath.string(), "holds AdamW moments that are not finite");
+    }
   }
   return state;
 }

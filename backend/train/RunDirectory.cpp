@@ -266,7 +266,9 @@ fs::path RunDirectory::saveCheckpoint(const TrainerState& state, int keepLast) c
   return target;
 }
 
-TrainerState RunDirectory::loadCheckpoint(std::optional<std::int64_t> step) const {
+TrainerState RunDirectory::loadCheckpoint(
+    std::optional<std::int64_t> step,
+    const std::function<void(const std::string&)>& onFallback) const {
   const std::vector<std::int64_t> steps = checkpointSteps();
   std::string available;
   for (std::int64_t s : steps) {
@@ -280,14 +282,40 @@ TrainerState RunDirectory::loadCheckpoint(std::optional<std::int64_t> step) cons
     throw CheckpointError(root.string(), "has no checkpoint of step " + std::to_string(*step) +
                                              " (available: " + available + ")");
   }
-  const std::int64_t chosen = step.value_or(steps.back());
-  TrainerState state = readCheckpoint(checkpointDir(chosen), configHash_);
-  if (state.step != chosen) {
-    throw CheckpointError(checkpointDir(chosen).string(),
-                          "trainer_state.json says step " + std::to_string(state.step) +
-                              " but the folder is step-" + std::to_string(chosen));
+  const auto read = [&](std::int64_t chosen) {
+    TrainerState state = readCheckpoint(checkpointDir(chosen), configHash_);
+    if (state.step != chosen) {
+      throw CheckpointError(checkpointDir(chosen).string(),
+                            "trainer_state.json says step " + std::to_string(state.step) +
+                                " but the folder is step-" + std::to_string(chosen));
+    }
+    return state;
+  };
+  if (step) {
+    return read(*step);  // the one asked for, or its error
   }
-  return state;
+  // The newest intact one: a damaged newest checkpoint (a bit flip, a corrupted file) falls back
+  // to the one before it, and the caller hears which was skipped and why.
+  std::string damaged;
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    try {
+      TrainerState state = read(*it);
+      if (!damaged.empty() && onFallback) {
+        onFallback("resuming from checkpoint step-" + std::to_string(*it) +
+                   ", the newest intact one; skipped: " + damaged);
+      }
+      return state;
+    } catch (const CheckpointError& e) {
+      if (std::string(e.what()).find("config hash") != std::string::npos) {
+        throw;  // the run's settings changed: no older checkpoint fits either
+      }
+      damaged += (damaged.empty() ? "" : "; ") + std::string("step-") + std::to_string(*it) + " (" +
+                 e.what() + ")";
+    }
+  }
+  throw CheckpointError(root.string(), "holds no intact checkpoint to resume from: " + damaged +
+                                           ". Restore the files from a copy, or start a new run "
+                                           "with another --out folder");
 }
 
 void RunDirectory::saveFinalAdapter(const LoraAdapter& adapter) const {

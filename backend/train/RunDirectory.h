@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -67,9 +68,12 @@ class RunDirectory {
   std::filesystem::path saveCheckpoint(const TrainerState& state, int keepLast) const;
   std::vector<std::int64_t> checkpointSteps() const;  // complete ones, ascending
   std::filesystem::path checkpointDir(std::int64_t step) const;
-  // The newest checkpoint, or the one of `step`; checks the config hash against config.json.
-  // Throws CheckpointError when there is none (or not that one), naming what exists.
-  TrainerState loadCheckpoint(std::optional<std::int64_t> step = std::nullopt) const;
+  // The newest intact checkpoint, or the one of `step`; checks the config hash against
+  // config.json, and the checksums and values of every file. Without `step`, a damaged newest
+  // checkpoint falls back to the newest intact one and `onFallback` hears which were skipped
+  // and why. Throws CheckpointError when there is none (or not that one), naming what exists.
+  TrainerState loadCheckpoint(std::optional<std::int64_t> step = std::nullopt,
+                              const std::function<void(const std::string&)>& onFallback = {}) const;
 
   // Writes adapter/ (PEFT format), replacing an older final adapter atomically.
   void saveFinalAdapter(const LoraAdapter& adapter) const;

@@ -151,6 +151,15 @@ void TrainLoop::checkResumeState() const {
                                   " are shaped unlike the adapter");
     }
   }
+  for (const MicroBatchChange& c : s.microBatchHistory) {
+    if (c.microBatch < 1 || c.microBatch > config_.effectiveBatch() || c.accumulation < 1) {
+      throw std::invalid_argument(
+          "resume: micro-batch history entry of step " + std::to_string(c.step) +
+          " has micro-batch " + std::to_string(c.microBatch) + " x " +
+          std::to_string(c.accumulation) + ", impossible for the effective batch " +
+          std::to_string(config_.effectiveBatch()));
+    }
+  }
   if (s.step < 0 || s.epoch < 0 || s.dataCursor < 0 ||
       s.dataCursor > static_cast<std::int64_t>(sequences_.size())) {
     throw std::invalid_argument("resume: data cursor " + std::to_string(s.dataCursor) +

@@ -148,6 +148,9 @@ class TestCheckpoint : public QObject {
   void metricsToleratesATornLastLine();
   void createRefusesAnExistingRun();
   void resumeFromDiskIsBitIdentical();
+  void microBatchZeroOrNegativeInTrainerStateIsRefusedNotACrash();
+  void bitFlipOrNanAdapterIsDetectedAndResumeFallsBackToTheNewestIntact();
+  void checkpointWithoutChecksumsStillResumes();
 };
 
 #ifndef Q_MOC_RUN
@@ -318,6 +321,86 @@ void TestCheckpoint::resumeRefusesMismatchedOrDamagedFiles() {
                                         "trainer_state.json: is not a well-formed JSON object"));
   writeText(dir / "trainer_state.json", stateText);
   QCOMPARE(run.loadCheckpoint().step, std::int64_t{5});
+}
+
+void TestCheckpoint::microBatchZeroOrNegativeInTrainerStateIsRefusedNotACrash() {
+  // Issue 20 item 4: micro_batch 0 or negative in trainer_state.json crashed `train --resume`
+  // (SIGFPE, SIGSEGV). Edited without its checksum, so that the values themselves are checked.
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  const RunDirectory run = RunDirectory::create(path("microbatch"), runConfig());
+  const fs::path dir = run.saveCheckpoint(richState(folder.config(), 5), 0);
+  const std::string good = readText(dir / "trainer_state.json");
+  for (const int bad : {0, -3}) {
+    nlohmann::json doc = nlohmann::json::parse(good);
+    doc.erase("checksum");
+    doc["micro_batch_history"][1]["micro_batch"] = bad;
+    writeText(dir / "trainer_state.json", doc.dump(2));
+    QVERIFY(
+        throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "micro_batch_history entry"));
+  }
+  nlohmann::json doc = nlohmann::json::parse(good);
+  doc.erase("checksum");
+  doc["tokens_seen"] = -1;
+  writeText(dir / "trainer_state.json", doc.dump(2));
+  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "must not be negative"));
+  // With its checksum, any edit is caught as such.
+  doc = nlohmann::json::parse(good);
+  doc["micro_batch_history"][1]["micro_batch"] = 0;
+  writeText(dir / "trainer_state.json", doc.dump(2));
+  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); },
+                                        "checksum does not match its contents"));
+  writeText(dir / "trainer_state.json", good);
+  QCOMPARE(run.loadCheckpoint().step, std::int64_t{5});
+}
+
+void TestCheckpoint::bitFlipOrNanAdapterIsDetectedAndResumeFallsBackToTheNewestIntact() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  const RunDirectory run = RunDirectory::create(path("bitflip"), runConfig());
+  run.saveCheckpoint(richState(folder.config(), 4), 0);
+  const fs::path newest = run.saveCheckpoint(richState(folder.config(), 8), 0);
+  const fs::path adapter = newest / "adapter_model.safetensors";
+  const std::string good = readText(adapter);
+  std::string flipped = good;
+  flipped[flipped.size() - 3] = static_cast<char>(flipped[flipped.size() - 3] ^ 0x04);
+  writeText(adapter, flipped);
+  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(8); }, "differs from fnv1a64:"));
+  std::string note;
+  const TrainerState fallback =
+      run.loadCheckpoint(std::nullopt, [&](const std::string& text) { note = text; });
+  QCOMPARE(fallback.step, std::int64_t{4});
+  QVERIFY2(note.find("resuming from checkpoint step-4, the newest intact one; skipped: step-8") !=
+               std::string::npos,
+           note.c_str());
+  QVERIFY2(note.find("a bit flip") != std::string::npos, note.c_str());
+
+  // A NaN adapter with matching checksums (written by a bug, not flipped) is refused as such.
+  TrainerState nan = richState(folder.config(), 8);
+  nan.adapter.weights[0].a[0] = std::numeric_limits<float>::quiet_NaN();
+  const fs::path scratch = path("nan_scratch");
+  fs::create_directories(scratch);
+  QVERIFY(throwsNaming<std::invalid_argument>(
+      [&] { train::writeCheckpointFiles(scratch, nan, run.configHash(), "m"); }, "not finite"));
+  writeText(adapter, good);
+  QCOMPARE(run.loadCheckpoint().step, std::int64_t{8});
+  // Every checkpoint damaged: the error names each.
+  writeText(adapter, flipped);
+  writeText(path("bitflip") / "checkpoints" / "step-4" / "optimizer.safetensors", "x");
+  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); },
+                                        "holds no intact checkpoint to resume from: step-8"));
+}
+
+void TestCheckpoint::checkpointWithoutChecksumsStillResumes() {
+  // Checkpoints written before checksums existed have no "files" and no "checksum".
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  const RunDirectory run = RunDirectory::create(path("old_format"), runConfig());
+  const TrainerState saved = richState(folder.config(), 6);
+  const fs::path dir = run.saveCheckpoint(saved, 0);
+  nlohmann::json doc = nlohmann::json::parse(readText(dir / "trainer_state.json"));
+  QVERIFY(doc.contains("files") && doc.contains("checksum"));
+  doc.erase("files");
+  doc.erase("checksum");
+  writeText(dir / "trainer_state.json", doc.dump(2));
+  QVERIFY(sameState(run.loadCheckpoint(), saved));
 }
 
 void TestCheckpoint::keepsTheLastKCheckpoints() {
