@@ -6,8 +6,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <limits>
 
 #include "common/AtomicFile.h"
@@ -117,18 +119,72 @@ std::string runConfigHash(const json& config) {
 RunDirectory::RunDirectory(fs::path dir, json config)
     : dir_(std::move(dir)), config_(std::move(config)), configHash_(runConfigHash(config_)) {}
 
+namespace {
+
+// Whether a run folder holds anything a resume or an export could use: a checkpoint (complete or
+// not) or a final adapter. A run that failed or was killed before its first checkpoint holds
+// neither, and its folder may be used again.
+bool holdsProgress(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::exists(dir / kFinalAdapterDir, ec))
+    return true;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir / kCheckpointsDir, ec)) {
+    if (entry.path().filename().string().rfind("step-", 0) == 0)
+      return true;
+  }
+  return false;
+}
+
+// Staging folders of writes by processes that are gone (".adapter.tmp-PID",
+// ".adapter.old.tmp-PID" after a kill -9 mid-write): never complete, so they are removed.
+void removeStaleStaging(const fs::path& dir) {
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::size_t tmp = name.rfind(".tmp-");
+    if (name.empty() || name[0] != '.' || tmp == std::string::npos)
+      continue;
+    const std::string pid = name.substr(tmp + 5);
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9)
+      continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) {
+      fs::remove_all(entry.path(), ec);
+    }
+  }
+}
+
+}  // namespace
+
 RunDirectory RunDirectory::create(const fs::path& dir, const json& config) {
   if (!config.is_object() || !config.contains("model_path") ||
       !config.at("model_path").is_string()) {
     throw std::invalid_argument("run config must be an object with a \"model_path\" string");
   }
+  // The model and data paths are checked before the folder is made: a typo leaves none behind.
+  const fs::path model = config.at("model_path").get<std::string>();
+  if (!fs::exists(model / "config.json")) {
+    throw CheckpointError(model.string(), "has no config.json: not a model folder (check --model)");
+  }
+  if (config.contains("data_path") && config.at("data_path").is_string()) {
+    const std::string data = config.at("data_path").get<std::string>();
+    if (!std::ifstream(data).good() || fs::is_directory(data)) {
+      throw CheckpointError(data, "cannot be read as a dataset file (check --data)");
+    }
+  }
   const fs::path configPath = dir / kRunConfigFile;
   if (fs::exists(configPath)) {
-    throw CheckpointError(configPath.string(),
-                          "exists: this folder already holds a run; resume it with --resume " +
-                              dir.string() + " or choose another --out folder");
+    if (holdsProgress(dir)) {
+      throw CheckpointError(configPath.string(),
+                            "exists: this folder already holds a run with a checkpoint; resume it "
+                            "with --resume " +
+                                dir.string() + " or choose another --out folder");
+    }
+    // A run that stopped before its first checkpoint: nothing to resume, so this one takes over
+    // its folder (the old metrics lines described steps whose results were never saved).
+    fs::remove(dir / kMetricsFile);
   }
   fs::create_directories(dir / kCheckpointsDir);
+  removeStaleStaging(dir);
   common::writeFileAtomically(configPath, config.dump(2) + "\n");
   return RunDirectory(dir, config);
 }
@@ -144,6 +200,7 @@ RunDirectory RunDirectory::open(const fs::path& dir) {
     throw CheckpointError(configPath.string(),
                           "is not a run config (a JSON object with \"model_path\")");
   }
+  removeStaleStaging(dir);
   return RunDirectory(dir, config);
 }
 
@@ -276,7 +333,10 @@ TrainerState RunDirectory::loadCheckpoint(
   }
   const fs::path root = dir_ / kCheckpointsDir;
   if (steps.empty()) {
-    throw CheckpointError(root.string(), "holds no complete checkpoint to resume from");
+    throw CheckpointError(root.string(),
+                          "holds no complete checkpoint to resume from: the run stopped before "
+                          "its first one. Start it again with the same train command and --out " +
+                              dir_.string() + " (the folder is reused), or choose another --out");
   }
   if (step && std::find(steps.begin(), steps.end(), *step) == steps.end()) {
     throw CheckpointError(root.string(), "has no checkpoint of step " + std::to_string(*step) +

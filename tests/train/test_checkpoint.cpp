@@ -98,7 +98,7 @@ bool sameState(const TrainerState& a, const TrainerState& b) {
 
 nlohmann::json runConfig() {
   return {{"model_path", kModelDataDir + "/llama_f32_legacy_rope"},
-          {"data_path", "train.jsonl"},
+          {"data_path", std::string(LORASCOPE_TRAIN_DATA_DIR) + "/../../data/data/chat.jsonl"},
           {"lora", {{"r", 4}}},
           {"versions", {{"lorascope", "test"}}}};
 }
@@ -151,6 +151,7 @@ class TestCheckpoint : public QObject {
   void microBatchZeroOrNegativeInTrainerStateIsRefusedNotACrash();
   void bitFlipOrNanAdapterIsDetectedAndResumeFallsBackToTheNewestIntact();
   void checkpointWithoutChecksumsStillResumes();
+  void failedRunBeforeItsFirstCheckpointLeavesAReusableFolder();
 };
 
 #ifndef Q_MOC_RUN
@@ -403,6 +404,38 @@ void TestCheckpoint::checkpointWithoutChecksumsStillResumes() {
   QVERIFY(sameState(run.loadCheckpoint(), saved));
 }
 
+void TestCheckpoint::failedRunBeforeItsFirstCheckpointLeavesAReusableFolder() {
+  // Issue 20 item 6: such a folder could be neither reused ("exists ... resume it") nor resumed
+  // ("holds no complete checkpoint").
+  const fs::path dir = path("early_kill");
+  {
+    const RunDirectory run = RunDirectory::create(dir, runConfig());
+    run.appendMetrics(metricsOf(1));  // a step ran, then the process died before a checkpoint
+  }
+  fs::create_directories(dir / ".adapter.tmp-999999999");  // a writer that is gone
+  QVERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::open(dir).loadCheckpoint(); },
+                                        "Start it again with the same train command"));
+  QVERIFY(!fs::exists(dir / ".adapter.tmp-999999999"));  // open() swept it
+  const RunDirectory again = RunDirectory::create(dir, runConfig());
+  QVERIFY(!fs::exists(dir / "metrics.jsonl"));
+  QVERIFY(RunDirectory::readMetrics(again.dir() / "metrics.jsonl").empty());
+  // Once it holds a checkpoint, it is a run to resume, not to overwrite.
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  again.saveCheckpoint(richState(folder.config(), 2), 0);
+  QVERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(dir, runConfig()); },
+                                        "resume it with --resume"));
+  // A bad model or data path is refused before any folder is made.
+  nlohmann::json badModel = runConfig();
+  badModel["model_path"] = path("no_such_model").string();
+  QVERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(path("typo"), badModel); },
+                                        "not a model folder (check --model)"));
+  nlohmann::json badData = runConfig();
+  badData["data_path"] = path("no_such.jsonl").string();
+  QVERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(path("typo"), badData); },
+                                        "check --data"));
+  QVERIFY(!fs::exists(path("typo")));
+}
+
 void TestCheckpoint::keepsTheLastKCheckpoints() {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   const RunDirectory run = RunDirectory::create(path("rotate"), runConfig());
@@ -449,7 +482,10 @@ void TestCheckpoint::metricsToleratesATornLastLine() {
 }
 
 void TestCheckpoint::createRefusesAnExistingRun() {
-  RunDirectory::create(path("twice"), runConfig());
+  // A run with a checkpoint (one without is reusable:
+  // failedRunBeforeItsFirstCheckpointLeavesAReusableFolder).
+  RunDirectory::create(path("twice"), runConfig())
+      .saveCheckpoint(richState(openFixture("llama_f32_legacy_rope").config(), 1), 0);
   QVERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(path("twice"), runConfig()); },
                                         "already holds a run"));
   QVERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::open(path("nothing-here")); },
