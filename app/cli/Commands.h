@@ -17,6 +17,7 @@ int runEngine(const Args& args);        // cmd_engine.cpp
 int runEval(const Args& args);          // cmd_eval.cpp
 int runExport(const Args& args);        // cmd_export.cpp
 int runInspectModel(const Args& args);  // cmd_inspect_model.cpp
+int runProfile(const Args& args);       // cmd_profile.cpp
 int runTokenize(const Args& args);      // cmd_tokenize.cpp
 int runTrain(const Args& args);         // cmd_train.cpp
 int runValidateData(const Args& args);  // cmd_validate_data.cpp

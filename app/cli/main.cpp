@@ -44,6 +44,10 @@ const std::map<std::string, Subcommand>& subcommands() {
        {lorascope::cli::runExport,
         "export RUN_DIR [--out DIR] [--merge OUT_DIR] [--checkpoint N]   the run's PEFT adapter; "
         "--merge writes base + adapter as a model folder transformers loads"}},
+      {"profile",
+       {lorascope::cli::runProfile,
+        "profile check FILE...   a stability profile checked as the GUI loads it: allowed "
+        "environment variables, value sizes, toggles; exit 1 when one is invalid"}},
       {"tokenize",
        {lorascope::cli::runTokenize,
         "tokenize --tokenizer PATH_OR_MODEL_DIR [--json] [--decode] [--skip-special] "

@@ -1,6 +1,7 @@
 // profiles/Environment.cpp — the allow-list, the folklore table and allocator-conf mapping.
 #include "profiles/Environment.h"
 
+#include <algorithm>
 #include <array>
 #include <set>
 #include <stdexcept>
@@ -10,9 +11,42 @@
 namespace lorascope::profiles {
 namespace {
 
-constexpr std::array<std::string_view, 12> kAllowedPrefixes = {
-    "HIP_",     "AMD_",     "HSA_",       "GPU_",     "ROCR_",   "ROC_",
-    "ROCBLAS_", "HIPBLAS_", "HIPBLASLT_", "TENSILE_", "MIOPEN_", "CUDA_"};
+// Every variable a profile may set, by name: the GPU runtimes' and libraries' documented tuning
+// and debugging switches. Anything else is refused with the reason, so that a profile cannot
+// smuggle in a library (HSA_TOOLS_LIB, CUDA_INJECTION64_PATH work like LD_PRELOAD) or change how
+// programs are found.
+constexpr std::array<std::string_view, 46> kAllowedVariables = {
+    // Device selection
+    "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    // Serialising and blocking (debugging hangs and faults)
+    "HIP_LAUNCH_BLOCKING", "AMD_SERIALIZE_KERNEL", "AMD_SERIALIZE_COPY", "CUDA_LAUNCH_BLOCKING",
+    // Logging
+    "AMD_LOG_LEVEL", "AMD_LOG_MASK", "ROCBLAS_LAYER", "HIPBLASLT_LOG_LEVEL", "HIPBLASLT_LOG_MASK",
+    "MIOPEN_LOG_LEVEL", "CUBLAS_LOGINFO_DBG", "CUBLASLT_LOG_LEVEL",
+    // HIP runtime (ROCclr) and ROCr/HSA behaviour
+    "HIP_FORCE_DEV_KERNARG", "GPU_MAX_HW_QUEUES", "GPU_MAX_HEAP_SIZE", "GPU_MAX_ALLOC_PERCENT",
+    "GPU_SINGLE_ALLOC_PERCENT", "HSA_OVERRIDE_GFX_VERSION", "HSA_ENABLE_SDMA",
+    "HSA_AMD_SDMA_ENABLE", "HSA_FORCE_FINE_GRAIN_PCIE", "HSA_ENABLE_INTERRUPT", "HSA_XNACK",
+    "HSA_NO_SCRATCH_RECLAIM", "HSA_ENABLE_SCRATCH_ASYNC_RECLAIM", "HSA_CU_MASK",
+    // Math libraries
+    "ROCBLAS_DEFAULT_ATOMICS_MODE", "ROCBLAS_CHECK_NUMERICS", "HIPBLASLT_ALLOW_TF32",
+    "MIOPEN_FIND_MODE", "CUBLAS_WORKSPACE_CONFIG",
+    // CUDA runtime
+    "CUDA_MODULE_LOADING", "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_CACHE_DISABLE",
+    "CUDA_CACHE_MAXSIZE", "CUDA_AUTO_BOOST", "CUDA_FORCE_PTX_JIT", "CUDA_DISABLE_PTX_JIT",
+    // Folklore (read by nothing; allowed so that the profile loads with a note saying so)
+    "HIP_SERIALIZE_KERNEL", "HIP_DISABLE_IPC", "HIP_SERIALIZE_COPY"};
+
+// Variables that load code into the process: named in the refusal so that it says why.
+constexpr std::array<std::string_view, 7> kInjectionVariables = {
+    "HSA_TOOLS_LIB", "CUDA_INJECTION64_PATH", "CUDA_INJECTION32_PATH",
+    "ROCP_TOOL_LIB", "HIP_TRACE_API_LIB",     "LD_PRELOAD",
+    "LD_AUDIT"};
+
+// One "NAME=value" entry of the environment may not exceed this on Linux (MAX_ARG_STRLEN, 32
+// pages): execve fails with E2BIG, and the engine would not start.
+constexpr std::size_t kMaxEnvironmentEntryBytes = 128 * 1024;
 
 struct Folklore {
   std::string_view name;
@@ -51,15 +85,31 @@ std::string whyVariableIsForbidden(std::string_view name) {
   if (isAllocatorConfVariable(name)) {
     return "";
   }
-  for (std::string_view prefix : kAllowedPrefixes) {
-    if (name.substr(0, prefix.size()) == prefix) {
-      return "";
-    }
+  if (std::find(kInjectionVariables.begin(), kInjectionVariables.end(), name) !=
+      kInjectionVariables.end()) {
+    return std::string(name) +
+           " loads a library into the process (like LD_PRELOAD); a profile may not set it";
+  }
+  if (std::find(kAllowedVariables.begin(), kAllowedVariables.end(), name) !=
+      kAllowedVariables.end()) {
+    return "";
+  }
+  std::string list;
+  for (std::string_view allowed : kAllowedVariables) {
+    list += (list.empty() ? "" : ", ") + std::string(allowed);
   }
   return std::string(name) +
-         " is not a GPU runtime variable; profiles may only set HIP_*, AMD_*, HSA_*, GPU_*, "
-         "ROCR_*, ROC_*, ROCBLAS_*, HIPBLAS_*, HIPBLASLT_*, TENSILE_*, MIOPEN_*, CUDA_* and "
-         "PYTORCH_HIP_ALLOC_CONF";
+         " is not on LoRAscope's list of GPU runtime variables a profile may set: " + list +
+         ", PYTORCH_HIP_ALLOC_CONF and PYTORCH_CUDA_ALLOC_CONF";
+}
+
+std::string whyValueIsForbidden(std::string_view name, std::string_view value) {
+  if (name.size() + 1 + value.size() + 1 > kMaxEnvironmentEntryBytes) {
+    return std::to_string(value.size()) +
+           " bytes: longer than the operating system allows one environment variable (128 KiB "
+           "with its name)";
+  }
+  return "";
 }
 
 std::optional<std::string> folkloreAdvice(std::string_view name) {

@@ -12,10 +12,14 @@
 
 namespace lorascope::profiles {
 
-// Empty when `name` may be set by a profile; otherwise why not. Allowed: names beginning with
-// HIP_, AMD_, HSA_, GPU_, ROCR_, ROC_, ROCBLAS_, HIPBLAS_, HIPBLASLT_, TENSILE_, MIOPEN_, CUDA_.
-// Never: LD_PRELOAD, LD_LIBRARY_PATH, PATH or anything outside the list.
+// Empty when `name` may be set by a profile; otherwise why not. Allowed: an explicit list of
+// the GPU runtimes' and math libraries' tuning and debugging variables (Environment.cpp), and
+// PYTORCH_HIP_ALLOC_CONF / PYTORCH_CUDA_ALLOC_CONF. Never: a variable that loads a library
+// (HSA_TOOLS_LIB, CUDA_INJECTION64_PATH, LD_PRELOAD), PATH, or anything else not on the list.
 std::string whyVariableIsForbidden(std::string_view name);
+
+// Empty when `value` may be given to `name`; otherwise why not (longer than the OS allows).
+std::string whyValueIsForbidden(std::string_view name, std::string_view value);
 
 // For a variable that the HIP runtime does not read although guides recommend it: what to use.
 std::optional<std::string> folkloreAdvice(std::string_view name);

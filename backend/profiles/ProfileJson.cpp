@@ -155,6 +155,9 @@ void readEnvironment(const Reader& r, const json& env, ParsedProfile& out) {
     if (const std::string why = whyVariableIsForbidden(name); !why.empty()) {
       r.fail(field, "not allowed: " + why);
     }
+    if (const std::string why = whyValueIsForbidden(name, text); !why.empty()) {
+      r.fail(field, "value not allowed: " + why);
+    }
     if (isAllocatorConfVariable(name)) {
       mergeMissing(out.profile.allocator,
                    parseAllocConf(text, r.source() + ": " + field, out.notes));

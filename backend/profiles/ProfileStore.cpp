@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "common/AtomicFile.h"
@@ -66,12 +67,20 @@ ProfileListing ProfileStore::load() const {
   }
   std::sort(files.begin(), files.end());
   std::vector<ParsedProfile> user;
+  std::map<std::string, fs::path> fileOfName;
   for (const fs::path& file : files) {
     try {
       ParsedProfile parsed = parseProfile(readWholeFile(file), file.string());
       if (isBuiltinName(parsed.profile.name)) {
         listing.problems.push_back({file, "uses the name of a built-in profile ('" +
                                               parsed.profile.name + "'); rename it"});
+        continue;
+      }
+      // Two files of one name: the first in file-name order is loaded, the other reported.
+      if (const auto [first, added] = fileOfName.emplace(parsed.profile.name, file); !added) {
+        listing.problems.push_back({file, "uses the name '" + parsed.profile.name + "', which " +
+                                              first->second.string() +
+                                              " already has; rename one of them"});
         continue;
       }
       user.push_back(std::move(parsed));

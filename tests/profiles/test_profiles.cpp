@@ -50,6 +50,7 @@ class TestProfiles : public QObject {
   void storeRefusesBuiltinNames();
   void missingUserDirIsNotAnError();
   void switchingEnvironmentRestartsTheEngineButTogglesDoNot();
+  void injectionVariablesOversizedValuesAndDuplicateNamesAreRefused();
 };
 
 // moc 6.4 cannot parse raw string literals, so it does not see the test bodies.
@@ -209,6 +210,45 @@ void TestProfiles::switchingEnvironmentRestartsTheEngineButTogglesDoNot() {
   const SwitchPlan toGemm = planSwitch(defaultProfile(), builtin("Built-in GEMM"));
   QVERIFY(!toGemm.restartEngine);
   QCOMPARE(*toGemm.toggles.gemm, GemmBackend::Builtin);
+}
+
+void TestProfiles::injectionVariablesOversizedValuesAndDuplicateNamesAreRefused() {
+  // Issue 20 item 8: these passed the allow-list through their prefixes (HSA_, CUDA_).
+  for (const char* name : {"HSA_TOOLS_LIB", "CUDA_INJECTION64_PATH"}) {
+    const QString message = errorOf(std::string(R"({"name": "x", "description": "d", )"
+                                                R"("environment": {")") +
+                                    name + R"(": "/tmp/evil.so"}})");
+    QVERIFY2(message.contains("loads a library into the process"), qPrintable(message));
+  }
+  // Every name is on the list or refused, also within the old prefixes.
+  QVERIFY(whyVariableIsForbidden("HIP_SOMETHING_MADE_UP").find("not on LoRAscope's list") !=
+          std::string::npos);
+  QVERIFY(whyVariableIsForbidden("ROCBLAS_TENSILE_LIBPATH").find("HIP_VISIBLE_DEVICES") !=
+          std::string::npos);  // the refusal lists what is allowed
+  for (const Profile& p : builtinProfiles()) {
+    for (const auto& [name, value] : p.environment) {
+      QVERIFY2(whyVariableIsForbidden(name).empty(), name.c_str());
+    }
+  }
+  // A value over the 128 KiB the OS allows one variable.
+  const std::string huge(128 * 1024, '1');
+  QVERIFY(errorOf(R"({"name": "x", "description": "d", "environment": {"AMD_LOG_LEVEL": ")" + huge +
+                  R"("}})")
+              .contains("longer than the operating system allows"));
+  // Two files with one name: the first loads, the second is reported.
+  QTemporaryDir dir;
+  for (const char* file : {"a.json", "b.json"}) {
+    std::ofstream(dir.filePath(file).toStdString())
+        << R"({"name": "twin", "description": "d", "environment": {"AMD_LOG_LEVEL": "1"}})";
+  }
+  const ProfileListing listing = ProfileStore(dir.path().toStdString()).load();
+  QCOMPARE(listing.problems.size(), std::size_t{1});
+  QVERIFY(listing.problems[0].file.filename() == "b.json");
+  QVERIFY2(listing.problems[0].message.find("a.json already has") != std::string::npos,
+           listing.problems[0].message.c_str());
+  QCOMPARE(std::count_if(listing.profiles.begin(), listing.profiles.end(),
+                         [](const ParsedProfile& p) { return p.profile.name == "twin"; }),
+           std::ptrdiff_t{1});
 }
 
 #endif  // Q_MOC_RUN

@@ -1,0 +1,54 @@
+// cli/cmd_profile.cpp — `lorascope-train profile check FILE...`: reads stability-profile files
+// with the same rules as the GUI (allow-listed environment variables, value sizes, toggles,
+// allocator settings, a name no built-in profile has) and prints each one's verdict and notes.
+// Exit 0 when every file is a valid profile, 1 otherwise.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/Commands.h"
+#include "job/CliArgs.h"
+#include "profiles/Builtins.h"
+#include "profiles/ProfileJson.h"
+
+namespace lorascope::cli {
+
+int runProfile(const Args& args) {
+  const job::CliArgs parsed(args, {}, {});
+  const std::vector<std::string>& words = parsed.positional();
+  if (words.size() < 2 || words[0] != "check") {
+    throw job::UsageError("expects: profile check FILE... (a profile JSON file, as the GUI saves)");
+  }
+  int failed = 0;
+  for (std::size_t i = 1; i < words.size(); ++i) {
+    const std::string& file = words[i];
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+      std::cerr << file << ": cannot be read\n";
+      ++failed;
+      continue;
+    }
+    std::ostringstream text;
+    text << in.rdbuf();
+    try {
+      const profiles::ParsedProfile profile = profiles::parseProfile(text.str(), file);
+      for (const profiles::Profile& builtin : profiles::builtinProfiles()) {
+        if (builtin.name == profile.profile.name) {
+          throw profiles::ProfileError(file + ": name: '" + builtin.name +
+                                       "' is a built-in profile's name; rename it");
+        }
+      }
+      std::cout << file << ": profile '" << profile.profile.name << "' is valid ("
+                << profile.profile.environment.size() << " environment variables)\n";
+      for (const profiles::ProfileNote& note : profile.notes) {
+        std::cout << "  note: " << note.field << ": " << note.message << "\n";
+      }
+    } catch (const profiles::ProfileError& e) {
+      std::cerr << e.what() << "\n";
+      ++failed;
+    }
+  }
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace lorascope::cli
