@@ -68,6 +68,10 @@ class TrainingJob : public engine::EngineJob {
     for (const std::string& problem : data.firstProblems) {
       sink(engine::TimedEvent{0, engine::LogEvent{engine::LogLevel::Warning, problem}});
     }
+    if (const std::string losses = train::describeDataLosses(data); !losses.empty()) {
+      sink(engine::TimedEvent{
+          0, engine::LogEvent{engine::LogLevel::Warning, dataPath + ": " + losses}});
+    }
     std::optional<train::TrainerState> resume = resumeState(config);
     weights_ = placeWeightsLogged(*backend_, folder_.weights(), logLine());
     loop_ = std::make_unique<train::TrainLoop>(*backend_, folder_.config(), weights_, data.examples,

@@ -2,6 +2,7 @@
 #include "train/TrainingData.h"
 
 #include <stdexcept>
+#include <string>
 
 #include "data/DatasetStream.h"
 #include "data/ExampleEncoder.h"
@@ -24,22 +25,37 @@ TrainingData loadTrainingData(const std::filesystem::path& dataFile,
   data::EncodeOptions options;
   options.maxSeqLen = static_cast<std::size_t>(maxSeqLen);
   options.policy = data::OverLengthPolicy::Truncate;
-  data::DatasetStream stream(dataFile, std::nullopt, [&](data::DatasetIssue issue) {
-    if (issue.severity != data::Severity::Error) {
-      return;
-    }
+  // A record is skipped for the reasons validate-data reports as errors (data::Validator), the
+  // chat template's refusal included, and counted by cause; one bad record never ends the run.
+  const auto skip = [&](data::IssueKind kind, const data::SourceLocation& where,
+                        const std::string& message) {
     ++out.skippedRecords;
+    ++out.skippedByCause[std::string(data::issueKindName(kind))];
     if (out.firstProblems.size() < kProblemsShown) {
-      out.firstProblems.push_back(dataFile.string() + ": " + data::describeLocation(issue.where) +
-                                  ": " + issue.message);
+      out.firstProblems.push_back(dataFile.string() + ": " + data::describeLocation(where) + ": " +
+                                  message);
+    }
+  };
+  data::DatasetStream stream(dataFile, std::nullopt, [&](data::DatasetIssue issue) {
+    if (issue.severity == data::Severity::Error) {
+      skip(issue.kind, issue.where, issue.message);
     }
   });
   data::Example example;
   while (stream.next(example)) {
-    data::EncodedExample encoded = encoder.encode(example, options);
+    data::EncodedExample encoded;
+    try {
+      encoded = encoder.encode(example, options);
+    } catch (const std::exception& error) {
+      skip(data::IssueKind::TokenizeError, example.where, error.what());
+      continue;
+    }
     if (encoded.dropped || encoded.trainedTokens() == 0) {
       ++out.droppedExamples;
       continue;
+    }
+    if (encoded.ids.size() < encoded.tokensBeforePolicy) {
+      ++out.truncatedExamples;
     }
     out.examples.push_back({std::move(encoded.ids), std::move(encoded.labels)});
   }
@@ -51,6 +67,28 @@ TrainingData loadTrainingData(const std::filesystem::path& dataFile,
                              "with `lorascope-train validate-data`");
   }
   return out;
+}
+
+std::string describeDataLosses(const TrainingData& data) {
+  std::string text;
+  if (data.skippedRecords > 0) {
+    text = std::to_string(data.skippedRecords) + " skipped (";
+    bool first = true;
+    for (const auto& [cause, count] : data.skippedByCause) {
+      text += (first ? "" : ", ") + cause + " " + std::to_string(count);
+      first = false;
+    }
+    text += ")";
+  }
+  if (data.droppedExamples > 0) {
+    text += (text.empty() ? "" : ", ") + std::to_string(data.droppedExamples) +
+            " dropped (nothing to train within max_seq_len)";
+  }
+  if (data.truncatedExamples > 0) {
+    text += (text.empty() ? "" : ", ") + std::to_string(data.truncatedExamples) +
+            " truncated to max_seq_len";
+  }
+  return text;
 }
 
 }  // namespace lorascope::train

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,16 +16,22 @@ namespace lorascope::train {
 
 struct TrainingData {
   std::vector<TokenizedExample> examples;
-  std::string chatTemplate;                // the family used ("chatml", "alpaca", ...)
-  std::string chatTemplateReason;          // why it was chosen
-  std::int64_t skippedRecords = 0;         // records with errors (not trained on)
+  std::string chatTemplate;                            // the family used ("chatml", "alpaca", ...)
+  std::string chatTemplateReason;                      // why it was chosen
+  std::int64_t skippedRecords = 0;                     // records with errors (not trained on)
+  std::map<std::string, std::int64_t> skippedByCause;  // by data::issueKindName
   std::int64_t droppedExamples = 0;        // nothing left to train after the length limit
+  std::int64_t truncatedExamples = 0;      // trained on their first max_seq_len tokens
   std::vector<std::string> firstProblems;  // up to 5 messages, with their line numbers
 };
 
 // Throws data::DatasetError / text::TextError naming the file when it cannot be read at all,
-// std::runtime_error when no example is left to train on.
+// std::runtime_error when no example is left to train on. A record that validate-data reports
+// as an error (the chat template refusing it included) is skipped and counted, never fatal.
 TrainingData loadTrainingData(const std::filesystem::path& dataFile,
                               const std::filesystem::path& modelDir, std::int64_t maxSeqLen);
+
+// A one-line summary of what was skipped, dropped and truncated, by cause (empty: nothing).
+std::string describeDataLosses(const TrainingData& data);
 
 }  // namespace lorascope::train

@@ -1,0 +1,65 @@
+// test_training_data.cpp — `train` reads a dataset by validate-data's rules (issue 20 item 7):
+// a chat record the template refuses is one skipped record with its file and line, counted by
+// cause, as validate-data reports it; it no longer ends the whole run.
+#include <QtTest>
+
+#include <filesystem>
+#include <fstream>
+
+#include "TrainTestUtil.h"
+#include "data/Validator.h"
+#include "text/ChatTemplate.h"
+#include "text/Tokenizer.h"
+#include "train/TrainingData.h"
+
+using namespace lorascope;
+namespace fs = std::filesystem;
+
+class TestTrainingData : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void systemMessageAfterTheStartSkipsOneRecordNotTheRun();
+};
+
+void TestTrainingData::systemMessageAfterTheStartSkipsOneRecordNotTheRun() {
+  const QTemporaryDir tmp;
+  const fs::path dir = tmp.path().toStdString();
+  // A model folder's text side: a BPE tokenizer and the alpaca template, which allows a system
+  // message only first.
+  fs::copy_file(test::kModelDataDir + "/../../text/data/qwen2_bpe.tokenizer.json",
+                dir / "tokenizer.json");
+  std::ofstream(dir / "tokenizer_config.json") << R"({"chat_template": "{{ '### Instruction' }}"})";
+  const fs::path data = dir / "chat.jsonl";
+  std::ofstream(data)
+      << R"({"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]})"
+      << "\n"
+      << R"({"messages":[{"role":"user","content":"hi"},{"role":"system","content":"late"},)"
+      << R"({"role":"assistant","content":"x"}]})"
+      << "\n"
+      << R"({"messages":[{"role":"user","content":"ho"},{"role":"assistant","content":"ya"}]})"
+      << "\n";
+
+  const train::TrainingData loaded = train::loadTrainingData(data, dir, 2048);
+  QCOMPARE(loaded.examples.size(), std::size_t{2});
+  QCOMPARE(loaded.skippedRecords, std::int64_t{1});
+  QCOMPARE(loaded.skippedByCause.at("tokenize_error"), std::int64_t{1});
+  QCOMPARE(loaded.firstProblems.size(), std::size_t{1});
+  QVERIFY2(loaded.firstProblems[0].find(data.string() + ": line 2: ") == 0,
+           loaded.firstProblems[0].c_str());
+  QVERIFY2(loaded.firstProblems[0].find("system message may only come first") != std::string::npos,
+           loaded.firstProblems[0].c_str());
+  QCOMPARE(train::describeDataLosses(loaded), std::string("1 skipped (tokenize_error 1)"));
+
+  // validate-data counts the same record as its one error.
+  const data::ExampleEncoder encoder(text::Tokenizer::fromModelDir(dir),
+                                     text::ChatTemplate::forModelDir(dir));
+  data::ValidateOptions options;
+  options.encoder = &encoder;
+  const data::ValidationReport report = data::validateDataset(data, options);
+  QCOMPARE(report.validExamples, std::size_t{2});
+  QCOMPARE(report.tokens->tokenizeErrors, std::size_t{1});
+}
+
+QTEST_APPLESS_MAIN(TestTrainingData)
+#include "test_training_data.moc"
