@@ -50,6 +50,20 @@ std::string requiredString(const json& config, const char* key) {
   return config[key].get<std::string>();
 }
 
+// An optional true/false field of the start command; names the field when it is anything else
+// ("demo": "yes" used to surface as the JSON library's "type must be boolean, but is string").
+bool optionalFlag(const json& config, const char* key) {
+  const auto it = config.find(key);
+  if (it == config.end() || it->is_null()) {
+    return false;
+  }
+  if (!it->is_boolean()) {
+    throw UsageError(std::string("start: \"") + key + "\" must be true or false, got " +
+                     it->dump());
+  }
+  return it->get<bool>();
+}
+
 class TrainingJob : public engine::EngineJob {
  public:
   TrainingJob(const json& config, const engine::EventSink& sink)
@@ -318,7 +332,7 @@ class TrainingJob : public engine::EngineJob {
 
   train::RunDirectory openOrCreateRun(const json& config) {
     const std::string out = requiredString(config, "out");
-    if (config.value("resume", false) || config.value("resume_from_mirror", false)) {
+    if (optionalFlag(config, "resume") || optionalFlag(config, "resume_from_mirror")) {
       train::RunDirectory run = train::RunDirectory::open(out);
       settings_ = settingsFromJson(run.config().at("training"),
                                    (run.dir() / train::kRunConfigFile).string());
@@ -336,7 +350,7 @@ class TrainingJob : public engine::EngineJob {
       }
       return run;
     }
-    const bool demo = config.value("demo", false);
+    const bool demo = optionalFlag(config, "demo");
     std::string modelPath, dataPath;
     if (demo) {
       const fs::path cache = train::defaultCacheDir();
@@ -355,7 +369,7 @@ class TrainingJob : public engine::EngineJob {
 
   // The newest of the state mirror (supervisor restarts) and the newest checkpoint.
   std::optional<train::TrainerState> resumeState(const json& config) {
-    if (!config.value("resume", false) && !config.value("resume_from_mirror", false)) {
+    if (!optionalFlag(config, "resume") && !optionalFlag(config, "resume_from_mirror")) {
       return std::nullopt;
     }
     std::optional<train::TrainerState> state;
@@ -370,7 +384,7 @@ class TrainingJob : public engine::EngineJob {
       });
     }
     const fs::path mirrorPath = run_.dir() / kStateMirrorFile;
-    if (config.value("resume_from_mirror", false) && fs::exists(mirrorPath)) {
+    if (optionalFlag(config, "resume_from_mirror") && fs::exists(mirrorPath)) {
       if (auto mirrored = engine::StateMirror::readLatest(mirrorPath)) {
         train::TrainerState fromMirror = train::decodeTrainerState(mirrored->payload);
         if (!state || fromMirror.step > state->step) {
@@ -435,7 +449,7 @@ class TrainingJob : public engine::EngineJob {
   // metrics, marked replayed (the supervisor drops it when it has seen it).
   void replayMirroredStep(const json& config, const engine::EventSink& sink) const {
     const std::int64_t step = loop_->state().step;
-    if (!config.value("resume_from_mirror", false) || step == 0) {
+    if (!optionalFlag(config, "resume_from_mirror") || step == 0) {
       return;
     }
     for (const train::StepMetrics& m :

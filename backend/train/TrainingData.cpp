@@ -32,8 +32,11 @@ TrainingData loadTrainingData(const std::filesystem::path& dataFile,
     ++out.skippedRecords;
     ++out.skippedByCause[std::string(data::issueKindName(kind))];
     if (out.firstProblems.size() < kProblemsShown) {
-      out.firstProblems.push_back(dataFile.string() + ": " + data::describeLocation(where) + ": " +
-                                  message);
+      // Some messages name their location already ("line 4: field ..."): say it once.
+      const std::string location = data::describeLocation(where);
+      const bool located = message.rfind(location + ":", 0) == 0;
+      out.firstProblems.push_back(dataFile.string() + ": " +
+                                  (located ? message : location + ": " + message));
     }
   };
   data::DatasetStream stream(dataFile, std::nullopt, [&](data::DatasetIssue issue) {

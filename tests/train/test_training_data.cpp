@@ -20,6 +20,7 @@ class TestTrainingData : public QObject {
 
  private slots:
   void systemMessageAfterTheStartSkipsOneRecordNotTheRun();
+  void warningsNameTheirLineOnce();
 };
 
 void TestTrainingData::systemMessageAfterTheStartSkipsOneRecordNotTheRun() {
@@ -59,6 +60,25 @@ void TestTrainingData::systemMessageAfterTheStartSkipsOneRecordNotTheRun() {
   const data::ValidationReport report = data::validateDataset(data, options);
   QCOMPARE(report.validExamples, std::size_t{2});
   QCOMPARE(report.tokens->tokenizeErrors, std::size_t{1});
+}
+
+void TestTrainingData::warningsNameTheirLineOnce() {
+  // Issue 20 item 9: "bad.jsonl: line 4: line 4: field \"output\" is empty".
+  const QTemporaryDir tmp;
+  const fs::path dir = tmp.path().toStdString();
+  fs::copy_file(test::kModelDataDir + "/../../text/data/qwen2_bpe.tokenizer.json",
+                dir / "tokenizer.json");
+  const fs::path data = dir / "alpaca.jsonl";
+  std::ofstream(data) << R"({"instruction": "a", "output": "b"})"
+                      << "\n"
+                      << R"({"instruction": "x", "output": ""})"
+                      << "\n";
+  const train::TrainingData loaded = train::loadTrainingData(data, dir, 2048);
+  QCOMPARE(loaded.firstProblems.size(), std::size_t{1});
+  QVERIFY2(loaded.firstProblems[0].find("line 2: line 2") == std::string::npos,
+           loaded.firstProblems[0].c_str());
+  QVERIFY2(loaded.firstProblems[0].find(data.string() + ": line 2: ") == 0,
+           loaded.firstProblems[0].c_str());
 }
 
 QTEST_APPLESS_MAIN(TestTrainingData)
