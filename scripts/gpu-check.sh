@@ -18,6 +18,12 @@
 #                                  BENCH_PROFILE_STEPS set the step counts (default 3, 20, 3);
 #                                  BENCH_IMPLS the configurations (default: vendor built-in eager
 #                                  compile).
+#   scripts/gpu-check.sh memory [ARGS]
+#                                  there: build bench_memory_model only and run it: the memory
+#                                  model's estimate (model/MemoryEstimate.h) beside real steps'
+#                                  peak allocated and peak reserved, both reference shapes, with
+#                                  and without activation checkpointing (ARGS go to the program,
+#                                  e.g. --batch 4 --seq 1024); table in $OUT/memory.txt
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -111,6 +117,17 @@ run_bench() {
   exit "$status"
 }
 
+run_memory() {
+  local out="${OUT:-$repo/gpu-check-results}"
+  mkdir -p "$out"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
+  configure_device_build "$out"
+  cmake --build build/device --target bench_memory_model --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
+    { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+  build/device/tests/bench/bench_memory_model "$@" 2>&1 | tee "$out/memory.txt"
+  exit "${PIPESTATUS[0]}"
+}
+
 case "${1:-}" in
   prepare) prepare ;;
   run) run_checks "${2:-}" ;;
@@ -118,8 +135,12 @@ case "${1:-}" in
     shift
     run_bench "$@"
     ;;
+  memory)
+    shift
+    run_memory "$@"
+    ;;
   *)
-    echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | bench [SHAPE ...]" >&2
+    echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | bench [SHAPE ...] | memory [ARGS]" >&2
     exit 2
     ;;
 esac

@@ -1,4 +1,5 @@
-// widgets/ControlsPanel.cpp — one row per toggle: editor, live/restart badge, confirmation state.
+// widgets/ControlsPanel.cpp — one row per live option: editor, live/restart badge, confirmation
+// state.
 #include "widgets/ControlsPanel.h"
 
 #include <QCheckBox>
@@ -14,46 +15,6 @@ using namespace lorascope::engine;
 
 namespace {
 
-struct ToggleInfo {
-  Toggle toggle;
-  const char* label;
-  const char* tooltip;
-};
-
-// Order of the rows, and what each toggle does for the user.
-const std::array<ToggleInfo, ControlsPanel::kToggleCount> kToggleInfo = {{
-    {Toggle::Serialize, QT_TRANSLATE_NOOP("ControlsPanel", "Serialize kernels"),
-     QT_TRANSLATE_NOOP("ControlsPanel",
-                       "Synchronise the device before and after every launch, so a crash points "
-                       "at the kernel that caused it (like AMD_SERIALIZE_KERNEL=3, without a "
-                       "restart). Several times slower.")},
-    {Toggle::Blocking, QT_TRANSLATE_NOOP("ControlsPanel", "Blocking launches"),
-     QT_TRANSLATE_NOOP("ControlsPanel",
-                       "Wait for each launch to finish before returning, so errors are reported "
-                       "against the op that failed (like HIP_LAUNCH_BLOCKING=1).")},
-    {Toggle::MicroBatch, QT_TRANSLATE_NOOP("ControlsPanel", "Micro-batch size"),
-     QT_TRANSLATE_NOOP("ControlsPanel",
-                       "Sequences per forward/backward pass. Smaller uses less memory; the "
-                       "accumulation steps grow so the effective batch stays the same.")},
-    {Toggle::CpuFallback, QT_TRANSLATE_NOOP("ControlsPanel", "CPU fallback"),
-     QT_TRANSLATE_NOOP("ControlsPanel",
-                       "Continue the run on the CPU from the same step (slow, but it cannot crash "
-                       "the GPU driver).")},
-    {Toggle::GemmBackend, QT_TRANSLATE_NOOP("ControlsPanel", "GEMM backend"),
-     QT_TRANSLATE_NOOP("ControlsPanel",
-                       "Vendor BLAS (hipBLAS/hipBLASLt, fastest) or LoRAscope's built-in GEMM "
-                       "(for HIPBLAS_STATUS_INTERNAL_ERROR).")},
-    {Toggle::AllocatorPolicy, QT_TRANSLATE_NOOP("ControlsPanel", "Allocator policy"),
-     QT_TRANSLATE_NOOP("ControlsPanel",
-                       "Caching (PyTorch-style split/merge) or a planned arena for activations, "
-                       "which stops steady-state fragmentation.")},
-    {Toggle::ActivationCheckpointing,
-     QT_TRANSLATE_NOOP("ControlsPanel", "Activation checkpointing"),
-     QT_TRANSLATE_NOOP("ControlsPanel",
-                       "Recompute activations in backward instead of storing them: less memory, "
-                       "about a third more compute.")},
-}};
-
 QString valueText(const nlohmann::json& value) {
   if (value.is_boolean()) {
     return value.get<bool>() ? ControlsPanel::tr("on") : ControlsPanel::tr("off");
@@ -63,58 +24,44 @@ QString valueText(const nlohmann::json& value) {
 
 }  // namespace
 
-ControlsPanel::ApplyMode ControlsPanel::applyMode(Toggle toggle) {
-  // DESIGN "Live vs restart": all seven are applied by our own code at the next step boundary.
-  // Environment variables (profiles) are the restart kind; the profile bar marks those.
-  switch (toggle) {
-    case Toggle::Serialize:
-    case Toggle::Blocking:
-    case Toggle::MicroBatch:
-    case Toggle::CpuFallback:
-    case Toggle::GemmBackend:
-    case Toggle::AllocatorPolicy:
-    case Toggle::ActivationCheckpointing:
-      return ApplyMode::Live;
-  }
-  return ApplyMode::Restart;
+ControlsPanel::ApplyMode ControlsPanel::applyMode(Toggle toggle) const {
+  return row(toggle).spec.live ? ApplyMode::Live : ApplyMode::Restart;
 }
 
-ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
+ControlsPanel::ControlsPanel(const std::vector<ControlSpec>& controls, QWidget* parent)
+    : QWidget(parent) {
   auto* grid = new QGridLayout;
   int line = 0;
-  for (const ToggleInfo& info : kToggleInfo) {
-    const Toggle toggle = info.toggle;
-    Row& r = row(toggle);
-    const QString tip = tr(info.tooltip);
-    auto* label = new QLabel(tr(info.label), this);
-    label->setToolTip(tip);
-    switch (toggle) {
-      case Toggle::MicroBatch: {
+  for (const ControlSpec& spec : controls) {
+    const Toggle toggle = spec.toggle;
+    Row& r = rows_[toggle];
+    r.spec = spec;
+    auto* label = new QLabel(spec.label, this);
+    label->setToolTip(spec.help);
+    switch (spec.editor) {
+      case ControlSpec::Editor::Number: {
         auto* spin = new QSpinBox(this);
-        spin->setRange(1, 4096);
+        spin->setRange(spec.min, spec.max);
         spin->setKeyboardTracking(false);  // one command per committed value, not per keystroke
         connect(spin, &QSpinBox::valueChanged, this,
                 [this, toggle](int v) { requestToggle(toggle, v); });
         r.editor = spin;
         break;
       }
-      case Toggle::GemmBackend:
-      case Toggle::AllocatorPolicy: {
+      case ControlSpec::Editor::Choice: {
         auto* combo = new QComboBox(this);
-        const bool gemm = toggle == Toggle::GemmBackend;
-        combo->addItem(gemm ? tr("vendor BLAS") : tr("caching"), gemm ? "vendor" : "caching");
-        combo->addItem(gemm ? tr("built-in") : tr("planned arena"), gemm ? "builtin" : "arena");
+        for (const auto& [text, value] : spec.choices) {
+          combo->addItem(text, QString::fromStdString(value.is_string() ? value.get<std::string>()
+                                                                        : value.dump()));
+        }
         combo->setCurrentIndex(-1);
-        connect(combo, &QComboBox::activated, this, [this, toggle, combo](int index) {
-          requestToggle(toggle, combo->itemData(index).toString().toStdString());
+        connect(combo, &QComboBox::activated, this, [this, toggle](int index) {
+          requestToggle(toggle, row(toggle).spec.choices.at(index).second);
         });
         r.editor = combo;
         break;
       }
-      case Toggle::Serialize:
-      case Toggle::Blocking:
-      case Toggle::CpuFallback:
-      case Toggle::ActivationCheckpointing: {
+      case ControlSpec::Editor::Check: {
         auto* check = new QCheckBox(this);
         connect(check, &QCheckBox::clicked, this,
                 [this, toggle](bool on) { requestToggle(toggle, on); });
@@ -122,13 +69,12 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
         break;
       }
     }
-    r.editor->setToolTip(tip);
+    r.editor->setToolTip(spec.help);
     label->setBuddy(r.editor);
-    const bool live = applyMode(toggle) == ApplyMode::Live;
-    auto* mode = new QLabel(live ? tr("live") : tr("restart"), this);
-    mode->setToolTip(live ? tr("Applied at the next step, without a restart")
-                          : tr("Applying it restarts the engine, which resumes from the last "
-                               "step"));
+    auto* mode = new QLabel(spec.live ? tr("live") : tr("restart"), this);
+    mode->setToolTip(spec.live ? tr("Applied at the next step, without a restart")
+                               : tr("Applying it restarts the engine, which resumes from the last "
+                                    "step"));
     mode->setEnabled(false);  // a quiet badge
     r.status = new QLabel(this);
     r.status->setMinimumWidth(120);
@@ -150,10 +96,10 @@ ControlsPanel::ControlsPanel(QWidget* parent) : QWidget(parent) {
 }
 
 ControlsPanel::Row& ControlsPanel::row(Toggle toggle) {
-  return rows_[static_cast<std::size_t>(toggle)];
+  return rows_.at(toggle);
 }
 const ControlsPanel::Row& ControlsPanel::row(Toggle toggle) const {
-  return rows_[static_cast<std::size_t>(toggle)];
+  return rows_.at(toggle);
 }
 
 ControlsPanel::Status ControlsPanel::status(Toggle toggle) const {
@@ -181,7 +127,7 @@ QString ControlsPanel::effectiveBatchText() const {
 }
 
 void ControlsPanel::setEngineAvailable(bool available) {
-  for (Row& r : rows_) {
+  for (auto& [toggle, r] : rows_) {
     r.editor->setEnabled(available);
   }
 }
@@ -205,8 +151,12 @@ void ControlsPanel::showValue(Toggle toggle, const nlohmann::json& value) {
   } else if (auto* spin = qobject_cast<QSpinBox*>(editor)) {
     spin->setValue(value.is_number_integer() ? value.get<int>() : spin->value());
   } else if (auto* combo = qobject_cast<QComboBox*>(editor)) {
-    combo->setCurrentIndex(
-        combo->findData(QString::fromStdString(value.is_string() ? value.get<std::string>() : "")));
+    const auto& choices = row(toggle).spec.choices;
+    int index = -1;
+    for (int i = 0; i < choices.size(); ++i) {
+      index = choices[i].second == value ? i : index;
+    }
+    combo->setCurrentIndex(index);
   }
 }
 
@@ -230,6 +180,9 @@ void ControlsPanel::updateStatus(Toggle toggle) {
 
 void ControlsPanel::handleEvent(const TimedEvent& timed) {
   if (const auto* applied = std::get_if<ToggleAppliedEvent>(&timed.event)) {
+    if (!hasControl(applied->toggle)) {
+      return;  // a toggle without a live row (activation checkpointing is fixed at the start)
+    }
     Row& r = row(applied->toggle);
     r.applied = applied->value;
     r.appliedStep = applied->step;

@@ -1,6 +1,7 @@
-// widgets/ControlsPanel.h — the stability toggles: serialize, blocking launches, micro-batch size
-// (with the effective batch), CPU fallback, GEMM backend, allocator policy, activation
-// checkpointing.
+// widgets/ControlsPanel.h — the run's live options, one row per engine toggle: micro-batch size
+// (with the effective batch), device (CPU fallback), serialize, blocking launches, GEMM backend,
+// allocator policy. The rows come from the app (ControlSpec, made from the option table in
+// backend/job/RunOptions.h): label, help, editor and range are not written here.
 //
 // A change sends a SetToggleCommand and the row says "pending" until the engine confirms it with
 // a ToggleAppliedEvent; the editor then shows what the engine applied (which is also how changes
@@ -9,9 +10,12 @@
 // the next step by our code) or restart (the engine restarts to apply it).
 #pragma once
 
+#include <QList>
+#include <QPair>
 #include <QWidget>
-#include <array>
+#include <map>
 #include <optional>
+#include <vector>
 
 #include "widgets/EngineTypes.h"
 
@@ -19,17 +23,29 @@ class QLabel;
 
 namespace lorascope::widgets {
 
+// One row of the panel, as the app describes it.
+struct ControlSpec {
+  enum class Editor { Check, Number, Choice };
+  engine::Toggle toggle = engine::Toggle::Serialize;
+  QString label;
+  QString help;
+  Editor editor = Editor::Check;
+  int min = 0, max = 0;                                // Number
+  QList<QPair<QString, nlohmann::json>> choices = {};  // Choice: shown text → the toggle's value
+  bool live = true;  // applied at the next step; false: the engine restarts to apply it
+};
+
 class ControlsPanel : public QWidget {
   Q_OBJECT
 
  public:
   enum class ApplyMode { Live, Restart };
   enum class Status { NotReported, Pending, Applied };
-  static constexpr int kToggleCount = 7;
 
-  explicit ControlsPanel(QWidget* parent = nullptr);
+  explicit ControlsPanel(const std::vector<ControlSpec>& controls, QWidget* parent = nullptr);
 
-  static ApplyMode applyMode(engine::Toggle toggle);
+  bool hasControl(engine::Toggle toggle) const { return rows_.count(toggle) != 0; }
+  ApplyMode applyMode(engine::Toggle toggle) const;
   Status status(engine::Toggle toggle) const;
   QString statusText(engine::Toggle toggle) const;
   QWidget* editor(engine::Toggle toggle) const;
@@ -47,6 +63,7 @@ class ControlsPanel : public QWidget {
 
  private:
   struct Row {
+    ControlSpec spec;
     QWidget* editor = nullptr;
     QLabel* status = nullptr;
     std::optional<nlohmann::json> applied;
@@ -58,7 +75,7 @@ class ControlsPanel : public QWidget {
   void showValue(engine::Toggle toggle, const nlohmann::json& value);
   void updateStatus(engine::Toggle toggle);
 
-  std::array<Row, kToggleCount> rows_;
+  std::map<engine::Toggle, Row> rows_;
   QLabel* effectiveBatch_;
 };
 

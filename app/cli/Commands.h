@@ -1,11 +1,13 @@
 // cli/Commands.h — the subcommands of lorascope-train. Each takes the arguments after its
-// name and returns the process exit code; each lives in its own cmd_<name>.cpp.
+// name and returns the process exit code; each lives in its own cmd_<name>.cpp with the table of
+// its options (job::CommandSpec), from which its parser, its --help and the usage come.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "engine/Protocol.h"
+#include "job/CliArgs.h"  // defines: CommandSpec
 
 namespace lorascope::cli {
 
@@ -19,10 +21,19 @@ int runExport(const Args& args);        // cmd_export.cpp
 int runInspectModel(const Args& args);  // cmd_inspect_model.cpp
 int runProfile(const Args& args);       // cmd_profile.cpp
 int runTokenize(const Args& args);      // cmd_tokenize.cpp
-int runTrain(const Args& args);         // cmd_train.cpp
+int runTrain(const Args& args);         // cmd_train.cpp (options: job/RunOptions.h)
 int runValidateData(const Args& args);  // cmd_validate_data.cpp
 
 // How an engine of this build introduces itself (version, flavour, devices); cmd_engine.cpp.
 engine::HelloEvent engineHello();
+const job::CommandSpec& benchCommand();
+const job::CommandSpec& devicesCommand();
+const job::CommandSpec& engineCommand();
+const job::CommandSpec& evalCommand();
+const job::CommandSpec& exportCommand();
+const job::CommandSpec& inspectModelCommand();
+const job::CommandSpec& profileCommand();
+const job::CommandSpec& tokenizeCommand();
+const job::CommandSpec& validateDataCommand();
 
 }  // namespace lorascope::cli

@@ -208,8 +208,48 @@ void benchShape(const BenchShape& shape, const std::vector<int>& threads, long s
 
 }  // namespace
 
+const job::CommandSpec& benchCommand() {
+  using job::OptionType;
+  static const job::CommandSpec command{
+      .name = "bench",
+      .operands = "",
+      .summary =
+          "CPU LoRA optimizer-step throughput (tokens/s) and peak RSS on the performance target's "
+          "shapes, "
+          "at each thread count.",
+      .options =
+          {
+              {.name = "model",
+               .type = OptionType::Choice,
+               .help = "The shape to run.",
+               .defaultText = "all",
+               .choices = {"tiny", "qwen", "all"}},
+              {.name = "threads",
+               .type = OptionType::Text,
+               .help = "Comma-separated thread counts.",
+               .defaultText = "1,<cores>",
+               .valueName = "1,2,16"},
+              {.name = "steps",
+               .type = OptionType::Integer,
+               .help = "Timed optimizer steps per thread count.",
+               .defaultText = "3",
+               .min = 1,
+               .max = 1e6},
+              {.name = "checkpointing",
+               .type = OptionType::Bool,
+               .help = "Activation checkpointing.",
+               .defaultText = "false"},
+              {.name = "profile",
+               .type = OptionType::Bool,
+               .help = "Print the time per op.",
+               .defaultText = "false"},
+          },
+  };
+  return command;
+}
+
 int runBench(const Args& args) {
-  const job::CliArgs cli(args, {"checkpointing", "profile"}, {"model", "threads", "steps"});
+  const job::CliArgs cli(args, benchCommand());
   if (!cli.positional().empty()) {
     throw job::UsageError("unexpected argument '" + cli.positional().front() + "'");
   }

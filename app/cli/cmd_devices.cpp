@@ -268,8 +268,44 @@ int watch(const tel::ProviderSet& set, bool asJson, std::optional<long> count,
 
 }  // namespace
 
+const job::CommandSpec& devicesCommand() {
+  using job::OptionType;
+  static const job::CommandSpec command{
+      .name = "devices",
+      .operands = "",
+      .summary =
+          "GPUs, live readings (VRAM, GTT, busy, temperature, power, clocks), processes and who "
+          "holds "
+          "the VRAM.",
+      .options =
+          {
+              {.name = "json",
+               .type = OptionType::Bool,
+               .help = "Print JSON.",
+               .defaultText = "false"},
+              {.name = "watch",
+               .type = OptionType::Bool,
+               .help = "Keep reading until Ctrl-C (or --count readings).",
+               .defaultText = "false"},
+              {.name = "count",
+               .type = OptionType::Integer,
+               .help = "Readings to take, then stop (implies --watch).",
+               .min = 1,
+               .max = 1e9},
+              {.name = "interval-ms",
+               .type = OptionType::Integer,
+               .help = "Time between readings (implies --watch).",
+               .defaultText = "250",
+               .min = 1,
+               .max = 3.6e6,
+               .unit = "ms"},
+          },
+  };
+  return command;
+}
+
 int runDevices(const Args& args) {
-  const job::CliArgs parsed(args, {"json", "watch"}, {"count", "interval-ms"});
+  const job::CliArgs parsed(args, devicesCommand());
   const std::optional<long> count = positiveOption(parsed, "count");
   const std::optional<long> intervalMs = positiveOption(parsed, "interval-ms");
   const bool watching = parsed.has("watch") || count || intervalMs;

@@ -21,8 +21,21 @@ engine::HelloEvent engineHello() {
   return hello;
 }
 
+const job::CommandSpec& engineCommand() {
+  using job::OptionType;
+  static const job::CommandSpec command{
+      .name = "engine",
+      .operands = "",
+      .summary =
+          "The isolated engine for the GUI and `train`: JSON-line commands on stdin, events on "
+          "stdout. Not meant to be typed by hand.",
+      .options = {},
+  };
+  return command;
+}
+
 int runEngine(const Args& args) {
-  const job::CliArgs parsed(args, {}, {});
+  const job::CliArgs parsed(args, engineCommand());
   if (!parsed.positional().empty()) {
     throw job::UsageError("unexpected argument '" + parsed.positional()[0] + "'");
   }

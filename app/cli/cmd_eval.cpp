@@ -45,8 +45,44 @@ std::vector<std::int32_t> parseIdList(const std::string& option, const std::stri
 
 }  // namespace
 
+const job::CommandSpec& evalCommand() {
+  using job::OptionType;
+  static const job::CommandSpec command{
+      .name = "eval",
+      .operands = "",
+      .summary =
+          "CPU forward of a model: the loss and the last position's logits, for --ids or --text "
+          "(exactly "
+          "one).",
+      .options =
+          {
+              {.name = "model",
+               .type = OptionType::Text,
+               .help = "The model folder.",
+               .valueName = "DIR"},
+              {.name = "ids",
+               .type = OptionType::Text,
+               .help = "Token ids, comma-separated.",
+               .valueName = "\"1,2,3\""},
+              {.name = "text",
+               .type = OptionType::Text,
+               .help = "Text, tokenized with the model's tokenizer.",
+               .valueName = "\"...\""},
+              {.name = "labels",
+               .type = OptionType::Text,
+               .help = "Label ids for the loss (default: the input ids).",
+               .valueName = "\"1,2,3\""},
+              {.name = "json",
+               .type = OptionType::Bool,
+               .help = "Print JSON.",
+               .defaultText = "false"},
+          },
+  };
+  return command;
+}
+
 int runEval(const Args& args) {
-  const job::CliArgs parsed(args, {"json"}, {"model", "ids", "text", "labels"});
+  const job::CliArgs parsed(args, evalCommand());
   const std::string dir = parsed.required("model");
   if (parsed.value("ids").has_value() == parsed.value("text").has_value()) {
     throw job::UsageError("give exactly one of --ids \"1,2,3\" or --text \"...\"");

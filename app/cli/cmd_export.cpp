@@ -13,8 +13,36 @@
 namespace lorascope::cli {
 namespace fs = std::filesystem;
 
+const job::CommandSpec& exportCommand() {
+  using job::OptionType;
+  static const job::CommandSpec command{
+      .name = "export",
+      .operands = "RUN_DIR",
+      .summary =
+          "The run's adapter in PEFT's format (the final one, else the newest checkpoint); --merge "
+          "writes base + adapter as a model folder transformers loads.",
+      .options =
+          {
+              {.name = "out",
+               .type = OptionType::Text,
+               .help = "Copy the adapter to this folder.",
+               .valueName = "DIR"},
+              {.name = "merge",
+               .type = OptionType::Text,
+               .help = "Write the merged model to this folder.",
+               .valueName = "OUT_DIR"},
+              {.name = "checkpoint",
+               .type = OptionType::Integer,
+               .help = "The checkpoint's step to export instead.",
+               .min = 1,
+               .max = 1e15},
+          },
+  };
+  return command;
+}
+
 int runExport(const Args& args) {
-  const job::CliArgs parsed(args, {}, {"out", "merge", "checkpoint"});
+  const job::CliArgs parsed(args, exportCommand());
   if (parsed.positional().size() != 1) {
     throw job::UsageError("expects one RUN_DIR (the --out folder of `lorascope-train train`)");
   }

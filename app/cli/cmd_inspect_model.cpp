@@ -1,8 +1,10 @@
 // cli/cmd_inspect_model.cpp — `lorascope-train inspect-model DIR [--json] [--batch N] [--seq N]
-// [--rank R] [--check]`: architecture, parameter counts, stored dtypes and the memory LoRA
-// training needs at a batch × seq and rank. Reads config.json and the safetensors headers only
-// (mmap), so it answers at once even for a model of many gigabytes; --check also reads every
-// weight and lists the tensors holding NaN or ±inf (exit 1 when there are any).
+// [--rank R] [--checkpointing] [--check]`: architecture, parameter counts, stored dtypes and
+// the memory LoRA training needs at a batch × seq and rank (model/MemoryEstimate.h). Reads
+// config.json and the safetensors headers only (mmap), so it answers at once even for a model of
+// many gigabytes; --check also reads every weight and lists the tensors holding NaN or ±inf (exit
+// 1 when there are any).
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <iostream>
@@ -22,6 +24,14 @@ namespace lorascope::cli {
 namespace {
 
 using telemetry::formatBytes;
+
+// The run the memory estimate is for.
+struct Plan {
+  std::int64_t batch = 1;
+  std::int64_t seq = 512;
+  std::int64_t rank = 16;
+  bool checkpointing = false;
+};
 
 std::int64_t positiveOption(const job::CliArgs& args, const std::string& name,
                             std::int64_t fallback, std::int64_t max) {
@@ -70,8 +80,8 @@ std::string countText(std::int64_t count) {
 }
 
 nlohmann::json toJson(const model::ModelFolder& folder, const model::ParameterCounts& params,
-                      const std::map<std::string, std::int64_t>& dtypeTensors,
-                      const model::LoraTrainingPlan& plan, const model::MemoryEstimate& m) {
+                      const std::map<std::string, std::int64_t>& dtypeTensors, const Plan& plan,
+                      const model::TrainingMemory& m) {
   const model::ModelConfig& c = folder.config();
   nlohmann::json dtypes = nlohmann::json::object();
   for (const auto& [name, count] : dtypeTensors) {
@@ -101,20 +111,22 @@ nlohmann::json toJson(const model::ModelFolder& folder, const model::ParameterCo
         {"seq", plan.seq},
         {"rank", plan.rank},
         {"targets", {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}},
+        {"activation_checkpointing", plan.checkpointing},
         {"lora_parameters", m.loraParameters},
         {"weights_bytes", m.weightsBytes},
         {"lora_bytes", m.loraBytes},
         {"lora_grad_bytes", m.loraGradBytes},
         {"optimizer_bytes", m.optimizerBytes},
-        {"activation_bytes", m.activationBytes},
-        {"logits_bytes", m.logitsBytes},
-        {"total_bytes", m.totalBytes}}},
+        {"activation_bytes", m.savedBytes},
+        {"loss_bytes", m.lossBytes},
+        {"backward_bytes", m.backwardBytes},
+        {"total_bytes", m.peakBytes}}},
   };
 }
 
 void printText(const model::ModelFolder& folder, const model::ParameterCounts& params,
-               const std::map<std::string, std::int64_t>& dtypeTensors,
-               const model::LoraTrainingPlan& plan, const model::MemoryEstimate& m) {
+               const std::map<std::string, std::int64_t>& dtypeTensors, const Plan& plan,
+               const model::TrainingMemory& m) {
   const model::ModelConfig& c = folder.config();
   std::cout << "model       " << folder.dir() << " (" << c.modelType << ")\n"
             << "shape       " << c.numLayers << " layers, hidden " << c.hiddenSize << ", MLP "
@@ -132,34 +144,88 @@ void printText(const model::ModelFolder& folder, const model::ParameterCounts& p
     std::cout << " " << count << " " << name << " tensors";
   }
   std::cout << "\nLoRA training, batch " << plan.batch << " x seq " << plan.seq << ", rank "
-            << plan.rank << " on q,k,v,o,gate,up,down (estimate):\n"
+            << plan.rank << " on q,k,v,o,gate,up,down, activation checkpointing "
+            << (plan.checkpointing ? "on" : "off") << " (estimate of the step's peak, bf16):\n"
             << "  frozen weights      " << formatBytes(m.weightsBytes) << "\n"
             << "  LoRA parameters     " << countText(m.loraParameters) << ": weights "
             << formatBytes(m.loraBytes) << ", grads " << formatBytes(m.loraGradBytes)
             << ", AdamW moments " << formatBytes(m.optimizerBytes) << "\n"
-            << "  activations (bf16)  " << formatBytes(m.activationBytes) << "\n"
-            << "  logits (fp32)       " << formatBytes(m.logitsBytes) << "\n"
-            << "  total               " << formatBytes(m.totalBytes) << "\n";
+            << "  saved activations   " << formatBytes(m.savedBytes) << "\n"
+            << "  transient           " << formatBytes(std::max(m.lossBytes, m.backwardBytes))
+            << " (the larger of the loss " << formatBytes(m.lossBytes) << " and one layer's "
+            << "backward " << formatBytes(m.backwardBytes) << ")\n"
+            << "  peak                " << formatBytes(m.peakBytes) << "\n";
 }
 
 }  // namespace
 
+const job::CommandSpec& inspectModelCommand() {
+  using job::OptionType;
+  static const job::CommandSpec command{
+      .name = "inspect-model",
+      .operands = "DIR",
+      .summary =
+          "A model folder's architecture, parameters, dtypes and the memory LoRA training needs.",
+      .options =
+          {
+              {.name = "json",
+               .type = OptionType::Bool,
+               .help = "Print JSON.",
+               .defaultText = "false"},
+              {.name = "batch",
+               .type = OptionType::Integer,
+               .help = "Micro-batch of the memory estimate.",
+               .defaultText = "1",
+               .min = 1,
+               .max = 4096,
+               .unit = "sequences"},
+              {.name = "seq",
+               .type = OptionType::Integer,
+               .help = "Sequence length of the memory estimate.",
+               .defaultText = "512",
+               .min = 1,
+               .max = 1 << 20,
+               .unit = "tokens"},
+              {.name = "rank",
+               .type = OptionType::Integer,
+               .help = "LoRA rank of the memory estimate.",
+               .defaultText = "16",
+               .min = 1,
+               .max = 4096},
+              {.name = "checkpointing",
+               .type = OptionType::Bool,
+               .help = "Activation checkpointing in the memory estimate.",
+               .defaultText = "false"},
+              {.name = "check",
+               .type = OptionType::Bool,
+               .help = "Read every weight and list the tensors holding NaN or infinite values "
+                       "(exit 1 when there are any).",
+               .defaultText = "false"},
+          },
+  };
+  return command;
+}
+
 int runInspectModel(const Args& args) {
-  const job::CliArgs parsed(args, {"json", "check"}, {"batch", "seq", "rank"});
+  const job::CliArgs parsed(args, inspectModelCommand());
   if (parsed.positional().size() != 1) {
     throw job::UsageError("expected one model folder: inspect-model DIR [--json]");
   }
-  const model::LoraTrainingPlan plan{positiveOption(parsed, "batch", 1, 4096),
-                                     positiveOption(parsed, "seq", 512, 1 << 20),
-                                     positiveOption(parsed, "rank", 16, 4096)};
+  const Plan plan{positiveOption(parsed, "batch", 1, 4096),
+                  positiveOption(parsed, "seq", 512, 1 << 20),
+                  positiveOption(parsed, "rank", 16, 4096), parsed.has("checkpointing")};
   const model::ModelFolder folder = model::ModelFolder::open(parsed.positional()[0]);
   const model::ParameterCounts params = model::countParameters(folder.config());
   std::map<std::string, std::int64_t> dtypeTensors;
   for (const model::StoredTensor& t : folder.tensors()) {
     ++dtypeTensors[compute::dtypeName(t.dtype)];
   }
-  const model::MemoryEstimate memory =
-      model::estimateLoraTrainingMemory(folder.config(), folder.weightBytes(), plan);
+  model::TrainingShape shape;
+  shape.weightsBytes = folder.weightBytes();
+  shape.loraRank = plan.rank;
+  shape.activationCheckpointing = plan.checkpointing;
+  const model::TrainingMemory memory =
+      model::estimateTrainingMemory(folder.config(), shape, plan.batch * plan.seq);
   std::optional<std::vector<model::NonFiniteTensor>> nonFinite;
   if (parsed.has("check")) {
     nonFinite = folder.findNonFiniteWeights();

@@ -13,8 +13,21 @@
 
 namespace lorascope::cli {
 
+const job::CommandSpec& profileCommand() {
+  static const job::CommandSpec command{
+      .name = "profile",
+      .operands = "check FILE...",
+      .summary =
+          "Checks stability-profile files with the GUI's rules (allow-listed environment "
+          "variables, value sizes, toggles, allocator settings, a name no built-in "
+          "profile has). Exit 0 when every file is a valid profile, 1 otherwise.",
+      .options = {},
+  };
+  return command;
+}
+
 int runProfile(const Args& args) {
-  const job::CliArgs parsed(args, {}, {});
+  const job::CliArgs parsed(args, profileCommand());
   const std::vector<std::string>& words = parsed.positional();
   if (words.size() < 2 || words[0] != "check") {
     throw job::UsageError("expects: profile check FILE... (a profile JSON file, as the GUI saves)");

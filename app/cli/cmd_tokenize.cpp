@@ -80,9 +80,41 @@ std::string decodeLine(const text::Tokenizer& tokenizer, const std::string& line
 
 }  // namespace
 
+const job::CommandSpec& tokenizeCommand() {
+  using job::OptionType;
+  static const job::CommandSpec command{
+      .name = "tokenize",
+      .operands = "",
+      .summary = "Lines of stdin to token ids (or, with --decode, ids to text).",
+      .options =
+          {
+              {.name = "tokenizer",
+               .type = OptionType::Text,
+               .help = "A tokenizer.json or a model folder.",
+               .valueName = "PATH"},
+              {.name = "json",
+               .type = OptionType::Bool,
+               .help = "Print JSON.",
+               .defaultText = "false"},
+              {.name = "decode",
+               .type = OptionType::Bool,
+               .help = "Read ids, print text.",
+               .defaultText = "false"},
+              {.name = "skip-special",
+               .type = OptionType::Bool,
+               .help = "With --decode: leave special tokens out.",
+               .defaultText = "false"},
+              {.name = "post-processor",
+               .type = OptionType::Bool,
+               .help = "Add the tokenizer's special tokens (BOS, …).",
+               .defaultText = "false"},
+          },
+  };
+  return command;
+}
+
 int runTokenize(const Args& args) {
-  const job::CliArgs parsed(args, {"json", "decode", "skip-special", "post-processor"},
-                            {"tokenizer"});
+  const job::CliArgs parsed(args, tokenizeCommand());
   if (!parsed.positional().empty()) {
     throw job::UsageError("unexpected argument '" + parsed.positional().front() +
                           "' (text comes from stdin, one item per line)");

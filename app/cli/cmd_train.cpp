@@ -40,6 +40,7 @@
 #include "job/CliArgs.h"
 #include "job/EngineJob.h"
 #include "job/RunDevice.h"  // defines: checkDeviceOption
+#include "job/RunOptions.h"
 #include "job/TrainRunConfig.h"
 #include "train/DemoDataset.h"
 #include "train/DemoModel.h"
@@ -131,17 +132,27 @@ json readConfigFile(const std::string& path) {
   return doc;
 }
 
-// Options in force: the --config file first, then the command line.
+// Options in force: the --config file first, then the command line (each checked against the
+// option table, so that a bad value names the option and where it came from).
 std::map<std::string, std::string> collectOptions(const job::CliArgs& parsed) {
   std::map<std::string, std::string> options;
   if (const auto file = parsed.value("config")) {
-    for (const auto& [key, value] : readConfigFile(*file).items()) {
-      options[key] = value.is_string() ? value.get<std::string>() : value.dump();
+    const json doc = readConfigFile(*file);
+    for (const auto& [key, value] : doc.items()) {
+      const job::RunOption* option = job::findRunOption(key);
+      if (option == nullptr) {
+        throw job::UsageError("--config " + *file + ": unknown option \"" + key + "\"");
+      }
+      try {
+        options[key] = job::optionText(job::checkOptionValue(option->spec, value));
+      } catch (const job::UsageError& e) {
+        throw job::UsageError("--config " + *file + ": " + e.what());
+      }
     }
   }
-  for (const std::string& name : job::trainValueOptions()) {
-    if (const auto v = parsed.value(name)) {
-      options[name] = *v;
+  for (const auto& [name, value] : parsed.given()) {
+    if (job::findRunOption(name) != nullptr) {
+      options[name] = value;
     }
   }
   return options;
@@ -151,6 +162,10 @@ std::map<std::string, std::string> collectOptions(const job::CliArgs& parsed) {
 // one (exit 2) before any engine starts.
 json newRunStart(const job::CliArgs& parsed) {
   const bool demo = parsed.has("demo");
+  // The options first: a bad value is reported before anything is written.
+  const std::map<std::string, std::string> options = collectOptions(parsed);
+  job::TrainRunSettings settings = job::defaultSettings(demo);
+  job::applyOptions(settings, options);
   json start = json::object();
   if (demo) {
     const fs::path cache = train::defaultCacheDir();
@@ -163,9 +178,6 @@ json newRunStart(const job::CliArgs& parsed) {
     start["data"] = parsed.required("data");
     start["out"] = parsed.required("out");
   }
-  const std::map<std::string, std::string> options = collectOptions(parsed);
-  job::TrainRunSettings settings = job::defaultSettings(demo);
-  job::applyOptions(settings, options);
   start["options"] = options;
   return start;
 }
@@ -376,9 +388,15 @@ RunHost openHost(EventQueue& events) {
 }  // namespace
 
 int runTrain(const Args& args) {
-  std::set<std::string> options = job::trainValueOptions();
-  options.insert({"model", "data", "out", "resume", "checkpoint", "config"});
-  const job::CliArgs parsed(args, {"demo"}, options);
+  const job::CliArgs parsed(args, job::trainCommand());
+  if (parsed.value("resume")) {
+    for (const auto& [name, value] : parsed.given()) {
+      if (job::findRunOption(name) != nullptr && name != "device") {
+        throw job::UsageError("--resume continues with the run's own settings (config.json); --" +
+                              name + " cannot change them (only --device can)");
+      }
+    }
+  }
   if (!parsed.positional().empty()) {
     throw job::UsageError("unexpected argument '" + parsed.positional()[0] + "'");
   }

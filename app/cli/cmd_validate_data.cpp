@@ -97,9 +97,63 @@ void printProgress(std::uint64_t readBytes, std::uint64_t totalBytes) {
 
 }  // namespace
 
+const job::CommandSpec& validateDataCommand() {
+  using job::OptionType;
+  static const job::CommandSpec command{
+      .name = "validate-data",
+      .operands = "FILE",
+      .summary =
+          "A dataset report (formats, issues, duplicates, token lengths). Exit 0 when the report "
+          "is "
+          "produced, even with bad lines; 1 when FILE or the tokenizer cannot be read.",
+      .options =
+          {
+              {.name = "model",
+               .type = OptionType::Text,
+               .help = "A model folder: its tokenizer and chat template.",
+               .valueName = "DIR"},
+              {.name = "tokenizer",
+               .type = OptionType::Text,
+               .help = "A tokenizer.json (or folder) instead of --model.",
+               .valueName = "PATH"},
+              {.name = "template",
+               .type = OptionType::Text,
+               .help = "The chat template with --tokenizer.",
+               .defaultText = "alpaca",
+               .valueName = "NAME"},
+              {.name = "max-seq-len",
+               .type = OptionType::Integer,
+               .help = "Longest sequence.",
+               .defaultText = "2048",
+               .min = 0,
+               .max = 1e9,
+               .zeroMeans = "no limit",
+               .unit = "tokens"},
+              {.name = "format",
+               .type = OptionType::Choice,
+               .help = "The dataset's format.",
+               .defaultText = "auto",
+               .choices = {"auto", "alpaca", "chat", "text"}},
+              {.name = "policy",
+               .type = OptionType::Choice,
+               .help = "What happens to over-long examples.",
+               .defaultText = "truncate",
+               .choices = {"truncate", "drop"}},
+              {.name = "train-on-all",
+               .type = OptionType::Bool,
+               .help = "Train on every token, not only the answers.",
+               .defaultText = "false"},
+              {.name = "json",
+               .type = OptionType::Bool,
+               .help = "Print JSON.",
+               .defaultText = "false"},
+          },
+  };
+  return command;
+}
+
 int runValidateData(const Args& args) {
-  const job::CliArgs parsed(args, {"json", "train-on-all"},
-                            {"model", "tokenizer", "template", "max-seq-len", "format", "policy"});
+  const job::CliArgs parsed(args, validateDataCommand());
   if (parsed.positional().size() != 1) {
     throw job::UsageError("expected one dataset FILE (JSONL or a JSON array), got " +
                           std::to_string(parsed.positional().size()) + " arguments");

@@ -1,14 +1,16 @@
 // cli/main.cpp — lorascope-train: the command-line trainer and tools. Plain C++ (no Qt), so it
 // runs on machines without a display and builds where Qt is absent.
+#include <algorithm>
 #include <functional>
 #include <iostream>
-#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/Commands.h"
 #include "compute/BuildInfo.h"
 #include "job/CliArgs.h"
+#include "job/RunOptions.h"  // defines: trainCommand
 
 namespace {
 
@@ -16,69 +18,54 @@ using lorascope::cli::Args;
 
 struct Subcommand {
   std::function<int(const Args&)> run;
-  const char* usage;
+  const lorascope::job::CommandSpec& spec;
 };
 
-const std::map<std::string, Subcommand>& subcommands() {
-  static const std::map<std::string, Subcommand> table = {
-      {"engine",
-       {lorascope::cli::runEngine,
-        "engine   the isolated engine for the GUI: JSON-line commands on stdin, events on stdout"}},
-      {"bench",
-       {lorascope::cli::runBench,
-        "bench [--model tiny|qwen|all] [--threads 1,2,16] [--steps N] [--checkpointing] "
-        "[--profile]   CPU LoRA step tokens/s and peak RSS (the performance target's shapes)"}},
-      {"devices",
-       {lorascope::cli::runDevices,
-        "devices [--json] [--watch] [--count N] [--interval-ms MS]   GPUs, live readings "
-        "(VRAM, GTT, busy, temperature, power, clocks), processes and who holds the VRAM"}},
-      {"eval",
-       {lorascope::cli::runEval,
-        "eval --model DIR (--ids \"1,2,3\" | --text \"...\") [--labels \"...\"] [--json]   "
-        "CPU forward: loss and last logits"}},
-      {"inspect-model",
-       {lorascope::cli::runInspectModel,
-        "inspect-model DIR [--json] [--batch N] [--seq N] [--rank R] [--check]   architecture, "
-        "parameters, dtypes, LoRA training memory; --check reads every weight for NaN/inf"}},
-      {"export",
-       {lorascope::cli::runExport,
-        "export RUN_DIR [--out DIR] [--merge OUT_DIR] [--checkpoint N]   the run's PEFT adapter; "
-        "--merge writes base + adapter as a model folder transformers loads"}},
-      {"profile",
-       {lorascope::cli::runProfile,
-        "profile check FILE...   a stability profile checked as the GUI loads it: allowed "
-        "environment variables, value sizes, toggles; exit 1 when one is invalid"}},
-      {"tokenize",
-       {lorascope::cli::runTokenize,
-        "tokenize --tokenizer PATH_OR_MODEL_DIR [--json] [--decode] [--skip-special] "
-        "[--post-processor]   stdin lines to ids (or ids to text)"}},
-      {"train",
-       {lorascope::cli::runTrain,
-        "train (--model DIR --data FILE --out RUN_DIR | --demo [--out RUN_DIR] | --resume RUN_DIR "
-        "[--checkpoint N] [--device D]) [--steps N | --epochs E] [--batch-size B|auto] "
-        "[--memory-margin F] [--grad-accum G] "
-        "[--max-seq-len L] [--lr X] [--schedule constant|linear|cosine] [--warmup N] "
-        "[--lora-r R] [--lora-alpha A] [--lora-dropout P] [--rslora true] [--targets q,k,v,...] "
-        "[--seed S] [--checkpoint-every N] [--keep-checkpoints K] [--weight-decay W] "
-        "[--max-grad-norm C] [--non-finite-steps N] [--packing true] [--activation-checkpointing "
-        "true] "
-        "[--device cpu|gpu|auto] [--config run.json]   LoRA training into a run folder (auto: the "
-        "GPU when one is usable); Ctrl-C checkpoints and exits"}},
-      {"validate-data",
-       {lorascope::cli::runValidateData,
-        "validate-data FILE (--model DIR | --tokenizer PATH) [--template NAME] "
-        "[--max-seq-len N] [--format auto|alpaca|chat|text] [--policy truncate|drop] "
-        "[--train-on-all] [--json]   dataset report; exit 0 when the report is produced (even "
-        "with bad lines), 1 when FILE or the tokenizer cannot be read"}},
+const std::vector<Subcommand>& subcommands() {
+  namespace cli = lorascope::cli;
+  static const std::vector<Subcommand> table = {
+      {cli::runBench, cli::benchCommand()},
+      {cli::runDevices, cli::devicesCommand()},
+      {cli::runEngine, cli::engineCommand()},
+      {cli::runEval, cli::evalCommand()},
+      {cli::runExport, cli::exportCommand()},
+      {cli::runInspectModel, cli::inspectModelCommand()},
+      {cli::runProfile, cli::profileCommand()},
+      {cli::runTokenize, cli::tokenizeCommand()},
+      {cli::runTrain, lorascope::job::trainCommand()},
+      {cli::runValidateData, cli::validateDataCommand()},
   };
   return table;
 }
 
+// `text` wrapped to 96 columns, continuation lines indented by six spaces.
+void printWrapped(std::ostream& out, const std::string& first, const std::string& text) {
+  std::string line = first;
+  std::istringstream words(text);
+  std::string word;
+  bool fresh = true;
+  while (words >> word) {
+    if (!fresh && line.size() + 1 + word.size() > 96) {
+      out << line << "\n";
+      line = "      ";
+      fresh = true;
+    }
+    line += (fresh ? "" : " ") + word;
+    fresh = false;
+  }
+  out << line << "\n";
+}
+
+// The synopsis of every command, from the option tables, and what it does.
 void printUsage(std::ostream& out) {
   out << "usage: lorascope-train <command> [options]\n"
+         "       lorascope-train <command> --help\n"
          "       lorascope-train --version | --help\n\ncommands:\n";
-  for (const auto& [name, sub] : subcommands()) {
-    out << "  " << sub.usage << "\n";
+  for (const Subcommand& sub : subcommands()) {
+    printWrapped(out, "  ", lorascope::job::synopsis(sub.spec));
+    const std::string& summary = sub.spec.summary;
+    const std::size_t end = summary.find(". ");
+    printWrapped(out, "      ", end == std::string::npos ? summary : summary.substr(0, end + 1));
   }
 }
 
@@ -99,14 +86,21 @@ int main(int argc, char** argv) {
         lorascope::compute::queryGpuInventory());
     return 0;
   }
-  const auto it = subcommands().find(args[0]);
+  const auto it = std::find_if(subcommands().begin(), subcommands().end(),
+                               [&](const Subcommand& sub) { return sub.spec.name == args[0]; });
   if (it == subcommands().end()) {
     std::cerr << "lorascope-train: unknown command '" << args[0] << "'\n";
     printUsage(std::cerr);
     return 2;
   }
+  const Args rest(args.begin() + 1, args.end());
+  if (std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
+      std::find(rest.begin(), rest.end(), "-h") != rest.end()) {
+    std::cout << lorascope::job::formatHelp(it->spec, "lorascope-train");
+    return 0;
+  }
   try {
-    return it->second.run(Args(args.begin() + 1, args.end()));
+    return it->run(rest);
   } catch (const lorascope::job::UsageError& e) {
     std::cerr << "lorascope-train " << args[0] << ": " << e.what() << "\n";
     return 2;

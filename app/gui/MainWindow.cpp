@@ -78,7 +78,7 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   exporter_ = new RunExporter(
       QDir(QApplication::applicationDirPath()).filePath(QStringLiteral("lorascope-train")), this);
 
-  controls_ = new widgets::ControlsPanel(this);
+  controls_ = new widgets::ControlsPanel(liveControls(), this);
   auto* controlsDock = new QDockWidget(tr("Controls"), this);
   controlsDock->setObjectName(QStringLiteral("controlsDock"));
   controlsDock->setWidget(controls_);

@@ -6,7 +6,6 @@
 #include <QComboBox>
 #include <QDateTime>
 #include <QDir>
-#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -24,25 +23,27 @@
 #include <QStandardItemModel>
 #include <QStandardPaths>
 #include <QVBoxLayout>
+#include <algorithm>
 #include <climits>
 
-#include "data/Validator.h"        // defines: validateDataset
-#include "gui/Background.h"        // defines: runInBackground
-#include "job/TrainRunConfig.h"    // defines: defaultSettings
-#include "model/MemoryEstimate.h"  // defines: estimateLoraTrainingMemory
-#include "model/ModelFolder.h"     // defines: ModelFolder
-#include "text/ChatTemplate.h"     // defines: ChatTemplate
-#include "text/Tokenizer.h"        // defines: Tokenizer
-#include "train/DemoDataset.h"     // defines: ensureDemoDataset
-#include "train/DemoModel.h"       // defines: defaultCacheDir, ensureDemoModel
-#include "widgets/Format.h"        // defines: formatBytes
+#include "data/Validator.h"         // defines: validateDataset
+#include "gui/Background.h"         // defines: runInBackground
+#include "job/AutoBatch.h"          // defines: trainingShape
+#include "job/RunOptions.h"         // defines: runOptions
+#include "job/TrainRunConfig.h"     // defines: defaultSettings
+#include "model/MemoryEstimate.h"   // defines: estimateTrainingMemory
+#include "model/ModelFolder.h"      // defines: ModelFolder
+#include "text/ChatTemplate.h"      // defines: ChatTemplate
+#include "text/Tokenizer.h"         // defines: Tokenizer
+#include "train/DemoDataset.h"      // defines: ensureDemoDataset
+#include "train/DemoModel.h"        // defines: defaultCacheDir, ensureDemoModel
+#include "widgets/ControlsPanel.h"  // defines: ControlSpec
+#include "widgets/Format.h"         // defines: formatBytes
 #include "widgets/LengthHistogram.h"
 
 namespace lorascope::app {
 
 namespace {
-
-const char* const kScheduleNames[] = {"constant", "linear", "cosine"};
 
 // "1.24 B", "60.8 M", "32.9 K": a parameter count at a glance.
 QString countText(std::int64_t count) {
@@ -69,7 +70,7 @@ QString defaultRunsDir() {
          QStringLiteral("/runs");
 }
 
-QSpinBox* spinBox(int min, int max, const QString& tip) {
+QSpinBox* makeSpinBox(int min, int max, const QString& tip) {
   auto* box = new QSpinBox;
   box->setRange(min, max);
   box->setToolTip(tip);
@@ -152,9 +153,19 @@ RunSetupPage::RunSetupPage(QWidget* parent) : QWidget(parent) {
   auto* sourceGrid = new QGridLayout(sourceBox);
   buildSourceBox(sourceGrid);
   columns->addWidget(sourceBox, 0, 0, 3, 1);
-  columns->addWidget(buildLoraBox(), 0, 1);
-  columns->addWidget(buildTrainingBox(), 1, 1);
-  columns->addWidget(buildDeviceBox(), 2, 1);
+  // The option table's groups: LoRA, Training, Checkpoints, Device (with the profile).
+  auto* optionColumn = new QVBoxLayout;
+  std::vector<std::string> groups;
+  for (const job::RunOption& option : job::runOptions()) {
+    if (std::find(groups.begin(), groups.end(), option.group) == groups.end()) {
+      groups.push_back(option.group);
+    }
+  }
+  for (const std::string& group : groups) {
+    optionColumn->addWidget(buildOptionBox(group));
+  }
+  columns->addLayout(optionColumn, 0, 1, 3, 1);
+  connect(seqLenEditor(), &QSpinBox::editingFinished, this, &RunSetupPage::validateDataset);
 
   problems_ = new QLabel;
   problems_->setWordWrap(true);
@@ -252,109 +263,175 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   connect(runName_, &QLineEdit::textChanged, this, &RunSetupPage::changed);
 }
 
-QWidget* RunSetupPage::buildLoraBox() {
-  auto* box = new QGroupBox(tr("LoRA"));
-  auto* form = new QFormLayout(box);
-  rank_ = spinBox(1, 1024, tr("The adapter's rank r: capacity and memory grow with it"));
-  alpha_ = new QDoubleSpinBox;
-  alpha_->setRange(0.01, 4096);
-  alpha_->setToolTip(tr("The update is scaled by alpha / r (alpha / √r with rsLoRA)"));
-  dropout_ = new QDoubleSpinBox;
-  dropout_->setRange(0, 0.9);
-  dropout_->setSingleStep(0.05);
-  dropout_->setToolTip(tr("Dropout on the adapter's input during training"));
-  form->addRow(tr("Rank r"), rank_);
-  form->addRow(tr("Alpha"), alpha_);
-  form->addRow(tr("Dropout"), dropout_);
-  auto* targets = new QWidget;
-  auto* targetsLayout = new QGridLayout(targets);
-  targetsLayout->setContentsMargins(0, 0, 0, 0);
-  int column = 0;
-  for (train::LoraModule module : train::kAllLoraModules) {
-    auto* check = new QCheckBox(QString::fromLatin1(train::shortName(module)));
-    check->setToolTip(QString::fromLatin1(train::modulePath(module)));
-    targets_[train::shortName(module)] = check;
-    targetsLayout->addWidget(check, column / 4, column % 4);
-    ++column;
-    connect(check, &QCheckBox::toggled, this, &RunSetupPage::updateProblems);
+QWidget* RunSetupPage::buildEditor(const std::string& name) {
+  const job::RunOption& option = *job::findRunOption(name);
+  const job::OptionSpec& spec = option.spec;
+  QString tip = QString::fromStdString(spec.help);
+  if (option.apply == job::ApplyMode::Live) {
+    tip += tr(" Live: the Controls dock changes it during a run.");
   }
-  form->addRow(tr("Targets"), targets);
-  connect(rank_, &QSpinBox::valueChanged, this, &RunSetupPage::updateEstimate);
+  QWidget* editor = nullptr;
+  switch (spec.type) {
+    case job::OptionType::Integer: {
+      auto* box = makeSpinBox(static_cast<int>(spec.min) - (spec.special.empty() ? 0 : 1),
+                              static_cast<int>(std::min<double>(spec.max, INT_MAX)), tip);
+      if (!spec.special.empty()) {
+        box->setSpecialValueText(QString::fromStdString(spec.special));  // min − 1: "auto"
+      } else if (!spec.zeroMeans.empty() && spec.min == 0) {
+        box->setSpecialValueText(QString::fromStdString(spec.zeroMeans));
+      }
+      if (name == "max-seq-len") {
+        box->setSingleStep(128);
+      }
+      connect(box, &QSpinBox::valueChanged, this, &RunSetupPage::updateEstimate);
+      editor = box;
+      break;
+    }
+    case job::OptionType::Real:
+    case job::OptionType::Text: {
+      auto* edit = new QLineEdit;
+      connect(edit, &QLineEdit::textChanged, this, &RunSetupPage::updateEstimate);
+      editor = edit;
+      break;
+    }
+    case job::OptionType::Bool: {
+      editor = new QCheckBox(QString::fromStdString(option.label));
+      connect(static_cast<QCheckBox*>(editor), &QCheckBox::toggled, this,
+              &RunSetupPage::updateEstimate);
+      break;
+    }
+    case job::OptionType::Choice: {
+      auto* combo = new QComboBox;
+      for (const std::string& choice : spec.choices) {
+        if (name == "device" && choice == "gpu") {
+          continue;  // one entry per GPU, from setDevices
+        }
+        combo->addItem(QString::fromStdString(choice), QString::fromStdString(choice));
+      }
+      connect(combo, &QComboBox::currentIndexChanged, this, &RunSetupPage::updateEstimate);
+      editor = combo;
+      break;
+    }
+    case job::OptionType::List: {
+      editor = new QWidget;
+      auto* grid = new QGridLayout(editor);
+      grid->setContentsMargins(0, 0, 0, 0);
+      int column = 0;
+      for (train::LoraModule module : train::kAllLoraModules) {
+        auto* check = new QCheckBox(QString::fromLatin1(train::shortName(module)));
+        check->setToolTip(QString::fromLatin1(train::modulePath(module)));
+        targets_[train::shortName(module)] = check;
+        grid->addWidget(check, column / 4, column % 4);
+        ++column;
+        connect(check, &QCheckBox::toggled, this, &RunSetupPage::updateEstimate);
+      }
+      break;
+    }
+  }
+  editor->setToolTip(tip);
+  editor->setObjectName(QString::fromStdString(name));
+  editors_[name] = editor;
+  return editor;
+}
+
+QWidget* RunSetupPage::buildOptionBox(const std::string& group) {
+  auto* box = new QGroupBox(QString::fromStdString(group));
+  auto* form = new QFormLayout(box);
+  for (const job::RunOption& option : job::runOptions()) {
+    if (option.group != group) {
+      continue;
+    }
+    QWidget* editor = buildEditor(option.spec.name);
+    if (option.spec.type == job::OptionType::Bool) {
+      form->addRow(editor);
+    } else {
+      form->addRow(QString::fromStdString(option.label), editor);
+    }
+    if (option.spec.name == "grad-accum") {
+      effectiveBatch_ = new QLabel;
+      form->addRow(tr("Effective batch"), effectiveBatch_);
+    }
+  }
+  if (group == "Device") {
+    profile_ = new QComboBox;
+    profile_->setToolTip(
+        tr("The engine's environment; switching restarts it (see the profile bar)"));
+    connect(profile_, &QComboBox::activated, this,
+            [this](int index) { emit profileChosen(profile_->itemText(index)); });
+    form->addRow(tr("Profile"), profile_);
+  }
   return box;
 }
 
-QWidget* RunSetupPage::buildTrainingBox() {
-  auto* box = new QGroupBox(tr("Training"));
-  auto* form = new QFormLayout(box);
-  lr_ = new QLineEdit;
-  lr_->setToolTip(tr("Peak learning rate of AdamW, e.g. 2e-4"));
-  connect(lr_, &QLineEdit::textChanged, this, &RunSetupPage::updateProblems);
-  schedule_ = new QComboBox;
-  for (const char* name : kScheduleNames) {
-    schedule_->addItem(QString::fromLatin1(name));
-  }
-  schedule_->setToolTip(tr("How the rate falls after warmup"));
-  warmup_ = spinBox(0, 1'000'000, tr("Optimizer steps of linear warmup"));
-  epochs_ = spinBox(1, 10'000, tr("Passes over the dataset (when max steps is 0)"));
-  maxSteps_ = spinBox(0, 100'000'000, tr("Optimizer steps; 0 = run the epochs to the end"));
-  maxSteps_->setSpecialValueText(tr("by epochs"));
-  microBatch_ = spinBox(1, 4096, tr("Sequences per forward/backward pass (live: Controls)"));
-  accumulation_ = spinBox(1, 4096, tr("Micro-batches per optimizer step"));
-  effectiveBatch_ = new QLabel;
-  seqLen_ = spinBox(16, 1 << 20, tr("Longer examples are truncated"));
-  seqLen_->setSingleStep(128);
-  checkpointing_ = new QCheckBox(tr("Activation checkpointing"));
-  checkpointing_->setToolTip(
-      tr("Recompute activations in the backward pass: less memory, ~30% "
-         "more compute"));
-  packing_ = new QCheckBox(tr("Pack short examples"));
-  packing_->setToolTip(tr("Several examples per sequence, no padding"));
-  seed_ = spinBox(0, INT_MAX, tr("Seeds the adapter's initialisation and the data order"));
-  checkpointEvery_ = spinBox(0, 1'000'000, tr("Write a checkpoint every N steps; 0 = at the end"));
-  checkpointEvery_->setSpecialValueText(tr("at the end"));
-  form->addRow(tr("Learning rate"), lr_);
-  form->addRow(tr("Schedule"), schedule_);
-  form->addRow(tr("Warmup steps"), warmup_);
-  form->addRow(tr("Epochs"), epochs_);
-  form->addRow(tr("Max steps"), maxSteps_);
-  form->addRow(tr("Micro-batch"), microBatch_);
-  form->addRow(tr("Accumulation"), accumulation_);
-  form->addRow(tr("Effective batch"), effectiveBatch_);
-  form->addRow(tr("Sequence length"), seqLen_);
-  form->addRow(tr("Checkpoint every"), checkpointEvery_);
-  form->addRow(tr("Seed"), seed_);
-  form->addRow(checkpointing_);
-  form->addRow(packing_);
-  for (QSpinBox* editor : {microBatch_, accumulation_, seqLen_}) {
-    connect(editor, &QSpinBox::valueChanged, this, &RunSetupPage::updateEstimate);
-  }
-  connect(seqLen_, &QSpinBox::editingFinished, this, &RunSetupPage::validateDataset);
-  return box;
+QWidget* RunSetupPage::editor(const std::string& option) const {
+  const auto it = editors_.find(option);
+  return it == editors_.end() ? nullptr : it->second;
 }
 
-QWidget* RunSetupPage::buildDeviceBox() {
-  auto* box = new QGroupBox(tr("Device and profile"));
-  auto* form = new QFormLayout(box);
-  device_ = new QComboBox;
-  device_->addItem(tr("CPU"), QStringLiteral("cpu"));
-  profile_ = new QComboBox;
-  profile_->setToolTip(tr("The engine's environment; switching restarts it (see the profile bar)"));
-  connect(profile_, &QComboBox::activated, this,
-          [this](int index) { emit profileChosen(profile_->itemText(index)); });
-  form->addRow(tr("Device"), device_);
-  form->addRow(tr("Profile"), profile_);
-  return box;
+QSpinBox* RunSetupPage::spinBox(const std::string& option) const {
+  return qobject_cast<QSpinBox*>(editor(option));
+}
+
+// The editor's value as the command line writes it.
+std::string RunSetupPage::optionText(const std::string& name) const {
+  const job::RunOption& option = *job::findRunOption(name);
+  QWidget* w = editor(name);
+  if (option.spec.type == job::OptionType::List) {
+    std::string targets;
+    for (train::LoraModule module : train::kAllLoraModules) {
+      if (targets_.at(train::shortName(module))->isChecked()) {
+        targets += (targets.empty() ? "" : ",") + std::string(train::shortName(module));
+      }
+    }
+    return targets;
+  }
+  if (auto* box = qobject_cast<QSpinBox*>(w)) {
+    const bool special = !option.spec.special.empty() && box->value() == box->minimum();
+    return special ? option.spec.special : std::to_string(box->value());
+  }
+  if (auto* check = qobject_cast<QCheckBox*>(w)) {
+    return check->isChecked() ? "true" : "false";
+  }
+  if (auto* combo = qobject_cast<QComboBox*>(w)) {
+    return combo->currentData().toString().toStdString();
+  }
+  return qobject_cast<QLineEdit*>(w)->text().trimmed().toStdString();
+}
+
+void RunSetupPage::setOptionText(const std::string& name, const std::string& text) {
+  const job::RunOption& option = *job::findRunOption(name);
+  QWidget* w = editor(name);
+  const QString value = QString::fromStdString(text);
+  if (option.spec.type == job::OptionType::List) {
+    const QStringList chosen = value.split(QLatin1Char(','));
+    for (const auto& [target, check] : targets_) {
+      check->setChecked(chosen.contains(QString::fromStdString(target)));
+    }
+  } else if (auto* box = qobject_cast<QSpinBox*>(w)) {
+    box->setValue(!option.spec.special.empty() && text == option.spec.special ? box->minimum()
+                                                                              : value.toInt());
+  } else if (auto* check = qobject_cast<QCheckBox*>(w)) {
+    check->setChecked(text == "true");
+  } else if (auto* combo = qobject_cast<QComboBox*>(w)) {
+    const int index = combo->findData(value);
+    combo->setCurrentIndex(index >= 0 ? index : 0);
+  } else {
+    qobject_cast<QLineEdit*>(w)->setText(value);
+  }
 }
 
 void RunSetupPage::setDevices(const QStringList& gpus, bool canTrainOnGpu) {
-  while (device_->count() > 1) {
-    device_->removeItem(1);
+  auto* device = qobject_cast<QComboBox*>(editor("device"));
+  for (int i = device->count() - 1; i >= 0; --i) {
+    if (device->itemData(i).toString() == QLatin1String("gpu")) {
+      device->removeItem(i);
+    }
   }
-  auto* model = qobject_cast<QStandardItemModel*>(device_->model());
+  auto* model = qobject_cast<QStandardItemModel*>(device->model());
   for (int i = 0; i < gpus.size(); ++i) {
-    device_->addItem(gpus[i], QStringLiteral("gpu"));
+    device->addItem(gpus[i], QStringLiteral("gpu"));
     if (!canTrainOnGpu && model != nullptr) {
-      QStandardItem* item = model->item(device_->count() - 1);
+      QStandardItem* item = model->item(device->count() - 1);
       item->setEnabled(false);
       item->setToolTip(tr("This build trains on the CPU only"));
     }
@@ -396,28 +473,9 @@ void RunSetupPage::setOutputDir(const QString& dir) {
 }
 
 void RunSetupPage::restoreDefaults() {
-  const job::TrainRunSettings s = job::defaultSettings(usesDemo());
-  const train::TrainConfig& t = s.train;
-  rank_->setValue(t.lora.rank);
-  alpha_->setValue(t.lora.alpha);
-  dropout_->setValue(t.lora.dropout);
-  for (const auto& [name, check] : targets_) {
-    const train::LoraModule module = *train::parseLoraTargets(name).begin();
-    check->setChecked(t.lora.targets.count(module) > 0);
+  for (const job::RunOption& option : job::runOptions()) {
+    setOptionText(option.spec.name, option.defaultFor(usesDemo()));
   }
-  lr_->setText(QString::number(t.adamw.learningRate, 'g', 6));
-  schedule_->setCurrentText(QString::fromLatin1(train::toString(t.schedule)));
-  warmup_->setValue(static_cast<int>(t.warmupSteps));
-  epochs_->setValue(static_cast<int>(t.epochs));
-  maxSteps_->setValue(static_cast<int>(t.maxSteps));
-  microBatch_->setValue(static_cast<int>(t.microBatchSize));
-  accumulation_->setValue(static_cast<int>(t.gradAccumulation));
-  seqLen_->setValue(static_cast<int>(t.maxSeqLen));
-  checkpointing_->setChecked(t.activationCheckpointing);
-  packing_->setChecked(t.packing);
-  seed_->setValue(static_cast<int>(t.seed));
-  checkpointEvery_->setValue(static_cast<int>(s.checkpointEvery));
-  device_->setCurrentIndex(0);
   updateEstimate();
 }
 
@@ -432,42 +490,18 @@ void RunSetupPage::restoreSettings() {
   settings.endGroup();
   setDemo(demo);  // the source's defaults, then what was saved over them
   const QVariantMap options = saved.toMap();
-  auto number = [&](const char* key, QSpinBox* box) {
-    if (options.contains(QLatin1String(key))) {
-      box->setValue(options.value(QLatin1String(key)).toInt());
+  for (const job::RunOption& option : job::runOptions()) {
+    const QString key = QString::fromStdString(option.spec.name);
+    if (!options.contains(key)) {
+      continue;
     }
-  };
-  number("lora-r", rank_);
-  number("warmup", warmup_);
-  number("epochs", epochs_);
-  number("steps", maxSteps_);
-  number("batch-size", microBatch_);
-  number("grad-accum", accumulation_);
-  number("max-seq-len", seqLen_);
-  number("seed", seed_);
-  number("checkpoint-every", checkpointEvery_);
-  if (options.contains(QStringLiteral("lora-alpha"))) {
-    alpha_->setValue(options.value(QStringLiteral("lora-alpha")).toDouble());
-  }
-  if (options.contains(QStringLiteral("lora-dropout"))) {
-    dropout_->setValue(options.value(QStringLiteral("lora-dropout")).toDouble());
-  }
-  if (options.contains(QStringLiteral("lr"))) {
-    lr_->setText(options.value(QStringLiteral("lr")).toString());
-  }
-  if (options.contains(QStringLiteral("schedule"))) {
-    schedule_->setCurrentText(options.value(QStringLiteral("schedule")).toString());
-  }
-  if (options.contains(QStringLiteral("targets"))) {
-    const QStringList chosen = options.value(QStringLiteral("targets")).toString().split(',');
-    for (const auto& [name, check] : targets_) {
-      check->setChecked(chosen.contains(QString::fromStdString(name)));
+    const std::string text = options.value(key).toString().toStdString();
+    try {
+      job::parseOptionValue(option.spec, text);  // a value saved by another version may not fit
+      setOptionText(option.spec.name, text);
+    } catch (const job::UsageError&) {
     }
   }
-  checkpointing_->setChecked(
-      options.value(QStringLiteral("activation-checkpointing"), checkpointing_->isChecked())
-          .toBool());
-  packing_->setChecked(options.value(QStringLiteral("packing"), packing_->isChecked()).toBool());
 }
 
 void RunSetupPage::saveSettings() const {
@@ -520,7 +554,7 @@ void RunSetupPage::validateDataset() {
   const bool demo = usesDemo();
   const QString file = dataEdit_->text().trimmed();
   const QString modelDir = inspection_.config ? inspection_.dir : QString();
-  const auto maxSeqLen = static_cast<std::size_t>(seqLen_->value());
+  const auto maxSeqLen = static_cast<std::size_t>(seqLenEditor()->value());
   const int generation = ++validateGeneration_;
   validation_ = DatasetValidation{file, std::nullopt, QString()};
   histogram_->setBins({});
@@ -652,29 +686,44 @@ QString RunSetupPage::memoryEstimateText() const {
   if (!inspection_.config) {
     return QString();
   }
-  model::LoraTrainingPlan plan;
-  plan.batch = microBatch_->value();
-  plan.seq = seqLen_->value();
-  plan.rank = rank_->value();
-  const model::MemoryEstimate m =
-      model::estimateLoraTrainingMemory(*inspection_.config, inspection_.weightBytes, plan);
+  job::TrainRunSettings settings = job::defaultSettings(usesDemo());
+  try {
+    job::applyOptions(settings, options());
+  } catch (const job::UsageError&) {
+    return tr("(no estimate until the settings are valid)");
+  }
+  // The device the run will use: bf16 activations and weights on a GPU, f32 on the CPU.
+  const bool gpu = settings.device != "cpu";
+  const std::uint64_t weights =
+      gpu ? 2 * static_cast<std::uint64_t>(inspection_.parameters.total) : inspection_.weightBytes;
+  const train::TrainConfig& t = settings.train;
+  const std::int64_t tokens = t.microBatchSize * t.maxSeqLen;
+  const model::TrainingMemory m = model::estimateTrainingMemory(
+      *inspection_.config,
+      job::trainingShape(t, gpu ? compute::Device::Gpu : compute::Device::Cpu, weights), tokens);
   using widgets::formatBytes;
-  return tr("<b>%1</b> at micro-batch %2 × %3 tokens, r %4 on all seven projections: weights %5, "
-            "LoRA %6 (%7 parameters), gradients %8, optimizer %9, activations %10, logits %11")
-      .arg(formatBytes(m.totalBytes))
-      .arg(plan.batch)
-      .arg(plan.seq)
-      .arg(plan.rank)
+  return tr("<b>%1</b> peak on the %2 at micro-batch %3 × %4 tokens, r %5 on %6 projections%7: "
+            "weights %8, LoRA %9 (%10 parameters) with gradients and AdamW %11, saved "
+            "activations %12, transient %13")
+      .arg(formatBytes(m.peakBytes), gpu ? tr("GPU") : tr("CPU"))
+      .arg(t.microBatchSize)
+      .arg(t.maxSeqLen)
+      .arg(t.lora.rank)
+      .arg(t.lora.targets.size())
+      .arg(t.activationCheckpointing ? tr(", checkpointing") : QString())
       .arg(formatBytes(m.weightsBytes), formatBytes(m.loraBytes), countText(m.loraParameters),
-           formatBytes(m.loraGradBytes), formatBytes(m.optimizerBytes),
-           formatBytes(m.activationBytes), formatBytes(m.logitsBytes));
+           formatBytes(m.loraGradBytes + m.optimizerBytes), formatBytes(m.savedBytes),
+           formatBytes(std::max(m.lossBytes, m.backwardBytes)));
 }
 
 void RunSetupPage::updateEstimate() {
+  if (effectiveBatch_ == nullptr || profile_ == nullptr) {
+    return;  // still building the page
+  }
   estimate_->setText(memoryEstimateText());
-  effectiveBatch_->setText(
-      tr("%1 sequences per step").arg(microBatch_->value() * accumulation_->value()));
-  histogram_->setMaxSeqLen(static_cast<std::size_t>(seqLen_->value()));
+  effectiveBatch_->setText(tr("%1 sequences per step")
+                               .arg(microBatchEditor()->value() * spinBox("grad-accum")->value()));
+  histogram_->setMaxSeqLen(static_cast<std::size_t>(seqLenEditor()->value()));
   updateProblems();
 }
 
@@ -699,18 +748,13 @@ QStringList RunSetupPage::problems() const {
   if (outputEdit_->text().trimmed().isEmpty()) {
     out << tr("Choose an output folder.");
   }
-  bool numberOk = false;
-  const double lr = lr_->text().toDouble(&numberOk);
-  if (!numberOk || lr <= 0) {
-    out << tr("The learning rate must be a positive number (e.g. 2e-4), not '%1'.")
-               .arg(lr_->text());
-  }
-  bool anyTarget = false;
-  for (const auto& [name, check] : targets_) {
-    anyTarget = anyTarget || check->isChecked();
-  }
-  if (!anyTarget) {
-    out << tr("Choose at least one LoRA target.");
+  // Every option's value passes the table's checks (the trainer's own).
+  for (const job::RunOption& option : job::runOptions()) {
+    try {
+      job::parseOptionValue(option.spec, optionText(option.spec.name));
+    } catch (const job::UsageError& e) {
+      out << tr("%1: %2").arg(QString::fromStdString(option.label), QString::fromUtf8(e.what()));
+    }
   }
   return out;
 }
@@ -721,36 +765,50 @@ void RunSetupPage::updateProblems() {
 }
 
 std::map<std::string, std::string> RunSetupPage::options() const {
-  auto text = [](auto value) { return std::to_string(value); };
-  std::string targets;
-  for (train::LoraModule module : train::kAllLoraModules) {
-    if (targets_.at(train::shortName(module))->isChecked()) {
-      targets += (targets.empty() ? "" : ",") + std::string(train::shortName(module));
-    }
-  }
-  std::map<std::string, std::string> o = {
-      {"lora-r", text(rank_->value())},
-      {"lora-alpha", QString::number(alpha_->value(), 'g', 6).toStdString()},
-      {"lora-dropout", QString::number(dropout_->value(), 'g', 6).toStdString()},
-      {"targets", targets},
-      {"lr", lr_->text().trimmed().toStdString()},
-      {"schedule", schedule_->currentText().toStdString()},
-      {"warmup", text(warmup_->value())},
-      {"epochs", text(epochs_->value())},
-      {"batch-size", text(microBatch_->value())},
-      {"grad-accum", text(accumulation_->value())},
-      {"max-seq-len", text(seqLen_->value())},
-      {"activation-checkpointing", checkpointing_->isChecked() ? "true" : "false"},
-      {"packing", packing_->isChecked() ? "true" : "false"},
-      {"seed", text(seed_->value())},
-      {"checkpoint-every", text(checkpointEvery_->value())},
-      {"device", device_->currentData().toString().toStdString()},
-  };
-  // "epochs" resets the step limit, and the engine applies options in name order: steps last.
-  if (maxSteps_->value() > 0) {
-    o["steps"] = text(maxSteps_->value());
+  // Every option, as typed; the engine applies them in any order (steps 0 = by epochs).
+  std::map<std::string, std::string> o;
+  for (const job::RunOption& option : job::runOptions()) {
+    o[option.spec.name] = optionText(option.spec.name);
   }
   return o;
+}
+
+std::vector<widgets::ControlSpec> liveControls() {
+  std::vector<widgets::ControlSpec> rows;
+  for (const job::RunOption& option : job::runOptions()) {
+    if (option.apply != job::ApplyMode::Live || !option.toggle) {
+      continue;
+    }
+    widgets::ControlSpec row;
+    row.toggle = *option.toggle;
+    row.label = QString::fromStdString(option.label);
+    row.help = QString::fromStdString(option.spec.help);
+    row.live = true;
+    switch (option.spec.type) {
+      case job::OptionType::Bool:
+        row.editor = widgets::ControlSpec::Editor::Check;
+        break;
+      case job::OptionType::Integer:
+        row.editor = widgets::ControlSpec::Editor::Number;
+        row.min = static_cast<int>(option.spec.min);
+        row.max = static_cast<int>(std::min<double>(option.spec.max, INT_MAX));
+        break;
+      default:
+        row.editor = widgets::ControlSpec::Editor::Choice;
+        if (!option.toggleValues.empty()) {
+          for (const auto& [choice, value] : option.toggleValues) {
+            row.choices.append({QString::fromStdString(choice), value});
+          }
+        } else {
+          for (const std::string& choice : option.spec.choices) {
+            row.choices.append({QString::fromStdString(choice), nlohmann::json(choice)});
+          }
+        }
+        break;
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
 }
 
 std::optional<nlohmann::json> RunSetupPage::runConfig() const {

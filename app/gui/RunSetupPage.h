@@ -6,7 +6,9 @@
 // Choosing a model folder inspects it (architecture, parameter count, the memory LoRA training
 // needs at these settings); choosing a dataset validates it with the model's tokenizer (counts,
 // issues, the token-length histogram). Both run on a thread of their own with progress, and a
-// result that arrives after the choice changed again is dropped. Errors are shown on the page and
+// result that arrives after the choice changed again is dropped. The settings' editors come from
+// the option table (backend/job/RunOptions.h): one per option, grouped as the table groups them,
+// with its range, default, help and the live/restart mark. Errors are shown on the page and
 // listed by problems(); Start stays disabled while there are any. The values are remembered
 // (QSettings "setup/"); the first start preselects the demo, so one click trains something.
 #pragma once
@@ -25,7 +27,6 @@
 
 class QCheckBox;
 class QComboBox;
-class QDoubleSpinBox;
 class QGridLayout;
 class QLabel;
 class QLineEdit;
@@ -35,7 +36,8 @@ class QSpinBox;
 
 namespace lorascope::widgets {
 class LengthHistogram;
-}
+struct ControlSpec;
+}  // namespace lorascope::widgets
 
 namespace lorascope::app {
 
@@ -76,10 +78,12 @@ class RunSetupPage : public QWidget {
   QString datasetSummary() const;
   QString memoryEstimateText() const;
   widgets::LengthHistogram* histogram() const { return histogram_; }
-  QSpinBox* maxStepsEditor() const { return maxSteps_; }
-  QSpinBox* microBatchEditor() const { return microBatch_; }
-  QSpinBox* seqLenEditor() const { return seqLen_; }
-  QSpinBox* checkpointEveryEditor() const { return checkpointEvery_; }
+  // The editor of a run option (nullptr for an unknown name).
+  QWidget* editor(const std::string& option) const;
+  QSpinBox* maxStepsEditor() const { return spinBox("steps"); }
+  QSpinBox* microBatchEditor() const { return spinBox("batch-size"); }
+  QSpinBox* seqLenEditor() const { return spinBox("max-seq-len"); }
+  QSpinBox* checkpointEveryEditor() const { return spinBox("checkpoint-every"); }
 
   // GPUs this build can see (listed, but the CPU build trains on the CPU only).
   void setDevices(const QStringList& gpus, bool canTrainOnGpu);
@@ -99,9 +103,11 @@ class RunSetupPage : public QWidget {
 
  private:
   void buildSourceBox(QGridLayout* grid);
-  QWidget* buildLoraBox();
-  QWidget* buildTrainingBox();
-  QWidget* buildDeviceBox();
+  QWidget* buildOptionBox(const std::string& group);
+  QWidget* buildEditor(const std::string& option);
+  QSpinBox* spinBox(const std::string& option) const;
+  std::string optionText(const std::string& option) const;
+  void setOptionText(const std::string& option, const std::string& text);
   void restoreSettings();
   void inspectModel();
   void validateDataset();
@@ -128,27 +134,15 @@ class RunSetupPage : public QWidget {
   widgets::LengthHistogram* histogram_;
   QLineEdit* outputEdit_;
   QLineEdit* runName_;
-  QSpinBox* rank_;
-  QDoubleSpinBox* alpha_;
-  QDoubleSpinBox* dropout_;
+  std::map<std::string, QWidget*> editors_;    // by option name
   std::map<std::string, QCheckBox*> targets_;  // by short name ("q", …, "down")
-  QLineEdit* lr_;
-  QComboBox* schedule_;
-  QSpinBox* warmup_;
-  QSpinBox* epochs_;
-  QSpinBox* maxSteps_;
-  QSpinBox* microBatch_;
-  QSpinBox* accumulation_;
-  QLabel* effectiveBatch_;
-  QSpinBox* seqLen_;
-  QCheckBox* checkpointing_;
-  QCheckBox* packing_;
-  QSpinBox* seed_;
-  QSpinBox* checkpointEvery_;
-  QComboBox* device_;
-  QComboBox* profile_;
+  QLabel* effectiveBatch_ = nullptr;
+  QComboBox* profile_ = nullptr;
   QLabel* estimate_;
   QLabel* problems_;
 };
+
+// The controls dock's rows: the option table's live options (widgets/ControlsPanel.h).
+std::vector<widgets::ControlSpec> liveControls();
 
 }  // namespace lorascope::app

@@ -7,7 +7,6 @@
 
 #include "memory/DeviceAllocator.h"
 #include "telemetry/HostProvider.h"
-#include "train/AutoMicroBatch.h"
 
 namespace lorascope::job {
 namespace {
@@ -28,6 +27,44 @@ std::uint64_t freeBytesFor(compute::Backend& backend) {
 
 }  // namespace
 
+model::TrainingShape trainingShape(const train::TrainConfig& config, compute::Device device,
+                                   std::uint64_t weightsBytes) {
+  model::TrainingShape shape;
+  shape.weightsBytes = weightsBytes;
+  shape.loraRank = config.lora.rank;
+  shape.targets.clear();
+  for (train::LoraModule module : config.lora.targets) {
+    shape.targets.insert(static_cast<model::Projection>(module));  // the same order (Lora.h)
+  }
+  const bool gpu = device == compute::Device::Gpu;
+  shape.activationDTypeBytes = gpu ? 2 : 4;  // the backends' activation dtypes: bf16, f32
+  shape.activationCheckpointing = config.activationCheckpointing;
+  shape.lossChunkFloats = gpu ? model::kLossChunkFloats : model::kCpuLossChunkFloats;
+  shape.lossChunkBytesPerLogit = gpu ? 6 : 4;
+  return shape;
+}
+
+std::string setAllocatorPolicy(memory::DeviceAllocator& allocator, bool arena,
+                               const model::ModelConfig& model, const train::TrainConfig& config,
+                               std::int64_t microBatch, std::int64_t nextStep) {
+  memory::AllocatorPolicy policy = allocator.policy();
+  policy.mode = arena ? memory::AllocatorMode::Arena : memory::AllocatorMode::Caching;
+  policy.arenaBytes = 0;
+  std::string detail = "caching allocator from step " + std::to_string(nextStep);
+  if (arena) {
+    const std::uint64_t perToken =
+        model::plannerModel(model, trainingShape(config, compute::Device::Gpu, 0))
+            .activationBytesPerToken;
+    policy.arenaBytes = static_cast<std::size_t>(
+        perToken * static_cast<std::uint64_t>(microBatch * config.maxSeqLen));
+    detail = "arena of " + std::to_string(policy.arenaBytes >> 20) + " MiB (micro-batch " +
+             std::to_string(microBatch) + " x " + std::to_string(config.maxSeqLen) +
+             " tokens) from step " + std::to_string(nextStep);
+  }
+  allocator.setPolicy(policy);
+  return detail;
+}
+
 AutoMicroBatch::AutoMicroBatch(const TrainRunSettings& settings, compute::Backend& backend,
                                const model::ModelConfig& config,
                                std::span<const train::TokenizedExample> examples)
@@ -37,12 +74,8 @@ AutoMicroBatch::AutoMicroBatch(const TrainRunSettings& settings, compute::Backen
   for (const train::TokenizedExample& example : examples) {
     longest = std::max(longest, static_cast<std::int64_t>(example.ids.size()));
   }
-  train::TrainerMemoryShape shape;
-  shape.weightsBytes = 0;
-  shape.loraRank = t.lora.rank;
-  shape.activationDTypeBytes = compute::dtypeBytes(backend.capabilities().activationDType);
-  shape.activationCheckpointing = t.activationCheckpointing;
-  request_.model = train::trainerMemoryModel(config, shape);
+  // The weights are already on the device: the free memory read below is what is left.
+  request_.model = model::plannerModel(config, trainingShape(t, backend.capabilities().device, 0));
   request_.sequenceLength = t.packing ? t.maxSeqLen : std::min(longest, t.maxSeqLen);
   request_.effectiveBatch = t.effectiveBatch();
   request_.freeBytes = freeBytesFor(backend);

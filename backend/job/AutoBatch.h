@@ -1,8 +1,8 @@
 // job/AutoBatch.h — `--batch-size auto`: the largest micro-batch whose planned peak fits the
 // memory the run's device has free (less a safety margin), the effective batch kept by raising
-// accumulation (memory/MicroBatchPlanner.h over train/AutoMicroBatch.h's model of this
-// trainer). `train` and the engine job call it once the weights are on the device; the choice
-// goes into the loop's micro-batch history with its numbers, and an out-of-memory steps down.
+// accumulation (memory/MicroBatchPlanner.h over model/MemoryEstimate.h, the one memory model).
+// `train` and the engine job call it once the weights are on the device; the choice goes into the
+// loop's micro-batch history with its numbers, and an out-of-memory steps down.
 #pragma once
 
 #include <span>
@@ -10,12 +10,28 @@
 #include "compute/Backend.h"
 #include "job/RunDevice.h"  // defines: DeviceLog
 #include "job/TrainRunConfig.h"
+#include "memory/DeviceAllocator.h"
 #include "memory/MicroBatchPlanner.h"
+#include "model/MemoryEstimate.h"
 #include "model/ModelConfig.h"
 #include "train/Batching.h"  // defines: TokenizedExample
 #include "train/TrainLoop.h"
 
 namespace lorascope::job {
+
+// A run's shape for the memory model: its rank, targets and checkpointing on `device` (bf16
+// activations and the GPU's loss chunk, or f32 and the CPU's), whose frozen weights take
+// `weightsBytes`.
+model::TrainingShape trainingShape(const train::TrainConfig& config, compute::Device device,
+                                   std::uint64_t weightsBytes);
+
+// --allocator-policy on a device allocator: arena mode reserves one block for the saved
+// activations of `microBatch` × max-seq-len tokens (model/MemoryEstimate.h), so that
+// steady-state steps allocate nothing; caching mode gives it back. Both take effect at the next
+// step boundary. Returns the line that says what was set.
+std::string setAllocatorPolicy(memory::DeviceAllocator& allocator, bool arena,
+                               const model::ModelConfig& model, const train::TrainConfig& config,
+                               std::int64_t microBatch, std::int64_t nextStep);
 
 class AutoMicroBatch {
  public:

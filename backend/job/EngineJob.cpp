@@ -14,7 +14,6 @@
 #include "runtime/LaunchControl.h"
 #include "telemetry/Providers.h"
 #include "telemetry/Sampler.h"
-#include "train/AutoMicroBatch.h"  // defines: trainerMemoryModel
 #include "train/DemoDataset.h"
 #include "train/DemoModel.h"
 #include "train/RunDirectory.h"
@@ -101,6 +100,11 @@ class TrainingJob : public engine::EngineJob {
       // A run resumed from a checkpoint: the mirror an earlier session left (maybe further on,
       // when an older checkpoint was chosen) must not be what a crash in this one resumes from.
       mirror_->write(state);
+    }
+    // The stability options the run starts with, as their toggles would set them.
+    applyLaunchOptions(settings_, *backend_);
+    if (settings_.allocatorPolicy == "arena") {
+      logLine()(applyToggle(Toggle::AllocatorPolicy, settings_.allocatorPolicy));
     }
     sink(engine::TimedEvent{
         0, engine::LogEvent{
@@ -302,32 +306,10 @@ class TrainingJob : public engine::EngineJob {
 
   bool onGpu() const { return backend_->capabilities().device == compute::Device::Gpu; }
 
-  // The allocator-policy toggle on a device allocator: arena mode reserves one block sized from
-  // the model's shape, the micro-batch and the sequence length (train/AutoMicroBatch.h), so that
-  // steady-state steps allocate nothing; caching mode gives it back. Both are queued by
-  // setPolicy and take effect at the next step boundary (TrainLoop::step begins the step).
+  // The allocator-policy toggle on a device allocator (job/AutoBatch.h: setAllocatorPolicy).
   std::string applyAllocatorMode(memory::DeviceAllocator& allocator) {
-    memory::AllocatorPolicy policy = allocator.policy();
-    policy.mode = arenaMode_ ? memory::AllocatorMode::Arena : memory::AllocatorMode::Caching;
-    policy.arenaBytes = 0;
-    std::string detail = "caching allocator from step " + std::to_string(loop_->state().step + 1);
-    if (arenaMode_) {
-      train::TrainerMemoryShape shape;
-      shape.loraRank = settings_.train.lora.rank;
-      shape.activationDTypeBytes = compute::dtypeBytes(backend_->capabilities().activationDType);
-      shape.activationCheckpointing = settings_.train.activationCheckpointing;
-      const std::uint64_t perToken =
-          train::trainerMemoryModel(folder_.config(), shape).activationBytesPerToken;
-      policy.arenaBytes = static_cast<std::size_t>(
-          perToken *
-          static_cast<std::uint64_t>(loop_->microBatchSize() * settings_.train.maxSeqLen));
-      detail = "arena of " + std::to_string(policy.arenaBytes >> 20) + " MiB (micro-batch " +
-               std::to_string(loop_->microBatchSize()) + " x " +
-               std::to_string(settings_.train.maxSeqLen) + " tokens) from step " +
-               std::to_string(loop_->state().step + 1);
-    }
-    allocator.setPolicy(policy);
-    return detail;
+    return setAllocatorPolicy(allocator, arenaMode_, folder_.config(), settings_.train,
+                              loop_->microBatchSize(), loop_->state().step + 1);
   }
 
   train::RunDirectory openOrCreateRun(const json& config) {
@@ -480,6 +462,7 @@ class TrainingJob : public engine::EngineJob {
     applied(Toggle::GemmBackend,
             backend_->gemmImplementation() == compute::GemmImplementation::BuiltIn ? "builtin"
                                                                                    : "vendor");
+    applied(Toggle::AllocatorPolicy, arenaMode_ ? "arena" : "caching");
   }
 
   static std::unique_ptr<telemetry::Sampler> openSampler() {

@@ -6,6 +6,7 @@
 #include "compute/Errors.h"
 #include "job/CliArgs.h"  // defines: UsageError
 #include "model/DeviceWeights.h"
+#include "runtime/LaunchControl.h"
 
 namespace lorascope::job {
 namespace {
@@ -37,6 +38,17 @@ std::unique_ptr<compute::Backend> openBackend(const std::string& device, const D
     }
     log(std::string("--device auto: no usable GPU (") + e.what() + "); training on the CPU");
     return compute::createCpuBackend();
+  }
+}
+
+void applyLaunchOptions(const TrainRunSettings& settings, compute::Backend& backend) {
+  runtime::LaunchPolicy policy = runtime::launchControl().policy();
+  policy.serialize = settings.serializeKernels;
+  policy.blocking = settings.blockingLaunches;
+  runtime::launchControl().setPolicy(policy);
+  // The backend's own default is vendor where the build has one; only a change is applied.
+  if (settings.gemmBackend == "builtin") {
+    backend.setGemmImplementation(compute::GemmImplementation::BuiltIn);
   }
 }
 

@@ -9,7 +9,8 @@
 #include <string>
 
 #include "compute/Backend.h"
-#include "model/ModelFolder.h"  // defines: ModelWeights
+#include "job/TrainRunConfig.h"  // defines: TrainRunSettings
+#include "model/ModelFolder.h"   // defines: ModelWeights
 
 namespace lorascope::job {
 
@@ -24,6 +25,10 @@ void checkDeviceOption(const std::string& device);
 // going to `log`). Throws UsageError for any other word. Callers open it before they create a
 // run folder, so that a run that cannot start leaves nothing behind.
 std::unique_ptr<compute::Backend> openBackend(const std::string& device, const DeviceLog& log);
+
+// The launch options a run starts with: serialize-kernels and blocking-launches (process-wide,
+// runtime/LaunchControl.h) and gemm-backend builtin on `backend`, as their live toggles set them.
+void applyLaunchOptions(const TrainRunSettings& settings, compute::Backend& backend);
 
 // The model's weights on `backend` (model::placeWeights). A model of 256 MiB or more logs its
 // progress every quarter. Throws what the backend throws (out of memory, a failed copy).

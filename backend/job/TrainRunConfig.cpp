@@ -1,4 +1,4 @@
-// job/TrainRunConfig.cpp — `train` options ↔ TrainConfig ↔ config.json.
+// job/TrainRunConfig.cpp — options (job/RunOptions.h) ↔ TrainConfig ↔ config.json.
 #include "job/TrainRunConfig.h"
 
 #include <ctime>
@@ -8,173 +8,35 @@
 #include <map>
 
 #include "compute/BuildInfo.h"
-#include "job/RunDevice.h"       // defines: checkDeviceOption
+#include "job/RunOptions.h"
 #include "train/RunDirectory.h"  // defines: fnv1a64
 
 namespace lorascope::job {
 using nlohmann::json;
 
-namespace {
-
-std::int64_t parseCount(const std::string& name, const std::string& text, std::int64_t min) {
-  std::size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || value < min) {
-    throw UsageError("--" + name + " needs an integer ≥ " + std::to_string(min) + ", got '" + text +
-                     "'");
-  }
-  return value;
-}
-
-double parseReal(const std::string& name, const std::string& text) {
-  std::size_t used = 0;
-  double value = 0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty()) {
-    throw UsageError("--" + name + " needs a number, got '" + text + "'");
-  }
-  return value;
-}
-
-bool parseBool(const std::string& name, const std::string& text) {
-  if (text == "true" || text == "1" || text == "on") {
-    return true;
-  }
-  if (text == "false" || text == "0" || text == "off") {
-    return false;
-  }
-  throw UsageError("--" + name + " needs true or false, got '" + text + "'");
-}
-
-using Setter = std::function<void(TrainRunSettings&, const std::string& name, const std::string&)>;
-
-const std::map<std::string, Setter>& setters() {
-  static const std::map<std::string, Setter> table = {
-      {"steps", [](auto& s, auto& n, auto& v) { s.train.maxSteps = parseCount(n, v, 1); }},
-      {"epochs",
-       [](auto& s, auto& n, auto& v) {
-         s.train.epochs = parseCount(n, v, 1);
-         s.train.maxSteps = 0;
-       }},
-      {"batch-size",
-       [](auto& s, auto& n, auto& v) {
-         s.autoMicroBatch = v == "auto";
-         if (!s.autoMicroBatch) {
-           s.train.microBatchSize = parseCount(n, v, 1);
-         }
-       }},
-      {"memory-margin",
-       [](auto& s, auto& n, auto& v) {
-         s.memoryMargin = parseReal(n, v);
-         if (!(s.memoryMargin >= 0.0 && s.memoryMargin < 0.9)) {
-           throw UsageError(
-               "--memory-margin is the fraction of free memory kept back, in [0, "
-               "0.9), got " +
-               v);
-         }
-       }},
-      {"grad-accum",
-       [](auto& s, auto& n, auto& v) { s.train.gradAccumulation = parseCount(n, v, 1); }},
-      {"max-seq-len", [](auto& s, auto& n, auto& v) { s.train.maxSeqLen = parseCount(n, v, 2); }},
-      {"lr", [](auto& s, auto& n, auto& v) { s.train.adamw.learningRate = parseReal(n, v); }},
-      {"weight-decay",
-       [](auto& s, auto& n, auto& v) { s.train.adamw.weightDecay = parseReal(n, v); }},
-      {"max-grad-norm", [](auto& s, auto& n, auto& v) { s.train.maxGradNorm = parseReal(n, v); }},
-      {"non-finite-steps",
-       [](auto& s, auto& n, auto& v) { s.train.nonFiniteStepLimit = parseCount(n, v, 1); }},
-      {"schedule",
-       [](auto& s, auto&, auto& v) {
-         try {
-           s.train.schedule = train::parseScheduleKind(v);
-         } catch (const std::exception&) {
-           throw UsageError("--schedule must be constant, linear or cosine, got '" + v + "'");
-         }
-       }},
-      {"warmup", [](auto& s, auto& n, auto& v) { s.train.warmupSteps = parseCount(n, v, 0); }},
-      {"lora-r", [](auto& s, auto& n,
-                    auto& v) { s.train.lora.rank = static_cast<int>(parseCount(n, v, 1)); }},
-      {"lora-alpha", [](auto& s, auto& n, auto& v) { s.train.lora.alpha = parseReal(n, v); }},
-      {"lora-dropout", [](auto& s, auto& n, auto& v) { s.train.lora.dropout = parseReal(n, v); }},
-      {"rslora", [](auto& s, auto& n, auto& v) { s.train.lora.useRslora = parseBool(n, v); }},
-      {"targets",
-       [](auto& s, auto&, auto& v) {
-         try {
-           s.train.lora.targets = train::parseLoraTargets(v);
-         } catch (const std::invalid_argument& e) {
-           throw UsageError(std::string("--targets: ") + e.what());
-         }
-       }},
-      {"seed", [](auto& s, auto& n,
-                  auto& v) { s.train.seed = static_cast<std::uint64_t>(parseCount(n, v, 0)); }},
-      {"shuffle", [](auto& s, auto& n, auto& v) { s.train.shuffle = parseBool(n, v); }},
-      {"packing", [](auto& s, auto& n, auto& v) { s.train.packing = parseBool(n, v); }},
-      {"activation-checkpointing",
-       [](auto& s, auto& n, auto& v) { s.train.activationCheckpointing = parseBool(n, v); }},
-      {"checkpoint-every",
-       [](auto& s, auto& n, auto& v) { s.checkpointEvery = parseCount(n, v, 0); }},
-      {"keep-checkpoints",
-       [](auto& s, auto& n, auto& v) {
-         s.keepCheckpoints = static_cast<int>(parseCount(n, v, 0));
-       }},
-      {"device",
-       [](auto& s, auto&, auto& v) {
-         checkDeviceOption(v);
-         s.device = v;
-       }},
-  };
-  return table;
-}
-
-}  // namespace
-
-const std::set<std::string>& trainValueOptions() {
-  static const std::set<std::string> names = [] {
-    std::set<std::string> out;
-    for (const auto& [name, setter] : setters()) {
-      out.insert(name);
-    }
-    return out;
-  }();
-  return names;
-}
-
 TrainRunSettings defaultSettings(bool demo) {
   TrainRunSettings s;
-  s.train.lora.rank = 8;
-  s.train.lora.alpha = 16;
-  s.train.adamw.learningRate = 2e-4;
-  s.train.schedule = train::ScheduleKind::Linear;
-  s.train.microBatchSize = 4;
-  s.train.maxSeqLen = 1024;
-  if (demo) {
-    // The demo's frozen model is random: a high rate moves the adapter visibly within a minute.
-    s.train.adamw.learningRate = 3e-3;
-    s.train.schedule = train::ScheduleKind::Cosine;
-    s.train.warmupSteps = 3;
-    s.train.microBatchSize = 8;
-    s.train.maxSteps = 60;
-    s.train.maxSeqLen = 128;
-    s.checkpointEvery = 20;
+  for (const RunOption& option : runOptions()) {
+    option.set(s, parseOptionValue(option.spec, option.defaultFor(demo)));
   }
   return s;
 }
 
-void applyOptions(TrainRunSettings& settings, const std::map<std::string, std::string>& options) {
+void applyOptions(TrainRunSettings& settings,
+                  const std::vector<std::pair<std::string, std::string>>& options) {
+  bool epochs = false;
+  bool steps = false;
   for (const auto& [name, value] : options) {
-    const auto it = setters().find(name);
-    if (it == setters().end()) {
+    const RunOption* option = findRunOption(name);
+    if (option == nullptr) {
       throw UsageError("unknown option --" + name);
     }
-    it->second(settings, name, value);
+    option->set(settings, parseOptionValue(option->spec, value));
+    epochs = epochs || name == "epochs";
+    steps = steps || name == "steps";
+  }
+  if (epochs && !steps) {
+    settings.train.maxSteps = 0;  // by epochs, also where the defaults limit the steps (demo)
   }
   try {
     settings.train.validate();
@@ -183,82 +45,50 @@ void applyOptions(TrainRunSettings& settings, const std::map<std::string, std::s
   }
 }
 
+void applyOptions(TrainRunSettings& settings, const std::map<std::string, std::string>& options) {
+  applyOptions(settings,
+               std::vector<std::pair<std::string, std::string>>(options.begin(), options.end()));
+}
+
+// Besides the options: AdamW's betas and epsilon (not options; kept so that a run says all it
+// used) and the micro-batch that --batch-size auto starts from.
 json settingsToJson(const TrainRunSettings& s) {
-  json targets = json::array();
-  for (train::LoraModule m : s.train.lora.targets) {
-    targets.push_back(train::shortName(m));
+  json j = json::object();
+  for (const RunOption& option : runOptions()) {
+    j[json::json_pointer(option.configKey)] = option.get(s);
   }
-  const train::TrainConfig& t = s.train;
-  return {{"lora",
-           {{"r", t.lora.rank},
-            {"alpha", t.lora.alpha},
-            {"dropout", t.lora.dropout},
-            {"use_rslora", t.lora.useRslora},
-            {"targets", targets}}},
-          {"adamw",
-           {{"lr", t.adamw.learningRate},
-            {"beta1", t.adamw.beta1},
-            {"beta2", t.adamw.beta2},
-            {"epsilon", t.adamw.epsilon},
-            {"weight_decay", t.adamw.weightDecay}}},
-          {"schedule", train::toString(t.schedule)},
-          {"warmup_steps", t.warmupSteps},
-          {"max_steps", t.maxSteps},
-          {"epochs", t.epochs},
-          {"micro_batch_size", t.microBatchSize},
-          {"grad_accumulation", t.gradAccumulation},
-          {"max_seq_len", t.maxSeqLen},
-          {"max_grad_norm", t.maxGradNorm},
-          {"non_finite_step_limit", t.nonFiniteStepLimit},
-          {"seed", t.seed},
-          {"shuffle", t.shuffle},
-          {"packing", t.packing},
-          {"activation_checkpointing", t.activationCheckpointing},
-          {"checkpoint_every", s.checkpointEvery},
-          {"keep_checkpoints", s.keepCheckpoints},
-          {"device", s.device},
-          {"auto_micro_batch", s.autoMicroBatch},
-          {"memory_margin", s.memoryMargin}};
+  j["adamw"]["beta1"] = s.train.adamw.beta1;
+  j["adamw"]["beta2"] = s.train.adamw.beta2;
+  j["adamw"]["epsilon"] = s.train.adamw.epsilon;
+  j["micro_batch_size"] = s.train.microBatchSize;
+  j["auto_micro_batch"] = s.autoMicroBatch;
+  return j;
 }
 
 TrainRunSettings settingsFromJson(const json& j, const std::string& file) {
   try {
-    TrainRunSettings s;
-    train::TrainConfig& t = s.train;
-    const json& lora = j.at("lora");
-    t.lora.rank = lora.at("r").get<int>();
-    t.lora.alpha = lora.at("alpha").get<double>();
-    t.lora.dropout = lora.at("dropout").get<double>();
-    t.lora.useRslora = lora.at("use_rslora").get<bool>();
-    t.lora.targets.clear();
-    for (const json& m : lora.at("targets")) {
-      t.lora.targets.insert(train::parseLoraModule(m.get<std::string>()));
+    TrainRunSettings s = defaultSettings(false);
+    for (const RunOption& option : runOptions()) {
+      const json::json_pointer key(option.configKey);
+      if (!j.contains(key) && option.optionalInConfig) {
+        continue;  // a run made before the option existed: its default
+      }
+      if (option.spec.name == "batch-size") {
+        continue;  // micro_batch_size and auto_micro_batch, below
+      }
+      // Types and choices are checked, not ranges: a run keeps the values it was started with
+      // when a later version narrows a range (TrainConfig::validate still checks below).
+      OptionSpec unbounded = option.spec;
+      unbounded.max = unbounded.min - 1;
+      option.set(s, checkOptionValue(unbounded, j.at(key)));
     }
-    const json& adamw = j.at("adamw");
-    t.adamw = {adamw.at("lr").get<double>(), adamw.at("beta1").get<double>(),
-               adamw.at("beta2").get<double>(), adamw.at("epsilon").get<double>(),
-               adamw.at("weight_decay").get<double>()};
-    t.schedule = train::parseScheduleKind(j.at("schedule").get<std::string>());
-    t.warmupSteps = j.at("warmup_steps").get<std::int64_t>();
-    t.maxSteps = j.at("max_steps").get<std::int64_t>();
-    t.epochs = j.at("epochs").get<std::int64_t>();
-    t.microBatchSize = j.at("micro_batch_size").get<std::int64_t>();
-    t.gradAccumulation = j.at("grad_accumulation").get<std::int64_t>();
-    t.maxSeqLen = j.at("max_seq_len").get<std::int64_t>();
-    t.maxGradNorm = j.at("max_grad_norm").get<double>();
-    // Absent from runs made before non-finite steps were skipped.
-    t.nonFiniteStepLimit = j.value("non_finite_step_limit", std::int64_t{3});
-    t.seed = j.at("seed").get<std::uint64_t>();
-    t.shuffle = j.at("shuffle").get<bool>();
-    t.packing = j.at("packing").get<bool>();
-    t.activationCheckpointing = j.at("activation_checkpointing").get<bool>();
-    s.checkpointEvery = j.at("checkpoint_every").get<std::int64_t>();
-    s.keepCheckpoints = j.at("keep_checkpoints").get<int>();
-    s.device = j.at("device").get<std::string>();
-    // Absent from runs made before --batch-size auto existed.
-    s.autoMicroBatch = j.value("auto_micro_batch", false);
-    s.memoryMargin = j.value("memory_margin", 0.10);
-    t.validate();
+    train::AdamWConfig& adamw = s.train.adamw;
+    adamw.beta1 = j.at("adamw").at("beta1").get<double>();
+    adamw.beta2 = j.at("adamw").at("beta2").get<double>();
+    adamw.epsilon = j.at("adamw").at("epsilon").get<double>();
+    s.train.microBatchSize = j.at("micro_batch_size").get<std::int64_t>();
+    s.autoMicroBatch = j.value("auto_micro_batch", false);  // absent before --batch-size auto
+    s.train.validate();
     return s;
   } catch (const std::exception& e) {
     throw UsageError(file + ": \"training\" does not hold valid settings: " + e.what());

@@ -1,10 +1,14 @@
-// job/TrainRunConfig.h — the `train` command's options, from command-line flags, a --config
-// JSON file (keys are the long option names, e.g. {"lr": 1e-4, "lora-r": 16}) and defaults, to
-// TrainConfig and to the run's config.json (and back, for --resume).
+// job/TrainRunConfig.h — a run's settings: from the option table's defaults (job/RunOptions.h),
+// command-line flags, a --config JSON file (keys are the option names, e.g. {"lr": 1e-4,
+// "lora-r": 16}) or the GUI's start command, to TrainConfig and to the run's config.json (and
+// back, for --resume).
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -12,9 +16,6 @@
 #include "train/TrainLoop.h"  // defines: TrainConfig
 
 namespace lorascope::job {
-
-// Every option `train` takes a value for (besides --model, --data, --out, --resume, --config).
-const std::set<std::string>& trainValueOptions();
 
 struct TrainRunSettings {
   train::TrainConfig train;
@@ -26,13 +27,21 @@ struct TrainRunSettings {
   // fraction of free memory kept back.
   bool autoMicroBatch = false;
   double memoryMargin = 0.10;
+  // The stability toggles a run starts with (the controls dock changes them live).
+  bool serializeKernels = false;
+  bool blockingLaunches = false;
+  std::string gemmBackend = "vendor";       // vendor | builtin
+  std::string allocatorPolicy = "caching";  // caching | arena
 };
 
-// Demo defaults are tuned for the built-in demo (a minute on 2 cores).
+// The option table's defaults; the demo's are tuned for the built-in demo (a minute on 2 cores).
 TrainRunSettings defaultSettings(bool demo);
 
-// Applies `options` (long option name → text value). Throws UsageError naming the option when a
-// value does not parse or is out of range.
+// Applies `options` (option name → value as typed). Throws UsageError naming the option when a
+// name is unknown or a value does not parse or is out of range. The order does not matter: each
+// option sets only its own fields, and "epochs" without "steps" runs by epochs (steps = 0).
+void applyOptions(TrainRunSettings& settings,
+                  const std::vector<std::pair<std::string, std::string>>& options);
 void applyOptions(TrainRunSettings& settings, const std::map<std::string, std::string>& options);
 
 // The "training" object of config.json, and back (for --resume; throws UsageError naming the

@@ -57,6 +57,8 @@ MicroBatchPlan choose(const PlanRequest& request, std::int64_t limit, const char
   const std::string numbers =
       "planned peak " + formatBytes(plan.plannedPeakBytes) + " (fixed " +
       formatBytes(request.model.fixedBytes) + " + activations " + formatBytes(plan.arenaBytes) +
+      " + transient " +
+      formatBytes(plan.plannedPeakBytes - request.model.fixedBytes - plan.arenaBytes) +
       "), budget " + formatBytes(plan.budgetBytes) + " = free " + formatBytes(request.freeBytes) +
       " less " + std::to_string(static_cast<int>(request.safetyMargin * 100)) + "% margin";
   if (plan.fits) {
@@ -82,7 +84,12 @@ std::uint64_t plannedPeakBytes(const MemoryModel& model, std::int64_t microBatch
                          (std::numeric_limits<std::uint64_t>::max() - model.fixedBytes) / tokens) {
     return std::numeric_limits<std::uint64_t>::max();  // saturate: certainly does not fit
   }
-  return model.fixedBytes + model.activationBytesPerToken * tokens;
+  const std::uint64_t transient =
+      model.transientBytes ? model.transientBytes(static_cast<std::int64_t>(tokens)) : 0;
+  const std::uint64_t planned = model.fixedBytes + model.activationBytesPerToken * tokens;
+  return transient > std::numeric_limits<std::uint64_t>::max() - planned
+             ? std::numeric_limits<std::uint64_t>::max()
+             : planned + transient;
 }
 
 MicroBatchPlan planMicroBatch(const PlanRequest& request) {

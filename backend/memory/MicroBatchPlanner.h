@@ -1,22 +1,28 @@
 // MicroBatchPlanner.h — automatic micro-batch sizing (`--batch-size auto`), a pure function.
 //
-// The planned peak of a step is fixedBytes + activationBytesPerToken * microBatch * sequenceLength.
-// The planner picks the largest micro-batch whose planned peak fits the free VRAM less a safety
-// margin, and raises gradient accumulation so that microBatch * accumulation stays the effective
-// batch. To keep that product exact, the micro-batch is a divisor of the effective batch. After an
-// out-of-memory the plan steps down to the next smaller divisor instead of failing.
+// The planned peak of a step is fixedBytes + activationBytesPerToken * tokens +
+// transientBytes(tokens) with tokens = microBatch * sequenceLength. The planner picks the largest
+// micro-batch whose planned peak fits the free VRAM less a safety margin, and raises gradient
+// accumulation so that microBatch * accumulation stays the effective batch. To keep that product
+// exact, the micro-batch is a divisor of the effective batch. After an out-of-memory the plan steps
+// down to the next smaller divisor instead of failing.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
 namespace lorascope::memory {
 
-// How much memory a training step needs (the model's inspect estimate or a measured step).
+// How much memory a training step needs (model/MemoryEstimate.h's plannerModel, or a measured
+// step): fixed + saved activations per token × tokens + the step's transient at that many tokens.
 struct MemoryModel {
   std::uint64_t fixedBytes = 0;               // weights, LoRA, grads, optimizer, workspace
   std::uint64_t activationBytesPerToken = 0;  // activations saved per token of a micro-batch
+  // Bytes held only for part of the step (the loss's chunked scratch, one layer's backward), as
+  // a function of the tokens; none when unset.
+  std::function<std::uint64_t(std::int64_t tokens)> transientBytes = {};
 };
 
 struct PlanRequest {

@@ -1,50 +1,133 @@
-// MemoryEstimate.cpp — LoRA training memory, term by term.
-//
-// Activations saved for the backward pass, per token and layer, in bf16 (GPU activation dtype):
-//   4·H       layer input, its RMSNorm output, the residual after attention, its RMSNorm output
-//   2·q + 2·kv  q and the attention output (heads·hd each), k and v (kv·hd each)
-//   3·I       gate, up and silu(gate)⊙up
-//   7·r       the LoRA intermediates x·Aᵀ of the seven adapted projections
-//   + 4 bytes per head for the attention log-sum-exp (f32)
-// Not counted: transient workspaces of single ops (they are freed before the next op) and the
-// allocator's rounding; the estimate is a floor, and auto batch sizing keeps headroom above it.
+// model/MemoryEstimate.cpp — LoRA training memory, term by term (the terms are listed in
+// MemoryEstimate.h; scripts/gpu-check.sh memory compares them with a real step's peak).
 #include "model/MemoryEstimate.h"
+
+#include <algorithm>
 
 namespace lorascope::model {
 
 namespace {
-constexpr std::uint64_t kActivationBytes = 2;  // bf16
-constexpr std::uint64_t kFp32Bytes = 4;
+
+constexpr std::uint64_t kF32 = 4;
+
+std::uint64_t u64(std::int64_t value) {
+  return static_cast<std::uint64_t>(std::max<std::int64_t>(value, 0));
+}
+
+// (in, out) features of a projection.
+std::pair<std::int64_t, std::int64_t> projectionShape(const ModelConfig& c, Projection p) {
+  const std::int64_t q = c.numHeads * c.headDim;
+  const std::int64_t kv = c.numKvHeads * c.headDim;
+  switch (p) {
+    case Projection::Q:
+      return {c.hiddenSize, q};
+    case Projection::K:
+    case Projection::V:
+      return {c.hiddenSize, kv};
+    case Projection::O:
+      return {q, c.hiddenSize};
+    case Projection::Gate:
+    case Projection::Up:
+      return {c.hiddenSize, c.intermediateSize};
+    case Projection::Down:
+      return {c.intermediateSize, c.hiddenSize};
+  }
+  return {0, 0};
+}
+
+struct PerToken {
+  std::uint64_t savedLayer = 0;  // one layer's kept activations
+  std::uint64_t residual = 0;    // one (T, H) row in the activation dtype
+  std::uint64_t lossLinear = 0;  // the loss transient's part that grows with the tokens
+  std::uint64_t backward = 0;    // one layer's backward transient
+};
+
+PerToken perToken(const ModelConfig& c, const TrainingShape& shape) {
+  const std::uint64_t a = shape.activationDTypeBytes;
+  const std::uint64_t h = u64(c.hiddenSize);
+  const std::uint64_t q = u64(c.numHeads * c.headDim);
+  const std::uint64_t kv = u64(c.numKvHeads * c.headDim);
+  const std::uint64_t inter = u64(c.intermediateSize);
+  const std::uint64_t heads = u64(c.numHeads);
+  const std::uint64_t r = u64(shape.loraRank);
+  const std::uint64_t adapted = shape.targets.size();
+  PerToken t;
+  t.residual = h * a;
+  // h1, xMid, h2; q, attention; k, v; gate, up, swiglu; u per adapted projection; rstd1, rstd2
+  // and the log-sum-exp per head in f32.
+  t.savedLayer = a * (3 * h + 2 * q + 2 * kv + 3 * inter + adapted * r) + kF32 * (2 + heads);
+  // Final-norm output and its gradient; f32 rstd, row loss and the fused loss's four row states;
+  // the int32 targets; the f32 (T, H) gradient sum.
+  t.lossLinear = 2 * h * a + kF32 * (2 + 4) + 4 + h * kF32;
+  // dAct, dGate, dUp; dh, normGrad; dAttention, dq; dk, dv; g (r); f32 dk/dv partials and row
+  // dot of the attention backward.
+  t.backward = a * (3 * inter + 2 * h + 2 * q + 2 * kv + r) + kF32 * (2 * q + heads);
+  return t;
+}
+
+// The fused lm-head loss's chunk scratch for `tokens` rows: the logits (and on a GPU their bf16
+// weights) of at most lossChunkFloats elements (a whole vocabulary when that is smaller).
+std::uint64_t lossChunkBytes(const ModelConfig& c, const TrainingShape& shape,
+                             std::int64_t tokens) {
+  if (tokens <= 0) {
+    return 0;
+  }
+  const std::int64_t vocab = std::max<std::int64_t>(c.vocabSize, 1);
+  const std::int64_t chunk = std::max<std::int64_t>(shape.lossChunkFloats, 1);
+  const std::int64_t columns = std::clamp<std::int64_t>(chunk / tokens, 1, vocab);
+  return u64(tokens * columns) * shape.lossChunkBytesPerLogit;
+}
+
+std::uint64_t transientBytes(const ModelConfig& c, const TrainingShape& shape,
+                             std::int64_t tokens) {
+  const PerToken t = perToken(c, shape);
+  const std::uint64_t loss = t.lossLinear * u64(tokens) + lossChunkBytes(c, shape, tokens);
+  return std::max(loss, t.backward * u64(tokens));
+}
+
+// Saved bytes per token for the whole step (the arena's share).
+std::uint64_t savedPerToken(const ModelConfig& c, const TrainingShape& shape) {
+  const PerToken t = perToken(c, shape);
+  const std::uint64_t layers = u64(c.numLayers);
+  const std::uint64_t keptLayers =
+      shape.activationCheckpointing ? std::min<std::uint64_t>(1, layers) : layers;
+  // Every layer's input and the last output, the residual gradient, and with checkpointing the
+  // recomputed layer's output.
+  const std::uint64_t residuals = layers + 2 + (shape.activationCheckpointing ? 1 : 0);
+  return keptLayers * t.savedLayer + residuals * t.residual;
+}
+
 }  // namespace
 
-MemoryEstimate estimateLoraTrainingMemory(const ModelConfig& c, std::uint64_t weightsBytes,
-                                          const LoraTrainingPlan& plan) {
-  MemoryEstimate e;
-  e.weightsBytes = weightsBytes;
-  const std::int64_t qDim = c.numHeads * c.headDim;
-  const std::int64_t kvDim = c.numKvHeads * c.headDim;
-  const std::int64_t h = c.hiddenSize;
-  const std::int64_t inter = c.intermediateSize;
-  // (in + out) of q, k, v, o, gate, up, down
-  const std::int64_t inPlusOut =
-      (h + qDim) + 2 * (h + kvDim) + (qDim + h) + 2 * (h + inter) + (inter + h);
-  e.loraParameters = plan.rank * inPlusOut * c.numLayers;
-  const auto loraParams = static_cast<std::uint64_t>(e.loraParameters);
-  e.loraBytes = loraParams * kFp32Bytes;
-  e.loraGradBytes = loraParams * kFp32Bytes;
-  e.optimizerBytes = 2 * loraParams * kFp32Bytes;
+TrainingMemory estimateTrainingMemory(const ModelConfig& c, const TrainingShape& shape,
+                                      std::int64_t tokens) {
+  TrainingMemory m;
+  m.weightsBytes = shape.weightsBytes;
+  std::int64_t perLayer = 0;
+  for (Projection p : shape.targets) {
+    const auto [in, out] = projectionShape(c, p);
+    perLayer += shape.loraRank * (in + out);
+  }
+  m.loraParameters = perLayer * c.numLayers;
+  m.loraBytes = u64(m.loraParameters) * kF32;
+  m.loraGradBytes = m.loraBytes;
+  m.optimizerBytes = 2 * m.loraBytes;
+  m.savedBytes = savedPerToken(c, shape) * u64(tokens);
+  const PerToken t = perToken(c, shape);
+  m.lossBytes = t.lossLinear * u64(tokens) + lossChunkBytes(c, shape, tokens);
+  m.backwardBytes = t.backward * u64(tokens);
+  m.peakBytes = m.fixedBytes() + m.savedBytes + std::max(m.lossBytes, m.backwardBytes);
+  return m;
+}
 
-  const auto tokens = static_cast<std::uint64_t>(plan.batch * plan.seq);
-  const auto perTokenLayerElements =
-      static_cast<std::uint64_t>(4 * h + 2 * qDim + 2 * kvDim + 3 * inter + 7 * plan.rank);
-  const auto perTokenLayerBytes = perTokenLayerElements * kActivationBytes +
-                                  static_cast<std::uint64_t>(c.numHeads) * kFp32Bytes;
-  e.activationBytes = tokens * static_cast<std::uint64_t>(c.numLayers) * perTokenLayerBytes +
-                      tokens * static_cast<std::uint64_t>(h) * kActivationBytes;  // final norm
-  e.logitsBytes = tokens * static_cast<std::uint64_t>(c.vocabSize) * kFp32Bytes;
-  e.totalBytes = e.weightsBytes + e.loraBytes + e.loraGradBytes + e.optimizerBytes +
-                 e.activationBytes + e.logitsBytes;
-  return e;
+memory::MemoryModel plannerModel(const ModelConfig& c, const TrainingShape& shape) {
+  memory::MemoryModel model;
+  model.fixedBytes = estimateTrainingMemory(c, shape, 0).fixedBytes();
+  model.activationBytesPerToken = savedPerToken(c, shape);
+  model.transientBytes = [c, shape](std::int64_t tokens) {
+    return transientBytes(c, shape, tokens);
+  };
+  return model;
 }
 
 }  // namespace lorascope::model

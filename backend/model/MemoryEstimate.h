@@ -1,32 +1,76 @@
-// MemoryEstimate.h — how much memory LoRA training of a model needs at a given batch × seq and
-// rank: the basis of automatic batch sizing. Each term is reported apart, in bytes.
+// model/MemoryEstimate.h — the one model of the memory LoRA training of a model needs on a
+// device: what the setup page shows, what `--batch-size auto` plans with and what sizes the
+// allocator's arena. Each term is reported apart, in bytes.
+//
+// It counts what this trainer holds (train/TrainGraph.cpp), not what trainers in general hold:
+//   fixed      frozen weights as the device holds them; LoRA A and B, their gradients and AdamW's
+//              two moments, all f32
+//   saved      per token, in the activation dtype: every layer's input and the last output
+//              (H each), and per layer kept for the backward pass — one layer with activation
+//              checkpointing, all without — h1, xMid, h2 (H each), q and attention (heads·hd
+//              each), k and v (kv·hd each), gate, up and their product (I each), the LoRA
+//              intermediates x·Aᵀ (r per adapted projection), plus f32 norm statistics (2) and
+//              the attention log-sum-exp (heads); the gradient of the residual stream (H) and,
+//              with checkpointing, the recomputed layer's output (H)
+//   transient  the larger of two moments: the loss (final norm output and its gradient, H each;
+//              the f32 row losses; the fused lm-head's chunked scratch: f32 logits and bf16
+//              weights of at most kLossChunkFloats, and an f32 (tokens, H) gradient sum), and
+//              one layer's backward (gradients of gate, up and their product, I each; of the
+//              norms' outputs, H twice; of q, k, v and the attention output; f32 partial dk and
+//              dv of heads·hd each)
+// Not counted: vendor-library workspaces outside our allocator, and the allocator's rounding
+// (peak reserved ≥ peak allocated); scripts/gpu-check.sh memory measures both against this.
 #pragma once
 
 #include <cstdint>
+#include <set>
 
+#include "memory/MicroBatchPlanner.h"  // defines: MemoryModel
+#include "model/Forward.h"             // defines: Projection
 #include "model/ModelConfig.h"
 
 namespace lorascope::model {
 
-struct LoraTrainingPlan {
-  std::int64_t batch = 1;
-  std::int64_t seq = 512;  // tokens per sequence
-  std::int64_t rank = 16;  // LoRA rank r, on all seven projections of every layer
+// The logits of one chunk of the fused lm-head loss, as the backends size it
+// (kLmHeadChunkFloats): on a GPU 32 Mi f32 logits (128 MiB) and as many bf16 softmax weights
+// (compute/hip/lm_head_loss.h); on the CPU 4 Mi f32 logits, turned into weights in place
+// (compute/cpu/lm_head_loss.h).
+inline constexpr std::int64_t kLossChunkFloats = std::int64_t{32} << 20;
+inline constexpr std::int64_t kCpuLossChunkFloats = std::int64_t{4} << 20;
+
+struct TrainingShape {
+  std::uint64_t weightsBytes = 0;  // frozen weights as the training device holds them
+  std::int64_t loraRank = 8;
+  std::set<Projection> targets = {
+      Projection::Q,    Projection::K,  Projection::V,   Projection::O,
+      Projection::Gate, Projection::Up, Projection::Down};  // in every layer
+  std::uint64_t activationDTypeBytes = 2;                   // 2 (bf16, GPU) or 4 (f32, CPU)
+  bool activationCheckpointing = false;
+  std::int64_t lossChunkFloats = kLossChunkFloats;  // kCpuLossChunkFloats on the CPU
+  std::uint64_t lossChunkBytesPerLogit = 6;         // GPU: f32 logit + bf16 weight; CPU: 4
 };
 
-struct MemoryEstimate {
-  std::uint64_t weightsBytes = 0;     // frozen weights as stored (bf16/f16/f32)
-  std::int64_t loraParameters = 0;    // Σ r·(in + out) over q,k,v,o,gate,up,down of every layer
-  std::uint64_t loraBytes = 0;        // LoRA A and B, fp32
-  std::uint64_t loraGradBytes = 0;    // their gradients, fp32
-  std::uint64_t optimizerBytes = 0;   // AdamW first and second moments, fp32
-  std::uint64_t activationBytes = 0;  // saved for the backward pass, bf16 (see MemoryEstimate.cpp)
-  std::uint64_t logitsBytes = 0;      // fp32 logits of every position (the loss and its gradient)
-  std::uint64_t totalBytes = 0;       // the sum of the above
+struct TrainingMemory {
+  std::uint64_t weightsBytes = 0;
+  std::int64_t loraParameters = 0;   // Σ r·(in + out) over the adapted projections
+  std::uint64_t loraBytes = 0;       // A and B, f32
+  std::uint64_t loraGradBytes = 0;   // their gradients, f32
+  std::uint64_t optimizerBytes = 0;  // AdamW's two moments, f32
+  std::uint64_t savedBytes = 0;      // activations kept for the backward pass (arena-sized)
+  std::uint64_t lossBytes = 0;       // the loss's transient (see above)
+  std::uint64_t backwardBytes = 0;   // one layer's backward transient
+  std::uint64_t peakBytes = 0;  // fixed + saved + max(loss, backward): the step's peak allocated
+  std::uint64_t fixedBytes() const {
+    return weightsBytes + loraBytes + loraGradBytes + optimizerBytes;
+  }
 };
 
-// `weightsBytes` is what the model folder stores (ModelFolder::weightBytes()).
-MemoryEstimate estimateLoraTrainingMemory(const ModelConfig& config, std::uint64_t weightsBytes,
-                                          const LoraTrainingPlan& plan);
+// A step over `tokens` tokens (micro-batch × sequence length).
+TrainingMemory estimateTrainingMemory(const ModelConfig& config, const TrainingShape& shape,
+                                      std::int64_t tokens);
+
+// The same model in the micro-batch planner's form (memory/MicroBatchPlanner.h): fixed bytes,
+// saved activations per token (the arena), and the transient as a function of the tokens.
+memory::MemoryModel plannerModel(const ModelConfig& config, const TrainingShape& shape);
 
 }  // namespace lorascope::model

@@ -14,8 +14,10 @@
 
 #include "gui/ProcessesPage.h"
 #include "gui/RunSetupPage.h"
+#include "job/RunOptions.h"      // defines: findRunOption
 #include "job/TrainRunConfig.h"  // defines: applyOptions, defaultSettings
 #include "train/DemoModel.h"     // defines: ensureDemoModel
+#include "widgets/ControlsPanel.h"
 #include "widgets/LengthHistogram.h"
 
 using namespace lorascope;
@@ -123,13 +125,39 @@ class TestSetupProcesses : public QObject {
     page.maxStepsEditor()->setValue(123);
     const std::map<std::string, std::string> options = page.options();
     for (const auto& [name, value] : options) {
-      QVERIFY2(job::trainValueOptions().count(name) == 1, name.c_str());
+      QVERIFY2(job::findRunOption(name) != nullptr, name.c_str());
     }
     job::TrainRunSettings settings = job::defaultSettings(false);
     job::applyOptions(settings, options);  // throws on a value the trainer rejects
     QCOMPARE(settings.train.maxSteps, std::int64_t{123});
     QCOMPARE(settings.train.lora.rank, job::defaultSettings(false).train.lora.rank);
     QCOMPARE(settings.train.lora.targets.size(), std::size_t{7});
+  }
+
+  // The option table reaches the page (an editor per option, its value in options()) and the
+  // controls dock (a row per live option), in any order of application.
+  void everyOptionHasAnEditorAndEveryLiveOneADockRow() {
+    app::RunSetupPage page;
+    const std::map<std::string, std::string> options = page.options();
+    const std::vector<widgets::ControlSpec> rows = app::liveControls();
+    for (const job::RunOption& option : job::runOptions()) {
+      const std::string& name = option.spec.name;
+      QVERIFY2(page.editor(name) != nullptr, name.c_str());
+      QVERIFY2(options.count(name) == 1, name.c_str());
+      const bool inDock = std::any_of(rows.begin(), rows.end(), [&](const auto& row) {
+        return option.toggle && row.toggle == *option.toggle;
+      });
+      QVERIFY2(inDock == (option.apply == job::ApplyMode::Live), name.c_str());
+    }
+    widgets::ControlsPanel dock(rows);
+    QVERIFY(dock.hasControl(engine::Toggle::MicroBatch));
+    QVERIFY(!dock.hasControl(engine::Toggle::ActivationCheckpointing));
+    // The page's options give the trainer the page's values whatever the order.
+    std::vector<std::pair<std::string, std::string>> reversed(options.rbegin(), options.rend());
+    job::TrainRunSettings a = job::defaultSettings(true), b = job::defaultSettings(true);
+    job::applyOptions(a, options);
+    job::applyOptions(b, reversed);
+    QCOMPARE(job::settingsToJson(a), job::settingsToJson(b));
   }
 
   void valuesAreRemembered() {

@@ -1,10 +1,10 @@
-// test_auto_micro_batch.cpp — `--batch-size auto`: the trainer's memory model and the plan it
-// gives on a Qwen2.5-0.5B-shaped model.
+// test_auto_micro_batch.cpp — the one memory model (model/MemoryEstimate.h) and the plan
+// `--batch-size auto` makes with it, on a Qwen2.5-0.5B-shaped model. How close the model comes
+// to a real step's peak is measured on the GPU (scripts/gpu-check.sh memory).
 #include <QtTest>
 
 #include "model/MemoryEstimate.h"
 #include "model/ReferenceShapes.h"
-#include "train/AutoMicroBatch.h"
 
 using namespace lorascope;
 
@@ -20,39 +20,56 @@ class TestAutoMicroBatch : public QObject {
  private slots:
   void fixedBytesAreWeightsPlusLoraState() {
     const model::ModelConfig c = model::qwen25HalfBShape();
-    const memory::MemoryModel m = train::trainerMemoryModel(c, {.weightsBytes = kWeights});
-    const model::MemoryEstimate e = model::estimateLoraTrainingMemory(c, kWeights, {1, 1, 8});
+    const model::TrainingMemory m = model::estimateTrainingMemory(c, {.weightsBytes = kWeights}, 1);
+    // r·(in + out) over the seven projections of 24 layers, r 8.
+    const std::int64_t perLayer =
+        8 * ((896 + 896) + 2 * (896 + 128) + (896 + 896) + 2 * (896 + 4864) + (4864 + 896));
+    QCOMPARE(m.loraParameters, 24 * perLayer);
     // A and B, their gradients and two AdamW moments: four fp32 copies of the LoRA parameters.
-    QCOMPARE(m.fixedBytes, kWeights + 4 * 4 * static_cast<std::uint64_t>(e.loraParameters));
+    QCOMPARE(m.fixedBytes(), kWeights + 4 * 4 * static_cast<std::uint64_t>(m.loraParameters));
+    QCOMPARE(model::plannerModel(c, {.weightsBytes = kWeights}).fixedBytes, m.fixedBytes());
   }
 
-  void perTokenBytesFollowDtypeCheckpointingAndChunk() {
+  void savedBytesFollowDtypeTargetsAndCheckpointing() {
     const model::ModelConfig c = model::qwen25HalfBShape();
-    const train::TrainerMemoryShape gpu{.weightsBytes = kWeights, .lossChunkColumns = 0};
-    train::TrainerMemoryShape cpu = gpu;
+    const model::TrainingShape gpu{.weightsBytes = kWeights};
+    model::TrainingShape cpu = gpu;
     cpu.activationDTypeBytes = 4;
-    const std::uint64_t onGpu = train::trainerMemoryModel(c, gpu).activationBytesPerToken;
-    // f32 activations take twice the bytes of bf16 ones.
-    QCOMPARE(train::trainerMemoryModel(c, cpu).activationBytesPerToken, 2 * onGpu);
-    // The saved activations of all 24 layers (bf16) match MemoryEstimate's per-token count.
-    const model::MemoryEstimate e = model::estimateLoraTrainingMemory(c, kWeights, {1, 1, 8});
-    QCOMPARE(onGpu, e.activationBytes);
-    // Checkpointing keeps each layer's input (H values) plus one layer in full.
-    train::TrainerMemoryShape checkpointed = gpu;
+    const std::uint64_t onGpu = model::plannerModel(c, gpu).activationBytesPerToken;
+    // Per layer: 3 H + 2 q + 2 kv + 3 I + 7 r in bf16, plus 2 + heads f32; 26 residual rows.
+    const std::uint64_t layer = 2 * (3 * 896 + 2 * 896 + 2 * 128 + 3 * 4864 + 7 * 8) + 4 * 16;
+    QCOMPARE(onGpu, 24 * layer + 26 * 896 * 2);
+    // f32 activations: twice the bf16 bytes, f32 statistics unchanged.
+    QCOMPARE(model::plannerModel(c, cpu).activationBytesPerToken, 2 * onGpu - 24 * 4 * 16);
+    // Checkpointing keeps one layer in full and one more residual row (the recomputed output).
+    model::TrainingShape checkpointed = gpu;
     checkpointed.activationCheckpointing = true;
-    const std::uint64_t perLayer = (e.activationBytes - 896 * 2) / 24;
-    QCOMPARE(train::trainerMemoryModel(c, checkpointed).activationBytesPerToken,
-             24 * 896 * 2 + perLayer + 896 * 2);
-    // The loss adds one fp32 row of its vocabulary chunk per token.
-    train::TrainerMemoryShape chunked = gpu;
-    chunked.lossChunkColumns = 8192;
-    QCOMPARE(train::trainerMemoryModel(c, chunked).activationBytesPerToken, onGpu + 8192 * 4);
+    QCOMPARE(model::plannerModel(c, checkpointed).activationBytesPerToken, layer + 27 * 896 * 2);
+    // Fewer targets keep fewer LoRA intermediates.
+    model::TrainingShape qv = gpu;
+    qv.targets = {model::Projection::Q, model::Projection::V};
+    QCOMPARE(model::plannerModel(c, qv).activationBytesPerToken, onGpu - 24 * 2 * 5 * 8);
+  }
+
+  void theLossScratchIsCappedByItsChunk() {
+    const model::ModelConfig c = model::qwen25HalfBShape();
+    // 100 tokens × 151936 columns fit one chunk: f32 logits and bf16 weights of all of them.
+    const model::TrainingMemory small = model::estimateTrainingMemory(c, {}, 100);
+    QVERIFY(small.lossBytes > 100ull * 151936 * 6);
+    // At 4096 tokens the chunk holds 32 Mi logits whatever the vocabulary: 192 MiB of scratch.
+    const model::TrainingMemory big = model::estimateTrainingMemory(c, {}, 4096);
+    const std::uint64_t chunk = 4096ull * (model::kLossChunkFloats / 4096) * 6;
+    QVERIFY(big.lossBytes > chunk && big.lossBytes < chunk + 4096ull * 8192);
+    // The peak takes the larger transient, and the planner's model gives the same peak.
+    QCOMPARE(big.peakBytes,
+             big.fixedBytes() + big.savedBytes + std::max(big.lossBytes, big.backwardBytes));
+    QCOMPARE(memory::plannedPeakBytes(model::plannerModel(c, {}), 8, 512), big.peakBytes);
   }
 
   void planPicksTheLargestFittingDivisorAndStepsDown() {
     const model::ModelConfig c = model::qwen25HalfBShape();
     memory::PlanRequest request;
-    request.model = train::trainerMemoryModel(c, {.weightsBytes = kWeights});
+    request.model = model::plannerModel(c, {.weightsBytes = kWeights});
     request.sequenceLength = 512;
     request.effectiveBatch = 8;
     request.safetyMargin = 0.10;
@@ -64,6 +81,8 @@ class TestAutoMicroBatch : public QObject {
     QCOMPARE(plan.microBatch, std::int64_t{4});
     QCOMPARE(plan.gradientAccumulation, std::int64_t{2});
     QCOMPARE(plan.effectiveBatch, std::int64_t{8});
+    QCOMPARE(plan.plannedPeakBytes,
+             model::estimateTrainingMemory(c, {.weightsBytes = kWeights}, 4 * 512).peakBytes);
     const memory::MicroBatchPlan after = memory::stepDownAfterOom(request, plan);
     QCOMPARE(after.microBatch, std::int64_t{2});
     QCOMPARE(after.gradientAccumulation, std::int64_t{4});

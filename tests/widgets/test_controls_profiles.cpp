@@ -12,6 +12,7 @@
 #include <QTemporaryDir>
 
 #include "RecordedStream.h"
+#include "gui/RunSetupPage.h"  // defines: liveControls (the option table's live options)
 #include "profiles/Builtins.h"
 #include "widgets/ControlsPanel.h"
 #include "widgets/ProfileBar.h"
@@ -34,7 +35,7 @@ class TestControlsProfiles : public QObject {
 
  private slots:
   void togglesWaitForTheEnginesConfirmation() {
-    ControlsPanel panel;
+    ControlsPanel panel(app::liveControls());
     QVERIFY(!panel.editor(Toggle::Serialize)->isEnabled());  // no engine yet
     panel.setEngineAvailable(true);
     QCOMPARE(panel.status(Toggle::Serialize), ControlsPanel::Status::NotReported);
@@ -54,7 +55,7 @@ class TestControlsProfiles : public QObject {
   }
 
   void anotherValueStaysPendingUntilItsOwnConfirmation() {
-    ControlsPanel panel;
+    ControlsPanel panel(app::liveControls());
     panel.setEngineAvailable(true);
     QSignalSpy commands(&panel, &ControlsPanel::commandRequested);
     auto* spin = qobject_cast<QSpinBox*>(panel.editor(Toggle::MicroBatch));
@@ -71,7 +72,7 @@ class TestControlsProfiles : public QObject {
   }
 
   void changesMadeByTheEngineShowWithoutARequest() {
-    ControlsPanel panel;
+    ControlsPanel panel(app::liveControls());
     const auto stream = testing::readStream("synthetic_gpu_run.jsonl");
     for (const TimedEvent& e : stream) {
       panel.handleEvent(e);
@@ -82,7 +83,7 @@ class TestControlsProfiles : public QObject {
     QCOMPARE(panel.status(Toggle::Blocking), ControlsPanel::Status::NotReported);
     QCOMPARE(panel.effectiveBatchText(),
              QStringLiteral("Effective batch: 2 × 8 accumulation = 16 sequences"));
-    QCOMPARE(ControlsPanel::applyMode(Toggle::AllocatorPolicy), ControlsPanel::ApplyMode::Live);
+    QCOMPARE(panel.applyMode(Toggle::AllocatorPolicy), ControlsPanel::ApplyMode::Live);
   }
 
   void profileBarListsBuiltinsThenUserProfilesAndSwitchesInOneClick() {

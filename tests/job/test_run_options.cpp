@@ -1,0 +1,175 @@
+// test_run_options.cpp — the option table (job/RunOptions.h) reaches the command line, its
+// --help and the run's config.json; options apply in any order; values are checked.
+#include <QtTest>
+
+#include <algorithm>
+
+#include "job/RunOptions.h"
+#include "job/TrainRunConfig.h"
+
+using namespace lorascope;
+using job::OptionType;
+using job::RunOption;
+using nlohmann::json;
+
+namespace {
+
+// A value of `option` that differs from its (non-demo) default and passes its checks.
+std::string otherValue(const RunOption& option) {
+  const std::string fallback = option.spec.defaultText;
+  switch (option.spec.type) {
+    case OptionType::Bool:
+      return fallback == "true" ? "false" : "true";
+    case OptionType::Integer: {
+      const auto min = static_cast<long long>(option.spec.min);
+      return std::to_string(std::stoll(fallback) == min ? min + 1 : min);
+    }
+    case OptionType::Real:
+      return std::stod(fallback) == 0.5 ? "0.25" : "0.5";
+    case OptionType::Choice:
+      for (const std::string& choice : option.spec.choices) {
+        if (choice != fallback) {
+          return choice;
+        }
+      }
+      break;
+    case OptionType::List:
+      return option.spec.choices.front();
+    case OptionType::Text:
+      break;
+  }
+  return fallback;
+}
+
+json settingsJson(const std::vector<std::pair<std::string, std::string>>& options, bool demo) {
+  job::TrainRunSettings settings = job::defaultSettings(demo);
+  job::applyOptions(settings, options);
+  return job::settingsToJson(settings);
+}
+
+}  // namespace
+
+class TestRunOptions : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void everyOptionReachesTheParserHelpAndConfigJson() {
+    const std::string help = job::formatHelp(job::trainCommand(), "lorascope-train");
+    const std::string synopsis = job::synopsis(job::trainCommand());
+    QVERIFY(job::runOptions().size() >= 27);
+    for (const RunOption& option : job::runOptions()) {
+      const std::string& name = option.spec.name;
+      const std::string value = otherValue(option);
+      QVERIFY2(value != option.spec.defaultText, name.c_str());
+      // The command line: --name value (and --name / --no-name for booleans).
+      const job::CliArgs parsed({"--" + name, value}, job::trainCommand());
+      QVERIFY2(parsed.value(name) == value, name.c_str());
+      if (option.spec.type == OptionType::Bool) {
+        QVERIFY(job::CliArgs({"--no-" + name}, job::trainCommand()).value(name) == "false");
+        QVERIFY(job::CliArgs({"--" + name}, job::trainCommand()).has(name));
+      }
+      // --help and the usage line name it, with its form and default.
+      QVERIFY2(help.find("  " + job::optionForm(option.spec) + "\n") != std::string::npos,
+               name.c_str());
+      QVERIFY2(synopsis.find("[--" + name) != std::string::npos, name.c_str());
+      QVERIFY2(option.spec.help.size() > 10 && !option.label.empty() && !option.group.empty(),
+               name.c_str());
+      // The run's config.json keeps it: a changed value survives settingsToJson → FromJson.
+      job::TrainRunSettings settings = job::defaultSettings(false);
+      const json before = option.get(settings);
+      job::applyOptions(settings, std::map<std::string, std::string>{{name, value}});
+      QVERIFY2(option.get(settings) != before, name.c_str());
+      const json training = job::settingsToJson(settings);
+      QVERIFY2(training.contains(json::json_pointer(option.configKey)), name.c_str());
+      const job::TrainRunSettings back = job::settingsFromJson(training, "config.json");
+      QVERIFY2(option.get(back) == option.get(settings), name.c_str());
+      // The default parses and is what defaultSettings holds.
+      QVERIFY2(option.get(job::defaultSettings(true)) ==
+                   job::parseOptionValue(option.spec, option.defaultFor(true)),
+               name.c_str());
+    }
+  }
+
+  void liveOptionsNameTheirToggle() {
+    std::set<engine::Toggle> toggles;
+    for (const RunOption& option : job::runOptions()) {
+      QCOMPARE(option.toggle.has_value(), option.apply == job::ApplyMode::Live);
+      if (option.toggle) {
+        QVERIFY(toggles.insert(*option.toggle).second);  // one option per toggle
+      }
+    }
+    // Every toggle but activation checkpointing (fixed when a run starts) is an option's.
+    QCOMPARE(toggles.size(), std::size_t{6});
+    QVERIFY(!toggles.count(engine::Toggle::ActivationCheckpointing));
+    QCOMPARE(job::findRunOption("activation-checkpointing")->apply, job::ApplyMode::Restart);
+  }
+
+  void optionsApplyInAnyOrder() {
+    std::vector<std::pair<std::string, std::string>> options = {
+        {"steps", "7"}, {"epochs", "3"}, {"batch-size", "2"}, {"lr", "1e-3"}, {"device", "cpu"}};
+    std::sort(options.begin(), options.end());
+    const json first = settingsJson(options, true);
+    QCOMPARE(first["max_steps"].get<int>(), 7);  // steps given: it limits the run
+    QCOMPARE(first["epochs"].get<int>(), 3);
+    int orders = 0;
+    do {
+      QCOMPARE(settingsJson(options, true), first);
+      ++orders;
+    } while (std::next_permutation(options.begin(), options.end()));
+    QCOMPARE(orders, 120);
+    // Epochs without steps: the run goes by epochs, whichever order the rest came in.
+    std::vector<std::pair<std::string, std::string>> byEpochs = {{"lr", "1e-3"}, {"epochs", "2"}};
+    QCOMPARE(settingsJson(byEpochs, true)["max_steps"].get<int>(), 0);
+    std::reverse(byEpochs.begin(), byEpochs.end());
+    QCOMPARE(settingsJson(byEpochs, true)["max_steps"].get<int>(), 0);
+  }
+
+  void badValuesNameTheOption() {
+    auto message = [](const std::vector<std::string>& args) {
+      try {
+        job::CliArgs parsed(args, job::trainCommand());
+      } catch (const job::UsageError& e) {
+        return std::string(e.what());
+      }
+      return std::string("accepted");
+    };
+    QCOMPARE(message({"--lora-r", "0"}), std::string("--lora-r needs an integer from 1 to 4096, "
+                                                     "got '0'"));
+    QCOMPARE(message({"--schedule", "steep"}),
+             std::string("--schedule needs one of constant, linear, cosine, got 'steep'"));
+    QCOMPARE(message({"--targets", "q,x"}),
+             std::string("--targets needs a comma-separated list of q, k, v, o, gate, up, down, "
+                         "got 'q,x'"));
+    QCOMPARE(message({"--memory-margin", "0.9"}),
+             std::string("--memory-margin needs a number in [0, 0.9), got '0.9'"));
+    QCOMPARE(message({"--batch-size", "auto"}), std::string("accepted"));
+    // A boolean takes a following true/false, and leaves any other word to the positionals.
+    QVERIFY(!job::CliArgs({"--packing", "false"}, job::trainCommand()).has("packing"));
+    const job::CliArgs maybe({"--packing", "maybe"}, job::trainCommand());
+    QVERIFY(maybe.has("packing"));
+    QCOMPARE(maybe.positional(), std::vector<std::string>{"maybe"});
+  }
+
+  void aConfigFromBeforeTheNewerOptionsTakesTheirDefaults() {
+    json training = job::settingsToJson(job::defaultSettings(false));
+    for (const RunOption& option : job::runOptions()) {
+      if (option.optionalInConfig) {
+        training.erase(option.configKey.substr(1));
+      }
+    }
+    training.erase("auto_micro_batch");
+    const job::TrainRunSettings s = job::settingsFromJson(training, "old/config.json");
+    QCOMPARE(s.gemmBackend, std::string("vendor"));
+    QCOMPARE(s.memoryMargin, 0.10);
+    // A value outside today's range (an older version allowed any seed) still resumes.
+    training["seed"] = 3'000'000'000u;
+    QCOMPARE(job::settingsFromJson(training, "old/config.json").train.seed,
+             std::uint64_t{3'000'000'000u});
+    json broken = training;
+    broken["lora"].erase("r");
+    QVERIFY_THROWS_EXCEPTION(job::UsageError, job::settingsFromJson(broken, "old/config.json"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestRunOptions)
+#include "test_run_options.moc"
