@@ -99,6 +99,7 @@ void SupervisorHost::loop() {
       }
     }
     task();
+    supervisor_->checkHang();  // also while reports keep coming (an engine hung but talking)
     connected_ = supervisor_->isConnected();
     rung_ = supervisor_->rung();
     restarts_ = supervisor_->restarts();
