@@ -37,7 +37,8 @@ message(STATUS "hip-amd: ROCm at ${LORASCOPE_ROCM_PATH}; HIP runtime: ${_hip_how
 execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-resource-dir OUTPUT_VARIABLE _resource_dir
                 OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
 find_path(LORASCOPE_HIP_DEVICE_LIB_DIR ocml.bc
-  HINTS "${_rocm}/amdgcn/bitcode" "${_rocm}/lib/amdgcn/bitcode" "${_resource_dir}/lib/amdgcn/bitcode"
+  HINTS "${_rocm}/amdgcn/bitcode" "${_rocm}/lib/amdgcn/bitcode" "${_resource_dir}/amdgcn/bitcode"
+        "${_resource_dir}/lib/amdgcn/bitcode"
         "${_rocm}/lib/${CMAKE_LIBRARY_ARCHITECTURE}/amdgcn/bitcode"
         "${_rocm}/lib/x86_64-linux-gnu/amdgcn/bitcode" "${_rocm}/llvm/lib/clang/amdgcn/bitcode"
   NO_DEFAULT_PATH)
@@ -74,7 +75,8 @@ set(LORASCOPE_AMD_BUILD_TARGETS "")
 set(_dropped "")
 foreach(_target IN LISTS LORASCOPE_AMD_TARGETS)
   set(_key "LORASCOPE_AMD_PROBE_${_target}")
-  if(NOT "${${_key}}" MATCHES "^${CMAKE_CXX_COMPILER}\\|")
+  string(FIND "${${_key}}" "${CMAKE_CXX_COMPILER}|" _cached_at)
+  if(NOT _cached_at EQUAL 0)
     execute_process(
       COMMAND ${CMAKE_CXX_COMPILER} ${_base_flags} -D__HIP_PLATFORM_AMD__ ${_probe_includes}
               --offload-arch=${_target} --offload-device-only -c probe.hip -o probe-${_target}.o
