@@ -57,15 +57,19 @@ class TestCliDoctor : public QObject {
     const QJsonObject report = QJsonDocument::fromJson(r.out).object();
     QVERIFY2(!report.isEmpty(), r.out.constData());
     QCOMPARE(report.value(QStringLiteral("checks")).toArray().size(), 8);
-    if (checkById(report, QStringLiteral("build")).value(QStringLiteral("data")).toObject()
-            .value(QStringLiteral("flavour")).toString() != QStringLiteral("cpu")) {
+    if (checkById(report, QStringLiteral("build"))
+            .value(QStringLiteral("data"))
+            .toObject()
+            .value(QStringLiteral("flavour"))
+            .toString() != QStringLiteral("cpu")) {
       QSKIP("a GPU build: whether its steps run depends on the machine");
     }
     for (const QString& id : {QStringLiteral("parity"), QStringLiteral("smoke")}) {
       const QJsonObject c = checkById(report, id);
       QCOMPARE(c.value(QStringLiteral("verdict")).toString(), QStringLiteral("skip"));
-      QVERIFY2(c.value(QStringLiteral("summary")).toString().startsWith(
-                   QStringLiteral("skipped: the cpu build has no GPU code")),
+      QVERIFY2(c.value(QStringLiteral("summary"))
+                   .toString()
+                   .startsWith(QStringLiteral("skipped: the cpu build has no GPU code")),
                qPrintable(c.value(QStringLiteral("summary")).toString()));
     }
     QCOMPARE(report.value(QStringLiteral("verdict")).toString(), QStringLiteral("pass"));
@@ -89,10 +93,10 @@ class TestCliDoctor : public QObject {
 
     // A real run folder: two demo steps leave config, metrics and an adapter (weights).
     const QString runDir = home + QStringLiteral("/runs/demo");
-    const Result train = run({QStringLiteral("train"), QStringLiteral("--demo"),
-                              QStringLiteral("--steps"), QStringLiteral("2"),
-                              QStringLiteral("--out"), runDir},
-                             env);
+    const Result train =
+        run({QStringLiteral("train"), QStringLiteral("--demo"), QStringLiteral("--steps"),
+             QStringLiteral("2"), QStringLiteral("--out"), runDir},
+            env);
     QVERIFY2(train.exitCode == 0, train.err.constData());
     QDirIterator weights(runDir, {QStringLiteral("*.safetensors")}, QDir::Files,
                          QDirIterator::Subdirectories);
@@ -109,7 +113,8 @@ class TestCliDoctor : public QObject {
     const QString unpacked = scratch.filePath(QStringLiteral("unpacked"));
     QVERIFY(QDir().mkpath(unpacked));
     QProcess tar;
-    tar.start(QStringLiteral("tar"), {QStringLiteral("-xf"), bundle, QStringLiteral("-C"), unpacked});
+    tar.start(QStringLiteral("tar"),
+              {QStringLiteral("-xf"), bundle, QStringLiteral("-C"), unpacked});
     QVERIFY(tar.waitForFinished(30000));
     QVERIFY2(tar.exitCode() == 0, tar.readAllStandardError().constData());
 
@@ -125,11 +130,12 @@ class TestCliDoctor : public QObject {
       files.insert(name, f.readAll());
     }
     names.sort();
-    QCOMPARE(names, QStringList({QStringLiteral("README.txt"), QStringLiteral("environment.txt"),
-                                 QStringLiteral("profile.json"), QStringLiteral("report.json"),
-                                 QStringLiteral("report.txt"), QStringLiteral("run/config.json"),
-                                 QStringLiteral("run/metrics.jsonl"),
-                                 QStringLiteral("telemetry.json"), QStringLiteral("versions.txt")}));
+    QCOMPARE(names,
+             QStringList({QStringLiteral("README.txt"), QStringLiteral("environment.txt"),
+                          QStringLiteral("profile.json"), QStringLiteral("report.json"),
+                          QStringLiteral("report.txt"), QStringLiteral("run/config.json"),
+                          QStringLiteral("run/metrics.jsonl"), QStringLiteral("telemetry.json"),
+                          QStringLiteral("versions.txt")}));
 
     // What it holds: the report (the folklore variable flagged), the active profile, versions,
     // the allowed variables with their values, the run's metrics.
@@ -137,12 +143,14 @@ class TestCliDoctor : public QObject {
     const QJsonObject environment = checkById(report, QStringLiteral("environment"));
     QCOMPARE(environment.value(QStringLiteral("verdict")).toString(), QStringLiteral("warn"));
     QVERIFY(files.value("report.txt").contains("fix: unset HIP_SERIALIZE_KERNEL"));
-    QCOMPARE(QJsonDocument::fromJson(files.value("profile.json")).object()
-                 .value(QStringLiteral("name")).toString(),
+    QCOMPARE(QJsonDocument::fromJson(files.value("profile.json"))
+                 .object()
+                 .value(QStringLiteral("name"))
+                 .toString(),
              QStringLiteral("ROCm stable"));
     QVERIFY(files.value("versions.txt").contains("LoRAscope"));
     QVERIFY(files.value("environment.txt").contains("HSA_OVERRIDE_GFX_VERSION=11.0.0\n"));
-    QCOMPARE(files.value("run/metrics.jsonl").count('\n'), 2);  // one line per step
+    QCOMPARE(files.value("run/metrics.jsonl").count('\n'), 2);               // one line per step
     QVERIFY(files.value("run/config.json").contains("~/.cache/lorascope"));  // home as "~"
     QVERIFY(QJsonDocument::fromJson(files.value("telemetry.json")).isObject());
 
