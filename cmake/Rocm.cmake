@@ -30,6 +30,12 @@ else()
 endif()
 target_compile_definitions(lorascope_hip_runtime INTERFACE __HIP_PLATFORM_AMD__)
 message(STATUS "hip-amd: ROCm at ${LORASCOPE_ROCM_PATH}; HIP runtime: ${_hip_how}")
+# The ROCm chroot of scripts/rocm-chroot.sh lists its pinned packages; a build made in it keeps
+# the list (build/hip-amd/rocm-packages.txt), so that every hip-amd build says what it used.
+if(EXISTS /etc/lorascope/rocm-packages.txt)
+  configure_file(/etc/lorascope/rocm-packages.txt ${CMAKE_BINARY_DIR}/rocm-packages.txt COPYONLY)
+  message(STATUS "hip-amd: ROCm chroot packages recorded in ${CMAKE_BINARY_DIR}/rocm-packages.txt")
+endif()
 
 # --- device libraries and offload flags ------------------------------------------------------
 # The AMDGPU device libraries (ocml.bc, oclc_isa_version_*.bc): AMD's packages put them under
