@@ -540,7 +540,7 @@ Check checkParity(compute::Backend* gpu, const std::string& noGpuReason) {
   nlohmann::json ops = nlohmann::json::object();
   for (const auto& [op, t] : tally) {
     char line[256];
-    std::snprintf(line, sizeof line, "%-18s %3d/%-3d cases pass, worst %.2f of the tolerance",
+    std::snprintf(line, sizeof line, "%-22s %3d/%-3d cases pass, worst %.2f of the tolerance",
                   op.c_str(), t.cases - t.failed, t.cases, t.worstRatio);
     c.lines.push_back(line);
     ops[op] = {{"cases", t.cases}, {"failed", t.failed}, {"worst_ratio", t.worstRatio}};
