@@ -10,7 +10,8 @@
 #   scripts/rocm-chroot.sh packages DIR    the pinned packages as installed in the chroot at DIR
 #
 # The packages and their versions are pinned in scripts/rocm-chroot.packages; the tarball's name
-# carries a hash of that file and of this script, so a change rebuilds it. A pinned version that
+# carries a hash of that file and of `recipe` below (bump it when build() changes), so a change
+# rebuilds it. A pinned version that
 # the mirror no longer has fails the build naming the package and what the mirror offers now.
 # rocBLAS's kernel library (4 GB of code objects a build never reads) is kept out by a dpkg
 # path-exclude; librocblas.so itself stays (the linker resolves hipBLAS's references into it).
@@ -24,6 +25,7 @@ source_dir="$(cd "$here/.." && pwd)"
 cache="${LORASCOPE_CACHE:-/var/cache/lorascope}"
 mirror="${LORASCOPE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 package_list="$here/rocm-chroot.packages"
+recipe=1  # the version of build(): part of the tarball's name
 # rocBLAS's Tensile kernels: /usr/lib/<triplet>/rocblas/<version>/library/*.
 rocblas_kernels='/usr/lib/x86_64-linux-gnu/rocblas/*/library/*'
 
@@ -36,7 +38,7 @@ pinned() { grep -v '^\s*\(#\|$\)' "$package_list"; }
 
 tarball() {
   local hash
-  hash="$(cat "$package_list" "$0" | sha256sum | cut -c1-12)"
+  hash="$( (cat "$package_list" && echo "recipe $recipe") | sha256sum | cut -c1-12)"
   echo "$cache/rocm-6.4-chroot-$hash.tar.zst"
 }
 
