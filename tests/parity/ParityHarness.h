@@ -18,8 +18,8 @@
 //   tests/parity/cases_foo.cpp         fooCases(): shapes (odd sizes, one tile, several) and the
 //                                      Tolerance, each case built with compareBackends
 //   tests/parity/ParityHarness.h       declare fooCases() below
-//   tests/parity/parity_main.cpp       add fooCases to the families run
-//   tests/parity/CMakeLists.txt        cases_foo.cpp in parity_ops
+//   tests/parity/ParitySuite.cpp       add fooCases to allCases (parity_ops and doctor run them)
+//   tests/parity/CMakeLists.txt        cases_foo.cpp in lorascope_parity
 // Then the caller: backend/model/Forward.cpp (inference) or backend/train/TrainGraph.cpp
 // (training), and, if it holds new activations, the memory model in
 // backend/train/AutoMicroBatch.cpp. Check on the device machine: scripts/gpu-check.sh run parity.
