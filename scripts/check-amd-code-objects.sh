@@ -1,26 +1,70 @@
 #!/usr/bin/env bash
-# check-amd-code-objects.sh BUILD_DIR — fails unless every HIP kernel object of a hip-amd build
-# carries a code object for each target in the build's LORASCOPE_AMD_TARGETS.
+# check-amd-code-objects.sh [--all] BUILD_DIR — fails unless every HIP kernel object of a hip-amd
+# build carries a code object for each target the build compiled (LORASCOPE_AMD_COMPILED_TARGETS:
+# the requested LORASCOPE_AMD_TARGETS less those the toolchain could not compile). With --all it
+# also fails when any requested target was dropped (CI: the users' default targets must all build).
+# Prints one line per kernel object and a line per target.
 set -euo pipefail
-build="${1:?usage: check-amd-code-objects.sh BUILD_DIR}"
-targets="$(sed -n 's/^LORASCOPE_AMD_TARGETS:STRING=//p' "$build/CMakeCache.txt")"
-mapfile -t objects < <(find "$build" -name '*.hip.o')
+all=0
+if [[ "${1:-}" == "--all" ]]; then
+  all=1
+  shift
+fi
+build="${1:?usage: check-amd-code-objects.sh [--all] BUILD_DIR}"
+cache_value() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
+requested="$(cache_value LORASCOPE_AMD_TARGETS)"
+targets="$(cache_value LORASCOPE_AMD_COMPILED_TARGETS)"
+dropped="$(cache_value LORASCOPE_AMD_DROPPED_TARGETS)"
+compiler="$(cache_value CMAKE_CXX_COMPILER)"
+if [[ -z "$targets" ]]; then
+  echo "check-amd-code-objects: $build is not a configured hip-amd build" >&2
+  exit 1
+fi
+if [[ $all -eq 1 && -n "$dropped" ]]; then
+  echo "check-amd-code-objects: requested targets dropped at configure time: ${dropped//;/, }" \
+    "(requested: ${requested//;/, }; see cmake's warnings)" >&2
+  exit 1
+fi
+
+# clang's offload bundler: next to the compiler, else on PATH (plain or versioned).
+bundler=""
+for candidate in "$(dirname "$compiler")/clang-offload-bundler" clang-offload-bundler \
+  clang-offload-bundler-{30..15}; do
+  if command -v "$candidate" >/dev/null 2>&1; then
+    bundler="$candidate"
+    break
+  fi
+done
+[[ -n "$bundler" ]] || {
+  echo "check-amd-code-objects: no clang-offload-bundler found (ROCm's llvm/bin, clang-tools-N)" >&2
+  exit 1
+}
+
+mapfile -t objects < <(find "$build" -name '*.hip.o' | sort)
 if [[ ${#objects[@]} -eq 0 ]]; then
   echo "check-amd-code-objects: no HIP kernel objects under $build" >&2
   exit 1
 fi
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
+declare -A objects_per_target
 for object in "${objects[@]}"; do
   # clang embeds the device code as an offload bundle in the .hip_fatbin section.
   objcopy --dump-section .hip_fatbin="$scratch/fatbin" "$object" "$scratch/host.o"
-  bundles="$(clang-offload-bundler-15 --list --type=o --input="$scratch/fatbin")"
+  bundles="$("$bundler" --list --type=o --input="$scratch/fatbin")"
   for target in ${targets//;/ }; do
     if ! grep -q -- "-$target\$" <<<"$bundles"; then
       echo "check-amd-code-objects: $object has no code object for $target:" >&2
       echo "$bundles" >&2
       exit 1
     fi
+    objects_per_target[$target]=$((${objects_per_target[$target]:-0} + 1))
   done
   echo "$(basename "$object"): code objects for ${targets//;/, }"
 done
+for target in ${targets//;/ }; do
+  echo "  $target: ${objects_per_target[$target]} of ${#objects[@]} kernel objects"
+done
+if [[ -n "$dropped" ]]; then
+  echo "  dropped at configure time (the toolchain cannot compile them): ${dropped//;/, }"
+fi

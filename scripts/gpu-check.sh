@@ -24,6 +24,9 @@
 #                                  peak allocated and peak reserved, both reference shapes, with
 #                                  and without activation checkpointing (ARGS go to the program,
 #                                  e.g. --batch 4 --seq 1024); table in $OUT/memory.txt
+#   scripts/gpu-check.sh doctor    there: build lorascope-train only and run `lorascope-train
+#                                  doctor --bundle` as a user would; the report and the bundle
+#                                  (report.json inside) land in $OUT/doctor.txt, doctor-bundle.tar
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -79,6 +82,23 @@ configure_device_build() {
     { tail -40 "$out/configure.log"; exit 1; }
 }
 
+run_doctor() {
+  local out="${OUT:-$repo/gpu-check-results}"
+  mkdir -p "$out"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
+  configure_device_build "$out"
+  local started=$SECONDS
+  cmake --build build/device --target lorascope-train --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
+    { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+  echo "gpu-check: lorascope-train built in $((SECONDS - started)) s"
+  local status=0
+  started=$SECONDS
+  build/device/app/lorascope-train doctor --bundle "$out/doctor-bundle.tar" 2>&1 |
+    tee "$out/doctor.txt" || status=1
+  echo "gpu-check: doctor took $((SECONDS - started)) s"
+  exit "$status"
+}
+
 run_bench() {
   local out="${OUT:-$repo/gpu-check-results}"
   mkdir -p "$out"
@@ -131,6 +151,7 @@ run_memory() {
 case "${1:-}" in
   prepare) prepare ;;
   run) run_checks "${2:-}" ;;
+  doctor) run_doctor ;;
   bench)
     shift
     run_bench "$@"
@@ -140,7 +161,7 @@ case "${1:-}" in
     run_memory "$@"
     ;;
   *)
-    echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | bench [SHAPE ...] | memory [ARGS]" >&2
+    echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | doctor | bench [SHAPE ...] | memory [ARGS]" >&2
     exit 2
     ;;
 esac

@@ -2,7 +2,10 @@
 # install-deps.sh — installs the Debian 12 packages LoRAscope builds with, and nothing else.
 # Idempotent: installs only what is missing (after `apt-get update`); safe to run every time.
 #   scripts/install-deps.sh          build tools, Qt 6, JSON, BLAS, PCRE2, utf8proc
-#   scripts/install-deps.sh --hip    also the AMD HIP toolchain for the hip-amd preset
+#   scripts/install-deps.sh --hip    also debootstrap and zstd, for the ROCm 6.4 chroot in which
+#                                    CI builds the hip-amd flavour (scripts/rocm-chroot.sh); a
+#                                    ROCm install of your own needs neither (README)
+#   scripts/install-deps.sh --sanitize   also clang 15, for the sanitize preset (ASan/UBSan, fuzz)
 set -euo pipefail
 
 packages=(
@@ -11,10 +14,18 @@ packages=(
   nlohmann-json3-dev libopenblas-dev libpcre2-dev libutf8proc-dev
   xvfb xauth
 )
-if [[ "${1:-}" == "--hip" ]]; then
-  # Debian 12's ROCm 5.2: hipcc (clang 15), the HIP runtime, device libraries and rocm-smi.
-  packages+=(hipcc libamdhip64-dev rocm-device-libs librocm-smi-dev clang-15)
-fi
+for option in "$@"; do
+  case "$option" in
+    # Debian 12's own ROCm (5.2) cannot compile for gfx11/gfx12: the hip-amd flavour is built
+    # against ROCm 6.4 from Debian unstable, inside a chroot, never installed on the host.
+    --hip) packages+=(debootstrap zstd) ;;
+    --sanitize) packages+=(clang-15) ;;
+    *)
+      echo "install-deps: unknown option $option (--hip, --sanitize)" >&2
+      exit 2
+      ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

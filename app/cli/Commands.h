@@ -15,6 +15,7 @@ using Args = std::vector<std::string>;
 
 int runBench(const Args& args);         // cmd_bench.cpp
 int runDevices(const Args& args);       // cmd_devices.cpp
+int runDoctor(const Args& args);        // cmd_doctor.cpp (+ cmd_doctor_bundle.cpp)
 int runEngine(const Args& args);        // cmd_engine.cpp
 int runEval(const Args& args);          // cmd_eval.cpp
 int runExport(const Args& args);        // cmd_export.cpp
@@ -28,6 +29,7 @@ int runValidateData(const Args& args);  // cmd_validate_data.cpp
 engine::HelloEvent engineHello();
 const job::CommandSpec& benchCommand();
 const job::CommandSpec& devicesCommand();
+const job::CommandSpec& doctorCommand();
 const job::CommandSpec& engineCommand();
 const job::CommandSpec& evalCommand();
 const job::CommandSpec& exportCommand();

@@ -26,6 +26,7 @@ const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> table = {
       {cli::runBench, cli::benchCommand()},
       {cli::runDevices, cli::devicesCommand()},
+      {cli::runDoctor, cli::doctorCommand()},
       {cli::runEngine, cli::engineCommand()},
       {cli::runEval, cli::evalCommand()},
       {cli::runExport, cli::exportCommand()},

@@ -20,6 +20,7 @@
 #include <QUrl>
 
 #include "compute/BuildInfo.h"
+#include "gui/GpuCheckDialog.h"
 #include "gui/ProcessesPage.h"
 #include "gui/RunExporter.h"
 #include "gui/RunSetupPage.h"
@@ -116,6 +117,8 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About LoRAscope"), this, &MainWindow::showAbout);
   help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
+  help->addSeparator();
+  help->addAction(tr("&Check this GPU…"), this, &MainWindow::checkGpu);
 
   engineLabel_ = new QLabel(this);
   stateLabel_ = new QLabel(this);
@@ -360,6 +363,13 @@ void MainWindow::saveLayout() const {
 void MainWindow::closeEvent(QCloseEvent* event) {
   saveLayout();
   QMainWindow::closeEvent(event);
+}
+
+void MainWindow::checkGpu() {
+  auto* dialog =
+      new GpuCheckDialog(exporter_->program(), runFolder_, profileBar_->requestedProfile(), this);
+  dialog->setAttribute(Qt::WA_DeleteOnClose);
+  dialog->show();
 }
 
 void MainWindow::showAbout() {

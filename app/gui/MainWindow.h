@@ -78,6 +78,8 @@ class MainWindow : public QMainWindow {
 
  public slots:
   void showAbout();
+  // Help → Check this GPU: `lorascope-train doctor` in a dialog (gui/GpuCheckDialog.h).
+  void checkGpu();
   void sendCommand(const lorascope::engine::Command& command);
   void handleEvent(const lorascope::engine::TimedEvent& event);
 

@@ -18,6 +18,7 @@ class RunExporter : public QObject {
   ~RunExporter() override;  // kills an export still running
 
   void setProgram(const QString& program) { program_ = program; }
+  const QString& program() const { return program_; }
 
   enum class Kind { Adapter, MergedModel };
   // Starts the export; false when one is already running.

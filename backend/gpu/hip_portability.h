@@ -173,8 +173,15 @@ inline std::string runtimeVersionText(int version) {
   return "HIP " + std::to_string(version / 10000000) + "." +
          std::to_string(version / 100000 % 100) + " (ROCm)";
 }
-#if defined(__AMDGCN_WAVEFRONT_SIZE)
-inline constexpr int kWaveSize = __AMDGCN_WAVEFRONT_SIZE;  // 32 on RDNA (gfx10/11), 64 on CDNA
+// Per target family (clang defines __GFX9__, __GFX10__, ... in each device pass), not from
+// __AMDGCN_WAVEFRONT_SIZE, which clang 21 deprecates. HIP compiles RDNA for wave32 unless told
+// -mwavefrontsize64, which this project never passes.
+#if defined(__GFX9__)
+inline constexpr int kWaveSize = 64;  // GCN5 / CDNA: gfx90a, gfx942
+#elif defined(__GFX10__) || defined(__GFX11__) || defined(__GFX12__)
+inline constexpr int kWaveSize = 32;  // RDNA 2/3/4: gfx1030, gfx11xx, gfx12xx
+#elif defined(__HIP_DEVICE_COMPILE__)
+#error "hip_portability.h: unknown AMD GPU family; add its wave size"
 #else
 // The host pass of a HIP compilation serves every target at once, so it has no single wave size;
 // only device code may rely on kWaveSize. Host code sizes things with kMinWaveSize.

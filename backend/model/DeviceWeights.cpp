@@ -76,4 +76,16 @@ ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights
   return placed;
 }
 
+ModelWeights roundedAsOnGpu(compute::Backend& cpu, const ModelWeights& weights) {
+  const bool tied = weights.lmHead.defined() && weights.lmHead.data() == weights.embed.data();
+  ModelWeights rounded = weights;
+  forEachTensor(rounded, [&](Tensor& t) {
+    if (!t.defined() || t.dtype() == DType::BF16) {
+      return;
+    }
+    t = tied && &t == &rounded.lmHead ? rounded.embed : placeOne(cpu, t);
+  });
+  return rounded;
+}
+
 }  // namespace lorascope::model

@@ -27,4 +27,9 @@ using PlaceProgress = std::function<void(std::uint64_t doneBytes, std::uint64_t 
 ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights,
                           const PlaceProgress& progress = {});
 
+// The weights with the values a GPU backend computes on (f32/f16 rounded to bf16, bf16 as
+// stored), as bf16 tensors of `cpu`: the CPU reference for a GPU run of an f32 model
+// (`lorascope-train doctor`'s smoke test), so both runs start from the same numbers.
+ModelWeights roundedAsOnGpu(compute::Backend& cpu, const ModelWeights& weights);
+
 }  // namespace lorascope::model

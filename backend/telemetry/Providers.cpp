@@ -1,6 +1,8 @@
-// Providers.cpp — the order in which providers are tried and the amdgpu-sysfs fallback rule.
+// Providers.cpp — the order in which providers are tried: NVML; for AMD, amd-smi (ROCm 6/7), else
+// rocm-smi, else amdgpu sysfs (all three read the same driver, so only the first that works).
 #include "telemetry/Providers.h"
 
+#include "telemetry/AmdSmiProvider.h"
 #include "telemetry/AmdgpuSysfsProvider.h"
 #include "telemetry/HostProvider.h"
 #include "telemetry/NvmlProvider.h"
@@ -25,7 +27,8 @@ bool tryOpen(const std::shared_ptr<Provider>& provider, ProviderSet& set,
 ProviderSet openProviders() {
   ProviderSet set;
   tryOpen(std::make_shared<NvmlProvider>(), set, set.gpu);
-  if (!tryOpen(std::make_shared<RocmSmiProvider>(), set, set.gpu)) {
+  if (!tryOpen(std::make_shared<AmdSmiProvider>(), set, set.gpu) &&
+      !tryOpen(std::make_shared<RocmSmiProvider>(), set, set.gpu)) {
     tryOpen(std::make_shared<AmdgpuSysfsProvider>(), set, set.gpu);
   }
   std::vector<std::shared_ptr<Provider>> host;

@@ -1,5 +1,6 @@
-// Providers.h — picks the providers that work on this machine: NVML, rocm-smi, amdgpu sysfs
-// (only where rocm-smi is unavailable, since it reads the same driver), and the host. Each that
+// Providers.h — picks the providers that work on this machine: NVML, amd-smi, rocm-smi (only
+// where amd-smi is unavailable), amdgpu sysfs (only where both are, since all three read the same
+// driver), and the host. Each that
 // is absent is listed with the reason, in words; none of that is an error.
 #pragma once
 

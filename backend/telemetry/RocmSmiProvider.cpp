@@ -10,18 +10,8 @@
 namespace lorascope::telemetry {
 namespace {
 
-// Constants from rocm_smi.h (ROCm 5.2 .. 6.x).
-constexpr int kRsmiSuccess = 0;
-constexpr int kMemTypeVram = 0;                // RSMI_MEM_TYPE_VRAM
-constexpr int kMemTypeVisVram = 1;             // RSMI_MEM_TYPE_VIS_VRAM
-constexpr int kMemTypeGtt = 2;                 // RSMI_MEM_TYPE_GTT
-constexpr std::uint32_t kTempTypeEdge = 0;     // RSMI_TEMP_TYPE_EDGE
-constexpr int kTempCurrent = 0;                // RSMI_TEMP_CURRENT
-constexpr int kClockTypeSys = 0;               // RSMI_CLK_TYPE_SYS
-constexpr int kClockTypeMem = 4;               // RSMI_CLK_TYPE_MEM
-constexpr std::uint32_t kMaxFrequencies = 32;  // RSMI_MAX_NUM_FREQUENCIES
-// Big enough for either layout of rsmi_frequencies_t (264 bytes in ROCm 5, 272 in ROCm 6).
-constexpr std::size_t kFrequencyBufferBytes = 512;
+using namespace rsmi;  // the constants of rocm_smi.h (RocmSmiAbi.h)
+
 constexpr std::uint32_t kMaxProcesses = 1024;
 const char* const kProcRoot = "/proc";
 const char* const kKfdNode = "/dev/kfd";
@@ -66,8 +56,8 @@ std::optional<std::uint64_t> decodeRsmiCurrentFrequencyHz(const unsigned char* b
   if (auto hz = currentFrequencyAt(bytes, size, 0, 8)) {
     return hz;
   }
-  // ROCm 6: {bool has_deep_sleep; u32 num_supported; u32 current; u64 frequency[32]}.
-  return currentFrequencyAt(bytes, size, 4, 16);
+  // ROCm 6: {bool has_deep_sleep; u32 num_supported; u32 current; u64 frequency[33]}.
+  return currentFrequencyAt(bytes, size, kRocm6FrequencyCountOffset, kRocm6FrequencyArrayOffset);
 }
 
 std::vector<std::string> RocmSmiProvider::defaultLibraryNames() {
@@ -109,7 +99,7 @@ std::vector<SymbolSpec> RocmSmiProvider::symbolTable() {
 
 std::string RocmSmiProvider::statusText(int status) const {
   const char* text = nullptr;
-  if (api_.statusString != nullptr && api_.statusString(status, &text) == kRsmiSuccess &&
+  if (api_.statusString != nullptr && api_.statusString(status, &text) == kSuccess &&
       text != nullptr) {
     return text;
   }
@@ -130,14 +120,14 @@ bool RocmSmiProvider::init() {
     return false;
   }
   const int status = api_.init(0);
-  if (status != kRsmiSuccess) {
+  if (status != kSuccess) {
     lastError_ = "rsmi_init failed: " + statusText(status) +
                  " (is the amdgpu driver loaded and /dev/kfd readable?)";
     return false;
   }
   initialised_ = true;
   std::uint32_t count = 0;
-  if (api_.numMonitorDevices(&count) != kRsmiSuccess || count == 0) {
+  if (api_.numMonitorDevices(&count) != kSuccess || count == 0) {
     lastError_ = "rocm-smi found no AMD GPU";
     return false;
   }
@@ -145,11 +135,11 @@ bool RocmSmiProvider::init() {
   for (std::uint32_t i = 0; i < count; ++i) {
     DeviceInfo info{static_cast<int>(i), "AMD GPU " + std::to_string(i), "", name()};
     char text[256] = {};
-    if (api_.deviceName != nullptr && api_.deviceName(i, text, sizeof(text)) == kRsmiSuccess) {
+    if (api_.deviceName != nullptr && api_.deviceName(i, text, sizeof(text)) == kSuccess) {
       info.name = text;
     }
     std::uint64_t bdfid = 0;
-    if (api_.pciId != nullptr && api_.pciId(i, &bdfid) == kRsmiSuccess) {
+    if (api_.pciId != nullptr && api_.pciId(i, &bdfid) == kSuccess) {
       info.busId = formatBdf(bdfid);
     }
     devices_.push_back(std::move(info));
@@ -163,7 +153,7 @@ DeviceReading RocmSmiProvider::readDevice(std::uint32_t index) const {
   r.index = static_cast<int>(index);
   const auto memory = [&](auto fn, int type) -> std::optional<std::uint64_t> {
     std::uint64_t bytes = 0;
-    return fn(index, type, &bytes) == kRsmiSuccess ? std::optional(bytes) : std::nullopt;
+    return fn(index, type, &bytes) == kSuccess ? std::optional(bytes) : std::nullopt;
   };
   r.vramTotalBytes = memory(api_.memoryTotal, kMemTypeVram);
   r.vramUsedBytes = memory(api_.memoryUsage, kMemTypeVram);
@@ -173,7 +163,7 @@ DeviceReading RocmSmiProvider::readDevice(std::uint32_t index) const {
   r.gttUsedBytes = memory(api_.memoryUsage, kMemTypeGtt);
   const auto percent = [&](auto fn) -> std::optional<double> {
     std::uint32_t value = 0;
-    if (fn == nullptr || fn(index, &value) != kRsmiSuccess || value > 100) {
+    if (fn == nullptr || fn(index, &value) != kSuccess || value > 100) {
       return std::nullopt;
     }
     return static_cast<double>(value);
@@ -182,18 +172,18 @@ DeviceReading RocmSmiProvider::readDevice(std::uint32_t index) const {
   r.memoryBusyPercent = percent(api_.memoryBusyPercent);
   std::int64_t millicelsius = 0;
   if (api_.temperature != nullptr &&
-      api_.temperature(index, kTempTypeEdge, kTempCurrent, &millicelsius) == kRsmiSuccess) {
+      api_.temperature(index, kTempTypeEdge, kTempCurrent, &millicelsius) == kSuccess) {
     r.temperatureCelsius = static_cast<double>(millicelsius) / 1000.0;
   }
   std::uint64_t microwatts = 0;
-  if ((api_.socketPower != nullptr && api_.socketPower(index, &microwatts) == kRsmiSuccess) ||
-      (api_.averagePower != nullptr && api_.averagePower(index, 0, &microwatts) == kRsmiSuccess)) {
+  if ((api_.socketPower != nullptr && api_.socketPower(index, &microwatts) == kSuccess) ||
+      (api_.averagePower != nullptr && api_.averagePower(index, 0, &microwatts) == kSuccess)) {
     r.powerWatts = static_cast<double>(microwatts) / 1e6;
   }
   const auto clockMhz = [&](int type) -> std::optional<double> {
     unsigned char buffer[kFrequencyBufferBytes] = {};
     if (api_.clockFrequencies == nullptr ||
-        api_.clockFrequencies(index, type, buffer) != kRsmiSuccess) {
+        api_.clockFrequencies(index, type, buffer) != kSuccess) {
       return std::nullopt;
     }
     const std::optional<std::uint64_t> hz = decodeRsmiCurrentFrequencyHz(buffer, sizeof(buffer));
@@ -207,8 +197,7 @@ DeviceReading RocmSmiProvider::readDevice(std::uint32_t index) const {
 std::vector<std::uint32_t> RocmSmiProvider::processDevices(std::uint32_t pid) const {
   std::vector<std::uint32_t> indices(devices_.size());
   std::uint32_t count = static_cast<std::uint32_t>(indices.size());
-  if (api_.processGpus == nullptr ||
-      api_.processGpus(pid, indices.data(), &count) != kRsmiSuccess) {
+  if (api_.processGpus == nullptr || api_.processGpus(pid, indices.data(), &count) != kSuccess) {
     return {};
   }
   indices.resize(std::min<std::size_t>(count, indices.size()));
@@ -221,7 +210,7 @@ void RocmSmiProvider::readProcesses(Snapshot& out) const {
   }
   std::vector<ProcessInfo> listed(kMaxProcesses);
   std::uint32_t count = kMaxProcesses;
-  if (api_.processInfo(listed.data(), &count) != kRsmiSuccess) {
+  if (api_.processInfo(listed.data(), &count) != kSuccess) {
     return;
   }
   listed.resize(std::min(count, kMaxProcesses));
@@ -246,7 +235,7 @@ void RocmSmiProvider::readProcesses(Snapshot& out) const {
     if (api_.processInfoByDevice != nullptr && !gpus.empty()) {
       for (const std::uint32_t gpu : gpus) {
         ProcessInfo details{};
-        if (api_.processInfoByDevice(entry.processId, gpu, &details) == kRsmiSuccess) {
+        if (api_.processInfoByDevice(entry.processId, gpu, &details) == kSuccess) {
           add(details, static_cast<int>(gpu));
         }
       }
@@ -255,9 +244,8 @@ void RocmSmiProvider::readProcesses(Snapshot& out) const {
     std::optional<ProcessInfo> info = entry;  // ROCm 6 fills the details in the list itself
     if (api_.processInfoByPid != nullptr) {
       ProcessInfo details{};  // ROCm 5 fills VRAM/SDMA/CU only per PID
-      info = api_.processInfoByPid(entry.processId, &details) == kRsmiSuccess
-                 ? std::optional(details)
-                 : std::nullopt;
+      info = api_.processInfoByPid(entry.processId, &details) == kSuccess ? std::optional(details)
+                                                                          : std::nullopt;
     }
     add(info, gpus.size() == 1 ? std::optional(static_cast<int>(gpus.front())) : std::nullopt);
   }

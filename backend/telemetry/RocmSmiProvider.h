@@ -1,14 +1,15 @@
 // RocmSmiProvider.h — AMD GPUs through librocm_smi64, opened at run time (no build-time
-// dependency on rocm_smi.h: the few types and constants used are declared in the .cpp from the
-// ROCm SMI API, rocm_smi.h of ROCm 5.2 to 6.x).
+// dependency on rocm_smi.h: the few types and constants used are declared in RocmSmiAbi.h, checked
+// at compile time against rocm_smi.h of ROCm 6.4).
 //
 // Per device: VRAM, CPU-visible VRAM and GTT total/used, busy %, memory busy %, edge
 // temperature, power, system and memory clocks. Per process (KFD compute processes): PID, VRAM,
 // SDMA time, CU occupancy.
 //
-// Tested here: loading with the library absent, the symbol table against the real
-// librocm_smi64.so.1 of ROCm 5.2, init on a machine without an AMD GPU, and the decoding of the
-// clock struct. Live values are UNTESTED: no AMD GPU is available to this project's machines.
+// Tested here: loading with the library absent, the symbol table against a real librocm_smi64
+// where one is installed, init on a machine without an AMD GPU, the decoding of the clock struct,
+// and (CI, ROCm 6.4 chroot) the declarations against rocm_smi.h. Live values are UNTESTED: no AMD
+// GPU is available to this project's machines.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +20,7 @@
 
 #include "telemetry/DynamicLibrary.h"
 #include "telemetry/Provider.h"
+#include "telemetry/RocmSmiAbi.h"
 
 namespace lorascope::telemetry {
 
@@ -47,38 +49,7 @@ class RocmSmiProvider : public Provider {
   const LoadResult& loadResult() const { return load_; }
 
  private:
-  // rocm_smi.h's process record (unchanged from ROCm 5.2 to 6.x).
-  struct ProcessInfo {
-    std::uint32_t processId;
-    std::uint32_t pasid;
-    std::uint64_t vramUsageBytes;
-    std::uint64_t sdmaUsageUs;
-    std::uint32_t cuOccupancyPercent;
-  };
-  // The entry points used; rsmi_status_t is a C enum (int). Filled from the symbol table.
-  struct Api {
-    int (*init)(std::uint64_t flags) = nullptr;
-    int (*shutDown)() = nullptr;
-    int (*numMonitorDevices)(std::uint32_t* count) = nullptr;
-    int (*memoryTotal)(std::uint32_t device, int memoryType, std::uint64_t* bytes) = nullptr;
-    int (*memoryUsage)(std::uint32_t device, int memoryType, std::uint64_t* bytes) = nullptr;
-    int (*statusString)(int status, const char** text) = nullptr;
-    int (*deviceName)(std::uint32_t device, char* name, std::size_t length) = nullptr;
-    int (*pciId)(std::uint32_t device, std::uint64_t* bdfid) = nullptr;
-    int (*busyPercent)(std::uint32_t device, std::uint32_t* percent) = nullptr;
-    int (*memoryBusyPercent)(std::uint32_t device, std::uint32_t* percent) = nullptr;
-    int (*temperature)(std::uint32_t device, std::uint32_t sensor, int metric,
-                       std::int64_t* millicelsius) = nullptr;
-    int (*socketPower)(std::uint32_t device, std::uint64_t* microwatts) = nullptr;
-    int (*averagePower)(std::uint32_t device, std::uint32_t sensor,
-                        std::uint64_t* microwatts) = nullptr;
-    int (*clockFrequencies)(std::uint32_t device, int clockType, void* frequencies) = nullptr;
-    int (*processInfo)(ProcessInfo* processes, std::uint32_t* count) = nullptr;
-    int (*processGpus)(std::uint32_t pid, std::uint32_t* devices, std::uint32_t* count) = nullptr;
-    int (*processInfoByPid)(std::uint32_t pid, ProcessInfo* info) = nullptr;
-    int (*processInfoByDevice)(std::uint32_t pid, std::uint32_t device,
-                               ProcessInfo* info) = nullptr;
-  };
+  using ProcessInfo = rsmi::ProcessInfo;
   std::vector<SymbolSpec> symbolTable();
   std::string statusText(int status) const;
   DeviceReading readDevice(std::uint32_t index) const;
@@ -88,7 +59,7 @@ class RocmSmiProvider : public Provider {
   std::vector<std::string> libraryNames_;
   DynamicLibrary library_;
   LoadResult load_;
-  Api api_;
+  rsmi::Api api_;
   std::vector<DeviceInfo> devices_;
   std::string lastError_;
   bool initialised_ = false;

@@ -14,6 +14,7 @@
 
 #include "../widgets/RecordedStream.h"
 #include "compute/BuildInfo.h"
+#include "gui/GpuCheckDialog.h"
 #include "gui/MainWindow.h"
 #include "gui/RunSetupPage.h"
 #include "gui/Theme.h"
@@ -83,6 +84,30 @@ class TestAppShell : public QObject {
     QMenu* help = window.menuBar()->actions().at(3)->menu();
     QVERIFY(help != nullptr);
     QCOMPARE(help->actions().at(0)->text(), QStringLiteral("&About LoRAscope"));
+  }
+
+  // Help → Check this GPU runs `lorascope-train doctor` and offers its support bundle.
+  void helpChecksThisGpuAndSavesTheBundle() {
+    app::MainWindow window(app::collectAboutFacts());
+    window.setEngineProgram(QStringLiteral(LORASCOPE_TRAIN));
+    QAction* check = nullptr;
+    for (QAction* action : window.menuBar()->actions().at(3)->menu()->actions()) {
+      check = action->text() == QStringLiteral("&Check this GPU…") ? action : check;
+    }
+    QVERIFY(check != nullptr);
+    check->trigger();
+    auto* dialog = window.findChild<app::GpuCheckDialog*>();
+    QVERIFY(dialog != nullptr);
+    QTRY_VERIFY_WITH_TIMEOUT(dialog->finished(), 120000);
+    QVERIFY2(dialog->report().contains(QStringLiteral("LoRAscope doctor: lorascope-train")),
+             qPrintable(dialog->report()));
+    QVERIFY(dialog->report().contains(QStringLiteral("verdict: ")));
+    QTemporaryDir out;
+    const QString saved = out.filePath(QStringLiteral("support.tar"));
+    QVERIFY(dialog->saveBundle(saved));
+    QFile tar(saved);
+    QVERIFY(tar.open(QIODevice::ReadOnly));
+    QVERIFY(tar.read(10) == QByteArray("README.txt"));  // the first entry's name
   }
 
   void withoutAnEngineEverythingWaits() {

@@ -18,8 +18,8 @@
 //   tests/parity/cases_foo.cpp         fooCases(): shapes (odd sizes, one tile, several) and the
 //                                      Tolerance, each case built with compareBackends
 //   tests/parity/ParityHarness.h       declare fooCases() below
-//   tests/parity/parity_main.cpp       add fooCases to the families run
-//   tests/parity/CMakeLists.txt        cases_foo.cpp in parity_ops
+//   tests/parity/ParitySuite.cpp       add fooCases to allCases (parity_ops and doctor run them)
+//   tests/parity/CMakeLists.txt        cases_foo.cpp in lorascope_parity
 // Then the caller: backend/model/Forward.cpp (inference) or backend/train/TrainGraph.cpp
 // (training), and, if it holds new activations, the memory model in
 // backend/train/AutoMicroBatch.cpp. Check on the device machine: scripts/gpu-check.sh run parity.
@@ -88,12 +88,30 @@ Comparison compareShapeErrors(compute::Backend& cpu, compute::Backend& gpu,
                               const std::string& expected,
                               const std::function<void(compute::Backend&)>& body);
 
-// One list per op family; parity_main.cpp runs them all.
+// One list per op family; parity_main.cpp and `lorascope-train doctor` run them all.
 std::vector<ParityCase> rmsnormCases();
 std::vector<ParityCase> attentionCases();
 std::vector<ParityCase> lmHeadCases();
 std::vector<ParityCase> optimizerCases();
 std::vector<ParityCase> gemmCases(bool vendorGemm);  // vendorGemm: the build has a vendor BLAS
 std::vector<ParityCase> elementwiseCases();
+
+// --- the whole suite (ParitySuite.cpp), shared by parity_ops and `lorascope-train doctor` ---
+
+// Selects the vendor GEMM on `gpu` when the build has one; otherwise returns false and says why
+// in `note` (an AMD build without hipBLAS).
+bool selectVendorGemm(compute::Backend& gpu, std::string& note);
+// Every case of every family, the vendor GEMM's only when `vendorGemm`.
+std::vector<ParityCase> allCases(bool vendorGemm);
+
+struct CaseOutcome {
+  std::vector<Comparison> results;
+  std::string error;  // what the case threw, "" when it ran
+  bool pass() const;
+};
+CaseOutcome runCase(const ParityCase& c, compute::Backend& cpu, compute::Backend& gpu,
+                    std::mt19937& rng);
+// The seed parity_ops and doctor draw inputs from.
+inline constexpr std::uint32_t kParitySeed = 20261126;
 
 }  // namespace lorascope::parity

@@ -31,42 +31,27 @@ int main(int argc, char** argv) {
   const std::unique_ptr<compute::Backend> cpu = compute::createCpuBackend();
   std::cout << "parity: " << gpu->capabilities().name << " vs " << cpu->capabilities().name << "\n";
 
-  std::vector<parity::ParityCase> cases = parity::rmsnormCases();
-  for (auto family : {parity::attentionCases, parity::lmHeadCases, parity::elementwiseCases}) {
-    std::vector<parity::ParityCase> more = family();
-    cases.insert(cases.end(), more.begin(), more.end());
-  }
   // The vendor GEMM's cases run where the build has one (an AMD build may lack hipBLAS).
-  bool vendorGemm = true;
-  try {
-    gpu->setGemmImplementation(compute::GemmImplementation::Vendor);
-  } catch (const compute::UnsupportedOpError& e) {
-    vendorGemm = false;
-    std::cout << "note: vendor GEMM cases skipped: " << e.what() << "\n";
+  std::string note;
+  const bool vendorGemm = parity::selectVendorGemm(*gpu, note);
+  if (!vendorGemm) {
+    std::cout << "note: vendor GEMM cases skipped: " << note << "\n";
   }
-  std::vector<parity::ParityCase> gemm = parity::gemmCases(vendorGemm);
-  cases.insert(cases.end(), gemm.begin(), gemm.end());
-  std::vector<parity::ParityCase> optimizer = parity::optimizerCases();
-  cases.insert(cases.end(), optimizer.begin(), optimizer.end());
+  const std::vector<parity::ParityCase> cases = parity::allCases(vendorGemm);
   nlohmann::json report = nlohmann::json::array();
   int failed = 0;
   int run = 0;
-  std::mt19937 rng(20261126);
+  std::mt19937 rng(parity::kParitySeed);
   for (const parity::ParityCase& c : cases) {
     if (filter != nullptr && c.op.find(filter) == std::string::npos) {
       continue;
     }
     ++run;
-    std::vector<parity::Comparison> results;
-    std::string error;
-    try {
-      results = c.run(*cpu, *gpu, rng);
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-    bool ok = error.empty();
+    const parity::CaseOutcome outcome = parity::runCase(c, *cpu, *gpu, rng);
+    const std::vector<parity::Comparison>& results = outcome.results;
+    const std::string& error = outcome.error;
+    const bool ok = outcome.pass();
     for (const parity::Comparison& r : results) {
-      ok = ok && r.pass();
       std::printf("%-4s %-18s %-32s %-5s max_abs_err=%.3g worst/allowed=%.3f\n",
                   r.pass() ? "ok" : "FAIL", c.op.c_str(), c.shape.c_str(), r.output.c_str(),
                   r.maxAbsError, r.worstRatio);

@@ -1,7 +1,8 @@
 // test_telemetry_loading.cpp — vendor libraries opened at run time: the symbol table (required,
 // optional, alternatives) against a real system library, rocm-smi and NVML with their library
-// absent or wrong, rocm-smi's real library where installed (ROCm 5.2 here, no AMD GPU), and the
-// decoding of both rsmi_frequencies_t layouts. Live rocm-smi values are untested: no AMD GPU.
+// absent or wrong, rocm-smi's real library where one is installed (CI checks the declarations
+// against ROCm 6.4's rocm_smi.h at compile time: smi_abi_check.cpp), and the decoding of both
+// rsmi_frequencies_t layouts. Live rocm-smi values are untested: no AMD GPU.
 #include <QtTest>
 
 #include <cstring>
@@ -82,7 +83,9 @@ class TestTelemetryLoading : public QObject {
     RocmSmiProvider provider;
     const bool initialised = provider.init();
     if (!provider.loadResult().loaded) {
-      QSKIP("librocm_smi64 is not installed here (scripts/install-deps.sh --hip installs it)");
+      QSKIP(
+          "librocm_smi64 is not installed here (ROCm's rocm-smi library; CI checks the ABI in "
+          "its ROCm 6.4 chroot instead)");
     }
     // Every required symbol resolved; init itself needs an AMD GPU and its driver.
     if (initialised) {

@@ -1,5 +1,5 @@
 // hip/gemm_vendor_missing.cpp — the vendor GEMM of a build without a vendor BLAS (an AMD build
-// whose ROCm install had no hipBLAS at configure time; Debian 12's ROCm 5.2 packages none).
+// whose ROCm install had no hipBLAS ≥ 2 at configure time: ROCm 5 has only hipBLAS 1).
 // Selecting it fails with the reason and the way out; the built-in GEMM covers every shape.
 #include "compute/Errors.h"
 #include "compute/hip/gemm.h"
