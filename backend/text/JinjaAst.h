@@ -15,7 +15,7 @@ struct Expr {
   enum class Kind {
     Literal,     // literal
     Name,        // name
-    ListLit,     // args = items
+    ListLit,     // args = items; name "tuple" for (a, b)
     DictLit,     // args = key0, value0, key1, value1, ...
     Attr,        // args[0].name
     Index,       // args[0][args[1]]

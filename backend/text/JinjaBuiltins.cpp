@@ -279,7 +279,7 @@ std::optional<Value> stringMethod(const std::string& text, const std::string& na
 List itemPairs(const Dict& dict) {
   List out;
   for (const auto& [key, value] : dict.entries)
-    out.emplace_back(List{Value(key), value});
+    out.push_back(Value::tuple(List{Value(key), value}));
   return out;
 }
 
@@ -891,7 +891,8 @@ bool applyTest(const std::string& name, const Value& v, const CallArgs& args) {
   if (name == "mapping")
     return k == Value::Kind::Mapping;
   if (name == "iterable")
-    return k == Value::Kind::Sequence || k == Value::Kind::Mapping || v.isString() || v.isUndefined();
+    return k == Value::Kind::Sequence || k == Value::Kind::Mapping || v.isString() ||
+           v.isUndefined();
   if (name == "sequence")
     return k == Value::Kind::Sequence || k == Value::Kind::Mapping || v.isString();
   if (name == "callable")
@@ -919,7 +920,7 @@ bool applyTest(const std::string& name, const Value& v, const CallArgs& args) {
   if (name == "sameas")
     return k == arg.kind() && (k == Value::Kind::Sequence || k == Value::Kind::Mapping)
                ? (k == Value::Kind::Sequence ? &v.asList() == &arg.asList()
-                                         : &v.asDict() == &arg.asDict())
+                                             : &v.asDict() == &arg.asDict())
                : equals(v, arg) && k == arg.kind();
   if (name == "lower" || name == "upper")
     return v.isString() && mapCase(v.asString(), name == "upper") == v.asString();

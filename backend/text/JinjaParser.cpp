@@ -574,7 +574,7 @@ class Parser {
     Expr first = parseExpression();
     if (!isOp(","))
       return first;
-    Expr tuple = make(Expr::Kind::ListLit, first.line);
+    Expr tuple = make(Expr::Kind::ListLit, first.line, "tuple");
     tuple.args.push_back(std::move(first));
     while (isOp(",")) {
       next();
@@ -759,11 +759,11 @@ class Parser {
   Expr parseParenthesised(int line) {
     if (isOp(")")) {
       next();
-      return make(Expr::Kind::ListLit, line);  // () — an empty tuple
+      return make(Expr::Kind::ListLit, line, "tuple");  // ()
     }
     Expr inner = parseExpression();
     if (isOp(",")) {
-      Expr tuple = make(Expr::Kind::ListLit, line);
+      Expr tuple = make(Expr::Kind::ListLit, line, "tuple");
       tuple.args.push_back(std::move(inner));
       while (isOp(",")) {
         next();

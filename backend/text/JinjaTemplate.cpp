@@ -352,7 +352,7 @@ class Renderer {
         List items;
         for (const Expr& item : e.args)
           items.push_back(eval(item));
-        return Value(items);
+        return e.name == "tuple" ? Value::tuple(std::move(items)) : Value(std::move(items));
       }
       case Expr::Kind::DictLit: {
         Dict dict;

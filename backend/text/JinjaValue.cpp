@@ -34,6 +34,12 @@ Value Value::none() {
   return v;
 }
 
+Value Value::tuple(List items) {
+  Value v(std::move(items));
+  v.tuple_ = true;
+  return v;
+}
+
 double Value::asNumber() const {
   switch (kind()) {
     case Kind::Bool:
@@ -377,13 +383,15 @@ std::string toPythonStr(const Value& value) {
     case Value::Kind::String:
       return value.asString();
     case Value::Kind::Sequence: {
-      std::string out = "[";
+      std::string out = value.isTuple() ? "(" : "[";
       const List& list = value.asList();
       for (std::size_t i = 0; i < list.size(); ++i) {
         if (i > 0)
           out += ", ";
         out += toPythonRepr(list[i]);
       }
+      if (value.isTuple())
+        return out + (list.size() == 1 ? ",)" : ")");
       return out + "]";
     }
     case Value::Kind::Mapping: {

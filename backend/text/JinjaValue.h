@@ -46,7 +46,8 @@ class Value {
 
   Value() = default;  // Undefined
   static Value none();
-  Value(bool b) : data_(b) {}  // NOLINT: implicit, like Python literals
+  static Value tuple(List items);  // a list that prints as Python's tuple: (1, 2)
+  Value(bool b) : data_(b) {}      // NOLINT: implicit, like Python literals
   Value(std::int64_t i) : data_(i) {}
   Value(int i) : data_(static_cast<std::int64_t>(i)) {}
   Value(double d) : data_(d) {}
@@ -61,6 +62,7 @@ class Value {
   bool isNone() const { return kind() == Kind::None; }
   bool isString() const { return kind() == Kind::String; }
   bool isNumber() const { return kind() == Kind::Int || kind() == Kind::Float; }
+  bool isTuple() const { return tuple_; }
 
   bool asBool() const { return std::get<bool>(data_); }
   std::int64_t asInt() const { return std::get<std::int64_t>(data_); }
@@ -80,6 +82,7 @@ class Value {
   std::variant<std::monostate, std::nullptr_t, bool, std::int64_t, double, std::string,
                std::shared_ptr<List>, std::shared_ptr<Dict>, std::shared_ptr<Callable>>
       data_;
+  bool tuple_ = false;
 };
 
 struct CallArgs {
