@@ -14,6 +14,7 @@
 
 #include "common/AtomicFile.h"
 #include "train/CheckpointError.h"
+#include "train/HfLogs.h"
 #include "train/PeftExport.h"
 #include "train/SafetensorsWriter.h"
 
@@ -209,27 +210,8 @@ std::string RunDirectory::baseModel() const {
 }
 
 void RunDirectory::appendMetrics(const StepMetrics& metrics) const {
-  const fs::path path = dir_ / kMetricsFile;
-  const std::string line = toJson(metrics).dump() + "\n";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw CheckpointError(path.string(),
-                          std::string("cannot open for append: ") + std::strerror(errno));
-  }
-  std::size_t written = 0;
-  while (written < line.size()) {
-    const ssize_t n = ::write(fd, line.data() + written, line.size() - written);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      const int saved = errno;
-      ::close(fd);
-      throw CheckpointError(path.string(), std::string("append failed: ") + std::strerror(saved));
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
+  appendRunFile(dir_ / kMetricsFile, toJson(metrics).dump() + "\n");
+  appendTfEvent(tfEventsPath(dir_), tfEventOf(metrics));
 }
 
 std::vector<StepMetrics> RunDirectory::readMetrics(const fs::path& file) {
@@ -274,6 +256,7 @@ void RunDirectory::truncateMetricsAfter(std::int64_t step) const {
     }
   }
   common::writeFileAtomically(path, kept);
+  truncateTfEventsAfter(tfEventsPath(dir_), step);
 }
 
 fs::path RunDirectory::checkpointDir(std::int64_t step) const {
@@ -310,7 +293,12 @@ fs::path RunDirectory::saveCheckpoint(const TrainerState& state, int keepLast) c
   const fs::path staging = root / ("." + target.filename().string() + tempSuffix());
   fs::create_directory(staging);
   writeCheckpointFiles(staging, state, configHash_, baseModel());
+  // Hugging Face's trainer_state.json, in the checkpoint and (the newest) in the run folder.
+  const std::string hfState =
+      hfTrainerState(readMetrics(dir_ / kMetricsFile), state, config_).dump(2) + "\n";
+  common::writeFileAtomically(staging / kHfTrainerStateFile, hfState);
   replaceDirectory(staging, target);
+  common::writeFileAtomically(dir_ / kHfTrainerStateFile, hfState);
 
   if (keepLast > 0) {
     const std::vector<std::int64_t> steps = checkpointSteps();
@@ -346,7 +334,8 @@ TrainerState RunDirectory::loadCheckpoint(
     TrainerState state = readCheckpoint(checkpointDir(chosen), configHash_);
     if (state.step != chosen) {
       throw CheckpointError(checkpointDir(chosen).string(),
-                            "trainer_state.json says step " + std::to_string(state.step) +
+                            checkpointStateFile(checkpointDir(chosen)).filename().string() +
+                                " says step " + std::to_string(state.step) +
                                 " but the folder is step-" + std::to_string(chosen));
     }
     return state;

@@ -1,6 +1,9 @@
 // train/RunDirectory.h — the folder a training run writes, as the design lays it out:
 //   config.json            everything needed to reproduce the run (written once, atomically)
 //   metrics.jsonl          one JSON line per optimizer step, appended with one write() each
+//   events.out.tfevents.*  the same steps as TensorBoard scalars (train/TfEvents.h)
+//   trainer_state.json     Hugging Face Trainer's state and log_history, as of the newest
+//                          checkpoint (train/HfLogs.h)
 //   checkpoints/step-N/    checkpoint folders (train/Checkpoint.h), assembled under a temp
 //                          name and renamed when complete; the last K are kept
 //   adapter/               the final adapter in PEFT's format
@@ -55,12 +58,14 @@ class RunDirectory {
   const std::string& configHash() const { return configHash_; }
   std::string baseModel() const;
 
-  // Appends one line and hands it to the kernel (one write(), so a crash tears at most it).
+  // Appends one line and hands it to the kernel (one write(), so a crash tears at most it), and
+  // the step's TensorBoard event to the event file.
   void appendMetrics(const StepMetrics& metrics) const;
   // Lines of a metrics file; a torn (unparseable, unterminated) last line is skipped. Throws
   // CheckpointError naming the line for a malformed line elsewhere.
   static std::vector<StepMetrics> readMetrics(const std::filesystem::path& file);
-  // Drops lines after `step` (and a torn tail), so a resumed run continues the file cleanly.
+  // Drops lines and events after `step` (and a torn tail), so a resumed run continues both
+  // files cleanly.
   void truncateMetricsAfter(std::int64_t step) const;
 
   // Writes checkpoints/step-N (N = state.step) and then deletes all but the newest `keepLast`
