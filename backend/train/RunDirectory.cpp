@@ -13,8 +13,10 @@
 #include <limits>
 
 #include "common/AtomicFile.h"
+#include "compute/BuildInfo.h"
 #include "train/CheckpointError.h"
 #include "train/HfLogs.h"
+#include "train/ModelCard.h"
 #include "train/PeftExport.h"
 #include "train/SafetensorsWriter.h"
 
@@ -209,6 +211,31 @@ std::string RunDirectory::baseModel() const {
   return config_.at("model_path").get<std::string>();
 }
 
+std::string RunDirectory::baseModelName() const {
+  if (config_.contains("model_id") && config_.at("model_id").is_string())
+    return config_.at("model_id").get<std::string>();
+  return baseModel();
+}
+
+void RunDirectory::writeModelCard(const fs::path& dir, const LoraAdapter& adapter,
+                                  std::optional<std::int64_t> step) const {
+  ModelCardFacts facts;
+  facts.baseModel = baseModelName();
+  facts.lora = adapter.config;
+  facts.dataset = fs::path(config_.value("data_path", std::string())).filename().string();
+  facts.lorascopeVersion = compute::buildInfo().version;
+  for (const StepMetrics& m : readMetrics(dir_ / kMetricsFile)) {
+    if (step && m.step > *step)
+      break;
+    facts.steps = m.step;
+    facts.finalLoss = m.loss;
+    facts.trainedTokens += m.predictedTokens;
+  }
+  if (step)
+    facts.steps = *step;
+  common::writeFileAtomically(dir / kModelCardFile, peftModelCard(facts));
+}
+
 void RunDirectory::appendMetrics(const StepMetrics& metrics) const {
   appendRunFile(dir_ / kMetricsFile, toJson(metrics).dump() + "\n");
   appendTfEvent(tfEventsPath(dir_), tfEventOf(metrics));
@@ -292,7 +319,7 @@ fs::path RunDirectory::saveCheckpoint(const TrainerState& state, int keepLast) c
   const fs::path target = checkpointDir(state.step);
   const fs::path staging = root / ("." + target.filename().string() + tempSuffix());
   fs::create_directory(staging);
-  writeCheckpointFiles(staging, state, configHash_, baseModel());
+  writeCheckpointFiles(staging, state, configHash_, baseModelName());
   // Hugging Face's trainer_state.json, in the checkpoint and (the newest) in the run folder.
   const std::string hfState =
       hfTrainerState(readMetrics(dir_ / kMetricsFile), state, config_).dump(2) + "\n";
@@ -372,7 +399,8 @@ void RunDirectory::saveFinalAdapter(const LoraAdapter& adapter) const {
   const fs::path staging = dir_ / ("." + std::string(kFinalAdapterDir) + tempSuffix());
   fs::remove_all(staging);
   fs::create_directory(staging);
-  writePeftAdapter(staging, adapter, baseModel());
+  writePeftAdapter(staging, adapter, baseModelName());
+  writeModelCard(staging, adapter);
   replaceDirectory(staging, target);
 }
 

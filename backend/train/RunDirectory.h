@@ -6,7 +6,7 @@
 //                          checkpoint (train/HfLogs.h)
 //   checkpoints/step-N/    checkpoint folders (train/Checkpoint.h), assembled under a temp
 //                          name and renamed when complete; the last K are kept
-//   adapter/               the final adapter in PEFT's format
+//   adapter/               the final adapter in PEFT's format, with a README.md model card
 // A crash at any moment leaves complete checkpoints and at most a torn last metrics line.
 #pragma once
 
@@ -56,7 +56,10 @@ class RunDirectory {
   const std::filesystem::path& dir() const { return dir_; }
   const nlohmann::json& config() const { return config_; }
   const std::string& configHash() const { return configHash_; }
-  std::string baseModel() const;
+  std::string baseModel() const;  // the model folder (config.json's model_path)
+  // What adapters record as base_model_name_or_path: the Hugging Face id the run's model was
+  // given as (config.json's model_id), else the folder.
+  std::string baseModelName() const;
 
   // Appends one line and hands it to the kernel (one write(), so a crash tears at most it), and
   // the step's TensorBoard event to the event file.
@@ -80,8 +83,12 @@ class RunDirectory {
   TrainerState loadCheckpoint(std::optional<std::int64_t> step = std::nullopt,
                               const std::function<void(const std::string&)>& onFallback = {}) const;
 
-  // Writes adapter/ (PEFT format), replacing an older final adapter atomically.
+  // Writes adapter/ (PEFT format and README.md), replacing an older final adapter atomically.
   void saveFinalAdapter(const LoraAdapter& adapter) const;
+  // Writes dir/README.md, the model card of `adapter` as trained by this run up to `step` (the
+  // last step of metrics.jsonl when unset): base model, LoRA settings, dataset, steps, loss.
+  void writeModelCard(const std::filesystem::path& dir, const LoraAdapter& adapter,
+                      std::optional<std::int64_t> step = std::nullopt) const;
   std::filesystem::path finalAdapterDir() const { return dir_ / kFinalAdapterDir; }
 
  private:

@@ -17,10 +17,12 @@
 
 #include "TrainTestUtil.h"
 #include "compute/Bf16.h"
+#include "compute/BuildInfo.h"
 #include "model/Safetensors.h"
 #include "train/CheckpointError.h"
 #include "train/HfLogs.h"
 #include "train/Merge.h"  // defines: floatToF16
+#include "train/PeftExport.h"
 #include "train/RunDirectory.h"
 #include "train/SafetensorsWriter.h"
 #include "train/TfEvents.h"
@@ -160,6 +162,7 @@ class TestCheckpoint : public QObject {
   void checkpointsOfTheOldLayoutStillResume();
   void tensorboardEventsMirrorMetrics();
   void tensorboardEventsRejectDamage();
+  void finalAdapterHasModelCardAndModelId();
 };
 
 #ifndef Q_MOC_RUN
@@ -657,6 +660,46 @@ void TestCheckpoint::tensorboardEventsRejectDamage() {
   writeText(file, damaged);
   QVERIFY(throwsNaming<CheckpointError>([&] { train::readTfEvents(file); },
                                         "data's CRC does not match"));
+}
+
+void TestCheckpoint::finalAdapterHasModelCardAndModelId() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  nlohmann::json config = runConfig();
+  config["model_id"] = "test-org/tiny-llama";  // --model given as a Hugging Face id
+  config["data_path"] = "/data/sets/alpaca_en.jsonl";
+  const RunDirectory run = RunDirectory::create(path("card"), config);
+  QCOMPARE(run.baseModelName(), std::string("test-org/tiny-llama"));
+  QCOMPARE(run.baseModel(), kModelDataDir + "/llama_f32_legacy_rope");  // still the folder
+  for (std::int64_t step = 1; step <= 3; ++step)
+    run.appendMetrics(metricsOf(step));
+  const TrainerState state = richState(folder.config(), 3);
+  const fs::path checkpoint = run.saveCheckpoint(state, 3);
+  run.saveFinalAdapter(state.adapter);
+  for (const fs::path& dir : {checkpoint, run.finalAdapterDir()}) {
+    const auto adapterConfig = nlohmann::json::parse(readText(dir / "adapter_config.json"));
+    QCOMPARE(adapterConfig.at("base_model_name_or_path").get<std::string>(),
+             std::string("test-org/tiny-llama"));
+  }
+  const std::string card = readText(run.finalAdapterDir() / "README.md");
+  const std::string version = compute::buildInfo().version;
+  for (const std::string& expected :
+       {std::string("---\nbase_model: \"test-org/tiny-llama\"\nlibrary_name: peft\n"),
+        std::string("- \"base_model:adapter:test-org/tiny-llama\"\n"),
+        std::string("| LoRA rank (r) | 4 |"), std::string("| LoRA alpha | 12.5 |"),
+        std::string("| LoRA dropout | 0.05 |"), std::string("| rsLoRA | yes |"),
+        std::string("| Target modules | down_proj, q_proj, v_proj |"),
+        std::string("| Dataset | alpaca_en.jsonl |"), std::string("| Optimizer steps | 3 |"),
+        std::string("| Final training loss | 3.3333 |"), std::string("| Tokens trained | 240 |"),
+        "### Framework versions\n\n- LoRAscope " + version + "\n"}) {
+    QVERIFY2(card.find(expected) != std::string::npos, (expected + "\n---\n" + card).c_str());
+  }
+  // An export of an earlier checkpoint describes that checkpoint.
+  fs::create_directories(path("card-export"));
+  run.writeModelCard(path("card-export"), state.adapter, 2);
+  QVERIFY(readText(path("card-export") / "README.md").find("| Optimizer steps | 2 |") !=
+          std::string::npos);
+  QVERIFY(readText(path("card-export") / "README.md").find("| Final training loss | 2.3333 |") !=
+          std::string::npos);
 }
 
 #endif  // Q_MOC_RUN
