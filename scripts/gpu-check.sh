@@ -24,6 +24,16 @@
 #                                  peak allocated and peak reserved, both reference shapes, with
 #                                  and without activation checkpointing (ARGS go to the program,
 #                                  e.g. --batch 4 --seq 1024); table in $OUT/memory.txt
+#   scripts/gpu-check.sh hf RUN_DIR TEMPLATES_DIR
+#                                  there, no build: the Hugging Face ecosystem checks in Python —
+#                                  TensorBoard, transformers and huggingface_hub read RUN_DIR (a run
+#                                  folder made here by `lorascope-train train`;
+#                                  scripts/reference/hf_run_check.py), and transformers renders
+#                                  TEMPLATES_DIR/*.jinja (../shared/fixtures/chat_templates, copied
+#                                  in: shared/ does not travel) into
+#                                  $OUT/chat_template_reference.json
+#                                  (scripts/reference/chat_templates.py; commit it as
+#                                  tests/text/data/chat_template_reference.json)
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -128,8 +138,25 @@ run_memory() {
   exit "${PIPESTATUS[0]}"
 }
 
+run_hf() {
+  local out="${OUT:-$repo/gpu-check-results}"
+  mkdir -p "$out"
+  local status=0
+  pip show tensorboard transformers huggingface_hub jinja2 2>&1 | grep -E "^(Name|Version):" |
+    tee "$out/hf-versions.txt"
+  python3 scripts/reference/hf_run_check.py "$1" 2>&1 | tee "$out/hf_run_check.txt" ||
+    status=1
+  python3 scripts/reference/chat_templates.py --fixtures "$2" \
+    --out "$out/chat_template_reference.json" || status=1
+  exit "$status"
+}
+
 case "${1:-}" in
   prepare) prepare ;;
+  hf)
+    [[ $# -eq 3 ]] || { echo "usage: scripts/gpu-check.sh hf RUN_DIR TEMPLATES_DIR" >&2; exit 2; }
+    run_hf "$2" "$3"
+    ;;
   run) run_checks "${2:-}" ;;
   bench)
     shift
@@ -140,7 +167,8 @@ case "${1:-}" in
     run_memory "$@"
     ;;
   *)
-    echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | bench [SHAPE ...] | memory [ARGS]" >&2
+    echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | bench [SHAPE ...] |" \
+      "memory [ARGS] | hf RUN_DIR TEMPLATES_DIR" >&2
     exit 2
     ;;
 esac

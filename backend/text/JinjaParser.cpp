@@ -601,25 +601,17 @@ class Parser {
     return e;
   }
 
-  Expr parseOr() {
-    Expr left = parseAnd();
-    while (isName("or")) {
-      next();
-      Expr e = make(Expr::Kind::Or, left.line);
-      e.args.push_back(std::move(left));
-      e.args.push_back(parseAnd());
-      left = std::move(e);
-    }
-    return left;
-  }
+  Expr parseOr() { return parseLogical(Expr::Kind::Or, "or", &Parser::parseAnd); }
+  Expr parseAnd() { return parseLogical(Expr::Kind::And, "and", &Parser::parseNot); }
 
-  Expr parseAnd() {
-    Expr left = parseNot();
-    while (isName("and")) {
+  // left (keyword right)*, left-associative: "or" over "and" over "not".
+  Expr parseLogical(Expr::Kind kind, const char* keyword, Expr (Parser::*operand)()) {
+    Expr left = (this->*operand)();
+    while (isName(keyword)) {
       next();
-      Expr e = make(Expr::Kind::And, left.line);
+      Expr e = make(kind, left.line);
       e.args.push_back(std::move(left));
-      e.args.push_back(parseNot());
+      e.args.push_back((this->*operand)());
       left = std::move(e);
     }
     return left;

@@ -30,7 +30,8 @@ std::string yamlQuoted(const std::string& text) {
 
 std::string peftModelCard(const ModelCardFacts& f) {
   std::string targets;
-  for (const auto& name : peftAdapterConfig(f.lora, f.baseModel).at("target_modules")) {
+  const nlohmann::ordered_json adapterConfig = peftAdapterConfig(f.lora, f.baseModel);
+  for (const auto& name : adapterConfig.at("target_modules")) {
     targets += (targets.empty() ? "" : ", ") + name.get<std::string>();
   }
   std::string card;

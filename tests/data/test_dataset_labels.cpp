@@ -20,6 +20,11 @@ Tokenizer qwenTokenizer() {
                              "qwen2_bpe.tokenizer.json");
 }
 
+Tokenizer llama3Tokenizer() {
+  return Tokenizer::fromFile(std::filesystem::path(LORASCOPE_TEXT_TEST_DIR) /
+                             "llama3_bpe.tokenizer.json");
+}
+
 Example chatExample(std::vector<Message> messages) {
   Example example;
   example.format = Format::Chat;
@@ -108,8 +113,7 @@ class TestDatasetLabels : public QObject {
   }
 
   void textExamplesAreTheirPostProcessedTokensAllTrained() {
-    const Tokenizer llama3 = Tokenizer::fromFile(std::filesystem::path(LORASCOPE_TEXT_TEST_DIR) /
-                                                 "llama3_bpe.tokenizer.json");
+    const Tokenizer llama3 = llama3Tokenizer();
     const ExampleEncoder encoder(llama3, ChatTemplate::byName("llama3"));
     Example example;
     example.format = Format::Text;
@@ -121,8 +125,7 @@ class TestDatasetLabels : public QObject {
   }
 
   void promptCompletionTrainsOnTheCompletionOnly() {
-    const Tokenizer llama3 = Tokenizer::fromFile(std::filesystem::path(LORASCOPE_TEXT_TEST_DIR) /
-                                                 "llama3_bpe.tokenizer.json");
+    const Tokenizer llama3 = llama3Tokenizer();
     const ExampleEncoder encoder(llama3, ChatTemplate::byName("llama3"));
     Example example;
     example.format = Format::PromptCompletion;

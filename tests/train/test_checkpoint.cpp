@@ -687,7 +687,7 @@ void TestCheckpoint::finalAdapterHasModelCardAndModelId() {
         std::string("- \"base_model:adapter:test-org/tiny-llama\"\n"),
         std::string("| LoRA rank (r) | 4 |"), std::string("| LoRA alpha | 12.5 |"),
         std::string("| LoRA dropout | 0.05 |"), std::string("| rsLoRA | yes |"),
-        std::string("| Target modules | down_proj, q_proj, v_proj |"),
+        std::string("| Target modules | q_proj, v_proj, down_proj |"),
         std::string("| Dataset | alpaca_en.jsonl |"), std::string("| Optimizer steps | 3 |"),
         std::string("| Final training loss | 3.3333 |"), std::string("| Tokens trained | 240 |"),
         "### Framework versions\n\n- LoRAscope " + version + "\n"}) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""TensorBoard and transformers read a LoRAscope run folder as their own.
+"""TensorBoard, transformers and huggingface_hub read a LoRAscope run folder as their own.
 
 Checks, for RUN_DIR (made by `lorascope-train train ... --out RUN_DIR`):
   1. TensorBoard's EventAccumulator loads RUN_DIR's events.out.tfevents.* (its reader checks the
@@ -8,10 +8,12 @@ Checks, for RUN_DIR (made by `lorascope-train train ... --out RUN_DIR`):
      the metrics as float32;
   2. transformers' TrainerState.load_from_json reads RUN_DIR/trainer_state.json, whose
      log_history holds loss, learning_rate, grad_norm, epoch and step for each step up to
-     global_step, equal to metrics.jsonl.
+     global_step, equal to metrics.jsonl;
+  3. huggingface_hub's ModelCard.load parses RUN_DIR/adapter/README.md (the model card's YAML
+     front matter: base_model, library_name peft) when the run has a final adapter.
 Prints what it read and exits 1 on any difference. Run on the GPU machine (tensorboard and
 transformers are installed there), e.g. through the device tool:
-  pip show tensorboard && python3 scripts/reference/tensorboard_check.py RUN_DIR
+  pip show tensorboard && python3 scripts/reference/hf_run_check.py RUN_DIR
 """
 import json
 import os
@@ -76,9 +78,21 @@ def main():
             if m is not None and entry[key] != m[ours]:
                 failures.append(f"log_history step {entry['step']} {key} {entry[key]} != {m[ours]}")
 
+    card_path = os.path.join(run, "adapter", "README.md")
+    if os.path.exists(card_path):
+        import huggingface_hub
+        from huggingface_hub import ModelCard
+
+        card = ModelCard.load(card_path)
+        print(f"huggingface_hub {huggingface_hub.__version__}: model card base_model="
+              f"{card.data.base_model!r} library_name={card.data.library_name!r} "
+              f"tags={card.data.tags}")
+        if card.data.library_name != "peft" or not card.data.base_model:
+            failures.append("model card front matter lacks library_name peft or base_model")
+
     for failure in failures:
         print("FAIL", failure)
-    print("tensorboard_check: " + ("OK" if not failures else f"{len(failures)} failures"))
+    print("hf_run_check: " + ("OK" if not failures else f"{len(failures)} failures"))
     return 1 if failures else 0
 
 
