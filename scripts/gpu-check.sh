@@ -142,11 +142,13 @@ run_hf() {
   local out="${OUT:-$repo/gpu-check-results}"
   mkdir -p "$out"
   local status=0
-  pip show tensorboard transformers huggingface_hub jinja2 2>&1 | grep -E "^(Name|Version):" |
-    tee "$out/hf-versions.txt"
-  python3 scripts/reference/hf_run_check.py "$1" 2>&1 | tee "$out/hf_run_check.txt" ||
+  # Not fatal: the Python checks below print the versions they import, too.
+  local python="${PYTHON:-python3}"  # the Python that has tensorboard and transformers
+  { "$python" -m pip show tensorboard transformers huggingface_hub jinja2 2>&1 || true; } |
+    grep -E "^(Name|Version|Location):|WARNING|No module" | tee "$out/hf-versions.txt" || true
+  "$python" scripts/reference/hf_run_check.py "$1" 2>&1 | tee "$out/hf_run_check.txt" ||
     status=1
-  python3 scripts/reference/chat_templates.py --fixtures "$2" \
+  "$python" scripts/reference/chat_templates.py --fixtures "$2" \
     --out "$out/chat_template_reference.json" || status=1
   exit "$status"
 }
