@@ -23,6 +23,12 @@ import argparse
 import glob
 import json
 import os
+import sys
+
+# scripts/reference/tokenizers.py would shadow Hugging Face's `tokenizers` package (which
+# transformers imports): keep this folder off the import path.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
 SPECIAL_TOKENS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
 

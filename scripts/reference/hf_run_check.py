@@ -20,6 +20,11 @@ import os
 import struct
 import sys
 
+# scripts/reference/tokenizers.py would shadow Hugging Face's `tokenizers` package (which
+# transformers imports): keep this folder off the import path.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
 TAGS = {"train/loss": "loss", "train/learning_rate": "lr", "train/grad_norm": "grad_norm",
         "train/epoch": "epoch"}
 
