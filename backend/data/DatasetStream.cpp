@@ -62,7 +62,7 @@ void DatasetStream::detect() {
   if (forced_) {
     return;
   }
-  std::array<std::size_t, 3> votes{};
+  std::array<std::size_t, kFormatCount> votes{};
   RawRecord record;
   while (lookahead_.size() < kFormatDetectionRecords && readRecord(record)) {
     if (const auto guess = guessFormat(record.value)) {

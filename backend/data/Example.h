@@ -13,6 +13,7 @@
 // stays plain text, and a standard prompt-completion record is plain text with a masked prompt.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,6 +27,7 @@
 namespace lorascope::data {
 
 enum class Format { Alpaca, Chat, ShareGpt, PromptCompletion, Text };
+inline constexpr std::size_t kFormatCount = 5;
 
 // "alpaca", "chat", "sharegpt", "prompt-completion", "text"
 std::string_view formatName(Format format);
