@@ -11,6 +11,8 @@
 
 namespace lorascope::text::jinja {
 
+struct Kwarg;
+
 struct Expr {
   enum class Kind {
     Literal,     // literal
@@ -36,7 +38,13 @@ struct Expr {
   Value literal;
   bool negated = false;  // Test: "is not"
   std::vector<Expr> args;
-  std::vector<std::pair<std::string, Expr>> kwargs;
+  std::vector<Kwarg> kwargs;  // name=value arguments of a call, filter or test
+};
+
+// (A struct, not std::pair: a pair member needs Expr complete where Expr declares it.)
+struct Kwarg {
+  std::string name;
+  Expr value;
 };
 
 struct Stmt;

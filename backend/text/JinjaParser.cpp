@@ -799,7 +799,7 @@ class Parser {
       if (peek().type == T::Name && isOp("=", 1)) {
         std::string key = next().value;
         next();
-        call.kwargs.emplace_back(std::move(key), parseExpression());
+        call.kwargs.push_back({std::move(key), parseExpression()});
       } else {
         call.args.push_back(parseExpression());
       }
