@@ -27,6 +27,16 @@
 #   scripts/gpu-check.sh doctor    there: build lorascope-train only and run `lorascope-train
 #                                  doctor --bundle` as a user would; the report and the bundle
 #                                  (report.json inside) land in $OUT/doctor.txt, doctor-bundle.tar
+#   scripts/gpu-check.sh hf RUN_DIR TEMPLATES_DIR
+#                                  there, no build: the Hugging Face ecosystem checks in Python —
+#                                  TensorBoard, transformers and huggingface_hub read RUN_DIR (a run
+#                                  folder made here by `lorascope-train train`;
+#                                  scripts/reference/hf_run_check.py), and transformers renders
+#                                  TEMPLATES_DIR/*.jinja (../shared/fixtures/chat_templates, copied
+#                                  in: shared/ does not travel) into
+#                                  $OUT/chat_template_reference.json
+#                                  (scripts/reference/chat_templates.py; commit it as
+#                                  tests/text/data/chat_template_reference.json)
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -148,8 +158,27 @@ run_memory() {
   exit "${PIPESTATUS[0]}"
 }
 
+run_hf() {
+  local out="${OUT:-$repo/gpu-check-results}"
+  mkdir -p "$out"
+  local status=0
+  # Not fatal: the Python checks below print the versions they import, too.
+  local python="${PYTHON:-python3}"  # the Python that has tensorboard and transformers
+  { "$python" -m pip show tensorboard transformers huggingface_hub jinja2 2>&1 || true; } |
+    grep -E "^(Name|Version|Location):|WARNING|No module" | tee "$out/hf-versions.txt" || true
+  "$python" scripts/reference/hf_run_check.py "$1" 2>&1 | tee "$out/hf_run_check.txt" ||
+    status=1
+  "$python" scripts/reference/chat_templates.py --fixtures "$2" \
+    --out "$out/chat_template_reference.json" || status=1
+  exit "$status"
+}
+
 case "${1:-}" in
   prepare) prepare ;;
+  hf)
+    [[ $# -eq 3 ]] || { echo "usage: scripts/gpu-check.sh hf RUN_DIR TEMPLATES_DIR" >&2; exit 2; }
+    run_hf "$2" "$3"
+    ;;
   run) run_checks "${2:-}" ;;
   doctor) run_doctor ;;
   bench)
@@ -161,7 +190,8 @@ case "${1:-}" in
     run_memory "$@"
     ;;
   *)
-    echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | doctor | bench [SHAPE ...] | memory [ARGS]" >&2
+    echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | doctor | bench [SHAPE ...] |" \
+      "memory [ARGS] | hf RUN_DIR TEMPLATES_DIR" >&2
     exit 2
     ;;
 esac

@@ -48,6 +48,7 @@ int runExport(const Args& args) {
   }
   const train::RunDirectory run = train::RunDirectory::open(parsed.positional()[0]);
   fs::path source;
+  std::optional<std::int64_t> exportedStep;  // the checkpoint's step; unset for adapter/
   if (const auto step = parsed.value("checkpoint")) {
     std::int64_t n = 0;
     try {
@@ -57,21 +58,23 @@ int runExport(const Args& args) {
     }
     run.loadCheckpoint(n);  // checks that it exists, is complete and belongs to this config
     source = run.checkpointDir(n);
+    exportedStep = n;
   } else if (fs::exists(run.finalAdapterDir() / train::kAdapterWeightsFile)) {
     source = run.finalAdapterDir();
   } else {
-    source = run.checkpointDir(run.loadCheckpoint(std::nullopt,
-                                                  [](const std::string& note) {
-                                                    std::cerr << "warning: " << note << "\n";
-                                                  })
-                                   .step);
+    exportedStep = run.loadCheckpoint(
+                          std::nullopt,
+                          [](const std::string& note) { std::cerr << "warning: " << note << "\n"; })
+                       .step;
+    source = run.checkpointDir(*exportedStep);
   }
   const train::PeftAdapterFiles adapter = train::readPeftAdapter(source);
   std::cout << "adapter: " << source.string() << " (r " << adapter.adapter.config.rank << ", "
             << adapter.adapter.weights.size() << " projections, "
             << adapter.adapter.parameterCount() << " parameters)\n";
   if (const auto out = parsed.value("out")) {
-    train::writePeftAdapter(*out, adapter.adapter, run.baseModel());
+    train::writePeftAdapter(*out, adapter.adapter, run.baseModelName());
+    run.writeModelCard(*out, adapter.adapter, exportedStep);
     std::cout << "PEFT adapter written to " << *out
               << " (load it with peft.PeftModel.from_pretrained(base, \"" << *out << "\"))\n";
   }

@@ -1,5 +1,6 @@
 // cli/cmd_validate_data.cpp — `lorascope-train validate-data FILE (--model DIR | --tokenizer
-// PATH) [--template NAME] [--max-seq-len N] [--format auto|alpaca|chat|text]
+// PATH) [--template NAME] [--max-seq-len N] [--format
+// auto|alpaca|chat|sharegpt|prompt-completion|text]
 // [--policy truncate|drop] [--train-on-all] [--json]`: the dataset report (backend/data) as text
 // or JSON on stdout; progress on stderr when it is a terminal.
 // Exit codes: 0 the report was produced (even when it lists bad lines); 1 FILE (or the
@@ -16,6 +17,7 @@
 #include "cli/Commands.h"
 #include "data/Validator.h"  // defines: validateDataset, ValidateOptions
 #include "job/CliArgs.h"
+#include "model/HfCache.h"  // defines: resolveModel
 
 namespace lorascope::cli {
 
@@ -43,7 +45,9 @@ std::optional<data::Format> parseFormat(const std::string& text) {
   if (const auto format = data::parseFormatName(text)) {
     return format;
   }
-  throw job::UsageError("--format must be auto, alpaca, chat or text, got '" + text + "'");
+  throw job::UsageError(
+      "--format must be auto, alpaca, chat, sharegpt, prompt-completion or text, got '" + text +
+      "'");
 }
 
 data::OverLengthPolicy parsePolicy(const std::string& text) {
@@ -66,9 +70,10 @@ std::optional<data::ExampleEncoder> makeEncoder(const job::CliArgs& parsed) {
     throw job::UsageError("give --model DIR or --tokenizer PATH, not both");
   }
   if (model) {
-    return data::ExampleEncoder(text::Tokenizer::fromModelDir(*model),
+    const std::filesystem::path dir = model::resolveModel(*model).dir;  // a folder or a hub id
+    return data::ExampleEncoder(text::Tokenizer::fromModelDir(dir),
                                 templateName ? text::ChatTemplate::byName(*templateName)
-                                             : text::ChatTemplate::forModelDir(*model));
+                                             : text::ChatTemplate::forModelDir(dir));
   }
   if (tokenizerPath) {
     std::error_code ec;
@@ -110,7 +115,8 @@ const job::CommandSpec& validateDataCommand() {
           {
               {.name = "model",
                .type = OptionType::Text,
-               .help = "A model folder: its tokenizer and chat template.",
+               .help = "A model folder, or a Hugging Face id in the local cache: its tokenizer "
+                       "and chat template.",
                .valueName = "DIR"},
               {.name = "tokenizer",
                .type = OptionType::Text,
@@ -133,7 +139,7 @@ const job::CommandSpec& validateDataCommand() {
                .type = OptionType::Choice,
                .help = "The dataset's format.",
                .defaultText = "auto",
-               .choices = {"auto", "alpaca", "chat", "text"}},
+               .choices = {"auto", "alpaca", "chat", "sharegpt", "prompt-completion", "text"}},
               {.name = "policy",
                .type = OptionType::Choice,
                .help = "What happens to over-long examples.",

@@ -105,7 +105,9 @@ ModelInspection inspectFolder(const QString& dir, bool demo) {
     const std::string path =
         demo ? train::ensureDemoModel(train::defaultCacheDir()).string() : dir.toStdString();
     out.dir = QString::fromStdString(path);
+    // A folder, or a Hugging Face id found offline in the hub cache (its snapshot folder).
     const model::ModelFolder folder = model::ModelFolder::open(path);
+    out.dir = QString::fromStdString(folder.dir());
     out.config = folder.config();
     out.weightBytes = folder.weightBytes();
     out.parameters = model::countParameters(folder.config());
@@ -208,7 +210,7 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   modelInfo_->setWordWrap(true);
   modelInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   dataEdit_ = new QLineEdit;
-  dataEdit_->setPlaceholderText(tr("JSONL or a JSON array: alpaca, chat messages or text"));
+  dataEdit_->setPlaceholderText(tr("JSONL or a JSON array: alpaca, chat messages, ShareGPT, prompt/completion or text"));
   dataEdit_->setToolTip(tr("Validated when chosen, with the model's tokenizer"));
   dataInfo_ = new QLabel;
   dataInfo_->setWordWrap(true);
@@ -231,13 +233,16 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   auto* form = new QFormLayout;
   form->addRow(demo_);
   form->addRow(own_);
-  form->addRow(tr("Model folder"), withBrowse(
-                                       modelEdit_,
-                                       [this] {
-                                         return QFileDialog::getExistingDirectory(
-                                             this, tr("Model folder"), modelEdit_->text());
-                                       },
-                                       [this](const QString& dir) { setModelDir(dir); }));
+  modelEdit_->setToolTip(
+      tr("A Hugging Face model folder, or a model id such as Qwen/Qwen2.5-0.5B-Instruct found "
+         "in the Hugging Face cache (HF_HUB_CACHE, HF_HOME or ~/.cache/huggingface/hub)"));
+  form->addRow(tr("Model folder or id"), withBrowse(
+                                             modelEdit_,
+                                             [this] {
+                                               return QFileDialog::getExistingDirectory(
+                                                   this, tr("Model folder"), modelEdit_->text());
+                                             },
+                                             [this](const QString& dir) { setModelDir(dir); }));
   form->addRow(QString(), modelInfo_);
   form->addRow(tr("Dataset"), withBrowse(
                                   dataEdit_,

@@ -22,6 +22,10 @@ const char* formatKeys(Format format) {
       return "\"instruction\"/\"output\"";
     case Format::Chat:
       return "\"messages\"";
+    case Format::ShareGpt:
+      return "\"conversations\"";
+    case Format::PromptCompletion:
+      return "\"prompt\"/\"completion\"";
     case Format::Text:
       return "\"text\"";
   }
@@ -58,7 +62,7 @@ void DatasetStream::detect() {
   if (forced_) {
     return;
   }
-  std::array<std::size_t, 3> votes{};
+  std::array<std::size_t, kFormatCount> votes{};
   RawRecord record;
   while (lookahead_.size() < kFormatDetectionRecords && readRecord(record)) {
     if (const auto guess = guessFormat(record.value)) {
@@ -94,7 +98,8 @@ bool DatasetStream::next(Example& example) {
       sink_({IssueKind::Unrecognised, Severity::Error, record.where,
              where +
                  ": the record has none of the keys of a known format (alpaca: "
-                 "\"instruction\"/\"output\", chat: \"messages\", text: \"text\"); its keys: " +
+                 "\"instruction\"/\"output\", chat: \"messages\", sharegpt: \"conversations\", "
+                 "prompt-completion: \"prompt\"/\"completion\", text: \"text\"); its keys: " +
                  listKeys(record.value)});
       continue;
     }

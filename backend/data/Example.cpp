@@ -1,4 +1,5 @@
-// Example.cpp — reading alpaca, chat and text records into Examples, with one issue per problem.
+// Example.cpp — reading alpaca, chat, sharegpt, prompt-completion and text records into
+// Examples, with one issue per problem.
 #include "data/Example.h"
 
 #include <algorithm>
@@ -90,70 +91,160 @@ void readAlpaca(const nlohmann::json& record, Example& example, RecordIssues& is
   example.messages.push_back({"assistant", *output});
 }
 
-void readChat(const nlohmann::json& record, Example& example, RecordIssues& issues) {
-  const auto it = record.find("messages");
-  if (it == record.end() || it->is_null()) {
-    issues.error(IssueKind::MissingField, "missing field \"messages\"");
-    return;
-  }
-  if (!it->is_array()) {
-    issues.error(IssueKind::WrongType,
-                 "field \"messages\" is " + jsonTypeName(*it) + ", not an array");
-    return;
-  }
-  if (it->empty()) {
-    issues.error(IssueKind::EmptyField, "field \"messages\" is an empty array");
-    return;
-  }
-  bool trainable = false;
-  std::string previousRole;
-  for (std::size_t i = 0; i < it->size(); ++i) {
-    const nlohmann::json& message = (*it)[i];
-    const std::string at = "messages[" + std::to_string(i) + "]";
+// How one format spells a conversation: the array field, the role and text keys of its
+// messages, and the roles it knows (as ours: system, user, assistant).
+struct MessageSchema {
+  const char* field;
+  const char* roleKey;
+  const char* contentKey;
+  std::optional<std::string> (*role)(const std::string& name);
+  const char* knownRoles;  // for the error message
+};
+
+std::optional<std::string> chatRole(const std::string& name) {
+  if (name == "system" || name == "user" || name == "assistant")
+    return name;
+  return std::nullopt;
+}
+
+// ShareGPT's "from" values (human/gpt as FastChat writes them, and the chat names).
+std::optional<std::string> shareGptRole(const std::string& name) {
+  if (name == "human" || name == "user")
+    return std::string("user");
+  if (name == "gpt" || name == "assistant" || name == "chatgpt" || name == "model")
+    return std::string("assistant");
+  if (name == "system")
+    return name;
+  return std::nullopt;
+}
+
+constexpr MessageSchema kChatSchema{"messages", "role", "content", chatRole,
+                                    "system, user or assistant"};
+constexpr MessageSchema kShareGptSchema{"conversations", "from", "value", shareGptRole,
+                                        "human, gpt or system"};
+
+// Appends the messages of `list` (the array `field` of a record) to `example`.
+void readMessageList(const nlohmann::json& list, const std::string& field,
+                     const MessageSchema& schema, Example& example, RecordIssues& issues) {
+  std::string previousRole = example.messages.empty() ? "" : example.messages.back().role;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const nlohmann::json& message = list[i];
+    const std::string at = field + "[" + std::to_string(i) + "]";
     if (!message.is_object()) {
       issues.error(IssueKind::WrongType, at + " is " + jsonTypeName(message) + ", not an object");
       continue;
     }
-    const auto role = message.find("role");
-    const auto content = message.find("content");
+    const auto role = message.find(schema.roleKey);
+    const auto content = message.find(schema.contentKey);
     if (role == message.end() || !role->is_string()) {
       issues.error(role == message.end() ? IssueKind::MissingField : IssueKind::WrongType,
-                   at + " has no string \"role\"");
+                   at + " has no string \"" + schema.roleKey + "\"");
       continue;
     }
     if (content == message.end() || !content->is_string()) {
       issues.error(content == message.end() ? IssueKind::MissingField : IssueKind::WrongType,
-                   at + " has no string \"content\" (only plain-text content is supported)");
+                   at + " has no string \"" + schema.contentKey +
+                       "\" (only plain-text content is supported)");
       continue;
     }
-    const std::string roleName = role->get<std::string>();
-    static const std::array<std::string_view, 3> kRoles{"system", "user", "assistant"};
-    if (std::find(kRoles.begin(), kRoles.end(), roleName) == kRoles.end()) {
-      issues.error(IssueKind::UnknownRole,
-                   at + " has role \"" + roleName + "\"; expected system, user or assistant");
+    const std::string given = role->get<std::string>();
+    const std::optional<std::string> roleName = schema.role(given);
+    if (!roleName) {
+      issues.error(IssueKind::UnknownRole, at + " has " + schema.roleKey + " \"" + given +
+                                               "\"; expected " + schema.knownRoles);
       continue;
     }
     std::string text = content->get<std::string>();
-    if (roleName == "system" && i != 0) {
+    if (*roleName == "system" && !example.messages.empty()) {
       issues.warning(IssueKind::StructureWarning,
                      at + " is a system message after the start; most chat templates expect it "
                           "first");
     }
-    if (roleName != "system" && roleName == previousRole) {
+    if (*roleName != "system" && *roleName == previousRole) {
       issues.warning(IssueKind::StructureWarning,
-                     at + " is the second \"" + roleName + "\" message in a row");
+                     at + " is the second \"" + *roleName + "\" message in a row");
     }
     if (isBlank(text)) {
-      issues.warning(IssueKind::EmptyField, at + " (" + roleName + ") has empty content");
-    } else if (roleName == "assistant") {
-      trainable = true;
+      issues.warning(IssueKind::EmptyField, at + " (" + *roleName + ") has empty content");
     }
-    previousRole = roleName;
-    example.messages.push_back({roleName, std::move(text)});
+    previousRole = *roleName;
+    example.messages.push_back({*roleName, std::move(text)});
   }
+}
+
+// The array field `field` of `record`, or an error (missing, not an array, empty).
+const nlohmann::json* messageArray(const nlohmann::json& record, const char* field,
+                                   RecordIssues& issues) {
+  const auto it = record.find(field);
+  if (it == record.end() || it->is_null()) {
+    issues.error(IssueKind::MissingField, std::string("missing field \"") + field + "\"");
+    return nullptr;
+  }
+  if (!it->is_array()) {
+    issues.error(IssueKind::WrongType,
+                 std::string("field \"") + field + "\" is " + jsonTypeName(*it) + ", not an array");
+    return nullptr;
+  }
+  if (it->empty()) {
+    issues.error(IssueKind::EmptyField, std::string("field \"") + field + "\" is an empty array");
+    return nullptr;
+  }
+  return &*it;
+}
+
+void requireAssistantText(const Example& example, RecordIssues& issues) {
+  const bool trainable =
+      std::any_of(example.messages.begin(), example.messages.end(),
+                  [](const Message& m) { return m.role == "assistant" && !isBlank(m.content); });
   if (!issues.failed() && !trainable) {
     issues.error(IssueKind::NoResponse, "no assistant message with content: nothing to train on");
   }
+}
+
+void readConversation(const nlohmann::json& record, const MessageSchema& schema, Example& example,
+                      RecordIssues& issues) {
+  const nlohmann::json* list = messageArray(record, schema.field, issues);
+  if (list == nullptr) {
+    return;
+  }
+  if (&schema == &kShareGptSchema) {
+    // FastChat/LLaMA-Factory ShareGPT files may carry the system prompt beside the turns.
+    if (const auto system = stringField(record, "system", false, false, issues);
+        system && !isBlank(*system)) {
+      example.messages.push_back({"system", *system});
+    }
+  }
+  readMessageList(*list, schema.field, schema, example, issues);
+  requireAssistantText(example, issues);
+}
+
+// TRL's prompt-completion: two strings (plain text, prompt masked), or two message lists.
+void readPromptCompletion(const nlohmann::json& record, Example& example, RecordIssues& issues) {
+  const auto prompt = record.find("prompt");
+  const auto completion = record.find("completion");
+  if (prompt != record.end() && prompt->is_array()) {
+    const nlohmann::json* promptList = messageArray(record, "prompt", issues);
+    const nlohmann::json* completionList = messageArray(record, "completion", issues);
+    if (promptList == nullptr || completionList == nullptr) {
+      return;
+    }
+    readMessageList(*promptList, "prompt", kChatSchema, example, issues);
+    readMessageList(*completionList, "completion", kChatSchema, example, issues);
+    requireAssistantText(example, issues);
+    return;
+  }
+  (void)completion;
+  const auto promptText = stringField(record, "prompt", true, false, issues);
+  const auto completionText = stringField(record, "completion", true, false, issues);
+  if (issues.failed()) {
+    return;
+  }
+  if (isBlank(*completionText)) {
+    issues.error(IssueKind::NoResponse, "field \"completion\" is empty: nothing to train on");
+    return;
+  }
+  example.prompt = *promptText;
+  example.text = *completionText;
 }
 
 }  // namespace
@@ -164,6 +255,10 @@ std::string_view formatName(Format format) {
       return "alpaca";
     case Format::Chat:
       return "chat";
+    case Format::ShareGpt:
+      return "sharegpt";
+    case Format::PromptCompletion:
+      return "prompt-completion";
     case Format::Text:
       return "text";
   }
@@ -171,7 +266,8 @@ std::string_view formatName(Format format) {
 }
 
 std::optional<Format> parseFormatName(std::string_view name) {
-  for (const Format format : {Format::Alpaca, Format::Chat, Format::Text}) {
+  for (const Format format :
+       {Format::Alpaca, Format::Chat, Format::ShareGpt, Format::PromptCompletion, Format::Text}) {
     if (formatName(format) == name) {
       return format;
     }
@@ -185,6 +281,12 @@ std::optional<Format> guessFormat(const nlohmann::json& record) {
   }
   if (record.contains("messages")) {
     return Format::Chat;
+  }
+  if (record.contains("conversations")) {
+    return Format::ShareGpt;
+  }
+  if (record.contains("prompt") && record.contains("completion")) {
+    return Format::PromptCompletion;
   }
   if (record.contains("instruction") || record.contains("output")) {
     return Format::Alpaca;
@@ -211,7 +313,13 @@ std::optional<Example> parseExample(const nlohmann::json& record, const SourceLo
       readAlpaca(record, example, issues);
       break;
     case Format::Chat:
-      readChat(record, example, issues);
+      readConversation(record, kChatSchema, example, issues);
+      break;
+    case Format::ShareGpt:
+      readConversation(record, kShareGptSchema, example, issues);
+      break;
+    case Format::PromptCompletion:
+      readPromptCompletion(record, example, issues);
       break;
     case Format::Text:
       if (auto text = stringField(record, "text", true, true, issues)) {
@@ -238,6 +346,7 @@ std::string canonicalContent(const Example& example) {
     append(message.role);
     append(message.content);
   }
+  append(example.prompt);
   append(example.text);
   return key;
 }

@@ -68,6 +68,22 @@ void ExampleEncoder::encodeChat(const Example& example, EncodedExample& out) con
   out.prefixMismatch = !exact;
 }
 
+void ExampleEncoder::encodePromptCompletion(const Example& example, EncodedExample& out) const {
+  // As TRL trains the standard form: prompt + completion as one text, loss on the completion.
+  out.ids = tokenizer_.encodeWithPostProcessor(example.prompt + example.text);
+  if (const auto eos = tokenizer_.eosId()) {
+    out.ids.push_back(*eos);
+  }
+  bool exact = true;
+  const std::size_t begin =
+      prefixEnd(tokenizer_.encodeWithPostProcessor(example.prompt), out.ids, true, exact);
+  out.labels.assign(out.ids.size(), kIgnoreLabel);
+  for (std::size_t i = begin; i < out.ids.size(); ++i) {
+    out.labels[i] = out.ids[i];
+  }
+  out.prefixMismatch = !exact;
+}
+
 void ExampleEncoder::encodeText(const Example& example, EncodedExample& out) const {
   out.ids = tokenizer_.encodeWithPostProcessor(example.text);
   if (const auto eos = tokenizer_.eosId()) {
@@ -80,6 +96,8 @@ EncodedExample ExampleEncoder::encode(const Example& example, const EncodeOption
   EncodedExample out;
   if (example.format == Format::Text) {
     encodeText(example, out);
+  } else if (example.format == Format::PromptCompletion && example.messages.empty()) {
+    encodePromptCompletion(example, out);
   } else {
     encodeChat(example, out);
   }

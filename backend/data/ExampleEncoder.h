@@ -8,6 +8,8 @@
 //   boundary falls after the longest common prefix plus the straddling token, and the example
 //   is flagged so the report can list it.
 // - Text examples are the post-processor's encoding (e.g. BOS first) plus EOS, all trained.
+// - Standard prompt-completion examples are encoded as the text prompt + completion (plus EOS);
+//   the tokens of the prompt (its own encoding, a prefix of the whole) are masked.
 // - trainOnAll labels every token. max_seq_len applies after: truncate keeps the first tokens,
 //   drop discards the example; an example left with no trained token is dropped either way.
 #pragma once
@@ -58,6 +60,7 @@ class ExampleEncoder {
 
  private:
   void encodeChat(const Example& example, EncodedExample& out) const;
+  void encodePromptCompletion(const Example& example, EncodedExample& out) const;
   void encodeText(const Example& example, EncodedExample& out) const;
 
   text::Tokenizer tokenizer_;

@@ -346,8 +346,10 @@ const CommandSpec& trainCommand() {
     c.options = {
         path("model", "DIR",
              "The base model: a Hugging Face folder (config.json, safetensors, "
-             "tokenizer)."),
-        path("data", "FILE", "The dataset: JSONL or a JSON array (alpaca, chat messages or text)."),
+             "tokenizer), or a model id (org/name[@revision]) in the local Hugging Face cache."),
+        path("data", "FILE",
+             "The dataset: JSONL or a JSON array (alpaca, chat messages, ShareGPT, "
+             "prompt/completion or text)."),
         path("out", "RUN_DIR", "The run folder to create (with --demo: lorascope-demo-run)."),
         boolean("demo", "false",
                 "Train the built-in demo: a 3 M-parameter Llama and a small "

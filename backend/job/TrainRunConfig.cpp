@@ -9,6 +9,7 @@
 
 #include "compute/BuildInfo.h"
 #include "job/RunOptions.h"
+#include "model/HfCache.h"       // defines: resolveModel
 #include "train/RunDirectory.h"  // defines: fnv1a64
 
 namespace lorascope::job {
@@ -100,13 +101,21 @@ json newRunConfig(const std::string& modelPath, const std::string& dataPath, boo
   const std::time_t now = std::time(nullptr);
   char created[32];
   std::strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  return {{"model_path", std::filesystem::absolute(modelPath).lexically_normal().string()},
-          {"data_path", std::filesystem::absolute(dataPath).lexically_normal().string()},
-          {"data_fingerprint", fileFingerprint(dataPath)},
-          {"demo", demo},
-          {"training", settingsToJson(settings)},
-          {"versions", {{"lorascope", compute::buildInfo().version}, {"run_format", 1}}},
-          {"created", created}};
+  // --model may be a Hugging Face id: the run trains on its snapshot folder and records the id.
+  const model::ResolvedModel resolvedModel = model::resolveModel(modelPath);
+  json config = {
+      {"model_path", std::filesystem::absolute(resolvedModel.dir).lexically_normal().string()},
+      {"data_path", std::filesystem::absolute(dataPath).lexically_normal().string()},
+      {"data_fingerprint", fileFingerprint(dataPath)},
+      {"demo", demo},
+      {"training", settingsToJson(settings)},
+      {"versions", {{"lorascope", compute::buildInfo().version}, {"run_format", 1}}},
+      {"created", created}};
+  if (resolvedModel.modelId) {
+    config["model_id"] = *resolvedModel.modelId;
+    config["model_revision"] = resolvedModel.revision;
+  }
+  return config;
 }
 
 std::string fileFingerprint(const std::string& path) {

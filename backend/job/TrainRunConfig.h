@@ -49,7 +49,8 @@ void applyOptions(TrainRunSettings& settings, const std::map<std::string, std::s
 nlohmann::json settingsToJson(const TrainRunSettings& settings);
 TrainRunSettings settingsFromJson(const nlohmann::json& training, const std::string& file);
 
-// The config.json of a new run: model and data paths (absolute), the data file's fingerprint,
+// The config.json of a new run: model and data paths (absolute; a model given as a Hugging Face
+// id is resolved from the hub cache and recorded as model_id), the data file's fingerprint,
 // the settings, versions and creation time (the last two are not part of the config hash).
 nlohmann::json newRunConfig(const std::string& modelPath, const std::string& dataPath, bool demo,
                             const TrainRunSettings& settings);

@@ -2,6 +2,8 @@
 // expected tensor located, shape-checked against config.json and viewed from its mapping.
 #include "model/ModelFolder.h"
 
+#include "model/HfCache.h"
+
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -74,13 +76,13 @@ std::map<std::string, Located> indexSingle(const std::string& path, Files& files
 
 }  // namespace
 
-ModelFolder ModelFolder::open(const std::string& dir) {
+ModelFolder ModelFolder::open(const std::string& spec) {
   ModelFolder m;
+  const ResolvedModel resolved = resolveModel(spec);  // a folder, or an id from the hub cache
+  const std::string dir = resolved.dir.string();
   m.dir_ = dir;
+  m.modelId_ = resolved.modelId;
   const fs::path root(dir);
-  if (!fs::is_directory(root)) {
-    throw ModelError(dir, "is not a directory (expected a Hugging Face model folder)");
-  }
   m.config_ = loadModelConfig((root / "config.json").string());
 
   const std::string single = (root / "model.safetensors").string();

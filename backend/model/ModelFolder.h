@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,12 +53,14 @@ struct NonFiniteTensor {
 
 class ModelFolder {
  public:
-  // Opens `dir`. Throws ModelError naming the file at fault: config.json missing a field, no
+  // Opens `dir`: a folder, or a Hugging Face model id found offline in the hub cache
+  // (model/HfCache.h). Throws ModelError naming the file at fault: config.json missing a field, no
   // weights file, a malformed header, a shard the index names but that is absent, a tensor that
   // is missing or whose shape differs from the config's (expected vs found).
   static ModelFolder open(const std::string& dir);
 
-  const std::string& dir() const { return dir_; }
+  const std::string& dir() const { return dir_; }  // the folder (an id's snapshot folder)
+  const std::optional<std::string>& modelId() const { return modelId_; }  // when opened by id
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
   const std::vector<StoredTensor>& tensors() const { return tensors_; }  // graph order
@@ -69,6 +72,7 @@ class ModelFolder {
 
  private:
   std::string dir_;
+  std::optional<std::string> modelId_;
   ModelConfig config_;
   std::map<std::string, std::shared_ptr<const SafetensorsFile>> files_;  // by path
   ModelWeights weights_;

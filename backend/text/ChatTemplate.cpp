@@ -1,6 +1,7 @@
-// ChatTemplate.cpp — recognising a chat_template's family and rendering conversations in it.
-// Each render function follows the Jinja template of its family line by line (comments quote
-// the parts that matter), so ids of rendered prompts match transformers' apply_chat_template.
+// ChatTemplate.cpp — choosing how to render a conversation (the model's own Jinja template, or
+// a built-in family) and rendering it. Each built-in render function follows the Jinja template
+// of its family line by line (comments quote the parts that matter), so ids of rendered prompts
+// match transformers' apply_chat_template.
 #include "text/ChatTemplate.h"
 
 #include <nlohmann/json.hpp>
@@ -64,6 +65,28 @@ std::string chatMlDefaultSystem(std::string_view source) {
   return {};
 }
 
+// transformers' special_tokens_map: the special tokens tokenizer_config.json sets, as text.
+nlohmann::ordered_json specialTokensOf(const Json& config) {
+  nlohmann::ordered_json tokens = nlohmann::ordered_json::object();
+  for (const char* key : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
+                          "cls_token", "mask_token"}) {
+    if (const auto text = configTokenText(config, key))
+      tokens[key] = *text;
+  }
+  if (config.is_object() && config.contains("additional_special_tokens") &&
+      config.at("additional_special_tokens").is_array()) {
+    nlohmann::ordered_json extra = nlohmann::ordered_json::array();
+    for (const Json& token : config.at("additional_special_tokens")) {
+      if (token.is_string())
+        extra.push_back(token.get<std::string>());
+      else if (token.is_object() && token.contains("content") && token.at("content").is_string())
+        extra.push_back(token.at("content").get<std::string>());
+    }
+    tokens["additional_special_tokens"] = extra;
+  }
+  return tokens;
+}
+
 void requireRole(const ChatMessage& message, std::initializer_list<const char*> roles,
                  const std::string& family) {
   for (const char* role : roles) {
@@ -91,8 +114,21 @@ ChatTemplate::ChatTemplate(Family family, std::string reason)
       eosToken_ = "</s>";
       break;
     case Family::Alpaca:
+    case Family::Jinja:
       break;
   }
+}
+
+ChatTemplate ChatTemplate::fromJinja(std::string_view source, std::string origin,
+                                     nlohmann::ordered_json specialTokens) {
+  ChatTemplate t(Family::Jinja, "the chat_template of " + origin + ", rendered as Jinja");
+  t.jinja_ = std::make_shared<const JinjaTemplate>(JinjaTemplate::parse(source, std::move(origin)));
+  if (specialTokens.is_object()) {
+    t.bosToken_ = specialTokens.value("bos_token", "");
+    t.eosToken_ = specialTokens.value("eos_token", "");
+    t.specialTokens_ = std::move(specialTokens);
+  }
+  return t;
 }
 
 ChatTemplate ChatTemplate::byName(std::string_view name) {
@@ -144,14 +180,24 @@ ChatTemplate ChatTemplate::forModelDir(const std::filesystem::path& dir) {
   }
   std::optional<ChatTemplate> chosen;
   if (source) {
+    std::string parseError;
+    try {
+      ChatTemplate own = fromJinja(*source, from, specialTokensOf(config));
+      own.reason_ = "the model's own chat_template (" + from + "), rendered as Jinja";
+      return own;
+    } catch (const TextError& e) {
+      parseError = e.what();
+    }
     const auto family = recognise(*source);
     if (!family) {
-      throw TextError(from +
-                      ": chat_template is not one LoRAscope recognises (ChatML, Llama-3 headers, "
-                      "Llama-2 [INST] with <<SYS>>, alpaca); choose one by name: chatml, llama3, "
-                      "llama3.1, llama2, alpaca");
+      throw TextError(parseError +
+                      "; nor is the chat_template one LoRAscope's built-in families recognise "
+                      "(ChatML, Llama-3 headers, Llama-2 [INST] with <<SYS>>, alpaca); choose "
+                      "one by name: chatml, llama3, llama3.1, llama2, alpaca");
     }
-    chosen = ChatTemplate(*family, "recognised from the chat_template in " + from);
+    chosen =
+        ChatTemplate(*family, "built-in family recognised from the chat_template in " + from +
+                                  ", which the Jinja interpreter cannot run (" + parseError + ")");
     if (*family == Family::ChatMl)
       chosen->defaultSystem_ = chatMlDefaultSystem(*source);
     if (*family == Family::Llama3) {
@@ -196,6 +242,8 @@ std::string ChatTemplate::name() const {
       return "llama2";
     case Family::Alpaca:
       return "alpaca";
+    case Family::Jinja:
+      return "jinja";
   }
   return "unknown";
 }
@@ -205,8 +253,39 @@ void ChatTemplate::setSpecialTokens(std::string bosToken, std::string eosToken) 
   eosToken_ = std::move(eosToken);
 }
 
+std::string ChatTemplate::renderJson(const nlohmann::ordered_json& messages,
+                                     const nlohmann::ordered_json& tools,
+                                     bool addGenerationPrompt) const {
+  if (family_ == Family::Jinja) {
+    nlohmann::ordered_json context = specialTokens_;
+    context["messages"] = messages;
+    context["tools"] = tools;
+    context["documents"] = nullptr;
+    context["add_generation_prompt"] = addGenerationPrompt;
+    return jinja_->render(context);
+  }
+  if (!tools.is_null() && !(tools.is_array() && tools.empty()))
+    throw TextError("chat template " + name() + ": a built-in family cannot render tools");
+  std::vector<ChatMessage> plain;
+  for (const auto& m : messages) {
+    if (!m.is_object() || !m.contains("role") || !m.at("role").is_string() ||
+        (m.contains("content") && !m.at("content").is_string()) || m.contains("tool_calls")) {
+      throw TextError("chat template " + name() +
+                      ": a built-in family takes messages with a role and text content only");
+    }
+    plain.push_back({m.at("role").get<std::string>(), m.value("content", "")});
+  }
+  return render(plain, addGenerationPrompt);
+}
+
 std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
                                  bool addGenerationPrompt) const {
+  if (family_ == Family::Jinja) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const ChatMessage& m : messages)
+      list.push_back({{"role", m.role}, {"content", m.content}});
+    return renderJson(list, nullptr, addGenerationPrompt);
+  }
   for (const ChatMessage& message : messages) {
     requireRole(message, {"system", "user", "assistant"}, name());
   }
@@ -219,6 +298,8 @@ std::string ChatTemplate::render(const std::vector<ChatMessage>& messages,
       return renderLlama2(messages);
     case Family::Alpaca:
       return renderAlpaca(messages, addGenerationPrompt);
+    case Family::Jinja:
+      break;
   }
   return {};
 }

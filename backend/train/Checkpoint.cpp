@@ -1,8 +1,13 @@
 // train/Checkpoint.cpp — checkpoint folders: PEFT adapter, AdamW moments, trainer state.
 #include "train/Checkpoint.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -56,7 +61,7 @@ std::vector<float> readF32(const model::SafetensorsFile& file, const std::string
   return std::vector<float>(data, data + t.numel());
 }
 
-// The files whose checksums trainer_state.json records (it is written last, after them).
+// The files whose checksums lorascope_state.json records (it is written last, after them).
 constexpr const char* kChecksummedFiles[] = {kAdapterWeightsFile, kAdapterConfigFile,
                                              kOptimizerFile};
 constexpr std::int64_t kMaxMicroBatch = 1 << 20;
@@ -65,7 +70,7 @@ std::string fileChecksum(const fs::path& path) {
   return fnv1a64Text(fnv1a64(readRunFile(path)));
 }
 
-// Of trainer_state.json itself: its JSON without the "checksum" field, as dumped (keys sorted).
+// Of the state file itself: its JSON without the "checksum" field, as dumped (keys sorted).
 std::string documentChecksum(json doc) {
   doc.erase("checksum");
   return fnv1a64Text(fnv1a64(doc.dump()));
@@ -75,7 +80,7 @@ bool allFinite(const std::vector<float>& values) {
   return std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); });
 }
 
-// Files whose checksum trainer_state.json records must still have it (checkpoints written
+// Files whose checksum the state file records must still have it (checkpoints written
 // before checksums existed record none and are read as they are).
 void verifyFileChecksums(const json& doc, const fs::path& dir, const std::string& stateFile) {
   if (!doc.contains("files")) {
@@ -90,8 +95,9 @@ void verifyFileChecksums(const json& doc, const fs::path& dir, const std::string
     const std::string actual = fileChecksum(path);
     if (actual != files.at(name).get<std::string>()) {
       throw CheckpointError(path.string(), "checksum " + actual + " differs from " +
-                                               files.at(name).get<std::string>() +
-                                               " recorded in trainer_state.json: the file "
+                                               files.at(name).get<std::string>() + " recorded in " +
+                                               fs::path(stateFile).filename().string() +
+                                               ": the file "
                                                "changed after the checkpoint was written "
                                                "(a bit flip, a partial copy?)");
     }
@@ -115,6 +121,28 @@ std::string readRunFile(const fs::path& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+void appendRunFile(const fs::path& path, std::string_view bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    throw CheckpointError(path.string(),
+                          std::string("cannot open for append: ") + std::strerror(errno));
+  }
+  std::size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      const int saved = errno;
+      ::close(fd);
+      throw CheckpointError(path.string(), std::string("append failed: ") + std::strerror(saved));
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
 }
 
 json readRunJson(const fs::path& path) {
@@ -179,17 +207,31 @@ void writeCheckpointFiles(const fs::path& dir, const TrainerState& state,
       {"config_hash", configHash},
       {"files", files}};
   doc["checksum"] = documentChecksum(doc);
-  common::writeFileAtomically(dir / kTrainerStateFile, doc.dump(2) + "\n");
+  common::writeFileAtomically(dir / kStateFile, doc.dump(2) + "\n");
+}
+
+fs::path checkpointStateFile(const fs::path& dir) {
+  const fs::path current = dir / kStateFile;
+  if (fs::exists(current))
+    return current;
+  const fs::path legacy = dir / kHfTrainerStateFile;
+  if (fs::exists(legacy)) {
+    // Hugging Face's trainer_state.json has no format_version; ours before the rename had one.
+    const json doc = json::parse(readRunFile(legacy), nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded() || !doc.is_object() || doc.contains("format_version"))
+      return legacy;
+  }
+  return current;
 }
 
 std::string checkpointConfigHash(const fs::path& dir) {
-  const fs::path path = dir / kTrainerStateFile;
+  const fs::path path = checkpointStateFile(dir);
   return requireField<std::string>(readRunJson(path), "config_hash", path.string());
 }
 
 TrainerState readCheckpoint(const fs::path& dir,
                             const std::optional<std::string>& expectedConfigHash) {
-  const fs::path statePath = dir / kTrainerStateFile;
+  const fs::path statePath = checkpointStateFile(dir);
   const std::string stateFile = statePath.string();
   const json doc = readRunJson(statePath);
   // Checkpoints written before checksums existed have neither field and are read as they are.

@@ -3,8 +3,13 @@
 //   adapter_model.safetensors + adapter_config.json   the LoRA adapter in PEFT's format
 //   optimizer.safetensors                              AdamW moments, F32, keyed
 //                                                      "<peft key>.exp_avg" / ".exp_avg_sq"
-//   trainer_state.json                                 step, epoch, data cursor, RNG, micro-batch
-//                                                      history, config hash
+//   lorascope_state.json                               step, epoch, data cursor, RNG, micro-batch
+//                                                      history, config hash (runs made before
+//                                                      this name kept it in trainer_state.json;
+//                                                      they still resume)
+//   trainer_state.json                                 Hugging Face Trainer's state with its
+//                                                      log_history (train/HfTrainerState.h),
+//                                                      written by RunDirectory
 // Floats are stored as their exact bits (safetensors F32; JSON doubles round-trip exactly).
 #pragma once
 
@@ -19,7 +24,9 @@
 namespace lorascope::train {
 
 inline constexpr const char* kOptimizerFile = "optimizer.safetensors";
-inline constexpr const char* kTrainerStateFile = "trainer_state.json";
+inline constexpr const char* kStateFile = "lorascope_state.json";
+// Hugging Face's name; our state lived under it (format_version 1) before lorascope_state.json.
+inline constexpr const char* kHfTrainerStateFile = "trainer_state.json";
 inline constexpr int kTrainerStateFormatVersion = 1;
 
 // AdamW moments of one LoraWeights (same order as LoraAdapter::weights).
@@ -54,19 +61,25 @@ struct TrainerState {
   std::vector<MicroBatchChange> microBatchHistory;
 };
 
-// Writes the four files into `dir` (which must exist; each file atomically). `configHash` ties
-// the checkpoint to the run's config.json; `baseModel` goes into adapter_config.json.
+// Writes the four files (adapter, optimizer, lorascope_state.json) into `dir` (which must exist;
+// each file atomically). `configHash` ties the checkpoint to the run's config.json; `baseModel`
+// goes into adapter_config.json.
 void writeCheckpointFiles(const std::filesystem::path& dir, const TrainerState& state,
                           const std::string& configHash, const std::string& baseModel);
 
 // Reads a checkpoint folder. Throws CheckpointError naming the file and the problem: a missing
-// file, a malformed trainer_state.json, a config hash that differs from `expectedConfigHash`
-// (when given: the run's config changed since), optimizer moments missing or shaped unlike the
-// adapter, steps that disagree between files.
+// file, a malformed lorascope_state.json (or, in a checkpoint written before it existed,
+// trainer_state.json holding our format_version), a config hash that differs from
+// `expectedConfigHash` (when given: the run's config changed since), optimizer moments missing or
+// shaped unlike the adapter, steps that disagree between files.
 TrainerState readCheckpoint(const std::filesystem::path& dir,
                             const std::optional<std::string>& expectedConfigHash);
 
-// The config hash recorded in dir/trainer_state.json (for messages and tooling).
+// The file of `dir` holding LoRAscope's state: lorascope_state.json, or trainer_state.json of
+// a checkpoint written before lorascope_state.json existed.
+std::filesystem::path checkpointStateFile(const std::filesystem::path& dir);
+
+// The config hash recorded in the checkpoint's state file (for messages and tooling).
 std::string checkpointConfigHash(const std::filesystem::path& dir);
 
 }  // namespace lorascope::train

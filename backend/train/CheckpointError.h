@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -23,6 +24,9 @@ class CheckpointError : public std::runtime_error {
 
 // The whole file; CheckpointError naming it when it cannot be opened.
 std::string readRunFile(const std::filesystem::path& path);
+// Appends `bytes` with one open and write() loop (a crash tears at most this piece);
+// CheckpointError naming the file when it cannot be opened or written.
+void appendRunFile(const std::filesystem::path& path, std::string_view bytes);
 // The file as a JSON object; CheckpointError naming it when missing or not a JSON object.
 nlohmann::json readRunJson(const std::filesystem::path& path);
 

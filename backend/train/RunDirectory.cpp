@@ -13,7 +13,10 @@
 #include <limits>
 
 #include "common/AtomicFile.h"
+#include "compute/BuildInfo.h"
 #include "train/CheckpointError.h"
+#include "train/HfLogs.h"
+#include "train/ModelCard.h"
 #include "train/PeftExport.h"
 #include "train/SafetensorsWriter.h"
 
@@ -208,28 +211,34 @@ std::string RunDirectory::baseModel() const {
   return config_.at("model_path").get<std::string>();
 }
 
+std::string RunDirectory::baseModelName() const {
+  if (config_.contains("model_id") && config_.at("model_id").is_string())
+    return config_.at("model_id").get<std::string>();
+  return baseModel();
+}
+
+void RunDirectory::writeModelCard(const fs::path& dir, const LoraAdapter& adapter,
+                                  std::optional<std::int64_t> step) const {
+  ModelCardFacts facts;
+  facts.baseModel = baseModelName();
+  facts.lora = adapter.config;
+  facts.dataset = fs::path(config_.value("data_path", std::string())).filename().string();
+  facts.lorascopeVersion = compute::buildInfo().version;
+  for (const StepMetrics& m : readMetrics(dir_ / kMetricsFile)) {
+    if (step && m.step > *step)
+      break;
+    facts.steps = m.step;
+    facts.finalLoss = m.loss;
+    facts.trainedTokens += m.predictedTokens;
+  }
+  if (step)
+    facts.steps = *step;
+  common::writeFileAtomically(dir / kModelCardFile, peftModelCard(facts));
+}
+
 void RunDirectory::appendMetrics(const StepMetrics& metrics) const {
-  const fs::path path = dir_ / kMetricsFile;
-  const std::string line = toJson(metrics).dump() + "\n";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw CheckpointError(path.string(),
-                          std::string("cannot open for append: ") + std::strerror(errno));
-  }
-  std::size_t written = 0;
-  while (written < line.size()) {
-    const ssize_t n = ::write(fd, line.data() + written, line.size() - written);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      const int saved = errno;
-      ::close(fd);
-      throw CheckpointError(path.string(), std::string("append failed: ") + std::strerror(saved));
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
+  appendRunFile(dir_ / kMetricsFile, toJson(metrics).dump() + "\n");
+  appendTfEvent(tfEventsPath(dir_), tfEventOf(metrics));
 }
 
 std::vector<StepMetrics> RunDirectory::readMetrics(const fs::path& file) {
@@ -274,6 +283,7 @@ void RunDirectory::truncateMetricsAfter(std::int64_t step) const {
     }
   }
   common::writeFileAtomically(path, kept);
+  truncateTfEventsAfter(tfEventsPath(dir_), step);
 }
 
 fs::path RunDirectory::checkpointDir(std::int64_t step) const {
@@ -309,8 +319,13 @@ fs::path RunDirectory::saveCheckpoint(const TrainerState& state, int keepLast) c
   const fs::path target = checkpointDir(state.step);
   const fs::path staging = root / ("." + target.filename().string() + tempSuffix());
   fs::create_directory(staging);
-  writeCheckpointFiles(staging, state, configHash_, baseModel());
+  writeCheckpointFiles(staging, state, configHash_, baseModelName());
+  // Hugging Face's trainer_state.json, in the checkpoint and (the newest) in the run folder.
+  const std::string hfState =
+      hfTrainerState(readMetrics(dir_ / kMetricsFile), state, config_).dump(2) + "\n";
+  common::writeFileAtomically(staging / kHfTrainerStateFile, hfState);
   replaceDirectory(staging, target);
+  common::writeFileAtomically(dir_ / kHfTrainerStateFile, hfState);
 
   if (keepLast > 0) {
     const std::vector<std::int64_t> steps = checkpointSteps();
@@ -346,7 +361,8 @@ TrainerState RunDirectory::loadCheckpoint(
     TrainerState state = readCheckpoint(checkpointDir(chosen), configHash_);
     if (state.step != chosen) {
       throw CheckpointError(checkpointDir(chosen).string(),
-                            "trainer_state.json says step " + std::to_string(state.step) +
+                            checkpointStateFile(checkpointDir(chosen)).filename().string() +
+                                " says step " + std::to_string(state.step) +
                                 " but the folder is step-" + std::to_string(chosen));
     }
     return state;
@@ -383,7 +399,8 @@ void RunDirectory::saveFinalAdapter(const LoraAdapter& adapter) const {
   const fs::path staging = dir_ / ("." + std::string(kFinalAdapterDir) + tempSuffix());
   fs::remove_all(staging);
   fs::create_directory(staging);
-  writePeftAdapter(staging, adapter, baseModel());
+  writePeftAdapter(staging, adapter, baseModelName());
+  writeModelCard(staging, adapter);
   replaceDirectory(staging, target);
 }
 

@@ -1,9 +1,12 @@
 // train/RunDirectory.h — the folder a training run writes, as the design lays it out:
 //   config.json            everything needed to reproduce the run (written once, atomically)
 //   metrics.jsonl          one JSON line per optimizer step, appended with one write() each
+//   events.out.tfevents.*  the same steps as TensorBoard scalars (train/TfEvents.h)
+//   trainer_state.json     Hugging Face Trainer's state and log_history, as of the newest
+//                          checkpoint (train/HfLogs.h)
 //   checkpoints/step-N/    checkpoint folders (train/Checkpoint.h), assembled under a temp
 //                          name and renamed when complete; the last K are kept
-//   adapter/               the final adapter in PEFT's format
+//   adapter/               the final adapter in PEFT's format, with a README.md model card
 // A crash at any moment leaves complete checkpoints and at most a torn last metrics line.
 #pragma once
 
@@ -53,14 +56,19 @@ class RunDirectory {
   const std::filesystem::path& dir() const { return dir_; }
   const nlohmann::json& config() const { return config_; }
   const std::string& configHash() const { return configHash_; }
-  std::string baseModel() const;
+  std::string baseModel() const;  // the model folder (config.json's model_path)
+  // What adapters record as base_model_name_or_path: the Hugging Face id the run's model was
+  // given as (config.json's model_id), else the folder.
+  std::string baseModelName() const;
 
-  // Appends one line and hands it to the kernel (one write(), so a crash tears at most it).
+  // Appends one line and hands it to the kernel (one write(), so a crash tears at most it), and
+  // the step's TensorBoard event to the event file.
   void appendMetrics(const StepMetrics& metrics) const;
   // Lines of a metrics file; a torn (unparseable, unterminated) last line is skipped. Throws
   // CheckpointError naming the line for a malformed line elsewhere.
   static std::vector<StepMetrics> readMetrics(const std::filesystem::path& file);
-  // Drops lines after `step` (and a torn tail), so a resumed run continues the file cleanly.
+  // Drops lines and events after `step` (and a torn tail), so a resumed run continues both
+  // files cleanly.
   void truncateMetricsAfter(std::int64_t step) const;
 
   // Writes checkpoints/step-N (N = state.step) and then deletes all but the newest `keepLast`
@@ -75,8 +83,12 @@ class RunDirectory {
   TrainerState loadCheckpoint(std::optional<std::int64_t> step = std::nullopt,
                               const std::function<void(const std::string&)>& onFallback = {}) const;
 
-  // Writes adapter/ (PEFT format), replacing an older final adapter atomically.
+  // Writes adapter/ (PEFT format and README.md), replacing an older final adapter atomically.
   void saveFinalAdapter(const LoraAdapter& adapter) const;
+  // Writes dir/README.md, the model card of `adapter` as trained by this run up to `step` (the
+  // last step of metrics.jsonl when unset): base model, LoRA settings, dataset, steps, loss.
+  void writeModelCard(const std::filesystem::path& dir, const LoraAdapter& adapter,
+                      std::optional<std::int64_t> step = std::nullopt) const;
   std::filesystem::path finalAdapterDir() const { return dir_ / kFinalAdapterDir; }
 
  private:

@@ -1,7 +1,7 @@
 // test_dataset_labels.cpp — examples to ids and labels: prompt tokens masked to −100 and
-// response tokens equal to their ids (ChatML, alpaca and text), several assistant turns,
-// train-on-all, truncate vs drop, and the prefix check of the prompt/response boundary. Uses the
-// committed test tokenizers of backend/text (tests/text/data).
+// response tokens equal to their ids (ChatML, alpaca, text, prompt-completion, ShareGPT), several
+// assistant turns, train-on-all, truncate vs drop, and the prefix check of the prompt/response
+// boundary. Uses the committed test tokenizers of backend/text (tests/text/data).
 #include <QtTest>
 
 #include <filesystem>
@@ -18,6 +18,11 @@ namespace {
 Tokenizer qwenTokenizer() {
   return Tokenizer::fromFile(std::filesystem::path(LORASCOPE_TEXT_TEST_DIR) /
                              "qwen2_bpe.tokenizer.json");
+}
+
+Tokenizer llama3Tokenizer() {
+  return Tokenizer::fromFile(std::filesystem::path(LORASCOPE_TEXT_TEST_DIR) /
+                             "llama3_bpe.tokenizer.json");
 }
 
 Example chatExample(std::vector<Message> messages) {
@@ -108,8 +113,7 @@ class TestDatasetLabels : public QObject {
   }
 
   void textExamplesAreTheirPostProcessedTokensAllTrained() {
-    const Tokenizer llama3 = Tokenizer::fromFile(std::filesystem::path(LORASCOPE_TEXT_TEST_DIR) /
-                                                 "llama3_bpe.tokenizer.json");
+    const Tokenizer llama3 = llama3Tokenizer();
     const ExampleEncoder encoder(llama3, ChatTemplate::byName("llama3"));
     Example example;
     example.format = Format::Text;
@@ -118,6 +122,37 @@ class TestDatasetLabels : public QObject {
     QCOMPARE(encoded.ids, llama3.encodeWithPostProcessor(example.text));
     QCOMPARE(encoded.ids.front(), *llama3.tokenId("<|begin_of_text|>"));
     QCOMPARE(encoded.labels, encoded.ids);
+  }
+
+  void promptCompletionTrainsOnTheCompletionOnly() {
+    const Tokenizer llama3 = llama3Tokenizer();
+    const ExampleEncoder encoder(llama3, ChatTemplate::byName("llama3"));
+    Example example;
+    example.format = Format::PromptCompletion;
+    example.prompt = "The capital of France is";
+    example.text = " Paris.";
+    const EncodedExample encoded = encoder.encode(example, kNoLimit);
+    std::vector<std::int32_t> whole = llama3.encodeWithPostProcessor(example.prompt + example.text);
+    if (const auto eos = llama3.eosId())
+      whole.push_back(*eos);
+    QCOMPARE(encoded.ids, whole);
+    const auto prompt = llama3.encodeWithPostProcessor(example.prompt);
+    QVERIFY(isPrefix(prompt, encoded.ids));
+    QVERIFY(!encoded.prefixMismatch);
+    for (std::size_t i = 0; i < encoded.ids.size(); ++i) {
+      QCOMPARE(encoded.labels[i], i < prompt.size() ? kIgnoreLabel : encoded.ids[i]);
+    }
+    QVERIFY(trainedText(llama3, encoded).rfind(" Paris.", 0) == 0);
+  }
+
+  void shareGptExamplesRenderLikeChat() {
+    const ExampleEncoder encoder(qwenTokenizer(), ChatTemplate::byName("chatml"));
+    Example example = chatExample({{"user", "Hi"}, {"assistant", "Hello."}});
+    const EncodedExample asChat = encoder.encode(example, kNoLimit);
+    example.format = Format::ShareGpt;
+    const EncodedExample asShareGpt = encoder.encode(example, kNoLimit);
+    QCOMPARE(asShareGpt.ids, asChat.ids);
+    QCOMPARE(asShareGpt.labels, asChat.labels);
   }
 
   void truncateKeepsTheFirstTokensAndCountsTheLoss() {

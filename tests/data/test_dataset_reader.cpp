@@ -1,4 +1,5 @@
-// test_dataset_reader.cpp — reading dataset files: the three formats, detection, JSONL and
+// test_dataset_reader.cpp — reading dataset files: the formats (alpaca, chat, sharegpt,
+// prompt-completion, text), detection, JSONL and
 // JSON arrays, and every kind of bad input (broken line, BOM, CRLF, invalid UTF-8, empty and
 // missing files, a bad array element), each reported with its location and never fatal.
 #include <QtTest>
@@ -129,6 +130,50 @@ class TestDatasetReader : public QObject {
     QCOMPARE(issuesOf(read.issues, IssueKind::UnknownRole)[0].where.line, std::size_t{4});
   }
 
+  void shareGptBecomesChatTurns() {
+    const ReadAll read = readAll(fixture("sharegpt.jsonl"));
+    QCOMPARE(read.format, std::optional<Format>(Format::ShareGpt));
+    QCOMPARE(linesOf(read.examples), (std::vector<std::size_t>{1, 2}));
+    const Example& first = read.examples[0];
+    QCOMPARE(first.messages.size(), std::size_t{3});
+    QCOMPARE(first.messages[0].role, std::string("system"));
+    QCOMPARE(first.messages[1].role, std::string("user"));
+    QCOMPARE(first.messages[2].role, std::string("assistant"));
+    QCOMPARE(first.messages[2].content, std::string("Hello."));
+    // The record's "system" field becomes the first turn; user/assistant work as "from" too.
+    const Example& second = read.examples[1];
+    QCOMPARE(second.messages.size(), std::size_t{5});
+    QCOMPARE(second.messages[0].role, std::string("system"));
+    QCOMPARE(second.messages[0].content, std::string("Answer in digits."));
+    QCOMPARE(second.messages[3].role, std::string("user"));
+    QCOMPARE(second.messages[4].role, std::string("assistant"));
+    QCOMPARE(issuesOf(read.issues, IssueKind::NoResponse)[0].where.line, std::size_t{3});
+    const auto role = issuesOf(read.issues, IssueKind::UnknownRole);
+    QCOMPARE(role[0].where.line, std::size_t{4});
+    QVERIFY2(role[0].message.find("conversations[1] has from \"function_call\"; expected human, "
+                                  "gpt or system") != std::string::npos,
+             role[0].message.c_str());
+    const auto missing = issuesOf(read.issues, IssueKind::MissingField);
+    QCOMPARE(missing[0].where.line, std::size_t{5});
+    QVERIFY2(missing[0].message.find("has no string \"value\"") != std::string::npos,
+             missing[0].message.c_str());
+  }
+
+  void promptCompletionReadsBothForms() {
+    const ReadAll read = readAll(fixture("prompt_completion.jsonl"));
+    QCOMPARE(read.format, std::optional<Format>(Format::PromptCompletion));
+    QCOMPARE(linesOf(read.examples), (std::vector<std::size_t>{1, 2}));
+    QCOMPARE(read.examples[0].prompt, std::string("The capital of France is"));
+    QCOMPARE(read.examples[0].text, std::string(" Paris."));
+    QVERIFY(read.examples[0].messages.empty());
+    // The conversational form: prompt messages then completion messages.
+    QCOMPARE(read.examples[1].messages.size(), std::size_t{2});
+    QCOMPARE(read.examples[1].messages[1].role, std::string("assistant"));
+    QCOMPARE(read.examples[1].messages[1].content, std::string("Blue."));
+    QCOMPARE(issuesOf(read.issues, IssueKind::NoResponse)[0].where.line, std::size_t{3});
+    QCOMPARE(issuesOf(read.issues, IssueKind::WrongType)[0].where.line, std::size_t{4});
+  }
+
   void textFormatReadsTextAndRejectsBlankText() {
     const ReadAll read = readAll(fixture("text.jsonl"));
     QCOMPARE(read.format, std::optional<Format>(Format::Text));
@@ -178,8 +223,14 @@ class TestDatasetReader : public QObject {
              std::optional<Format>(Format::Text));
     QVERIFY(!guessFormat(nlohmann::json::parse(R"({"question": "x"})")).has_value());
     QVERIFY(!guessFormat(nlohmann::json::parse("[1]")).has_value());
+    QCOMPARE(guessFormat(nlohmann::json::parse(R"({"conversations": []})")),
+             std::optional<Format>(Format::ShareGpt));
+    QCOMPARE(guessFormat(nlohmann::json::parse(R"({"prompt": "a", "completion": "b"})")),
+             std::optional<Format>(Format::PromptCompletion));
     QCOMPARE(parseFormatName("chat"), std::optional<Format>(Format::Chat));
-    QVERIFY(!parseFormatName("sharegpt").has_value());
+    QCOMPARE(parseFormatName("sharegpt"), std::optional<Format>(Format::ShareGpt));
+    QCOMPARE(parseFormatName("prompt-completion"), std::optional<Format>(Format::PromptCompletion));
+    QVERIFY(!parseFormatName("vicuna").has_value());
   }
 };
 

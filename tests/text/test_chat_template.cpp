@@ -1,6 +1,8 @@
-// test_chat_template.cpp — chat families render the text their Jinja templates produce,
-// are recognised from tokenizer_config.json / chat_template.jinja / config.json, keep the
-// prompt-prefix property masking relies on, and reject what they cannot express.
+// test_chat_template.cpp — a model folder's own chat_template is rendered as Jinja; the
+// built-in families (the fallback) render the text their Jinja templates produce, are
+// recognised from tokenizer_config.json / chat_template.jinja / config.json when the template
+// cannot be run, keep the prompt-prefix property masking relies on, and reject what they
+// cannot express.
 #include <QtTest/QtTest>
 
 #include <QTemporaryDir>
@@ -20,14 +22,20 @@ namespace {
 const std::vector<ChatMessage> kConversation = {
     {"system", "You are terse."}, {"user", "Hi there"}, {"assistant", "Hello!"}};
 
-// The part of Qwen2.5's chat_template that matters here (its default system prompt literal).
+// A ChatML template in the style of Qwen2.5's (a default system prompt when none is given).
 constexpr const char* kQwenTemplate =
     "{%- if messages[0]['role'] == 'system' %}\n"
     "    {{- '<|im_start|>system\\n' + messages[0]['content'] + '<|im_end|>\\n' }}\n"
     "{%- else %}\n"
     "    {{- '<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful "
     "assistant.<|im_end|>\\n' }}\n"
-    "{%- endif %}";
+    "{%- endif %}\n"
+    "{%- for message in messages %}\n"
+    "    {%- if not (message.role == 'system' and loop.first) %}\n"
+    "        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}\n"
+    "    {%- endif %}\n"
+    "{%- endfor %}\n"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}\n";
 
 void writeText(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
@@ -73,18 +81,16 @@ class TestChatTemplate : public QObject {
              std::string("<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"));
   }
 
-  void qwenTemplateBringsDefaultSystemPrompt() {
+  void modelsOwnTemplateRendersAsJinja() {
     QTemporaryDir dir;
     const std::filesystem::path root = dir.path().toStdString();
     writeText(root / "tokenizer_config.json",
               "{\"chat_template\": " + jsonString(kQwenTemplate) +
                   ", \"eos_token\": \"<|im_end|>\", \"tokenizer_class\": \"Qwen2Tokenizer\"}");
     const ChatTemplate t = ChatTemplate::forModelDir(root);
-    QCOMPARE(t.name(), std::string("chatml"));
-    QVERIFY2(t.reason().find("recognised from the chat_template") != std::string::npos,
-             t.reason().c_str());
-    QCOMPARE(t.defaultSystemPrompt(),
-             std::string("You are Qwen, created by Alibaba Cloud. You are a helpful assistant."));
+    QCOMPARE(t.name(), std::string("jinja"));
+    QVERIFY2(t.reason().find("model's own chat_template") != std::string::npos, t.reason().c_str());
+    QCOMPARE(t.eosToken(), std::string("<|im_end|>"));
     QCOMPARE(t.render({{"user", "Hi"}}, true),
              std::string("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a "
                          "helpful assistant.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
@@ -107,16 +113,20 @@ class TestChatTemplate : public QObject {
                          "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"));
   }
 
+  // A template the Jinja interpreter cannot run ({% call %} is not supported) falls back to
+  // the built-in family it is recognised as.
   void llama31PreambleFromTemplate() {
     QTemporaryDir dir;
     const std::filesystem::path root = dir.path().toStdString();
     // transformers >= 4.43 may save the template as chat_template.jinja.
     writeText(root / "chat_template.jinja",
               "{{- bos_token }}{{- \"<|start_header_id|>system<|end_header_id|>\\n\\n\" }}"
-              "{{- \"Cutting Knowledge Date: December 2023\\n\" }}");
+              "{{- \"Cutting Knowledge Date: December 2023\\n\" }}{% call x() %}{% endcall %}");
     writeText(root / "tokenizer_config.json", R"({"bos_token": "<|begin_of_text|>"})");
     const ChatTemplate t = ChatTemplate::forModelDir(root);
     QCOMPARE(t.name(), std::string("llama3"));
+    QVERIFY2(t.reason().find("unsupported tag {% call %}") != std::string::npos,
+             t.reason().c_str());
     QVERIFY(t.llama3KnowledgePreamble());
     QCOMPARE(t.render({{"user", "Hi"}}, false),
              std::string("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\n"
@@ -174,17 +184,20 @@ class TestChatTemplate : public QObject {
     // A Qwen2 model without a template still speaks ChatML.
     writeText(root / "config.json", R"({"model_type": "qwen2"})");
     QCOMPARE(ChatTemplate::forModelDir(root).name(), std::string("chatml"));
-    // Llama-2 template and its special tokens.
+    // A template with its special tokens (AddedToken objects too) is run as Jinja.
     writeText(root / "tokenizer_config.json",
-              R"({"chat_template": "{{ bos_token + '[INST] ' + '<<SYS>>\\n' }}",
+              R"({"chat_template": "{{ bos_token + '[INST] ' + messages[0].content }}",
                   "bos_token": {"content": "<s>"}, "eos_token": "</s>"})");
     t = ChatTemplate::forModelDir(root);
-    QCOMPARE(t.name(), std::string("llama2"));
+    QCOMPARE(t.name(), std::string("jinja"));
     QCOMPARE(t.bosToken(), std::string("<s>"));
-    // A template of another family is an error that names the file and the way out.
-    writeText(root / "tokenizer_config.json", R"({"chat_template": "{{ '<|user|>' }}"})");
+    QCOMPARE(t.render({{"user", "Hi"}}, false), std::string("<s>[INST] Hi"));
+    // An unrecognised template that does not parse is an error that names the file, the
+    // problem and the way out.
+    writeText(root / "tokenizer_config.json", "{\"chat_template\": \"{{ '<|user|>' \"}");
     const std::string message = errorOf([&] { ChatTemplate::forModelDir(root); });
-    QVERIFY2(message.find("tokenizer_config.json") != std::string::npos &&
+    QVERIFY2(message.find("tokenizer_config.json line 1") != std::string::npos &&
+                 message.find("never closed") != std::string::npos &&
                  message.find("choose one by name") != std::string::npos,
              message.c_str());
   }

@@ -1,7 +1,9 @@
 // test_checkpoint.cpp — run files: the safetensors writer against the strict reader, checkpoint
 // folders round-tripping the trainer state bit for bit, refusal of changed configs and
 // mismatched or damaged files, keep-last-K rotation, metrics.jsonl with a torn last line, and a
-// run resumed from disk continuing exactly as the uninterrupted one.
+// run resumed from disk continuing exactly as the uninterrupted one; Hugging Face's
+// trainer_state.json (log_history) and TensorBoard event files beside metrics.jsonl, and
+// checkpoints of the older layout (our state in trainer_state.json) still resuming.
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -15,11 +17,15 @@
 
 #include "TrainTestUtil.h"
 #include "compute/Bf16.h"
+#include "compute/BuildInfo.h"
 #include "model/Safetensors.h"
 #include "train/CheckpointError.h"
+#include "train/HfLogs.h"
 #include "train/Merge.h"  // defines: floatToF16
+#include "train/PeftExport.h"
 #include "train/RunDirectory.h"
 #include "train/SafetensorsWriter.h"
+#include "train/TfEvents.h"
 #include "train/TrainLoop.h"
 
 using namespace lorascope;
@@ -152,6 +158,11 @@ class TestCheckpoint : public QObject {
   void bitFlipOrNanAdapterIsDetectedAndResumeFallsBackToTheNewestIntact();
   void checkpointWithoutChecksumsStillResumes();
   void failedRunBeforeItsFirstCheckpointLeavesAReusableFolder();
+  void hfTrainerStateHoldsLogHistory();
+  void checkpointsOfTheOldLayoutStillResume();
+  void tensorboardEventsMirrorMetrics();
+  void tensorboardEventsRejectDamage();
+  void finalAdapterHasModelCardAndModelId();
 };
 
 #ifndef Q_MOC_RUN
@@ -248,7 +259,7 @@ void TestCheckpoint::checkpointRoundTripIsBitExact() {
   const fs::path dir = run.saveCheckpoint(saved, 3);
   QCOMPARE(dir, path("roundtrip") / "checkpoints" / "step-7");
   for (const char* file : {"adapter_model.safetensors", "adapter_config.json",
-                           "optimizer.safetensors", "trainer_state.json"}) {
+                           "optimizer.safetensors", "lorascope_state.json", "trainer_state.json"}) {
     QVERIFY2(fs::exists(dir / file), file);
   }
   const RunDirectory reopened = RunDirectory::open(path("roundtrip"));
@@ -315,42 +326,42 @@ void TestCheckpoint::resumeRefusesMismatchedOrDamagedFiles() {
                                         "adapter_model.safetensors: is missing"));
   fs::rename(path("moved.safetensors"), dir / "adapter_model.safetensors");
 
-  // Malformed trainer_state.json.
-  const std::string stateText = readText(dir / "trainer_state.json");
-  writeText(dir / "trainer_state.json", stateText.substr(0, stateText.size() / 2));
+  // Malformed lorascope_state.json.
+  const std::string stateText = readText(dir / "lorascope_state.json");
+  writeText(dir / "lorascope_state.json", stateText.substr(0, stateText.size() / 2));
   QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); },
-                                        "trainer_state.json: is not a well-formed JSON object"));
-  writeText(dir / "trainer_state.json", stateText);
+                                        "lorascope_state.json: is not a well-formed JSON object"));
+  writeText(dir / "lorascope_state.json", stateText);
   QCOMPARE(run.loadCheckpoint().step, std::int64_t{5});
 }
 
 void TestCheckpoint::microBatchZeroOrNegativeInTrainerStateIsRefusedNotACrash() {
-  // Issue 20 item 4: micro_batch 0 or negative in trainer_state.json crashed `train --resume`
+  // Issue 20 item 4: micro_batch 0 or negative in the state file crashed `train --resume`
   // (SIGFPE, SIGSEGV). Edited without its checksum, so that the values themselves are checked.
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   const RunDirectory run = RunDirectory::create(path("microbatch"), runConfig());
   const fs::path dir = run.saveCheckpoint(richState(folder.config(), 5), 0);
-  const std::string good = readText(dir / "trainer_state.json");
+  const std::string good = readText(dir / "lorascope_state.json");
   for (const int bad : {0, -3}) {
     nlohmann::json doc = nlohmann::json::parse(good);
     doc.erase("checksum");
     doc["micro_batch_history"][1]["micro_batch"] = bad;
-    writeText(dir / "trainer_state.json", doc.dump(2));
+    writeText(dir / "lorascope_state.json", doc.dump(2));
     QVERIFY(
         throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "micro_batch_history entry"));
   }
   nlohmann::json doc = nlohmann::json::parse(good);
   doc.erase("checksum");
   doc["tokens_seen"] = -1;
-  writeText(dir / "trainer_state.json", doc.dump(2));
+  writeText(dir / "lorascope_state.json", doc.dump(2));
   QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "must not be negative"));
   // With its checksum, any edit is caught as such.
   doc = nlohmann::json::parse(good);
   doc["micro_batch_history"][1]["micro_batch"] = 0;
-  writeText(dir / "trainer_state.json", doc.dump(2));
+  writeText(dir / "lorascope_state.json", doc.dump(2));
   QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); },
                                         "checksum does not match its contents"));
-  writeText(dir / "trainer_state.json", good);
+  writeText(dir / "lorascope_state.json", good);
   QCOMPARE(run.loadCheckpoint().step, std::int64_t{5});
 }
 
@@ -396,11 +407,11 @@ void TestCheckpoint::checkpointWithoutChecksumsStillResumes() {
   const RunDirectory run = RunDirectory::create(path("old_format"), runConfig());
   const TrainerState saved = richState(folder.config(), 6);
   const fs::path dir = run.saveCheckpoint(saved, 0);
-  nlohmann::json doc = nlohmann::json::parse(readText(dir / "trainer_state.json"));
+  nlohmann::json doc = nlohmann::json::parse(readText(dir / "lorascope_state.json"));
   QVERIFY(doc.contains("files") && doc.contains("checksum"));
   doc.erase("files");
   doc.erase("checksum");
-  writeText(dir / "trainer_state.json", doc.dump(2));
+  writeText(dir / "lorascope_state.json", doc.dump(2));
   QVERIFY(sameState(run.loadCheckpoint(), saved));
 }
 
@@ -550,6 +561,145 @@ void TestCheckpoint::resumeFromDiskIsBitIdentical() {
     QVERIFY(
         bitIdentical(resumed.state().moments[i].secondA, uninterrupted.state().moments[i].secondA));
   }
+}
+
+void TestCheckpoint::hfTrainerStateHoldsLogHistory() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  nlohmann::json config = runConfig();
+  config["training"] = {
+      {"max_steps", 40}, {"epochs", 3}, {"micro_batch_size", 2}, {"checkpoint_every", 10}};
+  const RunDirectory run = RunDirectory::create(path("hf"), config);
+  for (std::int64_t step = 1; step <= 3; ++step)
+    run.appendMetrics(metricsOf(step));
+  const fs::path checkpoint = run.saveCheckpoint(richState(folder.config(), 2), 3);
+  for (const fs::path& file :
+       {path("hf") / "trainer_state.json", checkpoint / "trainer_state.json"}) {
+    const std::string text = readText(file);
+    // transformers' save_to_json: indent 2, sorted keys.
+    QVERIFY2(text.rfind("{\n  \"best_metric\": null,\n  \"best_model_checkpoint\": null,", 0) == 0,
+             text.c_str());
+    const auto doc = nlohmann::json::parse(text);
+    QVERIFY(!doc.contains("format_version"));
+    QCOMPARE(doc.at("global_step").get<std::int64_t>(), std::int64_t{2});
+    QCOMPARE(doc.at("max_steps").get<std::int64_t>(), std::int64_t{40});
+    QCOMPARE(doc.at("num_train_epochs").get<std::int64_t>(), std::int64_t{3});
+    QCOMPARE(doc.at("save_steps").get<std::int64_t>(), std::int64_t{10});
+    QCOMPARE(doc.at("train_batch_size").get<std::int64_t>(), std::int64_t{2});
+    QCOMPARE(doc.at("num_input_tokens_seen").get<std::int64_t>(), std::int64_t{987654});
+    const auto& history = doc.at("log_history");
+    QCOMPARE(history.size(), std::size_t{2});  // steps after the checkpoint are not in it
+    for (std::size_t i = 0; i < 2; ++i) {
+      const train::StepMetrics m = metricsOf(static_cast<std::int64_t>(i + 1));
+      QCOMPARE(history[i].at("step").get<std::int64_t>(), m.step);
+      QVERIFY(history[i].at("loss").get<double>() == m.loss);
+      QVERIFY(history[i].at("learning_rate").get<double>() == m.learningRate);
+      QVERIFY(history[i].at("grad_norm").get<double>() == m.gradNorm);
+      QVERIFY(history[i].at("epoch").is_number_float());
+    }
+  }
+}
+
+void TestCheckpoint::checkpointsOfTheOldLayoutStillResume() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  const RunDirectory run = RunDirectory::create(path("old"), runConfig());
+  const TrainerState saved = richState(folder.config(), 7);
+  const fs::path dir = run.saveCheckpoint(saved, 3);
+  // Before lorascope_state.json, our state (format_version 1) was trainer_state.json.
+  fs::rename(dir / "lorascope_state.json", dir / "trainer_state.json");
+  QVERIFY(readText(dir / "trainer_state.json").find("\"format_version\"") != std::string::npos);
+  QVERIFY(sameState(saved, RunDirectory::open(path("old")).loadCheckpoint()));
+  QCOMPARE(train::checkpointConfigHash(dir), run.configHash());
+  // Hugging Face's trainer_state.json alone is not our state: the error names ours.
+  writeText(dir / "trainer_state.json", "{\"global_step\": 7, \"log_history\": []}");
+  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "lorascope_state.json"));
+}
+
+void TestCheckpoint::tensorboardEventsMirrorMetrics() {
+  QCOMPARE(train::crc32c("123456789"), std::uint32_t{0xe3069283});  // the CRC-32C check value
+  const RunDirectory run = RunDirectory::create(path("tb"), runConfig());
+  for (std::int64_t step = 1; step <= 3; ++step)
+    run.appendMetrics(metricsOf(step));
+  const fs::path file = train::tfEventsPath(path("tb"));
+  QVERIFY2(file.filename().string().rfind("events.out.tfevents.", 0) == 0, file.c_str());
+  QVERIFY(fs::exists(file));
+  auto events = train::readTfEvents(file);
+  QCOMPARE(events.size(), std::size_t{4});
+  QCOMPARE(events[0].fileVersion, std::string("brain.Event:2"));
+  for (std::int64_t step = 1; step <= 3; ++step) {
+    const train::TfEvent& e = events[static_cast<std::size_t>(step)];
+    QCOMPARE(e.step, step);
+    QVERIFY(e.wallTime > 1.7e9);
+    QCOMPARE(e.scalars.size(), std::size_t{5});
+    QCOMPARE(e.scalars[0].first, std::string("train/loss"));
+    QCOMPARE(e.scalars[0].second, static_cast<float>(metricsOf(step).loss));
+    QCOMPARE(e.scalars[1].first, std::string("train/learning_rate"));
+    QCOMPARE(e.scalars[1].second, static_cast<float>(metricsOf(step).learningRate));
+  }
+  // A resume from step 2 drops the later event; the file continues without repeating a step.
+  run.truncateMetricsAfter(2);
+  QCOMPARE(train::readTfEvents(file).size(), std::size_t{3});
+  run.appendMetrics(metricsOf(3));
+  events = train::readTfEvents(file);
+  QCOMPARE(events.size(), std::size_t{4});
+  QCOMPARE(events.back().step, std::int64_t{3});
+  QCOMPARE(train::tfEventsPath(path("tb")), file);  // one file per run folder
+}
+
+void TestCheckpoint::tensorboardEventsRejectDamage() {
+  const RunDirectory run = RunDirectory::create(path("tbbad"), runConfig());
+  run.appendMetrics(metricsOf(1));
+  const fs::path file = train::tfEventsPath(path("tbbad"));
+  const std::string good = readText(file);
+  // A torn last record (a crash mid-write) is skipped.
+  const std::string record = train::tfRecord(train::encodeTfEvent(train::tfEventOf(metricsOf(2))));
+  writeText(file, good + record.substr(0, record.size() - 3));
+  QCOMPARE(train::readTfEvents(file).size(), std::size_t{2});
+  // A flipped byte inside a record is a CRC error naming the file and the record.
+  std::string damaged = good;
+  damaged[damaged.size() - 10] ^= 0x01;
+  writeText(file, damaged);
+  QVERIFY(throwsNaming<CheckpointError>([&] { train::readTfEvents(file); },
+                                        "data's CRC does not match"));
+}
+
+void TestCheckpoint::finalAdapterHasModelCardAndModelId() {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  nlohmann::json config = runConfig();
+  config["model_id"] = "test-org/tiny-llama";  // --model given as a Hugging Face id
+  config["data_path"] = "/data/sets/alpaca_en.jsonl";
+  const RunDirectory run = RunDirectory::create(path("card"), config);
+  QCOMPARE(run.baseModelName(), std::string("test-org/tiny-llama"));
+  QCOMPARE(run.baseModel(), kModelDataDir + "/llama_f32_legacy_rope");  // still the folder
+  for (std::int64_t step = 1; step <= 3; ++step)
+    run.appendMetrics(metricsOf(step));
+  const TrainerState state = richState(folder.config(), 3);
+  const fs::path checkpoint = run.saveCheckpoint(state, 3);
+  run.saveFinalAdapter(state.adapter);
+  for (const fs::path& dir : {checkpoint, run.finalAdapterDir()}) {
+    const auto adapterConfig = nlohmann::json::parse(readText(dir / "adapter_config.json"));
+    QCOMPARE(adapterConfig.at("base_model_name_or_path").get<std::string>(),
+             std::string("test-org/tiny-llama"));
+  }
+  const std::string card = readText(run.finalAdapterDir() / "README.md");
+  const std::string version = compute::buildInfo().version;
+  for (const std::string& expected :
+       {std::string("---\nbase_model: \"test-org/tiny-llama\"\nlibrary_name: peft\n"),
+        std::string("- \"base_model:adapter:test-org/tiny-llama\"\n"),
+        std::string("| LoRA rank (r) | 4 |"), std::string("| LoRA alpha | 12.5 |"),
+        std::string("| LoRA dropout | 0.05 |"), std::string("| rsLoRA | yes |"),
+        std::string("| Target modules | q_proj, v_proj, down_proj |"),
+        std::string("| Dataset | alpaca_en.jsonl |"), std::string("| Optimizer steps | 3 |"),
+        std::string("| Final training loss | 3.3333 |"), std::string("| Tokens trained | 240 |"),
+        "### Framework versions\n\n- LoRAscope " + version + "\n"}) {
+    QVERIFY2(card.find(expected) != std::string::npos, (expected + "\n---\n" + card).c_str());
+  }
+  // An export of an earlier checkpoint describes that checkpoint.
+  fs::create_directories(path("card-export"));
+  run.writeModelCard(path("card-export"), state.adapter, 2);
+  QVERIFY(readText(path("card-export") / "README.md").find("| Optimizer steps | 2 |") !=
+          std::string::npos);
+  QVERIFY(readText(path("card-export") / "README.md").find("| Final training loss | 2.3333 |") !=
+          std::string::npos);
 }
 
 #endif  // Q_MOC_RUN

@@ -71,6 +71,7 @@ class TestDemo : public QObject {
   void datasetIsDeterministicAndCorrect();
   void cacheIsWrittenOnce();
   void aShortRunLearns();
+  void trainingReadsShareGptAndPromptCompletion();
   void transformersReadsTheDemoAsWeDo();
 };
 
@@ -114,7 +115,13 @@ void TestDemo::modelOpensWithTokenizerAndTemplate() {
   QCOMPARE(tokenizer.encode("<|im_start|>user"),
            (std::vector<std::int32_t>{257, 'u', 's', 'e', 'r'}));
   QCOMPARE(tokenizer.eosId(), std::optional<std::int32_t>{258});
-  QCOMPARE(text::ChatTemplate::forModelDir(dir).name(), std::string("chatml"));
+  // The demo's own chat_template runs as Jinja and renders what the built-in ChatML does.
+  const text::ChatTemplate own = text::ChatTemplate::forModelDir(dir);
+  QCOMPARE(own.name(), std::string("jinja"));
+  const std::vector<text::ChatMessage> turns = {{"user", "Hi"}, {"assistant", "Hello"}};
+  const text::ChatTemplate chatMl = text::ChatTemplate::byName("chatml");
+  QCOMPARE(own.render(turns, false), chatMl.render(turns, false));
+  QCOMPARE(own.render({turns[0]}, true), chatMl.render({turns[0]}, true));
 
   // A fresh random model predicts close to uniformly: loss ≈ ln(vocab).
   auto backend = compute::createCpuBackend();
@@ -161,6 +168,40 @@ void TestDemo::datasetIsDeterministicAndCorrect() {
   QCOMPARE(lines, examples.size());
 }
 
+// `train` reads ShareGPT and prompt/completion files like the others: the same conversation
+// gives the same tokens and labels as its chat form; a prompt/completion record trains on the
+// completion only.
+void TestDemo::trainingReadsShareGptAndPromptCompletion() {
+  const fs::path model = train::ensureDemoModel(path("formats"));
+  const auto write = [&](const char* name, const std::string& text) {
+    std::ofstream(path("formats") / name) << text;
+    return path("formats") / name;
+  };
+  const fs::path chat =
+      write("chat.jsonl", R"({"messages": [{"role": "user", "content": "Add 2 and 3."}, )"
+                          R"({"role": "assistant", "content": "5"}]})"
+                          "\n");
+  const fs::path shareGpt =
+      write("sharegpt.jsonl", R"({"conversations": [{"from": "human", "value": "Add 2 and 3."}, )"
+                              R"({"from": "gpt", "value": "5"}]})"
+                              "\n");
+  const fs::path promptCompletion = write("pc.jsonl", R"({"prompt": "2 + 3 =", "completion": " 5"})"
+                                                      "\n");
+  const train::TrainingData fromChat = train::loadTrainingData(chat, model, 64);
+  const train::TrainingData fromShareGpt = train::loadTrainingData(shareGpt, model, 64);
+  QCOMPARE(fromShareGpt.examples.size(), std::size_t{1});
+  QCOMPARE(fromShareGpt.examples[0].ids, fromChat.examples[0].ids);
+  QCOMPARE(fromShareGpt.examples[0].labels, fromChat.examples[0].labels);
+  const train::TrainingData fromPc = train::loadTrainingData(promptCompletion, model, 64);
+  QCOMPARE(fromPc.examples.size(), std::size_t{1});
+  const train::TokenizedExample& pc = fromPc.examples[0];
+  // The demo tokenizer has one token per byte: "2 + 3 =" is 7 masked tokens, " 5" and EOS are
+  // trained.
+  QCOMPARE(pc.ids.size(), std::size_t{10});
+  QCOMPARE(std::count(pc.labels.begin(), pc.labels.end(), -100), std::ptrdiff_t{7});
+  QCOMPARE(pc.labels.back(), 258);  // <|im_end|>, the demo's EOS
+}
+
 void TestDemo::cacheIsWrittenOnce() {
   const fs::path cache = path("cache");
   const fs::path model = train::ensureDemoModel(cache);
@@ -173,7 +214,7 @@ void TestDemo::cacheIsWrittenOnce() {
   for (const fs::directory_entry& e : fs::directory_iterator(cache))
     QVERIFY2(e.path().filename().string()[0] != '.', e.path().c_str());  // no temp left
   const train::TrainingData tokenized = train::loadTrainingData(data, model, 256);
-  QCOMPARE(tokenized.chatTemplate, std::string("chatml"));
+  QCOMPARE(tokenized.chatTemplate, std::string("jinja"));
   QCOMPARE(tokenized.examples.size(), std::size_t{4 * train::kDemoExamplesPerTask});
   QCOMPARE(tokenized.skippedRecords, std::int64_t{0});
   // Labels cover the response only: "<|im_start|>assistant\n" is masked, "<|im_end|>" trained.

@@ -1,0 +1,157 @@
+// test_hf_cache.cpp — model ids resolve offline from a Hugging Face cache laid out as
+// huggingface_hub lays it (blobs/, refs/<revision> holding the commit, snapshots/<commit>/ of
+// relative symlinks into blobs/), through HF_HUB_CACHE, HF_HOME/hub and
+// ~/.cache/huggingface/hub; ModelFolder opens an id; a missing id names every place looked in.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "model/HfCache.h"
+#include "model/ModelError.h"
+#include "model/ModelFolder.h"
+
+using namespace lorascope;
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kModelData = LORASCOPE_MODEL_DATA_DIR;
+constexpr const char* kCommit = "0123456789abcdef0123456789abcdef01234567";
+
+model::EnvLookup envOf(std::map<std::string, std::string> values) {
+  return [values](const char* name) -> std::optional<std::string> {
+    const auto it = values.find(name);
+    if (it == values.end())
+      return std::nullopt;
+    return it->second;
+  };
+}
+
+// hub/models--<org>--<name>/ as huggingface_hub's snapshot_download leaves it, from the files
+// of a reference model folder.
+void layOutRepo(const fs::path& hub, const std::string& org, const std::string& name,
+                const std::string& revision, const std::string& commit) {
+  const fs::path repo = hub / ("models--" + org + "--" + name);
+  fs::create_directories(repo / "blobs");
+  fs::create_directories(repo / "refs");
+  fs::create_directories(repo / "snapshots" / commit);
+  int blob = 0;
+  for (const char* file : {"config.json", "model.safetensors"}) {
+    const std::string blobName = "b10b" + std::to_string(blob++);  // a sha256 in real caches
+    fs::copy_file(kModelData / "llama_f32_legacy_rope" / file, repo / "blobs" / blobName,
+                  fs::copy_options::overwrite_existing);
+    fs::create_symlink(fs::path("..") / ".." / "blobs" / blobName,
+                       repo / "snapshots" / commit / file);
+  }
+  std::ofstream(repo / "refs" / revision) << commit;  // no trailing newline, as the hub writes it
+}
+
+std::string errorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const model::ModelError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+}  // namespace
+
+class TestHfCache : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir tmp_;
+  fs::path root() const { return tmp_.path().toStdString(); }
+
+ private slots:
+  void idsLookLikeIds() {
+    QVERIFY(model::looksLikeModelId("Qwen/Qwen2.5-0.5B-Instruct"));
+    QVERIFY(model::looksLikeModelId("gpt2"));
+    QVERIFY(model::looksLikeModelId("meta-llama/Llama-3.2-1B@v1.0"));
+    QVERIFY(!model::looksLikeModelId("/models/qwen"));
+    QVERIFY(!model::looksLikeModelId("./qwen"));
+    QVERIFY(!model::looksLikeModelId("../qwen"));
+    QVERIFY(!model::looksLikeModelId("~/qwen"));
+    QVERIFY(!model::looksLikeModelId("models/org/name"));
+    QVERIFY(!model::looksLikeModelId("org/"));
+  }
+
+  void cacheFoldersFollowHuggingfaceHub() {
+    const auto dirs = model::hubCacheDirs(
+        envOf({{"HF_HUB_CACHE", "/a/hub"}, {"HF_HOME", "/b"}, {"HOME", "/home/u"}}));
+    QCOMPARE(dirs.size(), std::size_t{3});
+    QCOMPARE(dirs[0], fs::path("/a/hub"));
+    QCOMPARE(dirs[1], fs::path("/b/hub"));
+    QCOMPARE(dirs[2], fs::path("/home/u/.cache/huggingface/hub"));
+    QCOMPARE(model::hubCacheDirs(envOf({{"XDG_CACHE_HOME", "/x"}})).front(),
+             fs::path("/x/huggingface/hub"));
+  }
+
+  void resolvesFromEachCacheLocation() {
+    layOutRepo(root() / "hubcache", "test-org", "tiny-llama", "main", kCommit);
+    layOutRepo(root() / "hfhome" / "hub", "home-org", "tiny", "main", kCommit);
+    layOutRepo(root() / "user" / ".cache" / "huggingface" / "hub", "user-org", "tiny", "main",
+               kCommit);
+    const auto env = envOf({{"HF_HUB_CACHE", (root() / "hubcache").string()},
+                            {"HF_HOME", (root() / "hfhome").string()},
+                            {"HOME", (root() / "user").string()}});
+    const model::ResolvedModel a = model::resolveModel("test-org/tiny-llama", env);
+    QCOMPARE(a.dir, root() / "hubcache" / "models--test-org--tiny-llama" / "snapshots" / kCommit);
+    QCOMPARE(a.modelId.value(), std::string("test-org/tiny-llama"));
+    QCOMPARE(a.revision, std::string("main"));
+    QCOMPARE(model::resolveModel("home-org/tiny", env).dir.parent_path().parent_path(),
+             root() / "hfhome" / "hub" / "models--home-org--tiny");
+    QCOMPARE(model::resolveModel("user-org/tiny", env).modelId.value(),
+             std::string("user-org/tiny"));
+    // A folder path is taken as it is, with no id.
+    const model::ResolvedModel folder =
+        model::resolveModel((kModelData / "llama_f32_legacy_rope").string(), env);
+    QVERIFY(!folder.modelId);
+  }
+
+  void resolvesRevisionsAndCommits() {
+    layOutRepo(root() / "rev", "org", "m", "v2", kCommit);
+    const auto env = envOf({{"HF_HUB_CACHE", (root() / "rev").string()}});
+    const model::ResolvedModel tagged = model::resolveModel("org/m@v2", env);
+    QCOMPARE(tagged.revision, std::string("v2"));
+    QCOMPARE(tagged.dir.filename().string(), std::string(kCommit));
+    QCOMPARE(model::resolveModel(std::string("org/m@") + kCommit, env).dir, tagged.dir);
+    // refs/main was never written: main was not downloaded.
+    const std::string message = errorOf([&] { model::resolveModel("org/m", env); });
+    QVERIFY2(message.find("refs/main (absent") != std::string::npos, message.c_str());
+  }
+
+  void modelFolderOpensAnId() {
+    layOutRepo(root() / "open", "test-org", "tiny-llama", "main", kCommit);
+    qputenv("HF_HUB_CACHE", QByteArray::fromStdString((root() / "open").string()));
+    const model::ModelFolder folder = model::ModelFolder::open("test-org/tiny-llama");
+    QVERIFY(folder.dir().find("snapshots") != std::string::npos);
+    QCOMPARE(folder.config().numLayers,
+             model::ModelFolder::open((kModelData / "llama_f32_legacy_rope").string())
+                 .config()
+                 .numLayers);
+    qunsetenv("HF_HUB_CACHE");
+  }
+
+  void missingIdListsWhereItLooked() {
+    const auto env = envOf({{"HF_HUB_CACHE", "/nonexistent/hub"},
+                            {"HF_HOME", "/nonexistent/home"},
+                            {"HOME", "/nonexistent/user"}});
+    const std::string message = errorOf([&] { model::resolveModel("Qwen/Qwen2.5-0.5B", env); });
+    for (const char* place : {"/nonexistent/hub/models--Qwen--Qwen2.5-0.5B",
+                              "/nonexistent/home/hub/models--Qwen--Qwen2.5-0.5B",
+                              "/nonexistent/user/.cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B",
+                              "huggingface-cli download Qwen/Qwen2.5-0.5B"}) {
+      QVERIFY2(message.find(place) != std::string::npos, message.c_str());
+    }
+    const std::string path = errorOf([&] { model::resolveModel("/nonexistent/model", env); });
+    QVERIFY2(path.find("/nonexistent/model: is not a directory") != std::string::npos,
+             path.c_str());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestHfCache)
+#include "test_hf_cache.moc"

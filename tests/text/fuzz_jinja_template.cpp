@@ -1,0 +1,42 @@
+// fuzz_jinja_template.cpp — libFuzzer target: the input is a chat template, rendered over a
+// conversation with a system prompt, tool calls and a tool list, with small limits. Anything
+// but a TextError escaping (TemplateRaised is one), a hang or a sanitizer report is a bug.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "text/JinjaTemplate.h"
+
+namespace {
+
+const nlohmann::ordered_json& conversation() {
+  static const nlohmann::ordered_json context = nlohmann::ordered_json::parse(R"({
+    "bos_token": "<s>", "eos_token": "</s>", "add_generation_prompt": true, "documents": null,
+    "messages": [
+      {"role": "system", "content": "Be brief."},
+      {"role": "user", "content": "Weather in Paris? \u00e9 \ud83d\ude00"},
+      {"role": "assistant", "content": null, "tool_calls": [{"type": "function",
+        "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}}]},
+      {"role": "tool", "content": "{\"temp\": 18.5}"},
+      {"role": "assistant", "content": "18.5 degrees."}],
+    "tools": [{"type": "function", "function": {"name": "get_weather",
+      "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]})");
+  return context;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view source(reinterpret_cast<const char*>(data), size);
+  lorascope::text::JinjaLimits limits;
+  limits.maxOutputBytes = 1 << 20;
+  limits.maxLoopIterations = 20000;
+  limits.maxDepth = 64;
+  try {
+    const auto t = lorascope::text::JinjaTemplate::parse(source, "fuzz.jinja", limits);
+    (void)t.render(conversation());
+  } catch (const lorascope::text::TextError&) {
+    // A syntax error, a runtime error, a limit or raise_exception: rejected with a message.
+  }
+  return 0;
+}
