@@ -5,7 +5,6 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDesktopServices>
-#include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -20,6 +19,7 @@
 #include <QUrl>
 
 #include "compute/BuildInfo.h"
+#include "gui/AppPaths.h"  // defines: engineProgram
 #include "gui/ProcessesPage.h"
 #include "gui/RunExporter.h"
 #include "gui/RunSetupPage.h"
@@ -75,8 +75,7 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   pages_->addTab(processes_, tr("&Processes"));
   pages_->addTab(eventLogPanel_, tr("&Log and incidents"));
   setCentralWidget(pages_);
-  exporter_ = new RunExporter(
-      QDir(QApplication::applicationDirPath()).filePath(QStringLiteral("lorascope-train")), this);
+  exporter_ = new RunExporter(engineProgram(), this);
 
   controls_ = new widgets::ControlsPanel(liveControls(), this);
   auto* controlsDock = new QDockWidget(tr("Controls"), this);
