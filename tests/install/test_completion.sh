@@ -35,7 +35,7 @@ expect "commands starting with t" "tokenize train" -- t
 expect "every command is offered" \
   "--help --version bench devices engine eval export inspect-model tokenize train validate-data" -- ""
 expect "train's options starting with --lo" "--lora-alpha --lora-dropout --lora-r" -- train --lo
-expect "export's options" "--checkpoint --merge --out" -- export run --
+expect "export's options starting with --me" "--merge" -- export run --me
 expect "--device lists its choices" "auto cpu gpu" -- train --device ""
 expect "--schedule lists its choices" "constant cosine linear" -- train --schedule ""
 expect "--resume completes folders" "$workdir/run-a" -- train --resume "$workdir/r"
