@@ -30,18 +30,18 @@ _lorascope_train() {
   # The value of an option: the choices its help lists (a|b|c), else a path.
   if [[ $prev == --* ]]; then
     local choices
-    choices=$(grep -oE -- "$prev[ =][a-z0-9_-]+(\|[a-z0-9_.-]+)+" <<<"$help" | head -n 1 |
+    choices=$(grep -oE -- "${prev}[ =][a-z0-9_-]+(\|[a-z0-9_.-]+)+" <<<"$help" | head -n 1 |
       sed -E 's/^[^ =]+[ =]//; s/\|/ /g')
     if [[ -n $choices ]]; then
       mapfile -t COMPREPLY < <(compgen -W "$choices" -- "$cur")
       return 0
     fi
-    if grep -qE -- "$prev[ =]?(DIR|RUN_DIR|OUT_DIR|OUT|PATH[A-Z_]*)" <<<"$help"; then
+    if grep -qE -- "${prev}[ =]?(DIR|RUN_DIR|OUT_DIR|OUT|PATH[A-Z_]*)" <<<"$help"; then
       compopt -o filenames 2>/dev/null || true
       mapfile -t COMPREPLY < <(compgen -d -- "$cur")
       return 0
     fi
-    if grep -qE -- "$prev[ =]?(FILE|[a-z.]+\.json)" <<<"$help"; then
+    if grep -qE -- "${prev}[ =]?(FILE|[a-z.]+\.json)" <<<"$help"; then
       compopt -o filenames 2>/dev/null || true
       mapfile -t COMPREPLY < <(compgen -f -- "$cur")
       return 0

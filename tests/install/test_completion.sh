@@ -34,7 +34,7 @@ expect() {  # expect DESCRIPTION EXPECTED-CANDIDATES -- WORDS...
 expect "commands starting with t" "tokenize train" -- t
 commands=$("$exe" --help | sed -n '/^commands:/,$ s/^  \([a-z][a-z-]*\).*/\1/p')
 expect "every command of --help is offered" \
-  "$(printf '%s\n' --help --version $commands | sort | tr '\n' ' ' | sed 's/ $//')" -- ""
+  "$(printf '%s\n' --help --version ${commands} | sort | tr '\n' ' ' | sed 's/ $//')" -- ""
 expect "train's options starting with --lo" "--lora-alpha --lora-dropout --lora-r" -- train --lo
 expect "export's options starting with --me" "--merge" -- export run --me
 expect "--device lists its choices" "auto cpu gpu" -- train --device ""
