@@ -17,7 +17,7 @@ using namespace lorascope;
 
 namespace {
 
-const QString kTrainExe = QStringLiteral(LORASCOPE_TRAIN);
+const QString kTrainExe = QStringLiteral(LORASCOPE_TRAIN_EXE);
 constexpr int kTimeoutMs = 240000;
 
 QStringList outputLines(QProcess& process) {
