@@ -90,9 +90,11 @@ list_files >"$out/files-before.txt"
 
 step "3. apt installs the .deb (dependencies from Debian's archive)"
 cp "$deb" "$root/tmp/"
-in_root apt-get update -qq
+# apt's download sandbox user cannot write the bind-mounted archive cache; root downloads.
+apt_get() { in_root env DEBIAN_FRONTEND=noninteractive apt-get -o APT::Sandbox::User=root "$@"; }
+apt_get update -qq
 # Without Recommends: the Depends that dpkg-shlibdeps computed must be enough on their own.
-in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+apt_get install -y -q --no-install-recommends \
   "/tmp/$(basename "$deb")" \
   >"$out/apt-install.log" || fail "apt-get install: see $out/apt-install.log"
 grep -E "^(Setting up|The following NEW)" "$out/apt-install.log" | tail -n 3
@@ -140,7 +142,7 @@ echo "  window: $(head -n 1 <<<"$window" | sed 's/^ *//')"
 engine=""
 for _ in $(seq 20); do
   for stat in "$root"/proc/[0-9]*/cmdline; do
-    cmdline=$(tr '\0' ' ' <"$stat" 2>/dev/null || true)
+    cmdline=$(tr '\0' ' ' 2>/dev/null <"$stat" || true)  # a process may be gone by now
     if [[ $cmdline == "/usr/bin/lorascope-train engine "* ]]; then
       engine=$cmdline
       break 2
@@ -171,7 +173,7 @@ wait "$xvfb_pid" 2>/dev/null || true
 xvfb_pid=""
 
 step "5. apt removes it; nothing may be left behind"
-in_root env DEBIAN_FRONTEND=noninteractive apt-get purge -y -q --autoremove lorascope \
+apt_get purge -y -q --autoremove lorascope \
   >"$out/apt-purge.log" || fail "apt-get purge: see $out/apt-purge.log"
 grep -E "^Purging|^Removing" "$out/apt-purge.log" | head -n 1
 rm -f "$root/tmp/$(basename "$deb")"
