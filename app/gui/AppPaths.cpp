@@ -27,14 +27,18 @@ QString applicationId() {
   return QStringLiteral(LORASCOPE_APP_ID);
 }
 
-void setApplicationIdentity() {
-  QApplication::setApplicationName(kName);
-  QApplication::setApplicationDisplayName(kName);
-  QApplication::setApplicationVersion(QString::fromStdString(compute::buildInfo().version));
+void setApplicationNames() {
+  QCoreApplication::setApplicationName(kName);
+  QCoreApplication::setApplicationVersion(QString::fromStdString(compute::buildInfo().version));
   // QSettings falls back to the organisation domain when the name is empty, so settings stay in
   // LoRAscope/LoRAscope.conf while QStandardPaths leaves the empty organisation out.
-  QApplication::setOrganizationName(QString());
-  QApplication::setOrganizationDomain(kName);
+  QCoreApplication::setOrganizationName(QString());
+  QCoreApplication::setOrganizationDomain(kName);
+}
+
+void setApplicationIdentity() {
+  setApplicationNames();
+  QGuiApplication::setApplicationDisplayName(kName);
   QGuiApplication::setDesktopFileName(applicationId());
   QApplication::setWindowIcon(applicationIcon());
 }

@@ -18,7 +18,10 @@ namespace lorascope::app {
 // The reverse-DNS id of the .desktop file, the AppStream metainfo and the icon.
 QString applicationId();
 
-// Sets the names above, the desktop file name and the window icon. Call it right after the
+// Sets the application and organisation names and the version (enough for QSettings,
+// QStandardPaths and --version; needs only a QCoreApplication).
+void setApplicationNames();
+// setApplicationNames(), the desktop file name and the window icon. Call it right after the
 // QApplication is made, before anything reads QSettings or QStandardPaths.
 void setApplicationIdentity();
 

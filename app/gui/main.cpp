@@ -3,6 +3,7 @@
 // built-in demo on first start, so one click on Start trains something.
 #include <QApplication>
 #include <QCommandLineParser>
+#include <string_view>
 
 #include "engine/SupervisorHost.h"
 #include "gui/AppPaths.h"
@@ -11,11 +12,9 @@
 #include "profiles/Builtins.h"
 #include "widgets/EventLogModel.h"
 
-int main(int argc, char** argv) {
-  QApplication app(argc, argv);
-  lorascope::app::setApplicationIdentity();
+namespace {
 
-  QCommandLineParser parser;
+void describeCommandLine(QCommandLineParser& parser) {
   parser.setApplicationDescription(QStringLiteral(
       "LoRAscope: fine-tune LLMs with LoRA on your own GPU and watch VRAM, allocator "
       "fragmentation, queue depth and loss live. The window opens on the built-in demo; the "
@@ -24,7 +23,37 @@ int main(int argc, char** argv) {
       "Windows) unless the setup page names another folder."));
   parser.addHelpOption();
   parser.addVersionOption();
-  parser.process(app);
+}
+
+// --help and --version are answered before any window exists, so that they work without a
+// display (help2man runs them at build time).
+bool asksForHelpOrVersion(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "-h" || arg == "--help" || arg == "--help-all" || arg == "-v" ||
+        arg == "--version") {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (asksForHelpOrVersion(argc, argv)) {
+    QCoreApplication core(argc, argv);
+    lorascope::app::setApplicationNames();
+    QCommandLineParser parser;
+    describeCommandLine(parser);
+    parser.process(core);  // prints the help or version and exits
+    return 0;
+  }
+  QApplication app(argc, argv);
+  lorascope::app::setApplicationIdentity();
+  QCommandLineParser parser;
+  describeCommandLine(parser);
+  parser.process(app);  // an unknown option: the message and exit 1
 
   const lorascope::app::RunsMove moved = lorascope::app::moveLegacyRuns();
   const QString engineProgram = lorascope::app::engineProgram();
