@@ -1,31 +1,43 @@
 #!/usr/bin/env bash
-# install-deps.sh — installs the Debian 12 packages LoRAscope builds with, and nothing else.
-# Idempotent: installs only what is missing (after `apt-get update`); safe to run every time.
-#   scripts/install-deps.sh          build tools, Qt 6, JSON, BLAS, PCRE2, utf8proc
-#   scripts/install-deps.sh --hip    also debootstrap and zstd, for the ROCm 6.4 chroot in which
-#                                    CI builds the hip-amd flavour (scripts/rocm-chroot.sh); a
-#                                    ROCm install of your own needs neither (README)
+# install-deps.sh — installs the Debian 12 packages LoRAscope builds, tests and packages with, and
+# nothing else. Idempotent: when every package is installed it runs no apt-get at all (no
+# `apt-get update`); otherwise it updates once and installs only what is missing.
+#   scripts/install-deps.sh          build tools, Qt 6, JSON, BLAS, PCRE2, utf8proc, the test and
+#                                    packaging tools (Xvfb, help2man, the desktop-file and
+#                                    AppStream validators, debootstrap for scripts/check-deb.sh)
+#   scripts/install-deps.sh --hip    also debootstrap and zstd, for the ROCm 6.4 chroot in which CI builds the
+#                                    hip-amd flavour (scripts/rocm-chroot.sh); a ROCm install of
+#                                    your own needs none of it (README)
 #   scripts/install-deps.sh --sanitize   also clang 15, for the sanitize preset (ASan/UBSan, fuzz)
+#   scripts/install-deps.sh --list   prints the package names (one a line) and exits
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config clang-format
-  qt6-base-dev qt6-base-dev-tools libqt6charts6-dev qt6-charts-dev libqt6opengl6-dev libgl-dev
+  qt6-base-dev qt6-base-dev-tools qt6-charts-dev libqt6opengl6-dev libgl-dev
   nlohmann-json3-dev libopenblas-dev libpcre2-dev libutf8proc-dev
   xvfb xauth
+  help2man desktop-file-utils appstream debootstrap zstd
 )
+list=false
 for option in "$@"; do
   case "$option" in
     # Debian 12's own ROCm (5.2) cannot compile for gfx11/gfx12: the hip-amd flavour is built
     # against ROCm 6.4 from Debian unstable, inside a chroot, never installed on the host.
     --hip) packages+=(debootstrap zstd) ;;
     --sanitize) packages+=(clang-15) ;;
+    --list) list=true ;;
     *)
-      echo "install-deps: unknown option $option (--hip, --sanitize)" >&2
+      echo "install-deps: unknown option $option (--hip, --sanitize, --list)" >&2
       exit 2
       ;;
   esac
 done
+mapfile -t packages < <(printf '%s\n' "${packages[@]}" | sort -u)
+if $list; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,17 +1,69 @@
 // cli/cmd_export.cpp — `lorascope-train export RUN_DIR [--out DIR] [--merge OUT]
-// [--checkpoint N]`: the run's adapter in PEFT's format (the final one, else the newest
+// [--checkpoint N] [--json]`: the run's adapter in PEFT's format (the final one, else the newest
 // checkpoint, or checkpoint N), copied to DIR and/or merged into the base model as a folder
-// transformers loads.
+// transformers loads. A merge shows its progress (bytes of weights written). With --json, stdout
+// carries one event per line and nothing else:
+//   {"v":1,"type":"adapter","path":...,"rank":8,"projections":28,"parameters":147968}
+//   {"v":1,"type":"progress","done_bytes":...,"total_bytes":...}          (during --merge)
+//   {"v":1,"type":"written","kind":"adapter"|"merged","path":..., ...}
+#include <unistd.h>
+
+#include <iomanip>
 #include <iostream>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/Commands.h"
 #include "job/CliArgs.h"
+#include "telemetry/HeldOutside.h"  // defines: formatBytes
 #include "train/Merge.h"
 #include "train/PeftExport.h"
 #include "train/RunDirectory.h"
 
 namespace lorascope::cli {
 namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+void printEvent(json event) {
+  event["v"] = 1;
+  std::cout << event.dump() << std::endl;
+}
+
+// The merge's progress: a line rewritten in place on a terminal, a line per 10 % otherwise, an
+// event per percent with --json.
+class MergeProgressOutput {
+ public:
+  explicit MergeProgressOutput(bool asJson)
+      : json_(asJson), terminal_(::isatty(STDOUT_FILENO) == 1) {}
+
+  void operator()(std::uint64_t done, std::uint64_t total) {
+    const int percent = total > 0 ? static_cast<int>(100 * done / total) : 100;
+    const int step = json_ || terminal_ ? 1 : 10;
+    if (percent / step == shownPercent_ / step) {
+      return;
+    }
+    shownPercent_ = percent;
+    if (json_) {
+      printEvent({{"type", "progress"}, {"done_bytes", done}, {"total_bytes", total}});
+      return;
+    }
+    std::cout << (terminal_ ? "\r" : "") << "merging: " << std::setw(3) << percent << "% ("
+              << telemetry::formatBytes(done) << " of " << telemetry::formatBytes(total) << ")"
+              << (terminal_ ? "\x1b[K" : "\n") << std::flush;
+    if (terminal_ && done == total) {
+      std::cout << "\n";
+    }
+  }
+
+ private:
+  bool json_;
+  bool terminal_;
+  int shownPercent_ = -1;
+};
+
+}  // namespace
 
 const job::CommandSpec& exportCommand() {
   using job::OptionType;
@@ -20,7 +72,7 @@ const job::CommandSpec& exportCommand() {
       .operands = "RUN_DIR",
       .summary =
           "The run's adapter in PEFT's format (the final one, else the newest checkpoint); --merge "
-          "writes base + adapter as a model folder transformers loads.",
+          "writes base + adapter as a model folder transformers loads (with its progress).",
       .options =
           {
               {.name = "out",
@@ -36,6 +88,11 @@ const job::CommandSpec& exportCommand() {
                .help = "The checkpoint's step to export instead.",
                .min = 1,
                .max = 1e15},
+              {.name = "json",
+               .type = OptionType::Bool,
+               .help = "Print one JSON event per line (adapter, progress, written) and nothing "
+                       "else.",
+               .defaultText = "false"},
           },
   };
   return command;
@@ -46,6 +103,7 @@ int runExport(const Args& args) {
   if (parsed.positional().size() != 1) {
     throw job::UsageError("expects one RUN_DIR (the --out folder of `lorascope-train train`)");
   }
+  const bool asJson = parsed.has("json");
   const train::RunDirectory run = train::RunDirectory::open(parsed.positional()[0]);
   fs::path source;
   std::optional<std::int64_t> exportedStep;  // the checkpoint's step; unset for adapter/
@@ -69,21 +127,45 @@ int runExport(const Args& args) {
     source = run.checkpointDir(*exportedStep);
   }
   const train::PeftAdapterFiles adapter = train::readPeftAdapter(source);
-  std::cout << "adapter: " << source.string() << " (r " << adapter.adapter.config.rank << ", "
-            << adapter.adapter.weights.size() << " projections, "
-            << adapter.adapter.parameterCount() << " parameters)\n";
+  if (asJson) {
+    printEvent({{"type", "adapter"},
+                {"path", source.string()},
+                {"rank", adapter.adapter.config.rank},
+                {"projections", adapter.adapter.weights.size()},
+                {"parameters", adapter.adapter.parameterCount()}});
+  } else {
+    std::cout << "adapter: " << source.string() << " (r " << adapter.adapter.config.rank << ", "
+              << adapter.adapter.weights.size() << " projections, "
+              << adapter.adapter.parameterCount() << " parameters)\n";
+  }
   if (const auto out = parsed.value("out")) {
     train::writePeftAdapter(*out, adapter.adapter, run.baseModelName());
     run.writeModelCard(*out, adapter.adapter, exportedStep);
-    std::cout << "PEFT adapter written to " << *out
-              << " (load it with peft.PeftModel.from_pretrained(base, \"" << *out << "\"))\n";
+    if (asJson) {
+      printEvent({{"type", "written"}, {"kind", "adapter"}, {"path", *out}});
+    } else {
+      std::cout << "PEFT adapter written to " << *out
+                << " (load it with peft.PeftModel.from_pretrained(base, \"" << *out << "\"))\n";
+    }
   }
   if (const auto mergeDir = parsed.value("merge")) {
-    const train::MergeReport report =
-        train::mergeAdapterIntoModel(run.baseModel(), adapter.adapter, *mergeDir);
-    std::cout << "merged model written to " << *mergeDir << ": " << report.mergedTensors
-              << " projections merged, " << report.copiedTensors << " tensors and "
-              << report.copiedFiles << " files copied from " << run.baseModel() << "\n";
+    MergeProgressOutput progress(asJson);
+    const train::MergeReport report = train::mergeAdapterIntoModel(
+        run.baseModel(), adapter.adapter, *mergeDir,
+        [&progress](std::uint64_t done, std::uint64_t total) { progress(done, total); });
+    if (asJson) {
+      printEvent({{"type", "written"},
+                  {"kind", "merged"},
+                  {"path", *mergeDir},
+                  {"merged_tensors", report.mergedTensors},
+                  {"copied_tensors", report.copiedTensors},
+                  {"copied_files", report.copiedFiles},
+                  {"base_model", run.baseModel()}});
+    } else {
+      std::cout << "merged model written to " << *mergeDir << ": " << report.mergedTensors
+                << " projections merged, " << report.copiedTensors << " tensors and "
+                << report.copiedFiles << " files copied from " << run.baseModel() << "\n";
+    }
   }
   return 0;
 }

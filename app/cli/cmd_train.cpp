@@ -14,10 +14,13 @@
 // and toggle the ladder changed is printed as a line. Where no child process can be started (the
 // program cannot find itself), the engine runs in this process, without crash or hang recovery.
 //
-// A progress bar on a terminal (step/total, loss, tokens/s, ETA), one line per step otherwise.
+// A progress bar on a terminal (step/total, loss, tokens/s, ETA), one line per step otherwise;
+// with --json, stdout carries only the engine's events, one JSON line each (engine/Protocol.h:
+// state, step, checkpoint, log, incident, ...; lines of this command become log events).
 // Ctrl-C / SIGTERM: the step in progress is abandoned (nothing completed is lost), the last
-// completed step is checkpointed, exit 0. The engine sits in a process group of its own, so the
-// terminal's Ctrl-C reaches only this process, which tells the engine to stop.
+// completed step is checkpointed, exit 130 (128 + SIGINT, as shells report an interrupted
+// program). The engine sits in a process group of its own, so the terminal's Ctrl-C reaches only
+// this process, which tells the engine to stop.
 #include <unistd.h>
 
 #include <atomic>
@@ -36,6 +39,7 @@
 #include "cli/Commands.h"
 #include "common/ChildProcess.h"  // defines: currentExecutablePath
 #include "engine/InProcessHost.h"
+#include "engine/Protocol.h"  // defines: encodeEvent
 #include "engine/SupervisorHost.h"
 #include "job/CliArgs.h"
 #include "job/EngineJob.h"
@@ -52,7 +56,19 @@ using nlohmann::json;
 
 namespace {
 
+constexpr int kInterruptedExitCode = 130;  // 128 + SIGINT
+
 std::atomic<int> gSignals{0};  // SIGINT/SIGTERM received
+
+// A line of this command (not of the engine): text, or with --json a log event.
+void say(bool asJson, const std::string& text) {
+  if (asJson) {
+    std::cout << engine::encodeEvent({0, engine::LogEvent{engine::LogLevel::Info, text}})
+              << std::endl;
+  } else {
+    std::cout << text << "\n";
+  }
+}
 
 extern "C" void onStopSignal(int) {
   gSignals.fetch_add(1);
@@ -169,8 +185,8 @@ json newRunStart(const job::CliArgs& parsed) {
   json start = json::object();
   if (demo) {
     const fs::path cache = train::defaultCacheDir();
-    std::cout << "demo: model " << train::ensureDemoModel(cache).string() << "\n      data  "
-              << train::ensureDemoDataset(cache).string() << "\n";
+    say(parsed.has("json"), "demo: model " + train::ensureDemoModel(cache).string() +
+                                "\n      data  " + train::ensureDemoDataset(cache).string());
     start["demo"] = true;
     start["out"] = parsed.value("out").value_or("lorascope-demo-run");
   } else {
@@ -234,9 +250,10 @@ class EventQueue {
 };
 
 // Prints what the run does and tells when it is over.
+// With --json it prints nothing to stdout (the events themselves go there).
 class RunReport {
  public:
-  explicit RunReport(bool resumed) : resumed_(resumed) {}
+  RunReport(bool resumed, bool asJson) : resumed_(resumed), json_(asJson) {}
 
   // Handles one event; true once the run is over (finished, stopped or failed for good).
   bool handle(const engine::Event& event) {
@@ -245,7 +262,9 @@ class RunReport {
       return onState(*state);
     }
     if (const auto* step = std::get_if<StepEvent>(&event)) {
-      progress_.step(*step);
+      if (!json_) {
+        progress_.step(*step);
+      }
       lastStep_ = step->step;
     } else if (const auto* log = std::get_if<LogEvent>(&event)) {
       if (log->level == LogLevel::Info) {
@@ -287,6 +306,9 @@ class RunReport {
 
  private:
   void line(const std::string& text) {
+    if (json_) {
+      return;
+    }
     progress_.breakLine();
     std::cout << text << std::endl;
   }
@@ -346,6 +368,7 @@ class RunReport {
   }
 
   bool resumed_;
+  bool json_;
   Progress progress_;
   bool started_ = false;
   bool pendingRecovery_ = false;  // a sticky error: the engine's "failed" is not the end
@@ -364,12 +387,13 @@ struct RunHost {
   engine::SupervisorHost* supervisor = nullptr;
 };
 
-RunHost openHost(EventQueue& events) {
+RunHost openHost(EventQueue& events, bool asJson) {
   RunHost run;
   const std::string self = common::currentExecutablePath();
   if (self.empty()) {
-    std::cout << "note: cannot locate this program to start the engine as a child; it runs in "
-                 "this process (out of memory is handled, crashes and hangs are not recovered)\n";
+    say(asJson,
+        "note: cannot locate this program to start the engine as a child; it runs in this "
+        "process (out of memory is handled, crashes and hangs are not recovered)");
     run.host = std::make_unique<engine::InProcessHost>(job::createTrainingJob, engineHello(),
                                                        events.listener());
     return run;
@@ -404,25 +428,29 @@ int runTrain(const Args& args) {
   const json start = resumed ? resumedRunStart(parsed) : newRunStart(parsed);
   const std::string out = start.at("out").get<std::string>();
 
+  const bool asJson = parsed.has("json");
   EventQueue events;
-  RunHost run = openHost(events);
+  RunHost run = openHost(events, asJson);
   gSignals = 0;
   std::signal(SIGINT, onStopSignal);
   std::signal(SIGTERM, onStopSignal);
   run.host->send(engine::StartCommand{start});
 
-  RunReport report(resumed);
+  RunReport report(resumed, asJson);
   int signalsHandled = 0;
   for (bool over = false; !over;) {
     if (const int signals = gSignals.load(); signals > signalsHandled) {
       // Each one asks again: a stop that reached an engine as it died is not lost.
       report.breakLine();
-      std::cout << (signalsHandled == 0 ? "stopping" : "still stopping")
-                << ": checkpointing the last completed step" << std::endl;
+      (asJson ? std::cerr : std::cout) << (signalsHandled == 0 ? "stopping" : "still stopping")
+                                       << ": checkpointing the last completed step" << std::endl;
       run.host->send(engine::StopCommand{});
       signalsHandled = signals;
     }
     if (const auto event = events.next(std::chrono::milliseconds(100))) {
+      if (asJson) {
+        std::cout << engine::encodeEvent(*event) << std::endl;
+      }
       over = report.handle(event->event);
     }
   }
@@ -432,7 +460,7 @@ int runTrain(const Args& args) {
   std::signal(SIGTERM, SIG_DFL);
 
   report.breakLine();
-  if (const auto summary = report.protectionSummary(restarts)) {
+  if (const auto summary = report.protectionSummary(restarts); summary && !asJson) {
     std::cout << *summary << "\n";
   }
   if (report.outcome() != engine::kAllStepsDone && report.outcome() != engine::kStoppedByUser) {
@@ -440,10 +468,15 @@ int runTrain(const Args& args) {
   }
   const train::RunDirectory runDir = train::RunDirectory::open(out);
   if (report.outcome() == engine::kStoppedByUser) {
-    std::cout << "stopped at step " << report.lastStep() << "; checkpoint "
-              << (report.checkpoint() ? report.checkpoint()->path : std::string("(none)"))
-              << "\ncontinue with: lorascope-train train --resume " << runDir.dir().string()
-              << "\n";
+    if (!asJson) {
+      std::cout << "stopped at step " << report.lastStep() << "; checkpoint "
+                << (report.checkpoint() ? report.checkpoint()->path : std::string("(none)"))
+                << "\ncontinue with: lorascope-train train --resume " << runDir.dir().string()
+                << "\n";
+    }
+    return kInterruptedExitCode;
+  }
+  if (asJson) {
     return 0;
   }
   std::cout << "done: " << report.lastStep() << " steps; adapter "

@@ -5,7 +5,6 @@
 #include <QApplication>
 #include <QCloseEvent>
 #include <QDesktopServices>
-#include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -13,6 +12,7 @@
 #include <QLabel>
 #include <QMenuBar>
 #include <QProgressDialog>
+#include <QRegularExpression>
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -20,6 +20,7 @@
 #include <QUrl>
 
 #include "compute/BuildInfo.h"
+#include "gui/AppPaths.h"  // defines: engineProgram
 #include "gui/GpuCheckDialog.h"
 #include "gui/ProcessesPage.h"
 #include "gui/RunExporter.h"
@@ -76,8 +77,7 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   pages_->addTab(processes_, tr("&Processes"));
   pages_->addTab(eventLogPanel_, tr("&Log and incidents"));
   setCentralWidget(pages_);
-  exporter_ = new RunExporter(
-      QDir(QApplication::applicationDirPath()).filePath(QStringLiteral("lorascope-train")), this);
+  exporter_ = new RunExporter(engineProgram(), this);
 
   controls_ = new widgets::ControlsPanel(liveControls(), this);
   auto* controlsDock = new QDockWidget(tr("Controls"), this);
@@ -97,8 +97,16 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   connect(setup_, &RunSetupPage::profileChosen, profileBar_, &widgets::ProfileBar::switchTo);
   setup_->setDevices(facts_.devices, facts_.flavour != QLatin1String("cpu"));
   setup_->setProfiles(profileBar_->profileNames(), profileBar_->requestedProfile());
-  connect(exporter_, &RunExporter::lineReceived, this,
-          [this](const QString& line) { logLine(LogLevel::Info, tr("export: %1").arg(line)); });
+  connect(exporter_, &RunExporter::lineReceived, this, [this](const QString& line) {
+    logLine(LogLevel::Info, tr("export: %1").arg(line));
+    // A merge reports "merging:  40% (1.20 GiB of 2.97 GiB)": the dialog shows the fraction.
+    static const QRegularExpression merging(QStringLiteral("^merging: *(\\d+)%"));
+    const QRegularExpressionMatch match = merging.match(line);
+    if (match.hasMatch() && exportProgress_ != nullptr) {
+      exportProgress_->setRange(0, 100);
+      exportProgress_->setValue(match.captured(1).toInt());
+    }
+  });
   connect(exporter_, &RunExporter::finished, this, [this](bool ok, const QString& message) {
     if (exportProgress_ != nullptr) {
       exportProgress_->hide();
@@ -255,10 +263,10 @@ void MainWindow::exportRun(bool merged, const QString& destination) {
               .arg(merged ? tr("a merged model") : tr("the adapter"), runFolder_, destination));
   if (exportProgress_ == nullptr) {
     exportProgress_ = new QProgressDialog(this);
-    exportProgress_->setRange(0, 0);  // the CLI reports stages, not a fraction
     exportProgress_->setMinimumDuration(500);
     connect(exportProgress_, &QProgressDialog::canceled, exporter_, &RunExporter::cancel);
   }
+  exportProgress_->setRange(0, 0);  // busy until a merge reports its fraction
   exportProgress_->setLabelText(merged ? tr("Merging the adapter into the base model …")
                                        : tr("Exporting the adapter …"));
   exportProgress_->show();

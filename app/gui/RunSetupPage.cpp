@@ -21,12 +21,12 @@
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardItemModel>
-#include <QStandardPaths>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <climits>
 
 #include "data/Validator.h"         // defines: validateDataset
+#include "gui/AppPaths.h"           // defines: defaultRunsDir, legacyRunsDir
 #include "gui/Background.h"         // defines: runInBackground
 #include "job/AutoBatch.h"          // defines: trainingShape
 #include "job/RunOptions.h"         // defines: runOptions
@@ -63,11 +63,6 @@ QString countText(std::int64_t count) {
 // "1 error", "3 errors" (the app is not translated, so plurals are spelled out here).
 QString counted(std::size_t count, const QString& one, const QString& many) {
   return QStringLiteral("%1 %2").arg(count).arg(count == 1 ? one : many);
-}
-
-QString defaultRunsDir() {
-  return QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) +
-         QStringLiteral("/runs");
 }
 
 QSpinBox* makeSpinBox(int min, int max, const QString& tip) {
@@ -487,7 +482,13 @@ void RunSetupPage::restoreDefaults() {
 void RunSetupPage::restoreSettings() {
   QSettings settings;
   settings.beginGroup(QStringLiteral("setup"));
-  outputEdit_->setText(settings.value(QStringLiteral("out"), defaultRunsDir()).toString());
+  // A folder saved by an earlier version that used the legacy runs folder follows the runs,
+  // which moveLegacyRuns() moved to defaultRunsDir().
+  QString out = settings.value(QStringLiteral("out"), defaultRunsDir()).toString();
+  if (QDir::cleanPath(out) == QDir::cleanPath(legacyRunsDir())) {
+    out = defaultRunsDir();
+  }
+  outputEdit_->setText(out);
   modelEdit_->setText(settings.value(QStringLiteral("model")).toString());
   dataEdit_->setText(settings.value(QStringLiteral("data")).toString());
   const bool demo = settings.value(QStringLiteral("demo"), true).toBool();

@@ -342,7 +342,7 @@ const CommandSpec& trainCommand() {
         "--demo for the built-in demo model and dataset, or --resume RUN_DIR to continue a run "
         "from its checkpoint (--device may change). Options come from the command line over a "
         "--config file (a JSON object keyed by option name) over the defaults (the demo has its "
-        "own; shown as 'demo'). Ctrl-C checkpoints and exits.";
+        "own; shown as 'demo'). Ctrl-C checkpoints and exits with status 130.";
     c.options = {
         path("model", "DIR",
              "The base model: a Hugging Face folder (config.json, safetensors, "
@@ -361,9 +361,12 @@ const CommandSpec& trainCommand() {
         path("config", "FILE",
              "A JSON object of option names and values, e.g. {\"lr\": 1e-4, "
              "\"lora-r\": 16}."),
+        boolean("json", "false",
+                "Print the engine's events, one JSON line each (backend/engine/Protocol.h), and "
+                "nothing else on stdout."),
     };
     c.sections.push_back(
-        {"run", {"model", "data", "out", "demo", "resume", "checkpoint", "config"}});
+        {"run", {"model", "data", "out", "demo", "resume", "checkpoint", "config", "json"}});
     for (const RunOption& option : runOptions()) {
       OptionSpec spec = option.spec;
       const std::string demo = option.defaultFor(true);

@@ -109,7 +109,7 @@ std::uint16_t floatToF16(float value) {
 }
 
 MergeReport mergeAdapterIntoModel(const fs::path& baseDir, const LoraAdapter& adapter,
-                                  const fs::path& outDir) {
+                                  const fs::path& outDir, const MergeProgress& progress) {
   const model::ModelFolder base = model::ModelFolder::open(baseDir.string());
   checkAdapterFitsModel(adapter, base.config(), baseDir.string());
   requireFiniteAdapter(adapter, "merge into " + outDir.string());
@@ -131,6 +131,14 @@ MergeReport mergeAdapterIntoModel(const fs::path& baseDir, const LoraAdapter& ad
             ".weight"] = &w;
   }
   const double scale = adapter.config.scale();
+  const std::uint64_t totalBytes = base.weightBytes();
+  std::uint64_t doneBytes = 0;
+  const TensorWritten written = [&](std::uint64_t bytes) {
+    doneBytes += bytes;
+    if (progress) {
+      progress(doneBytes, totalBytes);
+    }
+  };
   MergeReport report;
   for (const std::string& path : base.files()) {
     const model::SafetensorsFile file(path);
@@ -152,7 +160,7 @@ MergeReport mergeAdapterIntoModel(const fs::path& baseDir, const LoraAdapter& ad
       keepAlive.push_back(std::move(t));
       tensors.push_back(std::move(out));
     }
-    writeSafetensors(temp / fs::path(path).filename(), tensors, {{"format", "pt"}});
+    writeSafetensors(temp / fs::path(path).filename(), tensors, {{"format", "pt"}}, written);
   }
   if (report.mergedTensors != static_cast<std::int64_t>(adapter.weights.size())) {
     throw CheckpointError(baseDir.string(), "only " + std::to_string(report.mergedTensors) +

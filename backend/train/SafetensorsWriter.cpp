@@ -107,7 +107,7 @@ SafetensorsLayout layoutSafetensors(std::span<const TensorToWrite> tensors,
 }
 
 void writeSafetensors(const fs::path& path, std::span<const TensorToWrite> tensors,
-                      const SafetensorsMetadata& metadata) {
+                      const SafetensorsMetadata& metadata, const TensorWritten& written) {
   for (const TensorToWrite& t : tensors) {
     if (!t.produce && t.bytes.size() != tensorBytes(t)) {
       throw std::invalid_argument(path.string() + ": tensor '" + t.name + "' has " +
@@ -129,15 +129,18 @@ void writeSafetensors(const fs::path& path, std::span<const TensorToWrite> tenso
     const TensorToWrite& t = tensors[i];
     if (!t.produce) {
       out.write(t.bytes);
-      continue;
+    } else {
+      const std::vector<std::byte> produced = t.produce();
+      if (produced.size() != tensorBytes(t)) {
+        throw std::invalid_argument(path.string() + ": tensor '" + t.name + "' produced " +
+                                    std::to_string(produced.size()) + " bytes but needs " +
+                                    std::to_string(tensorBytes(t)));
+      }
+      out.write(produced);
     }
-    const std::vector<std::byte> produced = t.produce();
-    if (produced.size() != tensorBytes(t)) {
-      throw std::invalid_argument(path.string() + ": tensor '" + t.name + "' produced " +
-                                  std::to_string(produced.size()) + " bytes but needs " +
-                                  std::to_string(tensorBytes(t)));
+    if (written) {
+      written(tensorBytes(t));
     }
-    out.write(produced);
   }
   out.commit();
 }

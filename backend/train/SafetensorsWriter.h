@@ -46,10 +46,13 @@ struct SafetensorsLayout {
 SafetensorsLayout layoutSafetensors(std::span<const TensorToWrite> tensors,
                                     const SafetensorsMetadata& metadata);
 
+// Called after each tensor's data is written, with that tensor's byte count.
+using TensorWritten = std::function<void(std::uint64_t bytes)>;
+
 // Writes `path` durably. Throws std::invalid_argument when a tensor's bytes do not match its
 // dtype × shape (naming it), std::runtime_error naming the path for I/O failures.
 void writeSafetensors(const std::filesystem::path& path, std::span<const TensorToWrite> tensors,
-                      const SafetensorsMetadata& metadata);
+                      const SafetensorsMetadata& metadata, const TensorWritten& written = {});
 
 // A file written sequentially under a temp name and renamed into place by commit(); destroying
 // it uncommitted removes the temp file. For large outputs that are produced piece by piece.

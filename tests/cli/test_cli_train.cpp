@@ -4,7 +4,7 @@
 //     (retried as it was) leaves the adapter byte-identical to an uninterrupted run's;
 //   - an engine child SIGKILLed mid-run is restarted, resumes from the state mirror and the run
 //     ends with the same adapter as an uninterrupted run;
-//   - Ctrl-C (SIGINT) checkpoints and exits 0, and --resume finishes to the same adapter;
+//   - Ctrl-C (SIGINT) checkpoints and exits 130, and --resume finishes to the same adapter;
 //   - a bad option is a usage error (exit 2) before any engine starts.
 // Plain C++ (no Qt), so it also runs where the GPU machine has no Qt. Linux: it finds the engine
 // child through /proc. The demo is shrunk (short sequences, rank 4) to keep each run to seconds.
@@ -205,7 +205,7 @@ int main() {
           "the adapter is byte-identical to the uninterrupted run's", run.output);
   }
 
-  // Ctrl-C: checkpoint and exit 0; --resume finishes the same run.
+  // Ctrl-C: checkpoint and exit 130 (128 + SIGINT); --resume finishes the same run.
   {
     bool interrupted = false;
     const Run run = train(demoInto(scratch / "stopped"), {},
@@ -215,7 +215,7 @@ int main() {
                               interrupted = true;
                             }
                           });
-    check(run.exitCode == 0, "Ctrl-C exits 0", run.output);
+    check(run.exitCode == 130, "Ctrl-C exits 130", run.output);
     check(contains(run.output, "stopped at step ") && contains(run.output, "; checkpoint ") &&
               contains(run.output, "continue with: lorascope-train train --resume "),
           "Ctrl-C says where it stopped and how to continue", run.output);

@@ -1,0 +1,60 @@
+# installers — packages of what the install() rules install (CPack, `cpack -G <generator>` in a
+# build folder):
+#   DEB   Debian/Ubuntu. Dependencies are computed by dpkg-shlibdeps from the libraries the two
+#         programs link (Qt 6, OpenBLAS, libstdc++...); the GPU runtimes are loaded at run time
+#         when present and are not dependencies. scripts/check-deb.sh builds it from a cpu build,
+#         installs it into a clean Debian 12 chroot, runs it and removes it.
+#   NSIS  the Windows installer, for the native Windows build (MSVC or MinGW with Qt 6 and
+#         OpenBLAS): the programs, Qt's DLLs and plugins (windeployqt, through Qt's deploy
+#         script), a Start-menu entry and bin/ on PATH for lorascope-train. UNTESTED: no Windows
+#         machine has built it yet.
+set(CPACK_PACKAGE_NAME lorascope)
+set(CPACK_PACKAGE_VENDOR "The LoRAscope developers")
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "desktop LoRA trainer for LLMs with live GPU diagnostics")
+set(CPACK_PACKAGE_DESCRIPTION
+    "LoRAscope fine-tunes LLMs with LoRA on your own GPU (AMD under ROCm/HIP first, with a CPU \
+fallback) and shows live what the GPU is doing: VRAM, allocator fragmentation, queue depth and \
+loss. lorascope is the desktop app; lorascope-train the command-line trainer and tools.")
+set(CPACK_PACKAGE_HOMEPAGE_URL ${LORASCOPE_REPOSITORY_URL})
+set(CPACK_PACKAGE_CONTACT "The LoRAscope developers <${LORASCOPE_REPOSITORY_URL}/issues>")
+set(CPACK_STRIP_FILES ON)  # the RelWithDebInfo programs carry ~75 MB of debug info
+set(CPACK_PACKAGE_EXECUTABLES lorascope LoRAscope)  # the Start-menu entry (NSIS)
+
+# ---- DEB ----------------------------------------------------------------------------------
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # lorascope_0.1.0_amd64.deb
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_SECTION science)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+# The icon theme the installed icons go into (its trigger refreshes the icon cache).
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "hicolor-icon-theme")
+set(CPACK_DEBIAN_PACKAGE_SUGGESTS "rocm-smi, bash-completion")
+
+# ---- NSIS (untested) ------------------------------------------------------------------------
+set(CPACK_PACKAGE_INSTALL_DIRECTORY LoRAscope)
+set(CPACK_NSIS_PACKAGE_NAME LoRAscope)
+set(CPACK_NSIS_DISPLAY_NAME "LoRAscope ${PROJECT_VERSION}")
+set(CPACK_NSIS_INSTALLED_ICON_NAME "bin\\\\lorascope.exe")
+set(CPACK_NSIS_URL_INFO_ABOUT ${LORASCOPE_REPOSITORY_URL})
+set(CPACK_NSIS_HELP_LINK ${LORASCOPE_REPOSITORY_URL})
+set(CPACK_NSIS_MODIFY_PATH ON)  # lorascope-train on PATH
+set(CPACK_NSIS_ENABLE_UNINSTALL_BEFORE_INSTALL ON)
+if(WIN32 AND LORASCOPE_BUILD_GUI)
+  # Qt's DLLs and plugins beside lorascope.exe (Qt 6.4's form of the deploy script API), and the
+  # compiler's runtime.
+  qt_generate_deploy_app_script(TARGET lorascope FILENAME_VARIABLE _lorascope_deploy_script
+                                NO_UNSUPPORTED_PLATFORM_ERROR)
+  install(SCRIPT ${_lorascope_deploy_script})
+  include(InstallRequiredSystemLibraries)
+  # OpenBLAS's DLL sits in the bin folder beside its import library's lib folder.
+  get_filename_component(_openblas_prefix ${OPENBLAS_LIBRARY} DIRECTORY)
+  file(GLOB _openblas_dlls ${_openblas_prefix}/../bin/*openblas*.dll)
+  install(FILES ${_openblas_dlls} DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+
+if(WIN32)
+  set(CPACK_GENERATOR NSIS)
+else()
+  set(CPACK_GENERATOR DEB)
+endif()
+include(CPack)
