@@ -104,7 +104,8 @@ class TrainingJob : public engine::EngineJob {
     // The stability options the run starts with, as their toggles would set them.
     applyLaunchOptions(settings_, *backend_);
     if (settings_.allocatorPolicy == "arena") {
-      logLine()(applyToggle(Toggle::AllocatorPolicy, settings_.allocatorPolicy));
+      logLine()("allocator-policy arena: " +
+                applyToggle(Toggle::AllocatorPolicy, settings_.allocatorPolicy));
     }
     sink(engine::TimedEvent{
         0, engine::LogEvent{
