@@ -677,10 +677,11 @@ const job::CommandSpec& doctorCommand() {
   static const job::CommandSpec command{
       .name = "doctor",
       .operands = "",
-      .summary = "Checks this machine's GPU set-up: runtime and driver, architecture against the "
-                 "build's code objects, device permissions and groups, GPU variables, memory "
-                 "held by others, every op's parity with the CPU and 20 demo steps against the "
-                 "CPU. A verdict and a fix per check; exit 1 when one fails.",
+      .summary =
+          "Checks this machine's GPU set-up: runtime and driver, architecture against the "
+          "build's code objects, device permissions and groups, GPU variables, memory "
+          "held by others, every op's parity with the CPU and 20 demo steps against the "
+          "CPU. A verdict and a fix per check; exit 1 when one fails.",
       .options =
           {
               {.name = "json",

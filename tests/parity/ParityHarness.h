@@ -3,7 +3,7 @@
 // Adding an op (say `foo`, forward and backward), every file it touches, bottom to top:
 //   backend/compute/Backend.h          the virtual fooForward/fooBackward on Backend
 //   backend/compute/Backend.cpp        checkFooArgs: shapes and dtypes, errors named "foo_forward"
-//   backend/compute/cpu/foo.{h,cpp}    the CPU twin: plain loops, the reference for every GPU kernel
+//   backend/compute/cpu/foo.{h,cpp}    the CPU twin: plain loops, every GPU kernel's reference
 //   backend/compute/cpu/CpuBackend.cpp the override (checkFooArgs, then cpu::foo…, timed under a
 //                                      CpuOp of cpu/op_times.{h,cpp} for `bench --profile`)
 //   backend/compute/hip/foo.{h,hip}    the kernels and their launchers; launch("foo_forward", …)
@@ -12,8 +12,8 @@
 //                                      (or add them to an existing family: elementwise, …)
 //   backend/compute/hip/HipBackend.h   the override's declaration
 //   backend/compute/hip/HipBackendOps<Family>.cpp  the override: checkFooArgs, then hip::foo…
-//   backend/compute/CMakeLists.txt     cpu/foo.cpp in lorascope_compute, hip/foo.hip in _hip_kernels
-//   tests/compute/test_op_foo.cpp      the CPU op against a naive double loop / finite differences
+//   backend/compute/CMakeLists.txt     cpu/foo.cpp in lorascope_compute, hip/foo.hip in the kernels
+//   tests/compute/test_op_foo.cpp      the CPU op against a naive loop / finite differences
 //   tests/compute/CMakeLists.txt       `foo` in the foreach of ops
 //   tests/parity/cases_foo.cpp         fooCases(): shapes (odd sizes, one tile, several) and the
 //                                      Tolerance, each case built with compareBackends
