@@ -24,7 +24,18 @@ for command in $commands; do
   wrapper=$wrappers/lorascope-train-$command
   printf '#!/bin/sh\nexec "%s" %s "$@"\n' "$exe" "$command" >"$wrapper"
   chmod +x "$wrapper"
-  summary=$("$exe" --help | sed -n "s/^  $command .*   \(.*\)$/\1/p" | head -n 1)
+  # The command's summary in the overview: the indented lines under "  CMD [options]" (past a
+  # wrapped usage), first sentence.
+  summary=$("$exe" --help | awk -v cmd="$command" '
+    $1 == cmd && /^  [a-z]/ { on = 1; next }
+    on && /^      / {
+      sub(/^ +/, "")
+      if (text == "" && /^\[/) next  # the usage line wrapped: [--option ...]
+      text = text (text == "" ? "" : " ") $0
+      next
+    }
+    on { exit }
+    END { sub(/\. .*/, "", text); sub(/\.$/, "", text); print text }')
   help2man --no-info --version-string="$version" --section=1 \
     --name="${summary:-the $command command of lorascope-train}" \
     --output="$out/lorascope-train-$command.1" "$wrapper"
