@@ -5,7 +5,9 @@
 # may include headers of its own folder and of folders ranked below it; an include of a folder
 # ranked above it is an upward edge and fails the check. Also fails: a Qt header included
 # anywhere in backend/ (QT_ALLOWED names exceptions; there are none: the backend is plain C++ and
-# Qt starts with widgets/ and the app's engine adapter, app/gui/EngineAdapter).
+# Qt starts with widgets/ and the app's engine adapter, app/gui/EngineAdapter), and a header of the
+# backends' insides (compute/cpu/, compute/hip/) included outside backend/compute (their public
+# API is compute/*.h).
 # Usage: scripts/check-layers.sh [SOURCE_DIR]   (run by CTest as `check_layers`)
 set -euo pipefail
 root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
@@ -47,6 +49,11 @@ while IFS= read -r file; do
     [[ "$include" == */* ]] || continue  # a header beside the file
     to="$(layer_of_include "$include")"
     [[ -n "${rank[$to]:-}" && "$to" != "$from" ]] || continue
+    if [[ "$include" == compute/cpu/* || "$include" == compute/hip/* ]] &&
+      [[ "$file" != backend/compute/* ]]; then
+      echo "$file:$number: includes \"$include\": only backend/compute includes compute/cpu/ and compute/hip/"
+      failures=$((failures + 1))
+    fi
     if ((rank[$to] > rank[$from])); then
       echo "$file:$number: includes \"$include\": $from may not include $to (ranked above it)"
       failures=$((failures + 1))

@@ -3,21 +3,12 @@
 
 #include <QCoreApplication>
 
+#include "common/Format.h"
+
 namespace lorascope::widgets {
 
 QString formatBytes(std::uint64_t bytes) {
-  static const char* const kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
-  if (bytes < 1024) {
-    return QStringLiteral("%1 B").arg(bytes);
-  }
-  double value = static_cast<double>(bytes) / 1024.0;
-  int unit = 0;
-  while (value >= 1024.0 && unit < 3) {
-    value /= 1024.0;
-    ++unit;
-  }
-  const int decimals = value < 10 ? 2 : (value < 100 ? 1 : 0);
-  return QStringLiteral("%1 %2").arg(value, 0, 'f', decimals).arg(QLatin1String(kUnits[unit]));
+  return QString::fromStdString(common::formatBytes(bytes));
 }
 
 QString formatBytes(std::optional<std::uint64_t> bytes) {

@@ -8,7 +8,7 @@
 
 namespace lorascope::widgets {
 
-// "512 B", "3.0 KiB", "1.50 GiB" (binary units, as the driver tools print them).
+// common::formatBytes as a QString: "512 B", "3.00 KiB", "1.50 GiB".
 QString formatBytes(std::uint64_t bytes);
 QString formatBytes(std::optional<std::uint64_t> bytes);  // "n/a" when unset
 

@@ -7,11 +7,13 @@
 #include <QGridLayout>
 #include <QLabel>
 #include <QMessageBox>
-#include <QSaveFile>
 #include <QScrollArea>
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include <stdexcept>
+
+#include "common/DurableFile.h"
 #include "widgets/Format.h"
 
 namespace lorascope::widgets {
@@ -151,14 +153,10 @@ QString MemoryMapPanel::saveSnapshot(const QString& path) const {
   if (!hasSnapshot_) {
     return tr("there is no snapshot to save");
   }
-  QSaveFile file(path);
-  if (!file.open(QIODevice::WriteOnly)) {
-    return file.errorString();
-  }
-  const std::string text = view_->snapshot().raw.dump(1) + "\n";
-  file.write(text.data(), static_cast<qint64>(text.size()));
-  if (!file.commit()) {
-    return file.errorString();
+  try {
+    common::writeFileDurably(path.toStdString(), view_->snapshot().raw.dump(1) + "\n");
+  } catch (const std::runtime_error& e) {
+    return QString::fromStdString(e.what());
   }
   return {};
 }

@@ -25,8 +25,7 @@
 
 #include "cli/Commands.h"
 #include "compute/Backend.h"
-#include "compute/cpu/op_times.h"  // defines: setOpTimesEnabled, takeOpTimes
-#include "compute/cpu/parallel.h"  // defines: setCpuThreads, blasDescription
+#include "compute/CpuControl.h"  // defines: setCpuThreads, blasDescription, takeOpTimes
 #include "job/CliArgs.h"
 #include "model/ReferenceShapes.h"
 #include "train/TrainLoop.h"

@@ -15,9 +15,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/Commands.h"
+#include "common/Format.h"
 #include "compute/BuildInfo.h"
 #include "job/CliArgs.h"
-#include "telemetry/HeldOutside.h"  // defines: diagnoseHeldOutside, formatBytes
+#include "telemetry/HeldOutside.h"  // defines: diagnoseHeldOutside
 #include "telemetry/Providers.h"    // defines: openProviders
 #include "telemetry/Sampler.h"
 
@@ -110,7 +111,7 @@ json telemetryJson(const tel::ProviderSet& set, const std::vector<Reading>& read
 }
 
 std::string bytes(const std::optional<std::uint64_t>& value) {
-  return value ? tel::formatBytes(*value) : "n/a";
+  return value ? common::formatBytes(*value) : "n/a";
 }
 
 std::string number(const std::optional<double>& value, const char* unit) {

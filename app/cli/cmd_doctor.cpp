@@ -31,6 +31,7 @@
 
 #include "cli/Commands.h"
 #include "cli/Doctor.h"
+#include "common/Format.h"
 #include "compute/Backend.h"
 #include "compute/BuildInfo.h"
 #include "compute/Errors.h"
@@ -212,7 +213,7 @@ Check checkRuntime(const compute::GpuInventory& inventory) {
       {"runtime", inventory.runtime}, {"driver", driver}, {"devices", nlohmann::json::array()}};
   for (const compute::GpuDeviceInfo& d : inventory.devices) {
     c.lines.push_back("GPU " + std::to_string(d.index) + ": " + d.name + " (" + d.architecture +
-                      ", " + telemetry::formatBytes(d.totalBytes) + ", " +
+                      ", " + common::formatBytes(d.totalBytes) + ", " +
                       std::to_string(d.computeUnits) + " CUs/SMs, wave " +
                       std::to_string(d.waveSize) + ")");
     c.data["devices"].push_back({{"index", d.index},
@@ -464,7 +465,7 @@ Check checkMemoryHeld() {
       c.lines.push_back(provider->name() + " GPU " + std::to_string(d.index) + ": " + held.summary);
       for (const telemetry::HeldBy& by : held.otherProcesses) {
         c.lines.push_back("  pid " + std::to_string(by.pid) + " " + by.name + ": " +
-                          (by.bytes ? telemetry::formatBytes(*by.bytes) : std::string("n/a")));
+                          (by.bytes ? common::formatBytes(*by.bytes) : std::string("n/a")));
       }
       if (held.heldOutsideBytes && *held.heldOutsideBytes > telemetry::kDriverOverheadBytes) {
         c.verdict = Verdict::Warn;

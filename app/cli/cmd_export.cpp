@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/Commands.h"
+#include "common/Format.h"
 #include "job/CliArgs.h"
-#include "telemetry/HeldOutside.h"  // defines: formatBytes
 #include "train/Merge.h"
 #include "train/PeftExport.h"
 #include "train/RunDirectory.h"
@@ -50,7 +50,7 @@ class MergeProgressOutput {
       return;
     }
     std::cout << (terminal_ ? "\r" : "") << "merging: " << std::setw(3) << percent << "% ("
-              << telemetry::formatBytes(done) << " of " << telemetry::formatBytes(total) << ")"
+              << common::formatBytes(done) << " of " << common::formatBytes(total) << ")"
               << (terminal_ ? "\x1b[K" : "\n") << std::flush;
     if (terminal_ && done == total) {
       std::cout << "\n";

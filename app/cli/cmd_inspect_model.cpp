@@ -14,16 +14,17 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/Commands.h"
+#include "common/Format.h"
 #include "job/CliArgs.h"
 #include "model/MemoryEstimate.h"
 #include "model/ModelFolder.h"
 #include "model/ModelLayout.h"
-#include "telemetry/HeldOutside.h"  // defines: formatBytes
+#include "model/Projections.h"
 
 namespace lorascope::cli {
 namespace {
 
-using telemetry::formatBytes;
+using common::formatBytes;
 
 // The run the memory estimate is for.
 struct Plan {
@@ -87,6 +88,10 @@ nlohmann::json toJson(const model::ModelFolder& folder, const model::ParameterCo
   for (const auto& [name, count] : dtypeTensors) {
     dtypes[name] = count;
   }
+  nlohmann::json targets = nlohmann::json::array();  // the estimate adapts every projection
+  for (const model::ProjectionNames& projection : model::kProjectionNames) {
+    targets.push_back(projection.name);
+  }
   return {
       {"dir", folder.dir()},
       {"model_type", c.modelType},
@@ -110,7 +115,7 @@ nlohmann::json toJson(const model::ModelFolder& folder, const model::ParameterCo
        {{"batch", plan.batch},
         {"seq", plan.seq},
         {"rank", plan.rank},
-        {"targets", {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}},
+        {"targets", targets},
         {"activation_checkpointing", plan.checkpointing},
         {"lora_parameters", m.loraParameters},
         {"weights_bytes", m.weightsBytes},

@@ -45,17 +45,13 @@ std::optional<data::Format> parseFormat(const std::string& text) {
   if (const auto format = data::parseFormatName(text)) {
     return format;
   }
-  throw job::UsageError(
-      "--format must be auto, alpaca, chat, sharegpt, prompt-completion or text, got '" + text +
-      "'");
+  throw job::UsageError("--format must be auto, " + data::formatNameList() + ", got '" + text +
+                        "'");
 }
 
 data::OverLengthPolicy parsePolicy(const std::string& text) {
-  if (text == "truncate") {
-    return data::OverLengthPolicy::Truncate;
-  }
-  if (text == "drop") {
-    return data::OverLengthPolicy::Drop;
+  if (const auto policy = data::parsePolicyName(text)) {
+    return *policy;
   }
   throw job::UsageError("--policy must be truncate or drop, got '" + text + "'");
 }

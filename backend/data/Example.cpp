@@ -5,9 +5,20 @@
 #include <algorithm>
 #include <array>
 
+#include "common/EnumNames.h"
 #include "text/ChatTemplate.h"  // defines: ChatTemplate::alpacaUserMessage
 
 namespace lorascope::data {
+namespace {
+
+constexpr common::EnumName<Format> kFormatNames[] = {{Format::Alpaca, "alpaca"},
+                                                    {Format::Chat, "chat"},
+                                                    {Format::ShareGpt, "sharegpt"},
+                                                    {Format::PromptCompletion, "prompt-completion"},
+                                                    {Format::Text, "text"}};
+static_assert(common::coversEnum(kFormatNames));
+
+}  // namespace
 
 namespace {
 
@@ -250,29 +261,15 @@ void readPromptCompletion(const nlohmann::json& record, Example& example, Record
 }  // namespace
 
 std::string_view formatName(Format format) {
-  switch (format) {
-    case Format::Alpaca:
-      return "alpaca";
-    case Format::Chat:
-      return "chat";
-    case Format::ShareGpt:
-      return "sharegpt";
-    case Format::PromptCompletion:
-      return "prompt-completion";
-    case Format::Text:
-      return "text";
-  }
-  return "unknown";
+  return common::enumName(kFormatNames, format);
 }
 
 std::optional<Format> parseFormatName(std::string_view name) {
-  for (const Format format :
-       {Format::Alpaca, Format::Chat, Format::ShareGpt, Format::PromptCompletion, Format::Text}) {
-    if (formatName(format) == name) {
-      return format;
-    }
-  }
-  return std::nullopt;
+  return common::parseEnum(kFormatNames, name);
+}
+
+std::string formatNameList() {
+  return common::enumNameList(kFormatNames);
 }
 
 std::optional<Format> guessFormat(const nlohmann::json& record) {

@@ -32,6 +32,7 @@ inline constexpr std::size_t kFormatCount = 5;
 // "alpaca", "chat", "sharegpt", "prompt-completion", "text"
 std::string_view formatName(Format format);
 std::optional<Format> parseFormatName(std::string_view name);  // none for an unknown name
+std::string formatNameList();  // "alpaca, chat, sharegpt, prompt-completion, text"
 
 struct Message {
   std::string role;  // "system", "user" or "assistant"

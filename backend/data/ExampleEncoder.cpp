@@ -4,9 +4,15 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/EnumNames.h"
+
 namespace lorascope::data {
 
 namespace {
+
+constexpr common::EnumName<OverLengthPolicy> kPolicyNames[] = {
+    {OverLengthPolicy::Truncate, "truncate"}, {OverLengthPolicy::Drop, "drop"}};
+static_assert(common::coversEnum(kPolicyNames));
 
 std::size_t commonPrefix(const std::vector<std::int32_t>& a, const std::vector<std::int32_t>& b) {
   const auto [ia, ib] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
@@ -29,7 +35,11 @@ std::size_t prefixEnd(const std::vector<std::int32_t>& part, const std::vector<s
 }  // namespace
 
 std::string_view policyName(OverLengthPolicy policy) {
-  return policy == OverLengthPolicy::Truncate ? "truncate" : "drop";
+  return common::enumName(kPolicyNames, policy);
+}
+
+std::optional<OverLengthPolicy> parsePolicyName(std::string_view name) {
+  return common::parseEnum(kPolicyNames, name);
 }
 
 std::size_t EncodedExample::trainedTokens() const {

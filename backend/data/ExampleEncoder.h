@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -29,7 +30,8 @@ constexpr std::int32_t kIgnoreLabel = -100;  // label of a token the loss skips 
 
 enum class OverLengthPolicy { Truncate, Drop };
 
-std::string_view policyName(OverLengthPolicy policy);  // "truncate", "drop"
+std::string_view policyName(OverLengthPolicy policy);                    // "truncate", "drop"
+std::optional<OverLengthPolicy> parsePolicyName(std::string_view name);  // none if unknown
 
 struct EncodeOptions {
   bool trainOnAll = false;

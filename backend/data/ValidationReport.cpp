@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "common/Format.h"
+
 namespace lorascope::data {
 
 namespace {
@@ -38,18 +40,6 @@ std::string formatSource(const ValidationReport& report) {
     return "undetected";
   }
   return report.formatForced ? "forced" : "detected";
-}
-
-std::string humanBytes(std::uint64_t bytes) {
-  char text[32];
-  if (bytes < 1024) {
-    std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(bytes));
-  } else if (bytes < 1024 * 1024) {
-    std::snprintf(text, sizeof text, "%.1f KiB", static_cast<double>(bytes) / 1024.0);
-  } else {
-    std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-  }
-  return text;
 }
 
 nlohmann::json tokensJson(const TokenReport& t) {
@@ -186,8 +176,8 @@ nlohmann::json ValidationReport::toJson() const {
 
 std::string ValidationReport::toText(std::size_t maxIssues) const {
   std::ostringstream out;
-  out << "Dataset: " << file << " (" << humanBytes(fileBytes) << ", " << containerName(container)
-      << ", " << lines << " lines" << (hadBom ? ", UTF-8 BOM" : "")
+  out << "Dataset: " << file << " (" << common::formatBytes(fileBytes) << ", "
+      << containerName(container) << ", " << lines << " lines" << (hadBom ? ", UTF-8 BOM" : "")
       << (crlfLines > 0 ? ", CRLF line ends" : "") << ")\n";
   out << "Format: "
       << (format ? std::string(formatName(*format)) + " (" + formatSource(*this) + ")"

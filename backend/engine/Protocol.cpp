@@ -5,8 +5,11 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
+
+#include "common/EnumNames.h"
 
 namespace lorascope::engine {
 namespace {
@@ -82,13 +85,12 @@ class Fields {
     return number(field);
   }
   template <typename Enum, std::size_t N>
-  Enum choice(const char* field, const std::array<Enum, N>& values) const {
+  Enum choice(const char* field, const common::EnumName<Enum> (&names)[N]) const {
     const std::string text = string(field);
-    for (Enum e : values) {
-      if (text == toString(e))
-        return e;
+    if (const std::optional<Enum> value = common::parseEnum(names, text)) {
+      return *value;
     }
-    fail(field, "unknown value '" + text + "'");
+    fail(field, "unknown value '" + text + "' (one of " + common::enumNameList(names) + ")");
   }
 
  private:
@@ -96,18 +98,26 @@ class Fields {
   std::string type_;
 };
 
-constexpr std::array<Toggle, 7> kToggles = {Toggle::Serialize,
-                                            Toggle::Blocking,
-                                            Toggle::MicroBatch,
-                                            Toggle::CpuFallback,
-                                            Toggle::GemmBackend,
-                                            Toggle::AllocatorPolicy,
-                                            Toggle::ActivationCheckpointing};
-constexpr std::array<RunState, 7> kStates = {
-    RunState::Idle,     RunState::Starting, RunState::Running, RunState::Paused,
-    RunState::Stopping, RunState::Finished, RunState::Failed};
-constexpr std::array<LogLevel, 4> kLevels = {LogLevel::Debug, LogLevel::Info, LogLevel::Warning,
-                                             LogLevel::Error};
+// The wire names of the enums, one table each (both directions; dense, in declaration order).
+constexpr common::EnumName<Toggle> kToggleNames[] = {
+    {Toggle::Serialize, "serialize"},
+    {Toggle::Blocking, "blocking"},
+    {Toggle::MicroBatch, "micro_batch"},
+    {Toggle::CpuFallback, "cpu_fallback"},
+    {Toggle::GemmBackend, "gemm_backend"},
+    {Toggle::AllocatorPolicy, "allocator_policy"},
+    {Toggle::ActivationCheckpointing, "activation_checkpointing"}};
+constexpr common::EnumName<RunState> kStateNames[] = {
+    {RunState::Idle, "idle"},         {RunState::Starting, "starting"},
+    {RunState::Running, "running"},   {RunState::Paused, "paused"},
+    {RunState::Stopping, "stopping"}, {RunState::Finished, "finished"},
+    {RunState::Failed, "failed"}};
+constexpr common::EnumName<LogLevel> kLevelNames[] = {{LogLevel::Debug, "debug"},
+                                                      {LogLevel::Info, "info"},
+                                                      {LogLevel::Warning, "warning"},
+                                                      {LogLevel::Error, "error"}};
+static_assert(common::coversEnum(kToggleNames) && common::coversEnum(kStateNames) &&
+              common::coversEnum(kLevelNames));
 
 // Checks a toggle's value against its type; the engine may rely on it after decoding.
 void checkToggleValue(const Fields& f, Toggle toggle, const json& value) {
@@ -195,57 +205,15 @@ json optionalToJson(const std::optional<double>& v) {
 }  // namespace
 
 const char* toString(Toggle toggle) {
-  switch (toggle) {
-    case Toggle::Serialize:
-      return "serialize";
-    case Toggle::Blocking:
-      return "blocking";
-    case Toggle::MicroBatch:
-      return "micro_batch";
-    case Toggle::CpuFallback:
-      return "cpu_fallback";
-    case Toggle::GemmBackend:
-      return "gemm_backend";
-    case Toggle::AllocatorPolicy:
-      return "allocator_policy";
-    case Toggle::ActivationCheckpointing:
-      return "activation_checkpointing";
-  }
-  return "?";
+  return common::enumName(kToggleNames, toggle);
 }
 
 const char* toString(RunState state) {
-  switch (state) {
-    case RunState::Idle:
-      return "idle";
-    case RunState::Starting:
-      return "starting";
-    case RunState::Running:
-      return "running";
-    case RunState::Paused:
-      return "paused";
-    case RunState::Stopping:
-      return "stopping";
-    case RunState::Finished:
-      return "finished";
-    case RunState::Failed:
-      return "failed";
-  }
-  return "?";
+  return common::enumName(kStateNames, state);
 }
 
 const char* toString(LogLevel level) {
-  switch (level) {
-    case LogLevel::Debug:
-      return "debug";
-    case LogLevel::Info:
-      return "info";
-    case LogLevel::Warning:
-      return "warning";
-    case LogLevel::Error:
-      return "error";
-  }
-  return "?";
+  return common::enumName(kLevelNames, level);
 }
 
 std::string_view commandType(const Command& command) {
@@ -309,7 +277,7 @@ Command decodeCommand(std::string_view line) {
   if (type == "switch_profile")
     return SwitchProfileCommand{f.string("name")};
   if (type == "set") {
-    const Toggle toggle = f.choice("toggle", kToggles);
+    const Toggle toggle = f.choice("toggle", kToggleNames);
     checkToggleValue(f, toggle, f.at("value"));
     return SetToggleCommand{toggle, root["value"]};
   }
@@ -419,7 +387,7 @@ TimedEvent decodeEvent(std::string_view line) {
     }
     out.event = std::move(e);
   } else if (type == "state") {
-    out.event = StateEvent{f.choice("state", kStates), f.integer("step"), f.string("detail")};
+    out.event = StateEvent{f.choice("state", kStateNames), f.integer("step"), f.string("detail")};
   } else if (type == "step") {
     out.event = StepEvent{f.integer("step"),
                           f.numberOrNaN("loss"),
@@ -453,7 +421,7 @@ TimedEvent decodeEvent(std::string_view line) {
       f.fail("snapshot", "must be an object");
     out.event = SnapshotEvent{root["snapshot"]};
   } else if (type == "log") {
-    out.event = LogEvent{f.choice("level", kLevels), f.string("text")};
+    out.event = LogEvent{f.choice("level", kLevelNames), f.string("text")};
   } else if (type == "error") {
     out.event = ErrorEvent{f.string("category"), f.string("op"),     f.integer("code"),
                            f.string("message"),  f.string("advice"), f.boolean("sticky")};
@@ -462,7 +430,7 @@ TimedEvent decodeEvent(std::string_view line) {
   } else if (type == "incident") {
     out.event = IncidentEvent{f.string("what"), f.string("action"), f.integer("step")};
   } else if (type == "toggle_applied") {
-    const Toggle toggle = f.choice("toggle", kToggles);
+    const Toggle toggle = f.choice("toggle", kToggleNames);
     checkToggleValue(f, toggle, f.at("value"));
     out.event = ToggleAppliedEvent{toggle, root["value"], f.integer("step"),
                                    f.has("detail") ? f.string("detail") : std::string()};

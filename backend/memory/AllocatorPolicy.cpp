@@ -4,34 +4,49 @@
 #include <bit>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <stdexcept>
+#include <string_view>
 
-#include "memory/SimulatedDevice.h"  // defines: formatBytes
+#include "common/EnumNames.h"
+#include "common/Format.h"
 
 namespace lorascope::memory {
+using common::formatBytes;
+
+namespace {
+
+constexpr common::EnumName<Owner> kOwnerNames[] = {{Owner::Weights, "weights"},
+                                                   {Owner::Lora, "lora"},
+                                                   {Owner::Grads, "grads"},
+                                                   {Owner::Optimizer, "optimizer"},
+                                                   {Owner::Activations, "activations"},
+                                                   {Owner::Workspace, "workspace"},
+                                                   {Owner::Other, "other"}};
+static_assert(common::coversEnum(kOwnerNames) && std::size(kOwnerNames) == kOwnerCount);
+
+constexpr common::EnumName<AllocatorMode> kModeNames[] = {{AllocatorMode::Caching, "caching"},
+                                                          {AllocatorMode::Arena, "arena"}};
+static_assert(common::coversEnum(kModeNames));
+
+// The mode named `text`; throws std::invalid_argument starting with `context`.
+AllocatorMode parseMode(std::string_view text, const char* context) {
+  if (const std::optional<AllocatorMode> mode = common::parseEnum(kModeNames, text)) {
+    return *mode;
+  }
+  throw std::invalid_argument(std::string(context) + ": mode must be " +
+                              common::enumNameList(kModeNames, " or ") + ", got '" +
+                              std::string(text) + "'");
+}
+
+}  // namespace
 
 const char* ownerName(Owner owner) {
-  switch (owner) {
-    case Owner::Weights:
-      return "weights";
-    case Owner::Lora:
-      return "lora";
-    case Owner::Grads:
-      return "grads";
-    case Owner::Optimizer:
-      return "optimizer";
-    case Owner::Activations:
-      return "activations";
-    case Owner::Workspace:
-      return "workspace";
-    case Owner::Other:
-      return "other";
-  }
-  return "other";
+  return common::enumName(kOwnerNames, owner);
 }
 
 const char* modeName(AllocatorMode mode) {
-  return mode == AllocatorMode::Arena ? "arena" : "caching";
+  return common::enumName(kModeNames, mode);
 }
 
 void validatePolicy(const AllocatorPolicy& policy) {
@@ -152,11 +167,7 @@ AllocatorPolicy parseAllocatorConf(std::string_view conf) {
     } else if (key == "arena_mb") {
       policy.arenaBytes = parseMiB(key, value);
     } else if (key == "mode") {
-      if (value != "caching" && value != "arena") {
-        throw std::invalid_argument("allocator conf: mode must be caching or arena, got '" +
-                                    std::string(value) + "'");
-      }
-      policy.mode = value == "arena" ? AllocatorMode::Arena : AllocatorMode::Caching;
+      policy.mode = parseMode(value, "allocator conf");
     } else if (key == "expandable_segments") {
       throw std::invalid_argument(
           "allocator conf: expandable_segments is not supported by LoRAscope's allocator; "
@@ -190,12 +201,7 @@ AllocatorPolicy policyFromJson(const nlohmann::json& json) {
   try {
     for (const auto& [key, value] : json.items()) {
       if (key == "mode") {
-        const std::string mode = value.get<std::string>();
-        if (mode != "caching" && mode != "arena") {
-          throw std::invalid_argument("allocator policy: mode must be caching or arena, got '" +
-                                      mode + "'");
-        }
-        policy.mode = mode == "arena" ? AllocatorMode::Arena : AllocatorMode::Caching;
+        policy.mode = parseMode(value.get<std::string>(), "allocator policy");
       } else if (key == "max_split_bytes") {
         policy.maxSplitBytes = value.is_null() ? kUnlimitedSplit : value.get<std::size_t>();
       } else if (key == "garbage_collection_threshold") {

@@ -3,9 +3,10 @@
 
 #include <algorithm>
 
-#include "memory/SimulatedDevice.h"  // defines: formatBytes
+#include "common/Format.h"
 
 namespace lorascope::memory {
+using common::formatBytes;
 
 void StatValue::add(std::int64_t amount) {
   current += amount;

@@ -5,9 +5,10 @@
 #include <cmath>
 #include <limits>
 
-#include "memory/SimulatedDevice.h"  // defines: formatBytes
+#include "common/Format.h"
 
 namespace lorascope::memory {
+using common::formatBytes;
 namespace {
 
 void validate(const PlanRequest& request) {

@@ -1,10 +1,12 @@
 // SimulatedDevice.cpp — first-fit placement over a coalesced free-range map.
 #include "memory/SimulatedDevice.h"
 
-#include <cstdio>
 #include <stdexcept>
 
+#include "common/Format.h"
+
 namespace lorascope::memory {
+using common::formatBytes;
 
 SimulatedDevice::SimulatedDevice(std::size_t capacityBytes, Placement placement,
                                  std::size_t pageBytes)
@@ -108,22 +110,6 @@ std::size_t SimulatedDevice::largestFreeRangeBytes() const {
 std::size_t SimulatedDevice::liveSegmentCount() const {
   const std::lock_guard lock(mutex_);
   return liveSegments_.size();
-}
-
-std::string formatBytes(std::size_t bytes) {
-  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
-  if (bytes < 1024) {
-    return std::to_string(bytes) + " B";
-  }
-  double value = static_cast<double>(bytes) / 1024.0;
-  std::size_t unit = 0;
-  while (value >= 1024.0 && unit + 1 < std::size(kUnits)) {
-    value /= 1024.0;
-    ++unit;
-  }
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f %s", value, kUnits[unit]);
-  return text;
 }
 
 }  // namespace lorascope::memory

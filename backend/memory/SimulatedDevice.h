@@ -52,7 +52,4 @@ class SimulatedDevice final : public DeviceMemory {
   std::size_t freeBytes_ = 0;
 };
 
-// "1.50 GiB", "512.00 MiB", "4.00 KiB", "100 B": bytes for people.
-std::string formatBytes(std::size_t bytes);
-
 }  // namespace lorascope::memory

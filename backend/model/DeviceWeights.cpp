@@ -5,7 +5,7 @@
 #include <span>
 #include <vector>
 
-#include "compute/cpu/convert.h"     // defines: cpu::widenToFloat
+#include "compute/Convert.h"         // defines: widenToFloat
 #include "memory/DeviceAllocator.h"  // defines: OwnerScope
 
 namespace lorascope::model {
@@ -39,7 +39,7 @@ Tensor placeOne(compute::Backend& backend, const Tensor& t) {
                           DType::BF16, t.shape());
   }
   std::vector<float> widened(static_cast<std::size_t>(t.numel()));
-  compute::cpu::widenToFloat(t.data(), t.dtype(), 0, t.numel(), widened.data());
+  compute::widenToFloat(t.data(), t.dtype(), 0, t.numel(), widened.data());
   return backend.upload(widened, DType::BF16, t.shape());
 }
 

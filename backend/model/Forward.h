@@ -10,6 +10,7 @@
 #include "compute/Backend.h"
 #include "model/ModelConfig.h"
 #include "model/ModelFolder.h"
+#include "model/Projections.h"  // defines: Projection
 
 namespace lorascope::model {
 
@@ -41,9 +42,6 @@ struct LayerActivations {
   compute::Tensor h2, rstd2;         // (T, H), (T) f32: post-attention RMSNorm
   compute::Tensor gate, up, swiglu;  // (T, I)
 };
-
-// The seven projections of a layer, in PEFT's target order.
-enum class Projection { Q, K, V, O, Gate, Up, Down };
 
 // Called after each frozen projection y = x·Wᵀ (+ bias) has been written, so that training can
 // add its LoRA term to y (and check for cancellation between ops).

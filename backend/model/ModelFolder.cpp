@@ -11,6 +11,7 @@
 #include "model/JsonFile.h"
 #include "model/ModelError.h"
 #include "model/ModelLayout.h"
+#include "model/Projections.h"
 
 namespace lorascope::model {
 namespace {
@@ -23,6 +24,24 @@ struct Located {
   const SafetensorsEntry* entry = nullptr;
 };
 using Files = std::map<std::string, std::shared_ptr<const SafetensorsFile>>;
+
+// Where each projection's weight and bias go in LayerWeights, and which config flag says the
+// checkpoint has the bias.
+struct ProjectionSlots {
+  Projection projection;
+  compute::Tensor LayerWeights::*weight;
+  compute::Tensor LayerWeights::*bias;
+  bool ModelConfig::*hasBias;
+};
+constexpr ProjectionSlots kProjectionSlots[] = {
+    {Projection::Q, &LayerWeights::q, &LayerWeights::qBias, &ModelConfig::qkvBias},
+    {Projection::K, &LayerWeights::k, &LayerWeights::kBias, &ModelConfig::qkvBias},
+    {Projection::V, &LayerWeights::v, &LayerWeights::vBias, &ModelConfig::qkvBias},
+    {Projection::O, &LayerWeights::o, &LayerWeights::oBias, &ModelConfig::oBias},
+    {Projection::Gate, &LayerWeights::gate, &LayerWeights::gateBias, &ModelConfig::mlpBias},
+    {Projection::Up, &LayerWeights::up, &LayerWeights::upBias, &ModelConfig::mlpBias},
+    {Projection::Down, &LayerWeights::down, &LayerWeights::downBias, &ModelConfig::mlpBias},
+};
 
 // A shard name from an index must be a plain file name beside the index (no paths).
 void checkShardName(const std::string& shard, const std::string& indexPath) {
@@ -147,21 +166,11 @@ ModelFolder ModelFolder::open(const std::string& spec) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     LayerWeights l;
     l.inputNorm = take(p + "input_layernorm.weight");
-    l.q = take(p + "self_attn.q_proj.weight");
-    l.k = take(p + "self_attn.k_proj.weight");
-    l.v = take(p + "self_attn.v_proj.weight");
-    l.qBias = takeIf(c.qkvBias, p + "self_attn.q_proj.bias");
-    l.kBias = takeIf(c.qkvBias, p + "self_attn.k_proj.bias");
-    l.vBias = takeIf(c.qkvBias, p + "self_attn.v_proj.bias");
-    l.o = take(p + "self_attn.o_proj.weight");
-    l.oBias = takeIf(c.oBias, p + "self_attn.o_proj.bias");
     l.postNorm = take(p + "post_attention_layernorm.weight");
-    l.gate = take(p + "mlp.gate_proj.weight");
-    l.up = take(p + "mlp.up_proj.weight");
-    l.down = take(p + "mlp.down_proj.weight");
-    l.gateBias = takeIf(c.mlpBias, p + "mlp.gate_proj.bias");
-    l.upBias = takeIf(c.mlpBias, p + "mlp.up_proj.bias");
-    l.downBias = takeIf(c.mlpBias, p + "mlp.down_proj.bias");
+    for (const ProjectionSlots& slot : kProjectionSlots) {
+      l.*slot.weight = take(projectionTensorName(i, slot.projection, "weight"));
+      l.*slot.bias = takeIf(c.*slot.hasBias, projectionTensorName(i, slot.projection, "bias"));
+    }
     m.weights_.layers.push_back(std::move(l));
   }
   m.weights_.finalNorm = take("model.norm.weight");

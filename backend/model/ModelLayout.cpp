@@ -1,8 +1,7 @@
 // ModelLayout.cpp — expected tensor names and shapes of the Llama/Qwen2/Mistral graph.
 #include "model/ModelLayout.h"
 
-#include <tuple>
-#include <utility>
+#include "model/Projections.h"
 
 namespace lorascope::model {
 
@@ -16,26 +15,21 @@ std::vector<ExpectedTensor> expectedTensors(const ModelConfig& c) {
   for (std::int64_t i = 0; i < c.numLayers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     out.push_back({p + "input_layernorm.weight", {hidden}});
-    for (const auto& [proj, rows] :
-         {std::pair{"q_proj", qDim}, std::pair{"k_proj", kvDim}, std::pair{"v_proj", kvDim}}) {
-      out.push_back({p + "self_attn." + proj + ".weight", {rows, hidden}});
-      if (c.qkvBias) {
-        out.push_back({p + "self_attn." + proj + ".bias", {rows}});
+    // A projection's weight (rows, cols) and, when the config has one, its bias (rows).
+    const auto projection = [&](Projection proj, std::int64_t rows, std::int64_t cols, bool bias) {
+      out.push_back({projectionTensorName(i, proj, "weight"), {rows, cols}});
+      if (bias) {
+        out.push_back({projectionTensorName(i, proj, "bias"), {rows}});
       }
-    }
-    out.push_back({p + "self_attn.o_proj.weight", {hidden, qDim}});
-    if (c.oBias) {
-      out.push_back({p + "self_attn.o_proj.bias", {hidden}});
-    }
+    };
+    projection(Projection::Q, qDim, hidden, c.qkvBias);
+    projection(Projection::K, kvDim, hidden, c.qkvBias);
+    projection(Projection::V, kvDim, hidden, c.qkvBias);
+    projection(Projection::O, hidden, qDim, c.oBias);
     out.push_back({p + "post_attention_layernorm.weight", {hidden}});
-    for (const auto& [proj, rows, cols] :
-         {std::tuple{"gate_proj", inter, hidden}, std::tuple{"up_proj", inter, hidden},
-          std::tuple{"down_proj", hidden, inter}}) {
-      out.push_back({p + "mlp." + proj + ".weight", {rows, cols}});
-      if (c.mlpBias) {
-        out.push_back({p + "mlp." + proj + ".bias", {rows}});
-      }
-    }
+    projection(Projection::Gate, inter, hidden, c.mlpBias);
+    projection(Projection::Up, inter, hidden, c.mlpBias);
+    projection(Projection::Down, hidden, inter, c.mlpBias);
   }
   out.push_back({"model.norm.weight", {hidden}});
   if (!c.tieWordEmbeddings) {

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/EnumNames.h"
 #include "model/ModelError.h"
 
 namespace lorascope::model {
@@ -17,18 +18,9 @@ namespace {
 using compute::DType;
 using nlohmann::json;
 
-std::optional<DType> dtypeFromName(const std::string& name) {
-  if (name == "BF16") {
-    return DType::BF16;
-  }
-  if (name == "F16") {
-    return DType::F16;
-  }
-  if (name == "F32") {
-    return DType::F32;
-  }
-  return std::nullopt;
-}
+constexpr common::EnumName<DType> kDtypeNames[] = {
+    {DType::F32, "F32"}, {DType::BF16, "BF16"}, {DType::F16, "F16"}};
+static_assert(common::coversEnum(kDtypeNames));
 
 bool isKnownSafetensorsDtype(const std::string& name) {
   static const char* const kOthers[] = {"BOOL", "U8",      "I8",      "I16",  "U16",     "I32",
@@ -59,7 +51,7 @@ SafetensorsEntry parseEntry(const std::string& name, const json& spec, const std
     throw bad("'dtype' is missing or not a string");
   }
   const std::string dtypeName = spec.at("dtype").get<std::string>();
-  const std::optional<DType> dtype = dtypeFromName(dtypeName);
+  const std::optional<DType> dtype = dtypeFromSafetensorsName(dtypeName);
   if (!dtype) {
     throw bad(isKnownSafetensorsDtype(dtypeName)
                   ? "dtype " + dtypeName + " is not loaded by LoRAscope (BF16, F16, F32 are)"
@@ -140,6 +132,14 @@ void checkTiling(const std::map<std::string, SafetensorsEntry>& tensors, std::ui
 }
 
 }  // namespace
+
+const char* safetensorsDtypeName(DType dtype) {
+  return common::enumName(kDtypeNames, dtype);
+}
+
+std::optional<DType> dtypeFromSafetensorsName(std::string_view name) {
+  return common::parseEnum(kDtypeNames, name);
+}
 
 SafetensorsHeader parseSafetensorsHeader(std::span<const std::byte> file,
                                          const std::string& fileName) {

@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compute/Tensor.h"  // defines: DType, Shape, Tensor
@@ -17,6 +19,11 @@
 namespace lorascope::model {
 
 inline constexpr std::uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;  // the format's own bound
+
+// The format's names of the dtypes this project reads and writes: "F32", "BF16", "F16" (one table
+// for the reader here and the writer in train/SafetensorsWriter).
+const char* safetensorsDtypeName(compute::DType dtype);
+std::optional<compute::DType> dtypeFromSafetensorsName(std::string_view name);
 
 struct SafetensorsEntry {
   std::string name;

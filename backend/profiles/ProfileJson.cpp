@@ -1,14 +1,30 @@
 // profiles/ProfileJson.cpp — strict reading and writing of profile files.
 #include "profiles/ProfileJson.h"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
+#include "common/EnumNames.h"
 #include "profiles/Environment.h"
 
 namespace lorascope::profiles {
 namespace {
 
 using nlohmann::json;
+
+// The names of the enums in profile files, one table each (both directions).
+constexpr common::EnumName<GemmBackend> kGemmNames[] = {{GemmBackend::Vendor, "vendor"},
+                                                        {GemmBackend::Builtin, "builtin"}};
+constexpr common::EnumName<AllocatorMode> kModeNames[] = {{AllocatorMode::Caching, "caching"},
+                                                          {AllocatorMode::Arena, "arena"}};
+constexpr common::EnumName<LadderRung> kRungNames[] = {{LadderRung::None, "none"},
+                                                       {LadderRung::BuiltinGemm, "builtin_gemm"},
+                                                       {LadderRung::Serialize, "serialize"},
+                                                       {LadderRung::SmallerBatch, "smaller_batch"},
+                                                       {LadderRung::Cpu, "cpu"}};
+static_assert(common::coversEnum(kGemmNames) && common::coversEnum(kModeNames) &&
+              common::coversEnum(kRungNames));
 
 class Reader {
  public:
@@ -58,18 +74,14 @@ class Reader {
     return v.get<std::int64_t>();
   }
 
-  template <typename Enum>
+  template <typename Enum, std::size_t N>
   Enum choice(const json& v, const std::string& field,
-              std::initializer_list<std::pair<std::string_view, Enum>> options) const {
+              const common::EnumName<Enum> (&names)[N]) const {
     const std::string text = string(v, field);
-    std::string names;
-    for (const auto& [name, value] : options) {
-      if (name == text) {
-        return value;
-      }
-      names += (names.empty() ? "" : ", ") + std::string(name);
+    if (const std::optional<Enum> value = common::parseEnum(names, text)) {
+      return *value;
     }
-    fail(field, "'" + text + "' is not one of: " + names);
+    fail(field, "'" + text + "' is not one of: " + common::enumNameList(names));
   }
 
   const std::string& source() const { return source_; }
@@ -95,9 +107,7 @@ LiveToggles readToggles(const Reader& r, const json& t) {
     toggles.cpuFallback = r.boolean(t["cpu_fallback"], "toggles.cpu_fallback");
   }
   if (t.contains("gemm")) {
-    toggles.gemm =
-        r.choice<GemmBackend>(t["gemm"], "toggles.gemm",
-                              {{"vendor", GemmBackend::Vendor}, {"builtin", GemmBackend::Builtin}});
+    toggles.gemm = r.choice(t["gemm"], "toggles.gemm", kGemmNames);
   }
   if (t.contains("activation_checkpointing")) {
     toggles.activationCheckpointing =
@@ -112,9 +122,7 @@ AllocatorSettings readAllocator(const Reader& r, const json& a) {
       {"mode", "max_split_size_mb", "garbage_collection_threshold", "roundup_power2_divisions"});
   AllocatorSettings s;
   if (a.contains("mode")) {
-    s.mode = r.choice<AllocatorMode>(
-        a["mode"], "allocator.mode",
-        {{"caching", AllocatorMode::Caching}, {"arena", AllocatorMode::Arena}});
+    s.mode = r.choice(a["mode"], "allocator.mode", kModeNames);
   }
   if (a.contains("max_split_size_mb")) {
     s.maxSplitSizeBytes = static_cast<std::uint64_t>(r.integer(
@@ -215,12 +223,7 @@ ParsedProfile parseProfile(std::string_view jsonText, const std::string& source)
     readEnvironment(r, r.object(root, "environment", "environment"), out);
   }
   if (root.contains("ladder_rung")) {
-    p.ladderRung = r.choice<LadderRung>(root["ladder_rung"], "ladder_rung",
-                                        {{"none", LadderRung::None},
-                                         {"builtin_gemm", LadderRung::BuiltinGemm},
-                                         {"serialize", LadderRung::Serialize},
-                                         {"smaller_batch", LadderRung::SmallerBatch},
-                                         {"cpu", LadderRung::Cpu}});
+    p.ladderRung = r.choice(root["ladder_rung"], "ladder_rung", kRungNames);
   }
   return out;
 }
@@ -266,25 +269,13 @@ std::string profileToJson(const Profile& p) {
 }
 
 const char* toString(GemmBackend gemm) {
-  return gemm == GemmBackend::Vendor ? "vendor" : "builtin";
+  return common::enumName(kGemmNames, gemm);
 }
 const char* toString(AllocatorMode mode) {
-  return mode == AllocatorMode::Caching ? "caching" : "arena";
+  return common::enumName(kModeNames, mode);
 }
 const char* toString(LadderRung rung) {
-  switch (rung) {
-    case LadderRung::None:
-      return "none";
-    case LadderRung::BuiltinGemm:
-      return "builtin_gemm";
-    case LadderRung::Serialize:
-      return "serialize";
-    case LadderRung::SmallerBatch:
-      return "smaller_batch";
-    case LadderRung::Cpu:
-      return "cpu";
-  }
-  return "none";
+  return common::enumName(kRungNames, rung);
 }
 
 }  // namespace lorascope::profiles

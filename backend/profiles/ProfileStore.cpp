@@ -9,7 +9,7 @@
 #include <map>
 #include <sstream>
 
-#include "common/AtomicFile.h"
+#include "common/DurableFile.h"
 #include "profiles/Builtins.h"
 #include "profiles/ProfileJson.h"
 
@@ -112,7 +112,7 @@ fs::path ProfileStore::save(const Profile& profile) const {
   parseProfile(json, "profile '" + profile.name + "'");  // refuse to write what we cannot read
   fs::create_directories(userDir_);
   const fs::path path = fileFor(profile.name);
-  common::writeFileAtomically(path, json);
+  common::writeFileDurably(path, json);
   return path;
 }
 

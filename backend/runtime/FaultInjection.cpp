@@ -4,12 +4,13 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <sstream>
+
+#include "common/EnumNames.h"
 
 namespace lorascope::runtime {
 namespace {
-
-constexpr const char* kKnownKinds = "oom, illegal_address, blas, hang";
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
@@ -21,15 +22,21 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
+// The spec's spelling of each kind (both directions).
+constexpr common::EnumName<FaultKind> kKindNames[] = {
+    {FaultKind::OutOfMemory, "oom"},
+    {FaultKind::IllegalAddress, "illegal_address"},
+    {FaultKind::BlasInternal, "blas"},
+    {FaultKind::Hang, "hang"}};
+static_assert(common::coversEnum(kKindNames));
+
 FaultKind parseKind(std::string_view text, std::string_view entry) {
-  for (const FaultKind kind : {FaultKind::OutOfMemory, FaultKind::IllegalAddress,
-                               FaultKind::BlasInternal, FaultKind::Hang}) {
-    if (text == faultKindName(kind)) {
-      return kind;
-    }
+  if (const std::optional<FaultKind> kind = common::parseEnum(kKindNames, text)) {
+    return *kind;
   }
   throw FaultSpecError(std::string(kFaultEnvVar) + ": unknown fault kind '" + std::string(text) +
-                       "' in '" + std::string(entry) + "' (known: " + kKnownKinds + ")");
+                       "' in '" + std::string(entry) +
+                       "' (known: " + common::enumNameList(kKindNames) + ")");
 }
 
 std::uint64_t parseCount(std::string_view text, std::string_view entry) {
@@ -81,17 +88,7 @@ const char* messageOf(FaultKind kind) {
 }  // namespace
 
 const char* faultKindName(FaultKind kind) {
-  switch (kind) {
-    case FaultKind::OutOfMemory:
-      return "oom";
-    case FaultKind::IllegalAddress:
-      return "illegal_address";
-    case FaultKind::BlasInternal:
-      return "blas";
-    case FaultKind::Hang:
-      break;
-  }
-  return "hang";
+  return common::enumName(kKindNames, kind);
 }
 
 std::string toSpec(const FaultRule& rule) {

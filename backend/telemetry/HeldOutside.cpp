@@ -2,9 +2,11 @@
 #include "telemetry/HeldOutside.h"
 
 #include <algorithm>
-#include <cstdio>
+
+#include "common/Format.h"
 
 namespace lorascope::telemetry {
+using common::formatBytes;
 namespace {
 
 std::vector<std::string> adviceFor(const std::string& provider) {
@@ -30,23 +32,6 @@ std::string bytesOrNa(const std::optional<std::uint64_t>& bytes) {
 }
 
 }  // namespace
-
-std::string formatBytes(std::uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = static_cast<double>(bytes);
-  int unit = 0;
-  while (value >= 1024.0 && unit < 4) {
-    value /= 1024.0;
-    ++unit;
-  }
-  char text[32];
-  if (unit >= 3) {
-    std::snprintf(text, sizeof(text), "%.2f %s", value, units[unit]);
-  } else {
-    std::snprintf(text, sizeof(text), "%.0f %s", value, units[unit]);
-  }
-  return text;
-}
 
 HeldOutsideReport diagnoseHeldOutside(const HeldOutsideInput& in) {
   HeldOutsideReport r;

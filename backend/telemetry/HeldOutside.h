@@ -48,7 +48,4 @@ struct HeldOutsideReport {
 
 HeldOutsideReport diagnoseHeldOutside(const HeldOutsideInput& input);
 
-// "1.50 GiB", "512 MiB", "12 KiB", "80 B".
-std::string formatBytes(std::uint64_t bytes);
-
 }  // namespace lorascope::telemetry

@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/AtomicFile.h"
+#include "common/DurableFile.h"
 #include "model/ModelError.h"
 #include "model/Safetensors.h"
 #include "train/CheckpointError.h"
@@ -207,7 +207,7 @@ void writeCheckpointFiles(const fs::path& dir, const TrainerState& state,
       {"config_hash", configHash},
       {"files", files}};
   doc["checksum"] = documentChecksum(doc);
-  common::writeFileAtomically(dir / kStateFile, doc.dump(2) + "\n");
+  common::writeFileDurably(dir / kStateFile, doc.dump(2) + "\n");
 }
 
 fs::path checkpointStateFile(const fs::path& dir) {

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/AtomicFile.h"
+#include "common/DurableFile.h"
 #include "train/Philox.h"
 
 namespace lorascope::train {
@@ -110,7 +110,7 @@ fs::path ensureDemoDataset(const fs::path& cacheDir) {
   const fs::path file = cacheDir / kDemoDatasetName;
   if (!fs::exists(file)) {
     fs::create_directories(cacheDir);
-    common::writeFileAtomically(file, demoDatasetJsonl());
+    common::writeFileDurably(file, demoDatasetJsonl());
   }
   return file;
 }

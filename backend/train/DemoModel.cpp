@@ -1,16 +1,14 @@
 // train/DemoModel.cpp — the demo model's config, tokenizer and seeded weights.
 #include "train/DemoModel.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "common/AtomicFile.h"
+#include "common/DurableFile.h"
+#include "model/Projections.h"
 #include "train/Philox.h"
-#include "train/RunDirectory.h"  // defines: replaceDirectory
 #include "train/SafetensorsWriter.h"
 
 namespace lorascope::train {
@@ -108,14 +106,17 @@ std::vector<NamedWeight> demoWeights() {
   for (std::int64_t l = 0; l < kLayers; ++l) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     ones(p + "input_layernorm.weight", kHidden);
-    normal(p + "self_attn.q_proj.weight", {kHeads * kHeadDim, kHidden}, kInitStd);
-    normal(p + "self_attn.k_proj.weight", {kKvHeads * kHeadDim, kHidden}, kInitStd);
-    normal(p + "self_attn.v_proj.weight", {kKvHeads * kHeadDim, kHidden}, kInitStd);
-    normal(p + "self_attn.o_proj.weight", {kHidden, kHeads * kHeadDim}, kInitStd);
+    const auto projection = [&](model::Projection proj, compute::Shape shape) {
+      normal(model::projectionTensorName(l, proj, "weight"), std::move(shape), kInitStd);
+    };
+    projection(model::Projection::Q, {kHeads * kHeadDim, kHidden});
+    projection(model::Projection::K, {kKvHeads * kHeadDim, kHidden});
+    projection(model::Projection::V, {kKvHeads * kHeadDim, kHidden});
+    projection(model::Projection::O, {kHidden, kHeads * kHeadDim});
     ones(p + "post_attention_layernorm.weight", kHidden);
-    normal(p + "mlp.gate_proj.weight", {kIntermediate, kHidden}, kInitStd);
-    normal(p + "mlp.up_proj.weight", {kIntermediate, kHidden}, kInitStd);
-    normal(p + "mlp.down_proj.weight", {kHidden, kIntermediate}, kInitStd);
+    projection(model::Projection::Gate, {kIntermediate, kHidden});
+    projection(model::Projection::Up, {kIntermediate, kHidden});
+    projection(model::Projection::Down, {kHidden, kIntermediate});
   }
   ones("model.norm.weight", kHidden);
   return weights;
@@ -213,11 +214,11 @@ void writeDemoModel(const fs::path& dir) {
     tensors.push_back(f32TensorToWrite(w.name, w.shape, w.values));
   }
   writeSafetensors(dir / "model.safetensors", tensors, {{"format", "pt"}});
-  common::writeFileAtomically(dir / "config.json", demoConfigJson());
-  common::writeFileAtomically(dir / "tokenizer.json", demoTokenizerJson());
-  common::writeFileAtomically(dir / "tokenizer_config.json", demoTokenizerConfigJson());
+  common::writeFileDurably(dir / "config.json", demoConfigJson());
+  common::writeFileDurably(dir / "tokenizer.json", demoTokenizerJson());
+  common::writeFileDurably(dir / "tokenizer_config.json", demoTokenizerConfigJson());
   const ordered_json generation = {{"eos_token_id", kImEndId}, {"pad_token_id", kEndOfTextId}};
-  common::writeFileAtomically(dir / "generation_config.json", generation.dump(2) + "\n");
+  common::writeFileDurably(dir / "generation_config.json", generation.dump(2) + "\n");
 }
 
 fs::path defaultCacheDir() {
@@ -239,11 +240,10 @@ fs::path ensureDemoModel(const fs::path& cacheDir) {
     return dir;  // assembled under a temp name and renamed: present means complete
   }
   fs::create_directories(cacheDir);
-  const fs::path staging =
-      cacheDir / ("." + std::string(kDemoModelName) + ".tmp-" + std::to_string(::getpid()));
+  const fs::path staging = cacheDir / ("." + std::string(kDemoModelName) + common::tempSuffix());
   fs::remove_all(staging);
   writeDemoModel(staging);
-  replaceDirectory(staging, dir);
+  common::replaceDirectory(staging, dir);
   return dir;
 }
 

@@ -8,45 +8,21 @@
 #include "train/Philox.h"
 
 namespace lorascope::train {
-namespace {
-
-struct ModuleNames {
-  LoraModule module;
-  const char* shortName;
-  const char* name;
-  const char* path;
-};
-
-constexpr ModuleNames kNames[] = {
-    {LoraModule::Q, "q", "q_proj", "self_attn.q_proj"},
-    {LoraModule::K, "k", "k_proj", "self_attn.k_proj"},
-    {LoraModule::V, "v", "v_proj", "self_attn.v_proj"},
-    {LoraModule::O, "o", "o_proj", "self_attn.o_proj"},
-    {LoraModule::Gate, "gate", "gate_proj", "mlp.gate_proj"},
-    {LoraModule::Up, "up", "up_proj", "mlp.up_proj"},
-    {LoraModule::Down, "down", "down_proj", "mlp.down_proj"},
-};
-
-const ModuleNames& namesOf(LoraModule module) {
-  return kNames[static_cast<int>(module)];
-}
-
-}  // namespace
 
 const char* shortName(LoraModule module) {
-  return namesOf(module).shortName;
+  return model::namesOf(module).shortName;
 }
 const char* moduleName(LoraModule module) {
-  return namesOf(module).name;
+  return model::namesOf(module).name;
 }
 const char* modulePath(LoraModule module) {
-  return namesOf(module).path;
+  return model::namesOf(module).path;
 }
 
 LoraModule parseLoraModule(const std::string& word) {
-  for (const ModuleNames& n : kNames) {
+  for (const model::ProjectionNames& n : model::kProjectionNames) {
     if (word == n.shortName || word == n.name || word == n.path) {
-      return n.module;
+      return n.projection;
     }
   }
   throw std::invalid_argument("unknown LoRA target '" + word +

@@ -13,13 +13,14 @@
 #include <string>
 #include <vector>
 
+#include "model/Projections.h"
+
 namespace lorascope::train {
 
-// The seven projections of a Llama/Qwen2 decoder layer.
-enum class LoraModule { Q, K, V, O, Gate, Up, Down };
-inline constexpr LoraModule kAllLoraModules[] = {LoraModule::Q,   LoraModule::K,    LoraModule::V,
-                                                 LoraModule::O,   LoraModule::Gate, LoraModule::Up,
-                                                 LoraModule::Down};
+// The seven projections of a Llama/Qwen2 decoder layer: the model's Projection, named in
+// model/Projections.h.
+using LoraModule = model::Projection;
+inline constexpr const auto& kAllLoraModules = model::kAllProjections;
 
 const char* shortName(LoraModule module);   // "q", ..., "down" (the CLI's --targets)
 const char* moduleName(LoraModule module);  // "q_proj", ..., "down_proj" (PEFT target_modules)

@@ -2,7 +2,7 @@
 // module).
 #include "train/LoraDropout.h"
 
-#include "compute/cpu/optimizer.h"  // defines: cpu::dropoutMask (Backend::dropoutMask's CPU twin)
+#include "compute/HostOptimizer.h"  // defines: host::dropoutMask (Backend::dropoutMask's CPU twin)
 
 namespace lorascope::train {
 
@@ -17,7 +17,7 @@ std::uint64_t dropoutStream(const DropoutKey& key, int layer, LoraModule module)
 std::vector<float> dropoutMask(const DropoutKey& key, int layer, LoraModule module, double p,
                                std::int64_t count) {
   std::vector<float> mask(static_cast<std::size_t>(count));
-  compute::cpu::dropoutMask(mask.data(), count, key.seed, dropoutStream(key, layer, module), p);
+  compute::host::dropoutMask(mask.data(), count, key.seed, dropoutStream(key, layer, module), p);
   return mask;
 }
 

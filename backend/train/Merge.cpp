@@ -1,8 +1,6 @@
 // train/Merge.cpp — folding a LoRA adapter into a copy of the base model's safetensors files.
 #include "train/Merge.h"
 
-#include <unistd.h>
-
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -12,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "common/AtomicFile.h"
+#include "common/DurableFile.h"
 #include "compute/Bf16.h"
-#include "compute/cpu/convert.h"
+#include "compute/Convert.h"
 #include "model/ModelFolder.h"
 #include "model/Safetensors.h"
 #include "train/CheckpointError.h"
@@ -39,7 +37,7 @@ std::vector<std::byte> mergedBytes(const compute::Tensor& base, const LoraWeight
   const std::int64_t out = w.site.outFeatures;
   const std::int64_t in = w.site.inFeatures;
   std::vector<float> merged(static_cast<std::size_t>(out * in));
-  compute::cpu::widenToFloat(base.data(), base.dtype(), 0, out * in, merged.data());
+  compute::widenToFloat(base.data(), base.dtype(), 0, out * in, merged.data());
   for (std::int64_t o = 0; o < out; ++o) {
     float* row = merged.data() + o * in;
     std::vector<float> delta(static_cast<std::size_t>(in), 0.0f);
@@ -119,8 +117,7 @@ MergeReport mergeAdapterIntoModel(const fs::path& baseDir, const LoraAdapter& ad
   }
   const fs::path parent = outDir.has_parent_path() ? outDir.parent_path() : fs::path(".");
   fs::create_directories(parent);
-  const fs::path temp =
-      parent / (outDir.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  const fs::path temp = parent / (outDir.filename().string() + common::tempSuffix());
   fs::remove_all(temp);
   fs::create_directory(temp);
   TempDirGuard guard(temp);
@@ -170,14 +167,12 @@ MergeReport mergeAdapterIntoModel(const fs::path& baseDir, const LoraAdapter& ad
   }
   for (const fs::directory_entry& entry : fs::directory_iterator(baseDir)) {
     if (entry.is_regular_file() && !isWeightsFile(entry.path())) {
-      common::writeFileAtomically(temp / entry.path().filename(), readRunFile(entry.path()));
+      common::writeFileDurably(temp / entry.path().filename(), readRunFile(entry.path()));
       ++report.copiedFiles;
     }
   }
-  syncDirectory(temp);
-  fs::rename(temp, outDir);
+  common::replaceDirectory(temp, outDir);  // outDir is absent (checked above): a rename
   guard.release();
-  syncDirectory(parent);
   return report;
 }
 

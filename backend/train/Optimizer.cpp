@@ -3,9 +3,11 @@
 
 #include <cmath>
 #include <numbers>
+#include <optional>
 #include <stdexcept>
 
-#include "compute/cpu/optimizer.h"  // defines: cpu::adamw, cpu::addSumOfSquares, cpu::scale
+#include "common/EnumNames.h"
+#include "compute/HostOptimizer.h"  // defines: host::adamw, host::addSumOfSquares, host::scale
 
 namespace lorascope::train {
 
@@ -29,32 +31,30 @@ void adamwStep(const AdamWConfig& c, double learningRate, std::int64_t step,
                std::span<const AdamWParam> params) {
   const compute::AdamWScalars scalars = adamwScalars(c, learningRate, step);
   for (const AdamWParam& p : params) {
-    compute::cpu::adamw(p.value.data(), p.grad.data(), p.firstMoment.data(), p.secondMoment.data(),
-                        static_cast<std::int64_t>(p.value.size()), scalars);
+    compute::host::adamw(p.value.data(), p.grad.data(), p.firstMoment.data(), p.secondMoment.data(),
+                         static_cast<std::int64_t>(p.value.size()), scalars);
   }
 }
 
+namespace {
+
+constexpr common::EnumName<ScheduleKind> kScheduleNames[] = {{ScheduleKind::Constant, "constant"},
+                                                             {ScheduleKind::Linear, "linear"},
+                                                             {ScheduleKind::Cosine, "cosine"}};
+static_assert(common::coversEnum(kScheduleNames));
+
+}  // namespace
+
 ScheduleKind parseScheduleKind(const std::string& name) {
-  if (name == "constant")
-    return ScheduleKind::Constant;
-  if (name == "linear")
-    return ScheduleKind::Linear;
-  if (name == "cosine")
-    return ScheduleKind::Cosine;
-  throw std::invalid_argument("unknown learning-rate schedule '" + name +
-                              "' (constant, linear or cosine)");
+  if (const std::optional<ScheduleKind> kind = common::parseEnum(kScheduleNames, name)) {
+    return *kind;
+  }
+  throw std::invalid_argument("unknown learning-rate schedule '" + name + "' (" +
+                              common::enumNameList(kScheduleNames) + ")");
 }
 
 const char* toString(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::Constant:
-      return "constant";
-    case ScheduleKind::Linear:
-      return "linear";
-    case ScheduleKind::Cosine:
-      return "cosine";
-  }
-  return "?";
+  return common::enumName(kScheduleNames, kind);
 }
 
 double scheduleFactor(const Schedule& s, std::int64_t step) {
@@ -78,7 +78,7 @@ double globalGradNorm(std::span<const std::span<const float>> grads) {
   double sumSquares = 0.0;
   for (std::span<const float> g : grads) {
     sumSquares =
-        compute::cpu::addSumOfSquares(g.data(), static_cast<std::int64_t>(g.size()), sumSquares);
+        compute::host::addSumOfSquares(g.data(), static_cast<std::int64_t>(g.size()), sumSquares);
   }
   return std::sqrt(sumSquares);
 }
@@ -98,7 +98,7 @@ double clipGradNorm(std::span<const std::span<float>> grads, double maxNorm) {
   const double norm = globalGradNorm(views);
   if (const std::optional<float> factor = clipFactor(norm, maxNorm)) {
     for (std::span<float> g : grads) {
-      compute::cpu::scale(g.data(), static_cast<std::int64_t>(g.size()), *factor);
+      compute::host::scale(g.data(), static_cast<std::int64_t>(g.size()), *factor);
     }
   }
   return norm;

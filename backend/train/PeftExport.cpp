@@ -8,8 +8,8 @@
 #include <optional>
 #include <set>
 
-#include "common/AtomicFile.h"
-#include "compute/cpu/convert.h"
+#include "common/DurableFile.h"
+#include "compute/Convert.h"
 #include "model/ModelError.h"
 #include "model/Safetensors.h"
 #include "train/CheckpointError.h"
@@ -62,7 +62,7 @@ std::vector<float> readAsFloats(const model::SafetensorsFile& file,
                                 const model::SafetensorsEntry& entry) {
   const compute::Tensor t = file.tensor(entry);
   std::vector<float> out(static_cast<std::size_t>(t.numel()));
-  compute::cpu::widenToFloat(t.data(), t.dtype(), 0, t.numel(), out.data());
+  compute::widenToFloat(t.data(), t.dtype(), 0, t.numel(), out.data());
   return out;
 }
 
@@ -216,9 +216,8 @@ void writePeftAdapter(const fs::path& dir, const LoraAdapter& adapter,
     tensors.push_back(f32TensorToWrite(peftKey(w.site, false), {w.site.outFeatures, r}, w.b));
   }
   writeSafetensors(dir / kAdapterWeightsFile, tensors, {{"format", "pt"}});
-  common::writeFileAtomically(
-      dir / kAdapterConfigFile,
-      peftAdapterConfig(adapter.config, baseModelNameOrPath).dump(2) + "\n");
+  common::writeFileDurably(dir / kAdapterConfigFile,
+                           peftAdapterConfig(adapter.config, baseModelNameOrPath).dump(2) + "\n");
 }
 
 PeftAdapterFiles readPeftAdapter(const fs::path& dir) {

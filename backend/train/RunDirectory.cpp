@@ -12,7 +12,7 @@
 #include <fstream>
 #include <limits>
 
-#include "common/AtomicFile.h"
+#include "common/DurableFile.h"
 #include "compute/BuildInfo.h"
 #include "train/CheckpointError.h"
 #include "train/HfLogs.h"
@@ -42,10 +42,6 @@ std::optional<std::int64_t> parseStepName(const std::string& name) {
     step = step * 10 + (name[i] - '0');
   }
   return step;
-}
-
-std::string tempSuffix() {
-  return ".tmp-" + std::to_string(::getpid());
 }
 
 }  // namespace
@@ -188,7 +184,7 @@ RunDirectory RunDirectory::create(const fs::path& dir, const json& config) {
   }
   fs::create_directories(dir / kCheckpointsDir);
   removeStaleStaging(dir);
-  common::writeFileAtomically(configPath, config.dump(2) + "\n");
+  common::writeFileDurably(configPath, config.dump(2) + "\n");
   return RunDirectory(dir, config);
 }
 
@@ -233,7 +229,7 @@ void RunDirectory::writeModelCard(const fs::path& dir, const LoraAdapter& adapte
   }
   if (step)
     facts.steps = *step;
-  common::writeFileAtomically(dir / kModelCardFile, peftModelCard(facts));
+  common::writeFileDurably(dir / kModelCardFile, peftModelCard(facts));
 }
 
 void RunDirectory::appendMetrics(const StepMetrics& metrics) const {
@@ -282,7 +278,7 @@ void RunDirectory::truncateMetricsAfter(std::int64_t step) const {
       kept += toJson(m).dump() + "\n";
     }
   }
-  common::writeFileAtomically(path, kept);
+  common::writeFileDurably(path, kept);
   truncateTfEventsAfter(tfEventsPath(dir_), step);
 }
 
@@ -317,15 +313,15 @@ fs::path RunDirectory::saveCheckpoint(const TrainerState& state, int keepLast) c
     }
   }
   const fs::path target = checkpointDir(state.step);
-  const fs::path staging = root / ("." + target.filename().string() + tempSuffix());
+  const fs::path staging = root / ("." + target.filename().string() + common::tempSuffix());
   fs::create_directory(staging);
   writeCheckpointFiles(staging, state, configHash_, baseModelName());
   // Hugging Face's trainer_state.json, in the checkpoint and (the newest) in the run folder.
   const std::string hfState =
       hfTrainerState(readMetrics(dir_ / kMetricsFile), state, config_).dump(2) + "\n";
-  common::writeFileAtomically(staging / kHfTrainerStateFile, hfState);
-  replaceDirectory(staging, target);
-  common::writeFileAtomically(dir_ / kHfTrainerStateFile, hfState);
+  common::writeFileDurably(staging / kHfTrainerStateFile, hfState);
+  common::replaceDirectory(staging, target);
+  common::writeFileDurably(dir_ / kHfTrainerStateFile, hfState);
 
   if (keepLast > 0) {
     const std::vector<std::int64_t> steps = checkpointSteps();
@@ -333,7 +329,7 @@ fs::path RunDirectory::saveCheckpoint(const TrainerState& state, int keepLast) c
     for (std::size_t i = 0; i + keep < steps.size(); ++i) {
       fs::remove_all(checkpointDir(steps[i]));
     }
-    syncDirectory(root);
+    common::syncDirectory(root);
   }
   return target;
 }
@@ -396,28 +392,12 @@ TrainerState RunDirectory::loadCheckpoint(
 
 void RunDirectory::saveFinalAdapter(const LoraAdapter& adapter) const {
   const fs::path target = finalAdapterDir();
-  const fs::path staging = dir_ / ("." + std::string(kFinalAdapterDir) + tempSuffix());
+  const fs::path staging = dir_ / ("." + std::string(kFinalAdapterDir) + common::tempSuffix());
   fs::remove_all(staging);
   fs::create_directory(staging);
   writePeftAdapter(staging, adapter, baseModelName());
   writeModelCard(staging, adapter);
-  replaceDirectory(staging, target);
-}
-
-void replaceDirectory(const fs::path& staging, const fs::path& target) {
-  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  syncDirectory(staging);
-  const fs::path old = parent / ("." + target.filename().string() + ".old" + tempSuffix());
-  const bool hadTarget = fs::exists(target);
-  if (hadTarget) {
-    fs::remove_all(old);
-    fs::rename(target, old);
-  }
-  fs::rename(staging, target);
-  syncDirectory(parent);
-  if (hadTarget) {
-    fs::remove_all(old);
-  }
+  common::replaceDirectory(staging, target);
 }
 
 }  // namespace lorascope::train

@@ -99,8 +99,4 @@ class RunDirectory {
   std::string configHash_;
 };
 
-// Replaces `target` by the complete folder `staging` durably: an existing target is moved aside,
-// staging renamed into place, the old one deleted, the parent synced.
-void replaceDirectory(const std::filesystem::path& staging, const std::filesystem::path& target);
-
 }  // namespace lorascope::train

@@ -1,17 +1,15 @@
 // train/SafetensorsWriter.cpp — safetensors layout (as the Rust reference lays it out) and the
-// durable, streamed write.
+// streamed write through common::DurableFileWriter.
 #include "train/SafetensorsWriter.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <set>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
+
+#include "common/DurableFile.h"
+#include "model/Safetensors.h"  // defines: safetensorsDtypeName
 
 namespace lorascope::train {
 namespace fs = std::filesystem;
@@ -19,18 +17,6 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::size_t kHeaderAlignmentBytes = 8;  // data starts 8-byte aligned, as the reference
-
-const char* safetensorsDtypeName(compute::DType dtype) {
-  switch (dtype) {
-    case compute::DType::F32:
-      return "F32";
-    case compute::DType::BF16:
-      return "BF16";
-    case compute::DType::F16:
-      return "F16";
-  }
-  return "F32";
-}
 
 // The reference sorts by dtype, larger enum (wider type) first: F32, then BF16, then F16.
 int dtypeOrder(compute::DType dtype) {
@@ -47,10 +33,6 @@ int dtypeOrder(compute::DType dtype) {
 
 std::uint64_t tensorBytes(const TensorToWrite& t) {
   return static_cast<std::uint64_t>(compute::numelOf(t.shape)) * compute::dtypeBytes(t.dtype);
-}
-
-[[noreturn]] void throwIoError(const fs::path& path, const char* what) {
-  throw std::runtime_error(path.string() + ": " + what + ": " + std::strerror(errno));
 }
 
 }  // namespace
@@ -93,7 +75,7 @@ SafetensorsLayout layoutSafetensors(std::span<const TensorToWrite> tensors,
   for (std::size_t i : layout.order) {
     const TensorToWrite& t = tensors[i];
     const std::uint64_t end = offset + tensorBytes(t);
-    header[t.name] = nlohmann::ordered_json{{"dtype", safetensorsDtypeName(t.dtype)},
+    header[t.name] = nlohmann::ordered_json{{"dtype", model::safetensorsDtypeName(t.dtype)},
                                             {"shape", t.shape},
                                             {"data_offsets", {offset, end}}};
     offset = end;
@@ -110,14 +92,14 @@ void writeSafetensors(const fs::path& path, std::span<const TensorToWrite> tenso
                       const SafetensorsMetadata& metadata, const TensorWritten& written) {
   for (const TensorToWrite& t : tensors) {
     if (!t.produce && t.bytes.size() != tensorBytes(t)) {
-      throw std::invalid_argument(path.string() + ": tensor '" + t.name + "' has " +
-                                  std::to_string(t.bytes.size()) + " bytes but " +
-                                  safetensorsDtypeName(t.dtype) + compute::shapeToString(t.shape) +
-                                  " needs " + std::to_string(tensorBytes(t)));
+      throw std::invalid_argument(
+          path.string() + ": tensor '" + t.name + "' has " + std::to_string(t.bytes.size()) +
+          " bytes but " + model::safetensorsDtypeName(t.dtype) + compute::shapeToString(t.shape) +
+          " needs " + std::to_string(tensorBytes(t)));
     }
   }
   const SafetensorsLayout layout = layoutSafetensors(tensors, metadata);
-  DurableFileWriter out(path);
+  common::DurableFileWriter out(path);
   std::byte length[8];
   const std::uint64_t headerBytes = layout.headerText.size();
   for (int i = 0; i < 8; ++i) {
@@ -143,79 +125,6 @@ void writeSafetensors(const fs::path& path, std::span<const TensorToWrite> tenso
     }
   }
   out.commit();
-}
-
-DurableFileWriter::DurableFileWriter(fs::path path)
-    : path_(std::move(path)), temp_(path_.string() + ".tmp-" + std::to_string(::getpid())) {
-  fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
-    throwIoError(temp_, "cannot create");
-  }
-}
-
-DurableFileWriter::~DurableFileWriter() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-    ::unlink(temp_.c_str());
-  }
-}
-
-void DurableFileWriter::write(std::span<const std::byte> bytes) {
-  if (fd_ < 0) {
-    throw std::logic_error(path_.string() + ": write after commit");
-  }
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd_, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      throwIoError(temp_, "write failed");
-    }
-    written += static_cast<std::size_t>(n);
-  }
-}
-
-void DurableFileWriter::write(std::string_view text) {
-  write(std::as_bytes(std::span(text.data(), text.size())));
-}
-
-void DurableFileWriter::commit() {
-  if (fd_ < 0) {
-    throw std::logic_error(path_.string() + ": committed twice");
-  }
-  const int fd = fd_;
-  fd_ = -1;
-  if (::fsync(fd) != 0) {
-    const int saved = errno;
-    ::close(fd);
-    ::unlink(temp_.c_str());
-    errno = saved;
-    throwIoError(temp_, "fsync failed");
-  }
-  if (::close(fd) != 0) {
-    const int saved = errno;
-    ::unlink(temp_.c_str());
-    errno = saved;
-    throwIoError(temp_, "close failed");
-  }
-  if (::rename(temp_.c_str(), path_.c_str()) != 0) {
-    const int saved = errno;
-    ::unlink(temp_.c_str());
-    errno = saved;
-    throwIoError(path_, "rename failed");
-  }
-  syncDirectory(path_.has_parent_path() ? path_.parent_path() : fs::path("."));
-}
-
-void syncDirectory(const fs::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) {
-    throwIoError(dir, "cannot open directory to sync it");
-  }
-  ::fsync(fd);
-  ::close(fd);
 }
 
 }  // namespace lorascope::train

@@ -3,9 +3,9 @@
 // tensor's dtype, shape and data_offsets), spaces padding the header so the data starts 8-byte
 // aligned, then the tensors back to back (larger dtypes first, then by name).
 //
-// Files are written durably: a temp file in the same directory, streamed tensor by tensor (a
-// merged 1 GB model is never held twice in memory), fsync, rename, fsync of the directory. A
-// crash leaves the old file or the new one, never a torn one.
+// Files are written durably (common/DurableFile.h): a temp file in the same directory, streamed
+// tensor by tensor (a merged 1 GB model is never held twice in memory), fsync, rename, fsync of
+// the directory. A crash leaves the old file or the new one, never a torn one.
 #pragma once
 
 #include <cstddef>
@@ -53,28 +53,5 @@ using TensorWritten = std::function<void(std::uint64_t bytes)>;
 // dtype × shape (naming it), std::runtime_error naming the path for I/O failures.
 void writeSafetensors(const std::filesystem::path& path, std::span<const TensorToWrite> tensors,
                       const SafetensorsMetadata& metadata, const TensorWritten& written = {});
-
-// A file written sequentially under a temp name and renamed into place by commit(); destroying
-// it uncommitted removes the temp file. For large outputs that are produced piece by piece.
-class DurableFileWriter {
- public:
-  explicit DurableFileWriter(std::filesystem::path path);
-  ~DurableFileWriter();
-  DurableFileWriter(const DurableFileWriter&) = delete;
-  DurableFileWriter& operator=(const DurableFileWriter&) = delete;
-
-  void write(std::span<const std::byte> bytes);
-  void write(std::string_view text);
-  void commit();  // fsync, close, rename, fsync of the directory
-
- private:
-  std::filesystem::path path_;
-  std::filesystem::path temp_;
-  int fd_ = -1;
-};
-
-// fsync of a directory, so that renames and unlinks inside it survive a crash. Throws
-// std::runtime_error naming it when it cannot be opened.
-void syncDirectory(const std::filesystem::path& dir);
 
 }  // namespace lorascope::train

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <ctime>
 
-#include "common/AtomicFile.h"
+#include "common/DurableFile.h"
 #include "train/CheckpointError.h"
 
 namespace lorascope::train {
@@ -280,7 +280,7 @@ void truncateTfEventsAfter(const fs::path& file, std::int64_t step) {
     if (!event.fileVersion.empty() || event.step <= step)
       kept += tfRecord(encodeTfEvent(event));
   }
-  common::writeFileAtomically(file, kept);
+  common::writeFileDurably(file, kept);
 }
 
 }  // namespace lorascope::train

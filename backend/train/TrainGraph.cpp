@@ -15,15 +15,7 @@ namespace {
 using compute::Tensor;
 using model::Projection;
 
-static_assert(static_cast<int>(Projection::Q) == static_cast<int>(LoraModule::Q) &&
-                  static_cast<int>(Projection::O) == static_cast<int>(LoraModule::O) &&
-                  static_cast<int>(Projection::Down) == static_cast<int>(LoraModule::Down),
-              "model::Projection and train::LoraModule list the projections in the same order");
-constexpr int kProjections = 7;
-
-LoraModule moduleOf(Projection p) {
-  return static_cast<LoraModule>(static_cast<int>(p));
-}
+constexpr int kProjections = static_cast<int>(model::kProjectionCount);
 
 // (in, out) features of a projection of this model.
 std::pair<std::int64_t, std::int64_t> projectionShape(const model::ModelConfig& c, LoraModule m) {
@@ -284,8 +276,7 @@ void TrainGraph::checkCancel() const {
 Tensor TrainGraph::dropoutMask(int layer, Projection projection, std::int64_t tokens,
                                std::int64_t features) {
   Tensor mask = backend_.empty(backend_.capabilities().activationDType, {tokens, features});
-  backend_.dropoutMask(mask, key_.seed, dropoutStream(key_, layer, moduleOf(projection)),
-                       lora_.dropout);
+  backend_.dropoutMask(mask, key_.seed, dropoutStream(key_, layer, projection), lora_.dropout);
   return mask;
 }
 

@@ -1,17 +1,17 @@
-// test_op_convert.cpp — the CPU dtype conversions (compute/cpu/convert.cpp): f16 widening over
-// normal, subnormal and special values.
+// test_op_convert.cpp — the CPU dtype conversions (compute/Convert.h, cpu/convert.cpp): f16
+// widening over normal, subnormal and special values.
 #include <QtTest>
 
 #include <cmath>
 
-#include "compute/cpu/convert.h"
+#include "compute/Convert.h"
 
 class TestOpConvert : public QObject {
   Q_OBJECT
 
  private slots:
   void f16WideningCoversNormalSubnormalAndSpecialValues() {
-    using lorascope::compute::cpu::f16ToFloat;
+    using lorascope::compute::f16ToFloat;
     QCOMPARE(f16ToFloat(0x3c00), 1.0f);
     QCOMPARE(f16ToFloat(0xc000), -2.0f);
     QCOMPARE(f16ToFloat(0x7bff), 65504.0f);

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "GpuOrSkip.h"
+#include "common/Format.h"
 #include "compute/Backend.h"
 #include "memory/DeviceAllocator.h"
 #include "memory/MicroBatchPlanner.h"
-#include "memory/SimulatedDevice.h"  // defines: formatBytes
 
 using namespace lorascope;
 using memory::DeviceAllocator;
@@ -110,8 +110,8 @@ int run() {
   std::shared_ptr<memory::DeviceMemory> device = memory::createHipDeviceMemory(0);
   const memory::DeviceMemoryInfo info = device->info();
   std::printf("device: %s, %s total, %s free\n", gpu->capabilities().name.c_str(),
-              memory::formatBytes(info.totalBytes).c_str(),
-              memory::formatBytes(info.freeBytes).c_str());
+              common::formatBytes(info.totalBytes).c_str(),
+              common::formatBytes(info.freeBytes).c_str());
 
   // Blocks are real device memory: a kernel writes them and the values come back.
   auto caching = std::make_shared<DeviceAllocator>(device);
@@ -164,7 +164,7 @@ int run() {
   std::printf(
       "arena (%s): median step %.3f ms, allocator %.1f us/step, %llu device allocs in 50 "
       "steady steps, %llu overflows\n",
-      memory::formatBytes(arenaPolicy.arenaBytes).c_str(), planned.medianStepMs,
+      common::formatBytes(arenaPolicy.arenaBytes).c_str(), planned.medianStepMs,
       planned.allocatorNsPerStep / 1000.0,
       static_cast<unsigned long long>(planned.steadyDeviceAllocs),
       static_cast<unsigned long long>(arena->stats().arenaOverflowCount));

@@ -8,10 +8,12 @@
 #include <string>
 
 #include "FragmentationScenario.h"
+#include "common/Format.h"
 #include "memory/SimulatedDevice.h"
 
 using namespace lorascope::memory;
 using namespace lorascope::memory::scenario;
+using lorascope::common::formatBytes;
 
 namespace {
 

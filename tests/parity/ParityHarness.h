@@ -21,8 +21,8 @@
 //   tests/parity/ParitySuite.cpp       add fooCases to allCases (parity_ops and doctor run them)
 //   tests/parity/CMakeLists.txt        cases_foo.cpp in lorascope_parity
 // Then the caller: backend/model/Forward.cpp (inference) or backend/train/TrainGraph.cpp
-// (training), and, if it holds new activations, the memory model in
-// backend/train/AutoMicroBatch.cpp. Check on the device machine: scripts/gpu-check.sh run parity.
+// (training), and, if it holds new activations or scratch, the memory model in
+// backend/model/MemoryEstimate.cpp. Check on the device machine: scripts/gpu-check.sh run parity.
 //
 // A case uploads the same inputs to both backends (rounded to the GPU's dtype first, so both see
 // identical values), runs the op on each, and compares every output element:

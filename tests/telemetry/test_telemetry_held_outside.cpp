@@ -108,12 +108,6 @@ class TestTelemetryHeldOutside : public QObject {
     QVERIFY(contains(r.summary, "not explained by the processes listed"));
     QVERIFY(!r.advice.empty());
   }
-
-  void formatsBytesWithUnits() {
-    QCOMPARE(formatBytes(80), std::string("80 B"));
-    QCOMPARE(formatBytes(512 * kMiB), std::string("512 MiB"));
-    QCOMPARE(formatBytes(3 * kGiB / 2), std::string("1.50 GiB"));
-  }
 };
 
 QTEST_GUILESS_MAIN(TestTelemetryHeldOutside)

@@ -100,8 +100,8 @@ class TestMemoryMap : public QObject {
     QCOMPARE(hit->segment, 1);
     QCOMPARE(hit->block, 0);
     const QString tip = view.tooltipFor(*hit);
-    QVERIFY2(tip.contains("activations") && tip.contains("96.0 MiB") &&
-                 tip.contains("requested 90.0 MiB") && tip.contains("allocated at step 117"),
+    QVERIFY2(tip.contains("activations") && tip.contains("96.00 MiB") &&
+                 tip.contains("requested 90.00 MiB") && tip.contains("allocated at step 117"),
              qPrintable(tip));
     const QString freeTip = view.tooltipFor({2, 0});
     QVERIFY2(freeTip.contains("free") && !freeTip.contains("step"), qPrintable(freeTip));
@@ -121,7 +121,7 @@ class TestMemoryMap : public QObject {
     panel.setFrozen(false);
     panel.handleEvent({5000, SnapshotEvent{smaller}});
     QCOMPARE(panel.view()->snapshot().blockCount(), std::size_t{5});
-    QVERIFY(panel.legendText(BlockKind::Weights).contains("256 MiB"));
+    QVERIFY(panel.legendText(BlockKind::Weights).contains("256.00 MiB"));
   }
 
   void savedSnapshotsReopenFrozen() {

@@ -5,15 +5,15 @@
 
 #include "compute/Backend.h"
 #include "compute/Bf16.h"
+#include "compute/Convert.h"  // defines: widenToFloat
 #include "compute/Errors.h"
+#include "compute/HostOptimizer.h"  // defines: host::adamw, host::addSumOfSquares, ...
 #include "compute/cpu/add.h"        // defines: cpu::addInPlace, cpu::addBias, cpu::multiplyInPlace
 #include "compute/cpu/attention.h"  // defines: cpu::attentionForward, cpu::attentionBackward
-#include "compute/cpu/convert.h"    // defines: cpu::widenToFloat
 #include "compute/cpu/cross_entropy.h"  // defines: cpu::crossEntropyForward
 #include "compute/cpu/embedding.h"      // defines: cpu::embeddingForward
 #include "compute/cpu/lm_head_loss.h"   // defines: cpu::lmHeadCrossEntropy
 #include "compute/cpu/matmul.h"         // defines: cpu::matmul
-#include "compute/cpu/optimizer.h"  // defines: cpu::adamw, cpu::addSumOfSquares, cpu::dropoutMask
 #include "compute/cpu/rmsnorm.h"
 #include "compute/cpu/rope.h"    // defines: cpu::rope
 #include "compute/cpu/swiglu.h"  // defines: cpu::swigluForward, cpu::swigluBackward
@@ -26,7 +26,7 @@ constexpr std::size_t kHostAlignmentBytes = 64;  // one cache line; what AVX-512
 // Frozen weights may be stored in bf16/f16; CPU math is fp32, so such a weight is widened here.
 std::vector<float> widenToFloat(const Tensor& t) {
   std::vector<float> out(static_cast<std::size_t>(t.numel()));
-  cpu::widenToFloat(t.data(), t.dtype(), 0, t.numel(), out.data());
+  compute::widenToFloat(t.data(), t.dtype(), 0, t.numel(), out.data());
   return out;
 }
 
@@ -192,7 +192,7 @@ class CpuBackend final : public Backend {
     checkTensorListArgs("sum_of_squares", caps_, tensors);
     double sum = 0.0;
     for (const Tensor* t : tensors) {
-      sum = cpu::addSumOfSquares(t->as<float>(), t->numel(), sum);
+      sum = host::addSumOfSquares(t->as<float>(), t->numel(), sum);
     }
     return sum;
   }
@@ -200,21 +200,21 @@ class CpuBackend final : public Backend {
   void scaleInPlace(std::span<Tensor* const> tensors, float factor) override {
     checkTensorListArgs("scale", caps_, tensors);
     for (Tensor* t : tensors) {
-      cpu::scale(t->as<float>(), t->numel(), factor);
+      host::scale(t->as<float>(), t->numel(), factor);
     }
   }
 
   void adamw(std::span<const AdamWTensors> tensors, const AdamWScalars& scalars) override {
     checkAdamWArgs(caps_, tensors);
     for (const AdamWTensors& t : tensors) {
-      cpu::adamw(t.param->as<float>(), t.grad->as<float>(), t.firstMoment->as<float>(),
-                 t.secondMoment->as<float>(), t.param->numel(), scalars);
+      host::adamw(t.param->as<float>(), t.grad->as<float>(), t.firstMoment->as<float>(),
+                  t.secondMoment->as<float>(), t.param->numel(), scalars);
     }
   }
 
   void dropoutMask(Tensor& mask, std::uint64_t seed, std::uint64_t stream, double p) override {
     checkDropoutMaskArgs(caps_, mask, p);
-    cpu::dropoutMask(mask.as<float>(), mask.numel(), seed, stream, p);
+    host::dropoutMask(mask.as<float>(), mask.numel(), seed, stream, p);
   }
 
  private:

@@ -1,12 +1,12 @@
-// cpu/convert.cpp — bf16/f16/f32 → f32 widening for the CPU backend.
-#include "compute/cpu/convert.h"
+// cpu/convert.cpp — bf16/f16/f32 → f32 widening (compute/Convert.h).
+#include "compute/Convert.h"
 
 #include <bit>
 #include <cstring>
 
 #include "compute/Bf16.h"  // defines: bf16ToFloat
 
-namespace lorascope::compute::cpu {
+namespace lorascope::compute {
 
 float f16ToFloat(std::uint16_t bits) {
   const std::uint32_t sign = static_cast<std::uint32_t>(bits & 0x8000u) << 16;
@@ -56,4 +56,4 @@ void widenToFloat(const void* src, DType dtype, std::int64_t offset, std::int64_
   }
 }
 
-}  // namespace lorascope::compute::cpu
+}  // namespace lorascope::compute

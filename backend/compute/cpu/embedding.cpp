@@ -3,8 +3,8 @@
 
 #include <string>
 
+#include "compute/Convert.h"  // defines: widenToFloat
 #include "compute/Errors.h"
-#include "compute/cpu/convert.h"  // defines: widenToFloat
 
 namespace lorascope::compute::cpu {
 

@@ -16,8 +16,8 @@
 #include <string>
 
 #include "compute/Backend.h"  // defines: kIgnoreTarget
+#include "compute/Convert.h"  // defines: widenToFloat
 #include "compute/Errors.h"
-#include "compute/cpu/convert.h"   // defines: widenToFloat
 #include "compute/cpu/fast_exp.h"  // defines: expArray, sumAsDouble
 #include "compute/cpu/matmul.h"    // defines: cpu::matmul
 #include "compute/cpu/op_times.h"  // defines: OpTimer

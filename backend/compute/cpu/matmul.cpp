@@ -14,8 +14,8 @@
 
 #include <cblas.h>
 
+#include "compute/Convert.h"  // defines: widenToFloat
 #include "compute/Errors.h"
-#include "compute/cpu/convert.h"   // defines: widenToFloat
 #include "compute/cpu/op_times.h"  // defines: OpTimer
 #include "compute/cpu/parallel.h"  // defines: parallelFor, cpuThreadsHere, keepBlasSingleThreaded
 

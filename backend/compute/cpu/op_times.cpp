@@ -5,6 +5,8 @@
 #include <atomic>
 #include <mutex>
 
+#include "common/EnumNames.h"
+
 namespace lorascope::compute::cpu {
 namespace {
 
@@ -15,11 +17,19 @@ thread_local int tDepth = 0;  // ops enclosing the current one on this thread
 
 }  // namespace
 
+constexpr common::EnumName<CpuOp> kCpuOpNames[] = {{CpuOp::Matmul, "matmul"},
+                                                   {CpuOp::AttentionForward, "attention fwd"},
+                                                   {CpuOp::AttentionBackward, "attention bwd"},
+                                                   {CpuOp::LmHeadLoss, "lm-head + CE"},
+                                                   {CpuOp::RmsNorm, "rmsnorm"},
+                                                   {CpuOp::Rope, "rope"},
+                                                   {CpuOp::Swiglu, "swiglu"},
+                                                   {CpuOp::Elementwise, "add/multiply"}};
+static_assert(common::coversEnum(kCpuOpNames) && std::size(kCpuOpNames) == kCpuOpCount,
+              "kCpuOpNames names every CpuOp in order");
+
 const char* cpuOpName(CpuOp op) {
-  static constexpr std::array<const char*, kCpuOpCount> kNames = {
-      "matmul",  "attention fwd", "attention bwd", "lm-head + CE",
-      "rmsnorm", "rope",          "swiglu",        "add/multiply"};
-  return kNames[static_cast<std::size_t>(op)];
+  return common::enumName(kCpuOpNames, op);
 }
 
 void setOpTimesEnabled(bool enabled) {

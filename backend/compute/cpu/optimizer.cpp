@@ -1,12 +1,13 @@
-// cpu/optimizer.cpp — AdamW, sums of squares, scaling and dropout masks on the host.
-#include "compute/cpu/optimizer.h"
+// cpu/optimizer.cpp — AdamW, sums of squares, scaling and dropout masks on the host
+// (compute/HostOptimizer.h).
+#include "compute/HostOptimizer.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "compute/Philox.h"  // defines: philox4x32, dropoutFromWord
 
-namespace lorascope::compute::cpu {
+namespace lorascope::compute::host {
 
 void adamw(float* param, const float* grad, float* firstMoment, float* secondMoment,
            std::int64_t count, const AdamWScalars& s) {
@@ -47,4 +48,4 @@ void dropoutMask(float* mask, std::int64_t count, std::uint64_t seed, std::uint6
   }
 }
 
-}  // namespace lorascope::compute::cpu
+}  // namespace lorascope::compute::host

@@ -10,26 +10,19 @@
 
 #include <cstdint>
 #include <functional>
-#include <string>
+
+#include "compute/CpuControl.h"  // defines: cpuThreads, setCpuThreads, blasDescription
 
 namespace lorascope::compute::cpu {
 
-// The threads CPU ops use, at least 1. Until setCpuThreads is called: OpenBLAS' setting when the
-// backend first ran (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS, else every core).
-int cpuThreads();
 // The threads a parallel call made from this thread gets: 1 inside a parallelFor body (nested
 // calls run serially), else cpuThreads().
 int cpuThreadsHere();
-// Sets the threads CPU ops use (clamped to ≥ 1). Not to be called while an op runs.
-void setCpuThreads(int threads);
 
 // Holds OpenBLAS at one thread for calls made from this thread (once per thread: with an OpenMP
 // build of OpenBLAS the setting is per thread; with the pthread build it is global). The
 // backend's GEMMs call it before each sgemm.
 void keepBlasSingleThreaded();
-
-// The OpenBLAS library in use, for benchmark reports: its build config, core and threading model.
-std::string blasDescription();
 
 // Calls body(i) for every i in [0, count), items handed out one at a time to min(count,
 // cpuThreads()) threads (the caller included). A call made from inside a body, or while another

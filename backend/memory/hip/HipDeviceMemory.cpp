@@ -1,9 +1,10 @@
 // hip/HipDeviceMemory.cpp — DeviceMemory over hipMalloc/hipFree (hip-amd and hip-nvidia flavours).
+#include "common/Format.h"
 #include "gpu/hip_portability.h"  // defines: hipMalloc, hipFree, hipMemGetInfo, ...
 #include "memory/DeviceMemory.h"
-#include "memory/SimulatedDevice.h"  // defines: formatBytes
 
 namespace lorascope::memory {
+using common::formatBytes;
 namespace {
 
 std::string errorText(hipError_t error) {

@@ -1,13 +1,14 @@
-// cpu/optimizer.h — the optimizer ops on fp32 host memory: AdamW, sum of squares, scaling and
-// dropout masks. The host trainer's functions (train/Optimizer.cpp, train/LoraDropout.cpp) call
-// these too, so the CPU backend and the host code share one definition of the arithmetic.
+// HostOptimizer.h — the optimizer ops on fp32 host memory: AdamW, sum of squares, scaling and
+// dropout masks. The CPU backend's ops and the host trainer's functions (train/Optimizer.cpp,
+// train/LoraDropout.cpp) both call these, so they share one definition of the arithmetic.
+// Implemented in cpu/optimizer.cpp (the CPU twin of hip/optimizer.hip).
 #pragma once
 
 #include <cstdint>
 
 #include "compute/AdamWScalars.h"
 
-namespace lorascope::compute::cpu {
+namespace lorascope::compute::host {
 
 // One AdamW step over `count` elements (formula and order in Backend::adamw).
 //   param, grad, firstMoment, secondMoment (count)
@@ -24,4 +25,4 @@ void scale(float* x, std::int64_t count, float factor);
 void dropoutMask(float* mask, std::int64_t count, std::uint64_t seed, std::uint64_t stream,
                  double p);
 
-}  // namespace lorascope::compute::cpu
+}  // namespace lorascope::compute::host
