@@ -2,6 +2,7 @@
 #include "job/EngineJob.h"
 
 #include <filesystem>
+#include <mutex>
 
 #include "compute/Backend.h"
 #include "compute/Errors.h"
@@ -128,6 +129,10 @@ class TrainingJob : public engine::EngineJob {
     try {
       // The step boundary: watchdog progress, then step fault rules (LORASCOPE_FAULTS). Faults
       // injected here or inside an op behave like the real errors.
+      // The watchdog checks from here to the end of the step (StepScope), not between steps.
+      struct StepScope {
+        ~StepScope() { runtime::launchControl().endStep(); }
+      } stepScope;
       runtime::launchControl().beginStep(loop_->state().step + 1);
       m = loop_->step(cancel.flag());
     } catch (const train::TrainingCancelled&) {
@@ -215,9 +220,33 @@ class TrainingJob : public engine::EngineJob {
     return std::nullopt;
   }
 
+  // On the engine's sampler thread, while steps run or hang: queue depth per stream (a CPU run
+  // has no queue: it sends none, and the dashboard says that queue depth is a GPU reading),
+  // memory, and the watchdog's report when an op of the running step is over its budget.
+  engine::InstrumentEvents sampleInstruments() override {
+    engine::InstrumentEvents out;
+    const runtime::InstrumentReading reading = runtime::launchControl().sample();
+    if (!reading.queues.empty()) {
+      engine::QueueEvent queue;
+      for (const runtime::StreamQueueSample& s : reading.queues) {
+        queue.streams.push_back({s.name, static_cast<std::int64_t>(s.depth)});
+      }
+      out.queue = std::move(queue);
+    }
+    out.memory = memory();
+    if (const std::optional<runtime::HangReport>& hang = reading.hang) {
+      out.hang = engine::ErrorEvent{
+          runtime::categoryName(hang->error.category),        hang->op, 0, hang->message,
+          "the engine restarts from the last completed step", true};
+    }
+    return out;
+  }
+
   // The three readings kept apart: our allocator's (GPU runs), the driver's and the host's, the
   // last two from the sampler's latest refresh so that a slow vendor library never delays a step.
+  // Also called on the sampler thread: the backend is read under backendMutex_.
   std::optional<engine::MemoryEvent> memory() override {
+    const std::lock_guard backendLock(backendMutex_);
     engine::MemoryEvent event;
     bool any = false;
     if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
@@ -290,7 +319,10 @@ class TrainingJob : public engine::EngineJob {
       std::swap(weights_, placed);  // the run stays where it was, on its own weights
       throw;
     }
-    std::swap(backend_, other);
+    {
+      const std::lock_guard backendLock(backendMutex_);
+      std::swap(backend_, other);
+    }
     const std::string from = other->capabilities().name;
     placed = {};  // the old device's weights, freed before its cache goes back
     std::string released;
@@ -480,6 +512,7 @@ class TrainingJob : public engine::EngineJob {
   // Where the run computes (opened with the settings, by openOrCreateRun; the CPU-fallback toggle
   // replaces it) and the model's weights on it, released first.
   std::unique_ptr<compute::Backend> backend_;
+  mutable std::mutex backendMutex_;  // the swap of backend_ against the sampler's memory()
   train::RunDirectory run_;
   model::ModelFolder folder_;
   model::ModelWeights weights_;
