@@ -74,6 +74,17 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   allocator_->addSeries(tr("largest free block"), AxisSide::Right, kCyan, fixed(2, tr("GiB")));
   queue_ =
       new TimeChart(tr("Queue depth per stream"), tr("launches in flight"), {}, &markers_, page);
+  queuePanel_ = new QStackedWidget(page);
+  queuePanel_->addWidget(queue_);
+  queueNote_ = new QLabel(
+      tr("<b>Queue depth per stream</b><p>Queue depth is a GPU reading: it counts the kernel "
+         "launches a GPU stream has accepted and not yet finished. This run computes on the CPU, "
+         "where each op runs to its end when it is called, so there is no queue to show.</p>"),
+      queuePanel_);
+  queueNote_->setObjectName(QStringLiteral("queueDepthNote"));
+  queueNote_->setWordWrap(true);
+  queueNote_->setAlignment(Qt::AlignCenter);
+  queuePanel_->addWidget(queueNote_);
   undrawnStreamsLabel_ = new QLabel(page);
   undrawnStreamsLabel_->setVisible(false);
 
@@ -82,7 +93,7 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   grid->addWidget(throughput_, 0, 1);
   grid->addWidget(memory_, 1, 0);
   grid->addWidget(allocator_, 1, 1);
-  grid->addWidget(queue_, 2, 0, 1, 2);
+  grid->addWidget(queuePanel_, 2, 0, 1, 2);
   auto* layout = new QVBoxLayout(page);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(grid, 1);
@@ -118,7 +129,12 @@ void Dashboard::handleEvent(const TimedEvent& timed) {
           onMemory(timeS, e);
         } else if constexpr (std::is_same_v<T, QueueEvent>) {
           onQueue(timeS, e);
+        } else if constexpr (std::is_same_v<T, HelloEvent>) {
+          setRunOnCpu(e.flavour == "cpu");
         } else if constexpr (std::is_same_v<T, ToggleAppliedEvent>) {
+          if (e.toggle == Toggle::CpuFallback && e.value.is_boolean()) {
+            setRunOnCpu(e.value.template get<bool>());  // where the run computes now
+          }
           QString text = tr("%1 → %2 at step %3")
                              .arg(QLatin1String(toString(e.toggle)), toggleValueText(e.value))
                              .arg(e.step);
@@ -189,8 +205,17 @@ void Dashboard::onMemory(double timeS, const MemoryEvent& m) {
   }
 }
 
+bool Dashboard::showsQueueNote() const {
+  return queuePanel_->currentWidget() == queueNote_;
+}
+
+void Dashboard::setRunOnCpu(bool onCpu) {
+  queuePanel_->setCurrentWidget(onCpu ? static_cast<QWidget*>(queueNote_) : queue_);
+}
+
 void Dashboard::onQueue(double timeS, const QueueEvent& queue) {
   showCharts();
+  setRunOnCpu(false);  // queue readings come from a GPU
   for (const QueueDepth& q : queue.streams) {
     auto it = streamSeries_.find(q.stream);
     if (it == streamSeries_.end()) {

@@ -42,6 +42,9 @@ class Dashboard : public QStackedWidget {
   QList<TimeChart*> charts() const { return {loss_, throughput_, memory_, allocator_, queue_}; }
   const std::vector<ChartMarker>& markers() const { return markers_; }
   bool showsCharts() const { return currentIndex() == 1; }
+  // The run computes on the CPU: the queue panel says that queue depth is a GPU reading.
+  bool showsQueueNote() const;
+  QLabel* queueNote() const { return queueNote_; }
 
   // Series indices of the charts above.
   enum LossSeries { Loss, LossAverage, LearningRate };
@@ -59,6 +62,7 @@ class Dashboard : public QStackedWidget {
   void onStep(double timeS, const engine::StepEvent& step);
   void onMemory(double timeS, const engine::MemoryEvent& memory);
   void onQueue(double timeS, const engine::QueueEvent& queue);
+  void setRunOnCpu(bool onCpu);
   void addMarker(std::int64_t timeMs, MarkerKind kind, const QString& text);
   void showCharts();
   void scheduleRefresh();
@@ -69,6 +73,8 @@ class Dashboard : public QStackedWidget {
   TimeChart* memory_;
   TimeChart* allocator_;
   TimeChart* queue_;
+  QStackedWidget* queuePanel_;  // queue_, or queueNote_ while the run is on the CPU
+  QLabel* queueNote_;
   std::vector<ChartMarker> markers_;
   std::map<std::string, int> streamSeries_;  // stream name → queue_ series index
   QStringList undrawnStreams_;

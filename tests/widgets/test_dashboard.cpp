@@ -3,6 +3,7 @@
 // min/max decimator that keeps every chart at a few thousand points.
 #include <QtTest>
 
+#include <QLabel>
 #include <QLineSeries>
 #include <QValueAxis>
 
@@ -124,6 +125,25 @@ class TestDashboard : public QObject {
     QVERIFY(d.memoryChart()->lineSeries(Dashboard::HostRss)->count() > 0);
     QVERIFY(d.allocatorChart()->valueText(Dashboard::Fragmentation).endsWith("n/a"));
     QCOMPARE(d.queueChart()->seriesCount(), 0);
+  }
+
+  // No empty panel on a CPU run: the queue panel says what queue depth is and why there is none.
+  void aCpuRunSaysQueueDepthIsAGpuReading() {
+    Dashboard d;
+    d.handleEvent({0, HelloEvent{kProtocolVersion, "test", "hip-nvidia", {}}});
+    QVERIFY(!d.showsQueueNote());
+    d.handleEvent({10, ToggleAppliedEvent{Toggle::CpuFallback, true, 0}});
+    QVERIFY(d.showsQueueNote());
+    QVERIFY(d.queueNote()->text().contains("Queue depth is a GPU reading"));
+    QVERIFY(d.queueNote()->text().contains("computes on the CPU"));
+    // The run moves to the GPU: its queue is drawn.
+    d.handleEvent({20, ToggleAppliedEvent{Toggle::CpuFallback, false, 5}});
+    d.handleEvent({30, QueueEvent{{{"compute", 42}}}});
+    QVERIFY(!d.showsQueueNote());
+    QCOMPARE(d.queueChart()->seriesCount(), 1);
+    Dashboard cpuBuild;
+    cpuBuild.handleEvent({0, HelloEvent{kProtocolVersion, "test", "cpu", {}}});
+    QVERIFY(cpuBuild.showsQueueNote());
   }
 
   void movingAverageCoversTheLastSteps() {
