@@ -228,10 +228,10 @@ void Engine::handle(Command& command) {
   } else if (auto* set = std::get_if<SetToggleCommand>(&command)) {
     try {
       std::string detail = job_->applyToggle(set->toggle, set->value);
-      publish(
-          ToggleAppliedEvent{set->toggle, set->value, job_->completedSteps(), std::move(detail)});
+      publish(ToggleAppliedEvent{set->toggle, set->value, job_->completedSteps(), std::move(detail),
+                                 job_->notApplicable(set->toggle)});
     } catch (const std::exception& e) {
-      refuse(std::string(toString(set->toggle)) + ": " + e.what());
+      publish(ToggleRefusedEvent{set->toggle, set->value, e.what(), job_->completedSteps()});
     }
   } else if (std::holds_alternative<CheckpointNowCommand>(command)) {
     publish(job_->checkpoint());

@@ -94,6 +94,9 @@ class EngineJob {
   // user-facing reason when the job cannot apply it. Returns what applying it did beyond taking
   // the value (the confirmation event's detail: a move between devices), or "".
   virtual std::string applyToggle(Toggle toggle, const nlohmann::json& value) = 0;
+  // Why the toggle does nothing where the run computes now ("" when it applies): sent with its
+  // confirmation, so the GUI disables the editor and says why.
+  virtual std::string notApplicable(Toggle /*toggle*/) const { return {}; }
   // Writes a checkpoint of the last completed step.
   virtual CheckpointEvent checkpoint() = 0;
   // Allocator snapshot (segments and blocks) and memory readings, when the job has them.

@@ -270,7 +270,8 @@ std::string_view eventType(const Event& event) {
                  [](const LogEvent&) { return "log"; }, [](const ErrorEvent&) { return "error"; },
                  [](const CheckpointEvent&) { return "checkpoint"; },
                  [](const IncidentEvent&) { return "incident"; },
-                 [](const ToggleAppliedEvent&) { return "toggle_applied"; }},
+                 [](const ToggleAppliedEvent&) { return "toggle_applied"; },
+                 [](const ToggleRefusedEvent&) { return "toggle_refused"; }},
       event);
 }
 
@@ -393,6 +394,15 @@ std::string encodeEvent(const TimedEvent& timed) {
             if (!e.detail.empty()) {
               out["detail"] = e.detail;
             }
+            if (!e.notApplicable.empty()) {
+              out["not_applicable"] = e.notApplicable;
+            }
+          },
+          [&](const ToggleRefusedEvent& e) {
+            out.update({{"toggle", toString(e.toggle)},
+                        {"value", e.value},
+                        {"reason", e.reason},
+                        {"step", e.step}});
           }},
       timed.event);
   return dumpLine(out);
@@ -464,8 +474,14 @@ TimedEvent decodeEvent(std::string_view line) {
   } else if (type == "toggle_applied") {
     const Toggle toggle = f.choice("toggle", kToggles);
     checkToggleValue(f, toggle, f.at("value"));
-    out.event = ToggleAppliedEvent{toggle, root["value"], f.integer("step"),
-                                   f.has("detail") ? f.string("detail") : std::string()};
+    out.event =
+        ToggleAppliedEvent{toggle, root["value"], f.integer("step"),
+                           f.has("detail") ? f.string("detail") : std::string(),
+                           f.has("not_applicable") ? f.string("not_applicable") : std::string()};
+  } else if (type == "toggle_refused") {
+    const Toggle toggle = f.choice("toggle", kToggles);
+    checkToggleValue(f, toggle, f.at("value"));
+    out.event = ToggleRefusedEvent{toggle, root["value"], f.string("reason"), f.integer("step")};
   } else {
     throw ProtocolError("unknown event type '" + type + "'");
   }

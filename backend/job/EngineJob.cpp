@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "compute/Backend.h"
+#include "compute/BuildInfo.h"
 #include "compute/Errors.h"
 #include "engine/StateMirror.h"
 #include "job/AutoBatch.h"
@@ -173,36 +174,74 @@ class TrainingJob : public engine::EngineJob {
         loop_->setMicroBatchSize(value.get<int>(), "user");
         return {};
       case Toggle::CpuFallback:
+        if (!value.get<bool>() && !gpuUnavailable_.empty()) {
+          throw std::runtime_error(gpuUnavailable_);
+        }
         return moveRun(value.get<bool>() ? compute::Device::Cpu : compute::Device::Gpu);
       case Toggle::Serialize:
       case Toggle::Blocking: {
-        // Process-wide and live: the next launch sees it (runtime/LaunchControl.h).
+        // Process-wide and live: the next launch sees it (runtime/LaunchControl.h). On the CPU
+        // it is kept for when the run is on the GPU (notApplicable() says so).
         runtime::LaunchPolicy policy = runtime::launchControl().policy();
         (toggle == Toggle::Serialize ? policy.serialize : policy.blocking) = value.get<bool>();
         runtime::launchControl().setPolicy(policy);
-        return onGpu() ? std::string()
-                       : "recorded: a CPU run makes no GPU launches; applies once the run is on "
-                         "the GPU";
+        return {};
       }
       case Toggle::GemmBackend:
         // Throws UnsupportedOpError (the toggle is refused) for vendor in a build without one.
         backend_->setGemmImplementation(value.get<std::string>() == "builtin"
                                             ? compute::GemmImplementation::BuiltIn
                                             : compute::GemmImplementation::Vendor);
-        return onGpu() ? std::string()
-                       : "recorded: the CPU multiplies with OpenBLAS; applies once the run is "
-                         "on the GPU";
+        return {};
       case Toggle::AllocatorPolicy:
         arenaMode_ = value.get<std::string>() == "arena";
         if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
           return applyAllocatorMode(*allocator);
         }
-        return "recorded: a CPU run has no device allocator; applies once the run is on the GPU";
+        return {};
+      case Toggle::ActivationCheckpointing: {
+        // At this step boundary: the graph is rebuilt with the option, the adapter and the
+        // optimizer state carry over, and the next step stores (or recomputes) activations.
+        const bool on = value.get<bool>();
+        if (on == settings_.train.activationCheckpointing) {
+          return {};
+        }
+        loop_->setActivationCheckpointing(on, weights_);
+        settings_.train.activationCheckpointing = on;
+        return std::string(on ? "activations recomputed in backward" : "activations stored") +
+               " from step " + std::to_string(loop_->state().step + 1);
+      }
+    }
+    throw std::logic_error("unknown toggle");
+  }
+
+  // What does nothing where the run computes now, and why: the GPU's launch settings, GEMM
+  // choice and allocator on a CPU run (kept for when it moves to a GPU); the CPU fallback where
+  // there is no GPU to come back to.
+  std::string notApplicable(Toggle toggle) const override {
+    switch (toggle) {
+      case Toggle::Serialize:
+      case Toggle::Blocking:
+        return onGpu() ? std::string()
+                       : "this run computes on the CPU, which makes no GPU launches; the value "
+                         "is kept for when the run is on a GPU";
+      case Toggle::GemmBackend:
+        return onGpu() ? std::string()
+                       : "this run computes on the CPU, which multiplies with OpenBLAS; the "
+                         "value is kept for when the run is on a GPU";
+      case Toggle::AllocatorPolicy:
+        return onGpu() ? std::string()
+                       : "this run computes on the CPU, which has no device allocator; the "
+                         "value is kept for when the run is on a GPU";
+      case Toggle::CpuFallback:
+        return gpuUnavailable_.empty()
+                   ? std::string()
+                   : "the run can only compute on the CPU here: " + gpuUnavailable_;
+      case Toggle::MicroBatch:
       case Toggle::ActivationCheckpointing:
         break;
     }
-    throw std::runtime_error(
-        "activation checkpointing is chosen when a run starts (option activation-checkpointing)");
+    return {};
   }
 
   CheckpointEvent checkpoint() override {
@@ -332,11 +371,24 @@ class TrainingJob : public engine::EngineJob {
       const std::uint64_t left = std::min(other->deviceMemoryUse()->reservedBytes, before);
       released = "; " + std::to_string((before - left) >> 20) + " MiB of device memory released";
     }
+    reportDeviceToggles(sink_);  // what applies on the new device
     return "moved the run from " + from + " to " + backend_->capabilities().name + " at step " +
            std::to_string(loop_->state().step) + released;
   }
 
   bool onGpu() const { return backend_->capabilities().device == compute::Device::Gpu; }
+
+  // Why no GPU can take the run ("" when one can): asked once, when the job starts.
+  static std::string gpuUnavailableReason() {
+    const compute::GpuInventory inventory = compute::queryGpuInventory();
+    if (!inventory.devices.empty()) {
+      return {};
+    }
+    return "no usable GPU (" +
+           (inventory.unavailableReason.empty() ? std::string("none found")
+                                                : inventory.unavailableReason) +
+           ")";
+  }
 
   // The allocator-policy toggle on a device allocator (job/AutoBatch.h: setAllocatorPolicy).
   std::string applyAllocatorMode(memory::DeviceAllocator& allocator) {
@@ -483,11 +535,26 @@ class TrainingJob : public engine::EngineJob {
       event.toggle = toggle;
       event.value = std::move(value);
       event.step = step;
+      event.notApplicable = notApplicable(toggle);
       sink(engine::TimedEvent{0, std::move(event)});
     };
     applied(Toggle::MicroBatch, loop_->microBatchSize());
     applied(Toggle::ActivationCheckpointing, settings_.train.activationCheckpointing);
-    applied(Toggle::CpuFallback, backend_->deviceAllocator() == nullptr);
+    applied(Toggle::CpuFallback, !onGpu());
+    reportDeviceToggles(sink);
+  }
+
+  // The toggles whose applicability depends on the device, confirmed again after a move.
+  void reportDeviceToggles(const engine::EventSink& sink) const {
+    const std::int64_t step = loop_->state().step;
+    auto applied = [&](Toggle toggle, json value) {
+      engine::ToggleAppliedEvent event;
+      event.toggle = toggle;
+      event.value = std::move(value);
+      event.step = step;
+      event.notApplicable = notApplicable(toggle);
+      sink(engine::TimedEvent{0, std::move(event)});
+    };
     const runtime::LaunchPolicy launch = runtime::launchControl().policy();
     applied(Toggle::Serialize, launch.serialize);
     applied(Toggle::Blocking, launch.blocking);
@@ -519,8 +586,9 @@ class TrainingJob : public engine::EngineJob {
   runtime::FaultLedger faultLedger_;
   std::unique_ptr<telemetry::Sampler> sampler_;
   std::optional<AutoMicroBatch> autoBatch_;  // --batch-size auto: plans the step-downs
-  int outOfMemoryRetries_ = 0;               // in the step being retried
-  bool arenaMode_ = false;  // the allocator-policy toggle, kept across device moves
+  std::string gpuUnavailable_ = gpuUnavailableReason();
+  int outOfMemoryRetries_ = 0;  // in the step being retried
+  bool arenaMode_ = false;      // the allocator-policy toggle, kept across device moves
   std::unique_ptr<train::TrainLoop> loop_;
   std::unique_ptr<engine::StateMirror> mirror_;
 };

@@ -186,9 +186,13 @@ class TestEngine : public QObject {
     h.engine().post(SetToggleCommand{Toggle::MicroBatch, 4});
     h.engine().post(SetToggleCommand{Toggle::GemmBackend, "builtin"});
     QTRY_VERIFY(!h.all<ToggleAppliedEvent>().empty());
-    QTRY_VERIFY(!h.all<ErrorEvent>().empty());
+    QTRY_VERIFY(!h.all<ToggleRefusedEvent>().empty());
     QCOMPARE(h.all<ToggleAppliedEvent>()[0].value.get<int>(), 4);
-    QVERIFY(h.all<ErrorEvent>()[0].message.find("no GEMM choice") != std::string::npos);
+    const ToggleRefusedEvent refused = h.all<ToggleRefusedEvent>()[0];
+    QCOMPARE(refused.toggle, Toggle::GemmBackend);
+    QCOMPARE(refused.value.get<std::string>(), std::string("builtin"));
+    QVERIFY(refused.reason.find("no GEMM choice") != std::string::npos);
+    QVERIFY(h.all<ErrorEvent>().empty());  // a declined request is not an error
     QTRY_VERIFY(!h.all<StepEvent>().empty() && h.all<StepEvent>().back().microBatch == 4);
     h.engine().post(StopCommand{});
     QTRY_VERIFY(h.sawState(RunState::Finished));

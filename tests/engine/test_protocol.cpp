@@ -63,7 +63,9 @@ void TestProtocol::everyEventRoundTrips() {
       CheckpointEvent{"/runs/a/checkpoints/step-40", 40},
       IncidentEvent{"engine killed by SIGSEGV at step 212", "built-in GEMM, resumed at 212", 212},
       ToggleAppliedEvent{Toggle::Blocking, true, 41},
-      ToggleAppliedEvent{Toggle::CpuFallback, true, 42, "moved the run to cpu (fp32) at step 42"}};
+      ToggleAppliedEvent{Toggle::CpuFallback, true, 42, "moved the run to cpu (fp32) at step 42"},
+      ToggleAppliedEvent{Toggle::Serialize, false, 3, "", "this run computes on the CPU"},
+      ToggleRefusedEvent{Toggle::GemmBackend, "vendor", "this build has no vendor BLAS", 7}};
   for (const Event& e : events) {
     const TimedEvent timed{1234, e};
     const std::string line = encodeEvent(timed);
@@ -81,6 +83,16 @@ void TestProtocol::everyEventRoundTrips() {
   QVERIFY(encodeEvent({0, events[10]}).find("detail") == std::string::npos);
   const auto moved = std::get<ToggleAppliedEvent>(decodeEvent(encodeEvent({0, events[11]})).event);
   QCOMPARE(moved.detail, std::string("moved the run to cpu (fp32) at step 42"));
+  // Not applicable: optional on the wire too; a refusal carries its reason.
+  QVERIFY(encodeEvent({0, events[11]}).find("not_applicable") == std::string::npos);
+  QCOMPARE(
+      std::get<ToggleAppliedEvent>(decodeEvent(encodeEvent({0, events[12]})).event).notApplicable,
+      std::string("this run computes on the CPU"));
+  const auto refused =
+      std::get<ToggleRefusedEvent>(decodeEvent(encodeEvent({0, events[13]})).event);
+  QCOMPARE(refused.reason, std::string("this build has no vendor BLAS"));
+  QCOMPARE(refused.value.get<std::string>(), std::string("vendor"));
+  QVERIFY(encodeEvent({0, events[13]}).find("\"type\":\"toggle_refused\"") != std::string::npos);
   // A replayed step says so; an ordinary one carries no such field.
   QVERIFY(!step.replayed);
   QVERIFY(encodeEvent({0, events[2]}).find("replayed") == std::string::npos);
