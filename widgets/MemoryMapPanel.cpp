@@ -100,7 +100,8 @@ void MemoryMapPanel::setFrozen(bool frozen) {
 }
 
 void MemoryMapPanel::requestSnapshotIfLive() {
-  if (runActive_ && !isFrozen() && isVisible()) {
+  // A CPU run has no device allocator: the engine would only refuse.
+  if (runActive_ && !runOnCpu_ && !isFrozen() && isVisible()) {
     emit commandRequested(RequestSnapshotCommand{});
   }
 }
@@ -108,6 +109,12 @@ void MemoryMapPanel::requestSnapshotIfLive() {
 void MemoryMapPanel::handleEvent(const TimedEvent& timed) {
   if (const auto* state = std::get_if<StateEvent>(&timed.event)) {
     runActive_ = state->state == RunState::Running || state->state == RunState::Paused;
+  } else if (const auto* hello = std::get_if<HelloEvent>(&timed.event)) {
+    setRunOnCpu(hello->flavour == "cpu");
+  } else if (const auto* applied = std::get_if<ToggleAppliedEvent>(&timed.event)) {
+    if (applied->toggle == Toggle::CpuFallback && applied->value.is_boolean()) {
+      setRunOnCpu(applied->value.get<bool>());  // where the run computes now
+    }
   } else if (const auto* snap = std::get_if<SnapshotEvent>(&timed.event)) {
     if (isFrozen()) {
       return;
@@ -119,6 +126,19 @@ void MemoryMapPanel::handleEvent(const TimedEvent& timed) {
       summary_->setText(tr("The engine sent a snapshot this version cannot read: %1")
                             .arg(QString::fromUtf8(e.what())));
     }
+  }
+}
+
+void MemoryMapPanel::setRunOnCpu(bool onCpu) {
+  runOnCpu_ = onCpu;
+  if (!hasSnapshot_) {
+    summary_->setText(
+        onCpu ? tr("This run computes on the CPU, which has no device allocator: the memory map "
+                   "shows a GPU allocator's segments and blocks. Open a saved snapshot to view "
+                   "one.")
+              : tr("No snapshot yet: one is taken every %1 s while a run is active, or open a "
+                   "saved one.")
+                    .arg(kRefreshIntervalMs / 1000));
   }
 }
 
