@@ -68,10 +68,26 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   memory_->addSeries(tr("our allocated"), AxisSide::Left, kBlue, fixed(2, tr("GiB")));
   memory_->addSeries(tr("held outside this run"), AxisSide::Left, kBrown, fixed(2, tr("GiB")));
   memory_->addSeries(tr("host RAM (ours)"), AxisSide::Left, kOlive, fixed(2, tr("GiB")));
-  allocator_ = new TimeChart(tr("Allocator"), tr("fragmentation (%)"), tr("largest free (GiB)"),
-                             &markers_, page);
-  allocator_->addSeries(tr("fragmentation"), AxisSide::Left, kPink, fixed(1, tr("%")));
-  allocator_->addSeries(tr("largest free block"), AxisSide::Right, kCyan, fixed(2, tr("GiB")));
+  allocator_ =
+      new TimeChart(tr("Allocator: does the next step fit?"), tr("GiB"), {}, &markers_, page);
+  allocator_->addSeries(tr("largest free block"), AxisSide::Left, kCyan, fixed(2, tr("GiB")));
+  allocator_->addSeries(tr("largest request (step)"), AxisSide::Left, kOrange, fixed(2, tr("GiB")));
+  allocator_->addSeries(tr("inactive split"), AxisSide::Left, kPink, fixed(2, tr("GiB")));
+  allocator_->addSeries(tr("largest free at peak"), AxisSide::Left, kBlue, fixed(2, tr("GiB")));
+  allocatorNote_ = new QLabel(
+      tr("Fragmentation hurts when the largest free block is smaller than the largest request; "
+         "cached free memory that the next step reuses is not lost."),
+      page);
+  allocatorNote_->setObjectName(QStringLiteral("allocatorNote"));
+  allocatorNote_->setWordWrap(true);
+  allocatorNote_->setToolTip(
+      tr("Inactive split: free pieces inside partly used segments, which only requests that fit "
+         "them can use. At peak: read when the step's allocations were highest."));
+  auto* allocatorPanel = new QWidget(page);
+  auto* allocatorLayout = new QVBoxLayout(allocatorPanel);
+  allocatorLayout->setContentsMargins(0, 0, 0, 0);
+  allocatorLayout->addWidget(allocator_, 1);
+  allocatorLayout->addWidget(allocatorNote_);
   queue_ =
       new TimeChart(tr("Queue depth per stream"), tr("launches in flight"), {}, &markers_, page);
   queuePanel_ = new QStackedWidget(page);
@@ -92,7 +108,7 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   grid->addWidget(loss_, 0, 0);
   grid->addWidget(throughput_, 0, 1);
   grid->addWidget(memory_, 1, 0);
-  grid->addWidget(allocator_, 1, 1);
+  grid->addWidget(allocatorPanel, 1, 1);
   grid->addWidget(queuePanel_, 2, 0, 1, 2);
   auto* layout = new QVBoxLayout(page);
   layout->setContentsMargins(0, 0, 0, 0);
@@ -198,11 +214,9 @@ void Dashboard::onMemory(double timeS, const MemoryEvent& m) {
   bytes(memory_, HeldOutside, m.heldOutsideBytes);
   bytes(memory_, HostRss, m.hostRssBytes);
   bytes(allocator_, LargestFree, m.largestFreeBytes);
-  if (m.fragmentation) {
-    allocator_->addSample(Fragmentation, timeS, *m.fragmentation * 100.0);
-  } else {
-    allocator_->markUnavailable(Fragmentation);
-  }
+  bytes(allocator_, LargestRequest, m.largestRequestBytes);
+  bytes(allocator_, InactiveSplit, m.inactiveSplitBytes);
+  bytes(allocator_, LargestFreeAtPeak, m.largestFreeAtPeakBytes);
 }
 
 bool Dashboard::showsQueueNote() const {

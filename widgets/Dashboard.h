@@ -1,7 +1,9 @@
 // widgets/Dashboard.h — the live dashboard: loss and its moving average with the learning rate,
 // tokens/s, VRAM (driver used, our reserved, our allocated, held outside this run, host RAM),
-// allocator fragmentation and largest free block, queue depth per stream — all on one time axis,
-// with a marker on every chart where a toggle, profile switch, checkpoint or incident happened.
+// the allocator's fragmentation as it matters (largest free block against the step's largest
+// request, inactive-split bytes, the largest free block at the step's peak), queue depth per stream
+// — all on one time axis, with a marker on every chart where a toggle, profile switch, checkpoint
+// or incident happened.
 //
 // handleEvent() only files samples (O(1), no drawing); the first event of a burst schedules one
 // refresh 100 ms later (10 Hz coalescing), which redraws each changed series with one replace().
@@ -45,11 +47,13 @@ class Dashboard : public QStackedWidget {
   // The run computes on the CPU: the queue panel says that queue depth is a GPU reading.
   bool showsQueueNote() const;
   QLabel* queueNote() const { return queueNote_; }
+  QLabel* allocatorNote() const { return allocatorNote_; }
 
   // Series indices of the charts above.
   enum LossSeries { Loss, LossAverage, LearningRate };
   enum MemorySeries { DriverUsed, Reserved, Allocated, HeldOutside, HostRss };
-  enum AllocatorSeries { Fragmentation, LargestFree };
+  // The allocator chart: will the next step's allocations fit? (GiB)
+  enum AllocatorSeries { LargestFree, LargestRequest, InactiveSplit, LargestFreeAtPeak };
 
  public slots:
   void handleEvent(const lorascope::engine::TimedEvent& event);
@@ -75,6 +79,7 @@ class Dashboard : public QStackedWidget {
   TimeChart* queue_;
   QStackedWidget* queuePanel_;  // queue_, or queueNote_ while the run is on the CPU
   QLabel* queueNote_;
+  QLabel* allocatorNote_;
   std::vector<ChartMarker> markers_;
   std::map<std::string, int> streamSeries_;  // stream name → queue_ series index
   QStringList undrawnStreams_;

@@ -362,6 +362,15 @@ std::string encodeEvent(const TimedEvent& timed) {
                         {"held_outside_bytes", optionalToJson(e.heldOutsideBytes)},
                         {"host_rss_bytes", optionalToJson(e.hostRssBytes)},
                         {"host_available_bytes", optionalToJson(e.hostAvailableBytes)}});
+            for (const auto& [key, value] :
+                 {std::pair{"largest_request_bytes", &e.largestRequestBytes},
+                  std::pair{"inactive_split_bytes", &e.inactiveSplitBytes},
+                  std::pair{"largest_free_at_peak_bytes", &e.largestFreeAtPeakBytes},
+                  std::pair{"inactive_split_at_peak_bytes", &e.inactiveSplitAtPeakBytes}}) {
+              if (*value) {
+                out[key] = **value;
+              }
+            }
           },
           [&](const QueueEvent& e) {
             out["streams"] = json::array();
@@ -441,12 +450,19 @@ TimedEvent decodeEvent(std::string_view line) {
                           f.has("replayed") && f.boolean("replayed"),
                           f.has("total_steps") ? f.integer("total_steps") : 0};
   } else if (type == "memory") {
-    out.event =
-        MemoryEvent{f.optionalBytes("allocated_bytes"),     f.optionalBytes("reserved_bytes"),
-                    f.optionalBytes("largest_free_bytes"),  f.optionalNumber("fragmentation"),
-                    f.optionalBytes("driver_used_bytes"),   f.optionalBytes("driver_total_bytes"),
-                    f.optionalBytes("held_outside_bytes"),  f.optionalBytes("host_rss_bytes"),
-                    f.optionalBytes("host_available_bytes")};
+    out.event = MemoryEvent{f.optionalBytes("allocated_bytes"),
+                            f.optionalBytes("reserved_bytes"),
+                            f.optionalBytes("largest_free_bytes"),
+                            f.optionalNumber("fragmentation"),
+                            f.optionalBytes("driver_used_bytes"),
+                            f.optionalBytes("driver_total_bytes"),
+                            f.optionalBytes("held_outside_bytes"),
+                            f.optionalBytes("host_rss_bytes"),
+                            f.optionalBytes("host_available_bytes"),
+                            f.optionalBytes("largest_request_bytes"),
+                            f.optionalBytes("inactive_split_bytes"),
+                            f.optionalBytes("largest_free_at_peak_bytes"),
+                            f.optionalBytes("inactive_split_at_peak_bytes")};
   } else if (type == "queue") {
     QueueEvent e;
     if (!f.at("streams").is_array())

@@ -111,6 +111,15 @@ struct MemoryEvent {
   std::optional<std::uint64_t> heldOutsideBytes;  // driver used − our reserved
   std::optional<std::uint64_t> hostRssBytes;
   std::optional<std::uint64_t> hostAvailableBytes;
+  // Fragmentation as it matters (GPU runs; on the wire only when set): the largest single request
+  // of the step so far — the block the next step needs again — the inactive-split bytes (free
+  // pieces of partly used segments) now, and the largest free block and inactive-split bytes at the
+  // moment the step's allocations peaked. Default-initialised: the older positional forms stay free
+  // of missing-initializer warnings.
+  std::optional<std::uint64_t> largestRequestBytes = {};
+  std::optional<std::uint64_t> inactiveSplitBytes = {};
+  std::optional<std::uint64_t> largestFreeAtPeakBytes = {};
+  std::optional<std::uint64_t> inactiveSplitAtPeakBytes = {};
 };
 
 struct QueueDepth {

@@ -135,6 +135,9 @@ class TrainingJob : public engine::EngineJob {
         ~StepScope() { runtime::launchControl().endStep(); }
       } stepScope;
       runtime::launchControl().beginStep(loop_->state().step + 1);
+      if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
+        allocator->resetPeakStats();  // the readings' "largest request" and "at the peak": per step
+      }
       m = loop_->step(cancel.flag());
     } catch (const train::TrainingCancelled&) {
       return std::nullopt;
@@ -294,6 +297,10 @@ class TrainingJob : public engine::EngineJob {
       event.reservedBytes = static_cast<std::uint64_t>(stats.reservedBytes.current);
       event.largestFreeBytes = stats.largestFreeBlockBytes;
       event.fragmentation = stats.externalFragmentation;
+      event.largestRequestBytes = stats.largestRequestBytes;
+      event.inactiveSplitBytes = stats.inactiveSplitBytes;
+      event.largestFreeAtPeakBytes = stats.largestFreeAtPeakBytes;
+      event.inactiveSplitAtPeakBytes = stats.inactiveSplitAtPeakBytes;
       any = true;
     }
     for (const telemetry::ProviderStatus& status : sampler_->status()) {

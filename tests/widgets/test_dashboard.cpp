@@ -61,7 +61,7 @@ class TestDashboard : public QObject {
       QVERIFY2(!d.memoryChart()->valueText(s).contains("n/a"),
                qPrintable(d.memoryChart()->valueText(s)));
     }
-    QVERIFY(d.allocatorChart()->valueText(Dashboard::Fragmentation).endsWith("%"));
+    QVERIFY(d.allocatorChart()->valueText(Dashboard::LargestFree).endsWith("GiB"));
     QCOMPARE(d.queueChart()->seriesCount(), 2);
     QCOMPARE(d.queueChart()->lineSeries(0)->name(), QStringLiteral("compute"));
     QCOMPARE(d.queueChart()->lineSeries(1)->name(), QStringLiteral("copy"));
@@ -123,7 +123,8 @@ class TestDashboard : public QObject {
                qPrintable(d.memoryChart()->valueText(s)));
     }
     QVERIFY(d.memoryChart()->lineSeries(Dashboard::HostRss)->count() > 0);
-    QVERIFY(d.allocatorChart()->valueText(Dashboard::Fragmentation).endsWith("n/a"));
+    QVERIFY(d.allocatorChart()->valueText(Dashboard::LargestFree).endsWith("n/a"));
+    QVERIFY(d.allocatorChart()->valueText(Dashboard::LargestRequest).endsWith("n/a"));
     QCOMPARE(d.queueChart()->seriesCount(), 0);
   }
 
@@ -144,6 +145,36 @@ class TestDashboard : public QObject {
     Dashboard cpuBuild;
     cpuBuild.handleEvent({0, HelloEvent{kProtocolVersion, "test", "cpu", {}}});
     QVERIFY(cpuBuild.showsQueueNote());
+  }
+
+  // Fragmentation as it matters: the largest free block against the step's largest request, the
+  // inactive-split bytes, the free block at the step's peak; and one line saying how to read it.
+  void allocatorChartComparesFreeBlocksWithTheLargestRequest() {
+    Dashboard d;
+    MemoryEvent m;
+    m.allocatedBytes = 1ull << 30;
+    m.reservedBytes = 6ull << 30;
+    m.largestFreeBytes = 3ull << 30;
+    m.fragmentation = 0.97;  // of the cache; not drawn: the step reuses it
+    m.largestRequestBytes = 512ull << 20;
+    m.inactiveSplitBytes = 256ull << 20;
+    m.largestFreeAtPeakBytes = 768ull << 20;
+    d.handleEvent({1000, m});
+    d.refresh();
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    auto last = [&](int series) {
+      QLineSeries* line = d.allocatorChart()->lineSeries(series);
+      return line->at(line->count() - 1).y();
+    };
+    QCOMPARE(last(Dashboard::LargestFree), 3.0);
+    QCOMPARE(last(Dashboard::LargestRequest), 512.0 * (1 << 20) / gib);
+    QCOMPARE(last(Dashboard::InactiveSplit), 256.0 * (1 << 20) / gib);
+    QCOMPARE(last(Dashboard::LargestFreeAtPeak), 768.0 * (1 << 20) / gib);
+    for (int s = 0; s < d.allocatorChart()->seriesCount(); ++s) {
+      QVERIFY(!d.allocatorChart()->valueText(s).contains("%"));
+    }
+    QVERIFY(d.allocatorNote()->text().contains(
+        "Fragmentation hurts when the largest free block is smaller than the largest request"));
   }
 
   void movingAverageCoversTheLastSteps() {
