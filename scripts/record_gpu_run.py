@@ -173,7 +173,7 @@ def start_config(model, data, out, steps):
     return {"type": "start", "config": {"model": model, "data": data, "out": out, "options": {
         "steps": steps, "batch-size": 8, "grad-accum": 1, "max-seq-len": 64 if TINY else 512,
         "lora-r": 16,
-        "checkpoint-every": 0}}}
+        "checkpoint-every": 0, "device": "cpu" if TINY else "gpu"}}}
 
 
 def depth_of(event):
