@@ -8,13 +8,19 @@
 // handleEvent() only files samples (O(1), no drawing); the first event of a burst schedules one
 // refresh 100 ms later (10 Hz coalescing), which redraws each changed series with one replace().
 // Until the engine reports anything the page says so instead of drawing empty or zero curves.
+//
+// The x axis counts optimizer steps (the default; readings between two steps fall between them,
+// by time) or seconds since the run started. Each run's events are kept: a new run starts a new
+// entry in the run selector, and choosing an earlier run (or the other axis) redraws its curves.
 #pragma once
 
 #include <QStackedWidget>
+#include <QStringList>
 #include <QTimer>
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +28,7 @@
 #include "widgets/EngineTypes.h"
 #include "widgets/TimeChart.h"
 
+class QComboBox;
 class QLabel;
 
 namespace lorascope::widgets {
@@ -34,8 +41,19 @@ class Dashboard : public QStackedWidget {
   static constexpr int kMovingAverageSteps = 20;
   static constexpr int kMaxStreams = 8;  // queue-depth series; more streams are listed, not drawn
 
+  enum class XAxis { Step, Time };
+
   explicit Dashboard(QWidget* parent = nullptr);
 
+  XAxis xAxis() const { return xAxis_; }
+  void setXAxis(XAxis axis);
+  // The runs seen since the app started, oldest first; the selector shows one of them.
+  int runCount() const { return static_cast<int>(runs_.size()); }
+  int shownRun() const { return shownRun_; }
+  QString runName(int run) const;
+  void showRun(int run);
+  QComboBox* runSelector() const { return runSelector_; }
+  QComboBox* xAxisSelector() const { return xAxisSelector_; }
   TimeChart* lossChart() const { return loss_; }
   TimeChart* throughputChart() const { return throughput_; }
   TimeChart* memoryChart() const { return memory_; }
@@ -63,11 +81,21 @@ class Dashboard : public QStackedWidget {
   void clear();
 
  private:
-  void onStep(double timeS, const engine::StepEvent& step);
-  void onMemory(double timeS, const engine::MemoryEvent& memory);
-  void onQueue(double timeS, const engine::QueueEvent& queue);
+  struct Run {
+    QString name;
+    std::vector<engine::TimedEvent> events;   // what the charts are drawn from (no snapshots)
+    std::vector<ChartMarker> requestMarkers;  // profile switches the user asked for
+  };
+  void plot(const engine::TimedEvent& event);
+  double xOf(const engine::TimedEvent& event);
+  void redraw();
+  void clearCharts();
+  void beginRun(const QString& name);
+  void onStep(double x, const engine::StepEvent& step);
+  void onMemory(double x, const engine::MemoryEvent& memory);
+  void onQueue(double x, const engine::QueueEvent& queue);
   void setRunOnCpu(bool onCpu);
-  void addMarker(std::int64_t timeMs, MarkerKind kind, const QString& text);
+  void addMarker(const engine::TimedEvent& at, MarkerKind kind, const QString& text);
   void showCharts();
   void scheduleRefresh();
 
@@ -87,6 +115,17 @@ class Dashboard : public QStackedWidget {
   std::array<double, kMovingAverageSteps> recentLoss_{};
   int recentLossCount_ = 0;
   std::int64_t lastTimeMs_ = 0;
+  XAxis xAxis_ = XAxis::Step;
+  std::vector<Run> runs_;
+  int shownRun_ = -1;
+  // The x mapping of the run being drawn: when it started, its last step and that step's time.
+  std::optional<std::int64_t> runStartMs_;
+  std::int64_t lastStep_ = 0;
+  std::int64_t lastStepMs_ = 0;
+  std::int64_t stepDurationMs_ = 0;
+  double lastX_ = 0.0;
+  QComboBox* runSelector_;
+  QComboBox* xAxisSelector_;
   QTimer refreshTimer_;
 };
 

@@ -125,7 +125,7 @@ void MarkedChartView::drawForeground(QPainter* painter, const QRectF& rect) {
   const QRectF plot = chart()->plotArea();
   painter->save();
   for (const ChartMarker& m : *markers_) {
-    const auto sceneX = sceneXForTime(static_cast<double>(m.timeMs) / 1000.0);
+    const auto sceneX = sceneXForTime(m.x);
     if (!sceneX) {
       continue;
     }
@@ -140,7 +140,7 @@ bool MarkedChartView::viewportEvent(QEvent* event) {
     const auto* help = static_cast<QHelpEvent*>(event);
     QStringList lines;
     for (const ChartMarker& m : *markers_) {
-      const auto x = xForTime(static_cast<double>(m.timeMs) / 1000.0);
+      const auto x = xForTime(m.x);
       if (x && std::abs(*x - help->pos().x()) <= 4.0) {
         lines << QStringLiteral("%1 · %2: %3")
                      .arg(formatTimeMs(m.timeMs), markerKindName(m.kind), m.text);
@@ -348,6 +348,10 @@ void TimeChart::refresh(double timeFromS, double timeToS) {
         std::ceil(timeToS / step) * step + (std::fmod(timeToS, step) == 0 ? step : 0);
     setRangeAndTicks(timeAxis_, timeFromS, end);
   }
+}
+
+void TimeChart::setTimeAxisTitle(const QString& title) {
+  timeAxis_->setTitleText(title);
 }
 
 void TimeChart::clear() {

@@ -67,6 +67,8 @@ class TimeChart : public QWidget {
   // Redraws changed series (one replace() each) and sets the shared time range.
   void refresh(double timeFromS, double timeToS);
   void clear();
+  // The shared x axis's title: "step", or "time since the run started (s)".
+  void setTimeAxisTitle(const QString& title);
 
   QLineSeries* lineSeries(int series) const;
   QString valueText(int series) const;  // "loss 1.832" / "driver used n/a"

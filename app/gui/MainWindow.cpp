@@ -233,8 +233,7 @@ void MainWindow::startRun() {
   setup_->saveSettings();
   runFolder_ = QString::fromStdString(config->value("out", std::string()));
   hasCheckpoint_ = false;
-  dashboard_->clear();
-  sendCommand(Command{StartCommand{*config}});
+  sendCommand(Command{StartCommand{*config}});  // the dashboard starts a new run's curves
   pages_->setCurrentWidget(dashboard_);
   updateActions();
 }

@@ -3,6 +3,7 @@
 // min/max decimator that keeps every chart at a few thousand points.
 #include <QtTest>
 
+#include <QComboBox>
 #include <QLabel>
 #include <QLineSeries>
 #include <QValueAxis>
@@ -90,6 +91,7 @@ class TestDashboard : public QObject {
 
   void markersAreDrawnOnEveryChartAtTheirTime() {
     Dashboard d;
+    d.setXAxis(Dashboard::XAxis::Time);
     d.resize(1000, 900);
     d.handleEvent({1000, StepEvent{1, 2.0, 1e-4, 1.0, 100.0, 1, 1}});
     d.handleEvent({5000, CheckpointEvent{"runs/x/step-1", 1}});
@@ -99,7 +101,7 @@ class TestDashboard : public QObject {
     d.refresh();
     for (widgets::TimeChart* chart : d.charts()) {
       const QImage image = chart->view()->grab().toImage();
-      const auto x = chart->view()->xForTime(5.0);
+      const auto x = chart->view()->xForTime(4.0);  // 4 s after the run's first event
       QVERIFY(x.has_value());
       const QColor want = widgets::markerColor(MarkerKind::Checkpoint);
       int hits = 0;
@@ -215,12 +217,73 @@ class TestDashboard : public QObject {
 
   void chartsShareTheTimeAxis() {
     Dashboard d;
+    d.setXAxis(Dashboard::XAxis::Time);
     feed(d, testing::readStream("synthetic_gpu_run.jsonl"));
     for (widgets::TimeChart* chart : d.charts()) {
       auto* axis = static_cast<QValueAxis*>(chart->view()->chart()->axes(Qt::Horizontal).first());
       QCOMPARE(axis->min(), 0.0);
       QCOMPARE(axis->max(), 70.0);  // the stream ends at 60.03 s; the axis runs to the next tick
     }
+  }
+
+  // The default x axis counts steps: a run that starts after minutes of idle app time begins at
+  // step 1, not squeezed to the right; readings between steps fall between them.
+  void xAxisCountsStepsByDefaultOrTimeSinceTheRunStarted() {
+    Dashboard d;
+    QCOMPARE(d.xAxis(), Dashboard::XAxis::Step);
+    const std::int64_t idle = 7 * 60 * 1000;  // the engine's clock ran while the app was idle
+    d.noteCommand(StartCommand{{{"out", "/runs/first"}}});
+    d.handleEvent({idle, StateEvent{RunState::Running, 0, ""}});
+    d.handleEvent({idle + 1000, StepEvent{1, 3.0, 1e-4, 1.0, 100.0, 1, 1}});
+    MemoryEvent memory;
+    memory.allocatedBytes = 1u << 30;
+    d.handleEvent({idle + 1500, memory});
+    d.handleEvent({idle + 2000, StepEvent{2, 2.5, 1e-4, 1.0, 100.0, 1, 1}});
+    d.handleEvent({idle + 2100, ToggleAppliedEvent{Toggle::Serialize, true, 2}});
+    d.refresh();
+    QLineSeries* loss = d.lossChart()->lineSeries(Dashboard::Loss);
+    QCOMPARE(loss->at(0).x(), 1.0);
+    QCOMPARE(loss->at(1).x(), 2.0);
+    QCOMPARE(d.memoryChart()->lineSeries(Dashboard::Allocated)->at(0).x(), 1.5);
+    QCOMPARE(d.markers().back().x, 2.1);
+    auto* axis =
+        static_cast<QValueAxis*>(d.lossChart()->view()->chart()->axes(Qt::Horizontal).first());
+    QCOMPARE(axis->titleText(), QStringLiteral("step"));
+    QVERIFY(axis->max() <= 20.0);
+    d.setXAxis(Dashboard::XAxis::Time);
+    QCOMPARE(loss->at(0).x(), 1.0);  // seconds since the run's first event
+    QCOMPARE(loss->at(1).x(), 2.0);
+    QCOMPARE(d.memoryChart()->lineSeries(Dashboard::Allocated)->at(0).x(), 1.5);
+    QCOMPARE(axis->titleText(), QStringLiteral("time since the run started (s)"));
+    QCOMPARE(d.xAxisSelector()->currentIndex(), 1);
+  }
+
+  // A new run keeps the previous one's curves in the run selector.
+  void previousRunsStayAvailable() {
+    Dashboard d;
+    d.noteCommand(StartCommand{{{"out", "/runs/alpha"}}});
+    for (int i = 1; i <= 3; ++i) {
+      d.handleEvent({1000 * i, StepEvent{i, 4.0 - i, 1e-4, 1.0, 100.0, 1, 1}});
+    }
+    d.noteCommand(StartCommand{{{"out", "/runs/beta"}}});
+    d.handleEvent({9000, StepEvent{1, 9.0, 1e-4, 1.0, 100.0, 1, 1}});
+    d.refresh();
+    QCOMPARE(d.runCount(), 2);
+    QCOMPARE(d.runName(0), QStringLiteral("alpha"));
+    QCOMPARE(d.runSelector()->count(), 2);
+    QCOMPARE(d.runSelector()->currentText(), QStringLiteral("beta"));
+    QLineSeries* loss = d.lossChart()->lineSeries(Dashboard::Loss);
+    QCOMPARE(loss->count(), 1);
+    QCOMPARE(loss->at(0).y(), 9.0);
+    d.showRun(0);
+    QCOMPARE(loss->count(), 3);
+    QCOMPARE(loss->at(2).y(), 1.0);
+    // The shown earlier run is not drawn over by the live one; the live one keeps its events.
+    d.handleEvent({10000, StepEvent{2, 8.0, 1e-4, 1.0, 100.0, 1, 1}});
+    d.refresh();
+    QCOMPARE(loss->count(), 3);
+    d.showRun(1);
+    QCOMPARE(loss->count(), 2);
   }
 
   void decimatorKeepsSpikesAndBoundsPoints() {
