@@ -14,6 +14,7 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRadioButton>
@@ -210,6 +211,12 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   dataInfo_ = new QLabel;
   dataInfo_->setWordWrap(true);
   dataInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  dataIssues_ = new QPlainTextEdit;
+  dataIssues_->setObjectName(QStringLiteral("datasetIssues"));
+  dataIssues_->setReadOnly(true);
+  dataIssues_->setMaximumHeight(120);
+  dataIssues_->setToolTip(tr("Every issue, as `lorascope-train validate-data` lists them"));
+  dataIssues_->hide();
   progress_ = new QProgressBar;
   progress_->setRange(0, 1000);
   progress_->setTextVisible(false);
@@ -249,6 +256,7 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
                                   [this](const QString& file) { setDataFile(file); }));
   form->addRow(QString(), progress_);
   form->addRow(QString(), dataInfo_);
+  form->addRow(QString(), dataIssues_);
   form->addRow(tr("Token lengths"), histogram_);
   form->addRow(tr("Output folder"), withBrowse(
                                         outputEdit_,
@@ -659,11 +667,33 @@ QString RunSetupPage::datasetSummary() const {
   } else {
     text += tr("\nChoose a model to see token lengths (its tokenizer counts them).");
   }
-  if (!r.issues.empty()) {
-    const data::DatasetIssue& first = r.issues.front();
-    text += tr("\nFirst issue: %1").arg(QString::fromStdString(first.message));
-  }
   return text;
+}
+
+QString RunSetupPage::datasetIssuesText() const {
+  if (!validation_.report) {
+    return QString();
+  }
+  QStringList lines;
+  for (const data::DatasetIssue& issue : validation_.report->issues) {
+    lines << QStringLiteral("%1: %2: %3")
+                 .arg(QString::fromStdString(data::describeLocation(issue.where)),
+                      QString::fromLatin1(data::severityName(issue.severity)),
+                      QString::fromStdString(issue.message));
+  }
+  return lines.join(QLatin1Char('\n'));
+}
+
+QString RunSetupPage::sequenceLengthWarning() const {
+  if (!inspection_.config || inspection_.config->maxPositionEmbeddings <= 0 ||
+      seqLenEditor()->value() <= inspection_.config->maxPositionEmbeddings) {
+    return QString();
+  }
+  return tr("max_seq_len %1 exceeds the model's max_position_embeddings %2: positions past %2 "
+            "were never trained, and the model's quality there is not to be trusted. Lower "
+            "max_seq_len to %2 or less.")
+      .arg(seqLenEditor()->value())
+      .arg(inspection_.config->maxPositionEmbeddings);
 }
 
 void RunSetupPage::showInspection() {
@@ -685,6 +715,9 @@ void RunSetupPage::showValidation() {
     }
   }
   histogram_->setBins(std::move(bins));
+  const QString issues = datasetIssuesText();
+  dataIssues_->setPlainText(issues);
+  dataIssues_->setVisible(!issues.isEmpty());
   updateProblems();
 }
 
@@ -726,7 +759,11 @@ void RunSetupPage::updateEstimate() {
   if (effectiveBatch_ == nullptr || profile_ == nullptr) {
     return;  // still building the page
   }
-  estimate_->setText(memoryEstimateText());
+  const QString warning = sequenceLengthWarning();
+  estimate_->setText(memoryEstimateText() +
+                     (warning.isEmpty() ? QString()
+                                        : QStringLiteral("<br><span style=\"color: #b9770e\">") +
+                                              warning.toHtmlEscaped() + QStringLiteral("</span>")));
   effectiveBatch_->setText(tr("%1 sequences per step")
                                .arg(microBatchEditor()->value() * spinBox("grad-accum")->value()));
   histogram_->setMaxSeqLen(static_cast<std::size_t>(seqLenEditor()->value()));
@@ -750,6 +787,15 @@ QStringList RunSetupPage::problems() const {
     out << tr("Dataset: %1").arg(validation_.error);
   } else if (validation_.report && validation_.report->validExamples == 0) {
     out << tr("Dataset: no valid example to train on.");
+  } else if (validation_.report) {
+    std::size_t errors = 0;
+    for (const auto& [kind, count] : validation_.report->errorCounts) {
+      errors += count;
+    }
+    if (errors > 0) {
+      out << tr("Dataset: %1 to fix first (listed under the dataset).")
+                 .arg(counted(errors, tr("error"), tr("errors")));
+    }
   }
   if (outputEdit_->text().trimmed().isEmpty()) {
     out << tr("Choose an output folder.");

@@ -30,6 +30,7 @@ class QComboBox;
 class QGridLayout;
 class QLabel;
 class QLineEdit;
+class QPlainTextEdit;
 class QProgressBar;
 class QRadioButton;
 class QSpinBox;
@@ -76,6 +77,10 @@ class RunSetupPage : public QWidget {
   const DatasetValidation& validation() const { return validation_; }
   QString modelSummary() const;
   QString datasetSummary() const;
+  // Every issue of the dataset, one a line as `lorascope-train validate-data` lists them.
+  QString datasetIssuesText() const;
+  // Non-empty when max_seq_len exceeds the model's max_position_embeddings (a warning).
+  QString sequenceLengthWarning() const;
   QString memoryEstimateText() const;
   widgets::LengthHistogram* histogram() const { return histogram_; }
   // The editor of a run option (nullptr for an unknown name).
@@ -130,6 +135,7 @@ class RunSetupPage : public QWidget {
   QLabel* modelInfo_;
   QLineEdit* dataEdit_;
   QLabel* dataInfo_;
+  QPlainTextEdit* dataIssues_;
   QProgressBar* progress_;
   widgets::LengthHistogram* histogram_;
   QLineEdit* outputEdit_;
