@@ -3,7 +3,9 @@
 // page inspects the demo model and validates its dataset, one click on Start trains, loss points
 // reach the dashboard, a live toggle round-trips (the engine confirms it), Stop writes a
 // checkpoint in the run folder, and (isolated) the adapter exports through `lorascope-train
-// export`. Small steps keep each run to seconds on 2 cores.
+// export`. Small steps keep each run to seconds on 2 cores. A clean demo run with every page
+// visited logs no error and marks no incident: the app sends nothing it knows will be refused, and
+// a toggle the engine refuses shows its reason and reverts.
 #include <QtTest>
 
 #include <QAction>
@@ -12,6 +14,7 @@
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardPaths>
+#include <QTabWidget>
 #include <QTemporaryDir>
 
 #include "engine/InProcessHost.h"
@@ -23,6 +26,7 @@
 #include "job/EngineJob.h"  // defines: createTrainingJob
 #include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
+#include "widgets/EventLogModel.h"
 #include "widgets/LengthHistogram.h"
 #include "widgets/TimeChart.h"
 
@@ -101,6 +105,55 @@ class TestAppEndToEnd : public QObject {
     });
     app::MainWindow window(app::collectAboutFacts());
     trainAndStop(window, host);
+  }
+
+  void aCleanDemoRunLogsNoErrorOnAnyPage() {
+    InProcessHost host(job::createTrainingJob, HelloEvent{kProtocolVersion, "test", "cpu", {}});
+    app::MainWindow window(app::collectAboutFacts());
+    window.resize(1280, 800);
+    window.show();
+    window.setEngine(&host);
+    app::RunSetupPage* setup = window.setupPage();
+    QTRY_VERIFY_WITH_TIMEOUT(!setup->isBusy(), kTimeoutMs);
+    setup->setOutputDir(home_.filePath(QStringLiteral("runs")));
+    setup->maxStepsEditor()->setValue(kStepLimit);
+    setup->microBatchEditor()->setValue(2);
+    setup->seqLenEditor()->setValue(64);
+    QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), kTimeoutMs);
+    window.startAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->lossChart()->decimator(0).sampleCount() >= 2,
+                             kTimeoutMs);
+    // Every page, each long enough for its timers (the memory map asks every 2 s while shown).
+    for (int page = 0; page < window.pages()->count(); ++page) {
+      window.pages()->setCurrentIndex(page);
+      QTest::qWait(2500);
+    }
+    // A toggle the engine refuses (a micro-batch over the effective batch of 2): the reason is
+    // shown, the editor goes back, and it is not an error.
+    auto* microBatch = qobject_cast<QSpinBox*>(window.controls()->editor(Toggle::MicroBatch));
+    QVERIFY(microBatch != nullptr);
+    microBatch->setValue(64);
+    QTRY_COMPARE_WITH_TIMEOUT(window.controls()->status(Toggle::MicroBatch),
+                              widgets::ControlsPanel::Status::Refused, kTimeoutMs);
+    QVERIFY2(window.controls()->statusText(Toggle::MicroBatch).contains("exceeds"),
+             qPrintable(window.controls()->statusText(Toggle::MicroBatch)));
+    QCOMPARE(microBatch->value(), 2);
+    // The GPU's settings are not applicable on this CPU run: disabled, not "applied".
+    QCOMPARE(window.controls()->status(Toggle::Serialize),
+             widgets::ControlsPanel::Status::NotApplicable);
+    QVERIFY(!window.controls()->editor(Toggle::Serialize)->isEnabled());
+    window.stopAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), kTimeoutMs);
+    const widgets::EventLogModel* log = window.eventLog();
+    for (int row = 0; row < log->rowCount(); ++row) {
+      const QModelIndex index = log->index(row, widgets::EventLogModel::MessageColumn);
+      QVERIFY2(
+          index.data(widgets::EventLogModel::SeverityRole).toInt() < widgets::EventLogModel::Error,
+          qPrintable(index.data().toString()));
+    }
+    for (const widgets::ChartMarker& marker : window.dashboard()->markers()) {
+      QVERIFY2(marker.kind != widgets::MarkerKind::Incident, qPrintable(marker.text));
+    }
   }
 
   void isolatedHostTrainsAndExportsTheDemo() {
