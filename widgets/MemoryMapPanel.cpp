@@ -53,11 +53,13 @@ MemoryMapPanel::MemoryMapPanel(QWidget* parent) : QWidget(parent) {
     auto* label = new QLabel(this);
     label->setTextFormat(Qt::RichText);
     legend_[static_cast<std::size_t>(k)] = label;
-    legend->addWidget(label, k / 5, k % 5);
+    legend->addWidget(label, k / 3,
+                      k % 3);  // three columns: the page fits beside the dock at 1024 px
   }
 
   view_ = new MemoryMapView;
   scroll_ = new QScrollArea(this);
+  scroll_->setObjectName(QStringLiteral("memoryMapScroll"));  // zoomed maps scroll both ways
   scroll_->setWidget(view_);
   scroll_->setWidgetResizable(true);
   connect(zoomIn, &QAction::triggered, view_, &MemoryMapView::zoomIn);

@@ -149,6 +149,7 @@ void MainWindow::buildActions() {
   quit->setShortcut(QKeySequence::Quit);
 
   QMenu* run = menuBar()->addMenu(tr("&Run"));
+  addToolBarBreak();  // a row of its own: beside the profile bar it overflowed at 1024 px
   QToolBar* toolbar = addToolBar(tr("Run"));
   toolbar->setObjectName(QStringLiteral("runToolbar"));
   auto add = [&](const QString& text, const QKeySequence& keys, const QString& tip, auto command) {

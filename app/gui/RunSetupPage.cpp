@@ -18,10 +18,12 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QResizeEvent>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardItemModel>
+#include <QStyle>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <climits>
@@ -144,15 +146,15 @@ DatasetValidation validateFile(const QString& file, bool demo, const QString& mo
 RunSetupPage::RunSetupPage(QWidget* parent) : QWidget(parent) {
   auto* content = new QWidget;
   auto* columns = new QGridLayout(content);
-  columns->setColumnStretch(0, 3);
-  columns->setColumnStretch(1, 2);
+  columns_ = columns;
 
   auto* sourceBox = new QGroupBox(tr("What to train"));
   auto* sourceGrid = new QGridLayout(sourceBox);
   buildSourceBox(sourceGrid);
-  columns->addWidget(sourceBox, 0, 0, 3, 1);
   // The option table's groups: LoRA, Training, Checkpoints, Device (with the profile).
-  auto* optionColumn = new QVBoxLayout;
+  auto* optionsPanel = new QWidget;
+  auto* optionColumn = new QVBoxLayout(optionsPanel);
+  optionColumn->setContentsMargins(0, 0, 0, 0);
   std::vector<std::string> groups;
   for (const job::RunOption& option : job::runOptions()) {
     if (std::find(groups.begin(), groups.end(), option.group) == groups.end()) {
@@ -162,7 +164,8 @@ RunSetupPage::RunSetupPage(QWidget* parent) : QWidget(parent) {
   for (const std::string& group : groups) {
     optionColumn->addWidget(buildOptionBox(group));
   }
-  columns->addLayout(optionColumn, 0, 1, 3, 1);
+  boxes_ = {sourceBox, optionsPanel};
+  placeBoxes(true);
   connect(seqLenEditor(), &QSpinBox::editingFinished, this, &RunSetupPage::validateDataset);
 
   problems_ = new QLabel;
@@ -174,8 +177,8 @@ RunSetupPage::RunSetupPage(QWidget* parent) : QWidget(parent) {
   auto* bottom = new QHBoxLayout;
   bottom->addWidget(problems_, 1);
   bottom->addWidget(defaults);
-  columns->addLayout(bottom, 3, 0, 1, 2);
-  columns->setRowStretch(4, 1);
+  columns->addLayout(bottom, 6, 0, 1, 2);
+  columns->setRowStretch(7, 1);
 
   auto* scroll = new QScrollArea;
   scroll->setWidget(content);
@@ -186,6 +189,39 @@ RunSetupPage::RunSetupPage(QWidget* parent) : QWidget(parent) {
   layout->addWidget(scroll);
 
   restoreSettings();
+}
+
+// Two columns (what to train | the settings) where they fit side by side, else one below the
+// other, so that the page never needs horizontal scrolling (a 1024 px window with the dock).
+void RunSetupPage::placeBoxes(bool twoColumns) {
+  twoColumns_ = twoColumns;
+  for (QWidget* box : boxes_) {
+    columns_->removeWidget(box);
+  }
+  if (twoColumns) {
+    columns_->addWidget(boxes_[0], 0, 0, 3, 1);
+    columns_->addWidget(boxes_[1], 0, 1, 3, 1);
+    columns_->setColumnStretch(0, 3);
+    columns_->setColumnStretch(1, 2);
+  } else {
+    columns_->addWidget(boxes_[0], 0, 0, 1, 2);
+    columns_->addWidget(boxes_[1], 1, 0, 1, 2);
+    columns_->setColumnStretch(0, 1);
+    columns_->setColumnStretch(1, 0);
+  }
+}
+
+void RunSetupPage::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  const QMargins m = columns_->contentsMargins();
+  const int twoColumnWidth = boxes_[0]->minimumSizeHint().width() +
+                             boxes_[1]->minimumSizeHint().width() + columns_->horizontalSpacing() +
+                             m.left() + m.right() +
+                             style()->pixelMetric(QStyle::PM_ScrollBarExtent);
+  const bool two = event->size().width() >= twoColumnWidth;
+  if (two != twoColumns_) {
+    placeBoxes(two);
+  }
 }
 
 void RunSetupPage::buildSourceBox(QGridLayout* grid) {
@@ -206,7 +242,8 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   modelInfo_->setWordWrap(true);
   modelInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   dataEdit_ = new QLineEdit;
-  dataEdit_->setPlaceholderText(tr("JSONL or a JSON array: alpaca, chat messages, ShareGPT, prompt/completion or text"));
+  dataEdit_->setPlaceholderText(
+      tr("JSONL or a JSON array: alpaca, chat messages, ShareGPT, prompt/completion or text"));
   dataEdit_->setToolTip(tr("Validated when chosen, with the model's tokenizer"));
   dataInfo_ = new QLabel;
   dataInfo_->setWordWrap(true);

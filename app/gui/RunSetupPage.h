@@ -14,6 +14,7 @@
 #pragma once
 
 #include <QWidget>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -33,6 +34,7 @@ class QLineEdit;
 class QPlainTextEdit;
 class QProgressBar;
 class QRadioButton;
+class QResizeEvent;
 class QSpinBox;
 
 namespace lorascope::widgets {
@@ -108,6 +110,8 @@ class RunSetupPage : public QWidget {
 
  private:
   void buildSourceBox(QGridLayout* grid);
+  void placeBoxes(bool twoColumns);
+  void resizeEvent(QResizeEvent* event) override;
   QWidget* buildOptionBox(const std::string& group);
   QWidget* buildEditor(const std::string& option);
   QSpinBox* spinBox(const std::string& option) const;
@@ -122,6 +126,9 @@ class RunSetupPage : public QWidget {
   void updateProblems();
   QString effectiveModelDir() const;  // the demo's cache folder or the chosen one
 
+  QGridLayout* columns_ = nullptr;
+  std::array<QWidget*, 2> boxes_{};  // what to train, the options
+  bool twoColumns_ = true;
   ModelInspection inspection_;
   DatasetValidation validation_;
   bool inspecting_ = false;
