@@ -8,14 +8,18 @@
 // a toggle the engine refuses shows its reason and reverts.
 #include <QtTest>
 
+#include <QAbstractButton>
 #include <QAction>
+#include <QApplication>
 #include <QDir>
 #include <QLineSeries>
+#include <QMessageBox>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 
 #include "engine/InProcessHost.h"
 #include "engine/IsolatedHost.h"
@@ -85,6 +89,23 @@ class TestAppEndToEnd : public QObject {
     QVERIFY2(!checkpoints.isEmpty(), qPrintable(runFolder));
   }
 
+  // Shows the window and starts a small demo run that will not end by itself; returns once
+  // `steps` steps reached the dashboard.
+  void startDemoRun(app::MainWindow& window, EngineHost& host, int steps) {
+    window.show();
+    window.setEngine(&host);
+    app::RunSetupPage* setup = window.setupPage();
+    QTRY_VERIFY_WITH_TIMEOUT(!setup->isBusy(), kTimeoutMs);
+    setup->setOutputDir(home_.filePath(QStringLiteral("runs")));
+    setup->maxStepsEditor()->setValue(kStepLimit);
+    setup->microBatchEditor()->setValue(2);
+    setup->seqLenEditor()->setValue(64);
+    QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), kTimeoutMs);
+    window.startAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->lossChart()->decimator(0).sampleCount() >= steps,
+                             kTimeoutMs);
+  }
+
  private slots:
   void initTestCase() {
     QStandardPaths::setTestModeEnabled(true);
@@ -111,18 +132,10 @@ class TestAppEndToEnd : public QObject {
     InProcessHost host(job::createTrainingJob, HelloEvent{kProtocolVersion, "test", "cpu", {}});
     app::MainWindow window(app::collectAboutFacts());
     window.resize(1280, 800);
-    window.show();
-    window.setEngine(&host);
-    app::RunSetupPage* setup = window.setupPage();
-    QTRY_VERIFY_WITH_TIMEOUT(!setup->isBusy(), kTimeoutMs);
-    setup->setOutputDir(home_.filePath(QStringLiteral("runs")));
-    setup->maxStepsEditor()->setValue(kStepLimit);
-    setup->microBatchEditor()->setValue(2);
-    setup->seqLenEditor()->setValue(64);
-    QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), kTimeoutMs);
-    window.startAction()->trigger();
-    QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->lossChart()->decimator(0).sampleCount() >= 2,
-                             kTimeoutMs);
+    startDemoRun(window, host, 2);
+    if (QTest::currentTestFailed()) {
+      return;
+    }
     // Every page, each long enough for its timers (the memory map asks every 2 s while shown).
     for (int page = 0; page < window.pages()->count(); ++page) {
       window.pages()->setCurrentIndex(page);
@@ -154,6 +167,41 @@ class TestAppEndToEnd : public QObject {
     for (const widgets::ChartMarker& marker : window.dashboard()->markers()) {
       QVERIFY2(marker.kind != widgets::MarkerKind::Incident, qPrintable(marker.text));
     }
+  }
+
+  // Quitting mid-run asks: Cancel keeps the window and the run; "stop with a checkpoint and
+  // quit" stops the run, and the window closes once the checkpoint is written.
+  void quittingMidRunAsks() {
+    InProcessHost host(job::createTrainingJob, HelloEvent{kProtocolVersion, "test", "cpu", {}});
+    app::MainWindow window(app::collectAboutFacts());
+    startDemoRun(window, host, 1);
+    if (QTest::currentTestFailed()) {
+      return;
+    }
+    auto answer = [](const QString& button) {
+      QTimer::singleShot(0, [button] {
+        auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+        QVERIFY(box != nullptr);
+        QCOMPARE(box->objectName(), QStringLiteral("quitPrompt"));
+        for (QAbstractButton* b : box->buttons()) {
+          if (b->text().contains(button)) {
+            b->click();
+            return;
+          }
+        }
+        QFAIL(qPrintable(QStringLiteral("no button ") + button));
+      });
+    };
+    answer(QStringLiteral("Cancel"));
+    QVERIFY(!window.close());
+    QVERIFY(window.isVisible());
+    QVERIFY(window.stopAction()->isEnabled());  // still running
+    answer(QStringLiteral("Stop with a checkpoint"));
+    QVERIFY(!window.close());  // not yet: the engine is stopping
+    QTRY_VERIFY_WITH_TIMEOUT(!window.isVisible(), kTimeoutMs);
+    const QStringList checkpoints = QDir(window.runFolder() + QStringLiteral("/checkpoints"))
+                                        .entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    QVERIFY(!checkpoints.isEmpty());
   }
 
   void isolatedHostTrainsAndExportsTheDemo() {
