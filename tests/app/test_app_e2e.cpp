@@ -91,7 +91,7 @@ class TestAppEndToEnd : public QObject {
 
   // Shows the window and starts a small demo run that will not end by itself; returns once
   // `steps` steps reached the dashboard.
-  void startDemoRun(app::MainWindow& window, EngineHost& host, int steps) {
+  void startDemoRun(app::MainWindow& window, widgets::EngineClient& host, int steps) {
     window.show();
     window.setEngine(&host);
     app::RunSetupPage* setup = window.setupPage();
@@ -129,7 +129,11 @@ class TestAppEndToEnd : public QObject {
   }
 
   void aCleanDemoRunLogsNoErrorOnAnyPage() {
-    InProcessHost host(job::createTrainingJob, HelloEvent{kProtocolVersion, "test", "cpu", {}});
+    app::EngineAdapter host([](HostListener listener) {
+      return std::make_unique<InProcessHost>(job::createTrainingJob,
+                                             HelloEvent{kProtocolVersion, "test", "cpu", {}},
+                                             std::move(listener));
+    });
     app::MainWindow window(app::collectAboutFacts());
     window.resize(1280, 800);
     startDemoRun(window, host, 2);
@@ -172,7 +176,11 @@ class TestAppEndToEnd : public QObject {
   // Quitting mid-run asks: Cancel keeps the window and the run; "stop with a checkpoint and
   // quit" stops the run, and the window closes once the checkpoint is written.
   void quittingMidRunAsks() {
-    InProcessHost host(job::createTrainingJob, HelloEvent{kProtocolVersion, "test", "cpu", {}});
+    app::EngineAdapter host([](HostListener listener) {
+      return std::make_unique<InProcessHost>(job::createTrainingJob,
+                                             HelloEvent{kProtocolVersion, "test", "cpu", {}},
+                                             std::move(listener));
+    });
     app::MainWindow window(app::collectAboutFacts());
     startDemoRun(window, host, 1);
     if (QTest::currentTestFailed()) {
