@@ -37,6 +37,11 @@
 #                                  $OUT/chat_template_reference.json
 #                                  (scripts/reference/chat_templates.py; commit it as
 #                                  tests/text/data/chat_template_reference.json)
+#   scripts/gpu-check.sh record    there: build lorascope-train only and run
+#                                  scripts/record_gpu_run.py: a real run driven over the engine's
+#                                  stdio protocol (queue depth, memory, toggles, a snapshot, an
+#                                  injected hang); the event streams, the snapshot and a summary go
+#                                  to $OUT (to be replayed here by scripts/screenshots.sh)
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -90,6 +95,17 @@ configure_device_build() {
   cmake --preset hip-nvidia -B build/device -DLORASCOPE_BUILD_GUI=OFF \
     -DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include" >"$out/configure.log" 2>&1 ||
     { tail -40 "$out/configure.log"; exit 1; }
+}
+
+run_record() {
+  local out="${OUT:-$repo/gpu-check-results}"
+  mkdir -p "$out"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
+  configure_device_build "$out"
+  cmake --build build/device --target lorascope-train --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
+    { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+  rm -f "$out/build.log" "$out/configure.log"
+  python3 scripts/record_gpu_run.py build/device/app/lorascope-train "$out"
 }
 
 run_doctor() {
@@ -181,6 +197,7 @@ case "${1:-}" in
     ;;
   run) run_checks "${2:-}" ;;
   doctor) run_doctor ;;
+  record) run_record ;;
   bench)
     shift
     run_bench "$@"
@@ -190,7 +207,7 @@ case "${1:-}" in
     run_memory "$@"
     ;;
   *)
-    echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | doctor | bench [SHAPE ...] |" \
+    echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | doctor | record | bench [SHAPE ...] |" \
       "memory [ARGS] | hf RUN_DIR TEMPLATES_DIR" >&2
     exit 2
     ;;

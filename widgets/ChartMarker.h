@@ -14,6 +14,9 @@ struct ChartMarker {
   std::int64_t timeMs = 0;  // engine clock, the charts' shared time axis
   MarkerKind kind = MarkerKind::Toggle;
   QString text;  // shown in the tooltip: "serialize → true at step 40"
+  // Where it is drawn on the charts' x axis now: steps, or seconds since the run started
+  // (widgets/Dashboard.h sets it for the axis it shows).
+  double x = 0.0;
 };
 
 QColor markerColor(MarkerKind kind);

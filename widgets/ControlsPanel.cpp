@@ -78,6 +78,8 @@ ControlsPanel::ControlsPanel(const std::vector<ControlSpec>& controls, QWidget* 
     mode->setEnabled(false);  // a quiet badge
     r.status = new QLabel(this);
     r.status->setMinimumWidth(120);
+    r.status->setMaximumWidth(260);
+    r.status->setWordWrap(true);  // a refusal's reason is shown whole
     grid->addWidget(label, line, 0);
     grid->addWidget(r.editor, line, 1);
     grid->addWidget(mode, line, 2);
@@ -107,6 +109,12 @@ ControlsPanel::Status ControlsPanel::status(Toggle toggle) const {
   if (r.pending) {
     return Status::Pending;
   }
+  if (!r.refusal.isEmpty()) {
+    return Status::Refused;
+  }
+  if (!r.notApplicable.isEmpty()) {
+    return Status::NotApplicable;
+  }
   return r.applied ? Status::Applied : Status::NotReported;
 }
 
@@ -127,9 +135,18 @@ QString ControlsPanel::effectiveBatchText() const {
 }
 
 void ControlsPanel::setEngineAvailable(bool available) {
+  engineAvailable_ = available;
   for (auto& [toggle, r] : rows_) {
-    r.editor->setEnabled(available);
+    updateEnabled(toggle);
   }
+}
+
+void ControlsPanel::updateEnabled(Toggle toggle) {
+  Row& r = row(toggle);
+  r.editor->setEnabled(engineAvailable_ && r.notApplicable.isEmpty());
+  r.editor->setToolTip(r.notApplicable.isEmpty()
+                           ? r.spec.help
+                           : tr("Not applicable on this device: %1").arg(r.notApplicable));
 }
 
 void ControlsPanel::requestToggle(Toggle toggle, const nlohmann::json& value) {
@@ -138,6 +155,7 @@ void ControlsPanel::requestToggle(Toggle toggle, const nlohmann::json& value) {
     return;  // already in effect
   }
   r.pending = value;
+  r.refusal.clear();
   showValue(toggle, value);
   updateStatus(toggle);
   emit commandRequested(SetToggleCommand{toggle, value});
@@ -175,6 +193,15 @@ void ControlsPanel::updateStatus(Toggle toggle) {
       r.status->setText(tr("applied at step %1").arg(r.appliedStep));
       r.status->setToolTip(tr("The engine confirmed %1").arg(valueText(*r.applied)));
       break;
+    case Status::Refused:
+      r.status->setText(tr("refused: %1").arg(r.refusal));
+      r.status->setToolTip(r.applied ? tr("The engine kept %1").arg(valueText(*r.applied))
+                                     : tr("The engine kept its value"));
+      break;
+    case Status::NotApplicable:
+      r.status->setText(tr("not applicable here"));
+      r.status->setToolTip(r.notApplicable);
+      break;
   }
 }
 
@@ -186,11 +213,25 @@ void ControlsPanel::handleEvent(const TimedEvent& timed) {
     Row& r = row(applied->toggle);
     r.applied = applied->value;
     r.appliedStep = applied->step;
+    r.notApplicable = QString::fromStdString(applied->notApplicable);
     if (r.pending && *r.pending == applied->value) {
       r.pending.reset();
+      r.refusal.clear();
     }
     showValue(applied->toggle, r.pending ? *r.pending : applied->value);
     updateStatus(applied->toggle);
+    updateEnabled(applied->toggle);
+  } else if (const auto* refused = std::get_if<ToggleRefusedEvent>(&timed.event)) {
+    Row& r = row(refused->toggle);
+    if (!r.pending || *r.pending != refused->value) {
+      return;  // not the user's change (a profile's, the ladder's): the row stays as it is
+    }
+    r.pending.reset();
+    r.refusal = QString::fromStdString(refused->reason);
+    if (r.applied) {
+      showValue(refused->toggle, *r.applied);  // the editor goes back to what is in effect
+    }
+    updateStatus(refused->toggle);
   } else if (const auto* step = std::get_if<StepEvent>(&timed.event)) {
     effectiveBatch_->setText(tr("Effective batch: %1 × %2 accumulation = %3 sequences")
                                  .arg(step->microBatch)

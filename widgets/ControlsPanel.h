@@ -5,9 +5,13 @@
 //
 // A change sends a SetToggleCommand and the row says "pending" until the engine confirms it with
 // a ToggleAppliedEvent; the editor then shows what the engine applied (which is also how changes
-// made by a profile switch or the recovery ladder appear). Until the engine has reported a toggle
-// its row says so rather than pretending to know the value. Each row is marked live (applied at
-// the next step by our code) or restart (the engine restarts to apply it).
+// made by a profile switch or the recovery ladder appear). A refusal of the user's change
+// (ToggleRefusedEvent) shows its reason and puts the editor back to the applied value; refusals of
+// changes the user did not make (a profile's) leave the row as it is. A toggle that does nothing
+// where the run computes now (a GPU setting on a CPU run) is disabled with the reason as tooltip.
+// Until the engine has reported a toggle its row says so rather than pretending to know the value.
+// Each row is marked live (applied at the next step by our code) or restart (the engine restarts to
+// apply it).
 #pragma once
 
 #include <QList>
@@ -40,7 +44,7 @@ class ControlsPanel : public QWidget {
 
  public:
   enum class ApplyMode { Live, Restart };
-  enum class Status { NotReported, Pending, Applied };
+  enum class Status { NotReported, Pending, Applied, Refused, NotApplicable };
 
   explicit ControlsPanel(const std::vector<ControlSpec>& controls, QWidget* parent = nullptr);
 
@@ -69,14 +73,18 @@ class ControlsPanel : public QWidget {
     std::optional<nlohmann::json> applied;
     std::optional<nlohmann::json> pending;
     std::int64_t appliedStep = 0;
+    QString refusal;        // the engine's reason for refusing the user's last change
+    QString notApplicable;  // why the toggle does nothing on this device ("" when it applies)
   };
   Row& row(engine::Toggle toggle);
   const Row& row(engine::Toggle toggle) const;
   void showValue(engine::Toggle toggle, const nlohmann::json& value);
   void updateStatus(engine::Toggle toggle);
+  void updateEnabled(engine::Toggle toggle);
 
   std::map<engine::Toggle, Row> rows_;
   QLabel* effectiveBatch_;
+  bool engineAvailable_ = false;
 };
 
 }  // namespace lorascope::widgets

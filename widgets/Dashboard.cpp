@@ -1,7 +1,9 @@
 // widgets/Dashboard.cpp — event routing into the five charts, markers, the coalesced tick.
 #include "widgets/Dashboard.h"
 
+#include <QComboBox>
 #include <QGridLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QVBoxLayout>
 #include <numeric>
@@ -68,12 +70,39 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   memory_->addSeries(tr("our allocated"), AxisSide::Left, kBlue, fixed(2, tr("GiB")));
   memory_->addSeries(tr("held outside this run"), AxisSide::Left, kBrown, fixed(2, tr("GiB")));
   memory_->addSeries(tr("host RAM (ours)"), AxisSide::Left, kOlive, fixed(2, tr("GiB")));
-  allocator_ = new TimeChart(tr("Allocator"), tr("fragmentation (%)"), tr("largest free (GiB)"),
-                             &markers_, page);
-  allocator_->addSeries(tr("fragmentation"), AxisSide::Left, kPink, fixed(1, tr("%")));
-  allocator_->addSeries(tr("largest free block"), AxisSide::Right, kCyan, fixed(2, tr("GiB")));
+  allocator_ =
+      new TimeChart(tr("Allocator: does the next step fit?"), tr("GiB"), {}, &markers_, page);
+  allocator_->addSeries(tr("largest free block"), AxisSide::Left, kCyan, fixed(2, tr("GiB")));
+  allocator_->addSeries(tr("largest request (step)"), AxisSide::Left, kOrange, fixed(2, tr("GiB")));
+  allocator_->addSeries(tr("inactive split"), AxisSide::Left, kPink, fixed(2, tr("GiB")));
+  allocator_->addSeries(tr("largest free at peak"), AxisSide::Left, kBlue, fixed(2, tr("GiB")));
+  allocatorNote_ = new QLabel(
+      tr("Fragmentation hurts when the largest free block is smaller than the largest request; "
+         "cached free memory that the next step reuses is not lost."),
+      page);
+  allocatorNote_->setObjectName(QStringLiteral("allocatorNote"));
+  allocatorNote_->setWordWrap(true);
+  allocatorNote_->setToolTip(
+      tr("Inactive split: free pieces inside partly used segments, which only requests that fit "
+         "them can use. At peak: read when the step's allocations were highest."));
+  auto* allocatorPanel = new QWidget(page);
+  auto* allocatorLayout = new QVBoxLayout(allocatorPanel);
+  allocatorLayout->setContentsMargins(0, 0, 0, 0);
+  allocatorLayout->addWidget(allocator_, 1);
+  allocatorLayout->addWidget(allocatorNote_);
   queue_ =
       new TimeChart(tr("Queue depth per stream"), tr("launches in flight"), {}, &markers_, page);
+  queuePanel_ = new QStackedWidget(page);
+  queuePanel_->addWidget(queue_);
+  queueNote_ = new QLabel(
+      tr("<b>Queue depth per stream</b><p>Queue depth is a GPU reading: it counts the kernel "
+         "launches a GPU stream has accepted and not yet finished. This run computes on the CPU, "
+         "where each op runs to its end when it is called, so there is no queue to show.</p>"),
+      queuePanel_);
+  queueNote_->setObjectName(QStringLiteral("queueDepthNote"));
+  queueNote_->setWordWrap(true);
+  queueNote_->setAlignment(Qt::AlignCenter);
+  queuePanel_->addWidget(queueNote_);
   undrawnStreamsLabel_ = new QLabel(page);
   undrawnStreamsLabel_->setVisible(false);
 
@@ -81,13 +110,37 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   grid->addWidget(loss_, 0, 0);
   grid->addWidget(throughput_, 0, 1);
   grid->addWidget(memory_, 1, 0);
-  grid->addWidget(allocator_, 1, 1);
-  grid->addWidget(queue_, 2, 0, 1, 2);
+  grid->addWidget(allocatorPanel, 1, 1);
+  grid->addWidget(queuePanel_, 2, 0, 1, 2);
+  runSelector_ = new QComboBox(page);
+  runSelector_->setObjectName(QStringLiteral("runSelector"));
+  runSelector_->setToolTip(tr("The runs since LoRAscope started: choose one to see its curves"));
+  runSelector_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  connect(runSelector_, &QComboBox::activated, this, [this](int index) { showRun(index); });
+  xAxisSelector_ = new QComboBox(page);
+  xAxisSelector_->setObjectName(QStringLiteral("xAxisSelector"));
+  xAxisSelector_->addItem(tr("x: step"));
+  xAxisSelector_->addItem(tr("x: time since start"));
+  xAxisSelector_->setToolTip(
+      tr("Draw the charts against optimizer steps or seconds since the "
+         "run started"));
+  connect(xAxisSelector_, &QComboBox::activated, this,
+          [this](int index) { setXAxis(index == 0 ? XAxis::Step : XAxis::Time); });
+  auto* header = new QHBoxLayout;
+  header->addWidget(new QLabel(tr("Run:"), page));
+  header->addWidget(runSelector_);
+  header->addStretch();
+  header->addWidget(xAxisSelector_);
   auto* layout = new QVBoxLayout(page);
   layout->setContentsMargins(0, 0, 0, 0);
+  layout->addLayout(header);
   layout->addLayout(grid, 1);
   layout->addWidget(undrawnStreamsLabel_);
   addWidget(page);
+
+  for (TimeChart* chart : charts()) {
+    chart->setTimeAxisTitle(tr("step"));
+  }
 
   refreshTimer_.setSingleShot(true);
   refreshTimer_.setInterval(kRefreshIntervalMs);
@@ -107,71 +160,175 @@ void Dashboard::showCharts() {
 }
 
 void Dashboard::handleEvent(const TimedEvent& timed) {
-  const double timeS = static_cast<double>(timed.timeMs) / 1000.0;
+  if (std::holds_alternative<SnapshotEvent>(timed.event)) {
+    return;  // the memory map's; not kept with the run's curves
+  }
   lastTimeMs_ = std::max(lastTimeMs_, timed.timeMs);
+  if (runs_.empty()) {  // events before any start command: the charts are empty already
+    runs_.push_back({tr("run 1"), {}, {}});
+    runSelector_->addItem(runs_.back().name);
+    shownRun_ = 0;
+  }
+  const bool drawn = shownRun_ == static_cast<int>(runs_.size()) - 1;
+  runs_.back().events.push_back(timed);
+  if (drawn) {
+    plot(timed);
+    scheduleRefresh();
+  }
+}
+
+// Steps: each step event at its number; readings in between by the time since the last step,
+// as a fraction of the step before it. Time: seconds since the run's first event.
+double Dashboard::xOf(const TimedEvent& timed) {
+  if (!runStartMs_) {
+    runStartMs_ = timed.timeMs;
+  }
+  if (xAxis_ == XAxis::Time) {
+    return static_cast<double>(timed.timeMs - *runStartMs_) / 1000.0;
+  }
+  if (const auto* step = std::get_if<StepEvent>(&timed.event)) {
+    if (step->step > lastStep_) {
+      stepDurationMs_ = timed.timeMs - (lastStep_ > 0 ? lastStepMs_ : *runStartMs_);
+      lastStep_ = step->step;
+      lastStepMs_ = timed.timeMs;
+    }
+    return static_cast<double>(step->step);
+  }
+  const std::int64_t since = timed.timeMs - (lastStep_ > 0 ? lastStepMs_ : *runStartMs_);
+  const double fraction =
+      stepDurationMs_ > 0 ? static_cast<double>(since) / static_cast<double>(stepDurationMs_) : 0;
+  return static_cast<double>(lastStep_) + std::clamp(fraction, 0.0, 0.99);
+}
+
+void Dashboard::plot(const TimedEvent& timed) {
+  const double x = xOf(timed);
+  lastX_ = std::max(lastX_, x);
   std::visit(
       [&](const auto& e) {
         using T = std::decay_t<decltype(e)>;
         if constexpr (std::is_same_v<T, StepEvent>) {
-          onStep(timeS, e);
+          onStep(x, e);
         } else if constexpr (std::is_same_v<T, MemoryEvent>) {
-          onMemory(timeS, e);
+          onMemory(x, e);
         } else if constexpr (std::is_same_v<T, QueueEvent>) {
-          onQueue(timeS, e);
+          onQueue(x, e);
+        } else if constexpr (std::is_same_v<T, HelloEvent>) {
+          setRunOnCpu(e.flavour == "cpu");
         } else if constexpr (std::is_same_v<T, ToggleAppliedEvent>) {
+          if (e.toggle == Toggle::CpuFallback && e.value.is_boolean()) {
+            setRunOnCpu(e.value.template get<bool>());  // where the run computes now
+          }
           QString text = tr("%1 → %2 at step %3")
                              .arg(QLatin1String(toString(e.toggle)), toggleValueText(e.value))
                              .arg(e.step);
           if (!e.detail.empty()) {
             text += QStringLiteral(": ") + QString::fromStdString(e.detail);  // a device move
           }
-          addMarker(timed.timeMs, MarkerKind::Toggle, text);
+          addMarker(timed, MarkerKind::Toggle, text);
         } else if constexpr (std::is_same_v<T, CheckpointEvent>) {
-          addMarker(timed.timeMs, MarkerKind::Checkpoint,
+          addMarker(timed, MarkerKind::Checkpoint,
                     tr("step %1 saved to %2").arg(e.step).arg(QString::fromStdString(e.path)));
         } else if constexpr (std::is_same_v<T, IncidentEvent>) {
           addMarker(
-              timed.timeMs, MarkerKind::Incident,
+              timed, MarkerKind::Incident,
               tr("%1 — %2").arg(QString::fromStdString(e.what), QString::fromStdString(e.action)));
         } else if constexpr (std::is_same_v<T, ErrorEvent>) {
           addMarker(
-              timed.timeMs, MarkerKind::Incident,
+              timed, MarkerKind::Incident,
               tr("%1 error: %2")
                   .arg(QString::fromStdString(e.category), QString::fromStdString(e.message)));
         }
       },
       timed.event);
-  scheduleRefresh();
 }
 
 void Dashboard::noteCommand(const Command& command) {
-  if (std::holds_alternative<StartCommand>(command)) {
-    clear();
+  if (const auto* start = std::get_if<StartCommand>(&command)) {
+    // A new run: the previous one stays in the selector.
+    QString name = tr("run %1").arg(runs_.size() + 1);
+    if (start->runConfig.is_object() && start->runConfig.contains("out") &&
+        start->runConfig["out"].is_string()) {
+      const QString out = QString::fromStdString(start->runConfig["out"].get<std::string>());
+      name = out.section(QLatin1Char('/'), -1, -1, QString::SectionSkipEmpty);
+    }
+    beginRun(name);
   } else if (const auto* sw = std::get_if<SwitchProfileCommand>(&command)) {
     // The protocol confirms toggles, not profile switches: the marker is the request's moment.
-    addMarker(lastTimeMs_, MarkerKind::Profile,
-              tr("switch to profile “%1” requested").arg(QString::fromStdString(sw->name)));
-    scheduleRefresh();
+    if (runs_.empty()) {
+      beginRun(tr("run 1"));
+    }
+    const TimedEvent at{lastTimeMs_, LogEvent{}};
+    const QString text =
+        tr("switch to profile “%1” requested").arg(QString::fromStdString(sw->name));
+    runs_.back().requestMarkers.push_back({lastTimeMs_, MarkerKind::Profile, text});
+    if (shownRun_ == static_cast<int>(runs_.size()) - 1) {
+      addMarker(at, MarkerKind::Profile, text);
+      scheduleRefresh();
+    }
   }
 }
 
-void Dashboard::onStep(double timeS, const StepEvent& step) {
+void Dashboard::beginRun(const QString& name) {
+  runs_.push_back({name, {}, {}});
+  runSelector_->addItem(name);
+  showRun(static_cast<int>(runs_.size()) - 1);
+}
+
+QString Dashboard::runName(int run) const {
+  return runs_.at(static_cast<std::size_t>(run)).name;
+}
+
+void Dashboard::showRun(int run) {
+  if (run < 0 || run >= static_cast<int>(runs_.size())) {
+    return;
+  }
+  shownRun_ = run;
+  runSelector_->setCurrentIndex(run);
+  redraw();
+}
+
+void Dashboard::setXAxis(XAxis axis) {
+  xAxis_ = axis;
+  xAxisSelector_->setCurrentIndex(axis == XAxis::Step ? 0 : 1);
+  const QString title = axis == XAxis::Step ? tr("step") : tr("time since the run started (s)");
+  for (TimeChart* chart : charts()) {
+    chart->setTimeAxisTitle(title);
+  }
+  redraw();
+}
+
+// Draws the shown run from its kept events, on the current axis.
+void Dashboard::redraw() {
+  clearCharts();
+  if (shownRun_ >= 0) {
+    const Run& run = runs_[static_cast<std::size_t>(shownRun_)];
+    for (const TimedEvent& e : run.events) {
+      plot(e);
+    }
+    for (const ChartMarker& m : run.requestMarkers) {
+      addMarker(TimedEvent{m.timeMs, LogEvent{}}, m.kind, m.text);
+    }
+  }
+  refresh();
+}
+
+void Dashboard::onStep(double x, const StepEvent& step) {
   showCharts();
   recentLoss_[static_cast<std::size_t>(recentLossCount_ % kMovingAverageSteps)] = step.loss;
   ++recentLossCount_;
   const int n = std::min(recentLossCount_, kMovingAverageSteps);
   const double average = std::accumulate(recentLoss_.begin(), recentLoss_.begin() + n, 0.0) / n;
-  loss_->addSample(Loss, timeS, step.loss);
-  loss_->addSample(LossAverage, timeS, average);
-  loss_->addSample(LearningRate, timeS, step.learningRate);
-  throughput_->addSample(0, timeS, step.tokensPerS);
+  loss_->addSample(Loss, x, step.loss);
+  loss_->addSample(LossAverage, x, average);
+  loss_->addSample(LearningRate, x, step.learningRate);
+  throughput_->addSample(0, x, step.tokensPerS);
 }
 
-void Dashboard::onMemory(double timeS, const MemoryEvent& m) {
+void Dashboard::onMemory(double x, const MemoryEvent& m) {
   showCharts();
   auto bytes = [&](TimeChart* chart, int series, const std::optional<std::uint64_t>& value) {
     if (value) {
-      chart->addSample(series, timeS, static_cast<double>(*value) / kGiB);
+      chart->addSample(series, x, static_cast<double>(*value) / kGiB);
     } else {
       chart->markUnavailable(series);
     }
@@ -182,15 +339,22 @@ void Dashboard::onMemory(double timeS, const MemoryEvent& m) {
   bytes(memory_, HeldOutside, m.heldOutsideBytes);
   bytes(memory_, HostRss, m.hostRssBytes);
   bytes(allocator_, LargestFree, m.largestFreeBytes);
-  if (m.fragmentation) {
-    allocator_->addSample(Fragmentation, timeS, *m.fragmentation * 100.0);
-  } else {
-    allocator_->markUnavailable(Fragmentation);
-  }
+  bytes(allocator_, LargestRequest, m.largestRequestBytes);
+  bytes(allocator_, InactiveSplit, m.inactiveSplitBytes);
+  bytes(allocator_, LargestFreeAtPeak, m.largestFreeAtPeakBytes);
 }
 
-void Dashboard::onQueue(double timeS, const QueueEvent& queue) {
+bool Dashboard::showsQueueNote() const {
+  return queuePanel_->currentWidget() == queueNote_;
+}
+
+void Dashboard::setRunOnCpu(bool onCpu) {
+  queuePanel_->setCurrentWidget(onCpu ? static_cast<QWidget*>(queueNote_) : queue_);
+}
+
+void Dashboard::onQueue(double x, const QueueEvent& queue) {
   showCharts();
+  setRunOnCpu(false);  // queue readings come from a GPU
   for (const QueueDepth& q : queue.streams) {
     auto it = streamSeries_.find(q.stream);
     if (it == streamSeries_.end()) {
@@ -211,31 +375,44 @@ void Dashboard::onQueue(double timeS, const QueueEvent& queue) {
           fixed(0));
       it = streamSeries_.emplace(q.stream, index).first;
     }
-    queue_->addSample(it->second, timeS, static_cast<double>(q.depth));
+    queue_->addSample(it->second, x, static_cast<double>(q.depth));
   }
 }
 
-void Dashboard::addMarker(std::int64_t timeMs, MarkerKind kind, const QString& text) {
-  markers_.push_back({timeMs, kind, text});
+void Dashboard::addMarker(const TimedEvent& at, MarkerKind kind, const QString& text) {
+  markers_.push_back({at.timeMs, kind, text, xOf(at)});
 }
 
 void Dashboard::refresh() {
   refreshTimer_.stop();
-  const double endS = std::max(10.0, static_cast<double>(lastTimeMs_) / 1000.0);
+  const double endS = std::max(10.0, lastX_);
   for (TimeChart* chart : charts()) {
     chart->refresh(0.0, endS);
     chart->view()->viewport()->update();  // markers live in the foreground layer
   }
 }
 
-void Dashboard::clear() {
+void Dashboard::clearCharts() {
   for (TimeChart* chart : charts()) {
     chart->clear();
   }
   markers_.clear();
   recentLossCount_ = 0;
-  lastTimeMs_ = 0;
+  runStartMs_.reset();
+  lastStep_ = 0;
+  lastStepMs_ = 0;
+  stepDurationMs_ = 0;
+  lastX_ = 0.0;
   setCurrentIndex(0);
+}
+
+void Dashboard::clear() {
+  clearCharts();
+  lastTimeMs_ = 0;
+  if (shownRun_ >= 0) {
+    runs_[static_cast<std::size_t>(shownRun_)].events.clear();
+    runs_[static_cast<std::size_t>(shownRun_)].requestMarkers.clear();
+  }
   refresh();
 }
 

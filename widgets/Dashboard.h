@@ -1,18 +1,26 @@
 // widgets/Dashboard.h — the live dashboard: loss and its moving average with the learning rate,
 // tokens/s, VRAM (driver used, our reserved, our allocated, held outside this run, host RAM),
-// allocator fragmentation and largest free block, queue depth per stream — all on one time axis,
-// with a marker on every chart where a toggle, profile switch, checkpoint or incident happened.
+// the allocator's fragmentation as it matters (largest free block against the step's largest
+// request, inactive-split bytes, the largest free block at the step's peak), queue depth per stream
+// — all on one time axis, with a marker on every chart where a toggle, profile switch, checkpoint
+// or incident happened.
 //
 // handleEvent() only files samples (O(1), no drawing); the first event of a burst schedules one
 // refresh 100 ms later (10 Hz coalescing), which redraws each changed series with one replace().
 // Until the engine reports anything the page says so instead of drawing empty or zero curves.
+//
+// The x axis counts optimizer steps (the default; readings between two steps fall between them,
+// by time) or seconds since the run started. Each run's events are kept: a new run starts a new
+// entry in the run selector, and choosing an earlier run (or the other axis) redraws its curves.
 #pragma once
 
 #include <QStackedWidget>
+#include <QStringList>
 #include <QTimer>
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +28,7 @@
 #include "widgets/EngineTypes.h"
 #include "widgets/TimeChart.h"
 
+class QComboBox;
 class QLabel;
 
 namespace lorascope::widgets {
@@ -32,8 +41,19 @@ class Dashboard : public QStackedWidget {
   static constexpr int kMovingAverageSteps = 20;
   static constexpr int kMaxStreams = 8;  // queue-depth series; more streams are listed, not drawn
 
+  enum class XAxis { Step, Time };
+
   explicit Dashboard(QWidget* parent = nullptr);
 
+  XAxis xAxis() const { return xAxis_; }
+  void setXAxis(XAxis axis);
+  // The runs seen since the app started, oldest first; the selector shows one of them.
+  int runCount() const { return static_cast<int>(runs_.size()); }
+  int shownRun() const { return shownRun_; }
+  QString runName(int run) const;
+  void showRun(int run);
+  QComboBox* runSelector() const { return runSelector_; }
+  QComboBox* xAxisSelector() const { return xAxisSelector_; }
   TimeChart* lossChart() const { return loss_; }
   TimeChart* throughputChart() const { return throughput_; }
   TimeChart* memoryChart() const { return memory_; }
@@ -42,11 +62,16 @@ class Dashboard : public QStackedWidget {
   QList<TimeChart*> charts() const { return {loss_, throughput_, memory_, allocator_, queue_}; }
   const std::vector<ChartMarker>& markers() const { return markers_; }
   bool showsCharts() const { return currentIndex() == 1; }
+  // The run computes on the CPU: the queue panel says that queue depth is a GPU reading.
+  bool showsQueueNote() const;
+  QLabel* queueNote() const { return queueNote_; }
+  QLabel* allocatorNote() const { return allocatorNote_; }
 
   // Series indices of the charts above.
   enum LossSeries { Loss, LossAverage, LearningRate };
   enum MemorySeries { DriverUsed, Reserved, Allocated, HeldOutside, HostRss };
-  enum AllocatorSeries { Fragmentation, LargestFree };
+  // The allocator chart: will the next step's allocations fit? (GiB)
+  enum AllocatorSeries { LargestFree, LargestRequest, InactiveSplit, LargestFreeAtPeak };
 
  public slots:
   void handleEvent(const lorascope::engine::TimedEvent& event);
@@ -56,10 +81,21 @@ class Dashboard : public QStackedWidget {
   void clear();
 
  private:
-  void onStep(double timeS, const engine::StepEvent& step);
-  void onMemory(double timeS, const engine::MemoryEvent& memory);
-  void onQueue(double timeS, const engine::QueueEvent& queue);
-  void addMarker(std::int64_t timeMs, MarkerKind kind, const QString& text);
+  struct Run {
+    QString name;
+    std::vector<engine::TimedEvent> events;   // what the charts are drawn from (no snapshots)
+    std::vector<ChartMarker> requestMarkers;  // profile switches the user asked for
+  };
+  void plot(const engine::TimedEvent& event);
+  double xOf(const engine::TimedEvent& event);
+  void redraw();
+  void clearCharts();
+  void beginRun(const QString& name);
+  void onStep(double x, const engine::StepEvent& step);
+  void onMemory(double x, const engine::MemoryEvent& memory);
+  void onQueue(double x, const engine::QueueEvent& queue);
+  void setRunOnCpu(bool onCpu);
+  void addMarker(const engine::TimedEvent& at, MarkerKind kind, const QString& text);
   void showCharts();
   void scheduleRefresh();
 
@@ -69,6 +105,9 @@ class Dashboard : public QStackedWidget {
   TimeChart* memory_;
   TimeChart* allocator_;
   TimeChart* queue_;
+  QStackedWidget* queuePanel_;  // queue_, or queueNote_ while the run is on the CPU
+  QLabel* queueNote_;
+  QLabel* allocatorNote_;
   std::vector<ChartMarker> markers_;
   std::map<std::string, int> streamSeries_;  // stream name → queue_ series index
   QStringList undrawnStreams_;
@@ -76,6 +115,17 @@ class Dashboard : public QStackedWidget {
   std::array<double, kMovingAverageSteps> recentLoss_{};
   int recentLossCount_ = 0;
   std::int64_t lastTimeMs_ = 0;
+  XAxis xAxis_ = XAxis::Step;
+  std::vector<Run> runs_;
+  int shownRun_ = -1;
+  // The x mapping of the run being drawn: when it started, its last step and that step's time.
+  std::optional<std::int64_t> runStartMs_;
+  std::int64_t lastStep_ = 0;
+  std::int64_t lastStepMs_ = 0;
+  std::int64_t stepDurationMs_ = 0;
+  double lastX_ = 0.0;
+  QComboBox* runSelector_;
+  QComboBox* xAxisSelector_;
   QTimer refreshTimer_;
 };
 

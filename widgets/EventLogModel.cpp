@@ -137,6 +137,14 @@ void EventLogModel::handleEvent(const TimedEvent& timed) {
                   e.step,
                   e.detail.empty() ? state : state + QStringLiteral(": ") + text(e.detail),
                   {}});
+        } else if constexpr (std::is_same_v<T, ToggleRefusedEvent>) {
+          // A declined request, not an error: the run goes on as it was.
+          const QString value =
+              text(e.value.is_string() ? e.value.template get<std::string>() : e.value.dump());
+          append({timed.timeMs, Info, tr("toggle"), e.step,
+                  tr("%1 → %2 not applied: %3")
+                      .arg(QString::fromLatin1(toString(e.toggle)), value, text(e.reason)),
+                  tr("The engine kept the value in effect.")});
         } else if constexpr (std::is_same_v<T, HelloEvent>) {
           append({timed.timeMs,
                   Info,

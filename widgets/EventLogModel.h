@@ -1,5 +1,6 @@
 // widgets/EventLogModel.h — the run's log as a table: log lines, errors (with their advice),
-// incidents (what happened and what the supervisor did), checkpoints and run-state changes.
+// incidents (what happened and what the supervisor did), checkpoints, run-state changes and
+// toggles the engine declined (information, not errors).
 // Keeps the newest kMaxRows rows; older ones are dropped in chunks.
 #pragma once
 

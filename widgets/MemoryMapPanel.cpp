@@ -55,11 +55,13 @@ MemoryMapPanel::MemoryMapPanel(QWidget* parent) : QWidget(parent) {
     auto* label = new QLabel(this);
     label->setTextFormat(Qt::RichText);
     legend_[static_cast<std::size_t>(k)] = label;
-    legend->addWidget(label, k / 5, k % 5);
+    legend->addWidget(label, k / 3,
+                      k % 3);  // three columns: the page fits beside the dock at 1024 px
   }
 
   view_ = new MemoryMapView;
   scroll_ = new QScrollArea(this);
+  scroll_->setObjectName(QStringLiteral("memoryMapScroll"));  // zoomed maps scroll both ways
   scroll_->setWidget(view_);
   scroll_->setWidgetResizable(true);
   connect(zoomIn, &QAction::triggered, view_, &MemoryMapView::zoomIn);
@@ -102,7 +104,8 @@ void MemoryMapPanel::setFrozen(bool frozen) {
 }
 
 void MemoryMapPanel::requestSnapshotIfLive() {
-  if (runActive_ && !isFrozen() && isVisible()) {
+  // A CPU run has no device allocator: the engine would only refuse.
+  if (runActive_ && !runOnCpu_ && !isFrozen() && isVisible()) {
     emit commandRequested(RequestSnapshotCommand{});
   }
 }
@@ -110,6 +113,12 @@ void MemoryMapPanel::requestSnapshotIfLive() {
 void MemoryMapPanel::handleEvent(const TimedEvent& timed) {
   if (const auto* state = std::get_if<StateEvent>(&timed.event)) {
     runActive_ = state->state == RunState::Running || state->state == RunState::Paused;
+  } else if (const auto* hello = std::get_if<HelloEvent>(&timed.event)) {
+    setRunOnCpu(hello->flavour == "cpu");
+  } else if (const auto* applied = std::get_if<ToggleAppliedEvent>(&timed.event)) {
+    if (applied->toggle == Toggle::CpuFallback && applied->value.is_boolean()) {
+      setRunOnCpu(applied->value.get<bool>());  // where the run computes now
+    }
   } else if (const auto* snap = std::get_if<SnapshotEvent>(&timed.event)) {
     if (isFrozen()) {
       return;
@@ -121,6 +130,19 @@ void MemoryMapPanel::handleEvent(const TimedEvent& timed) {
       summary_->setText(tr("The engine sent a snapshot this version cannot read: %1")
                             .arg(QString::fromUtf8(e.what())));
     }
+  }
+}
+
+void MemoryMapPanel::setRunOnCpu(bool onCpu) {
+  runOnCpu_ = onCpu;
+  if (!hasSnapshot_) {
+    summary_->setText(
+        onCpu ? tr("This run computes on the CPU, which has no device allocator: the memory map "
+                   "shows a GPU allocator's segments and blocks. Open a saved snapshot to view "
+                   "one.")
+              : tr("No snapshot yet: one is taken every %1 s while a run is active, or open a "
+                   "saved one.")
+                    .arg(kRefreshIntervalMs / 1000));
   }
 }
 

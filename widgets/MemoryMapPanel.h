@@ -2,7 +2,8 @@
 // summary line, and the actions freeze, zoom, save snapshot and open snapshot.
 //
 // While a run is active, the page is visible and not frozen, it asks the engine for a snapshot
-// every kRefreshIntervalMs (a snapshot walks every block, so the rate stays modest). Opening a
+// every kRefreshIntervalMs (a snapshot walks every block, so the rate stays modest). A run on the
+// CPU has no device allocator: the page says so and asks for nothing. Opening a
 // saved snapshot freezes the page so that live snapshots do not replace it.
 #pragma once
 
@@ -58,6 +59,7 @@ class MemoryMapPanel : public QWidget {
  private:
   void display(MemorySnapshot snapshot, const QString& source);
   void updateLegend();
+  void setRunOnCpu(bool onCpu);
 
   MemoryMapView* view_;
   QScrollArea* scroll_;
@@ -69,6 +71,7 @@ class MemoryMapPanel : public QWidget {
   QString source_;
   bool hasSnapshot_ = false;
   bool runActive_ = false;
+  bool runOnCpu_ = false;
   QTimer refreshTimer_;
 };
 

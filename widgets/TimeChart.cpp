@@ -9,6 +9,7 @@
 #include <QLegend>
 #include <QLineSeries>
 #include <QPainter>
+#include <QTextDocument>
 #include <QToolTip>
 #include <QVBoxLayout>
 #include <QValueAxis>
@@ -125,7 +126,7 @@ void MarkedChartView::drawForeground(QPainter* painter, const QRectF& rect) {
   const QRectF plot = chart()->plotArea();
   painter->save();
   for (const ChartMarker& m : *markers_) {
-    const auto sceneX = sceneXForTime(static_cast<double>(m.timeMs) / 1000.0);
+    const auto sceneX = sceneXForTime(m.x);
     if (!sceneX) {
       continue;
     }
@@ -140,7 +141,7 @@ bool MarkedChartView::viewportEvent(QEvent* event) {
     const auto* help = static_cast<QHelpEvent*>(event);
     QStringList lines;
     for (const ChartMarker& m : *markers_) {
-      const auto x = xForTime(static_cast<double>(m.timeMs) / 1000.0);
+      const auto x = xForTime(m.x);
       if (x && std::abs(*x - help->pos().x()) <= 4.0) {
         lines << QStringLiteral("%1 · %2: %3")
                      .arg(formatTimeMs(m.timeMs), markerKindName(m.kind), m.text);
@@ -163,7 +164,6 @@ struct TimeChart::Series {
   AxisSide side = AxisSide::Left;
   ValueFormatter format;
   QLineSeries* line = nullptr;  // owned by the chart
-  QLabel* label = nullptr;      // owned by the value row
   SeriesDecimator decimator;
   QString swatch;         // the series colour, shown before its value
   QList<QPointF> points;  // preallocated; handed to replace()
@@ -176,7 +176,9 @@ TimeChart::TimeChart(const QString& title, const QString& leftAxisTitle,
                      QWidget* parent)
     : QWidget(parent), chart_(new QChart) {
   chart_->setTitle(title);
-  chart_->legend()->setAlignment(Qt::AlignBottom);
+  // The value row above the plot is the legend (swatch, name, latest value) and wraps when
+  // narrow; Qt's own legend would elide names ("dr…") and say less.
+  chart_->legend()->hide();
   chart_->setMargins(QMargins(2, 2, 2, 2));
   chart_->setAnimationOptions(QChart::NoAnimation);
 
@@ -201,11 +203,12 @@ TimeChart::TimeChart(const QString& title, const QString& leftAxisTitle,
   }
 
   view_ = new MarkedChartView(chart_, markers, this);  // takes ownership of the chart
-  view_->setMinimumHeight(160);
-  valueRow_ = new QWidget(this);
-  auto* valueLayout = new QHBoxLayout(valueRow_);
-  valueLayout->setContentsMargins(6, 0, 6, 0);
-  valueLayout->addStretch();
+  view_->setMinimumHeight(120);  // three rows of charts fit a 700 px window
+  valueRow_ = new QLabel(this);
+  valueRow_->setObjectName(QStringLiteral("chartLegend"));
+  valueRow_->setTextFormat(Qt::RichText);
+  valueRow_->setWordWrap(true);
+  valueRow_->setContentsMargins(6, 0, 6, 0);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->setSpacing(0);
@@ -253,10 +256,6 @@ int TimeChart::addSeries(const QString& name, AxisSide side, const QColor& color
   chart_->addSeries(s->line);
   s->line->attachAxis(timeAxis_);
   s->line->attachAxis(side == AxisSide::Right && rightAxis_ ? rightAxis_ : leftAxis_);
-  s->label = new QLabel(valueRow_);
-  s->label->setTextFormat(Qt::RichText);
-  auto* layout = static_cast<QHBoxLayout*>(valueRow_->layout());
-  layout->insertWidget(layout->count() - 1, s->label);
   s->swatch = color.name();
   series_.push_back(std::move(s));
   const int index = static_cast<int>(series_.size()) - 1;
@@ -264,10 +263,25 @@ int TimeChart::addSeries(const QString& name, AxisSide side, const QColor& color
   return index;
 }
 
-void TimeChart::updateLabel(int series) {
-  const Series& s = *series_.at(static_cast<std::size_t>(series));
-  s.label->setText(QStringLiteral("<span style='color:%1'>&#9632;</span> %2")
-                       .arg(s.swatch, valueText(series).toHtmlEscaped()));
+void TimeChart::updateLabel(int /*series*/) {
+  // One entry per series, never broken inside; the row wraps between entries.
+  QStringList entries;
+  for (std::size_t i = 0; i < series_.size(); ++i) {
+    entries << QStringLiteral(
+                   "<span style='white-space:nowrap'><span style='color:%1'>&#9632;"
+                   "</span>&nbsp;%2</span>")
+                   .arg(series_[i]->swatch,
+                        valueText(static_cast<int>(i))
+                            .toHtmlEscaped()
+                            .replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
+  }
+  valueRow_->setText(entries.join(QStringLiteral(" &nbsp; ")));
+}
+
+QString TimeChart::legendText() const {
+  QTextDocument document;
+  document.setHtml(valueRow_->text());
+  return document.toPlainText().replace(QChar(0x00a0), QLatin1Char(' '));
 }
 
 void TimeChart::addSample(int series, double timeS, double value) {
@@ -348,6 +362,10 @@ void TimeChart::refresh(double timeFromS, double timeToS) {
         std::ceil(timeToS / step) * step + (std::fmod(timeToS, step) == 0 ? step : 0);
     setRangeAndTicks(timeAxis_, timeFromS, end);
   }
+}
+
+void TimeChart::setTimeAxisTitle(const QString& title) {
+  timeAxis_->setTitleText(title);
 }
 
 void TimeChart::clear() {

@@ -67,9 +67,14 @@ class TimeChart : public QWidget {
   // Redraws changed series (one replace() each) and sets the shared time range.
   void refresh(double timeFromS, double timeToS);
   void clear();
+  // The shared x axis's title: "step", or "time since the run started (s)".
+  void setTimeAxisTitle(const QString& title);
 
   QLineSeries* lineSeries(int series) const;
   QString valueText(int series) const;  // "loss 1.832" / "driver used n/a"
+  // The legend row as shown (every series' valueText, whole: the row wraps, it never elides).
+  QString legendText() const;
+  QLabel* legend() const { return valueRow_; }
   const SeriesDecimator& decimator(int series) const;
   MarkedChartView* view() const { return view_; }
 
@@ -87,7 +92,7 @@ class TimeChart : public QWidget {
   QValueAxis* timeAxis_;
   QValueAxis* leftAxis_;
   QValueAxis* rightAxis_ = nullptr;
-  QWidget* valueRow_;
+  QLabel* valueRow_;
   std::vector<std::unique_ptr<Series>> series_;
 };
 

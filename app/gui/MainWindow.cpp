@@ -11,7 +11,9 @@
 #include <QKeySequence>
 #include <QLabel>
 #include <QMenuBar>
+#include <QMessageBox>
 #include <QProgressDialog>
+#include <QPushButton>
 #include <QRegularExpression>
 #include <QSettings>
 #include <QStatusBar>
@@ -149,6 +151,7 @@ void MainWindow::buildActions() {
   quit->setShortcut(QKeySequence::Quit);
 
   QMenu* run = menuBar()->addMenu(tr("&Run"));
+  addToolBarBreak();  // a row of its own: beside the profile bar it overflowed at 1024 px
   QToolBar* toolbar = addToolBar(tr("Run"));
   toolbar->setObjectName(QStringLiteral("runToolbar"));
   auto add = [&](const QString& text, const QKeySequence& keys, const QString& tip, auto command) {
@@ -233,8 +236,7 @@ void MainWindow::startRun() {
   setup_->saveSettings();
   runFolder_ = QString::fromStdString(config->value("out", std::string()));
   hasCheckpoint_ = false;
-  dashboard_->clear();
-  sendCommand(Command{StartCommand{*config}});
+  sendCommand(Command{StartCommand{*config}});  // the dashboard starts a new run's curves
   pages_->setCurrentWidget(dashboard_);
   updateActions();
 }
@@ -312,6 +314,10 @@ void MainWindow::handleEvent(const TimedEvent& timed) {
     state_ = state->state;
     step_ = state->step;
     updateActions();
+    if (quitWhenStopped_ &&
+        (state_ == RunState::Finished || state_ == RunState::Failed || state_ == RunState::Idle)) {
+      QMetaObject::invokeMethod(this, &QWidget::close, Qt::QueuedConnection);
+    }
   } else if (std::holds_alternative<CheckpointEvent>(timed.event)) {
     hasCheckpoint_ = true;
     updateActions();
@@ -368,7 +374,41 @@ void MainWindow::saveLayout() const {
   settings.setValue(QStringLiteral("window/page"), pages_->currentIndex());
 }
 
+// Quitting mid-run asks first. There is no "keep running without the window": the engine stops
+// (with a checkpoint) when the window that drives it goes, so the choice is stop-and-quit or stay.
 void MainWindow::closeEvent(QCloseEvent* event) {
+  const bool runInProgress = engine_ != nullptr && engine_->isConnected() &&
+                             (state_ == RunState::Running || state_ == RunState::Paused ||
+                              state_ == RunState::Starting || state_ == RunState::Stopping);
+  if (runInProgress && !quitWhenStopped_) {
+    QMessageBox ask(QMessageBox::Question, tr("A run is in progress"),
+                    tr("The run is at step %1. Quitting stops it: its last completed step is "
+                       "saved as a checkpoint in %2 (lorascope-train train --resume %2 "
+                       "continues it).")
+                        .arg(step_)
+                        .arg(runFolder_),
+                    QMessageBox::NoButton, this);
+    ask.setObjectName(QStringLiteral("quitPrompt"));
+    QPushButton* stop =
+        ask.addButton(tr("Stop with a checkpoint and quit"), QMessageBox::AcceptRole);
+    ask.addButton(QMessageBox::Cancel);
+    ask.setDefaultButton(QMessageBox::Cancel);
+    ask.exec();
+    if (ask.clickedButton() != stop) {
+      event->ignore();
+      return;
+    }
+    quitWhenStopped_ = true;
+    if (state_ != RunState::Stopping) {
+      sendCommand(StopCommand{});
+    }
+    event->ignore();  // closed when the engine reports the run finished (its checkpoint written)
+    return;
+  }
+  if (runInProgress) {
+    event->ignore();  // still stopping
+    return;
+  }
   saveLayout();
   QMainWindow::closeEvent(event);
 }

@@ -104,6 +104,7 @@ class MainWindow : public QMainWindow {
   std::int64_t lastEventMs_ = 0;
   engine::RunState state_ = engine::RunState::Idle;
   std::int64_t step_ = 0;
+  bool quitWhenStopped_ = false;  // the user chose "stop and quit": close once the run is over
   RunSetupPage* setup_;
   ProcessesPage* processes_;
   RunExporter* exporter_;

@@ -14,13 +14,16 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QResizeEvent>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardItemModel>
+#include <QStyle>
 #include <QVBoxLayout>
 #include <algorithm>
 #include <climits>
@@ -143,15 +146,15 @@ DatasetValidation validateFile(const QString& file, bool demo, const QString& mo
 RunSetupPage::RunSetupPage(QWidget* parent) : QWidget(parent) {
   auto* content = new QWidget;
   auto* columns = new QGridLayout(content);
-  columns->setColumnStretch(0, 3);
-  columns->setColumnStretch(1, 2);
+  columns_ = columns;
 
   auto* sourceBox = new QGroupBox(tr("What to train"));
   auto* sourceGrid = new QGridLayout(sourceBox);
   buildSourceBox(sourceGrid);
-  columns->addWidget(sourceBox, 0, 0, 3, 1);
   // The option table's groups: LoRA, Training, Checkpoints, Device (with the profile).
-  auto* optionColumn = new QVBoxLayout;
+  auto* optionsPanel = new QWidget;
+  auto* optionColumn = new QVBoxLayout(optionsPanel);
+  optionColumn->setContentsMargins(0, 0, 0, 0);
   std::vector<std::string> groups;
   for (const job::RunOption& option : job::runOptions()) {
     if (std::find(groups.begin(), groups.end(), option.group) == groups.end()) {
@@ -161,7 +164,8 @@ RunSetupPage::RunSetupPage(QWidget* parent) : QWidget(parent) {
   for (const std::string& group : groups) {
     optionColumn->addWidget(buildOptionBox(group));
   }
-  columns->addLayout(optionColumn, 0, 1, 3, 1);
+  boxes_ = {sourceBox, optionsPanel};
+  placeBoxes(true);
   connect(seqLenEditor(), &QSpinBox::editingFinished, this, &RunSetupPage::validateDataset);
 
   problems_ = new QLabel;
@@ -173,8 +177,8 @@ RunSetupPage::RunSetupPage(QWidget* parent) : QWidget(parent) {
   auto* bottom = new QHBoxLayout;
   bottom->addWidget(problems_, 1);
   bottom->addWidget(defaults);
-  columns->addLayout(bottom, 3, 0, 1, 2);
-  columns->setRowStretch(4, 1);
+  columns->addLayout(bottom, 6, 0, 1, 2);
+  columns->setRowStretch(7, 1);
 
   auto* scroll = new QScrollArea;
   scroll->setWidget(content);
@@ -185,6 +189,39 @@ RunSetupPage::RunSetupPage(QWidget* parent) : QWidget(parent) {
   layout->addWidget(scroll);
 
   restoreSettings();
+}
+
+// Two columns (what to train | the settings) where they fit side by side, else one below the
+// other, so that the page never needs horizontal scrolling (a 1024 px window with the dock).
+void RunSetupPage::placeBoxes(bool twoColumns) {
+  twoColumns_ = twoColumns;
+  for (QWidget* box : boxes_) {
+    columns_->removeWidget(box);
+  }
+  if (twoColumns) {
+    columns_->addWidget(boxes_[0], 0, 0, 3, 1);
+    columns_->addWidget(boxes_[1], 0, 1, 3, 1);
+    columns_->setColumnStretch(0, 3);
+    columns_->setColumnStretch(1, 2);
+  } else {
+    columns_->addWidget(boxes_[0], 0, 0, 1, 2);
+    columns_->addWidget(boxes_[1], 1, 0, 1, 2);
+    columns_->setColumnStretch(0, 1);
+    columns_->setColumnStretch(1, 0);
+  }
+}
+
+void RunSetupPage::resizeEvent(QResizeEvent* event) {
+  QWidget::resizeEvent(event);
+  const QMargins m = columns_->contentsMargins();
+  const int twoColumnWidth = boxes_[0]->minimumSizeHint().width() +
+                             boxes_[1]->minimumSizeHint().width() + columns_->horizontalSpacing() +
+                             m.left() + m.right() +
+                             style()->pixelMetric(QStyle::PM_ScrollBarExtent);
+  const bool two = event->size().width() >= twoColumnWidth;
+  if (two != twoColumns_) {
+    placeBoxes(two);
+  }
 }
 
 void RunSetupPage::buildSourceBox(QGridLayout* grid) {
@@ -205,11 +242,18 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   modelInfo_->setWordWrap(true);
   modelInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   dataEdit_ = new QLineEdit;
-  dataEdit_->setPlaceholderText(tr("JSONL or a JSON array: alpaca, chat messages, ShareGPT, prompt/completion or text"));
+  dataEdit_->setPlaceholderText(
+      tr("JSONL or a JSON array: alpaca, chat messages, ShareGPT, prompt/completion or text"));
   dataEdit_->setToolTip(tr("Validated when chosen, with the model's tokenizer"));
   dataInfo_ = new QLabel;
   dataInfo_->setWordWrap(true);
   dataInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  dataIssues_ = new QPlainTextEdit;
+  dataIssues_->setObjectName(QStringLiteral("datasetIssues"));
+  dataIssues_->setReadOnly(true);
+  dataIssues_->setMaximumHeight(120);
+  dataIssues_->setToolTip(tr("Every issue, as `lorascope-train validate-data` lists them"));
+  dataIssues_->hide();
   progress_ = new QProgressBar;
   progress_->setRange(0, 1000);
   progress_->setTextVisible(false);
@@ -249,6 +293,7 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
                                   [this](const QString& file) { setDataFile(file); }));
   form->addRow(QString(), progress_);
   form->addRow(QString(), dataInfo_);
+  form->addRow(QString(), dataIssues_);
   form->addRow(tr("Token lengths"), histogram_);
   form->addRow(tr("Output folder"), withBrowse(
                                         outputEdit_,
@@ -659,11 +704,33 @@ QString RunSetupPage::datasetSummary() const {
   } else {
     text += tr("\nChoose a model to see token lengths (its tokenizer counts them).");
   }
-  if (!r.issues.empty()) {
-    const data::DatasetIssue& first = r.issues.front();
-    text += tr("\nFirst issue: %1").arg(QString::fromStdString(first.message));
-  }
   return text;
+}
+
+QString RunSetupPage::datasetIssuesText() const {
+  if (!validation_.report) {
+    return QString();
+  }
+  QStringList lines;
+  for (const data::DatasetIssue& issue : validation_.report->issues) {
+    lines << QStringLiteral("%1: %2: %3")
+                 .arg(QString::fromStdString(data::describeLocation(issue.where)),
+                      QString::fromLatin1(data::severityName(issue.severity)),
+                      QString::fromStdString(issue.message));
+  }
+  return lines.join(QLatin1Char('\n'));
+}
+
+QString RunSetupPage::sequenceLengthWarning() const {
+  if (!inspection_.config || inspection_.config->maxPositionEmbeddings <= 0 ||
+      seqLenEditor()->value() <= inspection_.config->maxPositionEmbeddings) {
+    return QString();
+  }
+  return tr("max_seq_len %1 exceeds the model's max_position_embeddings %2: positions past %2 "
+            "were never trained, and the model's quality there is not to be trusted. Lower "
+            "max_seq_len to %2 or less.")
+      .arg(seqLenEditor()->value())
+      .arg(inspection_.config->maxPositionEmbeddings);
 }
 
 void RunSetupPage::showInspection() {
@@ -685,6 +752,9 @@ void RunSetupPage::showValidation() {
     }
   }
   histogram_->setBins(std::move(bins));
+  const QString issues = datasetIssuesText();
+  dataIssues_->setPlainText(issues);
+  dataIssues_->setVisible(!issues.isEmpty());
   updateProblems();
 }
 
@@ -726,7 +796,11 @@ void RunSetupPage::updateEstimate() {
   if (effectiveBatch_ == nullptr || profile_ == nullptr) {
     return;  // still building the page
   }
-  estimate_->setText(memoryEstimateText());
+  const QString warning = sequenceLengthWarning();
+  estimate_->setText(memoryEstimateText() +
+                     (warning.isEmpty() ? QString()
+                                        : QStringLiteral("<br><span style=\"color: #b9770e\">") +
+                                              warning.toHtmlEscaped() + QStringLiteral("</span>")));
   effectiveBatch_->setText(tr("%1 sequences per step")
                                .arg(microBatchEditor()->value() * spinBox("grad-accum")->value()));
   histogram_->setMaxSeqLen(static_cast<std::size_t>(seqLenEditor()->value()));
@@ -750,6 +824,15 @@ QStringList RunSetupPage::problems() const {
     out << tr("Dataset: %1").arg(validation_.error);
   } else if (validation_.report && validation_.report->validExamples == 0) {
     out << tr("Dataset: no valid example to train on.");
+  } else if (validation_.report) {
+    std::size_t errors = 0;
+    for (const auto& [kind, count] : validation_.report->errorCounts) {
+      errors += count;
+    }
+    if (errors > 0) {
+      out << tr("Dataset: %1 to fix first (listed under the dataset).")
+                 .arg(counted(errors, tr("error"), tr("errors")));
+    }
   }
   if (outputEdit_->text().trimmed().isEmpty()) {
     out << tr("Choose an output folder.");

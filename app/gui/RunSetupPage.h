@@ -14,6 +14,7 @@
 #pragma once
 
 #include <QWidget>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -30,8 +31,10 @@ class QComboBox;
 class QGridLayout;
 class QLabel;
 class QLineEdit;
+class QPlainTextEdit;
 class QProgressBar;
 class QRadioButton;
+class QResizeEvent;
 class QSpinBox;
 
 namespace lorascope::widgets {
@@ -76,6 +79,10 @@ class RunSetupPage : public QWidget {
   const DatasetValidation& validation() const { return validation_; }
   QString modelSummary() const;
   QString datasetSummary() const;
+  // Every issue of the dataset, one a line as `lorascope-train validate-data` lists them.
+  QString datasetIssuesText() const;
+  // Non-empty when max_seq_len exceeds the model's max_position_embeddings (a warning).
+  QString sequenceLengthWarning() const;
   QString memoryEstimateText() const;
   widgets::LengthHistogram* histogram() const { return histogram_; }
   // The editor of a run option (nullptr for an unknown name).
@@ -103,6 +110,8 @@ class RunSetupPage : public QWidget {
 
  private:
   void buildSourceBox(QGridLayout* grid);
+  void placeBoxes(bool twoColumns);
+  void resizeEvent(QResizeEvent* event) override;
   QWidget* buildOptionBox(const std::string& group);
   QWidget* buildEditor(const std::string& option);
   QSpinBox* spinBox(const std::string& option) const;
@@ -117,6 +126,9 @@ class RunSetupPage : public QWidget {
   void updateProblems();
   QString effectiveModelDir() const;  // the demo's cache folder or the chosen one
 
+  QGridLayout* columns_ = nullptr;
+  std::array<QWidget*, 2> boxes_{};  // what to train, the options
+  bool twoColumns_ = true;
   ModelInspection inspection_;
   DatasetValidation validation_;
   bool inspecting_ = false;
@@ -130,6 +142,7 @@ class RunSetupPage : public QWidget {
   QLabel* modelInfo_;
   QLineEdit* dataEdit_;
   QLabel* dataInfo_;
+  QPlainTextEdit* dataIssues_;
   QProgressBar* progress_;
   widgets::LengthHistogram* histogram_;
   QLineEdit* outputEdit_;

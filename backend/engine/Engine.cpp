@@ -5,8 +5,68 @@
 
 namespace lorascope::engine {
 
-Engine::Engine(JobFactory factory, EventSink sink, HelloEvent hello)
-    : factory_(std::move(factory)), sink_(std::move(sink)), hello_(std::move(hello)) {}
+Engine::Engine(JobFactory factory, EventSink sink, HelloEvent hello, EngineOptions options)
+    : factory_(std::move(factory)),
+      sink_(std::move(sink)),
+      hello_(std::move(hello)),
+      options_(std::move(options)) {}
+
+Engine::~Engine() {
+  stopSampler();
+}
+
+void Engine::startSampler() {
+  stopSampler();
+  {
+    const std::lock_guard lock(samplerMutex_);
+    samplerStop_ = false;
+  }
+  sampler_ = std::thread([this] { sampleLoop(); });
+}
+
+void Engine::stopSampler() {
+  {
+    const std::lock_guard lock(samplerMutex_);
+    samplerStop_ = true;
+  }
+  samplerWake_.notify_all();
+  if (sampler_.joinable()) {
+    sampler_.join();
+  }
+}
+
+void Engine::sampleLoop() {
+  for (;;) {
+    {
+      std::unique_lock lock(samplerMutex_);
+      if (samplerWake_.wait_for(lock, std::chrono::milliseconds(options_.samplePeriodMs),
+                                [this] { return samplerStop_; })) {
+        return;
+      }
+    }
+    InstrumentEvents reading;
+    {
+      const std::lock_guard lock(jobMutex_);
+      if (!job_) {
+        continue;
+      }
+      reading = job_->sampleInstruments();
+    }
+    if (reading.queue) {
+      publish(*reading.queue);
+    }
+    if (reading.memory) {
+      publish(*reading.memory);
+    }
+    if (reading.hang && state_ == RunState::Running && !hangPublished_.exchange(true)) {
+      reading.hang->sticky = true;
+      publish(*reading.hang);
+      if (options_.onHang) {
+        options_.onHang();
+      }
+    }
+  }
+}
 
 void Engine::post(Command command) {
   {
@@ -51,11 +111,20 @@ void Engine::setState(RunState state, const std::string& detail) {
 
 void Engine::finishRun(RunState state, const std::string& detail) {
   setState(state, detail);
-  job_.reset();
+  std::unique_ptr<EngineJob> done;
+  {
+    const std::lock_guard lock(jobMutex_);
+    done = std::move(job_);
+  }
 }
 
 int Engine::run() {
   publish(hello_);
+  startSampler();
+  struct StopSampler {
+    Engine* engine;
+    ~StopSampler() { engine->stopSampler(); }
+  } stopSamplerOnReturn{this};
   setState(RunState::Idle);
   for (;;) {
     std::deque<Command> commands;
@@ -89,6 +158,7 @@ int Engine::run() {
     try {
       // A job resumed from a state mirror may have every step done already (its engine died
       // while writing the final checkpoint): it only needs that checkpoint, not one step more.
+      hangPublished_ = false;
       if (std::optional<StepEvent> step =
               job_->finished() ? std::nullopt : job_->runStep(cancel_)) {
         publish(*step);
@@ -128,7 +198,12 @@ void Engine::handle(Command& command) {
     }
     setState(RunState::Starting);
     try {
-      job_ = factory_(start->runConfig, [this](const TimedEvent& e) { publish(e.event); });
+      std::unique_ptr<EngineJob> job =
+          factory_(start->runConfig, [this](const TimedEvent& e) { publish(e.event); });
+      {
+        const std::lock_guard lock(jobMutex_);
+        job_ = std::move(job);
+      }
       setState(RunState::Running);
     } catch (const std::exception& e) {
       publish(ErrorEvent{"input", "start", 0, e.what(), "check the run settings and start again",
@@ -153,10 +228,10 @@ void Engine::handle(Command& command) {
   } else if (auto* set = std::get_if<SetToggleCommand>(&command)) {
     try {
       std::string detail = job_->applyToggle(set->toggle, set->value);
-      publish(
-          ToggleAppliedEvent{set->toggle, set->value, job_->completedSteps(), std::move(detail)});
+      publish(ToggleAppliedEvent{set->toggle, set->value, job_->completedSteps(), std::move(detail),
+                                 job_->notApplicable(set->toggle)});
     } catch (const std::exception& e) {
-      refuse(std::string(toString(set->toggle)) + ": " + e.what());
+      publish(ToggleRefusedEvent{set->toggle, set->value, e.what(), job_->completedSteps()});
     }
   } else if (std::holds_alternative<CheckpointNowCommand>(command)) {
     publish(job_->checkpoint());

@@ -1,6 +1,12 @@
 // engine/Engine.h — the engine loop: takes Commands from any thread, runs a training job one
 // optimizer step at a time on its own thread, and reports everything as Events.
 //
+// A sampler thread reads the job's instruments every EngineOptions::samplePeriodMs while a job
+// exists — queue depth per stream, memory, and the watchdog's verdict — independent of step
+// boundaries, so the charts move and a hang is named while a step is stuck. The first hang of a
+// step is published as a sticky "hang" error naming the op, then EngineOptions::onHang runs (the
+// isolated engine exits, so that its supervisor restarts it at once).
+//
 // Commands that change the run (set, checkpoint_now, request_snapshot, pause, stop) are applied
 // at the next step boundary; stop and pause also raise the job's cancellation flag so a step in
 // progress notices within one op and ends early (the job then reports no step, and nothing is
@@ -16,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include "engine/Protocol.h"
 
@@ -67,7 +74,15 @@ class RecoverableError : public std::runtime_error {
   ErrorEvent event_;
 };
 
-// What the engine runs. A trainer implements it; all calls come from the engine thread.
+// What the sampler thread reads from a job; each part is left out when the job has none.
+struct InstrumentEvents {
+  std::optional<QueueEvent> queue;    // launches in flight per stream (GPU runs)
+  std::optional<MemoryEvent> memory;  // the three memory readings of the moment
+  std::optional<ErrorEvent> hang;     // an op of the running step is over its budget
+};
+
+// What the engine runs. A trainer implements it; all calls come from the engine thread except
+// sampleInstruments().
 class EngineJob {
  public:
   virtual ~EngineJob() = default;
@@ -79,11 +94,23 @@ class EngineJob {
   // user-facing reason when the job cannot apply it. Returns what applying it did beyond taking
   // the value (the confirmation event's detail: a move between devices), or "".
   virtual std::string applyToggle(Toggle toggle, const nlohmann::json& value) = 0;
+  // Why the toggle does nothing where the run computes now ("" when it applies): sent with its
+  // confirmation, so the GUI disables the editor and says why.
+  virtual std::string notApplicable(Toggle /*toggle*/) const { return {}; }
   // Writes a checkpoint of the last completed step.
   virtual CheckpointEvent checkpoint() = 0;
   // Allocator snapshot (segments and blocks) and memory readings, when the job has them.
   virtual std::optional<SnapshotEvent> snapshot() = 0;
   virtual std::optional<MemoryEvent> memory() = 0;
+  // Called on the engine's sampler thread, concurrently with the other calls (a step running or
+  // hanging): must be thread-safe against them.
+  virtual InstrumentEvents sampleInstruments() { return {}; }
+};
+
+struct EngineOptions {
+  int samplePeriodMs = 400;  // the sampler's period: 2.5 readings a second
+  // Runs on the sampler thread after a hang was published (the engine thread is stuck in the op).
+  std::function<void()> onHang;
 };
 
 // Builds the job for a start command; throws std::exception with a user-facing message (bad
@@ -93,7 +120,8 @@ using JobFactory = std::function<std::unique_ptr<EngineJob>(const nlohmann::json
 
 class Engine {
  public:
-  Engine(JobFactory factory, EventSink sink, HelloEvent hello);
+  Engine(JobFactory factory, EventSink sink, HelloEvent hello, EngineOptions options = {});
+  ~Engine();
 
   // Thread-safe; returns at once. The command takes effect at the next step boundary.
   void post(Command command);
@@ -111,10 +139,14 @@ class Engine {
   void handle(Command& command);
   void setState(RunState state, const std::string& detail = {});
   void finishRun(RunState state, const std::string& detail);
+  void sampleLoop();
+  void startSampler();
+  void stopSampler();
 
   JobFactory factory_;
   EventSink sink_;
   HelloEvent hello_;
+  EngineOptions options_;
   std::chrono::steady_clock::time_point startedAt_ = std::chrono::steady_clock::now();
 
   std::mutex mutex_;
@@ -124,8 +156,16 @@ class Engine {
   bool inputClosed_ = false;
 
   CancelFlag cancel_;
+  // Written by the engine thread under jobMutex_; the sampler reads it under jobMutex_.
   std::unique_ptr<EngineJob> job_;
-  RunState state_ = RunState::Idle;
+  std::mutex jobMutex_;
+  std::atomic<RunState> state_{RunState::Idle};
+
+  std::thread sampler_;
+  std::mutex samplerMutex_;
+  std::condition_variable samplerWake_;
+  bool samplerStop_ = false;
+  std::atomic<bool> hangPublished_{false};  // the running step's hang is out; cleared per step
 };
 
 }  // namespace lorascope::engine

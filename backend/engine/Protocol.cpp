@@ -238,7 +238,8 @@ std::string_view eventType(const Event& event) {
                  [](const LogEvent&) { return "log"; }, [](const ErrorEvent&) { return "error"; },
                  [](const CheckpointEvent&) { return "checkpoint"; },
                  [](const IncidentEvent&) { return "incident"; },
-                 [](const ToggleAppliedEvent&) { return "toggle_applied"; }},
+                 [](const ToggleAppliedEvent&) { return "toggle_applied"; },
+                 [](const ToggleRefusedEvent&) { return "toggle_refused"; }},
       event);
 }
 
@@ -329,6 +330,15 @@ std::string encodeEvent(const TimedEvent& timed) {
                         {"held_outside_bytes", optionalToJson(e.heldOutsideBytes)},
                         {"host_rss_bytes", optionalToJson(e.hostRssBytes)},
                         {"host_available_bytes", optionalToJson(e.hostAvailableBytes)}});
+            for (const auto& [key, value] :
+                 {std::pair{"largest_request_bytes", &e.largestRequestBytes},
+                  std::pair{"inactive_split_bytes", &e.inactiveSplitBytes},
+                  std::pair{"largest_free_at_peak_bytes", &e.largestFreeAtPeakBytes},
+                  std::pair{"inactive_split_at_peak_bytes", &e.inactiveSplitAtPeakBytes}}) {
+              if (*value) {
+                out[key] = **value;
+              }
+            }
           },
           [&](const QueueEvent& e) {
             out["streams"] = json::array();
@@ -361,6 +371,15 @@ std::string encodeEvent(const TimedEvent& timed) {
             if (!e.detail.empty()) {
               out["detail"] = e.detail;
             }
+            if (!e.notApplicable.empty()) {
+              out["not_applicable"] = e.notApplicable;
+            }
+          },
+          [&](const ToggleRefusedEvent& e) {
+            out.update({{"toggle", toString(e.toggle)},
+                        {"value", e.value},
+                        {"reason", e.reason},
+                        {"step", e.step}});
           }},
       timed.event);
   return dumpLine(out);
@@ -399,12 +418,19 @@ TimedEvent decodeEvent(std::string_view line) {
                           f.has("replayed") && f.boolean("replayed"),
                           f.has("total_steps") ? f.integer("total_steps") : 0};
   } else if (type == "memory") {
-    out.event =
-        MemoryEvent{f.optionalBytes("allocated_bytes"),     f.optionalBytes("reserved_bytes"),
-                    f.optionalBytes("largest_free_bytes"),  f.optionalNumber("fragmentation"),
-                    f.optionalBytes("driver_used_bytes"),   f.optionalBytes("driver_total_bytes"),
-                    f.optionalBytes("held_outside_bytes"),  f.optionalBytes("host_rss_bytes"),
-                    f.optionalBytes("host_available_bytes")};
+    out.event = MemoryEvent{f.optionalBytes("allocated_bytes"),
+                            f.optionalBytes("reserved_bytes"),
+                            f.optionalBytes("largest_free_bytes"),
+                            f.optionalNumber("fragmentation"),
+                            f.optionalBytes("driver_used_bytes"),
+                            f.optionalBytes("driver_total_bytes"),
+                            f.optionalBytes("held_outside_bytes"),
+                            f.optionalBytes("host_rss_bytes"),
+                            f.optionalBytes("host_available_bytes"),
+                            f.optionalBytes("largest_request_bytes"),
+                            f.optionalBytes("inactive_split_bytes"),
+                            f.optionalBytes("largest_free_at_peak_bytes"),
+                            f.optionalBytes("inactive_split_at_peak_bytes")};
   } else if (type == "queue") {
     QueueEvent e;
     if (!f.at("streams").is_array())
@@ -432,8 +458,14 @@ TimedEvent decodeEvent(std::string_view line) {
   } else if (type == "toggle_applied") {
     const Toggle toggle = f.choice("toggle", kToggleNames);
     checkToggleValue(f, toggle, f.at("value"));
-    out.event = ToggleAppliedEvent{toggle, root["value"], f.integer("step"),
-                                   f.has("detail") ? f.string("detail") : std::string()};
+    out.event =
+        ToggleAppliedEvent{toggle, root["value"], f.integer("step"),
+                           f.has("detail") ? f.string("detail") : std::string(),
+                           f.has("not_applicable") ? f.string("not_applicable") : std::string()};
+  } else if (type == "toggle_refused") {
+    const Toggle toggle = f.choice("toggle", kToggles);
+    checkToggleValue(f, toggle, f.at("value"));
+    out.event = ToggleRefusedEvent{toggle, root["value"], f.string("reason"), f.integer("step")};
   } else {
     throw ProtocolError("unknown event type '" + type + "'");
   }

@@ -111,6 +111,15 @@ struct MemoryEvent {
   std::optional<std::uint64_t> heldOutsideBytes;  // driver used − our reserved
   std::optional<std::uint64_t> hostRssBytes;
   std::optional<std::uint64_t> hostAvailableBytes;
+  // Fragmentation as it matters (GPU runs; on the wire only when set): the largest single request
+  // of the step so far — the block the next step needs again — the inactive-split bytes (free
+  // pieces of partly used segments) now, and the largest free block and inactive-split bytes at the
+  // moment the step's allocations peaked. Default-initialised: the older positional forms stay free
+  // of missing-initializer warnings.
+  std::optional<std::uint64_t> largestRequestBytes = {};
+  std::optional<std::uint64_t> inactiveSplitBytes = {};
+  std::optional<std::uint64_t> largestFreeAtPeakBytes = {};
+  std::optional<std::uint64_t> inactiveSplitAtPeakBytes = {};
 };
 
 struct QueueDepth {
@@ -162,11 +171,24 @@ struct ToggleAppliedEvent {
   // on the wire ("detail"), empty when there is nothing to add. Default-initialised, so that the
   // three-field form {toggle, value, step} stays free of missing-initializer warnings.
   std::string detail = {};
+  // Non-empty when the toggle does nothing where the run computes now, and why ("this run computes
+  // on the CPU, which makes no GPU launches"): the GUI disables its editor with this as tooltip.
+  // The value is kept and applies once it can. Optional on the wire ("not_applicable").
+  std::string notApplicable = {};
 };
 
-using Event =
-    std::variant<HelloEvent, StateEvent, StepEvent, MemoryEvent, QueueEvent, SnapshotEvent,
-                 LogEvent, ErrorEvent, CheckpointEvent, IncidentEvent, ToggleAppliedEvent>;
+// The engine could not apply a toggle (the run stays as it was): the GUI shows the reason and puts
+// the editor back to the applied value. Not an error: nothing failed, a request was declined.
+struct ToggleRefusedEvent {
+  Toggle toggle = Toggle::Serialize;
+  nlohmann::json value;  // what was asked for
+  std::string reason;
+  std::int64_t step = 0;
+};
+
+using Event = std::variant<HelloEvent, StateEvent, StepEvent, MemoryEvent, QueueEvent,
+                           SnapshotEvent, LogEvent, ErrorEvent, CheckpointEvent, IncidentEvent,
+                           ToggleAppliedEvent, ToggleRefusedEvent>;
 
 // An event with the engine's clock (ms since the engine started), the charts' shared time axis.
 struct TimedEvent {

@@ -1,6 +1,7 @@
 // engine/StdioEngine.cpp — a reader thread feeds the engine; the engine thread writes events.
 #include "engine/StdioEngine.h"
 
+#include <cstdlib>
 #include <istream>
 #include <mutex>
 #include <ostream>
@@ -18,7 +19,12 @@ int serveEngineOverStreams(JobFactory factory, HelloEvent hello, std::istream& i
     out << line << '\n';
     out.flush();
   };
-  Engine engine(std::move(factory), writeLine, std::move(hello));
+  EngineOptions options;
+  options.onHang = [&] {
+    const std::lock_guard lock(outMutex);  // the report is written and flushed
+    std::_Exit(kExitStickyError);
+  };
+  Engine engine(std::move(factory), writeLine, std::move(hello), std::move(options));
   std::thread reader([&] {
     std::string line;
     while (std::getline(in, line)) {

@@ -1,6 +1,8 @@
 // engine/StdioEngine.h — the isolated engine's transport: commands as JSON lines on stdin,
 // events as JSON lines on stdout (flushed per line), diagnostics on stderr. When stdin ends (the
 // GUI closed the pipe or died), a run in progress stops with a checkpoint and the call returns.
+// When the watchdog names a hang, the process exits with kExitStickyError once the report is out:
+// the stuck op cannot be interrupted, and the supervisor restarts the engine from the state mirror.
 #pragma once
 
 #include <iosfwd>

@@ -2,8 +2,10 @@
 #include "job/EngineJob.h"
 
 #include <filesystem>
+#include <mutex>
 
 #include "compute/Backend.h"
+#include "compute/BuildInfo.h"
 #include "compute/Errors.h"
 #include "engine/StateMirror.h"
 #include "job/AutoBatch.h"
@@ -129,7 +131,14 @@ class TrainingJob : public engine::EngineJob {
     try {
       // The step boundary: watchdog progress, then step fault rules (LORASCOPE_FAULTS). Faults
       // injected here or inside an op behave like the real errors.
+      // The watchdog checks from here to the end of the step (StepScope), not between steps.
+      struct StepScope {
+        ~StepScope() { runtime::launchControl().endStep(); }
+      } stepScope;
       runtime::launchControl().beginStep(loop_->state().step + 1);
+      if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
+        allocator->resetPeakStats();  // the readings' "largest request" and "at the peak": per step
+      }
       m = loop_->step(cancel.flag());
     } catch (const train::TrainingCancelled&) {
       return std::nullopt;
@@ -169,36 +178,74 @@ class TrainingJob : public engine::EngineJob {
         loop_->setMicroBatchSize(value.get<int>(), "user");
         return {};
       case Toggle::CpuFallback:
+        if (!value.get<bool>() && !gpuUnavailable_.empty()) {
+          throw std::runtime_error(gpuUnavailable_);
+        }
         return moveRun(value.get<bool>() ? compute::Device::Cpu : compute::Device::Gpu);
       case Toggle::Serialize:
       case Toggle::Blocking: {
-        // Process-wide and live: the next launch sees it (runtime/LaunchControl.h).
+        // Process-wide and live: the next launch sees it (runtime/LaunchControl.h). On the CPU
+        // it is kept for when the run is on the GPU (notApplicable() says so).
         runtime::LaunchPolicy policy = runtime::launchControl().policy();
         (toggle == Toggle::Serialize ? policy.serialize : policy.blocking) = value.get<bool>();
         runtime::launchControl().setPolicy(policy);
-        return onGpu() ? std::string()
-                       : "recorded: a CPU run makes no GPU launches; applies once the run is on "
-                         "the GPU";
+        return {};
       }
       case Toggle::GemmBackend:
         // Throws UnsupportedOpError (the toggle is refused) for vendor in a build without one.
         backend_->setGemmImplementation(value.get<std::string>() == "builtin"
                                             ? compute::GemmImplementation::BuiltIn
                                             : compute::GemmImplementation::Vendor);
-        return onGpu() ? std::string()
-                       : "recorded: the CPU multiplies with OpenBLAS; applies once the run is "
-                         "on the GPU";
+        return {};
       case Toggle::AllocatorPolicy:
         arenaMode_ = value.get<std::string>() == "arena";
         if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
           return applyAllocatorMode(*allocator);
         }
-        return "recorded: a CPU run has no device allocator; applies once the run is on the GPU";
+        return {};
+      case Toggle::ActivationCheckpointing: {
+        // At this step boundary: the graph is rebuilt with the option, the adapter and the
+        // optimizer state carry over, and the next step stores (or recomputes) activations.
+        const bool on = value.get<bool>();
+        if (on == settings_.train.activationCheckpointing) {
+          return {};
+        }
+        loop_->setActivationCheckpointing(on, weights_);
+        settings_.train.activationCheckpointing = on;
+        return std::string(on ? "activations recomputed in backward" : "activations stored") +
+               " from step " + std::to_string(loop_->state().step + 1);
+      }
+    }
+    throw std::logic_error("unknown toggle");
+  }
+
+  // What does nothing where the run computes now, and why: the GPU's launch settings, GEMM
+  // choice and allocator on a CPU run (kept for when it moves to a GPU); the CPU fallback where
+  // there is no GPU to come back to.
+  std::string notApplicable(Toggle toggle) const override {
+    switch (toggle) {
+      case Toggle::Serialize:
+      case Toggle::Blocking:
+        return onGpu() ? std::string()
+                       : "this run computes on the CPU, which makes no GPU launches; the value "
+                         "is kept for when the run is on a GPU";
+      case Toggle::GemmBackend:
+        return onGpu() ? std::string()
+                       : "this run computes on the CPU, which multiplies with OpenBLAS; the "
+                         "value is kept for when the run is on a GPU";
+      case Toggle::AllocatorPolicy:
+        return onGpu() ? std::string()
+                       : "this run computes on the CPU, which has no device allocator; the "
+                         "value is kept for when the run is on a GPU";
+      case Toggle::CpuFallback:
+        return gpuUnavailable_.empty()
+                   ? std::string()
+                   : "the run can only compute on the CPU here: " + gpuUnavailable_;
+      case Toggle::MicroBatch:
       case Toggle::ActivationCheckpointing:
         break;
     }
-    throw std::runtime_error(
-        "activation checkpointing is chosen when a run starts (option activation-checkpointing)");
+    return {};
   }
 
   CheckpointEvent checkpoint() override {
@@ -216,9 +263,33 @@ class TrainingJob : public engine::EngineJob {
     return std::nullopt;
   }
 
+  // On the engine's sampler thread, while steps run or hang: queue depth per stream (a CPU run
+  // has no queue: it sends none, and the dashboard says that queue depth is a GPU reading),
+  // memory, and the watchdog's report when an op of the running step is over its budget.
+  engine::InstrumentEvents sampleInstruments() override {
+    engine::InstrumentEvents out;
+    const runtime::InstrumentReading reading = runtime::launchControl().sample();
+    if (!reading.queues.empty()) {
+      engine::QueueEvent queue;
+      for (const runtime::StreamQueueSample& s : reading.queues) {
+        queue.streams.push_back({s.name, static_cast<std::int64_t>(s.depth)});
+      }
+      out.queue = std::move(queue);
+    }
+    out.memory = memory();
+    if (const std::optional<runtime::HangReport>& hang = reading.hang) {
+      out.hang = engine::ErrorEvent{
+          runtime::categoryName(hang->error.category),        hang->op, 0, hang->message,
+          "the engine restarts from the last completed step", true};
+    }
+    return out;
+  }
+
   // The three readings kept apart: our allocator's (GPU runs), the driver's and the host's, the
   // last two from the sampler's latest refresh so that a slow vendor library never delays a step.
+  // Also called on the sampler thread: the backend is read under backendMutex_.
   std::optional<engine::MemoryEvent> memory() override {
+    const std::lock_guard backendLock(backendMutex_);
     engine::MemoryEvent event;
     bool any = false;
     if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
@@ -227,6 +298,10 @@ class TrainingJob : public engine::EngineJob {
       event.reservedBytes = static_cast<std::uint64_t>(stats.reservedBytes.current);
       event.largestFreeBytes = stats.largestFreeBlockBytes;
       event.fragmentation = stats.externalFragmentation;
+      event.largestRequestBytes = stats.largestRequestBytes;
+      event.inactiveSplitBytes = stats.inactiveSplitBytes;
+      event.largestFreeAtPeakBytes = stats.largestFreeAtPeakBytes;
+      event.inactiveSplitAtPeakBytes = stats.inactiveSplitAtPeakBytes;
       any = true;
     }
     for (const telemetry::ProviderStatus& status : sampler_->status()) {
@@ -291,7 +366,10 @@ class TrainingJob : public engine::EngineJob {
       std::swap(weights_, placed);  // the run stays where it was, on its own weights
       throw;
     }
-    std::swap(backend_, other);
+    {
+      const std::lock_guard backendLock(backendMutex_);
+      std::swap(backend_, other);
+    }
     const std::string from = other->capabilities().name;
     placed = {};  // the old device's weights, freed before its cache goes back
     std::string released;
@@ -301,11 +379,24 @@ class TrainingJob : public engine::EngineJob {
       const std::uint64_t left = std::min(other->deviceMemoryUse()->reservedBytes, before);
       released = "; " + std::to_string((before - left) >> 20) + " MiB of device memory released";
     }
+    reportDeviceToggles(sink_);  // what applies on the new device
     return "moved the run from " + from + " to " + backend_->capabilities().name + " at step " +
            std::to_string(loop_->state().step) + released;
   }
 
   bool onGpu() const { return backend_->capabilities().device == compute::Device::Gpu; }
+
+  // Why no GPU can take the run ("" when one can): asked once, when the job starts.
+  static std::string gpuUnavailableReason() {
+    const compute::GpuInventory inventory = compute::queryGpuInventory();
+    if (!inventory.devices.empty()) {
+      return {};
+    }
+    return "no usable GPU (" +
+           (inventory.unavailableReason.empty() ? std::string("none found")
+                                                : inventory.unavailableReason) +
+           ")";
+  }
 
   // The allocator-policy toggle on a device allocator (job/AutoBatch.h: setAllocatorPolicy).
   std::string applyAllocatorMode(memory::DeviceAllocator& allocator) {
@@ -452,11 +543,26 @@ class TrainingJob : public engine::EngineJob {
       event.toggle = toggle;
       event.value = std::move(value);
       event.step = step;
+      event.notApplicable = notApplicable(toggle);
       sink(engine::TimedEvent{0, std::move(event)});
     };
     applied(Toggle::MicroBatch, loop_->microBatchSize());
     applied(Toggle::ActivationCheckpointing, settings_.train.activationCheckpointing);
-    applied(Toggle::CpuFallback, backend_->deviceAllocator() == nullptr);
+    applied(Toggle::CpuFallback, !onGpu());
+    reportDeviceToggles(sink);
+  }
+
+  // The toggles whose applicability depends on the device, confirmed again after a move.
+  void reportDeviceToggles(const engine::EventSink& sink) const {
+    const std::int64_t step = loop_->state().step;
+    auto applied = [&](Toggle toggle, json value) {
+      engine::ToggleAppliedEvent event;
+      event.toggle = toggle;
+      event.value = std::move(value);
+      event.step = step;
+      event.notApplicable = notApplicable(toggle);
+      sink(engine::TimedEvent{0, std::move(event)});
+    };
     const runtime::LaunchPolicy launch = runtime::launchControl().policy();
     applied(Toggle::Serialize, launch.serialize);
     applied(Toggle::Blocking, launch.blocking);
@@ -481,14 +587,16 @@ class TrainingJob : public engine::EngineJob {
   // Where the run computes (opened with the settings, by openOrCreateRun; the CPU-fallback toggle
   // replaces it) and the model's weights on it, released first.
   std::unique_ptr<compute::Backend> backend_;
+  mutable std::mutex backendMutex_;  // the swap of backend_ against the sampler's memory()
   train::RunDirectory run_;
   model::ModelFolder folder_;
   model::ModelWeights weights_;
   runtime::FaultLedger faultLedger_;
   std::unique_ptr<telemetry::Sampler> sampler_;
   std::optional<AutoMicroBatch> autoBatch_;  // --batch-size auto: plans the step-downs
-  int outOfMemoryRetries_ = 0;               // in the step being retried
-  bool arenaMode_ = false;  // the allocator-policy toggle, kept across device moves
+  std::string gpuUnavailable_ = gpuUnavailableReason();
+  int outOfMemoryRetries_ = 0;  // in the step being retried
+  bool arenaMode_ = false;      // the allocator-policy toggle, kept across device moves
   std::unique_ptr<train::TrainLoop> loop_;
   std::unique_ptr<engine::StateMirror> mirror_;
 };

@@ -23,10 +23,15 @@ DeviceAllocator::FreeStats DeviceAllocator::freeStats() const {
 }
 
 void DeviceAllocator::notePeaks() {
+  const FreeStats free = freeStats();
   stats_.inactiveSplitBytesPeak =
       std::max(stats_.inactiveSplitBytesPeak, stats_.inactiveSplitBytes);
   stats_.externalFragmentationPeak =
-      std::max(stats_.externalFragmentationPeak, freeStats().externalFragmentation);
+      std::max(stats_.externalFragmentationPeak, free.externalFragmentation);
+  if (stats_.allocatedBytes.current == stats_.allocatedBytes.peak) {
+    stats_.largestFreeAtPeakBytes = free.largestFreeBlockBytes;
+    stats_.inactiveSplitAtPeakBytes = stats_.inactiveSplitBytes;
+  }
 }
 
 AllocatorStats DeviceAllocator::stats() const {
@@ -50,6 +55,7 @@ void DeviceAllocator::resetPeakStats() {
   }
   stats_.inactiveSplitBytesPeak = 0;
   stats_.externalFragmentationPeak = 0.0;
+  stats_.largestRequestBytes = 0;
   notePeaks();
 }
 

@@ -39,6 +39,13 @@ struct AllocatorStats {
   // since the allocator was made or since resetPeakStats().
   std::size_t inactiveSplitBytesPeak = 0;
   double externalFragmentationPeak = 0.0;
+  // Since resetPeakStats() (the engine calls it as each step begins): the largest single request —
+  // what the next step needs a free block for — and, at the moment allocatedBytes peaked, the
+  // largest free block and the inactive-split bytes. Fragmentation hurts when the largest free
+  // block is smaller than the largest request; cached free memory the next step reuses does not.
+  std::size_t largestRequestBytes = 0;
+  std::size_t largestFreeAtPeakBytes = 0;
+  std::size_t inactiveSplitAtPeakBytes = 0;
   std::array<StatValue, kOwnerCount> allocatedBytesByOwner{};
 
   // Counts.

@@ -87,6 +87,7 @@ Allocation DeviceAllocator::allocate(std::size_t bytes, Owner owner) {
     throwOutOfMemory(bytes, owner);
   }
   takeBlock(block, blockBytes, bytes, owner);
+  stats_.largestRequestBytes = std::max(stats_.largestRequestBytes, bytes);
   notePeaks();
   stats_.allocatorHostNs += nanosecondsSince(started);
   return {block->address, block->bytes};

@@ -216,6 +216,11 @@ const char* rungName(RecoveryRung rung) {
 
 ErrorClass classifyError(std::string_view errorName, std::string_view message,
                          std::string_view op) {
+  // The engine's watchdog reports its hangs under the category name "hang" (the word alone is too
+  // common in messages to be a signature).
+  if (errorName == "hang") {
+    return classifyHang();
+  }
   for (const Signature& signature : kSignatures) {
     if (containsIgnoringCase(errorName, signature.text) ||
         containsIgnoringCase(message, signature.text)) {

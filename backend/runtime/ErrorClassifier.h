@@ -47,6 +47,7 @@ const char* rungName(RecoveryRung rung);           // "vendor_blas", "builtin_ge
 
 // `errorName`: hipGetErrorName / BLAS status name; `message`: the runtime's text or a log line;
 // `op`: the op that raised it, when known (a GEMM's illegal address points at the BLAS).
+// `errorName` "hang" is the engine watchdog's report: classifyHang().
 ErrorClass classifyError(std::string_view errorName, std::string_view message,
                          std::string_view op = {});
 // What the watchdog reports.

@@ -1,4 +1,4 @@
-// LaunchControl.cpp — the launch settings and the process-wide instance.
+// LaunchControl.cpp — the launch settings, the sampler's reading and the process-wide instance.
 #include "runtime/LaunchControl.h"
 
 namespace lorascope::runtime {
@@ -15,18 +15,65 @@ LaunchPolicy LaunchControl::policy() const {
   return {serialize_.load(std::memory_order_relaxed), blocking_.load(std::memory_order_relaxed)};
 }
 
-void LaunchControl::enterOp(const char* op) {
-  watchdog_.noteHostOp(op);
+void LaunchControl::enterOp(const char* op, StreamHandle stream) {
+  watchdog_.noteHostOp(op, stream);
   faults_.atLaunch(op);
 }
 
-void LaunchControl::beginStep(std::int64_t step) {
+void LaunchControl::exitOp() {
   watchdog_.noteProgress();
-  faults_.atStep(step);
 }
 
-std::optional<HangReport> LaunchControl::checkHang() const {
-  return watchdog_.check(queues_.lastCompletionMs(), queues_.oldestPending());
+void LaunchControl::beginStep(std::int64_t step) {
+  watchdog_.noteStepBegun(step);
+  inStep_.store(true, std::memory_order_relaxed);
+  watchdog_.noteHostOp("step_begin");
+  faults_.atStep(step);
+  watchdog_.noteProgress();
+}
+
+void LaunchControl::endStep() {
+  inStep_.store(false, std::memory_order_relaxed);
+  watchdog_.noteProgress();
+}
+
+InstrumentReading LaunchControl::sample() {
+  InstrumentReading reading;
+  reading.queues = queues_.sample();
+  if (!inStep()) {
+    return reading;
+  }
+  QueueView view;
+  view.lastCompletionMs = queues_.lastCompletionMs();
+  const StreamHandle hostStream = watchdog_.hostStream();
+  for (const StreamQueueSample& s : reading.queues) {
+    view.state +=
+        (view.state.empty() ? "" : ", ") + s.name + " " + std::to_string(s.depth) + " in flight";
+    if (s.head && (!view.head || s.head->submittedAtMs < view.head->submittedAtMs)) {
+      view.head = s.head;
+      view.headStream = s.name;
+    }
+    if (hostStream != 0 && s.stream == hostStream) {
+      view.hostStream = s.name;
+    }
+  }
+  if (view.head) {
+    view.headExpectedMs = queues_.longestServiceMs(view.head->op);
+  }
+  reading.hang = watchdog_.check(view);
+  return reading;
+}
+
+std::optional<HangReport> LaunchControl::checkHang() {
+  return sample().hang;
+}
+
+HostOpScope::HostOpScope(const char* op) {
+  launchControl().enterOp(op);
+}
+
+HostOpScope::~HostOpScope() {
+  launchControl().exitOp();
 }
 
 LaunchControl& launchControl() {

@@ -1,11 +1,13 @@
 // LaunchControl.h — the process-wide launch settings every kernel/BLAS launch consults: the
 // launch policy (serialize, blocking; live toggles), the fault injector, the queue tracker and the
 // watchdog's view of the host. compute/hip/launch.h reaches it through runtime/hip/GpuLaunch.h;
-// CPU code paths call enterOp() so that faults and hang reports work in cpu builds too.
+// the CPU backend wraps each op in a HostOpScope, so that faults, op budgets and hang reports work
+// in cpu builds too. The engine's sampler thread reads it with sample() (queues + hang check).
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <vector>
 
 #include "runtime/FaultInjection.h"
 #include "runtime/QueueTracker.h"
@@ -23,6 +25,13 @@ struct LaunchPolicy {
   bool operator==(const LaunchPolicy&) const = default;
 };
 
+// One reading of the sampler: the queues, and a hang report when a step runs and an op is over
+// its budget.
+struct InstrumentReading {
+  std::vector<StreamQueueSample> queues;
+  std::optional<HangReport> hang;
+};
+
 class LaunchControl {
  public:
   LaunchControl(std::shared_ptr<EventApi> events, FaultConfig faults,
@@ -32,25 +41,44 @@ class LaunchControl {
   void setPolicy(LaunchPolicy policy);
   LaunchPolicy policy() const;
 
-  // Before an op runs: notes it for the watchdog, then lets the fault injector act (may throw
-  // InjectedFault or block in an injected hang). `op` must be a string literal.
-  void enterOp(const char* op);
+  // Before an op runs: notes it (and the stream it launches on) for the watchdog, then lets the
+  // fault injector act (may throw InjectedFault or block in an injected hang). `op` must be a
+  // string literal.
+  void enterOp(const char* op, StreamHandle stream = 0);
+  // After an op ran on the host (CPU backend): progress for the watchdog.
+  void exitOp();
   // The step boundary: step-progress for the watchdog, then step fault rules (may throw
-  // InjectedFault or block in an injected hang). Call with the step about to run.
+  // InjectedFault or block in an injected hang, reported as the host op "step_begin"). Call with
+  // the step about to run; the watchdog checks from here to endStep().
   void beginStep(std::int64_t step);
+  void endStep();
+  bool inStep() const { return inStep_.load(std::memory_order_relaxed); }
 
   FaultInjector& faults() { return faults_; }
   QueueTracker& queues() { return queues_; }
   Watchdog& watchdog() { return watchdog_; }
-  // watchdog().check() fed with this tracker's queue state.
-  std::optional<HangReport> checkHang() const;
+  // The queues now (completed events popped), and while a step runs the watchdog's verdict.
+  InstrumentReading sample();
+  // sample().hang.
+  std::optional<HangReport> checkHang();
 
  private:
   std::atomic<bool> serialize_{false};
   std::atomic<bool> blocking_{false};
+  std::atomic<bool> inStep_{false};
   FaultInjector faults_;
   QueueTracker queues_;
   Watchdog watchdog_;
+};
+
+// Reports a host-side op (the CPU backend's) to the process-wide LaunchControl: enterOp() when
+// made (which may throw an injected fault), exitOp() when it ends.
+class HostOpScope {
+ public:
+  explicit HostOpScope(const char* op);
+  ~HostOpScope();
+  HostOpScope(const HostOpScope&) = delete;
+  HostOpScope& operator=(const HostOpScope&) = delete;
 };
 
 // The process-wide instance: HIP events in the hip flavours (none in cpu builds), faults from

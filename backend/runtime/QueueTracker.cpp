@@ -1,6 +1,7 @@
 // QueueTracker.cpp — event pool, submission counting and completion popping.
 #include "runtime/QueueTracker.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace lorascope::runtime {
@@ -30,9 +31,34 @@ QueueTracker::~QueueTracker() {
   }
 }
 
-void QueueTracker::onSubmit(StreamHandle stream, const char* op) {
+QueueTracker::Stream& QueueTracker::stream(StreamHandle handle) {
+  auto [it, inserted] = streams_.try_emplace(handle);
+  if (inserted) {
+    it->second.name = "stream " + std::to_string(++streamsSeen_);
+  }
+  return it->second;
+}
+
+void QueueTracker::nameStream(StreamHandle handle, std::string name) {
   const std::lock_guard lock(mutex_);
-  Stream& s = streams_[stream];
+  stream(handle).name = std::move(name);
+}
+
+void QueueTracker::forgetStream(StreamHandle handle) {
+  const std::lock_guard lock(mutex_);
+  const auto it = streams_.find(handle);
+  if (it == streams_.end()) {
+    return;
+  }
+  for (const Pending& p : it->second.pending) {
+    freeEvents_.push_back(p.event);
+  }
+  streams_.erase(it);
+}
+
+void QueueTracker::onSubmit(StreamHandle handle, const char* op) {
+  const std::lock_guard lock(mutex_);
+  Stream& s = stream(handle);
   ++s.submitted;
   if (!events_) {
     ++s.completed;  // no device: the op ran on the host before we got here
@@ -48,7 +74,7 @@ void QueueTracker::onSubmit(StreamHandle stream, const char* op) {
     ++createdEvents_;
   }
   try {
-    events_->record(event, stream);
+    events_->record(event, handle);
   } catch (...) {
     freeEvents_.push_back(event);
     --s.submitted;
@@ -71,13 +97,23 @@ std::vector<StreamQueueSample> QueueTracker::sample() {
         s.error = errorText;
         break;
       }
+      const std::int64_t now = nowMs_();
+      const PendingOp& done = s.pending.front().op;
+      const std::int64_t service = now - std::max(done.submittedAtMs, s.lastCompletionMs);
+      auto longest = longestServiceMs_.find(done.op);
+      if (longest == longestServiceMs_.end()) {
+        longestServiceMs_.emplace(done.op, service);
+      } else {
+        longest->second = std::max(longest->second, service);
+      }
       freeEvents_.push_back(s.pending.front().event);
       s.pending.pop_front();
       ++s.completed;
-      lastCompletionMs_ = nowMs_();
+      s.lastCompletionMs = now;
+      lastCompletionMs_ = now;
     }
-    StreamQueueSample sample{handle,       s.submitted, s.completed, s.submitted - s.completed,
-                             std::nullopt, s.error};
+    StreamQueueSample sample{
+        handle, s.name, s.submitted, s.completed, s.submitted - s.completed, std::nullopt, s.error};
     if (!s.pending.empty()) {
       sample.head = s.pending.front().op;
     }
@@ -107,6 +143,12 @@ std::optional<PendingOp> QueueTracker::oldestPending() const {
 std::int64_t QueueTracker::lastCompletionMs() const {
   const std::lock_guard lock(mutex_);
   return lastCompletionMs_;
+}
+
+std::int64_t QueueTracker::longestServiceMs(const std::string& op) const {
+  const std::lock_guard lock(mutex_);
+  const auto it = longestServiceMs_.find(op);
+  return it == longestServiceMs_.end() ? 0 : it->second;
 }
 
 std::size_t QueueTracker::pooledEventCount() const {

@@ -42,6 +42,7 @@ struct PendingOp {
 
 struct StreamQueueSample {
   StreamHandle stream = 0;
+  std::string name;               // nameStream()'s name, else "stream N" in order of first use
   std::uint64_t submitted = 0;    // cumulative count
   std::uint64_t completed = 0;    // cumulative count
   std::uint64_t depth = 0;        // submitted - completed
@@ -57,6 +58,11 @@ class QueueTracker {
   QueueTracker& operator=(const QueueTracker&) = delete;
 
   void onSubmit(StreamHandle stream, const char* op);
+  // A name for the charts and hang reports ("compute"); before or after its first submission.
+  void nameStream(StreamHandle stream, std::string name);
+  // The stream is gone (destroyed with its backend): no more samples of it; its pending events
+  // go back to the pool.
+  void forgetStream(StreamHandle stream);
   // Pops completed events on every stream and returns the per-stream counts.
   std::vector<StreamQueueSample> sample();
   std::uint64_t depth(StreamHandle stream) const;
@@ -65,6 +71,10 @@ class QueueTracker {
   // When an event last completed; the tracker's creation time until one has.
   std::int64_t lastCompletionMs() const;
   std::size_t pooledEventCount() const;  // events created so far (the pool's size)
+  // The longest an op of this name has been seen at the head of its stream: from when it was
+  // submitted or its predecessor completed (the later) to when its completion was seen. An upper
+  // bound of its run time, coarse by the sampling period; 0 for an op never seen to complete.
+  std::int64_t longestServiceMs(const std::string& op) const;
 
  private:
   struct Pending {
@@ -72,6 +82,8 @@ class QueueTracker {
     EventHandle event = 0;
   };
   struct Stream {
+    std::string name;
+    std::int64_t lastCompletionMs = 0;  // when this stream's latest completion was seen
     std::uint64_t submitted = 0;
     std::uint64_t completed = 0;
     std::deque<Pending> pending;
@@ -84,7 +96,10 @@ class QueueTracker {
   std::map<StreamHandle, Stream> streams_;
   std::vector<EventHandle> freeEvents_;
   std::size_t createdEvents_ = 0;
+  std::size_t streamsSeen_ = 0;
   std::int64_t lastCompletionMs_ = 0;
+  std::map<std::string, std::int64_t, std::less<>> longestServiceMs_;
+  Stream& stream(StreamHandle handle);  // caller holds mutex_
 };
 
 }  // namespace lorascope::runtime

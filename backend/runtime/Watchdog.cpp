@@ -1,8 +1,9 @@
-// Watchdog.cpp — the hang rule and its report.
+// Watchdog.cpp — the hang rule, the op budgets and the report.
 #include "runtime/Watchdog.h"
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
 namespace lorascope::runtime {
@@ -17,12 +18,14 @@ std::string seconds(std::int64_t ms) {
 Watchdog::Watchdog(WatchdogConfig config, NowMs nowMs)
     : nowMs_(std::move(nowMs)), lastProgressMs_(nowMs_()) {
   setConfig(config);
+  hostOpSinceMs_.store(lastProgressMs_, std::memory_order_relaxed);
 }
 
 void Watchdog::setConfig(WatchdogConfig config) {
-  if (config.hangAfterMs <= 0) {
-    throw std::invalid_argument("watchdog: the hang timeout must be positive, got " +
-                                std::to_string(config.hangAfterMs) + " ms");
+  if (config.graceMs <= 0 || config.firstStepsMs <= 0) {
+    throw std::invalid_argument("watchdog: the hang budgets must be positive, got " +
+                                std::to_string(config.graceMs) + " ms grace and " +
+                                std::to_string(config.firstStepsMs) + " ms for the first steps");
   }
   const std::lock_guard lock(mutex_);
   config_ = config;
@@ -33,40 +36,95 @@ WatchdogConfig Watchdog::config() const {
   return config_;
 }
 
+void Watchdog::noteHostOp(const char* op, StreamHandle stream) {
+  hostOpSinceMs_.store(nowMs_(), std::memory_order_relaxed);
+  hostStream_.store(stream, std::memory_order_relaxed);
+  hostOp_.store(op, std::memory_order_relaxed);
+}
+
 void Watchdog::noteProgress() {
   const std::int64_t now = nowMs_();
   const std::lock_guard lock(mutex_);
   lastProgressMs_ = now;
+  if (const char* op = hostOp_.load(std::memory_order_relaxed)) {
+    std::int64_t& longest = longestHostMs_[op];
+    longest = std::max(longest, now - hostOpSinceMs_.load(std::memory_order_relaxed));
+  }
+}
+
+void Watchdog::noteStepBegun(std::int64_t step) {
+  const std::int64_t now = nowMs_();
+  const std::lock_guard lock(mutex_);
+  lastProgressMs_ = now;
+  step_ = step;
+  ++stepsBegun_;
+}
+
+std::int64_t Watchdog::longestHostMs(const char* op) const {
+  std::int64_t longest = 0;
+  for (const auto& [name, ms] : longestHostMs_) {
+    if (std::strcmp(name, op) == 0) {
+      longest = std::max(longest, ms);  // the same name may be more than one literal
+    }
+  }
+  return longest;
 }
 
 std::optional<HangReport> Watchdog::check(std::int64_t lastCompletionMs,
                                           const std::optional<PendingOp>& head) const {
+  QueueView view;
+  view.lastCompletionMs = lastCompletionMs;
+  view.head = head;
+  view.headStream = head ? "stream 1" : "";
+  return check(view);
+}
+
+std::optional<HangReport> Watchdog::check(const QueueView& queues) const {
   const std::int64_t now = nowMs_();
   const std::lock_guard lock(mutex_);
-  const std::int64_t idle = now - std::max(lastCompletionMs, lastProgressMs_);
-  if (idle < config_.hangAfterMs) {
-    return std::nullopt;
-  }
+  const std::int64_t idle = now - std::max(queues.lastCompletionMs, lastProgressMs_);
   HangReport report;
   report.idleMs = idle;
-  report.error = classifyHang();
-  if (head) {
-    report.op = head->op;
+  report.step = step_;
+  report.queues = queues.state;
+  if (queues.head) {
+    report.op = queues.head->op;
+    report.stream = queues.headStream;
     report.opIsQueued = true;
-    report.waitingMs = now - head->submittedAtMs;
+    report.waitingMs = now - queues.head->submittedAtMs;
+    report.expectedMs = queues.headExpectedMs;
   } else {
     const char* hostOp = hostOp_.load(std::memory_order_relaxed);
     report.op = hostOp != nullptr ? hostOp : "(unknown)";
-    report.waitingMs = now - lastProgressMs_;
+    report.stream = queues.hostStream;
+    report.waitingMs = now - hostOpSinceMs_.load(std::memory_order_relaxed);
+    report.expectedMs = hostOp != nullptr ? longestHostMs(hostOp) : 0;
   }
-  report.message = "hang: nothing completed on the GPU and no step progress for " + seconds(idle) +
-                   " (limit " + seconds(config_.hangAfterMs) + "); " +
-                   (report.opIsQueued ? "the op at the head of the queue is '" + report.op +
-                                            "' (submission #" + std::to_string(head->sequence) +
-                                            ", waiting " + seconds(report.waitingMs) + ")"
-                                      : "no GPU work is queued; the host is in '" + report.op +
-                                            "' since " + seconds(report.waitingMs)) +
-                   ". " + report.error.advice;
+  report.budgetMs = report.expectedMs + config_.graceMs;
+  const bool firstSteps = stepsBegun_ >= 1 && stepsBegun_ <= config_.firstSteps;
+  if (firstSteps) {
+    report.budgetMs = std::max(report.budgetMs, config_.firstStepsMs);
+  }
+  if (idle < report.budgetMs) {
+    return std::nullopt;
+  }
+  report.error = classifyHang();
+  const std::string budget =
+      firstSteps ? "the first " + std::to_string(config_.firstSteps) + " steps' budget of " +
+                       seconds(report.budgetMs)
+                 : "its budget of " + seconds(report.budgetMs) + " (the longest it took before, " +
+                       seconds(report.expectedMs) + ", + " + seconds(config_.graceMs) + ")";
+  report.message =
+      "hang" + (step_ > 0 ? " in step " + std::to_string(step_) : std::string()) +
+      ": no progress for " + seconds(idle) + ", over " + budget + "; " +
+      (report.opIsQueued ? "the op at the head of the queue is '" + report.op + "' (submission #" +
+                               std::to_string(queues.head->sequence) + ", waiting " +
+                               seconds(report.waitingMs) + ") on stream " + report.stream
+                         : "no GPU work is queued; the host is in '" + report.op + "'" +
+                               (report.stream == "host" ? std::string(" on the host")
+                                                        : " on stream " + report.stream) +
+                               " since " + seconds(report.waitingMs)) +
+      (queues.state.empty() ? "" : "; queues: " + queues.state) + ". " + report.error.advice;
   return report;
 }
 

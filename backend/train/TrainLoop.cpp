@@ -201,6 +201,17 @@ void TrainLoop::moveTo(compute::Backend& backend, const model::ModelWeights& wei
   backend_ = &backend;
 }
 
+void TrainLoop::setActivationCheckpointing(bool on, const model::ModelWeights& weights) {
+  if (graph_->options().activationCheckpointing == on) {
+    return;
+  }
+  syncState();
+  GraphOptions options = graph_->options();
+  options.activationCheckpointing = on;
+  std::unique_ptr<TrainGraph> graph = graphOn(*backend_, weights, options);
+  graph_ = std::move(graph);
+}
+
 const std::vector<std::int64_t>& TrainLoop::orderOf(std::int64_t epoch) {
   if (epoch != orderEpoch_) {
     order_ = epochOrder(static_cast<std::int64_t>(sequences_.size()), config_.seed, epoch,

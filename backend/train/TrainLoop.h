@@ -119,6 +119,9 @@ class TrainLoop {
   // the old one, unchanged.
   void moveTo(compute::Backend& backend, const model::ModelWeights& weights);
   compute::Backend& backend() const { return *backend_; }
+  // Activation checkpointing from the next step: the graph is rebuilt on the same backend with the
+  // option (adapter and moments carry over). `weights` as for moveTo.
+  void setActivationCheckpointing(bool on, const model::ModelWeights& weights);
 
   bool finished() const { return state_.step >= totalSteps_; }
   std::int64_t totalSteps() const { return totalSteps_; }

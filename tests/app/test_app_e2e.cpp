@@ -3,16 +3,23 @@
 // page inspects the demo model and validates its dataset, one click on Start trains, loss points
 // reach the dashboard, a live toggle round-trips (the engine confirms it), Stop writes a
 // checkpoint in the run folder, and (isolated) the adapter exports through `lorascope-train
-// export`. Small steps keep each run to seconds on 2 cores.
+// export`. Small steps keep each run to seconds on 2 cores. A clean demo run with every page
+// visited logs no error and marks no incident: the app sends nothing it knows will be refused, and
+// a toggle the engine refuses shows its reason and reverts.
 #include <QtTest>
 
+#include <QAbstractButton>
 #include <QAction>
+#include <QApplication>
 #include <QDir>
 #include <QLineSeries>
+#include <QMessageBox>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardPaths>
+#include <QTabWidget>
 #include <QTemporaryDir>
+#include <QTimer>
 
 #include "engine/InProcessHost.h"
 #include "engine/IsolatedHost.h"
@@ -23,6 +30,7 @@
 #include "job/EngineJob.h"  // defines: createTrainingJob
 #include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
+#include "widgets/EventLogModel.h"
 #include "widgets/LengthHistogram.h"
 #include "widgets/TimeChart.h"
 
@@ -81,6 +89,23 @@ class TestAppEndToEnd : public QObject {
     QVERIFY2(!checkpoints.isEmpty(), qPrintable(runFolder));
   }
 
+  // Shows the window and starts a small demo run that will not end by itself; returns once
+  // `steps` steps reached the dashboard.
+  void startDemoRun(app::MainWindow& window, widgets::EngineClient& host, int steps) {
+    window.show();
+    window.setEngine(&host);
+    app::RunSetupPage* setup = window.setupPage();
+    QTRY_VERIFY_WITH_TIMEOUT(!setup->isBusy(), kTimeoutMs);
+    setup->setOutputDir(home_.filePath(QStringLiteral("runs")));
+    setup->maxStepsEditor()->setValue(kStepLimit);
+    setup->microBatchEditor()->setValue(2);
+    setup->seqLenEditor()->setValue(64);
+    QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), kTimeoutMs);
+    window.startAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->lossChart()->decimator(0).sampleCount() >= steps,
+                             kTimeoutMs);
+  }
+
  private slots:
   void initTestCase() {
     QStandardPaths::setTestModeEnabled(true);
@@ -101,6 +126,90 @@ class TestAppEndToEnd : public QObject {
     });
     app::MainWindow window(app::collectAboutFacts());
     trainAndStop(window, host);
+  }
+
+  void aCleanDemoRunLogsNoErrorOnAnyPage() {
+    app::EngineAdapter host([](HostListener listener) {
+      return std::make_unique<InProcessHost>(job::createTrainingJob,
+                                             HelloEvent{kProtocolVersion, "test", "cpu", {}},
+                                             std::move(listener));
+    });
+    app::MainWindow window(app::collectAboutFacts());
+    window.resize(1280, 800);
+    startDemoRun(window, host, 2);
+    if (QTest::currentTestFailed()) {
+      return;
+    }
+    // Every page, each long enough for its timers (the memory map asks every 2 s while shown).
+    for (int page = 0; page < window.pages()->count(); ++page) {
+      window.pages()->setCurrentIndex(page);
+      QTest::qWait(2500);
+    }
+    // A toggle the engine refuses (a micro-batch over the effective batch of 2): the reason is
+    // shown, the editor goes back, and it is not an error.
+    auto* microBatch = qobject_cast<QSpinBox*>(window.controls()->editor(Toggle::MicroBatch));
+    QVERIFY(microBatch != nullptr);
+    microBatch->setValue(64);
+    QTRY_COMPARE_WITH_TIMEOUT(window.controls()->status(Toggle::MicroBatch),
+                              widgets::ControlsPanel::Status::Refused, kTimeoutMs);
+    QVERIFY2(window.controls()->statusText(Toggle::MicroBatch).contains("exceeds"),
+             qPrintable(window.controls()->statusText(Toggle::MicroBatch)));
+    QCOMPARE(microBatch->value(), 2);
+    // The GPU's settings are not applicable on this CPU run: disabled, not "applied".
+    QCOMPARE(window.controls()->status(Toggle::Serialize),
+             widgets::ControlsPanel::Status::NotApplicable);
+    QVERIFY(!window.controls()->editor(Toggle::Serialize)->isEnabled());
+    window.stopAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), kTimeoutMs);
+    const widgets::EventLogModel* log = window.eventLog();
+    for (int row = 0; row < log->rowCount(); ++row) {
+      const QModelIndex index = log->index(row, widgets::EventLogModel::MessageColumn);
+      QVERIFY2(
+          index.data(widgets::EventLogModel::SeverityRole).toInt() < widgets::EventLogModel::Error,
+          qPrintable(index.data().toString()));
+    }
+    for (const widgets::ChartMarker& marker : window.dashboard()->markers()) {
+      QVERIFY2(marker.kind != widgets::MarkerKind::Incident, qPrintable(marker.text));
+    }
+  }
+
+  // Quitting mid-run asks: Cancel keeps the window and the run; "stop with a checkpoint and
+  // quit" stops the run, and the window closes once the checkpoint is written.
+  void quittingMidRunAsks() {
+    app::EngineAdapter host([](HostListener listener) {
+      return std::make_unique<InProcessHost>(job::createTrainingJob,
+                                             HelloEvent{kProtocolVersion, "test", "cpu", {}},
+                                             std::move(listener));
+    });
+    app::MainWindow window(app::collectAboutFacts());
+    startDemoRun(window, host, 1);
+    if (QTest::currentTestFailed()) {
+      return;
+    }
+    auto answer = [](const QString& button) {
+      QTimer::singleShot(0, [button] {
+        auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+        QVERIFY(box != nullptr);
+        QCOMPARE(box->objectName(), QStringLiteral("quitPrompt"));
+        for (QAbstractButton* b : box->buttons()) {
+          if (b->text().contains(button)) {
+            b->click();
+            return;
+          }
+        }
+        QFAIL(qPrintable(QStringLiteral("no button ") + button));
+      });
+    };
+    answer(QStringLiteral("Cancel"));
+    QVERIFY(!window.close());
+    QVERIFY(window.isVisible());
+    QVERIFY(window.stopAction()->isEnabled());  // still running
+    answer(QStringLiteral("Stop with a checkpoint"));
+    QVERIFY(!window.close());  // not yet: the engine is stopping
+    QTRY_VERIFY_WITH_TIMEOUT(!window.isVisible(), kTimeoutMs);
+    const QStringList checkpoints = QDir(window.runFolder() + QStringLiteral("/checkpoints"))
+                                        .entryList(QDir::Dirs | QDir::NoDotAndDotDot);
+    QVERIFY(!checkpoints.isEmpty());
   }
 
   void isolatedHostTrainsAndExportsTheDemo() {

@@ -3,14 +3,23 @@
 // Commands, events reaching every page, the layout remembered across windows.
 #include <QtTest>
 
+#include <QAbstractButton>
+#include <QAbstractSpinBox>
 #include <QAction>
 #include <QActionGroup>
+#include <QComboBox>
+#include <QLabel>
+#include <QLineEdit>
 #include <QLineSeries>
 #include <QMenuBar>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QToolBar>
+#include <QToolButton>
 
 #include "../widgets/RecordedStream.h"
 #include "compute/BuildInfo.h"
@@ -24,6 +33,7 @@
 #include "widgets/EventLogModel.h"
 #include "widgets/MemoryMapPanel.h"
 #include "widgets/ProfileBar.h"
+#include "widgets/TimeChart.h"
 
 using namespace lorascope;
 using namespace lorascope::engine;
@@ -213,6 +223,73 @@ class TestAppShell : public QObject {
     }
     app::MainWindow again(app::collectAboutFacts());
     QCOMPARE(again.pages()->currentIndex(), 2);
+  }
+
+  // The window works at 1024×700: on every page no control is clipped or moved into a toolbar's
+  // overflow menu, the setup page needs no horizontal scrolling, and no chart legend is elided.
+  void worksAt1024By700() {
+    app::MainWindow window(app::collectAboutFacts());
+    window.resize(1024, 700);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    for (const TimedEvent& e : testing::readStream("synthetic_gpu_run.jsonl")) {
+      window.handleEvent(e);
+    }
+    window.dashboard()->refresh();
+    QTest::qWait(100);
+    QVERIFY2(window.width() <= 1024 && window.height() <= 700,
+             qPrintable(QStringLiteral("%1x%2").arg(window.width()).arg(window.height())));
+    for (int page = 0; page < window.pages()->count(); ++page) {
+      window.pages()->setCurrentIndex(page);
+      QTest::qWait(50);
+      const QString where = window.pages()->tabText(page);
+      for (QToolBar* bar : window.findChildren<QToolBar*>()) {
+        for (QToolButton* button : bar->findChildren<QToolButton*>()) {
+          QVERIFY2(
+              button->objectName() != QLatin1String("qt_toolbar_ext_button") ||
+                  !button->isVisible(),
+              qPrintable(where + QStringLiteral(": toolbar overflow in ") + bar->windowTitle()));
+        }
+      }
+      for (QScrollArea* scroll : window.findChildren<QScrollArea*>()) {
+        if (scroll->isVisible() && scroll->objectName() != QLatin1String("memoryMapScroll")) {
+          QVERIFY2(!scroll->horizontalScrollBar()->isVisible(),
+                   qPrintable(where + QStringLiteral(": horizontal scrolling")));
+        }
+      }
+      for (QWidget* w : window.findChildren<QWidget*>()) {
+        const bool control = qobject_cast<QAbstractButton*>(w) || qobject_cast<QComboBox*>(w) ||
+                             qobject_cast<QAbstractSpinBox*>(w) || qobject_cast<QLineEdit*>(w);
+        if (!control || !w->isVisible() || qobject_cast<QToolButton*>(w) ||
+            w->objectName().startsWith(QLatin1String("qt_"))) {  // Qt's own (dock title buttons)
+          continue;
+        }
+        bool scrolled = false;  // inside a scroll area: reachable by scrolling up and down
+        for (QWidget* p = w->parentWidget(); p != nullptr; p = p->parentWidget()) {
+          scrolled = scrolled || qobject_cast<QScrollArea*>(p) != nullptr;
+        }
+        const QString name =
+            where + QStringLiteral(": ") + w->metaObject()->className() + QStringLiteral(" '") +
+            w->objectName() + QStringLiteral("' ") +
+            (qobject_cast<QAbstractButton*>(w) ? qobject_cast<QAbstractButton*>(w)->text()
+                                               : QString());
+        QVERIFY2(w->width() >= w->minimumSizeHint().width(),
+                 qPrintable(name + QStringLiteral(" narrower than it needs")));
+        if (!scrolled) {
+          const QRect inWindow(w->mapTo(&window, QPoint(0, 0)), w->size());
+          QVERIFY2(window.rect().contains(inWindow), qPrintable(name + QStringLiteral(" cut off")));
+        }
+      }
+    }
+    for (widgets::TimeChart* chart : window.dashboard()->charts()) {
+      const QString legend = chart->legendText();
+      for (int s = 0; s < chart->seriesCount(); ++s) {
+        QVERIFY2(legend.contains(chart->valueText(s)), qPrintable(legend));
+      }
+      QLabel* row = chart->legend();
+      QVERIFY2(row->height() >= row->heightForWidth(row->width()),
+               qPrintable(QStringLiteral("legend cut: ") + legend));
+    }
   }
 };
 

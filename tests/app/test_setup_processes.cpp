@@ -95,16 +95,63 @@ class TestSetupProcesses : public QObject {
     const QString summary = page.datasetSummary();
     QVERIFY2(summary.contains(QStringLiteral("2 valid examples")), qPrintable(summary));
     QVERIFY2(summary.contains(QStringLiteral("1 error")), qPrintable(summary));
-    QVERIFY2(summary.contains(QStringLiteral("line 3")), qPrintable(summary));
+    const QString issues = page.datasetIssuesText();
+    QVERIFY2(issues.startsWith(QStringLiteral("line 3: error: ")), qPrintable(issues));
     std::size_t binned = 0;
     for (const widgets::LengthBin& bin : page.histogram()->bins()) {
       binned += bin.examples;
     }
     QCOMPARE(binned, std::size_t{2});
+    // A dataset with errors keeps Start disabled until they are fixed.
+    QVERIFY2(page.problems().join('\n').contains(QStringLiteral("Dataset: 1 error to fix first")),
+             qPrintable(page.problems().join('\n')));
+    QVERIFY(!page.runConfig().has_value());
+    writeFile(data,
+              "{\"instruction\": \"Say hi\", \"output\": \"hi\"}\n"
+              "{\"instruction\": \"Count to three\", \"output\": \"one two three\"}\n");
+    page.setDataFile(data);
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
+    QVERIFY(page.datasetIssuesText().isEmpty());
     const auto config = page.runConfig();
-    QVERIFY(config.has_value());
+    QVERIFY2(config.has_value(), qPrintable(page.problems().join('\n')));
     QCOMPARE(QString::fromStdString((*config)["model"]), demoModel_);
     QCOMPARE(QString::fromStdString((*config)["data"]), data);
+  }
+
+  void everyIssueIsListed() {
+    const QString data = home_.filePath(QStringLiteral("broken.jsonl"));
+    writeFile(data,
+              "{\"instruction\": broken\n"
+              "{\"instruction\": \"Say hi\", \"output\": \"hi\"}\n"
+              "not json at all\n"
+              "{\"instruction\": \"x\", \"output\": \"y\"\n");
+    app::RunSetupPage page;
+    page.setDemo(false);
+    page.setModelDir(demoModel_);
+    page.setDataFile(data);
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
+    const QStringList lines = page.datasetIssuesText().split('\n');
+    QCOMPARE(lines.size(), 3);
+    QVERIFY(lines[0].startsWith(QStringLiteral("line 1: error: ")));
+    QVERIFY(lines[1].startsWith(QStringLiteral("line 3: error: ")));
+    QVERIFY(lines[2].startsWith(QStringLiteral("line 4: error: ")));
+    QVERIFY(!page.runConfig().has_value());
+  }
+
+  void aSequenceLongerThanTheModelsPositionsIsWarned() {
+    app::RunSetupPage page;
+    page.setDemo(false);
+    page.setModelDir(demoModel_);
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
+    const std::int64_t positions = page.inspection().config->maxPositionEmbeddings;
+    QVERIFY(positions > 0);
+    page.seqLenEditor()->setValue(static_cast<int>(positions));
+    QVERIFY(page.sequenceLengthWarning().isEmpty());
+    page.seqLenEditor()->setValue(static_cast<int>(positions) + 1);
+    const QString warning = page.sequenceLengthWarning();
+    QVERIFY2(warning.contains(
+                 QStringLiteral("exceeds the model's max_position_embeddings %1").arg(positions)),
+             qPrintable(warning));
   }
 
   void anUnreadableDatasetIsAClearError() {

@@ -1,7 +1,10 @@
 // test_engine.cpp — the engine loop with a small job: lifecycle events, commands applied at step
-// boundaries, pause/stop noticed within one op, refusals reported as error events.
+// boundaries, pause/stop noticed within one op, refusals reported as error events; the sampler
+// thread's readings arriving while a step is stuck, and its hang report published once.
 #include <QtTest>
 
+#include <atomic>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -17,6 +20,10 @@ class CountingJob : public EngineJob {
   CountingJob(int totalSteps, int opsPerStep) : totalSteps_(totalSteps), opsPerStep_(opsPerStep) {}
 
   std::optional<StepEvent> runStep(const CancelFlag& cancel) override {
+    if (stuck) {  // a step that hangs until the test lets it go
+      std::unique_lock lock(stuckMutex_);
+      stuckWake_.wait(lock, [this] { return !stuck; });
+    }
     for (int op = 0; op < opsPerStep_; ++op) {
       if (cancel.raised()) {
         ++cancelledSteps;
@@ -39,26 +46,52 @@ class CountingJob : public EngineJob {
   CheckpointEvent checkpoint() override { return {"ckpt/step-" + std::to_string(done_), done_}; }
   std::optional<SnapshotEvent> snapshot() override { return std::nullopt; }
   std::optional<MemoryEvent> memory() override { return std::nullopt; }
+  InstrumentEvents sampleInstruments() override {
+    InstrumentEvents out;
+    MemoryEvent memory;
+    memory.allocatedBytes = static_cast<std::uint64_t>(++samples);
+    out.memory = memory;
+    if (stuck && reportHang) {
+      out.hang = ErrorEvent{
+          "hang", "attention_backward", 0, "hang in step 1: 'attention_backward'", "", false};
+    }
+    return out;
+  }
+  void release() {
+    {
+      const std::lock_guard lock(stuckMutex_);
+      stuck = false;
+    }
+    stuckWake_.notify_all();
+  }
 
   int cancelledSteps = 0;
+  std::atomic<bool> stuck{false};
+  std::atomic<bool> reportHang{false};
+  std::atomic<int> samples{0};
 
  private:
   int totalSteps_;
   int opsPerStep_;
   std::int64_t done_ = 0;
   int microBatch_ = 1;
+  std::mutex stuckMutex_;
+  std::condition_variable stuckWake_;
 };
 
 // Runs an Engine on its own thread and records its events.
 class Harness {
  public:
-  explicit Harness(int totalSteps, int opsPerStep = 5)
+  explicit Harness(int totalSteps, int opsPerStep = 5, EngineOptions options = {},
+                   bool stuck = false, bool reportHang = false)
       : engine_(
             [=, this](const nlohmann::json& config,
                       const EventSink&) -> std::unique_ptr<EngineJob> {
               if (config.contains("fail"))
                 throw std::runtime_error("model folder not found");
               auto job = std::make_unique<CountingJob>(totalSteps, opsPerStep);
+              job->stuck = stuck;
+              job->reportHang = reportHang;
               job_ = job.get();
               return job;
             },
@@ -66,7 +99,7 @@ class Harness {
               const std::lock_guard lock(mutex_);
               events_.push_back(e);
             },
-            HelloEvent{kProtocolVersion, "test", "cpu", {}}),
+            HelloEvent{kProtocolVersion, "test", "cpu", {}}, std::move(options)),
         thread_([this] { engine_.run(); }) {}
   ~Harness() {
     engine_.shutdown();
@@ -153,9 +186,13 @@ class TestEngine : public QObject {
     h.engine().post(SetToggleCommand{Toggle::MicroBatch, 4});
     h.engine().post(SetToggleCommand{Toggle::GemmBackend, "builtin"});
     QTRY_VERIFY(!h.all<ToggleAppliedEvent>().empty());
-    QTRY_VERIFY(!h.all<ErrorEvent>().empty());
+    QTRY_VERIFY(!h.all<ToggleRefusedEvent>().empty());
     QCOMPARE(h.all<ToggleAppliedEvent>()[0].value.get<int>(), 4);
-    QVERIFY(h.all<ErrorEvent>()[0].message.find("no GEMM choice") != std::string::npos);
+    const ToggleRefusedEvent refused = h.all<ToggleRefusedEvent>()[0];
+    QCOMPARE(refused.toggle, Toggle::GemmBackend);
+    QCOMPARE(refused.value.get<std::string>(), std::string("builtin"));
+    QVERIFY(refused.reason.find("no GEMM choice") != std::string::npos);
+    QVERIFY(h.all<ErrorEvent>().empty());  // a declined request is not an error
     QTRY_VERIFY(!h.all<StepEvent>().empty() && h.all<StepEvent>().back().microBatch == 4);
     h.engine().post(StopCommand{});
     QTRY_VERIFY(h.sawState(RunState::Finished));
@@ -177,6 +214,38 @@ class TestEngine : public QObject {
     h.engine().closeInput();
     QTRY_VERIFY(h.sawState(RunState::Finished));
     QCOMPARE(h.all<CheckpointEvent>().size(), std::size_t{1});
+  }
+
+  // The sampler reads the job while its step is stuck: the charts keep moving during a hang.
+  void readingsArriveWhileAStepIsStuck() {
+    EngineOptions options;
+    options.samplePeriodMs = 10;
+    Harness h(3, 5, options, true);
+    h.engine().post(StartCommand{nlohmann::json::object()});
+    QTRY_VERIFY(h.all<MemoryEvent>().size() >= 5);
+    QVERIFY(h.all<StepEvent>().empty());  // all of them during the first step
+    h.job()->release();
+    QTRY_VERIFY(h.sawState(RunState::Finished));
+  }
+
+  void aHangIsPublishedOnceAsStickyAndOnHangRuns() {
+    std::atomic<int> onHangCalls{0};
+    EngineOptions options;
+    options.samplePeriodMs = 10;
+    options.onHang = [&] { ++onHangCalls; };
+    Harness h(3, 5, options, true, true);
+    h.engine().post(StartCommand{nlohmann::json::object()});
+    QTRY_COMPARE(onHangCalls.load(), 1);
+    const int samplesAtHang = h.job()->samples;
+    QTRY_VERIFY(h.job()->samples > samplesAtHang + 3);  // sampled on, reported no more
+    const auto errors = h.all<ErrorEvent>();
+    QCOMPARE(errors.size(), std::size_t{1});
+    QCOMPARE(errors[0].category, std::string("hang"));
+    QCOMPARE(errors[0].op, std::string("attention_backward"));
+    QVERIFY(errors[0].sticky);
+    QCOMPARE(onHangCalls.load(), 1);
+    h.job()->release();
+    QTRY_VERIFY(h.sawState(RunState::Finished));
   }
 
   void commandsWithoutARunAreRefused() {

@@ -56,6 +56,8 @@ void TestProtocol::everyEventRoundTrips() {
       MemoryEvent{1 << 20, 2 << 20, 512 << 10, 0.25, 3ull << 30, 24ull << 30, 1ull << 30, 900 << 20,
                   8ull << 30},
       QueueEvent{{{"compute", 3}, {"copy", 0}}},
+      MemoryEvent{1 << 20, 2 << 20, 512 << 10, 0.97, std::nullopt, std::nullopt, std::nullopt,
+                  std::nullopt, std::nullopt, 300 << 20, 64 << 20, 40 << 20, 8 << 20},
       SnapshotEvent{{{"segments", nlohmann::json::array()}}},
       LogEvent{LogLevel::Warning, "micro-batch lowered to 2"},
       ErrorEvent{"blas", "gemm_lora_up", 15, "HIPBLAS_STATUS_INTERNAL_ERROR",
@@ -63,7 +65,9 @@ void TestProtocol::everyEventRoundTrips() {
       CheckpointEvent{"/runs/a/checkpoints/step-40", 40},
       IncidentEvent{"engine killed by SIGSEGV at step 212", "built-in GEMM, resumed at 212", 212},
       ToggleAppliedEvent{Toggle::Blocking, true, 41},
-      ToggleAppliedEvent{Toggle::CpuFallback, true, 42, "moved the run to cpu (fp32) at step 42"}};
+      ToggleAppliedEvent{Toggle::CpuFallback, true, 42, "moved the run to cpu (fp32) at step 42"},
+      ToggleAppliedEvent{Toggle::Serialize, false, 3, "", "this run computes on the CPU"},
+      ToggleRefusedEvent{Toggle::GemmBackend, "vendor", "this build has no vendor BLAS", 7}};
   for (const Event& e : events) {
     const TimedEvent timed{1234, e};
     const std::string line = encodeEvent(timed);
@@ -78,9 +82,24 @@ void TestProtocol::everyEventRoundTrips() {
   const auto hello = std::get<HelloEvent>(decodeEvent(encodeEvent({0, events[0]})).event);
   QCOMPARE(hello.devices.at(0).totalBytes, std::uint64_t{25753026560});
   // The detail is optional on the wire: absent when empty, kept when given.
-  QVERIFY(encodeEvent({0, events[10]}).find("detail") == std::string::npos);
-  const auto moved = std::get<ToggleAppliedEvent>(decodeEvent(encodeEvent({0, events[11]})).event);
+  QVERIFY(encodeEvent({0, events[11]}).find("detail") == std::string::npos);
+  const auto moved = std::get<ToggleAppliedEvent>(decodeEvent(encodeEvent({0, events[12]})).event);
   QCOMPARE(moved.detail, std::string("moved the run to cpu (fp32) at step 42"));
+  // The fragmentation readings are on the wire only when set.
+  const auto fragmentation = std::get<MemoryEvent>(decodeEvent(encodeEvent({0, events[5]})).event);
+  QCOMPARE(*fragmentation.largestRequestBytes, std::uint64_t{300} << 20);
+  QCOMPARE(*fragmentation.inactiveSplitAtPeakBytes, std::uint64_t{8} << 20);
+  QVERIFY(encodeEvent({0, events[3]}).find("largest_request") == std::string::npos);
+  // Not applicable: optional on the wire too; a refusal carries its reason.
+  QVERIFY(encodeEvent({0, events[12]}).find("not_applicable") == std::string::npos);
+  QCOMPARE(
+      std::get<ToggleAppliedEvent>(decodeEvent(encodeEvent({0, events[13]})).event).notApplicable,
+      std::string("this run computes on the CPU"));
+  const auto refused =
+      std::get<ToggleRefusedEvent>(decodeEvent(encodeEvent({0, events[14]})).event);
+  QCOMPARE(refused.reason, std::string("this build has no vendor BLAS"));
+  QCOMPARE(refused.value.get<std::string>(), std::string("vendor"));
+  QVERIFY(encodeEvent({0, events[14]}).find("\"type\":\"toggle_refused\"") != std::string::npos);
   // A replayed step says so; an ordinary one carries no such field.
   QVERIFY(!step.replayed);
   QVERIFY(encodeEvent({0, events[2]}).find("replayed") == std::string::npos);

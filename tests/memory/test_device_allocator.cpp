@@ -311,6 +311,26 @@ class TestDeviceAllocator : public QObject {
     QCOMPARE(stats.externalFragmentationPeak, 0.0);
   }
 
+  // What the dashboard compares: the step's largest request against the largest free block, read
+  // at the moment the step's allocations peaked as well as now.
+  void keepsTheLargestRequestAndTheStateAtThePeak() {
+    DeviceAllocator allocator(device(128));
+    const Allocation a = allocator.allocate(20 * kMiB, Owner::Activations);
+    const Allocation b = allocator.allocate(30 * kMiB, Owner::Activations);
+    const AllocatorStats atPeak = allocator.stats();
+    allocator.deallocate(b.address);
+    allocator.deallocate(a.address);
+    AllocatorStats stats = allocator.stats();
+    QCOMPARE(stats.largestRequestBytes, 30 * kMiB);
+    QCOMPARE(stats.largestFreeAtPeakBytes, atPeak.largestFreeBlockBytes);
+    QCOMPARE(stats.inactiveSplitAtPeakBytes, atPeak.inactiveSplitBytes);
+    QVERIFY(stats.largestFreeBlockBytes > stats.largestFreeAtPeakBytes);  // freed after the peak
+    QCOMPARE(statsToJson(stats)["largest_request_bytes"].get<std::size_t>(), 30 * kMiB);
+    allocator.resetPeakStats();  // a new step
+    allocator.allocate(4 * kMiB, Owner::Activations);
+    QCOMPARE(allocator.stats().largestRequestBytes, 4 * kMiB);
+  }
+
   void snapshotUsesPyTorchFieldNames() {
     DeviceAllocator allocator(device(64), {}, 42);
     allocator.allocate(1000, Owner::Grads);

@@ -91,6 +91,40 @@ class TestQueueTracker : public QObject {
     QVERIFY(samples[0].error.find("hipErrorIllegalAddress") != std::string::npos);
   }
 
+  void streamsAreNamedAndForgotten() {
+    auto events = std::make_shared<FakeEvents>();
+    QueueTracker tracker(events);
+    tracker.onSubmit(4, "matmul");
+    tracker.nameStream(5, "compute");
+    tracker.onSubmit(5, "rope");
+    auto samples = tracker.sample();
+    QCOMPARE(samples.at(0).name, std::string("stream 1"));
+    QCOMPARE(samples.at(1).name, std::string("compute"));
+    tracker.forgetStream(5);  // its backend is gone: no more samples, its event back in the pool
+    samples = tracker.sample();
+    QCOMPARE(samples.size(), std::size_t{1});
+    tracker.onSubmit(6, "rope");
+    QCOMPARE(events->created, 2);
+    QCOMPARE(tracker.sample().at(1).name, std::string("stream 3"));
+  }
+
+  void serviceTimeIsFromSubmissionOrThePreviousCompletion() {
+    auto events = std::make_shared<FakeEvents>();
+    FakeClock clock;
+    QueueTracker tracker(events, clock.fn());
+    tracker.onSubmit(1, "matmul");
+    tracker.onSubmit(1, "rope");
+    clock.nowMs += 3'000;
+    events->finishUpTo(1, 1);
+    tracker.sample();  // matmul seen done 3 s after its submission
+    clock.nowMs += 500;
+    events->finishAll(1);
+    tracker.sample();  // rope 0.5 s after matmul completed, though queued 3.5 s
+    QCOMPARE(tracker.longestServiceMs("matmul"), std::int64_t{3'000});
+    QCOMPARE(tracker.longestServiceMs("rope"), std::int64_t{500});
+    QCOMPARE(tracker.longestServiceMs("adamw"), std::int64_t{0});
+  }
+
   void withoutEventsEverySubmissionIsDone() {
     QueueTracker tracker(nullptr);
     tracker.onSubmit(0, "rmsnorm_forward");

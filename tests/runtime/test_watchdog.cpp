@@ -1,10 +1,15 @@
-// test_watchdog.cpp — the hang rule on an injected clock: quiet before the limit, a report naming
-// the head-of-queue op (or the host's op) after it, progress and completions resetting it.
+// test_watchdog.cpp — the hang rule on an injected clock: quiet before the budget, a report naming
+// the head-of-queue op (or the host's op), its stream and the queues after it, progress and
+// completions resetting it; budgets of the op's longest time + grace, longer for the first steps;
+// the CPU backend's ops reach the watchdog and the fault injector.
 #include <QtTest>
 
 #include "FakeEvents.h"
+#include "compute/Backend.h"
 #include "runtime/LaunchControl.h"
 #include "runtime/Watchdog.h"
+
+#include <thread>
 
 using namespace lorascope::runtime;
 using lorascope::runtime::testing::FakeClock;
@@ -64,26 +69,131 @@ class TestWatchdog : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, Watchdog({0}));
   }
 
+  void aHostOpGetsItsLongestTimePlusTheGrace() {
+    FakeClock clock;
+    Watchdog watchdog({10'000}, clock.fn());
+    watchdog.noteHostOp("matmul");
+    clock.nowMs += 3'000;
+    watchdog.noteProgress();  // matmul took 3 s
+    watchdog.noteHostOp("matmul");
+    clock.nowMs += 12'999;
+    QVERIFY(!watchdog.check(0, std::nullopt).has_value());
+    clock.nowMs += 1;
+    const auto report = watchdog.check(0, std::nullopt);
+    QVERIFY(report.has_value());
+    QCOMPARE(report->expectedMs, std::int64_t{3'000});
+    QCOMPARE(report->budgetMs, std::int64_t{13'000});
+    QCOMPARE(report->idleMs, std::int64_t{13'000});
+    QCOMPARE(report->stream, std::string("host"));
+    QVERIFY2(
+        report->message.find("the longest it took before, 3.0 s, + 10.0 s") != std::string::npos,
+        report->message.c_str());
+  }
+
+  void theFirstStepsGetTheLongerBudget() {
+    FakeClock clock;
+    Watchdog watchdog({10'000, 120'000, 2}, clock.fn());
+    watchdog.noteStepBegun(1);
+    watchdog.noteHostOp("matmul");
+    clock.nowMs += 119'999;
+    QVERIFY(!watchdog.check(0, std::nullopt).has_value());  // autotuning, compiling
+    clock.nowMs += 1;
+    const auto first = watchdog.check(0, std::nullopt);
+    QVERIFY(first.has_value());
+    QCOMPARE(first->step, std::int64_t{1});
+    QVERIFY2(first->message.find("hang in step 1") != std::string::npos &&
+                 first->message.find("the first 2 steps' budget of 120.0 s") != std::string::npos,
+             first->message.c_str());
+    watchdog.noteStepBegun(2);
+    watchdog.noteStepBegun(3);  // past the first steps: the op's own budget
+    watchdog.noteHostOp("rope");
+    clock.nowMs += 10'000;
+    QVERIFY(watchdog.check(0, std::nullopt).has_value());
+  }
+
   void launchControlFeedsTheWatchdogFromItsQueues() {
     auto events = std::make_shared<FakeEvents>();
     FakeClock clock;
     LaunchControl control(events, {}, clock.fn());
-    control.watchdog().setConfig({3'000});
-    control.enterOp("matmul");
+    control.watchdog().setConfig({3'000, 60'000, 0});
+    control.queues().nameStream(9, "compute");
+    control.beginStep(40);
+    control.enterOp("matmul", 9);
     control.queues().onSubmit(9, "matmul");
     control.watchdog().noteProgress();
     clock.nowMs += 2'000;
     events->finishAll(9);
-    control.queues().sample();  // completes at t+2 s
-    control.enterOp("rope");
+    control.queues().sample();  // matmul completes at t+2 s: its longest time is 2 s
+    control.enterOp("rope", 9);
     control.queues().onSubmit(9, "rope");
+    control.watchdog().noteProgress();
     clock.nowMs += 2'999;
     QVERIFY(!control.checkHang().has_value());
     clock.nowMs += 1;
     const auto report = control.checkHang();
     QVERIFY(report.has_value());
     QCOMPARE(report->op, std::string("rope"));
+    QCOMPARE(report->stream, std::string("compute"));
     QCOMPARE(report->waitingMs, std::int64_t{3'000});
+    QCOMPARE(report->queues, std::string("compute 1 in flight"));
+    QCOMPARE(report->step, std::int64_t{40});
+    QVERIFY2(
+        report->message.find("on stream compute; queues: compute 1 in flight") != std::string::npos,
+        report->message.c_str());
+    // A queued matmul gets the 2 s it took before on top of the grace.
+    events->finishAll(9);
+    control.queues().sample();
+    control.queues().onSubmit(9, "matmul");
+    clock.nowMs += 4'999;
+    QVERIFY(!control.checkHang().has_value());
+    clock.nowMs += 1;
+    QCOMPARE(control.checkHang()->budgetMs, std::int64_t{5'000});
+    // Between steps nothing is a hang (checkpoints, commands, a paused run).
+    control.endStep();
+    clock.nowMs += 60'000;
+    QVERIFY(!control.checkHang().has_value());
+    QCOMPARE(control.sample().queues.at(0).depth, std::uint64_t{1});
+  }
+
+  void aHangAtTheStepBoundaryNamesIt() {
+    FakeClock clock;
+    LaunchControl control(nullptr, parseFaultSpec("hang@step#3"), clock.fn());
+    control.watchdog().setConfig({10'000, 60'000, 0});
+    std::thread stepper([&] {
+      try {
+        control.beginStep(3);
+      } catch (const InjectedFault&) {
+      }
+    });
+    while (!control.faults().hanging()) {
+      std::this_thread::yield();
+    }
+    clock.nowMs += 10'000;
+    const auto report = control.checkHang();
+    control.faults().releaseHangs();
+    stepper.join();
+    QVERIFY(report.has_value());
+    QCOMPARE(report->op, std::string("step_begin"));
+    QCOMPARE(report->stream, std::string("host"));
+  }
+
+  // The CPU backend's ops go through the process-wide LaunchControl like GPU launches: the
+  // watchdog sees them and fault rules fire on them.
+  void cpuBackendOpsReachTheWatchdogAndTheFaultInjector() {
+    LaunchControl& control = launchControl();
+    control.faults().configure(parseFaultSpec("oom@matmul#2"));
+    const auto cpu = lorascope::compute::createCpuBackend();
+    using lorascope::compute::DType;
+    lorascope::compute::Tensor a = cpu->upload(std::vector<float>(4, 1.0f), DType::F32, {2, 2});
+    lorascope::compute::Tensor c = cpu->empty(DType::F32, {2, 2});
+    cpu->matmul(a, false, a, false, c, 1.0f, 0.0f);
+    QVERIFY_THROWS_EXCEPTION(InjectedFault, cpu->matmul(a, false, a, false, c, 1.0f, 0.0f));
+    QCOMPARE(control.faults().history().at(0).op, std::string("matmul"));
+    control.faults().configure({});
+    control.beginStep(1);
+    cpu->addInPlace(c, a);
+    control.endStep();
+    QCOMPARE(control.sample().hang.has_value(), false);
   }
 };
 

@@ -54,6 +54,47 @@ class TestControlsProfiles : public QObject {
     QVERIFY(check->isChecked());
   }
 
+  // The user's change is refused: the row shows the reason and the editor goes back.
+  void aRefusedToggleShowsItsReasonAndReverts() {
+    ControlsPanel panel(app::liveControls());
+    panel.setEngineAvailable(true);
+    panel.handleEvent({0, ToggleAppliedEvent{Toggle::GemmBackend, "builtin", 0}});
+    auto* combo = qobject_cast<QComboBox*>(panel.editor(Toggle::GemmBackend));
+    QCOMPARE(combo->currentData().toString(), QStringLiteral("builtin"));
+    panel.requestToggle(Toggle::GemmBackend, "vendor");
+    QCOMPARE(combo->currentData().toString(), QStringLiteral("vendor"));
+    panel.handleEvent({10, ToggleRefusedEvent{Toggle::GemmBackend, "vendor",
+                                              "this build has no vendor BLAS", 3}});
+    QCOMPARE(panel.status(Toggle::GemmBackend), ControlsPanel::Status::Refused);
+    QCOMPARE(panel.statusText(Toggle::GemmBackend),
+             QStringLiteral("refused: this build has no vendor BLAS"));
+    QCOMPARE(combo->currentData().toString(), QStringLiteral("builtin"));
+    QCOMPARE(*panel.appliedValue(Toggle::GemmBackend), nlohmann::json("builtin"));
+    // A refusal of a change the user did not make (a profile's) leaves the row alone.
+    panel.handleEvent({20, ToggleAppliedEvent{Toggle::Serialize, false, 3}});
+    panel.handleEvent({30, ToggleRefusedEvent{Toggle::Serialize, true, "engine busy", 3}});
+    QCOMPARE(panel.status(Toggle::Serialize), ControlsPanel::Status::Applied);
+  }
+
+  // A GPU setting on a CPU run is disabled, with the engine's reason as tooltip.
+  void aToggleThatDoesNotApplyHereIsDisabledWithTheReason() {
+    ControlsPanel panel(app::liveControls());
+    panel.setEngineAvailable(true);
+    const std::string why = "this run computes on the CPU, which makes no GPU launches";
+    panel.handleEvent({0, ToggleAppliedEvent{Toggle::Serialize, false, 0, "", why}});
+    QCOMPARE(panel.status(Toggle::Serialize), ControlsPanel::Status::NotApplicable);
+    QCOMPARE(panel.statusText(Toggle::Serialize), QStringLiteral("not applicable here"));
+    QVERIFY(!panel.editor(Toggle::Serialize)->isEnabled());
+    QVERIFY(panel.editor(Toggle::Serialize)->toolTip().contains(QString::fromStdString(why)));
+    panel.setEngineAvailable(true);  // an engine reconnecting does not enable it
+    QVERIFY(!panel.editor(Toggle::Serialize)->isEnabled());
+    QVERIFY(panel.editor(Toggle::MicroBatch)->isEnabled());
+    // The run moves to a GPU: the confirmation without the reason enables it again.
+    panel.handleEvent({10, ToggleAppliedEvent{Toggle::Serialize, false, 5}});
+    QVERIFY(panel.editor(Toggle::Serialize)->isEnabled());
+    QCOMPARE(panel.status(Toggle::Serialize), ControlsPanel::Status::Applied);
+  }
+
   void anotherValueStaysPendingUntilItsOwnConfirmation() {
     ControlsPanel panel(app::liveControls());
     panel.setEngineAvailable(true);

@@ -3,6 +3,8 @@
 // min/max decimator that keeps every chart at a few thousand points.
 #include <QtTest>
 
+#include <QComboBox>
+#include <QLabel>
 #include <QLineSeries>
 #include <QValueAxis>
 
@@ -60,7 +62,7 @@ class TestDashboard : public QObject {
       QVERIFY2(!d.memoryChart()->valueText(s).contains("n/a"),
                qPrintable(d.memoryChart()->valueText(s)));
     }
-    QVERIFY(d.allocatorChart()->valueText(Dashboard::Fragmentation).endsWith("%"));
+    QVERIFY(d.allocatorChart()->valueText(Dashboard::LargestFree).endsWith("GiB"));
     QCOMPARE(d.queueChart()->seriesCount(), 2);
     QCOMPARE(d.queueChart()->lineSeries(0)->name(), QStringLiteral("compute"));
     QCOMPARE(d.queueChart()->lineSeries(1)->name(), QStringLiteral("copy"));
@@ -89,6 +91,7 @@ class TestDashboard : public QObject {
 
   void markersAreDrawnOnEveryChartAtTheirTime() {
     Dashboard d;
+    d.setXAxis(Dashboard::XAxis::Time);
     d.resize(1000, 900);
     d.handleEvent({1000, StepEvent{1, 2.0, 1e-4, 1.0, 100.0, 1, 1}});
     d.handleEvent({5000, CheckpointEvent{"runs/x/step-1", 1}});
@@ -98,7 +101,7 @@ class TestDashboard : public QObject {
     d.refresh();
     for (widgets::TimeChart* chart : d.charts()) {
       const QImage image = chart->view()->grab().toImage();
-      const auto x = chart->view()->xForTime(5.0);
+      const auto x = chart->view()->xForTime(4.0);  // 4 s after the run's first event
       QVERIFY(x.has_value());
       const QColor want = widgets::markerColor(MarkerKind::Checkpoint);
       int hits = 0;
@@ -122,8 +125,58 @@ class TestDashboard : public QObject {
                qPrintable(d.memoryChart()->valueText(s)));
     }
     QVERIFY(d.memoryChart()->lineSeries(Dashboard::HostRss)->count() > 0);
-    QVERIFY(d.allocatorChart()->valueText(Dashboard::Fragmentation).endsWith("n/a"));
+    QVERIFY(d.allocatorChart()->valueText(Dashboard::LargestFree).endsWith("n/a"));
+    QVERIFY(d.allocatorChart()->valueText(Dashboard::LargestRequest).endsWith("n/a"));
     QCOMPARE(d.queueChart()->seriesCount(), 0);
+  }
+
+  // No empty panel on a CPU run: the queue panel says what queue depth is and why there is none.
+  void aCpuRunSaysQueueDepthIsAGpuReading() {
+    Dashboard d;
+    d.handleEvent({0, HelloEvent{kProtocolVersion, "test", "hip-nvidia", {}}});
+    QVERIFY(!d.showsQueueNote());
+    d.handleEvent({10, ToggleAppliedEvent{Toggle::CpuFallback, true, 0}});
+    QVERIFY(d.showsQueueNote());
+    QVERIFY(d.queueNote()->text().contains("Queue depth is a GPU reading"));
+    QVERIFY(d.queueNote()->text().contains("computes on the CPU"));
+    // The run moves to the GPU: its queue is drawn.
+    d.handleEvent({20, ToggleAppliedEvent{Toggle::CpuFallback, false, 5}});
+    d.handleEvent({30, QueueEvent{{{"compute", 42}}}});
+    QVERIFY(!d.showsQueueNote());
+    QCOMPARE(d.queueChart()->seriesCount(), 1);
+    Dashboard cpuBuild;
+    cpuBuild.handleEvent({0, HelloEvent{kProtocolVersion, "test", "cpu", {}}});
+    QVERIFY(cpuBuild.showsQueueNote());
+  }
+
+  // Fragmentation as it matters: the largest free block against the step's largest request, the
+  // inactive-split bytes, the free block at the step's peak; and one line saying how to read it.
+  void allocatorChartComparesFreeBlocksWithTheLargestRequest() {
+    Dashboard d;
+    MemoryEvent m;
+    m.allocatedBytes = 1ull << 30;
+    m.reservedBytes = 6ull << 30;
+    m.largestFreeBytes = 3ull << 30;
+    m.fragmentation = 0.97;  // of the cache; not drawn: the step reuses it
+    m.largestRequestBytes = 512ull << 20;
+    m.inactiveSplitBytes = 256ull << 20;
+    m.largestFreeAtPeakBytes = 768ull << 20;
+    d.handleEvent({1000, m});
+    d.refresh();
+    const double gib = 1024.0 * 1024.0 * 1024.0;
+    auto last = [&](int series) {
+      QLineSeries* line = d.allocatorChart()->lineSeries(series);
+      return line->at(line->count() - 1).y();
+    };
+    QCOMPARE(last(Dashboard::LargestFree), 3.0);
+    QCOMPARE(last(Dashboard::LargestRequest), 512.0 * (1 << 20) / gib);
+    QCOMPARE(last(Dashboard::InactiveSplit), 256.0 * (1 << 20) / gib);
+    QCOMPARE(last(Dashboard::LargestFreeAtPeak), 768.0 * (1 << 20) / gib);
+    for (int s = 0; s < d.allocatorChart()->seriesCount(); ++s) {
+      QVERIFY(!d.allocatorChart()->valueText(s).contains("%"));
+    }
+    QVERIFY(d.allocatorNote()->text().contains(
+        "Fragmentation hurts when the largest free block is smaller than the largest request"));
   }
 
   void movingAverageCoversTheLastSteps() {
@@ -164,12 +217,73 @@ class TestDashboard : public QObject {
 
   void chartsShareTheTimeAxis() {
     Dashboard d;
+    d.setXAxis(Dashboard::XAxis::Time);
     feed(d, testing::readStream("synthetic_gpu_run.jsonl"));
     for (widgets::TimeChart* chart : d.charts()) {
       auto* axis = static_cast<QValueAxis*>(chart->view()->chart()->axes(Qt::Horizontal).first());
       QCOMPARE(axis->min(), 0.0);
       QCOMPARE(axis->max(), 70.0);  // the stream ends at 60.03 s; the axis runs to the next tick
     }
+  }
+
+  // The default x axis counts steps: a run that starts after minutes of idle app time begins at
+  // step 1, not squeezed to the right; readings between steps fall between them.
+  void xAxisCountsStepsByDefaultOrTimeSinceTheRunStarted() {
+    Dashboard d;
+    QCOMPARE(d.xAxis(), Dashboard::XAxis::Step);
+    const std::int64_t idle = 7 * 60 * 1000;  // the engine's clock ran while the app was idle
+    d.noteCommand(StartCommand{{{"out", "/runs/first"}}});
+    d.handleEvent({idle, StateEvent{RunState::Running, 0, ""}});
+    d.handleEvent({idle + 1000, StepEvent{1, 3.0, 1e-4, 1.0, 100.0, 1, 1}});
+    MemoryEvent memory;
+    memory.allocatedBytes = 1u << 30;
+    d.handleEvent({idle + 1500, memory});
+    d.handleEvent({idle + 2000, StepEvent{2, 2.5, 1e-4, 1.0, 100.0, 1, 1}});
+    d.handleEvent({idle + 2100, ToggleAppliedEvent{Toggle::Serialize, true, 2}});
+    d.refresh();
+    QLineSeries* loss = d.lossChart()->lineSeries(Dashboard::Loss);
+    QCOMPARE(loss->at(0).x(), 1.0);
+    QCOMPARE(loss->at(1).x(), 2.0);
+    QCOMPARE(d.memoryChart()->lineSeries(Dashboard::Allocated)->at(0).x(), 1.5);
+    QCOMPARE(d.markers().back().x, 2.1);
+    auto* axis =
+        static_cast<QValueAxis*>(d.lossChart()->view()->chart()->axes(Qt::Horizontal).first());
+    QCOMPARE(axis->titleText(), QStringLiteral("step"));
+    QVERIFY(axis->max() <= 20.0);
+    d.setXAxis(Dashboard::XAxis::Time);
+    QCOMPARE(loss->at(0).x(), 1.0);  // seconds since the run's first event
+    QCOMPARE(loss->at(1).x(), 2.0);
+    QCOMPARE(d.memoryChart()->lineSeries(Dashboard::Allocated)->at(0).x(), 1.5);
+    QCOMPARE(axis->titleText(), QStringLiteral("time since the run started (s)"));
+    QCOMPARE(d.xAxisSelector()->currentIndex(), 1);
+  }
+
+  // A new run keeps the previous one's curves in the run selector.
+  void previousRunsStayAvailable() {
+    Dashboard d;
+    d.noteCommand(StartCommand{{{"out", "/runs/alpha"}}});
+    for (int i = 1; i <= 3; ++i) {
+      d.handleEvent({1000 * i, StepEvent{i, 4.0 - i, 1e-4, 1.0, 100.0, 1, 1}});
+    }
+    d.noteCommand(StartCommand{{{"out", "/runs/beta"}}});
+    d.handleEvent({9000, StepEvent{1, 9.0, 1e-4, 1.0, 100.0, 1, 1}});
+    d.refresh();
+    QCOMPARE(d.runCount(), 2);
+    QCOMPARE(d.runName(0), QStringLiteral("alpha"));
+    QCOMPARE(d.runSelector()->count(), 2);
+    QCOMPARE(d.runSelector()->currentText(), QStringLiteral("beta"));
+    QLineSeries* loss = d.lossChart()->lineSeries(Dashboard::Loss);
+    QCOMPARE(loss->count(), 1);
+    QCOMPARE(loss->at(0).y(), 9.0);
+    d.showRun(0);
+    QCOMPARE(loss->count(), 3);
+    QCOMPARE(loss->at(2).y(), 1.0);
+    // The shown earlier run is not drawn over by the live one; the live one keeps its events.
+    d.handleEvent({10000, StepEvent{2, 8.0, 1e-4, 1.0, 100.0, 1, 1}});
+    d.refresh();
+    QCOMPARE(loss->count(), 3);
+    d.showRun(1);
+    QCOMPARE(loss->count(), 2);
   }
 
   void decimatorKeepsSpikesAndBoundsPoints() {

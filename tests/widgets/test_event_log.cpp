@@ -62,6 +62,19 @@ class TestEventLog : public QObject {
              static_cast<int>(EventLogModel::Incident));
   }
 
+  void aRefusedToggleIsInformationNotAnError() {
+    EventLogModel model;
+    model.handleEvent({5, ToggleRefusedEvent{Toggle::CpuFallback, false,
+                                             "no usable GPU (this is the cpu build)", 3}});
+    QCOMPARE(model.rowCount(), 1);
+    QCOMPARE(model.index(0, 0).data(EventLogModel::SeverityRole).toInt(),
+             static_cast<int>(EventLogModel::Info));
+    QCOMPARE(cell(model, 0, EventLogModel::KindColumn), QStringLiteral("toggle"));
+    QCOMPARE(cell(model, 0, EventLogModel::MessageColumn),
+             QStringLiteral("cpu_fallback → false not applied: no usable GPU (this is the cpu "
+                            "build)"));
+  }
+
   void keepsTheNewestRowsWithinItsBound() {
     EventLogModel model(nullptr, 200);  // the tester's checks are O(rows) per insert
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);

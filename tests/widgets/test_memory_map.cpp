@@ -157,6 +157,21 @@ class TestMemoryMap : public QObject {
     requests.clear();
     QVERIFY(!requests.wait(MemoryMapPanel::kRefreshIntervalMs + 300));
   }
+
+  // The app sends no request it knows will be refused: a CPU run has no allocator to snapshot.
+  void asksNothingOfACpuRun() {
+    MemoryMapPanel panel;
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QSignalSpy requests(&panel, &MemoryMapPanel::commandRequested);
+    panel.handleEvent({0, HelloEvent{kProtocolVersion, "test", "hip-nvidia", {}}});
+    panel.handleEvent({0, ToggleAppliedEvent{Toggle::CpuFallback, true, 0}});
+    panel.handleEvent({0, StateEvent{RunState::Running, 0, ""}});
+    QVERIFY(panel.summaryText().contains("computes on the CPU"));
+    QVERIFY(!requests.wait(MemoryMapPanel::kRefreshIntervalMs + 300));
+    panel.handleEvent({0, ToggleAppliedEvent{Toggle::CpuFallback, false, 4}});  // to the GPU
+    QVERIFY(requests.wait(MemoryMapPanel::kRefreshIntervalMs + 500));
+  }
 };
 
 QTEST_MAIN(TestMemoryMap)

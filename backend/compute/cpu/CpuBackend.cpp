@@ -15,8 +15,9 @@
 #include "compute/cpu/lm_head_loss.h"   // defines: cpu::lmHeadCrossEntropy
 #include "compute/cpu/matmul.h"         // defines: cpu::matmul
 #include "compute/cpu/rmsnorm.h"
-#include "compute/cpu/rope.h"    // defines: cpu::rope
-#include "compute/cpu/swiglu.h"  // defines: cpu::swigluForward, cpu::swigluBackward
+#include "compute/cpu/rope.h"       // defines: cpu::rope
+#include "compute/cpu/swiglu.h"     // defines: cpu::swigluForward, cpu::swigluBackward
+#include "runtime/LaunchControl.h"  // defines: HostOpScope
 
 namespace lorascope::compute {
 namespace {
@@ -83,6 +84,7 @@ class CpuBackend final : public Backend {
 
   void rmsnormForward(const Tensor& x, const Tensor& weight, float eps, Tensor& y,
                       Tensor& rstd) override {
+    const runtime::HostOpScope op("rmsnorm_forward");  // watchdog and fault injection
     checkRmsnormForwardArgs(caps_, x, weight, y, rstd);
     const std::vector<float> w = widenToFloat(weight);
     cpu::rmsnormForward(x.as<float>(), w.data(), eps, x.dim(0), x.dim(1), y.as<float>(),
@@ -91,6 +93,7 @@ class CpuBackend final : public Backend {
 
   void rmsnormBackward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
                        Tensor& dx) override {
+    const runtime::HostOpScope op("rmsnorm_backward");  // watchdog and fault injection
     checkRmsnormBackwardArgs(caps_, dy, x, weight, rstd, dx);
     const std::vector<float> w = widenToFloat(weight);
     cpu::rmsnormBackward(dy.as<float>(), x.as<float>(), w.data(), rstd.as<float>(), x.dim(0),
@@ -99,6 +102,7 @@ class CpuBackend final : public Backend {
 
   void matmul(const Tensor& a, bool transposeA, const Tensor& b, bool transposeB, Tensor& c,
               float alpha, float beta) override {
+    const runtime::HostOpScope op("matmul");  // watchdog and fault injection
     checkMatmulArgs(caps_, a, transposeA, b, transposeB, c);
     const cpu::MatmulDims dims{c.dim(0), c.dim(1), a.dim(transposeA ? 0 : 1)};
     cpu::matmul(a.as<float>(), transposeA, b.data(), b.dtype(), transposeB, c.as<float>(), dims,
@@ -107,6 +111,7 @@ class CpuBackend final : public Backend {
 
   void embeddingForward(const Tensor& table, std::span<const std::int32_t> ids,
                         Tensor& out) override {
+    const runtime::HostOpScope op("embedding_forward");  // watchdog and fault injection
     checkEmbeddingArgs(caps_, table, ids.size(), out);
     cpu::embeddingForward(table.data(), table.dtype(), table.dim(0), table.dim(1), ids,
                           out.as<float>());
@@ -114,6 +119,7 @@ class CpuBackend final : public Backend {
 
   void rope(Tensor& x, std::span<const std::int32_t> positions, const Tensor& invFreq,
             bool inverse) override {
+    const runtime::HostOpScope op("rope");  // watchdog and fault injection
     checkRopeArgs(caps_, x, positions.size(), invFreq);
     cpu::rope(x.as<float>(), {x.dim(0), x.dim(1), x.dim(2)}, positions.data(), invFreq.as<float>(),
               inverse);
@@ -121,6 +127,7 @@ class CpuBackend final : public Backend {
 
   void attentionForward(const Tensor& q, const Tensor& k, const Tensor& v, float scale, Tensor& out,
                         Tensor& logsumexp) override {
+    const runtime::HostOpScope op("attention_forward");  // watchdog and fault injection
     checkAttentionArgs(caps_, q, k, v, out, logsumexp);
     cpu::attentionForward(q.as<float>(), k.as<float>(), v.as<float>(),
                           {q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)}, scale,
@@ -128,16 +135,19 @@ class CpuBackend final : public Backend {
   }
 
   void swigluForward(const Tensor& gate, const Tensor& up, Tensor& out) override {
+    const runtime::HostOpScope op("swiglu_forward");  // watchdog and fault injection
     checkSwigluArgs(caps_, gate, up, out);
     cpu::swigluForward(gate.as<float>(), up.as<float>(), gate.numel(), out.as<float>());
   }
 
   void addInPlace(Tensor& x, const Tensor& y) override {
+    const runtime::HostOpScope op("add");  // watchdog and fault injection
     checkAddArgs(caps_, x, y);
     cpu::addInPlace(x.as<float>(), y.as<float>(), x.numel());
   }
 
   void addBias(Tensor& x, const Tensor& bias) override {
+    const runtime::HostOpScope op("add_bias");  // watchdog and fault injection
     checkAddBiasArgs(caps_, x, bias);
     const std::vector<float> b = widenToFloat(bias);
     cpu::addBias(x.as<float>(), b.data(), x.dim(0), x.dim(1));
@@ -145,6 +155,7 @@ class CpuBackend final : public Backend {
 
   void crossEntropyForward(const Tensor& logits, std::span<const std::int32_t> targets,
                            Tensor& losses, Tensor& logsumexp) override {
+    const runtime::HostOpScope op("cross_entropy_forward");  // watchdog and fault injection
     checkCrossEntropyArgs(caps_, logits, targets.size(), losses, logsumexp);
     cpu::crossEntropyForward(logits.as<float>(), logits.dim(1), targets, losses.as<float>(),
                              logsumexp.as<float>());
@@ -153,6 +164,7 @@ class CpuBackend final : public Backend {
   void attentionBackward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                          const Tensor& out, const Tensor& logsumexp, float scale, Tensor& dq,
                          Tensor& dk, Tensor& dv) override {
+    const runtime::HostOpScope op("attention_backward");  // watchdog and fault injection
     checkAttentionBackwardArgs(caps_, dout, q, k, v, out, logsumexp, dq, dk, dv);
     cpu::attentionBackward(dout.as<float>(), q.as<float>(), k.as<float>(), v.as<float>(),
                            out.as<float>(), logsumexp.as<float>(),
@@ -162,12 +174,14 @@ class CpuBackend final : public Backend {
 
   void swigluBackward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate,
                       Tensor& dup) override {
+    const runtime::HostOpScope op("swiglu_backward");  // watchdog and fault injection
     checkSwigluBackwardArgs(caps_, dout, gate, up, dgate, dup);
     cpu::swigluBackward(dout.as<float>(), gate.as<float>(), up.as<float>(), gate.numel(),
                         dgate.as<float>(), dup.as<float>());
   }
 
   void multiplyInPlace(Tensor& x, const Tensor& y) override {
+    const runtime::HostOpScope op("multiply");  // watchdog and fault injection
     checkMultiplyArgs(caps_, x, y);
     cpu::multiplyInPlace(x.as<float>(), y.as<float>(), x.numel());
   }
@@ -175,6 +189,7 @@ class CpuBackend final : public Backend {
   void lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
                           std::span<const std::int32_t> targets, float gradScale, Tensor& losses,
                           Tensor& dh) override {
+    const runtime::HostOpScope op("lm_head_cross_entropy");  // watchdog and fault injection
     checkLmHeadCrossEntropyArgs(caps_, h, weight, targets.size(), losses, dh);
     cpu::lmHeadCrossEntropy(
         h.as<float>(), weight.data(), weight.dtype(), {h.dim(0), h.dim(1), weight.dim(0)}, targets,
@@ -182,6 +197,7 @@ class CpuBackend final : public Backend {
   }
 
   void fillZero(std::span<Tensor* const> tensors) override {
+    const runtime::HostOpScope op("fill_zero");  // watchdog and fault injection
     checkTensorListArgs("fill_zero", caps_, tensors);
     for (Tensor* t : tensors) {
       std::memset(t->data(), 0, t->bytes());
@@ -189,6 +205,7 @@ class CpuBackend final : public Backend {
   }
 
   double sumOfSquares(std::span<const Tensor* const> tensors) override {
+    const runtime::HostOpScope op("sum_of_squares");  // watchdog and fault injection
     checkTensorListArgs("sum_of_squares", caps_, tensors);
     double sum = 0.0;
     for (const Tensor* t : tensors) {
@@ -198,6 +215,7 @@ class CpuBackend final : public Backend {
   }
 
   void scaleInPlace(std::span<Tensor* const> tensors, float factor) override {
+    const runtime::HostOpScope op("scale");  // watchdog and fault injection
     checkTensorListArgs("scale", caps_, tensors);
     for (Tensor* t : tensors) {
       host::scale(t->as<float>(), t->numel(), factor);
@@ -205,6 +223,7 @@ class CpuBackend final : public Backend {
   }
 
   void adamw(std::span<const AdamWTensors> tensors, const AdamWScalars& scalars) override {
+    const runtime::HostOpScope op("adamw");  // watchdog and fault injection
     checkAdamWArgs(caps_, tensors);
     for (const AdamWTensors& t : tensors) {
       host::adamw(t.param->as<float>(), t.grad->as<float>(), t.firstMoment->as<float>(),
@@ -213,6 +232,7 @@ class CpuBackend final : public Backend {
   }
 
   void dropoutMask(Tensor& mask, std::uint64_t seed, std::uint64_t stream, double p) override {
+    const runtime::HostOpScope op("dropout_mask");  // watchdog and fault injection
     checkDropoutMaskArgs(caps_, mask, p);
     host::dropoutMask(mask.as<float>(), mask.numel(), seed, stream, p);
   }

@@ -8,6 +8,7 @@
 #include "compute/BuildInfo.h"
 #include "compute/Errors.h"
 #include "compute/hip/HipCheck.h"  // defines: LORASCOPE_HIP_CHECK
+#include "runtime/LaunchControl.h"
 
 namespace lorascope::compute {
 namespace hip {
@@ -42,6 +43,9 @@ HipBackend::HipBackend(int deviceIndex) : deviceIndex_(deviceIndex) {
   caps_ = {Device::Gpu, DType::BF16, info.name + " (" + info.architecture + ")"};
   LORASCOPE_HIP_CHECK(hipSetDevice(deviceIndex_));
   LORASCOPE_HIP_CHECK(hipStreamCreateWithFlags(&stream_, hipStreamNonBlocking));
+  // The queue-depth chart's and the hang report's name for it.
+  runtime::launchControl().queues().nameStream(reinterpret_cast<std::uintptr_t>(stream_),
+                                               "compute");
   // Every tensor's memory comes from the caching allocator; blocks are reused in stream order.
   allocator_ = std::make_shared<memory::DeviceAllocator>(
       memory::createHipDeviceMemory(deviceIndex_), memory::AllocatorPolicy{},
@@ -54,6 +58,7 @@ HipBackend::HipBackend(int deviceIndex) : deviceIndex_(deviceIndex) {
 HipBackend::~HipBackend() {
   if (stream_ != nullptr) {
     (void)hipStreamSynchronize(stream_);
+    runtime::launchControl().queues().forgetStream(reinterpret_cast<std::uintptr_t>(stream_));
     vendorBlas_.reset();  // the BLAS handle is bound to the stream: release it first
     (void)hipStreamDestroy(stream_);
   }

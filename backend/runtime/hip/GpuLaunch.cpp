@@ -65,7 +65,7 @@ namespace gpu {
 
 LaunchStatus beforeLaunch(const char* op, hipStream_t stream) {
   LaunchControl& control = launchControl();
-  control.enterOp(op);
+  control.enterOp(op, reinterpret_cast<StreamHandle>(stream));
   if (control.policy().serialize) {
     if (const hipError_t error = hipDeviceSynchronize(); error != hipSuccess) {
       return {error, "serialize: device sync before launch"};

@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""record_gpu_run.py — records what the window shows of a real GPU run, on the GPU machine (no Qt
+there): it drives `lorascope-train engine` over its stdio protocol and keeps every event line.
+
+    record_gpu_run.py LORASCOPE_TRAIN OUT_DIR
+
+1. A random Qwen2.5-0.5B-shaped model folder (bf16 weights, the built-in demo's byte-level
+   tokenizer: speed and memory do not depend on the weights' values) and a dataset of 256
+   instruction records of over 512 tokens each, written into a scratch folder (RECORD_WORK).
+2. Run A, B8 x S512, 36 steps: an allocator snapshot after step 8 (the memory map), blocking
+   launches from step 14 to 20 (queue depth should drop to <= 1), serialize from 20 to 26, the
+   planned arena from step 28. Events go to OUT_DIR/gpu_run.jsonl, the snapshot alone to
+   OUT_DIR/gpu_snapshot.json.
+3. Run B, the same run with LORASCOPE_FAULTS=hang@adamw#5: the optimizer launch of step 5 blocks
+   forever; the engine's watchdog must name it within its budget (10 s after the op's longest
+   time) and the engine exit with code 3. Events go to OUT_DIR/gpu_hang.jsonl.
+4. OUT_DIR/summary.txt: queue depth per phase, readings per second (also during the hang), the
+   hang report and its delay.
+"""
+
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+# RECORD_SHAPE=tiny: a small model written without PyTorch, to try the driver on a CPU build.
+TINY = os.environ.get("RECORD_SHAPE") == "tiny"
+if TINY:
+    HIDDEN, INTERMEDIATE, LAYERS, HEADS, KV_HEADS, HEAD_DIM, VOCAB = 64, 128, 2, 2, 1, 32, 259
+else:
+    import torch
+    HIDDEN, INTERMEDIATE, LAYERS, HEADS, KV_HEADS, HEAD_DIM, VOCAB = (896, 4864, 24, 14, 2, 64,
+                                                                      151936)
+
+
+def bf16_bytes(shape, kind, rng):
+    """Random N(0, 1/in) (or ones/zeros) weights of `shape` as little-endian bf16 bytes."""
+    count = 1
+    for n in shape:
+        count *= n
+    if not TINY:
+        if kind == "ones":
+            t = torch.ones(shape)
+        elif kind == "zeros":
+            t = torch.zeros(shape)
+        else:
+            t = torch.randn(shape, generator=rng) * (shape[-1] ** -0.5)
+        return t.to(torch.bfloat16).view(torch.int16).numpy().tobytes()
+    values = ([1.0] * count if kind == "ones" else [0.0] * count if kind == "zeros" else
+              [rng.gauss(0.0, shape[-1] ** -0.5) for _ in range(count)])
+    return b"".join(struct.pack("<f", v)[2:] for v in values)
+
+
+def write_model(folder, demo_model):
+    os.makedirs(folder, exist_ok=True)
+    for name in os.listdir(demo_model):
+        if name.startswith("tokenizer") or name == "special_tokens_map.json":
+            with open(os.path.join(demo_model, name), "rb") as src:
+                data = src.read()
+            with open(os.path.join(folder, name), "wb") as dst:
+                dst.write(data)
+    config = {
+        "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": VOCAB,
+        "hidden_size": HIDDEN, "intermediate_size": INTERMEDIATE, "num_hidden_layers": LAYERS,
+        "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS, "head_dim": HEAD_DIM,
+        "hidden_act": "silu",
+        "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+        "tie_word_embeddings": True, "torch_dtype": "bfloat16", "use_cache": True,
+        "bos_token_id": None, "eos_token_id": 258, "pad_token_id": 256,
+    }
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(config, f, indent=2)
+    shapes = [("model.embed_tokens.weight", [VOCAB, HIDDEN]), ("model.norm.weight", [HIDDEN])]
+    for l in range(LAYERS):
+        p = f"model.layers.{l}."
+        shapes += [
+            (p + "input_layernorm.weight", [HIDDEN]),
+            (p + "post_attention_layernorm.weight", [HIDDEN]),
+            (p + "self_attn.q_proj.weight", [HEADS * HEAD_DIM, HIDDEN]),
+            (p + "self_attn.q_proj.bias", [HEADS * HEAD_DIM]),
+            (p + "self_attn.k_proj.weight", [KV_HEADS * HEAD_DIM, HIDDEN]),
+            (p + "self_attn.k_proj.bias", [KV_HEADS * HEAD_DIM]),
+            (p + "self_attn.v_proj.weight", [KV_HEADS * HEAD_DIM, HIDDEN]),
+            (p + "self_attn.v_proj.bias", [KV_HEADS * HEAD_DIM]),
+            (p + "self_attn.o_proj.weight", [HIDDEN, HEADS * HEAD_DIM]),
+            (p + "mlp.gate_proj.weight", [INTERMEDIATE, HIDDEN]),
+            (p + "mlp.up_proj.weight", [INTERMEDIATE, HIDDEN]),
+            (p + "mlp.down_proj.weight", [HIDDEN, INTERMEDIATE]),
+        ]
+    import random
+    rng = random.Random(7) if TINY else torch.Generator().manual_seed(7)
+    header, blobs, offset = {"__metadata__": {"format": "pt"}}, [], 0
+    for name, shape in shapes:
+        kind = ("ones" if name.endswith("norm.weight") else
+                "zeros" if name.endswith(".bias") else "normal")
+        raw = bf16_bytes(shape, kind, rng)
+        header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [offset, offset + len(raw)]}
+        blobs.append(raw)
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(os.path.join(folder, "model.safetensors"), "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for raw in blobs:
+            f.write(raw)
+
+
+def write_dataset(path):
+    words = ("gradient memory kernel stream adapter rank token batch queue device allocator "
+             "segment block layer attention norm projection optimizer step checkpoint").split()
+    with open(path, "w") as f:
+        for i in range(256):
+            body = " ".join(words[(i * 7 + j * 3) % len(words)] for j in range(80))
+            f.write(json.dumps({"instruction": f"Summarise note {i}.", "input": "",
+                                "output": body}) + "\n")
+
+
+class Engine:
+    """One `lorascope-train engine` process; every event line is kept with its arrival time."""
+
+    def __init__(self, program, log_path, env=None):
+        self.proc = subprocess.Popen([program, "engine"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=env)
+        self.events, self.lock = [], threading.Lock()
+        self.log = open(log_path, "w")
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            line = line.strip()
+            if not line:
+                continue
+            self.log.write(line + "\n")
+            event = json.loads(line)
+            event["_wall"] = time.monotonic()
+            with self.lock:
+                self.events.append(event)
+
+    def send(self, command):
+        command["v"] = 1
+        self.proc.stdin.write(json.dumps(command) + "\n")
+        self.proc.stdin.flush()
+
+    def wait_for(self, predicate, timeout):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            with self.lock:
+                for e in self.events:
+                    if predicate(e):
+                        return e
+            if self.proc.poll() is not None:
+                time.sleep(0.2)
+                with self.lock:
+                    for e in self.events:
+                        if predicate(e):
+                            return e
+                return None
+            time.sleep(0.05)
+        return None
+
+    def wait_step(self, step, timeout=300):
+        return self.wait_for(lambda e: e.get("type") == "step" and e["step"] >= step, timeout)
+
+
+def start_config(model, data, out, steps):
+    return {"type": "start", "config": {"model": model, "data": data, "out": out, "options": {
+        "steps": steps, "batch-size": 8, "grad-accum": 1, "max-seq-len": 64 if TINY else 512,
+        "lora-r": 16,
+        "checkpoint-every": 0, "device": "cpu" if TINY else "gpu"}}}
+
+
+def depth_of(event):
+    return max((s["depth"] for s in event["streams"]), default=0)
+
+
+def main():
+    program, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    work = os.environ.get("RECORD_WORK") or tempfile.mkdtemp(prefix="lorascope-record-")
+    env = dict(os.environ, LORASCOPE_CACHE_DIR=os.path.join(work, "cache"))
+    summary = []
+
+    # The demo's tokenizer: a one-step CPU demo run writes the demo model into the cache.
+    demo = Engine(program, os.path.join(work, "demo.jsonl"), env)
+    demo.send({"type": "start", "config": {"demo": True, "out": os.path.join(work, "demo-run"),
+                                           "options": {"steps": 1, "device": "cpu"}}})
+    demo.wait_for(lambda e: e.get("type") == "state" and e["state"] in ("finished", "failed"), 120)
+    demo.proc.stdin.close()
+    demo.proc.wait(30)
+    demo_model = next(os.path.join(env["LORASCOPE_CACHE_DIR"], d)
+                      for d in os.listdir(env["LORASCOPE_CACHE_DIR"])
+                      if os.path.isdir(os.path.join(env["LORASCOPE_CACHE_DIR"], d)))
+    model, data = os.path.join(work, "qwen2.5-0.5b-random"), os.path.join(work, "notes.jsonl")
+    write_model(model, demo_model)
+    write_dataset(data)
+
+    # Run A: the dashboard and the memory map.
+    a = Engine(program, os.path.join(out, "gpu_run.jsonl"), env)
+    a.send(start_config(model, data, os.path.join(work, "run-a"), 36))
+    phases = [(8, {"type": "request_snapshot"}),
+              (14, {"type": "set", "toggle": "blocking", "value": True}),
+              (20, {"type": "set", "toggle": "blocking", "value": False}),
+              (20, {"type": "set", "toggle": "serialize", "value": True}),
+              (26, {"type": "set", "toggle": "serialize", "value": False}),
+              (28, {"type": "set", "toggle": "allocator_policy", "value": "arena"})]
+    for step, command in phases:
+        if not a.wait_step(step):
+            summary.append(f"run A: step {step} never came")
+            break
+        a.send(command)
+    a.wait_for(lambda e: e.get("type") == "state" and e["state"] in ("finished", "failed"), 600)
+    a.proc.stdin.close()
+    a.proc.wait(60)
+    events = a.events
+    snapshot = next((e for e in events if e.get("type") == "snapshot"), None)
+    if snapshot:
+        with open(os.path.join(out, "gpu_snapshot.json"), "w") as f:
+            json.dump(snapshot["snapshot"], f)
+    step_at = {e["step"]: e["t_ms"] for e in events if e.get("type") == "step"}
+    applied = {(e["toggle"], json.dumps(e["value"])): e["t_ms"] for e in events
+               if e.get("type") == "toggle_applied" and e["step"] > 0}
+
+    def phase(name, start, end):
+        queues = [depth_of(e) for e in events
+                  if e.get("type") == "queue" and start <= e["t_ms"] < end]
+        memory = [e for e in events if e.get("type") == "memory" and start <= e["t_ms"] < end]
+        seconds = max(1e-9, (end - start) / 1000)
+        summary.append(f"{name}: queue depth max {max(queues, default=-1)}, median "
+                       f"{sorted(queues)[len(queues) // 2] if queues else -1} over "
+                       f"{len(queues)} readings; {len(memory) / seconds:.2f} memory readings/s")
+
+    blocking_on = applied.get(("blocking", "true"), 0)
+    serialize_on = applied.get(("serialize", "true"), 0)
+    serialize_off = applied.get(("serialize", "false"), 0)
+    phase("normal steps 3-13", step_at.get(3, 0), blocking_on)
+    phase("blocking launches", blocking_on, serialize_on)
+    phase("serialize", serialize_on, serialize_off)
+    phase("normal again", serialize_off, step_at.get(36, serialize_off))
+    steps = sorted(step_at)
+    summary.append(f"run A: {len(steps)} steps, exit {a.proc.returncode}; step times (ms) "
+                   f"{[step_at[s] - step_at[s - 1] for s in steps[1:] if s - 1 in step_at]}")
+    errors = [e for e in events if e.get("type") == "error"]
+    summary.append(f"run A: {len(errors)} error events {[e['message'][:120] for e in errors]}")
+    if snapshot:
+        segs = snapshot["snapshot"]["segments"]
+        summary.append(f"snapshot after step 8: {len(segs)} segments, "
+                       f"{sum(len(s['blocks']) for s in segs)} blocks")
+
+    # Run B: an injected hang in the optimizer of step 5.
+    b = Engine(program, os.path.join(out, "gpu_hang.jsonl"),
+               dict(env, LORASCOPE_FAULTS="hang@adamw#5"))
+    b.send(start_config(model, data, os.path.join(work, "run-b"), 10))
+    hang = b.wait_for(lambda e: e.get("type") == "error" and e["category"] == "hang", 200)
+    try:
+        b.proc.wait(30)
+    except subprocess.TimeoutExpired:
+        b.proc.kill()
+    last_step = max((e for e in b.events if e.get("type") == "step"), key=lambda e: e["step"],
+                    default=None)
+    if hang and last_step:
+        during = [e for e in b.events if e.get("type") == "memory" and
+                  last_step["t_ms"] < e["t_ms"] < hang["t_ms"]]
+        seconds = (hang["t_ms"] - last_step["t_ms"]) / 1000
+        summary.append(f"hang: reported {seconds:.1f} s after step {last_step['step']} "
+                       f"(op '{hang['op']}'); {len(during) / seconds:.2f} memory readings/s "
+                       f"meanwhile; engine exit {b.proc.returncode}")
+        summary.append("hang report: " + hang["message"])
+    else:
+        summary.append(f"hang: no report (last step {last_step}); exit {b.proc.returncode}; "
+                       f"stderr {b.proc.stderr.read()[-2000:] if b.proc.stderr else ''}")
+    with open(os.path.join(out, "summary.txt"), "w") as f:
+        f.write("\n".join(summary) + "\n")
+    print("\n".join(summary))
+
+
+if __name__ == "__main__":
+    main()
