@@ -666,7 +666,10 @@ void TestCheckpoint::finalAdapterHasModelCardAndModelId() {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   nlohmann::json config = runConfig();
   config["model_id"] = "test-org/tiny-llama";  // --model given as a Hugging Face id
-  config["data_path"] = "/data/sets/alpaca_en.jsonl";
+  // A dataset file that exists: RunDirectory::create checks the path before making the folder.
+  fs::create_directories(path("sets"));
+  writeText(path("sets") / "alpaca_en.jsonl", "{\"instruction\": \"a\", \"output\": \"b\"}\n");
+  config["data_path"] = (path("sets") / "alpaca_en.jsonl").string();
   const RunDirectory run = RunDirectory::create(path("card"), config);
   QCOMPARE(run.baseModelName(), std::string("test-org/tiny-llama"));
   QCOMPARE(run.baseModel(), kModelDataDir + "/llama_f32_legacy_rope");  // still the folder
