@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "TrainTestUtil.h"
 #include "data/Validator.h"
 #include "text/ChatTemplate.h"
@@ -26,11 +28,17 @@ class TestTrainingData : public QObject {
 void TestTrainingData::systemMessageAfterTheStartSkipsOneRecordNotTheRun() {
   const QTemporaryDir tmp;
   const fs::path dir = tmp.path().toStdString();
-  // A model folder's text side: a BPE tokenizer and the alpaca template, which allows a system
-  // message only first.
+  // A model folder's text side: a BPE tokenizer and a chat template that, like many models'
+  // own, refuses a system message anywhere but first.
   fs::copy_file(test::kModelDataDir + "/../../text/data/qwen2_bpe.tokenizer.json",
                 dir / "tokenizer.json");
-  std::ofstream(dir / "tokenizer_config.json") << R"({"chat_template": "{{ '### Instruction' }}"})";
+  nlohmann::json config;
+  config["chat_template"] =
+      "{% for m in messages %}{% if m['role'] == 'system' and not loop.first %}"
+      "{{ raise_exception('a system message may only come first') }}{% endif %}"
+      "{{ m['role'] + ': ' + m['content'] + '\n' }}{% endfor %}"
+      "{% if add_generation_prompt %}{{ 'assistant: ' }}{% endif %}";
+  std::ofstream(dir / "tokenizer_config.json") << config.dump();
   const fs::path data = dir / "chat.jsonl";
   std::ofstream(data)
       << R"({"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"yo"}]})"
