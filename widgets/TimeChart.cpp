@@ -203,7 +203,7 @@ TimeChart::TimeChart(const QString& title, const QString& leftAxisTitle,
   }
 
   view_ = new MarkedChartView(chart_, markers, this);  // takes ownership of the chart
-  view_->setMinimumHeight(120);  // three rows of charts fit a 700 px window
+  view_->setMinimumHeight(120);                        // three rows of charts fit a 700 px window
   valueRow_ = new QLabel(this);
   valueRow_->setObjectName(QStringLiteral("chartLegend"));
   valueRow_->setTextFormat(Qt::RichText);

@@ -11,11 +11,12 @@
 namespace lorascope::data {
 namespace {
 
-constexpr common::EnumName<Format> kFormatNames[] = {{Format::Alpaca, "alpaca"},
-                                                    {Format::Chat, "chat"},
-                                                    {Format::ShareGpt, "sharegpt"},
-                                                    {Format::PromptCompletion, "prompt-completion"},
-                                                    {Format::Text, "text"}};
+constexpr common::EnumName<Format> kFormatNames[] = {
+    {Format::Alpaca, "alpaca"},
+    {Format::Chat, "chat"},
+    {Format::ShareGpt, "sharegpt"},
+    {Format::PromptCompletion, "prompt-completion"},
+    {Format::Text, "text"}};
 static_assert(common::coversEnum(kFormatNames));
 
 }  // namespace

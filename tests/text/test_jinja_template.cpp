@@ -230,7 +230,8 @@ class TestJinjaTemplate : public QObject {
   void recursionIsLimited() {
     const std::string macro = errorOf("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
     QVERIFY2(macro.find("nested deeper than 100") != std::string::npos, macro.c_str());
-    const std::string parens = errorOf("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}");
+    const std::string parens =
+        errorOf("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}");
     QVERIFY2(parens.find("nesting deeper than 100") != std::string::npos, parens.c_str());
     std::string ifs;
     for (int i = 0; i < 300; ++i)
