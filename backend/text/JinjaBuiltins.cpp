@@ -155,7 +155,7 @@ List splitText(const std::string& text, const Value& sep, std::int64_t maxSplit)
     }
     return out;
   }
-  const std::string& separator = requireString(sep, "split");
+  const std::string separator = requireString(sep, "split");
   if (separator.empty())
     typeError("split: empty separator");
   std::size_t pos = 0;
@@ -172,7 +172,7 @@ List splitText(const std::string& text, const Value& sep, std::int64_t maxSplit)
 
 bool startsOrEnds(const std::string& text, const Value& affix, bool start) {
   auto one = [&](const Value& v) {
-    const std::string& a = requireString(v, start ? "startswith" : "endswith");
+    const std::string a = requireString(v, start ? "startswith" : "endswith");
     if (a.size() > text.size())
       return false;
     return start ? text.compare(0, a.size(), a) == 0
@@ -228,7 +228,7 @@ std::optional<Value> stringMethod(const std::string& text, const std::string& na
     };
   } else if (name == "find" || name == "count") {
     f = [text, name](CallArgs& a) {
-      const std::string& sub = requireString(argOr(a, 0, "sub", Value("")), name);
+      const std::string sub = requireString(argOr(a, 0, "sub", Value("")), name);
       if (name == "find") {
         const std::size_t hit = text.find(sub);
         return Value(hit == std::string::npos
@@ -376,7 +376,7 @@ Value attributePath(const Value& item, const Value& attribute, const SizeLimits&
   if (attribute.kind() == Value::Kind::Int)
     return lookupItem(item, attribute);
   Value current = item;
-  const std::string& path = requireString(attribute, "attribute");
+  const std::string path = requireString(attribute, "attribute");
   std::size_t pos = 0;
   while (true) {
     const std::size_t dot = path.find('.', pos);
