@@ -463,7 +463,7 @@ TimedEvent decodeEvent(std::string_view line) {
                            f.has("detail") ? f.string("detail") : std::string(),
                            f.has("not_applicable") ? f.string("not_applicable") : std::string()};
   } else if (type == "toggle_refused") {
-    const Toggle toggle = f.choice("toggle", kToggles);
+    const Toggle toggle = f.choice("toggle", kToggleNames);
     checkToggleValue(f, toggle, f.at("value"));
     out.event = ToggleRefusedEvent{toggle, root["value"], f.string("reason"), f.integer("step")};
   } else {
