@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/Format.h"        // defines: formatBytes
 #include "gpu/hip_portability.h"  // defines: hipMalloc, hipMemset, hipFree
 #include "telemetry/HeldOutside.h"
 #include "telemetry/NvmlProvider.h"
@@ -150,13 +151,14 @@ void checkOwnProcessIsListed(NvmlProvider& nvml) {
   std::cout << "NVML process list on GPU 0 while holding 1 GiB (our PID " << ourPid << "):\n";
   for (const ProcessReading& p : during.processes) {
     std::cout << "  pid " << p.pid << " '" << p.name << "' "
-              << (p.vramBytes ? formatBytes(*p.vramBytes) : "n/a") << "\n";
+              << (p.vramBytes ? lorascope::common::formatBytes(*p.vramBytes) : "n/a") << "\n";
   }
   const ProcessReading* ours = findProcess(during, ourPid);
   check(ours != nullptr, "this process (PID " + std::to_string(ourPid) + ") is listed by NVML");
   if (ours != nullptr) {
     check(ours->vramBytes.value_or(0) >= kAllocationBytes,
-          "its listed memory (" + (ours->vramBytes ? formatBytes(*ours->vramBytes) : "n/a") +
+          "its listed memory (" +
+              (ours->vramBytes ? lorascope::common::formatBytes(*ours->vramBytes) : "n/a") +
               ") covers the 1 GiB allocation");
   }
   HeldOutsideInput in;
@@ -178,8 +180,8 @@ void checkOwnProcessIsListed(NvmlProvider& nvml) {
     const ProcessReading* oursAfter = findProcess(after, ourPid);
     const std::uint64_t afterBytes = oursAfter != nullptr ? oursAfter->vramBytes.value_or(0) : 0;
     check(afterBytes + kAllocationBytes / 2 <= oursBytes,
-          "after hipFree the listed memory dropped by the allocation (" + formatBytes(afterBytes) +
-              " now)");
+          "after hipFree the listed memory dropped by the allocation (" +
+              lorascope::common::formatBytes(afterBytes) + " now)");
   }
 }
 
