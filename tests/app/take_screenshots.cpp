@@ -2,7 +2,7 @@
 // scripts/screenshots.sh): the setup page as a first start shows it (the demo inspected and
 // validated), the dashboard after real steps of the demo trained on the CPU through the
 // in-process host, and the memory map. A CPU run has no device allocator to snapshot, so the
-// memory map shows the last snapshot of the recorded GPU stream in tests/widgets/fixtures (the
+// memory map shows the last snapshot of the synthetic GPU stream in tests/widgets/fixtures (the
 // page says which file it came from).
 //
 // usage: lorascope_screenshots OUT_DIR FIXTURE_STREAM [STEPS] [dark]
