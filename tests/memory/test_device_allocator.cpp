@@ -438,6 +438,11 @@ class TestDeviceAllocator : public QObject {
         ++reads;
       }
     });
+    // The allocations start once the sampler is reading (on a loaded machine the loop below can
+    // end before the sampler thread is first scheduled, and nothing would be checked).
+    while (reads.load() == 0) {
+      std::this_thread::yield();
+    }
     for (int i = 0; i < 20000; ++i) {
       const Allocation a = allocator.allocate(std::size_t(1 + i % 37) * 300 * 1024, Owner::Other);
       allocator.deallocate(a.address);
