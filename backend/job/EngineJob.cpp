@@ -534,17 +534,21 @@ class TrainingJob : public engine::EngineJob {
     }
   }
 
+  // One toggle's state at the current step, as a toggle_applied event.
+  void confirmToggle(const engine::EventSink& sink, Toggle toggle, json value) const {
+    engine::ToggleAppliedEvent event;
+    event.toggle = toggle;
+    event.value = std::move(value);
+    event.step = loop_->state().step;
+    event.notApplicable = notApplicable(toggle);
+    sink(engine::TimedEvent{0, std::move(event)});
+  }
+
   // What the run starts with, confirmed as toggle_applied events like the live changes, so the
   // controls show the state the engine really has (after a restart, the mirrored micro-batch).
   void reportStartToggles(const engine::EventSink& sink) const {
-    const std::int64_t step = loop_->state().step;
     auto applied = [&](Toggle toggle, json value) {
-      engine::ToggleAppliedEvent event;
-      event.toggle = toggle;
-      event.value = std::move(value);
-      event.step = step;
-      event.notApplicable = notApplicable(toggle);
-      sink(engine::TimedEvent{0, std::move(event)});
+      confirmToggle(sink, toggle, std::move(value));
     };
     applied(Toggle::MicroBatch, loop_->microBatchSize());
     applied(Toggle::ActivationCheckpointing, settings_.train.activationCheckpointing);
@@ -554,14 +558,8 @@ class TrainingJob : public engine::EngineJob {
 
   // The toggles whose applicability depends on the device, confirmed again after a move.
   void reportDeviceToggles(const engine::EventSink& sink) const {
-    const std::int64_t step = loop_->state().step;
     auto applied = [&](Toggle toggle, json value) {
-      engine::ToggleAppliedEvent event;
-      event.toggle = toggle;
-      event.value = std::move(value);
-      event.step = step;
-      event.notApplicable = notApplicable(toggle);
-      sink(engine::TimedEvent{0, std::move(event)});
+      confirmToggle(sink, toggle, std::move(value));
     };
     const runtime::LaunchPolicy launch = runtime::launchControl().policy();
     applied(Toggle::Serialize, launch.serialize);
