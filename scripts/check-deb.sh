@@ -109,11 +109,7 @@ in_root sh -c 'cd /tmp/work && lorascope-train train --demo --steps 5 --out /tmp
 grep -q "^done: 5 steps" "$out/train.log" || fail "train --demo --steps 5 did not finish its 5 steps"
 [[ -s $root/tmp/work/demo-run/adapter/adapter_model.safetensors ]] ||
   fail "the demo run wrote no adapter"
-if in_root lorascope-train --help | grep -qE '^  doctor( |$)'; then
-  in_root lorascope-train doctor | tee "$out/doctor.log"
-else
-  echo "(lorascope-train has no doctor command)"
-fi
+in_root lorascope-train doctor | tee "$out/doctor.log"
 for page in lorascope lorascope-train; do
   [[ -s $root/usr/share/man/man1/$page.1 || -s $root/usr/share/man/man1/$page.1.gz ]] ||
     fail "man page $page(1) is not installed"
@@ -175,7 +171,7 @@ xvfb_pid=""
 step "5. apt removes it; nothing may be left behind"
 apt_get purge -y -q --autoremove lorascope \
   >"$out/apt-purge.log" || fail "apt-get purge: see $out/apt-purge.log"
-grep -E "^Purging|^Removing" "$out/apt-purge.log" | head -n 1
+grep -m 1 -E "^Purging|^Removing" "$out/apt-purge.log"
 rm -f "$root/tmp/$(basename "$deb")"
 list_files >"$out/files-after.txt"
 if ! diff "$out/files-before.txt" "$out/files-after.txt" >"$out/files-left.diff"; then
