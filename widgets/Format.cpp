@@ -33,4 +33,12 @@ QString notAvailable() {
   return QCoreApplication::translate("lorascope::widgets", "n/a");
 }
 
+std::filesystem::path toPath(const QString& text) {
+  return std::filesystem::path(text.toStdU16String());
+}
+
+QString pathToQString(const std::filesystem::path& path) {
+  return QString::fromStdU16String(path.u16string());
+}
+
 }  // namespace lorascope::widgets

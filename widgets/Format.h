@@ -4,6 +4,7 @@
 
 #include <QString>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 
 namespace lorascope::widgets {
@@ -17,5 +18,10 @@ QString formatTimeMs(std::int64_t timeMs);
 
 // The text shown for a metric that was not reported.
 QString notAvailable();
+
+// A file name typed or chosen in the GUI as a path, and back, through UTF-16: never through a
+// narrow code page (QString::toStdString() into a path breaks non-ASCII names on Windows).
+std::filesystem::path toPath(const QString& text);
+QString pathToQString(const std::filesystem::path& path);
 
 }  // namespace lorascope::widgets

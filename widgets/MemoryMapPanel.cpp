@@ -176,7 +176,7 @@ QString MemoryMapPanel::saveSnapshot(const QString& path) const {
     return tr("there is no snapshot to save");
   }
   try {
-    common::writeFileDurably(path.toStdString(), view_->snapshot().raw.dump(1) + "\n");
+    common::writeFileDurably(toPath(path), view_->snapshot().raw.dump(1) + "\n");
   } catch (const std::runtime_error& e) {
     return QString::fromStdString(e.what());
   }

@@ -11,12 +11,13 @@
 //   lorascope-train bench [--model tiny|qwen|all] [--threads 1,2,16] [--steps N]
 //                         [--checkpointing] [--profile]
 //
-// Peak RSS is the process's (getrusage), so it covers every model benchmarked so far: run one
+// Peak RSS is the process's (common::peakResidentBytes: getrusage, the peak working set on
+// Windows), so it covers every model benchmarked so far: run one
 // model per process for each model's own figure.
-#include <sys/resource.h>
-
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "cli/Commands.h"
+#include "common/Platform.h"  // defines: peakResidentBytes
 #include "compute/Backend.h"
 #include "compute/CpuControl.h"  // defines: setCpuThreads, blasDescription, takeOpTimes
 #include "job/CliArgs.h"
@@ -110,9 +112,8 @@ model::ModelWeights randomWeights(compute::Backend& backend, const model::ModelC
 }
 
 double peakRssMiB() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+  const std::optional<std::uint64_t> bytes = common::peakResidentBytes();
+  return bytes ? static_cast<double>(*bytes) / (1024.0 * 1024.0) : 0.0;
 }
 
 long positiveNumber(const std::string& option, const std::string& text) {

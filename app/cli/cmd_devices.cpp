@@ -3,10 +3,6 @@
 // telemetry providers (NVML, rocm-smi, amdgpu sysfs, host) with "who holds the VRAM". --watch
 // redraws like a small nvtop until Ctrl-C or for --count samples; with --json it prints one JSON
 // object per sample (JSON lines). No GPU is a normal answer (exit 0).
-#include <unistd.h>
-
-#include <atomic>
-#include <csignal>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -16,6 +12,7 @@
 
 #include "cli/Commands.h"
 #include "common/Format.h"
+#include "common/Platform.h"
 #include "compute/BuildInfo.h"
 #include "job/CliArgs.h"
 #include "telemetry/HeldOutside.h"  // defines: diagnoseHeldOutside
@@ -27,11 +24,6 @@ namespace {
 
 using nlohmann::json;
 namespace tel = lorascope::telemetry;
-
-std::atomic<bool> interrupted{false};
-void onInterrupt(int) {
-  interrupted = true;
-}
 
 // One provider's latest data and whether it is stale.
 struct Reading {
@@ -58,7 +50,7 @@ tel::HeldOutsideReport heldOutside(const Reading& r, const tel::DeviceReading& d
   in.device = device;
   in.processes = r.snapshot->processes;
   in.ourReservedBytes = 0;  // `devices` runs no training: our allocator holds nothing
-  in.ourPid = static_cast<std::uint32_t>(getpid());
+  in.ourPid = common::currentProcessId();
   in.provider = r.provider->name();
   return tel::diagnoseHeldOutside(in);
 }
@@ -232,10 +224,10 @@ int watch(const tel::ProviderSet& set, bool asJson, std::optional<long> count,
   tel::SamplerOptions options;
   options.interval = interval;
   tel::Sampler sampler(providers, options);
-  std::signal(SIGINT, onInterrupt);
+  const common::InterruptCounter interrupts;
   sampler.start();
-  const bool redraw = !asJson && isatty(STDOUT_FILENO);
-  for (long shown = 0; !interrupted && (!count || shown < *count); ++shown) {
+  const bool redraw = !asJson && common::isTerminal(common::StandardStream::Output);
+  for (long shown = 0; interrupts.count() == 0 && (!count || shown < *count); ++shown) {
     // Wait for a round of samples, but never longer than two intervals: a hung provider must
     // not freeze the display (it shows as STALE instead).
     sampler.waitForSamples(sampler.totalSamples() + providers.size(), 2 * interval);
@@ -263,7 +255,6 @@ int watch(const tel::ProviderSet& set, bool asJson, std::optional<long> count,
               << frame.str() << std::flush;
   }
   sampler.stop();
-  std::signal(SIGINT, SIG_DFL);
   return 0;
 }
 

@@ -12,12 +12,6 @@
 //   8. smoke         20 steps of the demo on the GPU and on the CPU; the losses agree within 1%
 // Steps 7–8 are skipped, saying why, where there is no usable GPU (the cpu build, no device).
 // Exit: 0 when no check failed (warnings and skips included), 1 otherwise.
-#include <grp.h>
-#include <pwd.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -32,6 +26,7 @@
 #include "cli/Commands.h"
 #include "cli/Doctor.h"
 #include "common/Format.h"
+#include "common/Platform.h"  // defines: deviceFileAccess, currentUserGroups, kernelRelease
 #include "compute/Backend.h"
 #include "compute/BuildInfo.h"
 #include "compute/Errors.h"
@@ -189,10 +184,9 @@ std::string driverText() {
   }
   if (fs::exists("/sys/module/amdgpu")) {
     const std::string dkms = firstLine("/sys/module/amdgpu/version");
-    utsname u{};
-    ::uname(&u);
-    return dkms.empty() ? std::string("amdgpu of kernel ") + u.release
-                        : "amdgpu " + dkms + " (DKMS), kernel " + u.release;
+    const std::string kernel = common::kernelRelease();
+    return dkms.empty() ? "amdgpu of kernel " + kernel
+                        : "amdgpu " + dkms + " (DKMS), kernel " + kernel;
   }
   return "";
 }
@@ -309,29 +303,9 @@ Check checkArchitecture(const compute::GpuInventory& inventory) {
 
 // --- 4. device nodes and groups ---------------------------------------------------------------
 
-std::string groupName(gid_t gid) {
-  const group* g = ::getgrgid(gid);
-  return g != nullptr ? g->gr_name : std::to_string(gid);
-}
-
-std::vector<std::string> userGroups() {
-  std::vector<gid_t> gids(static_cast<std::size_t>(std::max(::getgroups(0, nullptr), 0)) + 1);
-  const int count = ::getgroups(static_cast<int>(gids.size()), gids.data());
-  gids.resize(static_cast<std::size_t>(std::max(count, 0)));
-  gids.push_back(::getegid());
-  std::vector<std::string> names;
-  for (gid_t gid : gids) {
-    const std::string name = groupName(gid);
-    if (std::find(names.begin(), names.end(), name) == names.end()) {
-      names.push_back(name);
-    }
-  }
-  return names;
-}
-
 Check checkDeviceAccess() {
   Check c{"device-access", "GPU device files and your groups", Verdict::Pass, "", {}, {}, {}};
-  const std::vector<std::string> groups = userGroups();
+  const std::vector<std::string> groups = common::currentUserGroups();
   c.lines.push_back("your groups: " + joined(groups, ", "));
   std::vector<fs::path> nodes;
   if (isNvidiaBuild()) {
@@ -349,17 +323,15 @@ Check checkDeviceAccess() {
   std::vector<std::string> absent;
   nlohmann::json list = nlohmann::json::array();
   for (const fs::path& node : nodes) {
-    struct stat st {};
-    if (::stat(node.c_str(), &st) != 0) {
+    const common::DeviceFileAccess access = common::deviceFileAccess(node);
+    if (!access.exists) {
       absent.push_back(node.string());
       c.lines.push_back(node.string() + ": absent");
       continue;
     }
-    const bool usable = ::access(node.c_str(), R_OK | W_OK) == 0;
-    const std::string group = groupName(st.st_gid);
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%03o", static_cast<unsigned>(st.st_mode & 0777));
-    c.lines.push_back(node.string() + ": group " + group + ", mode " + mode + ", " +
+    const bool usable = access.readWrite;
+    const std::string& group = access.group;
+    c.lines.push_back(node.string() + ": group " + group + ", mode " + access.mode + ", " +
                       (usable ? "read/write for you" : "NOT usable by you"));
     list.push_back({{"path", node.string()}, {"group", group}, {"usable", usable}});
     if (!usable) {
@@ -459,7 +431,7 @@ Check checkMemoryHeld() {
           input.processes.push_back(p);
         }
       }
-      input.ourPid = static_cast<std::uint32_t>(::getpid());
+      input.ourPid = common::currentProcessId();
       input.provider = provider->name();
       const telemetry::HeldOutsideReport held = telemetry::diagnoseHeldOutside(input);
       c.lines.push_back(provider->name() + " GPU " + std::to_string(d.index) + ": " + held.summary);

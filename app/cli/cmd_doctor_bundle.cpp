@@ -10,9 +10,6 @@
 // Left out on purpose: dataset text (a run's data file, any example), weights and checkpoints,
 // every other environment variable. Every file passes through redact(): the home directory is
 // written "~" and the user name "<user>".
-#include <pwd.h>
-#include <unistd.h>
-
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +22,8 @@
 #include <thread>
 
 #include "cli/Doctor.h"
+#include "common/OsError.h"   // defines: pathText
+#include "common/Platform.h"  // defines: currentUserName, homeDirectory
 #include "compute/BuildInfo.h"
 #include "job/EngineJob.h"  // defines: kFaultLedgerFile
 #include "profiles/ProfileJson.h"
@@ -53,18 +52,8 @@ struct Identity {
 
 Identity identity() {
   Identity id;
-  if (const char* home = std::getenv("HOME"); home != nullptr) {
-    id.home = home;
-  }
-  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr) {
-    id.user = pw->pw_name;
-    if (id.home.empty()) {
-      id.home = pw->pw_dir;
-    }
-  }
-  if (const char* user = std::getenv("USER"); user != nullptr && *user != '\0') {
-    id.user = user;
-  }
+  id.home = common::pathText(common::homeDirectory());
+  id.user = common::currentUserName();
   while (id.home.size() > 1 && id.home.back() == '/') {
     id.home.pop_back();
   }

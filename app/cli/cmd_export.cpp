@@ -6,8 +6,6 @@
 //   {"v":1,"type":"adapter","path":...,"rank":8,"projections":28,"parameters":147968}
 //   {"v":1,"type":"progress","done_bytes":...,"total_bytes":...}          (during --merge)
 //   {"v":1,"type":"written","kind":"adapter"|"merged","path":..., ...}
-#include <unistd.h>
-
 #include <iomanip>
 #include <iostream>
 
@@ -15,6 +13,7 @@
 
 #include "cli/Commands.h"
 #include "common/Format.h"
+#include "common/Platform.h"  // defines: isTerminal
 #include "job/CliArgs.h"
 #include "train/Merge.h"
 #include "train/PeftExport.h"
@@ -36,7 +35,7 @@ void printEvent(json event) {
 class MergeProgressOutput {
  public:
   explicit MergeProgressOutput(bool asJson)
-      : json_(asJson), terminal_(::isatty(STDOUT_FILENO) == 1) {}
+      : json_(asJson), terminal_(common::isTerminal(common::StandardStream::Output)) {}
 
   void operator()(std::uint64_t done, std::uint64_t total) {
     const int percent = total > 0 ? static_cast<int>(100 * done / total) : 100;

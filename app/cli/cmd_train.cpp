@@ -21,12 +21,8 @@
 // completed step is checkpointed, exit 130 (128 + SIGINT, as shells report an interrupted
 // program). The engine sits in a process group of its own, so the terminal's Ctrl-C reaches only
 // this process, which tells the engine to stop.
-#include <unistd.h>
-
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <csignal>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -38,6 +34,7 @@
 
 #include "cli/Commands.h"
 #include "common/ChildProcess.h"  // defines: currentExecutablePath
+#include "common/Platform.h"      // defines: InterruptCounter, isTerminal
 #include "engine/InProcessHost.h"
 #include "engine/Protocol.h"  // defines: encodeEvent
 #include "engine/SupervisorHost.h"
@@ -58,8 +55,6 @@ namespace {
 
 constexpr int kInterruptedExitCode = 130;  // 128 + SIGINT
 
-std::atomic<int> gSignals{0};  // SIGINT/SIGTERM received
-
 // A line of this command (not of the engine): text, or with --json a log event.
 void say(bool asJson, const std::string& text) {
   if (asJson) {
@@ -68,10 +63,6 @@ void say(bool asJson, const std::string& text) {
   } else {
     std::cout << text << "\n";
   }
-}
-
-extern "C" void onStopSignal(int) {
-  gSignals.fetch_add(1);
 }
 
 std::string formatSeconds(double seconds) {
@@ -87,7 +78,7 @@ std::string formatSeconds(double seconds) {
 
 class Progress {
  public:
-  Progress() : terminal_(::isatty(STDOUT_FILENO) == 1) {}
+  Progress() : terminal_(common::isTerminal(common::StandardStream::Output)) {}
 
   // Training (re)starts after `completedStep`: the time left is measured from here.
   void begin(std::int64_t completedStep) {
@@ -431,15 +422,13 @@ int runTrain(const Args& args) {
   const bool asJson = parsed.has("json");
   EventQueue events;
   RunHost run = openHost(events, asJson);
-  gSignals = 0;
-  std::signal(SIGINT, onStopSignal);
-  std::signal(SIGTERM, onStopSignal);
+  std::optional<common::InterruptCounter> interrupts(std::in_place);  // Ctrl-C, SIGTERM
   run.host->send(engine::StartCommand{start});
 
   RunReport report(resumed, asJson);
   int signalsHandled = 0;
   for (bool over = false; !over;) {
-    if (const int signals = gSignals.load(); signals > signalsHandled) {
+    if (const int signals = interrupts->count(); signals > signalsHandled) {
       // Each one asks again: a stop that reached an engine as it died is not lost.
       report.breakLine();
       (asJson ? std::cerr : std::cout) << (signalsHandled == 0 ? "stopping" : "still stopping")
@@ -456,8 +445,7 @@ int runTrain(const Args& args) {
   }
   const int restarts = run.supervisor ? run.supervisor->restarts() : 0;
   run.host.reset();  // the engine exits (its input ends)
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  interrupts.reset();
 
   report.breakLine();
   if (const auto summary = report.protectionSummary(restarts); summary && !asJson) {

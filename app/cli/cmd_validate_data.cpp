@@ -5,8 +5,6 @@
 // or JSON on stdout; progress on stderr when it is a terminal.
 // Exit codes: 0 the report was produced (even when it lists bad lines); 1 FILE (or the
 // tokenizer/model folder) cannot be read at all; 2 a usage error.
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -15,7 +13,8 @@
 #include <string>
 
 #include "cli/Commands.h"
-#include "data/Validator.h"  // defines: validateDataset, ValidateOptions
+#include "common/Platform.h"  // defines: isTerminal
+#include "data/Validator.h"   // defines: validateDataset, ValidateOptions
 #include "job/CliArgs.h"
 #include "model/HfCache.h"  // defines: resolveModel
 
@@ -167,7 +166,7 @@ int runValidateData(const Args& args) {
   options.encode.policy = parsePolicy(parsed.value("policy").value_or("truncate"));
   options.encode.trainOnAll = parsed.has("train-on-all");
   options.encoder = encoder ? &*encoder : nullptr;
-  if (::isatty(STDERR_FILENO) != 0) {
+  if (common::isTerminal(common::StandardStream::Error)) {
     options.progress = printProgress;
   }
   const auto start = std::chrono::steady_clock::now();

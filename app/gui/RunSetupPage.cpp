@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "common/OsError.h"         // defines: pathText
 #include "data/Validator.h"         // defines: validateDataset
 #include "gui/AppPaths.h"           // defines: defaultRunsDir, legacyRunsDir
 #include "gui/Background.h"         // defines: runInBackground
@@ -41,7 +42,7 @@
 #include "train/DemoDataset.h"      // defines: ensureDemoDataset
 #include "train/DemoModel.h"        // defines: defaultCacheDir, ensureDemoModel
 #include "widgets/ControlsPanel.h"  // defines: ControlSpec
-#include "widgets/Format.h"         // defines: formatBytes
+#include "widgets/Format.h"         // defines: formatBytes, toPath
 #include "widgets/LengthHistogram.h"
 
 namespace lorascope::app {
@@ -101,7 +102,8 @@ ModelInspection inspectFolder(const QString& dir, bool demo) {
   out.dir = dir;
   try {
     const std::string path =
-        demo ? train::ensureDemoModel(train::defaultCacheDir()).string() : dir.toStdString();
+        demo ? common::pathText(train::ensureDemoModel(train::defaultCacheDir()))
+             : dir.toStdString();
     out.dir = QString::fromStdString(path);
     // A folder, or a Hugging Face id found offline in the hub cache (its snapshot folder).
     const model::ModelFolder folder = model::ModelFolder::open(path);
@@ -121,11 +123,12 @@ DatasetValidation validateFile(const QString& file, bool demo, const QString& mo
   out.file = file;
   try {
     const std::string path =
-        demo ? train::ensureDemoDataset(train::defaultCacheDir()).string() : file.toStdString();
+        demo ? common::pathText(train::ensureDemoDataset(train::defaultCacheDir()))
+             : file.toStdString();
     out.file = QString::fromStdString(path);
     std::optional<data::ExampleEncoder> encoder;
     if (!modelDir.isEmpty()) {
-      const std::filesystem::path dir = modelDir.toStdString();
+      const std::filesystem::path dir = widgets::toPath(modelDir);
       encoder.emplace(text::Tokenizer::fromModelDir(dir), text::ChatTemplate::forModelDir(dir));
     }
     data::ValidateOptions options;

@@ -1,8 +1,8 @@
 // common/ChildProcess.h — a child process with its standard streams connected to this one: the
 // OS side of running the engine as `lorascope-train engine` (the GUI's supervisor, the CLI's
 // `train`, and later external trainers). Plain C++ without OS headers; ChildProcessPosix.cpp
-// implements it with posix_spawn, pipes and process groups (a Win32 file would use
-// CreateProcess, anonymous pipes and job objects behind the same interface).
+// implements it with posix_spawn, pipes and process groups, ChildProcessWin32.cpp with
+// CreateProcessW, anonymous pipes and a job object. Strings are UTF-8.
 //
 // Threads: readOutput and readErrorOutput block, each on its own thread; write, closeInput and
 // kill may come from any thread; wait() from one thread, once. The child runs in a process group
@@ -78,8 +78,8 @@ class ChildProcess {
   std::unique_ptr<Impl> impl_;
 };
 
-// The path of the running program (to start another instance of it), "" when the platform does
-// not tell.
+// The path of the running program (to start another instance of it), UTF-8; "" when the
+// platform does not tell.
 std::string currentExecutablePath();
 
 }  // namespace lorascope::common

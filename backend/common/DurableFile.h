@@ -11,14 +11,18 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 
+#include "common/OsFile.h"
+
 namespace lorascope::common {
 
 // Writes `contents` to `path` durably (temp file, fsync, rename, directory fsync). Throws
-// std::runtime_error naming the path (or the directory) and the failing step, with errno's text.
+// OsError (a std::runtime_error) naming the path (or the directory) and the failing step, with
+// the system's words for the error.
 void writeFileDurably(const std::filesystem::path& path, std::string_view contents);
 void writeFileDurably(const std::filesystem::path& path, std::span<const std::byte> contents);
 
@@ -39,11 +43,12 @@ class DurableFileWriter {
  private:
   std::filesystem::path path_;
   std::filesystem::path temp_;
-  int fd_ = -1;
+  std::optional<OutputFile> file_;  // empty once committed
 };
 
-// fsync of a directory, so that renames and unlinks inside it survive a crash. Throws
-// std::runtime_error naming it on an I/O error; see the top of this file for what counts as one.
+// fsync of a directory, so that renames and unlinks inside it survive a crash. Throws OsError
+// naming it on an I/O error; see the top of this file for what counts as one. (On Windows the
+// rename is written through (MOVEFILE_WRITE_THROUGH) and a directory has no sync of its own.)
 void syncDirectory(const std::filesystem::path& dir);
 
 // Publishes the complete folder `staging` as `target` durably: staging synced, an existing target
@@ -53,11 +58,6 @@ void replaceDirectory(const std::filesystem::path& staging, const std::filesyste
 // The suffix of this process's temp names (".tmp-<pid>"), so that a leftover is recognisable.
 std::string tempSuffix();
 
-namespace testing {
-// Replaces the fsync the functions above call (nullptr restores ::fsync); returns the previous
-// one. Only for tests that make a sync fail (tests/common/test_durable_file.cpp).
-using FsyncFunction = int (*)(int fd);
-FsyncFunction setFsyncForTesting(FsyncFunction fsync);
-}  // namespace testing
+// Tests make the syncs fail through common/OsFile.h's testing::setSyncForTesting.
 
 }  // namespace lorascope::common

@@ -1,16 +1,16 @@
-// engine/StateMirror.cpp — double-buffered, checksummed state file over mmap (POSIX).
+// engine/StateMirror.cpp — double-buffered, checksummed state file over a shared mapping
+// (common/MappedFile.h).
 #include "engine/StateMirror.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <string>
+
+#include "common/MappedFile.h"
+#include "common/OsError.h"
 
 namespace lorascope::engine {
 namespace {
@@ -33,8 +33,13 @@ std::size_t slotOffset(std::size_t capacity, int slot) {
   return kFileHeaderBytes + static_cast<std::size_t>(slot) * (kSlotHeaderBytes + capacity);
 }
 
-[[noreturn]] void fail(const std::filesystem::path& path, const std::string& what) {
-  throw StateMirrorError(path.string() + ": " + what + ": " + std::strerror(errno));
+// The first bytes of an existing mirror (magic, version, capacity); fewer when it is shorter.
+std::string readFileHeader(const std::filesystem::path& path, std::size_t bytes) {
+  std::ifstream in(path, std::ios::binary);
+  std::string header(bytes, '\0');
+  in.read(header.data(), static_cast<std::streamsize>(bytes));
+  header.resize(static_cast<std::size_t>(std::max<std::streamsize>(in.gcount(), 0)));
+  return header;
 }
 
 std::optional<MirroredState> readSlot(const std::byte* file, std::size_t fileBytes,
@@ -83,42 +88,32 @@ StateMirror::StateMirror(const std::filesystem::path& path, std::size_t capacity
   if (requiredBytes == 0) {
     requiredBytes = capacityBytes;
   }
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    fail(path, "cannot open the state mirror");
-  }
-  char header[24] = {};
+  const std::string header = readFileHeader(path, 24);
   std::uint32_t version = 0;
   std::uint64_t existing = 0;
-  if (::pread(fd, header, sizeof header, 0) == static_cast<ssize_t>(sizeof header) &&
-      std::memcmp(header, kMagic, sizeof kMagic) == 0) {
-    std::memcpy(&version, header + 8, sizeof version);
-    std::memcpy(&existing, header + 16, sizeof existing);
+  if (header.size() == 24 && std::memcmp(header.data(), kMagic, sizeof kMagic) == 0) {
+    std::memcpy(&version, header.data() + 8, sizeof version);
+    std::memcpy(&existing, header.data() + 16, sizeof existing);
     if (version == kFormatVersion && existing >= requiredBytes) {
       capacityBytes_ = static_cast<std::size_t>(existing);
     }
   }
   mappedBytes_ = slotOffset(capacityBytes_, 2);
-  struct stat info {};
-  const bool fresh =
-      ::fstat(fd, &info) != 0 || static_cast<std::size_t>(info.st_size) != mappedBytes_;
-  if (fresh && ::ftruncate(fd, static_cast<off_t>(mappedBytes_)) != 0) {
-    ::close(fd);
-    fail(path, "cannot size the state mirror");
+  bool fresh = false;
+  try {
+    mapping_ = common::MappedFile::openShared(path, mappedBytes_, &fresh);
+  } catch (const common::OsError& e) {
+    throw StateMirrorError(common::pathText(e.path()) + ": " + e.step() +
+                           " the state mirror: " + e.code().message());
   }
-  void* map = ::mmap(nullptr, mappedBytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) {
-    fail(path, "cannot map the state mirror");
-  }
-  map_ = static_cast<std::byte*>(map);
+  map_ = mapping_->writableBytes().data();
   if (fresh) {
     std::memset(map_, 0, mappedBytes_);
     std::memcpy(map_, kMagic, sizeof kMagic);
     std::memcpy(map_ + 8, &kFormatVersion, sizeof kFormatVersion);
     const std::uint64_t capacity = capacityBytes_;
     std::memcpy(map_ + 16, &capacity, sizeof capacity);
-    ::msync(map_, kFileHeaderBytes, MS_SYNC);
+    flush(0, kFileHeaderBytes, "sync of the state header");
   }
   // Continue after the newest valid slot, writing into the other one.
   std::uint64_t newest = 0;
@@ -132,9 +127,13 @@ StateMirror::StateMirror(const std::filesystem::path& path, std::size_t capacity
   nextSequence_ = newest + 1;
 }
 
-StateMirror::~StateMirror() {
-  if (map_ != nullptr) {
-    ::munmap(map_, mappedBytes_);
+StateMirror::~StateMirror() = default;
+
+void StateMirror::flush(std::size_t offset, std::size_t bytes, const char* what) {
+  try {
+    mapping_->flush(offset, bytes, what);
+  } catch (const common::OsError& e) {
+    throw StateMirrorError(e.what());
   }
 }
 
@@ -149,18 +148,10 @@ void StateMirror::write(std::span<const std::byte> payload) {
   SlotHeader header{0, 0, 0, 0};  // invalidate first: a torn payload must never look valid
   std::memcpy(slot, &header, sizeof header);
   std::memcpy(slot + kSlotHeaderBytes, payload.data(), payload.size());
-  const long page = ::sysconf(_SC_PAGESIZE);
-  const std::size_t alignedOffset =
-      offset / static_cast<std::size_t>(page) * static_cast<std::size_t>(page);
-  const std::size_t syncBytes = offset - alignedOffset + kSlotHeaderBytes + payload.size();
-  if (::msync(map_ + alignedOffset, syncBytes, MS_SYNC) != 0) {
-    fail(path_, "msync of the state payload failed");
-  }
+  flush(offset, kSlotHeaderBytes + payload.size(), "msync of the state payload");
   header = SlotHeader{nextSequence_, payload.size(), crc32(payload), kValidFlag};
   std::memcpy(slot, &header, sizeof header);
-  if (::msync(map_ + alignedOffset, offset - alignedOffset + kSlotHeaderBytes, MS_SYNC) != 0) {
-    fail(path_, "msync of the state header failed");
-  }
+  flush(offset, kSlotHeaderBytes, "msync of the state header");
   ++nextSequence_;
   nextSlot_ = 1 - nextSlot_;
 }

@@ -14,10 +14,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <span>
 #include <stdexcept>
 #include <vector>
+
+namespace lorascope::common {
+class MappedFile;
+}
 
 namespace lorascope::engine {
 
@@ -54,10 +59,14 @@ class StateMirror {
   static std::optional<MirroredState> readLatest(const std::filesystem::path& path);
 
  private:
+  // Writes [offset, offset + bytes) of the mapping to the disk; throws StateMirrorError.
+  void flush(std::size_t offset, std::size_t bytes, const char* what);
+
   std::filesystem::path path_;
   std::size_t capacityBytes_ = 0;
   std::size_t mappedBytes_ = 0;
-  std::byte* map_ = nullptr;
+  std::unique_ptr<common::MappedFile> mapping_;  // shared and writable
+  std::byte* map_ = nullptr;                     // mapping_'s bytes
   std::uint64_t nextSequence_ = 1;
   int nextSlot_ = 0;
 };

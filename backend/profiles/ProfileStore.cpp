@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/DurableFile.h"
+#include "common/Platform.h"
 #include "profiles/Builtins.h"
 #include "profiles/ProfileJson.h"
 
@@ -38,16 +39,7 @@ bool isBuiltinName(const std::string& name) {
 ProfileStore::ProfileStore(fs::path userDir) : userDir_(std::move(userDir)) {}
 
 fs::path ProfileStore::defaultUserDir() {
-#ifdef _WIN32
-  if (const char* appData = std::getenv("APPDATA")) {
-    return fs::path(appData) / "LoRAscope" / "profiles";
-  }
-#endif
-  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg != nullptr && *xdg != '\0') {
-    return fs::path(xdg) / "LoRAscope" / "profiles";
-  }
-  const char* home = std::getenv("HOME");
-  return fs::path(home != nullptr ? home : ".") / ".config" / "LoRAscope" / "profiles";
+  return common::userConfigDirectory() / "profiles";
 }
 
 ProfileListing ProfileStore::load() const {

@@ -1,19 +1,19 @@
-// DynamicLibrary.cpp — dlopen + a symbol table of required and optional entry points.
+// DynamicLibrary.cpp — common::SharedLibrary + a symbol table of required and optional entry
+// points.
 #include "telemetry/DynamicLibrary.h"
 
-#include <dlfcn.h>
+#include "common/SharedLibrary.h"
 
 namespace lorascope::telemetry {
+
+DynamicLibrary::DynamicLibrary() = default;
 
 DynamicLibrary::~DynamicLibrary() {
   close();
 }
 
 void DynamicLibrary::close() {
-  if (handle_ != nullptr) {
-    dlclose(handle_);
-    handle_ = nullptr;
-  }
+  library_.reset();
 }
 
 LoadResult DynamicLibrary::open(const std::vector<std::string>& candidates,
@@ -22,21 +22,22 @@ LoadResult DynamicLibrary::open(const std::vector<std::string>& candidates,
   LoadResult result;
   std::string tried;
   for (const std::string& candidate : candidates) {
-    handle_ = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle_ != nullptr) {
+    std::string why;
+    library_ = common::SharedLibrary::open(candidate, &why);
+    if (library_ != nullptr) {
       result.libraryName = candidate;
       break;
     }
     tried += (tried.empty() ? "" : ", ") + candidate;
   }
-  if (handle_ == nullptr) {
+  if (library_ == nullptr) {
     result.error = "library not found (tried " + tried + ")";
     return result;
   }
   for (const SymbolSpec& spec : symbols) {
     *spec.slot = nullptr;
     for (const char* name : spec.names) {
-      if (void* address = dlsym(handle_, name)) {
+      if (void* address = library_->symbol(name)) {
         *spec.slot = address;
         break;
       }

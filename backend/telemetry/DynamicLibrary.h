@@ -1,11 +1,17 @@
-// DynamicLibrary.h — a vendor library opened at run time (dlopen) and resolved from a table of
+// DynamicLibrary.h — a vendor library opened at run time (common/SharedLibrary.h: dlopen,
+// LoadLibraryW) and resolved from a table of
 // required and optional symbols, so that providers never link against vendor libraries and a
 // missing library is an ordinary "unavailable" answer (nvtop's pattern, without the unrolled
 // dlsym lines).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace lorascope::common {
+class SharedLibrary;
+}
 
 namespace lorascope::telemetry {
 
@@ -26,7 +32,7 @@ struct LoadResult {
 
 class DynamicLibrary {
  public:
-  DynamicLibrary() = default;
+  DynamicLibrary();
   ~DynamicLibrary();
   DynamicLibrary(const DynamicLibrary&) = delete;
   DynamicLibrary& operator=(const DynamicLibrary&) = delete;
@@ -35,11 +41,11 @@ class DynamicLibrary {
   // symbol the library is closed again and every slot is reset to nullptr.
   LoadResult open(const std::vector<std::string>& candidates,
                   const std::vector<SymbolSpec>& symbols);
-  bool isOpen() const { return handle_ != nullptr; }
+  bool isOpen() const { return library_ != nullptr; }
   void close();
 
  private:
-  void* handle_ = nullptr;
+  std::unique_ptr<common::SharedLibrary> library_;
 };
 
 // Stores a resolved symbol into a typed function pointer slot: `slotFor(fn)` gives the void**

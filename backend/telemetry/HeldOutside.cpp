@@ -9,7 +9,25 @@ namespace lorascope::telemetry {
 using common::formatBytes;
 namespace {
 
+// What the provider cannot see, said with every report that uses it; "" when nothing to add.
+std::string blindSpotOf(const std::string& provider) {
+  if (provider == "dxgi-pdh") {
+    return " On Windows the GPU counters cannot see memory the kernel-mode driver keeps for "
+           "itself, and list everything inside WSL2 as the one process of its virtual machine "
+           "(vmmem or vmmemWSL).";
+  }
+  return "";
+}
+
 std::vector<std::string> adviceFor(const std::string& provider) {
+  if (provider == "dxgi-pdh") {
+    return {
+        "Task Manager's Details tab with the \"Dedicated GPU memory\" column shows the same "
+        "per-process numbers; close the largest holders (browsers and games keep VRAM).",
+        "If vmmem or vmmemWSL holds it, a WSL2 process does: `wsl --shutdown` frees it.",
+        "After a crashed run or a driver timeout (TDR) the driver can keep VRAM until it "
+        "restarts: Win+Ctrl+Shift+B restarts the display driver, else reboot."};
+  }
   if (provider == "nvml") {
     return {
         "On the host, run `nvidia-smi --query-compute-apps=pid,process_name,used_memory "
@@ -93,6 +111,7 @@ HeldOutsideReport diagnoseHeldOutside(const HeldOutsideInput& in) {
                    formatBytes(*r.unattributedBytes) +
                    " is within what the driver usually keeps for itself.";
     }
+    r.summary += blindSpotOf(in.provider);
     return r;
   }
   r.summary += " " + formatBytes(*r.unattributedBytes) +
@@ -100,7 +119,8 @@ HeldOutsideReport diagnoseHeldOutside(const HeldOutsideInput& in) {
                                          : " are not explained by the processes listed") +
                ": the driver itself holds them, or a process this system cannot see (another "
                "container or PID namespace, another user's process without the rights to read "
-               "it).";
+               "it)." +
+               blindSpotOf(in.provider);
   r.advice = adviceFor(in.provider);
   return r;
 }

@@ -28,6 +28,8 @@ void forEachMetric(const DeviceReading& r, const MetricVisitor& visit) {
   visit("power_watts", r.powerWatts);
   visit("graphics_clock_mhz", r.graphicsClockMhz);
   visit("memory_clock_mhz", r.memoryClockMhz);
+  visit("process_vram_budget_bytes", asDouble(r.processVramBudgetBytes));
+  visit("process_vram_usage_bytes", asDouble(r.processVramUsageBytes));
 }
 
 void forEachMetric(const HostReading& r, const MetricVisitor& visit) {

@@ -34,12 +34,16 @@ struct DeviceReading {
   std::optional<double> powerWatts;
   std::optional<double> graphicsClockMhz;
   std::optional<double> memoryClockMhz;
+  // Windows (DXGI QueryVideoMemoryInfo): the VRAM the OS lets this process use now, and what it
+  // uses of it.
+  std::optional<std::uint64_t> processVramBudgetBytes;
+  std::optional<std::uint64_t> processVramUsageBytes;
 };
 
 struct ProcessReading {
   std::uint32_t pid = 0;  // as the platform lists it (NVML: the host's PID namespace)
   std::optional<int> deviceIndex;
-  std::string name;  // /proc/<pid>/comm when readable, else ""
+  std::string name;  // /proc/<pid>/comm (Windows: the image name) when readable, else ""
   std::optional<std::uint64_t> vramBytes;
   std::optional<std::uint64_t> gttBytes;
   std::optional<std::uint64_t> sdmaTimeUs;   // rocm-smi: time spent in SDMA (copy) engines

@@ -1,5 +1,6 @@
 // NvmlProvider.cpp — libnvidia-ml through a symbol table: device metrics and compute processes.
 #include "telemetry/NvmlProvider.h"
+#include "common/Platform.h"  // defines: kOsFamily
 
 #include "telemetry/TextFiles.h"  // defines: readProcessName
 
@@ -20,6 +21,13 @@ constexpr unsigned int kInitialProcessSlots = 64;
 const char* const kProcRoot = "/proc";
 
 }  // namespace
+
+std::vector<std::string> NvmlProvider::defaultLibraryNames() {
+  if (common::kOsFamily == common::OsFamily::Windows) {
+    return {"nvml.dll", "C:\\Program Files\\NVIDIA Corporation\\NVSMI\\nvml.dll"};
+  }
+  return {"libnvidia-ml.so.1", "libnvidia-ml.so"};
+}
 
 NvmlProvider::NvmlProvider(std::vector<std::string> libraryNames)
     : libraryNames_(std::move(libraryNames)) {}

@@ -19,8 +19,10 @@ namespace lorascope::telemetry {
 
 class NvmlProvider : public Provider {
  public:
-  explicit NvmlProvider(std::vector<std::string> libraryNames = {"libnvidia-ml.so.1",
-                                                                 "libnvidia-ml.so"});
+  // libnvidia-ml.so.1, libnvidia-ml.so; on Windows nvml.dll (System32 since driver 436, or
+  // NVSMI's folder on older drivers).
+  static std::vector<std::string> defaultLibraryNames();
+  explicit NvmlProvider(std::vector<std::string> libraryNames = defaultLibraryNames());
   ~NvmlProvider() override;
 
   std::string name() const override { return "nvml"; }

@@ -1,5 +1,6 @@
 // RocmSmiProvider.cpp — librocm_smi64 through a symbol table: device metrics and KFD processes.
 #include "telemetry/RocmSmiProvider.h"
+#include "common/Platform.h"  // defines: kOsFamily
 
 #include <cstdio>
 #include <cstring>
@@ -61,6 +62,9 @@ std::optional<std::uint64_t> decodeRsmiCurrentFrequencyHz(const unsigned char* b
 }
 
 std::vector<std::string> RocmSmiProvider::defaultLibraryNames() {
+  if (common::kOsFamily == common::OsFamily::Windows) {
+    return {"rocm_smi64.dll", "rocm_smi.dll"};  // where an AMD install ships it
+  }
   return {"librocm_smi64.so.7", "librocm_smi64.so.6", "librocm_smi64.so.5",
           "librocm_smi64.so.1", "librocm_smi64.so",   "/opt/rocm/lib/librocm_smi64.so"};
 }

@@ -1,11 +1,7 @@
 // train/Checkpoint.cpp — checkpoint folders: PEFT adapter, AdamW moments, trainer state.
 #include "train/Checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -15,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/DurableFile.h"
+#include "common/OsError.h"
+#include "common/OsFile.h"
 #include "model/ModelError.h"
 #include "model/Safetensors.h"
 #include "train/CheckpointError.h"
@@ -124,25 +122,13 @@ std::string readRunFile(const fs::path& path) {
 }
 
 void appendRunFile(const fs::path& path, std::string_view bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    throw CheckpointError(path.string(),
-                          std::string("cannot open for append: ") + std::strerror(errno));
+  try {
+    common::OutputFile file(path, common::OutputFile::Mode::Append);
+    file.write(bytes);
+    file.close();
+  } catch (const common::OsError& e) {
+    throw CheckpointError(path.string(), e.detail());
   }
-  std::size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      const int saved = errno;
-      ::close(fd);
-      throw CheckpointError(path.string(), std::string("append failed: ") + std::strerror(saved));
-    }
-    written += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
 }
 
 json readRunJson(const fs::path& path) {

@@ -1,18 +1,14 @@
 // train/RunDirectory.cpp — config.json, metrics.jsonl, checkpoint rotation, the final adapter.
 #include "train/RunDirectory.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <limits>
 
 #include "common/DurableFile.h"
+#include "common/Platform.h"
 #include "compute/BuildInfo.h"
 #include "train/CheckpointError.h"
 #include "train/HfLogs.h"
@@ -146,7 +142,7 @@ void removeStaleStaging(const fs::path& dir) {
     const std::string pid = name.substr(tmp + 5);
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9)
       continue;
-    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) {
+    if (!common::processExists(static_cast<std::uint32_t>(std::stoul(pid)))) {
       fs::remove_all(entry.path(), ec);
     }
   }

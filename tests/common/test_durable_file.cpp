@@ -5,8 +5,6 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
-#include <sys/stat.h>
-
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
@@ -29,35 +27,22 @@ std::string readAll(const fs::path& path) {
   return s.str();
 }
 
-bool isDirectory(int fd) {
-  struct stat st {};
-  return ::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
-}
-
-// Fake fsyncs: fail for directories only, or for files only, with a chosen errno.
+// Fake syncs: fail for directories only, or for files only, with a chosen errno.
 int gFailErrno = 0;
-int failDirectorySync(int fd) {
-  if (isDirectory(fd)) {
-    errno = gFailErrno;
-    return -1;
-  }
-  return 0;
+std::error_code failDirectorySync(bool isDirectory) {
+  return isDirectory ? std::error_code(gFailErrno, std::generic_category()) : std::error_code();
 }
-int failFileSync(int fd) {
-  if (!isDirectory(fd)) {
-    errno = gFailErrno;
-    return -1;
-  }
-  return 0;
+std::error_code failFileSync(bool isDirectory) {
+  return isDirectory ? std::error_code() : std::error_code(gFailErrno, std::generic_category());
 }
 
-// Installs a fake fsync for one scope.
+// Installs a fake sync for one scope.
 struct FakeFsync {
-  FakeFsync(testing::FsyncFunction f, int error) {
+  FakeFsync(testing::SyncHook f, int error) {
     gFailErrno = error;
-    testing::setFsyncForTesting(f);
+    testing::setSyncForTesting(f);
   }
-  ~FakeFsync() { testing::setFsyncForTesting(nullptr); }
+  ~FakeFsync() { testing::setSyncForTesting(nullptr); }
 };
 
 // The names in `dir` other than `keep`.

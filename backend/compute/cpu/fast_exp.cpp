@@ -4,11 +4,10 @@
 #include <bit>
 #include <cstring>
 
+#include "compute/cpu/lanes4.h"  // defines: Float4, Int4, clampLanes
+
 namespace lorascope::compute::cpu {
 namespace {
-
-using Float4 = float __attribute__((vector_size(16)));
-using Int4 = std::int32_t __attribute__((vector_size(16)));
 
 constexpr float kMinArgument = -87.3f;  // e^x stays a normal float above this
 constexpr float kMaxArgument = 88.3f;   // and finite below this
@@ -19,13 +18,11 @@ constexpr float kLn2Hi = 0.693359375f;  // ln 2 split so that n·kLn2Hi is exact
 constexpr float kLn2Lo = -2.12194440e-4f;
 
 Float4 exp4(Float4 x) {
-  const Float4 zero = {};
-  x = x < zero + kMinArgument ? zero + kMinArgument : x;
-  x = x > zero + kMaxArgument ? zero + kMaxArgument : x;
+  x = clampLanes(x, kMinArgument, kMaxArgument);
   const Float4 t = x * kLog2e + kRoundMagic;
   const Float4 n = t - kRoundMagic;
   const Float4 r = x - n * kLn2Hi - n * kLn2Lo;
-  Float4 p = zero + 1.9875691500e-4f;
+  Float4 p = Float4{} + 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;

@@ -1,0 +1,139 @@
+// common/PlatformWin32.cpp — Platform.h on Windows: GetCurrentProcessId/OpenProcess,
+// GetConsoleMode, GetProcessMemoryInfo (the peak working set), SetConsoleCtrlHandler,
+// GetUserNameW, the USERPROFILE and APPDATA variables read as UTF-16, RtlGetVersion.
+#include <windows.h>
+// windows.h first: psapi.h needs its types.
+#include <psapi.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "common/Platform.h"
+#include "common/Win32Text.h"
+
+namespace lorascope::common {
+namespace {
+
+std::atomic<int> gInterrupts{0};
+
+BOOL WINAPI countInterrupt(DWORD event) {
+  switch (event) {
+    case CTRL_C_EVENT:
+    case CTRL_BREAK_EVENT:
+    case CTRL_CLOSE_EVENT:  // Windows ends the process soon after this returns
+      gInterrupts.fetch_add(1);
+      return TRUE;
+    default:
+      return FALSE;
+  }
+}
+
+// An environment variable as UTF-16 → path; empty when unset.
+std::filesystem::path environmentPath(const wchar_t* name) {
+  const DWORD size = ::GetEnvironmentVariableW(name, nullptr, 0);
+  if (size == 0) {
+    return {};
+  }
+  std::wstring value(size, L'\0');
+  const DWORD length = ::GetEnvironmentVariableW(name, value.data(), size);
+  value.resize(length < size ? length : 0);
+  return std::filesystem::path(value);
+}
+
+}  // namespace
+
+std::uint32_t currentProcessId() {
+  return static_cast<std::uint32_t>(::GetCurrentProcessId());
+}
+
+bool processExists(std::uint32_t pid) {
+  const HANDLE process = ::OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
+  if (process == nullptr) {
+    return ::GetLastError() == ERROR_ACCESS_DENIED;  // someone else's: it exists
+  }
+  const bool running = ::WaitForSingleObject(process, 0) == WAIT_TIMEOUT;
+  ::CloseHandle(process);
+  return running;
+}
+
+bool isTerminal(StandardStream stream) {
+  const DWORD which = stream == StandardStream::Input    ? STD_INPUT_HANDLE
+                      : stream == StandardStream::Output ? STD_OUTPUT_HANDLE
+                                                         : STD_ERROR_HANDLE;
+  DWORD mode = 0;
+  return ::GetConsoleMode(::GetStdHandle(which), &mode) != 0;
+}
+
+std::optional<std::uint64_t> peakResidentBytes() {
+  PROCESS_MEMORY_COUNTERS counters{};
+  counters.cb = sizeof counters;
+  if (!::GetProcessMemoryInfo(::GetCurrentProcess(), &counters, sizeof counters)) {
+    return std::nullopt;
+  }
+  return static_cast<std::uint64_t>(counters.PeakWorkingSetSize);
+}
+
+InterruptCounter::InterruptCounter() {
+  gInterrupts = 0;
+  ::SetConsoleCtrlHandler(countInterrupt, TRUE);
+}
+
+InterruptCounter::~InterruptCounter() {
+  ::SetConsoleCtrlHandler(countInterrupt, FALSE);
+}
+
+int InterruptCounter::count() const {
+  return gInterrupts.load();
+}
+
+std::string currentUserName() {
+  wchar_t name[257] = {};
+  DWORD size = 257;
+  return ::GetUserNameW(name, &size) ? utf8FromWide(name) : std::string();
+}
+
+std::filesystem::path homeDirectory() {
+  return environmentPath(L"USERPROFILE");
+}
+
+std::filesystem::path userConfigDirectory() {
+  std::filesystem::path appData = environmentPath(L"APPDATA");
+  if (appData.empty()) {
+    const std::filesystem::path home = homeDirectory();
+    appData = (home.empty() ? std::filesystem::path(".") : home) / "AppData" / "Roaming";
+  }
+  return appData / "LoRAscope";
+}
+
+std::vector<std::string> currentUserGroups() {
+  return {};  // Windows grants GPU access through the driver, not device-file groups
+}
+
+DeviceFileAccess deviceFileAccess(const std::filesystem::path& path) {
+  DeviceFileAccess access;
+  std::error_code ec;
+  access.exists = std::filesystem::exists(path, ec);
+  return access;
+}
+
+std::string kernelRelease() {
+  // RtlGetVersion tells the true version (GetVersionEx answers as the manifest says).
+  using RtlGetVersionFn = LONG(WINAPI*)(OSVERSIONINFOW*);
+  const HMODULE ntdll = ::GetModuleHandleW(L"ntdll.dll");
+  if (ntdll == nullptr) {
+    return "";
+  }
+  RtlGetVersionFn rtlGetVersion = nullptr;
+  const FARPROC address = ::GetProcAddress(ntdll, "RtlGetVersion");
+  static_assert(sizeof rtlGetVersion == sizeof address);
+  std::memcpy(&rtlGetVersion, &address, sizeof address);
+  OSVERSIONINFOW info{};
+  info.dwOSVersionInfoSize = sizeof info;
+  if (rtlGetVersion == nullptr || rtlGetVersion(&info) != 0) {
+    return "";
+  }
+  return std::to_string(info.dwMajorVersion) + "." + std::to_string(info.dwMinorVersion) + "." +
+         std::to_string(info.dwBuildNumber);
+}
+
+}  // namespace lorascope::common
