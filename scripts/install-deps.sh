@@ -9,6 +9,10 @@
 #                                    hip-amd flavour (scripts/rocm-chroot.sh); a ROCm install of
 #                                    your own needs none of it (README)
 #   scripts/install-deps.sh --sanitize   also clang 15, for the sanitize preset (ASan/UBSan, fuzz)
+#   scripts/install-deps.sh --windows    also mingw-w64 (posix threads) and wine64, for the
+#                                    Windows cross-build tested under Wine (preset mingw), and
+#                                    Debian's source index (deb-src), from which
+#                                    scripts/mingw-deps.sh builds its third-party libraries
 #   scripts/install-deps.sh --list   prints the package names (one a line) and exits
 set -euo pipefail
 
@@ -20,15 +24,20 @@ packages=(
   help2man desktop-file-utils appstream debootstrap zstd
 )
 list=false
+windows=false
 for option in "$@"; do
   case "$option" in
     # Debian 12's own ROCm (5.2) cannot compile for gfx11/gfx12: the hip-amd flavour is built
     # against ROCm 6.4 from Debian unstable, inside a chroot, never installed on the host.
     --hip) packages+=(debootstrap zstd) ;;
     --sanitize) packages+=(clang-15) ;;
+    --windows)
+      packages+=(g++-mingw-w64-x86-64-posix wine64 dpkg-dev)
+      windows=true
+      ;;
     --list) list=true ;;
     *)
-      echo "install-deps: unknown option $option (--hip, --sanitize, --list)" >&2
+      echo "install-deps: unknown option $option (--hip, --sanitize, --windows, --list)" >&2
       exit 2
       ;;
   esac
@@ -39,6 +48,22 @@ if $list; then
   exit 0
 fi
 
+sudo=""
+if [[ $(id -u) -ne 0 ]]; then
+  sudo="sudo"
+fi
+
+# apt-get source (scripts/mingw-deps.sh) needs the Sources index of the suites the host installs
+# from: one deb-src entry beside debian.sources, written once.
+src_list=/etc/apt/sources.list.d/lorascope-src.sources
+need_update=false
+if $windows && [[ ! -f $src_list ]]; then
+  printf '%s\n' "Types: deb-src" "URIs: http://deb.debian.org/debian" \
+    "Suites: bookworm bookworm-updates" "Components: main" \
+    "Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg" | $sudo tee "$src_list" >/dev/null
+  need_update=true
+fi
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
@@ -47,13 +72,12 @@ for p in "${packages[@]}"; do
 done
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "install-deps: all ${#packages[@]} packages present"
+  if $need_update; then
+    $sudo apt-get update
+  fi
   exit 0
 fi
 
-sudo=""
-if [[ $(id -u) -ne 0 ]]; then
-  sudo="sudo"
-fi
 echo "install-deps: installing ${missing[*]}"
 $sudo apt-get update
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y --no-install-recommends "${missing[@]}"

@@ -2,8 +2,6 @@
 // through DatasetStream, and finding issues by kind.
 #pragma once
 
-#include <QtTest>
-
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -21,7 +19,7 @@ inline std::filesystem::path fixture(const std::string& name) {
 }
 
 // ../shared/fixtures/<relative>, or none when LORASCOPE_SHARED_FIXTURES is unset or the file is
-// absent (the caller QSKIPs).
+// absent (the caller SKIPs).
 inline std::optional<std::filesystem::path> sharedFixture(const std::string& relative) {
   const char* root = std::getenv("LORASCOPE_SHARED_FIXTURES");
   if (root == nullptr) {

@@ -1,7 +1,7 @@
 // test_engine.cpp — the engine loop with a small job: lifecycle events, commands applied at step
 // boundaries, pause/stop noticed within one op, refusals reported as error events; the sampler
 // thread's readings arriving while a step is stuck, and its hang report published once.
-#include <QtTest>
+#include "TestRunner.h"
 
 #include <atomic>
 #include <condition_variable>
@@ -136,125 +136,119 @@ class Harness {
 
 }  // namespace
 
-class TestEngine : public QObject {
-  Q_OBJECT
+TEST_CASE(runsToTheEndAndCheckpoints) {
+  Harness h(5);
+  h.engine().post(StartCommand{{{"steps", 5}}});
+  TRY_VERIFY(h.sawState(RunState::Finished));
+  COMPARE(h.all<HelloEvent>().size(), std::size_t{1});
+  const auto steps = h.all<StepEvent>();
+  COMPARE(steps.size(), std::size_t{5});
+  COMPARE(steps.back().step, std::int64_t{5});
+  COMPARE(h.all<CheckpointEvent>().back().step, std::int64_t{5});
+}
 
- private slots:
-  void runsToTheEndAndCheckpoints() {
-    Harness h(5);
-    h.engine().post(StartCommand{{{"steps", 5}}});
-    QTRY_VERIFY(h.sawState(RunState::Finished));
-    QCOMPARE(h.all<HelloEvent>().size(), std::size_t{1});
-    const auto steps = h.all<StepEvent>();
-    QCOMPARE(steps.size(), std::size_t{5});
-    QCOMPARE(steps.back().step, std::int64_t{5});
-    QCOMPARE(h.all<CheckpointEvent>().back().step, std::int64_t{5});
-  }
+TEST_CASE(pauseHoldsAndResumeContinues) {
+  Harness h(1000);
+  h.engine().post(StartCommand{nlohmann::json::object()});
+  TRY_VERIFY(h.all<StepEvent>().size() >= 2);
+  h.engine().post(PauseCommand{});
+  TRY_VERIFY(h.sawState(RunState::Paused));
+  const std::size_t atPause = h.all<StepEvent>().size();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  COMPARE(h.all<StepEvent>().size(), atPause);
+  h.engine().post(ResumeCommand{});
+  TRY_VERIFY(h.all<StepEvent>().size() > atPause);
+  h.engine().post(StopCommand{});
+  TRY_VERIFY(h.sawState(RunState::Finished));
+}
 
-  void pauseHoldsAndResumeContinues() {
-    Harness h(1000);
-    h.engine().post(StartCommand{nlohmann::json::object()});
-    QTRY_VERIFY(h.all<StepEvent>().size() >= 2);
-    h.engine().post(PauseCommand{});
-    QTRY_VERIFY(h.sawState(RunState::Paused));
-    const std::size_t atPause = h.all<StepEvent>().size();
-    QTest::qWait(50);
-    QCOMPARE(h.all<StepEvent>().size(), atPause);
-    h.engine().post(ResumeCommand{});
-    QTRY_VERIFY(h.all<StepEvent>().size() > atPause);
-    h.engine().post(StopCommand{});
-    QTRY_VERIFY(h.sawState(RunState::Finished));
-  }
+// A step of 10 000 ops (about 2 s) is interrupted by stop within one op, then checkpointed.
+TEST_CASE(stopIsNoticedWithinOneOp) {
+  Harness h(3, 10000);
+  h.engine().post(StartCommand{nlohmann::json::object()});
+  TRY_VERIFY(h.sawState(RunState::Running));
+  const auto started = std::chrono::steady_clock::now();
+  h.engine().post(StopCommand{});
+  TRY_VERIFY(h.sawState(RunState::Finished));
+  const auto elapsed_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::steady_clock::now() - started)
+                              .count();
+  VERIFY2(elapsed_ms < 1000, std::to_string(elapsed_ms));
+  VERIFY(h.all<StepEvent>().empty());
+  COMPARE(h.all<CheckpointEvent>().back().step, std::int64_t{0});
+}
 
-  // A step of 10 000 ops (about 2 s) is interrupted by stop within one op, then checkpointed.
-  void stopIsNoticedWithinOneOp() {
-    Harness h(3, 10000);
-    h.engine().post(StartCommand{nlohmann::json::object()});
-    QTRY_VERIFY(h.sawState(RunState::Running));
-    QElapsedTimer timer;
-    timer.start();
-    h.engine().post(StopCommand{});
-    QTRY_VERIFY(h.sawState(RunState::Finished));
-    QVERIFY2(timer.elapsed() < 1000, qPrintable(QString::number(timer.elapsed())));
-    QVERIFY(h.all<StepEvent>().empty());
-    QCOMPARE(h.all<CheckpointEvent>().back().step, std::int64_t{0});
-  }
+TEST_CASE(togglesAreConfirmedOrRefused) {
+  Harness h(1000);
+  h.engine().post(StartCommand{nlohmann::json::object()});
+  h.engine().post(SetToggleCommand{Toggle::MicroBatch, 4});
+  h.engine().post(SetToggleCommand{Toggle::GemmBackend, "builtin"});
+  TRY_VERIFY(!h.all<ToggleAppliedEvent>().empty());
+  TRY_VERIFY(!h.all<ToggleRefusedEvent>().empty());
+  COMPARE(h.all<ToggleAppliedEvent>()[0].value.get<int>(), 4);
+  const ToggleRefusedEvent refused = h.all<ToggleRefusedEvent>()[0];
+  COMPARE(refused.toggle, Toggle::GemmBackend);
+  COMPARE(refused.value.get<std::string>(), std::string("builtin"));
+  VERIFY(refused.reason.find("no GEMM choice") != std::string::npos);
+  VERIFY(h.all<ErrorEvent>().empty());  // a declined request is not an error
+  TRY_VERIFY(!h.all<StepEvent>().empty() && h.all<StepEvent>().back().microBatch == 4);
+  h.engine().post(StopCommand{});
+  TRY_VERIFY(h.sawState(RunState::Finished));
+}
 
-  void togglesAreConfirmedOrRefused() {
-    Harness h(1000);
-    h.engine().post(StartCommand{nlohmann::json::object()});
-    h.engine().post(SetToggleCommand{Toggle::MicroBatch, 4});
-    h.engine().post(SetToggleCommand{Toggle::GemmBackend, "builtin"});
-    QTRY_VERIFY(!h.all<ToggleAppliedEvent>().empty());
-    QTRY_VERIFY(!h.all<ToggleRefusedEvent>().empty());
-    QCOMPARE(h.all<ToggleAppliedEvent>()[0].value.get<int>(), 4);
-    const ToggleRefusedEvent refused = h.all<ToggleRefusedEvent>()[0];
-    QCOMPARE(refused.toggle, Toggle::GemmBackend);
-    QCOMPARE(refused.value.get<std::string>(), std::string("builtin"));
-    QVERIFY(refused.reason.find("no GEMM choice") != std::string::npos);
-    QVERIFY(h.all<ErrorEvent>().empty());  // a declined request is not an error
-    QTRY_VERIFY(!h.all<StepEvent>().empty() && h.all<StepEvent>().back().microBatch == 4);
-    h.engine().post(StopCommand{});
-    QTRY_VERIFY(h.sawState(RunState::Finished));
-  }
+TEST_CASE(aFailingStartIsReportedNotFatal) {
+  Harness h(3);
+  h.engine().post(StartCommand{{{"fail", true}}});
+  TRY_VERIFY(h.sawState(RunState::Failed));
+  COMPARE(h.all<ErrorEvent>()[0].category, std::string("input"));
+  h.engine().post(StartCommand{nlohmann::json::object()});  // the engine still serves
+  TRY_VERIFY(h.sawState(RunState::Finished));
+}
 
-  void aFailingStartIsReportedNotFatal() {
-    Harness h(3);
-    h.engine().post(StartCommand{{{"fail", true}}});
-    QTRY_VERIFY(h.sawState(RunState::Failed));
-    QCOMPARE(h.all<ErrorEvent>()[0].category, std::string("input"));
-    h.engine().post(StartCommand{nlohmann::json::object()});  // the engine still serves
-    QTRY_VERIFY(h.sawState(RunState::Finished));
-  }
+TEST_CASE(closingTheInputStopsWithACheckpointAndEndsTheLoop) {
+  Harness h(100000);
+  h.engine().post(StartCommand{nlohmann::json::object()});
+  TRY_VERIFY(!h.all<StepEvent>().empty());
+  h.engine().closeInput();
+  TRY_VERIFY(h.sawState(RunState::Finished));
+  COMPARE(h.all<CheckpointEvent>().size(), std::size_t{1});
+}
 
-  void closingTheInputStopsWithACheckpointAndEndsTheLoop() {
-    Harness h(100000);
-    h.engine().post(StartCommand{nlohmann::json::object()});
-    QTRY_VERIFY(!h.all<StepEvent>().empty());
-    h.engine().closeInput();
-    QTRY_VERIFY(h.sawState(RunState::Finished));
-    QCOMPARE(h.all<CheckpointEvent>().size(), std::size_t{1});
-  }
+// The sampler reads the job while its step is stuck: the charts keep moving during a hang.
+TEST_CASE(readingsArriveWhileAStepIsStuck) {
+  EngineOptions options;
+  options.samplePeriodMs = 10;
+  Harness h(3, 5, options, true);
+  h.engine().post(StartCommand{nlohmann::json::object()});
+  TRY_VERIFY(h.all<MemoryEvent>().size() >= 5);
+  VERIFY(h.all<StepEvent>().empty());  // all of them during the first step
+  h.job()->release();
+  TRY_VERIFY(h.sawState(RunState::Finished));
+}
 
-  // The sampler reads the job while its step is stuck: the charts keep moving during a hang.
-  void readingsArriveWhileAStepIsStuck() {
-    EngineOptions options;
-    options.samplePeriodMs = 10;
-    Harness h(3, 5, options, true);
-    h.engine().post(StartCommand{nlohmann::json::object()});
-    QTRY_VERIFY(h.all<MemoryEvent>().size() >= 5);
-    QVERIFY(h.all<StepEvent>().empty());  // all of them during the first step
-    h.job()->release();
-    QTRY_VERIFY(h.sawState(RunState::Finished));
-  }
+TEST_CASE(aHangIsPublishedOnceAsStickyAndOnHangRuns) {
+  std::atomic<int> onHangCalls{0};
+  EngineOptions options;
+  options.samplePeriodMs = 10;
+  options.onHang = [&] { ++onHangCalls; };
+  Harness h(3, 5, options, true, true);
+  h.engine().post(StartCommand{nlohmann::json::object()});
+  TRY_COMPARE(onHangCalls.load(), 1);
+  const int samplesAtHang = h.job()->samples;
+  TRY_VERIFY(h.job()->samples > samplesAtHang + 3);  // sampled on, reported no more
+  const auto errors = h.all<ErrorEvent>();
+  COMPARE(errors.size(), std::size_t{1});
+  COMPARE(errors[0].category, std::string("hang"));
+  COMPARE(errors[0].op, std::string("attention_backward"));
+  VERIFY(errors[0].sticky);
+  COMPARE(onHangCalls.load(), 1);
+  h.job()->release();
+  TRY_VERIFY(h.sawState(RunState::Finished));
+}
 
-  void aHangIsPublishedOnceAsStickyAndOnHangRuns() {
-    std::atomic<int> onHangCalls{0};
-    EngineOptions options;
-    options.samplePeriodMs = 10;
-    options.onHang = [&] { ++onHangCalls; };
-    Harness h(3, 5, options, true, true);
-    h.engine().post(StartCommand{nlohmann::json::object()});
-    QTRY_COMPARE(onHangCalls.load(), 1);
-    const int samplesAtHang = h.job()->samples;
-    QTRY_VERIFY(h.job()->samples > samplesAtHang + 3);  // sampled on, reported no more
-    const auto errors = h.all<ErrorEvent>();
-    QCOMPARE(errors.size(), std::size_t{1});
-    QCOMPARE(errors[0].category, std::string("hang"));
-    QCOMPARE(errors[0].op, std::string("attention_backward"));
-    QVERIFY(errors[0].sticky);
-    QCOMPARE(onHangCalls.load(), 1);
-    h.job()->release();
-    QTRY_VERIFY(h.sawState(RunState::Finished));
-  }
-
-  void commandsWithoutARunAreRefused() {
-    Harness h(3);
-    h.engine().post(CheckpointNowCommand{});
-    QTRY_VERIFY(!h.all<ErrorEvent>().empty());
-    QVERIFY(h.all<ErrorEvent>()[0].message.find("no run is in progress") != std::string::npos);
-  }
-};
-
-QTEST_MAIN(TestEngine)
-#include "test_engine.moc"
+TEST_CASE(commandsWithoutARunAreRefused) {
+  Harness h(3);
+  h.engine().post(CheckpointNowCommand{});
+  TRY_VERIFY(!h.all<ErrorEvent>().empty());
+  VERIFY(h.all<ErrorEvent>()[0].message.find("no run is in progress") != std::string::npos);
+}

@@ -1,6 +1,6 @@
 // test_protocol.cpp — every command and event survives a round trip through its JSON line, and
 // malformed, unknown or mistyped lines are rejected with a message, never a crash.
-#include <QtTest>
+#include "TestRunner.h"
 
 #include "Rejection.h"
 #include "engine/Protocol.h"
@@ -8,22 +8,7 @@
 using namespace lorascope::engine;
 using lorascope::engine::test::rejection;
 
-class TestProtocol : public QObject {
-  Q_OBJECT
-
- private slots:
-  void everyCommandRoundTrips();
-  void everyEventRoundTrips();
-  void memoryReadingsKeepNotAvailableApartFromZero();
-  void toggleValuesAreCheckedByType();
-  void malformedLinesAreRejectedWithAReason();
-  void protocolErrorBecomesAnErrorEventQuotingTheLine();
-};
-
-// moc 6.4 cannot parse raw string literals, so it does not see the test bodies.
-#ifndef Q_MOC_RUN
-
-void TestProtocol::everyCommandRoundTrips() {
+TEST_CASE(everyCommandRoundTrips) {
   const std::vector<Command> commands = {StartCommand{{{"model", "/models/qwen"}, {"steps", 100}}},
                                          PauseCommand{},
                                          ResumeCommand{},
@@ -37,17 +22,17 @@ void TestProtocol::everyCommandRoundTrips() {
                                          RequestSnapshotCommand{}};
   for (const Command& c : commands) {
     const std::string line = encodeCommand(c);
-    QVERIFY2(line.find('\n') == std::string::npos, line.c_str());
+    VERIFY2(line.find('\n') == std::string::npos, line.c_str());
     const Command back = decodeCommand(line);
-    QCOMPARE(back.index(), c.index());
-    QCOMPARE(encodeCommand(back), line);
+    COMPARE(back.index(), c.index());
+    COMPARE(encodeCommand(back), line);
   }
   const auto set = std::get<SetToggleCommand>(decodeCommand(encodeCommand(commands[4])));
-  QCOMPARE(set.toggle, Toggle::MicroBatch);
-  QCOMPARE(set.value.get<int>(), 4);
+  COMPARE(set.toggle, Toggle::MicroBatch);
+  COMPARE(set.value.get<int>(), 4);
 }
 
-void TestProtocol::everyEventRoundTrips() {
+TEST_CASE(everyEventRoundTrips) {
   const std::vector<Event> events = {
       HelloEvent{
           kProtocolVersion, "0.1.0", "hip-amd", {{"Radeon RX 7900 XTX", "gfx1100", 25753026560}}},
@@ -72,105 +57,102 @@ void TestProtocol::everyEventRoundTrips() {
     const TimedEvent timed{1234, e};
     const std::string line = encodeEvent(timed);
     const TimedEvent back = decodeEvent(line);
-    QCOMPARE(back.timeMs, std::int64_t{1234});
-    QCOMPARE(back.event.index(), e.index());
-    QCOMPARE(encodeEvent(back), line);
+    COMPARE(back.timeMs, std::int64_t{1234});
+    COMPARE(back.event.index(), e.index());
+    COMPARE(encodeEvent(back), line);
   }
   const auto step = std::get<StepEvent>(decodeEvent(encodeEvent({7, events[2]})).event);
-  QCOMPARE(step.loss, 1.8325);
-  QCOMPARE(step.accumulation, 8);
+  COMPARE(step.loss, 1.8325);
+  COMPARE(step.accumulation, 8);
   const auto hello = std::get<HelloEvent>(decodeEvent(encodeEvent({0, events[0]})).event);
-  QCOMPARE(hello.devices.at(0).totalBytes, std::uint64_t{25753026560});
+  COMPARE(hello.devices.at(0).totalBytes, std::uint64_t{25753026560});
   // The detail is optional on the wire: absent when empty, kept when given.
-  QVERIFY(encodeEvent({0, events[11]}).find("detail") == std::string::npos);
+  VERIFY(encodeEvent({0, events[11]}).find("detail") == std::string::npos);
   const auto moved = std::get<ToggleAppliedEvent>(decodeEvent(encodeEvent({0, events[12]})).event);
-  QCOMPARE(moved.detail, std::string("moved the run to cpu (fp32) at step 42"));
+  COMPARE(moved.detail, std::string("moved the run to cpu (fp32) at step 42"));
   // The fragmentation readings are on the wire only when set.
   const auto fragmentation = std::get<MemoryEvent>(decodeEvent(encodeEvent({0, events[5]})).event);
-  QCOMPARE(*fragmentation.largestRequestBytes, std::uint64_t{300} << 20);
-  QCOMPARE(*fragmentation.inactiveSplitAtPeakBytes, std::uint64_t{8} << 20);
-  QVERIFY(encodeEvent({0, events[3]}).find("largest_request") == std::string::npos);
+  COMPARE(*fragmentation.largestRequestBytes, std::uint64_t{300} << 20);
+  COMPARE(*fragmentation.inactiveSplitAtPeakBytes, std::uint64_t{8} << 20);
+  VERIFY(encodeEvent({0, events[3]}).find("largest_request") == std::string::npos);
   // Not applicable: optional on the wire too; a refusal carries its reason.
-  QVERIFY(encodeEvent({0, events[12]}).find("not_applicable") == std::string::npos);
-  QCOMPARE(
+  VERIFY(encodeEvent({0, events[12]}).find("not_applicable") == std::string::npos);
+  COMPARE(
       std::get<ToggleAppliedEvent>(decodeEvent(encodeEvent({0, events[13]})).event).notApplicable,
       std::string("this run computes on the CPU"));
   const auto refused =
       std::get<ToggleRefusedEvent>(decodeEvent(encodeEvent({0, events[14]})).event);
-  QCOMPARE(refused.reason, std::string("this build has no vendor BLAS"));
-  QCOMPARE(refused.value.get<std::string>(), std::string("vendor"));
-  QVERIFY(encodeEvent({0, events[14]}).find("\"type\":\"toggle_refused\"") != std::string::npos);
+  COMPARE(refused.reason, std::string("this build has no vendor BLAS"));
+  COMPARE(refused.value.get<std::string>(), std::string("vendor"));
+  VERIFY(encodeEvent({0, events[14]}).find("\"type\":\"toggle_refused\"") != std::string::npos);
   // A replayed step says so; an ordinary one carries no such field.
-  QVERIFY(!step.replayed);
-  QVERIFY(encodeEvent({0, events[2]}).find("replayed") == std::string::npos);
+  VERIFY(!step.replayed);
+  VERIFY(encodeEvent({0, events[2]}).find("replayed") == std::string::npos);
   StepEvent replay = std::get<StepEvent>(events[2]);
   replay.replayed = true;
-  QVERIFY(std::get<StepEvent>(decodeEvent(encodeEvent({0, replay})).event).replayed);
+  VERIFY(std::get<StepEvent>(decodeEvent(encodeEvent({0, replay})).event).replayed);
   // The run's step count is optional too: absent (0) when unknown, kept when given.
-  QCOMPARE(step.totalSteps, std::int64_t{0});
-  QVERIFY(encodeEvent({0, events[2]}).find("total_steps") == std::string::npos);
+  COMPARE(step.totalSteps, std::int64_t{0});
+  VERIFY(encodeEvent({0, events[2]}).find("total_steps") == std::string::npos);
   StepEvent counted = std::get<StepEvent>(events[2]);
   counted.totalSteps = 300;
-  QCOMPARE(std::get<StepEvent>(decodeEvent(encodeEvent({0, counted})).event).totalSteps,
-           std::int64_t{300});
+  COMPARE(std::get<StepEvent>(decodeEvent(encodeEvent({0, counted})).event).totalSteps,
+          std::int64_t{300});
 }
 
-void TestProtocol::memoryReadingsKeepNotAvailableApartFromZero() {
+TEST_CASE(memoryReadingsKeepNotAvailableApartFromZero) {
   MemoryEvent m;
   m.allocatedBytes = 0;
   const auto back = std::get<MemoryEvent>(decodeEvent(encodeEvent({0, m})).event);
-  QVERIFY(back.allocatedBytes.has_value());
-  QCOMPARE(*back.allocatedBytes, std::uint64_t{0});
-  QVERIFY(!back.driverUsedBytes.has_value());
-  QVERIFY(!back.fragmentation.has_value());
+  VERIFY(back.allocatedBytes.has_value());
+  COMPARE(*back.allocatedBytes, std::uint64_t{0});
+  VERIFY(!back.driverUsedBytes.has_value());
+  VERIFY(!back.fragmentation.has_value());
 }
 
-void TestProtocol::toggleValuesAreCheckedByType() {
-  QVERIFY(rejection(R"({"v":1,"type":"set","toggle":"micro_batch","value":0})")
-              .contains("micro_batch must be a whole number from 1"));
-  QVERIFY(rejection(R"({"v":1,"type":"set","toggle":"serialize","value":"yes"})")
-              .contains("serialize must be true or false"));
-  QVERIFY(rejection(R"({"v":1,"type":"set","toggle":"gemm_backend","value":"fast"})")
-              .contains("gemm_backend must be"));
-  QVERIFY(rejection(R"({"v":1,"type":"set","toggle":"turbo","value":true})")
-              .contains("toggle: unknown value 'turbo'"));
-  QVERIFY(rejection(R"({"v":1,"type":"set","toggle":"blocking"})").contains("value: missing"));
+TEST_CASE(toggleValuesAreCheckedByType) {
+  VERIFY(rejection(R"({"v":1,"type":"set","toggle":"micro_batch","value":0})")
+             .contains("micro_batch must be a whole number from 1"));
+  VERIFY(rejection(R"({"v":1,"type":"set","toggle":"serialize","value":"yes"})")
+             .contains("serialize must be true or false"));
+  VERIFY(rejection(R"({"v":1,"type":"set","toggle":"gemm_backend","value":"fast"})")
+             .contains("gemm_backend must be"));
+  VERIFY(rejection(R"({"v":1,"type":"set","toggle":"turbo","value":true})")
+             .contains("toggle: unknown value 'turbo'"));
+  VERIFY(rejection(R"({"v":1,"type":"set","toggle":"blocking"})").contains("value: missing"));
 }
 
-void TestProtocol::malformedLinesAreRejectedWithAReason() {
-  QVERIFY(rejection("").contains("not valid JSON"));
-  QVERIFY(rejection("{\"v\":1,\"type\":\"stop\"").contains("not valid JSON"));
-  QVERIFY(rejection("[1,2]").contains("JSON object"));
-  QVERIFY(rejection(R"({"type":"stop"})").contains("protocol version missing"));
-  QVERIFY(rejection(R"({"v":2,"type":"stop"})").contains("protocol version 2"));
-  QVERIFY(rejection(R"({"v":1})").contains("no \"type\""));
-  QVERIFY(rejection(R"({"v":1,"type":"explode"})").contains("unknown command type 'explode'"));
-  QVERIFY(rejection(R"({"v":1,"type":"start","config":7})").contains("config: must be an object"));
-  QVERIFY(
+TEST_CASE(malformedLinesAreRejectedWithAReason) {
+  VERIFY(rejection("").contains("not valid JSON"));
+  VERIFY(rejection("{\"v\":1,\"type\":\"stop\"").contains("not valid JSON"));
+  VERIFY(rejection("[1,2]").contains("JSON object"));
+  VERIFY(rejection(R"({"type":"stop"})").contains("protocol version missing"));
+  VERIFY(rejection(R"({"v":2,"type":"stop"})").contains("protocol version 2"));
+  VERIFY(rejection(R"({"v":1})").contains("no \"type\""));
+  VERIFY(rejection(R"({"v":1,"type":"explode"})").contains("unknown command type 'explode'"));
+  VERIFY(rejection(R"({"v":1,"type":"start","config":7})").contains("config: must be an object"));
+  VERIFY(
       rejection(R"({"v":1,"type":"switch_profile","name":3})").contains("name: must be a string"));
   try {
     decodeEvent(R"({"v":1,"type":"step","t_ms":1,"step":1,"loss":"low"})");
-    QFAIL("a step event with a string loss was accepted");
+    FAIL("a step event with a string loss was accepted");
   } catch (const ProtocolError& e) {
-    QVERIFY2(QString(e.what()).contains("'step' message: loss: must be a number"), e.what());
+    VERIFY2(
+        std::string(e.what()).find("'step' message: loss: must be a number") != std::string::npos,
+        e.what());
   }
 }
 
-void TestProtocol::protocolErrorBecomesAnErrorEventQuotingTheLine() {
+TEST_CASE(protocolErrorBecomesAnErrorEventQuotingTheLine) {
   const std::string line = std::string(R"({"v":1,"type":"explode",)") + std::string(500, 'x');
   try {
     decodeCommand(line);
-    QFAIL("accepted");
+    FAIL("accepted");
   } catch (const ProtocolError& e) {
     const ErrorEvent event = protocolErrorEvent(e, line);
-    QCOMPARE(event.category, std::string("protocol"));
-    QVERIFY(event.message.find(R"({"v":1,"type":"explode")") != std::string::npos);
-    QVERIFY(event.message.size() < 500);
-    QVERIFY(!event.advice.empty());
+    COMPARE(event.category, std::string("protocol"));
+    VERIFY(event.message.find(R"({"v":1,"type":"explode")") != std::string::npos);
+    VERIFY(event.message.size() < 500);
+    VERIFY(!event.advice.empty());
   }
 }
-
-#endif  // Q_MOC_RUN
-
-QTEST_APPLESS_MAIN(TestProtocol)
-#include "test_protocol.moc"

@@ -1,7 +1,7 @@
 // test_protocol_hostile.cpp — hostile input on the engine's stdin (issue 20 items 1, 2 and 9):
 // bytes that are not UTF-8, nesting deep enough to overflow a stack and numbers past 2^32 each
 // get an error event; the engine process neither aborts nor crashes.
-#include <QtTest>
+#include "TestRunner.h"
 
 #include <sstream>
 
@@ -11,18 +11,6 @@
 
 using namespace lorascope::engine;
 using lorascope::engine::test::rejection;
-
-class TestProtocolHostile : public QObject {
-  Q_OBJECT
-
- private slots:
-  void invalidUtf8LineGetsAnErrorEventNotAnAbort();
-  void lineCutInsideAMultiByteCharacterQuotesWholeCharacters();
-  void startNested100000LevelsIsRejectedAtParseTime();
-  void protocolVersionAbove2To32DoesNotWrap();
-};
-
-#ifndef Q_MOC_RUN
 
 namespace {
 
@@ -52,79 +40,73 @@ std::vector<ErrorEvent> errorsOf(const std::vector<TimedEvent>& events) {
 
 }  // namespace
 
-void TestProtocolHostile::invalidUtf8LineGetsAnErrorEventNotAnAbort() {
+TEST_CASE(invalidUtf8LineGetsAnErrorEventNotAnAbort) {
   // `printf '\xff\n' | lorascope-train engine` used to end in SIGABRT: encoding the quote threw.
   int code = -1;
   const auto events = serve("\xff\n{\"v\":1,\"type\":\"bad\xc3\"}\n", code);
-  QCOMPARE(code, 0);
+  COMPARE(code, 0);
   const auto errors = errorsOf(events);
-  QCOMPARE(errors.size(), std::size_t{2});
-  QCOMPARE(errors[0].category, std::string("protocol"));
-  QVERIFY2(errors[0].message.find("not valid JSON") != std::string::npos,
-           errors[0].message.c_str());
+  COMPARE(errors.size(), std::size_t{2});
+  COMPARE(errors[0].category, std::string("protocol"));
+  VERIFY2(errors[0].message.find("not valid JSON") != std::string::npos, errors[0].message.c_str());
   // The bad byte is shown as U+FFFD, not dropped and not passed on as invalid UTF-8.
-  QVERIFY2(errors[0].message.find("(line: \xef\xbf\xbd)") != std::string::npos,
-           errors[0].message.c_str());
+  VERIFY2(errors[0].message.find("(line: \xef\xbf\xbd)") != std::string::npos,
+          errors[0].message.c_str());
   // Encoding any event with invalid UTF-8 in a string gives one valid line.
   const std::string line =
       encodeEvent({0, LogEvent{LogLevel::Warning, "path /data/\xfe\xff.jsonl"}});
-  QVERIFY(line.find('\n') == std::string::npos);
-  QCOMPARE(std::get<LogEvent>(decodeEvent(line).event).text,
-           std::string("path /data/\xef\xbf\xbd\xef\xbf\xbd.jsonl"));
+  VERIFY(line.find('\n') == std::string::npos);
+  COMPARE(std::get<LogEvent>(decodeEvent(line).event).text,
+          std::string("path /data/\xef\xbf\xbd\xef\xbf\xbd.jsonl"));
 }
 
-void TestProtocolHostile::lineCutInsideAMultiByteCharacterQuotesWholeCharacters() {
+TEST_CASE(lineCutInsideAMultiByteCharacterQuotesWholeCharacters) {
   // 199 ASCII bytes then "é" (2 bytes): the 200-byte quote would end inside it.
   const std::string line = std::string(199, 'x') + "\xc3\xa9" + "tail";
   const ErrorEvent error = protocolErrorEvent(ProtocolError("not valid JSON"), line);
   const std::string quoted = std::string(199, 'x') + "…)";
-  QVERIFY2(
+  VERIFY2(
       error.message.size() >= quoted.size() &&
           error.message.compare(error.message.size() - quoted.size(), quoted.size(), quoted) == 0,
       error.message.c_str());
   // And the event encodes to a line that decodes to the same message (nothing replaced).
   const auto back = std::get<ErrorEvent>(decodeEvent(encodeEvent({0, error})).event);
-  QCOMPARE(back.message, error.message);
+  COMPARE(back.message, error.message);
 }
 
-void TestProtocolHostile::startNested100000LevelsIsRejectedAtParseTime() {
+TEST_CASE(startNested100000LevelsIsRejectedAtParseTime) {
   const std::string deep = R"({"v":1,"type":"start","config":{"a":)" + std::string(100000, '[') +
                            std::string(100000, ']') + "}}";
-  QVERIFY2(rejection(deep).contains("nested deeper than 256 levels"),
-           qPrintable(rejection(deep).left(200)));
+  VERIFY2(rejection(deep).contains("nested deeper than 256 levels"),
+          rejection(deep).text.substr(0, 200));
   // Through the engine's input thread (whose stack it used to overflow): an error event.
   int code = -1;
   const auto errors = errorsOf(serve(deep + "\n", code));
-  QCOMPARE(code, 0);
-  QCOMPARE(errors.size(), std::size_t{1});
-  QVERIFY(errors[0].message.find("nested deeper") != std::string::npos);
+  COMPARE(code, 0);
+  COMPARE(errors.size(), std::size_t{1});
+  VERIFY(errors[0].message.find("nested deeper") != std::string::npos);
   // Ordinary nesting still passes.
   const std::string fine = R"({"v":1,"type":"start","config":{"a":)" + std::string(200, '[') +
                            std::string(200, ']') + "}}";
-  QCOMPARE(rejection(fine), QStringLiteral("<accepted>"));
+  COMPARE(rejection(fine).text, std::string("<accepted>"));
 }
 
-void TestProtocolHostile::protocolVersionAbove2To32DoesNotWrap() {
+TEST_CASE(protocolVersionAbove2To32DoesNotWrap) {
   // 2^32 + 1 used to be read as int 1 and accepted.
-  QVERIFY(rejection(R"({"v":4294967297,"type":"stop"})").contains("protocol version 4294967297"));
-  QVERIFY(rejection(R"({"v":18446744073709551617,"type":"stop"})").contains("protocol version"));
-  QCOMPARE(rejection(R"({"v":1,"type":"stop"})"), QStringLiteral("<accepted>"));
+  VERIFY(rejection(R"({"v":4294967297,"type":"stop"})").contains("protocol version 4294967297"));
+  VERIFY(rejection(R"({"v":18446744073709551617,"type":"stop"})").contains("protocol version"));
+  COMPARE(rejection(R"({"v":1,"type":"stop"})").text, std::string("<accepted>"));
   try {
     decodeEvent(R"({"v":1,"type":"hello","t_ms":0,"protocol":4294967297,"version":"x",)"
                 R"("flavour":"cpu","devices":[]})");
-    QFAIL("a hello with protocol 2^32 + 1 was accepted");
+    FAIL("a hello with protocol 2^32 + 1 was accepted");
   } catch (const ProtocolError& e) {
-    QVERIFY2(QString(e.what()).contains("protocol: out of range"), e.what());
+    VERIFY2(std::string(e.what()).find("protocol: out of range") != std::string::npos, e.what());
   }
   try {
     decodeEvent(R"({"v":1,"type":"step","t_ms":18446744073709551615,"step":1})");
-    QFAIL("t_ms 2^64 - 1 was accepted");
+    FAIL("t_ms 2^64 - 1 was accepted");
   } catch (const ProtocolError& e) {
-    QVERIFY2(QString(e.what()).contains("t_ms: too large"), e.what());
+    VERIFY2(std::string(e.what()).find("t_ms: too large") != std::string::npos, e.what());
   }
 }
-
-#endif  // Q_MOC_RUN
-
-QTEST_APPLESS_MAIN(TestProtocolHostile)
-#include "test_protocol_hostile.moc"

@@ -2,8 +2,8 @@
 // huggingface_hub lays it (blobs/, refs/<revision> holding the commit, snapshots/<commit>/ of
 // relative symlinks into blobs/), through HF_HUB_CACHE, HF_HOME/hub and
 // ~/.cache/huggingface/hub; ModelFolder opens an id; a missing id names every place looked in.
-#include <QTemporaryDir>
-#include <QtTest>
+#include "TempDir.h"
+#include "TestRunner.h"
 
 #include <filesystem>
 #include <fstream>
@@ -60,98 +60,89 @@ std::string errorOf(const std::function<void()>& f) {
 
 }  // namespace
 
-class TestHfCache : public QObject {
-  Q_OBJECT
+lstest::TempDir tmp_;
+fs::path root() {
+  return tmp_.path();
+}
 
-  QTemporaryDir tmp_;
-  fs::path root() const { return tmp_.path().toStdString(); }
+TEST_CASE(idsLookLikeIds) {
+  VERIFY(model::looksLikeModelId("Qwen/Qwen2.5-0.5B-Instruct"));
+  VERIFY(model::looksLikeModelId("gpt2"));
+  VERIFY(model::looksLikeModelId("meta-llama/Llama-3.2-1B@v1.0"));
+  VERIFY(!model::looksLikeModelId("/models/qwen"));
+  VERIFY(!model::looksLikeModelId("./qwen"));
+  VERIFY(!model::looksLikeModelId("../qwen"));
+  VERIFY(!model::looksLikeModelId("~/qwen"));
+  VERIFY(!model::looksLikeModelId("models/org/name"));
+  VERIFY(!model::looksLikeModelId("org/"));
+}
 
- private slots:
-  void idsLookLikeIds() {
-    QVERIFY(model::looksLikeModelId("Qwen/Qwen2.5-0.5B-Instruct"));
-    QVERIFY(model::looksLikeModelId("gpt2"));
-    QVERIFY(model::looksLikeModelId("meta-llama/Llama-3.2-1B@v1.0"));
-    QVERIFY(!model::looksLikeModelId("/models/qwen"));
-    QVERIFY(!model::looksLikeModelId("./qwen"));
-    QVERIFY(!model::looksLikeModelId("../qwen"));
-    QVERIFY(!model::looksLikeModelId("~/qwen"));
-    QVERIFY(!model::looksLikeModelId("models/org/name"));
-    QVERIFY(!model::looksLikeModelId("org/"));
+TEST_CASE(cacheFoldersFollowHuggingfaceHub) {
+  const auto dirs = model::hubCacheDirs(
+      envOf({{"HF_HUB_CACHE", "/a/hub"}, {"HF_HOME", "/b"}, {"HOME", "/home/u"}}));
+  COMPARE(dirs.size(), std::size_t{3});
+  COMPARE(dirs[0], fs::path("/a/hub"));
+  COMPARE(dirs[1], fs::path("/b/hub"));
+  COMPARE(dirs[2], fs::path("/home/u/.cache/huggingface/hub"));
+  COMPARE(model::hubCacheDirs(envOf({{"XDG_CACHE_HOME", "/x"}})).front(),
+          fs::path("/x/huggingface/hub"));
+}
+
+TEST_CASE(resolvesFromEachCacheLocation) {
+  layOutRepo(root() / "hubcache", "test-org", "tiny-llama", "main", kCommit);
+  layOutRepo(root() / "hfhome" / "hub", "home-org", "tiny", "main", kCommit);
+  layOutRepo(root() / "user" / ".cache" / "huggingface" / "hub", "user-org", "tiny", "main",
+             kCommit);
+  const auto env = envOf({{"HF_HUB_CACHE", (root() / "hubcache").string()},
+                          {"HF_HOME", (root() / "hfhome").string()},
+                          {"HOME", (root() / "user").string()}});
+  const model::ResolvedModel a = model::resolveModel("test-org/tiny-llama", env);
+  COMPARE(a.dir, root() / "hubcache" / "models--test-org--tiny-llama" / "snapshots" / kCommit);
+  COMPARE(a.modelId.value(), std::string("test-org/tiny-llama"));
+  COMPARE(a.revision, std::string("main"));
+  COMPARE(model::resolveModel("home-org/tiny", env).dir.parent_path().parent_path(),
+          root() / "hfhome" / "hub" / "models--home-org--tiny");
+  COMPARE(model::resolveModel("user-org/tiny", env).modelId.value(), std::string("user-org/tiny"));
+  // A folder path is taken as it is, with no id.
+  const model::ResolvedModel folder =
+      model::resolveModel((kModelData / "llama_f32_legacy_rope").string(), env);
+  VERIFY(!folder.modelId);
+}
+
+TEST_CASE(resolvesRevisionsAndCommits) {
+  layOutRepo(root() / "rev", "org", "m", "v2", kCommit);
+  const auto env = envOf({{"HF_HUB_CACHE", (root() / "rev").string()}});
+  const model::ResolvedModel tagged = model::resolveModel("org/m@v2", env);
+  COMPARE(tagged.revision, std::string("v2"));
+  COMPARE(tagged.dir.filename().string(), std::string(kCommit));
+  COMPARE(model::resolveModel(std::string("org/m@") + kCommit, env).dir, tagged.dir);
+  // refs/main was never written: main was not downloaded.
+  const std::string message = errorOf([&] { model::resolveModel("org/m", env); });
+  VERIFY2(message.find("refs/main (absent") != std::string::npos, message.c_str());
+}
+
+TEST_CASE(modelFolderOpensAnId) {
+  layOutRepo(root() / "open", "test-org", "tiny-llama", "main", kCommit);
+  lstest::setEnvironment("HF_HUB_CACHE", (root() / "open").string());
+  const model::ModelFolder folder = model::ModelFolder::open("test-org/tiny-llama");
+  VERIFY(folder.dir().find("snapshots") != std::string::npos);
+  COMPARE(
+      folder.config().numLayers,
+      model::ModelFolder::open((kModelData / "llama_f32_legacy_rope").string()).config().numLayers);
+  lstest::unsetEnvironment("HF_HUB_CACHE");
+}
+
+TEST_CASE(missingIdListsWhereItLooked) {
+  const auto env = envOf({{"HF_HUB_CACHE", "/nonexistent/hub"},
+                          {"HF_HOME", "/nonexistent/home"},
+                          {"HOME", "/nonexistent/user"}});
+  const std::string message = errorOf([&] { model::resolveModel("Qwen/Qwen2.5-0.5B", env); });
+  for (const char* place : {"/nonexistent/hub/models--Qwen--Qwen2.5-0.5B",
+                            "/nonexistent/home/hub/models--Qwen--Qwen2.5-0.5B",
+                            "/nonexistent/user/.cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B",
+                            "huggingface-cli download Qwen/Qwen2.5-0.5B"}) {
+    VERIFY2(message.find(place) != std::string::npos, message.c_str());
   }
-
-  void cacheFoldersFollowHuggingfaceHub() {
-    const auto dirs = model::hubCacheDirs(
-        envOf({{"HF_HUB_CACHE", "/a/hub"}, {"HF_HOME", "/b"}, {"HOME", "/home/u"}}));
-    QCOMPARE(dirs.size(), std::size_t{3});
-    QCOMPARE(dirs[0], fs::path("/a/hub"));
-    QCOMPARE(dirs[1], fs::path("/b/hub"));
-    QCOMPARE(dirs[2], fs::path("/home/u/.cache/huggingface/hub"));
-    QCOMPARE(model::hubCacheDirs(envOf({{"XDG_CACHE_HOME", "/x"}})).front(),
-             fs::path("/x/huggingface/hub"));
-  }
-
-  void resolvesFromEachCacheLocation() {
-    layOutRepo(root() / "hubcache", "test-org", "tiny-llama", "main", kCommit);
-    layOutRepo(root() / "hfhome" / "hub", "home-org", "tiny", "main", kCommit);
-    layOutRepo(root() / "user" / ".cache" / "huggingface" / "hub", "user-org", "tiny", "main",
-               kCommit);
-    const auto env = envOf({{"HF_HUB_CACHE", (root() / "hubcache").string()},
-                            {"HF_HOME", (root() / "hfhome").string()},
-                            {"HOME", (root() / "user").string()}});
-    const model::ResolvedModel a = model::resolveModel("test-org/tiny-llama", env);
-    QCOMPARE(a.dir, root() / "hubcache" / "models--test-org--tiny-llama" / "snapshots" / kCommit);
-    QCOMPARE(a.modelId.value(), std::string("test-org/tiny-llama"));
-    QCOMPARE(a.revision, std::string("main"));
-    QCOMPARE(model::resolveModel("home-org/tiny", env).dir.parent_path().parent_path(),
-             root() / "hfhome" / "hub" / "models--home-org--tiny");
-    QCOMPARE(model::resolveModel("user-org/tiny", env).modelId.value(),
-             std::string("user-org/tiny"));
-    // A folder path is taken as it is, with no id.
-    const model::ResolvedModel folder =
-        model::resolveModel((kModelData / "llama_f32_legacy_rope").string(), env);
-    QVERIFY(!folder.modelId);
-  }
-
-  void resolvesRevisionsAndCommits() {
-    layOutRepo(root() / "rev", "org", "m", "v2", kCommit);
-    const auto env = envOf({{"HF_HUB_CACHE", (root() / "rev").string()}});
-    const model::ResolvedModel tagged = model::resolveModel("org/m@v2", env);
-    QCOMPARE(tagged.revision, std::string("v2"));
-    QCOMPARE(tagged.dir.filename().string(), std::string(kCommit));
-    QCOMPARE(model::resolveModel(std::string("org/m@") + kCommit, env).dir, tagged.dir);
-    // refs/main was never written: main was not downloaded.
-    const std::string message = errorOf([&] { model::resolveModel("org/m", env); });
-    QVERIFY2(message.find("refs/main (absent") != std::string::npos, message.c_str());
-  }
-
-  void modelFolderOpensAnId() {
-    layOutRepo(root() / "open", "test-org", "tiny-llama", "main", kCommit);
-    qputenv("HF_HUB_CACHE", QByteArray::fromStdString((root() / "open").string()));
-    const model::ModelFolder folder = model::ModelFolder::open("test-org/tiny-llama");
-    QVERIFY(folder.dir().find("snapshots") != std::string::npos);
-    QCOMPARE(folder.config().numLayers,
-             model::ModelFolder::open((kModelData / "llama_f32_legacy_rope").string())
-                 .config()
-                 .numLayers);
-    qunsetenv("HF_HUB_CACHE");
-  }
-
-  void missingIdListsWhereItLooked() {
-    const auto env = envOf({{"HF_HUB_CACHE", "/nonexistent/hub"},
-                            {"HF_HOME", "/nonexistent/home"},
-                            {"HOME", "/nonexistent/user"}});
-    const std::string message = errorOf([&] { model::resolveModel("Qwen/Qwen2.5-0.5B", env); });
-    for (const char* place : {"/nonexistent/hub/models--Qwen--Qwen2.5-0.5B",
-                              "/nonexistent/home/hub/models--Qwen--Qwen2.5-0.5B",
-                              "/nonexistent/user/.cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B",
-                              "huggingface-cli download Qwen/Qwen2.5-0.5B"}) {
-      QVERIFY2(message.find(place) != std::string::npos, message.c_str());
-    }
-    const std::string path = errorOf([&] { model::resolveModel("/nonexistent/model", env); });
-    QVERIFY2(path.find("/nonexistent/model: is not a directory") != std::string::npos,
-             path.c_str());
-  }
-};
-
-QTEST_GUILESS_MAIN(TestHfCache)
-#include "test_hf_cache.moc"
+  const std::string path = errorOf([&] { model::resolveModel("/nonexistent/model", env); });
+  VERIFY2(path.find("/nonexistent/model: is not a directory") != std::string::npos, path.c_str());
+}

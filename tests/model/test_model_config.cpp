@@ -1,6 +1,6 @@
 // test_model_config.cpp — config.json of the Llama, Qwen2 and Mistral families in both forms in
 // the wild, the rope frequencies that follow, and errors that name the file and the field.
-#include <QtTest>
+#include "TestRunner.h"
 
 #include <cmath>
 
@@ -53,134 +53,124 @@ json qwen25() {
 
 }  // namespace
 
-class TestModelConfig : public QObject {
-  Q_OBJECT
+TEST_CASE(readsLlama32InTheTransformers4Form) {
+  const ModelConfig c = parseModelConfig(llama32Legacy(), "config.json");
+  COMPARE(c.family, Family::Llama);
+  COMPARE(c.hiddenSize, std::int64_t{2048});
+  COMPARE(c.numKvHeads, std::int64_t{8});
+  COMPARE(c.headDim, std::int64_t{64});
+  COMPARE(c.rope.scaling, RopeScalingType::Llama3);
+  COMPARE(c.rope.factor, 32.0);
+  COMPARE(c.rope.originalMaxPositionEmbeddings, std::int64_t{8192});
+  COMPARE(c.rope.theta, 500000.0);
+  VERIFY(c.tieWordEmbeddings);
+  VERIFY(!c.qkvBias && !c.mlpBias);
+  COMPARE(c.storedDtype, std::string("bfloat16"));
+}
 
- private slots:
-  void readsLlama32InTheTransformers4Form() {
-    const ModelConfig c = parseModelConfig(llama32Legacy(), "config.json");
-    QCOMPARE(c.family, Family::Llama);
-    QCOMPARE(c.hiddenSize, std::int64_t{2048});
-    QCOMPARE(c.numKvHeads, std::int64_t{8});
-    QCOMPARE(c.headDim, std::int64_t{64});
-    QCOMPARE(c.rope.scaling, RopeScalingType::Llama3);
-    QCOMPARE(c.rope.factor, 32.0);
-    QCOMPARE(c.rope.originalMaxPositionEmbeddings, std::int64_t{8192});
-    QCOMPARE(c.rope.theta, 500000.0);
-    QVERIFY(c.tieWordEmbeddings);
-    QVERIFY(!c.qkvBias && !c.mlpBias);
-    QCOMPARE(c.storedDtype, std::string("bfloat16"));
-  }
+TEST_CASE(bothConfigFormsGiveTheSameRopeFrequencies) {
+  const ModelConfig legacy = parseModelConfig(llama32Legacy(), "a/config.json");
+  const ModelConfig v5 = parseModelConfig(llama32V5(), "b/config.json");
+  COMPARE(ropeInverseFrequencies(legacy), ropeInverseFrequencies(v5));
+  COMPARE(v5.storedDtype, std::string("bfloat16"));
+}
 
-  void bothConfigFormsGiveTheSameRopeFrequencies() {
-    const ModelConfig legacy = parseModelConfig(llama32Legacy(), "a/config.json");
-    const ModelConfig v5 = parseModelConfig(llama32V5(), "b/config.json");
-    QCOMPARE(ropeInverseFrequencies(legacy), ropeInverseFrequencies(v5));
-    QCOMPARE(v5.storedDtype, std::string("bfloat16"));
-  }
+TEST_CASE(llama3ScalingKeepsHighAndSlowsLowFrequencies) {
+  const ModelConfig c = parseModelConfig(llama32Legacy(), "config.json");
+  const std::vector<float> inv = ropeInverseFrequencies(c);
+  COMPARE(inv.size(), std::size_t{32});
+  COMPARE(inv[0], 1.0f);  // wavelength 2π < 8192/4: kept
+  const double unscaledLast = 1.0 / std::pow(500000.0, 62.0 / 64.0);
+  // wavelength far above 8192: divided by the factor 32
+  VERIFY(std::fabs(inv[31] - unscaledLast / 32.0) < 1e-6 * unscaledLast);
+}
 
-  void llama3ScalingKeepsHighAndSlowsLowFrequencies() {
-    const ModelConfig c = parseModelConfig(llama32Legacy(), "config.json");
-    const std::vector<float> inv = ropeInverseFrequencies(c);
-    QCOMPARE(inv.size(), std::size_t{32});
-    QCOMPARE(inv[0], 1.0f);  // wavelength 2π < 8192/4: kept
-    const double unscaledLast = 1.0 / std::pow(500000.0, 62.0 / 64.0);
-    // wavelength far above 8192: divided by the factor 32
-    QVERIFY(std::fabs(inv[31] - unscaledLast / 32.0) < 1e-6 * unscaledLast);
-  }
+TEST_CASE(linearScalingDividesEveryFrequency) {
+  json j = qwen25();
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
+  const ModelConfig c = parseModelConfig(j, "config.json");
+  COMPARE(c.rope.scaling, RopeScalingType::Linear);
+  COMPARE(ropeInverseFrequencies(c)[0], 0.25f);
+}
 
-  void linearScalingDividesEveryFrequency() {
-    json j = qwen25();
-    j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
-    const ModelConfig c = parseModelConfig(j, "config.json");
-    QCOMPARE(c.rope.scaling, RopeScalingType::Linear);
-    QCOMPARE(ropeInverseFrequencies(c)[0], 0.25f);
-  }
+TEST_CASE(qwen2HasQkvBiasAndDerivedHeadDim) {
+  const ModelConfig c = parseModelConfig(qwen25(), "config.json");
+  COMPARE(c.family, Family::Qwen2);
+  VERIFY(c.qkvBias);
+  VERIFY(!c.oBias);
+  COMPARE(c.headDim, std::int64_t{64});       // 896 / 14
+  COMPARE(c.slidingWindow, std::int64_t{0});  // use_sliding_window false
+  COMPARE(c.rope.scaling, RopeScalingType::None);
+}
 
-  void qwen2HasQkvBiasAndDerivedHeadDim() {
-    const ModelConfig c = parseModelConfig(qwen25(), "config.json");
-    QCOMPARE(c.family, Family::Qwen2);
-    QVERIFY(c.qkvBias);
-    QVERIFY(!c.oBias);
-    QCOMPARE(c.headDim, std::int64_t{64});       // 896 / 14
-    QCOMPARE(c.slidingWindow, std::int64_t{0});  // use_sliding_window false
-    QCOMPARE(c.rope.scaling, RopeScalingType::None);
-  }
+TEST_CASE(mistralReadsItsSlidingWindow) {
+  json j = qwen25();
+  j["model_type"] = "mistral";
+  j["sliding_window"] = 4096;
+  j["head_dim"] = 128;
+  const ModelConfig c = parseModelConfig(j, "config.json");
+  COMPARE(c.family, Family::Mistral);
+  COMPARE(c.slidingWindow, std::int64_t{4096});
+  COMPARE(c.headDim, std::int64_t{128});
+  j["sliding_window"] = nullptr;
+  COMPARE(parseModelConfig(j, "config.json").slidingWindow, std::int64_t{0});
+}
 
-  void mistralReadsItsSlidingWindow() {
-    json j = qwen25();
-    j["model_type"] = "mistral";
-    j["sliding_window"] = 4096;
-    j["head_dim"] = 128;
-    const ModelConfig c = parseModelConfig(j, "config.json");
-    QCOMPARE(c.family, Family::Mistral);
-    QCOMPARE(c.slidingWindow, std::int64_t{4096});
-    QCOMPARE(c.headDim, std::int64_t{128});
-    j["sliding_window"] = nullptr;
-    QCOMPARE(parseModelConfig(j, "config.json").slidingWindow, std::int64_t{0});
-  }
+TEST_CASE(llamaAttentionAndMlpBias) {
+  json j = llama32Legacy();
+  j["attention_bias"] = true;
+  j["mlp_bias"] = true;
+  const ModelConfig c = parseModelConfig(j, "config.json");
+  VERIFY(c.qkvBias && c.oBias && c.mlpBias);
+}
 
-  void llamaAttentionAndMlpBias() {
-    json j = llama32Legacy();
-    j["attention_bias"] = true;
-    j["mlp_bias"] = true;
-    const ModelConfig c = parseModelConfig(j, "config.json");
-    QVERIFY(c.qkvBias && c.oBias && c.mlpBias);
-  }
+TEST_CASE(unknownArchitectureIsNotSupported) {
+  json j = qwen25();
+  j["model_type"] = "gpt2";
+  VERIFY(throwsWith<UnsupportedModelError>([&] { parseModelConfig(j, "m/config.json"); },
+                                           {"m/config.json", "not supported: model_type 'gpt2'"}));
+}
 
-  void unknownArchitectureIsNotSupported() {
-    json j = qwen25();
-    j["model_type"] = "gpt2";
-    QVERIFY(
-        throwsWith<UnsupportedModelError>([&] { parseModelConfig(j, "m/config.json"); },
-                                          {"m/config.json", "not supported: model_type 'gpt2'"}));
-  }
+TEST_CASE(missingFieldIsNamed) {
+  json j = qwen25();
+  j.erase("hidden_size");
+  VERIFY(throwsWith<ModelError>([&] { parseModelConfig(j, "m/config.json"); },
+                                {"m/config.json", "field 'hidden_size' is missing"}));
+}
 
-  void missingFieldIsNamed() {
-    json j = qwen25();
-    j.erase("hidden_size");
-    QVERIFY(throwsWith<ModelError>([&] { parseModelConfig(j, "m/config.json"); },
-                                   {"m/config.json", "field 'hidden_size' is missing"}));
-  }
+TEST_CASE(illTypedFieldIsNamedWithItsValue) {
+  json j = qwen25();
+  j["num_attention_heads"] = "14";
+  VERIFY(
+      throwsWith<ModelError>([&] { parseModelConfig(j, "m/config.json"); },
+                             {"field 'num_attention_heads' must be a positive integer", "\"14\""}));
+  json k = llama32V5();
+  k["rope_parameters"].erase("factor");
+  VERIFY(throwsWith<ModelError>([&] { parseModelConfig(k, "m/config.json"); },
+                                {"field 'rope_parameters.factor' is missing"}));
+}
 
-  void illTypedFieldIsNamedWithItsValue() {
-    json j = qwen25();
-    j["num_attention_heads"] = "14";
-    QVERIFY(throwsWith<ModelError>(
-        [&] { parseModelConfig(j, "m/config.json"); },
-        {"field 'num_attention_heads' must be a positive integer", "\"14\""}));
-    json k = llama32V5();
-    k["rope_parameters"].erase("factor");
-    QVERIFY(throwsWith<ModelError>([&] { parseModelConfig(k, "m/config.json"); },
-                                   {"field 'rope_parameters.factor' is missing"}));
-  }
+TEST_CASE(unsupportedRopeScalingAndActivation) {
+  json j = qwen25();
+  j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+  VERIFY(throwsWith<UnsupportedModelError>([&] { parseModelConfig(j, "config.json"); },
+                                           {"not supported: rope scaling type 'yarn'"}));
+  json k = qwen25();
+  k["hidden_act"] = "gelu";
+  VERIFY(throwsWith<UnsupportedModelError>([&] { parseModelConfig(k, "config.json"); },
+                                           {"hidden_act 'gelu'"}));
+}
 
-  void unsupportedRopeScalingAndActivation() {
-    json j = qwen25();
-    j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
-    QVERIFY(throwsWith<UnsupportedModelError>([&] { parseModelConfig(j, "config.json"); },
-                                              {"not supported: rope scaling type 'yarn'"}));
-    json k = qwen25();
-    k["hidden_act"] = "gelu";
-    QVERIFY(throwsWith<UnsupportedModelError>([&] { parseModelConfig(k, "config.json"); },
-                                              {"hidden_act 'gelu'"}));
-  }
+TEST_CASE(headsMustGroupEvenly) {
+  json j = qwen25();
+  j["num_key_value_heads"] = 3;
+  VERIFY(throwsWith<ModelError>([&] { parseModelConfig(j, "config.json"); },
+                                {"14 is not a multiple of num_key_value_heads 3"}));
+}
 
-  void headsMustGroupEvenly() {
-    json j = qwen25();
-    j["num_key_value_heads"] = 3;
-    QVERIFY(throwsWith<ModelError>([&] { parseModelConfig(j, "config.json"); },
-                                   {"14 is not a multiple of num_key_value_heads 3"}));
-  }
-
-  void malformedJsonTextIsReported() {
-    QVERIFY(
-        throwsWith<ModelError>([] { parseModelConfigText("{\"model_type\": ", "x/config.json"); },
-                               {"x/config.json", "not well-formed JSON"}));
-    QVERIFY(throwsWith<ModelError>([] { parseModelConfigText("[1, 2]", "x/config.json"); },
-                                   {"expected a JSON object"}));
-  }
-};
-
-QTEST_GUILESS_MAIN(TestModelConfig)
-#include "test_model_config.moc"
+TEST_CASE(malformedJsonTextIsReported) {
+  VERIFY(throwsWith<ModelError>([] { parseModelConfigText("{\"model_type\": ", "x/config.json"); },
+                                {"x/config.json", "not well-formed JSON"}));
+  VERIFY(throwsWith<ModelError>([] { parseModelConfigText("[1, 2]", "x/config.json"); },
+                                {"expected a JSON object"}));
+}

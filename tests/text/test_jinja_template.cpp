@@ -2,7 +2,7 @@
 // (expected text produced by jinja2 3.1 with transformers' settings: trim_blocks,
 // lstrip_blocks, loop controls, its tojson), errors that name the template and line,
 // raise_exception, and the limits that keep hostile templates bounded.
-#include <QtTest/QtTest>
+#include "TestRunner.h"
 
 #include <string>
 
@@ -148,98 +148,89 @@ std::string errorOf(const std::string& source, const JinjaLimits& limits = {}) {
 
 }  // namespace
 
-class TestJinjaTemplate : public QObject {
-  Q_OBJECT
+TEST_DATA(rendersAsJinja2) {
+  lstest::addColumn<std::string>("source");
+  lstest::addColumn<std::string>("expected");
+  for (const Case& c : kCases)
+    lstest::newRow(c.name) << std::string(c.source) << std::string(c.expected);
+}
+TEST_CASE(rendersAsJinja2) {
+  FETCH(std::string, source);
+  FETCH(std::string, expected);
+  const std::string got = JinjaTemplate::parse(source, "case").render(context());
+  COMPARE(got, expected);
+}
 
- private slots:
-  void rendersAsJinja2_data() {
-    QTest::addColumn<QString>("source");
-    QTest::addColumn<QString>("expected");
-    for (const Case& c : kCases)
-      QTest::newRow(c.name) << QString::fromUtf8(c.source) << QString::fromUtf8(c.expected);
+TEST_CASE(raiseExceptionCarriesTheTemplatesMessage) {
+  try {
+    JinjaTemplate::parse("a{{ raise_exception('roles must alternate') }}", "t.jinja")
+        .render(context());
+    FAIL("no exception");
+  } catch (const TemplateRaised& e) {
+    COMPARE(e.templateMessage(), std::string("roles must alternate"));
+    VERIFY(std::string(e.what()).find("t.jinja") != std::string::npos);
   }
-  void rendersAsJinja2() {
-    QFETCH(QString, source);
-    QFETCH(QString, expected);
-    const std::string got = JinjaTemplate::parse(source.toStdString(), "case").render(context());
-    QCOMPARE(QString::fromStdString(got), expected);
-  }
+}
 
-  void raiseExceptionCarriesTheTemplatesMessage() {
-    try {
-      JinjaTemplate::parse("a{{ raise_exception('roles must alternate') }}", "t.jinja")
-          .render(context());
-      QFAIL("no exception");
-    } catch (const TemplateRaised& e) {
-      QCOMPARE(e.templateMessage(), std::string("roles must alternate"));
-      QVERIFY(std::string(e.what()).find("t.jinja") != std::string::npos);
-    }
-  }
+TEST_CASE(syntaxErrorsNameFileAndLine) {
+  const std::string unclosed = errorOf("line one\n{% if x %}\nno end");
+  VERIFY2(unclosed.find("t.jinja line 3: missing {% endif %}") != std::string::npos,
+          unclosed.c_str());
+  const std::string tag = errorOf("\n\n{% include 'other.jinja' %}");
+  VERIFY2(tag.find("t.jinja line 3: unsupported tag {% include %}") != std::string::npos,
+          tag.c_str());
+  const std::string string = errorOf("{{ 'open }}");
+  VERIFY2(string.find("string literal is never closed") != std::string::npos, string.c_str());
+}
 
-  void syntaxErrorsNameFileAndLine() {
-    const std::string unclosed = errorOf("line one\n{% if x %}\nno end");
-    QVERIFY2(unclosed.find("t.jinja line 3: missing {% endif %}") != std::string::npos,
-             unclosed.c_str());
-    const std::string tag = errorOf("\n\n{% include 'other.jinja' %}");
-    QVERIFY2(tag.find("t.jinja line 3: unsupported tag {% include %}") != std::string::npos,
-             tag.c_str());
-    const std::string string = errorOf("{{ 'open }}");
-    QVERIFY2(string.find("string literal is never closed") != std::string::npos, string.c_str());
-  }
+TEST_CASE(runtimeErrorsNameLine) {
+  const std::string filter = errorOf("ok\n{{ 'x' | frobnicate }}");
+  VERIFY2(filter.find("t.jinja line 2: no filter named 'frobnicate'") != std::string::npos,
+          filter.c_str());
+  const std::string add = errorOf("{{ 'a' + 1 }}");
+  VERIFY2(add.find("unsupported operand type(s) for +: 'str' and 'int'") != std::string::npos,
+          add.c_str());
+  const std::string undefinedAttr = errorOf("{{ nothing.here }}");
+  VERIFY2(undefinedAttr.find("undefined") != std::string::npos, undefinedAttr.c_str());
+  const std::string list = errorOf("{% set ns = {} %}{% set ns.x = 1 %}");
+  VERIFY2(list.find("non-namespace") != std::string::npos, list.c_str());
+}
 
-  void runtimeErrorsNameLine() {
-    const std::string filter = errorOf("ok\n{{ 'x' | frobnicate }}");
-    QVERIFY2(filter.find("t.jinja line 2: no filter named 'frobnicate'") != std::string::npos,
-             filter.c_str());
-    const std::string add = errorOf("{{ 'a' + 1 }}");
-    QVERIFY2(add.find("unsupported operand type(s) for +: 'str' and 'int'") != std::string::npos,
-             add.c_str());
-    const std::string undefinedAttr = errorOf("{{ nothing.here }}");
-    QVERIFY2(undefinedAttr.find("undefined") != std::string::npos, undefinedAttr.c_str());
-    const std::string list = errorOf("{% set ns = {} %}{% set ns.x = 1 %}");
-    QVERIFY2(list.find("non-namespace") != std::string::npos, list.c_str());
-  }
+TEST_CASE(loopIterationsAreLimited) {
+  JinjaLimits limits;
+  limits.maxLoopIterations = 1000;
+  const std::string message =
+      errorOf("{% for a in range(100) %}{% for b in range(100) %}{% endfor %}{% endfor %}", limits);
+  VERIFY2(message.find("more than 1000 iterations") != std::string::npos, message.c_str());
+  VERIFY(errorOf("{% for a in range(10) %}{% for b in range(10) %}{% endfor %}{% endfor %}", limits)
+             .empty());
+}
 
-  void loopIterationsAreLimited() {
-    JinjaLimits limits;
-    limits.maxLoopIterations = 1000;
-    const std::string message = errorOf(
-        "{% for a in range(100) %}{% for b in range(100) %}{% endfor %}{% endfor %}", limits);
-    QVERIFY2(message.find("more than 1000 iterations") != std::string::npos, message.c_str());
-    QVERIFY(
-        errorOf("{% for a in range(10) %}{% for b in range(10) %}{% endfor %}{% endfor %}", limits)
-            .empty());
-  }
+TEST_CASE(outputAndStringsAreLimited) {
+  JinjaLimits limits;
+  limits.maxOutputBytes = 1000;
+  const std::string output = errorOf("{% for i in range(200) %}0123456789{% endfor %}", limits);
+  VERIFY2(output.find("output exceeds the limit of 1000 bytes") != std::string::npos,
+          output.c_str());
+  // Doubling a string in a namespace would reach 2^60 bytes without the limit.
+  const std::string doubling = errorOf(
+      "{% set ns = namespace(s='ab') %}{% for i in range(60) %}{% set ns.s = ns.s + ns.s %}"
+      "{% endfor %}",
+      limits);
+  VERIFY2(doubling.find("exceeds the limit") != std::string::npos, doubling.c_str());
+  VERIFY(errorOf("{{ 'x' * 100000000000 }}", limits).find("exceeds the limit") !=
+         std::string::npos);
+}
 
-  void outputAndStringsAreLimited() {
-    JinjaLimits limits;
-    limits.maxOutputBytes = 1000;
-    const std::string output = errorOf("{% for i in range(200) %}0123456789{% endfor %}", limits);
-    QVERIFY2(output.find("output exceeds the limit of 1000 bytes") != std::string::npos,
-             output.c_str());
-    // Doubling a string in a namespace would reach 2^60 bytes without the limit.
-    const std::string doubling = errorOf(
-        "{% set ns = namespace(s='ab') %}{% for i in range(60) %}{% set ns.s = ns.s + ns.s %}"
-        "{% endfor %}",
-        limits);
-    QVERIFY2(doubling.find("exceeds the limit") != std::string::npos, doubling.c_str());
-    QVERIFY(errorOf("{{ 'x' * 100000000000 }}", limits).find("exceeds the limit") !=
-            std::string::npos);
-  }
-
-  void recursionIsLimited() {
-    const std::string macro = errorOf("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
-    QVERIFY2(macro.find("nested deeper than 100") != std::string::npos, macro.c_str());
-    const std::string parens =
-        errorOf("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}");
-    QVERIFY2(parens.find("nesting deeper than 100") != std::string::npos, parens.c_str());
-    std::string ifs;
-    for (int i = 0; i < 300; ++i)
-      ifs += "{% if true %}";
-    const std::string blocks = errorOf(ifs);
-    QVERIFY2(blocks.find("nesting deeper than 100") != std::string::npos, blocks.c_str());
-  }
-};
-
-QTEST_GUILESS_MAIN(TestJinjaTemplate)
-#include "test_jinja_template.moc"
+TEST_CASE(recursionIsLimited) {
+  const std::string macro = errorOf("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}");
+  VERIFY2(macro.find("nested deeper than 100") != std::string::npos, macro.c_str());
+  const std::string parens =
+      errorOf("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}");
+  VERIFY2(parens.find("nesting deeper than 100") != std::string::npos, parens.c_str());
+  std::string ifs;
+  for (int i = 0; i < 300; ++i)
+    ifs += "{% if true %}";
+  const std::string blocks = errorOf(ifs);
+  VERIFY2(blocks.find("nesting deeper than 100") != std::string::npos, blocks.c_str());
+}

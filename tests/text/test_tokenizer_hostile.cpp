@@ -1,6 +1,6 @@
 // test_tokenizer_hostile.cpp — tokenizer files a hostile user could hand over (issue 20 item 5):
 // the id -> token tables grow with the number of entries, never with the largest id.
-#include <QtTest>
+#include "TestRunner.h"
 
 #include <nlohmann/json.hpp>
 
@@ -8,14 +8,6 @@
 #include "text/Tokenizer.h"
 
 using namespace lorascope::text;
-
-class TestTokenizerHostile : public QObject {
-  Q_OBJECT
-
- private slots:
-  void idOf1500000000SizesTablesByEntriesNotByTheId();
-  void denseIdsKeepOneSlotPerId();
-};
 
 namespace {
 
@@ -27,35 +19,32 @@ nlohmann::json bpeModel(std::int64_t abId) {
 
 }  // namespace
 
-void TestTokenizerHostile::idOf1500000000SizesTablesByEntriesNotByTheId() {
+TEST_CASE(idOf1500000000SizesTablesByEntriesNotByTheId) {
   // Loading this used to allocate 1.5e9 slots (12 GB, 56 s).
   const auto model = BpeModel::fromJson(bpeModel(1500000000), "huge-id.json");
-  QCOMPARE(model->idTableSlots(), std::size_t{3});
-  QCOMPARE(model->maxId(), 1500000000);
-  QVERIFY(model->tokenText(1500000000) != nullptr);
-  QCOMPARE(*model->tokenText(1500000000), std::string("ab"));
-  QCOMPARE(*model->tokenText(1), std::string("b"));
-  QVERIFY(model->tokenText(2) == nullptr);
-  QVERIFY(model->tokenText(-1) == nullptr);
+  COMPARE(model->idTableSlots(), std::size_t{3});
+  COMPARE(model->maxId(), 1500000000);
+  VERIFY(model->tokenText(1500000000) != nullptr);
+  COMPARE(*model->tokenText(1500000000), std::string("ab"));
+  COMPARE(*model->tokenText(1), std::string("b"));
+  VERIFY(model->tokenText(2) == nullptr);
+  VERIFY(model->tokenText(-1) == nullptr);
   std::vector<std::int32_t> ids;
   model->tokenize("ab", ids);
-  QCOMPARE(ids, std::vector<std::int32_t>{1500000000});
+  COMPARE(ids, std::vector<std::int32_t>{1500000000});
   // The whole tokenizer decodes it back.
   const nlohmann::json file = {{"model", bpeModel(1500000000)}};
   const Tokenizer tokenizer = Tokenizer::fromJsonText(file.dump(), "huge-id.json");
-  QCOMPARE(tokenizer.decode(std::vector<std::int32_t>{1500000000, 0}, false), std::string("ab a"));
+  COMPARE(tokenizer.decode(std::vector<std::int32_t>{1500000000, 0}, false), std::string("ab a"));
 }
 
-void TestTokenizerHostile::denseIdsKeepOneSlotPerId() {
+TEST_CASE(denseIdsKeepOneSlotPerId) {
   const auto model = BpeModel::fromJson(bpeModel(2), "dense.json");
-  QCOMPARE(model->idTableSlots(), std::size_t{3});
-  QCOMPARE(*model->tokenText(2), std::string("ab"));
+  COMPARE(model->idTableSlots(), std::size_t{3});
+  COMPARE(*model->tokenText(2), std::string("ab"));
   // Small holes stay in the dense table: ids 0, 1 and 500 take 501 slots.
   const auto holes = BpeModel::fromJson(bpeModel(500), "holes.json");
-  QCOMPARE(holes->idTableSlots(), std::size_t{501});
-  QCOMPARE(*holes->tokenText(500), std::string("ab"));
-  QVERIFY(holes->tokenText(499) == nullptr);
+  COMPARE(holes->idTableSlots(), std::size_t{501});
+  COMPARE(*holes->tokenText(500), std::string("ab"));
+  VERIFY(holes->tokenText(499) == nullptr);
 }
-
-QTEST_APPLESS_MAIN(TestTokenizerHostile)
-#include "test_tokenizer_hostile.moc"

@@ -2,7 +2,7 @@
 // post-processed ids and decoded text recorded by scripts/reference/tokenizers.py in
 // data/reference_ids.json, for five tokenizers trained there (data/*.tokenizer.json) and the two
 // shared fixtures (../shared/fixtures/tokenizers, skipped when absent).
-#include <QtTest/QtTest>
+#include "TestRunner.h"
 
 #include <filesystem>
 #include <fstream>
@@ -51,93 +51,87 @@ std::string quoted(const std::string& text) {
 
 }  // namespace
 
-class TestTokenizerReference : public QObject {
-  Q_OBJECT
-
- private slots:
-  void matchesHuggingFace_data() {
-    QTest::addColumn<QString>("name");
-    for (const auto& [name, entry] : reference().items()) {
-      if (entry.is_object() && entry.contains("file")) {
-        QTest::newRow(name.c_str()) << QString::fromStdString(name);
-      }
+TEST_DATA(matchesHuggingFace) {
+  lstest::addColumn<std::string>("name");
+  for (const auto& [name, entry] : reference().items()) {
+    if (entry.is_object() && entry.contains("file")) {
+      lstest::newRow(name.c_str()) << name;
     }
   }
+}
 
-  // Every text: encode (no post-processor), encode with it, and decode of both.
-  void matchesHuggingFace() {
-    QFETCH(QString, name);
-    const Json& entry = reference().at(name.toStdString());
-    const auto path = tokenizerPath(entry);
-    if (path.empty()) {
-      QSKIP("shared fixture absent (set LORASCOPE_SHARED_FIXTURES to ../shared/fixtures)");
-    }
-    const Tokenizer tokenizer = Tokenizer::fromFile(path);
-    const Json& texts = reference().at("texts").at("all");
-    QVERIFY(texts.size() > 100);
-    std::vector<std::string> failures;
-    for (std::size_t i = 0; i < texts.size(); ++i) {
-      const std::string text = texts[i].get<std::string>();
-      const auto expected = entry.at("ids")[i].get<std::vector<std::int32_t>>();
-      const auto expectedPost = entry.at("ids_post")[i].get<std::vector<std::int32_t>>();
-      const auto ids = tokenizer.encode(text);
-      if (ids != expected) {
-        failures.push_back("encode " + quoted(text) + ": got " + show(ids) + ", HF " +
-                           show(expected));
-        continue;
-      }
-      const auto post = tokenizer.encodeWithPostProcessor(text);
-      if (post != expectedPost) {
-        failures.push_back("post-processed " + quoted(text) + ": got " + show(post) + ", HF " +
-                           show(expectedPost));
-      }
-      const std::string decoded = tokenizer.decode(ids);
-      if (decoded != entry.at("decoded")[i].get<std::string>()) {
-        failures.push_back("decode " + show(ids) + ": got " + quoted(decoded) + ", HF " +
-                           entry.at("decoded")[i].dump());
-      }
-      if (tokenizer.decode(expectedPost) != entry.at("decoded_post")[i].get<std::string>() ||
-          tokenizer.decode(expectedPost, true) !=
-              entry.at("decoded_post_skip")[i].get<std::string>()) {
-        failures.push_back("decode with special tokens " + show(expectedPost) + " differs");
-      }
-    }
-    std::string report;
-    for (std::size_t i = 0; i < failures.size() && i < 8; ++i)
-      report += "\n  " + failures[i];
-    QVERIFY2(failures.empty(), (std::to_string(failures.size()) + " of " +
-                                std::to_string(texts.size()) + " texts differ:" + report)
-                                   .c_str());
+// Every text: encode (no post-processor), encode with it, and decode of both.
+TEST_CASE(matchesHuggingFace) {
+  FETCH(std::string, name);
+  const Json& entry = reference().at(name);
+  const auto path = tokenizerPath(entry);
+  if (path.empty()) {
+    SKIP("shared fixture absent (set LORASCOPE_SHARED_FIXTURES to ../shared/fixtures)");
   }
-
-  void decodesRandomIdsLikeHuggingFace_data() { matchesHuggingFace_data(); }
-
-  // Seeded random id sequences (split UTF-8 sequences, byte-fallback bytes, special tokens).
-  void decodesRandomIdsLikeHuggingFace() {
-    QFETCH(QString, name);
-    const Json& entry = reference().at(name.toStdString());
-    const auto path = tokenizerPath(entry);
-    if (path.empty())
-      QSKIP("shared fixture absent (LORASCOPE_SHARED_FIXTURES)");
-    const Tokenizer tokenizer = Tokenizer::fromFile(path);
-    QCOMPARE(tokenizer.vocabSize(), entry.at("vocab_size_with_added").get<std::int32_t>());
-    int checked = 0;
-    for (const Json& c : entry.at("decode_cases")) {
-      const auto ids = c.at("ids").get<std::vector<std::int32_t>>();
-      const std::string text = tokenizer.decode(ids);
-      const std::string skipped = tokenizer.decode(ids, true);
-      QVERIFY2(text == c.at("text").get<std::string>(),
-               ("decode " + show(ids) + ": got " + quoted(text) + ", HF " + c.at("text").dump())
-                   .c_str());
-      QVERIFY2(skipped == c.at("text_skip").get<std::string>(),
-               ("decode(skip special) " + show(ids) + ": got " + quoted(skipped) + ", HF " +
-                c.at("text_skip").dump())
-                   .c_str());
-      ++checked;
+  const Tokenizer tokenizer = Tokenizer::fromFile(path);
+  const Json& texts = reference().at("texts").at("all");
+  VERIFY(texts.size() > 100);
+  std::vector<std::string> failures;
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    const std::string text = texts[i].get<std::string>();
+    const auto expected = entry.at("ids")[i].get<std::vector<std::int32_t>>();
+    const auto expectedPost = entry.at("ids_post")[i].get<std::vector<std::int32_t>>();
+    const auto ids = tokenizer.encode(text);
+    if (ids != expected) {
+      failures.push_back("encode " + quoted(text) + ": got " + show(ids) + ", HF " +
+                         show(expected));
+      continue;
     }
-    QVERIFY(checked >= 50);
+    const auto post = tokenizer.encodeWithPostProcessor(text);
+    if (post != expectedPost) {
+      failures.push_back("post-processed " + quoted(text) + ": got " + show(post) + ", HF " +
+                         show(expectedPost));
+    }
+    const std::string decoded = tokenizer.decode(ids);
+    if (decoded != entry.at("decoded")[i].get<std::string>()) {
+      failures.push_back("decode " + show(ids) + ": got " + quoted(decoded) + ", HF " +
+                         entry.at("decoded")[i].dump());
+    }
+    if (tokenizer.decode(expectedPost) != entry.at("decoded_post")[i].get<std::string>() ||
+        tokenizer.decode(expectedPost, true) !=
+            entry.at("decoded_post_skip")[i].get<std::string>()) {
+      failures.push_back("decode with special tokens " + show(expectedPost) + " differs");
+    }
   }
-};
+  std::string report;
+  for (std::size_t i = 0; i < failures.size() && i < 8; ++i)
+    report += "\n  " + failures[i];
+  VERIFY2(failures.empty(), (std::to_string(failures.size()) + " of " +
+                             std::to_string(texts.size()) + " texts differ:" + report)
+                                .c_str());
+}
 
-QTEST_GUILESS_MAIN(TestTokenizerReference)
-#include "test_tokenizer_reference.moc"
+TEST_DATA(decodesRandomIdsLikeHuggingFace) {
+  matchesHuggingFace_data();
+}
+
+// Seeded random id sequences (split UTF-8 sequences, byte-fallback bytes, special tokens).
+TEST_CASE(decodesRandomIdsLikeHuggingFace) {
+  FETCH(std::string, name);
+  const Json& entry = reference().at(name);
+  const auto path = tokenizerPath(entry);
+  if (path.empty())
+    SKIP("shared fixture absent (LORASCOPE_SHARED_FIXTURES)");
+  const Tokenizer tokenizer = Tokenizer::fromFile(path);
+  COMPARE(tokenizer.vocabSize(), entry.at("vocab_size_with_added").get<std::int32_t>());
+  int checked = 0;
+  for (const Json& c : entry.at("decode_cases")) {
+    const auto ids = c.at("ids").get<std::vector<std::int32_t>>();
+    const std::string text = tokenizer.decode(ids);
+    const std::string skipped = tokenizer.decode(ids, true);
+    VERIFY2(
+        text == c.at("text").get<std::string>(),
+        ("decode " + show(ids) + ": got " + quoted(text) + ", HF " + c.at("text").dump()).c_str());
+    VERIFY2(skipped == c.at("text_skip").get<std::string>(),
+            ("decode(skip special) " + show(ids) + ": got " + quoted(skipped) + ", HF " +
+             c.at("text_skip").dump())
+                .c_str());
+    ++checked;
+  }
+  VERIFY(checked >= 50);
+}

@@ -2,7 +2,7 @@
 // adapter whose B is non-zero (so every LoRA gradient is informative), and comparisons.
 #pragma once
 
-#include <QtTest>
+#include "TestRunner.h"
 
 #include <cmath>
 #include <cstring>
@@ -48,8 +48,8 @@ inline bool closeRelativeToMax(const std::vector<float>& got, const std::vector<
     worst = std::max(worst, std::fabs(double{got[i]} - want[i]));
   }
   if (got.size() != want.size() || worst > tolerance * scale) {
-    qWarning("%s: max difference %g against max magnitude %g (tolerance %g)", what.c_str(), worst,
-             scale, tolerance);
+    lstest::warning("%s: max difference %g against max magnitude %g (tolerance %g)", what.c_str(),
+                    worst, scale, tolerance);
     return false;
   }
   return true;
@@ -62,10 +62,10 @@ bool throwsNaming(const std::function<void()>& f, const std::string& fragment) {
   } catch (const E& e) {
     if (std::string(e.what()).find(fragment) != std::string::npos)
       return true;
-    qWarning("message \"%s\" lacks \"%s\"", e.what(), fragment.c_str());
+    lstest::warning("message \"%s\" lacks \"%s\"", e.what(), fragment.c_str());
     return false;
   }
-  qWarning("nothing thrown");
+  lstest::warning("nothing thrown");
   return false;
 }
 

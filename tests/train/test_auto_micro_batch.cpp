@@ -1,7 +1,7 @@
 // test_auto_micro_batch.cpp — the one memory model (model/MemoryEstimate.h) and the plan
 // `--batch-size auto` makes with it, on a Qwen2.5-0.5B-shaped model. How close the model comes
 // to a real step's peak is measured on the GPU (scripts/gpu-check.sh memory).
-#include <QtTest>
+#include "TestRunner.h"
 
 #include "model/MemoryEstimate.h"
 #include "model/ReferenceShapes.h"
@@ -14,80 +14,72 @@ constexpr std::uint64_t kWeights = 988'000'000;  // bf16 Qwen2.5-0.5B, as the de
 
 }  // namespace
 
-class TestAutoMicroBatch : public QObject {
-  Q_OBJECT
+TEST_CASE(fixedBytesAreWeightsPlusLoraState) {
+  const model::ModelConfig c = model::qwen25HalfBShape();
+  const model::TrainingMemory m = model::estimateTrainingMemory(c, {.weightsBytes = kWeights}, 1);
+  // r·(in + out) over the seven projections of 24 layers, r 8.
+  const std::int64_t perLayer =
+      8 * ((896 + 896) + 2 * (896 + 128) + (896 + 896) + 2 * (896 + 4864) + (4864 + 896));
+  COMPARE(m.loraParameters, 24 * perLayer);
+  // A and B, their gradients and two AdamW moments: four fp32 copies of the LoRA parameters.
+  COMPARE(m.fixedBytes(), kWeights + 4 * 4 * static_cast<std::uint64_t>(m.loraParameters));
+  COMPARE(model::plannerModel(c, {.weightsBytes = kWeights}).fixedBytes, m.fixedBytes());
+}
 
- private slots:
-  void fixedBytesAreWeightsPlusLoraState() {
-    const model::ModelConfig c = model::qwen25HalfBShape();
-    const model::TrainingMemory m = model::estimateTrainingMemory(c, {.weightsBytes = kWeights}, 1);
-    // r·(in + out) over the seven projections of 24 layers, r 8.
-    const std::int64_t perLayer =
-        8 * ((896 + 896) + 2 * (896 + 128) + (896 + 896) + 2 * (896 + 4864) + (4864 + 896));
-    QCOMPARE(m.loraParameters, 24 * perLayer);
-    // A and B, their gradients and two AdamW moments: four fp32 copies of the LoRA parameters.
-    QCOMPARE(m.fixedBytes(), kWeights + 4 * 4 * static_cast<std::uint64_t>(m.loraParameters));
-    QCOMPARE(model::plannerModel(c, {.weightsBytes = kWeights}).fixedBytes, m.fixedBytes());
-  }
+TEST_CASE(savedBytesFollowDtypeTargetsAndCheckpointing) {
+  const model::ModelConfig c = model::qwen25HalfBShape();
+  const model::TrainingShape gpu{.weightsBytes = kWeights};
+  model::TrainingShape cpu = gpu;
+  cpu.activationDTypeBytes = 4;
+  const std::uint64_t onGpu = model::plannerModel(c, gpu).activationBytesPerToken;
+  // Per layer: 3 H + 2 q + 2 kv + 3 I + 7 r in bf16, plus 2 + heads f32; 26 residual rows.
+  const std::uint64_t layer = 2 * (3 * 896 + 2 * 896 + 2 * 128 + 3 * 4864 + 7 * 8) + 4 * 16;
+  COMPARE(onGpu, 24 * layer + 26 * 896 * 2);
+  // f32 activations: twice the bf16 bytes, f32 statistics unchanged.
+  COMPARE(model::plannerModel(c, cpu).activationBytesPerToken, 2 * onGpu - 24 * 4 * 16);
+  // Checkpointing keeps one layer in full and one more residual row (the recomputed output).
+  model::TrainingShape checkpointed = gpu;
+  checkpointed.activationCheckpointing = true;
+  COMPARE(model::plannerModel(c, checkpointed).activationBytesPerToken, layer + 27 * 896 * 2);
+  // Fewer targets keep fewer LoRA intermediates.
+  model::TrainingShape qv = gpu;
+  qv.targets = {model::Projection::Q, model::Projection::V};
+  COMPARE(model::plannerModel(c, qv).activationBytesPerToken, onGpu - 24 * 2 * 5 * 8);
+}
 
-  void savedBytesFollowDtypeTargetsAndCheckpointing() {
-    const model::ModelConfig c = model::qwen25HalfBShape();
-    const model::TrainingShape gpu{.weightsBytes = kWeights};
-    model::TrainingShape cpu = gpu;
-    cpu.activationDTypeBytes = 4;
-    const std::uint64_t onGpu = model::plannerModel(c, gpu).activationBytesPerToken;
-    // Per layer: 3 H + 2 q + 2 kv + 3 I + 7 r in bf16, plus 2 + heads f32; 26 residual rows.
-    const std::uint64_t layer = 2 * (3 * 896 + 2 * 896 + 2 * 128 + 3 * 4864 + 7 * 8) + 4 * 16;
-    QCOMPARE(onGpu, 24 * layer + 26 * 896 * 2);
-    // f32 activations: twice the bf16 bytes, f32 statistics unchanged.
-    QCOMPARE(model::plannerModel(c, cpu).activationBytesPerToken, 2 * onGpu - 24 * 4 * 16);
-    // Checkpointing keeps one layer in full and one more residual row (the recomputed output).
-    model::TrainingShape checkpointed = gpu;
-    checkpointed.activationCheckpointing = true;
-    QCOMPARE(model::plannerModel(c, checkpointed).activationBytesPerToken, layer + 27 * 896 * 2);
-    // Fewer targets keep fewer LoRA intermediates.
-    model::TrainingShape qv = gpu;
-    qv.targets = {model::Projection::Q, model::Projection::V};
-    QCOMPARE(model::plannerModel(c, qv).activationBytesPerToken, onGpu - 24 * 2 * 5 * 8);
-  }
+TEST_CASE(theLossScratchIsCappedByItsChunk) {
+  const model::ModelConfig c = model::qwen25HalfBShape();
+  // 100 tokens × 151936 columns fit one chunk: f32 logits and bf16 weights of all of them.
+  const model::TrainingMemory small = model::estimateTrainingMemory(c, {}, 100);
+  VERIFY(small.lossBytes > 100ull * 151936 * 6);
+  // At 4096 tokens the chunk holds 32 Mi logits whatever the vocabulary: 192 MiB of scratch.
+  const model::TrainingMemory big = model::estimateTrainingMemory(c, {}, 4096);
+  const std::uint64_t chunk = 4096ull * (model::kLossChunkFloats / 4096) * 6;
+  VERIFY(big.lossBytes > chunk && big.lossBytes < chunk + 4096ull * 8192);
+  // The peak takes the larger transient, and the planner's model gives the same peak.
+  COMPARE(big.peakBytes,
+          big.fixedBytes() + big.savedBytes + std::max(big.lossBytes, big.backwardBytes));
+  COMPARE(memory::plannedPeakBytes(model::plannerModel(c, {}), 8, 512), big.peakBytes);
+}
 
-  void theLossScratchIsCappedByItsChunk() {
-    const model::ModelConfig c = model::qwen25HalfBShape();
-    // 100 tokens × 151936 columns fit one chunk: f32 logits and bf16 weights of all of them.
-    const model::TrainingMemory small = model::estimateTrainingMemory(c, {}, 100);
-    QVERIFY(small.lossBytes > 100ull * 151936 * 6);
-    // At 4096 tokens the chunk holds 32 Mi logits whatever the vocabulary: 192 MiB of scratch.
-    const model::TrainingMemory big = model::estimateTrainingMemory(c, {}, 4096);
-    const std::uint64_t chunk = 4096ull * (model::kLossChunkFloats / 4096) * 6;
-    QVERIFY(big.lossBytes > chunk && big.lossBytes < chunk + 4096ull * 8192);
-    // The peak takes the larger transient, and the planner's model gives the same peak.
-    QCOMPARE(big.peakBytes,
-             big.fixedBytes() + big.savedBytes + std::max(big.lossBytes, big.backwardBytes));
-    QCOMPARE(memory::plannedPeakBytes(model::plannerModel(c, {}), 8, 512), big.peakBytes);
-  }
-
-  void planPicksTheLargestFittingDivisorAndStepsDown() {
-    const model::ModelConfig c = model::qwen25HalfBShape();
-    memory::PlanRequest request;
-    request.model = model::plannerModel(c, {.weightsBytes = kWeights});
-    request.sequenceLength = 512;
-    request.effectiveBatch = 8;
-    request.safetyMargin = 0.10;
-    // Free VRAM for exactly 5 sequences after the margin: 4 is the largest divisor of 8 that fits.
-    const std::uint64_t fiveSequences = memory::plannedPeakBytes(request.model, 5, 512);
-    request.freeBytes = static_cast<std::uint64_t>(static_cast<double>(fiveSequences) / 0.9) + 1;
-    const memory::MicroBatchPlan plan = memory::planMicroBatch(request);
-    QVERIFY(plan.fits);
-    QCOMPARE(plan.microBatch, std::int64_t{4});
-    QCOMPARE(plan.gradientAccumulation, std::int64_t{2});
-    QCOMPARE(plan.effectiveBatch, std::int64_t{8});
-    QCOMPARE(plan.plannedPeakBytes,
-             model::estimateTrainingMemory(c, {.weightsBytes = kWeights}, 4 * 512).peakBytes);
-    const memory::MicroBatchPlan after = memory::stepDownAfterOom(request, plan);
-    QCOMPARE(after.microBatch, std::int64_t{2});
-    QCOMPARE(after.gradientAccumulation, std::int64_t{4});
-  }
-};
-
-QTEST_GUILESS_MAIN(TestAutoMicroBatch)
-#include "test_auto_micro_batch.moc"
+TEST_CASE(planPicksTheLargestFittingDivisorAndStepsDown) {
+  const model::ModelConfig c = model::qwen25HalfBShape();
+  memory::PlanRequest request;
+  request.model = model::plannerModel(c, {.weightsBytes = kWeights});
+  request.sequenceLength = 512;
+  request.effectiveBatch = 8;
+  request.safetyMargin = 0.10;
+  // Free VRAM for exactly 5 sequences after the margin: 4 is the largest divisor of 8 that fits.
+  const std::uint64_t fiveSequences = memory::plannedPeakBytes(request.model, 5, 512);
+  request.freeBytes = static_cast<std::uint64_t>(static_cast<double>(fiveSequences) / 0.9) + 1;
+  const memory::MicroBatchPlan plan = memory::planMicroBatch(request);
+  VERIFY(plan.fits);
+  COMPARE(plan.microBatch, std::int64_t{4});
+  COMPARE(plan.gradientAccumulation, std::int64_t{2});
+  COMPARE(plan.effectiveBatch, std::int64_t{8});
+  COMPARE(plan.plannedPeakBytes,
+          model::estimateTrainingMemory(c, {.weightsBytes = kWeights}, 4 * 512).peakBytes);
+  const memory::MicroBatchPlan after = memory::stepDownAfterOom(request, plan);
+  COMPARE(after.microBatch, std::int64_t{2});
+  COMPARE(after.gradientAccumulation, std::int64_t{4});
+}

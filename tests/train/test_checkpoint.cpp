@@ -4,8 +4,8 @@
 // run resumed from disk continuing exactly as the uninterrupted one; Hugging Face's
 // trainer_state.json (log_history) and TensorBoard event files beside metrics.jsonl, and
 // checkpoints of the older layout (our state in trainer_state.json) still resuming.
-#include <QTemporaryDir>
-#include <QtTest>
+#include "TempDir.h"
+#include "TestRunner.h"
 
 #include <unistd.h>
 
@@ -135,39 +135,12 @@ train::StepMetrics metricsOf(std::int64_t step) {
 
 }  // namespace
 
-class TestCheckpoint : public QObject {
-  Q_OBJECT
+lstest::TempDir tmp_;
+fs::path path(const std::string& name) {
+  return fs::path(tmp_.path()) / name;
+}
 
-  QTemporaryDir tmp_;
-  fs::path path(const std::string& name) const {
-    return fs::path(tmp_.path().toStdString()) / name;
-  }
-
- private slots:
-  void safetensorsRoundTripThroughTheStrictReader();
-  void safetensorsWriterRejectsBadTensors();
-  void f16RoundingMatchesIeee();
-  void checkpointRoundTripIsBitExact();
-  void resumeRefusesAChangedConfig();
-  void resumeRefusesMismatchedOrDamagedFiles();
-  void keepsTheLastKCheckpoints();
-  void metricsToleratesATornLastLine();
-  void createRefusesAnExistingRun();
-  void resumeFromDiskIsBitIdentical();
-  void microBatchZeroOrNegativeInTrainerStateIsRefusedNotACrash();
-  void bitFlipOrNanAdapterIsDetectedAndResumeFallsBackToTheNewestIntact();
-  void checkpointWithoutChecksumsStillResumes();
-  void failedRunBeforeItsFirstCheckpointLeavesAReusableFolder();
-  void hfTrainerStateHoldsLogHistory();
-  void checkpointsOfTheOldLayoutStillResume();
-  void tensorboardEventsMirrorMetrics();
-  void tensorboardEventsRejectDamage();
-  void finalAdapterHasModelCardAndModelId();
-};
-
-#ifndef Q_MOC_RUN
-
-void TestCheckpoint::safetensorsRoundTripThroughTheStrictReader() {
+TEST_CASE(safetensorsRoundTripThroughTheStrictReader) {
   const std::vector<float> f32 = {1.5f, -2.0f, 3.25f, 0.0f, 1e-30f, -7.0f};
   const std::vector<std::uint16_t> bf16 = {compute::floatToBf16(1.0f), compute::floatToBf16(-3.0f),
                                            compute::floatToBf16(0.5f)};
@@ -190,44 +163,44 @@ void TestCheckpoint::safetensorsRoundTripThroughTheStrictReader() {
   const fs::path file = path("round.safetensors");
   train::writeSafetensors(file, tensors, {{"format", "pt"}});
   const model::SafetensorsFile read(file.string());
-  QCOMPARE(read.header().tensors.size(), tensors.size());
-  QCOMPARE(read.header().dataOffsetBytes % 8, std::uint64_t{0});  // data 8-byte aligned
+  COMPARE(read.header().tensors.size(), tensors.size());
+  COMPARE(read.header().dataOffsetBytes % 8, std::uint64_t{0});  // data 8-byte aligned
   const auto* a = read.find("a.matrix");
-  QVERIFY(a != nullptr);
-  QCOMPARE(a->shape, (compute::Shape{2, 3}));
-  QVERIFY(std::memcmp(read.tensor(*a).data(), f32.data(), 24) == 0);
-  QCOMPARE(read.tensor(*read.find("c.produced")).as<float>()[0], 42.0f);
+  VERIFY(a != nullptr);
+  COMPARE(a->shape, (compute::Shape{2, 3}));
+  VERIFY(std::memcmp(read.tensor(*a).data(), f32.data(), 24) == 0);
+  COMPARE(read.tensor(*read.find("c.produced")).as<float>()[0], 42.0f);
   const auto* b = read.find("b.brain");
-  QCOMPARE(b->dtype, compute::DType::BF16);
-  QVERIFY(std::memcmp(read.tensor(*b).data(), bf16.data(), 6) == 0);
-  QCOMPARE(read.find("z.half")->dtype, compute::DType::F16);
-  QCOMPARE(read.tensor(*read.find("z.half")).as<std::uint16_t>()[1], std::uint16_t{0xB800});
+  COMPARE(b->dtype, compute::DType::BF16);
+  VERIFY(std::memcmp(read.tensor(*b).data(), bf16.data(), 6) == 0);
+  COMPARE(read.find("z.half")->dtype, compute::DType::F16);
+  COMPARE(read.tensor(*read.find("z.half")).as<std::uint16_t>()[1], std::uint16_t{0xB800});
   // Reference layout: __metadata__ first, F32 tensors before BF16 before F16, then by name.
   const std::string bytes = readText(file);
   const std::string header = bytes.substr(8, read.header().dataOffsetBytes - 8);
-  QVERIFY(header.rfind("{\"__metadata__\":{\"format\":\"pt\"},\"a.matrix\":{\"dtype\":\"F32\"",
-                       0) == 0);
-  QVERIFY(header.find("\"a.matrix\"") < header.find("\"c.produced\""));
-  QVERIFY(header.find("\"d.empty\"") < header.find("\"b.brain\""));
-  QVERIFY(header.find("\"b.brain\"") < header.find("\"z.half\""));
+  VERIFY(header.rfind("{\"__metadata__\":{\"format\":\"pt\"},\"a.matrix\":{\"dtype\":\"F32\"", 0) ==
+         0);
+  VERIFY(header.find("\"a.matrix\"") < header.find("\"c.produced\""));
+  VERIFY(header.find("\"d.empty\"") < header.find("\"b.brain\""));
+  VERIFY(header.find("\"b.brain\"") < header.find("\"z.half\""));
   const std::size_t lastBrace = header.find_last_not_of(' ');
-  QCOMPARE(header[lastBrace], '}');
-  QVERIFY(header.size() - lastBrace - 1 < 8);  // space padding only up to the alignment
-  QVERIFY(!fs::exists(file.string() + ".tmp-" + std::to_string(::getpid())));
+  COMPARE(header[lastBrace], '}');
+  VERIFY(header.size() - lastBrace - 1 < 8);  // space padding only up to the alignment
+  VERIFY(!fs::exists(file.string() + ".tmp-" + std::to_string(::getpid())));
 }
 
-void TestCheckpoint::safetensorsWriterRejectsBadTensors() {
+TEST_CASE(safetensorsWriterRejectsBadTensors) {
   const std::vector<float> three = {1, 2, 3};
   const std::vector<train::TensorToWrite> wrongSize = {train::f32TensorToWrite("w", {2, 2}, three)};
-  QVERIFY(throwsNaming<std::invalid_argument>(
+  VERIFY(throwsNaming<std::invalid_argument>(
       [&] { train::writeSafetensors(path("bad.safetensors"), wrongSize, {}); },
       "'w' has 12 bytes"));
   const std::vector<train::TensorToWrite> twice = {train::f32TensorToWrite("w", {3}, three),
                                                    train::f32TensorToWrite("w", {3}, three)};
-  QVERIFY(throwsNaming<std::invalid_argument>(
+  VERIFY(throwsNaming<std::invalid_argument>(
       [&] { train::writeSafetensors(path("bad.safetensors"), twice, {}); }, "appears twice"));
-  QVERIFY(!fs::exists(path("bad.safetensors")));
-  QVERIFY(throwsNaming<std::runtime_error>(
+  VERIFY(!fs::exists(path("bad.safetensors")));
+  VERIFY(throwsNaming<std::runtime_error>(
       [&] {
         train::writeSafetensors(path("no/such/dir/x.safetensors"),
                                 std::vector{train::f32TensorToWrite("w", {3}, three)}, {});
@@ -235,65 +208,65 @@ void TestCheckpoint::safetensorsWriterRejectsBadTensors() {
       "no/such/dir/x.safetensors"));
 }
 
-void TestCheckpoint::f16RoundingMatchesIeee() {
-  QCOMPARE(train::floatToF16(1.0f), std::uint16_t{0x3C00});
-  QCOMPARE(train::floatToF16(-2.0f), std::uint16_t{0xC000});
-  QCOMPARE(train::floatToF16(0.1f), std::uint16_t{0x2E66});
-  QCOMPARE(train::floatToF16(65504.0f), std::uint16_t{0x7BFF});
-  QCOMPARE(train::floatToF16(65519.0f), std::uint16_t{0x7BFF});
-  QCOMPARE(train::floatToF16(65520.0f), std::uint16_t{0x7C00});  // ties to even: overflow
-  QCOMPARE(train::floatToF16(std::ldexp(1.0f, -24)), std::uint16_t{0x0001});
-  QCOMPARE(train::floatToF16(std::ldexp(1.0f, -25)), std::uint16_t{0x0000});     // tie to even 0
-  QCOMPARE(train::floatToF16(std::ldexp(3.0f, -25)), std::uint16_t{0x0002});     // 1.5 → 2
-  QCOMPARE(train::floatToF16(std::ldexp(1023.5f, -24)), std::uint16_t{0x0400});  // → min normal
-  QCOMPARE(train::floatToF16(1.0f + std::ldexp(1.0f, -11)), std::uint16_t{0x3C00});  // tie → even
-  QCOMPARE(train::floatToF16(1.0f + std::ldexp(3.0f, -11)), std::uint16_t{0x3C02});
-  QCOMPARE(train::floatToF16(std::numeric_limits<float>::infinity()), std::uint16_t{0x7C00});
-  QCOMPARE(train::floatToF16(std::nanf("")) & 0x7E00, 0x7E00);
+TEST_CASE(f16RoundingMatchesIeee) {
+  COMPARE(train::floatToF16(1.0f), std::uint16_t{0x3C00});
+  COMPARE(train::floatToF16(-2.0f), std::uint16_t{0xC000});
+  COMPARE(train::floatToF16(0.1f), std::uint16_t{0x2E66});
+  COMPARE(train::floatToF16(65504.0f), std::uint16_t{0x7BFF});
+  COMPARE(train::floatToF16(65519.0f), std::uint16_t{0x7BFF});
+  COMPARE(train::floatToF16(65520.0f), std::uint16_t{0x7C00});  // ties to even: overflow
+  COMPARE(train::floatToF16(std::ldexp(1.0f, -24)), std::uint16_t{0x0001});
+  COMPARE(train::floatToF16(std::ldexp(1.0f, -25)), std::uint16_t{0x0000});     // tie to even 0
+  COMPARE(train::floatToF16(std::ldexp(3.0f, -25)), std::uint16_t{0x0002});     // 1.5 → 2
+  COMPARE(train::floatToF16(std::ldexp(1023.5f, -24)), std::uint16_t{0x0400});  // → min normal
+  COMPARE(train::floatToF16(1.0f + std::ldexp(1.0f, -11)), std::uint16_t{0x3C00});  // tie → even
+  COMPARE(train::floatToF16(1.0f + std::ldexp(3.0f, -11)), std::uint16_t{0x3C02});
+  COMPARE(train::floatToF16(std::numeric_limits<float>::infinity()), std::uint16_t{0x7C00});
+  COMPARE(train::floatToF16(std::nanf("")) & 0x7E00, 0x7E00);
 }
 
-void TestCheckpoint::checkpointRoundTripIsBitExact() {
+TEST_CASE(checkpointRoundTripIsBitExact) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   const RunDirectory run = RunDirectory::create(path("roundtrip"), runConfig());
   const TrainerState saved = richState(folder.config(), 7);
   const fs::path dir = run.saveCheckpoint(saved, 3);
-  QCOMPARE(dir, path("roundtrip") / "checkpoints" / "step-7");
+  COMPARE(dir, path("roundtrip") / "checkpoints" / "step-7");
   for (const char* file : {"adapter_model.safetensors", "adapter_config.json",
                            "optimizer.safetensors", "lorascope_state.json", "trainer_state.json"}) {
-    QVERIFY2(fs::exists(dir / file), file);
+    VERIFY2(fs::exists(dir / file), file);
   }
   const RunDirectory reopened = RunDirectory::open(path("roundtrip"));
-  QCOMPARE(reopened.configHash(), run.configHash());
+  COMPARE(reopened.configHash(), run.configHash());
   const TrainerState loaded = reopened.loadCheckpoint();
-  QVERIFY(sameState(saved, loaded));
-  QVERIFY(sameState(saved, reopened.loadCheckpoint(7)));
+  VERIFY(sameState(saved, loaded));
+  VERIFY(sameState(saved, reopened.loadCheckpoint(7)));
   // The final adapter is a plain PEFT folder.
   run.saveFinalAdapter(saved.adapter);
   run.saveFinalAdapter(saved.adapter);  // replacing an older one
-  QVERIFY(fs::exists(run.finalAdapterDir() / "adapter_model.safetensors"));
-  QCOMPARE(fs::path(run.finalAdapterDir()).filename().string(), std::string("adapter"));
+  VERIFY(fs::exists(run.finalAdapterDir() / "adapter_model.safetensors"));
+  COMPARE(fs::path(run.finalAdapterDir()).filename().string(), std::string("adapter"));
 }
 
-void TestCheckpoint::resumeRefusesAChangedConfig() {
+TEST_CASE(resumeRefusesAChangedConfig) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   const RunDirectory run = RunDirectory::create(path("changed"), runConfig());
   run.saveCheckpoint(richState(folder.config(), 3), 0);
   nlohmann::json edited = runConfig();
   edited["lora"]["r"] = 8;
   writeText(path("changed") / "config.json", edited.dump(2));
-  QVERIFY(
+  VERIFY(
       throwsNaming<CheckpointError>([&] { RunDirectory::open(path("changed")).loadCheckpoint(); },
                                     "differs from the run's config.json"));
   // Versions do not take part in the hash: a newer LoRAscope may resume.
   edited = runConfig();
   edited["versions"]["lorascope"] = "newer";
   writeText(path("changed") / "config.json", edited.dump(2));
-  QCOMPARE(RunDirectory::open(path("changed")).loadCheckpoint().step, std::int64_t{3});
-  QVERIFY(throwsNaming<CheckpointError>(
+  COMPARE(RunDirectory::open(path("changed")).loadCheckpoint().step, std::int64_t{3});
+  VERIFY(throwsNaming<CheckpointError>(
       [&] { RunDirectory::open(path("changed")).loadCheckpoint(4); }, "available: 3"));
 }
 
-void TestCheckpoint::resumeRefusesMismatchedOrDamagedFiles() {
+TEST_CASE(resumeRefusesMismatchedOrDamagedFiles) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   const RunDirectory run = RunDirectory::create(path("damaged"), runConfig());
   const TrainerState state = richState(folder.config(), 5);
@@ -313,29 +286,29 @@ void TestCheckpoint::resumeRefusesMismatchedOrDamagedFiles() {
   fs::create_directories(scratch);
   train::writeCheckpointFiles(scratch, other, run.configHash(), "m");
   fs::copy_file(scratch / "optimizer.safetensors", optimizer, fs::copy_options::overwrite_existing);
-  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "expected f32[4,"));
+  VERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "expected f32[4,"));
 
   // Truncated optimizer file.
   writeText(optimizer, good.substr(0, good.size() - 10));
-  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "optimizer.safetensors"));
+  VERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "optimizer.safetensors"));
   writeText(optimizer, good);
 
   // Missing adapter file.
   fs::rename(dir / "adapter_model.safetensors", path("moved.safetensors"));
-  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); },
-                                        "adapter_model.safetensors: is missing"));
+  VERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); },
+                                       "adapter_model.safetensors: is missing"));
   fs::rename(path("moved.safetensors"), dir / "adapter_model.safetensors");
 
   // Malformed lorascope_state.json.
   const std::string stateText = readText(dir / "lorascope_state.json");
   writeText(dir / "lorascope_state.json", stateText.substr(0, stateText.size() / 2));
-  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); },
-                                        "lorascope_state.json: is not a well-formed JSON object"));
+  VERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); },
+                                       "lorascope_state.json: is not a well-formed JSON object"));
   writeText(dir / "lorascope_state.json", stateText);
-  QCOMPARE(run.loadCheckpoint().step, std::int64_t{5});
+  COMPARE(run.loadCheckpoint().step, std::int64_t{5});
 }
 
-void TestCheckpoint::microBatchZeroOrNegativeInTrainerStateIsRefusedNotACrash() {
+TEST_CASE(microBatchZeroOrNegativeInTrainerStateIsRefusedNotACrash) {
   // Issue 20 item 4: micro_batch 0 or negative in the state file crashed `train --resume`
   // (SIGFPE, SIGSEGV). Edited without its checksum, so that the values themselves are checked.
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
@@ -347,25 +320,25 @@ void TestCheckpoint::microBatchZeroOrNegativeInTrainerStateIsRefusedNotACrash() 
     doc.erase("checksum");
     doc["micro_batch_history"][1]["micro_batch"] = bad;
     writeText(dir / "lorascope_state.json", doc.dump(2));
-    QVERIFY(
+    VERIFY(
         throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "micro_batch_history entry"));
   }
   nlohmann::json doc = nlohmann::json::parse(good);
   doc.erase("checksum");
   doc["tokens_seen"] = -1;
   writeText(dir / "lorascope_state.json", doc.dump(2));
-  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "must not be negative"));
+  VERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "must not be negative"));
   // With its checksum, any edit is caught as such.
   doc = nlohmann::json::parse(good);
   doc["micro_batch_history"][1]["micro_batch"] = 0;
   writeText(dir / "lorascope_state.json", doc.dump(2));
-  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); },
-                                        "checksum does not match its contents"));
+  VERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); },
+                                       "checksum does not match its contents"));
   writeText(dir / "lorascope_state.json", good);
-  QCOMPARE(run.loadCheckpoint().step, std::int64_t{5});
+  COMPARE(run.loadCheckpoint().step, std::int64_t{5});
 }
 
-void TestCheckpoint::bitFlipOrNanAdapterIsDetectedAndResumeFallsBackToTheNewestIntact() {
+TEST_CASE(bitFlipOrNanAdapterIsDetectedAndResumeFallsBackToTheNewestIntact) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   const RunDirectory run = RunDirectory::create(path("bitflip"), runConfig());
   run.saveCheckpoint(richState(folder.config(), 4), 0);
@@ -375,47 +348,47 @@ void TestCheckpoint::bitFlipOrNanAdapterIsDetectedAndResumeFallsBackToTheNewestI
   std::string flipped = good;
   flipped[flipped.size() - 3] = static_cast<char>(flipped[flipped.size() - 3] ^ 0x04);
   writeText(adapter, flipped);
-  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(8); }, "differs from fnv1a64:"));
+  VERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(8); }, "differs from fnv1a64:"));
   std::string note;
   const TrainerState fallback =
       run.loadCheckpoint(std::nullopt, [&](const std::string& text) { note = text; });
-  QCOMPARE(fallback.step, std::int64_t{4});
-  QVERIFY2(note.find("resuming from checkpoint step-4, the newest intact one; skipped: step-8") !=
-               std::string::npos,
-           note.c_str());
-  QVERIFY2(note.find("a bit flip") != std::string::npos, note.c_str());
+  COMPARE(fallback.step, std::int64_t{4});
+  VERIFY2(note.find("resuming from checkpoint step-4, the newest intact one; skipped: step-8") !=
+              std::string::npos,
+          note.c_str());
+  VERIFY2(note.find("a bit flip") != std::string::npos, note.c_str());
 
   // A NaN adapter with matching checksums (written by a bug, not flipped) is refused as such.
   TrainerState nan = richState(folder.config(), 8);
   nan.adapter.weights[0].a[0] = std::numeric_limits<float>::quiet_NaN();
   const fs::path scratch = path("nan_scratch");
   fs::create_directories(scratch);
-  QVERIFY(throwsNaming<std::invalid_argument>(
+  VERIFY(throwsNaming<std::invalid_argument>(
       [&] { train::writeCheckpointFiles(scratch, nan, run.configHash(), "m"); }, "not finite"));
   writeText(adapter, good);
-  QCOMPARE(run.loadCheckpoint().step, std::int64_t{8});
+  COMPARE(run.loadCheckpoint().step, std::int64_t{8});
   // Every checkpoint damaged: the error names each.
   writeText(adapter, flipped);
   writeText(path("bitflip") / "checkpoints" / "step-4" / "optimizer.safetensors", "x");
-  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); },
-                                        "holds no intact checkpoint to resume from: step-8"));
+  VERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); },
+                                       "holds no intact checkpoint to resume from: step-8"));
 }
 
-void TestCheckpoint::checkpointWithoutChecksumsStillResumes() {
+TEST_CASE(checkpointWithoutChecksumsStillResumes) {
   // Checkpoints written before checksums existed have no "files" and no "checksum".
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   const RunDirectory run = RunDirectory::create(path("old_format"), runConfig());
   const TrainerState saved = richState(folder.config(), 6);
   const fs::path dir = run.saveCheckpoint(saved, 0);
   nlohmann::json doc = nlohmann::json::parse(readText(dir / "lorascope_state.json"));
-  QVERIFY(doc.contains("files") && doc.contains("checksum"));
+  VERIFY(doc.contains("files") && doc.contains("checksum"));
   doc.erase("files");
   doc.erase("checksum");
   writeText(dir / "lorascope_state.json", doc.dump(2));
-  QVERIFY(sameState(run.loadCheckpoint(), saved));
+  VERIFY(sameState(run.loadCheckpoint(), saved));
 }
 
-void TestCheckpoint::failedRunBeforeItsFirstCheckpointLeavesAReusableFolder() {
+TEST_CASE(failedRunBeforeItsFirstCheckpointLeavesAReusableFolder) {
   // Issue 20 item 6: such a folder could be neither reused ("exists ... resume it") nor resumed
   // ("holds no complete checkpoint").
   const fs::path dir = path("early_kill");
@@ -424,30 +397,30 @@ void TestCheckpoint::failedRunBeforeItsFirstCheckpointLeavesAReusableFolder() {
     run.appendMetrics(metricsOf(1));  // a step ran, then the process died before a checkpoint
   }
   fs::create_directories(dir / ".adapter.tmp-999999999");  // a writer that is gone
-  QVERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::open(dir).loadCheckpoint(); },
-                                        "Start it again with the same train command"));
-  QVERIFY(!fs::exists(dir / ".adapter.tmp-999999999"));  // open() swept it
+  VERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::open(dir).loadCheckpoint(); },
+                                       "Start it again with the same train command"));
+  VERIFY(!fs::exists(dir / ".adapter.tmp-999999999"));  // open() swept it
   const RunDirectory again = RunDirectory::create(dir, runConfig());
-  QVERIFY(!fs::exists(dir / "metrics.jsonl"));
-  QVERIFY(RunDirectory::readMetrics(again.dir() / "metrics.jsonl").empty());
+  VERIFY(!fs::exists(dir / "metrics.jsonl"));
+  VERIFY(RunDirectory::readMetrics(again.dir() / "metrics.jsonl").empty());
   // Once it holds a checkpoint, it is a run to resume, not to overwrite.
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   again.saveCheckpoint(richState(folder.config(), 2), 0);
-  QVERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(dir, runConfig()); },
-                                        "resume it with --resume"));
+  VERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(dir, runConfig()); },
+                                       "resume it with --resume"));
   // A bad model or data path is refused before any folder is made.
   nlohmann::json badModel = runConfig();
   badModel["model_path"] = path("no_such_model").string();
-  QVERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(path("typo"), badModel); },
-                                        "not a model folder (check --model)"));
+  VERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(path("typo"), badModel); },
+                                       "not a model folder (check --model)"));
   nlohmann::json badData = runConfig();
   badData["data_path"] = path("no_such.jsonl").string();
-  QVERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(path("typo"), badData); },
-                                        "check --data"));
-  QVERIFY(!fs::exists(path("typo")));
+  VERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(path("typo"), badData); },
+                                       "check --data"));
+  VERIFY(!fs::exists(path("typo")));
 }
 
-void TestCheckpoint::keepsTheLastKCheckpoints() {
+TEST_CASE(keepsTheLastKCheckpoints) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   const RunDirectory run = RunDirectory::create(path("rotate"), runConfig());
   // Leftovers of a crash in the middle of a checkpoint are ignored and swept.
@@ -457,18 +430,18 @@ void TestCheckpoint::keepsTheLastKCheckpoints() {
     s.step = step;
     run.saveCheckpoint(s, 2);
   }
-  QCOMPARE(run.checkpointSteps(), (std::vector<std::int64_t>{4, 5}));
-  QVERIFY(!fs::exists(path("rotate") / "checkpoints" / ".step-9.tmp-1"));
-  QCOMPARE(run.loadCheckpoint().step, std::int64_t{5});
+  COMPARE(run.checkpointSteps(), (std::vector<std::int64_t>{4, 5}));
+  VERIFY(!fs::exists(path("rotate") / "checkpoints" / ".step-9.tmp-1"));
+  COMPARE(run.loadCheckpoint().step, std::int64_t{5});
   s.step = 5;  // saving the same step again replaces it
   run.saveCheckpoint(s, 2);
-  QCOMPARE(run.checkpointSteps(), (std::vector<std::int64_t>{4, 5}));
-  QVERIFY(throwsNaming<CheckpointError>(
+  COMPARE(run.checkpointSteps(), (std::vector<std::int64_t>{4, 5}));
+  VERIFY(throwsNaming<CheckpointError>(
       [&] { RunDirectory::create(path("empty"), runConfig()).loadCheckpoint(); },
       "holds no complete checkpoint"));
 }
 
-void TestCheckpoint::metricsToleratesATornLastLine() {
+TEST_CASE(metricsToleratesATornLastLine) {
   const RunDirectory run = RunDirectory::create(path("metrics"), runConfig());
   for (std::int64_t step = 1; step <= 3; ++step)
     run.appendMetrics(metricsOf(step));
@@ -476,36 +449,36 @@ void TestCheckpoint::metricsToleratesATornLastLine() {
   const std::string complete = readText(file);
   writeText(file, complete + "{\"step\": 4, \"loss\": 0.");  // a crash mid-line
   const auto read = RunDirectory::readMetrics(file);
-  QCOMPARE(read.size(), std::size_t{3});
-  QCOMPARE(read[2].step, std::int64_t{3});
-  QVERIFY(read[0].loss == metricsOf(1).loss);  // doubles round-trip exactly
-  QCOMPARE(read[1].accumulation, std::int64_t{4});
-  QCOMPARE(read[2].predictedTokens, std::int64_t{80});
+  COMPARE(read.size(), std::size_t{3});
+  COMPARE(read[2].step, std::int64_t{3});
+  VERIFY(read[0].loss == metricsOf(1).loss);  // doubles round-trip exactly
+  COMPARE(read[1].accumulation, std::int64_t{4});
+  COMPARE(read[2].predictedTokens, std::int64_t{80});
 
   run.truncateMetricsAfter(2);  // a resume from step 2 drops later lines and the torn tail
-  QCOMPARE(RunDirectory::readMetrics(file).size(), std::size_t{2});
+  COMPARE(RunDirectory::readMetrics(file).size(), std::size_t{2});
   run.appendMetrics(metricsOf(3));
-  QCOMPARE(RunDirectory::readMetrics(file).back().step, std::int64_t{3});
+  COMPARE(RunDirectory::readMetrics(file).back().step, std::int64_t{3});
 
   writeText(file, "{\"step\": 1}\n" + complete);  // a bad line that is not the last
-  QVERIFY(
+  VERIFY(
       throwsNaming<CheckpointError>([&] { RunDirectory::readMetrics(file); }, "metrics.jsonl:1"));
 }
 
-void TestCheckpoint::createRefusesAnExistingRun() {
+TEST_CASE(createRefusesAnExistingRun) {
   // A run with a checkpoint (one without is reusable:
   // failedRunBeforeItsFirstCheckpointLeavesAReusableFolder).
   RunDirectory::create(path("twice"), runConfig())
       .saveCheckpoint(richState(openFixture("llama_f32_legacy_rope").config(), 1), 0);
-  QVERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(path("twice"), runConfig()); },
-                                        "already holds a run"));
-  QVERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::open(path("nothing-here")); },
-                                        "is not a LoRAscope run folder"));
-  QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
-                           RunDirectory::create(path("nomodel"), nlohmann::json::object()));
+  VERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(path("twice"), runConfig()); },
+                                       "already holds a run"));
+  VERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::open(path("nothing-here")); },
+                                       "is not a LoRAscope run folder"));
+  VERIFY_THROWS_EXCEPTION(std::invalid_argument,
+                          RunDirectory::create(path("nomodel"), nlohmann::json::object()));
 }
 
-void TestCheckpoint::resumeFromDiskIsBitIdentical() {
+TEST_CASE(resumeFromDiskIsBitIdentical) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
   std::vector<train::TokenizedExample> data;
@@ -548,22 +521,22 @@ void TestCheckpoint::resumeFromDiskIsBitIdentical() {
                            std::move(state));
   resumed.run([&](const train::StepMetrics& m) { reopened.appendMetrics(m); });
   const auto metrics = RunDirectory::readMetrics(path("resume") / "metrics.jsonl");
-  QCOMPARE(metrics.size(), losses.size());
+  COMPARE(metrics.size(), losses.size());
   for (std::size_t i = 0; i < losses.size(); ++i) {
-    QCOMPARE(metrics[i].step, static_cast<std::int64_t>(i + 1));
-    QVERIFY2(metrics[i].loss == losses[i], qPrintable(QString("step %1").arg(i + 1)));
+    COMPARE(metrics[i].step, static_cast<std::int64_t>(i + 1));
+    VERIFY2(metrics[i].loss == losses[i], "step " + std::to_string(i + 1));
   }
   for (std::size_t i = 0; i < uninterrupted.state().adapter.weights.size(); ++i) {
-    QVERIFY(bitIdentical(resumed.state().adapter.weights[i].a,
-                         uninterrupted.state().adapter.weights[i].a));
-    QVERIFY(bitIdentical(resumed.state().adapter.weights[i].b,
-                         uninterrupted.state().adapter.weights[i].b));
-    QVERIFY(
+    VERIFY(bitIdentical(resumed.state().adapter.weights[i].a,
+                        uninterrupted.state().adapter.weights[i].a));
+    VERIFY(bitIdentical(resumed.state().adapter.weights[i].b,
+                        uninterrupted.state().adapter.weights[i].b));
+    VERIFY(
         bitIdentical(resumed.state().moments[i].secondA, uninterrupted.state().moments[i].secondA));
   }
 }
 
-void TestCheckpoint::hfTrainerStateHoldsLogHistory() {
+TEST_CASE(hfTrainerStateHoldsLogHistory) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   nlohmann::json config = runConfig();
   config["training"] = {
@@ -576,76 +549,76 @@ void TestCheckpoint::hfTrainerStateHoldsLogHistory() {
        {path("hf") / "trainer_state.json", checkpoint / "trainer_state.json"}) {
     const std::string text = readText(file);
     // transformers' save_to_json: indent 2, sorted keys.
-    QVERIFY2(text.rfind("{\n  \"best_metric\": null,\n  \"best_model_checkpoint\": null,", 0) == 0,
-             text.c_str());
+    VERIFY2(text.rfind("{\n  \"best_metric\": null,\n  \"best_model_checkpoint\": null,", 0) == 0,
+            text.c_str());
     const auto doc = nlohmann::json::parse(text);
-    QVERIFY(!doc.contains("format_version"));
-    QCOMPARE(doc.at("global_step").get<std::int64_t>(), std::int64_t{2});
-    QCOMPARE(doc.at("max_steps").get<std::int64_t>(), std::int64_t{40});
-    QCOMPARE(doc.at("num_train_epochs").get<std::int64_t>(), std::int64_t{3});
-    QCOMPARE(doc.at("save_steps").get<std::int64_t>(), std::int64_t{10});
-    QCOMPARE(doc.at("train_batch_size").get<std::int64_t>(), std::int64_t{2});
-    QCOMPARE(doc.at("num_input_tokens_seen").get<std::int64_t>(), std::int64_t{987654});
+    VERIFY(!doc.contains("format_version"));
+    COMPARE(doc.at("global_step").get<std::int64_t>(), std::int64_t{2});
+    COMPARE(doc.at("max_steps").get<std::int64_t>(), std::int64_t{40});
+    COMPARE(doc.at("num_train_epochs").get<std::int64_t>(), std::int64_t{3});
+    COMPARE(doc.at("save_steps").get<std::int64_t>(), std::int64_t{10});
+    COMPARE(doc.at("train_batch_size").get<std::int64_t>(), std::int64_t{2});
+    COMPARE(doc.at("num_input_tokens_seen").get<std::int64_t>(), std::int64_t{987654});
     const auto& history = doc.at("log_history");
-    QCOMPARE(history.size(), std::size_t{2});  // steps after the checkpoint are not in it
+    COMPARE(history.size(), std::size_t{2});  // steps after the checkpoint are not in it
     for (std::size_t i = 0; i < 2; ++i) {
       const train::StepMetrics m = metricsOf(static_cast<std::int64_t>(i + 1));
-      QCOMPARE(history[i].at("step").get<std::int64_t>(), m.step);
-      QVERIFY(history[i].at("loss").get<double>() == m.loss);
-      QVERIFY(history[i].at("learning_rate").get<double>() == m.learningRate);
-      QVERIFY(history[i].at("grad_norm").get<double>() == m.gradNorm);
-      QVERIFY(history[i].at("epoch").is_number_float());
+      COMPARE(history[i].at("step").get<std::int64_t>(), m.step);
+      VERIFY(history[i].at("loss").get<double>() == m.loss);
+      VERIFY(history[i].at("learning_rate").get<double>() == m.learningRate);
+      VERIFY(history[i].at("grad_norm").get<double>() == m.gradNorm);
+      VERIFY(history[i].at("epoch").is_number_float());
     }
   }
 }
 
-void TestCheckpoint::checkpointsOfTheOldLayoutStillResume() {
+TEST_CASE(checkpointsOfTheOldLayoutStillResume) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   const RunDirectory run = RunDirectory::create(path("old"), runConfig());
   const TrainerState saved = richState(folder.config(), 7);
   const fs::path dir = run.saveCheckpoint(saved, 3);
   // Before lorascope_state.json, our state (format_version 1) was trainer_state.json.
   fs::rename(dir / "lorascope_state.json", dir / "trainer_state.json");
-  QVERIFY(readText(dir / "trainer_state.json").find("\"format_version\"") != std::string::npos);
-  QVERIFY(sameState(saved, RunDirectory::open(path("old")).loadCheckpoint()));
-  QCOMPARE(train::checkpointConfigHash(dir), run.configHash());
+  VERIFY(readText(dir / "trainer_state.json").find("\"format_version\"") != std::string::npos);
+  VERIFY(sameState(saved, RunDirectory::open(path("old")).loadCheckpoint()));
+  COMPARE(train::checkpointConfigHash(dir), run.configHash());
   // Hugging Face's trainer_state.json alone is not our state: the error names ours.
   writeText(dir / "trainer_state.json", "{\"global_step\": 7, \"log_history\": []}");
-  QVERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "lorascope_state.json"));
+  VERIFY(throwsNaming<CheckpointError>([&] { run.loadCheckpoint(); }, "lorascope_state.json"));
 }
 
-void TestCheckpoint::tensorboardEventsMirrorMetrics() {
-  QCOMPARE(train::crc32c("123456789"), std::uint32_t{0xe3069283});  // the CRC-32C check value
+TEST_CASE(tensorboardEventsMirrorMetrics) {
+  COMPARE(train::crc32c("123456789"), std::uint32_t{0xe3069283});  // the CRC-32C check value
   const RunDirectory run = RunDirectory::create(path("tb"), runConfig());
   for (std::int64_t step = 1; step <= 3; ++step)
     run.appendMetrics(metricsOf(step));
   const fs::path file = train::tfEventsPath(path("tb"));
-  QVERIFY2(file.filename().string().rfind("events.out.tfevents.", 0) == 0, file.c_str());
-  QVERIFY(fs::exists(file));
+  VERIFY2(file.filename().string().rfind("events.out.tfevents.", 0) == 0, file.c_str());
+  VERIFY(fs::exists(file));
   auto events = train::readTfEvents(file);
-  QCOMPARE(events.size(), std::size_t{4});
-  QCOMPARE(events[0].fileVersion, std::string("brain.Event:2"));
+  COMPARE(events.size(), std::size_t{4});
+  COMPARE(events[0].fileVersion, std::string("brain.Event:2"));
   for (std::int64_t step = 1; step <= 3; ++step) {
     const train::TfEvent& e = events[static_cast<std::size_t>(step)];
-    QCOMPARE(e.step, step);
-    QVERIFY(e.wallTime > 1.7e9);
-    QCOMPARE(e.scalars.size(), std::size_t{5});
-    QCOMPARE(e.scalars[0].first, std::string("train/loss"));
-    QCOMPARE(e.scalars[0].second, static_cast<float>(metricsOf(step).loss));
-    QCOMPARE(e.scalars[1].first, std::string("train/learning_rate"));
-    QCOMPARE(e.scalars[1].second, static_cast<float>(metricsOf(step).learningRate));
+    COMPARE(e.step, step);
+    VERIFY(e.wallTime > 1.7e9);
+    COMPARE(e.scalars.size(), std::size_t{5});
+    COMPARE(e.scalars[0].first, std::string("train/loss"));
+    COMPARE(e.scalars[0].second, static_cast<float>(metricsOf(step).loss));
+    COMPARE(e.scalars[1].first, std::string("train/learning_rate"));
+    COMPARE(e.scalars[1].second, static_cast<float>(metricsOf(step).learningRate));
   }
   // A resume from step 2 drops the later event; the file continues without repeating a step.
   run.truncateMetricsAfter(2);
-  QCOMPARE(train::readTfEvents(file).size(), std::size_t{3});
+  COMPARE(train::readTfEvents(file).size(), std::size_t{3});
   run.appendMetrics(metricsOf(3));
   events = train::readTfEvents(file);
-  QCOMPARE(events.size(), std::size_t{4});
-  QCOMPARE(events.back().step, std::int64_t{3});
-  QCOMPARE(train::tfEventsPath(path("tb")), file);  // one file per run folder
+  COMPARE(events.size(), std::size_t{4});
+  COMPARE(events.back().step, std::int64_t{3});
+  COMPARE(train::tfEventsPath(path("tb")), file);  // one file per run folder
 }
 
-void TestCheckpoint::tensorboardEventsRejectDamage() {
+TEST_CASE(tensorboardEventsRejectDamage) {
   const RunDirectory run = RunDirectory::create(path("tbbad"), runConfig());
   run.appendMetrics(metricsOf(1));
   const fs::path file = train::tfEventsPath(path("tbbad"));
@@ -653,24 +626,24 @@ void TestCheckpoint::tensorboardEventsRejectDamage() {
   // A torn last record (a crash mid-write) is skipped.
   const std::string record = train::tfRecord(train::encodeTfEvent(train::tfEventOf(metricsOf(2))));
   writeText(file, good + record.substr(0, record.size() - 3));
-  QCOMPARE(train::readTfEvents(file).size(), std::size_t{2});
+  COMPARE(train::readTfEvents(file).size(), std::size_t{2});
   // A flipped byte inside a record is a CRC error naming the file and the record.
   std::string damaged = good;
   damaged[damaged.size() - 10] ^= 0x01;
   writeText(file, damaged);
-  QVERIFY(throwsNaming<CheckpointError>([&] { train::readTfEvents(file); },
-                                        "data's CRC does not match"));
+  VERIFY(throwsNaming<CheckpointError>([&] { train::readTfEvents(file); },
+                                       "data's CRC does not match"));
 }
 
-void TestCheckpoint::finalAdapterHasModelCardAndModelId() {
+TEST_CASE(finalAdapterHasModelCardAndModelId) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   nlohmann::json config = runConfig();
   config["model_id"] = "test-org/tiny-llama";  // --model given as a Hugging Face id
   writeText(path("alpaca_en.jsonl"), "{\"instruction\": \"Hi\", \"output\": \"Hello\"}\n");
   config["data_path"] = path("alpaca_en.jsonl").string();
   const RunDirectory run = RunDirectory::create(path("card"), config);
-  QCOMPARE(run.baseModelName(), std::string("test-org/tiny-llama"));
-  QCOMPARE(run.baseModel(), kModelDataDir + "/llama_f32_legacy_rope");  // still the folder
+  COMPARE(run.baseModelName(), std::string("test-org/tiny-llama"));
+  COMPARE(run.baseModel(), kModelDataDir + "/llama_f32_legacy_rope");  // still the folder
   for (std::int64_t step = 1; step <= 3; ++step)
     run.appendMetrics(metricsOf(step));
   const TrainerState state = richState(folder.config(), 3);
@@ -678,8 +651,8 @@ void TestCheckpoint::finalAdapterHasModelCardAndModelId() {
   run.saveFinalAdapter(state.adapter);
   for (const fs::path& dir : {checkpoint, run.finalAdapterDir()}) {
     const auto adapterConfig = nlohmann::json::parse(readText(dir / "adapter_config.json"));
-    QCOMPARE(adapterConfig.at("base_model_name_or_path").get<std::string>(),
-             std::string("test-org/tiny-llama"));
+    COMPARE(adapterConfig.at("base_model_name_or_path").get<std::string>(),
+            std::string("test-org/tiny-llama"));
   }
   const std::string card = readText(run.finalAdapterDir() / "README.md");
   const std::string version = compute::buildInfo().version;
@@ -692,18 +665,13 @@ void TestCheckpoint::finalAdapterHasModelCardAndModelId() {
         std::string("| Dataset | alpaca_en.jsonl |"), std::string("| Optimizer steps | 3 |"),
         std::string("| Final training loss | 3.3333 |"), std::string("| Tokens trained | 240 |"),
         "### Framework versions\n\n- LoRAscope " + version + "\n"}) {
-    QVERIFY2(card.find(expected) != std::string::npos, (expected + "\n---\n" + card).c_str());
+    VERIFY2(card.find(expected) != std::string::npos, (expected + "\n---\n" + card).c_str());
   }
   // An export of an earlier checkpoint describes that checkpoint.
   fs::create_directories(path("card-export"));
   run.writeModelCard(path("card-export"), state.adapter, 2);
-  QVERIFY(readText(path("card-export") / "README.md").find("| Optimizer steps | 2 |") !=
-          std::string::npos);
-  QVERIFY(readText(path("card-export") / "README.md").find("| Final training loss | 2.3333 |") !=
-          std::string::npos);
+  VERIFY(readText(path("card-export") / "README.md").find("| Optimizer steps | 2 |") !=
+         std::string::npos);
+  VERIFY(readText(path("card-export") / "README.md").find("| Final training loss | 2.3333 |") !=
+         std::string::npos);
 }
-
-#endif  // Q_MOC_RUN
-
-QTEST_APPLESS_MAIN(TestCheckpoint)
-#include "test_checkpoint.moc"

@@ -1,8 +1,8 @@
 // test_demo.cpp — the built-in demo: the model folder and dataset are the same bytes on every run
 // (and match committed fingerprints), the folder opens as a Llama model with a byte-level
 // tokenizer and a ChatML template, the dataset's answers are right, and a short run on it learns.
-#include <QTemporaryDir>
-#include <QtTest>
+#include "TempDir.h"
+#include "TestRunner.h"
 
 #include <algorithm>
 #include <cmath>
@@ -57,121 +57,106 @@ std::string words(const std::string& text, bool reversed) {
 
 }  // namespace
 
-class TestDemo : public QObject {
-  Q_OBJECT
+lstest::TempDir tmp_;
+fs::path path(const std::string& name) {
+  return fs::path(tmp_.path()) / name;
+}
 
-  QTemporaryDir tmp_;
-  fs::path path(const std::string& name) const {
-    return fs::path(tmp_.path().toStdString()) / name;
-  }
-
- private slots:
-  void modelFolderIsDeterministic();
-  void modelOpensWithTokenizerAndTemplate();
-  void datasetIsDeterministicAndCorrect();
-  void cacheIsWrittenOnce();
-  void aShortRunLearns();
-  void trainingReadsShareGptAndPromptCompletion();
-  void transformersReadsTheDemoAsWeDo();
-};
-
-#ifndef Q_MOC_RUN
-
-void TestDemo::modelFolderIsDeterministic() {
+TEST_CASE(modelFolderIsDeterministic) {
   train::writeDemoModel(path("a"));
   train::writeDemoModel(path("b"));
   for (const char* file : {"config.json", "model.safetensors", "tokenizer.json",
                            "tokenizer_config.json", "generation_config.json"}) {
-    QVERIFY2(readBytes(path("a") / file) == readBytes(path("b") / file), file);
+    VERIFY2(readBytes(path("a") / file) == readBytes(path("b") / file), file);
   }
   // The same bits on every platform: the weights use no libm function.
   const std::string weights = readBytes(path("a") / "model.safetensors");
-  qInfo("demo model.safetensors: %zu bytes, fnv1a64 %016llx", weights.size(),
-        static_cast<unsigned long long>(train::fnv1a64(weights)));
-  QCOMPARE(train::fnv1a64(weights), kDemoModelFnv);
+  lstest::info("demo model.safetensors: %zu bytes, fnv1a64 %016llx", weights.size(),
+               static_cast<unsigned long long>(train::fnv1a64(weights)));
+  COMPARE(train::fnv1a64(weights), kDemoModelFnv);
 }
 
-void TestDemo::modelOpensWithTokenizerAndTemplate() {
+TEST_CASE(modelOpensWithTokenizerAndTemplate) {
   const fs::path dir = path("open");
   train::writeDemoModel(dir);
   const model::ModelFolder folder = model::ModelFolder::open(dir.string());
   const model::ModelConfig& c = folder.config();
-  QCOMPARE(c.family, model::Family::Llama);
-  QCOMPARE(c.hiddenSize, std::int64_t{256});
-  QCOMPARE(c.numLayers, std::int64_t{4});
-  QCOMPARE(c.numKvHeads, std::int64_t{2});
-  QVERIFY(c.tieWordEmbeddings);
+  COMPARE(c.family, model::Family::Llama);
+  COMPARE(c.hiddenSize, std::int64_t{256});
+  COMPARE(c.numLayers, std::int64_t{4});
+  COMPARE(c.numKvHeads, std::int64_t{2});
+  VERIFY(c.tieWordEmbeddings);
   const std::int64_t params = model::countParameters(c).total;
-  QVERIFY2(params > 2'500'000 && params < 4'000'000, qPrintable(QString::number(params)));
+  VERIFY2(params > 2'500'000 && params < 4'000'000, std::to_string(params));
 
   const text::Tokenizer tokenizer = text::Tokenizer::fromModelDir(dir);
-  QCOMPARE(tokenizer.vocabSize(), static_cast<std::int32_t>(train::kDemoVocabSize));
+  COMPARE(tokenizer.vocabSize(), static_cast<std::int32_t>(train::kDemoVocabSize));
   const std::string sample = "Add the two numbers.\n17 + 25 = 42 {ok}";
   const std::vector<std::int32_t> ids = tokenizer.encode(sample);
-  QCOMPARE(ids.size(), sample.size());  // one token per byte
+  COMPARE(ids.size(), sample.size());  // one token per byte
   for (std::size_t i = 0; i < ids.size(); ++i)
-    QCOMPARE(ids[i], static_cast<std::int32_t>(static_cast<unsigned char>(sample[i])));
-  QCOMPARE(tokenizer.decode(ids), sample);
-  QCOMPARE(tokenizer.encode("<|im_start|>user"),
-           (std::vector<std::int32_t>{257, 'u', 's', 'e', 'r'}));
-  QCOMPARE(tokenizer.eosId(), std::optional<std::int32_t>{258});
+    COMPARE(ids[i], static_cast<std::int32_t>(static_cast<unsigned char>(sample[i])));
+  COMPARE(tokenizer.decode(ids), sample);
+  COMPARE(tokenizer.encode("<|im_start|>user"),
+          (std::vector<std::int32_t>{257, 'u', 's', 'e', 'r'}));
+  COMPARE(tokenizer.eosId(), std::optional<std::int32_t>{258});
   // The demo's own chat_template runs as Jinja and renders what the built-in ChatML does.
   const text::ChatTemplate own = text::ChatTemplate::forModelDir(dir);
-  QCOMPARE(own.name(), std::string("jinja"));
+  COMPARE(own.name(), std::string("jinja"));
   const std::vector<text::ChatMessage> turns = {{"user", "Hi"}, {"assistant", "Hello"}};
   const text::ChatTemplate chatMl = text::ChatTemplate::byName("chatml");
-  QCOMPARE(own.render(turns, false), chatMl.render(turns, false));
-  QCOMPARE(own.render({turns[0]}, true), chatMl.render({turns[0]}, true));
+  COMPARE(own.render(turns, false), chatMl.render(turns, false));
+  COMPARE(own.render({turns[0]}, true), chatMl.render({turns[0]}, true));
 
   // A fresh random model predicts close to uniformly: loss ≈ ln(vocab).
   auto backend = compute::createCpuBackend();
   const std::vector<std::int32_t> labels = ids;
   const model::ForwardResult r = model::forward(
       *backend, c, folder.weights(), {1, static_cast<std::int64_t>(ids.size()), ids, labels});
-  QVERIFY2(std::fabs(*r.loss - std::log(259.0)) < 0.5, qPrintable(QString::number(*r.loss)));
+  VERIFY2(std::fabs(*r.loss - std::log(259.0)) < 0.5, lstest::format("%g", *r.loss));
 }
 
-void TestDemo::datasetIsDeterministicAndCorrect() {
+TEST_CASE(datasetIsDeterministicAndCorrect) {
   const std::vector<train::DemoExample> examples = train::demoExamples();
-  QCOMPARE(examples.size(), std::size_t{4 * train::kDemoExamplesPerTask});
+  COMPARE(examples.size(), std::size_t{4 * train::kDemoExamplesPerTask});
   const std::string jsonl = train::demoDatasetJsonl();
-  QCOMPARE(jsonl, train::demoDatasetJsonl());
-  qInfo("demo dataset: %zu bytes, fnv1a64 %016llx", jsonl.size(),
-        static_cast<unsigned long long>(train::fnv1a64(jsonl)));
-  QCOMPARE(train::fnv1a64(jsonl), kDemoDatasetFnv);
+  COMPARE(jsonl, train::demoDatasetJsonl());
+  lstest::info("demo dataset: %zu bytes, fnv1a64 %016llx", jsonl.size(),
+               static_cast<unsigned long long>(train::fnv1a64(jsonl)));
+  COMPARE(train::fnv1a64(jsonl), kDemoDatasetFnv);
   std::set<std::string> distinct;
   for (const train::DemoExample& e : examples) {
     distinct.insert(e.input);
     if (e.instruction == "Reverse the order of the words.") {
-      QCOMPARE(e.output, words(e.input, true));
+      COMPARE(e.output, words(e.input, true));
     } else if (e.instruction == "Add the two numbers.") {
       const std::size_t plus = e.input.find(" + ");
-      QCOMPARE(std::stoi(e.output),
-               std::stoi(e.input.substr(0, plus)) + std::stoi(e.input.substr(plus + 3)));
+      COMPARE(std::stoi(e.output),
+              std::stoi(e.input.substr(0, plus)) + std::stoi(e.input.substr(plus + 3)));
     } else if (e.instruction == "Write the text in upper case.") {
       std::string upper = e.input;
       for (char& ch : upper)
         ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-      QCOMPARE(e.output, upper);
+      COMPARE(e.output, upper);
     } else {
-      QCOMPARE(e.instruction, std::string("Spell the word backwards."));
-      QCOMPARE(e.output, std::string(e.input.rbegin(), e.input.rend()));
+      COMPARE(e.instruction, std::string("Spell the word backwards."));
+      COMPARE(e.output, std::string(e.input.rbegin(), e.input.rend()));
     }
   }
-  QVERIFY(distinct.size() > 200);  // varied, not a few rows repeated
+  VERIFY(distinct.size() > 200);  // varied, not a few rows repeated
   std::size_t lines = 0;
   std::istringstream in(jsonl);
   for (std::string line; std::getline(in, line); ++lines) {
     const nlohmann::json row = nlohmann::json::parse(line);
-    QVERIFY(row.contains("instruction") && row.contains("input") && row.contains("output"));
+    VERIFY(row.contains("instruction") && row.contains("input") && row.contains("output"));
   }
-  QCOMPARE(lines, examples.size());
+  COMPARE(lines, examples.size());
 }
 
 // `train` reads ShareGPT and prompt/completion files like the others: the same conversation
 // gives the same tokens and labels as its chat form; a prompt/completion record trains on the
 // completion only.
-void TestDemo::trainingReadsShareGptAndPromptCompletion() {
+TEST_CASE(trainingReadsShareGptAndPromptCompletion) {
   const fs::path model = train::ensureDemoModel(path("formats"));
   const auto write = [&](const char* name, const std::string& text) {
     std::ofstream(path("formats") / name) << text;
@@ -189,44 +174,44 @@ void TestDemo::trainingReadsShareGptAndPromptCompletion() {
                                                       "\n");
   const train::TrainingData fromChat = train::loadTrainingData(chat, model, 64);
   const train::TrainingData fromShareGpt = train::loadTrainingData(shareGpt, model, 64);
-  QCOMPARE(fromShareGpt.examples.size(), std::size_t{1});
-  QCOMPARE(fromShareGpt.examples[0].ids, fromChat.examples[0].ids);
-  QCOMPARE(fromShareGpt.examples[0].labels, fromChat.examples[0].labels);
+  COMPARE(fromShareGpt.examples.size(), std::size_t{1});
+  COMPARE(fromShareGpt.examples[0].ids, fromChat.examples[0].ids);
+  COMPARE(fromShareGpt.examples[0].labels, fromChat.examples[0].labels);
   const train::TrainingData fromPc = train::loadTrainingData(promptCompletion, model, 64);
-  QCOMPARE(fromPc.examples.size(), std::size_t{1});
+  COMPARE(fromPc.examples.size(), std::size_t{1});
   const train::TokenizedExample& pc = fromPc.examples[0];
   // The demo tokenizer has one token per byte: "2 + 3 =" is 7 masked tokens, " 5" and EOS are
   // trained.
-  QCOMPARE(pc.ids.size(), std::size_t{10});
-  QCOMPARE(std::count(pc.labels.begin(), pc.labels.end(), -100), std::ptrdiff_t{7});
-  QCOMPARE(pc.labels.back(), 258);  // <|im_end|>, the demo's EOS
+  COMPARE(pc.ids.size(), std::size_t{10});
+  COMPARE(std::count(pc.labels.begin(), pc.labels.end(), -100), std::ptrdiff_t{7});
+  COMPARE(pc.labels.back(), 258);  // <|im_end|>, the demo's EOS
 }
 
-void TestDemo::cacheIsWrittenOnce() {
+TEST_CASE(cacheIsWrittenOnce) {
   const fs::path cache = path("cache");
   const fs::path model = train::ensureDemoModel(cache);
   const fs::path data = train::ensureDemoDataset(cache);
-  QCOMPARE(model, cache / train::kDemoModelName);
-  QCOMPARE(data, cache / train::kDemoDatasetName);
+  COMPARE(model, cache / train::kDemoModelName);
+  COMPARE(data, cache / train::kDemoDatasetName);
   const auto written = fs::last_write_time(model / "model.safetensors");
-  QCOMPARE(train::ensureDemoModel(cache), model);
-  QCOMPARE(fs::last_write_time(model / "model.safetensors"), written);
+  COMPARE(train::ensureDemoModel(cache), model);
+  COMPARE(fs::last_write_time(model / "model.safetensors"), written);
   for (const fs::directory_entry& e : fs::directory_iterator(cache))
-    QVERIFY2(e.path().filename().string()[0] != '.', e.path().c_str());  // no temp left
+    VERIFY2(e.path().filename().string()[0] != '.', e.path().c_str());  // no temp left
   const train::TrainingData tokenized = train::loadTrainingData(data, model, 256);
-  QCOMPARE(tokenized.chatTemplate, std::string("jinja"));
-  QCOMPARE(tokenized.examples.size(), std::size_t{4 * train::kDemoExamplesPerTask});
-  QCOMPARE(tokenized.skippedRecords, std::int64_t{0});
+  COMPARE(tokenized.chatTemplate, std::string("jinja"));
+  COMPARE(tokenized.examples.size(), std::size_t{4 * train::kDemoExamplesPerTask});
+  COMPARE(tokenized.skippedRecords, std::int64_t{0});
   // Labels cover the response only: "<|im_start|>assistant\n" is masked, "<|im_end|>" trained.
   const train::TokenizedExample& first = tokenized.examples[0];
   std::size_t trained = 0;
   for (std::int32_t label : first.labels)
     trained += label != -100 ? 1 : 0;
-  QVERIFY(trained > 5 && trained < first.ids.size() / 2);
-  QCOMPARE(first.labels[first.labels.size() - 2], 258);  // <|im_end|> before the final "\n"
+  VERIFY(trained > 5 && trained < first.ids.size() / 2);
+  COMPARE(first.labels[first.labels.size() - 2], 258);  // <|im_end|> before the final "\n"
 }
 
-void TestDemo::aShortRunLearns() {
+TEST_CASE(aShortRunLearns) {
   const fs::path cache = path("learn");
   const fs::path model = train::ensureDemoModel(cache);
   const train::TrainingData data =
@@ -244,49 +229,44 @@ void TestDemo::aShortRunLearns() {
   train::TrainLoop loop(*backend, folder.config(), folder.weights(), data.examples, config);
   std::vector<double> losses;
   loop.run([&](const train::StepMetrics& m) { losses.push_back(m.loss); });
-  QCOMPARE(losses.size(), std::size_t{12});
+  COMPARE(losses.size(), std::size_t{12});
   const double first = (losses[0] + losses[1] + losses[2]) / 3;
   const double last = (losses[9] + losses[10] + losses[11]) / 3;
-  qInfo("demo loss: first three steps %.3f, last three %.3f", first, last);
-  QVERIFY2(last < 0.8 * first, qPrintable(QString("%1 → %2").arg(first).arg(last)));
+  lstest::info("demo loss: first three steps %.3f, last three %.3f", first, last);
+  VERIFY2(last < 0.8 * first, lstest::format("%g → %g", first, last));
 }
 
 // scripts/reference/peft_check.py loaded the demo folder with transformers 5.17: its tokenizer
 // gives our ids, its chat template our rendering, its forward our logits.
-void TestDemo::transformersReadsTheDemoAsWeDo() {
+TEST_CASE(transformersReadsTheDemoAsWeDo) {
   const fs::path reference = fs::path(LORASCOPE_PEFT_REFERENCE_DIR) / "peft_check.json";
   if (!fs::exists(reference))
-    QSKIP("no committed reference (run scripts/reference/peft_check.py on the device machine)");
+    SKIP("no committed reference (run scripts/reference/peft_check.py on the device machine)");
   std::ifstream in(reference);
   const nlohmann::json demo = nlohmann::json::parse(in).at("demo");
   const fs::path dir = path("hf");
   train::writeDemoModel(dir);
   const text::Tokenizer tokenizer = text::Tokenizer::fromModelDir(dir);
   const std::vector<std::int32_t> ids = tokenizer.encode(demo.at("sample").get<std::string>());
-  QCOMPARE(ids, demo.at("ids").get<std::vector<std::int32_t>>());
-  QCOMPARE(tokenizer.eosId(), std::optional<std::int32_t>{demo.at("eos_token_id").get<int>()});
+  COMPARE(ids, demo.at("ids").get<std::vector<std::int32_t>>());
+  COMPARE(tokenizer.eosId(), std::optional<std::int32_t>{demo.at("eos_token_id").get<int>()});
   const std::string rendered = text::ChatTemplate::forModelDir(dir).render(
       {{"user", "Reverse the order of the words.\n\n### Input:\nred fox"},
        {"assistant", "fox red"}},
       false);
-  QCOMPARE(rendered, demo.at("chat_rendered").get<std::string>());
+  COMPARE(rendered, demo.at("chat_rendered").get<std::string>());
 
   const model::ModelFolder folder = model::ModelFolder::open(dir.string());
   auto backend = compute::createCpuBackend();
   const auto n = static_cast<std::int64_t>(ids.size());
   const model::ForwardResult r =
       model::forward(*backend, folder.config(), folder.weights(), {1, n, ids, ids});
-  QVERIFY(std::fabs(*r.loss - demo.at("loss").get<double>()) < 1e-4);
+  VERIFY(std::fabs(*r.loss - demo.at("loss").get<double>()) < 1e-4);
   const std::vector<int> positions = demo.at("positions").get<std::vector<int>>();
   for (std::size_t k = 0; k < positions.size(); ++k) {
     const float* row = r.logits.as<float>() + positions[k] * train::kDemoVocabSize;
     const std::vector<float> ours(row, row + train::kDemoVocabSize);
-    QVERIFY(closeRelativeToMax(ours, demo.at("logits")[k].get<std::vector<float>>(), 1e-4,
-                               "demo logits at " + std::to_string(positions[k])));
+    VERIFY(closeRelativeToMax(ours, demo.at("logits")[k].get<std::vector<float>>(), 1e-4,
+                              "demo logits at " + std::to_string(positions[k])));
   }
 }
-
-#endif  // Q_MOC_RUN
-
-QTEST_APPLESS_MAIN(TestDemo)
-#include "test_demo.moc"

@@ -6,7 +6,7 @@
 // Tolerances (stated, fp32 against float64): gradients 1e-4 of each tensor's largest entry;
 // the grad-check loss 1e-5 relative; the 20 step losses 1e-4 relative; the final adapter 1e-3 of
 // each tensor's largest entry (20 Adam updates amplify fp32 rounding of near-zero gradients).
-#include <QtTest>
+#include "TestRunner.h"
 
 #include <fstream>
 
@@ -58,25 +58,15 @@ train::LoraAdapter adapterFrom(const std::string& path, const model::ModelConfig
 
 }  // namespace
 
-class TestLoraReference : public QObject {
-  Q_OBJECT
-
- private slots:
-  void gradientsMatchAutograd_data();
-  void gradientsMatchAutograd();
-  void twentyStepsMatchPyTorchLoop_data();
-  void twentyStepsMatchPyTorchLoop();
-};
-
-void TestLoraReference::gradientsMatchAutograd_data() {
-  QTest::addColumn<QString>("fixture");
-  QTest::newRow("llama") << "llama_f32_legacy_rope";
-  QTest::newRow("qwen2") << "qwen2_f32_tied";
+TEST_DATA(gradientsMatchAutograd) {
+  lstest::addColumn<std::string>("fixture");
+  lstest::newRow("llama") << "llama_f32_legacy_rope";
+  lstest::newRow("qwen2") << "qwen2_f32_tied";
 }
 
-void TestLoraReference::gradientsMatchAutograd() {
-  QFETCH(QString, fixture);
-  const std::string name = fixture.toStdString();
+TEST_CASE(gradientsMatchAutograd) {
+  FETCH(std::string, fixture);
+  const std::string name = fixture;
   const nlohmann::json ref = readReference(name);
   const model::ModelFolder folder = openFixture(name);
   const train::LoraAdapter adapter = adapterFrom(
@@ -94,10 +84,10 @@ void TestLoraReference::gradientsMatchAutograd() {
   const std::int64_t tokens = ref["grad_check"]["predicted_tokens"].get<std::int64_t>();
   const train::LossSum loss = graph.forwardBackward(
       {batch, static_cast<std::int64_t>(ids.size()) / batch, ids, labels}, 1.0f / tokens, {});
-  QCOMPARE(loss.predictedTokens, tokens);
+  COMPARE(loss.predictedTokens, tokens);
   const double wantLoss = ref["grad_check"]["loss"].get<double>();
-  QVERIFY2(std::fabs(loss.sum / tokens - wantLoss) < 1e-5 * wantLoss,
-           qPrintable(QString("loss %1 vs %2").arg(loss.sum / tokens).arg(wantLoss)));
+  VERIFY2(std::fabs(loss.sum / tokens - wantLoss) < 1e-5 * wantLoss,
+          lstest::format("loss %g vs %g", loss.sum / tokens, wantLoss));
   const model::SafetensorsFile grads(kTrainDataDir + "/" + name + "/lora_grads.safetensors");
   const std::vector<train::LoraGradient> ours = graph.gradients();
   double worst = 0;  // max over tensors of max |ours − torch| / max |torch|
@@ -106,7 +96,7 @@ void TestLoraReference::gradientsMatchAutograd() {
       const std::string key = train::peftKey(adapter.weights[i].site, isA);
       const std::vector<float> want = floatsOf(grads, key);
       const std::vector<float>& got = isA ? ours[i].a : ours[i].b;
-      QVERIFY(closeRelativeToMax(got, want, 1e-4, key));
+      VERIFY(closeRelativeToMax(got, want, 1e-4, key));
       double diff = 0, scale = 0;
       for (std::size_t j = 0; j < want.size(); ++j) {
         diff = std::max(diff, std::fabs(double{got[j]} - want[j]));
@@ -115,17 +105,18 @@ void TestLoraReference::gradientsMatchAutograd() {
       worst = std::max(worst, diff / scale);
     }
   }
-  qInfo("%s: %zu gradient tensors, worst difference to autograd %.2e of the tensor's largest",
-        name.c_str(), 2 * ours.size(), worst);
+  lstest::info(
+      "%s: %zu gradient tensors, worst difference to autograd %.2e of the tensor's largest",
+      name.c_str(), 2 * ours.size(), worst);
 }
 
-void TestLoraReference::twentyStepsMatchPyTorchLoop_data() {
+TEST_DATA(twentyStepsMatchPyTorchLoop) {
   gradientsMatchAutograd_data();
 }
 
-void TestLoraReference::twentyStepsMatchPyTorchLoop() {
-  QFETCH(QString, fixture);
-  const std::string name = fixture.toStdString();
+TEST_CASE(twentyStepsMatchPyTorchLoop) {
+  FETCH(std::string, fixture);
+  const std::string name = fixture;
   const nlohmann::json ref = readReference(name);
   const nlohmann::json& t = ref["training"];
   const model::ModelFolder folder = openFixture(name);
@@ -159,24 +150,21 @@ void TestLoraReference::twentyStepsMatchPyTorchLoop() {
   std::vector<double> losses;
   loop.run([&](const train::StepMetrics& m) { losses.push_back(m.loss); });
   const auto want = ref["losses_float64"].get<std::vector<double>>();
-  QCOMPARE(losses.size(), want.size());
+  COMPARE(losses.size(), want.size());
   double worst = 0;
   for (std::size_t i = 0; i < want.size(); ++i) {
     worst = std::max(worst, std::fabs(losses[i] - want[i]) / want[i]);
   }
-  qInfo("%s: 20 step losses %.5f -> %.5f, worst relative difference to PyTorch %.2e", name.c_str(),
-        losses.front(), losses.back(), worst);
-  QVERIFY(worst < 1e-4);
+  lstest::info("%s: 20 step losses %.5f -> %.5f, worst relative difference to PyTorch %.2e",
+               name.c_str(), losses.front(), losses.back(), worst);
+  VERIFY(worst < 1e-4);
   const train::LoraAdapter finalAdapter = adapterFrom(
       kTrainDataDir + "/" + name + "/lora_final.safetensors", folder.config(), config.lora);
   for (std::size_t i = 0; i < finalAdapter.weights.size(); ++i) {
     const std::string key = train::peftKey(finalAdapter.weights[i].site, true);
-    QVERIFY(closeRelativeToMax(loop.state().adapter.weights[i].a, finalAdapter.weights[i].a, 1e-3,
-                               key));
-    QVERIFY(closeRelativeToMax(loop.state().adapter.weights[i].b, finalAdapter.weights[i].b, 1e-3,
-                               train::peftKey(finalAdapter.weights[i].site, false)));
+    VERIFY(closeRelativeToMax(loop.state().adapter.weights[i].a, finalAdapter.weights[i].a, 1e-3,
+                              key));
+    VERIFY(closeRelativeToMax(loop.state().adapter.weights[i].b, finalAdapter.weights[i].b, 1e-3,
+                              train::peftKey(finalAdapter.weights[i].site, false)));
   }
 }
-
-QTEST_APPLESS_MAIN(TestLoraReference)
-#include "test_lora_reference.moc"

@@ -1,7 +1,8 @@
 // test_non_finite.cpp — NaN never passes silently (issue 20 item 3): options that are not finite
 // are refused, a step whose loss is not finite changes nothing and says so, and enough of them in
 // a row stop the run with the last finite adapter.
-#include <QtTest>
+#include "TempDir.h"
+#include "TestRunner.h"
 
 #include <cmath>
 #include <filesystem>
@@ -20,17 +21,6 @@ using namespace lorascope;
 using namespace lorascope::test;
 namespace fs = std::filesystem;
 
-class TestNonFinite : public QObject {
-  Q_OBJECT
-
- private slots:
-  void weightDecayNanAndOtherNonFiniteOptionsAreRefused();
-  void nanBaseWeightSkipsUpdatesThenStopsWithTheLastFiniteAdapter();
-  void exportAndMergeRefuseANanAdapter();
-  void inspectModelCheckFindsTheNanWeight();
-  void configWithFewerLayersThanTheWeightsIsRefused();
-};
-
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -48,9 +38,9 @@ train::TrainConfig smallConfig() {
 }
 
 // A copy of the fixture `name` whose tensor `tensor` has a NaN as its first element.
-fs::path fixtureWithNaN(const QTemporaryDir& dir, const std::string& name,
+fs::path fixtureWithNaN(const lstest::TempDir& dir, const std::string& name,
                         const std::string& tensor) {
-  const fs::path to = fs::path(dir.path().toStdString()) / name;
+  const fs::path to = fs::path(dir.path()) / name;
   fs::copy(kModelDataDir + "/" + name, to, fs::copy_options::recursive);
   std::fstream file(to / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
   std::uint64_t headerBytes = 0;
@@ -78,7 +68,7 @@ bool allFinite(const train::LoraAdapter& adapter) {
 
 }  // namespace
 
-void TestNonFinite::weightDecayNanAndOtherNonFiniteOptionsAreRefused() {
+TEST_CASE(weightDecayNanAndOtherNonFiniteOptionsAreRefused) {
   // `train --demo --weight-decay nan` used to finish "done" with an all-NaN adapter.
   const std::vector<std::pair<const char*, std::function<void(train::TrainConfig&)>>> cases = {
       {"weight decay", [](auto& c) { c.adamw.weightDecay = kNaN; }},
@@ -92,19 +82,19 @@ void TestNonFinite::weightDecayNanAndOtherNonFiniteOptionsAreRefused() {
   for (const auto& [field, spoil] : cases) {
     train::TrainConfig config = smallConfig();
     spoil(config);
-    QVERIFY2(throwsNaming<std::invalid_argument>([&] { config.validate(); },
-                                                 std::string(field) + " must be a finite number"),
-             field);
+    VERIFY2(throwsNaming<std::invalid_argument>([&] { config.validate(); },
+                                                std::string(field) + " must be a finite number"),
+            field);
   }
   train::TrainConfig negative = smallConfig();
   negative.adamw.weightDecay = -0.1;
-  QVERIFY(throwsNaming<std::invalid_argument>([&] { negative.validate(); }, "weight decay"));
+  VERIFY(throwsNaming<std::invalid_argument>([&] { negative.validate(); }, "weight decay"));
   smallConfig().validate();  // the ordinary config passes
 }
 
-void TestNonFinite::nanBaseWeightSkipsUpdatesThenStopsWithTheLastFiniteAdapter() {
+TEST_CASE(nanBaseWeightSkipsUpdatesThenStopsWithTheLastFiniteAdapter) {
   // One NaN weight in the base model used to give a "done" run with an all-NaN adapter.
-  const QTemporaryDir dir;
+  const lstest::TempDir dir;
   const model::ModelFolder folder =
       model::ModelFolder::open(fixtureWithNaN(dir, "llama_f32_legacy_rope", "model.norm.weight"));
   auto backend = compute::createCpuBackend();
@@ -115,29 +105,29 @@ void TestNonFinite::nanBaseWeightSkipsUpdatesThenStopsWithTheLastFiniteAdapter()
   const train::LoraAdapter before = loop.state().adapter;
   for (int i = 1; i <= 2; ++i) {
     const train::StepMetrics m = loop.step();
-    QVERIFY(std::isnan(m.loss));
-    QVERIFY2(m.nonFinite.find("not finite") != std::string::npos, m.nonFinite.c_str());
-    QVERIFY2(
+    VERIFY(std::isnan(m.loss));
+    VERIFY2(m.nonFinite.find("not finite") != std::string::npos, m.nonFinite.c_str());
+    VERIFY2(
         m.nonFinite.find("update was skipped (" + std::to_string(i) + " of 3") != std::string::npos,
         m.nonFinite.c_str());
   }
-  QVERIFY(throwsNaming<train::NonFiniteTraining>([&] { loop.step(); },
-                                                 "3 steps in a row were not finite"));
-  QCOMPARE(loop.state().step, std::int64_t{2});  // the third step did not complete
-  QVERIFY(allFinite(loop.state().adapter));
+  VERIFY(throwsNaming<train::NonFiniteTraining>([&] { loop.step(); },
+                                                "3 steps in a row were not finite"));
+  COMPARE(loop.state().step, std::int64_t{2});  // the third step did not complete
+  VERIFY(allFinite(loop.state().adapter));
   for (std::size_t i = 0; i < before.weights.size(); ++i) {
-    QVERIFY(bitIdentical(loop.state().adapter.weights[i].a, before.weights[i].a));
-    QVERIFY(bitIdentical(loop.state().adapter.weights[i].b, before.weights[i].b));
+    VERIFY(bitIdentical(loop.state().adapter.weights[i].a, before.weights[i].a));
+    VERIFY(bitIdentical(loop.state().adapter.weights[i].b, before.weights[i].b));
   }
   // A limit of 1 stops at the first such step.
   config.nonFiniteStepLimit = 1;
   train::TrainLoop strict(*backend, folder.config(), folder.weights(), syntheticExamples(8, 3),
                           config);
-  QVERIFY(throwsNaming<train::NonFiniteTraining>([&] { strict.step(); }, "1 steps in a row"));
-  QCOMPARE(strict.state().step, std::int64_t{0});
+  VERIFY(throwsNaming<train::NonFiniteTraining>([&] { strict.step(); }, "1 steps in a row"));
+  COMPARE(strict.state().step, std::int64_t{0});
 }
 
-void TestNonFinite::exportAndMergeRefuseANanAdapter() {
+TEST_CASE(exportAndMergeRefuseANanAdapter) {
   // `export --merge` used to write a model that was 98% NaN from an all-NaN adapter.
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   train::LoraConfig lora;
@@ -145,52 +135,49 @@ void TestNonFinite::exportAndMergeRefuseANanAdapter() {
   train::LoraAdapter adapter =
       train::createLoraAdapter(lora, train::modelLoraSites(folder.config()), 7);
   adapter.weights[3].b[5] = std::numeric_limits<float>::quiet_NaN();
-  const QTemporaryDir dir;
-  const fs::path out = fs::path(dir.path().toStdString()) / "adapter";
-  QVERIFY(throwsNaming<std::invalid_argument>(
+  const lstest::TempDir dir;
+  const fs::path out = fs::path(dir.path()) / "adapter";
+  VERIFY(throwsNaming<std::invalid_argument>(
       [&] { train::writePeftAdapter(out, adapter, folder.dir()); },
       train::peftKey(adapter.weights[3].site, false) + " element 5 is nan (not finite)"));
-  QVERIFY(!fs::exists(out));
-  const fs::path merged = fs::path(dir.path().toStdString()) / "merged";
-  QVERIFY(throwsNaming<std::invalid_argument>(
+  VERIFY(!fs::exists(out));
+  const fs::path merged = fs::path(dir.path()) / "merged";
+  VERIFY(throwsNaming<std::invalid_argument>(
       [&] { train::mergeAdapterIntoModel(folder.dir(), adapter, merged); }, "not finite"));
-  QVERIFY(!fs::exists(merged));
+  VERIFY(!fs::exists(merged));
   adapter.weights[3].b[5] = 0.0f;
   train::writePeftAdapter(out, adapter, folder.dir());  // a finite one is written
-  QVERIFY(fs::exists(out / train::kAdapterWeightsFile));
+  VERIFY(fs::exists(out / train::kAdapterWeightsFile));
 }
 
-void TestNonFinite::inspectModelCheckFindsTheNanWeight() {
-  const QTemporaryDir dir;
+TEST_CASE(inspectModelCheckFindsTheNanWeight) {
+  const lstest::TempDir dir;
   const model::ModelFolder bad =
       model::ModelFolder::open(fixtureWithNaN(dir, "llama_f32_legacy_rope", "model.norm.weight"));
   const auto found = bad.findNonFiniteWeights();
-  QCOMPARE(found.size(), std::size_t{1});
-  QCOMPARE(found[0].name, std::string("model.norm.weight"));
-  QCOMPARE(found[0].count, std::int64_t{1});
-  QCOMPARE(found[0].firstIndex, std::int64_t{0});
+  COMPARE(found.size(), std::size_t{1});
+  COMPARE(found[0].name, std::string("model.norm.weight"));
+  COMPARE(found[0].count, std::int64_t{1});
+  COMPARE(found[0].firstIndex, std::int64_t{0});
   // bf16 weights are checked as stored too.
   const model::ModelFolder bf16 = openFixture("llama_bf16_sharded_tied");
-  QVERIFY(bf16.findNonFiniteWeights().empty());
-  QVERIFY(openFixture("llama_f32_legacy_rope").findNonFiniteWeights().empty());
+  VERIFY(bf16.findNonFiniteWeights().empty());
+  VERIFY(openFixture("llama_f32_legacy_rope").findNonFiniteWeights().empty());
 }
 
-void TestNonFinite::configWithFewerLayersThanTheWeightsIsRefused() {
+TEST_CASE(configWithFewerLayersThanTheWeightsIsRefused) {
   // Issue 20 item 9: the tensors of layers past num_hidden_layers used to be ignored silently.
-  const QTemporaryDir dir;
-  const fs::path to = fs::path(dir.path().toStdString()) / "fewer_layers";
+  const lstest::TempDir dir;
+  const fs::path to = fs::path(dir.path()) / "fewer_layers";
   fs::copy(kModelDataDir + "/llama_f32_legacy_rope", to, fs::copy_options::recursive);
   nlohmann::json config;
   std::ifstream(to / "config.json") >> config;
   const int layers = config.at("num_hidden_layers").get<int>();
-  QVERIFY(layers >= 2);
+  VERIFY(layers >= 2);
   config["num_hidden_layers"] = layers - 1;
   std::ofstream(to / "config.json") << config.dump();
-  QVERIFY(throwsNaming<std::exception>([&] { model::ModelFolder::open(to.string()); },
-                                       "of layer " + std::to_string(layers - 1) +
-                                           ", but config.json has " + std::to_string(layers - 1) +
-                                           " layers"));
+  VERIFY(throwsNaming<std::exception>([&] { model::ModelFolder::open(to.string()); },
+                                      "of layer " + std::to_string(layers - 1) +
+                                          ", but config.json has " + std::to_string(layers - 1) +
+                                          " layers"));
 }
-
-QTEST_APPLESS_MAIN(TestNonFinite)
-#include "test_non_finite.moc"

@@ -4,8 +4,8 @@
 // side files kept; the merged model's loss equals the base-plus-adapter loss). When the device
 // machine's reference (scripts/reference/peft_check.py) is committed, our forward of the merged
 // folder is compared with PEFT's logits of base + our adapter.
-#include <QTemporaryDir>
-#include <QtTest>
+#include "TempDir.h"
+#include "TestRunner.h"
 
 #include <algorithm>
 #include <fstream>
@@ -104,109 +104,90 @@ std::vector<float> forwardLogits(const fs::path& modelDir, const std::vector<std
 
 }  // namespace
 
-class TestPeftExport : public QObject {
-  Q_OBJECT
+lstest::TempDir tmp_;
+fs::path path(const std::string& name) {
+  return fs::path(tmp_.path()) / name;
+}
 
-  QTemporaryDir tmp_;
-  fs::path path(const std::string& name) const {
-    return fs::path(tmp_.path().toStdString()) / name;
-  }
-
- private slots:
-  void writesPeftKeysShapesAndMetadata();
-  void adapterConfigHasPeftsFields();
-  void readBackIsExact();
-  void readRefusesWhatItCannotRepresent();
-  void refusesAnAdapterOfAnotherModel();
-  void mergeAddsScaledProductInTheStoredDtype();
-  void mergedLossEqualsAdapterLoss();
-  void mergeRefusesAnExistingFolder();
-  void writesTheDeviceCheckFixtures();
-  void mergedLogitsMatchPeftReference();
-  void filesMatchWhatPeftSaves();
-};
-
-#ifndef Q_MOC_RUN
-
-void TestPeftExport::writesPeftKeysShapesAndMetadata() {
+TEST_CASE(writesPeftKeysShapesAndMetadata) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   const train::LoraAdapter adapter = fixtureAdapter(folder.config(), kFixtures[0]);
   train::writePeftAdapter(path("adapter"), adapter, "tiny/llama");
   const json header = headerOf(path("adapter") / "adapter_model.safetensors");
-  QCOMPARE(header.at("__metadata__"), (json{{"format", "pt"}}));
-  QCOMPARE(header.size(), 1 + 2 * adapter.weights.size());  // 2 layers × 7 projections × A, B
+  COMPARE(header.at("__metadata__"), (json{{"format", "pt"}}));
+  COMPARE(header.size(), 1 + 2 * adapter.weights.size());  // 2 layers × 7 projections × A, B
   const json& qA = header.at("base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight");
-  QCOMPARE(qA.at("dtype"), json("F32"));
-  QCOMPARE(qA.at("shape"), (json{4, 32}));  // [r, in]
+  COMPARE(qA.at("dtype"), json("F32"));
+  COMPARE(qA.at("shape"), (json{4, 32}));  // [r, in]
   const json& downB = header.at("base_model.model.model.layers.1.mlp.down_proj.lora_B.weight");
-  QCOMPARE(downB.at("shape"), (json{32, 4}));  // [out, r]
+  COMPARE(downB.at("shape"), (json{32, 4}));  // [out, r]
   const json& kB = header.at("base_model.model.model.layers.1.self_attn.k_proj.lora_B.weight");
-  QCOMPARE(kB.at("shape"), (json{16, 4}));  // GQA: 2 KV heads × head_dim 8
-  QVERIFY(header.contains("base_model.model.model.layers.0.mlp.gate_proj.lora_A.weight"));
-  QVERIFY(header.contains("base_model.model.model.layers.1.mlp.up_proj.lora_B.weight"));
+  COMPARE(kB.at("shape"), (json{16, 4}));  // GQA: 2 KV heads × head_dim 8
+  VERIFY(header.contains("base_model.model.model.layers.0.mlp.gate_proj.lora_A.weight"));
+  VERIFY(header.contains("base_model.model.model.layers.1.mlp.up_proj.lora_B.weight"));
 }
 
-void TestPeftExport::adapterConfigHasPeftsFields() {
+TEST_CASE(adapterConfigHasPeftsFields) {
   train::LoraConfig lora;
   lora.rank = 16;
   lora.alpha = 32;
   lora.dropout = 0.05;
   lora.targets = train::parseLoraTargets("v,q,down");
   const json doc = json::parse(train::peftAdapterConfig(lora, "Qwen/Qwen2.5-0.5B").dump());
-  QCOMPARE(doc.at("peft_type"), json("LORA"));
-  QCOMPARE(doc.at("task_type"), json("CAUSAL_LM"));
-  QCOMPARE(doc.at("r"), json(16));
-  QVERIFY(doc.at("lora_alpha").is_number_integer());
-  QCOMPARE(doc.at("lora_alpha"), json(32));
-  QCOMPARE(doc.at("lora_dropout"), json(0.05));
-  QCOMPARE(doc.at("target_modules"), (json{"q_proj", "v_proj", "down_proj"}));
-  QCOMPARE(doc.at("bias"), json("none"));
-  QCOMPARE(doc.at("fan_in_fan_out"), json(false));
-  QCOMPARE(doc.at("use_rslora"), json(false));
-  QCOMPARE(doc.at("use_dora"), json(false));
-  QCOMPARE(doc.at("inference_mode"), json(true));
-  QCOMPARE(doc.at("init_lora_weights"), json(true));
-  QVERIFY(doc.at("layers_to_transform").is_null());
-  QCOMPARE(doc.at("base_model_name_or_path"), json("Qwen/Qwen2.5-0.5B"));
+  COMPARE(doc.at("peft_type"), json("LORA"));
+  COMPARE(doc.at("task_type"), json("CAUSAL_LM"));
+  COMPARE(doc.at("r"), json(16));
+  VERIFY(doc.at("lora_alpha").is_number_integer());
+  COMPARE(doc.at("lora_alpha"), json(32));
+  COMPARE(doc.at("lora_dropout"), json(0.05));
+  COMPARE(doc.at("target_modules"), (json{"q_proj", "v_proj", "down_proj"}));
+  COMPARE(doc.at("bias"), json("none"));
+  COMPARE(doc.at("fan_in_fan_out"), json(false));
+  COMPARE(doc.at("use_rslora"), json(false));
+  COMPARE(doc.at("use_dora"), json(false));
+  COMPARE(doc.at("inference_mode"), json(true));
+  COMPARE(doc.at("init_lora_weights"), json(true));
+  VERIFY(doc.at("layers_to_transform").is_null());
+  COMPARE(doc.at("base_model_name_or_path"), json("Qwen/Qwen2.5-0.5B"));
   lora.alpha = 12.5;
   lora.useRslora = true;
   lora.layers = std::set<int>{3, 1};
   const json other = json::parse(train::peftAdapterConfig(lora, "m").dump());
-  QCOMPARE(other.at("lora_alpha"), json(12.5));
-  QCOMPARE(other.at("use_rslora"), json(true));
-  QCOMPARE(other.at("layers_to_transform"), (json{1, 3}));
+  COMPARE(other.at("lora_alpha"), json(12.5));
+  COMPARE(other.at("use_rslora"), json(true));
+  COMPARE(other.at("layers_to_transform"), (json{1, 3}));
   // Written as PEFT's json.dumps(indent=2, sort_keys=True) writes it.
   train::writePeftAdapter(
       path("sorted"), fixtureAdapter(openFixture("llama_f32_legacy_rope").config(), kFixtures[0]),
       "m");
   std::ifstream in(path("sorted") / "adapter_config.json");
   const std::string text(std::istreambuf_iterator<char>(in), {});
-  QVERIFY(text.rfind("{\n  \"alora_invocation_tokens\": null,\n  \"alpha_pattern\": {},", 0) == 0);
-  QVERIFY(text.find("\"use_rslora\": false,\n  \"velora_config\": null\n}") != std::string::npos);
+  VERIFY(text.rfind("{\n  \"alora_invocation_tokens\": null,\n  \"alpha_pattern\": {},", 0) == 0);
+  VERIFY(text.find("\"use_rslora\": false,\n  \"velora_config\": null\n}") != std::string::npos);
 }
 
-void TestPeftExport::readBackIsExact() {
+TEST_CASE(readBackIsExact) {
   const model::ModelFolder folder = openFixture("qwen2_bf16_sharded_linear_rope");
   const train::LoraAdapter adapter = fixtureAdapter(folder.config(), kFixtures[1]);
   train::writePeftAdapter(path("qwen"), adapter, "base");
   const train::PeftAdapterFiles read = train::readPeftAdapter(path("qwen"));
-  QCOMPARE(read.baseModelNameOrPath, std::string("base"));
-  QCOMPARE(read.adapter.config.rank, 2);
-  QCOMPARE(read.adapter.config.alpha, 6.0);
-  QVERIFY(read.adapter.config.useRslora);
-  QCOMPARE(read.adapter.config.targets, adapter.config.targets);
-  QCOMPARE(read.adapter.config.layers, adapter.config.layers);
-  QCOMPARE(read.adapter.weights.size(), std::size_t{4});
+  COMPARE(read.baseModelNameOrPath, std::string("base"));
+  COMPARE(read.adapter.config.rank, 2);
+  COMPARE(read.adapter.config.alpha, 6.0);
+  VERIFY(read.adapter.config.useRslora);
+  COMPARE(read.adapter.config.targets, adapter.config.targets);
+  COMPARE(read.adapter.config.layers, adapter.config.layers);
+  COMPARE(read.adapter.weights.size(), std::size_t{4});
   for (std::size_t i = 0; i < adapter.weights.size(); ++i) {
-    QCOMPARE(read.adapter.weights[i].site.layer, 1);
-    QCOMPARE(read.adapter.weights[i].site.module, adapter.weights[i].site.module);
-    QVERIFY(bitIdentical(read.adapter.weights[i].a, adapter.weights[i].a));
-    QVERIFY(bitIdentical(read.adapter.weights[i].b, adapter.weights[i].b));
+    COMPARE(read.adapter.weights[i].site.layer, 1);
+    COMPARE(read.adapter.weights[i].site.module, adapter.weights[i].site.module);
+    VERIFY(bitIdentical(read.adapter.weights[i].a, adapter.weights[i].a));
+    VERIFY(bitIdentical(read.adapter.weights[i].b, adapter.weights[i].b));
   }
   train::checkAdapterFitsModel(read.adapter, folder.config(), "qwen");
 }
 
-void TestPeftExport::readRefusesWhatItCannotRepresent() {
+TEST_CASE(readRefusesWhatItCannotRepresent) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   const train::LoraAdapter adapter = fixtureAdapter(folder.config(), kFixtures[0]);
   train::writePeftAdapter(path("refuse"), adapter, "m");
@@ -221,19 +202,19 @@ void TestPeftExport::readRefusesWhatItCannotRepresent() {
   };
   json edited = good;
   edited["use_dora"] = true;
-  QVERIFY(refusedWith(edited, "DoRA"));
+  VERIFY(refusedWith(edited, "DoRA"));
   edited = good;
   edited["target_modules"] = ".*proj";
-  QVERIFY(refusedWith(edited, "regex"));
+  VERIFY(refusedWith(edited, "regex"));
   edited = good;
   edited["rank_pattern"] = {{"q_proj", 8}};
-  QVERIFY(refusedWith(edited, "rank_pattern"));
+  VERIFY(refusedWith(edited, "rank_pattern"));
   edited = good;
   edited["r"] = 8;  // the tensors hold r = 4
-  QVERIFY(refusedWith(edited, "with r = 8"));
+  VERIFY(refusedWith(edited, "with r = 8"));
   edited = good;
   edited.erase("lora_alpha");
-  QVERIFY(refusedWith(edited, "'lora_alpha' is missing"));
+  VERIFY(refusedWith(edited, "'lora_alpha' is missing"));
 
   // A B without its A, and a tensor that is no LoRA weight.
   std::vector<float> b(32 * 4, 0.5f);
@@ -242,52 +223,52 @@ void TestPeftExport::readRefusesWhatItCannotRepresent() {
       std::vector{train::f32TensorToWrite(
           "base_model.model.model.layers.0.mlp.down_proj.lora_B.weight", {32, 4}, b)},
       {{"format", "pt"}});
-  QVERIFY(throwsNaming<CheckpointError>([&] { train::readPeftAdapter(path("refuse")); },
-                                        "down_proj.lora_A.weight' is missing"));
+  VERIFY(throwsNaming<CheckpointError>([&] { train::readPeftAdapter(path("refuse")); },
+                                       "down_proj.lora_A.weight' is missing"));
   train::writeSafetensors(
       path("refuse") / "adapter_model.safetensors",
       std::vector{train::f32TensorToWrite("base_model.model.lm_head.weight", {32, 4}, b)},
       {{"format", "pt"}});
-  QVERIFY(throwsNaming<CheckpointError>([&] { train::readPeftAdapter(path("refuse")); },
-                                        "'base_model.model.lm_head.weight' is not a LoRA"));
+  VERIFY(throwsNaming<CheckpointError>([&] { train::readPeftAdapter(path("refuse")); },
+                                       "'base_model.model.lm_head.weight' is not a LoRA"));
   fs::remove(path("refuse") / "adapter_model.safetensors");
-  QVERIFY(throwsNaming<CheckpointError>([&] { train::readPeftAdapter(path("refuse")); },
-                                        "adapter_model.safetensors: is missing"));
+  VERIFY(throwsNaming<CheckpointError>([&] { train::readPeftAdapter(path("refuse")); },
+                                       "adapter_model.safetensors: is missing"));
 }
 
-void TestPeftExport::refusesAnAdapterOfAnotherModel() {
+TEST_CASE(refusesAnAdapterOfAnotherModel) {
   const model::ModelFolder llama = openFixture("llama_f32_legacy_rope");
   const model::ModelFolder qwen = openFixture("qwen2_bf16_sharded_linear_rope");  // 1 KV head
   const train::LoraAdapter adapter = fixtureAdapter(llama.config(), kFixtures[0]);
-  QVERIFY(throwsNaming<CheckpointError>(
+  VERIFY(throwsNaming<CheckpointError>(
       [&] { train::checkAdapterFitsModel(adapter, qwen.config(), "adapter"); },
       "layer 0 self_attn.k_proj: adapter is 32 → 16 features but the model's projection is 32 → "
       "8"));
-  QVERIFY(throwsNaming<CheckpointError>(
+  VERIFY(throwsNaming<CheckpointError>(
       [&] { train::mergeAdapterIntoModel(qwen.dir(), adapter, path("wrong")); },
       "trained for another model?"));
-  QVERIFY(!fs::exists(path("wrong")));
+  VERIFY(!fs::exists(path("wrong")));
 }
 
-void TestPeftExport::mergeAddsScaledProductInTheStoredDtype() {
+TEST_CASE(mergeAddsScaledProductInTheStoredDtype) {
   const std::string base = kModelDataDir + "/qwen2_bf16_sharded_linear_rope";
   const model::ModelFolder folder = model::ModelFolder::open(base);
   const train::LoraAdapter adapter = fixtureAdapter(folder.config(), kFixtures[1]);
   const train::MergeReport report =
       train::mergeAdapterIntoModel(base, adapter, path("merged-bf16"));
-  QCOMPARE(report.mergedTensors, std::int64_t{4});
-  QVERIFY(fs::exists(path("merged-bf16") / "model.safetensors.index.json"));
-  QVERIFY(fs::exists(path("merged-bf16") / "config.json"));
+  COMPARE(report.mergedTensors, std::int64_t{4});
+  VERIFY(fs::exists(path("merged-bf16") / "model.safetensors.index.json"));
+  VERIFY(fs::exists(path("merged-bf16") / "config.json"));
   const model::ModelFolder merged = model::ModelFolder::open(path("merged-bf16").string());
-  QCOMPARE(merged.files().size(), folder.files().size());
-  QCOMPARE(report.mergedTensors + report.copiedTensors,
-           static_cast<std::int64_t>(folder.tensors().size()));
+  COMPARE(merged.files().size(), folder.files().size());
+  COMPARE(report.mergedTensors + report.copiedTensors,
+          static_cast<std::int64_t>(folder.tensors().size()));
   const double scale = adapter.config.scale();  // rsLoRA: 6 / √2
-  QVERIFY(std::fabs(scale - 6.0 / std::sqrt(2.0)) < 1e-12);
+  VERIFY(std::fabs(scale - 6.0 / std::sqrt(2.0)) < 1e-12);
   const train::LoraWeights& v = *adapter.find(1, train::LoraModule::V);
   const compute::Tensor before = folder.weights().layers[1].v;
   const compute::Tensor after = merged.weights().layers[1].v;
-  QCOMPARE(after.dtype(), compute::DType::BF16);
+  COMPARE(after.dtype(), compute::DType::BF16);
   const std::int64_t out = v.site.outFeatures, in = v.site.inFeatures;
   for (std::int64_t o = 0; o < out; ++o) {
     for (std::int64_t i = 0; i < in; ++i) {
@@ -298,19 +279,20 @@ void TestPeftExport::mergeAddsScaledProductInTheStoredDtype() {
       const float want = compute::bf16ToFloat(before.as<std::uint16_t>()[o * in + i]) +
                          static_cast<float>(scale * delta);
       const float got = compute::bf16ToFloat(after.as<std::uint16_t>()[o * in + i]);
-      QVERIFY2(std::fabs(got - want) <= std::fabs(want) / 128.0f + 1e-6f,
-               qPrintable(QString("v[%1, %2]: %3 vs %4").arg(o).arg(i).arg(got).arg(want)));
+      VERIFY2(std::fabs(got - want) <= std::fabs(want) / 128.0f + 1e-6f,
+              lstest::format("v[%lld, %lld]: %g vs %g", static_cast<long long>(o),
+                             static_cast<long long>(i), got, want));
     }
   }
   // Projections and layers outside the adapter are copied bit for bit.
   const compute::Tensor gateBefore = folder.weights().layers[0].q;
-  QVERIFY(std::memcmp(gateBefore.data(), merged.weights().layers[0].q.data(), gateBefore.bytes()) ==
-          0);
-  QVERIFY(std::memcmp(folder.weights().embed.data(), merged.weights().embed.data(),
-                      folder.weights().embed.bytes()) == 0);
+  VERIFY(std::memcmp(gateBefore.data(), merged.weights().layers[0].q.data(), gateBefore.bytes()) ==
+         0);
+  VERIFY(std::memcmp(folder.weights().embed.data(), merged.weights().embed.data(),
+                     folder.weights().embed.bytes()) == 0);
 }
 
-void TestPeftExport::mergedLossEqualsAdapterLoss() {
+TEST_CASE(mergedLossEqualsAdapterLoss) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   const train::LoraAdapter adapter = fixtureAdapter(folder.config(), kFixtures[0]);
   train::mergeAdapterIntoModel(folder.dir(), adapter, path("merged-f32"));
@@ -323,17 +305,17 @@ void TestPeftExport::mergedLossEqualsAdapterLoss() {
   const model::ForwardResult plain =
       model::forward(*backend, merged.config(), merged.weights(), {2, 9, ids, labels});
   const double adapterLoss = withAdapter.sum / static_cast<double>(withAdapter.predictedTokens);
-  QVERIFY2(std::fabs(adapterLoss - *plain.loss) < 1e-5,
-           qPrintable(QString("adapter %1 vs merged %2").arg(adapterLoss).arg(*plain.loss)));
+  VERIFY2(std::fabs(adapterLoss - *plain.loss) < 1e-5,
+          lstest::format("adapter %g vs merged %g", adapterLoss, *plain.loss));
   const model::ForwardResult baseOnly =
       model::forward(*backend, folder.config(), folder.weights(), {2, 9, ids, labels});
-  QVERIFY(std::fabs(*baseOnly.loss - *plain.loss) > 1e-3);  // the adapter does change the model
+  VERIFY(std::fabs(*baseOnly.loss - *plain.loss) > 1e-3);  // the adapter does change the model
 }
 
-void TestPeftExport::mergeRefusesAnExistingFolder() {
+TEST_CASE(mergeRefusesAnExistingFolder) {
   fs::create_directories(path("exists"));
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
-  QVERIFY(throwsNaming<CheckpointError>(
+  VERIFY(throwsNaming<CheckpointError>(
       [&] {
         train::mergeAdapterIntoModel(folder.dir(), fixtureAdapter(folder.config(), kFixtures[0]),
                                      path("exists"));
@@ -343,7 +325,7 @@ void TestPeftExport::mergeRefusesAnExistingFolder() {
 
 // The folders the device machine's check reads: the base model, our adapter, our merge and the
 // ids of each case, and the built-in demo model. Written into the build tree (carried there).
-void TestPeftExport::writesTheDeviceCheckFixtures() {
+TEST_CASE(writesTheDeviceCheckFixtures) {
   json index = json::array();
   for (const FixtureSpec& spec : kFixtures) {
     const fs::path root = fs::path(kPeftFixtureDir) / spec.name;
@@ -361,13 +343,13 @@ void TestPeftExport::writesTheDeviceCheckFixtures() {
   writeText(fs::path(kPeftFixtureDir) / "fixtures.json", index.dump(2));
   fs::remove_all(fs::path(kPeftFixtureDir) / "demo");
   train::writeDemoModel(fs::path(kPeftFixtureDir) / "demo");  // checked by test_demo
-  QVERIFY(fs::exists(fs::path(kPeftFixtureDir) / kFixtures[1].name / "merged" / "config.json"));
+  VERIFY(fs::exists(fs::path(kPeftFixtureDir) / kFixtures[1].name / "merged" / "config.json"));
 }
 
-void TestPeftExport::mergedLogitsMatchPeftReference() {
+TEST_CASE(mergedLogitsMatchPeftReference) {
   const fs::path reference = fs::path(kPeftReferenceDir) / "peft_check.json";
   if (!fs::exists(reference))
-    QSKIP("no committed reference (run scripts/reference/peft_check.py on the device machine)");
+    SKIP("no committed reference (run scripts/reference/peft_check.py on the device machine)");
   const json doc = readJson(reference);
   for (const FixtureSpec& spec : kFixtures) {
     const json& result = doc.at("fixtures").at(spec.name);
@@ -377,11 +359,11 @@ void TestPeftExport::mergedLogitsMatchPeftReference() {
     const fs::path mergedDir = path(std::string("ref-") + spec.name);
     train::mergeAdapterIntoModel(base, adapter, mergedDir);
     const std::vector<std::int32_t> ids = fixtureIds(folder.config().vocabSize);
-    QCOMPARE(result.at("ids").get<std::vector<std::int32_t>>(), ids);
+    COMPARE(result.at("ids").get<std::vector<std::int32_t>>(), ids);
     const std::vector<float> ours = forwardLogits(mergedDir, ids);
     const std::vector<float> peft = result.at("peft_logits").get<std::vector<float>>();
     const double tolerance = result.at("tolerance").get<double>();
-    QVERIFY(closeRelativeToMax(ours, peft, tolerance, std::string(spec.name) + " merged vs PEFT"));
+    VERIFY(closeRelativeToMax(ours, peft, tolerance, std::string(spec.name) + " merged vs PEFT"));
   }
 }
 
@@ -389,10 +371,10 @@ void TestPeftExport::mergedLogitsMatchPeftReference() {
 // the same tensor keys and shapes, the same metadata, the same adapter_config.json fields and
 // values (target_modules is a set in PEFT, so its order is free; peft_version names PEFT's own
 // release and is not written by us).
-void TestPeftExport::filesMatchWhatPeftSaves() {
+TEST_CASE(filesMatchWhatPeftSaves) {
   const fs::path reference = fs::path(kPeftReferenceDir) / "peft_check.json";
   if (!fs::exists(reference))
-    QSKIP("no committed reference (run scripts/reference/peft_check.py on the device machine)");
+    SKIP("no committed reference (run scripts/reference/peft_check.py on the device machine)");
   const json doc = readJson(reference);
   for (const FixtureSpec& spec : kFixtures) {
     const json& saved = doc.at("fixtures").at(spec.name).at("peft_saved");
@@ -400,12 +382,12 @@ void TestPeftExport::filesMatchWhatPeftSaves() {
     const fs::path dir = path(std::string("saved-") + spec.name);
     train::writePeftAdapter(dir, fixtureAdapter(folder.config(), spec), spec.name);
     json header = headerOf(dir / "adapter_model.safetensors");
-    QCOMPARE(header.at("__metadata__"), saved.at("metadata"));
+    COMPARE(header.at("__metadata__"), saved.at("metadata"));
     header.erase("__metadata__");
-    QCOMPARE(header.size(), saved.at("tensors").size());
+    COMPARE(header.size(), saved.at("tensors").size());
     for (const auto& [key, shape] : saved.at("tensors").items()) {
-      QVERIFY2(header.contains(key), key.c_str());
-      QCOMPARE(header.at(key).at("shape"), shape);
+      VERIFY2(header.contains(key), key.c_str());
+      COMPARE(header.at(key).at("shape"), shape);
     }
     json ours = readJson(dir / "adapter_config.json");
     json theirs = saved.at("adapter_config");
@@ -414,20 +396,14 @@ void TestPeftExport::filesMatchWhatPeftSaves() {
       std::sort(list.begin(), list.end());
       return list;
     };
-    QCOMPARE(sorted(ours.at("target_modules")), sorted(theirs.at("target_modules")));
+    COMPARE(sorted(ours.at("target_modules")), sorted(theirs.at("target_modules")));
     ours.erase("target_modules");
     theirs.erase("target_modules");
     for (const auto& [key, value] : theirs.items()) {
-      QVERIFY2(ours.contains(key), key.c_str());
-      QVERIFY2(ours.at(key) == value,
-               qPrintable(QString::fromStdString(key + ": ours " + ours.at(key).dump() + ", PEFT " +
-                                                 value.dump())));
+      VERIFY2(ours.contains(key), key.c_str());
+      VERIFY2(ours.at(key) == value,
+              key + ": ours " + ours.at(key).dump() + ", PEFT " + value.dump());
     }
-    QCOMPARE(ours.size(), theirs.size());
+    COMPARE(ours.size(), theirs.size());
   }
 }
-
-#endif  // Q_MOC_RUN
-
-QTEST_APPLESS_MAIN(TestPeftExport)
-#include "test_peft_export.moc"

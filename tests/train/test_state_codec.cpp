@@ -1,6 +1,6 @@
 // test_state_codec.cpp — the mirrored trainer state round-trips bit for bit, and truncated or
 // damaged bytes are refused with a message instead of yielding a wrong state.
-#include <QtTest>
+#include "TestRunner.h"
 
 #include <cmath>
 #include <cstring>
@@ -39,44 +39,36 @@ bool sameBits(const std::vector<float>& a, const std::vector<float>& b) {
 
 }  // namespace
 
-class TestStateCodec : public QObject {
-  Q_OBJECT
-
- private slots:
-  void roundTripIsBitExact() {
-    const TrainerState s = sampleState();
-    const TrainerState back = decodeTrainerState(encodeTrainerState(s));
-    QCOMPARE(back.step, s.step);
-    QCOMPARE(back.epoch, s.epoch);
-    QCOMPARE(back.dataCursor, s.dataCursor);
-    QCOMPARE(back.seed, s.seed);
-    QCOMPARE(back.rngOffset, s.rngOffset);
-    QCOMPARE(back.tokensSeen, s.tokensSeen);
-    QCOMPARE(back.adapter.weights.size(), s.adapter.weights.size());
-    for (std::size_t i = 0; i < s.adapter.weights.size(); ++i) {
-      QCOMPARE(back.adapter.weights[i].site.module, s.adapter.weights[i].site.module);
-      QCOMPARE(back.adapter.weights[i].site.inFeatures, s.adapter.weights[i].site.inFeatures);
-      QVERIFY(sameBits(back.adapter.weights[i].a, s.adapter.weights[i].a));
-      QVERIFY(sameBits(back.adapter.weights[i].b, s.adapter.weights[i].b));
-      QVERIFY(sameBits(back.moments[i].secondA, s.moments[i].secondA));
-      QVERIFY(sameBits(back.moments[i].firstB, s.moments[i].firstB));
-    }
-    QVERIFY(back.microBatchHistory == s.microBatchHistory);
+TEST_CASE(roundTripIsBitExact) {
+  const TrainerState s = sampleState();
+  const TrainerState back = decodeTrainerState(encodeTrainerState(s));
+  COMPARE(back.step, s.step);
+  COMPARE(back.epoch, s.epoch);
+  COMPARE(back.dataCursor, s.dataCursor);
+  COMPARE(back.seed, s.seed);
+  COMPARE(back.rngOffset, s.rngOffset);
+  COMPARE(back.tokensSeen, s.tokensSeen);
+  COMPARE(back.adapter.weights.size(), s.adapter.weights.size());
+  for (std::size_t i = 0; i < s.adapter.weights.size(); ++i) {
+    COMPARE(back.adapter.weights[i].site.module, s.adapter.weights[i].site.module);
+    COMPARE(back.adapter.weights[i].site.inFeatures, s.adapter.weights[i].site.inFeatures);
+    VERIFY(sameBits(back.adapter.weights[i].a, s.adapter.weights[i].a));
+    VERIFY(sameBits(back.adapter.weights[i].b, s.adapter.weights[i].b));
+    VERIFY(sameBits(back.moments[i].secondA, s.moments[i].secondA));
+    VERIFY(sameBits(back.moments[i].firstB, s.moments[i].firstB));
   }
+  VERIFY(back.microBatchHistory == s.microBatchHistory);
+}
 
-  void truncatedOrDamagedBytesAreRefused() {
-    const std::vector<std::byte> bytes = encodeTrainerState(sampleState());
-    for (std::size_t cut : {std::size_t{0}, std::size_t{5}, bytes.size() / 2, bytes.size() - 1}) {
-      QVERIFY_THROWS_EXCEPTION(StateCodecError, decodeTrainerState(std::span(bytes.data(), cut)));
-    }
-    std::vector<std::byte> longer = bytes;
-    longer.push_back(std::byte{0});
-    QVERIFY_THROWS_EXCEPTION(StateCodecError, decodeTrainerState(longer));
-    std::vector<std::byte> badHeader = bytes;
-    badHeader[8] = std::byte{'#'};  // the header's first character: no longer JSON
-    QVERIFY_THROWS_EXCEPTION(StateCodecError, decodeTrainerState(badHeader));
+TEST_CASE(truncatedOrDamagedBytesAreRefused) {
+  const std::vector<std::byte> bytes = encodeTrainerState(sampleState());
+  for (std::size_t cut : {std::size_t{0}, std::size_t{5}, bytes.size() / 2, bytes.size() - 1}) {
+    VERIFY_THROWS_EXCEPTION(StateCodecError, decodeTrainerState(std::span(bytes.data(), cut)));
   }
-};
-
-QTEST_APPLESS_MAIN(TestStateCodec)
-#include "test_state_codec.moc"
+  std::vector<std::byte> longer = bytes;
+  longer.push_back(std::byte{0});
+  VERIFY_THROWS_EXCEPTION(StateCodecError, decodeTrainerState(longer));
+  std::vector<std::byte> badHeader = bytes;
+  badHeader[8] = std::byte{'#'};  // the header's first character: no longer JSON
+  VERIFY_THROWS_EXCEPTION(StateCodecError, decodeTrainerState(badHeader));
+}

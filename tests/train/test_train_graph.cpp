@@ -3,7 +3,7 @@
 // activation checkpointing bit-identical to keeping every layer, the gradient independent of the
 // micro-batch split, a zero-B adapter reproducing the model's forward loss, cancellation,
 // errors for inputs that do not fit, and optimizer steps on the backend equal to the host's.
-#include <QtTest>
+#include "TestRunner.h"
 
 #include <fstream>
 
@@ -81,62 +81,45 @@ void checkAgainstFiniteDifferences(train::LoraAdapter& adapter, TrainGraph& grap
         const double fd = (up - down) / (2.0 * eps);
         largestGradient = std::max(largestGradient, std::fabs(fd));
         largestDifference = std::max(largestDifference, std::fabs(fd - g[i]));
-        QVERIFY2(std::fabs(fd - g[i]) <= 1e-3 + 1e-2 * std::fabs(fd),
-                 qPrintable(
-                     QString::fromStdString(train::peftKey(adapter.weights[s].site, which == 0)) +
-                     QString(" [%1]: backward %2, finite difference %3").arg(i).arg(g[i]).arg(fd)));
+        VERIFY2(std::fabs(fd - g[i]) <= 1e-3 + 1e-2 * std::fabs(fd),
+                train::peftKey(adapter.weights[s].site, which == 0) +
+                    lstest::format(" [%zu]: backward %g, finite difference %g", i, g[i], fd));
         ++checked;
       }
     }
   }
   graph.loadAdapter(adapter);
-  qInfo("%d elements: largest gradient %.3g, largest difference to finite differences %.3g",
-        checked, largestGradient, largestDifference);
-  QVERIFY(checked == static_cast<int>(adapter.weights.size()) * 6);
-  QVERIFY(largestGradient > 0.05);  // the check is not vacuous
+  lstest::info("%d elements: largest gradient %.3g, largest difference to finite differences %.3g",
+               checked, largestGradient, largestDifference);
+  VERIFY(checked == static_cast<int>(adapter.weights.size()) * 6);
+  VERIFY(largestGradient > 0.05);  // the check is not vacuous
 }
 
 }  // namespace
 
-class TestTrainGraph : public QObject {
-  Q_OBJECT
-
- private slots:
-  void gradientsMatchFiniteDifferences_data();
-  void gradientsMatchFiniteDifferences();
-  void dropoutGradientsMatchFiniteDifferences();
-  void dropoutMaskIsKeyedAndScaled();
-  void checkpointingIsBitIdentical();
-  void gradientDoesNotDependOnMicroBatchSplit();
-  void zeroBAdapterReproducesModelForward();
-  void cancellationStopsBetweenOps();
-  void rejectsInputsThatDoNotFit();
-  void backendStepEqualsTheHostRoundTrip();
-};
-
-void TestTrainGraph::gradientsMatchFiniteDifferences_data() {
-  QTest::addColumn<QString>("fixture");
-  QTest::newRow("llama (llama3 rope, untied)") << "llama_f32_legacy_rope";
-  QTest::newRow("qwen2 (qkv bias, tied)") << "qwen2_f32_tied";
+TEST_DATA(gradientsMatchFiniteDifferences) {
+  lstest::addColumn<std::string>("fixture");
+  lstest::newRow("llama (llama3 rope, untied)") << "llama_f32_legacy_rope";
+  lstest::newRow("qwen2 (qkv bias, tied)") << "qwen2_f32_tied";
 }
 
-void TestTrainGraph::gradientsMatchFiniteDifferences() {
-  QFETCH(QString, fixture);
-  const model::ModelFolder folder = openFixture(fixture.toStdString());
+TEST_CASE(gradientsMatchFiniteDifferences) {
+  FETCH(std::string, fixture);
+  const model::ModelFolder folder = openFixture(fixture);
   auto backend = compute::createCpuBackend();
   train::LoraAdapter adapter = adapterWithNonZeroB(folder.config(), smallLora(), 7);
   TrainGraph graph(*backend, folder.config(), folder.weights(), adapter);
-  const Batch batch = fixtureBatch(fixture.toStdString());
+  const Batch batch = fixtureBatch(fixture);
   const LossSum base = graph.forwardLoss(batch.input());
   graph.zeroGradients();
   const LossSum trained = graph.forwardBackward(batch.input(), 1.0f / base.predictedTokens, {});
-  QCOMPARE(trained.predictedTokens, base.predictedTokens);
-  QVERIFY(trained.sum == base.sum);  // dropout off: the same forward, bit for bit
+  COMPARE(trained.predictedTokens, base.predictedTokens);
+  VERIFY(trained.sum == base.sum);  // dropout off: the same forward, bit for bit
   checkAgainstFiniteDifferences(adapter, graph, graph.gradients(),
                                 [&] { return meanLoss(graph.forwardLoss(batch.input())); });
 }
 
-void TestTrainGraph::dropoutGradientsMatchFiniteDifferences() {
+TEST_CASE(dropoutGradientsMatchFiniteDifferences) {
   // The loss with dropout is a smooth function of A and B for a fixed mask (fixed key); its value
   // comes from forwardBackward with a zero gradient scale.
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
@@ -149,7 +132,7 @@ void TestTrainGraph::dropoutGradientsMatchFiniteDifferences() {
   graph.zeroGradients();
   const LossSum withDropout =
       graph.forwardBackward(batch.input(), 1.0f / noDropout.predictedTokens, key);
-  QVERIFY(withDropout.sum != noDropout.sum);  // the mask is applied
+  VERIFY(withDropout.sum != noDropout.sum);  // the mask is applied
   const std::vector<train::LoraGradient> grads = graph.gradients();
   checkAgainstFiniteDifferences(adapter, graph, grads, [&] {
     const double value = meanLoss(graph.forwardBackward(batch.input(), 0.0f, key));
@@ -157,24 +140,24 @@ void TestTrainGraph::dropoutGradientsMatchFiniteDifferences() {
   });
 }
 
-void TestTrainGraph::dropoutMaskIsKeyedAndScaled() {
+TEST_CASE(dropoutMaskIsKeyedAndScaled) {
   const train::DropoutKey key{77, 12, 3};
   const std::vector<float> mask = train::dropoutMask(key, 5, train::LoraModule::Up, 0.25, 4003);
   const std::uint64_t stream = train::dropoutStream(key, 5, train::LoraModule::Up);
   std::size_t dropped = 0;
   for (std::size_t i = 0; i < mask.size(); ++i) {
     const float want = train::uniformFloat(77, stream, i) < 0.25f ? 0.0f : 1.0f / 0.75f;
-    QCOMPARE(mask[i], want);
+    COMPARE(mask[i], want);
     dropped += mask[i] == 0.0f ? 1 : 0;
   }
-  QVERIFY(dropped > 900 && dropped < 1100);  // ≈ 25 % of 4003
-  QVERIFY(mask != train::dropoutMask({77, 12, 4}, 5, train::LoraModule::Up, 0.25, 4003));
-  QVERIFY(mask != train::dropoutMask({77, 13, 3}, 5, train::LoraModule::Up, 0.25, 4003));
-  QVERIFY(mask != train::dropoutMask(key, 5, train::LoraModule::Gate, 0.25, 4003));
-  QVERIFY((stream >> 63) == 1);  // apart from the LoRA-init streams (layer·16 + module)
+  VERIFY(dropped > 900 && dropped < 1100);  // ≈ 25 % of 4003
+  VERIFY(mask != train::dropoutMask({77, 12, 4}, 5, train::LoraModule::Up, 0.25, 4003));
+  VERIFY(mask != train::dropoutMask({77, 13, 3}, 5, train::LoraModule::Up, 0.25, 4003));
+  VERIFY(mask != train::dropoutMask(key, 5, train::LoraModule::Gate, 0.25, 4003));
+  VERIFY((stream >> 63) == 1);  // apart from the LoRA-init streams (layer·16 + module)
 }
 
-void TestTrainGraph::checkpointingIsBitIdentical() {
+TEST_CASE(checkpointingIsBitIdentical) {
   const model::ModelFolder folder = openFixture("qwen2_f32_tied");
   auto backend = compute::createCpuBackend();
   const train::LoraAdapter adapter = adapterWithNonZeroB(folder.config(), smallLora(0.2), 9);
@@ -186,14 +169,14 @@ void TestTrainGraph::checkpointingIsBitIdentical() {
     losses.push_back(graph.forwardBackward(batch.input(), 0.05f, {1, 2, 0}).sum);
     results.push_back(graph.gradients());
   }
-  QVERIFY(losses[0] == losses[1]);
+  VERIFY(losses[0] == losses[1]);
   for (std::size_t s = 0; s < results[0].size(); ++s) {
-    QVERIFY(bitIdentical(results[0][s].a, results[1][s].a));
-    QVERIFY(bitIdentical(results[0][s].b, results[1][s].b));
+    VERIFY(bitIdentical(results[0][s].a, results[1][s].a));
+    VERIFY(bitIdentical(results[0][s].b, results[1][s].b));
   }
 }
 
-void TestTrainGraph::gradientDoesNotDependOnMicroBatchSplit() {
+TEST_CASE(gradientDoesNotDependOnMicroBatchSplit) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
   const train::LoraAdapter adapter = adapterWithNonZeroB(folder.config(), smallLora(), 10);
@@ -211,18 +194,17 @@ void TestTrainGraph::gradientDoesNotDependOnMicroBatchSplit() {
     parts.sum += s.sum;
     parts.predictedTokens += s.predictedTokens;
   }
-  QCOMPARE(parts.predictedTokens, all.predictedTokens);
-  QVERIFY(std::fabs(parts.sum - all.sum) < 1e-5 * all.sum);
+  COMPARE(parts.predictedTokens, all.predictedTokens);
+  VERIFY(std::fabs(parts.sum - all.sum) < 1e-5 * all.sum);
   const auto a = whole.gradients(), b = split.gradients();
   for (std::size_t s = 0; s < a.size(); ++s) {
-    QVERIFY(
-        closeRelativeToMax(b[s].a, a[s].a, 1e-5, train::peftKey(adapter.weights[s].site, true)));
-    QVERIFY(
+    VERIFY(closeRelativeToMax(b[s].a, a[s].a, 1e-5, train::peftKey(adapter.weights[s].site, true)));
+    VERIFY(
         closeRelativeToMax(b[s].b, a[s].b, 1e-5, train::peftKey(adapter.weights[s].site, false)));
   }
 }
 
-void TestTrainGraph::zeroBAdapterReproducesModelForward() {
+TEST_CASE(zeroBAdapterReproducesModelForward) {
   for (const char* name : {"llama_f32_legacy_rope", "qwen2_f32_tied", "llama_bf16_sharded_tied"}) {
     const model::ModelFolder folder = openFixture(name);
     auto backend = compute::createCpuBackend();
@@ -234,29 +216,28 @@ void TestTrainGraph::zeroBAdapterReproducesModelForward() {
     const double ours = meanLoss(graph.forwardLoss(batch.input()));
     const model::ForwardResult plain =
         model::forward(*backend, folder.config(), folder.weights(), batch.input());
-    QVERIFY2(std::fabs(ours - *plain.loss) < 1e-6 * *plain.loss,
-             qPrintable(QString("%1: %2 vs %3").arg(name).arg(ours).arg(*plain.loss)));
-    QVERIFY2(
-        std::fabs(ours - transformersLoss) < 1e-4 * transformersLoss,
-        qPrintable(QString("%1: %2 vs transformers %3").arg(name).arg(ours).arg(transformersLoss)));
+    VERIFY2(std::fabs(ours - *plain.loss) < 1e-6 * *plain.loss,
+            lstest::format("%s: %g vs %g", name, ours, *plain.loss));
+    VERIFY2(std::fabs(ours - transformersLoss) < 1e-4 * transformersLoss,
+            lstest::format("%s: %g vs transformers %g", name, ours, transformersLoss));
   }
 }
 
-void TestTrainGraph::cancellationStopsBetweenOps() {
+TEST_CASE(cancellationStopsBetweenOps) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
   const train::LoraAdapter adapter = adapterWithNonZeroB(folder.config(), smallLora(), 11);
   TrainGraph graph(*backend, folder.config(), folder.weights(), adapter);
   const Batch batch = fixtureBatch("llama_f32_legacy_rope");
   std::atomic<bool> cancel{true};
-  QVERIFY(throwsNaming<train::TrainingCancelled>(
+  VERIFY(throwsNaming<train::TrainingCancelled>(
       [&] { graph.forwardBackward(batch.input(), 1.0f, {}, &cancel); }, "cancelled"));
   cancel = false;
   graph.zeroGradients();
-  QVERIFY(graph.forwardBackward(batch.input(), 1.0f, {}, &cancel).predictedTokens > 0);
+  VERIFY(graph.forwardBackward(batch.input(), 1.0f, {}, &cancel).predictedTokens > 0);
 }
 
-void TestTrainGraph::rejectsInputsThatDoNotFit() {
+TEST_CASE(rejectsInputsThatDoNotFit) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
   train::LoraAdapter adapter = adapterWithNonZeroB(folder.config(), smallLora(), 12);
@@ -264,29 +245,29 @@ void TestTrainGraph::rejectsInputsThatDoNotFit() {
   {
     train::LoraAdapter wrong = adapter;
     wrong.weights[0].site.inFeatures = 31;
-    QVERIFY(throwsNaming<std::invalid_argument>(
+    VERIFY(throwsNaming<std::invalid_argument>(
         [&] { TrainGraph g(*backend, folder.config(), folder.weights(), wrong); },
         "layer 0 q_proj is (31 → 32) but the model's is (32 → 32)"));
   }
   TrainGraph graph(*backend, folder.config(), folder.weights(), adapter);
   batch.ids[5] = 300;
-  QVERIFY(throwsNaming<compute::ShapeError>([&] { graph.forwardBackward(batch.input(), 1.0f, {}); },
-                                            "300"));
+  VERIFY(throwsNaming<compute::ShapeError>([&] { graph.forwardBackward(batch.input(), 1.0f, {}); },
+                                           "300"));
   batch.ids[5] = 1;
   batch.labels.clear();
-  QVERIFY(throwsNaming<std::invalid_argument>(
+  VERIFY(throwsNaming<std::invalid_argument>(
       [&] { graph.forwardBackward(batch.input(), 1.0f, {}); }, "no labels"));
   batch.labels.assign(batch.ids.size(), 1);
   batch.labels[3] = 999;
-  QVERIFY(throwsNaming<compute::ShapeError>([&] { graph.forwardBackward(batch.input(), 1.0f, {}); },
-                                            "target 999"));
+  VERIFY(throwsNaming<compute::ShapeError>([&] { graph.forwardBackward(batch.input(), 1.0f, {}); },
+                                           "target 999"));
 }
 
 // Three steps with dropout, clipping and weight decay run on the backend (clipGradients,
 // adamwStep, masks drawn by the backend) leave the bits the trainer's earlier host round trip
 // left: gradients downloaded, clipped by train::clipGradNorm and updated by train::adamwStep on
 // the host, the adapter uploaded again.
-void TestTrainGraph::backendStepEqualsTheHostRoundTrip() {
+TEST_CASE(backendStepEqualsTheHostRoundTrip) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
   train::LoraAdapter hostAdapter = adapterWithNonZeroB(folder.config(), smallLora(0.3), 8);
@@ -302,7 +283,7 @@ void TestTrainGraph::backendStepEqualsTheHostRoundTrip() {
     onHost.zeroGradients();
     onBackend.zeroGradients();
     const LossSum hostLoss = onHost.forwardBackward(batch.input(), 0.05f, key);
-    QVERIFY(onBackend.forwardBackward(batch.input(), 0.05f, key).sum == hostLoss.sum);
+    VERIFY(onBackend.forwardBackward(batch.input(), 0.05f, key).sum == hostLoss.sum);
     std::vector<train::LoraGradient> grads = onHost.gradients();
     std::vector<std::span<float>> views;
     for (train::LoraGradient& g : grads) {
@@ -310,8 +291,8 @@ void TestTrainGraph::backendStepEqualsTheHostRoundTrip() {
       views.emplace_back(g.b);
     }
     const double hostNorm = train::clipGradNorm(views, kMaxNorm);
-    QVERIFY(hostNorm > kMaxNorm);
-    QVERIFY(onBackend.clipGradients(kMaxNorm) == hostNorm);
+    VERIFY(hostNorm > kMaxNorm);
+    VERIFY(onBackend.clipGradients(kMaxNorm) == hostNorm);
     std::vector<train::AdamWParam> params;
     for (std::size_t i = 0; i < grads.size(); ++i) {
       train::LoraWeights& w = hostAdapter.weights[i];
@@ -327,16 +308,13 @@ void TestTrainGraph::backendStepEqualsTheHostRoundTrip() {
   std::vector<train::LoraMoments> moments;
   onBackend.downloadAdapter(adapter);
   onBackend.downloadMoments(moments);
-  QCOMPARE(moments.size(), hostMoments.size());
+  COMPARE(moments.size(), hostMoments.size());
   for (std::size_t i = 0; i < moments.size(); ++i) {
-    QVERIFY(bitIdentical(adapter.weights[i].a, hostAdapter.weights[i].a));
-    QVERIFY(bitIdentical(adapter.weights[i].b, hostAdapter.weights[i].b));
-    QVERIFY(bitIdentical(moments[i].firstA, hostMoments[i].firstA));
-    QVERIFY(bitIdentical(moments[i].secondA, hostMoments[i].secondA));
-    QVERIFY(bitIdentical(moments[i].firstB, hostMoments[i].firstB));
-    QVERIFY(bitIdentical(moments[i].secondB, hostMoments[i].secondB));
+    VERIFY(bitIdentical(adapter.weights[i].a, hostAdapter.weights[i].a));
+    VERIFY(bitIdentical(adapter.weights[i].b, hostAdapter.weights[i].b));
+    VERIFY(bitIdentical(moments[i].firstA, hostMoments[i].firstA));
+    VERIFY(bitIdentical(moments[i].secondA, hostMoments[i].secondA));
+    VERIFY(bitIdentical(moments[i].firstB, hostMoments[i].firstB));
+    VERIFY(bitIdentical(moments[i].secondB, hostMoments[i].secondB));
   }
 }
-
-QTEST_APPLESS_MAIN(TestTrainGraph)
-#include "test_train_graph.moc"

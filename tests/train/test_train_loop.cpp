@@ -3,7 +3,7 @@
 // keep the effective batch (and the trajectory), packing, seeded epoch order, learning on
 // repeated data, per-step metrics, cancellation, config errors, and a host state that follows the
 // backend's adapter and moments.
-#include <QtTest>
+#include "TestRunner.h"
 
 #include <set>
 
@@ -62,42 +62,25 @@ bool sameAdapter(const train::LoraAdapter& a, const train::LoraAdapter& b) {
 
 }  // namespace
 
-class TestTrainLoop : public QObject {
-  Q_OBJECT
-
- private slots:
-  void sameSeedGivesBitIdenticalRuns();
-  void resumeFromStateIsBitIdentical();
-  void moveToAnotherBackendContinuesBitForBit();
-  void microBatchChangeKeepsEffectiveBatch();
-  void packingKeepsPredictedTokens();
-  void epochOrderIsASeededPermutation();
-  void lossDropsOnRepeatedData();
-  void metricsFollowTheSchedule();
-  void cancellationLeavesTheLastCompletedStep();
-  void rejectsBadConfigAndData();
-  void stateIsCurrentHoweverOftenItIsRead();
-};
-
-void TestTrainLoop::sameSeedGivesBitIdenticalRuns() {
+TEST_CASE(sameSeedGivesBitIdenticalRuns) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
   TrainLoop first(*backend, folder.config(), folder.weights(), examples(10, 1), smallConfig());
   TrainLoop second(*backend, folder.config(), folder.weights(), examples(10, 1), smallConfig());
   const auto a = runAll(first), b = runAll(second);
-  QCOMPARE(a.size(), std::size_t{6});
+  COMPARE(a.size(), std::size_t{6});
   for (std::size_t i = 0; i < a.size(); ++i) {
-    QVERIFY(a[i].loss == b[i].loss);  // bit for bit, not fuzzy
-    QVERIFY(a[i].gradNorm == b[i].gradNorm);
+    VERIFY(a[i].loss == b[i].loss);  // bit for bit, not fuzzy
+    VERIFY(a[i].gradNorm == b[i].gradNorm);
   }
-  QVERIFY(sameAdapter(first.state().adapter, second.state().adapter));
+  VERIFY(sameAdapter(first.state().adapter, second.state().adapter));
   TrainConfig other = smallConfig();
   other.seed = 99;
   TrainLoop third(*backend, folder.config(), folder.weights(), examples(10, 1), other);
-  QVERIFY(runAll(third)[0].loss != a[0].loss);  // another shuffle, another dropout
+  VERIFY(runAll(third)[0].loss != a[0].loss);  // another shuffle, another dropout
 }
 
-void TestTrainLoop::resumeFromStateIsBitIdentical() {
+TEST_CASE(resumeFromStateIsBitIdentical) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
   TrainConfig config = smallConfig();
@@ -105,25 +88,25 @@ void TestTrainLoop::resumeFromStateIsBitIdentical() {
   config.epochs = 3;  // 10 sequences / 4 per step: 3 steps per epoch, the last one of 2
   TrainLoop uninterrupted(*backend, folder.config(), folder.weights(), examples(10, 2), config);
   const auto all = runAll(uninterrupted);
-  QCOMPARE(all.size(), std::size_t{9});
-  QCOMPARE(all[2].epoch, std::int64_t{0});
-  QCOMPARE(all[3].epoch, std::int64_t{1});
+  COMPARE(all.size(), std::size_t{9});
+  COMPARE(all[2].epoch, std::int64_t{0});
+  COMPARE(all[3].epoch, std::int64_t{1});
 
   TrainLoop interrupted(*backend, folder.config(), folder.weights(), examples(10, 2), config);
   for (int i = 0; i < 4; ++i)
     interrupted.step();
   const train::TrainerState saved = interrupted.state();  // what a checkpoint holds
-  QCOMPARE(saved.step, std::int64_t{4});
+  COMPARE(saved.step, std::int64_t{4});
   TrainLoop resumed(*backend, folder.config(), folder.weights(), examples(10, 2), config, saved);
   const auto rest = runAll(resumed);
-  QCOMPARE(rest.size(), std::size_t{5});
+  COMPARE(rest.size(), std::size_t{5});
   for (std::size_t i = 0; i < rest.size(); ++i) {
-    QCOMPARE(rest[i].step, all[i + 4].step);
-    QVERIFY(rest[i].loss == all[i + 4].loss);
+    COMPARE(rest[i].step, all[i + 4].step);
+    VERIFY(rest[i].loss == all[i + 4].loss);
   }
-  QVERIFY(sameAdapter(resumed.state().adapter, uninterrupted.state().adapter));
+  VERIFY(sameAdapter(resumed.state().adapter, uninterrupted.state().adapter));
   for (std::size_t i = 0; i < saved.moments.size(); ++i) {
-    QVERIFY(
+    VERIFY(
         bitIdentical(resumed.state().moments[i].secondB, uninterrupted.state().moments[i].secondB));
   }
 }
@@ -131,7 +114,7 @@ void TestTrainLoop::resumeFromStateIsBitIdentical() {
 // The CPU-fallback toggle's move, between two CPU backends: everything the next steps depend on
 // (adapter, moments, data cursor across an epoch boundary, dropout and shuffle RNG) carries over,
 // so the moved run is the unmoved one bit for bit, and the old backend is no longer used.
-void TestTrainLoop::moveToAnotherBackendContinuesBitForBit() {
+TEST_CASE(moveToAnotherBackendContinuesBitForBit) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto first = compute::createCpuBackend();
   auto second = compute::createCpuBackend();
@@ -147,23 +130,23 @@ void TestTrainLoop::moveToAnotherBackendContinuesBitForBit() {
   for (int i = 0; i < 4; ++i)
     moved.step();
   moved.moveTo(*second, folder.weights());
-  QCOMPARE(&moved.backend(), second.get());
+  COMPARE(&moved.backend(), second.get());
   first.reset();  // a step that still called it would use a destroyed object (ASan: sanitize)
   const auto rest = runAll(moved);
-  QCOMPARE(rest.size(), all.size() - 4);
+  COMPARE(rest.size(), all.size() - 4);
   for (std::size_t i = 0; i < rest.size(); ++i) {
-    QCOMPARE(rest[i].step, all[i + 4].step);
-    QCOMPARE(rest[i].epoch, all[i + 4].epoch);
-    QVERIFY(rest[i].loss == all[i + 4].loss);
-    QVERIFY(rest[i].gradNorm == all[i + 4].gradNorm);
+    COMPARE(rest[i].step, all[i + 4].step);
+    COMPARE(rest[i].epoch, all[i + 4].epoch);
+    VERIFY(rest[i].loss == all[i + 4].loss);
+    VERIFY(rest[i].gradNorm == all[i + 4].gradNorm);
   }
-  QVERIFY(sameAdapter(moved.state().adapter, expected.adapter));
+  VERIFY(sameAdapter(moved.state().adapter, expected.adapter));
   for (std::size_t i = 0; i < moved.state().moments.size(); ++i) {
-    QVERIFY(bitIdentical(moved.state().moments[i].secondA, expected.moments[i].secondA));
+    VERIFY(bitIdentical(moved.state().moments[i].secondA, expected.moments[i].secondA));
   }
 }
 
-void TestTrainLoop::microBatchChangeKeepsEffectiveBatch() {
+TEST_CASE(microBatchChangeKeepsEffectiveBatch) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
   TrainConfig config = smallConfig();
@@ -179,30 +162,30 @@ void TestTrainLoop::microBatchChangeKeepsEffectiveBatch() {
     a.push_back(steady.step());
     b.push_back(changing.step());
   }
-  QCOMPARE(b[1].microBatch, std::int64_t{1});
-  QCOMPARE(b[1].accumulation, std::int64_t{4});
-  QCOMPARE(b[3].microBatch, std::int64_t{3});
-  QCOMPARE(b[3].accumulation, std::int64_t{2});  // 3 + 1 sequences
+  COMPARE(b[1].microBatch, std::int64_t{1});
+  COMPARE(b[1].accumulation, std::int64_t{4});
+  COMPARE(b[3].microBatch, std::int64_t{3});
+  COMPARE(b[3].accumulation, std::int64_t{2});  // 3 + 1 sequences
   for (std::size_t i = 0; i < a.size(); ++i) {
-    QCOMPARE(b[i].predictedTokens, a[i].predictedTokens);
-    QVERIFY2(std::fabs(a[i].loss - b[i].loss) < 1e-5 * a[i].loss,
-             qPrintable(QString("step %1: %2 vs %3").arg(i).arg(a[i].loss).arg(b[i].loss)));
+    COMPARE(b[i].predictedTokens, a[i].predictedTokens);
+    VERIFY2(std::fabs(a[i].loss - b[i].loss) < 1e-5 * a[i].loss,
+            lstest::format("step %zu: %g vs %g", i, a[i].loss, b[i].loss));
   }
   const auto& history = changing.state().microBatchHistory;
-  QCOMPARE(history.size(), std::size_t{3});
-  QCOMPARE(history[0], (train::MicroBatchChange{0, 2, 2, "start"}));
-  QCOMPARE(history[1], (train::MicroBatchChange{1, 1, 4, "user"}));
-  QCOMPARE(history[2], (train::MicroBatchChange{3, 3, 2, "oom"}));
-  QVERIFY(throwsNaming<std::invalid_argument>([&] { changing.setMicroBatchSize(5, "user"); },
-                                              "exceeds the effective batch 4"));
+  COMPARE(history.size(), std::size_t{3});
+  COMPARE(history[0], (train::MicroBatchChange{0, 2, 2, "start"}));
+  COMPARE(history[1], (train::MicroBatchChange{1, 1, 4, "user"}));
+  COMPARE(history[2], (train::MicroBatchChange{3, 3, 2, "oom"}));
+  VERIFY(throwsNaming<std::invalid_argument>([&] { changing.setMicroBatchSize(5, "user"); },
+                                             "exceeds the effective batch 4"));
 }
 
-void TestTrainLoop::packingKeepsPredictedTokens() {
+TEST_CASE(packingKeepsPredictedTokens) {
   const auto data = examples(20, 4);
   const train::SequenceSet plain = train::buildSequences(data, 16, false);
   const train::SequenceSet packed = train::buildSequences(data, 16, true);
-  QCOMPARE(plain.sequences.size(), data.size());
-  QVERIFY(packed.sequences.size() < plain.sequences.size());
+  COMPARE(plain.sequences.size(), data.size());
+  VERIFY(packed.sequences.size() < plain.sequences.size());
   std::int64_t plainTokens = 0, packedTokens = 0;
   std::size_t packedLength = 0;
   for (const auto& s : plain.sequences)
@@ -210,30 +193,30 @@ void TestTrainLoop::packingKeepsPredictedTokens() {
   for (const auto& s : packed.sequences) {
     packedTokens += s.predictedTokens;
     packedLength += s.ids.size();
-    QVERIFY(s.ids.size() <= 16 && s.ids.size() == s.labels.size());
+    VERIFY(s.ids.size() <= 16 && s.ids.size() == s.labels.size());
   }
-  QCOMPARE(packedTokens, plainTokens);
+  COMPARE(packedTokens, plainTokens);
   std::size_t total = 0;
   for (const auto& e : data)
     total += e.ids.size();
-  QCOMPARE(packedLength, total);
+  COMPARE(packedLength, total);
   // Truncation to 3 tokens leaves examples with 2+ masked prompt labels nothing to train.
   const train::SequenceSet cut = train::buildSequences(data, 3, false);
-  QVERIFY(cut.droppedExamples > 0);
-  QCOMPARE(cut.sequences.size() + static_cast<std::size_t>(cut.droppedExamples), data.size());
+  VERIFY(cut.droppedExamples > 0);
+  COMPARE(cut.sequences.size() + static_cast<std::size_t>(cut.droppedExamples), data.size());
 }
 
-void TestTrainLoop::epochOrderIsASeededPermutation() {
+TEST_CASE(epochOrderIsASeededPermutation) {
   const auto a = train::epochOrder(50, 7, 0, true);
-  QCOMPARE(std::set<std::int64_t>(a.begin(), a.end()).size(), std::size_t{50});
-  QCOMPARE(train::epochOrder(50, 7, 0, true), a);
-  QVERIFY(train::epochOrder(50, 7, 1, true) != a);
-  QVERIFY(train::epochOrder(50, 8, 0, true) != a);
+  COMPARE(std::set<std::int64_t>(a.begin(), a.end()).size(), std::size_t{50});
+  COMPARE(train::epochOrder(50, 7, 0, true), a);
+  VERIFY(train::epochOrder(50, 7, 1, true) != a);
+  VERIFY(train::epochOrder(50, 8, 0, true) != a);
   const auto identity = train::epochOrder(5, 7, 3, false);
-  QCOMPARE(identity, (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
+  COMPARE(identity, (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
 }
 
-void TestTrainLoop::lossDropsOnRepeatedData() {
+TEST_CASE(lossDropsOnRepeatedData) {
   const model::ModelFolder folder = openFixture("qwen2_f32_tied");
   auto backend = compute::createCpuBackend();
   TrainConfig config = smallConfig();
@@ -245,61 +228,61 @@ void TestTrainLoop::lossDropsOnRepeatedData() {
   config.packing = true;
   TrainLoop loop(*backend, folder.config(), folder.weights(), examples(4, 5), config);
   const auto metrics = runAll(loop);
-  QVERIFY2(metrics.back().loss < 0.5 * metrics.front().loss,
-           qPrintable(QString("%1 -> %2").arg(metrics.front().loss).arg(metrics.back().loss)));
+  VERIFY2(metrics.back().loss < 0.5 * metrics.front().loss,
+          lstest::format("%g -> %g", metrics.front().loss, metrics.back().loss));
 }
 
-void TestTrainLoop::metricsFollowTheSchedule() {
+TEST_CASE(metricsFollowTheSchedule) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
   TrainConfig config = smallConfig();
   config.schedule = train::ScheduleKind::Linear;
   TrainLoop loop(*backend, folder.config(), folder.weights(), examples(10, 6), config);
   const auto m = runAll(loop);
-  QCOMPARE(m[0].learningRate, 0.0);     // warm-up starts at 0
-  QCOMPARE(m[1].learningRate, 0.5e-2);  // 1/2 of the way
-  QCOMPARE(m[2].learningRate, 1e-2);
-  QVERIFY(std::fabs(m[3].learningRate - 0.75e-2) < 1e-15);
+  COMPARE(m[0].learningRate, 0.0);     // warm-up starts at 0
+  COMPARE(m[1].learningRate, 0.5e-2);  // 1/2 of the way
+  COMPARE(m[2].learningRate, 1e-2);
+  VERIFY(std::fabs(m[3].learningRate - 0.75e-2) < 1e-15);
   for (const StepMetrics& s : m) {
-    QVERIFY(s.gradNorm > 0 && s.tokensPerS > 0 && s.tokens > s.predictedTokens);
-    QCOMPARE(s.microBatch, std::int64_t{2});
+    VERIFY(s.gradNorm > 0 && s.tokensPerS > 0 && s.tokens > s.predictedTokens);
+    COMPARE(s.microBatch, std::int64_t{2});
   }
-  QCOMPARE(m.back().step, std::int64_t{6});
-  QCOMPARE(loop.state().step, std::int64_t{6});
-  QVERIFY(loop.finished());
+  COMPARE(m.back().step, std::int64_t{6});
+  COMPARE(loop.state().step, std::int64_t{6});
+  VERIFY(loop.finished());
 }
 
-void TestTrainLoop::cancellationLeavesTheLastCompletedStep() {
+TEST_CASE(cancellationLeavesTheLastCompletedStep) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
   TrainLoop loop(*backend, folder.config(), folder.weights(), examples(10, 7), smallConfig());
   loop.step();
   const train::TrainerState before = loop.state();
   std::atomic<bool> cancel{true};
-  QVERIFY(!loop.run({}, &cancel));
-  QCOMPARE(loop.state().step, before.step);
-  QCOMPARE(loop.state().dataCursor, before.dataCursor);
-  QVERIFY(sameAdapter(loop.state().adapter, before.adapter));
+  VERIFY(!loop.run({}, &cancel));
+  COMPARE(loop.state().step, before.step);
+  COMPARE(loop.state().dataCursor, before.dataCursor);
+  VERIFY(sameAdapter(loop.state().adapter, before.adapter));
   cancel = false;
-  QVERIFY(loop.run({}, &cancel));
-  QCOMPARE(loop.state().step, std::int64_t{6});
+  VERIFY(loop.run({}, &cancel));
+  COMPARE(loop.state().step, std::int64_t{6});
 }
 
-void TestTrainLoop::rejectsBadConfigAndData() {
+TEST_CASE(rejectsBadConfigAndData) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
   TrainConfig config = smallConfig();
   config.microBatchSize = 0;
-  QVERIFY(throwsNaming<std::invalid_argument>(
+  VERIFY(throwsNaming<std::invalid_argument>(
       [&] { TrainLoop l(*backend, folder.config(), folder.weights(), examples(4, 8), config); },
       "micro-batch size must be at least 1"));
-  QVERIFY(throwsNaming<std::invalid_argument>(
+  VERIFY(throwsNaming<std::invalid_argument>(
       [&] {
         TrainLoop l(*backend, folder.config(), folder.weights(),
                     {TokenizedExample{{1, 2, 3}, {-100, -100, -100}}}, smallConfig());
       },
       "no example has a trained token"));
-  QVERIFY(throwsNaming<std::invalid_argument>(
+  VERIFY(throwsNaming<std::invalid_argument>(
       [&] {
         TrainLoop l(*backend, folder.config(), folder.weights(), {TokenizedExample{{1, 2}, {1}}},
                     smallConfig());
@@ -308,7 +291,7 @@ void TestTrainLoop::rejectsBadConfigAndData() {
   TrainLoop ok(*backend, folder.config(), folder.weights(), examples(6, 9), smallConfig());
   train::TrainerState state = ok.state();
   state.moments.pop_back();
-  QVERIFY(throwsNaming<std::invalid_argument>(
+  VERIFY(throwsNaming<std::invalid_argument>(
       [&] {
         TrainLoop l(*backend, folder.config(), folder.weights(), examples(6, 9), smallConfig(),
                     state);
@@ -319,7 +302,7 @@ void TestTrainLoop::rejectsBadConfigAndData() {
 // The adapter and moments stay on the backend between steps; state() copies them back when it is
 // read, so reading it after every step or only at the end gives the same bits, and each read
 // shows the step just completed.
-void TestTrainLoop::stateIsCurrentHoweverOftenItIsRead() {
+TEST_CASE(stateIsCurrentHoweverOftenItIsRead) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
   TrainLoop eager(*backend, folder.config(), folder.weights(), examples(10, 4), smallConfig());
@@ -329,23 +312,20 @@ void TestTrainLoop::stateIsCurrentHoweverOftenItIsRead() {
     eager.step();
     lazy.step();
     const train::TrainerState& now = eager.state();
-    QCOMPARE(now.step, std::int64_t{i + 1});
-    QVERIFY(!bitIdentical(now.moments[0].firstB, previous.moments[0].firstB));
+    COMPARE(now.step, std::int64_t{i + 1});
+    VERIFY(!bitIdentical(now.moments[0].firstB, previous.moments[0].firstB));
     if (i > 0) {  // the warm-up's first learning rate is 0: the adapter moves from step 2 on
-      QVERIFY(!sameAdapter(now.adapter, previous.adapter));
+      VERIFY(!sameAdapter(now.adapter, previous.adapter));
     }
     previous = now;
   }
   lazy.syncState();
   lazy.syncState();  // nothing ran since: the same state
-  QVERIFY(sameAdapter(lazy.state().adapter, eager.state().adapter));
+  VERIFY(sameAdapter(lazy.state().adapter, eager.state().adapter));
   for (std::size_t i = 0; i < eager.state().moments.size(); ++i) {
     const train::LoraMoments& a = lazy.state().moments[i];
     const train::LoraMoments& b = eager.state().moments[i];
-    QVERIFY(bitIdentical(a.firstA, b.firstA) && bitIdentical(a.secondA, b.secondA) &&
-            bitIdentical(a.firstB, b.firstB) && bitIdentical(a.secondB, b.secondB));
+    VERIFY(bitIdentical(a.firstA, b.firstA) && bitIdentical(a.secondA, b.secondA) &&
+           bitIdentical(a.firstB, b.firstB) && bitIdentical(a.secondB, b.secondB));
   }
 }
-
-QTEST_APPLESS_MAIN(TestTrainLoop)
-#include "test_train_loop.moc"

@@ -1,7 +1,8 @@
 // test_training_data.cpp — `train` reads a dataset by validate-data's rules (issue 20 item 7):
 // a chat record the template refuses is one skipped record with its file and line, counted by
 // cause, as validate-data reports it; it no longer ends the whole run.
-#include <QtTest>
+#include "TempDir.h"
+#include "TestRunner.h"
 
 #include <filesystem>
 #include <fstream>
@@ -17,17 +18,9 @@
 using namespace lorascope;
 namespace fs = std::filesystem;
 
-class TestTrainingData : public QObject {
-  Q_OBJECT
-
- private slots:
-  void systemMessageAfterTheStartSkipsOneRecordNotTheRun();
-  void warningsNameTheirLineOnce();
-};
-
-void TestTrainingData::systemMessageAfterTheStartSkipsOneRecordNotTheRun() {
-  const QTemporaryDir tmp;
-  const fs::path dir = tmp.path().toStdString();
+TEST_CASE(systemMessageAfterTheStartSkipsOneRecordNotTheRun) {
+  const lstest::TempDir tmp;
+  const fs::path dir = tmp.path();
   // A model folder's text side: a BPE tokenizer and a chat template that, like many models'
   // own, refuses a system message anywhere but first.
   fs::copy_file(test::kModelDataDir + "/../../text/data/qwen2_bpe.tokenizer.json",
@@ -50,15 +43,15 @@ void TestTrainingData::systemMessageAfterTheStartSkipsOneRecordNotTheRun() {
       << "\n";
 
   const train::TrainingData loaded = train::loadTrainingData(data, dir, 2048);
-  QCOMPARE(loaded.examples.size(), std::size_t{2});
-  QCOMPARE(loaded.skippedRecords, std::int64_t{1});
-  QCOMPARE(loaded.skippedByCause.at("tokenize_error"), std::int64_t{1});
-  QCOMPARE(loaded.firstProblems.size(), std::size_t{1});
-  QVERIFY2(loaded.firstProblems[0].find(data.string() + ": line 2: ") == 0,
-           loaded.firstProblems[0].c_str());
-  QVERIFY2(loaded.firstProblems[0].find("system message may only come first") != std::string::npos,
-           loaded.firstProblems[0].c_str());
-  QCOMPARE(train::describeDataLosses(loaded), std::string("1 skipped (tokenize_error 1)"));
+  COMPARE(loaded.examples.size(), std::size_t{2});
+  COMPARE(loaded.skippedRecords, std::int64_t{1});
+  COMPARE(loaded.skippedByCause.at("tokenize_error"), std::int64_t{1});
+  COMPARE(loaded.firstProblems.size(), std::size_t{1});
+  VERIFY2(loaded.firstProblems[0].find(data.string() + ": line 2: ") == 0,
+          loaded.firstProblems[0].c_str());
+  VERIFY2(loaded.firstProblems[0].find("system message may only come first") != std::string::npos,
+          loaded.firstProblems[0].c_str());
+  COMPARE(train::describeDataLosses(loaded), std::string("1 skipped (tokenize_error 1)"));
 
   // validate-data counts the same record as its one error.
   const data::ExampleEncoder encoder(text::Tokenizer::fromModelDir(dir),
@@ -66,14 +59,14 @@ void TestTrainingData::systemMessageAfterTheStartSkipsOneRecordNotTheRun() {
   data::ValidateOptions options;
   options.encoder = &encoder;
   const data::ValidationReport report = data::validateDataset(data, options);
-  QCOMPARE(report.validExamples, std::size_t{2});
-  QCOMPARE(report.tokens->tokenizeErrors, std::size_t{1});
+  COMPARE(report.validExamples, std::size_t{2});
+  COMPARE(report.tokens->tokenizeErrors, std::size_t{1});
 }
 
-void TestTrainingData::warningsNameTheirLineOnce() {
+TEST_CASE(warningsNameTheirLineOnce) {
   // Issue 20 item 9: "bad.jsonl: line 4: line 4: field \"output\" is empty".
-  const QTemporaryDir tmp;
-  const fs::path dir = tmp.path().toStdString();
+  const lstest::TempDir tmp;
+  const fs::path dir = tmp.path();
   fs::copy_file(test::kModelDataDir + "/../../text/data/qwen2_bpe.tokenizer.json",
                 dir / "tokenizer.json");
   const fs::path data = dir / "alpaca.jsonl";
@@ -82,12 +75,9 @@ void TestTrainingData::warningsNameTheirLineOnce() {
                       << R"({"instruction": "x", "output": ""})"
                       << "\n";
   const train::TrainingData loaded = train::loadTrainingData(data, dir, 2048);
-  QCOMPARE(loaded.firstProblems.size(), std::size_t{1});
-  QVERIFY2(loaded.firstProblems[0].find("line 2: line 2") == std::string::npos,
-           loaded.firstProblems[0].c_str());
-  QVERIFY2(loaded.firstProblems[0].find(data.string() + ": line 2: ") == 0,
-           loaded.firstProblems[0].c_str());
+  COMPARE(loaded.firstProblems.size(), std::size_t{1});
+  VERIFY2(loaded.firstProblems[0].find("line 2: line 2") == std::string::npos,
+          loaded.firstProblems[0].c_str());
+  VERIFY2(loaded.firstProblems[0].find(data.string() + ": line 2: ") == 0,
+          loaded.firstProblems[0].c_str());
 }
-
-QTEST_APPLESS_MAIN(TestTrainingData)
-#include "test_training_data.moc"

@@ -41,11 +41,14 @@ class CpuBackend final : public Backend {
     const std::size_t bytes = static_cast<std::size_t>(numelOf(shape)) * dtypeBytes(dtype);
     const std::size_t rounded =
         (bytes + kHostAlignmentBytes - 1) / kHostAlignmentBytes * kHostAlignmentBytes;
-    void* p = std::aligned_alloc(kHostAlignmentBytes, rounded == 0 ? kHostAlignmentBytes : rounded);
-    if (p == nullptr) {
-      throw std::bad_alloc();
-    }
-    return Tensor(std::shared_ptr<void>(p, std::free), dtype, shape, Device::Cpu);
+    // C++'s aligned operator new, not std::aligned_alloc, which the Windows C runtime lacks; it
+    // throws std::bad_alloc itself.
+    void* p = ::operator new (rounded == 0 ? kHostAlignmentBytes : rounded,
+                              std::align_val_t{kHostAlignmentBytes});
+    const auto release = [](void* q) {
+      ::operator delete (q, std::align_val_t{kHostAlignmentBytes});
+    };
+    return Tensor(std::shared_ptr<void>(p, release), dtype, shape, Device::Cpu);
   }
 
   Tensor upload(std::span<const float> values, DType dtype, const Shape& shape) override {
