@@ -51,7 +51,10 @@
 #                                  ladder halves the batch through --batch-arg until it fits;
 #                                  scripts/reference/probe_snapshot_fixture.py writes the snapshot
 #                                  fixtures (commit them as tests/external/data/). Output, events,
-#                                  fixtures and a summary (supervise_summary.py) go to $OUT
+#                                  fixtures and a summary (supervise_summary.py) go to $OUT.
+#                                  LORASCOPE_TRAIN=PATH: a lorascope-train built elsewhere (a
+#                                  Debian 12 build runs there with .device/lib), used when it
+#                                  starts
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -188,19 +191,25 @@ run_supervise() {
   local out="${OUT:-$repo/gpu-check-results}"
   mkdir -p "$out"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
-  local started=$SECONDS
-  cmake --preset cpu -B build/device-cpu -DLORASCOPE_BUILD_GUI=OFF \
-    -DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include" >"$out/configure.log" 2>&1 ||
-    { tail -40 "$out/configure.log"; exit 1; }
-  cmake --build build/device-cpu --target lorascope-train --parallel "$(nproc)" \
-    >"$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
-  rm -f "$out/build.log" "$out/configure.log"
-  echo "gpu-check: lorascope-train (cpu flavour) built in $((SECONDS - started)) s"
+  local started=$SECONDS bin=build/device-cpu/app/lorascope-train
+  export LD_LIBRARY_PATH="$repo/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if [[ -n ${LORASCOPE_TRAIN:-} ]] && "$LORASCOPE_TRAIN" --version >/dev/null 2>&1; then
+    bin=$LORASCOPE_TRAIN  # built elsewhere and carried in (saves the device's time)
+    echo "gpu-check: using $bin"
+  else
+    cmake --preset cpu -B build/device-cpu -DLORASCOPE_BUILD_GUI=OFF \
+      -DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include" >"$out/configure.log" 2>&1 ||
+      { tail -40 "$out/configure.log"; exit 1; }
+    cmake --build build/device-cpu --target lorascope-train --parallel "$(nproc)" \
+      >"$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+    rm -f "$out/build.log" "$out/configure.log"
+    echo "gpu-check: lorascope-train (cpu flavour) built in $((SECONDS - started)) s"
+  fi
   local status=0 work
   work=$(mktemp -d)
   PYTHONPATH=python python3 scripts/reference/probe_snapshot_fixture.py "$out" || status=1
   started=$SECONDS
-  PYTHONPATH=python build/device-cpu/app/lorascope-train supervise --out "$work/run" \
+  PYTHONPATH=python "$bin" supervise --out "$work/run" \
     --batch-arg "--batch-size {batch}" --batch 512 --resume-arg "--resume {checkpoint_dir}" \
     --checkpoint-glob "$work/ck/checkpoint-*" -- \
     python3 -m lorascope_probe scripts/reference/cuda_lora.py --out "$work/ck" --steps 12 \

@@ -24,9 +24,6 @@
 #include "common/Format.h"        // defines: formatBytes
 #include "external/CommandHost.h"
 #include "job/CliArgs.h"
-#include "profiles/Builtins.h"
-#include "profiles/ProfileJson.h"
-#include "profiles/ProfileStore.h"
 
 namespace lorascope::cli {
 namespace fs = std::filesystem;
@@ -118,36 +115,6 @@ extern "C" void onSuperviseSignal(int) {
   gStopSignals.fetch_add(1);
 }
 
-// --profile: a JSON file, or a name among the built-in and saved profiles. A saved profile that
-// cannot be used (a forbidden variable) is an error naming its file and field.
-profiles::Profile resolveProfile(const std::string& name) {
-  if (name.ends_with(".json") || name.find('/') != std::string::npos) {
-    std::ifstream in(name, std::ios::binary);
-    if (!in)
-      throw external::ExternalError("--profile " + name + ": cannot be read");
-    std::ostringstream text;
-    text << in.rdbuf();
-    try {
-      return profiles::parseProfile(text.str(), name).profile;
-    } catch (const profiles::ProfileError& e) {
-      throw external::ExternalError(std::string("--profile: ") + e.what());
-    }
-  }
-  const profiles::ProfileListing listing =
-      profiles::ProfileStore(profiles::ProfileStore::defaultUserDir()).load();
-  std::string names;
-  for (const profiles::ParsedProfile& p : listing.profiles) {
-    if (p.profile.name == name)
-      return p.profile;
-    names += (names.empty() ? "" : ", ") + ("'" + p.profile.name + "'");
-  }
-  std::string problems;
-  for (const profiles::ProfileLoadProblem& p : listing.problems)
-    problems += "; " + p.message;
-  throw external::ExternalError("--profile: no usable profile named '" + name +
-                                "' (profiles: " + names + ")" + problems);
-}
-
 std::string defaultOutDir() {
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -237,7 +204,8 @@ int runSupervise(const Args& all) {
   }
   command.hangAfterSeconds = std::stoi(args.value("hang-after").value_or("0"));
   command.maxRestarts = std::stoi(args.value("max-restarts").value_or("8"));
-  const profiles::Profile profile = resolveProfile(args.value("profile").value_or("Balanced"));
+  const profiles::Profile profile =
+      external::findProfile(args.value("profile").value_or("Balanced"));
   const bool asJson = args.has("json");
 
   external::CommandHostOptions options;

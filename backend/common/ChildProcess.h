@@ -33,6 +33,8 @@ struct ChildOptions {
   std::vector<std::string> arguments;
   // Set in the child on top of this process's own environment.
   std::vector<std::pair<std::string, std::string>> environment;
+  // Where the child starts; "" = this process's working directory.
+  std::string workingDirectory = {};
 };
 
 // How the child ended.

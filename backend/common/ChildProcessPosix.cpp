@@ -89,6 +89,9 @@ ChildProcess::ChildProcess(const ChildOptions& options) : impl_(std::make_unique
   posix_spawn_file_actions_adddup2(&setup.actions, inputPair[1], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&setup.actions, outputPipe[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&setup.actions, errorPipe[1], STDERR_FILENO);
+  if (!options.workingDirectory.empty()) {
+    posix_spawn_file_actions_addchdir_np(&setup.actions, options.workingDirectory.c_str());
+  }
   // A process group of its own, default dispositions and no blocked signals, whatever this
   // process has set for itself (a CLI that catches Ctrl-C).
   sigset_t defaults, none;

@@ -104,7 +104,7 @@ class CommandHost::Launcher : public CommandLauncher {
     std::error_code error;
     fs::remove(probe, error);
     fs::remove(request, error);
-    common::ChildOptions options{spec.program, spec.arguments, {}};
+    common::ChildOptions options{spec.program, spec.arguments, {}, spec.workingDirectory};
     for (const auto& [name, value] : spec.environment)
       options.environment.emplace_back(name, value);
     options.environment.emplace_back(kProbeFileVariable, fs::absolute(probe).string());
@@ -196,13 +196,15 @@ void CommandHost::publishFromSupervisor(const engine::TimedEvent& timed) {
   engine::TimedEvent event = timed;
   if (auto* memory = std::get_if<engine::MemoryEvent>(&event.event)) {
     probeMemory_ = *memory;
-    if (driverMemory_) {
+    // The probe's own driver reading (torch.cuda.mem_get_info) is the newer one; telemetry's
+    // (up to a second old) fills in only where the probe has none (no GPU allocator).
+    if (!memory->driverUsedBytes && driverMemory_) {
       memory->driverUsedBytes = driverMemory_->driverUsedBytes;
       memory->driverTotalBytes = driverMemory_->driverTotalBytes;
-      if (memory->driverUsedBytes && memory->reservedBytes)
-        memory->heldOutsideBytes =
-            *memory->driverUsedBytes - std::min(*memory->driverUsedBytes, *memory->reservedBytes);
     }
+    if (memory->driverUsedBytes && memory->reservedBytes)
+      memory->heldOutsideBytes =
+          *memory->driverUsedBytes - std::min(*memory->driverUsedBytes, *memory->reservedBytes);
   }
   outbox_.push_back(std::move(event));
 }
@@ -322,6 +324,11 @@ void CommandHost::loop() {
     events.swap(outbox_);
     for (const engine::TimedEvent& e : events)
       listener_.event(e);
+    if (const bool running = running_.load(); running != reportedRunning_) {
+      reportedRunning_ = running;
+      if (listener_.connectedChanged)
+        listener_.connectedChanged(running);
+    }
     if (const auto outcome = supervisor_->outcome()) {
       const std::lock_guard lock(queueMutex_);
       if (!outcome_) {

@@ -85,6 +85,7 @@ class CommandHost : public engine::EngineHost {
   std::vector<std::string> gpuProviders_;
   std::int64_t lastTelemetryMs_ = -1'000'000;
   std::int64_t lastHeldOutsideMs_ = -1'000'000;
+  bool reportedRunning_ = false;  // what the listener was last told (connectedChanged)
 
   std::mutex logMutex_;
   std::ofstream log_;

@@ -177,6 +177,12 @@ void ExternalSupervisor::exited(int attempt, const CommandExit& exit) {
                 std::to_string(lastStep_));
     return;
   }
+  if (!exit.signaled && exit.exitCode == 0) {
+    // Finished well, whatever it printed on the way (a trainer may catch an out-of-memory).
+    outcome_ = 0;
+    publish(engine::StateEvent{engine::RunState::Finished, lastStep_, "the command " + how});
+    return;
+  }
   if (failure_) {
     recover(*failure_, "the command " + how + " after printing '" + failureLine_ + "'");
     return;
@@ -184,11 +190,6 @@ void ExternalSupervisor::exited(int attempt, const CommandExit& exit) {
   if (exit.signaled) {
     recover(runtime::classifyError("", stderrTail_),
             "the command " + how + " after step " + std::to_string(lastStep_));
-    return;
-  }
-  if (exit.exitCode == 0) {
-    outcome_ = 0;
-    publish(engine::StateEvent{engine::RunState::Finished, lastStep_, "the command " + how});
     return;
   }
   giveUp("the command " + how + " without a GPU error",

@@ -4,7 +4,13 @@
 #include <algorithm>
 #include <cctype>
 
+#include <fstream>
+#include <sstream>
+
+#include "external/OutputParser.h"  // defines: ExternalError
 #include "profiles/Builtins.h"
+#include "profiles/ProfileJson.h"
+#include "profiles/ProfileStore.h"
 
 namespace lorascope::external {
 namespace fs = std::filesystem;
@@ -163,26 +169,26 @@ std::int64_t checkpointStep(const fs::path& checkpoint) {
   return std::max<std::int64_t>(0, lastNumber(checkpoint.filename().string()));
 }
 
-std::optional<fs::path> newestCheckpoint(const std::string& glob) {
+std::optional<fs::path> newestCheckpoint(const std::string& glob, const fs::path& base) {
   if (glob.empty())
     return std::nullopt;
   // Walk the pattern one part at a time; parts without wildcards are taken as they are.
   const fs::path pattern(glob);
-  std::vector<fs::path> current{pattern.is_absolute() ? pattern.root_path() : fs::path()};
+  std::vector<fs::path> current{pattern.is_absolute() ? pattern.root_path() : base};
   for (const fs::path& part : pattern.relative_path()) {
     const std::string text = part.string();
     std::vector<fs::path> next;
-    for (const fs::path& base : current) {
+    for (const fs::path& folder : current) {
       if (text.find_first_of("*?") == std::string::npos) {
-        next.push_back(base / part);
+        next.push_back(folder / part);
         continue;
       }
       std::error_code error;
-      const fs::path dir = base.empty() ? fs::path(".") : base;
+      const fs::path dir = folder.empty() ? fs::path(".") : folder;
       for (const auto& entry : fs::directory_iterator(dir, error)) {
         const std::string name = entry.path().filename().string();
         if (wildcardMatch(text, name))
-          next.push_back(base / name);
+          next.push_back(folder / name);
       }
     }
     current = std::move(next);
@@ -210,6 +216,7 @@ LaunchSpec planLaunch(const SupervisedCommand& command, const profiles::Profile&
                       runtime::RecoveryRung rung, int batch, bool resume) {
   LaunchSpec spec;
   spec.program = command.program;
+  spec.workingDirectory = command.workingDirectory;
   spec.arguments = command.arguments;
   spec.environment = mapProfileForExternal(profile).variables;
   spec.profileName = profile.name;
@@ -227,7 +234,7 @@ LaunchSpec planLaunch(const SupervisedCommand& command, const profiles::Profile&
       spec.arguments.push_back(std::move(word));
   }
   if (resume && !command.resumeArgument.empty()) {
-    spec.checkpoint = newestCheckpoint(command.checkpointGlob);
+    spec.checkpoint = newestCheckpoint(command.checkpointGlob, command.workingDirectory);
     if (spec.checkpoint) {
       for (std::string& word : fillTemplate(splitTemplate(command.resumeArgument),
                                             "{checkpoint_dir}", spec.checkpoint->string()))
@@ -242,6 +249,34 @@ std::string describeEnvironment(const std::map<std::string, std::string>& enviro
   for (const auto& [name, value] : environment)
     out += (out.empty() ? "" : " ") + name + "=" + value;
   return out.empty() ? "(none)" : out;
+}
+
+profiles::Profile findProfile(const std::string& name) {
+  if (name.ends_with(".json") || name.find('/') != std::string::npos) {
+    std::ifstream in(name, std::ios::binary);
+    if (!in)
+      throw ExternalError("profile " + name + ": cannot be read");
+    std::ostringstream text;
+    text << in.rdbuf();
+    try {
+      return profiles::parseProfile(text.str(), name).profile;
+    } catch (const profiles::ProfileError& e) {
+      throw ExternalError(std::string("profile: ") + e.what());
+    }
+  }
+  const profiles::ProfileListing listing =
+      profiles::ProfileStore(profiles::ProfileStore::defaultUserDir()).load();
+  std::string names;
+  for (const profiles::ParsedProfile& p : listing.profiles) {
+    if (p.profile.name == name)
+      return p.profile;
+    names += (names.empty() ? "" : ", ") + ("'" + p.profile.name + "'");
+  }
+  std::string problems;
+  for (const profiles::ProfileLoadProblem& p : listing.problems)
+    problems += "; " + p.message;
+  throw ExternalError("profile: no usable profile named '" + name + "' (profiles: " + names + ")" +
+                      problems);
 }
 
 }  // namespace lorascope::external

@@ -27,10 +27,11 @@ namespace lorascope::external {
 struct SupervisedCommand {
   std::string program;  // a path (findExecutable resolved it)
   std::vector<std::string> arguments;
-  std::string resumeArgument;  // template with {checkpoint_dir}, "" = none
-  std::string checkpointGlob;  // "out/checkpoint-*", "" = none
-  std::string batchArgument;   // template with {batch}, "" = none
-  int batch = 0;               // the first attempt's batch (with batchArgument)
+  std::string resumeArgument;    // template with {checkpoint_dir}, "" = none
+  std::string checkpointGlob;    // "out/checkpoint-*", "" = none
+  std::string batchArgument;     // template with {batch}, "" = none
+  int batch = 0;                 // the first attempt's batch (with batchArgument)
+  std::string workingDirectory;  // where it starts ("" = ours); relative globs start there
   std::string parser = "hf";
   int hangAfterSeconds = 0;  // 0 = no hang watch
   int maxRestarts = 8;
@@ -45,6 +46,11 @@ struct ExternalEnvironment {
 };
 ExternalEnvironment mapProfileForExternal(const profiles::Profile& profile);
 
+// --profile: a profile JSON file (a name ending in .json or holding a '/'), or the name of a
+// built-in or saved profile. Throws ExternalError naming the file and field of a profile that
+// may not be used (a forbidden variable) or the profiles there are.
+profiles::Profile findProfile(const std::string& nameOrFile);
+
 // The built-in profile of a rung (nullptr for vendor_blas).
 const profiles::Profile* profileForRung(runtime::RecoveryRung rung);
 
@@ -54,8 +60,10 @@ std::vector<std::string> splitTemplate(const std::string& text);
 std::vector<std::string> fillTemplate(const std::vector<std::string>& words,
                                       const std::string& placeholder, const std::string& value);
 // The checkpoint the glob finds that was modified last (ties: the larger number in its name);
-// nullopt when nothing matches. Wildcards * ? in any part of the path.
-std::optional<std::filesystem::path> newestCheckpoint(const std::string& glob);
+// nullopt when nothing matches. Wildcards * ? in any part of the path; a relative glob starts in
+// `base` ("" = the working directory).
+std::optional<std::filesystem::path> newestCheckpoint(const std::string& glob,
+                                                      const std::filesystem::path& base = {});
 
 // The step a checkpoint holds, read from the last number in its name ("checkpoint-500",
 // "at-step00000500"); 0 when it has none.
@@ -63,6 +71,7 @@ std::int64_t checkpointStep(const std::filesystem::path& checkpoint);
 
 struct LaunchSpec {
   std::string program;
+  std::string workingDirectory;
   std::vector<std::string> arguments;
   std::map<std::string, std::string> environment;   // set on top of this process's
   std::string profileName;                          // the profile of the rung

@@ -15,7 +15,8 @@ line per event in LoRAscope's protocol (backend/engine/Protocol.h, version 1):
             after the first step, every `snapshot_every` seconds, and when the file named by
             LORASCOPE_PROBE_REQUEST changes
   log       what the probe has to say (where torch has no GPU: that there is no GPU allocator)
-Standard library and torch only. Without LORASCOPE_PROBE_FILE, attach() does nothing.
+Standard library and torch only. Without LORASCOPE_PROBE_FILE, or without torch, attach() does
+nothing (and says why on stderr when torch is missing).
 """
 
 import atexit
@@ -202,6 +203,12 @@ def attach(interval=0.5, snapshot_every=60.0):
         return True
     path = os.environ.get("LORASCOPE_PROBE_FILE")
     if not path:
+        return False
+    try:
+        import torch  # noqa: F401
+    except ImportError as error:
+        print("lorascope_probe: not attached: torch cannot be imported (%s)" % error,
+              file=sys.stderr)
         return False
     _probe = _Probe(path, os.environ.get("LORASCOPE_PROBE_REQUEST"), interval, snapshot_every)
     torch = _probe._torch

@@ -27,7 +27,7 @@ parser.add_argument("--rank", type=int, default=16)
 parser.add_argument("--memory-cap-gib", type=float, default=4.0)
 args = parser.parse_args()
 
-device = torch.device("cuda")
+device = torch.device("cuda", torch.cuda.current_device())
 total = torch.cuda.get_device_properties(device).total_memory
 torch.cuda.set_per_process_memory_fraction(min(1.0, args.memory_cap_gib * 2**30 / total), device)
 torch.manual_seed(0)

@@ -14,7 +14,7 @@ from lorascope_probe.snapshot import convert_snapshot, strip_snapshot
 
 out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
-device = torch.device("cuda")
+device = torch.device("cuda", torch.cuda.current_device())
 keep = [torch.empty(n, dtype=torch.uint8, device=device) for n in (3 << 20, 5 << 20, 7 << 20)]
 small = [torch.empty(n, dtype=torch.uint8, device=device) for n in (512, 4096, 65536)]
 big = torch.empty(30 << 20, dtype=torch.uint8, device=device)

@@ -155,6 +155,15 @@ class TestExternalSupervisor : public QObject {
     QCOMPARE(*h.supervisor->outcome(), 1);
     QVERIFY(h.all<engine::ErrorEvent>().empty());
   }
+  void aCaughtErrorInARunThatFinishesIsNoIncident() {
+    QTemporaryDir dir;
+    Harness h(command(dir));
+    h.supervisor->outputLine(1, true, "CUDA out of memory; retrying with a smaller batch");
+    h.supervisor->exited(1, CommandExit{false, 0, ""});
+    QCOMPARE(h.launcher.launches.size(), std::size_t{1});
+    QCOMPARE(*h.supervisor->outcome(), 0);
+    QVERIFY(h.all<engine::IncidentEvent>().empty());
+  }
   void aSignalIsRestartedOneRungUp() {
     QTemporaryDir dir;
     Harness h(command(dir));

@@ -44,6 +44,7 @@ class TestProfiles : public QObject {
   void forbiddenVariablesAreRefusedByName();
   void folkloreVariablesAreFlaggedWithTheRealAlternative();
   void pytorchAllocConfIsMappedOntoOurAllocator();
+  void oneEnvironmentPolicyForTheEngineAndExternalTrainers();
   void schemaErrorsNameFileAndField();
   void profilesRoundTripThroughJson();
   void storeSavesLoadsAndReportsBadFilesWithoutHidingGoodOnes();
@@ -252,6 +253,37 @@ void TestProfiles::injectionVariablesOversizedValuesAndDuplicateNamesAreRefused(
 }
 
 #endif  // Q_MOC_RUN
+
+void TestProfiles::oneEnvironmentPolicyForTheEngineAndExternalTrainers() {
+  // On the list: both. PyTorch's allocator conf: mapped for the engine, verbatim for trainers.
+  QCOMPARE(variablePolicy("GPU_MAX_HW_QUEUES").engine, VariableUse::Pass);
+  QCOMPARE(variablePolicy("GPU_MAX_HW_QUEUES").external, VariableUse::Pass);
+  QCOMPARE(variablePolicy("PYTORCH_HIP_ALLOC_CONF").engine, VariableUse::Map);
+  QCOMPARE(variablePolicy("PYTORCH_HIP_ALLOC_CONF").external, VariableUse::Pass);
+  // PyTorch's and ROCm's families: external trainers only, said so in a note.
+  for (const char* name : {"TORCH_BLAS_PREFER_HIPBLASLT", "MIOPEN_DEBUG_CONV_GEMM",
+                           "HIP_SOMETHING_MADE_UP", "HSA_ENABLE_IPC_MODE_LEGACY"}) {
+    QCOMPARE(variablePolicy(name).engine, VariableUse::Ignore);
+    QCOMPARE(variablePolicy(name).external, VariableUse::Pass);
+  }
+  // Refused for everyone, with the reason: code loaders, also inside the families, and others.
+  for (const char* name : {"LD_PRELOAD", "HSA_TOOLS_LIB", "ROCBLAS_TENSILE_LIBPATH",
+                           "TORCH_EXTENSIONS_DIR", "PATH", "PYTHONPATH"}) {
+    QCOMPARE(variablePolicy(name).external, VariableUse::Refuse);
+    QVERIFY(!variablePolicy(name).reason.empty());
+  }
+  const ParsedProfile parsed = parseProfile(
+      R"({"name": "torch", "description": "d", "environment": {"PYTORCH_HIP_ALLOC_CONF": )"
+      R"("expandable_segments:True", "TORCH_BLAS_PREFER_HIPBLASLT": "0"}})",
+      "user.json");
+  QVERIFY(parsed.profile.environment.empty());  // the engine gets neither as a variable
+  QCOMPARE(parsed.profile.externalEnvironment.at("PYTORCH_HIP_ALLOC_CONF"),
+           std::string("expandable_segments:True"));
+  QCOMPARE(parsed.profile.externalEnvironment.at("TORCH_BLAS_PREFER_HIPBLASLT"), std::string("0"));
+  // Saved and read back, they stay where they were.
+  const ParsedProfile again = parseProfile(profileToJson(parsed.profile), "user.json");
+  QCOMPARE(again.profile.externalEnvironment, parsed.profile.externalEnvironment);
+}
 
 QTEST_APPLESS_MAIN(TestProfiles)
 #include "test_profiles.moc"
