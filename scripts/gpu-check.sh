@@ -42,6 +42,19 @@
 #                                  stdio protocol (queue depth, memory, toggles, a snapshot, an
 #                                  injected hang); the event streams, the snapshot and a summary go
 #                                  to $OUT (to be replayed here by scripts/screenshots.sh)
+#   scripts/gpu-check.sh supervise
+#                                  there: build lorascope-train only, in the cpu flavour (the
+#                                  supervisor runs no GPU code of ours: PyTorch computes), and run
+#                                  scripts/reference/cuda_lora.py (a plain PyTorch LoRA on CUDA)
+#                                  under `lorascope-train supervise` with the probe, its batch too
+#                                  large for its 4 GiB memory cap: the OOM is classified and the
+#                                  ladder halves the batch through --batch-arg until it fits;
+#                                  scripts/reference/probe_snapshot_fixture.py writes the snapshot
+#                                  fixtures (commit them as tests/external/data/). Output, events,
+#                                  fixtures and a summary (supervise_summary.py) go to $OUT.
+#                                  LORASCOPE_TRAIN=PATH: a lorascope-train built elsewhere (a
+#                                  Debian 12 build runs there with .device/lib), used when it
+#                                  starts
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -174,6 +187,40 @@ run_memory() {
   exit "${PIPESTATUS[0]}"
 }
 
+run_supervise() {
+  local out="${OUT:-$repo/gpu-check-results}"
+  mkdir -p "$out"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
+  local started=$SECONDS bin=build/device-cpu/app/lorascope-train
+  export LD_LIBRARY_PATH="$repo/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if [[ -n ${LORASCOPE_TRAIN:-} ]] && "$LORASCOPE_TRAIN" --version >/dev/null 2>&1; then
+    bin=$LORASCOPE_TRAIN  # built elsewhere and carried in (saves the device's time)
+    echo "gpu-check: using $bin"
+  else
+    cmake --preset cpu -B build/device-cpu -DLORASCOPE_BUILD_GUI=OFF \
+      -DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include" >"$out/configure.log" 2>&1 ||
+      { tail -40 "$out/configure.log"; exit 1; }
+    cmake --build build/device-cpu --target lorascope-train --parallel "$(nproc)" \
+      >"$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+    rm -f "$out/build.log" "$out/configure.log"
+    echo "gpu-check: lorascope-train (cpu flavour) built in $((SECONDS - started)) s"
+  fi
+  local status=0 work
+  work=$(mktemp -d)
+  PYTHONPATH=python python3 scripts/reference/probe_snapshot_fixture.py "$out" || status=1
+  started=$SECONDS
+  PYTHONPATH=python "$bin" supervise --out "$work/run" \
+    --batch-arg "--batch-size {batch}" --batch 512 --resume-arg "--resume {checkpoint_dir}" \
+    --checkpoint-glob "$work/ck/checkpoint-*" -- \
+    python3 -m lorascope_probe scripts/reference/cuda_lora.py --out "$work/ck" --steps 12 \
+    >"$out/supervise.txt" 2>&1 || status=1
+  echo "gpu-check: supervised run took $((SECONDS - started)) s (exit status $status)"
+  cp "$work/run/events.jsonl" "$out/events.jsonl"
+  python3 scripts/reference/supervise_summary.py "$out/events.jsonl" | tee "$out/summary.txt" ||
+    status=1
+  exit "$status"
+}
+
 run_hf() {
   local out="${OUT:-$repo/gpu-check-results}"
   mkdir -p "$out"
@@ -206,9 +253,10 @@ case "${1:-}" in
     shift
     run_memory "$@"
     ;;
+  supervise) run_supervise ;;
   *)
     echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | doctor | record | bench [SHAPE ...] |" \
-      "memory [ARGS] | hf RUN_DIR TEMPLATES_DIR" >&2
+      "memory [ARGS] | supervise | hf RUN_DIR TEMPLATES_DIR" >&2
     exit 2
     ;;
 esac

@@ -4,7 +4,8 @@
 # `apt-get update`); otherwise it updates once and installs only what is missing.
 #   scripts/install-deps.sh          build tools, Qt 6, JSON, BLAS, PCRE2, utf8proc, the test and
 #                                    packaging tools (Xvfb, help2man, the desktop-file and
-#                                    AppStream validators, debootstrap for scripts/check-deb.sh)
+#                                    AppStream validators, debootstrap for scripts/check-deb.sh),
+#                                    PyTorch for the tests of `supervise` (python3-torch)
 #   scripts/install-deps.sh --hip    also debootstrap and zstd, for the ROCm 6.4 chroot in which CI builds the
 #                                    hip-amd flavour (scripts/rocm-chroot.sh); a ROCm install of
 #                                    your own needs none of it (README)
@@ -22,6 +23,9 @@ packages=(
   nlohmann-json3-dev libopenblas-dev libpcre2-dev libutf8proc-dev
   xvfb xauth
   help2man desktop-file-utils appstream debootstrap zstd
+  # `supervise`'s tests run a real PyTorch training and the probe on the CPU (torch 1.13; about
+  # 1.5 min to download and install, tests/external)
+  python3-torch
 )
 list=false
 windows=false

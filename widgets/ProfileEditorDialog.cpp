@@ -13,6 +13,7 @@
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QVBoxLayout>
+#include <map>
 
 #include "profiles/Environment.h"
 #include "profiles/ProfileJson.h"
@@ -38,7 +39,9 @@ ProfileEditorDialog::ProfileEditorDialog(const ProfileStore& store, const Profil
   environment_->setHorizontalHeaderLabels({tr("Variable"), tr("Value"), tr("Check")});
   environment_->horizontalHeader()->setSectionResizeMode(CheckColumn, QHeaderView::Stretch);
   environment_->verticalHeader()->setVisible(false);
-  for (const auto& [variable, value] : initial.environment) {
+  std::map<std::string, std::string> environment = initial.externalEnvironment;
+  environment.insert(initial.environment.begin(), initial.environment.end());
+  for (const auto& [variable, value] : environment) {
     addEnvironmentRow(QString::fromStdString(variable), QString::fromStdString(value));
   }
   auto* addRow = new QPushButton(tr("Add variable"), this);
@@ -209,9 +212,13 @@ void ProfileEditorDialog::revalidate() {
     if (variable.empty()) {
       check->setText(tr("(empty: ignored)"));
       check->setForeground(palette().color(QPalette::PlaceholderText));
-    } else if (const std::string why = whyVariableIsForbidden(variable); !why.empty()) {
-      check->setText(tr("forbidden: %1").arg(QString::fromStdString(why)));
+    } else if (const VariablePolicy policy = variablePolicy(variable);
+               policy.external == VariableUse::Refuse) {
+      check->setText(tr("forbidden: %1").arg(QString::fromStdString(policy.reason)));
       check->setForeground(QColor(0xc6, 0x28, 0x28));
+    } else if (policy.engine == VariableUse::Ignore) {
+      check->setText(tr("external trainers only: %1").arg(QString::fromStdString(policy.reason)));
+      check->setForeground(palette().color(QPalette::Text));
     } else if (const auto advice = folkloreAdvice(variable)) {
       check->setText(tr("folklore: %1").arg(QString::fromStdString(*advice)));
       check->setForeground(QColor(0xa1, 0x5c, 0x00));

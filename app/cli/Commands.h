@@ -21,6 +21,7 @@ int runEval(const Args& args);          // cmd_eval.cpp
 int runExport(const Args& args);        // cmd_export.cpp
 int runInspectModel(const Args& args);  // cmd_inspect_model.cpp
 int runProfile(const Args& args);       // cmd_profile.cpp
+int runSupervise(const Args& args);     // cmd_supervise.cpp (external/CommandHost.h)
 int runTokenize(const Args& args);      // cmd_tokenize.cpp
 int runTrain(const Args& args);         // cmd_train.cpp (options: job/RunOptions.h)
 int runValidateData(const Args& args);  // cmd_validate_data.cpp
@@ -35,6 +36,7 @@ const job::CommandSpec& evalCommand();
 const job::CommandSpec& exportCommand();
 const job::CommandSpec& inspectModelCommand();
 const job::CommandSpec& profileCommand();
+const job::CommandSpec& superviseCommand();
 const job::CommandSpec& tokenizeCommand();
 const job::CommandSpec& validateDataCommand();
 

@@ -32,6 +32,7 @@ const std::vector<Subcommand>& subcommands() {
       {cli::runExport, cli::exportCommand()},
       {cli::runInspectModel, cli::inspectModelCommand()},
       {cli::runProfile, cli::profileCommand()},
+      {cli::runSupervise, cli::superviseCommand()},
       {cli::runTokenize, cli::tokenizeCommand()},
       {cli::runTrain, lorascope::job::trainCommand()},
       {cli::runValidateData, cli::validateDataCommand()},
@@ -95,8 +96,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const Args rest(args.begin() + 1, args.end());
-  if (std::find(rest.begin(), rest.end(), "--help") != rest.end() ||
-      std::find(rest.begin(), rest.end(), "-h") != rest.end()) {
+  // Words after "--" belong to a command `supervise` runs, its --help included.
+  const auto ours = std::find(rest.begin(), rest.end(), "--");
+  if (std::find(rest.begin(), ours, "--help") != ours ||
+      std::find(rest.begin(), ours, "-h") != ours) {
     std::cout << lorascope::job::formatHelp(it->spec, "lorascope-train");
     return 0;
   }

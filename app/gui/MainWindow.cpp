@@ -4,7 +4,9 @@
 #include <QActionGroup>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDateTime>
 #include <QDesktopServices>
+#include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -22,7 +24,10 @@
 #include <QUrl>
 
 #include "compute/BuildInfo.h"
+#include "external/CommandHost.h"
 #include "gui/AppPaths.h"  // defines: engineProgram
+#include "gui/CommandSetup.h"
+#include "gui/EngineAdapter.h"
 #include "gui/GpuCheckDialog.h"
 #include "gui/ProcessesPage.h"
 #include "gui/RunExporter.h"
@@ -226,7 +231,16 @@ void MainWindow::buildViewMenu(QMenu* view) {
   }
 }
 
+MainWindow::~MainWindow() = default;
+
 void MainWindow::startRun() {
+  if (setup_->usesCommand() && !runConfig_.is_object()) {
+    startCommand();
+    return;
+  }
+  if (engine_ != trainingEngine_) {
+    setEngine(trainingEngine_);  // back from a supervised command
+  }
   std::optional<nlohmann::json> config =
       runConfig_.is_object() ? std::optional(runConfig_) : setup_->runConfig();
   if (!config) {
@@ -237,6 +251,51 @@ void MainWindow::startRun() {
   runFolder_ = QString::fromStdString(config->value("out", std::string()));
   hasCheckpoint_ = false;
   sendCommand(Command{StartCommand{*config}});  // the dashboard starts a new run's curves
+  pages_->setCurrentWidget(dashboard_);
+  updateActions();
+}
+
+// "Run a command": the setup page's command under a CommandHost (external/, what `lorascope-train
+// supervise` runs), its events on the same dashboard, memory map and log as a training run's.
+void MainWindow::startCommand() {
+  QString error;
+  const std::optional<external::SupervisedCommand> command =
+      setup_->commandSetup()->command(&error);
+  if (!command) {
+    logLine(LogLevel::Error, error);
+    pages_->setCurrentWidget(setup_);
+    return;
+  }
+  try {
+    const profiles::Profile profile =
+        external::findProfile(setup_->commandSetup()->profileName().toStdString());
+    setup_->saveSettings();  // also remembers the command's fields
+    external::CommandHostOptions options;
+    options.runDirectory =
+        QDir(defaultRunsDir())
+            .filePath(QStringLiteral("command-") +
+                      QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))
+            .toStdString();
+    if (engine_ == commandEngine_.get()) {
+      setEngine(trainingEngine_);
+    }
+    commandEngine_.reset();
+    dashboard_->noteCommand(Command{StartCommand{nlohmann::json::object()}});  // new curves
+    commandEngine_ = std::make_unique<EngineAdapter>([&](engine::HostListener listener) {
+      return std::make_unique<external::CommandHost>(*command, profile, options,
+                                                     std::move(listener));
+    });
+    runFolder_ = QString::fromStdString(options.runDirectory.string());
+    hasCheckpoint_ = false;
+    setEngine(commandEngine_.get());
+    logLine(LogLevel::Info, tr("supervising %1 with profile '%2'; its log is %3/command.log")
+                                .arg(setup_->commandSetup()->commandLine(),
+                                     QString::fromStdString(profile.name), runFolder_));
+  } catch (const external::ExternalError& e) {
+    logLine(LogLevel::Error, QString::fromStdString(e.what()));
+    pages_->setCurrentWidget(setup_);
+    return;
+  }
   pages_->setCurrentWidget(dashboard_);
   updateActions();
 }
@@ -280,6 +339,9 @@ void MainWindow::logLine(LogLevel level, const QString& text) {
 }
 
 void MainWindow::setEngine(widgets::EngineClient* engine) {
+  if (engine != commandEngine_.get()) {
+    trainingEngine_ = engine;
+  }
   if (engine_ != nullptr) {
     disconnect(engine_, nullptr, this, nullptr);
   }
@@ -344,7 +406,11 @@ void MainWindow::updateActions() {
       state_ == RunState::Idle || state_ == RunState::Finished || state_ == RunState::Failed;
   const bool running = state_ == RunState::Running;
   const bool paused = state_ == RunState::Paused;
-  start_->setEnabled(connected && idle && (runConfig_.is_object() || setup_->problems().isEmpty()));
+  // Start needs the engine it will use: the trainer's, or no command still running.
+  const bool canStart = setup_->usesCommand()
+                            ? !(commandEngine_ && commandEngine_->isConnected())
+                            : trainingEngine_ != nullptr && trainingEngine_->isConnected();
+  start_->setEnabled(canStart && idle && (runConfig_.is_object() || setup_->problems().isEmpty()));
   const bool exporting = exporter_->isRunning();
   exportAdapter_->setEnabled(hasCheckpoint_ && !exporting);
   exportMerged_->setEnabled(hasCheckpoint_ && !exporting);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <QMainWindow>
+#include <memory>
 #include <nlohmann/json.hpp>
 
 #include "widgets/AboutDialog.h"
@@ -39,11 +40,14 @@ class RunSetupPage;
 // The facts of this build and its GPUs, as the About box shows them.
 widgets::AboutFacts collectAboutFacts();
 
+class EngineAdapter;
+
 class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
   explicit MainWindow(widgets::AboutFacts facts, QWidget* parent = nullptr);
+  ~MainWindow() override;  // ends a supervised command still running
 
   // The engine to talk to (not owned; it must outlive the window or be replaced first).
   void setEngine(widgets::EngineClient* engine);
@@ -90,6 +94,7 @@ class MainWindow : public QMainWindow {
   void buildActions();
   void buildViewMenu(QMenu* view);
   void startRun();
+  void startCommand();
   void chooseExportDestination(bool merged);
   void logLine(engine::LogLevel level, const QString& text);
   void updateActions();
@@ -98,6 +103,8 @@ class MainWindow : public QMainWindow {
 
   widgets::AboutFacts facts_;
   widgets::EngineClient* engine_ = nullptr;
+  widgets::EngineClient* trainingEngine_ = nullptr;  // the trainer's (setEngine)
+  std::unique_ptr<EngineAdapter> commandEngine_;  // the last "Run a command"; replaced by the next
   nlohmann::json runConfig_;  // set by setRunConfig: sent instead of the setup page's
   QString runFolder_;
   bool hasCheckpoint_ = false;  // the current run has one to export

@@ -28,10 +28,11 @@
 #include <algorithm>
 #include <climits>
 
-#include "common/OsError.h"         // defines: pathText
-#include "data/Validator.h"         // defines: validateDataset
-#include "gui/AppPaths.h"           // defines: defaultRunsDir, legacyRunsDir
-#include "gui/Background.h"         // defines: runInBackground
+#include "common/OsError.h"  // defines: pathText
+#include "data/Validator.h"  // defines: validateDataset
+#include "gui/AppPaths.h"    // defines: defaultRunsDir, legacyRunsDir
+#include "gui/Background.h"  // defines: runInBackground
+#include "gui/CommandSetup.h"
 #include "job/AutoBatch.h"          // defines: trainingShape
 #include "job/RunOptions.h"         // defines: runOptions
 #include "job/TrainRunConfig.h"     // defines: defaultSettings
@@ -236,6 +237,16 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   group->addButton(own_);
   connect(demo_, &QRadioButton::clicked, this, [this] { setDemo(true); });
   connect(own_, &QRadioButton::clicked, this, [this] { setDemo(false); });
+  command_ = new QRadioButton(tr("Run a &command (a trainer of your own, supervised)"));
+  command_->setToolTip(
+      tr("A PyTorch script, Hugging Face Trainer, accelerate, kohya-ss or "
+         "Lightning run under a profile and the recovery ladder, as "
+         "`lorascope-train supervise` runs it"));
+  group->addButton(command_);
+  connect(command_, &QRadioButton::clicked, this, [this] { setCommandMode(true); });
+  commandSetup_ = new CommandSetup;
+  commandSetup_->hide();
+  connect(commandSetup_, &CommandSetup::changed, this, &RunSetupPage::updateProblems);
 
   modelEdit_ = new QLineEdit;
   modelEdit_->setPlaceholderText(
@@ -275,6 +286,8 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   auto* form = new QFormLayout;
   form->addRow(demo_);
   form->addRow(own_);
+  form->addRow(command_);
+  form->addRow(commandSetup_);
   modelEdit_->setToolTip(
       tr("A Hugging Face model folder, or a model id such as Qwen/Qwen2.5-0.5B-Instruct found "
          "in the Hugging Face cache (HF_HUB_CACHE, HF_HOME or ~/.cache/huggingface/hub)"));
@@ -490,6 +503,24 @@ void RunSetupPage::setProfiles(const QStringList& names, const QString& current)
   profile_->clear();
   profile_->addItems(names);
   profile_->setCurrentText(current);
+  commandSetup_->setProfiles(names, current);
+}
+
+bool RunSetupPage::usesCommand() const {
+  return command_->isChecked();
+}
+
+void RunSetupPage::setCommandMode(bool on) {
+  if (!on) {
+    setDemo(usesDemo());
+    return;
+  }
+  command_->setChecked(true);
+  commandSetup_->show();
+  boxes_[1]->hide();  // the training settings are the command's own
+  modelEdit_->setEnabled(false);
+  dataEdit_->setEnabled(false);
+  updateProblems();
 }
 
 bool RunSetupPage::usesDemo() const {
@@ -499,6 +530,8 @@ bool RunSetupPage::usesDemo() const {
 void RunSetupPage::setDemo(bool demo) {
   demo_->setChecked(demo);
   own_->setChecked(!demo);
+  commandSetup_->hide();
+  boxes_[1]->show();
   modelEdit_->setEnabled(!demo);
   dataEdit_->setEnabled(!demo);
   restoreDefaults();
@@ -542,6 +575,7 @@ void RunSetupPage::restoreSettings() {
   const bool demo = settings.value(QStringLiteral("demo"), true).toBool();
   const QVariant saved = settings.value(QStringLiteral("options"));
   settings.endGroup();
+  const bool commandMode = settings.value(QStringLiteral("setup/command_mode"), false).toBool();
   setDemo(demo);  // the source's defaults, then what was saved over them
   const QVariantMap options = saved.toMap();
   for (const job::RunOption& option : job::runOptions()) {
@@ -556,12 +590,20 @@ void RunSetupPage::restoreSettings() {
     } catch (const job::UsageError&) {
     }
   }
+  if (commandMode) {
+    commandSetup_->restore(QString());  // the last command run, with its fields
+    setCommandMode(true);
+  }
 }
 
 void RunSetupPage::saveSettings() const {
   QSettings settings;
   settings.beginGroup(QStringLiteral("setup"));
   settings.setValue(QStringLiteral("demo"), usesDemo());
+  settings.setValue(QStringLiteral("command_mode"), usesCommand());
+  if (usesCommand()) {
+    commandSetup_->save();
+  }
   settings.setValue(QStringLiteral("model"), modelEdit_->text());
   settings.setValue(QStringLiteral("data"), dataEdit_->text());
   settings.setValue(QStringLiteral("out"), outputEdit_->text());
@@ -812,6 +854,13 @@ void RunSetupPage::updateEstimate() {
 
 QStringList RunSetupPage::problems() const {
   QStringList out;
+  if (usesCommand()) {
+    QString error;
+    if (!commandSetup_->command(&error)) {
+      out << error;
+    }
+    return out;
+  }
   if (!usesDemo()) {
     if (modelEdit_->text().trimmed().isEmpty()) {
       out << tr("Choose a model folder.");

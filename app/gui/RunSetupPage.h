@@ -60,6 +60,8 @@ struct DatasetValidation {
   QString error;
 };
 
+class CommandSetup;
+
 class RunSetupPage : public QWidget {
   Q_OBJECT
 
@@ -69,6 +71,11 @@ class RunSetupPage : public QWidget {
   // The start command's config with a new run folder under the output folder; nullopt while
   // problems() is not empty.
   std::optional<nlohmann::json> runConfig() const;
+  // "Run a command" is chosen: Start supervises the command of commandSetup() instead of
+  // training (gui/CommandSetup.h, `lorascope-train supervise`).
+  bool usesCommand() const;
+  void setCommandMode(bool on);
+  CommandSetup* commandSetup() const { return commandSetup_; }
   QStringList problems() const;
   // Options as `lorascope-train train` takes them (long name → text).
   std::map<std::string, std::string> options() const;
@@ -138,6 +145,8 @@ class RunSetupPage : public QWidget {
 
   QRadioButton* demo_;
   QRadioButton* own_;
+  QRadioButton* command_;
+  CommandSetup* commandSetup_;
   QLineEdit* modelEdit_;
   QLabel* modelInfo_;
   QLineEdit* dataEdit_;

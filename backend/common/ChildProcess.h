@@ -33,6 +33,8 @@ struct ChildOptions {
   std::vector<std::string> arguments;
   // Set in the child on top of this process's own environment.
   std::vector<std::pair<std::string, std::string>> environment;
+  // Where the child starts; "" = this process's working directory.
+  std::string workingDirectory = {};
 };
 
 // How the child ended.
@@ -67,6 +69,12 @@ class ChildProcess {
 
   // Ends the child (and its process group) at once; nothing once it has been reaped.
   void kill();
+  // Asks the child's process group to end (SIGTERM on POSIX): a trainer may save and exit.
+  // Nothing once it has been reaped.
+  void terminate();
+  // The child and every process below it (its children, theirs, ...) that still runs, the child
+  // first; empty once it has been reaped. Where the platform cannot list processes: the child.
+  std::vector<std::int64_t> processTree() const;
   // Blocks until the child has ended and reaps it.
   ChildExit wait();
 
@@ -77,6 +85,10 @@ class ChildProcess {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// `name` as the shell would find it: a name with a '/' as it is, else the first executable file
+// of that name in the directories of PATH. "" when there is none (or it is not executable).
+std::string findExecutable(const std::string& name);
 
 // The path of the running program (to start another instance of it), UTF-8; "" when the
 // platform does not tell.

@@ -13,8 +13,13 @@
 #include <array>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <mutex>
+#include <sstream>
 
 #include "common/ChildProcess.h"
 
@@ -84,6 +89,9 @@ ChildProcess::ChildProcess(const ChildOptions& options) : impl_(std::make_unique
   posix_spawn_file_actions_adddup2(&setup.actions, inputPair[1], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&setup.actions, outputPipe[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&setup.actions, errorPipe[1], STDERR_FILENO);
+  if (!options.workingDirectory.empty()) {
+    posix_spawn_file_actions_addchdir_np(&setup.actions, options.workingDirectory.c_str());
+  }
   // A process group of its own, default dispositions and no blocked signals, whatever this
   // process has set for itself (a CLI that catches Ctrl-C).
   sigset_t defaults, none;
@@ -212,6 +220,49 @@ void ChildProcess::kill() {
   ::kill(impl_->pid, SIGKILL);
 }
 
+void ChildProcess::terminate() {
+  const std::lock_guard lock(impl_->mutex);
+  if (impl_->reaped || impl_->pid <= 0)
+    return;
+  ::kill(-impl_->pid, SIGTERM);
+}
+
+std::vector<std::int64_t> ChildProcess::processTree() const {
+  std::int64_t root = 0;
+  {
+    const std::lock_guard lock(impl_->mutex);
+    if (impl_->reaped || impl_->pid <= 0)
+      return {};
+    root = impl_->pid;
+  }
+  // Linux: each /proc/<pid>/stat names the parent (the field after the parenthesised command,
+  // which may itself hold spaces and parentheses: read from the last ')').
+  std::multimap<std::int64_t, std::int64_t> children;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const std::size_t close = text.rfind(')');
+    if (close == std::string::npos)
+      continue;
+    std::istringstream fields(text.substr(close + 1));
+    std::string state;
+    std::int64_t parent = 0;
+    if (fields >> state >> parent)
+      children.emplace(parent, std::stoll(name));
+  }
+  std::vector<std::int64_t> tree{root};
+  for (std::size_t i = 0; i < tree.size(); ++i) {
+    const auto [first, last] = children.equal_range(tree[i]);
+    for (auto it = first; it != last; ++it)
+      tree.push_back(it->second);
+  }
+  return tree;
+}
+
 ChildExit ChildProcess::wait() {
   // Wait without reaping, so that kill() can still tell a live pid from a reused one.
   siginfo_t info{};
@@ -251,6 +302,25 @@ std::string ChildProcess::signalName(int signal) {
       return name;
   }
   return "signal " + std::to_string(signal);
+}
+
+std::string findExecutable(const std::string& name) {
+  if (name.empty())
+    return "";
+  auto executable = [](const std::string& path) {
+    std::error_code error;
+    return std::filesystem::is_regular_file(path, error) && ::access(path.c_str(), X_OK) == 0;
+  };
+  if (name.find('/') != std::string::npos)
+    return executable(name) ? name : "";
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    if (executable(candidate))
+      return candidate;
+  }
+  return "";
 }
 
 std::string currentExecutablePath() {

@@ -6,13 +6,17 @@
 // reads as "SIGKILL", one that crashed as its NTSTATUS ("access violation", "exception
 // 0xC0000409").
 #include <windows.h>
+// windows.h first: tlhelp32.h needs its types.
+#include <tlhelp32.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cwchar>
 #include <cwctype>
+#include <filesystem>
 #include <mutex>
+#include <sstream>
 
 #include "common/ChildProcess.h"
 #include "common/Win32Text.h"
@@ -146,6 +150,7 @@ ChildProcess::ChildProcess(const ChildOptions& options) : impl_(std::make_unique
   }
   std::wstring environment = environmentBlock(options.environment);
   const std::wstring program = wideFromUtf8(options.program);
+  const std::wstring directory = wideFromUtf8(options.workingDirectory);
 
   STARTUPINFOW startup{};
   startup.cb = sizeof startup;
@@ -157,7 +162,8 @@ ChildProcess::ChildProcess(const ChildOptions& options) : impl_(std::make_unique
   // Suspended until it is in the job, so nothing it starts escapes the job.
   const DWORD flags = CREATE_UNICODE_ENVIRONMENT | CREATE_NEW_PROCESS_GROUP | CREATE_SUSPENDED;
   if (!::CreateProcessW(program.c_str(), commandLine.data(), nullptr, nullptr, TRUE, flags,
-                        environment.data(), nullptr, &startup, &info)) {
+                        environment.data(), directory.empty() ? nullptr : directory.c_str(),
+                        &startup, &info)) {
     fail(lastErrorText());
   }
   if (!::AssignProcessToJobObject(impl_->job, info.hProcess)) {
@@ -241,6 +247,37 @@ void ChildProcess::kill() {
   ::TerminateJobObject(impl_->job, 1);  // the child and anything it started
 }
 
+void ChildProcess::terminate() {
+  const std::lock_guard lock(impl_->mutex);
+  if (impl_->reaped || impl_->process == nullptr)
+    return;
+  // A console child in its own process group is asked to stop with Ctrl-Break; a child without a
+  // console has no gentler way than its job's end.
+  if (!::GenerateConsoleCtrlEvent(CTRL_BREAK_EVENT, impl_->pid)) {
+    impl_->killed = true;
+    ::TerminateJobObject(impl_->job, 1);
+  }
+}
+
+std::vector<std::int64_t> ChildProcess::processTree() const {
+  const std::lock_guard lock(impl_->mutex);
+  if (impl_->reaped || impl_->process == nullptr)
+    return {};
+  std::vector<std::int64_t> tree{impl_->pid};
+  // Everything the child started is in its job object.
+  std::vector<char> buffer(sizeof(JOBOBJECT_BASIC_PROCESS_ID_LIST) + 1024 * sizeof(ULONG_PTR));
+  auto* list = reinterpret_cast<JOBOBJECT_BASIC_PROCESS_ID_LIST*>(buffer.data());
+  if (::QueryInformationJobObject(impl_->job, JobObjectBasicProcessIdList, list,
+                                  static_cast<DWORD>(buffer.size()), nullptr)) {
+    for (DWORD i = 0; i < list->NumberOfProcessIdsInList; ++i) {
+      const auto pid = static_cast<std::int64_t>(list->ProcessIdList[i]);
+      if (pid != impl_->pid)
+        tree.push_back(pid);
+    }
+  }
+  return tree;
+}
+
 ChildExit ChildProcess::wait() {
   ::WaitForSingleObject(impl_->process, INFINITE);
   const std::lock_guard lock(impl_->mutex);
@@ -280,6 +317,46 @@ std::string ChildProcess::signalName(int signal) {
   char text[32];
   std::snprintf(text, sizeof text, "exception 0x%08X", static_cast<unsigned>(code));
   return text;
+}
+
+std::string findExecutable(const std::string& name) {
+  if (name.empty())
+    return "";
+  auto executable = [](const std::filesystem::path& path) {
+    std::error_code error;
+    return std::filesystem::is_regular_file(path, error);
+  };
+  // A name without an extension is tried with each of PATHEXT's, as cmd.exe does.
+  std::vector<std::wstring> extensions{L""};
+  const std::filesystem::path given(wideFromUtf8(name));
+  if (!given.has_extension()) {
+    const wchar_t* pathext = ::_wgetenv(L"PATHEXT");
+    std::wistringstream list(pathext != nullptr ? pathext : L".COM;.EXE;.BAT;.CMD");
+    for (std::wstring ext; std::getline(list, ext, L';');) {
+      if (!ext.empty())
+        extensions.push_back(ext);
+    }
+  }
+  auto withExtension = [&](const std::filesystem::path& base) -> std::string {
+    for (const std::wstring& ext : extensions) {
+      std::filesystem::path candidate = base;
+      candidate += ext;
+      if (executable(candidate))
+        return utf8FromWide(candidate.native());
+    }
+    return "";
+  };
+  if (name.find_first_of("/\\:") != std::string::npos)
+    return withExtension(given);
+  const wchar_t* path = ::_wgetenv(L"PATH");
+  std::wistringstream dirs(path != nullptr ? path : L"");
+  for (std::wstring dir; std::getline(dirs, dir, L';');) {
+    const std::string found =
+        withExtension(std::filesystem::path(dir.empty() ? std::wstring(L".") : dir) / given);
+    if (!found.empty())
+      return found;
+  }
+  return "";
 }
 
 std::string currentExecutablePath() {

@@ -169,4 +169,67 @@ AllocatorSettings parseAllocConf(std::string_view conf, const std::string& where
   return settings;
 }
 
+namespace {
+
+// Families an external trainer (PyTorch, ROCm's libraries) reads verbatim.
+constexpr std::array<std::string_view, 7> kExternalFamilies = {
+    "PYTORCH_", "TORCH_", "MIOPEN_", "HIP_", "HSA_", "ROCBLAS_", "HIPBLASLT_"};
+
+bool inExternalFamily(std::string_view name) {
+  return std::any_of(kExternalFamilies.begin(), kExternalFamilies.end(),
+                     [&](std::string_view prefix) { return name.rfind(prefix, 0) == 0; });
+}
+
+// A family name that makes the process load code or files from a place (tensile libraries,
+// extension builds, tool libraries): refused like LD_PRELOAD.
+bool pointsAtCode(std::string_view name) {
+  return name.find("LIB") != std::string_view::npos ||
+         name.find("PATH") != std::string_view::npos || name.find("_DIR") != std::string_view::npos;
+}
+
+}  // namespace
+
+const char* toString(VariableUse use) {
+  switch (use) {
+    case VariableUse::Pass:
+      return "pass";
+    case VariableUse::Map:
+      return "map";
+    case VariableUse::Ignore:
+      return "ignore";
+    case VariableUse::Refuse:
+      break;
+  }
+  return "refuse";
+}
+
+VariablePolicy variablePolicy(std::string_view name) {
+  const std::string why = whyVariableIsForbidden(name);
+  if (why.empty()) {
+    if (isAllocatorConfVariable(name)) {
+      return {VariableUse::Map, VariableUse::Pass,
+              std::string(name) +
+                  " is mapped onto LoRAscope's allocator settings for its engine and passed "
+                  "verbatim to external trainers (PyTorch reads it)"};
+    }
+    return {VariableUse::Pass, VariableUse::Pass,
+            std::string(name) + " is a GPU runtime or library variable on LoRAscope's list"};
+  }
+  const bool injection = why.find("loads a library") != std::string::npos;
+  const bool validName = why.find("upper-case") == std::string::npos && !name.empty();
+  if (!injection && validName && inExternalFamily(name)) {
+    if (pointsAtCode(name)) {
+      return {VariableUse::Refuse, VariableUse::Refuse,
+              std::string(name) +
+                  " points the process at code or files to load (like LD_PRELOAD); a profile "
+                  "may not set it"};
+    }
+    return {VariableUse::Ignore, VariableUse::Pass,
+            std::string(name) +
+                " belongs to PyTorch's or ROCm's variables: passed verbatim to external "
+                "trainers; LoRAscope's engine does not read it"};
+  }
+  return {VariableUse::Refuse, VariableUse::Refuse, why};
+}
+
 }  // namespace lorascope::profiles

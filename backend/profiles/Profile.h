@@ -51,6 +51,10 @@ struct Profile {
   std::string description;  // one line, shown in the profile bar
   std::string rationale;    // one paragraph: when and why to use it
   std::map<std::string, std::string> environment;
+  // Variables for external trainers only (profiles/Environment.h, variablePolicy): PyTorch's and
+  // ROCm's families that our engine does not read, and PYTORCH_*_ALLOC_CONF verbatim (our engine
+  // gets it mapped onto `allocator`). `lorascope-train supervise` sets these and `environment`.
+  std::map<std::string, std::string> externalEnvironment = {};
   LiveToggles toggles;
   AllocatorSettings allocator;
   LadderRung ladderRung = LadderRung::None;

@@ -160,16 +160,23 @@ void readEnvironment(const Reader& r, const json& env, ParsedProfile& out) {
     if (text.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
       r.fail(field, "values may not contain line breaks or NUL characters");
     }
-    if (const std::string why = whyVariableIsForbidden(name); !why.empty()) {
-      r.fail(field, "not allowed: " + why);
+    const VariablePolicy policy = variablePolicy(name);
+    if (policy.external == VariableUse::Refuse) {
+      r.fail(field, "not allowed: " + policy.reason);
     }
     if (const std::string why = whyValueIsForbidden(name, text); !why.empty()) {
       r.fail(field, "value not allowed: " + why);
     }
-    if (isAllocatorConfVariable(name)) {
+    if (policy.engine == VariableUse::Map) {
       mergeMissing(out.profile.allocator,
                    parseAllocConf(text, r.source() + ": " + field, out.notes));
-      out.notes.push_back({field, name + " is mapped onto LoRAscope's allocator settings"});
+      out.notes.push_back({field, policy.reason});
+      out.profile.externalEnvironment[name] = text;
+      continue;
+    }
+    if (policy.engine == VariableUse::Ignore) {
+      out.notes.push_back({field, policy.reason});
+      out.profile.externalEnvironment[name] = text;
       continue;
     }
     if (auto advice = folkloreAdvice(name)) {
@@ -233,8 +240,10 @@ std::string profileToJson(const Profile& p) {
       {"version", kProfileFormatVersion}, {"name", p.name}, {"description", p.description}};
   if (!p.rationale.empty())
     root["rationale"] = p.rationale;
-  if (!p.environment.empty())
-    root["environment"] = p.environment;
+  std::map<std::string, std::string> environment = p.externalEnvironment;
+  environment.insert(p.environment.begin(), p.environment.end());
+  if (!environment.empty())
+    root["environment"] = environment;
   json t = json::object();
   if (p.toggles.serialize)
     t["serialize"] = *p.toggles.serialize;

@@ -4,6 +4,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>  // defines: pcre2_compile, pcre2_match, pcre2_jit_compile
 
+#include <algorithm>
+
 #include "text/TextError.h"
 
 namespace lorascope::text {
@@ -100,6 +102,53 @@ std::vector<std::pair<std::size_t, std::size_t>> Regex::findAll(std::string_view
     }
   }
   return matches;
+}
+
+std::vector<std::string> Regex::groupNames() const {
+  uint32_t count = 0;
+  uint32_t entrySize = 0;
+  PCRE2_SPTR table = nullptr;
+  pcre2_pattern_info(code_->code, PCRE2_INFO_NAMECOUNT, &count);
+  pcre2_pattern_info(code_->code, PCRE2_INFO_NAMEENTRYSIZE, &entrySize);
+  pcre2_pattern_info(code_->code, PCRE2_INFO_NAMETABLE, &table);
+  // Each entry: the group's number (two bytes, big-endian), then its name, NUL-terminated.
+  std::vector<std::pair<int, std::string>> numbered;
+  for (uint32_t i = 0; i < count; ++i) {
+    const PCRE2_SPTR entry = table + i * entrySize;
+    numbered.emplace_back((entry[0] << 8) | entry[1],
+                          std::string(reinterpret_cast<const char*>(entry + 2)));
+  }
+  std::sort(numbered.begin(), numbered.end());
+  std::vector<std::string> names;
+  for (auto& [number, name] : numbered) {
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
+std::optional<std::vector<std::pair<std::string, std::string>>> Regex::matchNamed(
+    std::string_view subject) const {
+  const std::unique_ptr<pcre2_match_data, MatchDataDeleter> data(
+      pcre2_match_data_create_from_pattern(code_->code, nullptr));
+  // Checked as UTF-8 here (no PCRE2_NO_UTF_CHECK): a bad byte is an error code, not a match.
+  const int rc = pcre2_match(code_->code, reinterpret_cast<PCRE2_SPTR>(subject.data()),
+                             subject.size(), 0, 0, data.get(), nullptr);
+  if (rc < 0) {
+    return std::nullopt;
+  }
+  std::vector<std::pair<std::string, std::string>> groups;
+  for (const std::string& name : groupNames()) {
+    const int number =
+        pcre2_substring_number_from_name(code_->code, reinterpret_cast<PCRE2_SPTR>(name.c_str()));
+    PCRE2_SIZE length = 0;
+    if (number < 0 ||
+        pcre2_substring_length_bynumber(data.get(), static_cast<uint32_t>(number), &length) != 0) {
+      continue;  // the group did not take part in the match
+    }
+    const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data.get());
+    groups.emplace_back(name, std::string(subject.substr(ovector[2 * number], length)));
+  }
+  return groups;
 }
 
 }  // namespace lorascope::text

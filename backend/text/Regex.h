@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,6 +21,13 @@ class Regex {
   // [start, end) byte ranges of the non-empty, non-overlapping matches in `subject` (valid
   // UTF-8), left to right.
   std::vector<std::pair<std::size_t, std::size_t>> findAll(std::string_view subject) const;
+
+  // The named groups of the pattern ((?<name>...)), in the order of their numbers.
+  std::vector<std::string> groupNames() const;
+  // The first match in `subject` (any bytes; text that is not valid UTF-8 never matches): each
+  // named group that took part, with its text; nullopt when there is no match.
+  std::optional<std::vector<std::pair<std::string, std::string>>> matchNamed(
+      std::string_view subject) const;
 
   const std::string& pattern() const { return pattern_; }
   bool jit() const { return jit_; }

@@ -232,3 +232,34 @@ TEST_CASE(injectionVariablesOversizedValuesAndDuplicateNamesAreRefused) {
                         [](const ParsedProfile& p) { return p.profile.name == "twin"; }),
           std::ptrdiff_t{1});
 }
+
+TEST_CASE(oneEnvironmentPolicyForTheEngineAndExternalTrainers) {
+  // On the list: both. PyTorch's allocator conf: mapped for the engine, verbatim for trainers.
+  COMPARE(variablePolicy("GPU_MAX_HW_QUEUES").engine, VariableUse::Pass);
+  COMPARE(variablePolicy("GPU_MAX_HW_QUEUES").external, VariableUse::Pass);
+  COMPARE(variablePolicy("PYTORCH_HIP_ALLOC_CONF").engine, VariableUse::Map);
+  COMPARE(variablePolicy("PYTORCH_HIP_ALLOC_CONF").external, VariableUse::Pass);
+  // PyTorch's and ROCm's families: external trainers only, said so in a note.
+  for (const char* name : {"TORCH_BLAS_PREFER_HIPBLASLT", "MIOPEN_DEBUG_CONV_GEMM",
+                           "HIP_SOMETHING_MADE_UP", "HSA_ENABLE_IPC_MODE_LEGACY"}) {
+    COMPARE(variablePolicy(name).engine, VariableUse::Ignore);
+    COMPARE(variablePolicy(name).external, VariableUse::Pass);
+  }
+  // Refused for everyone, with the reason: code loaders, also inside the families, and others.
+  for (const char* name : {"LD_PRELOAD", "HSA_TOOLS_LIB", "ROCBLAS_TENSILE_LIBPATH",
+                           "TORCH_EXTENSIONS_DIR", "PATH", "PYTHONPATH"}) {
+    COMPARE(variablePolicy(name).external, VariableUse::Refuse);
+    VERIFY(!variablePolicy(name).reason.empty());
+  }
+  const ParsedProfile parsed = parseProfile(
+      R"({"name": "torch", "description": "d", "environment": {"PYTORCH_HIP_ALLOC_CONF": )"
+      R"("expandable_segments:True", "TORCH_BLAS_PREFER_HIPBLASLT": "0"}})",
+      "user.json");
+  VERIFY(parsed.profile.environment.empty());  // the engine gets neither as a variable
+  COMPARE(parsed.profile.externalEnvironment.at("PYTORCH_HIP_ALLOC_CONF"),
+          std::string("expandable_segments:True"));
+  COMPARE(parsed.profile.externalEnvironment.at("TORCH_BLAS_PREFER_HIPBLASLT"), std::string("0"));
+  // Saved and read back, they stay where they were.
+  const ParsedProfile again = parseProfile(profileToJson(parsed.profile), "user.json");
+  COMPARE(again.profile.externalEnvironment, parsed.profile.externalEnvironment);
+}

@@ -1,0 +1,272 @@
+// test_external_supervisor.cpp — external/ExternalSupervisor and LaunchPlan with a fake launcher
+// and a manual clock: a GPU error line and an exit restart the command on the next rung's profile
+// with the resume argument at the newest checkpoint; out of memory halves the batch through the
+// template (and without one the run fails, saying why); a Python error is not restarted; silence
+// past --hang-after kills and restarts; the probe's steps are offset by the resumed checkpoint;
+// the ladder ends before the CPU.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+#include <thread>
+
+#include "external/ExternalSupervisor.h"
+#include "profiles/Builtins.h"
+
+using namespace lorascope;
+using namespace lorascope::external;
+
+namespace {
+
+struct FakeRun : CommandRun {
+  int* kills;
+  int* terminates;
+  explicit FakeRun(int* k, int* t) : kills(k), terminates(t) {}
+  void terminate() override { ++*terminates; }
+  void kill() override { ++*kills; }
+  void requestSnapshot() override {}
+};
+
+struct FakeLauncher : CommandLauncher {
+  std::vector<LaunchSpec> launches;
+  int kills = 0;
+  int terminates = 0;
+  std::unique_ptr<CommandRun> launch(int, const LaunchSpec& spec) override {
+    launches.push_back(spec);
+    return std::make_unique<FakeRun>(&kills, &terminates);
+  }
+};
+
+struct Harness {
+  FakeLauncher launcher;
+  std::int64_t now = 0;
+  std::vector<engine::Event> events;
+  std::unique_ptr<ExternalSupervisor> supervisor;
+  explicit Harness(SupervisedCommand command,
+                   profiles::Profile profile = profiles::defaultProfile()) {
+    supervisor = std::make_unique<ExternalSupervisor>(
+        launcher, std::move(command), std::move(profile),
+        [this](const engine::TimedEvent& e) { events.push_back(e.event); }, [this] { return now; });
+    supervisor->start();
+  }
+  template <typename T>
+  std::vector<T> all() const {
+    std::vector<T> out;
+    for (const auto& e : events)
+      if (const auto* t = std::get_if<T>(&e))
+        out.push_back(*t);
+    return out;
+  }
+  bool hasArgument(std::size_t launch, const std::string& word) const {
+    const auto& a = launcher.launches.at(launch).arguments;
+    return std::find(a.begin(), a.end(), word) != a.end();
+  }
+};
+
+SupervisedCommand command(const QTemporaryDir& dir) {
+  SupervisedCommand c;
+  c.program = "/usr/bin/python3";
+  c.arguments = {"train.py"};
+  c.resumeArgument = "--resume {checkpoint_dir}";
+  c.checkpointGlob = dir.filePath("out/checkpoint-*").toStdString();
+  return c;
+}
+
+void makeCheckpoint(const QTemporaryDir& dir, const std::string& name) {
+  std::filesystem::create_directories(dir.filePath("out").toStdString() + "/" + name);
+}
+
+}  // namespace
+
+class TestExternalSupervisor : public QObject {
+  Q_OBJECT
+ private slots:
+  void blasErrorRestartsWithTheNextProfileAndTheNewestCheckpoint() {
+    QTemporaryDir dir;
+    makeCheckpoint(dir, "checkpoint-500");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    makeCheckpoint(dir, "checkpoint-1000");  // newer, and lexically smaller
+    Harness h(command(dir));
+    QCOMPARE(h.launcher.launches.size(), std::size_t{1});
+    QVERIFY(!h.hasArgument(0, "--resume"));
+    h.supervisor->outputLine(1, false, "{'loss': 1.5, 'step': 1040}");
+    h.supervisor->outputLine(1, true,
+                             "RuntimeError: HIPBLAS_STATUS_INTERNAL_ERROR in hipblasLtMatmul");
+    h.supervisor->exited(1, CommandExit{false, 1, ""});
+    QCOMPARE(h.launcher.launches.size(), std::size_t{2});
+    const LaunchSpec& second = h.launcher.launches[1];
+    QCOMPARE(second.profileName, std::string("Built-in GEMM"));
+    QCOMPARE(second.environment.at("TORCH_BLAS_PREFER_HIPBLASLT"), std::string("0"));
+    QVERIFY(h.hasArgument(1, "--resume"));
+    QVERIFY(h.hasArgument(1, dir.filePath("out/checkpoint-1000").toStdString()));
+    const auto errors = h.all<engine::ErrorEvent>();
+    QCOMPARE(errors.size(), std::size_t{1});
+    QCOMPARE(errors[0].category, std::string("blas_failure"));
+    const auto incidents = h.all<engine::IncidentEvent>();
+    QCOMPARE(incidents.size(), std::size_t{1});
+    QVERIFY(incidents[0].action.find("checkpoint-1000") != std::string::npos);
+    QCOMPARE(incidents[0].step, std::int64_t{1040});
+    // The second attempt finishes: the run is done.
+    h.supervisor->exited(2, CommandExit{false, 0, ""});
+    QCOMPARE(*h.supervisor->outcome(), 0);
+  }
+  void outOfMemoryHalvesTheBatchThroughTheTemplate() {
+    QTemporaryDir dir;
+    SupervisedCommand c = command(dir);
+    c.batchArgument = "--per_device_train_batch_size {batch}";
+    c.batch = 8;
+    Harness h(c);
+    QVERIFY(h.hasArgument(0, "8"));
+    h.supervisor->outputLine(
+        1, true, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB");
+    h.supervisor->exited(1, CommandExit{false, 1, ""});
+    QCOMPARE(h.launcher.launches.size(), std::size_t{2});
+    QVERIFY(h.hasArgument(1, "4"));
+    QCOMPARE(h.launcher.launches[1].profileName, std::string("Low VRAM"));
+    QVERIFY(h.all<engine::IncidentEvent>()[0].action.find("no checkpoint matches") !=
+            std::string::npos);  // no checkpoint yet: from the beginning
+    // Again: 2, then 1; then out of memory at batch 1 ends the run.
+    for (int attempt = 2; attempt <= 3; ++attempt) {
+      h.supervisor->outputLine(attempt, true, "HIP out of memory. Tried to allocate 1.00 GiB");
+      h.supervisor->exited(attempt, CommandExit{false, 1, ""});
+    }
+    QVERIFY(h.hasArgument(3, "1"));
+    h.supervisor->outputLine(4, true, "HIP out of memory. Tried to allocate 1.00 GiB");
+    h.supervisor->exited(4, CommandExit{false, 1, ""});
+    QCOMPARE(h.launcher.launches.size(), std::size_t{4});
+    QCOMPARE(*h.supervisor->outcome(), 1);
+    QVERIFY(h.all<engine::IncidentEvent>().back().action.find("already 1") != std::string::npos);
+  }
+  void outOfMemoryWithoutATemplateSaysWhy() {
+    QTemporaryDir dir;
+    Harness h(command(dir));
+    h.supervisor->outputLine(1, true, "CUDA out of memory. Tried to allocate 20.00 MiB");
+    h.supervisor->exited(1, CommandExit{false, 1, ""});
+    QCOMPARE(h.launcher.launches.size(), std::size_t{1});
+    QCOMPARE(*h.supervisor->outcome(), 1);
+    QVERIFY(h.all<engine::IncidentEvent>()[0].action.find("--batch-arg") != std::string::npos);
+  }
+  void aScriptErrorIsNotRestarted() {
+    QTemporaryDir dir;
+    Harness h(command(dir));
+    h.supervisor->outputLine(1, true, "FileNotFoundError: data.json");
+    h.supervisor->exited(1, CommandExit{false, 1, ""});
+    QCOMPARE(h.launcher.launches.size(), std::size_t{1});
+    QCOMPARE(*h.supervisor->outcome(), 1);
+    QVERIFY(h.all<engine::ErrorEvent>().empty());
+  }
+  void aCaughtErrorInARunThatFinishesIsNoIncident() {
+    QTemporaryDir dir;
+    Harness h(command(dir));
+    h.supervisor->outputLine(1, true, "CUDA out of memory; retrying with a smaller batch");
+    h.supervisor->exited(1, CommandExit{false, 0, ""});
+    QCOMPARE(h.launcher.launches.size(), std::size_t{1});
+    QCOMPARE(*h.supervisor->outcome(), 0);
+    QVERIFY(h.all<engine::IncidentEvent>().empty());
+  }
+  void aSignalIsRestartedOneRungUp() {
+    QTemporaryDir dir;
+    Harness h(command(dir));
+    h.supervisor->exited(1, CommandExit{true, 0, "SIGSEGV"});
+    QCOMPARE(h.launcher.launches.size(), std::size_t{2});
+    QVERIFY(h.all<engine::IncidentEvent>()[0].what.find("SIGSEGV") != std::string::npos);
+  }
+  void silencePastTheHangLimitKillsAndRestartsSerialized() {
+    QTemporaryDir dir;
+    SupervisedCommand c = command(dir);
+    c.hangAfterSeconds = 30;
+    Harness h(c);
+    h.now = 20'000;
+    h.supervisor->outputLine(1, false, "loading");  // output moves the deadline
+    h.now = 45'000;
+    h.supervisor->checkHang();
+    QCOMPARE(h.launcher.kills, 0);
+    h.now = 50'001;
+    h.supervisor->checkHang();
+    QCOMPARE(h.launcher.kills, 1);
+    h.supervisor->exited(1, CommandExit{true, 0, "SIGKILL"});
+    QCOMPARE(h.launcher.launches.size(), std::size_t{2});
+    const LaunchSpec& second = h.launcher.launches[1];
+    QCOMPARE(second.profileName, std::string("Debug: serialize + blocking"));
+    QCOMPARE(second.environment.at("AMD_SERIALIZE_KERNEL"), std::string("3"));
+    QCOMPARE(second.environment.at("CUDA_LAUNCH_BLOCKING"), std::string("1"));
+    QVERIFY(h.all<engine::IncidentEvent>()[0].what.find("(hang)") != std::string::npos);
+  }
+  void theLadderEndsBeforeTheCpu() {
+    QTemporaryDir dir;
+    SupervisedCommand c = command(dir);
+    Harness h(c);
+    for (int attempt = 1; attempt <= 3; ++attempt) {
+      h.supervisor->outputLine(attempt, true, "an illegal memory access was encountered");
+      h.supervisor->exited(attempt, CommandExit{false, 1, ""});
+    }
+    // serialize, then smaller batch (no template: skipped), then the CPU: exhausted.
+    QCOMPARE(h.launcher.launches.size(), std::size_t{2});
+    QCOMPARE(*h.supervisor->outcome(), 1);
+    QVERIFY(h.all<engine::IncidentEvent>().back().action.find("exhausted") != std::string::npos);
+  }
+  void probeStepsAreOffsetByTheResumedCheckpointAndYieldToParsedSteps() {
+    QTemporaryDir dir;
+    makeCheckpoint(dir, "checkpoint-40");
+    Harness h(command(dir));
+    auto probeStep = [](int step) {
+      engine::StepEvent event;
+      event.step = step;
+      event.loss = 1.25;
+      return engine::encodeEvent({5, event});
+    };
+    h.supervisor->probeLine(1, probeStep(1));
+    h.supervisor->outputLine(1, true, "Memory access fault by GPU node-1");
+    h.supervisor->exited(1, CommandExit{true, 0, "SIGABRT"});
+    h.supervisor->probeLine(2, probeStep(1));  // the resumed process counts from 1 again
+    auto steps = h.all<engine::StepEvent>();
+    QCOMPARE(steps.size(), std::size_t{2});
+    QCOMPARE(steps[0].step, std::int64_t{1});
+    QCOMPARE(steps[1].step, std::int64_t{41});
+    h.supervisor->outputLine(2, false, "{'loss': 1.0, 'step': 42}");
+    h.supervisor->probeLine(2, probeStep(2));  // the output numbers the steps now
+    steps = h.all<engine::StepEvent>();
+    QCOMPARE(steps.size(), std::size_t{3});
+    QCOMPARE(steps[2].step, std::int64_t{42});
+    // A probe line that is not the protocol is an error event, not a crash.
+    h.supervisor->probeLine(2, "{\"v\": 1, \"type\": \"memory\", \"allocated_bytes\": \"lots\"}");
+    QVERIFY(h.all<engine::ErrorEvent>().back().category == "protocol");
+  }
+  void stopEndsTheRunWithoutARestart() {
+    QTemporaryDir dir;
+    Harness h(command(dir));
+    h.supervisor->send(engine::StopCommand{});
+    QCOMPARE(h.launcher.terminates, 1);
+    h.supervisor->exited(1, CommandExit{true, 0, "SIGTERM"});
+    QCOMPARE(h.launcher.launches.size(), std::size_t{1});
+    QCOMPARE(*h.supervisor->outcome(), 130);
+  }
+  void profilesAreMappedForExternalTrainers() {
+    const profiles::Profile* stable = nullptr;
+    for (const auto& p : profiles::builtinProfiles())
+      if (p.name == "ROCm stable")
+        stable = &p;
+    QVERIFY(stable != nullptr);
+    const ExternalEnvironment env = mapProfileForExternal(*stable);
+    QCOMPARE(env.variables.at("GPU_MAX_HW_QUEUES"), std::string("4"));
+    QCOMPARE(env.variables.at("PYTORCH_HIP_ALLOC_CONF"), std::string("max_split_size_mb:512"));
+    QVERIFY(env.notes.empty());
+    // Low VRAM's arena, activation checkpointing and micro-batch are LoRAscope's own: noted.
+    const ExternalEnvironment low =
+        mapProfileForExternal(*profileForRung(runtime::RecoveryRung::SmallerMicroBatch));
+    QCOMPARE(low.notes.size(), std::size_t{3});
+    QVERIFY(low.variables.empty());
+  }
+  void templatesAndCheckpointSteps() {
+    QCOMPARE(splitTemplate("--resume '{checkpoint_dir}' -x"),
+             (std::vector<std::string>{"--resume", "{checkpoint_dir}", "-x"}));
+    QCOMPARE(fillTemplate({"--bs={batch}"}, "{batch}", "4"), std::vector<std::string>{"--bs=4"});
+    QCOMPARE(checkpointStep("out/checkpoint-500"), std::int64_t{500});
+    QCOMPARE(checkpointStep("out/at-step00000120"), std::int64_t{120});
+    QCOMPARE(checkpointStep("out/last"), std::int64_t{0});
+    QVERIFY(!newestCheckpoint("/nonexistent/checkpoint-*"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestExternalSupervisor)
+#include "test_external_supervisor.moc"
