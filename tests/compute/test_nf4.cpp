@@ -1,12 +1,18 @@
 // test_nf4.cpp — NF4 double quantisation on the host (compute/Nf4.cpp) and the CPU backend's
 // NF4 ops: the code tables, the storage layout, quantise → dequantise error bounds, zero blocks,
-// bad weights, matmul and dequantize through the Backend interface.
+// bad weights, matmul and dequantize through the Backend interface, and every code, scale and
+// sampled weight against tests/compute/data/nf4_reference.json (scripts/reference/nf4.py,
+// PyTorch from QLoRA's published tables, made on the GPU machine by scripts/gpu-check.sh qlora).
 #include <QtTest>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <fstream>
 #include <random>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "OpTestUtil.h"
 #include "compute/Backend.h"
@@ -33,6 +39,28 @@ std::vector<float> dequantized(const std::vector<std::byte>& packed, std::size_t
   std::vector<float> out(count);
   nf4::dequantize(packed.data(), 0, static_cast<std::int64_t>(count), out.data());
   return out;
+}
+
+// scripts/reference/nf4.py's weights: per element the sum of four 16-bit draws of a 64-bit LCG,
+// times 2^-17, times 2^(block % 5 − 2); block 3 all zero, block 5 one non-zero weight. Every
+// value is an integer times a power of two, so both sides start from the same f32 values.
+std::vector<float> referenceWeights(std::int64_t count, std::uint64_t seed) {
+  std::uint64_t state = seed;
+  std::vector<float> w(static_cast<std::size_t>(count));
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::int64_t total = 0;
+    for (int draw = 0; draw < 4; ++draw) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      total += static_cast<std::int64_t>((state >> 33) & 0xFFFF) - 32768;
+    }
+    const std::int64_t block = i / 64;
+    if (block == 3 || (block == 5 && i % 64 != 10)) {
+      total = 0;
+    }
+    w[static_cast<std::size_t>(i)] =
+        std::ldexp(static_cast<float>(total), static_cast<int>(-17 + block % 5 - 2));
+  }
+  return w;
 }
 
 }  // namespace
@@ -195,6 +223,78 @@ class TestNf4 : public QObject {
     const std::vector<float> b = cpu->download(dxDense);
     for (std::size_t i = 0; i < a.size(); ++i) {
       QVERIFY(std::abs(a[i] - b[i]) <= 1e-5f * (1.0f + std::abs(b[i])));
+    }
+  }
+
+  // scripts/reference/nf4.py (PyTorch, from QLoRA's published code table and bitsandbytes'
+  // published dynamic map) against this implementation, on the script's own weights.
+  void matchesTheCommittedPyTorchReference() {
+    std::ifstream in(LORASCOPE_COMPUTE_DATA_DIR "/nf4_reference.json");
+    QVERIFY2(in.good(), "tests/compute/data/nf4_reference.json is missing");
+    const nlohmann::json ref = nlohmann::json::parse(in);
+    for (std::size_t i = 0; i < 16; ++i) {
+      QVERIFY(nf4::kCode[i] == ref["nf4_code"][i].get<float>());
+    }
+    for (std::size_t i = 0; i < 256; ++i) {
+      QVERIFY2(nf4::dynamicCode()[i] == ref["dynamic_code"][i].get<float>(),
+               qPrintable(QString::number(i)));
+    }
+    for (const nlohmann::json& c : ref["cases"]) {
+      const auto count = c["count"].get<std::int64_t>();
+      const std::vector<float> w = referenceWeights(count, c["seed"].get<std::uint64_t>());
+      const auto& positions = c["sample_positions"];
+      for (std::size_t i = 0; i < positions.size(); ++i) {
+        QVERIFY(w[positions[i].get<std::size_t>()] == c["sample_weights"][i].get<float>());
+      }
+      const std::vector<std::byte> packed = quantized(w);
+      const std::string name = c["name"].get<std::string>();
+      float offset = 0.0f;
+      std::memcpy(&offset, packed.data(), sizeof offset);
+      QVERIFY2(offset == c["offset"].get<float>(), qPrintable(QString::fromStdString(name)));
+      // The 4-bit codes, byte for byte, group by group.
+      const std::string hex = c["codes_hex"].get<std::string>();
+      for (std::int64_t e = 0; e < count; e += 2) {
+        const std::size_t g = static_cast<std::size_t>(e / nf4::kGroupWeights);
+        const std::size_t inGroup = static_cast<std::size_t>(e % nf4::kGroupWeights);
+        const auto mine =
+            static_cast<unsigned>(packed[nf4::kHeaderBytes + g * nf4::kGroupBytes + inGroup / 2]);
+        const unsigned theirs = static_cast<unsigned>(
+            std::stoul(hex.substr(static_cast<std::size_t>(e), 2), nullptr, 16));
+        QVERIFY2(mine == theirs,
+                 qPrintable(QString::fromStdString(name) + " byte " + QString::number(e / 2)));
+      }
+      // The second level: 8-bit codes of the absmax values and each group's f32 scale.
+      const auto& qabsmax = c["qabsmax"];
+      for (std::size_t b = 0; b < qabsmax.size(); ++b) {
+        const std::size_t g = b / nf4::kBlocksPerGroup;
+        const auto mine = static_cast<int>(packed[nf4::kHeaderBytes + g * nf4::kGroupBytes +
+                                                  nf4::kGroupCodeBytes + b % nf4::kBlocksPerGroup]);
+        QVERIFY2(mine == qabsmax[b].get<int>(),
+                 qPrintable(QString::fromStdString(name) + " block " + QString::number(b)));
+      }
+      const auto& absmax2 = c["absmax2"];
+      for (std::size_t g = 0; g < absmax2.size(); ++g) {
+        float mine = 0.0f;
+        std::memcpy(&mine,
+                    packed.data() + nf4::kHeaderBytes + g * nf4::kGroupBytes +
+                        nf4::kGroupCodeBytes + nf4::kBlocksPerGroup,
+                    sizeof mine);
+        QVERIFY2(mine == absmax2[g].get<float>(),
+                 qPrintable(QString::fromStdString(name) + " group " + QString::number(g)));
+      }
+      // The dequantised weights, bit for bit at the sampled positions, and their sum of squares.
+      const std::vector<float> back = dequantized(packed, static_cast<std::size_t>(count));
+      for (std::size_t i = 0; i < positions.size(); ++i) {
+        QVERIFY2(back[positions[i].get<std::size_t>()] == c["sample_dequantized"][i].get<float>(),
+                 qPrintable(QString::fromStdString(name) + " weight " +
+                            QString::number(positions[i].get<qint64>())));
+      }
+      double sumOfSquares = 0.0;
+      for (const float v : back) {
+        sumOfSquares += double(v) * v;
+      }
+      const double expected = c["dequantized_sum_of_squares"].get<double>();
+      QVERIFY(std::abs(sumOfSquares - expected) <= 1e-9 * expected);
     }
   }
 
