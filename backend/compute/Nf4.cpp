@@ -52,6 +52,22 @@ std::array<float, 256> makeDynamicCode() {
   return code;
 }
 
+// nearestIndex(kCode, 16, v) without branches: the count of code values below v is the lower
+// bound, then the nearer of its two neighbours (ties to the lower). The same comparisons give the
+// same index; a binary search over 16 values mispredicts on nearly every weight.
+int nearestCode(float v) {
+  int upper = 0;
+  for (const float c : kCode) {
+    upper += c < v ? 1 : 0;
+  }
+  const int lower = upper > 0 ? upper - 1 : 0;
+  const int higher = upper < 16 ? upper : 15;
+  return std::abs(v - kCode[static_cast<std::size_t>(lower)]) <=
+                 std::abs(v - kCode[static_cast<std::size_t>(higher)])
+             ? lower
+             : higher;
+}
+
 std::int64_t groupsOf(std::int64_t numel) {
   return (numel + kGroupWeights - 1) / kGroupWeights;
 }
@@ -134,7 +150,7 @@ void quantize(const void* src, DType dtype, std::int64_t numel, std::byte* out) 
         for (std::int64_t i = 0; i < n; ++i) {
           // An all-zero block stores code 7 (0.0) instead of dividing by zero.
           const float v = m > 0.0f ? w[static_cast<std::size_t>(b0 + i)] / m : 0.0f;
-          const auto index = static_cast<std::uint8_t>(nearestIndex(kCode.data(), 16, v));
+          const auto index = static_cast<std::uint8_t>(nearestCode(v));
           const std::int64_t at = b0 + i;
           codes[at / 2] |= static_cast<std::uint8_t>(at % 2 == 0 ? index << 4 : index);
         }
