@@ -55,6 +55,16 @@
 #                                  LORASCOPE_TRAIN=PATH: a lorascope-train built elsewhere (a
 #                                  Debian 12 build runs there with .device/lib), used when it
 #                                  starts
+#   scripts/gpu-check.sh qlora     there: the 4-bit (QLoRA) checks in one call, results to $OUT:
+#                                  `pip show bitsandbytes`; scripts/reference/nf4.py's NF4
+#                                  reference (nf4_reference.json; commit it as
+#                                  tests/compute/data/nf4_reference.json); the nf4 parity cases
+#                                  (parity.json); a Llama-3.1-8B-shaped random model
+#                                  (scripts/reference/random_model.py) trained by bench_gpu_train
+#                                  at B1 x S2048 with activation checkpointing, --quantize nf4 and
+#                                  bf16 (tokens/s, peak reserved, the memory model's estimate;
+#                                  bench.jsonl); bench_gemm's NF4 lines; the log in qlora.txt.
+#                                  QLORA_STEPS sets the timed steps (default 4).
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -236,8 +246,40 @@ run_hf() {
   exit "$status"
 }
 
+run_qlora() {
+  local out="${OUT:-$repo/gpu-check-results}"
+  mkdir -p "$out"
+  local log="$out/qlora.txt" status=0 steps="${QLORA_STEPS:-4}"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$log"
+  { python3 -m pip show bitsandbytes 2>&1 || true; } | head -3 | tee -a "$log"
+  python3 scripts/reference/nf4.py "$out/nf4_reference.json" 2>&1 | tee -a "$log" || status=1
+  configure_device_build "$out"
+  local started=$SECONDS
+  cmake --build build/device --target parity_ops bench_gpu_train bench_gemm \
+    --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
+    { grep -E "error|Error" "$out/build.log" | head -40 | tee -a "$log"; exit 1; }
+  rm -f "$out/build.log" "$out/configure.log"
+  echo "gpu-check: built in $((SECONDS - started)) s" | tee -a "$log"
+  build/device/tests/parity/parity_ops --filter nf4 --json "$out/parity.json" 2>&1 |
+    tail -40 | tee -a "$log" || status=1
+  local model=/tmp/lorascope-llama-3.1-8b
+  [[ -f "$model/config.json" ]] ||
+    python3 scripts/reference/random_model.py "$model" 2>&1 | tail -3 | tee -a "$log"
+  for quantize in nf4 none; do
+    echo "=== llama-3.1-8b-shaped, --quantize $quantize, B1 x S2048, checkpointing" | tee -a "$log"
+    build/device/tests/bench/bench_gpu_train --model "$model" --quantize "$quantize" --batch 1 \
+      --seq 2048 --checkpointing --warmup 1 --steps "$steps" --profile-steps 1 \
+      --json "$out/bench.jsonl" 2>&1 | grep -Ev "^    .*  (gemm|attention|loss|optimizer|norms/elementwise)$" |
+      tee -a "$log" || status=1
+  done
+  build/device/tests/parity/bench_gemm --iterations 5 2>&1 | grep -A8 "^NF4" | tee -a "$log" ||
+    status=1
+  exit "$status"
+}
+
 case "${1:-}" in
   prepare) prepare ;;
+  qlora) run_qlora ;;
   hf)
     [[ $# -eq 3 ]] || { echo "usage: scripts/gpu-check.sh hf RUN_DIR TEMPLATES_DIR" >&2; exit 2; }
     run_hf "$2" "$3"
@@ -256,7 +298,7 @@ case "${1:-}" in
   supervise) run_supervise ;;
   *)
     echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | doctor | record | bench [SHAPE ...] |" \
-      "memory [ARGS] | supervise | hf RUN_DIR TEMPLATES_DIR" >&2
+      "memory [ARGS] | supervise | hf RUN_DIR TEMPLATES_DIR | qlora" >&2
     exit 2
     ;;
 esac

@@ -1,9 +1,10 @@
 // cli/cmd_inspect_model.cpp — `lorascope-train inspect-model DIR [--json] [--batch N] [--seq N]
-// [--rank R] [--checkpointing] [--check]`: architecture, parameter counts, stored dtypes and
-// the memory LoRA training needs at a batch × seq and rank (model/MemoryEstimate.h). Reads
-// config.json and the safetensors headers only (mmap), so it answers at once even for a model of
-// many gigabytes; --check also reads every weight and lists the tensors holding NaN or ±inf (exit
-// 1 when there are any).
+// [--rank R] [--checkpointing] [--quantize none|nf4] [--check]`: architecture, parameter counts,
+// stored dtypes and the memory LoRA training needs at a batch × seq and rank
+// (model/MemoryEstimate.h), with the 4-bit (NF4) footprint of the weights beside the stored one.
+// Reads config.json and the safetensors headers only (mmap), so it answers at once even for a model
+// of many gigabytes; --check also reads every weight and lists the tensors holding NaN or ±inf
+// (exit 1 when there are any).
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include "cli/Commands.h"
 #include "common/Format.h"
 #include "job/CliArgs.h"
+#include "model/DeviceWeights.h"  // defines: WeightQuantization, placedWeightBytes
 #include "model/MemoryEstimate.h"
 #include "model/ModelFolder.h"
 #include "model/ModelLayout.h"
@@ -32,6 +34,7 @@ struct Plan {
   std::int64_t seq = 512;
   std::int64_t rank = 16;
   bool checkpointing = false;
+  model::WeightQuantization quantization = model::WeightQuantization::None;
 };
 
 std::int64_t positiveOption(const job::CliArgs& args, const std::string& name,
@@ -105,6 +108,9 @@ nlohmann::json toJson(const model::ModelFolder& folder, const model::ParameterCo
       {"tie_word_embeddings", c.tieWordEmbeddings},
       {"rope_theta", c.rope.theta},
       {"files", folder.files()},
+      {"weights_bytes_stored", folder.weightBytes()},
+      {"weights_bytes_nf4",
+       model::placedWeightBytes(folder, compute::Device::Gpu, model::WeightQuantization::Nf4)},
       {"tensor_dtypes", dtypes},
       {"parameters",
        {{"total", params.total},
@@ -117,6 +123,8 @@ nlohmann::json toJson(const model::ModelFolder& folder, const model::ParameterCo
         {"rank", plan.rank},
         {"targets", targets},
         {"activation_checkpointing", plan.checkpointing},
+        {"quantize", model::quantizationName(plan.quantization)},
+        {"dequantize_bytes", m.dequantizeBytes},
         {"lora_parameters", m.loraParameters},
         {"weights_bytes", m.weightsBytes},
         {"lora_bytes", m.loraBytes},
@@ -143,14 +151,21 @@ void printText(const model::ModelFolder& folder, const model::ParameterCounts& p
             << "parameters  " << countText(params.total) << " (embedding "
             << countText(params.embedding) << ", per layer " << countText(params.perLayer)
             << ", lm_head " << (params.lmHead ? countText(params.lmHead) : "tied") << ")\n"
-            << "weights     " << formatBytes(m.weightsBytes) << " in " << folder.files().size()
-            << " file(s):";
+            << "weights     " << formatBytes(folder.weightBytes()) << " in "
+            << folder.files().size() << " file(s):";
   for (const auto& [name, count] : dtypeTensors) {
     std::cout << " " << count << " " << name << " tensors";
   }
+  std::cout << "\n4-bit       "
+            << formatBytes(model::placedWeightBytes(folder, compute::Device::Gpu,
+                                                    model::WeightQuantization::Nf4))
+            << " on a GPU with --quantize nf4 (q, k, v, o, gate, up, down in NF4 with double "
+               "quantisation, the rest bf16)";
   std::cout << "\nLoRA training, batch " << plan.batch << " x seq " << plan.seq << ", rank "
             << plan.rank << " on q,k,v,o,gate,up,down, activation checkpointing "
-            << (plan.checkpointing ? "on" : "off") << " (estimate of the step's peak, bf16):\n"
+            << (plan.checkpointing ? "on" : "off")
+            << (plan.quantization == model::WeightQuantization::Nf4 ? ", base weights nf4" : "")
+            << " (estimate of the step's peak, bf16):\n"
             << "  frozen weights      " << formatBytes(m.weightsBytes) << "\n"
             << "  LoRA parameters     " << countText(m.loraParameters) << ": weights "
             << formatBytes(m.loraBytes) << ", grads " << formatBytes(m.loraGradBytes)
@@ -159,6 +174,9 @@ void printText(const model::ModelFolder& folder, const model::ParameterCounts& p
             << "  transient           " << formatBytes(std::max(m.lossBytes, m.backwardBytes))
             << " (the larger of the loss " << formatBytes(m.lossBytes) << " and one layer's "
             << "backward " << formatBytes(m.backwardBytes) << ")\n"
+            << (m.dequantizeBytes > 0 ? "  nf4 dequantisation  " + formatBytes(m.dequantizeBytes) +
+                                            " (the largest projection in bf16, one at a time)\n"
+                                      : std::string())
             << "  peak                " << formatBytes(m.peakBytes) << "\n";
 }
 
@@ -201,6 +219,12 @@ const job::CommandSpec& inspectModelCommand() {
                .type = OptionType::Bool,
                .help = "Activation checkpointing in the memory estimate.",
                .defaultText = "false"},
+              {.name = "quantize",
+               .type = OptionType::Choice,
+               .help = "Base weights of the memory estimate: as stored (none) or the projections "
+                       "in NF4 (nf4, as train --quantize nf4 holds them on a GPU).",
+               .defaultText = "none",
+               .choices = {"none", "nf4"}},
               {.name = "check",
                .type = OptionType::Bool,
                .help = "Read every weight and list the tensors holding NaN or infinite values "
@@ -216,17 +240,23 @@ int runInspectModel(const Args& args) {
   if (parsed.positional().size() != 1) {
     throw job::UsageError("expected one model folder: inspect-model DIR [--json]");
   }
-  const Plan plan{positiveOption(parsed, "batch", 1, 4096),
-                  positiveOption(parsed, "seq", 512, 1 << 20),
-                  positiveOption(parsed, "rank", 16, 4096), parsed.has("checkpointing")};
   const model::ModelFolder folder = model::ModelFolder::open(parsed.positional()[0]);
   const model::ParameterCounts params = model::countParameters(folder.config());
   std::map<std::string, std::int64_t> dtypeTensors;
   for (const model::StoredTensor& t : folder.tensors()) {
     ++dtypeTensors[compute::dtypeName(t.dtype)];
   }
+  const Plan plan{positiveOption(parsed, "batch", 1, 4096),
+                  positiveOption(parsed, "seq", 512, 1 << 20),
+                  positiveOption(parsed, "rank", 16, 4096), parsed.has("checkpointing"),
+                  model::parseQuantization(parsed.value("quantize").value_or("none"))
+                      .value_or(model::WeightQuantization::None)};
   model::TrainingShape shape;
-  shape.weightsBytes = folder.weightBytes();
+  shape.weightsBytes =
+      plan.quantization == model::WeightQuantization::Nf4
+          ? model::placedWeightBytes(folder, compute::Device::Gpu, plan.quantization)
+          : folder.weightBytes();
+  shape.nf4Workspace = plan.quantization == model::WeightQuantization::Nf4;
   shape.loraRank = plan.rank;
   shape.activationCheckpointing = plan.checkpointing;
   const model::TrainingMemory memory =

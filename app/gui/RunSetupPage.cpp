@@ -36,6 +36,7 @@
 #include "job/AutoBatch.h"          // defines: trainingShape
 #include "job/RunOptions.h"         // defines: runOptions
 #include "job/TrainRunConfig.h"     // defines: defaultSettings
+#include "model/DeviceWeights.h"    // defines: placedWeightBytes, WeightQuantization
 #include "model/MemoryEstimate.h"   // defines: estimateTrainingMemory
 #include "model/ModelFolder.h"      // defines: ModelFolder
 #include "text/ChatTemplate.h"      // defines: ChatTemplate
@@ -111,6 +112,10 @@ ModelInspection inspectFolder(const QString& dir, bool demo) {
     out.dir = QString::fromStdString(folder.dir());
     out.config = folder.config();
     out.weightBytes = folder.weightBytes();
+    out.nf4GpuWeightBytes =
+        model::placedWeightBytes(folder, compute::Device::Gpu, model::WeightQuantization::Nf4);
+    out.nf4CpuWeightBytes =
+        model::placedWeightBytes(folder, compute::Device::Cpu, model::WeightQuantization::Nf4);
     out.parameters = model::countParameters(folder.config());
   } catch (const std::exception& e) {
     out.error = QString::fromUtf8(e.what());
@@ -815,8 +820,11 @@ QString RunSetupPage::memoryEstimateText() const {
   }
   // The device the run will use: bf16 activations and weights on a GPU, f32 on the CPU.
   const bool gpu = settings.device != "cpu";
+  const bool nf4 = settings.train.quantization == model::WeightQuantization::Nf4;
   const std::uint64_t weights =
-      gpu ? 2 * static_cast<std::uint64_t>(inspection_.parameters.total) : inspection_.weightBytes;
+      nf4 ? (gpu ? inspection_.nf4GpuWeightBytes : inspection_.nf4CpuWeightBytes)
+          : (gpu ? 2 * static_cast<std::uint64_t>(inspection_.parameters.total)
+                 : inspection_.weightBytes);
   const train::TrainConfig& t = settings.train;
   const std::int64_t tokens = t.microBatchSize * t.maxSeqLen;
   const model::TrainingMemory m = model::estimateTrainingMemory(
@@ -831,7 +839,8 @@ QString RunSetupPage::memoryEstimateText() const {
       .arg(t.maxSeqLen)
       .arg(t.lora.rank)
       .arg(t.lora.targets.size())
-      .arg(t.activationCheckpointing ? tr(", checkpointing") : QString())
+      .arg(QString(t.activationCheckpointing ? tr(", checkpointing") : QString()) +
+           (nf4 ? tr(", 4-bit base weights") : QString()))
       .arg(formatBytes(m.weightsBytes), formatBytes(m.loraBytes), countText(m.loraParameters),
            formatBytes(m.loraGradBytes + m.optimizerBytes), formatBytes(m.savedBytes),
            formatBytes(std::max(m.lossBytes, m.backwardBytes)));

@@ -51,6 +51,9 @@ struct ModelInspection {
   std::uint64_t weightBytes = 0;
   model::ParameterCounts parameters;
   QString error;
+  // With --quantize nf4 (model::placedWeightBytes): on a GPU (the rest bf16) and on the CPU.
+  std::uint64_t nf4GpuWeightBytes = 0;
+  std::uint64_t nf4CpuWeightBytes = 0;
 };
 
 // What validating a dataset found (or why it could not be read).

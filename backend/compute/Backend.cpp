@@ -45,7 +45,7 @@ void requireRank(const char* op, const char* what, const Tensor& t, std::size_t 
 }  // namespace
 
 void checkUploadRawArgs(std::size_t bytes, DType dtype, const Shape& shape) {
-  const auto expected = static_cast<std::size_t>(numelOf(shape)) * dtypeBytes(dtype);
+  const std::size_t expected = storageBytes(dtype, numelOf(shape));
   if (bytes != expected) {
     throw ShapeError("uploadRaw: " + std::to_string(bytes) + " bytes for " + dtypeName(dtype) +
                      shapeToString(shape) + ", expected " + std::to_string(expected));
@@ -74,6 +74,14 @@ void checkMatmulArgs(const BackendCapabilities& caps, const Tensor& a, bool tran
                      "); inner dimensions differ");
   }
   requireShape(op, "c", c, {m, n});
+}
+
+void checkDequantizeArgs(const BackendCapabilities& caps, const Tensor& packed, const Tensor& out) {
+  constexpr const char* op = "dequantize";
+  requireOnDevice(op, "packed", packed, caps.device);
+  requireDType(op, "packed", packed, DType::NF4);
+  requireActivations(op, caps, {{&out, "out"}});
+  requireShape(op, "out", out, packed.shape());
 }
 
 void checkEmbeddingArgs(const BackendCapabilities& caps, const Tensor& table, std::size_t tokens,

@@ -59,7 +59,8 @@ class Backend {
 
   // Memory. Contents of `empty` are unspecified.
   virtual Tensor empty(DType dtype, const Shape& shape) = 0;
-  // Copies host floats to a new tensor of `dtype`, rounding to nearest even for 16-bit types.
+  // Copies host floats to a new tensor of `dtype`, rounding to nearest even for 16-bit types; an
+  // NF4 tensor is quantised on the host (compute/Nf4.h) and its codes and scales copied.
   virtual Tensor upload(std::span<const float> values, DType dtype, const Shape& shape) = 0;
   // Copies host bytes that already hold `dtype` elements (a mapped bf16 weight, ...) to a new
   // tensor as they are, with no conversion. Throws ShapeError unless bytes.size() is
@@ -96,7 +97,10 @@ class Backend {
   // General matrix product: c = alpha · op(a) · op(b) + beta · c, op(t) = tᵀ when transposed.
   //   a  (M, K), or (K, M) with transposeA   activation dtype
   //   b  (K, N), or (N, K) with transposeB   any dtype (a frozen weight, an f32 LoRA weight, or
-  //                                          an activation)
+  //                                          an activation); an NF4 b (a frozen projection under
+  //                                          --quantize nf4) is dequantised for the product: on
+  //                                          the CPU block by block into the f32 scratch, on a
+  //                                          GPU whole into a bf16 workspace (dequantize below)
   //   c  (M, N)                              activation dtype, or f32 (LoRA weight gradients
   //                                          accumulate in f32); read only when beta != 0
   // A linear layer y = x·Wᵀ is matmul(x, false, W, true, y, 1, 0); its input gradient
@@ -108,6 +112,10 @@ class Backend {
   // boundary. Throws UnsupportedOpError naming the reason when `impl` is not in this build
   // (Vendor on an AMD build whose ROCm install had no hipBLAS). Default: Vendor where available.
   virtual void setGemmImplementation(GemmImplementation impl) = 0;
+  // NF4 weights back to numbers (compute/Nf4.h: nf4[code] · (dynamic[qabsmax] · absmax2 + offset)),
+  // rounded once to the activation dtype.
+  //   packed (any shape) nf4   out (the same shape) activation dtype
+  virtual void dequantize(const Tensor& packed, Tensor& out) = 0;
   virtual GemmImplementation gemmImplementation() const = 0;
 
   // Embedding gather: out[t] = table[ids[t]]. Throws ShapeError naming the id when one is outside
@@ -234,6 +242,7 @@ void checkRmsnormBackwardArgs(const BackendCapabilities& caps, const Tensor& dy,
 // Shared argument checks of the model-graph ops (same inputs rejected by every backend).
 void checkMatmulArgs(const BackendCapabilities& caps, const Tensor& a, bool transposeA,
                      const Tensor& b, bool transposeB, const Tensor& c);
+void checkDequantizeArgs(const BackendCapabilities& caps, const Tensor& packed, const Tensor& out);
 void checkEmbeddingArgs(const BackendCapabilities& caps, const Tensor& table, std::size_t tokens,
                         const Tensor& out);
 void checkRopeArgs(const BackendCapabilities& caps, const Tensor& x, std::size_t positions,

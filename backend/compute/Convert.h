@@ -13,7 +13,8 @@ namespace lorascope::compute {
 // IEEE 754 binary16 bits to float, subnormals, infinities and NaN included.
 float f16ToFloat(std::uint16_t bits);
 
-// dst[i] = float(src[offset + i]) for i < count, src holding elements of `dtype`.
+// dst[i] = float(src[offset + i]) for i < count, src holding elements of `dtype` (an NF4 src is
+// the whole packed tensor: compute/Nf4.h).
 void widenToFloat(const void* src, DType dtype, std::int64_t offset, std::int64_t count,
                   float* dst);
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "compute/Errors.h"
+#include "compute/Nf4.h"  // defines: nf4::storageBytes
 
 namespace lorascope::compute {
 
@@ -16,8 +17,19 @@ std::size_t dtypeBytes(DType dtype) {
     case DType::BF16:
     case DType::F16:
       return 2;
+    case DType::NF4:
+      throw ShapeError(
+          "nf4 packs two weights per byte with their block scales: it has no bytes "
+          "per element (storageBytes gives a tensor's size)");
   }
   return 0;
+}
+
+std::size_t storageBytes(DType dtype, std::int64_t numel) {
+  if (dtype == DType::NF4) {
+    return nf4::storageBytes(numel);
+  }
+  return static_cast<std::size_t>(numel) * dtypeBytes(dtype);
 }
 
 const char* dtypeName(DType dtype) {
@@ -28,6 +40,8 @@ const char* dtypeName(DType dtype) {
       return "bf16";
     case DType::F16:
       return "f16";
+    case DType::NF4:
+      return "nf4";
   }
   return "?";
 }

@@ -12,10 +12,15 @@
 
 namespace lorascope::compute {
 
-enum class DType : std::uint8_t { F32, BF16, F16 };
+// NF4: QLoRA's 4-bit NormalFloat with double quantisation (compute/Nf4.h), for frozen weights
+// only; two weights per byte plus their block scales, so it has no whole bytes per element.
+enum class DType : std::uint8_t { F32, BF16, F16, NF4 };
 enum class Device : std::uint8_t { Cpu, Gpu };
 
+// Bytes per element; throws ShapeError for NF4 (use storageBytes).
 std::size_t dtypeBytes(DType dtype);
+// Bytes a dense tensor of `numel` elements of `dtype` occupies (NF4: codes and scales).
+std::size_t storageBytes(DType dtype, std::int64_t numel);
 const char* dtypeName(DType dtype);
 const char* deviceName(Device device);
 
@@ -45,7 +50,7 @@ class Tensor {
   std::int64_t dim(std::size_t axis) const { return shape_.at(axis); }
   std::size_t rank() const { return shape_.size(); }
   std::int64_t numel() const { return numelOf(shape_); }
-  std::size_t bytes() const { return static_cast<std::size_t>(numel()) * dtypeBytes(dtype_); }
+  std::size_t bytes() const { return storageBytes(dtype_, numel()); }
   bool defined() const { return storage_ != nullptr; }
   std::string describe() const;  // e.g. "bf16[7, 896] on gpu"
   // The same storage seen with another shape of the same element count (e.g. (T, heads*hd) as

@@ -41,6 +41,7 @@ model::TrainingShape trainingShape(const train::TrainConfig& config, compute::De
   shape.activationCheckpointing = config.activationCheckpointing;
   shape.lossChunkFloats = gpu ? model::kLossChunkFloats : model::kCpuLossChunkFloats;
   shape.lossChunkBytesPerLogit = gpu ? 6 : 4;
+  shape.nf4Workspace = gpu && config.quantization == model::WeightQuantization::Nf4;
   return shape;
 }
 

@@ -88,7 +88,8 @@ class TrainingJob : public engine::EngineJob {
           0, engine::LogEvent{engine::LogLevel::Warning, dataPath + ": " + losses}});
     }
     std::optional<train::TrainerState> resume = resumeState(config);
-    weights_ = placeWeightsLogged(*backend_, folder_.weights(), logLine());
+    weights_ =
+        placeWeightsLogged(*backend_, folder_.weights(), logLine(), settings_.train.quantization);
     loop_ = std::make_unique<train::TrainLoop>(*backend_, folder_.config(), weights_, data.examples,
                                                settings_.train, std::move(resume));
     if (settings_.autoMicroBatch) {
@@ -358,7 +359,8 @@ class TrainingJob : public engine::EngineJob {
     // The loop's graph keeps a reference to weights_, so the new device's weights go into that
     // member (a local would dangle once this returns: the first device run hung in the CPU step
     // after the move, reading freed weights).
-    model::ModelWeights placed = placeWeightsLogged(*other, folder_.weights(), logLine());
+    model::ModelWeights placed =
+        placeWeightsLogged(*other, folder_.weights(), logLine(), settings_.train.quantization);
     std::swap(weights_, placed);
     try {
       loop_->moveTo(*other, weights_);

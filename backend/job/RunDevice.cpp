@@ -53,19 +53,22 @@ void applyLaunchOptions(const TrainRunSettings& settings, compute::Backend& back
 }
 
 model::ModelWeights placeWeightsLogged(compute::Backend& backend,
-                                       const model::ModelWeights& weights, const DeviceLog& log) {
+                                       const model::ModelWeights& weights, const DeviceLog& log,
+                                       model::WeightQuantization quantization) {
   const std::string name = backend.capabilities().name;
   std::uint64_t quartersLogged = 0;
-  return model::placeWeights(backend, weights,
-                             [&](std::uint64_t doneBytes, std::uint64_t totalBytes) {
-                               if (totalBytes < kLogProgressFromBytes ||
-                                   doneBytes * kProgressSteps < totalBytes * (quartersLogged + 1)) {
-                                 return;
-                               }
-                               quartersLogged = doneBytes * kProgressSteps / totalBytes;
-                               log("weights to " + name + ": " + std::to_string(doneBytes / kMiB) +
-                                   " / " + std::to_string(totalBytes / kMiB) + " MiB");
-                             });
+  return model::placeWeights(
+      backend, weights,
+      [&](std::uint64_t doneBytes, std::uint64_t totalBytes) {
+        if (totalBytes < kLogProgressFromBytes ||
+            doneBytes * kProgressSteps < totalBytes * (quartersLogged + 1)) {
+          return;
+        }
+        quartersLogged = doneBytes * kProgressSteps / totalBytes;
+        log("weights to " + name + ": " + std::to_string(doneBytes / kMiB) + " / " +
+            std::to_string(totalBytes / kMiB) + " MiB");
+      },
+      quantization);
 }
 
 }  // namespace lorascope::job

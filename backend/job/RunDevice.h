@@ -30,9 +30,11 @@ std::unique_ptr<compute::Backend> openBackend(const std::string& device, const D
 // runtime/LaunchControl.h) and gemm-backend builtin on `backend`, as their live toggles set them.
 void applyLaunchOptions(const TrainRunSettings& settings, compute::Backend& backend);
 
-// The model's weights on `backend` (model::placeWeights). A model of 256 MiB or more logs its
-// progress every quarter. Throws what the backend throws (out of memory, a failed copy).
+// The model's weights on `backend` (model::placeWeights, the projections quantised as
+// `quantization` says). A model of 256 MiB or more logs its progress every quarter. Throws what
+// the backend throws (out of memory, a failed copy).
 model::ModelWeights placeWeightsLogged(compute::Backend& backend,
-                                       const model::ModelWeights& weights, const DeviceLog& log);
+                                       const model::ModelWeights& weights, const DeviceLog& log,
+                                       model::WeightQuantization quantization);
 
 }  // namespace lorascope::job

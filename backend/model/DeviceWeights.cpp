@@ -1,12 +1,17 @@
 // model/DeviceWeights.cpp — copying frozen weights to a backend, tensor by tensor.
 #include "model/DeviceWeights.h"
 
+#include <algorithm>
 #include <cstddef>
+#include <set>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "compute/Convert.h"         // defines: widenToFloat
+#include "compute/Nf4.h"             // defines: nf4::quantize, nf4::storageBytes
 #include "memory/DeviceAllocator.h"  // defines: OwnerScope
+#include "model/Projections.h"       // defines: kAllProjections, projectionTensorName
 
 namespace lorascope::model {
 namespace {
@@ -29,6 +34,21 @@ void forEachTensor(Weights& w, Visit&& visit) {
   visit(w.lmHead);
 }
 
+bool isProjection(const LayerWeights& l, const Tensor& t) {
+  for (const Tensor* p : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) {
+    if (&t == p) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Tensor placeQuantized(compute::Backend& backend, const Tensor& t) {
+  std::vector<std::byte> packed(compute::nf4::storageBytes(t.numel()));
+  compute::nf4::quantize(t.data(), t.dtype(), t.numel(), packed.data());
+  return backend.uploadRaw(packed, DType::NF4, t.shape());
+}
+
 Tensor placeOne(compute::Backend& backend, const Tensor& t) {
   if (t.dtype() == DType::BF16) {
     return backend.uploadRaw(std::span(static_cast<const std::byte*>(t.data()), t.bytes()),
@@ -45,13 +65,33 @@ Tensor placeOne(compute::Backend& backend, const Tensor& t) {
 
 }  // namespace
 
+const char* quantizationName(WeightQuantization quantization) {
+  return quantization == WeightQuantization::Nf4 ? "nf4" : "none";
+}
+
+std::optional<WeightQuantization> parseQuantization(std::string_view name) {
+  if (name == "none") {
+    return WeightQuantization::None;
+  }
+  if (name == "nf4") {
+    return WeightQuantization::Nf4;
+  }
+  return std::nullopt;
+}
+
 ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights,
-                          const PlaceProgress& progress) {
+                          const PlaceProgress& progress, WeightQuantization quantization) {
   const compute::Device device = backend.capabilities().device;
   const bool tied = weights.lmHead.defined() && weights.lmHead.data() == weights.embed.data();
   std::uint64_t totalBytes = 0;
+  const bool quantize = quantization == WeightQuantization::Nf4;
+  const auto quantized = [&](const ModelWeights& w, const Tensor& t) {
+    return quantize && std::any_of(w.layers.begin(), w.layers.end(),
+                                   [&](const LayerWeights& l) { return isProjection(l, t); });
+  };
   forEachTensor(weights, [&](const Tensor& t) {
-    if (t.defined() && t.device() != device && !(tied && &t == &weights.lmHead)) {
+    if (t.defined() && (t.device() != device || quantized(weights, t)) &&
+        !(tied && &t == &weights.lmHead)) {
       totalBytes += t.bytes();
     }
   });
@@ -60,7 +100,8 @@ ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights
   ModelWeights placed = weights;
   std::uint64_t doneBytes = 0;
   forEachTensor(placed, [&](Tensor& t) {
-    if (!t.defined() || t.device() == device) {
+    const bool toQuantize = t.defined() && quantized(placed, t);
+    if (!t.defined() || (t.device() == device && !toQuantize)) {
       return;
     }
     if (tied && &t == &placed.lmHead) {
@@ -68,12 +109,35 @@ ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights
       return;
     }
     doneBytes += t.bytes();
-    t = placeOne(backend, t);
+    t = toQuantize ? placeQuantized(backend, t) : placeOne(backend, t);
     if (progress) {
       progress(doneBytes, totalBytes);
     }
   });
   return placed;
+}
+
+std::uint64_t placedWeightBytes(const ModelFolder& folder, compute::Device device,
+                                WeightQuantization quantization) {
+  std::set<std::string> projections;
+  if (quantization == WeightQuantization::Nf4) {
+    for (std::int64_t layer = 0; layer < folder.config().numLayers; ++layer) {
+      for (const Projection p : kAllProjections) {
+        projections.insert(projectionTensorName(layer, p, "weight"));
+      }
+    }
+  }
+  std::uint64_t bytes = 0;
+  for (const StoredTensor& t : folder.tensors()) {
+    const std::int64_t numel = compute::numelOf(t.shape);
+    if (projections.contains(t.name)) {
+      bytes += compute::nf4::storageBytes(numel);
+    } else {
+      const DType placedAs = device == compute::Device::Gpu ? DType::BF16 : t.dtype;
+      bytes += compute::storageBytes(placedAs, numel);
+    }
+  }
+  return bytes;
 }
 
 ModelWeights roundedAsOnGpu(compute::Backend& cpu, const ModelWeights& weights) {

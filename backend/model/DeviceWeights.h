@@ -7,17 +7,28 @@
 //   the GPU computes in bf16 and its GEMMs read bf16 operands, so an f32 model takes half its
 //   stored size on the device and its numbers differ from the CPU run's by that rounding.
 // - A tied lm_head is the embedding's device tensor, not a second copy.
+// - With WeightQuantization::Nf4 (--quantize nf4) the seven projections of every layer (q, k, v,
+//   o, gate, up, down; not their biases, the norms, the embedding or the lm_head) are quantised
+//   on the host to NF4 with double quantisation (compute/Nf4.h) from their stored bf16/f16/f32
+//   values, one tensor at a time, and only the packed form goes to the device (on the CPU too).
 // - Device blocks are tagged memory::Owner::Weights; they are freed when the returned
 //   ModelWeights (and every copy of its tensors) is gone.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string_view>
 
 #include "compute/Backend.h"
 #include "model/ModelFolder.h"  // defines: ModelWeights
 
 namespace lorascope::model {
+
+// How the frozen projections are held: as stored (None) or quantised to NF4 at load (QLoRA).
+enum class WeightQuantization { None, Nf4 };
+const char* quantizationName(WeightQuantization quantization);  // "none", "nf4"
+std::optional<WeightQuantization> parseQuantization(std::string_view name);
 
 // Called after each tensor with the stored bytes placed so far and in all (for a progress bar).
 using PlaceProgress = std::function<void(std::uint64_t doneBytes, std::uint64_t totalBytes)>;
@@ -25,7 +36,14 @@ using PlaceProgress = std::function<void(std::uint64_t doneBytes, std::uint64_t 
 // Throws what the backend throws (memory::OutOfMemoryError naming the numbers when the model
 // does not fit, compute::GpuError for a failed copy).
 ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights,
-                          const PlaceProgress& progress = {});
+                          const PlaceProgress& progress = {},
+                          WeightQuantization quantization = WeightQuantization::None);
+
+// The bytes the frozen weights of `folder` take once placed on `device` with `quantization`:
+// as stored on the CPU, bf16 on a GPU, and compute::nf4::storageBytes for each quantised
+// projection. What the memory model (model/MemoryEstimate.h) counts as the weights.
+std::uint64_t placedWeightBytes(const ModelFolder& folder, compute::Device device,
+                                WeightQuantization quantization);
 
 // The weights with the values a GPU backend computes on (f32/f16 rounded to bf16, bf16 as
 // stored), as bf16 tensors of `cpu`: the CPU reference for a GPU run of an f32 model

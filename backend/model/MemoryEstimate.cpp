@@ -78,11 +78,24 @@ std::uint64_t lossChunkBytes(const ModelConfig& c, const TrainingShape& shape,
   return u64(tokens * columns) * shape.lossChunkBytesPerLogit;
 }
 
+// The bf16 workspace of the largest projection, when NF4 weights are dequantised on a GPU.
+std::uint64_t dequantizeWorkspaceBytes(const ModelConfig& c, const TrainingShape& shape) {
+  if (!shape.nf4Workspace) {
+    return 0;
+  }
+  std::uint64_t largest = 0;
+  for (const Projection p : kAllProjections) {
+    const auto [in, out] = projectionShape(c, p);
+    largest = std::max(largest, u64(in) * u64(out));
+  }
+  return largest * 2;
+}
+
 std::uint64_t transientBytes(const ModelConfig& c, const TrainingShape& shape,
                              std::int64_t tokens) {
   const PerToken t = perToken(c, shape);
   const std::uint64_t loss = t.lossLinear * u64(tokens) + lossChunkBytes(c, shape, tokens);
-  return std::max(loss, t.backward * u64(tokens));
+  return std::max(loss, t.backward * u64(tokens)) + dequantizeWorkspaceBytes(c, shape);
 }
 
 // Saved bytes per token for the whole step (the arena's share).
@@ -116,7 +129,9 @@ TrainingMemory estimateTrainingMemory(const ModelConfig& c, const TrainingShape&
   const PerToken t = perToken(c, shape);
   m.lossBytes = t.lossLinear * u64(tokens) + lossChunkBytes(c, shape, tokens);
   m.backwardBytes = t.backward * u64(tokens);
-  m.peakBytes = m.fixedBytes() + m.savedBytes + std::max(m.lossBytes, m.backwardBytes);
+  m.dequantizeBytes = dequantizeWorkspaceBytes(c, shape);
+  m.peakBytes =
+      m.fixedBytes() + m.savedBytes + std::max(m.lossBytes, m.backwardBytes) + m.dequantizeBytes;
   return m;
 }
 

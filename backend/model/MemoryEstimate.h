@@ -18,6 +18,9 @@
 //              one layer's backward (gradients of gate, up and their product, I each; of the
 //              norms' outputs, H twice; of q, k, v and the attention output; f32 partial dk and
 //              dv of heads·hd each)
+//   dequant    with NF4 projections on a GPU (--quantize nf4): the bf16 workspace one projection
+//              is dequantised into for its product (hip/HipBackendOpsGemm.cpp's note), the
+//              largest projection's out × in, alive beside either transient
 // Not counted: vendor-library workspaces outside our allocator, and the allocator's rounding
 // (peak reserved ≥ peak allocated); scripts/gpu-check.sh memory measures both against this.
 #pragma once
@@ -48,18 +51,21 @@ struct TrainingShape {
   bool activationCheckpointing = false;
   std::int64_t lossChunkFloats = kLossChunkFloats;  // kCpuLossChunkFloats on the CPU
   std::uint64_t lossChunkBytesPerLogit = 6;         // GPU: f32 logit + bf16 weight; CPU: 4
+  bool nf4Workspace = false;  // NF4 projections on a GPU: a bf16 dequantisation workspace
 };
 
 struct TrainingMemory {
   std::uint64_t weightsBytes = 0;
-  std::int64_t loraParameters = 0;   // Σ r·(in + out) over the adapted projections
-  std::uint64_t loraBytes = 0;       // A and B, f32
-  std::uint64_t loraGradBytes = 0;   // their gradients, f32
-  std::uint64_t optimizerBytes = 0;  // AdamW's two moments, f32
-  std::uint64_t savedBytes = 0;      // activations kept for the backward pass (arena-sized)
-  std::uint64_t lossBytes = 0;       // the loss's transient (see above)
-  std::uint64_t backwardBytes = 0;   // one layer's backward transient
-  std::uint64_t peakBytes = 0;  // fixed + saved + max(loss, backward): the step's peak allocated
+  std::int64_t loraParameters = 0;    // Σ r·(in + out) over the adapted projections
+  std::uint64_t loraBytes = 0;        // A and B, f32
+  std::uint64_t loraGradBytes = 0;    // their gradients, f32
+  std::uint64_t optimizerBytes = 0;   // AdamW's two moments, f32
+  std::uint64_t savedBytes = 0;       // activations kept for the backward pass (arena-sized)
+  std::uint64_t lossBytes = 0;        // the loss's transient (see above)
+  std::uint64_t backwardBytes = 0;    // one layer's backward transient
+  std::uint64_t dequantizeBytes = 0;  // the NF4 dequantisation workspace (0 without)
+  // fixed + saved + max(loss, backward) + dequantize: the step's peak allocated
+  std::uint64_t peakBytes = 0;
   std::uint64_t fixedBytes() const {
     return weightsBytes + loraBytes + loraGradBytes + optimizerBytes;
   }

@@ -60,6 +60,26 @@ std::string peftModelCard(const ModelCardFacts& f) {
   card += "| Final training loss | " +
           (f.finalLoss ? number(*f.finalLoss, "%.4f") : std::string("not recorded")) + " |\n";
   card += "| Tokens trained | " + std::to_string(f.trainedTokens) + " |\n\n";
+  if (f.quantization == "nf4") {
+    // The section and keys PEFT's model card template wrote for a QLoRA run (a bitsandbytes
+    // BitsAndBytesConfig with load_in_4bit), so tools that read it recognise the recipe.
+    card += "## Training procedure\n\n";
+    card += "The following `bitsandbytes` quantization config was used during training:\n";
+    for (const char* line :
+         {"quant_method: bitsandbytes", "load_in_8bit: False", "load_in_4bit: True",
+          "llm_int8_threshold: 6.0", "llm_int8_skip_modules: None",
+          "llm_int8_enable_fp32_cpu_offload: False", "llm_int8_has_fp16_weight: False",
+          "bnb_4bit_quant_type: nf4", "bnb_4bit_use_double_quant: True",
+          "bnb_4bit_compute_dtype: bfloat16"}) {
+      card += std::string("- ") + line + "\n";
+    }
+    card += "\n";
+    card +=
+        "LoRAscope quantised the base model's q, k, v, o, gate, up and down projections to NF4 "
+        "with double quantisation (blocks of 64, the block scales re-quantised in groups of "
+        "256) when it loaded them, with its own implementation of that format. The adapter "
+        "applies to the unquantised base model named above.\n\n";
+  }
   card += "## How to use\n\n";
   card += "```python\n";
   card += "from peft import PeftModel\n";

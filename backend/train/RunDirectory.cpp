@@ -216,6 +216,10 @@ void RunDirectory::writeModelCard(const fs::path& dir, const LoraAdapter& adapte
   facts.lora = adapter.config;
   facts.dataset = fs::path(config_.value("data_path", std::string())).filename().string();
   facts.lorascopeVersion = compute::buildInfo().version;
+  // Runs from before --quantize have no such key: their base weights were as stored.
+  const json training = config_.value("training", json::object());
+  facts.quantization =
+      training.is_object() ? training.value("quantize", std::string("none")) : std::string("none");
   for (const StepMetrics& m : readMetrics(dir_ / kMetricsFile)) {
     if (step && m.step > *step)
       break;

@@ -27,6 +27,8 @@ int dtypeOrder(compute::DType dtype) {
       return 1;
     case compute::DType::F16:
       return 2;
+    case compute::DType::NF4:  // never written: NF4 exists only in memory (model/DeviceWeights.h)
+      return 3;
   }
   return 0;
 }

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "compute/Backend.h"
+#include "model/DeviceWeights.h"  // defines: WeightQuantization
 #include "model/ModelConfig.h"
 #include "model/ModelFolder.h"  // defines: ModelWeights
 #include "train/Batching.h"
@@ -53,6 +54,9 @@ struct TrainConfig {
   bool shuffle = true;
   bool packing = false;
   bool activationCheckpointing = false;
+  // How the caller placed the frozen projections (model::placeWeights): recorded in the run's
+  // config.json and model card, and counted by the memory model; the loop computes the same way.
+  model::WeightQuantization quantization = model::WeightQuantization::None;
   // A step whose loss or gradient norm is not finite (NaN, ±inf) changes nothing: the update is
   // skipped and the step says so. This many of them in a row stop the run (NonFiniteTraining),
   // leaving the adapter of the last finite step; 1 stops at the first.

@@ -7,6 +7,13 @@
 //   bench_gpu_train --shape qwen2.5-0.5b|llama-3.2-1b|tiny [--gemm vendor|built-in]
 //                   [--warmup N] [--steps N] [--profile-steps N] [--batch B] [--seq S]
 //                   [--checkpointing] [--device gpu|cpu] [--json FILE]
+//   bench_gpu_train --model DIR [--quantize none|nf4] [the options above but --shape]
+//
+// --model reads a Hugging Face model folder instead (safetensors through model::ModelFolder) and
+// places it as a run does (model::placeWeights: bf16, or the projections quantised to NF4 at
+// load with --quantize nf4); the report then adds the memory model's estimate for that placement
+// (model/MemoryEstimate.h). scripts/gpu-check.sh qlora runs it on a Llama-3.1-8B-shaped random
+// model made by scripts/reference/random_model.py.
 //
 // A step: B × S random tokens (every position predicted), LoRA r8 alpha 16 without dropout on
 // q,k,v,o,gate,up,down of every layer, AdamW lr 2e-4, global-norm clipping at 1.0; bf16 frozen
@@ -25,6 +32,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -40,6 +48,9 @@
 #include "compute/Backend.h"
 #include "compute/Errors.h"
 #include "memory/DeviceAllocator.h"
+#include "model/DeviceWeights.h"   // defines: placeWeights, placedWeightBytes
+#include "model/MemoryEstimate.h"  // defines: estimateTrainingMemory
+#include "model/ModelFolder.h"
 #include "model/ReferenceShapes.h"
 #include "runtime/OpTiming.h"  // defines: setOpTiming, takeOpTimes
 #include "train/TrainLoop.h"
@@ -62,6 +73,8 @@ struct Options {
   bool checkpointing = false;
   bool cpu = false;
   std::string json;
+  std::string modelDir;  // --model: a model folder instead of a random model of --shape
+  model::WeightQuantization quantization = model::WeightQuantization::None;
 };
 
 [[noreturn]] void usage(const std::string& problem) {
@@ -69,7 +82,8 @@ struct Options {
                "bench_gpu_train: %s\n"
                "usage: bench_gpu_train --shape qwen2.5-0.5b|llama-3.2-1b|tiny "
                "[--gemm vendor|built-in] [--warmup N] [--steps N] [--profile-steps N] "
-               "[--batch B] [--seq S] [--checkpointing] [--device gpu|cpu] [--json FILE]\n",
+               "[--batch B] [--seq S] [--checkpointing] [--device gpu|cpu] [--json FILE]\n"
+               "       bench_gpu_train --model DIR [--quantize none|nf4] [the same options]\n",
                problem.c_str());
   std::exit(2);
 }
@@ -147,11 +161,27 @@ Options parseOptions(int argc, char** argv) {
       o.cpu = value == "cpu";
     } else if (flag == "--json") {
       o.json = value;
+    } else if (flag == "--model") {
+      o.modelDir = value;
+    } else if (flag == "--quantize") {
+      const auto quantization = model::parseQuantization(value);
+      if (!quantization) {
+        usage("--quantize is none or nf4, got '" + value + "'");
+      }
+      o.quantization = *quantization;
     } else {
       usage("unknown option: " + flag);
     }
   }
-  o.config = shapeConfig(o.shape);
+  if (o.modelDir.empty()) {
+    if (o.quantization != model::WeightQuantization::None) {
+      usage("--quantize needs --model (the quantiser reads the stored weights)");
+    }
+    o.config = shapeConfig(o.shape);
+  } else {
+    o.shape = std::filesystem::path(o.modelDir).filename().string() + " (" +
+              model::quantizationName(o.quantization) + ")";
+  }
   return o;
 }
 
@@ -170,6 +200,9 @@ std::string opClass(const std::string& op) {
   }
   if (has("matmul") || has("gemm")) {
     return "gemm";
+  }
+  if (has("nf4")) {
+    return "nf4 dequantize";  // --quantize nf4: the weight's bf16 workspace before each GEMM
   }
   return "norms/elementwise";
 }
@@ -225,15 +258,25 @@ struct Result {
   double profiledSeconds = 0;
   double lastLoss = 0;
   MemoryReadings memory;
-  std::vector<runtime::gpu::OpTime> ops;  // summed over the profiled steps
+  std::vector<runtime::gpu::OpTime> ops;          // summed over the profiled steps
+  std::optional<model::TrainingMemory> estimate;  // with --model: the memory model's numbers
 };
 
 Result runBenchmark(const Options& o, compute::Backend& backend) {
-  const model::ModelConfig& config = o.config;
   Result r;
   r.device = backend.capabilities().name;
   const auto buildStart = std::chrono::steady_clock::now();
-  const model::ModelWeights weights = bench::randomWeights(backend, config);
+  // With --model the folder's mapping backs the placed weights (on the CPU) and must outlive them.
+  std::optional<model::ModelFolder> folder;
+  model::ModelWeights weights;
+  if (o.modelDir.empty()) {
+    weights = bench::randomWeights(backend, o.config);
+  } else {
+    const memory::OwnerScope owner(memory::Owner::Weights);
+    folder.emplace(model::ModelFolder::open(o.modelDir));
+    weights = model::placeWeights(backend, folder->weights(), {}, o.quantization);
+  }
+  const model::ModelConfig& config = folder ? folder->config() : o.config;
   backend.synchronize();
   r.buildSeconds = secondsSince(buildStart);
 
@@ -245,6 +288,21 @@ Result runBenchmark(const Options& o, compute::Backend& backend) {
   tc.maxSeqLen = o.seq;
   tc.maxSteps = totalSteps;
   tc.activationCheckpointing = o.checkpointing;
+  tc.quantization = o.quantization;
+  if (folder) {
+    // As job::trainingShape builds it for a run (job/ needs Qt, which the device build lacks).
+    const bool gpu = backend.capabilities().device == compute::Device::Gpu;
+    model::TrainingShape shape;
+    shape.weightsBytes =
+        model::placedWeightBytes(*folder, backend.capabilities().device, o.quantization);
+    shape.loraRank = tc.lora.rank;
+    shape.activationDTypeBytes = gpu ? 2 : 4;
+    shape.activationCheckpointing = o.checkpointing;
+    shape.lossChunkFloats = gpu ? model::kLossChunkFloats : model::kCpuLossChunkFloats;
+    shape.lossChunkBytesPerLogit = gpu ? 6 : 4;
+    shape.nf4Workspace = gpu && o.quantization == model::WeightQuantization::Nf4;
+    r.estimate = model::estimateTrainingMemory(config, shape, o.batch * o.seq);
+  }
   train::TrainLoop loop(backend, config, weights,
                         bench::randomData(config, o.batch * totalSteps, o.seq), tc);
   r.warmupSeconds = runSteps(loop, backend, o.warmup, r.memory, r.lastLoss);
@@ -291,6 +349,17 @@ void printReport(const Options& o, const Result& r) {
               gibText(r.memory.peakReservedBytes).c_str(),
               gibText(r.memory.peakAllocatedBytes).c_str(),
               gibText(r.memory.driverUsedBytes).c_str());
+  if (r.estimate) {
+    std::printf(
+        "  memory model (model/MemoryEstimate.h): weights %s, peak %s (LoRA and AdamW "
+        "%s, saved activations %s, transient %s, dequantisation workspace %s)\n",
+        gibText(r.estimate->weightsBytes).c_str(), gibText(r.estimate->peakBytes).c_str(),
+        gibText(r.estimate->loraBytes + r.estimate->loraGradBytes + r.estimate->optimizerBytes)
+            .c_str(),
+        gibText(r.estimate->savedBytes).c_str(),
+        gibText(std::max(r.estimate->lossBytes, r.estimate->backwardBytes)).c_str(),
+        gibText(r.estimate->dequantizeBytes).c_str());
+  }
   if (o.profileSteps == 0) {
     return;
   }
@@ -321,6 +390,10 @@ nlohmann::json resultJson(const Options& o, const Result& r) {
   return {{"program", "bench_gpu_train"},
           {"impl", std::string("lorascope-") + compute::gemmImplementationName(o.gemm)},
           {"shape", o.shape},
+          {"quantize", model::quantizationName(o.quantization)},
+          {"estimated_peak_gib",
+           r.estimate ? nlohmann::json(static_cast<double>(r.estimate->peakBytes) / kGiB)
+                      : nlohmann::json(nullptr)},
           {"gpu", r.device},
           {"batch", o.batch},
           {"seq", o.seq},

@@ -5,11 +5,15 @@
 //   - an engine child SIGKILLed mid-run is restarted, resumes from the state mirror and the run
 //     ends with the same adapter as an uninterrupted run;
 //   - Ctrl-C (SIGINT) checkpoints and exits 130, and --resume finishes to the same adapter;
+//   - --quantize nf4 trains on 4-bit projections: recorded in config.json and the model card (as
+//     PEFT recorded QLoRA runs), a first loss close to the unquantised run's, and `export --merge`
+//     merges the adapter into the stored (unquantised) base;
 //   - a bad option is a usage error (exit 2) before any engine starts.
 // Plain C++ (no Qt), so it also runs where the GPU machine has no Qt. Linux: it finds the engine
 // child through /proc. The demo is shrunk (short sequences, rank 4) to keep each run to seconds.
 #include <signal.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -58,11 +62,11 @@ struct Run {
   std::string output;  // stdout and stderr, as lines arrived
 };
 
-// Runs `lorascope-train train ARGS`; `onLine` sees each stdout line with the train process's id.
-Run train(const std::vector<std::string>& args,
-          const std::vector<std::pair<std::string, std::string>>& environment = {},
-          const std::function<void(const std::string&, std::int64_t)>& onLine = {}) {
-  ChildOptions options{LORASCOPE_TRAIN, {"train"}, environment};
+// Runs `lorascope-train COMMAND ARGS`; `onLine` sees each stdout line with the process's id.
+Run command(const std::string& name, const std::vector<std::string>& args,
+            const std::vector<std::pair<std::string, std::string>>& environment = {},
+            const std::function<void(const std::string&, std::int64_t)>& onLine = {}) {
+  ChildOptions options{LORASCOPE_TRAIN, {name}, environment};
   options.arguments.insert(options.arguments.end(), args.begin(), args.end());
   ChildProcess child(options);
   child.closeInput();
@@ -90,6 +94,20 @@ Run train(const std::vector<std::string>& args,
   run.exitCode = exit.signaled ? 128 + exit.signal : exit.exitCode;
   run.output += pending + errors;
   return run;
+}
+
+// Runs `lorascope-train train ARGS`.
+Run train(const std::vector<std::string>& args,
+          const std::vector<std::pair<std::string, std::string>>& environment = {},
+          const std::function<void(const std::string&, std::int64_t)>& onLine = {}) {
+  return command("train", args, environment, onLine);
+}
+
+// The "loss" of the first line of a run's metrics.jsonl, or NaN.
+double firstLoss(const fs::path& run) {
+  const std::string text = readFile(run / "metrics.jsonl");
+  const std::size_t at = text.find("\"loss\":");
+  return at == std::string::npos ? std::nan("") : std::strtod(text.c_str() + at + 7, nullptr);
 }
 
 // The processes whose parent is `parent` (from /proc/PID/stat: "pid (comm) state ppid ...").
@@ -226,6 +244,34 @@ int main() {
           "--resume finishes the stopped run", resumed.output);
     check(adapterOf(scratch / "stopped") == referenceAdapter,
           "stopped and resumed, the adapter is byte-identical", resumed.output);
+  }
+
+  // --quantize nf4: the projections in 4 bits (QLoRA), recorded as PEFT records such a run.
+  {
+    std::vector<std::string> args = demoInto(scratch / "nf4");
+    args.insert(args.end(), {"--quantize", "nf4"});
+    const Run run = train(args);
+    check(run.exitCode == 0 && contains(run.output, "done: 8 steps"),
+          "a --quantize nf4 run trains to the end", run.output);
+    check(contains(readFile(scratch / "nf4" / "config.json"), "\"quantize\": \"nf4\""),
+          "config.json records quantize nf4");
+    const std::string card = readFile(scratch / "nf4" / "adapter" / "README.md");
+    check(contains(card, "- load_in_4bit: True") && contains(card, "- bnb_4bit_quant_type: nf4") &&
+              contains(card, "- bnb_4bit_use_double_quant: True"),
+          "the model card has the bitsandbytes 4-bit config section", card);
+    check(!contains(readFile(scratch / "reference" / "adapter" / "README.md"), "load_in_4bit"),
+          "an unquantised run's card has none");
+    const double unquantized = firstLoss(scratch / "reference");
+    const double quantized = firstLoss(scratch / "nf4");
+    check(std::abs(quantized - unquantized) < 0.05 * unquantized,
+          "the first loss on 4-bit weights is within 5 % of the bf16/f32 run's (" +
+              std::to_string(quantized) + " vs " + std::to_string(unquantized) + ")");
+    check(adapterOf(scratch / "nf4") != referenceAdapter,
+          "the adapter differs from the unquantised run's (the base it saw differs)");
+    const Run merged =
+        command("export", {(scratch / "nf4").string(), "--merge", (scratch / "merged").string()});
+    check(merged.exitCode == 0 && fs::exists(scratch / "merged" / "config.json"),
+          "export --merge merges a --quantize nf4 run into the stored base", merged.output);
   }
 
   // Usage errors come before any engine: exit 2, naming the option.

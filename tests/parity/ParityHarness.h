@@ -88,6 +88,23 @@ Comparison compareShapeErrors(compute::Backend& cpu, compute::Backend& gpu,
                               const std::string& expected,
                               const std::function<void(compute::Backend&)>& body);
 
+// Selects `impl` on `gpu` for one case and puts the previous selection back after it, so cases of
+// other ops see the default.
+class GemmSelection {
+ public:
+  GemmSelection(compute::Backend& gpu, compute::GemmImplementation impl)
+      : gpu_(gpu), previous_(gpu.gemmImplementation()) {
+    gpu_.setGemmImplementation(impl);
+  }
+  ~GemmSelection() { gpu_.setGemmImplementation(previous_); }
+  GemmSelection(const GemmSelection&) = delete;
+  GemmSelection& operator=(const GemmSelection&) = delete;
+
+ private:
+  compute::Backend& gpu_;
+  compute::GemmImplementation previous_;
+};
+
 // One list per op family; parity_main.cpp and `lorascope-train doctor` run them all.
 std::vector<ParityCase> rmsnormCases();
 std::vector<ParityCase> attentionCases();
@@ -95,6 +112,7 @@ std::vector<ParityCase> lmHeadCases();
 std::vector<ParityCase> optimizerCases();
 std::vector<ParityCase> gemmCases(bool vendorGemm);  // vendorGemm: the build has a vendor BLAS
 std::vector<ParityCase> elementwiseCases();
+std::vector<ParityCase> nf4Cases(bool vendorGemm);  // dequantize, and matmul with an NF4 b
 
 // --- the whole suite (ParitySuite.cpp), shared by parity_ops and `lorascope-train doctor` ---
 

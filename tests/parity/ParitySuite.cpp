@@ -26,6 +26,8 @@ std::vector<ParityCase> allCases(bool vendorGemm) {
   }
   std::vector<ParityCase> gemm = gemmCases(vendorGemm);
   cases.insert(cases.end(), gemm.begin(), gemm.end());
+  std::vector<ParityCase> nf4 = nf4Cases(vendorGemm);
+  cases.insert(cases.end(), nf4.begin(), nf4.end());
   std::vector<ParityCase> optimizer = optimizerCases();
   cases.insert(cases.end(), optimizer.begin(), optimizer.end());
   return cases;

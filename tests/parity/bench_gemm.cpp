@@ -2,11 +2,14 @@
 // Backend::matmul at the trainer's shapes: a micro-batch of 4096 tokens through the
 // Qwen2.5-0.5B projections (y = x·Wᵀ, bf16), one 16384-row lm-head vocabulary chunk, and the
 // backward's dx += dy·W (bf16 c, beta = 1), the LoRA gradient dA += gᵀ·x (rank 8, k = 4096 tokens,
-// f32 c). Qt-free; scripts/gpu-check.sh runs it on the device machine. Exit 77 without a GPU. A
-// benchmark, not a test.
+// f32 c); and at Llama-3.1-8B's projections for a B1×S2048 micro-batch, the same product with the
+// weight in NF4 (--quantize nf4: dequantised into a bf16 workspace, then the GEMM) beside bf16,
+// and the dequantisation alone. Qt-free; scripts/gpu-check.sh runs it on the device machine. Exit
+// 77 without a GPU. A benchmark, not a test.
 //   bench_gemm [--iterations N]
 #include <cstdio>
 #include <random>
+#include <vector>
 
 #include "BenchTiming.h"  // defines: benchIterations, millisecondsPerCall
 #include "GpuOrSkip.h"
@@ -70,6 +73,33 @@ void benchShape(compute::Backend& gpu, const GemmBenchShape& s, int iterations, 
   std::printf("\n");
 }
 
+// y = x·Wᵀ with W (out, in) in bf16 and in NF4, on the selected GEMM, and Backend::dequantize
+// alone: what --quantize nf4 adds to a projection's product.
+void benchNf4(compute::Backend& gpu, const char* name, std::int64_t tokens, std::int64_t out,
+              std::int64_t in, int iterations, std::mt19937& rng) {
+  const auto count = static_cast<std::size_t>(out * in);
+  const std::vector<float> w = parity::randomNormal(rng, count, 0, 0.02f);
+  const compute::Tensor x =
+      gpu.upload(parity::randomNormal(rng, static_cast<std::size_t>(tokens * in), 0, 1),
+                 DType::BF16, {tokens, in});
+  const compute::Tensor dense = gpu.upload(w, DType::BF16, {out, in});
+  const compute::Tensor packed = gpu.upload(w, DType::NF4, {out, in});
+  compute::Tensor y = gpu.empty(DType::BF16, {tokens, out});
+  compute::Tensor scratch = gpu.empty(DType::BF16, {out, in});
+  const double bf16Ms = millisecondsPerCall(
+      gpu, iterations, [&] { gpu.matmul(x, false, dense, true, y, 1.0f, 0.0f); });
+  const double nf4Ms = millisecondsPerCall(
+      gpu, iterations, [&] { gpu.matmul(x, false, packed, true, y, 1.0f, 0.0f); });
+  const double dequantMs =
+      millisecondsPerCall(gpu, iterations, [&] { gpu.dequantize(packed, scratch); });
+  std::printf(
+      "nf4  %-22s T=%-5lld out=%-6lld in=%-6lld  bf16 W: %.3f ms  nf4 W: %.3f ms "
+      "(%.2f×)  dequantize alone: %.3f ms (%.0f GB/s written)\n",
+      name, static_cast<long long>(tokens), static_cast<long long>(out), static_cast<long long>(in),
+      bf16Ms, nf4Ms, nf4Ms / bf16Ms, dequantMs,
+      2.0 * static_cast<double>(count) / dequantMs * 1e-6);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -100,5 +130,14 @@ int main(int argc, char** argv) {
   for (const GemmBenchShape& s : shapes) {
     benchShape(*gpu, s, iterations, vendorGemm, rng);
   }
+  if (vendorGemm) {
+    gpu->setGemmImplementation(GemmImplementation::Vendor);  // what a run uses by default
+  }
+  std::printf("NF4 weights on the %s GEMM (Llama-3.1-8B projections, B1 x S2048)\n",
+              compute::gemmImplementationName(gpu->gemmImplementation()));
+  benchNf4(*gpu, "q/o proj 4096->4096", 2048, 4096, 4096, iterations, rng);
+  benchNf4(*gpu, "k/v proj 4096->1024", 2048, 1024, 4096, iterations, rng);
+  benchNf4(*gpu, "gate/up 4096->14336", 2048, 14336, 4096, iterations, rng);
+  benchNf4(*gpu, "down 14336->4096", 2048, 4096, 14336, iterations, rng);
   return 0;
 }

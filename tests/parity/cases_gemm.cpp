@@ -60,22 +60,6 @@ std::string describe(const GemmShape& s) {
   return *s.use != '\0' ? text + " (" + s.use + ")" : text;
 }
 
-// Puts the GEMM selection back after a case, so cases of other ops see the default.
-class GemmSelection {
- public:
-  GemmSelection(Backend& gpu, GemmImplementation impl)
-      : gpu_(gpu), previous_(gpu.gemmImplementation()) {
-    gpu_.setGemmImplementation(impl);
-  }
-  ~GemmSelection() { gpu_.setGemmImplementation(previous_); }
-  GemmSelection(const GemmSelection&) = delete;
-  GemmSelection& operator=(const GemmSelection&) = delete;
-
- private:
-  Backend& gpu_;
-  GemmImplementation previous_;
-};
-
 std::vector<Comparison> runGemm(Backend& cpu, Backend& gpu, std::mt19937& rng, const GemmShape& s,
                                 GemmImplementation impl) {
   const compute::Shape aShape = s.transposeA ? compute::Shape{s.k, s.m} : compute::Shape{s.m, s.k};

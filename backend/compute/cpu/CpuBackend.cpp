@@ -8,6 +8,7 @@
 #include "compute/Convert.h"  // defines: widenToFloat
 #include "compute/Errors.h"
 #include "compute/HostOptimizer.h"  // defines: host::adamw, host::addSumOfSquares, ...
+#include "compute/Nf4.h"            // defines: nf4::quantize, nf4::dequantize
 #include "compute/cpu/add.h"        // defines: cpu::addInPlace, cpu::addBias, cpu::multiplyInPlace
 #include "compute/cpu/attention.h"  // defines: cpu::attentionForward, cpu::attentionBackward
 #include "compute/cpu/cross_entropy.h"  // defines: cpu::crossEntropyForward
@@ -38,7 +39,7 @@ class CpuBackend final : public Backend {
   const BackendCapabilities& capabilities() const override { return caps_; }
 
   Tensor empty(DType dtype, const Shape& shape) override {
-    const std::size_t bytes = static_cast<std::size_t>(numelOf(shape)) * dtypeBytes(dtype);
+    const std::size_t bytes = storageBytes(dtype, numelOf(shape));
     const std::size_t rounded =
         (bytes + kHostAlignmentBytes - 1) / kHostAlignmentBytes * kHostAlignmentBytes;
     // C++'s aligned operator new, not std::aligned_alloc, which the Windows C runtime lacks; it
@@ -59,13 +60,16 @@ class CpuBackend final : public Backend {
     Tensor t = empty(dtype, shape);
     if (dtype == DType::F32) {
       std::memcpy(t.data(), values.data(), values.size_bytes());
+    } else if (dtype == DType::NF4) {
+      nf4::quantize(values.data(), DType::F32, t.numel(), static_cast<std::byte*>(t.data()));
     } else if (dtype == DType::BF16) {
       auto* bits = t.as<std::uint16_t>();
       for (std::size_t i = 0; i < values.size(); ++i) {
         bits[i] = floatToBf16(values[i]);
       }
     } else {
-      throw ShapeError("upload: f16 tensors are not supported on the cpu backend");
+      throw ShapeError(std::string("upload: ") + dtypeName(dtype) +
+                       " tensors are not supported on the cpu backend");
     }
     return t;
   }
@@ -75,6 +79,13 @@ class CpuBackend final : public Backend {
   // effect when the run moves to a GPU backend.
   void setGemmImplementation(GemmImplementation impl) override { gemmImplementation_ = impl; }
   GemmImplementation gemmImplementation() const override { return gemmImplementation_; }
+  // The f32 reference of hip/nf4.hip (compute/Nf4.cpp); matmul dequantises the same way, block
+  // by block into its scratch (cpu/matmul.cpp).
+  void dequantize(const Tensor& packed, Tensor& out) override {
+    checkDequantizeArgs(caps_, packed, out);
+    nf4::dequantize(static_cast<const std::byte*>(packed.data()), 0, packed.numel(),
+                    out.as<float>());
+  }
   // Every stored dtype is accepted: CPU ops widen bf16/f16 weights block by block.
   Tensor uploadRaw(std::span<const std::byte> bytes, DType dtype, const Shape& shape) override {
     checkUploadRawArgs(bytes.size(), dtype, shape);

@@ -1,10 +1,11 @@
-// cpu/convert.cpp — bf16/f16/f32 → f32 widening (compute/Convert.h).
+// cpu/convert.cpp — bf16/f16/f32/nf4 → f32 widening (compute/Convert.h).
 #include "compute/Convert.h"
 
 #include <bit>
 #include <cstring>
 
 #include "compute/Bf16.h"  // defines: bf16ToFloat
+#include "compute/Nf4.h"   // defines: nf4::dequantize
 
 namespace lorascope::compute {
 
@@ -53,6 +54,9 @@ void widenToFloat(const void* src, DType dtype, std::int64_t offset, std::int64_
       }
       return;
     }
+    case DType::NF4:
+      nf4::dequantize(static_cast<const std::byte*>(src), offset, count, dst);
+      return;
   }
 }
 

@@ -7,6 +7,7 @@
 #include "compute/Bf16.h"
 #include "compute/BuildInfo.h"
 #include "compute/Errors.h"
+#include "compute/Nf4.h"           // defines: nf4::quantize, nf4::dequantize
 #include "compute/hip/HipCheck.h"  // defines: LORASCOPE_HIP_CHECK
 #include "runtime/LaunchControl.h"
 
@@ -16,6 +17,11 @@ namespace hip {
 bool isBf16Weight(const char* op, const Tensor& weight) {
   if (weight.dtype() == DType::F16) {
     throw ShapeError(std::string(op) + ": f16 weights are not supported on the GPU yet");
+  }
+  if (weight.dtype() == DType::NF4) {
+    throw ShapeError(std::string(op) +
+                     ": nf4 weights are read only by matmul (only the "
+                     "projections are quantised)");
   }
   return weight.dtype() == DType::BF16;
 }
@@ -65,7 +71,7 @@ HipBackend::~HipBackend() {
 }
 
 Tensor HipBackend::empty(DType dtype, const Shape& shape) {
-  const std::size_t bytes = static_cast<std::size_t>(numelOf(shape)) * dtypeBytes(dtype);
+  const std::size_t bytes = storageBytes(dtype, numelOf(shape));
   // Throws memory::OutOfMemoryError (recoverable) with the numbers when nothing fits. The owner
   // tag comes from the caller's memory::OwnerScope.
   const memory::Allocation block = allocator_->allocate(bytes, memory::OwnerScope::current());
@@ -98,6 +104,12 @@ Tensor HipBackend::upload(std::span<const float> values, DType dtype, const Shap
     throw ShapeError("upload: f16 tensors are not supported on the GPU yet");
   }
   Tensor t = empty(dtype, shape);
+  if (dtype == DType::NF4) {  // quantised on the host, where the load-time quantiser runs
+    std::vector<std::byte> packed(t.bytes());
+    nf4::quantize(values.data(), DType::F32, t.numel(), packed.data());
+    copyHostToDevice(t, packed.data(), packed.size(), stream_);
+    return t;
+  }
   if (dtype == DType::F32) {
     copyHostToDevice(t, values.data(), values.size_bytes(), stream_);
   } else {
@@ -133,6 +145,11 @@ std::vector<float> HipBackend::download(const Tensor& tensor) {
     for (std::size_t i = 0; i < out.size(); ++i) {
       out[i] = bf16ToFloat(bits[i]);
     }
+  } else if (tensor.dtype() == DType::NF4) {  // the host's dequantiser, f32 as on the CPU
+    std::vector<std::byte> packed(tensor.bytes());
+    LORASCOPE_HIP_CHECK(
+        hipMemcpy(packed.data(), tensor.data(), packed.size(), hipMemcpyDeviceToHost));
+    nf4::dequantize(packed.data(), 0, tensor.numel(), out.data());
   } else {
     throw ShapeError("download: f16 tensors are not supported on the GPU yet");
   }

@@ -12,7 +12,8 @@
 
 namespace lorascope::compute::hip {
 
-// bf16 → true, f32 → false; f16 weights are rejected with a ShapeError naming `op`.
+// bf16 → true, f32 → false; f16 and nf4 weights are rejected with a ShapeError naming `op` (an
+// nf4 weight is read only by matmul, which dequantises it first).
 bool isBf16Weight(const char* op, const Tensor& weight);
 
 class HipBackend final : public Backend {
@@ -36,6 +37,7 @@ class HipBackend final : public Backend {
   void matmul(const Tensor& a, bool transposeA, const Tensor& b, bool transposeB, Tensor& c,
               float alpha, float beta) override;
   void setGemmImplementation(GemmImplementation impl) override;
+  void dequantize(const Tensor& packed, Tensor& out) override;
   GemmImplementation gemmImplementation() const override { return gemmImplementation_; }
   void embeddingForward(const Tensor& table, std::span<const std::int32_t> ids,
                         Tensor& out) override;
@@ -73,6 +75,7 @@ class HipBackend final : public Backend {
   BackendCapabilities caps_;
   GemmImplementation gemmImplementation_ = GemmImplementation::BuiltIn;  // the constructor's pick
   std::unique_ptr<VendorBlas> vendorBlas_;  // bound to stream_; created by the first vendor matmul
+  Tensor nf4Tables_;  // (kNf4TableFloats) f32: the NF4 and dynamic codes, uploaded on first use
 };
 
 // Copies host indices (ids, positions, targets) to the device, ordered before the kernels that

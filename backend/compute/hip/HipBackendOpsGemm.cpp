@@ -1,8 +1,18 @@
 // hip/HipBackendOpsGemm.cpp — matmul on the selected GEMM (hip/gemm.h): the vendor BLAS or the
-// built-in kernel, switchable between any two calls.
+// built-in kernel, switchable between any two calls; and the NF4 dequantisation in front of it.
+//
+// Note [NF4 through a bf16 workspace]: an NF4 b (a frozen projection under --quantize nf4) is
+// dequantised whole into a bf16 workspace tensor (hip/nf4.hip), which then goes to whichever GEMM
+// is selected; the workspace is freed to the allocator's cache when the product is queued, so the
+// next projection reuses the block. This costs one extra pass over out × in bf16 weights per
+// product (written once, read by the GEMM) against fusing the dequantisation into the GEMM's
+// tiles, but keeps the vendor GEMM (and its speed) for every product and needs no second GEMM
+// kernel; the memory model counts the workspace (model/MemoryEstimate.h).
+#include "compute/Nf4.h"
 #include "compute/hip/HipBackend.h"
 #include "compute/hip/elementwise.h"  // defines: castF32ToBf16, accumulateIntoBf16
 #include "compute/hip/gemm.h"         // defines: builtinGemm, VendorBlas
+#include "compute/hip/nf4.h"          // defines: nf4Dequantize, kNf4TableFloats
 
 namespace lorascope::compute::hip {
 namespace {
@@ -22,9 +32,31 @@ void HipBackend::setGemmImplementation(GemmImplementation impl) {
   gemmImplementation_ = impl;
 }
 
+void HipBackend::dequantize(const Tensor& packed, Tensor& out) {
+  checkDequantizeArgs(caps_, packed, out);
+  if (!nf4Tables_.defined()) {
+    std::vector<float> tables(nf4::kCode.begin(), nf4::kCode.end());
+    tables.insert(tables.end(), nf4::dynamicCode().begin(), nf4::dynamicCode().end());
+    const memory::OwnerScope owner(memory::Owner::Weights);  // constant, like the weights
+    nf4Tables_ = upload(tables, DType::F32, {kNf4TableFloats});
+  }
+  nf4Dequantize(packed.data(), packed.numel(), nf4Tables_.as<float>(), out.as<std::uint16_t>(),
+                stream_);
+}
+
 void HipBackend::matmul(const Tensor& a, bool transposeA, const Tensor& b, bool transposeB,
                         Tensor& c, float alpha, float beta) {
   checkMatmulArgs(caps_, a, transposeA, b, transposeB, c);
+  if (b.dtype() == DType::NF4) {  // Note [NF4 through a bf16 workspace]
+    Tensor weights;
+    {
+      const memory::OwnerScope owner(memory::Owner::Workspace);
+      weights = empty(DType::BF16, b.shape());
+    }
+    dequantize(b, weights);
+    matmul(a, transposeA, weights, transposeB, c, alpha, beta);
+    return;
+  }
   isBf16Weight("matmul", b);  // rejects f16
   const GemmOperand opA = operandOf(a, transposeA);
   GemmOperand opB = operandOf(b, transposeB);
