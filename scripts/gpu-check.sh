@@ -37,7 +37,11 @@
 #                                  $OUT/chat_template_reference.json
 #                                  (scripts/reference/chat_templates.py; commit it as
 #                                  tests/text/data/chat_template_reference.json)
-#   scripts/gpu-check.sh record    there: build lorascope-train only and run
+#   scripts/gpu-check.sh record [PROGRAM]
+#                                  there: build lorascope-train only (or use PROGRAM, a
+#                                  hip-nvidia lorascope-train built here — `cmake --preset
+#                                  hip-nvidia -B build/nv -DLORASCOPE_BUILD_GUI=OFF`, stripped —
+#                                  which saves the device's build minutes) and run
 #                                  scripts/record_gpu_run.py: a real run driven over the engine's
 #                                  stdio protocol (queue depth, memory, toggles, a snapshot, an
 #                                  injected hang); the event streams, the snapshot and a summary go
@@ -121,14 +125,19 @@ configure_device_build() {
 }
 
 run_record() {
-  local out="${OUT:-$repo/gpu-check-results}"
+  local out="${OUT:-$repo/gpu-check-results}" program="${1:-}"
   mkdir -p "$out"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
-  configure_device_build "$out"
-  cmake --build build/device --target lorascope-train --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
-    { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
-  rm -f "$out/build.log" "$out/configure.log"
-  python3 scripts/record_gpu_run.py build/device/app/lorascope-train "$out"
+  if [[ -z "$program" ]]; then
+    configure_device_build "$out"
+    cmake --build build/device --target lorascope-train --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
+      { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+    rm -f "$out/build.log" "$out/configure.log"
+    program=build/device/app/lorascope-train
+  fi
+  # utf8proc travels in .device/lib (prepare); cuBLAS is the toolkit's.
+  LD_LIBRARY_PATH="$repo/.device/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    python3 scripts/record_gpu_run.py "$program" "$out"
 }
 
 run_doctor() {
@@ -286,7 +295,7 @@ case "${1:-}" in
     ;;
   run) run_checks "${2:-}" ;;
   doctor) run_doctor ;;
-  record) run_record ;;
+  record) run_record "${2:-}" ;;
   bench)
     shift
     run_bench "$@"
@@ -297,8 +306,8 @@ case "${1:-}" in
     ;;
   supervise) run_supervise ;;
   *)
-    echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | doctor | record | bench [SHAPE ...] |" \
-      "memory [ARGS] | supervise | hf RUN_DIR TEMPLATES_DIR | qlora" >&2
+    echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | doctor | record [PROGRAM] |" \
+      "bench [SHAPE ...] | memory [ARGS] | supervise | hf RUN_DIR TEMPLATES_DIR | qlora" >&2
     exit 2
     ;;
 esac

@@ -7,9 +7,9 @@ there): it drives `lorascope-train engine` over its stdio protocol and keeps eve
 1. A random Qwen2.5-0.5B-shaped model folder (bf16 weights, the built-in demo's byte-level
    tokenizer: speed and memory do not depend on the weights' values) and a dataset of 256
    instruction records of over 512 tokens each, written into a scratch folder (RECORD_WORK).
-2. Run A, B8 x S512, 36 steps: an allocator snapshot after step 8 (the memory map), blocking
-   launches from step 14 to 20 (queue depth should drop to <= 1), serialize from 20 to 26, the
-   planned arena from step 28. Events go to OUT_DIR/gpu_run.jsonl, the snapshot alone to
+2. Run A, B8 x S512, 30 steps: an allocator snapshot after step 6 (the memory map), blocking
+   launches from step 10 to 15 (queue depth should drop to <= 1), serialize from 15 to 20, the
+   planned arena from step 23. Events go to OUT_DIR/gpu_run.jsonl, the snapshot alone to
    OUT_DIR/gpu_snapshot.json.
 3. Run B, the same run with LORASCOPE_FAULTS=hang@adamw#5: the optimizer launch of step 5 blocks
    forever; the engine's watchdog must name it within its budget (10 s after the op's longest
@@ -27,6 +27,7 @@ import tempfile
 import threading
 import time
 
+STEPS = 30  # run A's steps
 # RECORD_SHAPE=tiny: a small model written without PyTorch, to try the driver on a CPU build.
 TINY = os.environ.get("RECORD_SHAPE") == "tiny"
 if TINY:
@@ -127,8 +128,8 @@ class Engine:
         self.proc = subprocess.Popen([program, "engine"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env=env)
-        self.events, self.lock = [], threading.Lock()
-        self.log = open(log_path, "w")
+        self.events, self.lock, self.bad_lines = [], threading.Lock(), []
+        self.log = open(log_path, "w", buffering=1)  # whole lines, also when the call is cut off
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -137,8 +138,12 @@ class Engine:
             line = line.strip()
             if not line:
                 continue
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError as e:  # kept out of the recording, counted in the summary
+                self.bad_lines.append(f"{e}: {line[:200]}")
+                continue
             self.log.write(line + "\n")
-            event = json.loads(line)
             event["_wall"] = time.monotonic()
             with self.lock:
                 self.events.append(event)
@@ -184,6 +189,7 @@ def main():
     program, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
     work = os.environ.get("RECORD_WORK") or tempfile.mkdtemp(prefix="lorascope-record-")
+    os.makedirs(work, exist_ok=True)
     env = dict(os.environ, LORASCOPE_CACHE_DIR=os.path.join(work, "cache"))
     summary = []
 
@@ -203,13 +209,13 @@ def main():
 
     # Run A: the dashboard and the memory map.
     a = Engine(program, os.path.join(out, "gpu_run.jsonl"), env)
-    a.send(start_config(model, data, os.path.join(work, "run-a"), 36))
-    phases = [(8, {"type": "request_snapshot"}),
-              (14, {"type": "set", "toggle": "blocking", "value": True}),
-              (20, {"type": "set", "toggle": "blocking", "value": False}),
-              (20, {"type": "set", "toggle": "serialize", "value": True}),
-              (26, {"type": "set", "toggle": "serialize", "value": False}),
-              (28, {"type": "set", "toggle": "allocator_policy", "value": "arena"})]
+    a.send(start_config(model, data, os.path.join(work, "run-a"), STEPS))
+    phases = [(6, {"type": "request_snapshot"}),
+              (10, {"type": "set", "toggle": "blocking", "value": True}),
+              (15, {"type": "set", "toggle": "blocking", "value": False}),
+              (15, {"type": "set", "toggle": "serialize", "value": True}),
+              (20, {"type": "set", "toggle": "serialize", "value": False}),
+              (23, {"type": "set", "toggle": "allocator_policy", "value": "arena"})]
     for step, command in phases:
         if not a.wait_step(step):
             summary.append(f"run A: step {step} never came")
@@ -239,18 +245,19 @@ def main():
     blocking_on = applied.get(("blocking", "true"), 0)
     serialize_on = applied.get(("serialize", "true"), 0)
     serialize_off = applied.get(("serialize", "false"), 0)
-    phase("normal steps 3-13", step_at.get(3, 0), blocking_on)
+    phase("normal steps 3-9", step_at.get(3, 0), blocking_on)
     phase("blocking launches", blocking_on, serialize_on)
     phase("serialize", serialize_on, serialize_off)
-    phase("normal again", serialize_off, step_at.get(36, serialize_off))
+    phase("normal again", serialize_off, step_at.get(STEPS, serialize_off))
     steps = sorted(step_at)
     summary.append(f"run A: {len(steps)} steps, exit {a.proc.returncode}; step times (ms) "
                    f"{[step_at[s] - step_at[s - 1] for s in steps[1:] if s - 1 in step_at]}")
+    summary.append(f"run A: {len(a.bad_lines)} lines that are not JSON {a.bad_lines[:3]}")
     errors = [e for e in events if e.get("type") == "error"]
     summary.append(f"run A: {len(errors)} error events {[e['message'][:120] for e in errors]}")
     if snapshot:
         segs = snapshot["snapshot"]["segments"]
-        summary.append(f"snapshot after step 8: {len(segs)} segments, "
+        summary.append(f"snapshot after step 6: {len(segs)} segments, "
                        f"{sum(len(s['blocks']) for s in segs)} blocks")
 
     # Run B: an injected hang in the optimizer of step 5.

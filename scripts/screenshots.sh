@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # screenshots.sh [BUILD_DIR] — renders the README's screenshots into docs/screenshots/: the setup
-# page on first start, the dashboard after real steps of the built-in demo (trained on the CPU)
-# and the memory map (a recorded GPU snapshot: a CPU run has no device allocator). Runs the window
+# page on first start, the runs page after real steps of the built-in demo (trained on the CPU),
+# and the dashboard and memory map replaying a run recorded on an NVIDIA H100
+# (tests/widgets/fixtures/h100_gpu_run.jsonl, made by `scripts/gpu-check.sh record`). Runs the window
 # under Xvfb when xvfb-run is installed (Debian: xvfb), else with Qt's offscreen platform; both
 # render the same widgets. Needs a cpu build with the GUI (target lorascope_screenshots).
 set -euo pipefail
@@ -18,7 +19,7 @@ mkdir -p "$out"
 cache="$(mktemp -d)"
 trap 'rm -rf "$cache"' EXIT
 export LORASCOPE_CACHE_DIR="$cache"  # the demo model is written here, not into ~/.cache
-fixture="$root/tests/widgets/fixtures/synthetic_gpu_run.jsonl"
+fixture="$root/tests/widgets/fixtures/h100_gpu_run.jsonl"
 if command -v xvfb-run >/dev/null; then
   xvfb-run -a -s "-screen 0 1280x800x24" "$tool" "$out" "$fixture" "$steps"
 else

@@ -164,13 +164,16 @@ void Dashboard::handleEvent(const TimedEvent& timed) {
     return;  // the memory map's; not kept with the run's curves
   }
   lastTimeMs_ = std::max(lastTimeMs_, timed.timeMs);
-  if (runs_.empty()) {  // events before any start command: the charts are empty already
-    runs_.push_back({tr("run 1"), {}, {}});
+  if (liveRun_ < 0) {  // events before any start command: the charts are empty already
+    runs_.push_back({tr("run %1").arg(runs_.size() + 1), {}, {}});
     runSelector_->addItem(runs_.back().name);
-    shownRun_ = 0;
+    liveRun_ = static_cast<int>(runs_.size()) - 1;
+    if (shownRun_ < 0) {
+      shownRun_ = liveRun_;
+    }
   }
-  const bool drawn = shownRun_ == static_cast<int>(runs_.size()) - 1;
-  runs_.back().events.push_back(timed);
+  const bool drawn = shownRun_ == liveRun_;
+  runs_[static_cast<std::size_t>(liveRun_)].events.push_back(timed);
   if (drawn) {
     plot(timed);
     scheduleRefresh();
@@ -254,14 +257,15 @@ void Dashboard::noteCommand(const Command& command) {
     beginRun(name);
   } else if (const auto* sw = std::get_if<SwitchProfileCommand>(&command)) {
     // The protocol confirms toggles, not profile switches: the marker is the request's moment.
-    if (runs_.empty()) {
-      beginRun(tr("run 1"));
+    if (liveRun_ < 0) {
+      beginRun(tr("run %1").arg(runs_.size() + 1));
     }
     const TimedEvent at{lastTimeMs_, LogEvent{}};
     const QString text =
         tr("switch to profile “%1” requested").arg(QString::fromStdString(sw->name));
-    runs_.back().requestMarkers.push_back({lastTimeMs_, MarkerKind::Profile, text});
-    if (shownRun_ == static_cast<int>(runs_.size()) - 1) {
+    runs_[static_cast<std::size_t>(liveRun_)].requestMarkers.push_back(
+        {lastTimeMs_, MarkerKind::Profile, text});
+    if (shownRun_ == liveRun_) {
       addMarker(at, MarkerKind::Profile, text);
       scheduleRefresh();
     }
@@ -270,6 +274,18 @@ void Dashboard::noteCommand(const Command& command) {
 
 void Dashboard::beginRun(const QString& name) {
   runs_.push_back({name, {}, {}});
+  runSelector_->addItem(name);
+  liveRun_ = static_cast<int>(runs_.size()) - 1;
+  showRun(liveRun_);
+}
+
+void Dashboard::addRun(const QString& name, std::vector<TimedEvent> events) {
+  runs_.push_back({name, {}, {}});
+  for (TimedEvent& e : events) {
+    if (!std::holds_alternative<SnapshotEvent>(e.event)) {
+      runs_.back().events.push_back(std::move(e));
+    }
+  }
   runSelector_->addItem(name);
   showRun(static_cast<int>(runs_.size()) - 1);
 }

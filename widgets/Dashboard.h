@@ -12,6 +12,7 @@
 // The x axis counts optimizer steps (the default; readings between two steps fall between them,
 // by time) or seconds since the run started. Each run's events are kept: a new run starts a new
 // entry in the run selector, and choosing an earlier run (or the other axis) redraws its curves.
+// Runs opened from the runs page or a recording join the selector beside them.
 #pragma once
 
 #include <QStackedWidget>
@@ -52,6 +53,9 @@ class Dashboard : public QStackedWidget {
   int shownRun() const { return shownRun_; }
   QString runName(int run) const;
   void showRun(int run);
+  // Adds a finished run's events (a run folder's steps, a recording) to the selector and shows
+  // it; the live run goes on filling its own entry.
+  void addRun(const QString& name, std::vector<engine::TimedEvent> events);
   QComboBox* runSelector() const { return runSelector_; }
   QComboBox* xAxisSelector() const { return xAxisSelector_; }
   TimeChart* lossChart() const { return loss_; }
@@ -118,6 +122,7 @@ class Dashboard : public QStackedWidget {
   XAxis xAxis_ = XAxis::Step;
   std::vector<Run> runs_;
   int shownRun_ = -1;
+  int liveRun_ = -1;  // the run live events go to (-1: none started yet)
   // The x mapping of the run being drawn: when it started, its last step and that step's time.
   std::optional<std::int64_t> runStartMs_;
   std::int64_t lastStep_ = 0;

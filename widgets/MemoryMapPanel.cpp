@@ -190,12 +190,20 @@ QString MemoryMapPanel::openSnapshot(const QString& path) {
   }
   const QByteArray bytes = file.readAll();
   try {
-    const nlohmann::json document = nlohmann::json::parse(bytes.constBegin(), bytes.constEnd());
-    MemorySnapshot snapshot = parseMemorySnapshot(document);
-    setFrozen(true);
-    display(std::move(snapshot), tr("from %1").arg(path));
+    return showSnapshot(nlohmann::json::parse(bytes.constBegin(), bytes.constEnd()),
+                        tr("from %1").arg(path));
   } catch (const nlohmann::json::exception& e) {
     return tr("not valid JSON: %1").arg(QString::fromUtf8(e.what()));
+  }
+}
+
+QString MemoryMapPanel::showSnapshot(const nlohmann::json& document, const QString& source) {
+  try {
+    MemorySnapshot snapshot = parseMemorySnapshot(document);
+    setFrozen(true);
+    display(std::move(snapshot), source);
+  } catch (const nlohmann::json::exception& e) {
+    return tr("not a snapshot: %1").arg(QString::fromUtf8(e.what()));
   } catch (const SnapshotError& e) {
     return QString::fromUtf8(e.what());
   }

@@ -39,6 +39,9 @@ class MemoryMapPanel : public QWidget {
   QString saveSnapshot(const QString& path) const;
   // Reads a snapshot saved earlier and shows it frozen; returns "" or the reason it failed.
   QString openSnapshot(const QString& path);
+  // Shows a snapshot (the allocator's JSON) frozen, labelled with where it came from ("from the
+  // recording …"); returns "" or the reason it cannot be shown.
+  QString showSnapshot(const nlohmann::json& snapshot, const QString& source);
 
   QAction* freezeAction() const { return freeze_; }
   QAction* saveAction() const { return save_; }

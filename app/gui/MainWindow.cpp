@@ -32,6 +32,7 @@
 #include "gui/ProcessesPage.h"
 #include "gui/RunExporter.h"
 #include "gui/RunSetupPage.h"
+#include "gui/RunsPage.h"
 #include "gui/Theme.h"
 #include "profiles/ProfileStore.h"
 #include "widgets/ControlsPanel.h"
@@ -71,6 +72,7 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   resize(1280, 820);
 
   setup_ = new RunSetupPage(this);
+  runs_ = new RunsPage(this);
   dashboard_ = new widgets::Dashboard(this);
   memoryMap_ = new widgets::MemoryMapPanel(this);
   processes_ = new ProcessesPage(/*live=*/true, this);
@@ -79,6 +81,7 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   pages_ = new QTabWidget(this);
   pages_->setDocumentMode(true);
   pages_->addTab(setup_, tr("&Setup"));
+  pages_->addTab(runs_, tr("&Runs"));
   pages_->addTab(dashboard_, tr("&Dashboard"));
   pages_->addTab(memoryMap_, tr("&Memory map"));
   pages_->addTab(processes_, tr("&Processes"));
@@ -101,6 +104,25 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   connect(controls_, &widgets::ControlsPanel::commandRequested, this, &MainWindow::sendCommand);
   connect(profileBar_, &widgets::ProfileBar::commandRequested, this, &MainWindow::sendCommand);
   connect(setup_, &RunSetupPage::changed, this, &MainWindow::updateActions);
+  connect(setup_, &RunSetupPage::changed, this, [this] { runs_->setFolder(setup_->outputDir()); });
+  runs_->setFolder(setup_->outputDir());
+  connect(pages_, &QTabWidget::currentChanged, this, [this] {
+    if (pages_->currentWidget() == runs_) {
+      runs_->refresh();  // runs written meanwhile, by this window or the command line
+    }
+  });
+  auto report = [this](const QString& problem) {
+    if (!problem.isEmpty()) {
+      logLine(LogLevel::Warning, problem);
+      QMessageBox::warning(this, tr("Cannot open"), problem);
+    }
+  };
+  connect(runs_, &RunsPage::openRequested, this,
+          [this, report](const RunSummary& run) { report(openRun(run.dir)); });
+  connect(runs_, &RunsPage::resumeRequested, this,
+          [this](const RunSummary& run) { resumeRun(run.dir); });
+  connect(runs_, &RunsPage::recordingChosen, this,
+          [this, report](const QString& file) { report(openRecording(file)); });
   connect(setup_, &RunSetupPage::profileChosen, profileBar_, &widgets::ProfileBar::switchTo);
   setup_->setDevices(facts_.devices, facts_.flavour != QLatin1String("cpu"));
   setup_->setProfiles(profileBar_->profileNames(), profileBar_->requestedProfile());
@@ -248,6 +270,23 @@ void MainWindow::startRun() {
     return;
   }
   setup_->saveSettings();
+  const QString out = QString::fromStdString(config->value("out", std::string()));
+  if (QFileInfo::exists(QDir(out).filePath(QStringLiteral("config.json")))) {
+    QString freeName;
+    for (int n = 2; freeName.isEmpty() || QFileInfo::exists(freeName); ++n) {
+      freeName = QStringLiteral("%1-%2").arg(out).arg(n);
+    }
+    switch (askAboutExistingRun(out, freeName)) {
+      case ExistingRunChoice::Resume:
+        resumeRun(out);
+        return;
+      case ExistingRunChoice::NewName:
+        (*config)["out"] = freeName.toStdString();
+        break;
+      case ExistingRunChoice::Cancel:
+        return;
+    }
+  }
   runFolder_ = QString::fromStdString(config->value("out", std::string()));
   hasCheckpoint_ = false;
   sendCommand(Command{StartCommand{*config}});  // the dashboard starts a new run's curves
@@ -298,6 +337,76 @@ void MainWindow::startCommand() {
   }
   pages_->setCurrentWidget(dashboard_);
   updateActions();
+}
+
+MainWindow::ExistingRunChoice MainWindow::askAboutExistingRun(const QString& runDir,
+                                                              const QString& freeName) {
+  const std::optional<RunSummary> run = readRunSummary(runDir);
+  const bool resumable = run && run->status == RunSummary::Status::Resumable;
+  QMessageBox ask(QMessageBox::Question, tr("This run exists"),
+                  tr("%1 already holds a run (%2). Resume it from its checkpoint, or start this "
+                     "one under a new name?")
+                      .arg(QDir::toNativeSeparators(runDir), run ? statusText(*run) : QString()),
+                  QMessageBox::NoButton, this);
+  ask.setObjectName(QStringLiteral("existingRunPrompt"));
+  QPushButton* resume = ask.addButton(tr("Resume it"), QMessageBox::AcceptRole);
+  resume->setEnabled(resumable);
+  if (!resumable) {
+    resume->setToolTip(tr("It has no checkpoint to resume from"));
+  }
+  QPushButton* rename =
+      ask.addButton(tr("Start as %1").arg(QFileInfo(freeName).fileName()), QMessageBox::ActionRole);
+  ask.addButton(QMessageBox::Cancel);
+  ask.setDefaultButton(resumable ? resume : rename);
+  ask.exec();
+  if (ask.clickedButton() == resume) {
+    return ExistingRunChoice::Resume;
+  }
+  return ask.clickedButton() == rename ? ExistingRunChoice::NewName : ExistingRunChoice::Cancel;
+}
+
+void MainWindow::resumeRun(const QString& runDir) {
+  runFolder_ = runDir;
+  hasCheckpoint_ = true;  // a resumable run has one
+  sendCommand(Command{StartCommand{{{"out", runDir.toStdString()}, {"resume", true}}}});
+  pages_->setCurrentWidget(dashboard_);
+  updateActions();
+}
+
+QString MainWindow::openRun(const QString& runDir) {
+  try {
+    dashboard_->addRun(tr("%1 (saved)").arg(QFileInfo(runDir).fileName()), metricsAsEvents(runDir));
+  } catch (const std::exception& e) {
+    return QString::fromUtf8(e.what());
+  }
+  pages_->setCurrentWidget(dashboard_);
+  return {};
+}
+
+QString MainWindow::openRecording(const QString& file) {
+  std::vector<TimedEvent> events;
+  try {
+    events = readRecording(file);
+  } catch (const std::exception& e) {
+    return QString::fromUtf8(e.what());
+  }
+  const QString name = QFileInfo(file).fileName();
+  std::optional<TimedEvent> snapshot;
+  for (const TimedEvent& e : events) {
+    if (std::holds_alternative<SnapshotEvent>(e.event)) {
+      snapshot = e;
+    }
+  }
+  if (snapshot) {
+    const QString problem = memoryMap_->showSnapshot(
+        std::get<SnapshotEvent>(snapshot->event).snapshot, tr("from the recording %1").arg(name));
+    if (!problem.isEmpty()) {
+      return tr("%1: its snapshot cannot be shown: %2").arg(file, problem);
+    }
+  }
+  dashboard_->addRun(tr("%1 (recording)").arg(name), std::move(events));
+  pages_->setCurrentWidget(dashboard_);
+  return {};
 }
 
 void MainWindow::setEngineProgram(const QString& program) {
@@ -376,6 +485,9 @@ void MainWindow::handleEvent(const TimedEvent& timed) {
     state_ = state->state;
     step_ = state->step;
     updateActions();
+    if (state_ == RunState::Finished || state_ == RunState::Failed) {
+      runs_->refresh();
+    }
     if (quitWhenStopped_ &&
         (state_ == RunState::Finished || state_ == RunState::Failed || state_ == RunState::Idle)) {
       QMetaObject::invokeMethod(this, &QWidget::close, Qt::QueuedConnection);
@@ -420,6 +532,7 @@ void MainWindow::updateActions() {
   stop_->setEnabled(connected && (running || paused));
   checkpoint_->setEnabled(connected && (running || paused));
   controls_->setEngineAvailable(connected);
+  runs_->setCanResume(connected && idle);
   profileBar_->setEngineAvailable(connected);
   stateLabel_->setText(connected
                            ? tr("%1 · step %2").arg(QLatin1String(toString(state_))).arg(step_)

@@ -1,5 +1,5 @@
 // gui/MainWindow.h — the main window: run actions (start, pause, resume, stop, checkpoint now,
-// export the adapter or a merged model, open the run folder), the profile bar, the setup /
+// export the adapter or a merged model, open the run folder), the profile bar, the setup / runs /
 // dashboard / memory map / processes / log pages, the controls dock, the About box, light and
 // dark palettes; the layout, the last page and the colour scheme are remembered (QSettings).
 //
@@ -36,6 +36,8 @@ namespace lorascope::app {
 class ProcessesPage;
 class RunExporter;
 class RunSetupPage;
+class RunsPage;
+struct RunSummary;
 
 // The facts of this build and its GPUs, as the About box shows them.
 widgets::AboutFacts collectAboutFacts();
@@ -67,6 +69,7 @@ class MainWindow : public QMainWindow {
   widgets::ProfileBar* profileBar() const { return profileBar_; }
   widgets::EventLogModel* eventLog() const { return eventLog_; }
   RunSetupPage* setupPage() const { return setup_; }
+  RunsPage* runsPage() const { return runs_; }
   ProcessesPage* processesPage() const { return processes_; }
   RunExporter* exporter() const { return exporter_; }
   QTabWidget* pages() const { return pages_; }
@@ -85,6 +88,13 @@ class MainWindow : public QMainWindow {
   // Help → Check this GPU: `lorascope-train doctor` in a dialog (gui/GpuCheckDialog.h).
   void checkGpu();
   void sendCommand(const lorascope::engine::Command& command);
+  // Continues the run in `runDir` from its newest checkpoint (the runs page's Resume).
+  void resumeRun(const QString& runDir);
+  // Adds a run folder's curves (its metrics.jsonl) to the dashboard; "" or why it could not.
+  QString openRun(const QString& runDir);
+  // Replays an event recording on the dashboard and, when it holds one, its last allocator
+  // snapshot on the memory map; "" or why it could not.
+  QString openRecording(const QString& file);
   void handleEvent(const lorascope::engine::TimedEvent& event);
 
  protected:
@@ -95,6 +105,9 @@ class MainWindow : public QMainWindow {
   void buildViewMenu(QMenu* view);
   void startRun();
   void startCommand();
+  // The setup page's run name is taken: resume that run, start under `freeName`, or neither.
+  enum class ExistingRunChoice { Resume, NewName, Cancel };
+  ExistingRunChoice askAboutExistingRun(const QString& runDir, const QString& freeName);
   void chooseExportDestination(bool merged);
   void logLine(engine::LogLevel level, const QString& text);
   void updateActions();
@@ -113,6 +126,7 @@ class MainWindow : public QMainWindow {
   std::int64_t step_ = 0;
   bool quitWhenStopped_ = false;  // the user chose "stop and quit": close once the run is over
   RunSetupPage* setup_;
+  RunsPage* runs_;
   ProcessesPage* processes_;
   RunExporter* exporter_;
   QProgressDialog* exportProgress_ = nullptr;

@@ -553,6 +553,10 @@ void RunSetupPage::setDataFile(const QString& file) {
   validateDataset();
 }
 
+QString RunSetupPage::outputDir() const {
+  return outputEdit_->text().trimmed();
+}
+
 void RunSetupPage::setOutputDir(const QString& dir) {
   outputEdit_->setText(dir);
   updateProblems();

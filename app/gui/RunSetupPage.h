@@ -97,6 +97,7 @@ class RunSetupPage : public QWidget {
   widgets::LengthHistogram* histogram() const { return histogram_; }
   // The editor of a run option (nullptr for an unknown name).
   QWidget* editor(const std::string& option) const;
+  QLineEdit* runNameEditor() const { return runName_; }
   QSpinBox* maxStepsEditor() const { return spinBox("steps"); }
   QSpinBox* microBatchEditor() const { return spinBox("batch-size"); }
   QSpinBox* seqLenEditor() const { return spinBox("max-seq-len"); }
@@ -113,6 +114,10 @@ class RunSetupPage : public QWidget {
   void setDataFile(const QString& file);
   void setOutputDir(const QString& dir);
   void restoreDefaults();
+
+ public:
+  // The folder runs go to (each gets a folder of its own in it); the runs page lists it.
+  QString outputDir() const;
 
  signals:
   void changed();  // the config or the problems may differ

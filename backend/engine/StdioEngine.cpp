@@ -12,6 +12,10 @@ namespace lorascope::engine {
 
 int serveEngineOverStreams(JobFactory factory, HelloEvent hello, std::istream& in,
                            std::ostream& out) {
+  // A stream tied to `out` flushes it before every read: the reader thread would then flush
+  // `out` beside the writer, outside outMutex. With sync_with_stdio(false) (lorascope-train
+  // engine) that race on the buffer duplicated bytes ("{{" at the start of a line).
+  in.tie(nullptr);
   std::mutex outMutex;
   auto writeLine = [&](const TimedEvent& event) {
     const std::string line = encodeEvent(event);

@@ -1,15 +1,15 @@
 // take_screenshots.cpp — renders the window into the README's PNGs (run by
 // scripts/screenshots.sh): the setup page as a first start shows it (the demo inspected and
-// validated), the dashboard after real steps of the demo trained on the CPU through the
-// in-process host, and the memory map. A CPU run has no device allocator to snapshot, so the
-// memory map shows the last snapshot of the synthetic GPU stream in tests/widgets/fixtures (the
-// page says which file it came from).
+// validated), the runs page after real steps of the demo trained on the CPU through the
+// in-process host, and the dashboard and memory map replaying RECORDING, an event stream recorded
+// on a GPU (tests/widgets/fixtures/h100_gpu_run.jsonl, scripts/gpu-check.sh record), opened as the
+// runs page's "Open recording…" opens it.
 //
-// usage: lorascope_screenshots OUT_DIR FIXTURE_STREAM [STEPS] [dark]
+// usage: lorascope_screenshots OUT_DIR RECORDING [STEPS] [dark]
 #include <QApplication>
 #include <QDir>
+#include <QDockWidget>
 #include <QElapsedTimer>
-#include <QFile>
 #include <QImage>
 #include <QSettings>
 #include <QSpinBox>
@@ -23,6 +23,7 @@
 #include "gui/EngineAdapter.h"
 #include "gui/MainWindow.h"
 #include "gui/RunSetupPage.h"
+#include "gui/RunsPage.h"
 #include "gui/Theme.h"
 #include "job/EngineJob.h"  // defines: createTrainingJob
 #include "widgets/Dashboard.h"
@@ -60,29 +61,13 @@ bool save(QWidget* window, const QString& path) {
   return ok;
 }
 
-// The allocator snapshot of the last snapshot event in a recorded stream.
-std::optional<nlohmann::json> lastSnapshot(const QString& stream) {
-  QFile file(stream);
-  if (!file.open(QIODevice::ReadOnly)) {
-    return std::nullopt;
-  }
-  std::optional<nlohmann::json> last;
-  while (!file.atEnd()) {
-    const engine::TimedEvent event = engine::decodeEvent(file.readLine().trimmed().toStdString());
-    if (const auto* snapshot = std::get_if<engine::SnapshotEvent>(&event.event)) {
-      last = snapshot->snapshot;
-    }
-  }
-  return last;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
   const QStringList args = QApplication::arguments();
   if (args.size() < 3) {
-    std::fprintf(stderr, "usage: lorascope_screenshots OUT_DIR FIXTURE_STREAM [STEPS] [dark]\n");
+    std::fprintf(stderr, "usage: lorascope_screenshots OUT_DIR RECORDING [STEPS] [dark]\n");
     return 2;
   }
   const QDir out(args[1]);
@@ -116,37 +101,31 @@ int main(int argc, char** argv) {
   window.pages()->setCurrentWidget(setup);
   bool ok = save(&window, out.filePath(QStringLiteral("setup.png")));
 
-  setup->maxStepsEditor()->setValue(steps + 1000);  // still running when the picture is taken
+  // A real demo run on the CPU, stopped with a checkpoint: the runs page lists it.
+  setup->maxStepsEditor()->setValue(steps + 1000);
   window.startAction()->trigger();
   if (!waitFor(
           [&] { return window.dashboard()->lossChart()->decimator(0).sampleCount() >= steps; })) {
     std::fprintf(stderr, "screenshots: %d steps did not arrive in time\n", steps);
     return 1;
   }
-  window.pages()->setCurrentWidget(window.dashboard());
-  window.dashboard()->refresh();
-  ok = save(&window, out.filePath(QStringLiteral("dashboard.png"))) && ok;
+  window.stopAction()->trigger();
+  waitFor([&] { return window.startAction()->isEnabled(); });
+  window.pages()->setCurrentWidget(window.runsPage());
+  window.runsPage()->selectRun(window.runFolder());
+  ok = save(&window, out.filePath(QStringLiteral("runs.png"))) && ok;
 
-  // Opened as a saved snapshot (frozen, so the live run does not replace it), under a name that
-  // says where it came from.
-  const std::optional<nlohmann::json> snapshot = lastSnapshot(args[2]);
-  const QString snapshotFile = runs.filePath(QStringLiteral("recorded-gpu-run.json"));
-  QFile file(snapshotFile);
-  if (!snapshot || !file.open(QIODevice::WriteOnly)) {
-    std::fprintf(stderr, "screenshots: no snapshot in %s\n", qPrintable(args[2]));
-    return 1;
-  }
-  file.write(QByteArray::fromStdString(snapshot->dump()));
-  file.close();
-  const QString problem = window.memoryMap()->openSnapshot(snapshotFile);
+  // The dashboard and the memory map replay the run recorded on a GPU (Runs → Open recording).
+  // The controls dock shows the live CPU engine's toggles, not the recording's: it is hidden.
+  window.findChild<QDockWidget*>(QStringLiteral("controlsDock"))->hide();
+  const QString problem = window.openRecording(args[2]);
   if (!problem.isEmpty()) {
     std::fprintf(stderr, "screenshots: %s\n", qPrintable(problem));
     return 1;
   }
+  window.dashboard()->refresh();
+  ok = save(&window, out.filePath(QStringLiteral("dashboard.png"))) && ok;
   window.pages()->setCurrentWidget(window.memoryMap());
   ok = save(&window, out.filePath(QStringLiteral("memory-map.png"))) && ok;
-
-  window.stopAction()->trigger();
-  waitFor([&] { return window.startAction()->isEnabled(); });
   return ok ? 0 : 1;
 }

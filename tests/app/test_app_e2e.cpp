@@ -5,21 +5,25 @@
 // checkpoint in the run folder, and (isolated) the adapter exports through `lorascope-train
 // export`. Small steps keep each run to seconds on 2 cores. A clean demo run with every page
 // visited logs no error and marks no incident: the app sends nothing it knows will be refused, and
-// a toggle the engine refuses shows its reason and reverts.
+// a toggle the engine refuses shows its reason and reverts. A stopped run is resumed from the runs
+// list, and a taken run name offers resume or a new name.
 #include <QtTest>
 
 #include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
 #include <QDir>
+#include <QLineEdit>
 #include <QLineSeries>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardPaths>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTimer>
+#include <QTreeWidget>
 
 #include "engine/InProcessHost.h"
 #include "engine/IsolatedHost.h"
@@ -27,6 +31,7 @@
 #include "gui/MainWindow.h"
 #include "gui/RunExporter.h"
 #include "gui/RunSetupPage.h"
+#include "gui/RunsPage.h"
 #include "job/EngineJob.h"  // defines: createTrainingJob
 #include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
@@ -42,6 +47,23 @@ namespace {
 // Trains for long enough to toggle and stop (the run never reaches its step limit).
 constexpr int kStepLimit = 10'000;
 constexpr int kTimeoutMs = 120'000;  // a loaded 2-core CI machine
+
+// Clicks the button whose text contains `button` in the next message box `prompt` to open.
+void answerPrompt(const QString& prompt, const QString& button) {
+  QTimer::singleShot(0, [prompt, button] {
+    auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
+    QVERIFY(box != nullptr);
+    QCOMPARE(box->objectName(), prompt);
+    for (QAbstractButton* b : box->buttons()) {
+      if (b->text().contains(button)) {
+        QVERIFY2(b->isEnabled(), qPrintable(b->text()));
+        b->click();
+        return;
+      }
+    }
+    QFAIL(qPrintable(QStringLiteral("no button ") + button));
+  });
+}
 
 }  // namespace
 
@@ -186,20 +208,7 @@ class TestAppEndToEnd : public QObject {
     if (QTest::currentTestFailed()) {
       return;
     }
-    auto answer = [](const QString& button) {
-      QTimer::singleShot(0, [button] {
-        auto* box = qobject_cast<QMessageBox*>(QApplication::activeModalWidget());
-        QVERIFY(box != nullptr);
-        QCOMPARE(box->objectName(), QStringLiteral("quitPrompt"));
-        for (QAbstractButton* b : box->buttons()) {
-          if (b->text().contains(button)) {
-            b->click();
-            return;
-          }
-        }
-        QFAIL(qPrintable(QStringLiteral("no button ") + button));
-      });
-    };
+    auto answer = [](const QString& button) { answerPrompt(QStringLiteral("quitPrompt"), button); };
     answer(QStringLiteral("Cancel"));
     QVERIFY(!window.close());
     QVERIFY(window.isVisible());
@@ -210,6 +219,79 @@ class TestAppEndToEnd : public QObject {
     const QStringList checkpoints = QDir(window.runFolder() + QStringLiteral("/checkpoints"))
                                         .entryList(QDir::Dirs | QDir::NoDotAndDotDot);
     QVERIFY(!checkpoints.isEmpty());
+  }
+
+  // A stopped run is listed on the runs page with its checkpoint and resumed from there by a
+  // click; its curves open from its folder; starting under its name again offers resume or a new
+  // name instead of failing.
+  void aRunIsResumedFromTheRunsList() {
+    app::EngineAdapter host([](HostListener listener) {
+      return std::make_unique<InProcessHost>(job::createTrainingJob,
+                                             HelloEvent{kProtocolVersion, "test", "cpu", {}},
+                                             std::move(listener));
+    });
+    app::MainWindow window(app::collectAboutFacts());
+    window.setupPage()->runNameEditor()->setText(QStringLiteral("resumable"));
+    startDemoRun(window, host, 2);
+    if (QTest::currentTestFailed()) {
+      return;
+    }
+    const QString runDir = home_.filePath(QStringLiteral("runs/resumable"));
+    QCOMPARE(window.runFolder(), runDir);
+    window.stopAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), kTimeoutMs);
+
+    app::RunsPage* runs = window.runsPage();
+    window.pages()->setCurrentWidget(runs);  // showing the page reads the folder again
+    QCOMPARE(runs->folder(), home_.filePath(QStringLiteral("runs")));
+    QCOMPARE(runs->table()->topLevelItemCount(), 1);
+    runs->selectRun(runDir);
+    const app::RunSummary* listed = runs->selectedRun();
+    QVERIFY(listed != nullptr);
+    QCOMPARE(listed->status, app::RunSummary::Status::Resumable);
+    const std::int64_t stoppedAt = listed->checkpointStep;
+    QVERIFY(stoppedAt >= 2);
+    QCOMPARE(listed->steps, stoppedAt);
+    QVERIFY(listed->lastLoss.has_value());
+    QCOMPARE(listed->device, QStringLiteral("cpu"));
+
+    // Its curves from metrics.jsonl: one loss point per step, in a run of their own.
+    const int runsBefore = window.dashboard()->runCount();
+    runs->openButton()->click();
+    QCOMPARE(window.dashboard()->runCount(), runsBefore + 1);
+    QCOMPARE(window.dashboard()->runName(window.dashboard()->shownRun()),
+             QStringLiteral("resumable (saved)"));
+    window.dashboard()->refresh();
+    QCOMPARE(window.dashboard()->lossChart()->decimator(0).sampleCount(),
+             static_cast<int>(stoppedAt));
+
+    // Resume: the run continues from its checkpoint in the same folder.
+    window.pages()->setCurrentWidget(runs);
+    runs->selectRun(runDir);
+    QVERIFY(runs->resumeButton()->isEnabled());
+    runs->resumeButton()->click();
+    QCOMPARE(window.runFolder(), runDir);
+    QTRY_VERIFY_WITH_TIMEOUT(window.stopAction()->isEnabled(), kTimeoutMs);
+    QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->lossChart()->decimator(0).sampleCount() >= 1,
+                             kTimeoutMs);
+    window.stopAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), kTimeoutMs);
+    const std::optional<app::RunSummary> resumed = app::readRunSummary(runDir);
+    QVERIFY(resumed.has_value());
+    QVERIFY2(resumed->steps > stoppedAt, qPrintable(QString::number(resumed->steps)));
+    const std::vector<TimedEvent> steps = app::metricsAsEvents(runDir);
+    for (std::size_t i = 0; i < steps.size(); ++i) {  // no step lost or repeated
+      QCOMPARE(std::get<StepEvent>(steps[i].event).step, static_cast<std::int64_t>(i + 1));
+    }
+
+    // The same name again: the prompt offers a new name, and the run starts there.
+    answerPrompt(QStringLiteral("existingRunPrompt"), QStringLiteral("Start as resumable-2"));
+    window.startAction()->trigger();
+    QCOMPARE(window.runFolder(), runDir + QStringLiteral("-2"));
+    QTRY_VERIFY_WITH_TIMEOUT(window.stopAction()->isEnabled(), kTimeoutMs);
+    window.stopAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), kTimeoutMs);
+    QVERIFY(QFileInfo::exists(runDir + QStringLiteral("-2/config.json")));
   }
 
   void isolatedHostTrainsAndExportsTheDemo() {

@@ -68,6 +68,32 @@ class TestDashboard : public QObject {
     QCOMPARE(d.queueChart()->lineSeries(1)->name(), QStringLiteral("copy"));
   }
 
+  // The stream recorded on an H100 (fixtures/README.md): every step, the GPU's memory readings
+  // (no "n/a" where a GPU run reports), the queue chart rather than the CPU note, and an entry of
+  // its own in the run selector when it is opened beside a live run.
+  void theRecordedH100RunIsDrawn() {
+    const auto stream = testing::readStream("h100_gpu_run.jsonl");
+    const auto steps = testing::eventsOfType<StepEvent>(stream);
+    QCOMPARE(steps.size(), std::size_t{30});
+    Dashboard d;
+    d.handleEvent({0, StepEvent{1, 2.0, 1e-4, 1.0, 100.0, 1, 1}});  // a live run
+    d.addRun(QStringLiteral("h100_gpu_run.jsonl (recording)"), stream);
+    d.refresh();
+    QCOMPARE(d.runCount(), 2);
+    QCOMPARE(d.shownRun(), 1);
+    QCOMPARE(d.lossChart()->lineSeries(Dashboard::Loss)->count(), 30);
+    QVERIFY(!d.showsQueueNote());
+    QCOMPARE(d.queueChart()->lineSeries(0)->name(), QStringLiteral("compute"));
+    QVERIFY(d.queueChart()->lineSeries(0)->count() > 0);
+    QVERIFY(d.memoryChart()->valueText(Dashboard::DriverUsed).endsWith("GiB"));
+    QVERIFY(d.allocatorChart()->valueText(Dashboard::LargestRequest).endsWith("GiB"));
+    d.handleEvent({1000, StepEvent{2, 2.0, 1e-4, 1.0, 100.0, 1, 1}});  // the live run goes on
+    d.refresh();
+    QCOMPARE(d.lossChart()->lineSeries(Dashboard::Loss)->count(), 30);  // not into the recording
+    d.showRun(0);
+    QCOMPARE(d.lossChart()->lineSeries(Dashboard::Loss)->count(), 2);
+  }
+
   void markersComeFromToggleCheckpointAndIncidentEvents() {
     const auto stream = testing::readStream("synthetic_gpu_run.jsonl");
     Dashboard d;

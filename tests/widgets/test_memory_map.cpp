@@ -54,6 +54,27 @@ class TestMemoryMap : public QObject {
     QCOMPARE(bytes[static_cast<std::size_t>(BlockKind::InactiveSplit)], std::uint64_t{16} << 20);
   }
 
+  // The snapshot recorded on an H100 after step 6 (fixtures/README.md) reads whole: its 298
+  // segments and 1,845 blocks: weights, LoRA, gradients and optimizer state in use, and the
+  // step's freed activations cached as free space (taken at a step boundary).
+  void readsTheSnapshotRecordedOnAnH100() {
+    const auto snaps =
+        testing::eventsOfType<SnapshotEvent>(testing::readStream("h100_gpu_run.jsonl"));
+    QCOMPARE(snaps.size(), std::size_t{1});
+    const widgets::MemorySnapshot s = widgets::parseMemorySnapshot(snaps[0].snapshot);
+    QCOMPARE(s.segments.size(), std::size_t{298});
+    QCOMPARE(s.blockCount(), std::size_t{1845});
+    const auto bytes = s.bytesByKind();
+    for (BlockKind kind :
+         {BlockKind::Weights, BlockKind::Lora, BlockKind::Grads, BlockKind::Optimizer}) {
+      QVERIFY(bytes[static_cast<std::size_t>(kind)] > 0);
+    }
+    QCOMPARE(bytes[static_cast<std::size_t>(BlockKind::Activations)], std::uint64_t{0});
+    QVERIFY(bytes[static_cast<std::size_t>(BlockKind::Free)] +
+                bytes[static_cast<std::size_t>(BlockKind::InactiveSplit)] >
+            bytes[static_cast<std::size_t>(BlockKind::Weights)]);
+  }
+
   void rejectsMalformedSnapshotsNamingTheField() {
     nlohmann::json bad = fixtureSnapshot();
     bad["segments"][1]["blocks"][0].erase("requested_size");

@@ -1,0 +1,290 @@
+// gui/RunsPage.cpp — reading run folders into summaries, and the page that lists them.
+#include "gui/RunsPage.h"
+
+#include <QDir>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QPushButton>
+#include <QTreeWidget>
+#include <QVBoxLayout>
+#include <algorithm>
+#include <stdexcept>
+
+#include "compute/Tensor.h"  // defines: deviceName
+#include "train/RunDirectory.h"
+
+namespace lorascope::app {
+namespace {
+
+constexpr int kDirRole = Qt::UserRole;
+
+enum Column { Name, Status, Steps, LastLoss, Profile, Device, Created, ColumnCount };
+
+std::filesystem::path toPath(const QString& dir) {
+  return std::filesystem::path(dir.toStdString());
+}
+
+}  // namespace
+
+QString statusText(const RunSummary& run) {
+  switch (run.status) {
+    case RunSummary::Status::Finished:
+      return QObject::tr("finished");
+    case RunSummary::Status::Resumable:
+      return QObject::tr("stopped · checkpoint at step %1").arg(run.checkpointStep);
+    case RunSummary::Status::NoCheckpoint:
+      return QObject::tr("stopped · no checkpoint");
+    case RunSummary::Status::Unreadable:
+      return QObject::tr("unreadable: %1").arg(run.problem);
+  }
+  return {};
+}
+
+std::optional<RunSummary> readRunSummary(const QString& dir) {
+  if (!QFileInfo::exists(QDir(dir).filePath(QString::fromLatin1(train::kRunConfigFile)))) {
+    return std::nullopt;
+  }
+  RunSummary run;
+  run.dir = QDir(dir).absolutePath();
+  run.name = QFileInfo(run.dir).fileName();
+  try {
+    const train::RunDirectory folder = train::RunDirectory::open(toPath(dir));
+    const nlohmann::json& config = folder.config();
+    const nlohmann::json training = config.value("training", nlohmann::json::object());
+    run.totalSteps = training.value("max_steps", std::int64_t{0});
+    run.profile = QString::fromStdString(training.value("profile", std::string()));
+    run.device = QString::fromStdString(training.value("device", std::string()));
+    run.created = QString::fromStdString(config.value("created", std::string()));
+    const std::filesystem::path metrics = folder.dir() / train::kMetricsFile;
+    if (std::filesystem::exists(metrics)) {
+      const std::vector<train::StepMetrics> steps = train::RunDirectory::readMetrics(metrics);
+      if (!steps.empty()) {
+        run.steps = steps.back().step;
+        run.lastLoss = steps.back().loss;
+        run.device = QString::fromLatin1(compute::deviceName(steps.back().device));
+      }
+    }
+    const std::vector<std::int64_t> checkpoints = folder.checkpointSteps();
+    run.checkpointStep = checkpoints.empty() ? 0 : checkpoints.back();
+    const bool done = run.totalSteps == 0 || run.steps >= run.totalSteps;
+    if (std::filesystem::is_directory(folder.finalAdapterDir()) && done) {
+      run.status = RunSummary::Status::Finished;
+    } else if (run.checkpointStep > 0) {
+      run.status = RunSummary::Status::Resumable;
+    } else {
+      run.status = RunSummary::Status::NoCheckpoint;
+    }
+  } catch (const std::exception& e) {
+    run.status = RunSummary::Status::Unreadable;
+    run.problem = QString::fromUtf8(e.what());
+  }
+  return run;
+}
+
+std::vector<RunSummary> listRuns(const QString& folder) {
+  std::vector<RunSummary> runs;
+  const QFileInfoList entries =
+      QDir(folder).entryInfoList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name);
+  for (const QFileInfo& entry : entries) {
+    if (std::optional<RunSummary> run = readRunSummary(entry.absoluteFilePath())) {
+      runs.push_back(std::move(*run));
+    }
+  }
+  std::stable_sort(runs.begin(), runs.end(),
+                   [](const RunSummary& a, const RunSummary& b) { return a.created > b.created; });
+  return runs;
+}
+
+std::vector<engine::TimedEvent> metricsAsEvents(const QString& runDir) {
+  const std::filesystem::path file = toPath(runDir) / train::kMetricsFile;
+  if (!std::filesystem::exists(file)) {
+    throw std::runtime_error(file.string() + ": no such file (the run has no completed step)");
+  }
+  std::vector<engine::TimedEvent> events;
+  double seconds = 0;
+  for (const train::StepMetrics& m : train::RunDirectory::readMetrics(file)) {
+    seconds += m.seconds;
+    engine::StepEvent step;
+    step.step = m.step;
+    step.loss = m.loss;
+    step.learningRate = m.learningRate;
+    step.gradNorm = m.gradNorm;
+    step.tokensPerS = m.tokensPerS;
+    step.microBatch = static_cast<int>(m.microBatch);
+    step.accumulation = static_cast<int>(m.accumulation);
+    events.push_back({static_cast<std::int64_t>(seconds * 1000.0), step});
+  }
+  return events;
+}
+
+std::vector<engine::TimedEvent> readRecording(const QString& path) {
+  QFile file(path);
+  if (!file.open(QIODevice::ReadOnly)) {
+    throw std::runtime_error(path.toStdString() + ": " + file.errorString().toStdString());
+  }
+  std::vector<engine::TimedEvent> events;
+  int lineNumber = 0;
+  while (!file.atEnd()) {
+    const QByteArray line = file.readLine().trimmed();
+    ++lineNumber;
+    if (line.isEmpty()) {
+      continue;
+    }
+    try {
+      events.push_back(engine::decodeEvent(std::string_view(line.constData(), line.size())));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(path.toStdString() + ":" + std::to_string(lineNumber) + ": " +
+                               e.what());
+    }
+  }
+  if (events.empty()) {
+    throw std::runtime_error(path.toStdString() + ": no events (an empty recording)");
+  }
+  return events;
+}
+
+RunsPage::RunsPage(QWidget* parent) : QWidget(parent) {
+  heading_ = new QLabel(this);
+  heading_->setWordWrap(true);
+  table_ = new QTreeWidget(this);
+  table_->setObjectName(QStringLiteral("runsTable"));
+  table_->setRootIsDecorated(false);
+  table_->setUniformRowHeights(true);
+  table_->setAlternatingRowColors(true);
+  table_->setHeaderLabels({tr("Run"), tr("Status"), tr("Steps"), tr("Last loss"), tr("Profile"),
+                           tr("Device"), tr("Created")});
+  table_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  connect(table_, &QTreeWidget::itemSelectionChanged, this, &RunsPage::updateButtons);
+  connect(table_, &QTreeWidget::itemDoubleClicked, this, [this] {
+    if (const RunSummary* run = selectedRun()) {
+      emit openRequested(*run);
+    }
+  });
+
+  open_ = new QPushButton(tr("&Show charts"), this);
+  open_->setToolTip(tr("Add the run's curves (from its metrics.jsonl) to the dashboard"));
+  connect(open_, &QPushButton::clicked, this, [this] {
+    if (const RunSummary* run = selectedRun()) {
+      emit openRequested(*run);
+    }
+  });
+  resume_ = new QPushButton(tr("&Resume"), this);
+  resume_->setToolTip(
+      tr("Continue the run from its newest checkpoint (lorascope-train train --resume)"));
+  connect(resume_, &QPushButton::clicked, this, [this] {
+    if (const RunSummary* run = selectedRun()) {
+      emit resumeRequested(*run);
+    }
+  });
+  auto* refresh = new QPushButton(tr("Re&fresh"), this);
+  connect(refresh, &QPushButton::clicked, this, &RunsPage::refresh);
+  auto* recording = new QPushButton(tr("Open &recording…"), this);
+  recording->setToolTip(
+      tr("Replay an engine event recording (JSON lines, as scripts/record_gpu_run.py writes "
+         "them) on the dashboard and the memory map"));
+  connect(recording, &QPushButton::clicked, this, &RunsPage::openRecordingWithDialog);
+
+  auto* buttons = new QHBoxLayout;
+  buttons->addWidget(open_);
+  buttons->addWidget(resume_);
+  buttons->addStretch();
+  buttons->addWidget(recording);
+  buttons->addWidget(refresh);
+  auto* layout = new QVBoxLayout(this);
+  layout->addWidget(heading_);
+  layout->addWidget(table_, 1);
+  layout->addLayout(buttons);
+  updateButtons();
+}
+
+void RunsPage::setFolder(const QString& folder) {
+  if (folder == folder_) {
+    return;
+  }
+  folder_ = folder;
+  refresh();
+}
+
+void RunsPage::refresh() {
+  const QString selected = selectedRun() != nullptr ? selectedRun()->dir : QString();
+  runs_ = listRuns(folder_);
+  heading_->setText(runs_.empty() ? tr("No runs in %1 yet (the setup page's output folder).")
+                                        .arg(QDir::toNativeSeparators(folder_))
+                                  : tr("%n run(s) in %1 (the setup page's output folder).", nullptr,
+                                       static_cast<int>(runs_.size()))
+                                        .arg(QDir::toNativeSeparators(folder_)));
+  table_->clear();
+  for (const RunSummary& run : runs_) {
+    auto* item = new QTreeWidgetItem(table_);
+    item->setData(0, kDirRole, run.dir);
+    item->setText(Name, run.name);
+    item->setText(Status, statusText(run));
+    item->setText(Steps, run.totalSteps > 0 ? tr("%1 of %2").arg(run.steps).arg(run.totalSteps)
+                                            : QString::number(run.steps));
+    item->setText(LastLoss, run.lastLoss ? QString::number(*run.lastLoss, 'f', 4) : tr("—"));
+    item->setText(Profile, run.profile.isEmpty() ? tr("not recorded") : run.profile);
+    item->setText(Device, run.device);
+    item->setText(Created, run.created);
+    item->setToolTip(Name, QDir::toNativeSeparators(run.dir));
+    item->setToolTip(Status, statusText(run));
+  }
+  if (!selected.isEmpty()) {
+    selectRun(selected);
+  }
+  updateButtons();
+}
+
+const RunSummary* RunsPage::selectedRun() const {
+  const QList<QTreeWidgetItem*> items = table_->selectedItems();
+  if (items.isEmpty()) {
+    return nullptr;
+  }
+  const QString dir = items.front()->data(0, kDirRole).toString();
+  const auto it = std::find_if(runs_.begin(), runs_.end(),
+                               [&](const RunSummary& run) { return run.dir == dir; });
+  return it == runs_.end() ? nullptr : &*it;
+}
+
+void RunsPage::selectRun(const QString& dir) {
+  const QString wanted = QDir(dir).absolutePath();
+  for (int i = 0; i < table_->topLevelItemCount(); ++i) {
+    QTreeWidgetItem* item = table_->topLevelItem(i);
+    if (item->data(0, kDirRole).toString() == wanted) {
+      table_->setCurrentItem(item);
+      return;
+    }
+  }
+}
+
+void RunsPage::setCanResume(bool canResume) {
+  canResume_ = canResume;
+  updateButtons();
+}
+
+void RunsPage::updateButtons() {
+  const RunSummary* run = selectedRun();
+  open_->setEnabled(run != nullptr && run->steps > 0);
+  const bool resumable = run != nullptr && run->status == RunSummary::Status::Resumable;
+  resume_->setEnabled(canResume_ && resumable);
+  resume_->setToolTip(run == nullptr ? tr("Choose a run to resume")
+                      : !resumable   ? tr("This run cannot be resumed: %1").arg(statusText(*run))
+                      : !canResume_  ? tr("Another run is in progress (or no engine is connected)")
+                                     : tr("Continue %1 from its checkpoint of step %2")
+                                          .arg(run->name)
+                                          .arg(run->checkpointStep));
+}
+
+void RunsPage::openRecordingWithDialog() {
+  const QString file =
+      QFileDialog::getOpenFileName(this, tr("Open an event recording"), folder_,
+                                   tr("Event recordings (*.jsonl);;All files (*)"));
+  if (!file.isEmpty()) {
+    emit recordingChosen(file);
+  }
+}
+
+}  // namespace lorascope::app
