@@ -41,7 +41,8 @@ class MappedFile {
   std::filesystem::path path_;
   std::byte* data_ = nullptr;  // nullptr for an empty file (nothing can map 0 bytes)
   std::size_t size_ = 0;       // bytes
-  std::intptr_t handle_ = -1;  // Windows: the file, kept open for FlushFileBuffers; else unused
+  // Windows: the file, kept open for FlushFileBuffers; unused on POSIX.
+  [[maybe_unused]] std::intptr_t handle_ = -1;
 };
 
 }  // namespace lorascope::common
