@@ -62,6 +62,7 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
                    fixed(4));
   loss_->addSeries(tr("learning rate"), AxisSide::Right, kGray,
                    [](double v) { return QString::number(v, 'e', 2); });
+  loss_->addSeries(tr("eval loss (held out)"), AxisSide::Left, kRed, fixed(4));
   throughput_ = new TimeChart(tr("Throughput"), tr("tokens/s"), {}, &markers_, page);
   throughput_->addSeries(tr("tokens/s"), AxisSide::Left, kGreen, fixed(0));
   memory_ = new TimeChart(tr("Memory"), tr("GiB"), {}, &markers_, page);
@@ -189,6 +190,9 @@ double Dashboard::xOf(const TimedEvent& timed) {
   if (xAxis_ == XAxis::Time) {
     return static_cast<double>(timed.timeMs - *runStartMs_) / 1000.0;
   }
+  if (const auto* eval = std::get_if<EvalEvent>(&timed.event)) {
+    return static_cast<double>(eval->step);  // beside the training loss of the same step
+  }
   if (const auto* step = std::get_if<StepEvent>(&timed.event)) {
     if (step->step > lastStep_) {
       stepDurationMs_ = timed.timeMs - (lastStep_ > 0 ? lastStepMs_ : *runStartMs_);
@@ -211,6 +215,9 @@ void Dashboard::plot(const TimedEvent& timed) {
         using T = std::decay_t<decltype(e)>;
         if constexpr (std::is_same_v<T, StepEvent>) {
           onStep(x, e);
+        } else if constexpr (std::is_same_v<T, EvalEvent>) {
+          showCharts();
+          loss_->addSample(EvalLoss, x, e.loss);
         } else if constexpr (std::is_same_v<T, MemoryEvent>) {
           onMemory(x, e);
         } else if constexpr (std::is_same_v<T, QueueEvent>) {

@@ -1,4 +1,5 @@
-// widgets/Dashboard.h — the live dashboard: loss and its moving average with the learning rate,
+// widgets/Dashboard.h — the live dashboard: loss and its moving average with the learning rate
+// and the held-out eval loss,
 // tokens/s, VRAM (driver used, our reserved, our allocated, held outside this run, host RAM),
 // the allocator's fragmentation as it matters (largest free block against the step's largest
 // request, inactive-split bytes, the largest free block at the step's peak), queue depth per stream
@@ -72,7 +73,7 @@ class Dashboard : public QStackedWidget {
   QLabel* allocatorNote() const { return allocatorNote_; }
 
   // Series indices of the charts above.
-  enum LossSeries { Loss, LossAverage, LearningRate };
+  enum LossSeries { Loss, LossAverage, LearningRate, EvalLoss };
   enum MemorySeries { DriverUsed, Reserved, Allocated, HeldOutside, HostRss };
   // The allocator chart: will the next step's allocations fit? (GiB)
   enum AllocatorSeries { LargestFree, LargestRequest, InactiveSplit, LargestFreeAtPeak };

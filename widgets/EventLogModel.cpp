@@ -129,6 +129,17 @@ void EventLogModel::handleEvent(const TimedEvent& timed) {
         } else if constexpr (std::is_same_v<T, CheckpointEvent>) {
           append(
               {timed.timeMs, Info, tr("checkpoint"), e.step, tr("saved %1").arg(text(e.path)), {}});
+        } else if constexpr (std::is_same_v<T, EvalEvent>) {
+          append({timed.timeMs,
+                  Info,
+                  tr("eval"),
+                  e.step,
+                  tr("eval loss %1 over %2 held-out tokens (best %3 at step %4)")
+                      .arg(e.loss, 0, 'f', 4)
+                      .arg(e.predictedTokens)
+                      .arg(e.bestLoss, 0, 'f', 4)
+                      .arg(e.bestStep),
+                  {}});
         } else if constexpr (std::is_same_v<T, StateEvent>) {
           const QString state = QString::fromLatin1(toString(e.state));
           append({timed.timeMs,

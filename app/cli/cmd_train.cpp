@@ -275,6 +275,15 @@ class RunReport {
       onToggle(*toggle);
     } else if (const auto* checkpoint = std::get_if<CheckpointEvent>(&event)) {
       checkpoint_ = *checkpoint;
+    } else if (const auto* eval = std::get_if<EvalEvent>(&event)) {
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "eval after step %lld: loss %.4f over %lld tokens (best %.4f at step %lld), "
+                    "%.1f s",
+                    static_cast<long long>(eval->step), eval->loss,
+                    static_cast<long long>(eval->predictedTokens), eval->bestLoss,
+                    static_cast<long long>(eval->bestStep), eval->seconds);
+      line(text);
     }
     return false;
   }

@@ -239,7 +239,8 @@ std::string_view eventType(const Event& event) {
                  [](const CheckpointEvent&) { return "checkpoint"; },
                  [](const IncidentEvent&) { return "incident"; },
                  [](const ToggleAppliedEvent&) { return "toggle_applied"; },
-                 [](const ToggleRefusedEvent&) { return "toggle_refused"; }},
+                 [](const ToggleRefusedEvent&) { return "toggle_refused"; },
+                 [](const EvalEvent&) { return "eval"; }},
       event);
 }
 
@@ -380,6 +381,15 @@ std::string encodeEvent(const TimedEvent& timed) {
                         {"value", e.value},
                         {"reason", e.reason},
                         {"step", e.step}});
+          },
+          [&](const EvalEvent& e) {
+            out.update({{"step", e.step},
+                        {"loss", e.loss},
+                        {"predicted_tokens", e.predictedTokens},
+                        {"sequences", e.sequences},
+                        {"seconds", e.seconds},
+                        {"best_loss", e.bestLoss},
+                        {"best_step", e.bestStep}});
           }},
       timed.event);
   return dumpLine(out);
@@ -466,6 +476,11 @@ TimedEvent decodeEvent(std::string_view line) {
     const Toggle toggle = f.choice("toggle", kToggleNames);
     checkToggleValue(f, toggle, f.at("value"));
     out.event = ToggleRefusedEvent{toggle, root["value"], f.string("reason"), f.integer("step")};
+  } else if (type == "eval") {
+    out.event =
+        EvalEvent{f.integer("step"),      f.numberOrNaN("loss"), f.integer("predicted_tokens"),
+                  f.integer("sequences"), f.number("seconds"),   f.numberOrNaN("best_loss"),
+                  f.integer("best_step")};
   } else {
     throw ProtocolError("unknown event type '" + type + "'");
   }

@@ -100,6 +100,17 @@ struct StepEvent {
   std::int64_t totalSteps = 0;
 };
 
+// The held-out loss after a step (--eval-data / --eval-split), beside that step's training loss.
+struct EvalEvent {
+  std::int64_t step = 0;
+  double loss = 0;                   // mean over the held-out set's predicted tokens; NaN if none
+  std::int64_t predictedTokens = 0;  // tokens the loss is over
+  std::int64_t sequences = 0;
+  double seconds = 0;   // wall time of the evaluation
+  double bestLoss = 0;  // the lowest eval loss of the run so far (this one included)
+  std::int64_t bestStep = 0;
+};
+
 // Three memory readings kept apart (DESIGN: honest numbers); unset = not available here.
 struct MemoryEvent {
   std::optional<std::uint64_t> allocatedBytes;  // our allocator: held by tensors
@@ -188,7 +199,7 @@ struct ToggleRefusedEvent {
 
 using Event = std::variant<HelloEvent, StateEvent, StepEvent, MemoryEvent, QueueEvent,
                            SnapshotEvent, LogEvent, ErrorEvent, CheckpointEvent, IncidentEvent,
-                           ToggleAppliedEvent, ToggleRefusedEvent>;
+                           ToggleAppliedEvent, ToggleRefusedEvent, EvalEvent>;
 
 // An event with the engine's clock (ms since the engine started), the charts' shared time axis.
 struct TimedEvent {

@@ -199,7 +199,7 @@ json parseOptionValue(const OptionSpec& spec, const std::string& text) {
       }
       return parseList(spec, text);
     case OptionType::Text:
-      if (text.empty()) {
+      if (text.empty() && !spec.emptyAllowed) {
         reject(spec, "a value", text);
       }
       return text;

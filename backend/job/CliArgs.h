@@ -44,6 +44,7 @@ struct OptionSpec {
   std::string zeroMeans = {};  // what 0 stands for ("by epochs"), shown in help and the GUI
   std::string unit = {};       // "tokens", "optimizer steps", "sequences", …; "" when none
   std::string valueName = {};  // the help's placeholder (N, DIR); derived from the type when empty
+  bool emptyAllowed = false;   // Text: "" is a value (none given), not a missing one
 
   bool hasRange() const {
     return max >= min && (type == OptionType::Integer || type == OptionType::Real);

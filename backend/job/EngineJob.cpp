@@ -18,6 +18,7 @@
 #include "telemetry/Sampler.h"
 #include "train/DemoDataset.h"
 #include "train/DemoModel.h"
+#include "train/Evaluation.h"
 #include "train/RunDirectory.h"
 #include "train/StateCodec.h"
 #include "train/TrainingData.h"
@@ -78,7 +79,7 @@ class TrainingJob : public engine::EngineJob {
     faults.configure(faultLedger_.begin(runtime::faultConfigFromEnvironment()));
     faults.setObserver([this](const runtime::FiredFault& fault) { faultLedger_.record(fault); });
     const std::string dataPath = run_.config().at("data_path").get<std::string>();
-    const train::TrainingData data =
+    train::TrainingData data =
         train::loadTrainingData(dataPath, run_.baseModel(), settings_.train.maxSeqLen);
     for (const std::string& problem : data.firstProblems) {
       sink(engine::TimedEvent{0, engine::LogEvent{engine::LogLevel::Warning, problem}});
@@ -87,6 +88,7 @@ class TrainingJob : public engine::EngineJob {
       sink(engine::TimedEvent{
           0, engine::LogEvent{engine::LogLevel::Warning, dataPath + ": " + losses}});
     }
+    prepareEvaluation(data.examples, sink);
     std::optional<train::TrainerState> resume = resumeState(config);
     weights_ =
         placeWeightsLogged(*backend_, folder_.weights(), logLine(), settings_.train.quantization);
@@ -123,6 +125,7 @@ class TrainingJob : public engine::EngineJob {
                    data.chatTemplate + ", on " + backend_->capabilities().name}});
     reportStartToggles(sink);
     replayMirroredStep(config, sink);
+    restoreEarlyStopping();
   }
 
   ~TrainingJob() override { runtime::launchControl().faults().setObserver(nullptr); }
@@ -161,16 +164,22 @@ class TrainingJob : public engine::EngineJob {
     if (!m.nonFinite.empty()) {
       sink_(engine::TimedEvent{0, engine::IncidentEvent{m.nonFinite, "update skipped", m.step}});
     }
+    if (evaluatesAfter(m.step)) {
+      m.eval = evaluate(cancel);
+    }
     run_.appendMetrics(m);
     const std::vector<std::byte> state = train::encodeTrainerState(loop_->state());
     mirror_->write(state);
     if (settings_.checkpointEvery > 0 && m.step % settings_.checkpointEvery == 0 && !finished()) {
       run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints);
     }
+    if (m.eval) {
+      announceEvaluation(*m.eval);
+    }
     return stepEvent(m, false);
   }
 
-  bool finished() const override { return loop_->finished(); }
+  bool finished() const override { return loop_->finished() || stoppedEarly_; }
   std::int64_t completedSteps() const override { return loop_->state().step; }
 
   std::string applyToggle(Toggle toggle, const json& value) override {
@@ -507,6 +516,111 @@ class TrainingJob : public engine::EngineJob {
     throw engine::RecoverableError(engine::ErrorEvent{"out_of_memory", op, 0, what, action, false});
   }
 
+  // The held-out set: --eval-data's file, or --eval-split's seeded share of `examples` (taken
+  // out of them before the loop sees them, the same share in every session of the run).
+  void prepareEvaluation(std::vector<train::TokenizedExample>& examples,
+                         const engine::EventSink& sink) {
+    std::vector<train::TokenizedExample> held;
+    std::string source;
+    if (settings_.evalSplit > 0.0) {
+      held = train::splitForEvaluation(examples, settings_.evalSplit, settings_.train.seed);
+      source = std::to_string(held.size()) + " of the data's examples held out (eval-split " +
+               std::to_string(settings_.evalSplit).substr(0, 5) + ", seed " +
+               std::to_string(settings_.train.seed) + ")";
+    } else if (!settings_.evalData.empty()) {
+      const std::string& path = settings_.evalData;
+      const std::string recorded = run_.config().value("eval_data_fingerprint", "");
+      if (const std::string now = fileFingerprint(path); !recorded.empty() && now != recorded) {
+        throw std::runtime_error(path + ": the eval data file changed since the run started (" +
+                                 now + ", recorded " + recorded +
+                                 "); restore it or start a new run");
+      }
+      train::TrainingData evalData =
+          train::loadTrainingData(path, run_.baseModel(), settings_.train.maxSeqLen);
+      if (const std::string losses = train::describeDataLosses(evalData); !losses.empty()) {
+        sink(engine::TimedEvent{
+            0, engine::LogEvent{engine::LogLevel::Warning, path + " (eval): " + losses}});
+      }
+      held = std::move(evalData.examples);
+      source = path;
+    } else {
+      return;
+    }
+    evalSequences_ = train::evaluationSequences(held, settings_.train.maxSeqLen);
+    sink(engine::TimedEvent{
+        0,
+        engine::LogEvent{
+            engine::LogLevel::Info,
+            "evaluation: " + std::to_string(evalSequences_.size()) + " sequences from " + source +
+                ", " +
+                (settings_.evalEvery > 0
+                     ? "every " + std::to_string(settings_.evalEvery) + " steps and after the last"
+                     : std::string("after the last step")) +
+                (settings_.earlyStoppingPatience > 0
+                     ? ", early stopping after " + std::to_string(settings_.earlyStoppingPatience) +
+                           " evaluations without improvement"
+                     : std::string())}});
+  }
+
+  bool evaluatesAfter(std::int64_t step) const {
+    return !evalSequences_.empty() &&
+           ((settings_.evalEvery > 0 && step % settings_.evalEvery == 0) || loop_->finished());
+  }
+
+  // The held-out loss after the step just completed. The step stands whatever happens here: an
+  // evaluation cut short (pause, stop) or out of memory is skipped and said so, never retried as
+  // a step.
+  std::optional<train::EvalMetrics> evaluate(const CancelFlag& cancel) {
+    const std::int64_t step = loop_->state().step;
+    try {
+      return loop_->evaluate(evalSequences_, cancel.flag());
+    } catch (const train::TrainingCancelled&) {
+      logLine()("evaluation after step " + std::to_string(step) + " interrupted; skipped");
+    } catch (const memory::OutOfMemoryError& oom) {
+      if (memory::DeviceAllocator* allocator = backend_->deviceAllocator())
+        allocator->emptyCache();
+      sink_(engine::TimedEvent{
+          0, engine::LogEvent{engine::LogLevel::Warning,
+                              "evaluation after step " + std::to_string(step) +
+                                  " ran out of memory and was skipped: " + oom.what() +
+                                  " (lower the micro-batch or max-seq-len)"}});
+    }
+    return std::nullopt;
+  }
+
+  void announceEvaluation(const train::EvalMetrics& eval) {
+    const bool stop = earlyStopping_.observe(eval);
+    const train::EvalMetrics best = *earlyStopping_.best();
+    sink_(engine::TimedEvent{
+        0, engine::EvalEvent{eval.step, eval.loss, eval.predictedTokens, eval.sequences,
+                             eval.seconds, best.loss, best.step}});
+    if (stop && !loop_->finished()) {
+      stoppedEarly_ = true;
+      logLine()(earlyStopText(best));
+    }
+  }
+
+  std::string earlyStopText(const train::EvalMetrics& best) const {
+    return "early stopping: the eval loss has not improved on " +
+           std::to_string(best.loss).substr(0, 6) + " (step " + std::to_string(best.step) +
+           ") for " + std::to_string(earlyStopping_.withoutImprovement()) +
+           " evaluations; the run ends at step " + std::to_string(loop_->state().step) + " of " +
+           std::to_string(loop_->totalSteps());
+  }
+
+  // A resumed run continues early stopping where it was: its evaluations so far are in the
+  // metrics (already cut back to the step it resumes from).
+  void restoreEarlyStopping() {
+    if (evalSequences_.empty())
+      return;
+    for (const train::StepMetrics& m :
+         train::RunDirectory::readMetrics(run_.dir() / train::kMetricsFile)) {
+      if (m.eval && earlyStopping_.observe(*m.eval) && !loop_->finished()) {
+        stoppedEarly_ = true;
+      }
+    }
+  }
+
   // A step's metrics as the engine announces them.
   StepEvent stepEvent(const train::StepMetrics& m, bool replayed) const {
     return StepEvent{m.step,
@@ -599,6 +713,9 @@ class TrainingJob : public engine::EngineJob {
   bool arenaMode_ = false;      // the allocator-policy toggle, kept across device moves
   std::unique_ptr<train::TrainLoop> loop_;
   std::unique_ptr<engine::StateMirror> mirror_;
+  std::vector<train::Sequence> evalSequences_;  // the held-out set; empty: no evaluation
+  train::EarlyStopping earlyStopping_{settings_.earlyStoppingPatience};
+  bool stoppedEarly_ = false;
 };
 
 }  // namespace

@@ -253,6 +253,42 @@ std::vector<RunOption> buildTable() {
       })
       .optionalInConfig = true;
 
+  // ---- Evaluation (train/Evaluation.h)
+  add(
+      OptionSpec{.name = "eval-data",
+                 .type = T::Text,
+                 .help = "A held-out dataset (same formats as --data): its loss is evaluated "
+                         "every --eval-every steps and after the last step.",
+                 .valueName = "FILE",
+                 .emptyAllowed = true},
+      "Eval data", "Evaluation", "/eval/data", [](auto& s) { return json(s.evalData); },
+      [](auto& s, auto& v) { s.evalData = v.template get<std::string>(); })
+      .optionalInConfig = true;
+  add(
+      withZero(real("eval-split", 0, 0.5, "0", "fraction of the examples",
+                    "Hold out this share of the training data (a fixed split drawn from --seed) "
+                    "and evaluate on it instead of a file."),
+               "no split"),
+      "Eval split", "Evaluation", "/eval/split", [](auto& s) { return json(s.evalSplit); },
+      [](auto& s, auto& v) { s.evalSplit = v.template get<double>(); })
+      .optionalInConfig = true;
+  add(
+      withZero(integer("eval-every", 0, 1'000'000, "0", "optimizer steps",
+                       "Evaluate the held-out loss every N steps (and always after the last)."),
+               "only at the end"),
+      "Evaluate every", "Evaluation", "/eval/every", [](auto& s) { return json(s.evalEvery); },
+      [](auto& s, auto& v) { s.evalEvery = whole(v); })
+      .optionalInConfig = true;
+  add(
+      withZero(integer("early-stopping-patience", 0, 1'000'000, "0", "evaluations",
+                       "Stop the run when this many evaluations in a row do not lower the best "
+                       "eval loss; the final adapter is the last step's."),
+               "off"),
+      "Early stopping patience", "Evaluation", "/eval/early_stopping_patience",
+      [](auto& s) { return json(s.earlyStoppingPatience); },
+      [](auto& s, auto& v) { s.earlyStoppingPatience = whole(v); })
+      .optionalInConfig = true;
+
   // ---- Checkpoints
   add(
       withZero(integer("checkpoint-every", 0, 1'000'000, "50", "optimizer steps",

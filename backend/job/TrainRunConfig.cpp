@@ -39,6 +39,11 @@ void applyOptions(TrainRunSettings& settings,
   if (epochs && !steps) {
     settings.train.maxSteps = 0;  // by epochs, also where the defaults limit the steps (demo)
   }
+  if (!settings.evalData.empty() && settings.evalSplit > 0.0) {
+    throw UsageError(
+        "--eval-data and --eval-split both given: evaluate on a file of its own or "
+        "on a share of the training data, not both");
+  }
   try {
     settings.train.validate();
   } catch (const std::invalid_argument& e) {
@@ -111,6 +116,11 @@ json newRunConfig(const std::string& modelPath, const std::string& dataPath, boo
       {"training", settingsToJson(settings)},
       {"versions", {{"lorascope", compute::buildInfo().version}, {"run_format", 1}}},
       {"created", created}};
+  if (!settings.evalData.empty()) {
+    config["training"]["eval"]["data"] =
+        std::filesystem::absolute(settings.evalData).lexically_normal().string();
+    config["eval_data_fingerprint"] = fileFingerprint(settings.evalData);
+  }
   if (resolvedModel.modelId) {
     config["model_id"] = *resolvedModel.modelId;
     config["model_revision"] = resolvedModel.revision;

@@ -32,6 +32,12 @@ struct TrainRunSettings {
   bool blockingLaunches = false;
   std::string gemmBackend = "vendor";       // vendor | builtin
   std::string allocatorPolicy = "caching";  // caching | arena
+  // Validation (train/Evaluation.h): a held-out dataset file, or a seeded share of the data.
+  std::string evalData;                    // "" = none; absolute in config.json
+  double evalSplit = 0.0;                  // fraction of the examples held out; 0 = none
+  std::int64_t evalEvery = 0;              // optimizer steps; 0 = only after the last step
+  std::int64_t earlyStoppingPatience = 0;  // evaluations without improvement; 0 = off
+  bool evaluates() const { return !evalData.empty() || evalSplit > 0.0; }
 };
 
 // The option table's defaults; the demo's are tuned for the built-in demo (a minute on 2 cores).
@@ -49,9 +55,10 @@ void applyOptions(TrainRunSettings& settings, const std::map<std::string, std::s
 nlohmann::json settingsToJson(const TrainRunSettings& settings);
 TrainRunSettings settingsFromJson(const nlohmann::json& training, const std::string& file);
 
-// The config.json of a new run: model and data paths (absolute; a model given as a Hugging Face
-// id is resolved from the hub cache and recorded as model_id), the data file's fingerprint,
-// the settings, versions and creation time (the last two are not part of the config hash).
+// The config.json of a new run: model and data paths (absolute, the eval data's too; a model given
+// as a Hugging Face id is resolved from the hub cache and recorded as model_id), the data file's
+// fingerprint, the settings, versions and creation time (the last two are not part of the config
+// hash).
 nlohmann::json newRunConfig(const std::string& modelPath, const std::string& dataPath, bool demo,
                             const TrainRunSettings& settings);
 

@@ -2,6 +2,7 @@
 #include "train/HfLogs.h"
 
 #include <chrono>
+#include <cmath>
 
 namespace lorascope::train {
 
@@ -15,22 +16,43 @@ json hfLogEntry(const StepMetrics& m) {
           {"step", m.step}};
 }
 
+json hfEvalLogEntry(const StepMetrics& m) {
+  const EvalMetrics& e = *m.eval;
+  const double perSecond = e.seconds > 0 ? 1.0 / e.seconds : 0.0;
+  return {{"epoch", static_cast<double>(m.epoch)},
+          {"eval_loss", e.loss},
+          {"eval_runtime", e.seconds},
+          {"eval_samples_per_second", static_cast<double>(e.sequences) * perSecond},
+          {"eval_steps_per_second", static_cast<double>(e.batches) * perSecond},
+          {"step", m.step}};
+}
+
 json hfTrainerState(const std::vector<StepMetrics>& metrics, const TrainerState& state,
                     const json& runConfig) {
   const json training =
       runConfig.is_object() ? runConfig.value("training", json::object()) : json::object();
   json history = json::array();
+  json bestMetric = nullptr;  // the lowest eval_loss so far (metric_for_best_model "eval_loss")
   for (const StepMetrics& m : metrics) {
-    if (m.step <= state.step)
-      history.push_back(hfLogEntry(m));
+    if (m.step > state.step)
+      continue;
+    history.push_back(hfLogEntry(m));
+    if (m.eval) {
+      history.push_back(hfEvalLogEntry(m));
+      if (std::isfinite(m.eval->loss) &&
+          (bestMetric.is_null() || m.eval->loss < bestMetric.get<double>()))
+        bestMetric = m.eval->loss;
+    }
   }
+  const json evaluation = training.value("eval", json::object());
+  const std::int64_t evalEvery = evaluation.value("every", std::int64_t{0});
   // The fields of transformers' TrainerState dataclass (4.x), so that load_from_json's
   // TrainerState(**json) accepts the file; values LoRAscope has no notion of keep the
   // dataclass defaults.
-  return {{"best_metric", nullptr},
+  return {{"best_metric", bestMetric},
           {"best_model_checkpoint", nullptr},
           {"epoch", static_cast<double>(state.epoch)},
-          {"eval_steps", 500},
+          {"eval_steps", evalEvery > 0 ? evalEvery : 500},
           {"global_step", state.step},
           {"is_hyper_param_search", false},
           {"is_local_process_zero", true},
@@ -58,6 +80,9 @@ TfEvent tfEventOf(const StepMetrics& m) {
                    {"train/grad_norm", static_cast<float>(m.gradNorm)},
                    {"train/epoch", static_cast<float>(m.epoch)},
                    {"train/tokens_per_s", static_cast<float>(m.tokensPerS)}};
+  if (m.eval) {
+    event.scalars.push_back({"eval/loss", static_cast<float>(m.eval->loss)});  // as HF's Trainer
+  }
   return event;
 }
 

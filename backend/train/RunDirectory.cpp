@@ -59,6 +59,13 @@ json toJson(const StepMetrics& m) {
   if (!m.nonFinite.empty()) {
     out["non_finite"] = m.nonFinite;
   }
+  if (m.eval) {
+    out["eval_loss"] = m.eval->loss;  // null when not finite, as the loss
+    out["eval_predicted_tokens"] = m.eval->predictedTokens;
+    out["eval_sequences"] = m.eval->sequences;
+    out["eval_batches"] = m.eval->batches;
+    out["eval_seconds"] = m.eval->seconds;
+  }
   return out;
 }
 
@@ -85,6 +92,16 @@ StepMetrics stepMetricsFromJson(const json& j) {
   m.predictedTokens = j.value("predicted_tokens", std::int64_t{0});
   // Lines written before runs could move between devices were all CPU steps.
   m.device = j.value("device", "cpu") == "gpu" ? compute::Device::Gpu : compute::Device::Cpu;
+  if (j.contains("eval_loss")) {
+    EvalMetrics eval;
+    eval.step = m.step;
+    eval.loss = numberOrNaN(j, "eval_loss");
+    eval.predictedTokens = j.value("eval_predicted_tokens", std::int64_t{0});
+    eval.sequences = j.value("eval_sequences", std::int64_t{0});
+    eval.batches = j.value("eval_batches", std::int64_t{0});
+    eval.seconds = j.value("eval_seconds", 0.0);
+    m.eval = eval;
+  }
   return m;
 }
 

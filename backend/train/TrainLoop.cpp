@@ -308,6 +308,34 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
   return metrics;
 }
 
+EvalMetrics TrainLoop::evaluate(std::span<const Sequence> sequences,
+                                const std::atomic<bool>* cancel) {
+  const auto start = std::chrono::steady_clock::now();
+  EvalMetrics eval;
+  eval.step = state_.step;
+  double lossSum = 0.0;
+  const auto count = static_cast<std::int64_t>(sequences.size());
+  for (std::int64_t first = 0; first < count; first += microBatch_) {
+    if (cancel != nullptr && cancel->load()) {
+      throw TrainingCancelled();
+    }
+    std::vector<const Sequence*> rows;
+    for (std::int64_t i = first; i < std::min(count, first + microBatch_); ++i) {
+      rows.push_back(&sequences[static_cast<std::size_t>(i)]);
+    }
+    const MicroBatch mb = collate(rows);
+    const LossSum part = graph_->forwardLoss({mb.batch, mb.seq, mb.ids, mb.labels});
+    lossSum += part.sum;
+    eval.predictedTokens += part.predictedTokens;
+    ++eval.batches;
+  }
+  eval.sequences = count;
+  eval.loss =
+      eval.predictedTokens > 0 ? lossSum / static_cast<double>(eval.predictedTokens) : std::nan("");
+  eval.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return eval;
+}
+
 bool TrainLoop::run(const StepCallback& onStep, const std::atomic<bool>* cancel) {
   while (!finished()) {
     StepMetrics metrics;

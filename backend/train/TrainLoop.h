@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@
 #include "model/ModelFolder.h"  // defines: ModelWeights
 #include "train/Batching.h"
 #include "train/Checkpoint.h"  // defines: TrainerState, LoraMoments, MicroBatchChange (types only)
+#include "train/Evaluation.h"  // defines: EvalMetrics
 #include "train/Lora.h"
 #include "train/Optimizer.h"
 #include "train/TrainGraph.h"
@@ -91,6 +93,8 @@ struct StepMetrics {
   // Set when the loss or gradient norm was not finite and the update was skipped: what happened
   // and how many such steps in a row stop the run (for a warning line or an incident).
   std::string nonFinite;
+  // The held-out loss after this step, when the run evaluated here (eval-every, the last step).
+  std::optional<EvalMetrics> eval;
 };
 
 class TrainLoop {
@@ -107,6 +111,11 @@ class TrainLoop {
 
   // One optimizer step. Throws TrainingCancelled (state unchanged) when `cancel` becomes true.
   StepMetrics step(const std::atomic<bool>* cancel = nullptr);
+  // The held-out loss of `sequences` (train/Evaluation.h) under the adapter of the last completed
+  // step, in micro-batches of the current size, without dropout. Reads the adapter and changes
+  // nothing a later step reads. Throws TrainingCancelled when `cancel` becomes true.
+  EvalMetrics evaluate(std::span<const Sequence> sequences,
+                       const std::atomic<bool>* cancel = nullptr);
   // Steps until totalSteps() or cancellation; returns false when cancelled.
   bool run(const StepCallback& onStep, const std::atomic<bool>* cancel = nullptr);
 

@@ -8,6 +8,8 @@
 //   - --quantize nf4 trains on 4-bit projections: recorded in config.json and the model card (as
 //     PEFT recorded QLoRA runs), a first loss close to the unquantised run's, and `export --merge`
 //     merges the adapter into the stored (unquantised) base;
+//   - a run that evaluates a held-out set (--eval-data, --eval-every) trains to the same adapter,
+//     interrupted and resumed, and logs every evaluation once;
 //   - a bad option is a usage error (exit 2) before any engine starts.
 // Plain C++ (no Qt), so it also runs where the GPU machine has no Qt. Linux: it finds the engine
 // child through /proc. The demo is shrunk (short sequences, rank 4) to keep each run to seconds.
@@ -272,6 +274,39 @@ int main() {
         command("export", {(scratch / "nf4").string(), "--merge", (scratch / "merged").string()});
     check(merged.exitCode == 0 && fs::exists(scratch / "merged" / "config.json"),
           "export --merge merges a --quantize nf4 run into the stored base", merged.output);
+  }
+
+  // Validation: evaluating every 3 steps (on the demo's own data file, so that the training data
+  // stays the reference's), interrupted at step 4 and resumed, trains to the reference's adapter
+  // byte for byte and logs each evaluation once.
+  {
+    std::vector<std::string> args = demoInto(scratch / "evaluated");
+    args.insert(args.end(),
+                {"--eval-data", (scratch / "cache" / "lorascope-demo-tasks-v1.jsonl").string(),
+                 "--eval-every", "3"});
+    bool interrupted = false;
+    const Run run = train(args, {}, [&](const std::string& line, std::int64_t trainPid) {
+      if (!interrupted && line.rfind("step 4/8", 0) == 0) {
+        ::kill(static_cast<pid_t>(trainPid), SIGINT);
+        interrupted = true;
+      }
+    });
+    check(run.exitCode == 130 && contains(run.output, "eval after step 3: loss "),
+          "an evaluated run prints its evaluations", run.output);
+    const Run resumed = train({"--resume", (scratch / "evaluated").string()});
+    check(resumed.exitCode == 0 && contains(resumed.output, "eval after step 6: loss ") &&
+              contains(resumed.output, "eval after step 8: loss "),
+          "resumed, it evaluates every 3 steps and after the last", resumed.output);
+    check(adapterOf(scratch / "evaluated") == referenceAdapter,
+          "evaluation changes nothing in training: the adapter is byte-identical", resumed.output);
+    const std::string metrics = readFile(scratch / "evaluated" / "metrics.jsonl");
+    std::size_t evalLines = 0;
+    for (std::size_t at = metrics.find("\"eval_loss\""); at != std::string::npos;
+         at = metrics.find("\"eval_loss\"", at + 1))
+      ++evalLines;
+    check(evalLines == 3, "metrics.jsonl holds the three evaluations once each", metrics);
+    check(contains(readFile(scratch / "evaluated" / "trainer_state.json"), "\"eval_loss\""),
+          "trainer_state.json's log_history holds them");
   }
 
   // Usage errors come before any engine: exit 2, naming the option.

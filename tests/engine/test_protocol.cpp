@@ -52,7 +52,8 @@ TEST_CASE(everyEventRoundTrips) {
       ToggleAppliedEvent{Toggle::Blocking, true, 41},
       ToggleAppliedEvent{Toggle::CpuFallback, true, 42, "moved the run to cpu (fp32) at step 42"},
       ToggleAppliedEvent{Toggle::Serialize, false, 3, "", "this run computes on the CPU"},
-      ToggleRefusedEvent{Toggle::GemmBackend, "vendor", "this build has no vendor BLAS", 7}};
+      ToggleRefusedEvent{Toggle::GemmBackend, "vendor", "this build has no vendor BLAS", 7},
+      EvalEvent{40, 1.9125, 5120, 32, 0.75, 1.875, 30}};
   for (const Event& e : events) {
     const TimedEvent timed{1234, e};
     const std::string line = encodeEvent(timed);
@@ -64,6 +65,11 @@ TEST_CASE(everyEventRoundTrips) {
   const auto step = std::get<StepEvent>(decodeEvent(encodeEvent({7, events[2]})).event);
   COMPARE(step.loss, 1.8325);
   COMPARE(step.accumulation, 8);
+  const auto eval = std::get<EvalEvent>(decodeEvent(encodeEvent({0, events[15]})).event);
+  COMPARE(eval.loss, 1.9125);
+  COMPARE(eval.predictedTokens, std::int64_t{5120});
+  COMPARE(eval.bestStep, std::int64_t{30});
+  VERIFY(encodeEvent({0, events[15]}).find("\"type\":\"eval\"") != std::string::npos);
   const auto hello = std::get<HelloEvent>(decodeEvent(encodeEvent({0, events[0]})).event);
   COMPARE(hello.devices.at(0).totalBytes, std::uint64_t{25753026560});
   // The detail is optional on the wire: absent when empty, kept when given.

@@ -205,6 +205,20 @@ class TestDashboard : public QObject {
         "Fragmentation hurts when the largest free block is smaller than the largest request"));
   }
 
+  // The held-out loss sits beside the training loss of the same step, on the step axis.
+  void evalLossIsDrawnAtItsStep() {
+    Dashboard d;
+    d.handleEvent({100, StepEvent{1, 3.0, 1e-4, 1.0, 10.0, 1, 1}});
+    d.handleEvent({200, StepEvent{2, 2.5, 1e-4, 1.0, 10.0, 1, 1}});
+    d.handleEvent({250, EvalEvent{2, 2.75, 400, 8, 0.05, 2.75, 2}});
+    d.refresh();
+    QLineSeries* eval = d.lossChart()->lineSeries(Dashboard::EvalLoss);
+    QCOMPARE(eval->count(), 1);
+    QCOMPARE(eval->at(0).x(), 2.0);
+    QCOMPARE(eval->at(0).y(), 2.75);
+    QCOMPARE(d.lossChart()->lineSeries(Dashboard::Loss)->count(), 2);
+  }
+
   void movingAverageCoversTheLastSteps() {
     Dashboard d;
     const int n = Dashboard::kMovingAverageSteps;
