@@ -69,6 +69,12 @@
 #                                  bf16 (tokens/s, peak reserved, the memory model's estimate;
 #                                  bench.jsonl); bench_gemm's NF4 lines; the log in qlora.txt.
 #                                  QLORA_STEPS sets the timed steps (default 4).
+#   scripts/gpu-check.sh generate  there: scripts/reference/generate.py writes transformers' greedy
+#                                  generate references (and the reference adapter) into
+#                                  tests/model/data (tarred to $OUT/generate-reference.tar: commit
+#                                  its files), then builds gpu_generate and parity_ops only and runs
+#                                  the attention_cached parity cases and gpu_generate: the KV-cache
+#                                  decoder and an adapter on the GPU against those references
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -240,6 +246,29 @@ run_supervise() {
   exit "$status"
 }
 
+run_generate() {
+  local out="${OUT:-$repo/gpu-check-results}"
+  mkdir -p "$out"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
+  local started=$SECONDS
+  python3 scripts/reference/generate.py tests/model/data 2>&1 | tee "$out/generate-reference.txt"
+  tar -cf "$out/generate-reference.tar" tests/model/data/*/generate.json \
+    tests/model/data/*/adapter
+  echo "gpu-check: references in $((SECONDS - started)) s"
+  configure_device_build "$out"
+  started=$SECONDS
+  cmake --build build/device --target gpu_generate parity_ops --parallel "$(nproc)" \
+    >"$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+  echo "gpu-check: gpu_generate and parity_ops built in $((SECONDS - started)) s"
+  rm -f "$out/build.log" "$out/configure.log"
+  local status=0
+  build/device/tests/parity/parity_ops --filter attention_cached 2>&1 |
+    tee "$out/parity-attention-cached.txt" || status=1
+  ctest --test-dir build/device -L gpu -R gpu_generate --output-on-failure 2>&1 |
+    tee "$out/ctest-generate.log" || status=1
+  exit "$status"
+}
+
 run_hf() {
   local out="${OUT:-$repo/gpu-check-results}"
   mkdir -p "$out"
@@ -294,6 +323,7 @@ case "${1:-}" in
     run_hf "$2" "$3"
     ;;
   run) run_checks "${2:-}" ;;
+  generate) run_generate ;;
   doctor) run_doctor ;;
   record) run_record "${2:-}" ;;
   bench)
@@ -307,7 +337,8 @@ case "${1:-}" in
   supervise) run_supervise ;;
   *)
     echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | doctor | record [PROGRAM] |" \
-      "bench [SHAPE ...] | memory [ARGS] | supervise | hf RUN_DIR TEMPLATES_DIR | qlora" >&2
+      "bench [SHAPE ...] | memory [ARGS] | supervise | hf RUN_DIR TEMPLATES_DIR | qlora |" \
+      "generate" >&2
     exit 2
     ;;
 esac

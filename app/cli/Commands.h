@@ -3,6 +3,7 @@
 // its options (job::CommandSpec), from which its parser, its --help and the usage come.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,12 +20,17 @@ int runDoctor(const Args& args);        // cmd_doctor.cpp (+ cmd_doctor_bundle.c
 int runEngine(const Args& args);        // cmd_engine.cpp
 int runEval(const Args& args);          // cmd_eval.cpp
 int runExport(const Args& args);        // cmd_export.cpp
+int runGenerate(const Args& args);      // cmd_generate.cpp
 int runInspectModel(const Args& args);  // cmd_inspect_model.cpp
 int runProfile(const Args& args);       // cmd_profile.cpp
 int runSupervise(const Args& args);     // cmd_supervise.cpp (external/CommandHost.h)
 int runTokenize(const Args& args);      // cmd_tokenize.cpp
 int runTrain(const Args& args);         // cmd_train.cpp (options: job/RunOptions.h)
 int runValidateData(const Args& args);  // cmd_validate_data.cpp
+
+// "1, 2,3" -> {1, 2, 3}; throws UsageError naming --option and the item that is not an int32
+// (cmd_eval.cpp; eval and generate take --ids).
+std::vector<std::int32_t> parseIdList(const std::string& option, const std::string& text);
 
 // How an engine of this build introduces itself (version, flavour, devices); cmd_engine.cpp.
 engine::HelloEvent engineHello();
@@ -34,6 +40,7 @@ const job::CommandSpec& doctorCommand();
 const job::CommandSpec& engineCommand();
 const job::CommandSpec& evalCommand();
 const job::CommandSpec& exportCommand();
+const job::CommandSpec& generateCommand();
 const job::CommandSpec& inspectModelCommand();
 const job::CommandSpec& profileCommand();
 const job::CommandSpec& superviseCommand();

@@ -16,9 +16,7 @@
 #include "text/Tokenizer.h"
 
 namespace lorascope::cli {
-namespace {
 
-// "1, 2,3" -> {1, 2, 3}; names the item that is not an int32.
 std::vector<std::int32_t> parseIdList(const std::string& option, const std::string& text) {
   std::vector<std::int32_t> ids;
   std::size_t start = 0;
@@ -42,8 +40,6 @@ std::vector<std::int32_t> parseIdList(const std::string& option, const std::stri
   }
   return ids;
 }
-
-}  // namespace
 
 const job::CommandSpec& evalCommand() {
   using job::OptionType;

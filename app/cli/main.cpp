@@ -30,6 +30,7 @@ const std::vector<Subcommand>& subcommands() {
       {cli::runEngine, cli::engineCommand()},
       {cli::runEval, cli::evalCommand()},
       {cli::runExport, cli::exportCommand()},
+      {cli::runGenerate, cli::generateCommand()},
       {cli::runInspectModel, cli::inspectModelCommand()},
       {cli::runProfile, cli::profileCommand()},
       {cli::runSupervise, cli::superviseCommand()},

@@ -34,6 +34,7 @@
 #include "gui/RunSetupPage.h"
 #include "gui/RunsPage.h"
 #include "gui/Theme.h"
+#include "gui/TryItPage.h"
 #include "profiles/ProfileStore.h"
 #include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
@@ -86,7 +87,14 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   pages_->addTab(memoryMap_, tr("&Memory map"));
   pages_->addTab(processes_, tr("&Processes"));
   pages_->addTab(eventLogPanel_, tr("&Log and incidents"));
+  tryIt_ = new TryItPage(this);
+  pages_->addTab(tryIt_, tr("&Try it"));
   setCentralWidget(pages_);
+  // The Try it page starts from the setup's model and the newest run (until the user edits them).
+  connect(pages_, &QTabWidget::currentChanged, this, [this] {
+    if (pages_->currentWidget() == tryIt_)
+      tryIt_->suggest(setup_->effectiveModelDir(), runFolder_);
+  });
   exporter_ = new RunExporter(engineProgram(), this);
 
   controls_ = new widgets::ControlsPanel(liveControls(), this);

@@ -38,6 +38,7 @@ class RunExporter;
 class RunSetupPage;
 class RunsPage;
 struct RunSummary;
+class TryItPage;
 
 // The facts of this build and its GPUs, as the About box shows them.
 widgets::AboutFacts collectAboutFacts();
@@ -71,6 +72,7 @@ class MainWindow : public QMainWindow {
   RunSetupPage* setupPage() const { return setup_; }
   RunsPage* runsPage() const { return runs_; }
   ProcessesPage* processesPage() const { return processes_; }
+  TryItPage* tryItPage() const { return tryIt_; }
   RunExporter* exporter() const { return exporter_; }
   QTabWidget* pages() const { return pages_; }
   QAction* startAction() const { return start_; }
@@ -128,6 +130,7 @@ class MainWindow : public QMainWindow {
   RunSetupPage* setup_;
   RunsPage* runs_;
   ProcessesPage* processes_;
+  TryItPage* tryIt_;
   RunExporter* exporter_;
   QProgressDialog* exportProgress_ = nullptr;
   widgets::Dashboard* dashboard_;

@@ -79,6 +79,7 @@ class RunSetupPage : public QWidget {
   bool usesCommand() const;
   void setCommandMode(bool on);
   CommandSetup* commandSetup() const { return commandSetup_; }
+  QString effectiveModelDir() const;  // the demo's cache folder or the chosen one
   QStringList problems() const;
   // Options as `lorascope-train train` takes them (long name → text).
   std::map<std::string, std::string> options() const;
@@ -139,7 +140,6 @@ class RunSetupPage : public QWidget {
   void showValidation();
   void updateEstimate();
   void updateProblems();
-  QString effectiveModelDir() const;  // the demo's cache folder or the chosen one
 
   QGridLayout* columns_ = nullptr;
   std::array<QWidget*, 2> boxes_{};  // what to train, the options

@@ -129,6 +129,26 @@ void checkAttentionArgs(const BackendCapabilities& caps, const Tensor& q, const 
   requireDType(op, "logsumexp", logsumexp, DType::F32);
 }
 
+void checkAttentionCachedArgs(const BackendCapabilities& caps, const Tensor& q, const Tensor& k,
+                              const Tensor& v, const Tensor& out) {
+  constexpr const char* op = "attention_cached";
+  requireActivations(op, caps, {{&q, "q"}, {&k, "k"}, {&v, "v"}, {&out, "out"}});
+  requireRank(op, "q", q, 3, "(new tokens, heads, head_dim)");
+  requireRank(op, "k", k, 3, "(cached tokens, kv_heads, head_dim)");
+  const std::int64_t kvHeads = k.dim(1);
+  if (kvHeads == 0 || q.dim(1) % kvHeads != 0) {
+    throw ShapeError(std::string(op) + ": " + std::to_string(q.dim(1)) +
+                     " query heads are not a multiple of " + std::to_string(kvHeads) + " KV heads");
+  }
+  if (k.dim(0) < q.dim(0)) {
+    throw ShapeError(std::string(op) + ": " + std::to_string(k.dim(0)) + " cached keys for " +
+                     std::to_string(q.dim(0)) + " new queries (the new ones must be cached too)");
+  }
+  requireShape(op, "k", k, {k.dim(0), kvHeads, q.dim(2)});
+  requireShape(op, "v", v, k.shape());
+  requireShape(op, "out", out, q.shape());
+}
+
 void checkSwigluArgs(const BackendCapabilities& caps, const Tensor& gate, const Tensor& up,
                      const Tensor& out) {
   constexpr const char* op = "swiglu_forward";

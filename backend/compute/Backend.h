@@ -141,6 +141,13 @@ class Backend {
   virtual void attentionForward(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
                                 Tensor& out, Tensor& logsumexp) = 0;
 
+  // Attention of a generation step over its KV cache (batch 1, no logsumexp: nothing to
+  // differentiate): the S new queries sit at positions past … past+S−1, past = keys − S, and
+  // query i attends keys 0 … past+i with GQA as above. S = keys is the causal prompt pass.
+  //   q (S, heads, hd)   k, v (past + S, kvHeads, hd)   out (S, heads, hd)   activation dtype
+  virtual void attentionCached(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
+                               Tensor& out) = 0;
+
   // SwiGLU of the Llama MLP: out = silu(gate) ⊙ up, silu(g) = g / (1 + e^−g).
   //   gate, up, out (rows, dim) activation dtype
   virtual void swigluForward(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
@@ -249,6 +256,8 @@ void checkRopeArgs(const BackendCapabilities& caps, const Tensor& x, std::size_t
                    const Tensor& invFreq);
 void checkAttentionArgs(const BackendCapabilities& caps, const Tensor& q, const Tensor& k,
                         const Tensor& v, const Tensor& out, const Tensor& logsumexp);
+void checkAttentionCachedArgs(const BackendCapabilities& caps, const Tensor& q, const Tensor& k,
+                              const Tensor& v, const Tensor& out);
 void checkSwigluArgs(const BackendCapabilities& caps, const Tensor& gate, const Tensor& up,
                      const Tensor& out);
 void checkAddArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& y);

@@ -78,6 +78,20 @@ Tensor Tensor::viewAs(Shape shape) const {
   return Tensor(storage_, dtype_, std::move(shape), device_);
 }
 
+Tensor Tensor::rows(std::int64_t first, std::int64_t count) const {
+  if (shape_.empty() || first < 0 || count < 0 || first + count > shape_[0]) {
+    throw ShapeError("rows: [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                     ") is not inside " + describe());
+  }
+  Shape shape = shape_;
+  shape[0] = count;
+  const std::size_t rowBytes = shape_[0] > 0 ? bytes() / static_cast<std::size_t>(shape_[0]) : 0;
+  // The aliasing constructor: the slice keeps the whole storage alive.
+  std::shared_ptr<void> slice(storage_, static_cast<std::byte*>(storage_.get()) +
+                                            static_cast<std::size_t>(first) * rowBytes);
+  return Tensor(std::move(slice), dtype_, std::move(shape), device_);
+}
+
 void requireShape(const char* op, const char* what, const Tensor& t, const Shape& expected) {
   if (t.shape() != expected) {
     throw ShapeError(std::string(op) + ": " + what + " has shape " + shapeToString(t.shape()) +

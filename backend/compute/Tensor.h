@@ -56,6 +56,9 @@ class Tensor {
   // The same storage seen with another shape of the same element count (e.g. (T, heads*hd) as
   // (T, heads, hd)); throws ShapeError when the counts differ.
   Tensor viewAs(Shape shape) const;
+  // Rows [first, first + count) of axis 0, sharing this tensor's storage (a KV cache's newest
+  // positions); throws ShapeError when they are not all inside.
+  Tensor rows(std::int64_t first, std::int64_t count) const;
 
  private:
   std::shared_ptr<void> storage_;

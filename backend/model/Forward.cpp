@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compute/Errors.h"
+#include "model/KvCache.h"  // defines: KvCache::attend
 #include "model/ModelError.h"
 
 namespace lorascope::model {
@@ -83,11 +84,16 @@ void decoderLayerForward(Backend& backend, const ModelConfig& c, const LayerWeig
   Tensor k = a.k.viewAs({tokens, c.numKvHeads, c.headDim});
   backend.rope(q, s.positions, s.invFreq, false);
   backend.rope(k, s.positions, s.invFreq, false);
-  Tensor attention = a.attention.viewAs({s.batch, s.seq, c.numHeads, c.headDim});
-  backend.attentionForward(q.viewAs({s.batch, s.seq, c.numHeads, c.headDim}),
-                           k.viewAs({s.batch, s.seq, c.numKvHeads, c.headDim}),
-                           a.v.viewAs({s.batch, s.seq, c.numKvHeads, c.headDim}), s.attentionScale,
-                           attention, a.logsumexp);
+  if (s.cache != nullptr) {
+    Tensor attention = a.attention.viewAs({tokens, c.numHeads, c.headDim});
+    s.cache->attend(backend, layer, q, s.attentionScale, attention);
+  } else {
+    Tensor attention = a.attention.viewAs({s.batch, s.seq, c.numHeads, c.headDim});
+    backend.attentionForward(q.viewAs({s.batch, s.seq, c.numHeads, c.headDim}),
+                             k.viewAs({s.batch, s.seq, c.numKvHeads, c.headDim}),
+                             a.v.viewAs({s.batch, s.seq, c.numKvHeads, c.headDim}),
+                             s.attentionScale, attention, a.logsumexp);
+  }
   project(backend, a.attention, l.o, l.oBias, a.xMid, layer, Projection::O, hook);
   backend.addInPlace(a.xMid, xIn);  // residual (x + y == y + x bit for bit)
 

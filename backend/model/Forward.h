@@ -53,6 +53,8 @@ class ProjectionHook {
                                compute::Tensor& y) = 0;
 };
 
+class KvCache;  // model/KvCache.h
+
 // Where the tokens of a (batch, seq) block sit: RoPE positions and the attention scale.
 struct SequenceLayout {
   std::int64_t batch = 0;
@@ -60,6 +62,9 @@ struct SequenceLayout {
   std::vector<std::int32_t> positions;  // (batch·seq): t mod seq
   compute::Tensor invFreq;              // (hd/2) f32 on the backend
   float attentionScale = 1.0f;          // 1/√hd
+  // Generation (batch 1): the earlier positions' keys and values. The layer's k and v are then
+  // the cache's next rows, and attention reads the whole cache (model/KvCache.h).
+  const KvCache* cache = nullptr;
 };
 SequenceLayout makeSequenceLayout(compute::Backend& backend, const ModelConfig& config,
                                   std::int64_t batch, std::int64_t seq);

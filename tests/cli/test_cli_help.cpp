@@ -58,8 +58,9 @@ class TestCliHelp : public QObject {
   }
 
   void everyCommandAnswersHelp() {
-    for (const char* command : {"bench", "devices", "doctor", "engine", "eval", "export",
-                                "inspect-model", "tokenize", "train", "validate-data"}) {
+    for (const char* command :
+         {"bench", "devices", "doctor", "engine", "eval", "export", "generate", "inspect-model",
+          "tokenize", "train", "validate-data"}) {
       const Result help = run({QString::fromLatin1(command), QStringLiteral("--help")});
       QCOMPARE(help.exitCode, 0);
       QVERIFY2(help.out.startsWith(QStringLiteral("usage: lorascope-train ") +

@@ -1,5 +1,5 @@
-// parity/cases_attention.cpp — causal GQA attention forward/backward: HIP (bf16 in/out, fp32
-// math, flash-style tiles) against CPU (fp32, one row at a time).
+// parity/cases_attention.cpp — causal GQA attention forward/backward and generation's attention
+// over a KV cache: HIP (bf16 in/out, fp32 math) against CPU (fp32, one row at a time).
 //
 // Shapes cover S = 1, odd S below one tile (13, 77), S that is not a tile multiple (300), long
 // sequences (1024, 2048), batch 1-3, GQA ratios 1, 2 and 7 (Qwen2.5-0.5B has 14/2), head dims 64
@@ -117,6 +117,36 @@ std::vector<Comparison> runBackward(Backend& cpu, Backend& gpu, const AttentionI
           compareOutputs("dv", grads[0][2], grads[1][2], kGradient)};
 }
 
+// Generation's attention over a KV cache (Backend::attentionCached): `queries` new rows at the
+// end of `keys` cached positions, batch 1.
+struct CachedCase {
+  std::int64_t queries, keys, heads, kvHeads, headDim;
+};
+
+std::vector<Comparison> runCached(Backend& cpu, Backend& gpu, std::mt19937& rng,
+                                  const CachedCase& c) {
+  const compute::Shape qShape{c.queries, c.heads, c.headDim};
+  const compute::Shape kvShape{c.keys, c.kvHeads, c.headDim};
+  const auto q =
+      roundTo(DType::BF16,
+              randomNormal(rng, static_cast<std::size_t>(compute::numelOf(qShape)), 0.0f, 1.0f));
+  const auto kvCount = static_cast<std::size_t>(compute::numelOf(kvShape));
+  const auto k = roundTo(DType::BF16, randomNormal(rng, kvCount, 0.0f, 1.0f));
+  const auto v = roundTo(DType::BF16, randomNormal(rng, kvCount, 0.0f, 1.0f));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.headDim));
+  std::vector<float> outputs[2];
+  Backend* backends[2] = {&cpu, &gpu};
+  for (int b = 0; b < 2; ++b) {
+    Backend& be = *backends[b];
+    const DType act = be.capabilities().activationDType;
+    Tensor out = be.empty(act, qShape);
+    be.attentionCached(be.upload(q, act, qShape), be.upload(k, act, kvShape),
+                       be.upload(v, act, kvShape), scale, out);
+    outputs[b] = be.download(out);
+  }
+  return {compareOutputs("out", outputs[0], outputs[1], kBf16Output)};
+}
+
 // The GPU kernels hold a row's head dim in registers up to 256; a larger one (which the CPU
 // computes) must be refused with a ShapeError naming the op and the head dim, not computed wrongly.
 std::vector<Comparison> runRejectsHeadDim(Backend& gpu) {
@@ -163,6 +193,18 @@ std::vector<ParityCase> attentionCases() {
     cases.push_back({"attention_backward", shape, kGradient,
                      [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
                        return runBackward(cpu, gpu, makeInputs(rng, c));
+                     }});
+  }
+  // One new token over caches of 1 to 1030 positions (decoding), and the prompt pass (S = keys).
+  const CachedCase cached[] = {{1, 1, 2, 1, 64},    {1, 77, 14, 2, 64},  {1, 300, 8, 4, 128},
+                               {1, 1030, 4, 2, 80}, {3, 200, 4, 1, 256}, {13, 13, 4, 2, 64}};
+  for (const CachedCase& c : cached) {
+    const std::string shape = "S=" + std::to_string(c.queries) + " keys=" + std::to_string(c.keys) +
+                              " heads=" + std::to_string(c.heads) + "/" +
+                              std::to_string(c.kvHeads) + " hd=" + std::to_string(c.headDim);
+    cases.push_back({"attention_cached", shape, kBf16Output,
+                     [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                       return runCached(cpu, gpu, rng, c);
                      }});
   }
   cases.push_back({"attention_forward", "B=1 S=3 heads=2/2 hd=320 rejected", Tolerance{},

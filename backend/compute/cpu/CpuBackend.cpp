@@ -11,10 +11,11 @@
 #include "compute/Nf4.h"            // defines: nf4::quantize, nf4::dequantize
 #include "compute/cpu/add.h"        // defines: cpu::addInPlace, cpu::addBias, cpu::multiplyInPlace
 #include "compute/cpu/attention.h"  // defines: cpu::attentionForward, cpu::attentionBackward
-#include "compute/cpu/cross_entropy.h"  // defines: cpu::crossEntropyForward
-#include "compute/cpu/embedding.h"      // defines: cpu::embeddingForward
-#include "compute/cpu/lm_head_loss.h"   // defines: cpu::lmHeadCrossEntropy
-#include "compute/cpu/matmul.h"         // defines: cpu::matmul
+#include "compute/cpu/attention_cached.h"  // defines: cpu::attentionCached
+#include "compute/cpu/cross_entropy.h"     // defines: cpu::crossEntropyForward
+#include "compute/cpu/embedding.h"         // defines: cpu::embeddingForward
+#include "compute/cpu/lm_head_loss.h"      // defines: cpu::lmHeadCrossEntropy
+#include "compute/cpu/matmul.h"            // defines: cpu::matmul
 #include "compute/cpu/rmsnorm.h"
 #include "compute/cpu/rope.h"       // defines: cpu::rope
 #include "compute/cpu/swiglu.h"     // defines: cpu::swigluForward, cpu::swigluBackward
@@ -146,6 +147,15 @@ class CpuBackend final : public Backend {
     cpu::attentionForward(q.as<float>(), k.as<float>(), v.as<float>(),
                           {q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)}, scale,
                           out.as<float>(), logsumexp.as<float>());
+  }
+
+  void attentionCached(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
+                       Tensor& out) override {
+    const runtime::HostOpScope op("attention_cached");  // watchdog and fault injection
+    checkAttentionCachedArgs(caps_, q, k, v, out);
+    cpu::attentionCached(q.as<float>(), k.as<float>(), v.as<float>(),
+                         {q.dim(0), k.dim(0), q.dim(1), k.dim(1), q.dim(2)}, scale,
+                         out.as<float>());
   }
 
   void swigluForward(const Tensor& gate, const Tensor& up, Tensor& out) override {

@@ -45,6 +45,8 @@ class HipBackend final : public Backend {
             bool inverse) override;
   void attentionForward(const Tensor& q, const Tensor& k, const Tensor& v, float scale, Tensor& out,
                         Tensor& logsumexp) override;
+  void attentionCached(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
+                       Tensor& out) override;
   void swigluForward(const Tensor& gate, const Tensor& up, Tensor& out) override;
   void addInPlace(Tensor& x, const Tensor& y) override;
   void addBias(Tensor& x, const Tensor& bias) override;

@@ -7,9 +7,10 @@
 
 #include "compute/Errors.h"
 #include "compute/hip/HipBackend.h"
-#include "compute/hip/attention.h"     // defines: attentionForward, attentionBackward
-#include "compute/hip/lm_head_loss.h"  // defines: lmHeadChunk, lmHeadChunkColumns, ...
-#include "runtime/OpTiming.h"          // defines: OpTimingScope
+#include "compute/hip/attention.h"         // defines: attentionForward, attentionBackward
+#include "compute/hip/attention_cached.h"  // defines: attentionCached
+#include "compute/hip/lm_head_loss.h"      // defines: lmHeadChunk, lmHeadChunkColumns, ...
+#include "runtime/OpTiming.h"              // defines: OpTimingScope
 
 namespace lorascope::compute::hip {
 namespace {
@@ -43,6 +44,19 @@ void HipBackend::attentionForward(const Tensor& q, const Tensor& k, const Tensor
   hip::attentionForward(q.as<std::uint16_t>(), k.as<std::uint16_t>(), v.as<std::uint16_t>(),
                         attentionShape("attention_forward", q, k), scale, out.as<std::uint16_t>(),
                         logsumexp.as<float>(), stream_);
+}
+
+void HipBackend::attentionCached(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
+                                 Tensor& out) {
+  checkAttentionCachedArgs(caps_, q, k, v, out);
+  if (q.dim(2) > kMaxCachedAttentionHeadDim) {
+    throw ShapeError("attention_cached: head_dim " + std::to_string(q.dim(2)) +
+                     " is not supported by the GPU kernel (at most " +
+                     std::to_string(kMaxCachedAttentionHeadDim) + "); generate on the CPU");
+  }
+  hip::attentionCached(q.as<std::uint16_t>(), k.as<std::uint16_t>(), v.as<std::uint16_t>(),
+                       q.dim(0), k.dim(0), q.dim(1), k.dim(1), q.dim(2), scale,
+                       out.as<std::uint16_t>(), stream_);
 }
 
 void HipBackend::attentionBackward(const Tensor& dout, const Tensor& q, const Tensor& k,

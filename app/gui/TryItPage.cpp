@@ -1,0 +1,255 @@
+// gui/TryItPage.cpp — the form, the two answer panes, and the worker that fills them.
+#include "gui/TryItPage.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QShortcut>
+#include <QSpinBox>
+#include <QThread>
+#include <QVBoxLayout>
+#include <climits>
+
+#include "job/Generation.h"
+
+namespace lorascope::app {
+
+namespace {
+
+QHBoxLayout* withBrowse(QLineEdit* edit, QPushButton* browse) {
+  auto* row = new QHBoxLayout;
+  row->addWidget(edit, 1);
+  row->addWidget(browse);
+  return row;
+}
+
+QPlainTextEdit* answerPane(QWidget* parent) {
+  auto* pane = new QPlainTextEdit(parent);
+  pane->setReadOnly(true);
+  return pane;
+}
+
+QString summary(const job::GenerationResult& r) {
+  return QObject::tr("%1 tokens (%2), %3 tokens/s")
+      .arg(r.ids.size())
+      .arg(QString::fromStdString(r.stopReason))
+      .arg(r.tokensPerS, 0, 'f', 1);
+}
+
+}  // namespace
+
+TryItPage::TryItPage(QWidget* parent) : QWidget(parent) {
+  model_ = new QLineEdit(this);
+  model_->setPlaceholderText(tr("a Hugging Face model folder (the setup page's model)"));
+  adapter_ = new QLineEdit(this);
+  adapter_->setPlaceholderText(
+      tr("a run folder or a PEFT adapter folder (empty: base model only)"));
+  system_ = new QLineEdit(this);
+  system_->setPlaceholderText(tr("optional system message"));
+  auto* browseModel = new QPushButton(tr("Browse…"), this);
+  auto* browseAdapter = new QPushButton(tr("Browse…"), this);
+  connect(browseModel, &QPushButton::clicked, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Model folder"), model_->text());
+    if (!dir.isEmpty())
+      model_->setText(dir);
+  });
+  connect(browseAdapter, &QPushButton::clicked, this, [this] {
+    const QString dir =
+        QFileDialog::getExistingDirectory(this, tr("Run or adapter folder"), adapter_->text());
+    if (!dir.isEmpty())
+      adapter_->setText(dir);
+  });
+  connect(model_, &QLineEdit::textEdited, this, [this] { modelEdited_ = true; });
+  connect(adapter_, &QLineEdit::textEdited, this, [this] { adapterEdited_ = true; });
+
+  prompt_ = new QPlainTextEdit(this);
+  prompt_->setPlaceholderText(
+      tr("The prompt, sent as the user's message through the model's chat "
+         "template (Ctrl+Return generates)"));
+  prompt_->setMaximumHeight(110);
+
+  maxNewTokens_ = new QSpinBox(this);
+  maxNewTokens_->setRange(1, 8192);
+  maxNewTokens_->setValue(128);
+  temperature_ = new QDoubleSpinBox(this);
+  temperature_->setRange(0.0, 5.0);
+  temperature_->setSingleStep(0.1);
+  temperature_->setToolTip(tr("0 is greedy (the most likely token); above 0 samples"));
+  topP_ = new QDoubleSpinBox(this);
+  topP_->setRange(0.01, 1.0);
+  topP_->setSingleStep(0.05);
+  topP_->setValue(1.0);
+  seed_ = new QSpinBox(this);
+  seed_->setRange(0, INT_MAX);
+  device_ = new QComboBox(this);
+  device_->addItems({QStringLiteral("cpu"), QStringLiteral("gpu"), QStringLiteral("auto")});
+  generate_ = new QPushButton(tr("&Generate"), this);
+  stop_ = new QPushButton(tr("S&top"), this);
+  connect(generate_, &QPushButton::clicked, this, &TryItPage::generate);
+  connect(stop_, &QPushButton::clicked, this, &TryItPage::stop);
+  auto* shortcut = new QShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return), prompt_);
+  connect(shortcut, &QShortcut::activated, this, &TryItPage::generate);
+
+  auto* form = new QFormLayout;
+  form->addRow(tr("Model"), withBrowse(model_, browseModel));
+  form->addRow(tr("Adapter"), withBrowse(adapter_, browseAdapter));
+  form->addRow(tr("System"), system_);
+  form->addRow(tr("Prompt"), prompt_);
+  auto* knobs = new QHBoxLayout;
+  for (auto [label, widget] : {std::pair<QString, QWidget*>{tr("Max new tokens"), maxNewTokens_},
+                               {tr("Temperature"), temperature_},
+                               {tr("Top-p"), topP_},
+                               {tr("Seed"), seed_},
+                               {tr("Device"), device_}}) {
+    knobs->addWidget(new QLabel(label, this));
+    knobs->addWidget(widget);
+  }
+  knobs->addStretch(1);
+  knobs->addWidget(generate_);
+  knobs->addWidget(stop_);
+  status_ = new QLabel(this);
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  baseAnswer_ = answerPane(this);
+  adapterAnswer_ = answerPane(this);
+  auto* answers = new QHBoxLayout;
+  for (auto [title, pane] : {std::pair<QString, QPlainTextEdit*>{tr("Base model"), baseAnswer_},
+                             {tr("With the adapter"), adapterAnswer_}}) {
+    auto* box = new QGroupBox(title, this);
+    auto* boxLayout = new QVBoxLayout(box);
+    boxLayout->addWidget(pane);
+    answers->addWidget(box, 1);
+  }
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(form);
+  layout->addLayout(knobs);
+  layout->addWidget(status_);
+  layout->addLayout(answers, 1);
+  updateButtons();
+}
+
+TryItPage::~TryItPage() {
+  if (worker_ != nullptr) {
+    cancel_->store(true);
+    worker_->wait();  // the worker posts to this page: it must end first
+  }
+}
+
+void TryItPage::suggest(const QString& modelDir, const QString& runFolder) {
+  if (!modelEdited_ && !modelDir.isEmpty())
+    model_->setText(modelDir);
+  if (!adapterEdited_ && !runFolder.isEmpty())
+    adapter_->setText(runFolder);
+}
+
+void TryItPage::stop() {
+  if (cancel_)
+    cancel_->store(true);
+}
+
+void TryItPage::updateButtons() {
+  generate_->setEnabled(worker_ == nullptr);
+  stop_->setEnabled(worker_ != nullptr);
+}
+
+void TryItPage::append(bool adapter, const QString& piece) {
+  QPlainTextEdit* pane = adapter ? adapterAnswer_ : baseAnswer_;
+  pane->moveCursor(QTextCursor::End);
+  pane->insertPlainText(piece);
+}
+
+void TryItPage::done(const QString& status) {
+  status_->setText(status);
+}
+
+void TryItPage::generate() {
+  if (worker_ != nullptr)
+    return;
+  const std::string model = model_->text().trimmed().toStdString();
+  const std::string adapter = adapter_->text().trimmed().toStdString();
+  const std::string prompt = prompt_->toPlainText().toStdString();
+  if (model.empty() || prompt.empty()) {
+    status_->setText(model.empty() ? tr("Choose a model folder first.")
+                                   : tr("Write a prompt first."));
+    return;
+  }
+  const std::string system = system_->text().toStdString();
+  const std::string device = device_->currentText().toStdString();
+  job::SamplingOptions sampling;
+  sampling.maxNewTokens = maxNewTokens_->value();
+  sampling.temperature = temperature_->value();
+  sampling.topP = topP_->value();
+  sampling.seed = static_cast<std::uint64_t>(seed_->value());
+  const QString key = QString::fromStdString(model + "\n" + adapter + "\n" + device);
+  auto generator = std::make_shared<std::shared_ptr<job::TextGenerator>>(
+      key == loadedKey_ ? generator_ : nullptr);
+  baseAnswer_->clear();
+  adapterAnswer_->clear();
+  if (adapter.empty())
+    adapterAnswer_->setPlaceholderText(tr("No adapter chosen: only the base model answers."));
+  cancel_ = std::make_shared<std::atomic<bool>>(false);
+  auto post = [this](std::function<void()> f) {
+    QMetaObject::invokeMethod(this, std::move(f), Qt::QueuedConnection);
+  };
+  worker_ = QThread::create([=, this, cancel = cancel_] {
+    try {
+      if (!*generator) {
+        post([this] { status_->setText(tr("Loading the model…")); });
+        *generator = std::make_shared<job::TextGenerator>(
+            model, adapter, device, [&](const std::string& line) {
+              post([this, line] { status_->setText(QString::fromStdString(line)); });
+            });
+      }
+      job::TextGenerator& g = **generator;
+      const std::vector<std::int32_t> ids = g.promptIds(prompt, system, true);
+      QString status =
+          QString::fromStdString(g.describe()) + tr(", %1 prompt tokens").arg(ids.size());
+      post([this, status] { status_->setText(status + tr(" — generating…")); });
+      for (const bool withAdapter : {false, true}) {
+        if (withAdapter && !g.hasAdapter())
+          break;
+        g.setAdapterEnabled(withAdapter);
+        const job::GenerationResult result = g.generate(
+            ids, sampling,
+            [&](const std::string& piece) {
+              post([this, withAdapter, text = QString::fromStdString(piece)] {
+                append(withAdapter, text);
+              });
+              return true;
+            },
+            {}, cancel.get());
+        status += (withAdapter ? tr(" · adapter: ") : tr(" · base: ")) + summary(result);
+        if (result.stopReason == "stopped")
+          break;
+      }
+      post([this, status] { done(status); });
+    } catch (const std::exception& e) {
+      post([this, message = QString::fromStdString(e.what())] {
+        done(tr("Could not generate: %1").arg(message));
+      });
+    }
+  });
+  worker_->setParent(this);  // freed with the page, which waits for it first
+  connect(worker_, &QThread::finished, this, [this, generator, key] {
+    if (*generator) {
+      generator_ = *generator;
+      loadedKey_ = key;
+    }
+    worker_->deleteLater();
+    worker_ = nullptr;
+    updateButtons();
+    emit finished();
+  });
+  worker_->start();
+  updateButtons();
+}
+
+}  // namespace lorascope::app

@@ -1,0 +1,88 @@
+// gui/TryItPage.h — the "Try it" page: one prompt, two answers side by side, the base model's and
+// the same model's with a trained adapter (a run folder or a PEFT folder), generated on a worker
+// thread (job/Generation.h: chat template, KV cache, greedy or seeded sampling) and streamed into
+// both panes as the tokens come; Stop ends the generation at the next token.
+//
+// The model and the adapter are loaded once and kept while they stay the same (the base answer
+// runs the same weights with the adapter switched off). The page is told the current setup's
+// model and the latest run folder (suggest()); fields the user edited are not overwritten.
+#pragma once
+
+#include <QPointer>
+#include <QWidget>
+#include <atomic>
+#include <memory>
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QPushButton;
+class QSpinBox;
+class QThread;
+
+namespace lorascope::job {
+class TextGenerator;
+}
+
+namespace lorascope::app {
+
+class TryItPage : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit TryItPage(QWidget* parent = nullptr);
+  ~TryItPage() override;
+
+  // The setup page's model folder and the newest run folder, unless the user typed others.
+  void suggest(const QString& modelDir, const QString& runFolder);
+  bool generating() const { return worker_ != nullptr; }
+
+  QLineEdit* modelEdit() const { return model_; }
+  QLineEdit* adapterEdit() const { return adapter_; }
+  QPlainTextEdit* promptEdit() const { return prompt_; }
+  QPlainTextEdit* baseAnswer() const { return baseAnswer_; }
+  QPlainTextEdit* adapterAnswer() const { return adapterAnswer_; }
+  QSpinBox* maxNewTokens() const { return maxNewTokens_; }
+  QDoubleSpinBox* temperature() const { return temperature_; }
+  QPushButton* generateButton() const { return generate_; }
+  QPushButton* stopButton() const { return stop_; }
+  QLabel* status() const { return status_; }
+
+ public slots:
+  void generate();
+  void stop();
+
+ signals:
+  void finished();  // a generation ended (done, stopped or failed); status() says how
+
+ private:
+  void append(bool adapter, const QString& piece);
+  void done(const QString& status);
+  void updateButtons();
+
+  QLineEdit* model_;
+  QLineEdit* adapter_;
+  QLineEdit* system_;
+  QPlainTextEdit* prompt_;
+  QSpinBox* maxNewTokens_;
+  QDoubleSpinBox* temperature_;
+  QDoubleSpinBox* topP_;
+  QSpinBox* seed_;
+  QComboBox* device_;
+  QPushButton* generate_;
+  QPushButton* stop_;
+  QLabel* status_;
+  QPlainTextEdit* baseAnswer_;
+  QPlainTextEdit* adapterAnswer_;
+  bool modelEdited_ = false;
+  bool adapterEdited_ = false;
+  // The loaded generator and what it was loaded for; only the worker touches it while one runs.
+  std::shared_ptr<job::TextGenerator> generator_;
+  QString loadedKey_;
+  std::shared_ptr<std::atomic<bool>> cancel_;
+  QThread* worker_ = nullptr;
+};
+
+}  // namespace lorascope::app

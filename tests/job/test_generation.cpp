@@ -1,0 +1,171 @@
+// test_generation.cpp — generation (model/KvCache.h, job/Generation.h) against transformers'
+// greedy generate on the tiny reference models (scripts/reference/generate.py, fp32 on the CPU,
+// so the CPU path must give the same ids), with and without the reference LoRA adapter; the
+// cache against the uncached forward; seeded top-p sampling; where adapters are found.
+#include <QtTest>
+
+#include <fstream>
+#include <map>
+
+#include "ExpectError.h"
+#include "GenerateReference.h"
+#include "job/CliArgs.h"  // defines: UsageError
+#include "job/Generation.h"
+#include "model/Forward.h"
+#include "model/ModelError.h"
+#include "model/ModelFolder.h"
+
+using namespace lorascope;
+
+namespace {
+
+const std::string kModelDataDir = LORASCOPE_MODEL_DATA_DIR;
+
+std::vector<std::int32_t> eosOf(const std::filesystem::path& dir) {
+  const std::set<std::int32_t> ids = job::modelEosIds(dir);
+  return {ids.begin(), ids.end()};
+}
+
+}  // namespace
+
+class TestGeneration : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void greedyIdsEqualTransformers();
+  void adapterIdsEqualTransformersMerged();
+  void cachedStepsEqualTheUncachedForward();
+  void cacheRefusesToOverflow();
+  void samplingIsSeededAndStaysInTheNucleus();
+  void adaptersAreFoundInRunsAndFolders();
+};
+
+void TestGeneration::greedyIdsEqualTransformers() {
+  const auto cases = test::loadGenerateCases(kModelDataDir);
+  QCOMPARE(cases.size(), std::size_t{5});
+  auto cpu = compute::createCpuBackend();
+  for (const test::GenerateCase& c : cases) {
+    const model::ModelFolder folder = model::ModelFolder::open(c.dir.string());
+    model::CachedDecoder decoder(*cpu, folder.config(), folder.weights(),
+                                 static_cast<std::int64_t>(c.prompt.size() + c.ids.size()));
+    std::vector<float> first;
+    const auto ids = test::greedyIds(decoder, c.prompt, c.ids.size(), eosOf(c.dir), &first);
+    if (ids != c.ids)
+      qWarning("%s: ids differ from transformers'", c.name.c_str());
+    QVERIFY(ids == c.ids);
+    double worst = 0.0;
+    for (std::size_t i = 0; i < first.size(); ++i)
+      worst = std::max(worst, std::fabs(double{first[i]} - c.firstLogits[i]));
+    QVERIFY2(worst < 1e-4, (c.name + ": first-step logits " + std::to_string(worst)).c_str());
+  }
+}
+
+void TestGeneration::adapterIdsEqualTransformersMerged() {
+  int adapters = 0;
+  for (const test::GenerateCase& c : test::loadGenerateCases(kModelDataDir)) {
+    if (c.adapter.empty())
+      continue;
+    ++adapters;
+    job::TextGenerator generator(c.dir.string(), (c.dir / c.adapter).string(), "cpu",
+                                 [](const std::string&) {});
+    job::SamplingOptions greedy;
+    greedy.maxNewTokens = static_cast<std::int64_t>(c.adapterIds.size());
+    std::vector<std::int32_t> streamed;
+    const job::GenerationResult result = generator.generate(c.prompt, greedy, {}, [&](auto id) {
+      streamed.push_back(id);
+      return true;
+    });
+    QVERIFY(result.ids == c.adapterIds);
+    QVERIFY(streamed == result.ids);
+    QVERIFY(result.ids != c.ids);  // the adapter changes the answer
+    // The base alone, through the same generator path, gives the base reference.
+    job::TextGenerator base(c.dir.string(), "", "cpu", [](const std::string&) {});
+    QVERIFY(base.generate(c.prompt, greedy).ids == c.ids);
+  }
+  QCOMPARE(adapters, 1);
+}
+
+void TestGeneration::cachedStepsEqualTheUncachedForward() {
+  const model::ModelFolder folder =
+      model::ModelFolder::open(kModelDataDir + "/qwen2_bf16_sharded_linear_rope");
+  auto cpu = compute::createCpuBackend();
+  const std::vector<std::int32_t> ids = {3, 141, 59, 26, 5, 35, 89, 79, 32, 38};
+  model::CachedDecoder decoder(*cpu, folder.config(), folder.weights(), 16);
+  // The prompt in two pieces, then one token at a time: every step's logits are the uncached
+  // forward's at that position.
+  std::vector<std::vector<float>> cached;
+  cached.push_back(decoder.feed(std::span(ids).subspan(0, 4)));
+  cached.push_back(decoder.feed(std::span(ids).subspan(4, 3)));
+  for (std::size_t t = 7; t < ids.size(); ++t)
+    cached.push_back(decoder.feed(std::span(ids).subspan(t, 1)));
+  const auto full = model::forward(*cpu, folder.config(), folder.weights(),
+                                   {1, static_cast<std::int64_t>(ids.size()), ids, {}});
+  const std::vector<float> logits = cpu->download(full.logits);
+  const auto vocab = static_cast<std::size_t>(folder.config().vocabSize);
+  const std::vector<std::size_t> positions = {3, 6, 7, 8, 9};
+  for (std::size_t i = 0; i < positions.size(); ++i) {
+    for (std::size_t v = 0; v < vocab; ++v)
+      QVERIFY(std::fabs(cached[i][v] - logits[positions[i] * vocab + v]) < 1e-4f);
+  }
+  QCOMPARE(decoder.length(), static_cast<std::int64_t>(ids.size()));
+}
+
+void TestGeneration::cacheRefusesToOverflow() {
+  const model::ModelFolder folder = model::ModelFolder::open(kModelDataDir + "/mistral_f32");
+  auto cpu = compute::createCpuBackend();
+  model::CachedDecoder decoder(*cpu, folder.config(), folder.weights(), 4);
+  decoder.feed(std::vector<std::int32_t>{1, 2, 3});
+  QVERIFY(test::throwsWith<model::UnsupportedModelError>(
+      [&] {
+        decoder.feed(std::vector<std::int32_t>{4, 5});
+      },
+      {"the KV cache holds 4"}));
+  QCOMPARE(decoder.length(), std::int64_t{3});  // the refused feed changed nothing
+}
+
+void TestGeneration::samplingIsSeededAndStaysInTheNucleus() {
+  // Probabilities ∝ e^logit: 0.64, 0.24, 0.09, 0.03 (and a tail far below).
+  const std::vector<float> logits = {2.0f, 1.0f, 0.0f, -1.0f, -20.0f};
+  job::SamplingOptions sampling;
+  sampling.temperature = 1.0;
+  sampling.topP = 0.8;  // the nucleus is tokens 0 and 1 (0.64 + 0.24 ≥ 0.8)
+  sampling.seed = 5;
+  std::map<std::int32_t, int> counts;
+  for (std::uint64_t step = 0; step < 2000; ++step) {
+    const std::int32_t id = job::pickToken(logits, sampling, step);
+    QCOMPARE(job::pickToken(logits, sampling, step), id);  // a pure function of (seed, step)
+    ++counts[id];
+  }
+  QCOMPARE(counts.size(), std::size_t{2});
+  const double share = counts[0] / 2000.0;  // 0.64 / 0.88 ≈ 0.727 within the nucleus
+  QVERIFY2(std::fabs(share - 0.727) < 0.04, std::to_string(share).c_str());
+  sampling.seed = 6;
+  int differs = 0;
+  for (std::uint64_t step = 0; step < 50; ++step) {
+    job::SamplingOptions five = sampling;
+    five.seed = 5;
+    differs += job::pickToken(logits, sampling, step) != job::pickToken(logits, five, step);
+  }
+  QVERIFY(differs > 0);
+  sampling.topP = 1e-6;  // only the most likely token is left
+  QCOMPARE(job::pickToken(logits, sampling, 7), 0);
+  job::SamplingOptions greedy;
+  QCOMPARE(job::pickToken(std::vector<float>{1.0f, 3.0f, 3.0f}, greedy, 0), 1);  // first maximum
+  greedy.temperature = -1;
+  QVERIFY(test::throwsWith<std::invalid_argument>([&] { job::pickToken(logits, greedy, 0); },
+                                                  {"temperature"}));
+}
+
+void TestGeneration::adaptersAreFoundInRunsAndFolders() {
+  QTemporaryDir tmp;
+  const std::filesystem::path root = tmp.path().toStdString();
+  std::filesystem::create_directories(root / "run" / "adapter");
+  std::ofstream(root / "run" / "adapter" / "adapter_config.json") << "{}";
+  QCOMPARE(job::resolveAdapterDir(root / "run"), root / "run" / "adapter");
+  QCOMPARE(job::resolveAdapterDir(root / "run" / "adapter"), root / "run" / "adapter");
+  QVERIFY(test::throwsWith<job::UsageError>([&] { job::resolveAdapterDir(root); },
+                                            {"not an adapter (no adapter_config.json)"}));
+}
+
+QTEST_APPLESS_MAIN(TestGeneration)
+#include "test_generation.moc"
