@@ -12,6 +12,7 @@
 #include <QTreeWidget>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "compute/Tensor.h"  // defines: deviceName
@@ -22,7 +23,7 @@ namespace {
 
 constexpr int kDirRole = Qt::UserRole;
 
-enum Column { Name, Status, Steps, LastLoss, Profile, Device, Created, ColumnCount };
+enum Column { Name, Status, Steps, LastLoss, BestEvalLoss, Profile, Device, Created, ColumnCount };
 
 std::filesystem::path toPath(const QString& dir) {
   return std::filesystem::path(dir.toStdString());
@@ -67,6 +68,13 @@ std::optional<RunSummary> readRunSummary(const QString& dir) {
         run.lastLoss = steps.back().loss;
         run.device = QString::fromLatin1(compute::deviceName(steps.back().device));
       }
+      for (const train::StepMetrics& m : steps) {
+        if (m.eval && std::isfinite(m.eval->loss) &&
+            (!run.bestEvalLoss || m.eval->loss < *run.bestEvalLoss)) {
+          run.bestEvalLoss = m.eval->loss;
+          run.bestEvalStep = m.step;
+        }
+      }
     }
     const std::vector<std::int64_t> checkpoints = folder.checkpointSteps();
     run.checkpointStep = checkpoints.empty() ? 0 : checkpoints.back();
@@ -106,6 +114,7 @@ std::vector<engine::TimedEvent> metricsAsEvents(const QString& runDir) {
   }
   std::vector<engine::TimedEvent> events;
   double seconds = 0;
+  std::optional<train::EvalMetrics> best;
   for (const train::StepMetrics& m : train::RunDirectory::readMetrics(file)) {
     seconds += m.seconds;
     engine::StepEvent step;
@@ -117,6 +126,15 @@ std::vector<engine::TimedEvent> metricsAsEvents(const QString& runDir) {
     step.microBatch = static_cast<int>(m.microBatch);
     step.accumulation = static_cast<int>(m.accumulation);
     events.push_back({static_cast<std::int64_t>(seconds * 1000.0), step});
+    if (m.eval) {  // the held-out loss beside it, as the engine announced it
+      seconds += m.eval->seconds;
+      if (!best || m.eval->loss < best->loss)
+        best = m.eval;
+      events.push_back(
+          {static_cast<std::int64_t>(seconds * 1000.0),
+           engine::EvalEvent{m.step, m.eval->loss, m.eval->predictedTokens, m.eval->sequences,
+                             m.eval->seconds, best->loss, best->step}});
+    }
   }
   return events;
 }
@@ -155,8 +173,8 @@ RunsPage::RunsPage(QWidget* parent) : QWidget(parent) {
   table_->setRootIsDecorated(false);
   table_->setUniformRowHeights(true);
   table_->setAlternatingRowColors(true);
-  table_->setHeaderLabels({tr("Run"), tr("Status"), tr("Steps"), tr("Last loss"), tr("Profile"),
-                           tr("Device"), tr("Created")});
+  table_->setHeaderLabels({tr("Run"), tr("Status"), tr("Steps"), tr("Last loss"),
+                           tr("Best eval loss"), tr("Profile"), tr("Device"), tr("Created")});
   table_->header()->setSectionResizeMode(QHeaderView::ResizeToContents);
   connect(table_, &QTreeWidget::itemSelectionChanged, this, &RunsPage::updateButtons);
   connect(table_, &QTreeWidget::itemDoubleClicked, this, [this] {
@@ -226,6 +244,10 @@ void RunsPage::refresh() {
     item->setText(Steps, run.totalSteps > 0 ? tr("%1 of %2").arg(run.steps).arg(run.totalSteps)
                                             : QString::number(run.steps));
     item->setText(LastLoss, run.lastLoss ? QString::number(*run.lastLoss, 'f', 4) : tr("—"));
+    item->setText(BestEvalLoss,
+                  run.bestEvalLoss
+                      ? tr("%1 (step %2)").arg(*run.bestEvalLoss, 0, 'f', 4).arg(run.bestEvalStep)
+                      : tr("—"));
     item->setText(Profile, run.profile.isEmpty() ? tr("not recorded") : run.profile);
     item->setText(Device, run.device);
     item->setText(Created, run.created);

@@ -33,6 +33,10 @@ struct RunSummary {
   std::int64_t totalSteps = 0;      // config.json's max_steps (0: by epochs)
   std::int64_t checkpointStep = 0;  // the newest complete checkpoint (0: none)
   std::optional<double> lastLoss;
+  // The held-out loss (--eval-data / --eval-split): the lowest of the run's evaluations and its
+  // step; unset when the run evaluated nothing.
+  std::optional<double> bestEvalLoss;
+  std::int64_t bestEvalStep = 0;
   QString profile;  // config.json's training.profile ("" in runs from before it was recorded)
   QString device;   // where the last step ran, else config.json's device
   QString created;  // config.json's "created"
@@ -44,8 +48,8 @@ std::optional<RunSummary> readRunSummary(const QString& dir);
 // The runs in `folder`, newest first.
 std::vector<RunSummary> listRuns(const QString& folder);
 
-// A run's metrics.jsonl as the engine's step events (times from each step's seconds), for the
-// dashboard. Throws std::runtime_error naming the file and the problem.
+// A run's metrics.jsonl as the engine's step events (times from each step's seconds), and its
+// evaluations as eval events, for the dashboard. Throws std::runtime_error naming the file and the problem.
 std::vector<engine::TimedEvent> metricsAsEvents(const QString& runDir);
 // An event recording (one protocol event a line). Throws std::runtime_error naming the file and
 // the line.
