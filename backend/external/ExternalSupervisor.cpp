@@ -48,6 +48,7 @@ void ExternalSupervisor::launch(bool resume) {
   parser_ = makeOutputParser(command_.parser);  // a new process prints from its own start
   const LaunchSpec spec = planLaunch(command_, profile_, rung_, batch_, resume);
   probeOffset_ = spec.checkpoint ? checkpointStep(*spec.checkpoint) : 0;
+  announcedBefore_ = lastStep_;
   publish(engine::LogEvent{engine::LogLevel::Info, "attempt " + std::to_string(attempt_) +
                                                        " with profile '" + spec.profileName +
                                                        "': " + commandLine(spec)});
@@ -112,8 +113,12 @@ void ExternalSupervisor::outputLine(int attempt, bool errorStream, std::string_v
                                  c.sticky});
     }
   }
-  // A bar without a loss moves no chart; it counts as activity only.
-  if (auto p = parser_->parse(line); p && p->loss) {
+  // A bar without a loss moves no chart; it counts as activity only. So does a step already
+  // announced: a bar redrawn within its step, or a step done again after a resume from an older
+  // checkpoint (as the engine's supervisor passes a replayed step on only once).
+  if (auto p = parser_->parse(line); p && p->loss &&
+                                     !(p->step && parsedSteps_ && *p->step == lastStep_) &&
+                                     !(p->step && *p->step <= announcedBefore_)) {
     engine::StepEvent step;
     step.step = p->step.value_or(lastStep_ + 1);
     step.loss = *p->loss;

@@ -104,6 +104,7 @@ class ExternalSupervisor {
   // while the output gives no step.
   bool parsedSteps_ = false;                    // this attempt's output carried a step
   std::int64_t probeOffset_ = 0;                // the step the attempt resumed from
+  std::int64_t announcedBefore_ = 0;            // the last step announced by earlier attempts
   std::optional<runtime::ErrorClass> failure_;  // the first GPU error line of this attempt
   std::string failureLine_;
   std::string stderrTail_;

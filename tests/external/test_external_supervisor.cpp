@@ -106,6 +106,13 @@ class TestExternalSupervisor : public QObject {
     QCOMPARE(incidents.size(), std::size_t{1});
     QVERIFY(incidents[0].action.find("checkpoint-1000") != std::string::npos);
     QCOMPARE(incidents[0].step, std::int64_t{1040});
+    // The resumed attempt redoes steps up to 1040: announced once only; a redrawn step too.
+    h.supervisor->outputLine(2, false, "{'loss': 1.7, 'step': 1001}");
+    h.supervisor->outputLine(2, false, "{'loss': 1.4, 'step': 1041}");
+    h.supervisor->outputLine(2, false, "{'loss': 1.4, 'step': 1041}");
+    const auto steps = h.all<engine::StepEvent>();
+    QCOMPARE(steps.size(), std::size_t{2});
+    QCOMPARE(steps[1].step, std::int64_t{1041});
     // The second attempt finishes: the run is done.
     h.supervisor->exited(2, CommandExit{false, 0, ""});
     QCOMPARE(*h.supervisor->outcome(), 0);
