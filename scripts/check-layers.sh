@@ -7,15 +7,16 @@
 # anywhere in backend/ (QT_ALLOWED names exceptions; there are none: the backend is plain C++ and
 # Qt starts with widgets/ and the app's engine adapter, app/gui/EngineAdapter), and a header of the
 # backends' insides (compute/cpu/, compute/hip/) included outside backend/compute (their public
-# API is compute/*.h).
+# API is compute/*.h), and a header of tests/ included from backend/, widgets/ or app/ (what a
+# shipped command needs lives in backend/: doctor's parity suite is backend/parity).
 # Usage: scripts/check-layers.sh [SOURCE_DIR]   (run by CTest as `check_layers`)
 set -euo pipefail
 root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
 cd "$root"
 
 # Bottom to top. backend/<name> folders are named by <name>; top-level folders by their path.
-LAYERS=(common gpu memory runtime compute model text data profiles telemetry engine external train job
-        widgets app/cli app/gui)
+LAYERS=(common gpu memory runtime compute parity model text data profiles telemetry engine external
+        train job widgets app/cli app/gui)
 # Files of backend/ allowed to include Qt headers: none.
 QT_ALLOWED='^$'
 
@@ -37,6 +38,18 @@ layer_of_include() {  # "train/X.h" -> train; "gui/X.h" -> app/gui; "cli/X.h" ->
   esac
 }
 
+# The header of tests/ that an include names, "" when it names none: "parity/X.h" is tests/parity/X.h
+# when backend/ has no such file; a bare "X.h" is tests/support/X.h (on every test's include
+# path) when the including file's folder has no X.h.
+tests_header_of() {  # include file
+  if [[ "$1" == */* ]]; then
+    [[ -f "tests/$1" && ! -f "backend/$1" ]] && echo "tests/$1"
+  else
+    [[ -f "tests/support/$1" && ! -f "$(dirname "$2")/$1" ]] && echo "tests/support/$1"
+  fi
+  return 0
+}
+
 failures=0
 while IFS= read -r file; do
   from="$(layer_of_file "$file")"
@@ -46,6 +59,11 @@ while IFS= read -r file; do
     include="${line#*:}"
     include="${include#*\"}"
     include="${include%%\"*}"
+    if tests_header="$(tests_header_of "$include" "$file")" && [[ -n "$tests_header" ]]; then
+      echo "$file:$number: includes \"$include\" ($tests_header): tests/ headers are for tests;" \
+        "move what a shipped file needs into backend/"
+      failures=$((failures + 1))
+    fi
     [[ "$include" == */* ]] || continue  # a header beside the file
     to="$(layer_of_include "$include")"
     [[ -n "${rank[$to]:-}" && "$to" != "$from" ]] || continue
@@ -67,7 +85,7 @@ while IFS= read -r file; do
 done < <(find backend widgets app -type f \( -name '*.h' -o -name '*.cpp' -o -name '*.hip' \) | sort)
 
 if ((failures > 0)); then
-  echo "check-layers: $failures upward include(s); see LAYERS in scripts/check-layers.sh"
+  echo "check-layers: $failures upward include(s) or tests/ header(s); see LAYERS in scripts/check-layers.sh"
   exit 1
 fi
 echo "check-layers: no upward include among ${#LAYERS[@]} layers"

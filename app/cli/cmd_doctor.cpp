@@ -7,7 +7,7 @@
 //   4. device-access /dev/kfd, /dev/dri/renderD* (AMD) or /dev/nvidia* permissions, the groups
 //   5. environment   the GPU variables set (HSA_OVERRIDE_GFX_VERSION, folklore ones, ...)
 //   6. memory        memory other processes hold on each GPU (telemetry/HeldOutside)
-//   7. parity        every op against the CPU on this GPU: the parity suite of tests/parity
+//   7. parity        every op against the CPU on this GPU: the parity suite of backend/parity
 //                    (lorascope_parity) with the tests' tolerances, vendor and built-in GEMM
 //   8. smoke         20 steps of the demo on the GPU and on the CPU; the losses agree within 1%
 // Steps 7–8 are skipped, saying why, where there is no usable GPU (the cpu build, no device).

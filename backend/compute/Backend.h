@@ -1,7 +1,7 @@
 // Backend.h — the compute interface: one method per op, a CPU and a HIP implementation of each.
 //
 // The CPU backend (cpu/) is the fp32 reference and the fallback; the HIP backend (hip/) keeps
-// activations in bf16 with fp32 accumulation. tests/parity checks every HIP op against its CPU
+// activations in bf16 with fp32 accumulation. backend/parity checks every HIP op against its CPU
 // twin. Ops check their arguments' shapes and dtypes and throw ShapeError naming the op.
 #pragma once
 

@@ -43,6 +43,25 @@ class Tokenizer {
   // Ids with the post-processor applied (HF's default encode: e.g. Llama-3 prepends
   // <|begin_of_text|> through its TemplateProcessing).
   std::vector<std::int32_t> encodeWithPostProcessor(std::string_view text) const;
+  // The ids the post-processor puts before and after a sequence's own (both empty without one).
+  struct Framing {
+    std::vector<std::int32_t> before;
+    std::vector<std::int32_t> after;
+  };
+  Framing postProcessorFraming() const;
+
+  // Long text in parts (encode() itself, text/StreamingEncoder): the offset of the last place in
+  // `text` where it can be cut so that the ids of the two sides, joined, are the ids of the
+  // whole; 0 when there is none. The places are where the pipeline splits by itself and joins
+  // nothing across (hasCuts()): the spaces between an ASCII letter or digit and an ASCII letter,
+  // and, where every digit is a piece of its own, the places between two ASCII digits.
+  std::size_t lastCut(std::string_view text) const;
+  // Whether this tokenizer's pipeline has such places: its pre-tokenizer splits before a space
+  // (GPT-2, Llama-3 and Qwen2 patterns, Metaspace, Whitespace) or between digits (Qwen2's
+  // pattern, Digits with individual_digits), no normalizer adds or strips text at a part's ends
+  // (Prepend, Strip), and no added token holds a space (or a digit) or strips a space next to a
+  // letter. Otherwise text is encoded whole, however long.
+  bool hasCuts() const;
   // Text of `ids` (HF: decode). Throws TextError for an id that is not in the vocabulary.
   std::string decode(std::span<const std::int32_t> ids, bool skipSpecial = false) const;
 
@@ -66,6 +85,8 @@ class Tokenizer {
 
  private:
   explicit Tokenizer(std::shared_ptr<const State> state);
+  // encode()'s pipeline on one part (the whole text, or a part cut by lastCut's rule).
+  void encodeInto(std::string_view text, std::vector<std::int32_t>& ids) const;
   std::shared_ptr<const State> state_;
 };
 

@@ -39,4 +39,10 @@ for bad in '1.5' 'true' '4294967330' '-1'; do
     *) check "decode refuses id $bad" "stdin line 1: entry 1 ($bad) is not an id ..." "$err" ;;
   esac
 done
+# --json lines are decoded as they stream in: what is not one JSON string names its line and byte.
+err=$(printf '"ok"\n"a" x\n' | "$train" tokenize --tokenizer "$data/qwen2_bpe.tokenizer.json" --json 2>&1 >/dev/null)
+case "$err" in
+  *"stdin line 2: unexpected text after the JSON string (byte 4 of the line)"*) check "--json line that is not one string" ok ok ;;
+  *) check "--json line that is not one string" "stdin line 2: unexpected text after the JSON string ..." "$err" ;;
+esac
 exit "$fail"

@@ -1,7 +1,7 @@
 // test_op_attention.cpp — the CPU causal GQA attention (compute/cpu/attention.cpp): forward
 // against a naive double softmax (outputs and log-sum-exp), backward against a matrix-form double
 // reference and finite differences, and the shape check. Its GPU twin is checked in
-// tests/parity/cases_attention.cpp.
+// backend/parity/cases_attention.cpp.
 #include <QtTest>
 
 #include <cmath>

@@ -2,7 +2,7 @@
 // (compute/cpu/lm_head_loss.cpp): losses equal the unfused matmul + cross-entropy, the hidden
 // gradient matches a double softmax reference over several vocabulary chunks with bf16 weights
 // and ignored rows, and bad targets and shapes are named. Its GPU twin is checked in
-// tests/parity/cases_lm_head.cpp.
+// backend/parity/cases_lm_head.cpp.
 #include <QtTest>
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // test_op_matmul.cpp — the CPU matmul (compute/cpu/matmul.cpp) against a naive double loop:
 // every transpose, alpha/beta, bf16 weights widened block by block, f16 weights, and the shape
-// check. Its GPU twin is checked in tests/parity/cases_gemm.cpp.
+// check. Its GPU twin is checked in backend/parity/cases_gemm.cpp.
 #include <QtTest>
 
 #include <cstring>

@@ -1,7 +1,7 @@
 // test_op_optimizer.cpp — the CPU backend's optimizer ops (compute/HostOptimizer.h,
 // cpu/optimizer.cpp): AdamW, sum of squares, scaling, zeroing and dropout masks bit for bit against
 // the host trainer's arithmetic (backend/train: Optimizer, LoraDropout, Philox), and their argument
-// errors. Its GPU twin is checked in tests/parity/cases_optimizer.cpp.
+// errors. Its GPU twin is checked in backend/parity/cases_optimizer.cpp.
 #include <QtTest>
 
 #include <cmath>

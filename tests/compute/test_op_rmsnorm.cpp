@@ -1,6 +1,6 @@
 // test_op_rmsnorm.cpp — the CPU RMSNorm (compute/cpu/rmsnorm.cpp; the reference for every GPU
 // kernel) is itself right: hand-computed values, gradients against finite differences, and shape
-// errors. Its GPU twin is checked in tests/parity/cases_rmsnorm.cpp.
+// errors. Its GPU twin is checked in backend/parity/cases_rmsnorm.cpp.
 #include <QtTest>
 
 #include <cmath>

@@ -1,8 +1,11 @@
 // test_protocol_hostile.cpp — hostile input on the engine's stdin (issue 20 items 1, 2 and 9):
 // bytes that are not UTF-8, nesting deep enough to overflow a stack and numbers past 2^32 each
-// get an error event; the engine process neither aborts nor crashes.
+// get an error event; the engine process neither aborts nor crashes. And the stdio transport
+// itself: reading commands never flushes the event stream behind its writers' lock.
 #include "TestRunner.h"
 
+#include <algorithm>
+#include <atomic>
 #include <sstream>
 
 #include "Rejection.h"
@@ -109,4 +112,35 @@ TEST_CASE(protocolVersionAbove2To32DoesNotWrap) {
   } catch (const ProtocolError& e) {
     VERIFY2(std::string(e.what()).find("t_ms: too large") != std::string::npos, e.what());
   }
+}
+
+// An event stream that counts its flushes.
+class CountingFlushes : public std::stringbuf {
+ public:
+  std::atomic<int> flushes{0};
+
+ protected:
+  int sync() override {
+    ++flushes;
+    return std::stringbuf::sync();
+  }
+};
+
+TEST_CASE(readingCommandsNeverFlushesTheEventStream) {
+  // std::cin is tied to std::cout: each read of a command flushed the events from the reader
+  // thread, outside the writers' lock. Under sync_with_stdio(false) that flush once landed inside
+  // the hello's write and sent its "{" twice (test_fault_suite beside test_cli_train, ctest -j2).
+  std::istringstream in(std::string(1000, '\n'));  // 1000 reads, no event of their own
+  CountingFlushes events;
+  std::ostream out(&events);
+  in.tie(&out);
+  const int code = serveEngineOverStreams(
+      [](const nlohmann::json&, const EventSink&) -> std::unique_ptr<EngineJob> { return nullptr; },
+      HelloEvent{kProtocolVersion, "test", "cpu", {}}, in, out);
+  COMPARE(code, 0);
+  const std::string text = events.str();
+  const auto lines = std::count(text.begin(), text.end(), '\n');
+  VERIFY(lines >= 2);  // the hello and the idle state
+  VERIFY(text.starts_with("{\"devices\""));
+  COMPARE(events.flushes.load(), static_cast<int>(lines));  // one flush per line, by its writer
 }

@@ -11,8 +11,8 @@
 
 #include "BenchTiming.h"  // defines: benchIterations, millisecondsPerCall
 #include "GpuOrSkip.h"
-#include "ParityHarness.h"  // defines: randomNormal
 #include "compute/Backend.h"
+#include "parity/ParityHarness.h"  // defines: randomNormal
 
 using namespace lorascope;
 

@@ -13,9 +13,9 @@
 
 #include "BenchTiming.h"  // defines: benchIterations, millisecondsPerCall
 #include "GpuOrSkip.h"
-#include "ParityHarness.h"  // defines: randomNormal
 #include "compute/Backend.h"
 #include "compute/Errors.h"
+#include "parity/ParityHarness.h"  // defines: randomNormal
 
 using namespace lorascope;
 

@@ -14,7 +14,7 @@
 
 #include "BenchTiming.h"  // defines: benchIterations, millisecondsPerCall
 #include "GpuOrSkip.h"
-#include "ParityHarness.h"  // defines: randomNormal
+#include "parity/ParityHarness.h"  // defines: randomNormal
 #include "train/LoraDropout.h"
 #include "train/Optimizer.h"
 

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "GpuOrSkip.h"
-#include "ParityHarness.h"
 #include "compute/Errors.h"
+#include "parity/ParityHarness.h"
 
 using namespace lorascope;
 

@@ -15,11 +15,11 @@
 //   backend/compute/CMakeLists.txt     cpu/foo.cpp in lorascope_compute, hip/foo.hip in the kernels
 //   tests/compute/test_op_foo.cpp      the CPU op against a naive loop / finite differences
 //   tests/compute/CMakeLists.txt       `foo` in the foreach of ops
-//   tests/parity/cases_foo.cpp         fooCases(): shapes (odd sizes, one tile, several) and the
+//   backend/parity/cases_foo.cpp       fooCases(): shapes (odd sizes, one tile, several) and the
 //                                      Tolerance, each case built with compareBackends
-//   tests/parity/ParityHarness.h       declare fooCases() below
-//   tests/parity/ParitySuite.cpp       add fooCases to allCases (parity_ops and doctor run them)
-//   tests/parity/CMakeLists.txt        cases_foo.cpp in lorascope_parity
+//   backend/parity/ParityHarness.h     declare fooCases() below
+//   backend/parity/ParitySuite.cpp     add fooCases to allCases (parity_ops and doctor run them)
+//   backend/parity/CMakeLists.txt      cases_foo.cpp in lorascope_parity
 // Then the caller: backend/model/Forward.cpp (inference) or backend/train/TrainGraph.cpp
 // (training), and, if it holds new activations or scratch, the memory model in
 // backend/model/MemoryEstimate.cpp. Check on the device machine: scripts/gpu-check.sh run parity.
