@@ -49,7 +49,8 @@ std::optional<RunSummary> readRunSummary(const QString& dir);
 std::vector<RunSummary> listRuns(const QString& folder);
 
 // A run's metrics.jsonl as the engine's step events (times from each step's seconds), and its
-// evaluations as eval events, for the dashboard. Throws std::runtime_error naming the file and the problem.
+// evaluations as eval events, for the dashboard. Throws std::runtime_error naming the file and the
+// problem.
 std::vector<engine::TimedEvent> metricsAsEvents(const QString& runDir);
 // An event recording (one protocol event a line). Throws std::runtime_error naming the file and
 // the line.
