@@ -12,6 +12,7 @@
 #include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QLineEdit>
 #include <QLineSeries>
@@ -84,6 +85,15 @@ class TestAppEndToEnd : public QObject {
     QVERIFY(setup->validation().report.has_value());
     QVERIFY(!setup->histogram()->bins().empty());  // token lengths known
     QVERIFY(!setup->memoryEstimateText().isEmpty());
+    // "Base weights" (--quantize) reaches the estimate: nf4 shrinks the weights, then back.
+    auto* baseWeights = qobject_cast<QComboBox*>(setup->editor("quantize"));
+    QVERIFY(baseWeights != nullptr);
+    const QString unquantized = setup->memoryEstimateText();
+    baseWeights->setCurrentIndex(baseWeights->findData(QStringLiteral("nf4")));
+    QVERIFY2(setup->memoryEstimateText().contains(QStringLiteral("4-bit base weights")),
+             qPrintable(setup->memoryEstimateText()));
+    QVERIFY(setup->memoryEstimateText() != unquantized);
+    baseWeights->setCurrentIndex(baseWeights->findData(QStringLiteral("none")));
     setup->setOutputDir(home_.filePath(QStringLiteral("runs")));
     setup->maxStepsEditor()->setValue(kStepLimit);
     setup->microBatchEditor()->setValue(2);
