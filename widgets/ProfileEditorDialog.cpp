@@ -26,6 +26,7 @@ ProfileEditorDialog::ProfileEditorDialog(const ProfileStore& store, const Profil
                                          QWidget* parent)
     : QDialog(parent), store_(store) {
   originalName_ = initial.builtin ? std::string() : initial.name;
+  engine_ = initial.engine;
   setWindowTitle(initial.name.empty()
                      ? tr("New profile")
                      : tr("Edit profile “%1”").arg(QString::fromStdString(initial.name)));
@@ -200,6 +201,7 @@ Profile ProfileEditorDialog::profile() const {
     p.allocator.maxSplitSizeBytes = static_cast<std::uint64_t>(maxSplitMb_->value()) << 20;
   }
   p.ladderRung = static_cast<LadderRung>(ladderRung_->currentData().toInt());
+  p.engine = engine_;
   return p;
 }
 

@@ -55,7 +55,8 @@ class ProfileEditorDialog : public QDialog {
   static std::optional<bool> triStateValue(const QComboBox* combo);
 
   const profiles::ProfileStore& store_;
-  std::string originalName_;  // a renamed user profile replaces its old file
+  std::string originalName_;         // a renamed user profile replaces its old file
+  profiles::EngineLocation engine_;  // kept as the file has it: this dialog does not edit it
   QLineEdit* name_;
   QLineEdit* description_;
   QPlainTextEdit* rationale_;

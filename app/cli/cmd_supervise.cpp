@@ -10,9 +10,7 @@
 // <out>/events.jsonl and every line of the command to <out>/command.log. Ctrl-C / SIGTERM: the
 // command's process group is asked to end (SIGTERM), exit 130. Exit 0 when the command finished
 // well, 1 when it failed for good.
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +20,7 @@
 #include "cli/Commands.h"
 #include "common/ChildProcess.h"  // defines: findExecutable
 #include "common/Format.h"        // defines: formatBytes
+#include "common/Platform.h"      // defines: InterruptCounter
 #include "external/CommandHost.h"
 #include "job/CliArgs.h"
 
@@ -109,11 +108,6 @@ const job::CommandSpec& superviseCommand() {
 }
 
 namespace {
-
-std::atomic<int> gStopSignals{0};
-extern "C" void onSuperviseSignal(int) {
-  gStopSignals.fetch_add(1);
-}
 
 std::string defaultOutDir() {
   const std::time_t now = std::time(nullptr);
@@ -232,21 +226,18 @@ int runSupervise(const Args& all) {
                                   }
                                 },
                                 {}};
-  std::signal(SIGINT, onSuperviseSignal);
-  std::signal(SIGTERM, onSuperviseSignal);
   std::optional<int> outcome;
   {
+    const common::InterruptCounter interrupts;  // Ctrl-C, SIGTERM
     external::CommandHost host(command, profile, options, listener);
     bool stopSent = false;
     while (!(outcome = host.waitForOutcome(std::chrono::milliseconds(100)))) {
-      if (gStopSignals.load() > 0 && !stopSent) {
+      if (interrupts.count() > 0 && !stopSent) {
         host.send(engine::StopCommand{});
         stopSent = true;
       }
     }
   }
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
   return *outcome;
 }
 

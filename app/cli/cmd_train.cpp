@@ -34,6 +34,7 @@
 
 #include "cli/Commands.h"
 #include "common/ChildProcess.h"  // defines: currentExecutablePath
+#include "common/OsError.h"       // defines: pathFromUtf8
 #include "common/Platform.h"      // defines: InterruptCounter, isTerminal
 #include "engine/InProcessHost.h"
 #include "engine/Protocol.h"  // defines: encodeEvent
@@ -463,7 +464,7 @@ int runTrain(const Args& args) {
   if (report.outcome() != engine::kAllStepsDone && report.outcome() != engine::kStoppedByUser) {
     throw std::runtime_error(report.outcome());
   }
-  const train::RunDirectory runDir = train::RunDirectory::open(out);
+  const train::RunDirectory runDir = train::RunDirectory::open(common::pathFromUtf8(out));
   if (report.outcome() == engine::kStoppedByUser) {
     if (!asJson) {
       std::cout << "stopped at step " << report.lastStep() << "; checkpoint "

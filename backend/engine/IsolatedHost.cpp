@@ -3,6 +3,7 @@
 
 #include <array>
 #include <chrono>
+#include <cstdlib>
 
 namespace lorascope::engine {
 namespace {
@@ -20,11 +21,14 @@ bool blank(std::string_view line) {
 }  // namespace
 
 IsolatedHost::IsolatedHost(std::string program, std::map<std::string, std::string> environment,
-                           HostListener listener, ExitListener exited)
+                           HostListener listener, ExitListener exited,
+                           profiles::EngineLocation location)
     : program_(std::move(program)),
       environment_(std::move(environment)),
       listener_(std::move(listener)),
-      exitedListener_(std::move(exited)) {}
+      exitedListener_(std::move(exited)),
+      location_(location),
+      paths_(std::move(location)) {}
 
 IsolatedHost::~IsolatedHost() {
   if (child_) {
@@ -43,18 +47,34 @@ void IsolatedHost::start() {
   if (child_ || stdoutThread_.joinable())
     return;
   common::ChildOptions options{program_, {"engine"}, {}};
+  if (!location_.launcher.empty()) {
+    const std::string found = common::findExecutable(location_.launcher.front());
+    options.program = found.empty() ? location_.launcher.front() : found;
+    options.arguments.assign(location_.launcher.begin() + 1, location_.launcher.end());
+  }
+  std::string wslEnv;  // the names that cross into WSL (WSLENV), after any the user set
   for (const auto& [name, value] : environment_) {
     options.environment.emplace_back(name, value);
+    wslEnv += (wslEnv.empty() ? "" : ":") + name;
   }
+  if (location_.paths == profiles::EnginePaths::Wsl && !wslEnv.empty()) {
+    const char* existing = std::getenv("WSLENV");
+    options.environment.emplace_back("WSLENV", existing != nullptr && *existing != '\0'
+                                                   ? std::string(existing) + ":" + wslEnv
+                                                   : wslEnv);
+  }
+  const std::string started = options.program;
   try {
     child_ = std::make_unique<common::ChildProcess>(options);
   } catch (const common::ChildProcessError& e) {
     const std::string reason = e.what();
-    stdoutThread_ = std::thread([this, reason] {
+    stdoutThread_ = std::thread([this, reason, started] {
       emitEvent(TimedEvent{
-          0, ErrorEvent{"engine", "start", 0, "cannot start the engine " + program_ + ": " + reason,
-                        "reinstall LoRAscope: lorascope-train must sit beside "
-                        "lorascope",
+          0, ErrorEvent{"engine", "start", 0, "cannot start the engine " + started + ": " + reason,
+                        location_.launcher.empty()
+                            ? "reinstall LoRAscope: lorascope-train must sit beside lorascope"
+                            : "check the profile's engine.launcher (is " + started +
+                                  " installed and on PATH?)",
                         false}});
       EngineExit exit;
       exit.crashed = true;
@@ -107,6 +127,12 @@ void IsolatedHost::finish(const EngineExit& exit) {
 
 void IsolatedHost::emitEvent(const TimedEvent& event) {
   const std::lock_guard lock(emitMutex_);
+  // Only checkpoints carry a path; other events (a snapshot can be megabytes) pass uncopied.
+  if (location_.paths != profiles::EnginePaths::Same &&
+      std::holds_alternative<CheckpointEvent>(event.event)) {
+    listener_.event(paths_.toHost(event));
+    return;
+  }
   listener_.event(event);
 }
 
@@ -115,7 +141,8 @@ std::int64_t IsolatedHost::processId() const {
 }
 
 void IsolatedHost::send(const Command& command) {
-  if (!child_ || !connected_.load() || !child_->write(encodeCommand(command) + "\n")) {
+  if (!child_ || !connected_.load() ||
+      !child_->write(encodeCommand(paths_.toEngine(command)) + "\n")) {
     emitEvent(TimedEvent{0, ErrorEvent{"engine", std::string(commandType(command)), 0,
                                        "the engine process is not running", "", false}});
   }

@@ -16,6 +16,8 @@
 
 #include "common/ChildProcess.h"
 #include "engine/EngineHost.h"
+#include "engine/EnginePaths.h"
+#include "profiles/Profile.h"
 
 namespace lorascope::engine {
 
@@ -33,9 +35,13 @@ class IsolatedHost : public SupervisableHost {
   using ExitListener = std::function<void(const EngineExit&)>;
 
   // `program` is the lorascope-train executable; `environment` is added to this process's own.
-  // `exited` is called once per start(), after the child's last event.
+  // `exited` is called once per start(), after the child's last event. `location` may name a
+  // launcher instead (the engine inside WSL2): it is started in place of `program engine`, with
+  // the paths of commands and events translated (engine/EnginePaths.h) and, for WSL, the
+  // environment's names listed in WSLENV so that they cross into the distribution.
   IsolatedHost(std::string program, std::map<std::string, std::string> environment,
-               HostListener listener, ExitListener exited = {});
+               HostListener listener, ExitListener exited = {},
+               profiles::EngineLocation location = {});
   ~IsolatedHost() override;  // asks the child to stop, then kills it if it does not exit
 
   // Starts the child (once). One that cannot start is reported as an error event and an exit.
@@ -59,6 +65,8 @@ class IsolatedHost : public SupervisableHost {
   std::map<std::string, std::string> environment_;
   HostListener listener_;
   ExitListener exitedListener_;
+  profiles::EngineLocation location_;
+  EnginePathTranslator paths_;
   std::unique_ptr<common::ChildProcess> child_;
   std::atomic<bool> connected_{false};
   std::mutex emitMutex_;  // one listener call at a time

@@ -53,7 +53,7 @@ std::int64_t Supervisor::toSupervisorTime(std::int64_t engineTimeMs) {
 
 void Supervisor::startEngine() {
   engineStartedMs_ = elapsedMs();
-  host_ = launcher_.launch(++engineId_, profile_.environment);
+  host_ = launcher_.launch(++engineId_, profile_.environment, profile_.engine);
 }
 
 void Supervisor::retireEngine() {

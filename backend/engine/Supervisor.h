@@ -36,12 +36,14 @@ struct SupervisorPolicy {
 };
 
 // Starts engines for the supervisor. Engine `engineId` reports its events, connection changes
-// and (once) its exit back to the supervisor through the caller that drives it.
+// and (once) its exit back to the supervisor through the caller that drives it. `location` is
+// the current profile's: native, or a launcher (the engine inside WSL2).
 class EngineLauncher {
  public:
   virtual ~EngineLauncher() = default;
   virtual std::unique_ptr<SupervisableHost> launch(
-      int engineId, const std::map<std::string, std::string>& environment) = 0;
+      int engineId, const std::map<std::string, std::string>& environment,
+      const profiles::EngineLocation& location) = 0;
 };
 
 class Supervisor {

@@ -11,8 +11,9 @@ class SupervisorHost::ProcessLauncher : public EngineLauncher {
   ProcessLauncher(SupervisorHost& owner, std::string program)
       : owner_(owner), program_(std::move(program)) {}
 
-  std::unique_ptr<SupervisableHost> launch(
-      int engineId, const std::map<std::string, std::string>& environment) override {
+  std::unique_ptr<SupervisableHost> launch(int engineId,
+                                           const std::map<std::string, std::string>& environment,
+                                           const profiles::EngineLocation& location) override {
     SupervisorHost& owner = owner_;
     HostListener listener{
         [&owner, engineId](const TimedEvent& e) {
@@ -24,9 +25,11 @@ class SupervisorHost::ProcessLauncher : public EngineLauncher {
           });
         }};
     auto host = std::make_unique<IsolatedHost>(
-        program_, environment, std::move(listener), [&owner, engineId](const EngineExit& exit) {
+        program_, environment, std::move(listener),
+        [&owner, engineId](const EngineExit& exit) {
           owner.post([&owner, engineId, exit] { owner.supervisor_->engineExited(engineId, exit); });
-        });
+        },
+        location);
     host->start();
     return host;
   }

@@ -20,7 +20,9 @@ namespace lorascope::engine {
 
 class SupervisorHost : public EngineHost {
  public:
-  // `program`: lorascope-train. The profile gives the engine's environment and first toggles.
+  // `program`: lorascope-train. The profile gives the engine's environment and first toggles,
+  // and where the engine runs (its `engine` location: native, or a launcher such as wsl.exe;
+  // a profile switch that changes it restarts the engine there).
   SupervisorHost(std::string program, profiles::Profile profile, SupervisorPolicy policy,
                  HostListener listener);
   // Shuts the engine down as IsolatedHost does (stdin closed: it checkpoints and exits).

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <mutex>
 
+#include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "compute/Backend.h"
 #include "compute/BuildInfo.h"
 #include "compute/Errors.h"
@@ -418,7 +419,7 @@ class TrainingJob : public engine::EngineJob {
   train::RunDirectory openOrCreateRun(const json& config) {
     const std::string out = requiredString(config, "out");
     if (optionalFlag(config, "resume") || optionalFlag(config, "resume_from_mirror")) {
-      train::RunDirectory run = train::RunDirectory::open(out);
+      train::RunDirectory run = train::RunDirectory::open(common::pathFromUtf8(out));
       settings_ = settingsFromJson(run.config().at("training"),
                                    (run.dir() / train::kRunConfigFile).string());
       if (config.contains("device")) {
@@ -439,8 +440,8 @@ class TrainingJob : public engine::EngineJob {
     std::string modelPath, dataPath;
     if (demo) {
       const fs::path cache = train::defaultCacheDir();
-      modelPath = train::ensureDemoModel(cache).string();
-      dataPath = train::ensureDemoDataset(cache).string();
+      modelPath = common::pathText(train::ensureDemoModel(cache));
+      dataPath = common::pathText(train::ensureDemoDataset(cache));
     } else {
       modelPath = requiredString(config, "model");
       dataPath = requiredString(config, "data");
@@ -449,7 +450,9 @@ class TrainingJob : public engine::EngineJob {
     applyOptions(settings_, optionsOf(config));
     // Before the folder is made, so that a start that cannot get its device leaves none behind.
     backend_ = openBackend(settings_.device, logLine());
-    return train::RunDirectory::create(out, newRunConfig(modelPath, dataPath, demo, settings_));
+    // The protocol's paths are UTF-8 text: pathFromUtf8, not a narrow (ANSI on Windows) path.
+    return train::RunDirectory::create(common::pathFromUtf8(out),
+                                       newRunConfig(modelPath, dataPath, demo, settings_));
   }
 
   // The newest of the state mirror (supervisor restarts) and the newest checkpoint.

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lorascope::profiles {
@@ -46,6 +47,25 @@ struct AllocatorSettings {
   bool operator==(const AllocatorSettings&) const = default;
 };
 
+// How file paths cross to an engine that runs elsewhere.
+enum class EnginePaths {
+  Same,      // the engine sees this machine's paths
+  Wsl,       // C:/dir <-> /mnt/c/dir; the distribution's own files as //wsl.localhost/<distro>/...
+  Prefixes,  // each host prefix <-> its engine prefix (the Linux stand-in launcher of the tests)
+};
+
+// Where the engine runs. Native (no launcher): `lorascope-train engine` beside this program. Else
+// the launcher command starts an engine that speaks the same JSON lines on its stdin and stdout,
+// e.g. {"wsl.exe", "-d", "Ubuntu", "--", "lorascope-train", "engine"}: the route Windows users
+// take when ROCm on Windows hangs in backward. Switching to a profile with another location
+// restarts the engine there (planSwitch), resuming from the state mirror.
+struct EngineLocation {
+  std::vector<std::string> launcher;  // program and arguments; empty: native
+  EnginePaths paths = EnginePaths::Same;
+  std::vector<std::pair<std::string, std::string>> prefixes;  // host -> engine (Prefixes)
+  bool operator==(const EngineLocation&) const = default;
+};
+
 struct Profile {
   std::string name;
   std::string description;  // one line, shown in the profile bar
@@ -58,6 +78,7 @@ struct Profile {
   LiveToggles toggles;
   AllocatorSettings allocator;
   LadderRung ladderRung = LadderRung::None;
+  EngineLocation engine;
   bool builtin = false;
 };
 
@@ -75,5 +96,6 @@ struct ParsedProfile {
 const char* toString(GemmBackend gemm);
 const char* toString(AllocatorMode mode);
 const char* toString(LadderRung rung);
+const char* toString(EnginePaths paths);
 
 }  // namespace lorascope::profiles

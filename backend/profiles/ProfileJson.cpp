@@ -23,8 +23,10 @@ constexpr common::EnumName<LadderRung> kRungNames[] = {{LadderRung::None, "none"
                                                        {LadderRung::Serialize, "serialize"},
                                                        {LadderRung::SmallerBatch, "smaller_batch"},
                                                        {LadderRung::Cpu, "cpu"}};
+constexpr common::EnumName<EnginePaths> kEnginePathNames[] = {
+    {EnginePaths::Same, "same"}, {EnginePaths::Wsl, "wsl"}, {EnginePaths::Prefixes, "prefixes"}};
 static_assert(common::coversEnum(kGemmNames) && common::coversEnum(kModeNames) &&
-              common::coversEnum(kRungNames));
+              common::coversEnum(kRungNames) && common::coversEnum(kEnginePathNames));
 
 class Reader {
  public:
@@ -143,6 +145,49 @@ AllocatorSettings readAllocator(const Reader& r, const json& a) {
   return s;
 }
 
+// "engine": {"launcher": ["wsl.exe", "-d", "Ubuntu", "--", "lorascope-train", "engine"],
+//            "paths": "wsl"}  (or "same", or "prefixes" with "prefixes": [["/host", "/engine"]])
+EngineLocation readEngine(const Reader& r, const json& e) {
+  r.onlyKeys(e, "engine", {"launcher", "paths", "prefixes"});
+  EngineLocation location;
+  if (e.contains("launcher")) {
+    const json& launcher = e["launcher"];
+    if (!launcher.is_array() || launcher.empty()) {
+      r.fail("engine.launcher", "must be a list of strings: the program, then its arguments");
+    }
+    for (std::size_t i = 0; i < launcher.size(); ++i) {
+      location.launcher.push_back(
+          r.string(launcher[i], "engine.launcher[" + std::to_string(i) + "]"));
+    }
+    if (location.launcher.front().empty()) {
+      r.fail("engine.launcher[0]", "the program may not be empty");
+    }
+  }
+  if (e.contains("paths")) {
+    location.paths = r.choice(e["paths"], "engine.paths", kEnginePathNames);
+  }
+  if (e.contains("prefixes")) {
+    const json& pairs = e["prefixes"];
+    if (!pairs.is_array()) {
+      r.fail("engine.prefixes", "must be a list of [host prefix, engine prefix] pairs");
+    }
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      const std::string field = "engine.prefixes[" + std::to_string(i) + "]";
+      if (!pairs[i].is_array() || pairs[i].size() != 2) {
+        r.fail(field, "must be a pair [host prefix, engine prefix]");
+      }
+      location.prefixes.emplace_back(r.string(pairs[i][0], field), r.string(pairs[i][1], field));
+    }
+  }
+  if ((location.paths == EnginePaths::Prefixes) != !location.prefixes.empty()) {
+    r.fail("engine.prefixes", "are given exactly when engine.paths is \"prefixes\"");
+  }
+  if (location.launcher.empty() && location.paths != EnginePaths::Same) {
+    r.fail("engine.paths", "needs engine.launcher: a native engine sees this machine's paths");
+  }
+  return location;
+}
+
 // Explicit allocator fields win over values mapped from PYTORCH_*_ALLOC_CONF.
 void mergeMissing(AllocatorSettings& into, const AllocatorSettings& from) {
   if (!into.maxSplitSizeBytes)
@@ -201,7 +246,7 @@ ParsedProfile parseProfile(std::string_view jsonText, const std::string& source)
   }
   r.onlyKeys(root, "",
              {"version", "name", "description", "rationale", "environment", "toggles", "allocator",
-              "ladder_rung"});
+              "ladder_rung", "engine"});
   if (root.contains("version") &&
       r.integer(root["version"], "version", 1, 1 << 30) > kProfileFormatVersion) {
     r.fail("version", "written by a newer LoRAscope (format " + root["version"].dump() +
@@ -231,6 +276,9 @@ ParsedProfile parseProfile(std::string_view jsonText, const std::string& source)
   }
   if (root.contains("ladder_rung")) {
     p.ladderRung = r.choice(root["ladder_rung"], "ladder_rung", kRungNames);
+  }
+  if (root.contains("engine")) {
+    p.engine = readEngine(r, r.object(root, "engine", "engine"));
   }
   return out;
 }
@@ -274,6 +322,14 @@ std::string profileToJson(const Profile& p) {
   if (!a.empty())
     root["allocator"] = a;
   root["ladder_rung"] = toString(p.ladderRung);
+  if (p.engine != EngineLocation{}) {
+    json e = {{"paths", toString(p.engine.paths)}};
+    if (!p.engine.launcher.empty())
+      e["launcher"] = p.engine.launcher;
+    if (!p.engine.prefixes.empty())
+      e["prefixes"] = p.engine.prefixes;
+    root["engine"] = e;
+  }
   return root.dump(2) + "\n";
 }
 
@@ -285,6 +341,9 @@ const char* toString(AllocatorMode mode) {
 }
 const char* toString(LadderRung rung) {
   return common::enumName(kRungNames, rung);
+}
+const char* toString(EnginePaths paths) {
+  return common::enumName(kEnginePathNames, paths);
 }
 
 }  // namespace lorascope::profiles

@@ -23,6 +23,17 @@ SwitchPlan planSwitch(const Profile& from, const Profile& to) {
       plan.environmentChanges.push_back(name + ": " + oldValue + " → " + newValue);
     }
   }
+  // Where the engine runs is also fixed when it starts.
+  if (from.engine != to.engine) {
+    const auto where = [](const EngineLocation& l) {
+      std::string text;
+      for (const std::string& part : l.launcher) {
+        text += (text.empty() ? "" : " ") + part;
+      }
+      return text.empty() ? std::string("native") : text;
+    };
+    plan.environmentChanges.push_back("engine: " + where(from.engine) + " → " + where(to.engine));
+  }
   plan.restartEngine = !plan.environmentChanges.empty();
   return plan;
 }

@@ -69,7 +69,9 @@ class CrashyJob : public EngineJob {
       microBatch_ = value.get<int>();
     return {};
   }
-  CheckpointEvent checkpoint() override { return {"sum=" + std::to_string(sum_), step_}; }
+  // The checkpoint names the mirror file as this side sees it (test_engine_launcher checks that
+  // it comes back translated to the host's side).
+  CheckpointEvent checkpoint() override { return {config_.at("mirror").get<std::string>(), step_}; }
   std::optional<SnapshotEvent> snapshot() override { return std::nullopt; }
   std::optional<MemoryEvent> memory() override { return std::nullopt; }
 

@@ -41,8 +41,9 @@ class FakeEngine : public SupervisableHost {
 
 class FakeLauncher : public EngineLauncher {
  public:
-  std::unique_ptr<SupervisableHost> launch(
-      int engineId, const std::map<std::string, std::string>& environment) override {
+  std::unique_ptr<SupervisableHost> launch(int engineId,
+                                           const std::map<std::string, std::string>& environment,
+                                           const lorascope::profiles::EngineLocation&) override {
     auto record = std::make_shared<EngineRecord>();
     record->id = engineId;
     record->environment = environment;
