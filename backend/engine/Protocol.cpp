@@ -224,7 +224,8 @@ std::string_view commandType(const Command& command) {
                                [](const SetToggleCommand&) { return "set"; },
                                [](const SwitchProfileCommand&) { return "switch_profile"; },
                                [](const CheckpointNowCommand&) { return "checkpoint_now"; },
-                               [](const RequestSnapshotCommand&) { return "request_snapshot"; }},
+                               [](const RequestSnapshotCommand&) { return "request_snapshot"; },
+                               [](const UndoRungCommand&) { return "undo_rung"; }},
                     command);
 }
 
@@ -239,7 +240,9 @@ std::string_view eventType(const Event& event) {
                  [](const CheckpointEvent&) { return "checkpoint"; },
                  [](const IncidentEvent&) { return "incident"; },
                  [](const ToggleAppliedEvent&) { return "toggle_applied"; },
-                 [](const ToggleRefusedEvent&) { return "toggle_refused"; }},
+                 [](const ToggleRefusedEvent&) { return "toggle_refused"; },
+                 [](const ProfileSwitchEvent&) { return "profile_switch"; },
+                 [](const LadderEvent&) { return "ladder"; }},
       event);
 }
 
@@ -275,6 +278,8 @@ Command decodeCommand(std::string_view line) {
     return CheckpointNowCommand{};
   if (type == "request_snapshot")
     return RequestSnapshotCommand{};
+  if (type == "undo_rung")
+    return UndoRungCommand{};
   if (type == "switch_profile")
     return SwitchProfileCommand{f.string("name")};
   if (type == "set") {
@@ -380,6 +385,16 @@ std::string encodeEvent(const TimedEvent& timed) {
                         {"value", e.value},
                         {"reason", e.reason},
                         {"step", e.step}});
+          },
+          [&](const ProfileSwitchEvent& e) {
+            out.update({{"name", e.name}, {"detail", e.detail}, {"step", e.step}});
+          },
+          [&](const LadderEvent& e) {
+            out.update({{"rung", e.rung},
+                        {"from", e.from},
+                        {"why", e.why},
+                        {"step", e.step},
+                        {"undoable", e.undoable}});
           }},
       timed.event);
   return dumpLine(out);
@@ -466,6 +481,11 @@ TimedEvent decodeEvent(std::string_view line) {
     const Toggle toggle = f.choice("toggle", kToggleNames);
     checkToggleValue(f, toggle, f.at("value"));
     out.event = ToggleRefusedEvent{toggle, root["value"], f.string("reason"), f.integer("step")};
+  } else if (type == "profile_switch") {
+    out.event = ProfileSwitchEvent{f.string("name"), f.string("detail"), f.integer("step")};
+  } else if (type == "ladder") {
+    out.event = LadderEvent{f.string("rung"), f.string("from"), f.string("why"), f.integer("step"),
+                            f.integer("undoable")};
   } else {
     throw ProtocolError("unknown event type '" + type + "'");
   }
