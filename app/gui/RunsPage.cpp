@@ -226,7 +226,7 @@ void RunsPage::refresh() {
     item->setText(Steps, run.totalSteps > 0 ? tr("%1 of %2").arg(run.steps).arg(run.totalSteps)
                                             : QString::number(run.steps));
     item->setText(LastLoss, run.lastLoss ? QString::number(*run.lastLoss, 'f', 4) : tr("—"));
-    item->setText(Profile, run.profile.isEmpty() ? tr("not recorded") : run.profile);
+    item->setText(Profile, run.profile.isEmpty() ? tr("not recorded") : run.profile);  // older runs
     item->setText(Device, run.device);
     item->setText(Created, run.created);
     item->setToolTip(Name, QDir::toNativeSeparators(run.dir));

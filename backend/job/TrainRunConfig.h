@@ -32,6 +32,8 @@ struct TrainRunSettings {
   bool blockingLaunches = false;
   std::string gemmBackend = "vendor";       // vendor | builtin
   std::string allocatorPolicy = "caching";  // caching | arena
+  // The profile the run started with ("none"); its supervisor applies it (profiles/Profile.h).
+  std::string profile = "none";
 };
 
 // The option table's defaults; the demo's are tuned for the built-in demo (a minute on 2 cores).

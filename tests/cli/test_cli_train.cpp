@@ -8,7 +8,8 @@
 //   - --quantize nf4 trains on 4-bit projections: recorded in config.json and the model card (as
 //     PEFT recorded QLoRA runs), a first loss close to the unquantised run's, and `export --merge`
 //     merges the adapter into the stored (unquantised) base;
-//   - a bad option is a usage error (exit 2) before any engine starts.
+//   - --profile starts the run under a profile, recorded in config.json;
+//   - a bad option (or profile) is a usage error (exit 2) before any engine starts.
 // Plain C++ (no Qt), so it also runs where the GPU machine has no Qt. Linux: it finds the engine
 // child through /proc. The demo is shrunk (short sequences, rank 4) to keep each run to seconds.
 #include <signal.h>
@@ -272,6 +273,26 @@ int main() {
         command("export", {(scratch / "nf4").string(), "--merge", (scratch / "merged").string()});
     check(merged.exitCode == 0 && fs::exists(scratch / "merged" / "config.json"),
           "export --merge merges a --quantize nf4 run into the stored base", merged.output);
+  }
+
+  // --profile: the run starts under that profile (its toggles; CPU only keeps this CPU run
+  // where it is, so the adapter matches), config.json records it; an unknown name exits 2.
+  {
+    std::vector<std::string> args = demoInto(scratch / "profiled");
+    args.insert(args.end(), {"--profile", "CPU only"});
+    const Run run = train(args);
+    check(run.exitCode == 0 && contains(run.output, "done: 8 steps"),
+          "a run with --profile finishes", run.output);
+    check(contains(readFile(scratch / "profiled" / "config.json"), "\"profile\": \"CPU only\""),
+          "config.json records the profile", run.output);
+    check(adapterOf(scratch / "profiled") == referenceAdapter,
+          "under CPU only the adapter is the CPU run's", run.output);
+    std::vector<std::string> unknown = demoInto(scratch / "unknown-profile");
+    unknown.insert(unknown.end(), {"--profile", "No such profile"});
+    const Run refused = train(unknown);
+    check(refused.exitCode == 2 && contains(refused.output, "no profile named 'No such profile'"),
+          "an unknown --profile exits 2 naming it", refused.output);
+    check(!fs::exists(scratch / "unknown-profile"), "and leaves no run folder");
   }
 
   // Usage errors come before any engine: exit 2, naming the option.

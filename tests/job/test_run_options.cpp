@@ -36,7 +36,7 @@ std::string otherValue(const RunOption& option) {
     case OptionType::List:
       return option.spec.choices.front();
     case OptionType::Text:
-      break;
+      return fallback + "other";  // free text (a profile's name)
   }
   return fallback;
 }
