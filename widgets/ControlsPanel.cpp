@@ -5,7 +5,9 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QGridLayout>
+#include <QHBoxLayout>
 #include <QLabel>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QVBoxLayout>
 
@@ -90,11 +92,38 @@ ControlsPanel::ControlsPanel(const std::vector<ControlSpec>& controls, QWidget* 
   effectiveBatch_ = new QLabel(this);
   effectiveBatch_->setObjectName(QStringLiteral("effectiveBatch"));
   effectiveBatch_->setText(tr("Effective batch: n/a (no step reported yet)"));
+  ladder_ = new QLabel(tr("Recovery ladder: vendor_blas (nothing stepped down)"), this);
+  ladder_->setObjectName(QStringLiteral("recoveryLadder"));
+  ladder_->setWordWrap(true);
+  ladder_->setToolTip(
+      tr("After a GPU error the supervisor restarts the engine one rung more cautious: vendor "
+         "BLAS → built-in GEMM → serialize → smaller micro-batch → CPU"));
+  undoRung_ = new QPushButton(tr("Undo"), this);
+  undoRung_->setObjectName(QStringLiteral("undoRung"));
+  undoRung_->setToolTip(tr("Step back the last rung the recovery ladder took"));
+  connect(undoRung_, &QPushButton::clicked, this,
+          [this] { emit commandRequested(UndoRungCommand{}); });
+  auto* ladderRow = new QHBoxLayout;
+  ladderRow->addWidget(ladder_, 1);
+  ladderRow->addWidget(undoRung_);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(grid);
   layout->addWidget(effectiveBatch_);
+  layout->addLayout(ladderRow);
   layout->addStretch();
   setEngineAvailable(false);
+}
+
+QString ControlsPanel::ladderText() const {
+  return ladder_->text();
+}
+
+bool ControlsPanel::canUndoRung() const {
+  return undoRung_->isEnabled();
+}
+
+QPushButton* ControlsPanel::undoRungButton() const {
+  return undoRung_;
 }
 
 ControlsPanel::Row& ControlsPanel::row(Toggle toggle) {
@@ -136,6 +165,7 @@ QString ControlsPanel::effectiveBatchText() const {
 
 void ControlsPanel::setEngineAvailable(bool available) {
   engineAvailable_ = available;
+  undoRung_->setEnabled(engineAvailable_ && undoableRungs_ > 0);
   for (auto& [toggle, r] : rows_) {
     updateEnabled(toggle);
   }
@@ -232,6 +262,14 @@ void ControlsPanel::handleEvent(const TimedEvent& timed) {
       showValue(refused->toggle, *r.applied);  // the editor goes back to what is in effect
     }
     updateStatus(refused->toggle);
+  } else if (const auto* ladder = std::get_if<LadderEvent>(&timed.event)) {
+    undoableRungs_ = ladder->undoable;
+    ladder_->setText(
+        tr("Recovery ladder: %1 since step %2 (from %3: %4)")
+            .arg(QString::fromStdString(ladder->rung))
+            .arg(ladder->step)
+            .arg(QString::fromStdString(ladder->from), QString::fromStdString(ladder->why)));
+    undoRung_->setEnabled(engineAvailable_ && undoableRungs_ > 0);
   } else if (const auto* step = std::get_if<StepEvent>(&timed.event)) {
     effectiveBatch_->setText(tr("Effective batch: %1 × %2 accumulation = %3 sequences")
                                  .arg(step->microBatch)

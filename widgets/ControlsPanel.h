@@ -11,7 +11,8 @@
 // where the run computes now (a GPU setting on a CPU run) is disabled with the reason as tooltip.
 // Until the engine has reported a toggle its row says so rather than pretending to know the value.
 // Each row is marked live (applied at the next step by our code) or restart (the engine restarts to
-// apply it).
+// apply it). Below the rows: the recovery ladder's rung (LadderEvent) with an Undo that steps back
+// the last rung the supervisor took.
 #pragma once
 
 #include <QList>
@@ -24,6 +25,7 @@
 #include "widgets/EngineTypes.h"
 
 class QLabel;
+class QPushButton;
 
 namespace lorascope::widgets {
 
@@ -55,6 +57,11 @@ class ControlsPanel : public QWidget {
   QWidget* editor(engine::Toggle toggle) const;
   std::optional<nlohmann::json> appliedValue(engine::Toggle toggle) const;
   QString effectiveBatchText() const;
+  // The recovery ladder's rung and why; Undo steps back the last step down (UndoRungCommand),
+  // enabled while the supervisor reports one that can be undone.
+  QString ladderText() const;
+  bool canUndoRung() const;
+  QPushButton* undoRungButton() const;
 
  public slots:
   void handleEvent(const lorascope::engine::TimedEvent& event);
@@ -84,6 +91,9 @@ class ControlsPanel : public QWidget {
 
   std::map<engine::Toggle, Row> rows_;
   QLabel* effectiveBatch_;
+  QLabel* ladder_;
+  QPushButton* undoRung_;
+  std::int64_t undoableRungs_ = 0;
   bool engineAvailable_ = false;
 };
 

@@ -166,7 +166,7 @@ void Dashboard::handleEvent(const TimedEvent& timed) {
   }
   lastTimeMs_ = std::max(lastTimeMs_, timed.timeMs);
   if (liveRun_ < 0) {  // events before any start command: the charts are empty already
-    runs_.push_back({tr("run %1").arg(runs_.size() + 1), {}, {}});
+    runs_.push_back({tr("run %1").arg(runs_.size() + 1), {}});
     runSelector_->addItem(runs_.back().name);
     liveRun_ = static_cast<int>(runs_.size()) - 1;
     if (shownRun_ < 0) {
@@ -238,6 +238,15 @@ void Dashboard::plot(const TimedEvent& timed) {
         } else if constexpr (std::is_same_v<T, CheckpointEvent>) {
           addMarker(timed, MarkerKind::Checkpoint,
                     tr("step %1 saved to %2").arg(e.step).arg(QString::fromStdString(e.path)));
+        } else if constexpr (std::is_same_v<T, ProfileSwitchEvent>) {
+          addMarker(timed, MarkerKind::Profile,
+                    tr("profile “%1”: %2")
+                        .arg(QString::fromStdString(e.name), QString::fromStdString(e.detail)));
+        } else if constexpr (std::is_same_v<T, LadderEvent>) {
+          addMarker(timed, MarkerKind::Toggle,
+                    tr("recovery ladder %1 → %2: %3")
+                        .arg(QString::fromStdString(e.from), QString::fromStdString(e.rung),
+                             QString::fromStdString(e.why)));
         } else if constexpr (std::is_same_v<T, IncidentEvent>) {
           addMarker(
               timed, MarkerKind::Incident,
@@ -262,32 +271,18 @@ void Dashboard::noteCommand(const Command& command) {
       name = out.section(QLatin1Char('/'), -1, -1, QString::SectionSkipEmpty);
     }
     beginRun(name);
-  } else if (const auto* sw = std::get_if<SwitchProfileCommand>(&command)) {
-    // The protocol confirms toggles, not profile switches: the marker is the request's moment.
-    if (liveRun_ < 0) {
-      beginRun(tr("run %1").arg(runs_.size() + 1));
-    }
-    const TimedEvent at{lastTimeMs_, LogEvent{}};
-    const QString text =
-        tr("switch to profile “%1” requested").arg(QString::fromStdString(sw->name));
-    runs_[static_cast<std::size_t>(liveRun_)].requestMarkers.push_back(
-        {lastTimeMs_, MarkerKind::Profile, text});
-    if (shownRun_ == liveRun_) {
-      addMarker(at, MarkerKind::Profile, text);
-      scheduleRefresh();
-    }
   }
 }
 
 void Dashboard::beginRun(const QString& name) {
-  runs_.push_back({name, {}, {}});
+  runs_.push_back({name, {}});
   runSelector_->addItem(name);
   liveRun_ = static_cast<int>(runs_.size()) - 1;
   showRun(liveRun_);
 }
 
 void Dashboard::addRun(const QString& name, std::vector<TimedEvent> events) {
-  runs_.push_back({name, {}, {}});
+  runs_.push_back({name, {}});
   for (TimedEvent& e : events) {
     if (!std::holds_alternative<SnapshotEvent>(e.event)) {
       runs_.back().events.push_back(std::move(e));
@@ -327,9 +322,6 @@ void Dashboard::redraw() {
     const Run& run = runs_[static_cast<std::size_t>(shownRun_)];
     for (const TimedEvent& e : run.events) {
       plot(e);
-    }
-    for (const ChartMarker& m : run.requestMarkers) {
-      addMarker(TimedEvent{m.timeMs, LogEvent{}}, m.kind, m.text);
     }
   }
   refresh();
@@ -434,7 +426,6 @@ void Dashboard::clear() {
   lastTimeMs_ = 0;
   if (shownRun_ >= 0) {
     runs_[static_cast<std::size_t>(shownRun_)].events.clear();
-    runs_[static_cast<std::size_t>(shownRun_)].requestMarkers.clear();
   }
   refresh();
 }

@@ -80,7 +80,7 @@ class Dashboard : public QStackedWidget {
 
  public slots:
   void handleEvent(const lorascope::engine::TimedEvent& event);
-  // Commands the user sent: a new run clears the charts, a profile switch is marked.
+  // Commands the user sent: a new run starts an entry of its own in the run selector.
   void noteCommand(const lorascope::engine::Command& command);
   void refresh();  // the tick; public so tests and the bench drive it without waiting
   void clear();
@@ -88,8 +88,7 @@ class Dashboard : public QStackedWidget {
  private:
   struct Run {
     QString name;
-    std::vector<engine::TimedEvent> events;   // what the charts are drawn from (no snapshots)
-    std::vector<ChartMarker> requestMarkers;  // profile switches the user asked for
+    std::vector<engine::TimedEvent> events;  // what the charts are drawn from (no snapshots)
   };
   void plot(const engine::TimedEvent& event);
   double xOf(const engine::TimedEvent& event);

@@ -156,6 +156,18 @@ void EventLogModel::handleEvent(const TimedEvent& timed) {
                   tr("%1 → %2 not applied: %3")
                       .arg(QString::fromLatin1(toString(e.toggle)), value, text(e.reason)),
                   tr("The engine kept the value in effect.")});
+        } else if constexpr (std::is_same_v<T, ProfileSwitchEvent>) {
+          append({timed.timeMs,
+                  Info,
+                  tr("profile"),
+                  e.step,
+                  tr("switched to profile “%1”: %2").arg(text(e.name), text(e.detail)),
+                  {}});
+        } else if constexpr (std::is_same_v<T, LadderEvent>) {
+          append(
+              {timed.timeMs, Warning, tr("ladder"), e.step,
+               tr("recovery ladder %1 → %2: %3").arg(text(e.from), text(e.rung), text(e.why)),
+               e.undoable > 0 ? tr("Controls → Recovery ladder → Undo steps back.") : QString()});
         } else if constexpr (std::is_same_v<T, HelloEvent>) {
           append({timed.timeMs,
                   Info,

@@ -44,6 +44,7 @@
 #include "job/RunDevice.h"  // defines: checkDeviceOption
 #include "job/RunOptions.h"
 #include "job/TrainRunConfig.h"
+#include "profiles/ProfileStore.h"
 #include "train/DemoDataset.h"
 #include "train/DemoModel.h"
 #include "train/RunDirectory.h"
@@ -272,6 +273,11 @@ class RunReport {
       pendingRecovery_ = false;
       line("incident at step " + std::to_string(incident->step) + ": " + incident->what + "; " +
            incident->action);
+    } else if (const auto* ladder = std::get_if<LadderEvent>(&event)) {
+      line("recovery ladder " + ladder->from + " -> " + ladder->rung + " at step " +
+           std::to_string(ladder->step));
+    } else if (const auto* sw = std::get_if<ProfileSwitchEvent>(&event)) {
+      line("profile '" + sw->name + "': " + sw->detail);
     } else if (const auto* toggle = std::get_if<ToggleAppliedEvent>(&event)) {
       onToggle(*toggle);
     } else if (const auto* checkpoint = std::get_if<CheckpointEvent>(&event)) {
@@ -388,7 +394,38 @@ struct RunHost {
   engine::SupervisorHost* supervisor = nullptr;
 };
 
-RunHost openHost(EventQueue& events, bool asJson) {
+// The profile named by --profile (or the resumed run's config.json), from the built-ins and the
+// user's profiles; an unknown name is a usage error naming the command that lists them.
+profiles::Profile runProfile(const json& start) {
+  std::string name;
+  if (start.value("resume", false)) {
+    try {
+      const train::RunDirectory run = train::RunDirectory::open(start.at("out").get<std::string>());
+      name = run.config().value("training", json::object()).value("profile", std::string());
+    } catch (const std::exception&) {
+      // Not a run: the engine says so when it is asked to resume it.
+    }
+  } else if (start.contains("options") && start["options"].contains("profile")) {
+    name = start["options"]["profile"].get<std::string>();
+  }
+  if (name.empty() || name == "none") {
+    // No profile: the run's options decide the device and the micro-batch; the environment is
+    // this process's own. Only the recovery ladder adds caution.
+    profiles::Profile none;
+    none.name = "command line";
+    return none;
+  }
+  for (profiles::ParsedProfile& p :
+       profiles::ProfileStore(profiles::ProfileStore::defaultUserDir()).load().profiles) {
+    if (p.profile.name == name) {
+      return std::move(p.profile);
+    }
+  }
+  throw job::UsageError("--profile: no profile named '" + name +
+                        "' (lorascope-train profile list shows them)");
+}
+
+RunHost openHost(EventQueue& events, bool asJson, profiles::Profile profile) {
   RunHost run;
   const std::string self = common::currentExecutablePath();
   if (self.empty()) {
@@ -399,10 +436,6 @@ RunHost openHost(EventQueue& events, bool asJson) {
                                                        events.listener());
     return run;
   }
-  // No profile: the run's options decide the device and the micro-batch; the environment is this
-  // process's own. Only the recovery ladder adds caution.
-  profiles::Profile profile;
-  profile.name = "command line";
   auto supervisor = std::make_unique<engine::SupervisorHost>(
       self, std::move(profile), engine::SupervisorPolicy{}, events.listener());
   run.supervisor = supervisor.get();
@@ -431,7 +464,7 @@ int runTrain(const Args& args) {
 
   const bool asJson = parsed.has("json");
   EventQueue events;
-  RunHost run = openHost(events, asJson);
+  RunHost run = openHost(events, asJson, runProfile(start));
   std::optional<common::InterruptCounter> interrupts(std::in_place);  // Ctrl-C, SIGTERM
   run.host->send(engine::StartCommand{start});
 

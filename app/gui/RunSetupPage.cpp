@@ -6,6 +6,7 @@
 #include <QComboBox>
 #include <QDateTime>
 #include <QDir>
+#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -18,6 +19,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRadioButton>
+#include <QRegularExpression>
 #include <QResizeEvent>
 #include <QScrollArea>
 #include <QSettings>
@@ -27,6 +29,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <climits>
+#include <cmath>
 
 #include "common/OsError.h"  // defines: pathText
 #include "data/Validator.h"  // defines: validateDataset
@@ -78,6 +81,46 @@ QSpinBox* makeSpinBox(int min, int max, const QString& tip) {
   box->setAccelerated(true);
   return box;
 }
+
+// The editor of a real-valued option: shows the value as a number the command line takes
+// (2e-4 as 0.0002, 1e-9 as 1e-09), accepts what its parser accepts, and steps by ×2 / ÷2 over a
+// range that spans decades (the learning rate, alpha, the gradient norm) or by a hundredth of the
+// range elsewhere (dropout, weight decay).
+class RealSpinBox : public QDoubleSpinBox {
+ public:
+  RealSpinBox(double min, double max) {
+    setDecimals(12);  // QDoubleSpinBox rounds values to its decimals: 1e-9 must survive
+    setRange(min, max);
+    setAccelerated(true);
+    logarithmic_ = max >= 1000 * (min > 0 ? min : 1.0);
+    const double step = (max - min) / 100;
+    setSingleStep(logarithmic_ ? 1.0 : std::pow(10.0, std::round(std::log10(step))));
+  }
+  QString textFromValue(double value) const override { return QString::number(value, 'g', 6); }
+  double valueFromText(const QString& text) const override { return text.trimmed().toDouble(); }
+  QValidator::State validate(QString& text, int& /*pos*/) const override {
+    bool ok = false;
+    const double value = text.trimmed().toDouble(&ok);
+    if (!ok) {
+      // Half-typed numbers ("", "-", "1e", "2.") may still become one.
+      static const QRegularExpression partial(QStringLiteral("^\\s*-?[0-9]*\\.?[0-9]*(e-?)?$"));
+      return partial.match(text).hasMatch() ? QValidator::Intermediate : QValidator::Invalid;
+    }
+    return value >= minimum() && value <= maximum() ? QValidator::Acceptable
+                                                    : QValidator::Intermediate;
+  }
+  void stepBy(int steps) override {
+    if (!logarithmic_) {
+      QDoubleSpinBox::stepBy(steps);
+      return;
+    }
+    const double from = value() > 0 ? value() : singleStep();
+    setValue(std::clamp(from * std::pow(2.0, steps), minimum(), maximum()));
+  }
+
+ private:
+  bool logarithmic_ = false;
+};
 
 // A line edit with a Browse… button that fills it from a file dialog.
 QWidget* withBrowse(QLineEdit* edit, const std::function<QString()>& choose,
@@ -336,6 +379,17 @@ QWidget* RunSetupPage::buildEditor(const std::string& name) {
   if (option.apply == job::ApplyMode::Live) {
     tip += tr(" Live: the Controls dock changes it during a run.");
   }
+  if (name == "profile") {
+    // The profiles this window knows (setProfiles), not free text; choosing one switches the
+    // engine's profile (the profile bar's buttons do the same).
+    profile_ = new QComboBox;
+    connect(profile_, &QComboBox::activated, this,
+            [this](int index) { emit profileChosen(profile_->itemText(index)); });
+    tip +=
+        tr(" Choosing one switches the engine to it now; it restarts when the environment "
+           "differs.");
+    return registerEditor(name, profile_, tip);
+  }
   QWidget* editor = nullptr;
   switch (spec.type) {
     case job::OptionType::Integer: {
@@ -353,7 +407,15 @@ QWidget* RunSetupPage::buildEditor(const std::string& name) {
       editor = box;
       break;
     }
-    case job::OptionType::Real:
+    case job::OptionType::Real: {
+      auto* box = new RealSpinBox(spec.min, spec.max);
+      if (!spec.zeroMeans.empty() && spec.min == 0) {
+        box->setSpecialValueText(QString::fromStdString(spec.zeroMeans));
+      }
+      connect(box, &QDoubleSpinBox::valueChanged, this, &RunSetupPage::updateEstimate);
+      editor = box;
+      break;
+    }
     case job::OptionType::Text: {
       auto* edit = new QLineEdit;
       connect(edit, &QLineEdit::textChanged, this, &RunSetupPage::updateEstimate);
@@ -394,6 +456,11 @@ QWidget* RunSetupPage::buildEditor(const std::string& name) {
       break;
     }
   }
+  return registerEditor(name, editor, tip);
+}
+
+QWidget* RunSetupPage::registerEditor(const std::string& name, QWidget* editor,
+                                      const QString& tip) {
   editor->setToolTip(tip);
   editor->setObjectName(QString::fromStdString(name));
   editors_[name] = editor;
@@ -417,14 +484,6 @@ QWidget* RunSetupPage::buildOptionBox(const std::string& group) {
       effectiveBatch_ = new QLabel;
       form->addRow(tr("Effective batch"), effectiveBatch_);
     }
-  }
-  if (group == "Device") {
-    profile_ = new QComboBox;
-    profile_->setToolTip(
-        tr("The engine's environment; switching restarts it (see the profile bar)"));
-    connect(profile_, &QComboBox::activated, this,
-            [this](int index) { emit profileChosen(profile_->itemText(index)); });
-    form->addRow(tr("Profile"), profile_);
   }
   return box;
 }
@@ -455,16 +514,23 @@ std::string RunSetupPage::optionText(const std::string& name) const {
     const bool special = !option.spec.special.empty() && box->value() == box->minimum();
     return special ? option.spec.special : std::to_string(box->value());
   }
+  if (auto* real = qobject_cast<QDoubleSpinBox*>(w)) {
+    return QString::number(real->value(), 'g', 10).toStdString();
+  }
   if (auto* check = qobject_cast<QCheckBox*>(w)) {
     return check->isChecked() ? "true" : "false";
   }
   if (auto* combo = qobject_cast<QComboBox*>(w)) {
-    return combo->currentData().toString().toStdString();
+    const std::string value = combo->currentData().toString().toStdString();
+    return value.empty() && name == "profile" ? option.spec.defaultText : value;  // none known
   }
   return qobject_cast<QLineEdit*>(w)->text().trimmed().toStdString();
 }
 
 void RunSetupPage::setOptionText(const std::string& name, const std::string& text) {
+  if (name == "profile") {
+    return;  // the profile bar's choice: defaults and saved settings do not override it
+  }
   const job::RunOption& option = *job::findRunOption(name);
   QWidget* w = editor(name);
   const QString value = QString::fromStdString(text);
@@ -476,6 +542,8 @@ void RunSetupPage::setOptionText(const std::string& name, const std::string& tex
   } else if (auto* box = qobject_cast<QSpinBox*>(w)) {
     box->setValue(!option.spec.special.empty() && text == option.spec.special ? box->minimum()
                                                                               : value.toInt());
+  } else if (auto* real = qobject_cast<QDoubleSpinBox*>(w)) {
+    real->setValue(value.toDouble());
   } else if (auto* check = qobject_cast<QCheckBox*>(w)) {
     check->setChecked(text == "true");
   } else if (auto* combo = qobject_cast<QComboBox*>(w)) {
@@ -506,7 +574,9 @@ void RunSetupPage::setDevices(const QStringList& gpus, bool canTrainOnGpu) {
 
 void RunSetupPage::setProfiles(const QStringList& names, const QString& current) {
   profile_->clear();
-  profile_->addItems(names);
+  for (const QString& name : names) {
+    profile_->addItem(name, name);  // the option's value is the name
+  }
   profile_->setCurrentText(current);
   commandSetup_->setProfiles(names, current);
 }

@@ -130,6 +130,7 @@ class RunSetupPage : public QWidget {
   void resizeEvent(QResizeEvent* event) override;
   QWidget* buildOptionBox(const std::string& group);
   QWidget* buildEditor(const std::string& option);
+  QWidget* registerEditor(const std::string& option, QWidget* editor, const QString& tip);
   QSpinBox* spinBox(const std::string& option) const;
   std::string optionText(const std::string& option) const;
   void setOptionText(const std::string& option, const std::string& text);

@@ -245,6 +245,8 @@ void Engine::handle(Command& command) {
     refuse(
         "profiles are switched by the host, which sends their toggles and restarts the "
         "engine when the environment changes");
+  } else if (std::holds_alternative<UndoRungCommand>(command)) {
+    refuse("the recovery ladder is the supervisor's; this engine runs without one");
   }
 }
 

@@ -224,7 +224,8 @@ std::string_view commandType(const Command& command) {
                                [](const SetToggleCommand&) { return "set"; },
                                [](const SwitchProfileCommand&) { return "switch_profile"; },
                                [](const CheckpointNowCommand&) { return "checkpoint_now"; },
-                               [](const RequestSnapshotCommand&) { return "request_snapshot"; }},
+                               [](const RequestSnapshotCommand&) { return "request_snapshot"; },
+                               [](const UndoRungCommand&) { return "undo_rung"; }},
                     command);
 }
 
@@ -240,7 +241,9 @@ std::string_view eventType(const Event& event) {
                  [](const IncidentEvent&) { return "incident"; },
                  [](const ToggleAppliedEvent&) { return "toggle_applied"; },
                  [](const ToggleRefusedEvent&) { return "toggle_refused"; },
-                 [](const EvalEvent&) { return "eval"; }},
+                 [](const EvalEvent&) { return "eval"; },
+                 [](const ProfileSwitchEvent&) { return "profile_switch"; },
+                 [](const LadderEvent&) { return "ladder"; }},
       event);
 }
 
@@ -276,6 +279,8 @@ Command decodeCommand(std::string_view line) {
     return CheckpointNowCommand{};
   if (type == "request_snapshot")
     return RequestSnapshotCommand{};
+  if (type == "undo_rung")
+    return UndoRungCommand{};
   if (type == "switch_profile")
     return SwitchProfileCommand{f.string("name")};
   if (type == "set") {
@@ -390,6 +395,16 @@ std::string encodeEvent(const TimedEvent& timed) {
                         {"seconds", e.seconds},
                         {"best_loss", e.bestLoss},
                         {"best_step", e.bestStep}});
+          },
+          [&](const ProfileSwitchEvent& e) {
+            out.update({{"name", e.name}, {"detail", e.detail}, {"step", e.step}});
+          },
+          [&](const LadderEvent& e) {
+            out.update({{"rung", e.rung},
+                        {"from", e.from},
+                        {"why", e.why},
+                        {"step", e.step},
+                        {"undoable", e.undoable}});
           }},
       timed.event);
   return dumpLine(out);
@@ -481,6 +496,11 @@ TimedEvent decodeEvent(std::string_view line) {
         EvalEvent{f.integer("step"),      f.numberOrNaN("loss"), f.integer("predicted_tokens"),
                   f.integer("sequences"), f.number("seconds"),   f.numberOrNaN("best_loss"),
                   f.integer("best_step")};
+  } else if (type == "profile_switch") {
+    out.event = ProfileSwitchEvent{f.string("name"), f.string("detail"), f.integer("step")};
+  } else if (type == "ladder") {
+    out.event = LadderEvent{f.string("rung"), f.string("from"), f.string("why"), f.integer("step"),
+                            f.integer("undoable")};
   } else {
     throw ProtocolError("unknown event type '" + type + "'");
   }

@@ -56,10 +56,12 @@ struct SwitchProfileCommand {
 };
 struct CheckpointNowCommand {};
 struct RequestSnapshotCommand {};
+// Steps back the last rung the recovery ladder took (the supervisor's; a bare engine refuses it).
+struct UndoRungCommand {};
 
-using Command =
-    std::variant<StartCommand, PauseCommand, ResumeCommand, StopCommand, SetToggleCommand,
-                 SwitchProfileCommand, CheckpointNowCommand, RequestSnapshotCommand>;
+using Command = std::variant<StartCommand, PauseCommand, ResumeCommand, StopCommand,
+                             SetToggleCommand, SwitchProfileCommand, CheckpointNowCommand,
+                             RequestSnapshotCommand, UndoRungCommand>;
 
 // ---- Events ----------------------------------------------------------------------------------
 
@@ -197,9 +199,29 @@ struct ToggleRefusedEvent {
   std::int64_t step = 0;
 };
 
-using Event = std::variant<HelloEvent, StateEvent, StepEvent, MemoryEvent, QueueEvent,
-                           SnapshotEvent, LogEvent, ErrorEvent, CheckpointEvent, IncidentEvent,
-                           ToggleAppliedEvent, ToggleRefusedEvent, EvalEvent>;
+// The supervisor switched to a profile: its toggles apply at the next step, or (when its
+// environment differs) the engine restarts and the run resumes. An event of its own, not an
+// incident: the user asked for it and nothing failed.
+struct ProfileSwitchEvent {
+  std::string name;
+  std::string detail;  // "applied at the next step", or the environment change and the restart
+  std::int64_t step = 0;
+};
+
+// The supervisor's recovery ladder moved: a step down after an incident, or back up when the user
+// undid one. `undoable` counts the step-downs that can still be undone (the controls dock's Undo).
+struct LadderEvent {
+  std::string rung;  // runtime::rungName: "vendor_blas", "builtin_gemm", "serialize", ...
+  std::string from;
+  std::string why;
+  std::int64_t step = 0;
+  std::int64_t undoable = 0;
+};
+
+using Event =
+    std::variant<HelloEvent, StateEvent, StepEvent, MemoryEvent, QueueEvent, SnapshotEvent,
+                 LogEvent, ErrorEvent, CheckpointEvent, IncidentEvent, ToggleAppliedEvent,
+                 ToggleRefusedEvent, EvalEvent, ProfileSwitchEvent, LadderEvent>;
 
 // An event with the engine's clock (ms since the engine started), the charts' shared time axis.
 struct TimedEvent {

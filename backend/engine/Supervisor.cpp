@@ -4,6 +4,7 @@
 #include "profiles/Builtins.h"
 #include "profiles/ProfileStore.h"
 #include "profiles/SwitchPlan.h"
+#include "telemetry/HostProvider.h"
 
 namespace lorascope::engine {
 namespace {
@@ -14,6 +15,19 @@ std::string describeExit(const EngineExit& exit) {
   return exit.crashed ? "the engine process was killed by a signal" +
                             (exit.signal.empty() ? std::string() : " (" + exit.signal + ")")
                       : "the engine process exited with code " + std::to_string(exit.exitCode);
+}
+
+// The host's RAM, for telling the out-of-memory killer from other kills (0: unknown).
+std::uint64_t hostTotalBytes() {
+  static const std::uint64_t total = [] {
+    telemetry::HostProvider host;
+    telemetry::Snapshot reading;
+    if (!host.init() || !host.refresh(reading) || !reading.host) {
+      return std::uint64_t{0};
+    }
+    return reading.host->ramTotalBytes.value_or(0);
+  }();
+  return total;
 }
 
 }  // namespace
@@ -80,6 +94,9 @@ void Supervisor::send(const Command& command) {
   } else if (const auto* sw = std::get_if<SwitchProfileCommand>(&command)) {
     switchProfile(sw->name);
     return;
+  } else if (std::holds_alternative<UndoRungCommand>(command)) {
+    undoRung();
+    return;
   }
   if (!host_ && !planned_) {
     startEngine();  // the last one could not start or was released: try again
@@ -100,6 +117,13 @@ void Supervisor::engineEvent(int engineId, const TimedEvent& timed) {
   if (engineId != engineId_)
     return;
   const std::int64_t now = elapsedMs();
+  if (planned_ && !planned_->error && std::holds_alternative<StateEvent>(timed.event)) {
+    return;  // stopping for a profile switch: the run goes on in the next engine
+  }
+  if (const auto* memory = std::get_if<MemoryEvent>(&timed.event);
+      memory && memory->hostAvailableBytes) {
+    hostMemory_ = runtime::HostMemory{*memory->hostAvailableBytes, hostTotalBytes()};
+  }
   if (const auto* state = std::get_if<StateEvent>(&timed.event)) {
     if (state->state == RunState::Running || state->state == RunState::Paused ||
         state->state == RunState::Starting) {
@@ -174,10 +198,15 @@ void Supervisor::onExit(const EngineExit& exit) {
     startEngine();  // a clean exit with no run in progress: keep an engine ready
     return;
   }
+  std::optional<runtime::ErrorClass> killed;
+  if (exit.crashed && !lastStickyError_) {
+    killed = runtime::classifyKill(exit.signal, hostMemory_);
+  }
   const runtime::ErrorClass error =
-      lastStickyError_ ? runtime::classifyError(lastStickyError_->category,
-                                                lastStickyError_->message, lastStickyError_->op)
-                       : runtime::classifyError("", exit.stderrTail);
+      killed             ? *killed
+      : lastStickyError_ ? runtime::classifyError(lastStickyError_->category,
+                                                  lastStickyError_->message, lastStickyError_->op)
+                         : runtime::classifyError("", exit.stderrTail);
   recover(error, describeExit(exit) + " after step " + std::to_string(lastStep_));
 }
 
@@ -198,21 +227,63 @@ void Supervisor::recover(const runtime::ErrorClass& error, const std::string& wh
     return;
   }
   ++restarts_;
+  const runtime::RecoveryRung before = rung_;
   if (policy_.climbLadder) {
     if (auto next = runtime::nextRung(rung_, error)) {
       rung_ = *next;
     }
   }
-  publish(IncidentEvent{what + " (" + runtime::categoryName(error.category) + ")",
-                        std::string("restarted the engine on rung ") + runtime::rungName(rung_) +
-                            " and resumed from the last completed step " +
-                            std::to_string(lastStep_) +
-                            (error.advice.empty() ? "" : "; " + error.advice),
-                        lastStep_});
+  const bool steppedDown = rung_ != before;
+  publish(IncidentEvent{
+      what + " (" + runtime::categoryName(error.category) + ")",
+      std::string("restarted the engine on ") + (steppedDown ? "rung " : "the same rung ") +
+          runtime::rungName(rung_) + " and resumed from the last completed step " +
+          std::to_string(lastStep_) + (steppedDown ? " (Controls → Recovery ladder: Undo)" : "") +
+          (error.advice.empty() ? "" : "; " + error.advice),
+      lastStep_});
+  if (steppedDown) {
+    rungSteps_.push_back({before, lastMicroBatch_});
+    publish(LadderEvent{runtime::rungName(rung_), runtime::rungName(before), what, lastStep_,
+                        static_cast<std::int64_t>(rungSteps_.size())});
+  }
   resumeRun();
 }
 
-void Supervisor::sendRungToggles() {
+// Back to the rung before the last step down: the toggles that rung set go back to the profile's
+// values (or the defaults), the micro-batch to what the run had before the step.
+void Supervisor::undoRung() {
+  if (rungSteps_.empty()) {
+    publish(LogEvent{LogLevel::Warning, "the recovery ladder has no step to undo (rung " +
+                                            std::string(runtime::rungName(rung_)) + ")"});
+    return;
+  }
+  using runtime::RecoveryRung;
+  const RungStep step = rungSteps_.back();
+  rungSteps_.pop_back();
+  const RecoveryRung from = rung_;
+  rung_ = step.previous;
+  if (host_ != nullptr) {
+    const auto& t = profile_.toggles;
+    auto set = [this](Toggle toggle, nlohmann::json value) {
+      host_->send(SetToggleCommand{toggle, std::move(value)});
+    };
+    auto left = [&](RecoveryRung r) { return from >= r && rung_ < r; };
+    if (left(RecoveryRung::Cpu))
+      set(Toggle::CpuFallback, t.cpuFallback.value_or(false));
+    if (left(RecoveryRung::SmallerMicroBatch) && step.microBatch > 0)
+      set(Toggle::MicroBatch, step.microBatch);
+    if (left(RecoveryRung::Serialize)) {
+      set(Toggle::Serialize, t.serialize.value_or(false));
+      set(Toggle::Blocking, t.blocking.value_or(false));
+    }
+    if (left(RecoveryRung::BuiltinGemm))
+      set(Toggle::GemmBackend, t.gemm ? profiles::toString(*t.gemm) : "vendor");
+  }
+  publish(LadderEvent{runtime::rungName(rung_), runtime::rungName(from), "undone by the user",
+                      lastStep_, static_cast<std::int64_t>(rungSteps_.size())});
+}
+
+void Supervisor::sendRungToggles(bool profileSwitch) {
   using runtime::RecoveryRung;
   const auto& t = profile_.toggles;
   auto set = [this](Toggle toggle, nlohmann::json value) {
@@ -224,7 +295,7 @@ void Supervisor::sendRungToggles() {
     set(Toggle::Blocking, *t.blocking);
   if (t.microBatch)
     set(Toggle::MicroBatch, *t.microBatch);
-  if (t.cpuFallback)
+  if (t.cpuFallback && (*t.cpuFallback || profileSwitch))
     set(Toggle::CpuFallback, *t.cpuFallback);
   if (t.gemm)
     set(Toggle::GemmBackend, profiles::toString(*t.gemm));
@@ -253,19 +324,20 @@ void Supervisor::switchProfile(const std::string& name) {
     profile_ = p.profile;
     if (!plan.restartEngine) {
       if (running_ && host_)
-        sendRungToggles();
-      publish(LogEvent{LogLevel::Info, "profile '" + name + "' applied at the next step"});
+        sendRungToggles(true);
+      publish(ProfileSwitchEvent{name, "applied at the next step", lastStep_});
       return;
     }
     std::string changes;
     for (const std::string& change : plan.environmentChanges) {
       changes += (changes.empty() ? "" : ", ") + change;
     }
-    publish(IncidentEvent{
-        "profile '" + name + "' changes the GPU runtime's environment (" + changes + ")",
-        running_ ? "stopping at the last completed step " + std::to_string(lastStep_) +
-                       ", restarting the engine and resuming"
-                 : "restarting the engine",
+    publish(ProfileSwitchEvent{
+        name,
+        "changes the GPU runtime's environment (" + changes + "): " +
+            (running_ ? "stopping at the last completed step " + std::to_string(lastStep_) +
+                            ", restarting the engine and resuming"
+                      : "restarting the engine"),
         lastStep_});
     planned_ = PlannedRestart{std::nullopt, "profile switch", running_};
     if (host_ != nullptr && host_->isConnected()) {

@@ -5,8 +5,11 @@
 // `hangTimeoutMs` while running), it records an incident, climbs the recovery ladder
 // (vendor BLAS → built-in GEMM → serialize → smaller micro-batch → CPU, runtime::nextRung),
 // restarts the engine and resumes from the state mirror, which holds the last completed
-// optimizer step: no completed step is lost. Restarts are bounded; the user can stop the ladder.
-// Switching to a profile whose environment differs restarts the engine the same way.
+// optimizer step: no completed step is lost. Restarts are bounded; the user can stop the ladder
+// or undo its last step (UndoRungCommand). An engine killed by a signal from outside (the OOM
+// killer, a user's kill) is restarted on the same rung, with the likely sender named.
+// Switching to a profile whose environment differs restarts the engine the same way; a switch is
+// a ProfileSwitchEvent, not an incident.
 //
 // This class is the logic only, plain C++ and single-threaded: every call comes from one thread,
 // time comes from an injected clock, engines come from an EngineLauncher, and what the engines
@@ -19,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "engine/Engine.h"  // defines: EventSink
 #include "engine/EngineHost.h"
@@ -96,7 +100,12 @@ class Supervisor {
   void onExit(const EngineExit& exit);
   void recover(const runtime::ErrorClass& error, const std::string& what);
   void switchProfile(const std::string& name);
-  void sendRungToggles();
+  // The profile's toggles and the rung's. A profile's cpu_fallback off is sent only when the user
+  // switches to that profile: at a start or a restart it would move a run the user chose to train
+  // on the CPU (the run's device option decides there).
+  void sendRungToggles(bool profileSwitch = false);
+  void undoRung();
+  void moveRung(runtime::RecoveryRung to, const std::string& why);
   void publish(Event event);
   // The engine's clock restarts with every engine; events leave on this supervisor's clock, which
   // never runs backwards, so the GUI's time axis does not jump back after a restart.
@@ -123,6 +132,14 @@ class Supervisor {
   int lastMicroBatch_ = 0;
   std::optional<ErrorEvent> lastStickyError_;
   runtime::RecoveryRung rung_ = runtime::RecoveryRung::VendorBlas;
+  // Each step down the ladder took, newest last, for undo: the rung before and the micro-batch
+  // the run had then.
+  struct RungStep {
+    runtime::RecoveryRung previous;
+    int microBatch = 0;
+  };
+  std::vector<RungStep> rungSteps_;
+  std::optional<runtime::HostMemory> hostMemory_;  // at the engine's last memory reading
   int restarts_ = 0;
 };
 

@@ -356,6 +356,18 @@ std::vector<RunOption> buildTable() {
       [](auto& s) { return json(s.allocatorPolicy); },
       [](auto& s, auto& v) { s.allocatorPolicy = v.template get<std::string>(); });
   live(engine::Toggle::AllocatorPolicy);
+  add(
+      {.name = "profile",
+       .type = T::Text,
+       .help = "The profile the run starts with (`lorascope-train profile list`): the GPU "
+               "runtime's environment and the toggles it sets, which take precedence over these "
+               "options; the recovery ladder adds caution on top. none: the options alone "
+               "decide.",
+       .defaultText = "none",
+       .valueName = "NAME"},
+      "Profile", "Device", "/profile", [](auto& s) { return json(s.profile); },
+      [](auto& s, auto& v) { s.profile = v.template get<std::string>(); })
+      .optionalInConfig = true;
   return t;
 }
 

@@ -38,6 +38,8 @@ struct TrainRunSettings {
   std::int64_t evalEvery = 0;              // optimizer steps; 0 = only after the last step
   std::int64_t earlyStoppingPatience = 0;  // evaluations without improvement; 0 = off
   bool evaluates() const { return !evalData.empty() || evalSplit > 0.0; }
+  // The profile the run started with ("none"); its supervisor applies it (profiles/Profile.h).
+  std::string profile = "none";
 };
 
 // The option table's defaults; the demo's are tuned for the built-in demo (a minute on 2 cores).

@@ -159,6 +159,15 @@ ErrorClass describe(ErrorCategory category, std::string_view op) {
            "The GPU runtime rejected an argument: a bug in LoRAscope. Please report it with the "
            "log; the engine restarts with serialized launches to pin it down."};
       break;
+    case ErrorCategory::Killed:
+      c = {category,
+           false,
+           false,
+           RecoveryRung::VendorBlas,
+           "",
+           "Not a GPU error: the engine was ended from outside. It restarts on the same rung and "
+           "resumes from the last completed step."};
+      break;
     case ErrorCategory::Unknown:
       c = {category,
            true,
@@ -192,6 +201,8 @@ const char* categoryName(ErrorCategory category) {
       return "no_device";
     case ErrorCategory::InvalidUsage:
       return "invalid_usage";
+    case ErrorCategory::Killed:
+      return "killed";
     case ErrorCategory::Unknown:
       break;
   }
@@ -238,7 +249,49 @@ ErrorClass classifyHang() {
   return c;
 }
 
+std::optional<ErrorClass> classifyKill(std::string_view signal,
+                                       const std::optional<HostMemory>& hostMemory) {
+  constexpr std::array kFromOutside{"SIGKILL", "SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"};
+  if (std::find(kFromOutside.begin(), kFromOutside.end(), signal) == kFromOutside.end()) {
+    return std::nullopt;
+  }
+  ErrorClass c = describe(ErrorCategory::Killed, {});
+  c.signature = signal;
+  constexpr std::uint64_t kMiB = 1024 * 1024;
+  constexpr std::uint64_t kNearlyFullBytes = 512 * kMiB;  // the OOM killer acts near zero
+  std::string memory;
+  bool nearlyFull = false;
+  if (hostMemory && hostMemory->totalBytes > 0) {
+    const std::uint64_t available = hostMemory->availableBytes;
+    const double usedPercent = 100.0 * (1.0 - static_cast<double>(available) /
+                                                  static_cast<double>(hostMemory->totalBytes));
+    nearlyFull = available < kNearlyFullBytes || available * 20 < hostMemory->totalBytes;
+    memory = "host memory was " + std::to_string(static_cast<int>(usedPercent + 0.5)) + "% used (" +
+             std::to_string(available / kMiB) + " MiB available) at the last reading";
+  }
+  if (signal != "SIGKILL") {
+    c.advice = std::string(signal) +
+               " asks a process to end: someone or something (a user, a logout, a shutdown, a "
+               "service manager) stopped the engine. " +
+               c.advice;
+  } else if (nearlyFull) {
+    c.advice = "Most likely the kernel's out-of-memory killer: " + memory +
+               ". Close other programs, or lower max_seq_len or the micro-batch (the CPU run's "
+               "activations live in host memory); `journalctl -k | grep -i oom` confirms it. " +
+               c.advice;
+  } else {
+    c.advice =
+        "SIGKILL from outside the engine (kill -9, a task manager, a container's limit)" +
+        (memory.empty() ? std::string() : "; " + memory + ", so not the out-of-memory killer") +
+        ". " + c.advice;
+  }
+  return c;
+}
+
 std::optional<RecoveryRung> nextRung(RecoveryRung current, const ErrorClass& error) {
+  if (error.category == ErrorCategory::Killed) {
+    return current;  // nothing was wrong with the device or the settings
+  }
   const int now = static_cast<int>(current);
   const int floor = static_cast<int>(error.rung);
   const int step = error.category == ErrorCategory::OutOfMemory ? now : now + 1;

@@ -22,6 +22,7 @@ enum class ErrorCategory : std::uint8_t {
   Hang,                  // our watchdog: nothing completed for too long
   NoDevice,              // no GPU or driver
   InvalidUsage,          // a bad argument: a bug of ours, not the device's
+  Killed,                // ended by a signal from outside (OOM killer, a user's kill): not the GPU
   Unknown,
 };
 
@@ -53,9 +54,22 @@ ErrorClass classifyError(std::string_view errorName, std::string_view message,
 // What the watchdog reports.
 ErrorClass classifyHang();
 
+// Host memory when the engine was last heard from (its memory reading) and the host's total.
+struct HostMemory {
+  std::uint64_t availableBytes = 0;
+  std::uint64_t totalBytes = 0;
+};
+// An engine killed by `signal` ("SIGKILL", "SIGTERM", ...): a Killed class for the signals other
+// processes send (KILL, TERM, INT, HUP, QUIT), whose advice names the likely sender — the kernel's
+// out-of-memory killer for a SIGKILL while host memory was nearly full (under 5% or 512 MiB
+// available) — and which does not step down the ladder; nullopt for the signals a process raises
+// on itself (SEGV, ABRT, BUS, ILL, FPE...), which the runtime's messages classify.
+std::optional<ErrorClass> classifyKill(std::string_view signal,
+                                       const std::optional<HostMemory>& hostMemory);
+
 // The rung to restart on after `error` at rung `current`: at least one rung up (out-of-memory may
-// stay on smaller micro-batch, which steps down again), at least the error's own rung; nullopt
-// when the ladder is exhausted.
+// stay on smaller micro-batch, which steps down again; a kill from outside stays where it is), at
+// least the error's own rung; nullopt when the ladder is exhausted.
 std::optional<RecoveryRung> nextRung(RecoveryRung current, const ErrorClass& error);
 
 }  // namespace lorascope::runtime

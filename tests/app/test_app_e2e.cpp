@@ -6,8 +6,11 @@
 // export`. Small steps keep each run to seconds on 2 cores. A clean demo run with every page
 // visited logs no error and marks no incident: the app sends nothing it knows will be refused, and
 // a toggle the engine refuses shows its reason and reverts. A stopped run is resumed from the runs
-// list, and a taken run name offers resume or a new name.
+// list, and a taken run name offers resume or a new name. A SIGKILL of the supervised engine is a
+// kill, not a step down the ladder.
 #include <QtTest>
+
+#include <signal.h>
 
 #include <QAbstractButton>
 #include <QAction>
@@ -28,12 +31,14 @@
 
 #include "engine/InProcessHost.h"
 #include "engine/IsolatedHost.h"
+#include "engine/SupervisorHost.h"
 #include "gui/EngineAdapter.h"
 #include "gui/MainWindow.h"
 #include "gui/RunExporter.h"
 #include "gui/RunSetupPage.h"
 #include "gui/RunsPage.h"
 #include "job/EngineJob.h"  // defines: createTrainingJob
+#include "profiles/Builtins.h"
 #include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
 #include "widgets/EventLogModel.h"
@@ -302,6 +307,48 @@ class TestAppEndToEnd : public QObject {
     window.stopAction()->trigger();
     QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), kTimeoutMs);
     QVERIFY(QFileInfo::exists(runDir + QStringLiteral("-2/config.json")));
+  }
+
+  // The supervised engine (as the app runs it) SIGKILLed from outside mid-run: the incident says
+  // it was killed (not a GPU error), the ladder stays on its rung with nothing to undo, and the
+  // run goes on from its last completed step.
+  void aKilledEngineIsAKillNotAStepDown() {
+    app::EngineAdapter host([](HostListener listener) {
+      return std::make_unique<SupervisorHost>(LORASCOPE_TRAIN, profiles::defaultProfile(),
+                                              SupervisorPolicy{}, std::move(listener));
+    });
+    app::MainWindow window(app::collectAboutFacts());
+    startDemoRun(window, host, 2);
+    if (QTest::currentTestFailed()) {
+      return;
+    }
+    const auto& supervisor = host.host<SupervisorHost>();
+    const std::int64_t pid = supervisor.engineProcessId();
+    QVERIFY(pid > 0);
+    QCOMPARE(::kill(static_cast<pid_t>(pid), SIGKILL), 0);
+    QTRY_COMPARE_WITH_TIMEOUT(supervisor.restarts(), 1, kTimeoutMs);
+    const int stepsBefore = window.dashboard()->lossChart()->decimator(0).sampleCount();
+    QTRY_VERIFY_WITH_TIMEOUT(
+        window.dashboard()->lossChart()->decimator(0).sampleCount() > stepsBefore, kTimeoutMs);
+    QCOMPARE(supervisor.rung(), runtime::RecoveryRung::VendorBlas);
+    QVERIFY(!window.controls()->canUndoRung());
+    QVERIFY2(window.controls()->ladderText().contains("nothing stepped down"),
+             qPrintable(window.controls()->ladderText()));
+    const widgets::EventLogModel* log = window.eventLog();
+    QString incident;
+    for (int row = 0; row < log->rowCount(); ++row) {
+      const QModelIndex index = log->index(row, widgets::EventLogModel::MessageColumn);
+      if (index.data(widgets::EventLogModel::SeverityRole).toInt() ==
+          widgets::EventLogModel::Incident) {
+        incident = index.data().toString();
+      }
+    }
+    QVERIFY2(incident.contains("(SIGKILL)") && incident.contains("(killed)") &&
+                 incident.contains("same rung vendor_blas") &&
+                 !incident.contains("unrecognised GPU error"),
+             qPrintable(incident));
+    window.stopAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), kTimeoutMs);
   }
 
   void isolatedHostTrainsAndExportsTheDemo() {

@@ -5,6 +5,7 @@
 // held-outside diagnosis, no GPU at all).
 #include <QtTest>
 
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QSettings>
 #include <QSpinBox>
@@ -205,6 +206,37 @@ class TestSetupProcesses : public QObject {
     job::applyOptions(a, options);
     job::applyOptions(b, reversed);
     QCOMPARE(job::settingsToJson(a), job::settingsToJson(b));
+  }
+
+  // Real-valued options are spin boxes with the table's range: the learning rate shows and
+  // parses as the trainer does, steps by x2 over its decades, and takes a typed 1e-5.
+  void realOptionsAreSpinBoxesWithTheTablesRange() {
+    app::RunSetupPage page;
+    page.setDemo(false);
+    for (const job::RunOption& option : job::runOptions()) {
+      if (option.spec.type != job::OptionType::Real) {
+        continue;
+      }
+      auto* box = qobject_cast<QDoubleSpinBox*>(page.editor(option.spec.name));
+      QVERIFY2(box != nullptr, option.spec.name.c_str());
+      QCOMPARE(box->minimum(), option.spec.min);
+      QCOMPARE(box->maximum(), option.spec.max);
+    }
+    auto* lr = qobject_cast<QDoubleSpinBox*>(page.editor("lr"));
+    QCOMPARE(lr->value(), job::defaultSettings(false).train.adamw.learningRate);
+    QCOMPARE(lr->text(), QStringLiteral("0.0002"));
+    lr->stepBy(1);
+    QCOMPARE(lr->value(), 4e-4);
+    lr->selectAll();
+    QTest::keyClicks(lr, QStringLiteral("1e-5"));
+    lr->interpretText();
+    QCOMPARE(lr->value(), 1e-5);
+    job::TrainRunSettings settings = job::defaultSettings(false);
+    job::applyOptions(settings, page.options());
+    QCOMPARE(settings.train.adamw.learningRate, 1e-5);
+    auto* dropout = qobject_cast<QDoubleSpinBox*>(page.editor("lora-dropout"));
+    dropout->stepBy(1);
+    QCOMPARE(dropout->value(), 0.01);  // a hundredth of its 0..0.9 range, rounded
   }
 
   void valuesAreRemembered() {

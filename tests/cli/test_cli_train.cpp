@@ -10,7 +10,8 @@
 //     merges the adapter into the stored (unquantised) base;
 //   - a run that evaluates a held-out set (--eval-data, --eval-every) trains to the same adapter,
 //     interrupted and resumed, and logs every evaluation once;
-//   - a bad option is a usage error (exit 2) before any engine starts.
+//   - --profile starts the run under a profile, recorded in config.json;
+//   - a bad option (or profile) is a usage error (exit 2) before any engine starts.
 // Plain C++ (no Qt), so it also runs where the GPU machine has no Qt. Linux: it finds the engine
 // child through /proc. The demo is shrunk (short sequences, rank 4) to keep each run to seconds.
 #include <signal.h>
@@ -307,6 +308,26 @@ int main() {
     check(evalLines == 3, "metrics.jsonl holds the three evaluations once each", metrics);
     check(contains(readFile(scratch / "evaluated" / "trainer_state.json"), "\"eval_loss\""),
           "trainer_state.json's log_history holds them");
+  }
+
+  // --profile: the run starts under that profile (its toggles; CPU only keeps this CPU run
+  // where it is, so the adapter matches), config.json records it; an unknown name exits 2.
+  {
+    std::vector<std::string> args = demoInto(scratch / "profiled");
+    args.insert(args.end(), {"--profile", "CPU only"});
+    const Run run = train(args);
+    check(run.exitCode == 0 && contains(run.output, "done: 8 steps"),
+          "a run with --profile finishes", run.output);
+    check(contains(readFile(scratch / "profiled" / "config.json"), "\"profile\": \"CPU only\""),
+          "config.json records the profile", run.output);
+    check(adapterOf(scratch / "profiled") == referenceAdapter,
+          "under CPU only the adapter is the CPU run's", run.output);
+    std::vector<std::string> unknown = demoInto(scratch / "unknown-profile");
+    unknown.insert(unknown.end(), {"--profile", "No such profile"});
+    const Run refused = train(unknown);
+    check(refused.exitCode == 2 && contains(refused.output, "no profile named 'No such profile'"),
+          "an unknown --profile exits 2 naming it", refused.output);
+    check(!fs::exists(scratch / "unknown-profile"), "and leaves no run folder");
   }
 
   // Usage errors come before any engine: exit 2, naming the option.

@@ -19,7 +19,8 @@ TEST_CASE(everyCommandRoundTrips) {
                                          SetToggleCommand{Toggle::AllocatorPolicy, "arena"},
                                          SwitchProfileCommand{"ROCm stable"},
                                          CheckpointNowCommand{},
-                                         RequestSnapshotCommand{}};
+                                         RequestSnapshotCommand{},
+                                         UndoRungCommand{}};
   for (const Command& c : commands) {
     const std::string line = encodeCommand(c);
     VERIFY2(line.find('\n') == std::string::npos, line.c_str());
@@ -53,7 +54,9 @@ TEST_CASE(everyEventRoundTrips) {
       ToggleAppliedEvent{Toggle::CpuFallback, true, 42, "moved the run to cpu (fp32) at step 42"},
       ToggleAppliedEvent{Toggle::Serialize, false, 3, "", "this run computes on the CPU"},
       ToggleRefusedEvent{Toggle::GemmBackend, "vendor", "this build has no vendor BLAS", 7},
-      EvalEvent{40, 1.9125, 5120, 32, 0.75, 1.875, 30}};
+      EvalEvent{40, 1.9125, 5120, 32, 0.75, 1.875, 30},
+      ProfileSwitchEvent{"Low VRAM", "applied at the next step", 9},
+      LadderEvent{"serialize", "vendor_blas", "engine killed by SIGSEGV", 9, 1}};
   for (const Event& e : events) {
     const TimedEvent timed{1234, e};
     const std::string line = encodeEvent(timed);
@@ -91,6 +94,11 @@ TEST_CASE(everyEventRoundTrips) {
   COMPARE(refused.reason, std::string("this build has no vendor BLAS"));
   COMPARE(refused.value.get<std::string>(), std::string("vendor"));
   VERIFY(encodeEvent({0, events[14]}).find("\"type\":\"toggle_refused\"") != std::string::npos);
+  const auto ladder = std::get<LadderEvent>(decodeEvent(encodeEvent({0, events[16]})).event);
+  COMPARE(ladder.from, std::string("vendor_blas"));
+  COMPARE(ladder.undoable, std::int64_t{1});
+  COMPARE(std::get<ProfileSwitchEvent>(decodeEvent(encodeEvent({0, events[15]})).event).name,
+          std::string("Low VRAM"));
   // A replayed step says so; an ordinary one carries no such field.
   VERIFY(!step.replayed);
   VERIFY(encodeEvent({0, events[2]}).find("replayed") == std::string::npos);

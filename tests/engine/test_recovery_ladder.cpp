@@ -2,7 +2,9 @@
 // stand-in engines that the test makes step, crash, fail and hang, and a manual clock. A crash
 // restarts on the next rung of the ladder and resumes from the state mirror; a hang is "no step
 // for hangTimeoutMs" on the injected clock; restarts are bounded; replayed steps are dropped and
-// event times never run backwards; an engine that cannot start is not restarted in a loop.
+// event times never run backwards; an engine that cannot start is not restarted in a loop. A kill
+// from outside stays on its rung and names the likely sender; a step down can be undone; a profile
+// switch is its own event, not an incident.
 #include <QtTest>
 
 #include <map>
@@ -73,7 +75,8 @@ struct Rig {
     s.replayed = replayed;
     report(s, nowMs);
   }
-  void crash(std::string signal = "SIGKILL") {
+  // A crash of the engine itself (SIGKILL from outside is not one: see killedFromOutside...).
+  void crash(std::string signal = "SIGSEGV") {
     EngineExit exit;
     exit.crashed = true;
     exit.signal = std::move(signal);
@@ -135,7 +138,7 @@ class TestRecoveryLadder : public QObject {
     QCOMPARE(rig.supervisor.rung(), *expectedRung);
     const auto incidents = rig.all<IncidentEvent>();
     QCOMPARE(incidents.size(), std::size_t{1});
-    QVERIFY(incidents[0].what.find("killed by a signal (SIGKILL) after step 3") !=
+    QVERIFY(incidents[0].what.find("killed by a signal (SIGSEGV) after step 3") !=
             std::string::npos);
     QVERIFY(incidents[0].action.find("resumed from the last completed step 3") !=
             std::string::npos);
@@ -300,6 +303,98 @@ class TestRecoveryLadder : public QObject {
     QCOMPARE(rig.supervisor.restarts(), 0);
   }
 
+  // SIGKILL or SIGTERM from outside is not a GPU error: an incident naming the signal and the
+  // likely sender (the OOM killer when host memory was nearly full), the same rung, a resume.
+  void killedFromOutsideStaysOnTheRungAndNamesTheSender() {
+    Rig rig;
+    rig.supervisor.send(StartCommand{kRunConfig});
+    rig.running();
+    rig.step(1);
+    MemoryEvent nearlyFull;
+    nearlyFull.hostAvailableBytes = std::uint64_t{100} << 20;  // 100 MiB left
+    rig.report(nearlyFull);
+    rig.crash("SIGKILL");
+    QCOMPARE(rig.supervisor.rung(), RecoveryRung::VendorBlas);
+    QCOMPARE(rig.supervisor.restarts(), 1);
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{2});  // restarted and resumed
+    QVERIFY(rig.all<LadderEvent>().empty());
+    IncidentEvent incident = rig.all<IncidentEvent>().back();
+    QVERIFY2(incident.what.find("(SIGKILL) after step 1 (killed)") != std::string::npos,
+             incident.what.c_str());
+    QVERIFY2(incident.action.find("on the same rung vendor_blas") != std::string::npos,
+             incident.action.c_str());
+    QVERIFY2(incident.action.find("out-of-memory killer") != std::string::npos,
+             incident.action.c_str());
+    QVERIFY(incident.action.find("unrecognised GPU error") == std::string::npos);
+    QVERIFY(!sentToggle(rig.engine(), Toggle::Serialize, true));
+
+    rig.running(1);
+    rig.step(2);
+    MemoryEvent plenty;
+    plenty.hostAvailableBytes = std::uint64_t{1} << 50;  // more than any host has
+    rig.report(plenty);
+    rig.crash("SIGKILL");
+    incident = rig.all<IncidentEvent>().back();
+    QVERIFY2(incident.action.find("not the out-of-memory killer") != std::string::npos,
+             incident.action.c_str());
+    rig.running(2);
+    rig.crash("SIGTERM");
+    incident = rig.all<IncidentEvent>().back();
+    QVERIFY2(incident.action.find("SIGTERM asks a process to end") != std::string::npos,
+             incident.action.c_str());
+    QCOMPARE(rig.supervisor.rung(), RecoveryRung::VendorBlas);
+  }
+
+  // Each step down is a LadderEvent; Undo goes back one rung, and the toggles that rung set go
+  // back to the profile's values.
+  void theLastStepDownCanBeUndone() {
+    Rig rig;
+    rig.supervisor.send(StartCommand{kRunConfig});
+    rig.running();
+    rig.step(1, 8);
+    rig.crash();  // unrecognised: serialize
+    QCOMPARE(rig.supervisor.rung(), RecoveryRung::Serialize);
+    QVERIFY(sentToggle(rig.engine(), Toggle::Serialize, true));
+    QCOMPARE(rig.all<LadderEvent>().size(), std::size_t{1});
+    QCOMPARE(rig.all<LadderEvent>().back().from, std::string("vendor_blas"));
+    QCOMPARE(rig.all<LadderEvent>().back().rung, std::string("serialize"));
+    QCOMPARE(rig.all<LadderEvent>().back().undoable, std::int64_t{1});
+    QVERIFY(rig.all<IncidentEvent>().back().action.find("Undo") != std::string::npos);
+
+    rig.running(1);
+    rig.supervisor.send(UndoRungCommand{});
+    QCOMPARE(rig.supervisor.rung(), RecoveryRung::VendorBlas);
+    QVERIFY(sentToggle(rig.engine(), Toggle::Serialize, false));
+    QVERIFY(sentToggle(rig.engine(), Toggle::Blocking, false));
+    QVERIFY(sentToggle(rig.engine(), Toggle::GemmBackend, "vendor"));
+    QCOMPARE(rig.all<LadderEvent>().back().rung, std::string("vendor_blas"));
+    QCOMPARE(rig.all<LadderEvent>().back().why, std::string("undone by the user"));
+    QCOMPARE(rig.all<LadderEvent>().back().undoable, std::int64_t{0});
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{2});  // no restart for it
+
+    rig.supervisor.send(UndoRungCommand{});  // nothing left: said so, nothing changes
+    QCOMPARE(rig.supervisor.rung(), RecoveryRung::VendorBlas);
+    QVERIFY(rig.all<LogEvent>().back().text.find("no step to undo") != std::string::npos);
+  }
+
+  // Balanced's cpu_fallback off is not sent when a run starts or resumes after a crash (the run's
+  // device option decides); switching back to Balanced from CPU only does send it.
+  void aStartLeavesTheDeviceToTheRun() {
+    Rig rig;
+    rig.supervisor.send(StartCommand{kRunConfig});
+    QVERIFY(!sentToggle(rig.engine(), Toggle::CpuFallback, false));
+    rig.running();
+    rig.step(1);
+    rig.crash("SIGKILL");
+    QVERIFY(!sentToggle(rig.engine(), Toggle::CpuFallback, false));
+    rig.running(1);
+    rig.supervisor.send(SwitchProfileCommand{"CPU only"});
+    QVERIFY(sentToggle(rig.engine(), Toggle::CpuFallback, true));
+    rig.supervisor.send(SwitchProfileCommand{"Balanced"});
+    QVERIFY(sentToggle(rig.engine(), Toggle::CpuFallback, false));
+    QCOMPARE(rig.all<ProfileSwitchEvent>().size(), std::size_t{2});
+  }
+
   void aProfileWithAnotherEnvironmentStopsAndResumesInIt() {
     Rig rig;
     rig.supervisor.send(StartCommand{kRunConfig});
@@ -309,6 +404,17 @@ class TestRecoveryLadder : public QObject {
     QVERIFY(std::holds_alternative<StopCommand>(rig.engine().sent.back()));
     QVERIFY(rig.engine().inputClosed);
     QCOMPARE(rig.launcher.engines.size(), std::size_t{1});  // not before the old one is gone
+    // The old engine stops as asked: that is not the run's end, and nothing is passed on.
+    const std::size_t statesBefore = rig.all<StateEvent>().size();
+    rig.report(StateEvent{RunState::Stopping, 1, ""});
+    rig.report(StateEvent{RunState::Finished, 1, "stopped by the user"});
+    QCOMPARE(rig.all<StateEvent>().size(), statesBefore);
+    // A switch is a profile switch event, not an incident.
+    QVERIFY(rig.all<IncidentEvent>().empty());
+    QCOMPARE(rig.all<ProfileSwitchEvent>().size(), std::size_t{1});
+    QCOMPARE(rig.all<ProfileSwitchEvent>()[0].name, std::string("Debug: serialize + blocking"));
+    QVERIFY(rig.all<ProfileSwitchEvent>()[0].detail.find("AMD_SERIALIZE_KERNEL") !=
+            std::string::npos);
     rig.supervisor.engineExited(rig.engineId(), EngineExit{});
     QCOMPARE(rig.launcher.engines.size(), std::size_t{2});
     QCOMPARE(rig.engine().environment.at("AMD_SERIALIZE_KERNEL"), std::string("3"));

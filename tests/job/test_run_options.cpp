@@ -36,7 +36,8 @@ std::string otherValue(const RunOption& option) {
     case OptionType::List:
       return option.spec.choices.front();
     case OptionType::Text:
-      return fallback.empty() ? "held-out.jsonl" : "";
+      // free text: a held-out file where the default is none, else another name (a profile's)
+      return fallback.empty() ? "held-out.jsonl" : fallback + "other";
   }
   return fallback;
 }

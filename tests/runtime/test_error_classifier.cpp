@@ -91,6 +91,30 @@ class TestErrorClassifier : public QObject {
     QCOMPARE(classifyHang().category, ErrorCategory::Hang);
   }
 
+  // Signals other processes send are kills from outside: no GPU error, no step down, and the
+  // advice names the likely sender; signals a process raises on itself are left to the messages.
+  void killsFromOutsideAreNotGpuErrors() {
+    const HostMemory nearlyFull{std::uint64_t{200} << 20, std::uint64_t{16} << 30};
+    const auto oom = classifyKill("SIGKILL", nearlyFull);
+    QVERIFY(oom.has_value());
+    QCOMPARE(oom->category, ErrorCategory::Killed);
+    QVERIFY(!oom->sticky);
+    QVERIFY(oom->advice.find("out-of-memory killer") != std::string::npos);
+    QVERIFY(oom->advice.find("99% used (200 MiB available)") != std::string::npos);
+    QCOMPARE(nextRung(RecoveryRung::Serialize, *oom), std::optional(RecoveryRung::Serialize));
+
+    const HostMemory roomy{std::uint64_t{8} << 30, std::uint64_t{16} << 30};
+    const auto kill9 = classifyKill("SIGKILL", roomy);
+    QVERIFY(kill9->advice.find("50% used") != std::string::npos);
+    QVERIFY(kill9->advice.find("so not the out-of-memory killer") != std::string::npos);
+    QVERIFY(classifyKill("SIGKILL", std::nullopt)->advice.find("kill -9") != std::string::npos);
+    QVERIFY(classifyKill("SIGTERM", roomy)->advice.find("SIGTERM asks a process to end") !=
+            std::string::npos);
+    QCOMPARE(classifyKill("SIGSEGV", nearlyFull), std::nullopt);
+    QCOMPARE(classifyKill("SIGABRT", nearlyFull), std::nullopt);
+    QCOMPARE(QString(categoryName(ErrorCategory::Killed)), QString("killed"));
+  }
+
   void namesAreStable() {
     QCOMPARE(QString(categoryName(ErrorCategory::CommandBufferFailure)),
              QString("command_buffer_failure"));

@@ -7,6 +7,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QLineEdit>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -52,6 +53,29 @@ class TestControlsProfiles : public QObject {
     QCOMPARE(panel.status(Toggle::Serialize), ControlsPanel::Status::Applied);
     QCOMPARE(panel.statusText(Toggle::Serialize), QStringLiteral("applied at step 40"));
     QVERIFY(check->isChecked());
+  }
+
+  // The recovery ladder's row: the rung and why from the supervisor's LadderEvent; Undo, enabled
+  // while a step down can be undone, sends UndoRungCommand.
+  void theLadderRowShowsTheRungAndUndoes() {
+    ControlsPanel panel(app::liveControls());
+    panel.setEngineAvailable(true);
+    QVERIFY(!panel.canUndoRung());
+    QVERIFY(panel.ladderText().contains("vendor_blas"));
+    panel.handleEvent(
+        {5000, LadderEvent{"serialize", "vendor_blas", "killed by a signal (SIGSEGV)", 12, 1}});
+    QVERIFY2(panel.ladderText().contains("serialize since step 12") &&
+                 panel.ladderText().contains("SIGSEGV"),
+             qPrintable(panel.ladderText()));
+    QVERIFY(panel.canUndoRung());
+    QSignalSpy commands(&panel, &ControlsPanel::commandRequested);
+    panel.undoRungButton()->click();
+    QCOMPARE(commands.count(), 1);
+    QVERIFY(std::holds_alternative<UndoRungCommand>(commands.last().at(0).value<Command>()));
+    panel.handleEvent({6000, LadderEvent{"vendor_blas", "serialize", "undone by the user", 13, 0}});
+    QVERIFY(!panel.canUndoRung());
+    panel.setEngineAvailable(false);
+    QVERIFY(!panel.canUndoRung());
   }
 
   // The user's change is refused: the row shows the reason and the editor goes back.

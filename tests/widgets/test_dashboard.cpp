@@ -231,13 +231,16 @@ class TestDashboard : public QObject {
              qPrintable(d.lossChart()->valueText(Dashboard::LossAverage)));
   }
 
-  void profileSwitchRequestIsMarkedAndStartClears() {
+  void profileSwitchIsMarkedAndStartClears() {
     Dashboard d;
     d.handleEvent({3000, StepEvent{1, 2.0, 1e-4, 1.0, 100.0, 1, 1}});
     d.noteCommand(SwitchProfileCommand{"Low VRAM"});
+    QVERIFY(d.markers().empty());  // a request: marked once the supervisor has switched
+    d.handleEvent({3100, ProfileSwitchEvent{"Low VRAM", "applied at the next step", 1}});
     QCOMPARE(d.markers().size(), std::size_t{1});
     QCOMPARE(d.markers()[0].kind, MarkerKind::Profile);
-    QCOMPARE(d.markers()[0].timeMs, std::int64_t{3000});
+    QCOMPARE(d.markers()[0].timeMs, std::int64_t{3100});
+    QVERIFY(d.markers()[0].text.contains("Low VRAM"));
     d.noteCommand(StartCommand{nlohmann::json::object()});
     QVERIFY(d.markers().empty());
     QVERIFY(!d.showsCharts());
