@@ -37,6 +37,13 @@
 #                                  $OUT/chat_template_reference.json
 #                                  (scripts/reference/chat_templates.py; commit it as
 #                                  tests/text/data/chat_template_reference.json)
+#   scripts/gpu-check.sh peft-adapter BASE_DIR ADAPTER_DIR [ADAPTER_DIR ...]
+#                                  there, no build: Hugging Face PEFT loads each adapter a run wrote
+#                                  (e.g. the Windows cross-build's demo run under Wine and the Linux
+#                                  build's, from scripts/check-windows-demo.sh) onto BASE_DIR on the
+#                                  GPU, against W + scale·B·A applied by hand and against each
+#                                  other (scripts/reference/peft_adapter_check.py); report in
+#                                  $OUT/peft_adapter_check.json
 #   scripts/gpu-check.sh record [PROGRAM]
 #                                  there: build lorascope-train only (or use PROGRAM, a
 #                                  hip-nvidia lorascope-train built here — `cmake --preset
@@ -326,6 +333,16 @@ case "${1:-}" in
   generate) run_generate ;;
   doctor) run_doctor ;;
   record) run_record "${2:-}" ;;
+  peft-adapter)
+    [[ $# -ge 3 ]] ||
+      { echo "usage: scripts/gpu-check.sh peft-adapter BASE_DIR ADAPTER_DIR..." >&2; exit 2; }
+    shift
+    out="${OUT:-$repo/gpu-check-results}"
+    mkdir -p "$out"
+    "${PYTHON:-python3}" scripts/reference/peft_adapter_check.py "$1" \
+      "$out/peft_adapter_check.json" "${@:2}" 2>&1 | tee "$out/peft_adapter_check.txt"
+    exit "${PIPESTATUS[0]}"
+    ;;
   bench)
     shift
     run_bench "$@"
@@ -338,7 +355,7 @@ case "${1:-}" in
   *)
     echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | doctor | record [PROGRAM] |" \
       "bench [SHAPE ...] | memory [ARGS] | supervise | hf RUN_DIR TEMPLATES_DIR | qlora |" \
-      "generate" >&2
+      "generate | peft-adapter BASE_DIR ADAPTER_DIR..." >&2
     exit 2
     ;;
 esac

@@ -21,8 +21,8 @@ LineReader::LineReader(const std::filesystem::path& path) : path_(path) {
   if (std::filesystem::is_directory(path, ec)) {
     throw DatasetError(path.string() + ": is a directory, not a dataset file");
   }
-  file_.reset(std::fopen(path.c_str(), "rb"));
-  if (!file_) {
+  file_.open(path, std::ios::binary);
+  if (!file_.is_open()) {
     throw DatasetError(path.string() + ": cannot open: " + std::strerror(errno));
   }
   const auto size = std::filesystem::file_size(path, ec);
@@ -57,9 +57,10 @@ bool LineReader::refill() {
   if (end_ == buffer_.size()) {
     buffer_.resize(buffer_.size() * 2);  // a line longer than the buffer
   }
-  const std::size_t got = std::fread(buffer_.data() + end_, 1, buffer_.size() - end_, file_.get());
+  file_.read(buffer_.data() + end_, static_cast<std::streamsize>(buffer_.size() - end_));
+  const auto got = static_cast<std::size_t>(file_.gcount());
   if (got == 0) {
-    if (std::ferror(file_.get())) {
+    if (file_.bad()) {
       throw DatasetError(path_.string() + ": read failed at byte " + std::to_string(consumed_) +
                          ": " + std::strerror(errno));
     }

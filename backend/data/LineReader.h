@@ -4,9 +4,8 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
-#include <memory>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -34,10 +33,7 @@ class LineReader {
  private:
   bool refill();  // false at end of file
 
-  struct FileCloser {
-    void operator()(std::FILE* file) const { std::fclose(file); }
-  };
-  std::unique_ptr<std::FILE, FileCloser> file_;
+  std::ifstream file_;  // opened by path, so a non-ASCII name works on Windows too
   std::filesystem::path path_;
   std::vector<char> buffer_;
   std::size_t begin_ = 0;  // unread bytes are buffer_[begin_, end_)

@@ -54,7 +54,7 @@ std::optional<std::uint64_t> addOptional(std::optional<std::uint64_t> sum,
 bool pointsAtDri(const fs::path& fdLink) {
   std::error_code error;
   const fs::path target = fs::read_symlink(fdLink, error);
-  return !error && target.native().rfind("/dev/dri/", 0) == 0;
+  return !error && target.string().rfind("/dev/dri/", 0) == 0;
 }
 
 }  // namespace
@@ -110,7 +110,7 @@ DrmScanResult scanDrmClients(const fs::path& procRoot, std::string_view driver) 
   std::error_code error;
   std::vector<std::uint32_t> pids;
   for (const fs::directory_entry& entry : fs::directory_iterator(procRoot, error)) {
-    if (const std::optional<std::uint64_t> pid = parseUnsigned(entry.path().filename().native());
+    if (const std::optional<std::uint64_t> pid = parseUnsigned(entry.path().filename().string());
         pid && *pid <= UINT32_MAX) {
       pids.push_back(static_cast<std::uint32_t>(*pid));
     }

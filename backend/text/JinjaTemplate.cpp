@@ -7,6 +7,7 @@
 #include "text/JinjaTemplate.h"
 
 #include <ctime>
+#include <mutex>
 
 #include "text/JinjaAst.h"
 #include "text/JinjaBuiltins.h"
@@ -95,8 +96,15 @@ class Renderer {
           const std::string format =
               a.positional.empty() ? std::string("%Y-%m-%d") : jinja::toPythonStr(a.positional[0]);
           const std::time_t now = std::time(nullptr);
+          // std::localtime (localtime_r is POSIX's only), its shared result copied out under a
+          // lock.
           std::tm local{};
-          localtime_r(&now, &local);
+          {
+            static std::mutex localtimeLock;
+            const std::lock_guard guard(localtimeLock);
+            if (const std::tm* t = std::localtime(&now))
+              local = *t;
+          }
           char buffer[256];
           const std::size_t n = std::strftime(buffer, sizeof buffer, format.c_str(), &local);
           return Value(std::string(buffer, n));

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# check-windows-demo.sh LINUX_BUILD MINGW_BUILD [WORK_DIR] — the built-in demo run of the Windows
+# cross-build (lorascope-train.exe under Wine) against the Linux build's: `train --demo --steps 20`
+# in each, every step's loss within 1e-5 relative of the other's, and both runs' final adapters
+# complete. Each build makes its own demo model and dataset (separate caches), so the Windows
+# build's generators are compared too. The runs stay in WORK_DIR (default build/windows-demo):
+# WORK_DIR/wine-run/adapter is the adapter to load in PEFT (scripts/gpu-check.sh peft-adapter).
+#   WINE   the Wine loader (default: wine64 on PATH, else /usr/lib/wine/wine64)
+set -euo pipefail
+[[ $# -ge 2 ]] || { echo "usage: $0 LINUX_BUILD MINGW_BUILD [WORK_DIR]" >&2; exit 2; }
+linux_train="$1/app/lorascope-train"
+windows_train="$2/app/lorascope-train.exe"
+work="${3:-build/windows-demo}"
+wine="${WINE:-$(command -v wine64 || echo /usr/lib/wine/wine64)}"
+steps=20
+tolerance=1e-5
+for f in "$linux_train" "$windows_train" "$wine"; do
+  [[ -x $f || -f $f ]] || { echo "check-windows-demo: $f is missing" >&2; exit 1; }
+done
+export WINEDEBUG="${WINEDEBUG:--all}"
+
+rm -rf "$work"
+mkdir -p "$work"
+start=$SECONDS
+LORASCOPE_CACHE_DIR="$work/cache-linux" "$linux_train" train --demo --steps "$steps" \
+  --out "$work/linux-run" >"$work/linux.log" 2>&1 ||
+  { cat "$work/linux.log"; echo "check-windows-demo: the Linux run failed" >&2; exit 1; }
+echo "check-windows-demo: Linux run: $((SECONDS - start)) s"
+start=$SECONDS
+LORASCOPE_CACHE_DIR="$work/cache-wine" "$wine" "$windows_train" train --demo --steps "$steps" \
+  --out "$work/wine-run" >"$work/wine.log" 2>&1 ||
+  { cat "$work/wine.log"; echo "check-windows-demo: the Wine run failed" >&2; exit 1; }
+echo "check-windows-demo: Wine run: $((SECONDS - start)) s"
+
+# "step" and "loss" of each metrics.jsonl line (the writer's own flat JSON objects).
+losses() {
+  awk '{
+    if (match($0, /"step":[0-9]+/)) step = substr($0, RSTART + 7, RLENGTH - 7); else step = "?"
+    if (match($0, /"loss":[-+0-9.eE]+/)) loss = substr($0, RSTART + 7, RLENGTH - 7); else loss = "?"
+    print step, loss
+  }' "$1/metrics.jsonl"
+}
+losses "$work/linux-run" >"$work/linux-losses.txt"
+losses "$work/wine-run" >"$work/wine-losses.txt"
+status=0
+paste "$work/linux-losses.txt" "$work/wine-losses.txt" | awk -v tol="$tolerance" -v steps="$steps" '
+  function abs(x) { return x < 0 ? -x : x }
+  {
+    n++
+    if ($1 != $3 || $2 == "?" || $4 == "?") { printf "line %d: steps %s and %s, losses %s and %s\n", n, $1, $3, $2, $4; bad++; next }
+    rel = abs($2 - $4) / (abs($2) > 0 ? abs($2) : 1)
+    if (rel > worst) worst = rel
+    if (rel > tol) { printf "step %s: Linux %s, Wine %s (relative %.3g > %g)\n", $1, $2, $4, rel, tol; bad++ }
+  }
+  END {
+    if (n != steps) { printf "%d steps compared, %d expected\n", n, steps; bad++ }
+    printf "check-windows-demo: %d steps, worst relative loss difference %.3g (limit %g)\n", n, worst, tol
+    exit bad > 0
+  }' || status=1
+for run in linux-run wine-run; do
+  for f in adapter_model.safetensors adapter_config.json; do
+    [[ -s $work/$run/adapter/$f ]] || { echo "check-windows-demo: $run/adapter/$f is missing"; status=1; }
+  done
+done
+exit "$status"
