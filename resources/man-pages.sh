@@ -17,7 +17,10 @@ help2man --no-info --version-string="$version" --section=1 \
 
 wrappers=$(mktemp -d)
 trap 'rm -rf "$wrappers"' EXIT
-commands=$("$exe" --help | sed -n '/^commands:/,$ s/^  \([a-z][a-z-]*\).*/\1/p')
+# The help is read whole first: awk's early exit below would SIGPIPE a program piped into it,
+# which pipefail turns into a failed build.
+help_text=$("$exe" --help)
+commands=$(sed -n '/^commands:/,$ s/^  \([a-z][a-z-]*\).*/\1/p' <<<"$help_text")
 for command in $commands; do
   "$exe" "$command" --help </dev/null >/dev/null 2>&1 || continue
   # help2man runs PROGRAM --help; the wrapper's name becomes the page's name.
@@ -26,7 +29,7 @@ for command in $commands; do
   chmod +x "$wrapper"
   # The command's summary in the overview: the indented lines under "  CMD [options]" (past a
   # wrapped usage), first sentence.
-  summary=$("$exe" --help | awk -v cmd="$command" '
+  summary=$(awk -v cmd="$command" '
     $1 == cmd && /^  [a-z]/ { on = 1; next }
     on && /^      / {
       sub(/^ +/, "")
@@ -35,7 +38,7 @@ for command in $commands; do
       next
     }
     on { exit }
-    END { sub(/\. .*/, "", text); sub(/\.$/, "", text); print text }')
+    END { sub(/\. .*/, "", text); sub(/\.$/, "", text); print text }' <<<"$help_text")
   help2man --no-info --version-string="$version" --section=1 \
     --name="${summary:-the $command command of lorascope-train}" \
     --output="$out/lorascope-train-$command.1" "$wrapper"
