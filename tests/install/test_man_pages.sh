@@ -42,7 +42,7 @@ done
 gui_page=$man_dir/lorascope.1
 if [[ -e $gui_page ]]; then
   grep -q '^\.TH LORASCOPE "1"' "$gui_page" || fail "$gui_page has no '.TH LORASCOPE \"1\"' header"
-  sed 's/\\-/-/g' "$gui_page" | grep -q -- '--help' || fail "$gui_page does not describe --help"
+  grep -q -- '--help' <<<"$(sed 's/\\-/-/g' "$gui_page")" || fail "$gui_page does not describe --help"
   echo "lorascope.1: present"
 fi
 exit $((failures > 0))
