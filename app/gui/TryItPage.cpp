@@ -16,6 +16,7 @@
 #include <QThread>
 #include <QVBoxLayout>
 #include <climits>
+#include <tuple>
 
 #include "job/Generation.h"
 
@@ -102,15 +103,19 @@ TryItPage::TryItPage(QWidget* parent) : QWidget(parent) {
   form->addRow(tr("Adapter"), withBrowse(adapter_, browseAdapter));
   form->addRow(tr("System"), system_);
   form->addRow(tr("Prompt"), prompt_);
+  // Two rows of knobs, so that the page fits a 1024-pixel-wide window.
+  auto* sampling = new QHBoxLayout;
   auto* knobs = new QHBoxLayout;
-  for (auto [label, widget] : {std::pair<QString, QWidget*>{tr("Max new tokens"), maxNewTokens_},
-                               {tr("Temperature"), temperature_},
-                               {tr("Top-p"), topP_},
-                               {tr("Seed"), seed_},
-                               {tr("Device"), device_}}) {
-    knobs->addWidget(new QLabel(label, this));
-    knobs->addWidget(widget);
+  for (auto [row, label, widget] :
+       {std::tuple<QHBoxLayout*, QString, QWidget*>{sampling, tr("Max new tokens"), maxNewTokens_},
+        {sampling, tr("Temperature"), temperature_},
+        {sampling, tr("Top-p"), topP_},
+        {knobs, tr("Seed"), seed_},
+        {knobs, tr("Device"), device_}}) {
+    row->addWidget(new QLabel(label, this));
+    row->addWidget(widget);
   }
+  sampling->addStretch(1);
   knobs->addStretch(1);
   knobs->addWidget(generate_);
   knobs->addWidget(stop_);
@@ -130,6 +135,7 @@ TryItPage::TryItPage(QWidget* parent) : QWidget(parent) {
   }
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(form);
+  layout->addLayout(sampling);
   layout->addLayout(knobs);
   layout->addWidget(status_);
   layout->addLayout(answers, 1);

@@ -94,10 +94,10 @@ TEST_CASE(everyEventRoundTrips) {
   COMPARE(refused.reason, std::string("this build has no vendor BLAS"));
   COMPARE(refused.value.get<std::string>(), std::string("vendor"));
   VERIFY(encodeEvent({0, events[14]}).find("\"type\":\"toggle_refused\"") != std::string::npos);
-  const auto ladder = std::get<LadderEvent>(decodeEvent(encodeEvent({0, events[16]})).event);
+  const auto ladder = std::get<LadderEvent>(decodeEvent(encodeEvent({0, events[17]})).event);
   COMPARE(ladder.from, std::string("vendor_blas"));
   COMPARE(ladder.undoable, std::int64_t{1});
-  COMPARE(std::get<ProfileSwitchEvent>(decodeEvent(encodeEvent({0, events[15]})).event).name,
+  COMPARE(std::get<ProfileSwitchEvent>(decodeEvent(encodeEvent({0, events[16]})).event).name,
           std::string("Low VRAM"));
   // A replayed step says so; an ordinary one carries no such field.
   VERIFY(!step.replayed);
