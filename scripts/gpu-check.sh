@@ -8,6 +8,11 @@
 #                                  `ctest -L gpu` (only the tests matching REGEX when given) and
 #                                  the GPU benchmarks, and copy every result to $OUT (or
 #                                  ./gpu-check-results when OUT is unset)
+#   scripts/gpu-check.sh parity [OP ...]
+#                                  there: build parity_ops only and run it once per OP (a substring
+#                                  of the op names, e.g. attention geglu softcap; every op when
+#                                  none is given); the results go to $OUT/parity-OP.json and the
+#                                  table to parity.txt. The quick check of new kernels (~2 min).
 #   scripts/gpu-check.sh bench [SHAPE ...]
 #                                  there: build bench_gpu_train only and run it (vendor and built-in
 #                                  GEMM) beside scripts/reference/bench_lora_gpu_torch.py (eager and
@@ -135,6 +140,24 @@ configure_device_build() {
   cmake --preset hip-nvidia -B build/device -DLORASCOPE_BUILD_GUI=OFF \
     -DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include" >"$out/configure.log" 2>&1 ||
     { tail -40 "$out/configure.log"; exit 1; }
+}
+
+run_parity() {
+  local out="${OUT:-$repo/gpu-check-results}"
+  mkdir -p "$out"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
+  configure_device_build "$out"
+  cmake --build build/device --target parity_ops --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
+    { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+  rm -f "$out/build.log" "$out/configure.log"
+  local status=0 op
+  local ops=("$@")
+  ((${#ops[@]})) || ops=("")
+  for op in "${ops[@]}"; do
+    build/device/tests/parity/parity_ops --json "$out/parity-${op:-all}.json" --filter "$op" |
+      tee -a "$out/parity.txt" || status=1
+  done
+  exit "$status"
 }
 
 run_record() {
@@ -352,10 +375,14 @@ case "${1:-}" in
     run_memory "$@"
     ;;
   supervise) run_supervise ;;
+  parity)
+    shift
+    run_parity "$@"
+    ;;
   *)
-    echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | doctor | record [PROGRAM] |" \
-      "bench [SHAPE ...] | memory [ARGS] | supervise | hf RUN_DIR TEMPLATES_DIR | qlora |" \
-      "generate | peft-adapter BASE_DIR ADAPTER_DIR..." >&2
+    echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | parity [OP ...] | doctor |" \
+      "record [PROGRAM] | bench [SHAPE ...] | memory [ARGS] | supervise |" \
+      "hf RUN_DIR TEMPLATES_DIR | qlora | generate | peft-adapter BASE_DIR ADAPTER_DIR..." >&2
     exit 2
     ;;
 esac

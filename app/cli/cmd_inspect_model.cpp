@@ -98,6 +98,8 @@ nlohmann::json toJson(const model::ModelFolder& folder, const model::ParameterCo
   return {
       {"dir", folder.dir()},
       {"model_type", c.modelType},
+      {"family", model::familyName(c.family)},
+      {"graph_features", model::describeGraphFeatures(c)},
       {"layers", c.numLayers},
       {"hidden_size", c.hiddenSize},
       {"intermediate_size", c.intermediateSize},
@@ -141,7 +143,10 @@ void printText(const model::ModelFolder& folder, const model::ParameterCounts& p
                const std::map<std::string, std::int64_t>& dtypeTensors, const Plan& plan,
                const model::TrainingMemory& m) {
   const model::ModelConfig& c = folder.config();
+  const std::string features = model::describeGraphFeatures(c);
   std::cout << "model       " << folder.dir() << " (" << c.modelType << ")\n"
+            << "family      " << model::familyName(c.family)
+            << (features.empty() ? "" : ": " + features) << "\n"
             << "shape       " << c.numLayers << " layers, hidden " << c.hiddenSize << ", MLP "
             << c.intermediateSize << ", heads " << c.numHeads << " (" << c.numKvHeads
             << " KV, head_dim " << c.headDim << "), vocab " << c.vocabSize << "\n"

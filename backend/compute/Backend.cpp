@@ -163,6 +163,10 @@ void checkAddArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor
   requireShape(op, "y", y, x.shape());
 }
 
+void checkActivationArgs(const char* op, const BackendCapabilities& caps, const Tensor& x) {
+  requireActivations(op, caps, {{&x, "x"}});
+}
+
 void checkMultiplyArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& y) {
   constexpr const char* op = "multiply";
   requireActivations(op, caps, {{&x, "x"}, {&y, "y"}});

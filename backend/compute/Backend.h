@@ -44,6 +44,19 @@ struct AdamWTensors {
   Tensor* secondMoment = nullptr;  // v
 };
 
+// How causal attention masks and shapes its scores (Gemma 2/3, Mistral): the scale always, a
+// sliding window and tanh soft-capping where the model has them.
+struct AttentionOptions {
+  // Implicit from a bare scale: plain causal attention (what every caller passed before windows).
+  AttentionOptions(float attentionScale)  // NOLINT(google-explicit-constructor)
+      : scale(attentionScale) {}
+  AttentionOptions(float attentionScale, std::int64_t slidingWindow, float scoreSoftcap)
+      : scale(attentionScale), window(slidingWindow), softcap(scoreSoftcap) {}
+  float scale = 1.0f;       // scores s = scale · q·k
+  std::int64_t window = 0;  // query i sees keys i − window < j ≤ i; 0 = every j ≤ i
+  float softcap = 0.0f;     // s ← softcap·tanh(s / softcap) before the softmax; 0 = off
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -134,23 +147,36 @@ class Backend {
                     bool inverse) = 0;
 
   // Causal self-attention with grouped KV heads (GQA): query head h reads KV head
-  // h / (heads / kvHeads); out = softmax(scale · q·kᵀ + causal mask) · v.
+  // h / (heads / kvHeads); out = softmax(cap(scale · q·kᵀ) + mask) · v, the mask causal and, with
+  // a window W, hiding keys j ≤ i − W; cap(s) = softcap·tanh(s / softcap) when softcap > 0.
   //   q   (B, S, heads, hd)    k, v (B, S, kvHeads, hd)    activation dtype
   //   out (B, S, heads, hd)    activation dtype
-  //   logsumexp (B, heads, S)  f32: log Σ_j exp(scale · q·k_j), saved for the backward pass
-  virtual void attentionForward(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
-                                Tensor& out, Tensor& logsumexp) = 0;
+  //   logsumexp (B, heads, S)  f32: log Σ_j exp(cap(scale · q·k_j)) over the visible keys, saved
+  //                            for the backward pass
+  virtual void attentionForward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                const AttentionOptions& options, Tensor& out,
+                                Tensor& logsumexp) = 0;
 
   // Attention of a generation step over its KV cache (batch 1, no logsumexp: nothing to
   // differentiate): the S new queries sit at positions past … past+S−1, past = keys − S, and
-  // query i attends keys 0 … past+i with GQA as above. S = keys is the causal prompt pass.
+  // query i attends keys 0 … past+i with GQA as above (only past+i − window < j with a sliding
+  // window; scores soft-capped as in attentionForward). S = keys is the causal prompt pass.
   //   q (S, heads, hd)   k, v (past + S, kvHeads, hd)   out (S, heads, hd)   activation dtype
-  virtual void attentionCached(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
-                               Tensor& out) = 0;
+  virtual void attentionCached(const Tensor& q, const Tensor& k, const Tensor& v,
+                               const AttentionOptions& options, Tensor& out) = 0;
 
   // SwiGLU of the Llama MLP: out = silu(gate) ⊙ up, silu(g) = g / (1 + e^−g).
   //   gate, up, out (rows, dim) activation dtype
   virtual void swigluForward(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
+  // GeGLU of the Gemma MLP: out = gelu_tanh(gate) ⊙ up, with PyTorch's tanh approximation
+  // gelu_tanh(g) = ½·g·(1 + tanh(√(2/π)·(g + 0.044715·g³))).
+  //   gate, up, out (rows, dim) activation dtype
+  virtual void gegluForward(const Tensor& gate, const Tensor& up, Tensor& out) = 0;
+
+  // In place: x ← x · factor (Gemma's embeddings times √hidden).   x any shape, activation dtype
+  virtual void scaleActivations(Tensor& x, float factor) = 0;
+  // In place: x ← cap·tanh(x / cap) (Gemma 2's final logits).   x any shape, activation dtype
+  virtual void softcapInPlace(Tensor& x, float cap) = 0;
 
   // Residual add, in place: x += y.   x, y (any shape, equal) activation dtype
   virtual void addInPlace(Tensor& x, const Tensor& y) = 0;
@@ -174,15 +200,23 @@ class Backend {
   // head are summed over the query heads of its group in a fixed order. Outputs are overwritten.
   //   dout, q, out (B, S, heads, hd)   k, v (B, S, kvHeads, hd)   logsumexp (B, heads, S) f32
   //   dq (B, S, heads, hd)   dk, dv (B, S, kvHeads, hd)            activation dtype
+  // The window and soft-capping of `options` are the forward's.
   virtual void attentionBackward(const Tensor& dout, const Tensor& q, const Tensor& k,
                                  const Tensor& v, const Tensor& out, const Tensor& logsumexp,
-                                 float scale, Tensor& dq, Tensor& dk, Tensor& dv) = 0;
+                                 const AttentionOptions& options, Tensor& dq, Tensor& dk,
+                                 Tensor& dv) = 0;
 
   // Gradients of out = silu(gate) ⊙ up:
   //   dup = dout ⊙ silu(gate),  dgate = dout ⊙ up ⊙ σ(gate)·(1 + gate·(1 − σ(gate))).
   //   dout, gate, up, dgate, dup (rows, dim) activation dtype
   virtual void swigluBackward(const Tensor& dout, const Tensor& gate, const Tensor& up,
                               Tensor& dgate, Tensor& dup) = 0;
+  // Gradients of out = gelu_tanh(gate) ⊙ up, with u = √(2/π)·(g + 0.044715·g³), t = tanh(u):
+  //   dup = dout ⊙ gelu_tanh(gate),
+  //   dgate = dout ⊙ up ⊙ (½·(1 + t) + ½·g·(1 − t²)·√(2/π)·(1 + 3·0.044715·g²)).
+  //   dout, gate, up, dgate, dup (rows, dim) activation dtype
+  virtual void gegluBackward(const Tensor& dout, const Tensor& gate, const Tensor& up,
+                             Tensor& dgate, Tensor& dup) = 0;
 
   // Elementwise product, in place: x ⊙= y (a LoRA dropout mask, already scaled by 1/(1−p)).
   //   x, y (any shape, equal) activation dtype
@@ -197,13 +231,14 @@ class Backend {
   // losses[r] = logsumexp_r − logit[r][targets[r]], and 0 (with a zero gradient row) where
   // targets[r] == kIgnoreTarget. gradScale is the loss weight of every token (1 / the tokens
   // predicted in the whole optimizer step). The gradient product is skipped when dh is undefined
-  // (evaluation).
+  // (evaluation). With logitSoftcap c > 0 (Gemma 2) every logit is first capped, l ← c·tanh(l / c),
+  // and its gradient carries the factor 1 − tanh² (the target's too).
   // Throws ShapeError naming the row and target when a target is outside [0, vocab).
   //   h (rows, H) activation dtype   weight (vocab, H) any dtype (frozen lm_head or embedding)
   //   losses (rows) f32   dh (rows, H) activation dtype, overwritten, or undefined
   virtual void lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
                                   std::span<const std::int32_t> targets, float gradScale,
-                                  Tensor& losses, Tensor& dh) = 0;
+                                  Tensor& losses, Tensor& dh, float logitSoftcap = 0.0f) = 0;
 
   // --- Optimizer ops: LoRA weights, their gradients and AdamW moments live on the backend -----
   // A list op takes f32 tensors of this backend and makes one pass over the whole list (one
@@ -262,6 +297,8 @@ void checkSwigluArgs(const BackendCapabilities& caps, const Tensor& gate, const 
                      const Tensor& out);
 void checkAddArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& y);
 void checkMultiplyArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& y);
+// One activation-dtype tensor on this backend (scale, softcap); `op` names the op in the error.
+void checkActivationArgs(const char* op, const BackendCapabilities& caps, const Tensor& x);
 void checkAddBiasArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& bias);
 void checkCrossEntropyArgs(const BackendCapabilities& caps, const Tensor& logits,
                            std::size_t targets, const Tensor& losses, const Tensor& logsumexp);

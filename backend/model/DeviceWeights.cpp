@@ -25,8 +25,10 @@ template <typename Weights, typename Visit>
 void forEachTensor(Weights& w, Visit&& visit) {
   visit(w.embed);
   for (auto& l : w.layers) {
-    for (auto* t : {&l.inputNorm, &l.q, &l.k, &l.v, &l.qBias, &l.kBias, &l.vBias, &l.o, &l.oBias,
-                    &l.postNorm, &l.gate, &l.up, &l.down, &l.gateBias, &l.upBias, &l.downBias}) {
+    for (auto* t :
+         {&l.inputNorm, &l.q,     &l.k,     &l.v,        &l.qBias,    &l.kBias,      &l.vBias,
+          &l.o,         &l.oBias, &l.qNorm, &l.kNorm,    &l.postNorm, &l.preMlpNorm, &l.postMlpNorm,
+          &l.gate,      &l.up,    &l.down,  &l.gateBias, &l.upBias,   &l.downBias}) {
       visit(*t);
     }
   }
@@ -55,8 +57,10 @@ Tensor placeOne(compute::Backend& backend, const Tensor& t) {
                              DType::BF16, t.shape());
   }
   if (t.dtype() == DType::F32) {
+    // Vectors (norm weights, biases) stay f32: they are tiny, and Gemma's 1 + weight would lose
+    // its low bits in bf16. Matrices go to bf16 like the activations.
     return backend.upload(std::span(t.as<float>(), static_cast<std::size_t>(t.numel())),
-                          DType::BF16, t.shape());
+                          t.rank() == 1 ? DType::F32 : DType::BF16, t.shape());
   }
   std::vector<float> widened(static_cast<std::size_t>(t.numel()));
   compute::widenToFloat(t.data(), t.dtype(), 0, t.numel(), widened.data());

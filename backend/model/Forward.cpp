@@ -1,9 +1,13 @@
 // Forward.cpp — the decoder stack, top to bottom:
-//   x = embed(ids)
-//   per layer:  h = rmsnorm(x);  q,k,v = h·Wqᵀ(+b), h·Wkᵀ(+b), h·Wvᵀ(+b);  rope(q), rope(k)
-//               x += attention(q, k, v)·Woᵀ(+b)
-//               h = rmsnorm(x);  x += (silu(h·Wgᵀ) ⊙ h·Wuᵀ)·Wdᵀ
-//   logits = rmsnorm(x)·Wlmᵀ;  loss = mean over t of CE(logits[t], labels[t+1])
+//   x = embed(ids) (· √H for Gemma)
+//   per layer:  h = rmsnorm(x);  q,k,v = h·Wqᵀ(+b), h·Wkᵀ(+b), h·Wvᵀ(+b)
+//               [Qwen3, Gemma 3: q, k = rmsnorm per head (q_norm, k_norm)];  rope(q), rope(k)
+//               a = attention(q, k, v)·Woᵀ(+b)   (sliding window / soft-capped where the layer is)
+//               x += a   [Gemma: x += rmsnorm(a), post_attention_layernorm]
+//               h = rmsnorm(x);  m = (act(h·Wgᵀ) ⊙ h·Wuᵀ)·Wdᵀ,  act = silu, or gelu_tanh (Gemma)
+//               x += m   [Gemma: x += rmsnorm(m), post_feedforward_layernorm]
+//   logits = rmsnorm(x)·Wlmᵀ [Gemma 2: cap·tanh(logits / cap)];
+//   loss = mean over t of CE(logits[t], labels[t+1])
 // The layer code is shared with the training graph (train/TrainGraph.cpp), which adds LoRA
 // through a ProjectionHook and keeps each layer's activations for its backward pass.
 #include "model/Forward.h"
@@ -12,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "compute/Bf16.h"  // defines: roundToBf16
 #include "compute/Errors.h"
 #include "model/KvCache.h"  // defines: KvCache::attend
 #include "model/ModelError.h"
@@ -45,8 +50,20 @@ LayerActivations::LayerActivations(Backend& backend, const ModelConfig& c, std::
   q = backend.empty(act, {tokens, c.numHeads * c.headDim});
   k = backend.empty(act, {tokens, c.numKvHeads * c.headDim});
   v = backend.empty(act, {tokens, c.numKvHeads * c.headDim});
+  if (c.qkNorm) {
+    qRaw = backend.empty(act, {tokens, c.numHeads * c.headDim});
+    kRaw = backend.empty(act, {tokens, c.numKvHeads * c.headDim});
+    rstdQ = backend.empty(compute::DType::F32, {tokens * c.numHeads});
+    rstdK = backend.empty(compute::DType::F32, {tokens * c.numKvHeads});
+  }
   attention = backend.empty(act, {tokens, c.numHeads * c.headDim});
   logsumexp = backend.empty(compute::DType::F32, {batch, c.numHeads, seq});
+  if (c.sandwichNorms) {
+    attentionOut = backend.empty(act, {tokens, c.hiddenSize});
+    rstdAttentionOut = backend.empty(compute::DType::F32, {tokens});
+    mlpOut = backend.empty(act, {tokens, c.hiddenSize});
+    rstdMlpOut = backend.empty(compute::DType::F32, {tokens});
+  }
   xMid = backend.empty(act, {tokens, c.hiddenSize});
   h2 = backend.empty(act, {tokens, c.hiddenSize});
   rstd2 = backend.empty(compute::DType::F32, {tokens});
@@ -64,10 +81,18 @@ SequenceLayout makeSequenceLayout(Backend& backend, const ModelConfig& c, std::i
   for (std::size_t t = 0; t < layout.positions.size(); ++t) {
     layout.positions[t] = static_cast<std::int32_t>(static_cast<std::int64_t>(t) % seq);
   }
-  const std::vector<float> invFreqHost = ropeInverseFrequencies(c);
-  layout.invFreq =
-      backend.upload(invFreqHost, compute::DType::F32, {static_cast<std::int64_t>(c.headDim / 2)});
-  layout.attentionScale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.headDim)));
+  const compute::Shape half{c.headDim / 2};
+  layout.invFreq = backend.upload(ropeInverseFrequencies(c), compute::DType::F32, half);
+  if (c.localRope) {
+    layout.invFreqLocal =
+        backend.upload(ropeInverseFrequencies(*c.localRope, c.headDim), compute::DType::F32, half);
+  }
+  layout.attentionScale = static_cast<float>(c.scoreScale());
+  layout.attentionSoftcap = static_cast<float>(c.attentionLogitSoftcap);
+  layout.slidingWindow = c.slidingWindow;
+  for (std::int64_t l = 0; l < c.numLayers; ++l) {
+    layout.slidingLayers.push_back(c.isSlidingLayer(l));
+  }
   return layout;
 }
 
@@ -77,35 +102,67 @@ void decoderLayerForward(Backend& backend, const ModelConfig& c, const LayerWeig
   const std::int64_t tokens = s.batch * s.seq;
   const auto eps = static_cast<float>(c.rmsNormEps);
   backend.rmsnormForward(xIn, l.inputNorm, eps, a.h1, a.rstd1);
-  project(backend, a.h1, l.q, l.qBias, a.q, layer, Projection::Q, hook);
-  project(backend, a.h1, l.k, l.kBias, a.k, layer, Projection::K, hook);
+  project(backend, a.h1, l.q, l.qBias, c.qkNorm ? a.qRaw : a.q, layer, Projection::Q, hook);
+  project(backend, a.h1, l.k, l.kBias, c.qkNorm ? a.kRaw : a.k, layer, Projection::K, hook);
   project(backend, a.h1, l.v, l.vBias, a.v, layer, Projection::V, hook);
+  if (c.qkNorm) {  // one RMSNorm row per head
+    Tensor qHeads = a.q.viewAs({tokens * c.numHeads, c.headDim});
+    Tensor kHeads = a.k.viewAs({tokens * c.numKvHeads, c.headDim});
+    backend.rmsnormForward(a.qRaw.viewAs(qHeads.shape()), l.qNorm, eps, qHeads, a.rstdQ);
+    backend.rmsnormForward(a.kRaw.viewAs(kHeads.shape()), l.kNorm, eps, kHeads, a.rstdK);
+  }
   Tensor q = a.q.viewAs({tokens, c.numHeads, c.headDim});
   Tensor k = a.k.viewAs({tokens, c.numKvHeads, c.headDim});
-  backend.rope(q, s.positions, s.invFreq, false);
-  backend.rope(k, s.positions, s.invFreq, false);
+  backend.rope(q, s.positions, s.invFreqOf(layer), false);
+  backend.rope(k, s.positions, s.invFreqOf(layer), false);
   if (s.cache != nullptr) {
     Tensor attention = a.attention.viewAs({tokens, c.numHeads, c.headDim});
-    s.cache->attend(backend, layer, q, s.attentionScale, attention);
+    s.cache->attend(backend, layer, q, s.attentionOf(layer), attention);
   } else {
     Tensor attention = a.attention.viewAs({s.batch, s.seq, c.numHeads, c.headDim});
     backend.attentionForward(q.viewAs({s.batch, s.seq, c.numHeads, c.headDim}),
                              k.viewAs({s.batch, s.seq, c.numKvHeads, c.headDim}),
                              a.v.viewAs({s.batch, s.seq, c.numKvHeads, c.headDim}),
-                             s.attentionScale, attention, a.logsumexp);
+                             s.attentionOf(layer), attention, a.logsumexp);
   }
-  project(backend, a.attention, l.o, l.oBias, a.xMid, layer, Projection::O, hook);
+  if (c.sandwichNorms) {
+    project(backend, a.attention, l.o, l.oBias, a.attentionOut, layer, Projection::O, hook);
+    backend.rmsnormForward(a.attentionOut, l.postNorm, eps, a.xMid, a.rstdAttentionOut);
+  } else {
+    project(backend, a.attention, l.o, l.oBias, a.xMid, layer, Projection::O, hook);
+  }
   backend.addInPlace(a.xMid, xIn);  // residual (x + y == y + x bit for bit)
 
-  backend.rmsnormForward(a.xMid, l.postNorm, eps, a.h2, a.rstd2);
+  backend.rmsnormForward(a.xMid, c.sandwichNorms ? l.preMlpNorm : l.postNorm, eps, a.h2, a.rstd2);
   project(backend, a.h2, l.gate, l.gateBias, a.gate, layer, Projection::Gate, hook);
   project(backend, a.h2, l.up, l.upBias, a.up, layer, Projection::Up, hook);
-  backend.swigluForward(a.gate, a.up, a.swiglu);
-  project(backend, a.swiglu, l.down, l.downBias, xOut, layer, Projection::Down, hook);
+  if (c.mlpActivation == MlpActivation::GeluTanh) {
+    backend.gegluForward(a.gate, a.up, a.swiglu);
+  } else {
+    backend.swigluForward(a.gate, a.up, a.swiglu);
+  }
+  if (c.sandwichNorms) {
+    project(backend, a.swiglu, l.down, l.downBias, a.mlpOut, layer, Projection::Down, hook);
+    backend.rmsnormForward(a.mlpOut, l.postMlpNorm, eps, xOut, a.rstdMlpOut);
+  } else {
+    project(backend, a.swiglu, l.down, l.downBias, xOut, layer, Projection::Down, hook);
+  }
   backend.addInPlace(xOut, a.xMid);
 }
 
-void checkForwardInput(const ModelConfig& c, const ForwardInput& in) {
+void embedTokens(Backend& backend, const ModelConfig& c, const ModelWeights& weights,
+                 std::span<const std::int32_t> ids, Tensor& x) {
+  backend.embeddingForward(weights.embed, ids, x);
+  if (c.embeddingScale != 1.0) {
+    // transformers' Gemma takes the normaliser in the activations' dtype (√2304 = 48 is exact in
+    // bf16, Gemma 3 1B's √1152 becomes 34): the same factor here, so bf16 runs match its bf16.
+    const auto factor = static_cast<float>(c.embeddingScale);
+    backend.scaleActivations(
+        x, x.dtype() == compute::DType::BF16 ? compute::roundToBf16(factor) : factor);
+  }
+}
+
+void checkForwardInput(const ModelConfig& /*config*/, const ForwardInput& in) {
   const auto tokens = static_cast<std::size_t>(in.batch * in.seq);
   if (in.batch <= 0 || in.seq <= 0 || in.ids.size() != tokens) {
     throw compute::ShapeError("forward: " + std::to_string(in.ids.size()) + " ids for batch " +
@@ -114,11 +171,6 @@ void checkForwardInput(const ModelConfig& c, const ForwardInput& in) {
   if (!in.labels.empty() && in.labels.size() != tokens) {
     throw compute::ShapeError("forward: " + std::to_string(in.labels.size()) + " labels for " +
                               std::to_string(tokens) + " ids");
-  }
-  if (c.slidingWindow > 0 && in.seq > c.slidingWindow) {
-    throw UnsupportedModelError(
-        "config.json", "sliding-window attention: seq " + std::to_string(in.seq) + " exceeds the " +
-                           std::to_string(c.slidingWindow) + "-token window");
   }
 }
 
@@ -142,7 +194,7 @@ ForwardResult forward(Backend& backend, const ModelConfig& c, const ModelWeights
   LayerActivations acts(backend, c, in.batch, in.seq);
   Tensor x = backend.empty(act, {tokens, c.hiddenSize});  // (T, H) residual stream
   Tensor next = backend.empty(act, {tokens, c.hiddenSize});
-  backend.embeddingForward(weights.embed, in.ids, x);
+  embedTokens(backend, c, weights, in.ids, x);
   for (std::size_t i = 0; i < weights.layers.size(); ++i) {
     decoderLayerForward(backend, c, weights.layers[i], static_cast<int>(i), layout, x, next, acts,
                         nullptr);
@@ -153,6 +205,9 @@ ForwardResult forward(Backend& backend, const ModelConfig& c, const ModelWeights
   ForwardResult result;
   result.logits = backend.empty(act, {tokens, c.vocabSize});
   backend.matmul(acts.h1, false, weights.lmHead, true, result.logits, 1.0f, 0.0f);
+  if (c.finalLogitSoftcap > 0.0) {
+    backend.softcapInPlace(result.logits, static_cast<float>(c.finalLogitSoftcap));
+  }
 
   if (in.labels.empty()) {
     return result;

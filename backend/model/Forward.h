@@ -1,5 +1,6 @@
-// Forward.h — the forward pass of the Llama/Qwen2/Mistral graph on any Backend, giving logits and
-// the shifted next-token cross-entropy loss as transformers computes it (labels −100 ignored).
+// Forward.h — the forward pass of the decoder graph (Llama, Qwen2, Qwen3, Mistral, Gemma 2,
+// Gemma 3) on any Backend, giving logits and the shifted next-token cross-entropy loss as
+// transformers computes it (labels −100 ignored).
 #pragma once
 
 #include <cstdint>
@@ -34,13 +35,22 @@ struct ForwardResult {
 struct LayerActivations {
   LayerActivations(compute::Backend& backend, const ModelConfig& config, std::int64_t batch,
                    std::int64_t seq);
-  compute::Tensor h1, rstd1;         // (T, H), (T) f32: input RMSNorm of the layer
-  compute::Tensor q, k, v;           // (T, heads·hd), (T, kv·hd), (T, kv·hd); q, k after RoPE
-  compute::Tensor attention;         // (T, heads·hd)
-  compute::Tensor logsumexp;         // (B, heads, S) f32
+  compute::Tensor h1, rstd1;  // (T, H), (T) f32: input RMSNorm of the layer
+  compute::Tensor q, k, v;    // (T, heads·hd), (T, kv·hd), (T, kv·hd); q, k after RoPE
+  // With q/k norms (Qwen3, Gemma 3): the projections' outputs before the norm, and the norms'
+  // statistics (T·heads), (T·kv) f32; undefined otherwise.
+  compute::Tensor qRaw, kRaw, rstdQ, rstdK;
+  compute::Tensor attention;  // (T, heads·hd)
+  compute::Tensor logsumexp;  // (B, heads, S) f32
+  // With Gemma's sandwich norms: o_proj's output before post_attention_layernorm (T, H) and the
+  // norm's statistics (T) f32; undefined otherwise.
+  compute::Tensor attentionOut, rstdAttentionOut;
   compute::Tensor xMid;              // (T, H): residual stream after the attention block
-  compute::Tensor h2, rstd2;         // (T, H), (T) f32: post-attention RMSNorm
-  compute::Tensor gate, up, swiglu;  // (T, I)
+  compute::Tensor h2, rstd2;         // (T, H), (T) f32: the MLP's input RMSNorm
+  compute::Tensor gate, up, swiglu;  // (T, I); swiglu holds GeGLU's product for Gemma
+  // With sandwich norms: down_proj's output before post_feedforward_layernorm (T, H), its norm's
+  // statistics (T) f32; undefined otherwise.
+  compute::Tensor mlpOut, rstdMlpOut;
 };
 
 // Called after each frozen projection y = x·Wᵀ (+ bias) has been written, so that training can
@@ -55,16 +65,29 @@ class ProjectionHook {
 
 class KvCache;  // model/KvCache.h
 
-// Where the tokens of a (batch, seq) block sit: RoPE positions and the attention scale.
+// Where the tokens of a (batch, seq) block sit: RoPE positions and each layer's attention.
 struct SequenceLayout {
   std::int64_t batch = 0;
   std::int64_t seq = 0;
   std::vector<std::int32_t> positions;  // (batch·seq): t mod seq
   compute::Tensor invFreq;              // (hd/2) f32 on the backend
-  float attentionScale = 1.0f;          // 1/√hd
+  compute::Tensor invFreqLocal;         // (hd/2) f32: Gemma 3's sliding layers; else undefined
+  float attentionScale = 1.0f;          // 1/√hd, or query_pre_attn_scalar^−½ (Gemma)
+  float attentionSoftcap = 0.0f;        // Gemma 2's attn_logit_softcapping; 0 = off
+  std::int64_t slidingWindow = 0;       // on the sliding layers
+  std::vector<bool> slidingLayers;      // (layers)
   // Generation (batch 1): the earlier positions' keys and values. The layer's k and v are then
   // the cache's next rows, and attention reads the whole cache (model/KvCache.h).
   const KvCache* cache = nullptr;
+
+  const compute::Tensor& invFreqOf(int layer) const {
+    return invFreqLocal.defined() && slidingLayers[static_cast<std::size_t>(layer)] ? invFreqLocal
+                                                                                    : invFreq;
+  }
+  compute::AttentionOptions attentionOf(int layer) const {
+    return {attentionScale, slidingLayers[static_cast<std::size_t>(layer)] ? slidingWindow : 0,
+            attentionSoftcap};
+  }
 };
 SequenceLayout makeSequenceLayout(compute::Backend& backend, const ModelConfig& config,
                                   std::int64_t batch, std::int64_t seq);
@@ -76,15 +99,18 @@ void decoderLayerForward(compute::Backend& backend, const ModelConfig& config,
                          const compute::Tensor& xIn, compute::Tensor& xOut, LayerActivations& acts,
                          ProjectionHook* hook);
 
-// Throws ShapeError / UnsupportedModelError for ids/labels that do not fit (batch, seq).
+// Throws ShapeError for ids/labels that do not fit (batch, seq).
 void checkForwardInput(const ModelConfig& config, const ForwardInput& input);
 // Next-token targets: position t predicts labels[t+1]; the last of each row predicts none (−100).
 std::vector<std::int32_t> shiftedTargets(const ForwardInput& input);
 
+// x = embed(ids), times the embedding scale (Gemma's √H) when the model has one.
+void embedTokens(compute::Backend& backend, const ModelConfig& config, const ModelWeights& weights,
+                 std::span<const std::int32_t> ids, compute::Tensor& x);
+
 // Runs the whole model. Weights must live where the backend computes (the CPU backend reads the
 // mapped weights directly). Throws ModelError / compute::ShapeError naming the bad input (an id
-// outside the vocabulary, mismatched lengths), UnsupportedModelError when seq exceeds a sliding
-// attention window.
+// outside the vocabulary, mismatched lengths).
 ForwardResult forward(compute::Backend& backend, const ModelConfig& config,
                       const ModelWeights& weights, const ForwardInput& input);
 

@@ -30,10 +30,12 @@ Tensor KvCache::nextValues(int layer, std::int64_t count) const {
   return v.rows(length_, count).viewAs({count, v.dim(1) * v.dim(2)});
 }
 
-void KvCache::attend(Backend& backend, int layer, const Tensor& q, float scale, Tensor& out) const {
+void KvCache::attend(Backend& backend, int layer, const Tensor& q,
+                     const compute::AttentionOptions& options, Tensor& out) const {
   const std::int64_t visible = length_ + q.dim(0);
   backend.attentionCached(q, keys_.at(static_cast<std::size_t>(layer)).rows(0, visible),
-                          values_.at(static_cast<std::size_t>(layer)).rows(0, visible), scale, out);
+                          values_.at(static_cast<std::size_t>(layer)).rows(0, visible), options,
+                          out);
 }
 
 CachedDecoder::CachedDecoder(Backend& backend, const ModelConfig& config,
@@ -57,12 +59,6 @@ std::vector<float> CachedDecoder::feed(std::span<const std::int32_t> ids) {
                                     std::to_string(cache_.capacity()) +
                                     " (the prompt plus the new tokens; lower --max-new-tokens)");
   }
-  if (config_.slidingWindow > 0 && end > config_.slidingWindow) {
-    throw UnsupportedModelError("config.json", "sliding-window attention: " + std::to_string(end) +
-                                                   " positions exceed the " +
-                                                   std::to_string(config_.slidingWindow) +
-                                                   "-token window");
-  }
   const compute::DType act = backend_.capabilities().activationDType;
   SequenceLayout layout = makeSequenceLayout(backend_, config_, 1, n);
   for (std::int64_t t = 0; t < n; ++t) {
@@ -72,7 +68,7 @@ std::vector<float> CachedDecoder::feed(std::span<const std::int32_t> ids) {
   LayerActivations acts(backend_, config_, 1, n);
   Tensor x = backend_.empty(act, {n, config_.hiddenSize});  // (n, H) residual stream
   Tensor next = backend_.empty(act, {n, config_.hiddenSize});
-  backend_.embeddingForward(weights_.embed, ids, x);
+  embedTokens(backend_, config_, weights_, ids, x);
   for (std::size_t l = 0; l < weights_.layers.size(); ++l) {
     acts.k = cache_.nextKeys(static_cast<int>(l), n);
     acts.v = cache_.nextValues(static_cast<int>(l), n);
@@ -88,6 +84,9 @@ std::vector<float> CachedDecoder::feed(std::span<const std::int32_t> ids) {
                           rstd);
   Tensor logits = backend_.empty(act, {1, config_.vocabSize});
   backend_.matmul(h, false, weights_.lmHead, true, logits, 1.0f, 0.0f);
+  if (config_.finalLogitSoftcap > 0.0) {
+    backend_.softcapInPlace(logits, static_cast<float>(config_.finalLogitSoftcap));
+  }
   return backend_.download(logits);
 }
 

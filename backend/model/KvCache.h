@@ -32,9 +32,10 @@ class KvCache {
   compute::Tensor nextKeys(int layer, std::int64_t count) const;
   compute::Tensor nextValues(int layer, std::int64_t count) const;
   // Attention of the `count` new queries q (count, heads, hd) over positions 0 … length+count−1
-  // of layer `layer` (the new rows already written) into out (count, heads, hd).
-  void attend(compute::Backend& backend, int layer, const compute::Tensor& q, float scale,
-              compute::Tensor& out) const;
+  // of layer `layer` (the new rows already written) into out (count, heads, hd), masked and
+  // scored as `options` says (the layer's sliding window and soft-cap).
+  void attend(compute::Backend& backend, int layer, const compute::Tensor& q,
+              const compute::AttentionOptions& options, compute::Tensor& out) const;
   // The new rows are complete: they count from now on.
   void advance(std::int64_t count) { length_ += count; }
 
@@ -53,7 +54,7 @@ class CachedDecoder {
 
   // Runs `ids` at positions length() … length()+n−1 and returns the logits of the last one
   // (vocab floats). Throws ModelError for an id outside the vocabulary, UnsupportedModelError
-  // when the cache would pass its capacity or a sliding attention window.
+  // when the cache would pass its capacity. Sliding layers see only their window of the cache.
   std::vector<float> feed(std::span<const std::int32_t> ids);
   std::int64_t length() const { return cache_.length(); }
   std::int64_t capacity() const { return cache_.capacity(); }

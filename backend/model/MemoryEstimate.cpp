@@ -56,12 +56,24 @@ PerToken perToken(const ModelConfig& c, const TrainingShape& shape) {
   // h1, xMid, h2; q, attention; k, v; gate, up, swiglu; u per adapted projection; rstd1, rstd2
   // and the log-sum-exp per head in f32.
   t.savedLayer = a * (3 * h + 2 * q + 2 * kv + 3 * inter + adapted * r) + kF32 * (2 + heads);
+  if (c.qkNorm) {  // q, k before their norms, and the norms' statistics per head
+    t.savedLayer += a * (q + kv) + kF32 * (heads + u64(c.numKvHeads));
+  }
+  if (c.sandwichNorms) {  // o_proj's and down_proj's outputs before their norms, and statistics
+    t.savedLayer += a * 2 * h + kF32 * 2;
+  }
   // Final-norm output and its gradient; f32 rstd, row loss and the fused loss's four row states;
   // the int32 targets; the f32 (T, H) gradient sum.
   t.lossLinear = 2 * h * a + kF32 * (2 + 4) + 4 + h * kF32;
   // dAct, dGate, dUp; dh, normGrad; dAttention, dq; dk, dv; g (r); f32 dk/dv partials and row
   // dot of the attention backward.
   t.backward = a * (3 * inter + 2 * h + 2 * q + 2 * kv + r) + kF32 * (2 * q + heads);
+  if (c.qkNorm) {  // the gradients of q and k before their norms
+    t.backward += a * (q + kv);
+  }
+  if (c.sandwichNorms) {  // the gradients of the MLP's and the attention's outputs
+    t.backward += a * 2 * h;
+  }
   return t;
 }
 

@@ -10,14 +10,18 @@
 //              checkpointing, all without — h1, xMid, h2 (H each), q and attention (heads·hd
 //              each), k and v (kv·hd each), gate, up and their product (I each), the LoRA
 //              intermediates x·Aᵀ (r per adapted projection), plus f32 norm statistics (2) and
-//              the attention log-sum-exp (heads); the gradient of the residual stream (H) and,
+//              the attention log-sum-exp (heads); with q/k norms (Qwen3, Gemma 3) q and k before
+//              the norm and their per-head statistics, with Gemma's sandwich norms the attention's
+//              and the MLP's outputs before their norms (H each); the gradient of the residual
+//              stream (H) and,
 //              with checkpointing, the recomputed layer's output (H)
 //   transient  the larger of two moments: the loss (final norm output and its gradient, H each;
 //              the f32 row losses; the fused lm-head's chunked scratch: f32 logits and bf16
 //              weights of at most kLossChunkFloats, and an f32 (tokens, H) gradient sum), and
 //              one layer's backward (gradients of gate, up and their product, I each; of the
 //              norms' outputs, H twice; of q, k, v and the attention output; f32 partial dk and
-//              dv of heads·hd each)
+//              dv of heads·hd each; of q and k before their norms, and of the two sandwiched
+//              outputs, where the model has them)
 //   dequant    with NF4 projections on a GPU (--quantize nf4): the bf16 workspace one projection
 //              is dequantised into for its product (hip/HipBackendOpsGemm.cpp's note), the
 //              largest projection's out × in, alive beside either transient

@@ -2,6 +2,7 @@
 #include "model/ModelConfig.h"
 
 #include <cmath>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -83,18 +84,30 @@ class FieldReader {
   std::string prefix_;
 };
 
+constexpr std::pair<const char*, Family> kFamilies[] = {
+    {"llama", Family::Llama},     {"qwen2", Family::Qwen2},   {"qwen3", Family::Qwen3},
+    {"mistral", Family::Mistral}, {"gemma2", Family::Gemma2}, {"gemma3_text", Family::Gemma3},
+};
+
 Family parseFamily(const std::string& modelType, const std::string& file) {
-  if (modelType == "llama") {
-    return Family::Llama;
+  for (const auto& [name, family] : kFamilies) {
+    if (modelType == name) {
+      return family;
+    }
   }
-  if (modelType == "qwen2") {
-    return Family::Qwen2;
-  }
-  if (modelType == "mistral") {
-    return Family::Mistral;
+  if (modelType == "gemma3") {
+    throw UnsupportedModelError(
+        file,
+        "model_type 'gemma3' is the multimodal Gemma 3 (vision tower and text_config); this "
+        "build trains the text-only gemma3_text models (e.g. gemma-3-1b), not the "
+        "multimodal folders");
   }
   throw UnsupportedModelError(
-      file, "model_type '" + modelType + "' (this build runs llama, qwen2 and mistral)");
+      file, "model_type '" + modelType + "' (this build runs " + supportedFamilies() + ")");
+}
+
+bool isGemma(Family family) {
+  return family == Family::Gemma2 || family == Family::Gemma3;
 }
 
 // Scaling keys live in rope_scaling (≤4.x) or rope_parameters (5.x); the same reader serves both.
@@ -121,7 +134,37 @@ void parseRopeScaling(const FieldReader& scaling, RopeConfig& rope, const std::s
   }
 }
 
-RopeConfig parseRope(const json& doc, const FieldReader& top, const std::string& file) {
+// A rope_parameters object: either one set of parameters, or (Gemma 3 under transformers 5) one
+// per layer type, {"full_attention": {...}, "sliding_attention": {...}}.
+void parseRopeParameters(const json& params, RopeConfig& rope, std::optional<RopeConfig>& local,
+                         const std::string& file) {
+  if (params.contains("full_attention") || params.contains("sliding_attention")) {
+    for (const char* type : {"full_attention", "sliding_attention"}) {
+      if (!params.contains(type)) {
+        continue;
+      }
+      const json& one = params.at(type);
+      const std::string prefix = std::string("rope_parameters.") + type + ".";
+      if (!one.is_object()) {
+        throw ModelError(file, "field '" + prefix.substr(0, prefix.size() - 1) +
+                                   "' must be an object, got " + one.dump());
+      }
+      RopeConfig parsed;
+      parsed.theta = rope.theta;
+      const FieldReader reader(one, file, prefix);
+      parsed.theta = reader.positiveNumber("rope_theta", parsed.theta);
+      parseRopeScaling(reader, parsed, file);
+      (std::string(type) == "full_attention" ? rope : local.emplace()) = parsed;
+    }
+    return;
+  }
+  const FieldReader reader(params, file, "rope_parameters.");
+  rope.theta = reader.positiveNumber("rope_theta", rope.theta);
+  parseRopeScaling(reader, rope, file);
+}
+
+RopeConfig parseRope(const json& doc, const FieldReader& top, std::optional<RopeConfig>& local,
+                     const std::string& file) {
   RopeConfig rope;
   rope.theta = top.positiveNumber("rope_theta", 10000.0);
   if (top.has("rope_parameters")) {
@@ -129,9 +172,7 @@ RopeConfig parseRope(const json& doc, const FieldReader& top, const std::string&
     if (!params.is_object()) {
       top.fail("rope_parameters", "must be an object", params);
     }
-    const FieldReader reader(params, file, "rope_parameters.");
-    rope.theta = reader.positiveNumber("rope_theta", rope.theta);
-    parseRopeScaling(reader, rope, file);
+    parseRopeParameters(params, rope, local, file);
   } else if (top.has("rope_scaling")) {
     const json& scaling = doc.at("rope_scaling");
     if (!scaling.is_object()) {
@@ -140,6 +181,69 @@ RopeConfig parseRope(const json& doc, const FieldReader& top, const std::string&
     parseRopeScaling(FieldReader(scaling, file, "rope_scaling."), rope, file);
   }
   return rope;
+}
+
+// Which layers use the sliding window: config.json's layer_types when present (transformers
+// ≥4.53 writes it for every family), else the family's pattern.
+std::vector<bool> parseSlidingLayers(const json& doc, const ModelConfig& c,
+                                     std::int64_t gemma3Pattern, const std::string& file) {
+  std::vector<bool> sliding(static_cast<std::size_t>(c.numLayers), false);
+  if (doc.contains("layer_types") && !doc.at("layer_types").is_null()) {
+    const json& types = doc.at("layer_types");
+    if (!types.is_array() || static_cast<std::int64_t>(types.size()) != c.numLayers) {
+      throw ModelError(file, "field 'layer_types' must list one type per layer (" +
+                                 std::to_string(c.numLayers) + "), got " + types.dump());
+    }
+    for (std::size_t i = 0; i < types.size(); ++i) {
+      const json& t = types[i];
+      if (t == "sliding_attention") {
+        sliding[i] = true;
+      } else if (t != "full_attention") {
+        throw UnsupportedModelError(file, "layer_types[" + std::to_string(i) + "] = " + t.dump() +
+                                              " (this build runs full_attention and "
+                                              "sliding_attention layers)");
+      }
+    }
+    return sliding;
+  }
+  for (std::size_t i = 0; i < sliding.size(); ++i) {
+    if (c.family == Family::Gemma2) {
+      sliding[i] = (i + 1) % 2 != 0;  // layers 0, 2, 4, ... slide
+    } else if (c.family == Family::Gemma3) {
+      sliding[i] = (i + 1) % static_cast<std::size_t>(gemma3Pattern) != 0;
+    } else {
+      sliding[i] = true;
+    }
+  }
+  return sliding;
+}
+
+// A soft-capping value: absent → the family's default, null → off.
+double softcap(const json& doc, const FieldReader& top, const char* name, double fallback) {
+  if (!doc.contains(name)) {
+    return fallback;
+  }
+  return top.has(name) ? top.positiveNumber(name) : 0.0;
+}
+
+// The fields of Gemma 2 and Gemma 3 beyond the Llama graph.
+void parseGemma(const json& doc, const FieldReader& top, ModelConfig& c) {
+  const bool gemma2 = c.family == Family::Gemma2;
+  c.qkvBias = c.oBias = top.boolean("attention_bias", false);
+  c.qkNorm = !gemma2;
+  c.normWeightPlusOne = true;
+  c.sandwichNorms = true;
+  c.embeddingScale = std::sqrt(static_cast<double>(c.hiddenSize));
+  c.attentionScale = 1.0 / std::sqrt(top.positiveNumber("query_pre_attn_scalar", 256.0));
+  c.attentionLogitSoftcap = softcap(doc, top, "attn_logit_softcapping", gemma2 ? 50.0 : 0.0);
+  c.finalLogitSoftcap = softcap(doc, top, "final_logit_softcapping", gemma2 ? 30.0 : 0.0);
+  // transformers' Gemma configs default sliding_window to 4096; null disables it.
+  c.slidingWindow = doc.contains("sliding_window") ? top.positiveInt("sliding_window", 0) : 4096;
+  if (!gemma2 && !c.localRope) {
+    RopeConfig local;  // transformers ≤4.x: rope_local_base_freq, no scaling on local layers
+    local.theta = top.positiveNumber("rope_local_base_freq", 10000.0);
+    c.localRope = local;
+  }
 }
 
 // Bounds far above any released model, so that shape arithmetic (numel of every weight, times
@@ -174,15 +278,20 @@ void checkPlausibleSizes(const ModelConfig& c, const std::string& file) {
 }  // namespace
 
 const char* familyName(Family family) {
-  switch (family) {
-    case Family::Llama:
-      return "llama";
-    case Family::Qwen2:
-      return "qwen2";
-    case Family::Mistral:
-      return "mistral";
+  for (const auto& [name, f] : kFamilies) {
+    if (f == family) {
+      return name;
+    }
   }
   return "?";
+}
+
+std::string supportedFamilies() {
+  std::string out;
+  for (const auto& [name, family] : kFamilies) {
+    out += (out.empty() ? "" : ", ") + std::string(name);
+  }
+  return out;
 }
 
 ModelConfig parseModelConfig(const json& doc, const std::string& file) {
@@ -193,10 +302,17 @@ ModelConfig parseModelConfig(const json& doc, const std::string& file) {
   ModelConfig c;
   c.modelType = top.string("model_type");
   c.family = parseFamily(c.modelType, file);
-  const std::string activation = top.string("hidden_act", "silu");
-  if (activation != "silu") {
-    throw UnsupportedModelError(file, "hidden_act '" + activation + "' (the MLP must be SwiGLU)");
+  const bool gemma = isGemma(c.family);
+  // Gemma names the field hidden_activation (and may also write hidden_act).
+  const std::string activation =
+      gemma ? top.string("hidden_activation", top.string("hidden_act", "gelu_pytorch_tanh"))
+            : top.string("hidden_act", "silu");
+  if (activation != (gemma ? "gelu_pytorch_tanh" : "silu")) {
+    throw UnsupportedModelError(
+        file, "hidden_act '" + activation + "' (the MLP of a " + c.modelType + " model must be " +
+                  (gemma ? "GeGLU, gelu_pytorch_tanh" : "SwiGLU, silu") + ")");
   }
+  c.mlpActivation = gemma ? MlpActivation::GeluTanh : MlpActivation::Silu;
   c.vocabSize = top.positiveInt("vocab_size");
   c.hiddenSize = top.positiveInt("hidden_size");
   c.intermediateSize = top.positiveInt("intermediate_size");
@@ -210,6 +326,8 @@ ModelConfig parseModelConfig(const json& doc, const std::string& file) {
   }
   if (top.has("head_dim")) {
     c.headDim = top.positiveInt("head_dim");
+  } else if (gemma || c.family == Family::Qwen3) {
+    c.headDim = c.family == Family::Qwen3 ? 128 : 256;  // transformers' config defaults
   } else if (c.hiddenSize % c.numHeads == 0) {
     c.headDim = c.hiddenSize / c.numHeads;
   } else {
@@ -222,8 +340,8 @@ ModelConfig parseModelConfig(const json& doc, const std::string& file) {
   }
   checkPlausibleSizes(c, file);
   c.rmsNormEps = top.positiveNumber("rms_norm_eps", 1e-6);  // transformers' default
-  c.rope = parseRope(doc, top, file);
-  c.tieWordEmbeddings = top.boolean("tie_word_embeddings", false);
+  c.rope = parseRope(doc, top, c.localRope, file);
+  c.tieWordEmbeddings = top.boolean("tie_word_embeddings", gemma);  // Gemma ties by default
   c.maxPositionEmbeddings = top.positiveInt("max_position_embeddings", 0);
   c.storedDtype = top.has("dtype") ? top.string("dtype") : top.string("torch_dtype", "");
   switch (c.family) {
@@ -236,12 +354,25 @@ ModelConfig parseModelConfig(const json& doc, const std::string& file) {
       c.slidingWindow =
           top.boolean("use_sliding_window", false) ? top.positiveInt("sliding_window", 4096) : 0;
       break;
+    case Family::Qwen3:
+      c.qkvBias = c.oBias = top.boolean("attention_bias", false);
+      c.qkNorm = true;  // Qwen3Attention: q_norm, k_norm over head_dim before RoPE
+      c.slidingWindow =
+          top.boolean("use_sliding_window", false) ? top.positiveInt("sliding_window", 4096) : 0;
+      break;
     case Family::Mistral:
       // transformers' MistralConfig defaults sliding_window to 4096; null disables it.
       c.slidingWindow =
           doc.contains("sliding_window") ? top.positiveInt("sliding_window", 0) : 4096;
       break;
+    case Family::Gemma2:
+    case Family::Gemma3:
+      parseGemma(doc, top, c);
+      break;
   }
+  const std::int64_t pattern = top.positiveInt("sliding_window_pattern", 6);
+  c.slidingLayers = c.slidingWindow > 0 ? parseSlidingLayers(doc, c, pattern, file)
+                                        : std::vector<bool>(static_cast<std::size_t>(c.numLayers));
   return c;
 }
 
@@ -258,13 +389,16 @@ ModelConfig loadModelConfig(const std::string& path) {
 }
 
 std::vector<float> ropeInverseFrequencies(const ModelConfig& config) {
-  const RopeConfig& rope = config.rope;
-  const std::int64_t half = config.headDim / 2;
+  return ropeInverseFrequencies(config.rope, config.headDim);
+}
+
+std::vector<float> ropeInverseFrequencies(const RopeConfig& rope, std::int64_t headDim) {
+  const std::int64_t half = headDim / 2;
   std::vector<float> inv(static_cast<std::size_t>(half));
   constexpr double kTwoPi = 6.283185307179586;
   for (std::int64_t i = 0; i < half; ++i) {
-    double f = 1.0 / std::pow(rope.theta,
-                              static_cast<double>(2 * i) / static_cast<double>(config.headDim));
+    double f =
+        1.0 / std::pow(rope.theta, static_cast<double>(2 * i) / static_cast<double>(headDim));
     if (rope.scaling == RopeScalingType::Linear) {
       f /= rope.factor;
     } else if (rope.scaling == RopeScalingType::Llama3) {

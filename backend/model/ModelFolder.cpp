@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "compute/Convert.h"  // defines: widenToFloat
 #include "model/JsonFile.h"
 #include "model/ModelError.h"
 #include "model/ModelLayout.h"
@@ -81,6 +82,20 @@ std::map<std::string, Located> indexSharded(const std::string& indexPath, const 
     index[name] = {file.get(), entry};
   }
   return index;
+}
+
+// Gemma's RMSNorm multiplies by (1 + weight), computed in f32 (transformers' Gemma2RMSNorm /
+// Gemma3RMSNorm): the loader keeps 1 + weight as an owned f32 tensor, so the graph's RMSNorm
+// needs no second form.
+compute::Tensor plusOne(const compute::Tensor& stored) {
+  const auto n = static_cast<std::size_t>(stored.numel());
+  const std::shared_ptr<float[]> values = std::make_shared<float[]>(n);
+  compute::widenToFloat(stored.data(), stored.dtype(), 0, stored.numel(), values.get());
+  for (std::size_t i = 0; i < n; ++i) {
+    values[i] += 1.0f;
+  }
+  return compute::Tensor(std::shared_ptr<void>(values, values.get()), compute::DType::F32,
+                         stored.shape(), compute::Device::Cpu);
 }
 
 std::map<std::string, Located> indexSingle(const std::string& path, Files& files) {
@@ -161,19 +176,26 @@ ModelFolder ModelFolder::open(const std::string& spec) {
     return present ? loaded.at(name) : compute::Tensor();
   };
   const ModelConfig& c = m.config_;
+  const auto norm = [&](bool present, const std::string& name) {
+    return !present ? compute::Tensor() : c.normWeightPlusOne ? plusOne(take(name)) : take(name);
+  };
   m.weights_.embed = take("model.embed_tokens.weight");
   for (std::int64_t i = 0; i < c.numLayers; ++i) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
     LayerWeights l;
-    l.inputNorm = take(p + "input_layernorm.weight");
-    l.postNorm = take(p + "post_attention_layernorm.weight");
+    l.inputNorm = norm(true, p + "input_layernorm.weight");
+    l.postNorm = norm(true, p + "post_attention_layernorm.weight");
+    l.qNorm = norm(c.qkNorm, p + "self_attn.q_norm.weight");
+    l.kNorm = norm(c.qkNorm, p + "self_attn.k_norm.weight");
+    l.preMlpNorm = norm(c.sandwichNorms, p + "pre_feedforward_layernorm.weight");
+    l.postMlpNorm = norm(c.sandwichNorms, p + "post_feedforward_layernorm.weight");
     for (const ProjectionSlots& slot : kProjectionSlots) {
       l.*slot.weight = take(projectionTensorName(i, slot.projection, "weight"));
       l.*slot.bias = takeIf(c.*slot.hasBias, projectionTensorName(i, slot.projection, "bias"));
     }
     m.weights_.layers.push_back(std::move(l));
   }
-  m.weights_.finalNorm = take("model.norm.weight");
+  m.weights_.finalNorm = norm(true, "model.norm.weight");
   m.weights_.lmHead = c.tieWordEmbeddings ? m.weights_.embed : take("lm_head.weight");
   return m;
 }

@@ -15,16 +15,21 @@
 
 namespace lorascope::model {
 
-// Frozen weights of one decoder layer, as stored (bf16/f16/f32), on the CPU (mapped).
+// Frozen weights of one decoder layer, as stored (bf16/f16/f32), on the CPU (mapped). Gemma's
+// norm weights are the exception: the loader holds 1 + weight in f32 (ModelConfig's
+// normWeightPlusOne), so that every family's RMSNorm is y = x·rstd·weight.
 struct LayerWeights {
   compute::Tensor inputNorm;            // (H)
   compute::Tensor q, k, v;              // (heads·hd, H), (kv·hd, H), (kv·hd, H)
   compute::Tensor qBias, kBias, vBias;  // (heads·hd), (kv·hd), (kv·hd); undefined when absent
   compute::Tensor o;                    // (H, heads·hd)
   compute::Tensor oBias;                // (H); undefined when absent
-  compute::Tensor postNorm;             // (H)
-  compute::Tensor gate, up;             // (I, H)
-  compute::Tensor down;                 // (H, I)
+  compute::Tensor postNorm;             // (H) post_attention_layernorm
+  compute::Tensor qNorm, kNorm;         // (hd) q_norm, k_norm (Qwen3, Gemma 3); else undefined
+  // (H) Gemma's pre_feedforward_layernorm and post_feedforward_layernorm; else undefined
+  compute::Tensor preMlpNorm, postMlpNorm;
+  compute::Tensor gate, up;                    // (I, H)
+  compute::Tensor down;                        // (H, I)
   compute::Tensor gateBias, upBias, downBias;  // (I), (I), (H); undefined when absent
 };
 

@@ -1,7 +1,9 @@
-// ModelLayout.cpp — expected tensor names and shapes of the Llama/Qwen2/Mistral graph.
+// ModelLayout.cpp — expected tensor names and shapes of the decoder graph (every family).
 #include "model/ModelLayout.h"
 
 #include "model/Projections.h"
+
+#include <vector>
 
 namespace lorascope::model {
 
@@ -26,7 +28,15 @@ std::vector<ExpectedTensor> expectedTensors(const ModelConfig& c) {
     projection(Projection::K, kvDim, hidden, c.qkvBias);
     projection(Projection::V, kvDim, hidden, c.qkvBias);
     projection(Projection::O, hidden, qDim, c.oBias);
+    if (c.qkNorm) {
+      out.push_back({p + "self_attn.q_norm.weight", {c.headDim}});
+      out.push_back({p + "self_attn.k_norm.weight", {c.headDim}});
+    }
     out.push_back({p + "post_attention_layernorm.weight", {hidden}});
+    if (c.sandwichNorms) {
+      out.push_back({p + "pre_feedforward_layernorm.weight", {hidden}});
+      out.push_back({p + "post_feedforward_layernorm.weight", {hidden}});
+    }
     projection(Projection::Gate, inter, hidden, c.mlpBias);
     projection(Projection::Up, inter, hidden, c.mlpBias);
     projection(Projection::Down, hidden, inter, c.mlpBias);
@@ -34,6 +44,58 @@ std::vector<ExpectedTensor> expectedTensors(const ModelConfig& c) {
   out.push_back({"model.norm.weight", {hidden}});
   if (!c.tieWordEmbeddings) {
     out.push_back({"lm_head.weight", {c.vocabSize, hidden}});
+  }
+  return out;
+}
+
+std::string describeGraphFeatures(const ModelConfig& c) {
+  std::vector<std::string> parts;
+  const auto number = [](double v) {
+    std::string text = std::to_string(v);
+    text.erase(text.find_last_not_of('0') + 1);
+    if (text.back() == '.') {
+      text.pop_back();
+    }
+    return text;
+  };
+  if (c.qkvBias) {
+    parts.emplace_back("q/k/v bias");
+  }
+  if (c.qkNorm) {
+    parts.emplace_back("q/k norms");
+  }
+  if (c.mlpActivation == MlpActivation::GeluTanh) {
+    parts.emplace_back("GeGLU (gelu_pytorch_tanh)");
+  }
+  if (c.normWeightPlusOne) {
+    parts.emplace_back("(1 + w) RMSNorm");
+  }
+  if (c.sandwichNorms) {
+    parts.emplace_back("pre/post feed-forward norms");
+  }
+  if (c.embeddingScale != 1.0) {
+    parts.push_back("embeddings ×√" + std::to_string(c.hiddenSize));
+  }
+  if (c.slidingWindow > 0) {
+    std::int64_t sliding = 0;
+    for (const bool s : c.slidingLayers) {
+      sliding += s ? 1 : 0;
+    }
+    parts.push_back("sliding window " + std::to_string(c.slidingWindow) + " on " +
+                    std::to_string(sliding) + " of " + std::to_string(c.numLayers) + " layers");
+  }
+  if (c.localRope) {
+    parts.push_back("local rope_theta " + number(c.localRope->theta));
+  }
+  if (c.attentionLogitSoftcap > 0.0) {
+    parts.push_back("attention scores soft-capped at " + number(c.attentionLogitSoftcap));
+  }
+  if (c.finalLogitSoftcap > 0.0) {
+    parts.push_back("logits soft-capped at " + number(c.finalLogitSoftcap));
+  }
+  std::string out;
+  for (const std::string& p : parts) {
+    out += (out.empty() ? "" : ", ") + p;
   }
   return out;
 }

@@ -1,4 +1,4 @@
-// ModelLayout.h — the tensors a Llama/Qwen2/Mistral checkpoint must hold, with the shapes its
+// ModelLayout.h — the tensors a checkpoint of a supported family must hold, with the shapes its
 // config.json implies (Hugging Face names), and the parameter counts that follow from them.
 #pragma once
 
@@ -18,6 +18,11 @@ struct ExpectedTensor {
 
 // Every tensor the graph reads, in graph order; lm_head.weight only when the head is not tied.
 std::vector<ExpectedTensor> expectedTensors(const ModelConfig& config);
+
+// What the graph of this config adds to Llama's, in one line for inspect-model, e.g.
+// "q/k norms, GeGLU, sandwich norms, embeddings ×√H, sliding window 4096 on 13 of 26 layers,
+// attention scores soft-capped at 50, logits soft-capped at 30"; "" for plain Llama.
+std::string describeGraphFeatures(const ModelConfig& config);
 
 // A one-line summary of the config values that shapes derive from, for error messages.
 std::string describeShapeSource(const ModelConfig& config);

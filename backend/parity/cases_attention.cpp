@@ -5,7 +5,8 @@
 // sequences (1024, 2048), batch 1-3, GQA ratios 1, 2 and 7 (Qwen2.5-0.5B has 14/2), head dims 64
 // and 128 (the kernels' native sizes) and 32, 80 and 256 (zero-padded inside the kernels). One
 // case scales q up so the softmax is sharp and the online max does the work. A last case checks
-// that the GPU refuses a head dim beyond its kernels (320) by name.
+// that the GPU refuses a head dim beyond its kernels (320) by name. The last five cases add
+// sliding windows (5, 17, 100, 300 keys) and soft-capped scores (caps 3, 5, 50).
 //
 // Tolerances: both backends see identical bf16 inputs and compute in fp32; the outputs out, dq,
 // dk, dv are rounded to bf16 once on the GPU (relative error ≤ 2^-9 ≈ 2e-3), so they get the
@@ -32,13 +33,15 @@ constexpr Tolerance kGradient{4e-3, 8e-3, 1e-5};
 
 struct AttentionCase {
   std::int64_t batch, seq, heads, kvHeads, headDim;
-  float qStddev;  // 1: scores of order 1; larger: a sharp softmax
+  float qStddev;            // 1: scores of order 1; larger: a sharp softmax
+  std::int64_t window = 0;  // sliding window (Mistral, Gemma); 0 = full causal
+  float softcap = 0.0f;     // score soft-capping (Gemma 2); 0 = off
 };
 
 struct AttentionInputs {
   compute::Shape qShape, kvShape, statShape;
   std::vector<float> q, k, v, dout;
-  float scale;
+  compute::AttentionOptions options{1.0f};
 };
 
 AttentionInputs makeInputs(std::mt19937& rng, const AttentionCase& c) {
@@ -52,7 +55,7 @@ AttentionInputs makeInputs(std::mt19937& rng, const AttentionCase& c) {
   in.k = roundTo(DType::BF16, randomNormal(rng, kvCount, 0.0f, 1.0f));
   in.v = roundTo(DType::BF16, randomNormal(rng, kvCount, 0.0f, 1.0f));
   in.dout = roundTo(DType::BF16, randomNormal(rng, qCount, 0.0f, 1.0f));
-  in.scale = 1.0f / std::sqrt(static_cast<float>(c.headDim));
+  in.options = {1.0f / std::sqrt(static_cast<float>(c.headDim)), c.window, c.softcap};
   return in;
 }
 
@@ -74,7 +77,7 @@ std::vector<Comparison> runForward(Backend& cpu, Backend& gpu, const AttentionIn
     const QkvTensors qkv = uploadQkv(be, in);
     Tensor out = be.empty(be.capabilities().activationDType, in.qShape);
     Tensor lse = be.empty(DType::F32, in.statShape);
-    be.attentionForward(qkv.q, qkv.k, qkv.v, in.scale, out, lse);
+    be.attentionForward(qkv.q, qkv.k, qkv.v, in.options, out, lse);
     outputs[b][0] = be.download(out);
     outputs[b][1] = be.download(lse);
   }
@@ -91,7 +94,7 @@ std::vector<Comparison> runBackward(Backend& cpu, Backend& gpu, const AttentionI
     const QkvTensors qkv = uploadQkv(cpu, in);
     Tensor out = cpu.empty(DType::F32, in.qShape);
     Tensor lse = cpu.empty(DType::F32, in.statShape);
-    cpu.attentionForward(qkv.q, qkv.k, qkv.v, in.scale, out, lse);
+    cpu.attentionForward(qkv.q, qkv.k, qkv.v, in.options, out, lse);
     outValues = roundTo(DType::BF16, cpu.download(out));
     lseValues = cpu.download(lse);
   }
@@ -107,7 +110,7 @@ std::vector<Comparison> runBackward(Backend& cpu, Backend& gpu, const AttentionI
     Tensor dq = be.empty(act, in.qShape);
     Tensor dk = be.empty(act, in.kvShape);
     Tensor dv = be.empty(act, in.kvShape);
-    be.attentionBackward(dout, qkv.q, qkv.k, qkv.v, out, lse, in.scale, dq, dk, dv);
+    be.attentionBackward(dout, qkv.q, qkv.k, qkv.v, out, lse, in.options, dq, dk, dv);
     grads[b][0] = be.download(dq);
     grads[b][1] = be.download(dk);
     grads[b][2] = be.download(dv);
@@ -121,6 +124,8 @@ std::vector<Comparison> runBackward(Backend& cpu, Backend& gpu, const AttentionI
 // end of `keys` cached positions, batch 1.
 struct CachedCase {
   std::int64_t queries, keys, heads, kvHeads, headDim;
+  std::int64_t window = 0;  // Mistral's and Gemma's sliding layers
+  float softcap = 0.0f;     // Gemma 2's attention soft-cap
 };
 
 std::vector<Comparison> runCached(Backend& cpu, Backend& gpu, std::mt19937& rng,
@@ -141,7 +146,7 @@ std::vector<Comparison> runCached(Backend& cpu, Backend& gpu, std::mt19937& rng,
     const DType act = be.capabilities().activationDType;
     Tensor out = be.empty(act, qShape);
     be.attentionCached(be.upload(q, act, qShape), be.upload(k, act, kvShape),
-                       be.upload(v, act, kvShape), scale, out);
+                       be.upload(v, act, kvShape), {scale, c.window, c.softcap}, out);
     outputs[b] = be.download(out);
   }
   return {compareOutputs("out", outputs[0], outputs[1], kBf16Output)};
@@ -173,10 +178,25 @@ std::vector<Comparison> runRejectsHeadDim(Backend& gpu) {
 
 std::vector<ParityCase> attentionCases() {
   const AttentionCase shapes[] = {
-      {1, 1, 2, 1, 64, 1.0f},    {2, 13, 4, 4, 64, 1.0f},    {3, 13, 14, 2, 64, 1.0f},
-      {1, 77, 7, 1, 80, 1.0f},   {2, 300, 14, 2, 64, 1.0f},  {1, 300, 8, 4, 128, 1.0f},
-      {1, 300, 4, 2, 64, 4.0f},  {1, 65, 4, 2, 32, 1.0f},    {1, 40, 2, 2, 256, 1.0f},
-      {1, 1024, 4, 2, 64, 1.0f}, {1, 1024, 2, 1, 128, 1.0f}, {1, 2048, 2, 1, 64, 1.0f},
+      {1, 1, 2, 1, 64, 1.0f},
+      {2, 13, 4, 4, 64, 1.0f},
+      {3, 13, 14, 2, 64, 1.0f},
+      {1, 77, 7, 1, 80, 1.0f},
+      {2, 300, 14, 2, 64, 1.0f},
+      {1, 300, 8, 4, 128, 1.0f},
+      {1, 300, 4, 2, 64, 4.0f},
+      {1, 65, 4, 2, 32, 1.0f},
+      {1, 40, 2, 2, 256, 1.0f},
+      {1, 1024, 4, 2, 64, 1.0f},
+      {1, 1024, 2, 1, 128, 1.0f},
+      {1, 2048, 2, 1, 64, 1.0f},
+      // Sliding windows (shorter than a tile, not a tile multiple, longer than a tile) and
+      // soft-capped scores, as Mistral and Gemma 2/3 run them.
+      {2, 77, 4, 2, 64, 1.0f, 5},
+      {1, 300, 8, 4, 128, 1.0f, 100},
+      {1, 1024, 4, 2, 64, 1.0f, 300, 50.0f},
+      {1, 300, 4, 2, 256, 4.0f, 0, 5.0f},
+      {2, 130, 4, 1, 80, 4.0f, 17, 3.0f},
   };
   std::vector<ParityCase> cases;
   for (const AttentionCase& c : shapes) {
@@ -185,6 +205,12 @@ std::vector<ParityCase> attentionCases() {
                         " hd=" + std::to_string(c.headDim);
     if (c.qStddev != 1.0f) {
       shape += " sharp";
+    }
+    if (c.window > 0) {
+      shape += " window=" + std::to_string(c.window);
+    }
+    if (c.softcap > 0.0f) {
+      shape += " softcap=" + std::to_string(static_cast<int>(c.softcap));
     }
     cases.push_back({"attention_forward", shape, kBf16Output,
                      [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
@@ -195,13 +221,29 @@ std::vector<ParityCase> attentionCases() {
                        return runBackward(cpu, gpu, makeInputs(rng, c));
                      }});
   }
-  // One new token over caches of 1 to 1030 positions (decoding), and the prompt pass (S = keys).
-  const CachedCase cached[] = {{1, 1, 2, 1, 64},    {1, 77, 14, 2, 64},  {1, 300, 8, 4, 128},
-                               {1, 1030, 4, 2, 80}, {3, 200, 4, 1, 256}, {13, 13, 4, 2, 64}};
+  // One new token over caches of 1 to 1030 positions (decoding), and the prompt pass (S = keys);
+  // sliding windows shorter and longer than a 128-key chunk, and soft-capped scores.
+  const CachedCase cached[] = {{1, 1, 2, 1, 64},
+                               {1, 77, 14, 2, 64},
+                               {1, 300, 8, 4, 128},
+                               {1, 1030, 4, 2, 80},
+                               {3, 200, 4, 1, 256},
+                               {13, 13, 4, 2, 64},
+                               {1, 300, 8, 4, 128, 5},
+                               {3, 1030, 4, 2, 80, 300},
+                               {13, 13, 4, 2, 64, 4, 0},
+                               {1, 300, 4, 2, 256, 0, 5.0f},
+                               {2, 200, 4, 1, 64, 17, 3.0f}};
   for (const CachedCase& c : cached) {
-    const std::string shape = "S=" + std::to_string(c.queries) + " keys=" + std::to_string(c.keys) +
-                              " heads=" + std::to_string(c.heads) + "/" +
-                              std::to_string(c.kvHeads) + " hd=" + std::to_string(c.headDim);
+    std::string shape = "S=" + std::to_string(c.queries) + " keys=" + std::to_string(c.keys) +
+                        " heads=" + std::to_string(c.heads) + "/" + std::to_string(c.kvHeads) +
+                        " hd=" + std::to_string(c.headDim);
+    if (c.window > 0) {
+      shape += " window=" + std::to_string(c.window);
+    }
+    if (c.softcap > 0.0f) {
+      shape += " softcap=" + std::to_string(static_cast<int>(c.softcap));
+    }
     cases.push_back({"attention_cached", shape, kBf16Output,
                      [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
                        return runCached(cpu, gpu, rng, c);

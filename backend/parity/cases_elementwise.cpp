@@ -138,35 +138,62 @@ void addSwigluCases(std::vector<ParityCase>& cases) {
   for (const auto& rd : kRowsDims) {
     const Shape shape{rd[0], rd[1]};
     const std::string text = dims({{"rows", rd[0]}, {"dim", rd[1]}});
-    cases.push_back(
-        {"swiglu_forward", text, kRoundedMath, [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
-           const std::vector<float> gate = bf16Normal(rng, shape, 3.0f);
-           const std::vector<float> up = bf16Normal(rng, shape, 1.0f);
-           return compareBackends(cpu, gpu, {"out"}, kRoundedMath, [&](Backend& be) {
-             const DType act = be.capabilities().activationDType;
-             const Tensor g = be.upload(gate, act, shape);
-             const Tensor u = be.upload(up, act, shape);
-             Tensor out = be.empty(act, shape);
-             be.swigluForward(g, u, out);
-             return OpOutputs{be.download(out)};
-           });
-         }});
-    cases.push_back(
-        {"swiglu_backward", text, kRoundedMath, [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
-           const std::vector<float> dout = bf16Normal(rng, shape, 1.0f);
-           const std::vector<float> gate = bf16Normal(rng, shape, 3.0f);
-           const std::vector<float> up = bf16Normal(rng, shape, 1.0f);
-           return compareBackends(cpu, gpu, {"dgate", "dup"}, kRoundedMath, [&](Backend& be) {
-             const DType act = be.capabilities().activationDType;
-             const Tensor d = be.upload(dout, act, shape);
-             const Tensor g = be.upload(gate, act, shape);
-             const Tensor u = be.upload(up, act, shape);
-             Tensor dgate = be.empty(act, shape);
-             Tensor dup = be.empty(act, shape);
-             be.swigluBackward(d, g, u, dgate, dup);
-             return OpOutputs{be.download(dgate), be.download(dup)};
-           });
-         }});
+    for (const bool gelu : {false, true}) {  // SwiGLU (Llama) and GeGLU (Gemma)
+      const std::string name = gelu ? "geglu" : "swiglu";
+      cases.push_back({name + "_forward", text, kRoundedMath,
+                       [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                         const std::vector<float> gate = bf16Normal(rng, shape, 3.0f);
+                         const std::vector<float> up = bf16Normal(rng, shape, 1.0f);
+                         return compareBackends(cpu, gpu, {"out"}, kRoundedMath, [&](Backend& be) {
+                           const DType act = be.capabilities().activationDType;
+                           const Tensor g = be.upload(gate, act, shape);
+                           const Tensor u = be.upload(up, act, shape);
+                           Tensor out = be.empty(act, shape);
+                           if (gelu) {
+                             be.gegluForward(g, u, out);
+                           } else {
+                             be.swigluForward(g, u, out);
+                           }
+                           return OpOutputs{be.download(out)};
+                         });
+                       }});
+      cases.push_back({name + "_backward", text, kRoundedMath,
+                       [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                         const std::vector<float> dout = bf16Normal(rng, shape, 1.0f);
+                         const std::vector<float> gate = bf16Normal(rng, shape, 3.0f);
+                         const std::vector<float> up = bf16Normal(rng, shape, 1.0f);
+                         return compareBackends(
+                             cpu, gpu, {"dgate", "dup"}, kRoundedMath, [&](Backend& be) {
+                               const DType act = be.capabilities().activationDType;
+                               const Tensor d = be.upload(dout, act, shape);
+                               const Tensor g = be.upload(gate, act, shape);
+                               const Tensor u = be.upload(up, act, shape);
+                               Tensor dgate = be.empty(act, shape);
+                               Tensor dup = be.empty(act, shape);
+                               if (gelu) {
+                                 be.gegluBackward(d, g, u, dgate, dup);
+                               } else {
+                                 be.swigluBackward(d, g, u, dgate, dup);
+                               }
+                               return OpOutputs{be.download(dgate), be.download(dup)};
+                             });
+                       }});
+    }
+    for (const bool softcap : {false, true}) {  // Gemma's embedding scale and logit soft-cap
+      cases.push_back({softcap ? "softcap" : "scale", text, kRoundedMath,
+                       [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                         const std::vector<float> x = bf16Normal(rng, shape, 10.0f);
+                         return compareBackends(cpu, gpu, {"x"}, kRoundedMath, [&](Backend& be) {
+                           Tensor xt = be.upload(x, be.capabilities().activationDType, shape);
+                           if (softcap) {
+                             be.softcapInPlace(xt, 8.0f);
+                           } else {
+                             be.scaleActivations(xt, 45.254833f);  // √2048
+                           }
+                           return OpOutputs{be.download(xt)};
+                         });
+                       }});
+    }
   }
 }
 

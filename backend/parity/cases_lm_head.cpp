@@ -30,6 +30,7 @@ struct LmHeadCase {
   DType weightType;
   int ignoreEvery;  // every n-th target is −100 (0: none, 1: all)
   bool withGradient;
+  float softcap = 0.0f;  // Gemma 2's final_logit_softcapping; 0 = off
 };
 
 struct LmHeadInputs {
@@ -71,7 +72,7 @@ std::vector<Comparison> runCase(Backend& cpu, Backend& gpu, const LmHeadCase& c,
     const Tensor w = be.upload(in.weight, b == 0 ? DType::F32 : c.weightType, {c.vocab, c.hidden});
     Tensor loss = be.empty(DType::F32, {c.rows});
     Tensor grad = c.withGradient ? be.empty(act, {c.rows, c.hidden}) : Tensor();
-    be.lmHeadCrossEntropy(h, w, in.targets, in.gradScale, loss, grad);
+    be.lmHeadCrossEntropy(h, w, in.targets, in.gradScale, loss, grad, c.softcap);
     losses[b] = be.download(loss);
     if (c.withGradient) {
       dh[b] = be.download(grad);
@@ -104,10 +105,15 @@ Comparison runRejectsTarget(Backend& cpu, Backend& gpu) {
 
 std::vector<ParityCase> lmHeadCases() {
   const LmHeadCase shapes[] = {
-      {1, 896, 151936, DType::BF16, 0, true}, {3, 64, 151936, DType::BF16, 0, true},
-      {300, 64, 151936, DType::F32, 3, true}, {1024, 64, 151936, DType::BF16, 5, true},
-      {7, 896, 1000, DType::BF16, 2, true},   {5, 32, 1, DType::BF16, 0, true},
-      {4, 64, 500, DType::BF16, 1, true},     {33, 128, 32000, DType::BF16, 4, false},
+      {1, 896, 151936, DType::BF16, 0, true},
+      {3, 64, 151936, DType::BF16, 0, true},
+      {300, 64, 151936, DType::F32, 3, true},
+      {1024, 64, 151936, DType::BF16, 5, true},
+      {7, 896, 1000, DType::BF16, 2, true},
+      {5, 32, 1, DType::BF16, 0, true},
+      {4, 64, 500, DType::BF16, 1, true},
+      {33, 128, 32000, DType::BF16, 4, false},
+      {300, 64, 151936, DType::BF16, 3, true, 3.0f},  // capped: tanh bends the logits
   };
   std::vector<ParityCase> cases;
   for (const LmHeadCase& c : shapes) {
@@ -118,6 +124,9 @@ std::vector<ParityCase> lmHeadCases() {
     }
     if (!c.withGradient) {
       shape += " eval";
+    }
+    if (c.softcap > 0.0f) {
+      shape += " softcap=" + std::to_string(static_cast<int>(c.softcap));
     }
     cases.push_back({"lm_head_cross_entropy", shape, kBf16Output,
                      [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {

@@ -299,7 +299,7 @@ LossSum TrainGraph::forwardLoss(const model::ForwardInput& in) {
   hook.state = &state;
   Tensor x = backend_.empty(act, {tokens, config_.hiddenSize});
   Tensor next = backend_.empty(act, {tokens, config_.hiddenSize});
-  backend_.embeddingForward(weights_.embed, in.ids, x);
+  model::embedTokens(backend_, config_, weights_, in.ids, x);
   for (std::size_t l = 0; l < weights_.layers.size(); ++l) {
     model::decoderLayerForward(backend_, config_, weights_.layers[l], static_cast<int>(l), layout,
                                x, next, state.acts, &hook);
@@ -339,7 +339,7 @@ LossSum TrainGraph::forwardBackward(const model::ForwardInput& in, float gradSca
   auto stateOf = [&](std::size_t l) -> LayerState& { return states[checkpointing ? 0 : l]; };
   LoraHook hook(*this);
 
-  backend_.embeddingForward(weights_.embed, in.ids, xs[0]);
+  model::embedTokens(backend_, config_, weights_, in.ids, xs[0]);
   for (std::size_t l = 0; l < layers; ++l) {
     hook.state = &stateOf(l);
     model::decoderLayerForward(backend_, config_, weights_.layers[l], static_cast<int>(l), layout,
@@ -373,7 +373,8 @@ LossSum TrainGraph::headLoss(const Tensor& x, std::span<const std::int32_t> targ
   backend_.rmsnormForward(x, weights_.finalNorm, eps, h, rstd);
   Tensor losses = backend_.empty(compute::DType::F32, {tokens});
   Tensor dh = dx != nullptr ? backend_.empty(act, x.shape()) : Tensor();
-  backend_.lmHeadCrossEntropy(h, weights_.lmHead, targets, gradScale, losses, dh);
+  backend_.lmHeadCrossEntropy(h, weights_.lmHead, targets, gradScale, losses, dh,
+                              static_cast<float>(config_.finalLogitSoftcap));
   if (dx != nullptr) {
     backend_.rmsnormBackward(dh, x, weights_.finalNorm, rstd, *dx);
   }
@@ -399,28 +400,45 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
   const std::int64_t kvHeads = config_.numKvHeads;
   const std::int64_t hd = config_.headDim;
 
-  // MLP block: dx is ∂/∂ its output (and, through the residual, ∂/∂ xMid).
+  const bool sandwich = config_.sandwichNorms;
+
+  // MLP block: dx is ∂/∂ its output (and, through the residual, ∂/∂ xMid). With sandwich norms
+  // the MLP's own output m reaches the residual through post_feedforward_layernorm.
   checkCancel();
+  Tensor dMlpOut = dx;
+  if (sandwich) {
+    dMlpOut = backend_.empty(act, {tokens, config_.hiddenSize});
+    backend_.rmsnormBackward(dx, a.mlpOut, w.postMlpNorm, a.rstdMlpOut, dMlpOut);
+  }
   Tensor dAct = backend_.empty(act, {tokens, config_.intermediateSize});
-  backend_.matmul(dx, false, w.down, false, dAct, 1.0f, 0.0f);
-  siteBackward(layer, Projection::Down, state, a.swiglu, dx, &dAct);
+  backend_.matmul(dMlpOut, false, w.down, false, dAct, 1.0f, 0.0f);
+  siteBackward(layer, Projection::Down, state, a.swiglu, dMlpOut, &dAct);
   Tensor dGate = backend_.empty(act, dAct.shape());
   Tensor dUp = backend_.empty(act, dAct.shape());
-  backend_.swigluBackward(dAct, a.gate, a.up, dGate, dUp);
+  if (config_.mlpActivation == model::MlpActivation::GeluTanh) {
+    backend_.gegluBackward(dAct, a.gate, a.up, dGate, dUp);
+  } else {
+    backend_.swigluBackward(dAct, a.gate, a.up, dGate, dUp);
+  }
   Tensor dh = backend_.empty(act, {tokens, config_.hiddenSize});
   backend_.matmul(dGate, false, w.gate, false, dh, 1.0f, 0.0f);
   backend_.matmul(dUp, false, w.up, false, dh, 1.0f, 1.0f);
   siteBackward(layer, Projection::Gate, state, a.h2, dGate, &dh);
   siteBackward(layer, Projection::Up, state, a.h2, dUp, &dh);
   Tensor normGrad = backend_.empty(act, {tokens, config_.hiddenSize});
-  backend_.rmsnormBackward(dh, a.xMid, w.postNorm, a.rstd2, normGrad);
+  backend_.rmsnormBackward(dh, a.xMid, sandwich ? w.preMlpNorm : w.postNorm, a.rstd2, normGrad);
   backend_.addInPlace(dx, normGrad);  // dx = ∂/∂ xMid
 
-  // Attention block.
+  // Attention block (through post_attention_layernorm with sandwich norms).
   checkCancel();
+  Tensor dAttentionOut = dx;
+  if (sandwich) {
+    dAttentionOut = backend_.empty(act, {tokens, config_.hiddenSize});
+    backend_.rmsnormBackward(dx, a.attentionOut, w.postNorm, a.rstdAttentionOut, dAttentionOut);
+  }
   Tensor dAttention = backend_.empty(act, {tokens, heads * hd});
-  backend_.matmul(dx, false, w.o, false, dAttention, 1.0f, 0.0f);
-  siteBackward(layer, Projection::O, state, a.attention, dx, &dAttention);
+  backend_.matmul(dAttentionOut, false, w.o, false, dAttention, 1.0f, 0.0f);
+  siteBackward(layer, Projection::O, state, a.attention, dAttentionOut, &dAttention);
   Tensor dq = backend_.empty(act, {tokens, heads * hd});
   Tensor dk = backend_.empty(act, {tokens, kvHeads * hd});
   Tensor dv = backend_.empty(act, {tokens, kvHeads * hd});
@@ -431,11 +449,23 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
   Tensor dv4 = dv.viewAs(kvShape);
   backend_.attentionBackward(dAttention.viewAs(qShape), a.q.viewAs(qShape), a.k.viewAs(kvShape),
                              a.v.viewAs(kvShape), a.attention.viewAs(qShape), a.logsumexp,
-                             s.attentionScale, dq4, dk4, dv4);
+                             s.attentionOf(layer), dq4, dk4, dv4);
   Tensor dqHeads = dq.viewAs({tokens, heads, hd});
   Tensor dkHeads = dk.viewAs({tokens, kvHeads, hd});
-  backend_.rope(dqHeads, s.positions, s.invFreq, true);  // ∂/∂ q before RoPE
-  backend_.rope(dkHeads, s.positions, s.invFreq, true);
+  backend_.rope(dqHeads, s.positions, s.invFreqOf(layer), true);  // ∂/∂ q before RoPE
+  backend_.rope(dkHeads, s.positions, s.invFreqOf(layer), true);
+  if (config_.qkNorm) {  // ∂/∂ the projections' outputs, through q_norm and k_norm
+    Tensor dqRaw = backend_.empty(act, dq.shape());
+    Tensor dkRaw = backend_.empty(act, dk.shape());
+    const compute::Shape qRows{tokens * heads, hd};
+    const compute::Shape kRows{tokens * kvHeads, hd};
+    Tensor dqRawRows = dqRaw.viewAs(qRows);
+    Tensor dkRawRows = dkRaw.viewAs(kRows);
+    backend_.rmsnormBackward(dq.viewAs(qRows), a.qRaw.viewAs(qRows), w.qNorm, a.rstdQ, dqRawRows);
+    backend_.rmsnormBackward(dk.viewAs(kRows), a.kRaw.viewAs(kRows), w.kNorm, a.rstdK, dkRawRows);
+    dq = dqRaw;
+    dk = dkRaw;
+  }
   if (needInputGradient) {
     backend_.matmul(dq, false, w.q, false, dh, 1.0f, 0.0f);
     backend_.matmul(dk, false, w.k, false, dh, 1.0f, 1.0f);

@@ -1,6 +1,8 @@
-// train/TrainGraph.h — the Llama/Qwen2 graph for LoRA training: model/Forward.cpp's decoder
-// layers with a LoRA term on the adapted projections, the fused lm-head + cross-entropy, and a
-// backward pass that computes only what LoRA needs.
+// train/TrainGraph.h — the decoder graph (every family of model/ModelConfig.h) for LoRA
+// training: model/Forward.cpp's decoder layers with a LoRA term on the adapted projections, the
+// fused lm-head + cross-entropy (soft-capped for Gemma 2), and a backward pass that computes
+// only what LoRA needs, through the q/k norms, the sandwich norms, GeGLU, sliding windows and
+// soft-capped attention where the model has them.
 //
 // For an adapted projection W (out, in) with input x (T, in):
 //   u = dropout(x)·Aᵀ (T, r), saved;   y = x·Wᵀ (+ b) + scale · u·Bᵀ

@@ -20,7 +20,8 @@ linear schedule with 2 warm-up steps over 20 steps (transformers' get_linear_sch
 Gradients are computed in float64 (weights widened exactly), the reference the fp32 C++ is held to.
 
 Run where torch / transformers 5.x / safetensors are installed (no network, no GPU needed):
-    python3 scripts/reference/lora_training.py [MODELS_DIR] [OUT_DIR]
+    python3 scripts/reference/lora_training.py [MODELS_DIR] [OUT_DIR [FIXTURE ...]]
+FIXTURE names limit the run to those (the others stay as committed).
 """
 import json
 import math
@@ -38,7 +39,8 @@ import transformers  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
-FIXTURES = ["llama_f32_legacy_rope", "qwen2_f32_tied"]
+FIXTURES = ["llama_f32_legacy_rope", "qwen2_f32_tied", "qwen3_f32", "mistral_f32_sliding",
+            "gemma2_f32", "gemma3_f32"]
 RANK = 4
 ALPHA = 8.0
 MODULES = [("self_attn", "q_proj"), ("self_attn", "k_proj"), ("self_attn", "v_proj"),
@@ -208,8 +210,10 @@ def main():
         here, "..", "..", "tests", "train", "data")
     torch.set_num_threads(1)
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
+    only = set(sys.argv[3:])
     for seed, name in enumerate(FIXTURES, start=101):
-        make_case(name, models_dir, out_dir, seed)
+        if not only or name in only:
+            make_case(name, models_dir, out_dir, seed)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""models.py — tiny random Llama/Qwen2/Mistral model folders with transformers' own logits and loss.
+"""models.py — tiny random model folders (Llama, Qwen2, Qwen3, Mistral, Gemma 2, Gemma 3) with
+transformers' own logits and loss.
 
 Writes one folder per case into OUT_DIR (default tests/model/data): the model saved by
 save_pretrained (safetensors, single file or sharded), its config.json, and expected.json with
@@ -10,8 +11,15 @@ The reference is computed by reloading each saved folder with from_pretrained(dt
 the CPU with eager attention: transformers' fp32 forward over exactly the stored weights (for the
 bf16 cases the bf16 values, widened), which is what LoRAscope's fp32 CPU forward computes too.
 
+The families beyond Llama/Qwen2 exercise what their graphs add: Qwen3's q/k norms (head_dim
+unlike hidden/heads), Mistral's sliding window (window 5 < SEQ), Gemma 2's soft-capped attention
+and final logits (caps small enough that tanh bends), query_pre_attn_scalar, GeGLU, the (1 + w)
+and sandwich norms, scaled tied embeddings, sliding layers alternating with global ones, and
+Gemma 3's q/k norms with local (10000) and global (1e6, linear-scaled) rope bases.
+
 Run where transformers 5.x / torch / safetensors are installed (no network needed):
-    python3 scripts/reference/models.py [OUT_DIR]
+    python3 scripts/reference/models.py [OUT_DIR [CASE ...]]
+CASE names limit the run to those folders (the others stay as committed).
 """
 import json
 import math
@@ -19,9 +27,15 @@ import os
 import shutil
 import sys
 
-import torch
-import transformers
-from transformers import AutoModelForCausalLM, LlamaConfig, MistralConfig, Qwen2Config
+# This folder holds other reference scripts (e.g. tokenizers.py) that would shadow the packages
+# of the same name: import from site-packages only.
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import (AutoModelForCausalLM, Gemma2Config, Gemma3TextConfig,  # noqa: E402
+                          LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config)
 
 VOCAB = 300
 HIDDEN = 32
@@ -50,7 +64,24 @@ CASES = [
          scaling={"rope_type": "linear", "factor": 2.0}),
     dict(name="mistral_f32", family="mistral", dtype=torch.float32, shard=False,
          legacy_config=False, tie=False, kv_heads=2, head_dim=12, theta=10000.0, scaling=None),
+    dict(name="qwen3_f32", family="qwen3", dtype=torch.float32, shard=False,
+         legacy_config=False, tie=False, kv_heads=2, head_dim=16, theta=1000000.0, scaling=None),
+    dict(name="mistral_f32_sliding", family="mistral", dtype=torch.float32, shard=False,
+         legacy_config=False, tie=False, kv_heads=2, head_dim=None, theta=10000.0, scaling=None,
+         sliding_window=5),
+    dict(name="gemma2_f32", family="gemma2", dtype=torch.float32, shard=False,
+         legacy_config=False, tie=True, kv_heads=2, head_dim=16, theta=10000.0, scaling=None,
+         sliding_window=5),
+    dict(name="gemma3_f32", family="gemma3_text", dtype=torch.float32, shard=False,
+         legacy_config=False, tie=True, kv_heads=1, head_dim=16, theta=1000000.0,
+         scaling={"rope_type": "linear", "factor": 2.0}, sliding_window=5),
+    dict(name="gemma3_bf16", family="gemma3_text", dtype=torch.bfloat16, shard=False,
+         legacy_config=False, tie=True, kv_heads=2, head_dim=8, theta=1000000.0, scaling=None,
+         sliding_window=4),
 ]
+GEMMA = ("gemma2", "gemma3_text")
+CONFIGS = {"llama": LlamaConfig, "qwen2": Qwen2Config, "qwen3": Qwen3Config,
+           "mistral": MistralConfig, "gemma2": Gemma2Config, "gemma3_text": Gemma3TextConfig}
 
 
 def expected_inv_freq(head_dim, theta, scaling):
@@ -78,6 +109,8 @@ def expected_inv_freq(head_dim, theta, scaling):
 
 
 def rope_matches(model, case):
+    if case["family"] in GEMMA:
+        return True  # per-layer-type rotary tables; the config.json written is what the C++ reads
     head_dim = case["head_dim"] or HIDDEN // HEADS
     want = torch.tensor(expected_inv_freq(head_dim, case["theta"], case["scaling"]))
     rotary = getattr(model.model, "rotary_emb", None)
@@ -88,7 +121,7 @@ def rope_matches(model, case):
 
 
 def make_config(case, rope_form):
-    family = {"llama": LlamaConfig, "qwen2": Qwen2Config, "mistral": MistralConfig}[case["family"]]
+    family = CONFIGS[case["family"]]
     kwargs = dict(vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=INTERMEDIATE,
                   num_hidden_layers=LAYERS, num_attention_heads=HEADS,
                   num_key_value_heads=case["kv_heads"], rms_norm_eps=1e-5,
@@ -100,9 +133,11 @@ def make_config(case, rope_form):
         kwargs["attention_bias"] = case["attention_bias"]
         kwargs["mlp_bias"] = case["mlp_bias"]
     if case["family"] == "mistral":
-        kwargs["sliding_window"] = None
-    if case["family"] == "qwen2":
+        kwargs["sliding_window"] = case.get("sliding_window")
+    if case["family"] in ("qwen2", "qwen3"):
         kwargs["use_sliding_window"] = False
+    if case["family"] in GEMMA:
+        return gemma_config(case, rope_form, family, kwargs)
     if rope_form == "rope_parameters":
         params = {"rope_type": "default", "rope_theta": case["theta"]}
         if case["scaling"] is not None:
@@ -115,12 +150,40 @@ def make_config(case, rope_form):
     return family(**kwargs)
 
 
+def gemma_config(case, rope_form, family, kwargs):
+    """Gemma 2/3: soft-caps that bend (Gemma 2), query_pre_attn_scalar unlike head_dim, layer 0
+    sliding and layer 1 global, and Gemma 3's two rope bases."""
+    kwargs.update(sliding_window=case["sliding_window"], query_pre_attn_scalar=24,
+                  layer_types=["sliding_attention", "full_attention"],
+                  hidden_activation="gelu_pytorch_tanh", pad_token_id=0)
+    if case["family"] == "gemma2":
+        kwargs.update(attn_logit_softcapping=5.0, final_logit_softcapping=8.0)
+        kwargs["rope_theta" if rope_form == "legacy" else "rope_parameters"] = (
+            case["theta"] if rope_form == "legacy"
+            else {"rope_type": "default", "rope_theta": case["theta"]})
+        return family(**kwargs)
+    full = {"rope_type": "default", "rope_theta": case["theta"]}
+    if case["scaling"] is not None:
+        full.update(case["scaling"])
+    if rope_form == "rope_parameters":
+        kwargs["rope_parameters"] = {"full_attention": full, "sliding_attention":
+                                     {"rope_type": "default", "rope_theta": 10000.0}}
+    else:
+        kwargs.update(rope_theta=case["theta"], rope_local_base_freq=10000.0,
+                      rope_scaling=dict(case["scaling"]) if case["scaling"] else None)
+    return family(**kwargs)
+
+
 def build_model(case):
     """A model whose rotary frequencies are the ones asked for (either config form accepted)."""
     for rope_form in ("rope_parameters", "legacy"):
         torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_config(make_config(case, rope_form),
-                                                 attn_implementation="eager")
+        try:
+            model = AutoModelForCausalLM.from_config(make_config(case, rope_form),
+                                                     attn_implementation="eager")
+        except (TypeError, ValueError, KeyError) as e:
+            print(f"  {case['name']}: rope form {rope_form} refused ({e}), trying next")
+            continue
         if rope_matches(model, case):
             return model
         print(f"  {case['name']}: rope form {rope_form} not taken by transformers, trying next")
@@ -231,8 +294,10 @@ def main():
     os.makedirs(out_dir, exist_ok=True)
     torch.set_num_threads(1)  # deterministic CPU reductions
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
+    only = set(sys.argv[2:])
     for seed, case in enumerate(CASES, start=11):
-        make_case(case, out_dir, seed)
+        if not only or case["name"] in only:
+            make_case(case, out_dir, seed)
 
 
 if __name__ == "__main__":

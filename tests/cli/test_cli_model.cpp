@@ -1,8 +1,9 @@
-// test_cli_model.cpp — lorascope-train inspect-model and eval, end to end on the reference
-// folders: parameter counts and weight bytes equal what transformers wrote in the shard index
-// (metadata.total_parameters / total_size), the 4-bit (--quantize nf4) footprint follows the NF4
-// layout, and eval's last logits equal transformers' logits.
+// test_cli_model.cpp — lorascope-train inspect-model, eval and train --model, end to end on the
+// reference folders: parameter counts and weight bytes equal what transformers wrote in the shard
+// index (metadata.total_parameters / total_size), the 4-bit (--quantize nf4) footprint follows the
+// NF4 layout, and eval's last logits equal transformers' logits.
 #include <QProcess>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <algorithm>
@@ -10,6 +11,8 @@
 #include <fstream>
 
 #include <nlohmann/json.hpp>
+
+#include "train/DemoModel.h"  // defines: demoTokenizerJson, demoTokenizerConfigJson
 
 using nlohmann::json;
 
@@ -48,6 +51,76 @@ class TestCliModel : public QObject {
     QTest::addColumn<QString>("name");
     QTest::newRow("llama tied") << "llama_bf16_sharded_tied";
     QTest::newRow("qwen2 untied") << "qwen2_bf16_sharded_linear_rope";
+  }
+
+  // inspect-model names the family and what its graph adds, in text and JSON; a model_type this
+  // build does not run is refused naming config.json and the type.
+  void inspectModelNamesTheFamily() {
+    const QString gemma2 = QString::fromStdString(kDataDir + "/gemma2_f32");
+    const QByteArray text = runTrain({"inspect-model", gemma2});
+    QVERIFY2(text.contains("family      gemma2: GeGLU"), text.constData());
+    QVERIFY(text.contains("sliding window 5 on 1 of 2 layers"));
+    QVERIFY(text.contains("attention scores soft-capped at 5, logits soft-capped at 8"));
+    const json report = json::parse(
+        runTrain({"inspect-model", QString::fromStdString(kDataDir + "/qwen3_f32"), "--json"})
+            .toStdString());
+    QCOMPARE(report["family"].get<std::string>(), std::string("qwen3"));
+    QCOMPARE(report["graph_features"].get<std::string>(), std::string("q/k norms"));
+
+    QTemporaryDir tmp;
+    QFile config(tmp.filePath("config.json"));
+    QVERIFY(config.open(QIODevice::WriteOnly));
+    config.write(R"({"model_type": "phi3", "hidden_size": 8})");
+    config.close();
+    const QByteArray error = runTrain({"inspect-model", tmp.path()}, 1);
+    QVERIFY2(error.contains("config.json") && error.contains("model_type 'phi3'") &&
+                 error.contains("gemma3_text"),
+             error.constData());
+  }
+
+  // `train --model DIR` on a tiny Gemma 2 folder (soft-caps, sliding window, GeGLU, sandwich norms;
+  // the transformers reference weights) given the demo's byte-level tokenizer: the run ends, its
+  // losses are finite and the adapter is written with PEFT's module names.
+  void trainsALoraOnATinyGemma2() {
+    QTemporaryDir tmp;
+    const std::string dir = tmp.filePath("gemma2").toStdString();
+    QVERIFY(QDir().mkpath(QString::fromStdString(dir)));
+    for (const char* file : {"config.json", "model.safetensors"}) {
+      QVERIFY(QFile::copy(QString::fromStdString(kDataDir + "/gemma2_f32/" + file),
+                          QString::fromStdString(dir + "/" + file)));
+    }
+    const auto write = [](const QString& path, const std::string& text) {
+      QFile f(path);
+      QVERIFY(f.open(QIODevice::WriteOnly));
+      f.write(text.data(), static_cast<qint64>(text.size()));
+    };
+    write(QString::fromStdString(dir + "/tokenizer.json"), lorascope::train::demoTokenizerJson());
+    write(QString::fromStdString(dir + "/tokenizer_config.json"),
+          lorascope::train::demoTokenizerConfigJson());
+    std::string data;
+    for (const char* word : {"apple", "river", "stone", "cloud", "tiger", "lemon"}) {
+      data += json{{"instruction", "Repeat the word."}, {"input", word}, {"output", word}}.dump() +
+              "\n";
+    }
+    write(tmp.filePath("data.jsonl"), data);
+    const QString run = tmp.filePath("run");
+    const QByteArray out = runTrain({"train", "--model", QString::fromStdString(dir), "--data",
+                                     tmp.filePath("data.jsonl"), "--steps", "3", "--batch-size",
+                                     "2", "--max-seq-len", "128", "--lora-r", "4", "--out", run});
+    QVERIFY2(out.contains("done: 3 steps"), out.constData());
+    std::ifstream metrics((run + "/metrics.jsonl").toStdString());
+    int steps = 0;
+    for (std::string line; std::getline(metrics, line);) {
+      const json m = json::parse(line);
+      if (m.contains("loss")) {
+        QVERIFY(std::isfinite(m["loss"].get<double>()) && m["loss"].get<double>() > 0);
+        ++steps;
+      }
+    }
+    QCOMPARE(steps, 3);
+    const json adapter = readJson((run + "/adapter/adapter_config.json").toStdString());
+    QCOMPARE(adapter["target_modules"].size(), std::size_t{7});
+    QVERIFY(QFile::exists(run + "/adapter/adapter_model.safetensors"));
   }
 
   void inspectModelCountsMatchTransformersIndex() {
@@ -116,8 +189,17 @@ class TestCliModel : public QObject {
   }
 
   // Row 0 of the reference batch alone: its last position's logits are among those recorded.
+  void evalLastLogitsMatchTransformers_data() {
+    QTest::addColumn<QString>("name");
+    for (const char* name : {"llama_f32_legacy_rope", "qwen3_f32", "mistral_f32_sliding",
+                             "gemma2_f32", "gemma3_f32"}) {
+      QTest::newRow(name) << QString(name);
+    }
+  }
+
   void evalLastLogitsMatchTransformers() {
-    const std::string dir = kDataDir + "/llama_f32_legacy_rope";
+    QFETCH(QString, name);
+    const std::string dir = kDataDir + "/" + name.toStdString();
     const json expected = readJson(dir + "/expected.json");
     QStringList ids;
     for (const json& id : expected["input_ids"][0]) {

@@ -1,10 +1,12 @@
 // test_op_attention.cpp — the CPU causal GQA attention (compute/cpu/attention.cpp): forward
 // against a naive double softmax (outputs and log-sum-exp), backward against a matrix-form double
-// reference and finite differences, and the shape check. Its GPU twin is checked in
+// reference and finite differences (plain causal, with sliding windows shorter and longer than a
+// 64-row tile, and with soft-capped scores), and the shape check. Its GPU twin is checked in
 // backend/parity/cases_attention.cpp.
 #include <QtTest>
 
 #include <cmath>
+#include <utility>
 
 #include "ExpectError.h"
 #include "OpTestUtil.h"
@@ -21,15 +23,22 @@ namespace {
 struct AttnCase {
   int b = 2, s = 7, h = 4, kv = 2, d = 6;
   float scale = 0.4f;
+  int window = 0;        // 0: full causal
+  float softcap = 0.0f;  // 0: off
+  AttentionOptions options() const { return {scale, window, softcap}; }
+  bool visible(int i, int j) const { return j <= i && (window == 0 || i - j < window); }
 };
 
-// Matrix-form reference: P = softmax(scale·QKᵀ + mask), dP = dO·Vᵀ, dS = P ⊙ (dP − rowsum(dO⊙O)),
-// dQ = scale·dS·K, dK = scale·dSᵀ·Q, dV = Pᵀ·dO, in double, with O recomputed in double.
+// Matrix-form reference: S = cap(scale·QKᵀ), P = softmax(S + mask), dP = dO·Vᵀ,
+// dS = P ⊙ (dP − rowsum(dO⊙O)) ⊙ cap', dQ = scale·dS·K, dK = scale·dSᵀ·Q, dV = Pᵀ·dO, in double,
+// with O recomputed in double (and returned in `out`).
 void referenceAttentionBackward(const AttnCase& c, const std::vector<float>& q,
                                 const std::vector<float>& k, const std::vector<float>& v,
                                 const std::vector<float>& dout, std::vector<double>& dq,
-                                std::vector<double>& dk, std::vector<double>& dv) {
+                                std::vector<double>& dk, std::vector<double>& dv,
+                                std::vector<double>& out) {
   const int group = c.h / c.kv;
+  out.assign(q.size(), 0.0);
   dq.assign(q.size(), 0.0);
   dk.assign(k.size(), 0.0);
   dv.assign(v.size(), 0.0);
@@ -41,19 +50,29 @@ void referenceAttentionBackward(const AttnCase& c, const std::vector<float>& q,
     for (int h = 0; h < c.h; ++h) {
       const int g = h / group;
       std::vector<double> p(static_cast<std::size_t>(c.s * c.s), 0.0);
+      std::vector<double> slope(static_cast<std::size_t>(c.s * c.s), 1.0);  // ∂S/∂(scale·q·k)
       for (int i = 0; i < c.s; ++i) {
         double mx = -INFINITY, sum = 0;
         for (int j = 0; j <= i; ++j) {
+          if (!c.visible(i, j))
+            continue;
           double dot = 0;
           for (int x = 0; x < c.d; ++x)
             dot += double{qi(b, i, h, x)} * ki(b, j, g, x);
-          p[i * c.s + j] = dot * c.scale;
-          mx = std::max(mx, p[i * c.s + j]);
+          double score = dot * c.scale;
+          if (c.softcap > 0) {
+            const double th = std::tanh(score / c.softcap);
+            score = c.softcap * th;
+            slope[i * c.s + j] = 1.0 - th * th;
+          }
+          p[i * c.s + j] = score;
+          mx = std::max(mx, score);
         }
         for (int j = 0; j <= i; ++j)
-          sum += (p[i * c.s + j] = std::exp(p[i * c.s + j] - mx));
+          if (c.visible(i, j))
+            sum += (p[i * c.s + j] = std::exp(p[i * c.s + j] - mx));
         for (int j = 0; j <= i; ++j)
-          p[i * c.s + j] /= sum;
+          p[i * c.s + j] = c.visible(i, j) ? p[i * c.s + j] / sum : 0.0;
       }
       for (int i = 0; i < c.s; ++i) {
         std::vector<double> o(static_cast<std::size_t>(c.d), 0.0);
@@ -61,13 +80,15 @@ void referenceAttentionBackward(const AttnCase& c, const std::vector<float>& q,
           for (int x = 0; x < c.d; ++x)
             o[x] += p[i * c.s + j] * vi(b, j, g, x);
         double rowDot = 0;
-        for (int x = 0; x < c.d; ++x)
+        for (int x = 0; x < c.d; ++x) {
           rowDot += double{doi(b, i, h, x)} * o[x];
+          out[((b * c.s + i) * c.h + h) * c.d + x] = o[x];
+        }
         for (int j = 0; j <= i; ++j) {
           double dp = 0;
           for (int x = 0; x < c.d; ++x)
             dp += double{doi(b, i, h, x)} * vi(b, j, g, x);
-          const double ds = p[i * c.s + j] * (dp - rowDot);
+          const double ds = p[i * c.s + j] * (dp - rowDot) * slope[i * c.s + j];
           for (int x = 0; x < c.d; ++x) {
             dq[((b * c.s + i) * c.h + h) * c.d + x] += c.scale * ds * ki(b, j, g, x);
             dk[((b * c.s + j) * c.kv + g) * c.d + x] += c.scale * ds * qi(b, i, h, x);
@@ -78,6 +99,8 @@ void referenceAttentionBackward(const AttnCase& c, const std::vector<float>& q,
     }
   }
 }
+
+void checkFiniteDifferences(Backend& backend, const AttnCase& c);
 
 }  // namespace
 
@@ -128,12 +151,15 @@ class TestOpAttention : public QObject {
   void attentionBackwardMatchesMatrixReference();
   void attentionBackwardMatchesFiniteDifferences();
   void attentionBackwardRejectsMismatchedShapes();
+  void cachedAttentionMatchesTheMatrixReference();
 };
 
 void TestOpAttention::attentionBackwardMatchesMatrixReference() {
   auto be = createCpuBackend();
   for (const AttnCase c :
-       {AttnCase{}, AttnCase{1, 9, 3, 3, 4, 0.5f}, AttnCase{2, 5, 4, 1, 8, 0.3f}}) {
+       {AttnCase{}, AttnCase{1, 9, 3, 3, 4, 0.5f}, AttnCase{2, 5, 4, 1, 8, 0.3f},
+        AttnCase{2, 9, 4, 2, 6, 0.4f, 3}, AttnCase{1, 150, 2, 1, 8, 0.4f, 70},
+        AttnCase{1, 150, 2, 2, 8, 0.4f, 0, 2.0f}, AttnCase{2, 70, 4, 2, 4, 1.5f, 20, 1.5f}}) {
     const std::size_t nq = static_cast<std::size_t>(c.b * c.s * c.h * c.d);
     const std::size_t nk = static_cast<std::size_t>(c.b * c.s * c.kv * c.d);
     const auto q = randomValues(nq, 1), k = randomValues(nk, 2), v = randomValues(nk, 3);
@@ -142,12 +168,13 @@ void TestOpAttention::attentionBackwardMatchesMatrixReference() {
     Tensor tq = be->upload(q, DType::F32, qs), tk = be->upload(k, DType::F32, ks),
            tv = be->upload(v, DType::F32, ks), tdo = be->upload(dout, DType::F32, qs);
     Tensor out = be->empty(DType::F32, qs), lse = be->empty(DType::F32, {c.b, c.h, c.s});
-    be->attentionForward(tq, tk, tv, c.scale, out, lse);
+    be->attentionForward(tq, tk, tv, c.options(), out, lse);
     Tensor dq = be->empty(DType::F32, qs), dk = be->empty(DType::F32, ks),
            dv = be->empty(DType::F32, ks);
-    be->attentionBackward(tdo, tq, tk, tv, out, lse, c.scale, dq, dk, dv);
-    std::vector<double> rq, rk, rv;
-    referenceAttentionBackward(c, q, k, v, dout, rq, rk, rv);
+    be->attentionBackward(tdo, tq, tk, tv, out, lse, c.options(), dq, dk, dv);
+    std::vector<double> rq, rk, rv, ro;
+    referenceAttentionBackward(c, q, k, v, dout, rq, rk, rv, ro);
+    QVERIFY(closeTo(be->download(out), ro, 2e-6));
     QVERIFY(closeTo(be->download(dq), rq, 2e-6));
     QVERIFY(closeTo(be->download(dk), rk, 2e-6));
     QVERIFY(closeTo(be->download(dv), rv, 2e-6));
@@ -157,14 +184,23 @@ void TestOpAttention::attentionBackwardMatchesMatrixReference() {
 void TestOpAttention::attentionBackwardMatchesFiniteDifferences() {
   // L = Σ dout ⊙ attention(q, k, v); central differences over a few elements of q, k and v.
   auto be = createCpuBackend();
-  const AttnCase c{1, 5, 4, 2, 4, 0.5f};
+  // Plain causal, then a window of 3 with scores capped at 2.
+  for (const AttnCase c : {AttnCase{1, 5, 4, 2, 4, 0.5f}, AttnCase{1, 5, 4, 2, 4, 1.5f, 3, 2.0f}})
+    checkFiniteDifferences(*be, c);
+}
+
+namespace {
+
+// L = Σ dout ⊙ attention(q, k, v); central differences over a few elements of q, k and v.
+void checkFiniteDifferences(Backend& backend, const AttnCase& c) {
+  Backend* be = &backend;
   const Shape qs{c.b, c.s, c.h, c.d}, ks{c.b, c.s, c.kv, c.d};
   std::vector<float> in[3] = {randomValues(80, 5), randomValues(40, 6), randomValues(40, 7)};
   const auto dout = randomValues(80, 8);
   auto loss = [&]() {
     Tensor out = be->empty(DType::F32, qs), lse = be->empty(DType::F32, {c.b, c.h, c.s});
     be->attentionForward(be->upload(in[0], DType::F32, qs), be->upload(in[1], DType::F32, ks),
-                         be->upload(in[2], DType::F32, ks), c.scale, out, lse);
+                         be->upload(in[2], DType::F32, ks), c.options(), out, lse);
     double l = 0;
     const auto o = be->download(out);
     for (std::size_t i = 0; i < o.size(); ++i)
@@ -174,11 +210,11 @@ void TestOpAttention::attentionBackwardMatchesFiniteDifferences() {
   Tensor tq = be->upload(in[0], DType::F32, qs), tk = be->upload(in[1], DType::F32, ks),
          tv = be->upload(in[2], DType::F32, ks);
   Tensor out = be->empty(DType::F32, qs), lse = be->empty(DType::F32, {c.b, c.h, c.s});
-  be->attentionForward(tq, tk, tv, c.scale, out, lse);
+  be->attentionForward(tq, tk, tv, c.options(), out, lse);
   Tensor grads[3] = {be->empty(DType::F32, qs), be->empty(DType::F32, ks),
                      be->empty(DType::F32, ks)};
-  be->attentionBackward(be->upload(dout, DType::F32, qs), tq, tk, tv, out, lse, c.scale, grads[0],
-                        grads[1], grads[2]);
+  be->attentionBackward(be->upload(dout, DType::F32, qs), tq, tk, tv, out, lse, c.options(),
+                        grads[0], grads[1], grads[2]);
   const float eps = 1e-2f;
   for (int t = 0; t < 3; ++t) {
     const auto g = be->download(grads[t]);
@@ -197,6 +233,8 @@ void TestOpAttention::attentionBackwardMatchesFiniteDifferences() {
   }
 }
 
+}  // namespace
+
 void TestOpAttention::attentionBackwardRejectsMismatchedShapes() {
   auto be = createCpuBackend();
   Tensor q = be->empty(DType::F32, {1, 4, 2, 2}), k = be->empty(DType::F32, {1, 4, 1, 2});
@@ -206,6 +244,34 @@ void TestOpAttention::attentionBackwardRejectsMismatchedShapes() {
   QVERIFY(throwsWith<ShapeError>(
       [&] { be->attentionBackward(out, q, k, k, out, lse, 1.0f, dq, badDk, dv); },
       {"attention_backward: dk"}));
+}
+
+// Generation's attention over a KV cache (Backend::attentionCached): the last `queries` rows of a
+// batch-1 sequence over all its keys equal those rows of the causal reference, with the sliding
+// window and the soft-cap of AttentionOptions applied as attentionForward applies them.
+void TestOpAttention::cachedAttentionMatchesTheMatrixReference() {
+  auto be = createCpuBackend();
+  for (const auto& [c, queries] :
+       {std::pair{AttnCase{1, 9, 4, 2, 6, 0.4f}, 1}, std::pair{AttnCase{1, 9, 4, 2, 6, 0.4f}, 9},
+        std::pair{AttnCase{1, 12, 4, 2, 6, 0.4f, 3}, 1},
+        std::pair{AttnCase{1, 12, 4, 2, 6, 0.4f, 3}, 5},
+        std::pair{AttnCase{1, 12, 4, 1, 6, 1.5f, 0, 2.0f}, 2},
+        std::pair{AttnCase{1, 12, 4, 2, 6, 1.5f, 5, 2.0f}, 12}}) {
+    const std::size_t nq = static_cast<std::size_t>(c.s * c.h * c.d);
+    const std::size_t nk = static_cast<std::size_t>(c.s * c.kv * c.d);
+    const auto q = randomValues(nq, 1), k = randomValues(nk, 2), v = randomValues(nk, 3);
+    std::vector<double> rq, rk, rv, ro;
+    referenceAttentionBackward(c, q, k, v, randomValues(nq, 4), rq, rk, rv, ro);
+    const std::size_t first = static_cast<std::size_t>((c.s - queries) * c.h * c.d);
+    const std::vector<float> lastQ(q.begin() + static_cast<std::ptrdiff_t>(first), q.end());
+    const Shape qs{queries, c.h, c.d}, ks{c.s, c.kv, c.d};
+    Tensor out = be->empty(DType::F32, qs);
+    be->attentionCached(be->upload(lastQ, DType::F32, qs), be->upload(k, DType::F32, ks),
+                        be->upload(v, DType::F32, ks), c.options(), out);
+    QVERIFY(closeTo(be->download(out),
+                    std::vector<double>(ro.begin() + static_cast<std::ptrdiff_t>(first), ro.end()),
+                    2e-6));
+  }
 }
 
 QTEST_APPLESS_MAIN(TestOpAttention)

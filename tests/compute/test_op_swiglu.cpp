@@ -1,5 +1,6 @@
-// test_op_swiglu.cpp — the CPU SwiGLU (compute/cpu/swiglu.cpp): forward against hand values,
-// backward against finite differences of silu.
+// test_op_swiglu.cpp — the CPU gated activations (compute/cpu/swiglu.cpp): SwiGLU forward against
+// hand values, backward against finite differences of silu; GeGLU against PyTorch's tanh-GELU
+// formula and its finite differences; the scale and the soft-cap ops.
 #include <QtTest>
 
 #include <cmath>
@@ -42,6 +43,45 @@ class TestOpSwiglu : public QObject {
     }
     QVERIFY(closeTo(be->download(dg), wantGate, 1e-6));
     QVERIFY(closeTo(be->download(du), wantUp, 1e-6));
+  }
+
+  // gelu_pytorch_tanh(g) = ½·g·(1 + tanh(√(2/π)·(g + 0.044715·g³))), as transformers' Gemma MLP.
+  void gegluMatchesTanhGeluAndItsFiniteDifferences() {
+    auto be = createCpuBackend();
+    const auto gate = randomValues(64, 21, 3.0f), up = randomValues(64, 22),
+               dout = randomValues(64, 23);
+    const Shape shape{8, 8};
+    Tensor out = be->empty(DType::F32, shape);
+    be->gegluForward(be->upload(gate, DType::F32, shape), be->upload(up, DType::F32, shape), out);
+    Tensor dg = be->empty(DType::F32, shape), du = be->empty(DType::F32, shape);
+    be->gegluBackward(be->upload(dout, DType::F32, shape), be->upload(gate, DType::F32, shape),
+                      be->upload(up, DType::F32, shape), dg, du);
+    auto gelu = [](double g) {
+      return 0.5 * g * (1 + std::tanh(std::sqrt(2 / M_PI) * (g + 0.044715 * g * g * g)));
+    };
+    std::vector<double> wantOut(64), wantGate(64), wantUp(64);
+    const double eps = 1e-6;
+    for (std::size_t i = 0; i < 64; ++i) {
+      wantOut[i] = gelu(gate[i]) * up[i];
+      wantGate[i] = dout[i] * up[i] * (gelu(gate[i] + eps) - gelu(gate[i] - eps)) / (2 * eps);
+      wantUp[i] = dout[i] * gelu(gate[i]);
+    }
+    QVERIFY(closeTo(be->download(out), wantOut, 1e-6));
+    QVERIFY(closeTo(be->download(dg), wantGate, 1e-5));
+    QVERIFY(closeTo(be->download(du), wantUp, 1e-6));
+  }
+
+  void scaleAndSoftcapInPlace() {
+    auto be = createCpuBackend();
+    Tensor x = be->upload(std::vector<float>{-40, -1, 0, 2, 100}, DType::F32, {5});
+    be->scaleActivations(x, 0.5f);
+    QVERIFY(near(be->download(x), {-20, -0.5f, 0, 1, 50}, 1e-6f));
+    be->softcapInPlace(x, 30.0f);
+    std::vector<float> want;
+    for (const float v : {-20.0f, -0.5f, 0.0f, 1.0f, 50.0f}) {
+      want.push_back(30.0f * std::tanh(v / 30.0f));
+    }
+    QVERIFY(near(be->download(x), want, 1e-5f));
   }
 };
 

@@ -34,6 +34,7 @@ class TestGeneration : public QObject {
  private slots:
   void greedyIdsEqualTransformers();
   void adapterIdsEqualTransformersMerged();
+  void cachedStepsEqualTheUncachedForward_data();
   void cachedStepsEqualTheUncachedForward();
   void cacheRefusesToOverflow();
   void samplingIsSeededAndStaysInTheNucleus();
@@ -85,9 +86,21 @@ void TestGeneration::adapterIdsEqualTransformersMerged() {
   QCOMPARE(adapters, 1);
 }
 
+// Every family's graph through the cache: Qwen3's and Gemma 3's q/k norms and local rope, and
+// past the 5-token sliding window of Mistral, Gemma 2 (with its attention and final soft-caps)
+// and Gemma 3, so that the cached attention masks and caps as the training forward does.
+void TestGeneration::cachedStepsEqualTheUncachedForward_data() {
+  QTest::addColumn<QString>("name");
+  for (const char* name : {"qwen2_bf16_sharded_linear_rope", "qwen3_f32", "mistral_f32_sliding",
+                           "gemma2_f32", "gemma3_f32"}) {
+    QTest::newRow(name) << QString(name);
+  }
+}
+
 void TestGeneration::cachedStepsEqualTheUncachedForward() {
+  QFETCH(QString, name);
   const model::ModelFolder folder =
-      model::ModelFolder::open(kModelDataDir + "/qwen2_bf16_sharded_linear_rope");
+      model::ModelFolder::open(kModelDataDir + "/" + name.toStdString());
   auto cpu = compute::createCpuBackend();
   const std::vector<std::int32_t> ids = {3, 141, 59, 26, 5, 35, 89, 79, 32, 38};
   model::CachedDecoder decoder(*cpu, folder.config(), folder.weights(), 16);

@@ -1,5 +1,5 @@
-// test_model_config.cpp — config.json of the Llama, Qwen2 and Mistral families in both forms in
-// the wild, the rope frequencies that follow, and errors that name the file and the field.
+// test_model_config.cpp — config.json of the Llama, Qwen2, Qwen3, Mistral, Gemma 2 and Gemma 3
+// families in both forms in the wild, the rope frequencies that follow, and errors that name the file and the field.
 #include "TestRunner.h"
 
 #include <cmath>
@@ -122,6 +122,60 @@ TEST_CASE(llamaAttentionAndMlpBias) {
   j["mlp_bias"] = true;
   const ModelConfig c = parseModelConfig(j, "config.json");
   VERIFY(c.qkvBias && c.oBias && c.mlpBias);
+}
+
+// Gemma 2 (transformers 4.x form, no layer_types): its defaults and the alternating pattern.
+TEST_CASE(gemma2DefaultsAndAlternatingSlidingLayers) {
+  const json j = json::parse(R"({
+    "model_type": "gemma2", "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 2304,
+    "intermediate_size": 9216, "num_hidden_layers": 4, "num_attention_heads": 8,
+    "num_key_value_heads": 4, "head_dim": 256, "vocab_size": 256000,
+    "query_pre_attn_scalar": 256, "rope_theta": 10000.0})");
+  const ModelConfig c = parseModelConfig(j, "config.json");
+  COMPARE(c.family, Family::Gemma2);
+  VERIFY(c.tieWordEmbeddings && c.sandwichNorms && c.normWeightPlusOne && !c.qkNorm);
+  VERIFY(c.mlpActivation == MlpActivation::GeluTanh);
+  COMPARE(c.attentionLogitSoftcap, 50.0);
+  COMPARE(c.finalLogitSoftcap, 30.0);
+  COMPARE(c.slidingWindow, std::int64_t{4096});
+  VERIFY(c.slidingLayers == (std::vector<bool>{true, false, true, false}));
+  COMPARE(c.embeddingScale, std::sqrt(2304.0));
+  COMPARE(c.attentionScale, 1.0 / 16.0);
+}
+
+// Gemma 3 text, transformers 4.x form: every 6th layer global, local rope 10000.
+TEST_CASE(gemma3PatternAndLocalRope) {
+  const json j = json::parse(R"({
+    "model_type": "gemma3_text", "hidden_size": 1152, "intermediate_size": 6912,
+    "num_hidden_layers": 7, "num_attention_heads": 4, "num_key_value_heads": 1,
+    "head_dim": 256, "vocab_size": 262144, "rope_theta": 1000000.0,
+    "rope_local_base_freq": 10000.0, "sliding_window": 512, "sliding_window_pattern": 6,
+    "final_logit_softcapping": null, "attn_logit_softcapping": null})");
+  const ModelConfig c = parseModelConfig(j, "config.json");
+  COMPARE(c.family, Family::Gemma3);
+  VERIFY(c.qkNorm && c.attentionLogitSoftcap == 0.0 && c.finalLogitSoftcap == 0.0);
+  VERIFY(c.slidingLayers == (std::vector<bool>{true, true, true, true, true, false, true}));
+  VERIFY(c.localRope.has_value());
+  COMPARE(c.ropeOfLayer(0).theta, 10000.0);
+  COMPARE(c.ropeOfLayer(5).theta, 1000000.0);
+}
+
+TEST_CASE(qwen3HasQkNormsAndItsHeadDim) {
+  json j = qwen25();
+  j["model_type"] = "qwen3";
+  j["head_dim"] = 128;
+  const ModelConfig c = parseModelConfig(j, "config.json");
+  COMPARE(c.family, Family::Qwen3);
+  VERIFY(c.qkNorm && !c.qkvBias && !c.sandwichNorms);
+  COMPARE(c.headDim, std::int64_t{128});
+}
+
+TEST_CASE(multimodalGemma3IsNamedAndRefused) {
+  json j = qwen25();
+  j["model_type"] = "gemma3";
+  VERIFY(throwsWith<UnsupportedModelError>(
+      [&] { parseModelConfig(j, "m/config.json"); },
+      {"m/config.json", "model_type 'gemma3' is the multimodal Gemma 3", "gemma3_text"}));
 }
 
 TEST_CASE(unknownArchitectureIsNotSupported) {

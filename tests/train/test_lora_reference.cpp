@@ -62,6 +62,10 @@ TEST_DATA(gradientsMatchAutograd) {
   lstest::addColumn<std::string>("fixture");
   lstest::newRow("llama") << "llama_f32_legacy_rope";
   lstest::newRow("qwen2") << "qwen2_f32_tied";
+  lstest::newRow("qwen3") << "qwen3_f32";
+  lstest::newRow("mistral sliding") << "mistral_f32_sliding";
+  lstest::newRow("gemma2") << "gemma2_f32";
+  lstest::newRow("gemma3") << "gemma3_f32";
 }
 
 TEST_CASE(gradientsMatchAutograd) {

@@ -101,6 +101,10 @@ TEST_DATA(gradientsMatchFiniteDifferences) {
   lstest::addColumn<std::string>("fixture");
   lstest::newRow("llama (llama3 rope, untied)") << "llama_f32_legacy_rope";
   lstest::newRow("qwen2 (qkv bias, tied)") << "qwen2_f32_tied";
+  lstest::newRow("qwen3 (q/k norms)") << "qwen3_f32";
+  lstest::newRow("mistral (sliding window 5)") << "mistral_f32_sliding";
+  lstest::newRow("gemma2 (soft-caps, sandwich norms, GeGLU)") << "gemma2_f32";
+  lstest::newRow("gemma3 (q/k norms, local/global rope)") << "gemma3_f32";
 }
 
 TEST_CASE(gradientsMatchFiniteDifferences) {

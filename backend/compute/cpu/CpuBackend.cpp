@@ -140,28 +140,47 @@ class CpuBackend final : public Backend {
               inverse);
   }
 
-  void attentionForward(const Tensor& q, const Tensor& k, const Tensor& v, float scale, Tensor& out,
-                        Tensor& logsumexp) override {
+  void attentionForward(const Tensor& q, const Tensor& k, const Tensor& v,
+                        const AttentionOptions& options, Tensor& out, Tensor& logsumexp) override {
     const runtime::HostOpScope op("attention_forward");  // watchdog and fault injection
     checkAttentionArgs(caps_, q, k, v, out, logsumexp);
     cpu::attentionForward(q.as<float>(), k.as<float>(), v.as<float>(),
-                          {q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)}, scale,
-                          out.as<float>(), logsumexp.as<float>());
+                          {q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)},
+                          {options.scale, options.window, options.softcap}, out.as<float>(),
+                          logsumexp.as<float>());
   }
 
-  void attentionCached(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
-                       Tensor& out) override {
+  void attentionCached(const Tensor& q, const Tensor& k, const Tensor& v,
+                       const AttentionOptions& options, Tensor& out) override {
     const runtime::HostOpScope op("attention_cached");  // watchdog and fault injection
     checkAttentionCachedArgs(caps_, q, k, v, out);
     cpu::attentionCached(q.as<float>(), k.as<float>(), v.as<float>(),
-                         {q.dim(0), k.dim(0), q.dim(1), k.dim(1), q.dim(2)}, scale,
-                         out.as<float>());
+                         {q.dim(0), k.dim(0), q.dim(1), k.dim(1), q.dim(2)},
+                         {options.scale, options.window, options.softcap}, out.as<float>());
   }
 
   void swigluForward(const Tensor& gate, const Tensor& up, Tensor& out) override {
     const runtime::HostOpScope op("swiglu_forward");  // watchdog and fault injection
     checkSwigluArgs(caps_, gate, up, out);
     cpu::swigluForward(gate.as<float>(), up.as<float>(), gate.numel(), out.as<float>());
+  }
+
+  void gegluForward(const Tensor& gate, const Tensor& up, Tensor& out) override {
+    const runtime::HostOpScope op("geglu_forward");  // watchdog and fault injection
+    checkSwigluArgs(caps_, gate, up, out);
+    cpu::gegluForward(gate.as<float>(), up.as<float>(), gate.numel(), out.as<float>());
+  }
+
+  void scaleActivations(Tensor& x, float factor) override {
+    const runtime::HostOpScope op("scale");  // watchdog and fault injection
+    checkActivationArgs("scale", caps_, x);
+    cpu::scaleInPlace(x.as<float>(), x.numel(), factor);
+  }
+
+  void softcapInPlace(Tensor& x, float cap) override {
+    const runtime::HostOpScope op("softcap");  // watchdog and fault injection
+    checkActivationArgs("softcap", caps_, x);
+    cpu::softcapInPlace(x.as<float>(), x.numel(), cap);
   }
 
   void addInPlace(Tensor& x, const Tensor& y) override {
@@ -186,14 +205,16 @@ class CpuBackend final : public Backend {
   }
 
   void attentionBackward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
-                         const Tensor& out, const Tensor& logsumexp, float scale, Tensor& dq,
-                         Tensor& dk, Tensor& dv) override {
+                         const Tensor& out, const Tensor& logsumexp,
+                         const AttentionOptions& options, Tensor& dq, Tensor& dk,
+                         Tensor& dv) override {
     const runtime::HostOpScope op("attention_backward");  // watchdog and fault injection
     checkAttentionBackwardArgs(caps_, dout, q, k, v, out, logsumexp, dq, dk, dv);
     cpu::attentionBackward(dout.as<float>(), q.as<float>(), k.as<float>(), v.as<float>(),
                            out.as<float>(), logsumexp.as<float>(),
-                           {q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)}, scale,
-                           dq.as<float>(), dk.as<float>(), dv.as<float>());
+                           {q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)},
+                           {options.scale, options.window, options.softcap}, dq.as<float>(),
+                           dk.as<float>(), dv.as<float>());
   }
 
   void swigluBackward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate,
@@ -204,6 +225,14 @@ class CpuBackend final : public Backend {
                         dgate.as<float>(), dup.as<float>());
   }
 
+  void gegluBackward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate,
+                     Tensor& dup) override {
+    const runtime::HostOpScope op("geglu_backward");  // watchdog and fault injection
+    checkSwigluBackwardArgs(caps_, dout, gate, up, dgate, dup);
+    cpu::gegluBackward(dout.as<float>(), gate.as<float>(), up.as<float>(), gate.numel(),
+                       dgate.as<float>(), dup.as<float>());
+  }
+
   void multiplyInPlace(Tensor& x, const Tensor& y) override {
     const runtime::HostOpScope op("multiply");  // watchdog and fault injection
     checkMultiplyArgs(caps_, x, y);
@@ -212,12 +241,13 @@ class CpuBackend final : public Backend {
 
   void lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
                           std::span<const std::int32_t> targets, float gradScale, Tensor& losses,
-                          Tensor& dh) override {
+                          Tensor& dh, float logitSoftcap) override {
     const runtime::HostOpScope op("lm_head_cross_entropy");  // watchdog and fault injection
     checkLmHeadCrossEntropyArgs(caps_, h, weight, targets.size(), losses, dh);
-    cpu::lmHeadCrossEntropy(
-        h.as<float>(), weight.data(), weight.dtype(), {h.dim(0), h.dim(1), weight.dim(0)}, targets,
-        gradScale, losses.as<float>(), dh.defined() ? dh.as<float>() : nullptr, lmHeadScratch_);
+    cpu::lmHeadCrossEntropy(h.as<float>(), weight.data(), weight.dtype(),
+                            {h.dim(0), h.dim(1), weight.dim(0)}, targets, gradScale, logitSoftcap,
+                            losses.as<float>(), dh.defined() ? dh.as<float>() : nullptr,
+                            lmHeadScratch_);
   }
 
   void fillZero(std::span<Tensor* const> tensors) override {

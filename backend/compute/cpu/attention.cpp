@@ -1,7 +1,8 @@
 // cpu/attention.cpp — causal GQA attention as blocked GEMMs through OpenBLAS.
 //
-// A tile is kQueryBlock query rows of one (batch, head) against keys 0 .. the tile's last row
-// (the causal mask makes the later keys irrelevant, so they are never computed). A head's slice
+// A tile is kQueryBlock query rows of one (batch, head) against the keys its rows can see: 0 ..
+// the tile's last row, or with a sliding window of W from the first row's first visible key
+// (first − W + 1) on (the masked keys outside that span are never computed). A head's slice
 // of q (batch, seq, heads, headDim) is a strided matrix (leading dimension heads·headDim), and a
 // query head reads its KV head's slice the same way: GQA costs no copy of K or V.
 //
@@ -56,17 +57,36 @@ float dot(const float* a, const float* b, std::int64_t n) {
   return sum;
 }
 
-// One tile's rows and keys.
+// One tile's rows and keys: scores are computed for keys keyStart .. keyEnd − 1 (`keys` of them).
 struct Tile {
   std::int64_t first = 0;  // first query row
   std::int64_t rows = 0;
-  std::int64_t keys = 0;  // first + rows: the keys its last row sees
+  std::int64_t keyStart = 0;  // the first key its first row sees
+  std::int64_t keys = 0;      // keyEnd − keyStart, keyEnd = first + rows (its last row's keys)
 };
 
-Tile tileAt(std::int64_t block, std::int64_t seq) {
+Tile tileAt(std::int64_t block, std::int64_t seq, std::int64_t window) {
   const std::int64_t first = block * kQueryBlock;
   const std::int64_t rows = std::min(kQueryBlock, seq - first);
-  return {first, rows, first + rows};
+  const std::int64_t keyStart = window > 0 ? std::max<std::int64_t>(0, first - window + 1) : 0;
+  return {first, rows, keyStart, first + rows - keyStart};
+}
+
+// The span of tile-local key columns [begin, end) that query row `i` sees.
+struct KeySpan {
+  std::int64_t begin = 0;
+  std::int64_t end = 0;
+};
+KeySpan visibleKeys(const Tile& t, std::int64_t i, std::int64_t window) {
+  const std::int64_t firstKey = window > 0 ? std::max<std::int64_t>(0, i - window + 1) : 0;
+  return {firstKey - t.keyStart, i + 1 - t.keyStart};
+}
+
+// s ← cap·tanh(s / cap) over one row's visible scores.
+void softcapRow(float* row, KeySpan span, float cap) {
+  for (std::int64_t j = span.begin; j < span.end; ++j) {
+    row[j] = cap * std::tanh(row[j] / cap);
+  }
 }
 
 // A per-thread scratch buffer of at least `floats` (kept between calls: no allocation per tile).
@@ -79,25 +99,30 @@ float* threadScratch(int which, std::int64_t floats) {
   return buffer.data();
 }
 
-// row (keys) holds scores; the first `valid` are real, the rest masked. Leaves the unnormalised
+// row (keys) holds scores; those in `span` are real, the rest masked. Leaves the unnormalised
 // probabilities exp(s − max) in place (0 where masked) and returns log Σ and 1/Σ.
 struct RowSoftmax {
   float logsumexp;
   float inverseSum;
 };
-RowSoftmax softmaxRowInPlace(float* row, std::int64_t valid, std::int64_t keys) {
-  const float maxScore = *std::max_element(row, row + valid);
-  expArray(row, row, valid, 1.0f, maxScore);
-  const double sum = sumAsDouble(row, valid);
-  std::fill(row + valid, row + keys, 0.0f);
+RowSoftmax softmaxRowInPlace(float* row, KeySpan span, std::int64_t keys) {
+  float* valid = row + span.begin;
+  const std::int64_t count = span.end - span.begin;
+  const float maxScore = *std::max_element(valid, valid + count);
+  expArray(valid, valid, count, 1.0f, maxScore);
+  const double sum = sumAsDouble(valid, count);
+  std::fill(row, valid, 0.0f);
+  std::fill(row + span.end, row + keys, 0.0f);
   return {static_cast<float>(maxScore + std::log(sum)), static_cast<float>(1.0 / sum)};
 }
 
 }  // namespace
 
 void attentionForward(const float* q, const float* k, const float* v, AttentionDims dims,
-                      float scale, float* out, float* logsumexp) {
+                      AttentionMasking masking, float* out, float* logsumexp) {
   const OpTimer timer(CpuOp::AttentionForward);
+  const float scale = masking.scale, softcap = masking.softcap;
+  const std::int64_t window = masking.window;
   // Plain copies, not structured bindings: the lambda below captures them (clang 15 cannot).
   const std::int64_t batch = dims.batch, seq = dims.seq, heads = dims.heads;
   const std::int64_t kvHeads = dims.kvHeads, headDim = dims.headDim;
@@ -107,18 +132,22 @@ void attentionForward(const float* q, const float* k, const float* v, AttentionD
   const std::int64_t blocks = (seq + kQueryBlock - 1) / kQueryBlock;
   parallelFor(batch * heads * blocks, [=](std::int64_t item) {
     // The last tiles (the most keys) first, so that the items handed out last are the cheapest.
-    const Tile t = tileAt(blocks - 1 - item % blocks, seq);
+    const Tile t = tileAt(blocks - 1 - item % blocks, seq, window);
     const std::int64_t b = item / blocks / heads;
     const std::int64_t h = item / blocks % heads;
     const std::int64_t tokenAt = (b * seq + t.first) * qRow + h * headDim;
-    const float* kHead = k + b * seq * kvRow + h / group * headDim;
-    const float* vHead = v + b * seq * kvRow + h / group * headDim;
+    const float* kHead = k + (b * seq + t.keyStart) * kvRow + h / group * headDim;
+    const float* vHead = v + (b * seq + t.keyStart) * kvRow + h / group * headDim;
     float* probs = threadScratch(0, t.rows * t.keys);  // (rows, keys)
     sgemm(q + tokenAt, false, qRow, kHead, true, kvRow, probs, t.keys, {t.rows, t.keys, headDim},
           scale, 0.0f);
     float* inverseSums = threadScratch(1, t.rows);
     for (std::int64_t r = 0; r < t.rows; ++r) {
-      const RowSoftmax s = softmaxRowInPlace(probs + r * t.keys, t.first + r + 1, t.keys);
+      const KeySpan span = visibleKeys(t, t.first + r, window);
+      if (softcap > 0.0f) {
+        softcapRow(probs + r * t.keys, span, softcap);
+      }
+      const RowSoftmax s = softmaxRowInPlace(probs + r * t.keys, span, t.keys);
       logsumexp[(b * heads + h) * seq + t.first + r] = s.logsumexp;
       inverseSums[r] = s.inverseSum;
     }
@@ -134,9 +163,11 @@ void attentionForward(const float* q, const float* k, const float* v, AttentionD
 }
 
 void attentionBackward(const float* dout, const float* q, const float* k, const float* v,
-                       const float* out, const float* logsumexp, AttentionDims dims, float scale,
-                       float* dq, float* dk, float* dv) {
+                       const float* out, const float* logsumexp, AttentionDims dims,
+                       AttentionMasking masking, float* dq, float* dk, float* dv) {
   const OpTimer timer(CpuOp::AttentionBackward);
+  const float scale = masking.scale, softcap = masking.softcap;
+  const std::int64_t window = masking.window;
   // Plain copies, not structured bindings: the lambda below captures them (clang 15 cannot).
   const std::int64_t batch = dims.batch, seq = dims.seq, heads = dims.heads;
   const std::int64_t kvHeads = dims.kvHeads, headDim = dims.headDim;
@@ -163,32 +194,46 @@ void attentionBackward(const float* dout, const float* q, const float* k, const 
       std::fill_n(dvHead + j * ldKv, headDim, 0.0f);
     }
     for (std::int64_t block = 0; block < blocks; ++block) {
-      const Tile t = tileAt(block, seq);
+      const Tile t = tileAt(block, seq, window);
       const std::int64_t tokenAt = (b * seq + t.first) * qRow + h * headDim;
-      float* probs = threadScratch(0, t.rows * t.keys);   // (rows, keys) P
-      float* dprobs = threadScratch(1, t.rows * t.keys);  // (rows, keys) dP, then dS
-      sgemm(q + tokenAt, false, qRow, k + kvAt, true, kvRow, probs, t.keys,
+      const std::int64_t keyAt = kvAt + t.keyStart * kvRow;  // the tile's first key in k, v
+      const std::int64_t keyGradAt = t.keyStart * ldKv;      // ... in dkHead, dvHead
+      float* probs = threadScratch(0, t.rows * t.keys);      // (rows, keys) P
+      float* dprobs = threadScratch(1, t.rows * t.keys);     // (rows, keys) dP, then dS
+      sgemm(q + tokenAt, false, qRow, k + keyAt, true, kvRow, probs, t.keys,
             {t.rows, t.keys, headDim}, scale, 0.0f);
-      sgemm(dout + tokenAt, false, qRow, v + kvAt, true, kvRow, dprobs, t.keys,
+      sgemm(dout + tokenAt, false, qRow, v + keyAt, true, kvRow, dprobs, t.keys,
             {t.rows, t.keys, headDim}, 1.0f, 0.0f);
       for (std::int64_t r = 0; r < t.rows; ++r) {
         const std::int64_t i = t.first + r;
+        const KeySpan span = visibleKeys(t, i, window);
         const float lse = logsumexp[(b * heads + h) * seq + i];
         const float rowDot = dot(dout + tokenAt + r * qRow, out + tokenAt + r * qRow, headDim);
         float* p = probs + r * t.keys;
         float* ds = dprobs + r * t.keys;
-        expArray(p, p, i + 1, 1.0f, lse);
-        for (std::int64_t j = 0; j <= i; ++j) {
-          ds[j] = p[j] * (ds[j] - rowDot) * scale;
+        for (std::int64_t j = span.begin; j < span.end; ++j) {
+          float factor = scale;
+          if (softcap > 0.0f) {  // s = c·tanh(raw / c): ∂s/∂raw = 1 − tanh²
+            const float th = std::tanh(p[j] / softcap);
+            p[j] = softcap * th;
+            factor *= 1.0f - th * th;
+          }
+          ds[j] = (ds[j] - rowDot) * factor;
         }
-        std::fill(p + i + 1, p + t.keys, 0.0f);
-        std::fill(ds + i + 1, ds + t.keys, 0.0f);
+        expArray(p + span.begin, p + span.begin, span.end - span.begin, 1.0f, lse);
+        for (std::int64_t j = span.begin; j < span.end; ++j) {
+          ds[j] *= p[j];
+        }
+        std::fill(p, p + span.begin, 0.0f);
+        std::fill(ds, ds + span.begin, 0.0f);
+        std::fill(p + span.end, p + t.keys, 0.0f);
+        std::fill(ds + span.end, ds + t.keys, 0.0f);
       }
-      sgemm(dprobs, false, t.keys, k + kvAt, false, kvRow, dq + tokenAt, qRow,
+      sgemm(dprobs, false, t.keys, k + keyAt, false, kvRow, dq + tokenAt, qRow,
             {t.rows, headDim, t.keys}, 1.0f, 0.0f);
-      sgemm(dprobs, true, t.keys, q + tokenAt, false, qRow, dkHead, ldKv, {t.keys, headDim, t.rows},
-            1.0f, 1.0f);
-      sgemm(probs, true, t.keys, dout + tokenAt, false, qRow, dvHead, ldKv,
+      sgemm(dprobs, true, t.keys, q + tokenAt, false, qRow, dkHead + keyGradAt, ldKv,
+            {t.keys, headDim, t.rows}, 1.0f, 1.0f);
+      sgemm(probs, true, t.keys, dout + tokenAt, false, qRow, dvHead + keyGradAt, ldKv,
             {t.keys, headDim, t.rows}, 1.0f, 1.0f);
     }
   });

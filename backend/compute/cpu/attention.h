@@ -1,5 +1,5 @@
-// cpu/attention.h — causal grouped-query self-attention (fp32), forward and backward: the
-// reference for the GPU kernels.
+// cpu/attention.h — causal grouped-query self-attention (fp32), forward and backward, with an
+// optional sliding window and tanh soft-capping of the scores: the reference for the GPU kernels.
 #pragma once
 
 #include <cstdint>
@@ -14,19 +14,28 @@ struct AttentionDims {
   std::int64_t headDim = 0;
 };
 
+// What a query sees and how its scores are shaped (Backend::AttentionOptions).
+struct AttentionMasking {
+  float scale = 1.0f;
+  std::int64_t window = 0;  // query i sees keys i − window < j ≤ i; 0 = every j ≤ i
+  float softcap = 0.0f;     // scores s ← softcap·tanh(s / softcap); 0 = off
+};
+
 // q (batch, seq, heads, headDim), k and v (batch, seq, kvHeads, headDim)
 //   -> out (batch, seq, heads, headDim), logsumexp (batch, heads, seq)
 void attentionForward(const float* q, const float* k, const float* v, AttentionDims dims,
-                      float scale, float* out, float* logsumexp);
+                      AttentionMasking masking, float* out, float* logsumexp);
 
 // dout, q, out (batch, seq, heads, headDim), k and v (batch, seq, kvHeads, headDim),
 // logsumexp (batch, heads, seq) from the forward
 //   -> dq (batch, seq, heads, headDim), dk and dv (batch, seq, kvHeads, headDim), overwritten.
-// With p_ij = exp(scale·q_i·k_j − lse_i) and D_i = dout_i·out_i:
-//   ds_ij = p_ij·(dout_i·v_j − D_i);  dq_i = scale·Σ_j ds_ij·k_j;  dk_j = scale·Σ_i ds_ij·q_i;
-//   dv_j = Σ_i p_ij·dout_i, the last two summed over the query heads of the KV head's group.
+// With s_ij = scale·q_i·k_j (capped: c·tanh(s_ij / c)), p_ij = exp(s_ij − lse_i) over the visible
+// keys and D_i = dout_i·out_i:
+//   ds_ij = p_ij·(dout_i·v_j − D_i)·(1 − tanh²) (the last factor only when capped);
+//   dq_i = scale·Σ_j ds_ij·k_j;  dk_j = scale·Σ_i ds_ij·q_i;  dv_j = Σ_i p_ij·dout_i,
+// the last two summed over the query heads of the KV head's group.
 void attentionBackward(const float* dout, const float* q, const float* k, const float* v,
-                       const float* out, const float* logsumexp, AttentionDims dims, float scale,
-                       float* dq, float* dk, float* dv);
+                       const float* out, const float* logsumexp, AttentionDims dims,
+                       AttentionMasking masking, float* dq, float* dk, float* dv);
 
 }  // namespace lorascope::compute::cpu

@@ -13,7 +13,7 @@
 namespace lorascope::compute::cpu {
 
 void attentionCached(const float* q, const float* k, const float* v, CachedAttentionDims d,
-                     float scale, float* out) {
+                     AttentionMasking m, float* out) {
   const std::int64_t past = d.keys - d.queries;
   const std::int64_t group = d.heads / d.kvHeads;
   parallelFor(d.queries * d.heads, [&](std::int64_t item) {
@@ -21,17 +21,22 @@ void attentionCached(const float* q, const float* k, const float* v, CachedAtten
     const std::int64_t h = item % d.heads;
     const std::int64_t kvHead = h / group;
     const std::int64_t visible = past + i + 1;
+    const std::int64_t first = m.window > 0 ? std::max<std::int64_t>(0, visible - m.window) : 0;
     const float* qRow = q + (i * d.heads + h) * d.headDim;
-    std::vector<float> scores(static_cast<std::size_t>(visible));
+    std::vector<float> scores(static_cast<std::size_t>(visible - first));
     float maxScore = -INFINITY;
-    for (std::int64_t j = 0; j < visible; ++j) {
+    for (std::int64_t j = first; j < visible; ++j) {
       const float* kRow = k + (j * d.kvHeads + kvHead) * d.headDim;
       float dot = 0.0f;
       for (std::int64_t c = 0; c < d.headDim; ++c) {
         dot += qRow[c] * kRow[c];
       }
-      scores[static_cast<std::size_t>(j)] = scale * dot;
-      maxScore = std::max(maxScore, scale * dot);
+      float s = m.scale * dot;
+      if (m.softcap > 0.0f) {
+        s = m.softcap * std::tanh(s / m.softcap);
+      }
+      scores[static_cast<std::size_t>(j - first)] = s;
+      maxScore = std::max(maxScore, s);
     }
     double sum = 0.0;
     for (float& s : scores) {
@@ -41,8 +46,8 @@ void attentionCached(const float* q, const float* k, const float* v, CachedAtten
     float* o = out + (i * d.heads + h) * d.headDim;
     std::fill(o, o + d.headDim, 0.0f);
     const auto inverse = static_cast<float>(1.0 / sum);
-    for (std::int64_t j = 0; j < visible; ++j) {
-      const float p = scores[static_cast<std::size_t>(j)] * inverse;
+    for (std::int64_t j = first; j < visible; ++j) {
+      const float p = scores[static_cast<std::size_t>(j - first)] * inverse;
       const float* vRow = v + (j * d.kvHeads + kvHead) * d.headDim;
       for (std::int64_t c = 0; c < d.headDim; ++c) {
         o[c] += p * vRow[c];

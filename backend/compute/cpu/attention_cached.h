@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "compute/cpu/attention.h"  // defines: AttentionMasking
+
 namespace lorascope::compute::cpu {
 
 struct CachedAttentionDims {
@@ -15,8 +17,8 @@ struct CachedAttentionDims {
 };
 
 // q (S, heads, hd), k and v (keys, kvHeads, hd) -> out (S, heads, hd); query i attends keys
-// 0 … keys − S + i.
+// 0 … keys − S + i (the last `window` of them with a window), scores soft-capped when asked.
 void attentionCached(const float* q, const float* k, const float* v, CachedAttentionDims dims,
-                     float scale, float* out);
+                     AttentionMasking masking, float* out);
 
 }  // namespace lorascope::compute::cpu

@@ -7,7 +7,9 @@
 // raises a row's max, that row's sum and dh are first multiplied by exp(m_old − m_new), the
 // online softmax of flash attention. At the end dh_r = dh_r·gradScale/Σ_r − gradScale·W[t_r],
 // i.e. Σ_v (softmax_v − onehot_v)·gradScale·W_v without a second pass over the vocabulary and
-// with memory bounded by kLmHeadChunkFloats whatever its size. Rows are independent: the row
+// with memory bounded by kLmHeadChunkFloats whatever its size. Soft-capped logits (Gemma 2),
+// l = c·tanh(raw / c), enter the softmax capped and their weights in the dh product carry
+// ∂l/∂raw = 1 − (l / c)², the target's weight too. Rows are independent: the row
 // loops run in parallel (cpu/parallel.h), the GEMMs split into tiles.
 #include "compute/cpu/lm_head_loss.h"
 
@@ -46,8 +48,8 @@ std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab) {
 }
 
 void lmHeadCrossEntropy(const float* h, const void* weight, DType weightDtype, LmHeadDims dims,
-                        std::span<const std::int32_t> targets, float gradScale, float* losses,
-                        float* dh, LmHeadScratch& scratch) {
+                        std::span<const std::int32_t> targets, float gradScale, float softcap,
+                        float* losses, float* dh, LmHeadScratch& scratch) {
   const OpTimer timer(CpuOp::LmHeadLoss);
   // Plain copies, not structured bindings: the lambdas below capture them (clang 15 cannot).
   const std::int64_t rows = dims.rows, hidden = dims.hidden, vocab = dims.vocab;
@@ -77,6 +79,11 @@ void lmHeadCrossEntropy(const float* h, const void* weight, DType weightDtype, L
       for (std::int64_t r = first; r < last; ++r) {
         const auto ri = static_cast<std::size_t>(r);
         float* row = scratch.logits.data() + r * columns;
+        if (softcap > 0.0f) {
+          for (std::int64_t x = 0; x < columns; ++x) {
+            row[x] = softcap * std::tanh(row[x] / softcap);
+          }
+        }
         const float chunkMax = *std::max_element(row, row + columns);
         if (chunkMax > runningMax[ri]) {
           const double rescale = std::exp(runningMax[ri] - chunkMax);
@@ -93,8 +100,20 @@ void lmHeadCrossEntropy(const float* h, const void* weight, DType weightDtype, L
           targetLogit[ri] = row[t - c0];
         }
         const auto shift = static_cast<float>(runningMax[ri]);  // a logit: exact in float
-        expArray(row, row, columns, 1.0f, shift);
-        runningSum[ri] += sumAsDouble(row, columns);
+        if (softcap > 0.0f && dh != nullptr && t != kIgnoreTarget) {
+          // exp(l − m)·(1 − (l/c)²): the capped logit's weight, its sum kept apart (Σ exp only).
+          double sum = 0.0;
+          for (std::int64_t x = 0; x < columns; ++x) {
+            const float l = row[x];
+            const float e = std::exp(l - shift);
+            sum += e;
+            row[x] = e * (1.0f - (l / softcap) * (l / softcap));
+          }
+          runningSum[ri] += sum;
+        } else {
+          expArray(row, row, columns, 1.0f, shift);
+          runningSum[ri] += sumAsDouble(row, columns);
+        }
         if (t == kIgnoreTarget) {
           std::fill(row, row + columns, 0.0f);
         }
@@ -118,9 +137,11 @@ void lmHeadCrossEntropy(const float* h, const void* weight, DType weightDtype, L
       }
       widenToFloat(weight, weightDtype, t * hidden, hidden, targetRow.data());
       const auto softmaxScale = static_cast<float>(gradScale / runningSum[ri]);
+      const double capped = softcap > 0.0f ? targetLogit[ri] / softcap : 0.0;
+      const auto targetScale = static_cast<float>(gradScale * (1.0 - capped * capped));
       float* dhRow = dh + r * hidden;
       for (std::int64_t x = 0; x < hidden; ++x) {
-        dhRow[x] = dhRow[x] * softmaxScale - gradScale * targetRow[static_cast<std::size_t>(x)];
+        dhRow[x] = dhRow[x] * softmaxScale - targetScale * targetRow[static_cast<std::size_t>(x)];
       }
     }
   });

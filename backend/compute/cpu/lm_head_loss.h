@@ -28,10 +28,11 @@ std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab);
 
 // h (rows, hidden) f32, weight (vocab, hidden) stored as `weightDtype`, targets (rows; −100 =
 // ignore) -> losses (rows) f32; dh (rows, hidden) overwritten with the gradient of
-// gradScale · Σ losses, or skipped when dh is null. Throws ShapeError naming the row and target
-// when a target is outside [0, vocab) and not −100.
+// gradScale · Σ losses, or skipped when dh is null. With softcap > 0 the logits are capped,
+// l ← softcap·tanh(l / softcap), before the softmax (Backend::lmHeadCrossEntropy). Throws
+// ShapeError naming the row and target when a target is outside [0, vocab) and not −100.
 void lmHeadCrossEntropy(const float* h, const void* weight, DType weightDtype, LmHeadDims dims,
-                        std::span<const std::int32_t> targets, float gradScale, float* losses,
-                        float* dh, LmHeadScratch& scratch);
+                        std::span<const std::int32_t> targets, float gradScale, float softcap,
+                        float* losses, float* dh, LmHeadScratch& scratch);
 
 }  // namespace lorascope::compute::cpu

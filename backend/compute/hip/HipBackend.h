@@ -43,24 +43,30 @@ class HipBackend final : public Backend {
                         Tensor& out) override;
   void rope(Tensor& x, std::span<const std::int32_t> positions, const Tensor& invFreq,
             bool inverse) override;
-  void attentionForward(const Tensor& q, const Tensor& k, const Tensor& v, float scale, Tensor& out,
-                        Tensor& logsumexp) override;
-  void attentionCached(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
-                       Tensor& out) override;
+  void attentionForward(const Tensor& q, const Tensor& k, const Tensor& v,
+                        const AttentionOptions& options, Tensor& out, Tensor& logsumexp) override;
+  void attentionCached(const Tensor& q, const Tensor& k, const Tensor& v,
+                       const AttentionOptions& options, Tensor& out) override;
   void swigluForward(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void gegluForward(const Tensor& gate, const Tensor& up, Tensor& out) override;
+  void scaleActivations(Tensor& x, float factor) override;
+  void softcapInPlace(Tensor& x, float cap) override;
   void addInPlace(Tensor& x, const Tensor& y) override;
   void addBias(Tensor& x, const Tensor& bias) override;
   void crossEntropyForward(const Tensor& logits, std::span<const std::int32_t> targets,
                            Tensor& losses, Tensor& logsumexp) override;
   void attentionBackward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
-                         const Tensor& out, const Tensor& logsumexp, float scale, Tensor& dq,
-                         Tensor& dk, Tensor& dv) override;
+                         const Tensor& out, const Tensor& logsumexp,
+                         const AttentionOptions& options, Tensor& dq, Tensor& dk,
+                         Tensor& dv) override;
   void swigluBackward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate,
                       Tensor& dup) override;
+  void gegluBackward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate,
+                     Tensor& dup) override;
   void multiplyInPlace(Tensor& x, const Tensor& y) override;
   void lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
                           std::span<const std::int32_t> targets, float gradScale, Tensor& losses,
-                          Tensor& dh) override;
+                          Tensor& dh, float logitSoftcap) override;
   void fillZero(std::span<Tensor* const> tensors) override;
   double sumOfSquares(std::span<const Tensor* const> tensors) override;
   void scaleInPlace(std::span<Tensor* const> tensors, float factor) override;

@@ -17,8 +17,10 @@ namespace {
 
 // The kernels hold a row's head dim in registers; larger heads than they are built for are
 // rejected here rather than computed wrongly.
-AttentionShape attentionShape(const char* op, const Tensor& q, const Tensor& k) {
-  const AttentionShape shape{q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)};
+AttentionShape attentionShape(const char* op, const Tensor& q, const Tensor& k,
+                              const AttentionOptions& options) {
+  const AttentionShape shape{q.dim(0), q.dim(1),       q.dim(2),       k.dim(2),
+                             q.dim(3), options.window, options.softcap};
   if (shape.headDim < 1 || shape.headDim > kMaxAttentionHeadDim) {
     throw ShapeError(std::string(op) + ": head_dim " + std::to_string(shape.headDim) +
                      " is not supported by the GPU kernels (1 to " +
@@ -38,16 +40,16 @@ Tensor sliceView(const Tensor& t, std::size_t bytesOffset, DType dtype, std::int
 
 }  // namespace
 
-void HipBackend::attentionForward(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
-                                  Tensor& out, Tensor& logsumexp) {
+void HipBackend::attentionForward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const AttentionOptions& options, Tensor& out, Tensor& logsumexp) {
   checkAttentionArgs(caps_, q, k, v, out, logsumexp);
   hip::attentionForward(q.as<std::uint16_t>(), k.as<std::uint16_t>(), v.as<std::uint16_t>(),
-                        attentionShape("attention_forward", q, k), scale, out.as<std::uint16_t>(),
-                        logsumexp.as<float>(), stream_);
+                        attentionShape("attention_forward", q, k, options), options.scale,
+                        out.as<std::uint16_t>(), logsumexp.as<float>(), stream_);
 }
 
-void HipBackend::attentionCached(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
-                                 Tensor& out) {
+void HipBackend::attentionCached(const Tensor& q, const Tensor& k, const Tensor& v,
+                                 const AttentionOptions& options, Tensor& out) {
   checkAttentionCachedArgs(caps_, q, k, v, out);
   if (q.dim(2) > kMaxCachedAttentionHeadDim) {
     throw ShapeError("attention_cached: head_dim " + std::to_string(q.dim(2)) +
@@ -55,15 +57,17 @@ void HipBackend::attentionCached(const Tensor& q, const Tensor& k, const Tensor&
                      std::to_string(kMaxCachedAttentionHeadDim) + "); generate on the CPU");
   }
   hip::attentionCached(q.as<std::uint16_t>(), k.as<std::uint16_t>(), v.as<std::uint16_t>(),
-                       q.dim(0), k.dim(0), q.dim(1), k.dim(1), q.dim(2), scale,
-                       out.as<std::uint16_t>(), stream_);
+                       q.dim(0), k.dim(0), q.dim(1), k.dim(1), q.dim(2), options.scale,
+                       options.window, options.softcap, out.as<std::uint16_t>(), stream_);
 }
 
 void HipBackend::attentionBackward(const Tensor& dout, const Tensor& q, const Tensor& k,
                                    const Tensor& v, const Tensor& out, const Tensor& logsumexp,
-                                   float scale, Tensor& dq, Tensor& dk, Tensor& dv) {
+                                   const AttentionOptions& options, Tensor& dq, Tensor& dk,
+                                   Tensor& dv) {
   checkAttentionBackwardArgs(caps_, dout, q, k, v, out, logsumexp, dq, dk, dv);
-  const AttentionShape shape = attentionShape("attention_backward", q, k);
+  const AttentionShape shape = attentionShape("attention_backward", q, k, options);
+  const float scale = options.scale;
   // Per-query-head dk/dv partials, summed over each KV group by the last kernel (no atomics).
   const memory::OwnerScope owner(memory::Owner::Workspace);
   Tensor rowDot = empty(DType::F32, logsumexp.shape());
@@ -78,7 +82,7 @@ void HipBackend::attentionBackward(const Tensor& dout, const Tensor& q, const Te
 
 void HipBackend::lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
                                     std::span<const std::int32_t> targets, float gradScale,
-                                    Tensor& losses, Tensor& dh) {
+                                    Tensor& losses, Tensor& dh, float logitSoftcap) {
   constexpr const char* op = "lm_head_cross_entropy";
   checkLmHeadCrossEntropyArgs(caps_, h, weight, targets.size(), losses, dh);
   const bool weightIsBf16 = isBf16Weight(op, weight);
@@ -115,8 +119,9 @@ void HipBackend::lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
     matmul(h, false, weightChunk, true, chunkLogits, 1.0f, 0.0f);  // h · W_cᵀ
     Tensor chunkWeights =
         withGradient ? sliceView(weights, 0, DType::BF16, rows, columns) : Tensor();
-    lmHeadChunk(logits.as<float>(), rows, columns, c0, c0 == 0, targetIds, kIgnoreTarget, state,
-                withGradient ? chunkWeights.as<std::uint16_t>() : nullptr, stream_);
+    lmHeadChunk(logits.as<float>(), rows, columns, c0, c0 == 0, targetIds, kIgnoreTarget,
+                logitSoftcap, state, withGradient ? chunkWeights.as<std::uint16_t>() : nullptr,
+                stream_);
     if (withGradient) {
       if (c0 > 0) {
         lmHeadRescaleRows(dhSum.as<float>(), rows, hidden, state, stream_);
@@ -127,7 +132,8 @@ void HipBackend::lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
   lmHeadLosses(state, rows, targetIds, kIgnoreTarget, losses.as<float>(), stream_);
   if (withGradient) {
     lmHeadFinishGradient(dhSum.as<float>(), rows, hidden, weight.data(), weightIsBf16, targetIds,
-                         kIgnoreTarget, state, gradScale, dh.as<std::uint16_t>(), stream_);
+                         kIgnoreTarget, logitSoftcap, state, gradScale, dh.as<std::uint16_t>(),
+                         stream_);
   }
 }
 

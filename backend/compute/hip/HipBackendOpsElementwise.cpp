@@ -53,6 +53,29 @@ void HipBackend::swigluBackward(const Tensor& dout, const Tensor& gate, const Te
                       gate.numel(), dgate.as<std::uint16_t>(), dup.as<std::uint16_t>(), stream_);
 }
 
+void HipBackend::gegluForward(const Tensor& gate, const Tensor& up, Tensor& out) {
+  checkSwigluArgs(caps_, gate, up, out);
+  hip::gegluForward(gate.as<std::uint16_t>(), up.as<std::uint16_t>(), gate.numel(),
+                    out.as<std::uint16_t>(), stream_);
+}
+
+void HipBackend::gegluBackward(const Tensor& dout, const Tensor& gate, const Tensor& up,
+                               Tensor& dgate, Tensor& dup) {
+  checkSwigluBackwardArgs(caps_, dout, gate, up, dgate, dup);
+  hip::gegluBackward(dout.as<std::uint16_t>(), gate.as<std::uint16_t>(), up.as<std::uint16_t>(),
+                     gate.numel(), dgate.as<std::uint16_t>(), dup.as<std::uint16_t>(), stream_);
+}
+
+void HipBackend::scaleActivations(Tensor& x, float factor) {
+  checkActivationArgs("scale", caps_, x);
+  hip::scaleInPlace(x.as<std::uint16_t>(), x.numel(), factor, stream_);
+}
+
+void HipBackend::softcapInPlace(Tensor& x, float cap) {
+  checkActivationArgs("softcap", caps_, x);
+  hip::softcapInPlace(x.as<std::uint16_t>(), x.numel(), cap, stream_);
+}
+
 void HipBackend::addInPlace(Tensor& x, const Tensor& y) {
   checkAddArgs(caps_, x, y);
   hip::addInPlace(x.as<std::uint16_t>(), y.as<std::uint16_t>(), x.numel(), stream_);

@@ -1,4 +1,5 @@
-// hip/attention.h — launchers of the causal GQA attention kernels (bf16 in/out, fp32 math).
+// hip/attention.h — launchers of the causal GQA attention kernels (bf16 in/out, fp32 math), with
+// an optional sliding window and soft-capping of the scores.
 // Plain C++ declarations, callable from host code; hip/attention.hip defines them. CPU twin:
 // cpu/attention.cpp. Shapes and the contract are those of Backend::attentionForward/Backward.
 #pragma once
@@ -19,6 +20,8 @@ struct AttentionShape {
   std::int64_t heads = 0;    // query heads
   std::int64_t kvHeads = 0;  // divides heads
   std::int64_t headDim = 0;  // 1 .. kMaxAttentionHeadDim
+  std::int64_t window = 0;   // query i sees keys i − window < j ≤ i; 0 = full causal
+  float softcap = 0.0f;      // scores ← softcap·tanh(scores / softcap); 0 = off
 };
 
 // q (B, S, heads, hd), k and v (B, S, kvHeads, hd) bf16

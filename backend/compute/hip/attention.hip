@@ -1,4 +1,5 @@
-// hip/attention.hip — causal GQA attention, forward and backward; CPU twin: cpu/attention.cpp.
+// hip/attention.hip — causal GQA attention, forward and backward, with an optional sliding window
+// and tanh soft-capping of the scores (Mistral, Gemma 2/3); CPU twin: cpu/attention.cpp.
 //
 // Flash-style: no (seq, seq) matrix is ever stored. Keys (forward, dq) or queries (dk/dv) are
 // staged through shared memory as fp32 tiles of at most 16 KiB each; every thread keeps its own
@@ -15,6 +16,9 @@
 //   keys streamed) and one for dk/dv (a key row per group and query head, queries streamed),
 //   which writes per-query-head partials; a last kernel sums them over the KV group in a fixed
 //   order. No atomics, so the gradients are bit-identical from run to run.
+// - Sliding window W: query i sees keys i − W < j ≤ i; the key (or query) loops start and end
+//   where a block's rows can see anything. Soft-capping turns a score s into c·tanh(s / c) before
+//   the softmax; the backward multiplies ds by ∂/∂s = 1 − tanh².
 #include "compute/hip/attention.h"
 
 #include <algorithm>
@@ -48,7 +52,31 @@ struct Dims {
   int heads;
   int kvHeads;
   int headDim;
+  int window;     // sliding window in keys; 0 = full causal
+  float softcap;  // 0 = off
 };
+
+// Whether query row i sees key row j.
+__device__ inline bool visible(const Dims& d, int i, int j) {
+  return j <= i && (d.window <= 0 || i - j < d.window);
+}
+
+// A score in log2 units (q or k pre-scaled by scale·log2 e), soft-capped when the model caps:
+// c·tanh(s / c) taken in natural units; *slope = ∂capped/∂s (1 when not capped).
+__device__ inline float capScore(const Dims& d, float scoreLog2, float* slope) {
+  if (d.softcap <= 0.0f) {
+    *slope = 1.0f;
+    return scoreLog2;
+  }
+  const float th = tanhf(scoreLog2 * kLn2 / d.softcap);
+  *slope = 1.0f - th * th;
+  return d.softcap * th * kLog2e;
+}
+
+// The first key a row block starting at r0 can see.
+__device__ inline int firstVisibleKey(const Dims& d, int r0) {
+  return d.window > 0 ? max(0, r0 - d.window + 1) : 0;
+}
 
 // Token stride of a (B, S, n, hd) tensor and the offset of (batch b, token t, head n).
 __device__ inline long long rowOffset(const Dims& d, int nHeads, int b, int t, int n) {
@@ -179,7 +207,7 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kForwardLaneDims)
   const hip_bfloat16* kBase = k + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const hip_bfloat16* vBase = v + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const int keyEnd = min(r0 + kRowsPerBlock, dims.seq);  // the block's last row sees keys < this
-  for (int t0 = 0; t0 < keyEnd; t0 += tileRows) {
+  for (int t0 = firstVisibleKey(dims, r0); t0 < keyEnd; t0 += tileRows) {
     __syncthreads();  // the previous tile is no longer read
     const int rows = min(tileRows, dims.seq - t0);
     loadTile<HDP>(reinterpret_cast<float*>(kTile), kBase, kvStride, t0, rows, dims.headDim);
@@ -191,13 +219,18 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kForwardLaneDims)
 #pragma unroll
       for (int jj = 0; jj < kSubKeys; ++jj) {
         const int j = j0 + jj;
-        const float score = groupDot<HDP, kForwardLaneDims>(qr, kTile + j * HDP / 4, lane);
-        s[jj] = t0 + j <= i ? score : -INFINITY;  // causal mask (also drops keys ≥ seq)
+        float slope;
+        const float score =
+            capScore(dims, groupDot<HDP, kForwardLaneDims>(qr, kTile + j * HDP / 4, lane), &slope);
+        s[jj] = visible(dims, i, t0 + j) ? score : -INFINITY;  // also drops keys ≥ seq
         subMax = fmaxf(subMax, s[jj]);
       }
-      // Key 0 is in the first sub-chunk and visible to every row, so newMax is finite.
+      // Without a window key 0 is visible to every row and newMax is finite from the first
+      // sub-chunk on; with one, a row may have seen no key yet (newMax −inf): shift by 0 then,
+      // so that rescale and p are 0 rather than NaN.
       const float newMax = fmaxf(runningMax, subMax);
-      const float rescale = exp2f(runningMax - newMax);
+      const float shift = newMax == -INFINITY ? 0.0f : newMax;
+      const float rescale = exp2f(runningMax - shift);
       runningSum *= rescale;
 #pragma unroll
       for (int c = 0; c < chunks; ++c) {
@@ -208,7 +241,7 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kForwardLaneDims)
       }
 #pragma unroll
       for (int jj = 0; jj < kSubKeys; ++jj) {
-        const float p = exp2f(s[jj] - newMax);
+        const float p = exp2f(s[jj] - shift);
         runningSum += p;
         addScaledRow<HDP, kForwardLaneDims>(acc, p, vTile + (j0 + jj) * HDP / 4, lane);
       }
@@ -284,7 +317,7 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims<HDP>)
   const hip_bfloat16* kBase = k + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const hip_bfloat16* vBase = v + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const int keyEnd = min(r0 + kRowsPerBlock, dims.seq);
-  for (int t0 = 0; t0 < keyEnd; t0 += tileRows) {
+  for (int t0 = firstVisibleKey(dims, r0); t0 < keyEnd; t0 += tileRows) {
     __syncthreads();
     const int rows = min(tileRows, dims.seq - t0);
     loadTile<HDP>(reinterpret_cast<float*>(kTile), kBase, kvStride, t0, rows, dims.headDim);
@@ -292,10 +325,13 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims<HDP>)
     __syncthreads();
     const int tileEnd = min(tileRows, keyEnd - t0);
     for (int j = 0; j < tileEnd; ++j) {
-      const float s = groupDot<HDP, kBackwardLaneDims<HDP>>(qr, kTile + j * HDP / 4, lane);
+      float slope;
+      const float s = capScore(
+          dims, groupDot<HDP, kBackwardLaneDims<HDP>>(qr, kTile + j * HDP / 4, lane), &slope);
       const float dp = groupDot<HDP, kBackwardLaneDims<HDP>>(dor, vTile + j * HDP / 4, lane);
-      const float p = t0 + j <= i ? exp2f(s - lseLog2) : 0.0f;
-      addScaledRow<HDP, kBackwardLaneDims<HDP>>(acc, p * (dp - rowD), kTile + j * HDP / 4, lane);
+      const float p = visible(dims, i, t0 + j) ? exp2f(s - lseLog2) : 0.0f;
+      addScaledRow<HDP, kBackwardLaneDims<HDP>>(acc, p * (dp - rowD) * slope, kTile + j * HDP / 4,
+                                                lane);
     }
   }
   if (valid) {
@@ -347,8 +383,11 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims<HDP>)
   const hip_bfloat16* qBase = q + rowOffset(dims, dims.heads, b, 0, h);
   const hip_bfloat16* doBase = dout + rowOffset(dims, dims.heads, b, 0, h);
   const long long statBase = (static_cast<long long>(b) * dims.heads + h) * dims.seq;
-  // Queries before the block's first key see none of its keys.
-  for (int t0 = k0; t0 < dims.seq; t0 += tileRows) {
+  // Queries before the block's first key see none of its keys; with a window, neither do those
+  // W or more rows after its last key.
+  const int queryEnd =
+      dims.window > 0 ? min(dims.seq, k0 + kRowsPerBlock - 1 + dims.window) : dims.seq;
+  for (int t0 = k0; t0 < queryEnd; t0 += tileRows) {
     __syncthreads();
     const int rows = min(tileRows, dims.seq - t0);
     loadTile<HDP>(reinterpret_cast<float*>(qTile), qBase, qStride, t0, rows, dims.headDim);
@@ -359,12 +398,14 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims<HDP>)
     }
     __syncthreads();
     for (int r = 0; r < rows; ++r) {
-      const float s = groupDot<HDP, kBackwardLaneDims<HDP>>(kr, qTile + r * HDP / 4, lane);
+      float slope;
+      const float s = capScore(
+          dims, groupDot<HDP, kBackwardLaneDims<HDP>>(kr, qTile + r * HDP / 4, lane), &slope);
       const float dp = groupDot<HDP, kBackwardLaneDims<HDP>>(vr, doTile + r * HDP / 4, lane);
-      const float p = t0 + r >= j ? exp2f(s - lseTile[r]) : 0.0f;
+      const float p = visible(dims, t0 + r, j) ? exp2f(s - lseTile[r]) : 0.0f;
       addScaledRow<HDP, kBackwardLaneDims<HDP>>(dvAcc, p, doTile + r * HDP / 4, lane);
-      addScaledRow<HDP, kBackwardLaneDims<HDP>>(dkAcc, p * (dp - dTile[r]), qTile + r * HDP / 4,
-                                                lane);
+      addScaledRow<HDP, kBackwardLaneDims<HDP>>(dkAcc, p * (dp - dTile[r]) * slope,
+                                                qTile + r * HDP / 4, lane);
     }
   }
   if (valid) {
@@ -427,8 +468,12 @@ hip_bfloat16* asBf16(std::uint16_t* p) {
 }
 
 Dims toDims(const AttentionShape& s) {
-  return {static_cast<int>(s.seq), static_cast<int>(s.heads), static_cast<int>(s.kvHeads),
-          static_cast<int>(s.headDim)};
+  return {static_cast<int>(s.seq),
+          static_cast<int>(s.heads),
+          static_cast<int>(s.kvHeads),
+          static_cast<int>(s.headDim),
+          static_cast<int>(std::min<std::int64_t>(s.window, s.seq)),
+          s.softcap};
 }
 
 dim3 rowBlocksGrid(const AttentionShape& s) {

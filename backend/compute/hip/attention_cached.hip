@@ -9,6 +9,7 @@
 // all the parallelism there is outside the GEMMs; the prompt pass reuses the kernel with S rows.
 #include "compute/hip/attention_cached.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "compute/hip/device_common.h"  // defines: bf16ToFloat, floatToBf16, blockMax, blockSum
@@ -24,7 +25,8 @@ constexpr int kThreads = 128;  // keys per chunk, and head-dim elements per pass
 
 __global__ void attentionCachedKernel(const hip_bfloat16* q, const hip_bfloat16* k,
                                       const hip_bfloat16* v, int queries, int keys, int heads,
-                                      int kvHeads, int headDim, float scale, hip_bfloat16* out) {
+                                      int kvHeads, int headDim, float scale, int window,
+                                      float softcap, hip_bfloat16* out) {
   __shared__ float qShared[kMaxCachedAttentionHeadDim];
   __shared__ float weights[kThreads];
   const int query = static_cast<int>(blockIdx.x) / heads;
@@ -32,6 +34,7 @@ __global__ void attentionCachedKernel(const hip_bfloat16* q, const hip_bfloat16*
   const int kvHead = head / (heads / kvHeads);
   const int tid = static_cast<int>(threadIdx.x);
   const int visible = keys - queries + query + 1;
+  const int start = window > 0 ? max(0, visible - window) : 0;  // the sliding window's first key
   const long long qRow = (static_cast<long long>(query) * heads + head) * headDim;
   for (int c = tid; c < headDim; c += kThreads) {
     qShared[c] = bf16ToFloat(q[qRow + c]);
@@ -40,7 +43,7 @@ __global__ void attentionCachedKernel(const hip_bfloat16* q, const hip_bfloat16*
   float runningMax = -INFINITY;
   float runningSum = 0.0f;
   float acc[2] = {0.0f, 0.0f};  // head-dim elements tid and tid + kThreads
-  for (int first = 0; first < visible; first += kThreads) {
+  for (int first = start; first < visible; first += kThreads) {
     const int j = first + tid;
     float score = -INFINITY;
     if (j < visible) {
@@ -50,6 +53,9 @@ __global__ void attentionCachedKernel(const hip_bfloat16* q, const hip_bfloat16*
         dot += qShared[c] * bf16ToFloat(kRow[c]);
       }
       score = scale * dot;
+      if (softcap > 0.0f) {
+        score = softcap * tanhf(score / softcap);
+      }
     }
     const float newMax = fmaxf(runningMax, gpu::blockMax(score));
     const float weight = j < visible ? expf(score - newMax) : 0.0f;
@@ -85,14 +91,14 @@ __global__ void attentionCachedKernel(const hip_bfloat16* q, const hip_bfloat16*
 
 void attentionCached(const std::uint16_t* q, const std::uint16_t* k, const std::uint16_t* v,
                      std::int64_t queries, std::int64_t keys, std::int64_t heads,
-                     std::int64_t kvHeads, std::int64_t headDim, float scale, std::uint16_t* out,
-                     hipStream_t stream) {
+                     std::int64_t kvHeads, std::int64_t headDim, float scale, std::int64_t window,
+                     float softcap, std::uint16_t* out, hipStream_t stream) {
   launch("attention_cached", attentionCachedKernel, dim3(static_cast<unsigned>(queries * heads)),
          dim3(kThreads), 0, stream, reinterpret_cast<const hip_bfloat16*>(q),
          reinterpret_cast<const hip_bfloat16*>(k), reinterpret_cast<const hip_bfloat16*>(v),
          static_cast<int>(queries), static_cast<int>(keys), static_cast<int>(heads),
          static_cast<int>(kvHeads), static_cast<int>(headDim), scale,
-         reinterpret_cast<hip_bfloat16*>(out));
+         static_cast<int>(std::min(window, keys)), softcap, reinterpret_cast<hip_bfloat16*>(out));
 }
 
 }  // namespace lorascope::compute::hip

@@ -28,6 +28,18 @@ void swigluBackward(const std::uint16_t* dout, const std::uint16_t* gate, const 
                     std::int64_t count, std::uint16_t* dgate, std::uint16_t* dup,
                     hipStream_t stream);
 
+// out = gelu_tanh(gate) ⊙ up, and its gradients (Backend::gegluForward/Backward); all (count)
+// bf16
+void gegluForward(const std::uint16_t* gate, const std::uint16_t* up, std::int64_t count,
+                  std::uint16_t* out, hipStream_t stream);
+void gegluBackward(const std::uint16_t* dout, const std::uint16_t* gate, const std::uint16_t* up,
+                   std::int64_t count, std::uint16_t* dgate, std::uint16_t* dup,
+                   hipStream_t stream);
+
+// x ← x·factor and x ← cap·tanh(x / cap), in place; x (count) bf16
+void scaleInPlace(std::uint16_t* x, std::int64_t count, float factor, hipStream_t stream);
+void softcapInPlace(std::uint16_t* x, std::int64_t count, float cap, hipStream_t stream);
+
 // x += y and x ⊙= y, in place; x, y (count) bf16
 void addInPlace(std::uint16_t* x, const std::uint16_t* y, std::int64_t count, hipStream_t stream);
 void multiplyInPlace(std::uint16_t* x, const std::uint16_t* y, std::int64_t count,

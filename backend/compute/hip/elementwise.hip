@@ -87,6 +87,47 @@ __global__ void swigluBackwardKernel(const hip_bfloat16* dout, const hip_bfloat1
   }
 }
 
+constexpr float kSqrtTwoOverPi = 0.7978845608028654f;
+constexpr float kGeluCubic = 0.044715f;
+
+// gelu_tanh(g) (PyTorch's approximate="tanh") and its derivative.
+__device__ inline float2 geluTanh(float g) {
+  const float t = tanhf(kSqrtTwoOverPi * (g + kGeluCubic * g * g * g));
+  return make_float2(0.5f * g * (1.0f + t),
+                     0.5f * (1.0f + t) + 0.5f * g * (1.0f - t * t) * kSqrtTwoOverPi *
+                                             (1.0f + 3.0f * kGeluCubic * g * g));
+}
+
+__global__ void gegluForwardKernel(const hip_bfloat16* gate, const hip_bfloat16* up,
+                                   long long count, hip_bfloat16* out) {
+  for (long long i = firstIndex(); i < count; i += gridStride()) {
+    storeFloat(out, i, geluTanh(loadFloat(gate, i)).x * loadFloat(up, i));
+  }
+}
+
+__global__ void gegluBackwardKernel(const hip_bfloat16* dout, const hip_bfloat16* gate,
+                                    const hip_bfloat16* up, long long count, hip_bfloat16* dgate,
+                                    hip_bfloat16* dup) {
+  for (long long i = firstIndex(); i < count; i += gridStride()) {
+    const float2 g = geluTanh(loadFloat(gate, i));
+    const float d = loadFloat(dout, i);
+    storeFloat(dup, i, d * g.x);
+    storeFloat(dgate, i, d * loadFloat(up, i) * g.y);
+  }
+}
+
+__global__ void scaleKernel(hip_bfloat16* x, long long count, float factor) {
+  for (long long i = firstIndex(); i < count; i += gridStride()) {
+    storeFloat(x, i, loadFloat(x, i) * factor);
+  }
+}
+
+__global__ void softcapKernel(hip_bfloat16* x, long long count, float cap) {
+  for (long long i = firstIndex(); i < count; i += gridStride()) {
+    storeFloat(x, i, cap * tanhf(loadFloat(x, i) / cap));
+  }
+}
+
 __global__ void addKernel(hip_bfloat16* x, const hip_bfloat16* y, long long count) {
   for (long long i = firstIndex(); i < count; i += gridStride()) {
     storeFloat(x, i, loadFloat(x, i) + loadFloat(y, i));
@@ -202,6 +243,40 @@ void swigluBackward(const std::uint16_t* dout, const std::uint16_t* gate, const 
   }
   launch("swiglu_backward", swigluBackwardKernel, gridFor(count), dim3(kThreads), 0, stream,
          asBf16(dout), asBf16(gate), asBf16(up), count, asBf16(dgate), asBf16(dup));
+}
+
+void gegluForward(const std::uint16_t* gate, const std::uint16_t* up, std::int64_t count,
+                  std::uint16_t* out, hipStream_t stream) {
+  if (count == 0) {
+    return;
+  }
+  launch("geglu_forward", gegluForwardKernel, gridFor(count), dim3(kThreads), 0, stream,
+         asBf16(gate), asBf16(up), count, asBf16(out));
+}
+
+void gegluBackward(const std::uint16_t* dout, const std::uint16_t* gate, const std::uint16_t* up,
+                   std::int64_t count, std::uint16_t* dgate, std::uint16_t* dup,
+                   hipStream_t stream) {
+  if (count == 0) {
+    return;
+  }
+  launch("geglu_backward", gegluBackwardKernel, gridFor(count), dim3(kThreads), 0, stream,
+         asBf16(dout), asBf16(gate), asBf16(up), count, asBf16(dgate), asBf16(dup));
+}
+
+void scaleInPlace(std::uint16_t* x, std::int64_t count, float factor, hipStream_t stream) {
+  if (count == 0) {
+    return;
+  }
+  launch("scale", scaleKernel, gridFor(count), dim3(kThreads), 0, stream, asBf16(x), count, factor);
+}
+
+void softcapInPlace(std::uint16_t* x, std::int64_t count, float cap, hipStream_t stream) {
+  if (count == 0) {
+    return;
+  }
+  launch("softcap", softcapKernel, gridFor(count), dim3(kThreads), 0, stream, asBf16(x), count,
+         cap);
 }
 
 void addInPlace(std::uint16_t* x, const std::uint16_t* y, std::int64_t count, hipStream_t stream) {

@@ -31,11 +31,13 @@ struct LmHeadRowState {
 
 // Folds the chunk's logits (rows, columns) f32 — vocabulary ids firstColumn.. — into the row
 // state (firstChunk starts it). When `weights` is not null, also writes the chunk's
-// exp(logit − new running max) there as bf16 (rows, columns), zero rows where ignored.
+// exp(logit − new running max) there as bf16 (rows, columns), zero rows where ignored. With
+// softcap > 0 each logit is first capped, l ← softcap·tanh(l / softcap) (the target logit too),
+// and the weights carry ∂l/∂raw = 1 − (l / softcap)².
 void lmHeadChunk(const float* logits, std::int64_t rows, std::int64_t columns,
                  std::int64_t firstColumn, bool firstChunk, const std::int32_t* targets,
-                 std::int32_t ignoreTarget, LmHeadRowState state, std::uint16_t* weights,
-                 hipStream_t stream);
+                 std::int32_t ignoreTarget, float softcap, LmHeadRowState state,
+                 std::uint16_t* weights, hipStream_t stream);
 
 // dhSum (rows, hidden) f32: row r *= state.rescale[r] (before the chunk's dhSum += p·W_c).
 void lmHeadRescaleRows(float* dhSum, std::int64_t rows, std::int64_t hidden, LmHeadRowState state,
@@ -45,11 +47,12 @@ void lmHeadRescaleRows(float* dhSum, std::int64_t rows, std::int64_t hidden, LmH
 void lmHeadLosses(LmHeadRowState state, std::int64_t rows, const std::int32_t* targets,
                   std::int32_t ignoreTarget, float* losses, hipStream_t stream);
 
-// dh (rows, hidden) bf16 = gradScale · (dhSum / running sum − weight[target]), 0 for ignored
-// rows; weight (vocab, hidden) bf16 or f32.
+// dh (rows, hidden) bf16 = gradScale · (dhSum / running sum − slope·weight[target]), 0 for
+// ignored rows; slope = 1 − (target logit / softcap)² when capped, else 1; weight (vocab,
+// hidden) bf16 or f32.
 void lmHeadFinishGradient(const float* dhSum, std::int64_t rows, std::int64_t hidden,
                           const void* weight, bool weightIsBf16, const std::int32_t* targets,
-                          std::int32_t ignoreTarget, LmHeadRowState state, float gradScale,
-                          std::uint16_t* dh, hipStream_t stream);
+                          std::int32_t ignoreTarget, float softcap, LmHeadRowState state,
+                          float gradScale, std::uint16_t* dh, hipStream_t stream);
 
 }  // namespace lorascope::compute::hip

@@ -18,14 +18,17 @@ constexpr int kThreadsPerRow = 256;  // a multiple of both wave sizes (32 and 64
 // logits, weights (rows, columns)
 __global__ void lmHeadChunkKernel(const float* logits, long long columns, long long firstColumn,
                                   bool firstChunk, const std::int32_t* targets,
-                                  std::int32_t ignoreTarget, LmHeadRowState state,
+                                  std::int32_t ignoreTarget, float softcap, LmHeadRowState state,
                                   hip_bfloat16* weights) {
   const long long row = blockIdx.x;
   const float* rowLogits = logits + row * columns;
+  const auto logitAt = [&](long long c) {
+    return softcap > 0.0f ? softcap * tanhf(rowLogits[c] / softcap) : rowLogits[c];
+  };
   float threadMax = -INFINITY;
   float threadSum = 0.0f;
   for (long long c = threadIdx.x; c < columns; c += blockDim.x) {
-    const float x = rowLogits[c];
+    const float x = logitAt(c);
     if (x > threadMax) {
       threadSum = threadSum * expf(threadMax - x) + 1.0f;
       threadMax = x;
@@ -48,7 +51,7 @@ __global__ void lmHeadChunkKernel(const float* logits, long long columns, long l
     state.rescale[row] = rescale;
     const std::int32_t target = targets[row];
     if (target != ignoreTarget && target >= firstColumn && target < firstColumn + columns) {
-      state.targetLogit[row] = rowLogits[target - firstColumn];
+      state.targetLogit[row] = logitAt(target - firstColumn);
     }
   }
   if (weights == nullptr) {
@@ -57,7 +60,9 @@ __global__ void lmHeadChunkKernel(const float* logits, long long columns, long l
   hip_bfloat16* rowWeights = weights + row * columns;
   const bool ignored = targets[row] == ignoreTarget;
   for (long long c = threadIdx.x; c < columns; c += blockDim.x) {
-    rowWeights[c] = gpu::floatToBf16(ignored ? 0.0f : expf(rowLogits[c] - newMax));
+    const float l = logitAt(c);
+    const float slope = softcap > 0.0f ? 1.0f - (l / softcap) * (l / softcap) : 1.0f;
+    rowWeights[c] = gpu::floatToBf16(ignored ? 0.0f : expf(l - newMax) * slope);
   }
 }
 
@@ -86,17 +91,20 @@ __global__ void lmHeadLossesKernel(LmHeadRowState state, long long rows,
 template <typename WeightT>
 __global__ void lmHeadFinishGradientKernel(const float* dhSum, long long hidden,
                                            const WeightT* weight, const std::int32_t* targets,
-                                           std::int32_t ignoreTarget, LmHeadRowState state,
-                                           float gradScale, hip_bfloat16* dh) {
+                                           std::int32_t ignoreTarget, float softcap,
+                                           LmHeadRowState state, float gradScale,
+                                           hip_bfloat16* dh) {
   const long long row = blockIdx.x;
   const std::int32_t target = targets[row];
   const bool ignored = target == ignoreTarget;
   const float inverseSum = 1.0f / state.runningSum[row];
   const WeightT* targetRow = weight + (ignored ? 0 : static_cast<long long>(target) * hidden);
+  const float capped = softcap > 0.0f && !ignored ? state.targetLogit[row] / softcap : 0.0f;
+  const float targetSlope = 1.0f - capped * capped;
   for (long long d = threadIdx.x; d < hidden; d += blockDim.x) {
-    const float g =
-        ignored ? 0.0f
-                : gradScale * (dhSum[row * hidden + d] * inverseSum - gpu::loadFloat(targetRow, d));
+    const float g = ignored ? 0.0f
+                            : gradScale * (dhSum[row * hidden + d] * inverseSum -
+                                           targetSlope * gpu::loadFloat(targetRow, d));
     dh[row * hidden + d] = gpu::floatToBf16(g);
   }
 }
@@ -118,14 +126,14 @@ std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab) {
 
 void lmHeadChunk(const float* logits, std::int64_t rows, std::int64_t columns,
                  std::int64_t firstColumn, bool firstChunk, const std::int32_t* targets,
-                 std::int32_t ignoreTarget, LmHeadRowState state, std::uint16_t* weights,
-                 hipStream_t stream) {
+                 std::int32_t ignoreTarget, float softcap, LmHeadRowState state,
+                 std::uint16_t* weights, hipStream_t stream) {
   if (rows == 0 || columns == 0) {
     return;
   }
   launch("lm_head_cross_entropy", lmHeadChunkKernel, dim3(static_cast<unsigned>(rows)),
          dim3(kThreadsPerRow), 0, stream, logits, columns, firstColumn, firstChunk, targets,
-         ignoreTarget, state, reinterpret_cast<hip_bfloat16*>(weights));
+         ignoreTarget, softcap, state, reinterpret_cast<hip_bfloat16*>(weights));
 }
 
 void lmHeadRescaleRows(float* dhSum, std::int64_t rows, std::int64_t hidden, LmHeadRowState state,
@@ -148,8 +156,8 @@ void lmHeadLosses(LmHeadRowState state, std::int64_t rows, const std::int32_t* t
 
 void lmHeadFinishGradient(const float* dhSum, std::int64_t rows, std::int64_t hidden,
                           const void* weight, bool weightIsBf16, const std::int32_t* targets,
-                          std::int32_t ignoreTarget, LmHeadRowState state, float gradScale,
-                          std::uint16_t* dh, hipStream_t stream) {
+                          std::int32_t ignoreTarget, float softcap, LmHeadRowState state,
+                          float gradScale, std::uint16_t* dh, hipStream_t stream) {
   if (rows == 0) {
     return;
   }
@@ -158,11 +166,11 @@ void lmHeadFinishGradient(const float* dhSum, std::int64_t rows, std::int64_t hi
   if (weightIsBf16) {
     launch("lm_head_cross_entropy", lmHeadFinishGradientKernel<hip_bfloat16>, grid,
            dim3(kThreadsPerRow), 0, stream, dhSum, hidden, static_cast<const hip_bfloat16*>(weight),
-           targets, ignoreTarget, state, gradScale, out);
+           targets, ignoreTarget, softcap, state, gradScale, out);
   } else {
     launch("lm_head_cross_entropy", lmHeadFinishGradientKernel<float>, grid, dim3(kThreadsPerRow),
            0, stream, dhSum, hidden, static_cast<const float*>(weight), targets, ignoreTarget,
-           state, gradScale, out);
+           softcap, state, gradScale, out);
   }
 }
 
