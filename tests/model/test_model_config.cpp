@@ -1,5 +1,6 @@
 // test_model_config.cpp — config.json of the Llama, Qwen2, Qwen3, Mistral, Gemma 2 and Gemma 3
-// families in both forms in the wild, the rope frequencies that follow, and errors that name the file and the field.
+// families in both forms in the wild, the rope frequencies that follow, and errors that name the
+// file and the field.
 #include "TestRunner.h"
 
 #include <cmath>

@@ -59,10 +59,9 @@ std::string makeFolder(const std::string& name, const json& config,
 
 TEST_DATA(referenceModelsMatchTransformers) {
   lstest::addColumn<std::string>("name");
-  for (const char* name :
-       {"llama_f32_legacy_rope", "llama_bf16_sharded_tied", "qwen2_f32_tied",
-        "qwen2_bf16_sharded_linear_rope", "mistral_f32", "qwen3_f32", "mistral_f32_sliding",
-        "gemma2_f32", "gemma3_f32", "gemma3_bf16"}) {
+  for (const char* name : {"llama_f32_legacy_rope", "llama_bf16_sharded_tied", "qwen2_f32_tied",
+                           "qwen2_bf16_sharded_linear_rope", "mistral_f32", "qwen3_f32",
+                           "mistral_f32_sliding", "gemma2_f32", "gemma3_f32", "gemma3_bf16"}) {
     lstest::newRow(name) << std::string(name);
   }
 }
