@@ -15,6 +15,12 @@
 //                      device
 //   gpu_train toggles  the engine job's serialize, blocking, GEMM and allocator-policy toggles on a
 //                      GPU run; the snapshot shows the arena and every block's owner
+//   gpu_train qlora    --quantize nf4 on the GPU: the tiny Llama's projections placed as NF4, 20
+//                      steps from the reference adapter follow scripts/reference/qlora_curve.py's
+//                      NF4 curve (bf16 weights), with the vendor GEMM and with the built-in one
+//   gpu_train families Qwen3, Mistral (sliding window), Gemma 2 and Gemma 3: 20 steps on the GPU
+//                      from lora_training.py's adapter and data follow the CPU run on the same
+//                      bf16-rounded weights; the distance to PyTorch's fp32 curve is reported
 // Exit: 0 all checks passed, 1 a check failed, 77 no GPU (SKIP with the reason).
 #include <algorithm>
 #include <cmath>
@@ -34,6 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include "GpuOrSkip.h"
+#include "LoraReference.h"
 #include "TrainExamples.h"
 #include "compute/Backend.h"
 #include "compute/Bf16.h"
@@ -468,6 +475,79 @@ void caseMove(Checks& checks) {
   expectCurve(checks, "GPU → CPU → GPU curve vs a CPU run", curve, reference, kLossTolerance);
 }
 
+// --- qlora ----------------------------------------------------------------------------------
+
+// The NF4 reference with every base weight rounded to bf16 (as the GPU holds it) leaves the GPU's
+// bf16 activations as the only difference: kLossTolerance, the bound of the parity case. The NF4
+// curve lies 5e-2 from the unquantised one, so a run that skipped the quantisation fails.
+void caseQlora(Checks& checks) {
+  auto gpu = test::requireGpu();
+  std::printf("note GPU: %s\n", gpu->capabilities().name.c_str());
+  const nlohmann::json ref = test::readReference("qlora_llama_f32");
+  const std::string fixture = ref["fixture"].get<std::string>();
+  const model::ModelFolder folder = openFixture(fixture);
+  const model::ModelWeights placed =
+      model::placeWeights(*gpu, folder.weights(), {}, model::WeightQuantization::Nf4);
+  bool nf4 = true;
+  for (const model::LayerWeights& l : placed.layers) {
+    for (const compute::Tensor* t : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) {
+      nf4 = nf4 && t->dtype() == compute::DType::NF4 && t->device() == compute::Device::Gpu;
+    }
+  }
+  checks.expect(nf4, "every projection is an NF4 tensor on the GPU");
+  train::TrainConfig config = test::referenceTrainConfig(ref);
+  config.quantization = model::WeightQuantization::Nf4;
+  const train::TrainerState start = test::referenceStart(
+      test::kTrainDataDir + "/" + fixture + "/lora_init.safetensors", folder.config(), config);
+  const auto reference = ref["losses_nf4_bf16_weights"].get<std::vector<double>>();
+  const auto float64 = ref["losses_nf4_float64"].get<std::vector<double>>();
+  const auto unquantized = ref["losses_unquantized_float64"].get<std::vector<double>>();
+  for (const GemmImplementation impl : {GemmImplementation::Vendor, GemmImplementation::BuiltIn}) {
+    if (!selectGemm(*gpu, impl)) {
+      continue;
+    }
+    train::TrainLoop loop(*gpu, folder.config(), placed, test::referenceExamples(ref), config,
+                          start);
+    const std::vector<double> losses = runSteps(loop, config.maxSteps);
+    const std::string what = std::string("nf4, ") + compute::gemmImplementationName(impl) + " GEMM";
+    expectCurve(checks, what + ": GPU vs qlora_curve.py's NF4 curve (bf16 weights)", losses,
+                reference, kLossTolerance);
+    std::printf("note %s: max |Δloss|/loss %.3g against the float64 NF4 curve\n", what.c_str(),
+                test::maxRelativeDeviation(losses, float64));
+    const double fromUnquantized = test::maxRelativeDeviation(losses, unquantized);
+    checks.expect(fromUnquantized > kLossTolerance,
+                  what + format(": %.3g from the unquantised curve (> %.3g: NF4 was computed)",
+                                fromUnquantized, kLossTolerance));
+  }
+}
+
+// --- families -------------------------------------------------------------------------------
+
+void caseFamilies(Checks& checks) {
+  auto gpu = test::requireGpu();
+  auto cpu = compute::createCpuBackend();
+  std::printf("note GPU: %s\n", gpu->capabilities().name.c_str());
+  for (const char* name : {"qwen3_f32", "mistral_f32_sliding", "gemma2_f32", "gemma3_f32"}) {
+    const nlohmann::json ref = test::readReference(name);
+    const model::ModelFolder folder = openFixture(name);
+    const train::TrainConfig config = test::referenceTrainConfig(ref);
+    const train::TrainerState start = test::referenceStart(
+        test::kTrainDataDir + "/" + name + "/lora_init.safetensors", folder.config(), config);
+    const std::vector<train::TokenizedExample> examples = test::referenceExamples(ref);
+    const model::ModelWeights rounded = model::roundedAsOnGpu(*cpu, folder.weights());
+    train::TrainLoop onCpu(*cpu, folder.config(), rounded, examples, config, start);
+    const std::vector<double> cpuCurve = runSteps(onCpu, config.maxSteps);
+    const model::ModelWeights placed = model::placeWeights(*gpu, folder.weights());
+    train::TrainLoop onGpu(*gpu, folder.config(), placed, examples, config, start);
+    const std::vector<double> gpuCurve = runSteps(onGpu, config.maxSteps);
+    expectCurve(checks, std::string(name) + ": GPU vs CPU on the same bf16 weights", gpuCurve,
+                cpuCurve, kLossTolerance);
+    std::printf(
+        "note %s: max |Δloss|/loss %.3g against PyTorch's fp32 curve (f32 weights)\n", name,
+        test::maxRelativeDeviation(gpuCurve, ref["losses_float64"].get<std::vector<double>>()));
+  }
+}
+
 // --- engine ---------------------------------------------------------------------------------
 
 void caseEngine(Checks& checks) {
@@ -566,10 +646,12 @@ int main(int argc, char** argv) {
   const std::map<std::string, std::function<void(Checks&)>> cases = {
       {"weights", caseWeights}, {"parity", caseParity}, {"resume", caseResume},
       {"export", caseExport},   {"move", caseMove},     {"engine", caseEngine},
-      {"toggles", caseToggles}};
+      {"toggles", caseToggles}, {"qlora", caseQlora},   {"families", caseFamilies}};
   const auto it = argc == 2 ? cases.find(argv[1]) : cases.end();
   if (it == cases.end()) {
-    std::fprintf(stderr, "usage: gpu_train weights|parity|resume|export|move|engine|toggles\n");
+    std::fprintf(
+        stderr,
+        "usage: gpu_train weights|parity|resume|export|move|engine|toggles|qlora|families\n");
     return 2;
   }
   Checks checks;
