@@ -1,5 +1,6 @@
 // cli/cmd_generate.cpp — `lorascope-train generate --model DIR [--adapter RUN|DIR]
-// (--prompt "..." | --ids "1,2,3")`: text from the model, with the adapter when given, streamed
+// [--quantize none|nf4] (--prompt "..." | --ids "1,2,3")`: text from the model (its projections
+// in NF4 with --quantize nf4, as a QLoRA run trained), with the adapter when given, streamed
 // to stdout as it is generated (job/Generation.h: chat template, KV cache, greedy or seeded
 // top-p sampling). --json prints one object with the ids instead, for comparison with
 // transformers' generate.
@@ -11,6 +12,7 @@
 #include "cli/Commands.h"
 #include "job/CliArgs.h"
 #include "job/Generation.h"
+#include "model/DeviceWeights.h"  // defines: parseQuantization
 
 namespace lorascope::cli {
 
@@ -80,6 +82,13 @@ const job::CommandSpec& generateCommand() {
                .help = "Where to compute; auto: the GPU when one is usable.",
                .defaultText = "cpu",
                .choices = {"cpu", "gpu", "auto"}},
+              {.name = "quantize",
+               .type = OptionType::Choice,
+               .help = "The base weights: as stored (none), or the seven projections of every "
+                       "layer quantised to NF4 at load as train --quantize nf4 holds them, to try "
+                       "an adapter on the 4-bit base it was trained on.",
+               .defaultText = "none",
+               .choices = {"none", "nf4"}},
               {.name = "json",
                .type = OptionType::Bool,
                .help = "Print one JSON object (prompt and new ids, text, speed) instead of "
@@ -103,8 +112,12 @@ int runGenerate(const Args& args) {
   sampling.seed = std::stoull(parsed.value("seed").value_or("0"));
   // Log lines go to stderr, so that stdout holds the reply (or the JSON) alone.
   const job::DeviceLog log = [](const std::string& line) { std::cerr << line << "\n"; };
+  // The option table admits only none and nf4.
+  const model::WeightQuantization quantization =
+      model::parseQuantization(parsed.value("quantize").value_or("none"))
+          .value_or(model::WeightQuantization::None);
   job::TextGenerator generator(parsed.required("model"), parsed.value("adapter").value_or(""),
-                               parsed.value("device").value_or("cpu"), log);
+                               parsed.value("device").value_or("cpu"), log, quantization);
   const bool chat = parsed.value("chat-template").value_or("true") == "true";
   const std::vector<std::int32_t> prompt =
       parsed.value("ids")

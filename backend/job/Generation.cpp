@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "job/CliArgs.h"          // defines: UsageError
-#include "model/DeviceWeights.h"  // defines: WeightQuantization
+#include "model/DeviceWeights.h"  // defines: quantizationName
 #include "model/JsonFile.h"       // defines: readJsonFile
 #include "model/KvCache.h"        // defines: CachedDecoder
 #include "text/ChatTemplate.h"
@@ -163,8 +163,9 @@ class TextGenerator::AdapterHook : public model::ProjectionHook {
 };
 
 TextGenerator::TextGenerator(const std::string& model, const std::string& adapter,
-                             const std::string& device, const DeviceLog& log)
-    : folder_(model::ModelFolder::open(model)) {
+                             const std::string& device, const DeviceLog& log,
+                             model::WeightQuantization quantization)
+    : folder_(model::ModelFolder::open(model)), quantization_(quantization) {
   const fs::path dir = folder_.dir();
   if (fs::exists(dir / "tokenizer.json")) {
     tokenizer_ = std::make_unique<text::Tokenizer>(text::Tokenizer::fromModelDir(dir));
@@ -175,9 +176,8 @@ TextGenerator::TextGenerator(const std::string& model, const std::string& adapte
     eosIds_.insert(*tokenizer_->eosId());
   }
   backend_ = openBackend(device, log);
-  // The stored weights, as PEFT users load a base for an adapter (also one trained with
-  // --quantize nf4).
-  weights_ = placeWeightsLogged(*backend_, folder_.weights(), log, model::WeightQuantization::None);
+  // As stored (as PEFT users load a base for an adapter), or the NF4 base a QLoRA run trained on.
+  weights_ = placeWeightsLogged(*backend_, folder_.weights(), log, quantization_);
   if (!adapter.empty()) {
     adapterDir_ = resolveAdapterDir(adapter);
     const train::PeftAdapterFiles files = train::readPeftAdapter(adapterDir_);
@@ -268,6 +268,9 @@ GenerationResult TextGenerator::generate(std::span<const std::int32_t> prompt,
 std::string TextGenerator::describe() const {
   std::string text =
       fs::path(folder_.dir()).filename().string() + " on " + backend_->capabilities().name;
+  if (quantization_ != model::WeightQuantization::None) {
+    text += std::string(", base weights ") + model::quantizationName(quantization_);
+  }
   if (hook_) {
     text += ", adapter " + adapterDir_.string();
   }

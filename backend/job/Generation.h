@@ -5,6 +5,9 @@
 //   Jinja template, else a built-in family) with the generation prompt, and tokenized as
 //   transformers' apply_chat_template does (no post-processor tokens: the template writes them);
 //   raw text goes through the tokenizer's post-processor as tokenizer(text) does.
+// - The base weights are placed as stored, or with --quantize nf4 as a QLoRA run trained on them
+//   (model/DeviceWeights.h: the seven projections in NF4, dequantised by every matmul), so that
+//   an adapter trained on the 4-bit base can be tried on that base.
 // - Decoding uses a KV cache on the chosen backend (model/KvCache.h). An adapter adds
 //   scale · (x·Aᵀ)·Bᵀ after every adapted projection, as training computes it (no dropout).
 // - Greedy picks the highest logit (the lowest id among equals, as torch.argmax). Sampling draws
@@ -27,7 +30,8 @@
 #include <vector>
 
 #include "compute/Backend.h"
-#include "job/RunDevice.h"  // defines: DeviceLog
+#include "job/RunDevice.h"        // defines: DeviceLog
+#include "model/DeviceWeights.h"  // defines: WeightQuantization
 #include "model/ModelFolder.h"
 
 namespace lorascope::text {
@@ -71,9 +75,11 @@ class TextGenerator {
  public:
   // Opens the model folder (or hub id), its tokenizer when it has one, and the adapter when
   // `adapter` is not empty (resolveAdapterDir); places the weights on the backend of `device`
-  // (cpu, gpu, auto). Throws ModelError / CheckpointError / UsageError naming what is wrong.
+  // (cpu, gpu, auto) with `quantization`. Throws ModelError / CheckpointError / UsageError
+  // naming what is wrong.
   TextGenerator(const std::string& model, const std::string& adapter, const std::string& device,
-                const DeviceLog& log);
+                const DeviceLog& log,
+                model::WeightQuantization quantization = model::WeightQuantization::None);
   ~TextGenerator();
   TextGenerator(const TextGenerator&) = delete;
   TextGenerator& operator=(const TextGenerator&) = delete;
@@ -94,7 +100,8 @@ class TextGenerator {
   // With false, generate() runs the base model alone (the same weights, the adapter kept): the
   // Try it page compares both answers without loading the model twice.
   void setAdapterEnabled(bool enabled) { adapterEnabled_ = enabled; }
-  // "Qwen2.5-0.5B on cpu (fp32), adapter RUN/adapter".
+  // "Qwen2.5-0.5B on cpu (fp32), base weights nf4, adapter RUN/adapter" (nf4 only when
+  // quantised).
   std::string describe() const;
   compute::Backend& backend() { return *backend_; }
 
@@ -106,6 +113,7 @@ class TextGenerator {
   std::set<std::int32_t> eosIds_;
   std::unique_ptr<compute::Backend> backend_;
   model::ModelWeights weights_;
+  model::WeightQuantization quantization_;
   std::filesystem::path adapterDir_;
   std::unique_ptr<AdapterHook> hook_;
   bool adapterEnabled_ = true;

@@ -1,7 +1,9 @@
 // test_generation.cpp — generation (model/KvCache.h, job/Generation.h) against transformers'
 // greedy generate on the tiny reference models (scripts/reference/generate.py, fp32 on the CPU,
 // so the CPU path must give the same ids), with and without the reference LoRA adapter; the
-// cache against the uncached forward; seeded top-p sampling; where adapters are found.
+// cache against the uncached forward; seeded top-p sampling; where adapters are found; and
+// `generate --quantize nf4`: the NF4 base, alone and with an adapter, against
+// scripts/reference/qlora_curve.py's greedy decoding (float64 on the same dequantised weights).
 #include <QtTest>
 
 #include <fstream>
@@ -9,11 +11,13 @@
 
 #include "ExpectError.h"
 #include "GenerateReference.h"
-#include "job/CliArgs.h"  // defines: UsageError
+#include "LoraReference.h"  // tests/train: the QLoRA reference and its initial adapter
+#include "job/CliArgs.h"    // defines: UsageError
 #include "job/Generation.h"
 #include "model/Forward.h"
 #include "model/ModelError.h"
 #include "model/ModelFolder.h"
+#include "train/PeftExport.h"  // defines: writePeftAdapter
 
 using namespace lorascope;
 
@@ -24,6 +28,10 @@ const std::string kModelDataDir = LORASCOPE_MODEL_DATA_DIR;
 std::vector<std::int32_t> eosOf(const std::filesystem::path& dir) {
   const std::set<std::int32_t> ids = job::modelEosIds(dir);
   return {ids.begin(), ids.end()};
+}
+
+std::vector<std::int32_t> idsOf(const nlohmann::json& j) {
+  return j["ids"].get<std::vector<std::int32_t>>();
 }
 
 }  // namespace
@@ -39,6 +47,7 @@ class TestGeneration : public QObject {
   void cacheRefusesToOverflow();
   void samplingIsSeededAndStaysInTheNucleus();
   void adaptersAreFoundInRunsAndFolders();
+  void nf4BaseFollowsQloraReference();
 };
 
 void TestGeneration::greedyIdsEqualTransformers() {
@@ -178,6 +187,54 @@ void TestGeneration::adaptersAreFoundInRunsAndFolders() {
   QCOMPARE(job::resolveAdapterDir(root / "run" / "adapter"), root / "run" / "adapter");
   QVERIFY(test::throwsWith<job::UsageError>([&] { job::resolveAdapterDir(root); },
                                             {"not an adapter (no adapter_config.json)"}));
+}
+
+// The NF4 base's greedy ids (first-step logits within 1e-4, as the fp32 CPU path against
+// transformers above: both sides compute on the same dequantised weights), the same with the
+// reference's initial adapter as a PEFT folder, and without --quantize the stored base's ids,
+// which differ: the option is what moves the answer.
+void TestGeneration::nf4BaseFollowsQloraReference() {
+  const nlohmann::json ref = test::readReference("qlora_llama_f32");
+  const nlohmann::json& g = ref["generate"];
+  const std::string fixture = ref["fixture"].get<std::string>();
+  const std::string modelDir = kModelDataDir + "/" + fixture;
+  const auto prompt = g["prompt_ids"].get<std::vector<std::int32_t>>();
+  job::SamplingOptions greedy;
+  greedy.maxNewTokens = static_cast<std::int64_t>(idsOf(g["base"]).size());
+  const auto quiet = [](const std::string&) {};
+  job::TextGenerator base(modelDir, "", "cpu", quiet, model::WeightQuantization::Nf4);
+  QVERIFY(base.describe().find(", base weights nf4") != std::string::npos);
+  QVERIFY(base.generate(prompt, greedy).ids == idsOf(g["base"]));
+
+  const model::ModelFolder folder = model::ModelFolder::open(modelDir);
+  auto cpu = compute::createCpuBackend();
+  const model::ModelWeights placed =
+      model::placeWeights(*cpu, folder.weights(), {}, model::WeightQuantization::Nf4);
+  model::CachedDecoder decoder(*cpu, folder.config(), placed,
+                               static_cast<std::int64_t>(prompt.size()));
+  const std::vector<float> first = decoder.feed(prompt);
+  const auto want = g["base"]["first_logits"].get<std::vector<double>>();
+  QCOMPARE(first.size(), want.size());
+  double worst = 0.0;
+  for (std::size_t i = 0; i < first.size(); ++i)
+    worst = std::max(worst, std::fabs(first[i] - want[i]));
+  QVERIFY2(worst < 1e-4, ("nf4 first-step logits " + std::to_string(worst)).c_str());
+
+  QTemporaryDir tmp;
+  const std::filesystem::path adapterDir = std::filesystem::path(tmp.path().toStdString()) / "a";
+  train::writePeftAdapter(
+      adapterDir,
+      test::adapterFrom(test::kTrainDataDir + "/" + fixture + "/lora_init.safetensors",
+                        folder.config(), test::referenceLora(ref)),
+      modelDir);
+  job::TextGenerator tuned(modelDir, adapterDir.string(), "cpu", quiet,
+                           model::WeightQuantization::Nf4);
+  QVERIFY(tuned.generate(prompt, greedy).ids == idsOf(g["adapter"]));
+
+  job::TextGenerator stored(modelDir, "", "cpu", quiet);
+  QVERIFY(stored.describe().find("nf4") == std::string::npos);
+  QVERIFY(stored.generate(prompt, greedy).ids == idsOf(g["unquantized_base"]));
+  QVERIFY(idsOf(g["unquantized_base"]) != idsOf(g["base"]));
 }
 
 QTEST_APPLESS_MAIN(TestGeneration)
