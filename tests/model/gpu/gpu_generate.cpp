@@ -7,20 +7,29 @@
 //                           prompt pass gives the logits of the uncached forward on the GPU
 //   gpu_generate adapter    job::TextGenerator on the GPU with the reference PEFT adapter: the
 //                           same rule against transformers with the adapter merged
+//   gpu_generate nf4        `generate --quantize nf4` on the GPU: the tiny Llama's NF4 base, alone
+//                           and with the QLoRA reference's initial adapter, against
+//                           scripts/reference/qlora_curve.py's greedy ids (the same rule) and
+//                           first-step logits (within bf16 rounding)
 // Exit: 0 all checks passed, 1 a check failed, 77 no GPU (SKIP with the reason).
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
 #include <string>
 
+#include <unistd.h>
+
 #include "GenerateReference.h"
 #include "GpuOrSkip.h"
+#include "LoraReference.h"  // tests/train: the QLoRA reference and its initial adapter
 #include "job/Generation.h"
 #include "model/DeviceWeights.h"
 #include "model/Forward.h"
 #include "model/ModelFolder.h"
+#include "train/PeftExport.h"  // defines: writePeftAdapter
 
 using namespace lorascope;
 
@@ -108,14 +117,60 @@ void caseAdapter(Checks& checks) {
   }
 }
 
+void caseNf4(Checks& checks) {
+  auto gpu = test::requireGpu();
+  const nlohmann::json ref = test::readReference("qlora_llama_f32");
+  const nlohmann::json& g = ref["generate"];
+  const std::string fixture = ref["fixture"].get<std::string>();
+  const std::string modelDir = kModelDataDir + "/" + fixture;
+  const model::ModelFolder folder = model::ModelFolder::open(modelDir);
+  const auto prompt = g["prompt_ids"].get<std::vector<std::int32_t>>();
+  const model::ModelWeights placed =
+      model::placeWeights(*gpu, folder.weights(), {}, model::WeightQuantization::Nf4);
+  model::CachedDecoder decoder(*gpu, folder.config(), placed,
+                               static_cast<std::int64_t>(prompt.size()));
+  const std::vector<float> first = decoder.feed(prompt);
+  const auto want = g["base"]["first_logits"].get<std::vector<float>>();
+  const double scale = maxAbs(want);
+  const double diff = maxDifference(first, want);
+  checks.expect(diff <= kLogitTolerance * scale,
+                "nf4 base: first-step logits within bf16 rounding (max |diff| " +
+                    std::to_string(diff) + " of max |logit| " + std::to_string(scale) + ")");
+  const std::filesystem::path adapterDir =
+      std::filesystem::temp_directory_path() /
+      ("lorascope-gpu_generate-nf4-" + std::to_string(::getpid()));
+  train::writePeftAdapter(
+      adapterDir,
+      test::adapterFrom(test::kTrainDataDir + "/" + fixture + "/lora_init.safetensors",
+                        folder.config(), test::referenceLora(ref)),
+      modelDir);
+  for (const char* which : {"base", "adapter"}) {
+    const bool adapter = std::string(which) == "adapter";
+    job::TextGenerator generator(
+        modelDir, adapter ? adapterDir.string() : "", "gpu", [](const std::string&) {},
+        model::WeightQuantization::Nf4);
+    const auto ids = g[which]["ids"].get<std::vector<std::int32_t>>();
+    job::SamplingOptions greedy;
+    greedy.maxNewTokens = static_cast<std::int64_t>(ids.size());
+    const int mismatch = test::firstDecidedMismatch(
+        generator.generate(prompt, greedy).ids, ids,
+        g[which]["top2_margins"].get<std::vector<double>>(), kDecidedMargin);
+    checks.expect(mismatch < 0, generator.describe() +
+                                    ": greedy ids follow qlora_curve.py's (first decided "
+                                    "mismatch at step " +
+                                    std::to_string(mismatch) + ")");
+  }
+  std::filesystem::remove_all(adapterDir);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::map<std::string, std::function<void(Checks&)>> cases = {{"reference", caseReference},
-                                                                     {"adapter", caseAdapter}};
+  const std::map<std::string, std::function<void(Checks&)>> cases = {
+      {"reference", caseReference}, {"adapter", caseAdapter}, {"nf4", caseNf4}};
   const auto it = argc == 2 ? cases.find(argv[1]) : cases.end();
   if (it == cases.end()) {
-    std::fprintf(stderr, "usage: gpu_generate reference|adapter\n");
+    std::fprintf(stderr, "usage: gpu_generate reference|adapter|nf4\n");
     return 2;
   }
   Checks checks;
