@@ -79,7 +79,10 @@
 #                                  (scripts/reference/random_model.py) trained by bench_gpu_train
 #                                  at B1 x S2048 with activation checkpointing, --quantize nf4 and
 #                                  bf16 (tokens/s, peak reserved, the memory model's estimate;
-#                                  bench.jsonl); bench_gemm's NF4 lines; the log in qlora.txt.
+#                                  bench.jsonl); bench_gemm's NF4 lines; the QLoRA loss curve
+#                                  against scripts/reference/qlora_curve.py's committed NF4
+#                                  reference and `generate --quantize nf4` (ctest gpu_train_qlora,
+#                                  gpu_generate_nf4); the log in qlora.txt.
 #                                  QLORA_STEPS sets the timed steps (default 4).
 #   scripts/gpu-check.sh generate  there: scripts/reference/generate.py writes transformers' greedy
 #                                  generate references (and the reference adapter) into
@@ -323,8 +326,8 @@ run_qlora() {
   python3 scripts/reference/nf4.py "$out/nf4_reference.json" 2>&1 | tee -a "$log" || status=1
   configure_device_build "$out"
   local started=$SECONDS
-  cmake --build build/device --target parity_ops bench_gpu_train bench_gemm \
-    --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
+  cmake --build build/device --target parity_ops bench_gpu_train bench_gemm gpu_train \
+    gpu_generate --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
     { grep -E "error|Error" "$out/build.log" | head -40 | tee -a "$log"; exit 1; }
   rm -f "$out/build.log" "$out/configure.log"
   echo "gpu-check: built in $((SECONDS - started)) s" | tee -a "$log"
@@ -342,6 +345,8 @@ run_qlora() {
   done
   build/device/tests/parity/bench_gemm --iterations 5 2>&1 | grep -A8 "^NF4" | tee -a "$log" ||
     status=1
+  ctest --test-dir build/device -L gpu -R "gpu_train_qlora|gpu_generate_nf4" --output-on-failure \
+    2>&1 | tee -a "$log" || status=1
   exit "$status"
 }
 
