@@ -134,6 +134,9 @@ run_checks() {
   build/device/tests/parity/parity_ops --json "$out/parity.json" >/dev/null || status=1
   # GPU op benchmarks: one file for all of them (at most 8 files come back from the device).
   build/device/tests/parity/bench_attention | tee -a "$out/bench.txt" || status=1
+  # The same shapes on the vector-ALU attention kernels: the matrix cores' speed-up.
+  LORASCOPE_ATTENTION_KERNEL=vector build/device/tests/parity/bench_attention |
+    tee -a "$out/bench.txt" || status=1
   build/device/tests/parity/bench_gemm | tee -a "$out/bench.txt" || status=1
   exit "$status"
 }

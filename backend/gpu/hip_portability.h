@@ -36,6 +36,8 @@
 #define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
 #define hipDeviceAttributeComputeCapabilityMajor cudaDevAttrComputeCapabilityMajor
 #define hipDeviceAttributeComputeCapabilityMinor cudaDevAttrComputeCapabilityMinor
+#define hipFuncSetAttribute cudaFuncSetAttribute
+#define hipFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 #define hipRuntimeGetVersion cudaRuntimeGetVersion
 #define hipDriverGetVersion cudaDriverGetVersion
 #define hipMemGetInfo cudaMemGetInfo
@@ -113,6 +115,11 @@ inline constexpr int kWaveSize = 32;  // every NVIDIA architecture
 inline std::string deviceArchitecture(const hipDeviceProp_t& prop) {
   return "sm_" + std::to_string(prop.major) + std::to_string(prop.minor);
 }
+// Tensor cores with bf16 mma.sync (m16n8k16) and ldmatrix: sm_80 (Ampere) and later. The
+// kernels' matrix-core paths (gpu::mma below) exist in code built for those architectures only.
+inline bool hasMatrixCores(const hipDeviceProp_t& prop) {
+  return prop.major >= 8;
+}
 // cudaRuntimeGetVersion gives 1000 * major + 10 * minor.
 inline std::string runtimeVersionText(int version) {
   return "CUDA " + std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10) +
@@ -168,6 +175,13 @@ inline std::string deviceArchitecture(const hipDeviceProp_t& prop) {
   const std::string full = prop.gcnArchName;
   return full.substr(0, full.find(':'));
 }
+// Matrix cores that gpu::mma below drives: MFMA with bf16 (CDNA 2/3: gfx90a, gfx94x, gfx950) and
+// WMMA (RDNA 3/3.5: gfx11xx; RDNA 4: gfx12xx). RDNA 2 (gfx1030) and older GCN have none.
+inline bool hasMatrixCores(const hipDeviceProp_t& prop) {
+  const std::string arch = deviceArchitecture(prop);
+  return arch == "gfx90a" || arch.rfind("gfx94", 0) == 0 || arch == "gfx950" ||
+         arch.rfind("gfx11", 0) == 0 || arch.rfind("gfx12", 0) == 0;
+}
 // hipRuntimeGetVersion gives 10000000 * major + 100000 * minor + patch.
 inline std::string runtimeVersionText(int version) {
   return "HIP " + std::to_string(version / 10000000) + "." +
@@ -211,6 +225,269 @@ __device__ inline float waveShflXor(float v, int laneMask) {
 #if defined(LORASCOPE_GPU_DEVICE_CODE)
 static_assert(sizeof(hip_bfloat16) == sizeof(std::uint16_t), "bf16 must be 16 bits on the device");
 #endif
+
+// ---------------------------------------------------------------------------------------------
+// Matrix cores: gpu::mma, one wave multiplying 16×16 bf16 tiles into a 16×16 f32 accumulator,
+//   C += A·B,  A (16 m × 16 k), B (16 k × 16 n).
+// Defined (with LORASCOPE_GPU_MMA) only in device passes for targets that have matrix cores:
+// NVIDIA sm_80+ (mma.sync m16n8k16, two per tile, operands by ldmatrix), CDNA 2/3 (MFMA
+// 16x16x16 bf16, wave64), RDNA 3/3.5 (WMMA gfx11, wave32) and RDNA 4 (WMMA gfx12, wave32); host
+// code asks hasMatrixCores(prop) before launching a kernel built on it. Blocks are one-dimensional
+// and a whole number of waves; every lane of a wave calls every function (they are wave-wide).
+// The fragments are opaque: a kernel loads them from shared memory, multiplies, and reads the
+// accumulator element by element through accRow/accCol:
+//   FragA, FragB, FragC     operand and accumulator registers (c.v[e], e < kAccElems)
+//   zero(c)                 c = 0
+//   loadA(a, p, ld)         A[m][k] = p[m·ld + k]   (row-major; shared memory, 16-byte rows)
+//   loadBt(b, p, ld)        B[k][n] = p[n·ld + k]   (B's columns as rows, e.g. K for Q·Kᵀ)
+//   loadB(b, p, ld)         B[k][n] = p[k·ld + n]   (row-major, e.g. V for P·V)
+//   mma(c, a, b)            c += a·b
+//   accToA(a, c, scratch)   the accumulator rounded to bf16 as an A operand (P for P·V);
+//                           scratch: 256 bf16 of shared memory per wave, 16-byte aligned
+//   accToASplit(hi, lo, c, scratch)
+//                           the same as two operands, hi = bf16(c) and lo = bf16(c − hi): two
+//                           products (hi·B + lo·B) carry c to ~16 significant bits, not 8
+//   accSlot(e)              which of the lane's kAccRowSlots rows element e lies in (constexpr)
+//   slotRow(s), accCol(e)   the row of slot s and the column of element e for this lane
+//   rowMax(x), rowSum(x)    x combined over the lanes that hold the same rows (per slot)
+// The lane's rows (slotRow) are the same in every accumulator of a wave, so per-row state (a
+// softmax's running max) is kAccRowSlots floats per lane.
+#if defined(LORASCOPE_GPU_DEVICE_CODE)
+#if defined(LORASCOPE_GPU_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define LORASCOPE_GPU_MMA 1
+namespace lorascope::gpu::mma {
+struct FragA {
+  std::uint32_t r[4];
+};
+struct FragB {
+  std::uint32_t r[4];  // r[0], r[1]: columns 0-7; r[2], r[3]: columns 8-15
+};
+struct FragC {
+  float v[8];  // v[0..3]: columns 0-7 (an m16n8 accumulator), v[4..7]: columns 8-15
+};
+inline constexpr int kAccElems = 8;
+inline constexpr int kAccRowSlots = 2;
+__device__ constexpr int accSlot(int e) {
+  return (e >> 1) & 1;
+}
+__device__ inline int laneId() {
+  return static_cast<int>(threadIdx.x) & 31;
+}
+__device__ inline int slotRow(int slot) {
+  return laneId() / 4 + 8 * slot;
+}
+__device__ inline int accCol(int e) {
+  return 2 * (laneId() % 4) + (e & 1) + 8 * (e >> 2);
+}
+__device__ inline void zero(FragC& c) {
+#pragma unroll
+  for (int e = 0; e < kAccElems; ++e) {
+    c.v[e] = 0.0f;
+  }
+}
+__device__ inline float rowMax(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ inline float rowSum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+// Four 8×8 b16 matrices; lanes 8j..8j+7 give the row addresses of matrix j, register j gets it.
+__device__ inline void ldmatrix4(std::uint32_t (&r)[4], const hip_bfloat16* rowAddress) {
+  const auto address = static_cast<unsigned>(__cvta_generic_to_shared(rowAddress));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+__device__ inline void ldmatrix4Transposed(std::uint32_t (&r)[4], const hip_bfloat16* rowAddress) {
+  const auto address = static_cast<unsigned>(__cvta_generic_to_shared(rowAddress));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+// Matrices: (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15), (rows 8-15, k 8-15).
+__device__ inline void loadA(FragA& a, const hip_bfloat16* p, int ld) {
+  const int l = laneId();
+  const int j = l >> 3;
+  ldmatrix4(a.r, p + ((l & 7) + 8 * (j & 1)) * ld + 8 * (j >> 1));
+}
+// Matrices (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15), rows along n.
+__device__ inline void loadBt(FragB& b, const hip_bfloat16* p, int ld) {
+  const int l = laneId();
+  const int j = l >> 3;
+  ldmatrix4(b.r, p + ((l & 7) + 8 * (j >> 1)) * ld + 8 * (j & 1));
+}
+// The same four matrices stored with rows along k, transposed by ldmatrix.
+__device__ inline void loadB(FragB& b, const hip_bfloat16* p, int ld) {
+  const int l = laneId();
+  const int j = l >> 3;
+  ldmatrix4Transposed(b.r, p + ((l & 7) + 8 * (j & 1)) * ld + 8 * (j >> 1));
+}
+__device__ inline void mma16x8(float* c, const std::uint32_t (&a)[4], std::uint32_t b0,
+                               std::uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ inline void mma(FragC& c, const FragA& a, const FragB& b) {
+  mma16x8(c.v, a.r, b.r[0], b.r[1]);
+  mma16x8(c.v + 4, a.r, b.r[2], b.r[3]);
+}
+__device__ inline std::uint32_t packBf16(float lo, float hi) {
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const std::uint32_t*>(&pair);
+}
+// The m16n8k16 accumulator of two column halves is already laid out as an A operand.
+__device__ inline void accToA(FragA& a, const FragC& c, hip_bfloat16* /*scratch*/) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    a.r[r] = packBf16(c.v[2 * r], c.v[2 * r + 1]);
+  }
+}
+__device__ inline void accToASplit(FragA& hi, FragA& lo, const FragC& c,
+                                   hip_bfloat16* /*scratch*/) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const float x0 = c.v[2 * r];
+    const float x1 = c.v[2 * r + 1];
+    const __nv_bfloat162 high = __floats2bfloat162_rn(x0, x1);
+    const float2 highValue = __bfloat1622float2(high);
+    hi.r[r] = *reinterpret_cast<const std::uint32_t*>(&high);
+    lo.r[r] = packBf16(x0 - highValue.x, x1 - highValue.y);
+  }
+}
+}  // namespace lorascope::gpu::mma
+
+#elif defined(LORASCOPE_GPU_AMD) &&                                                              \
+    (defined(__gfx90a__) || defined(__gfx940__) || defined(__gfx941__) || defined(__gfx942__) || \
+     defined(__gfx950__) || defined(__GFX11__) || defined(__GFX12__))
+#define LORASCOPE_GPU_MMA 1
+namespace lorascope::gpu::mma {
+// Every AMD layout holds one column per lane (column = lane mod 16) and spreads the rows over
+// the accumulator's registers and the lane's group of 16:
+//   MFMA 16x16x16 (wave64):  A, B: k = 4·(lane/16) + 0..3;  C: row = 4·(lane/16) + e, e < 4
+//   WMMA gfx11 (wave32):     A, B: k = 0..15, lanes 16-31 repeat 0-15;  C: row = 2e + lane/16
+//   WMMA gfx12 (wave32):     A, B: k = 8·(lane/16) + 0..7;  C: row = e + 8·(lane/16)
+#if defined(__GFX11__)
+inline constexpr int kOperandK = 16;  // k values per lane of A and B
+inline constexpr int kAccElems = 8;
+#elif defined(__GFX12__)
+inline constexpr int kOperandK = 8;
+inline constexpr int kAccElems = 8;
+#else
+inline constexpr int kOperandK = 4;
+inline constexpr int kAccElems = 4;
+#endif
+typedef short OperandVector __attribute__((ext_vector_type(kOperandK)));
+typedef float AccVector __attribute__((ext_vector_type(kAccElems)));
+struct FragA {
+  OperandVector v;
+};
+struct FragB {
+  OperandVector v;
+};
+struct FragC {
+  AccVector v;
+};
+inline constexpr int kAccRowSlots = kAccElems;
+__device__ constexpr int accSlot(int e) {
+  return e;
+}
+__device__ inline int laneId() {
+  return static_cast<int>(threadIdx.x) % kWaveSize;
+}
+// The first k of this lane's operand values.
+__device__ inline int operandK0() {
+  return kOperandK == 16 ? 0 : kOperandK * (laneId() / 16);
+}
+__device__ inline int slotRow(int slot) {
+#if defined(__GFX11__)
+  return 2 * slot + laneId() / 16;
+#elif defined(__GFX12__)
+  return slot + 8 * (laneId() / 16);
+#else
+  return 4 * (laneId() / 16) + slot;
+#endif
+}
+__device__ inline int accCol(int /*e*/) {
+  return laneId() % 16;
+}
+__device__ inline void zero(FragC& c) {
+  c.v = AccVector{};
+}
+__device__ inline float rowMax(float x) {
+#pragma unroll
+  for (int mask = 1; mask < 16; mask *= 2) {
+    x = fmaxf(x, __shfl_xor(x, mask, kWaveSize));
+  }
+  return x;
+}
+__device__ inline float rowSum(float x) {
+#pragma unroll
+  for (int mask = 1; mask < 16; mask *= 2) {
+    x += __shfl_xor(x, mask, kWaveSize);
+  }
+  return x;
+}
+// kOperandK contiguous bf16 (8 or 16 bytes aligned) as the operand vector.
+__device__ inline OperandVector loadContiguous(const hip_bfloat16* p) {
+  OperandVector v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return v;
+}
+__device__ inline void loadA(FragA& a, const hip_bfloat16* p, int ld) {
+  a.v = loadContiguous(p + (laneId() % 16) * ld + operandK0());
+}
+__device__ inline void loadBt(FragB& b, const hip_bfloat16* p, int ld) {
+  b.v = loadContiguous(p + (laneId() % 16) * ld + operandK0());
+}
+__device__ inline void loadB(FragB& b, const hip_bfloat16* p, int ld) {
+  const auto* bits = reinterpret_cast<const short*>(p) + laneId() % 16 + operandK0() * ld;
+#pragma unroll
+  for (int i = 0; i < kOperandK; ++i) {
+    b.v[i] = bits[i * ld];
+  }
+}
+__device__ inline void mma(FragC& c, const FragA& a, const FragB& b) {
+#if defined(__GFX11__)
+  c.v = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32(a.v, b.v, c.v);
+#elif defined(__GFX12__)
+  c.v = __builtin_amdgcn_wmma_f32_16x16x16_bf16_w32_gfx12(a.v, b.v, c.v);
+#else
+  c.v = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a.v, b.v, c.v, 0, 0, 0);
+#endif
+}
+// Orders this wave's shared-memory writes before its later reads (the lanes run in lockstep).
+__device__ inline void waveSync() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
+// The accumulator holds a column per lane, A wants a row per lane: through the wave's scratch.
+__device__ inline void accToA(FragA& a, const FragC& c, hip_bfloat16* scratch) {
+#pragma unroll
+  for (int e = 0; e < kAccElems; ++e) {
+    scratch[slotRow(accSlot(e)) * 16 + accCol(e)] = floatToBf16(c.v[e]);
+  }
+  waveSync();
+  loadA(a, scratch, 16);
+  waveSync();  // read before the next call writes
+}
+__device__ inline void accToASplit(FragA& hi, FragA& lo, const FragC& c, hip_bfloat16* scratch) {
+  FragC rest;
+#pragma unroll
+  for (int e = 0; e < kAccElems; ++e) {
+    rest.v[e] = c.v[e] - bf16ToFloat(floatToBf16(c.v[e]));
+  }
+  accToA(hi, c, scratch);
+  accToA(lo, rest, scratch);
+}
+}  // namespace lorascope::gpu::mma
+#endif
+#endif  // LORASCOPE_GPU_DEVICE_CODE
 
 namespace lorascope::gpu {
 // The smallest wave any supported device has: host code sizes per-wave scratch with it.

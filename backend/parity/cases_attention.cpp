@@ -2,11 +2,15 @@
 // over a KV cache: HIP (bf16 in/out, fp32 math) against CPU (fp32, one row at a time).
 //
 // Shapes cover S = 1, odd S below one tile (13, 77), S that is not a tile multiple (300), long
-// sequences (1024, 2048), batch 1-3, GQA ratios 1, 2 and 7 (Qwen2.5-0.5B has 14/2), head dims 64
-// and 128 (the kernels' native sizes) and 32, 80 and 256 (zero-padded inside the kernels). One
+// sequences (1024, 2048), batch 1-3, GQA ratios 1, 2, 4 and 7 (Qwen2.5-0.5B has 14/2), head dims
+// 64 and 128 (the kernels' native sizes) and 32, 80, 100 and 256 (zero-padded inside the
+// kernels). Head dims up to 128 run on the matrix-core kernels where the GPU has them (bf16
+// operands, P and dS rounded to bf16 before their second product, as FlashAttention-2 does);
+// 256 runs on the vector-ALU kernels, so both are covered on such a GPU. One
 // case scales q up so the softmax is sharp and the online max does the work. A last case checks
 // that the GPU refuses a head dim beyond its kernels (320) by name. The last five cases add
-// sliding windows (5, 17, 100, 300 keys) and soft-capped scores (caps 3, 5, 50).
+// sliding windows (5, 17, 100, 300 keys) and soft-capped scores (caps 3, 5, 50). One case runs
+// the GPU backward twice and wants the same bits (no atomics).
 //
 // Tolerances: both backends see identical bf16 inputs and compute in fp32; the outputs out, dq,
 // dk, dv are rounded to bf16 once on the GPU (relative error ≤ 2^-9 ≈ 2e-3), so they get the
@@ -120,6 +124,31 @@ std::vector<Comparison> runBackward(Backend& cpu, Backend& gpu, const AttentionI
           compareOutputs("dv", grads[0][2], grads[1][2], kGradient)};
 }
 
+// The backward has no atomics (dk/dv are summed over the KV group in a fixed order), so two runs
+// on the same inputs give the same bits: compared with a zero tolerance. The CPU backend is not
+// involved.
+std::vector<Comparison> runBackwardTwice(Backend& gpu, const AttentionInputs& in) {
+  const DType act = gpu.capabilities().activationDType;
+  const QkvTensors qkv = uploadQkv(gpu, in);
+  const Tensor dout = gpu.upload(in.dout, act, in.qShape);
+  Tensor out = gpu.empty(act, in.qShape);
+  Tensor lse = gpu.empty(DType::F32, in.statShape);
+  gpu.attentionForward(qkv.q, qkv.k, qkv.v, in.options, out, lse);
+  std::vector<float> grads[2][3];
+  for (auto& run : grads) {
+    Tensor dq = gpu.empty(act, in.qShape);
+    Tensor dk = gpu.empty(act, in.kvShape);
+    Tensor dv = gpu.empty(act, in.kvShape);
+    gpu.attentionBackward(dout, qkv.q, qkv.k, qkv.v, out, lse, in.options, dq, dk, dv);
+    run[0] = gpu.download(dq);
+    run[1] = gpu.download(dk);
+    run[2] = gpu.download(dv);
+  }
+  return {compareOutputs("dq (run 2 vs 1)", grads[0][0], grads[1][0], Tolerance{}),
+          compareOutputs("dk (run 2 vs 1)", grads[0][1], grads[1][1], Tolerance{}),
+          compareOutputs("dv (run 2 vs 1)", grads[0][2], grads[1][2], Tolerance{})};
+}
+
 // Generation's attention over a KV cache (Backend::attentionCached): `queries` new rows at the
 // end of `keys` cached positions, batch 1.
 struct CachedCase {
@@ -190,6 +219,12 @@ std::vector<ParityCase> attentionCases() {
       {1, 1024, 4, 2, 64, 1.0f},
       {1, 1024, 2, 1, 128, 1.0f},
       {1, 2048, 2, 1, 64, 1.0f},
+      // The matrix-core kernels' edges: a head dim that is not a whole number of 16-byte rows
+      // (100: element-wise tile loads), Llama-3.1-8B's heads at a length that is not a multiple
+      // of their 64-row blocks, and a sharp softmax at head dim 128.
+      {1, 150, 4, 2, 100, 1.0f},
+      {1, 1000, 8, 2, 128, 1.0f},
+      {2, 200, 4, 4, 128, 4.0f},
       // Sliding windows (shorter than a tile, not a tile multiple, longer than a tile) and
       // soft-capped scores, as Mistral and Gemma 2/3 run them.
       {2, 77, 4, 2, 64, 1.0f, 5},
@@ -221,6 +256,11 @@ std::vector<ParityCase> attentionCases() {
                        return runBackward(cpu, gpu, makeInputs(rng, c));
                      }});
   }
+  const AttentionCase repeated{2, 300, 14, 2, 64, 1.0f};
+  cases.push_back({"attention_backward", "B=2 S=300 heads=14/2 hd=64 deterministic", Tolerance{},
+                   [=](Backend&, Backend& gpu, std::mt19937& rng) {
+                     return runBackwardTwice(gpu, makeInputs(rng, repeated));
+                   }});
   // One new token over caches of 1 to 1030 positions (decoding), and the prompt pass (S = keys);
   // sliding windows shorter and longer than a 128-key chunk, and soft-capped scores.
   const CachedCase cached[] = {{1, 1, 2, 1, 64},

@@ -1,11 +1,15 @@
 // parity/bench_attention.cpp — milliseconds per call of the GPU attention kernels at the issue's
 // benchmark shapes (B8 × S512: Qwen2.5-0.5B 14/2 heads, Llama-3.2-1B 32/8 heads, head_dim 64),
-// and of the fused lm-head + cross-entropy at the Qwen2.5-0.5B shape (4096 rows, hidden 896,
-// vocabulary 151936) on the backend's default GEMM.
-// Qt-free; scripts/gpu-check.sh runs it on the device machine. Exit 77 without a GPU.
+// at Llama-3.1-8B's (B1 × S2048, 32/8 heads, head_dim 128), and of the fused lm-head +
+// cross-entropy at the Qwen2.5-0.5B shape (4096 rows, hidden 896, vocabulary 151936) on the
+// backend's default GEMM. Qt-free; scripts/gpu-check.sh runs it on the device machine. Exit 77
+// without a GPU.
 //   bench_attention [--iterations N]
+// LORASCOPE_ATTENTION_KERNEL=vector times the vector-ALU kernels where matrix cores would serve
+// (the line "kernels:" says which ran), so one call can compare the two.
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 
@@ -98,9 +102,14 @@ int main(int argc, char** argv) {
   }
   std::printf("bench_attention on %s, %d iterations\n", gpu->capabilities().name.c_str(),
               iterations);
+  const char* kernels = std::getenv("LORASCOPE_ATTENTION_KERNEL");
+  std::printf("kernels: %s\n", kernels != nullptr && std::string(kernels) == "vector"
+                                   ? "vector ALUs (LORASCOPE_ATTENTION_KERNEL=vector)"
+                                   : "matrix cores where the device has them (head_dim <= 128)");
   std::mt19937 rng(5);
   const BenchShape shapes[] = {{"Qwen2.5-0.5B", 8, 512, 14, 2, 64},
-                               {"Llama-3.2-1B", 8, 512, 32, 8, 64}};
+                               {"Llama-3.2-1B", 8, 512, 32, 8, 64},
+                               {"Llama-3.1-8B", 1, 2048, 32, 8, 128}};
   for (const BenchShape& s : shapes) {
     benchShape(*gpu, s, iterations, rng);
   }

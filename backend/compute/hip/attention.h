@@ -14,6 +14,10 @@ namespace lorascope::compute::hip {
 // rejects larger ones with a ShapeError.
 inline constexpr std::int64_t kMaxAttentionHeadDim = 256;
 
+// Head dims up to this run on matrix cores where the device has them (padded to 64 or 128);
+// larger ones, and devices without matrix cores, run the vector-ALU kernels.
+inline constexpr std::int64_t kMaxMatrixAttentionHeadDim = 128;
+
 struct AttentionShape {
   std::int64_t batch = 0;
   std::int64_t seq = 0;
@@ -23,6 +27,15 @@ struct AttentionShape {
   std::int64_t window = 0;   // query i sees keys i − window < j ≤ i; 0 = full causal
   float softcap = 0.0f;      // scores ← softcap·tanh(scores / softcap); 0 = off
 };
+
+enum class AttentionKernels {
+  MatrixCores,  // gpu::mma: tensor cores (NVIDIA sm_80+), MFMA (CDNA 2/3), WMMA (RDNA 3/4)
+  Vector,       // fp32 on the vector ALUs: every device, every head dim
+};
+
+// Which kernels attentionForward/Backward run for `shape` on the current device. The environment
+// variable LORASCOPE_ATTENTION_KERNEL=vector forces the vector kernels.
+AttentionKernels attentionKernels(const AttentionShape& shape);
 
 // q (B, S, heads, hd), k and v (B, S, kvHeads, hd) bf16
 //   -> out (B, S, heads, hd) bf16, logsumexp (B, heads, S) f32
