@@ -110,6 +110,9 @@ namespace lorascope::gpu {
 
 inline constexpr const char* kPlatformName = "NVIDIA (CUDA via HIP portability header)";
 inline constexpr int kWaveSize = 32;  // every NVIDIA architecture
+// Shared-memory buffers a tile loop of the matrix-core kernels cycles through: cp.async fills the
+// next tile while the current one is multiplied (gpu::mma::copy16Async).
+inline constexpr int kAsyncCopyStages = 2;
 
 // "sm_90": NVIDIA names architectures by compute capability.
 inline std::string deviceArchitecture(const hipDeviceProp_t& prop) {
@@ -169,6 +172,8 @@ inline hipblasStatus_t requireFullPrecisionReduction(hipblasHandle_t) {
 namespace lorascope::gpu {
 
 inline constexpr const char* kPlatformName = "AMD (ROCm HIP)";
+// gpu::mma::copy16Async is a plain copy here: one buffer per tile (and LDS is 64 KiB a block).
+inline constexpr int kAsyncCopyStages = 1;
 
 // "gfx1100:sramecc-:xnack-" -> "gfx1100": the target name without feature flags.
 inline std::string deviceArchitecture(const hipDeviceProp_t& prop) {
@@ -242,6 +247,9 @@ static_assert(sizeof(hip_bfloat16) == sizeof(std::uint16_t), "bf16 must be 16 bi
 //   loadBt(b, p, ld)        B[k][n] = p[n·ld + k]   (B's columns as rows, e.g. K for Q·Kᵀ)
 //   loadB(b, p, ld)         B[k][n] = p[k·ld + n]   (row-major, e.g. V for P·V)
 //   mma(c, a, b)            c += a·b
+//   copy16Async(dst, src, valid), copyAsyncCommit(), copyAsyncWait<Pending>()
+//                           16-byte global -> shared copies in flight while the wave computes
+//                           (NVIDIA cp.async; a plain copy on AMD); kAsyncCopyStages buffers
 //   accToA(a, c, scratch)   the accumulator rounded to bf16 as an A operand (P for P·V);
 //                           scratch: 256 bf16 of shared memory per wave, 16-byte aligned
 //   accToASplit(hi, lo, c, scratch)
@@ -339,6 +347,21 @@ __device__ inline void mma(FragC& c, const FragA& a, const FragB& b) {
 __device__ inline std::uint32_t packBf16(float lo, float hi) {
   const __nv_bfloat162 pair = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<const std::uint32_t*>(&pair);
+}
+// 16 bytes global -> shared without a register round trip (zeros when !valid; src must still be
+// a valid address). Groups of copies are committed, then waited for until at most Pending
+// groups are in flight; a block barrier after the wait makes them visible to the other lanes.
+__device__ inline void copy16Async(void* sharedDst, const void* globalSrc, bool valid) {
+  const auto dst = static_cast<unsigned>(__cvta_generic_to_shared(sharedDst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(globalSrc),
+               "r"(valid ? 16 : 0));
+}
+__device__ inline void copyAsyncCommit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
+template <int Pending>
+__device__ inline void copyAsyncWait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
 }
 // The m16n8k16 accumulator of two column halves is already laid out as an A operand.
 __device__ inline void accToA(FragA& a, const FragC& c, hip_bfloat16* /*scratch*/) {
@@ -460,6 +483,15 @@ __device__ inline void mma(FragC& c, const FragA& a, const FragB& b) {
   c.v = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a.v, b.v, c.v, 0, 0, 0);
 #endif
 }
+// No asynchronous global -> LDS copy in HIP for these targets: a copy through registers, and
+// nothing to commit or wait for (kAsyncCopyStages is 1).
+__device__ inline void copy16Async(void* sharedDst, const void* globalSrc, bool valid) {
+  *static_cast<uint4*>(sharedDst) =
+      valid ? *static_cast<const uint4*>(globalSrc) : make_uint4(0, 0, 0, 0);
+}
+__device__ inline void copyAsyncCommit() {}
+template <int Pending>
+__device__ inline void copyAsyncWait() {}
 // Orders this wave's shared-memory writes before its later reads (the lanes run in lockstep).
 __device__ inline void waveSync() {
   __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");

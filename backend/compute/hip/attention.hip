@@ -29,7 +29,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <mutex>
 #include <optional>
 #include <string_view>
@@ -466,11 +468,14 @@ __global__ void attentionGroupSumKernel(const float* dkPartial, const float* dvP
 // Pᵀ·dO and dSᵀ·Q take it transposed (loadB). P and dS enter their product as a pair of bf16
 // operands (accToASplit: hi + lo, ~16 significant bits), not as one rounded bf16 as in
 // FlashAttention-2: one bf16 P gives errors of 2^-9·Σ|p·v|, which where the sum cancels are
-// several times the parity tolerance; the second product costs little, the kernels being bound
-// by the softmax and the tile loads rather than by the matrix cores. Softmax statistics, masks and
+// several times the parity tolerance. The second product cost ~10% of the kernels' time on an
+// H100 (bench_attention, Qwen2.5-0.5B shape). Softmax statistics, masks and
 // soft-capping are applied per accumulator element in fp32, in the same units (log2) as the vector
 // kernels above; the dk/dv partials and their group sum are those kernels' too, so the backward
-// stays free of atomics.
+// stays free of atomics. The dq kernel also computes D = rowsum(dO ∘ O) for its rows, in place of
+// the vector path's separate row-dot kernel. K/V (forward, dq)
+// and Q/dO (dk/dv) tiles stream through kStages buffers: on NVIDIA the next tile's cp.async copies
+// run while the current one is multiplied.
 constexpr int kMmaWaves = 4;
 constexpr int kMmaBlockRows = kMmaWaves * 16;  // query rows (forward, dq) or key rows (dk/dv)
 [[maybe_unused]] constexpr int kMmaKeys = 64;  // keys per shared tile (forward, dq)
@@ -486,11 +491,21 @@ constexpr int kDqKeyChunk = HDP >= 128 ? 32 : 64;
 template <int HDP>
 constexpr int kDkDvQueries = HDP >= 128 ? 32 : 64;
 
+constexpr int kStages = gpu::kAsyncCopyStages;  // buffers per streamed tile
+
+// Dynamic shared memory of the matrix-core kernels, in bytes (NVIDIA lets them past 48 KiB on
+// request; AMD's single-buffered layout stays within its 64 KiB).
 template <int HDP>
-constexpr std::size_t dkDvSharedBytes() {
-  return (2 * kMmaBlockRows + 2 * kDkDvQueries<HDP>)*kMmaLd<HDP> * sizeof(std::uint16_t) +
-         2 * kDkDvQueries<HDP> * sizeof(float) + kMmaWaves * kMmaScratch * sizeof(std::uint16_t);
-}
+struct MmaShared {
+  static constexpr std::size_t row = kMmaLd<HDP> * sizeof(std::uint16_t);  // a tile row
+  static constexpr std::size_t scratch = kMmaWaves * kMmaScratch * sizeof(std::uint16_t);
+  // forward, dq: kStages × (K and V tiles of kMmaKeys rows), then the waves' scratch
+  static constexpr std::size_t keyLoop = kStages * 2 * kMmaKeys * row + scratch;
+  // dk/dv: K and V tiles of the block's keys, kStages × (Q and dO tiles, logsumexp and D), scratch
+  static constexpr std::size_t queries = kDkDvQueries<HDP>;
+  static constexpr std::size_t queryStage = 2 * queries * row + 2 * queries * sizeof(float);
+  static constexpr std::size_t dkDv = 2 * kMmaBlockRows * row + kStages * queryStage + scratch;
+};
 
 // The matrix-core kernels compile to empty bodies for targets without matrix cores (RDNA 2, the
 // host pass); their launcher never picks them there.
@@ -501,7 +516,8 @@ __device__ inline void unusedWithoutMatrixCores(const Params&...) {}
 namespace mma = gpu::mma;
 
 // dst[r][c] (row stride kMmaLd) = src row t0 + r, element c; zero outside rows [0, rows) and
-// [0, headDim). 16-byte copies when a row is a whole number of them (head dims 8k).
+// [0, headDim). Head dims 8k: 16-byte asynchronous copies (the caller commits and waits for
+// them); others: element by element, finished when this returns.
 template <int HDP>
 __device__ void loadTileBf16(hip_bfloat16* dst, const hip_bfloat16* src, long long tokenStride,
                              int t0, int rows, int tileRows, int headDim) {
@@ -512,11 +528,8 @@ __device__ void loadTileBf16(hip_bfloat16* dst, const hip_bfloat16* src, long lo
          idx += static_cast<int>(blockDim.x)) {
       const int r = idx / vectorsPerRow;
       const int c = idx % vectorsPerRow * 8;
-      uint4 value = make_uint4(0, 0, 0, 0);
-      if (r < rows && c < headDim) {
-        value = *reinterpret_cast<const uint4*>(src + (t0 + r) * tokenStride + c);
-      }
-      *reinterpret_cast<uint4*>(dst + r * ld + c) = value;
+      const bool inside = r < rows && c < headDim;
+      mma::copy16Async(dst + r * ld + c, inside ? src + (t0 + r) * tokenStride + c : src, inside);
     }
     return;
   }
@@ -540,9 +553,11 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   constexpr int steps = HDP / 16;
   constexpr int keyBlocks = kMmaKeys / 16;
   constexpr int slots = mma::kAccRowSlots;
-  __shared__ __align__(16) hip_bfloat16 kTile[kMmaKeys * ld];
-  __shared__ __align__(16) hip_bfloat16 vTile[kMmaKeys * ld];
-  __shared__ __align__(16) hip_bfloat16 scratch[kMmaWaves * kMmaScratch];
+  constexpr int tileElems = kMmaKeys * ld;
+  // Stage s: K tile at tiles + 2s·tileElems, V tile after it; the waves' scratch after the last.
+  extern __shared__ __align__(16) unsigned char forwardShared[];
+  auto* tiles = reinterpret_cast<hip_bfloat16*>(forwardShared);
+  hip_bfloat16* scratch = tiles + kStages * 2 * tileElems;
 
   const int wave = static_cast<int>(threadIdx.x) / gpu::kWaveSize;
   hip_bfloat16* waveScratch = scratch + wave * kMmaScratch;
@@ -555,13 +570,15 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   const long long kvStride = static_cast<long long>(dims.kvHeads) * dims.headDim;
 
   // Q through shared memory into A operands, kept for the whole key loop.
-  loadTileBf16<HDP>(kTile, q + rowOffset(dims, dims.heads, b, 0, h), qStride, r0,
+  loadTileBf16<HDP>(tiles, q + rowOffset(dims, dims.heads, b, 0, h), qStride, r0,
                     min(kMmaBlockRows, dims.seq - r0), kMmaBlockRows, dims.headDim);
+  mma::copyAsyncCommit();
+  mma::copyAsyncWait<0>();
   __syncthreads();
   mma::FragA qa[steps];
 #pragma unroll
   for (int kk = 0; kk < steps; ++kk) {
-    mma::loadA(qa[kk], kTile + wave * 16 * ld + kk * 16, ld);
+    mma::loadA(qa[kk], tiles + wave * 16 * ld + kk * 16, ld);
   }
   mma::FragC o[steps];
 #pragma unroll
@@ -579,12 +596,34 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   const hip_bfloat16* kBase = k + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const hip_bfloat16* vBase = v + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const int keyEnd = min(r0 + kMmaBlockRows, dims.seq);
-  for (int t0 = firstVisibleKey(dims, r0); t0 < keyEnd; t0 += kMmaKeys) {
-    __syncthreads();  // the previous tiles (and Q's staging) are no longer read
+  const int firstKey = firstVisibleKey(dims, r0);
+  const auto stageKeys = [&](int t0, int stage) {
     const int rows = min(kMmaKeys, dims.seq - t0);
-    loadTileBf16<HDP>(kTile, kBase, kvStride, t0, rows, kMmaKeys, dims.headDim);
-    loadTileBf16<HDP>(vTile, vBase, kvStride, t0, rows, kMmaKeys, dims.headDim);
+    loadTileBf16<HDP>(tiles + 2 * stage * tileElems, kBase, kvStride, t0, rows, kMmaKeys,
+                      dims.headDim);
+    loadTileBf16<HDP>(tiles + (2 * stage + 1) * tileElems, vBase, kvStride, t0, rows, kMmaKeys,
+                      dims.headDim);
+  };
+  __syncthreads();  // Q's staging is read
+  if (kStages > 1) {
+    stageKeys(firstKey, 0);
+    mma::copyAsyncCommit();
+  }
+  int stage = 0;
+  for (int t0 = firstKey; t0 < keyEnd; t0 += kMmaKeys, stage = (stage + 1) % kStages) {
+    // With two stages the next tile streams in while this one is multiplied; with one, this
+    // tile is loaded now. The first barrier frees the buffer the load overwrites.
     __syncthreads();
+    if (kStages == 1) {
+      stageKeys(t0, 0);
+    } else if (t0 + kMmaKeys < keyEnd) {
+      stageKeys(t0 + kMmaKeys, (stage + 1) % kStages);
+    }
+    mma::copyAsyncCommit();
+    mma::copyAsyncWait<kStages - 1>();
+    __syncthreads();
+    const hip_bfloat16* kTile = tiles + 2 * stage * tileElems;
+    const hip_bfloat16* vTile = kTile + tileElems;
     // Waves whose rows see none of these keys (all before the diagonal, or all past the
     // window's start, or rows past the end) skip the tile.
     if (w0 >= dims.seq || t0 > w0 + 15 ||
@@ -692,20 +731,23 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
 #endif
 }
 
-// dq_i = scale · Σ_j p_ij (dout_i·v_j − D_i) k_j. grid (ceil(S / 64), heads, B).
+// dq_i = scale · Σ_j p_ij (dout_i·v_j − D_i) k_j, and D_i = dout_i · out_i itself, written to
+// rowDot (B, heads, S) for the dk/dv kernel after it. grid (ceil(S / 64), heads, B); dynamic
+// shared memory MmaShared<HDP>::keyLoop.
 template <int HDP>
 __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
     attentionDqMmaKernel(const hip_bfloat16* dout, const hip_bfloat16* q, const hip_bfloat16* k,
-                         const hip_bfloat16* v, const float* logsumexp, const float* rowDot,
-                         Dims dims, float scale, hip_bfloat16* dq) {
+                         const hip_bfloat16* v, const hip_bfloat16* out, const float* logsumexp,
+                         Dims dims, float scale, float* rowDot, hip_bfloat16* dq) {
 #if defined(LORASCOPE_GPU_MMA)
   constexpr int ld = kMmaLd<HDP>;
   constexpr int steps = HDP / 16;
   constexpr int chunkBlocks = kDqKeyChunk<HDP> / 16;
   constexpr int slots = mma::kAccRowSlots;
-  __shared__ __align__(16) hip_bfloat16 kTile[kMmaKeys * ld];
-  __shared__ __align__(16) hip_bfloat16 vTile[kMmaKeys * ld];
-  __shared__ __align__(16) hip_bfloat16 scratch[kMmaWaves * kMmaScratch];
+  constexpr int tileElems = kMmaKeys * ld;
+  extern __shared__ __align__(16) unsigned char dqShared[];  // as the forward kernel's
+  auto* tiles = reinterpret_cast<hip_bfloat16*>(dqShared);
+  hip_bfloat16* scratch = tiles + kStages * 2 * tileElems;
 
   const int wave = static_cast<int>(threadIdx.x) / gpu::kWaveSize;
   hip_bfloat16* waveScratch = scratch + wave * kMmaScratch;
@@ -719,26 +761,54 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   const float scaleLog2 = scale * kLog2e;
 
   const int blockRows = min(kMmaBlockRows, dims.seq - r0);
-  loadTileBf16<HDP>(kTile, q + rowOffset(dims, dims.heads, b, 0, h), qStride, r0, blockRows,
+  loadTileBf16<HDP>(tiles, q + rowOffset(dims, dims.heads, b, 0, h), qStride, r0, blockRows,
                     kMmaBlockRows, dims.headDim);
-  loadTileBf16<HDP>(vTile, dout + rowOffset(dims, dims.heads, b, 0, h), qStride, r0, blockRows,
-                    kMmaBlockRows, dims.headDim);
+  loadTileBf16<HDP>(tiles + tileElems, dout + rowOffset(dims, dims.heads, b, 0, h), qStride, r0,
+                    blockRows, kMmaBlockRows, dims.headDim);
+  mma::copyAsyncCommit();
+  mma::copyAsyncWait<0>();
   __syncthreads();
   mma::FragA qa[steps];
   mma::FragA da[steps];
 #pragma unroll
   for (int kk = 0; kk < steps; ++kk) {
-    mma::loadA(qa[kk], kTile + wave * 16 * ld + kk * 16, ld);
-    mma::loadA(da[kk], vTile + wave * 16 * ld + kk * 16, ld);
+    mma::loadA(qa[kk], tiles + wave * 16 * ld + kk * 16, ld);
+    mma::loadA(da[kk], tiles + tileElems + wave * 16 * ld + kk * 16, ld);
   }
+  // D_i = dout_i · out_i: out takes Q's place, two lanes per row sum half the head dim each.
+  __shared__ float rowDotTile[kMmaBlockRows];
+  const long long statBase = (static_cast<long long>(b) * dims.heads + h) * dims.seq;
+  __syncthreads();
+  loadTileBf16<HDP>(tiles, out + rowOffset(dims, dims.heads, b, 0, h), qStride, r0, blockRows,
+                    kMmaBlockRows, dims.headDim);
+  mma::copyAsyncCommit();
+  mma::copyAsyncWait<0>();
+  __syncthreads();
+  for (int t = static_cast<int>(threadIdx.x); t < 2 * kMmaBlockRows;
+       t += static_cast<int>(blockDim.x)) {
+    const int r = t / 2;
+    const hip_bfloat16* outRow = tiles + r * ld + (t % 2) * (HDP / 2);
+    const hip_bfloat16* doRow = tiles + tileElems + r * ld + (t % 2) * (HDP / 2);
+    float sum = 0.0f;
+    for (int c = 0; c < HDP / 2; ++c) {  // the padding is zero
+      sum += bf16ToFloat(doRow[c]) * bf16ToFloat(outRow[c]);
+    }
+    sum += gpu::waveShflXor(sum, 1);
+    if (t % 2 == 0) {
+      rowDotTile[r] = sum;
+      if (r < blockRows) {
+        rowDot[statBase + r0 + r] = sum;
+      }
+    }
+  }
+  __syncthreads();
   float lseLog2[slots];
   float rowD[slots];
 #pragma unroll
   for (int sl = 0; sl < slots; ++sl) {
     const int i = min(w0 + mma::slotRow(sl), dims.seq - 1);
-    const long long stat = (static_cast<long long>(b) * dims.heads + h) * dims.seq + i;
-    lseLog2[sl] = logsumexp[stat] * kLog2e;
-    rowD[sl] = rowDot[stat];
+    lseLog2[sl] = logsumexp[statBase + i] * kLog2e;
+    rowD[sl] = rowDotTile[wave * 16 + mma::slotRow(sl)];
   }
   mma::FragC acc[steps];
 #pragma unroll
@@ -749,12 +819,32 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   const hip_bfloat16* kBase = k + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const hip_bfloat16* vBase = v + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const int keyEnd = min(r0 + kMmaBlockRows, dims.seq);
-  for (int t0 = firstVisibleKey(dims, r0); t0 < keyEnd; t0 += kMmaKeys) {
-    __syncthreads();
+  const int firstKey = firstVisibleKey(dims, r0);
+  const auto stageKeys = [&](int t0, int stage) {
     const int rows = min(kMmaKeys, dims.seq - t0);
-    loadTileBf16<HDP>(kTile, kBase, kvStride, t0, rows, kMmaKeys, dims.headDim);
-    loadTileBf16<HDP>(vTile, vBase, kvStride, t0, rows, kMmaKeys, dims.headDim);
+    loadTileBf16<HDP>(tiles + 2 * stage * tileElems, kBase, kvStride, t0, rows, kMmaKeys,
+                      dims.headDim);
+    loadTileBf16<HDP>(tiles + (2 * stage + 1) * tileElems, vBase, kvStride, t0, rows, kMmaKeys,
+                      dims.headDim);
+  };
+  __syncthreads();  // the staging of out and dO is read
+  if (kStages > 1) {
+    stageKeys(firstKey, 0);
+    mma::copyAsyncCommit();
+  }
+  int stage = 0;
+  for (int t0 = firstKey; t0 < keyEnd; t0 += kMmaKeys, stage = (stage + 1) % kStages) {
+    __syncthreads();  // as in the forward kernel
+    if (kStages == 1) {
+      stageKeys(t0, 0);
+    } else if (t0 + kMmaKeys < keyEnd) {
+      stageKeys(t0 + kMmaKeys, (stage + 1) % kStages);
+    }
+    mma::copyAsyncCommit();
+    mma::copyAsyncWait<kStages - 1>();
     __syncthreads();
+    const hip_bfloat16* kTile = tiles + 2 * stage * tileElems;
+    const hip_bfloat16* vTile = kTile + tileElems;
 #pragma unroll
     for (int c0 = 0; c0 < kMmaKeys; c0 += kDqKeyChunk<HDP>) {
       const int j0 = t0 + c0;  // the chunk's first key
@@ -820,13 +910,13 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
     }
   }
 #else
-  unusedWithoutMatrixCores(dout, q, k, v, logsumexp, rowDot, dims, scale, dq);
+  unusedWithoutMatrixCores(dout, q, k, v, out, logsumexp, dims, scale, rowDot, dq);
 #endif
 }
 
 // Per query head h: dk_j = scale · Σ_i ds_ij q_i, dv_j = Σ_i p_ij dout_i over visible i, into
 // the f32 partials (B, S, heads, hd), as attentionDkDvKernel. grid (ceil(S / 64), heads, B);
-// dynamic shared memory dkDvSharedBytes<HDP>().
+// dynamic shared memory MmaShared<HDP>::dkDv.
 template <int HDP>
 __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
     attentionDkDvMmaKernel(const hip_bfloat16* dout, const hip_bfloat16* q, const hip_bfloat16* k,
@@ -836,14 +926,18 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   constexpr int ld = kMmaLd<HDP>;
   constexpr int steps = HDP / 16;
   constexpr int queries = kDkDvQueries<HDP>;
+  // K and V tiles, then per stage: Q and dO tiles, logsumexp (log2 units) and D; then scratch.
   extern __shared__ __align__(16) unsigned char dkDvShared[];
   auto* kTile = reinterpret_cast<hip_bfloat16*>(dkDvShared);
   hip_bfloat16* vTile = kTile + kMmaBlockRows * ld;
-  hip_bfloat16* qTile = vTile + kMmaBlockRows * ld;
-  hip_bfloat16* doTile = qTile + queries * ld;
-  auto* lseTile = reinterpret_cast<float*>(doTile + queries * ld);  // log2 units
-  float* dTile = lseTile + queries;
-  auto* scratch = reinterpret_cast<hip_bfloat16*>(dTile + queries);
+  unsigned char* stages = dkDvShared + 2 * kMmaBlockRows * ld * sizeof(hip_bfloat16);
+  auto* scratch = reinterpret_cast<hip_bfloat16*>(stages + kStages * MmaShared<HDP>::queryStage);
+  const auto qTileOf = [&](int stage) {
+    return reinterpret_cast<hip_bfloat16*>(stages + stage * MmaShared<HDP>::queryStage);
+  };
+  const auto lseTileOf = [&](int stage) {
+    return reinterpret_cast<float*>(qTileOf(stage) + 2 * queries * ld);
+  };
 
   const int wave = static_cast<int>(threadIdx.x) / gpu::kWaveSize;
   hip_bfloat16* waveScratch = scratch + wave * kMmaScratch;
@@ -874,17 +968,37 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   const long long statBase = (static_cast<long long>(b) * dims.heads + h) * dims.seq;
   const int queryEnd =
       dims.window > 0 ? min(dims.seq, k0 + kMmaBlockRows - 1 + dims.window) : dims.seq;
-  for (int t0 = k0; t0 < queryEnd; t0 += queries) {
-    __syncthreads();  // also orders the K and V staging before the first reads
+  const auto stageQueries = [&](int t0, int stage) {
     const int rows = min(queries, dims.seq - t0);
-    loadTileBf16<HDP>(qTile, qBase, qStride, t0, rows, queries, dims.headDim);
-    loadTileBf16<HDP>(doTile, doBase, qStride, t0, rows, queries, dims.headDim);
+    loadTileBf16<HDP>(qTileOf(stage), qBase, qStride, t0, rows, queries, dims.headDim);
+    loadTileBf16<HDP>(qTileOf(stage) + queries * ld, doBase, qStride, t0, rows, queries,
+                      dims.headDim);
+    float* lse = lseTileOf(stage);
     for (int r = static_cast<int>(threadIdx.x); r < queries; r += static_cast<int>(blockDim.x)) {
       // Rows past the end get p = 0 (their Q and dO are zero too).
-      lseTile[r] = r < rows ? logsumexp[statBase + t0 + r] * kLog2e : INFINITY;
-      dTile[r] = r < rows ? rowDot[statBase + t0 + r] : 0.0f;
+      lse[r] = r < rows ? logsumexp[statBase + t0 + r] * kLog2e : INFINITY;
+      lse[queries + r] = r < rows ? rowDot[statBase + t0 + r] : 0.0f;
     }
+  };
+  if (kStages > 1) {
+    stageQueries(k0, 0);  // in the same group as K and V above
+  }
+  mma::copyAsyncCommit();
+  int stage = 0;
+  for (int t0 = k0; t0 < queryEnd; t0 += queries, stage = (stage + 1) % kStages) {
+    __syncthreads();  // as in the forward kernel
+    if (kStages == 1) {
+      stageQueries(t0, 0);
+    } else if (t0 + queries < queryEnd) {
+      stageQueries(t0 + queries, (stage + 1) % kStages);
+    }
+    mma::copyAsyncCommit();
+    mma::copyAsyncWait<kStages - 1>();
     __syncthreads();
+    const hip_bfloat16* qTile = qTileOf(stage);
+    const hip_bfloat16* doTile = qTile + queries * ld;
+    const float* lseTile = lseTileOf(stage);
+    const float* dTile = lseTile + queries;
     if (kw0 >= dims.seq || t0 + queries - 1 < kw0 ||
         (dims.window > 0 && t0 >= kw0 + 15 + dims.window)) {
       continue;
@@ -1065,31 +1179,37 @@ dim3 mmaBlock() {
   return dim3(static_cast<unsigned>(kMmaWaves * currentMatrixCores().waveSize));
 }
 
+// Past 48 KiB of dynamic shared memory NVIDIA wants the kernel's consent, per device (AMD's
+// kernels stay within 64 KiB, which needs none).
+template <typename... Params>
+void allowSharedBytes(void (*kernel)(Params...), std::size_t bytes) {
+  LORASCOPE_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                                          hipFuncAttributeMaxDynamicSharedMemorySize,
+                                          static_cast<int>(bytes)));
+}
+
 template <int HDP>
 void launchForwardMma(const std::uint16_t* q, const std::uint16_t* k, const std::uint16_t* v,
                       const AttentionShape& shape, float scale, std::uint16_t* out,
                       float* logsumexp, hipStream_t stream) {
-  launch("attention_forward", attentionForwardMmaKernel<HDP>, mmaGrid(shape), mmaBlock(), 0, stream,
-         asBf16(q), asBf16(k), asBf16(v), toDims(shape), scale * kLog2e, asBf16(out), logsumexp);
+  constexpr std::size_t shared = MmaShared<HDP>::keyLoop;
+  allowSharedBytes(attentionForwardMmaKernel<HDP>, shared);
+  launch("attention_forward", attentionForwardMmaKernel<HDP>, mmaGrid(shape), mmaBlock(), shared,
+         stream, asBf16(q), asBf16(k), asBf16(v), toDims(shape), scale * kLog2e, asBf16(out),
+         logsumexp);
 }
 
 template <int HDP>
 void launchBackwardMma(const std::uint16_t* dout, const std::uint16_t* q, const std::uint16_t* k,
-                       const std::uint16_t* v, const float* logsumexp, const AttentionShape& shape,
-                       float scale, AttentionBackwardScratch scratch, std::uint16_t* dq,
-                       hipStream_t stream) {
-  launch("attention_backward", attentionDqMmaKernel<HDP>, mmaGrid(shape), mmaBlock(), 0, stream,
-         asBf16(dout), asBf16(q), asBf16(k), asBf16(v), logsumexp, scratch.rowDot, toDims(shape),
-         scale, asBf16(dq));
-  constexpr std::size_t shared = dkDvSharedBytes<HDP>();
-  // Past 48 KiB of dynamic shared memory NVIDIA wants the kernel's consent (AMD allows 64 KiB).
-  static const bool allowed = [] {
-    LORASCOPE_HIP_CHECK(
-        hipFuncSetAttribute(reinterpret_cast<const void*>(attentionDkDvMmaKernel<HDP>),
-                            hipFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared)));
-    return true;
-  }();
-  (void)allowed;
+                       const std::uint16_t* v, const std::uint16_t* out, const float* logsumexp,
+                       const AttentionShape& shape, float scale, AttentionBackwardScratch scratch,
+                       std::uint16_t* dq, hipStream_t stream) {
+  allowSharedBytes(attentionDqMmaKernel<HDP>, MmaShared<HDP>::keyLoop);
+  launch("attention_backward", attentionDqMmaKernel<HDP>, mmaGrid(shape), mmaBlock(),
+         MmaShared<HDP>::keyLoop, stream, asBf16(dout), asBf16(q), asBf16(k), asBf16(v),
+         asBf16(out), logsumexp, toDims(shape), scale, scratch.rowDot, asBf16(dq));
+  constexpr std::size_t shared = MmaShared<HDP>::dkDv;
+  allowSharedBytes(attentionDkDvMmaKernel<HDP>, shared);
   launch("attention_backward", attentionDkDvMmaKernel<HDP>, mmaGrid(shape), mmaBlock(), shared,
          stream, asBf16(dout), asBf16(q), asBf16(k), asBf16(v), logsumexp, scratch.rowDot,
          toDims(shape), scale, scratch.dkPartial, scratch.dvPartial);
@@ -1114,6 +1234,20 @@ void launchBackwardVector(const std::uint16_t* dout, const std::uint16_t* q, con
 
 }  // namespace
 
+namespace {
+// The matrix-core kernels copy rows of head dims 8k in 16-byte pieces: such tensors must start on
+// 16 bytes (the allocator's blocks do; a view at an odd offset goes to the vector kernels).
+bool tilesCopyable(const AttentionShape& shape,
+                   std::initializer_list<const std::uint16_t*> tensors) {
+  if (shape.headDim % 8 != 0) {
+    return true;
+  }
+  return std::all_of(tensors.begin(), tensors.end(), [](const std::uint16_t* p) {
+    return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+  });
+}
+}  // namespace
+
 AttentionKernels attentionKernels(const AttentionShape& shape) {
   const MatrixCores device = currentMatrixCores();
   if (shape.headDim <= kMaxMatrixAttentionHeadDim && device.available && !vectorKernelsForced()) {
@@ -1128,7 +1262,7 @@ void attentionForward(const std::uint16_t* q, const std::uint16_t* k, const std:
   if (shape.batch == 0 || shape.seq == 0 || shape.heads == 0) {
     return;
   }
-  if (attentionKernels(shape) == AttentionKernels::MatrixCores) {
+  if (attentionKernels(shape) == AttentionKernels::MatrixCores && tilesCopyable(shape, {q, k, v})) {
     if (shape.headDim <= 64) {
       launchForwardMma<64>(q, k, v, shape, scale, out, logsumexp, stream);
     } else {
@@ -1157,17 +1291,19 @@ void attentionBackward(const std::uint16_t* dout, const std::uint16_t* q, const 
   if (shape.batch == 0 || shape.seq == 0 || shape.heads == 0) {
     return;
   }
-  const long long queryRows = shape.batch * shape.seq * shape.heads;
-  launch("attention_backward", attentionRowDotKernel, elementwiseGrid(queryRows),
-         dim3(kElementwiseThreads), 0, stream, asBf16(dout), asBf16(out), toDims(shape), queryRows,
-         scratch.rowDot);
-  if (attentionKernels(shape) == AttentionKernels::MatrixCores) {
+  if (attentionKernels(shape) == AttentionKernels::MatrixCores &&
+      tilesCopyable(shape, {dout, q, k, v, out})) {
+    // D = rowsum(dout ∘ out) comes from the dq kernel.
     if (shape.headDim <= 64) {
-      launchBackwardMma<64>(dout, q, k, v, logsumexp, shape, scale, scratch, dq, stream);
+      launchBackwardMma<64>(dout, q, k, v, out, logsumexp, shape, scale, scratch, dq, stream);
     } else {
-      launchBackwardMma<128>(dout, q, k, v, logsumexp, shape, scale, scratch, dq, stream);
+      launchBackwardMma<128>(dout, q, k, v, out, logsumexp, shape, scale, scratch, dq, stream);
     }
   } else {
+    const long long queryRows = shape.batch * shape.seq * shape.heads;
+    launch("attention_backward", attentionRowDotKernel, elementwiseGrid(queryRows),
+           dim3(kElementwiseThreads), 0, stream, asBf16(dout), asBf16(out), toDims(shape),
+           queryRows, scratch.rowDot);
     launchBackwardVector(dout, q, k, v, logsumexp, shape, scale, scratch, dq, stream);
   }
   const long long kvElements = shape.batch * shape.seq * shape.kvHeads * shape.headDim;
