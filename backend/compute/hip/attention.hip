@@ -34,7 +34,9 @@
 #include <initializer_list>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string_view>
+#include <utility>
 
 #include "compute/hip/HipCheck.h"       // defines: LORASCOPE_HIP_CHECK
 #include "compute/hip/device_common.h"  // defines: bf16ToFloat, floatToBf16, waveShflXor
@@ -1180,12 +1182,21 @@ dim3 mmaBlock() {
 }
 
 // Past 48 KiB of dynamic shared memory NVIDIA wants the kernel's consent, per device (AMD's
-// kernels stay within 64 KiB, which needs none).
+// kernels stay within 64 KiB, which needs none). Asked once per kernel and device, so that a
+// step captured as a graph later makes no such call.
 template <typename... Params>
 void allowSharedBytes(void (*kernel)(Params...), std::size_t bytes) {
-  LORASCOPE_HIP_CHECK(hipFuncSetAttribute(reinterpret_cast<const void*>(kernel),
-                                          hipFuncAttributeMaxDynamicSharedMemorySize,
-                                          static_cast<int>(bytes)));
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> allowed;
+  int device = 0;
+  LORASCOPE_HIP_CHECK(hipGetDevice(&device));
+  const auto* function = reinterpret_cast<const void*>(kernel);
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (allowed.count({function, device}) == 0) {
+    LORASCOPE_HIP_CHECK(hipFuncSetAttribute(function, hipFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(bytes)));
+    allowed.insert({function, device});
+  }
 }
 
 template <int HDP>
