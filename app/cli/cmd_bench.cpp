@@ -27,7 +27,7 @@
 #include "cli/Commands.h"
 #include "common/Platform.h"  // defines: peakResidentBytes
 #include "compute/Backend.h"
-#include "compute/CpuControl.h"  // defines: setCpuThreads, blasDescription, takeOpTimes
+#include "compute/CpuControl.h"  // defines: setCpuThreads, blasDescription, simdLevelInUse, ...
 #include "job/CliArgs.h"
 #include "model/ReferenceShapes.h"
 #include "train/TrainLoop.h"
@@ -262,6 +262,8 @@ int runBench(const Args& args) {
   const long steps = positiveNumber("--steps", cli.value("steps").value_or("3"));
   std::printf("OpenBLAS: %s (held at 1 thread; the backend's pool splits the work)\n",
               compute::cpu::blasDescription().c_str());
+  std::printf("vector kernels: %s (LORASCOPE_CPU_SIMD=generic|avx2|avx512 caps them)\n",
+              compute::cpu::simdLevelInUse());
   for (const BenchShape& shape : {tinyLlama(), qwenHalfB()}) {
     if (model == "all" || shape.name.rfind(model, 0) == 0) {
       benchShape(shape, threads, steps, cli.has("checkpointing"), cli.has("profile"));

@@ -2,7 +2,7 @@
 // the OpenBLAS in use, and optional wall-clock totals per op (`bench --profile`). Off by default:
 // then an op pays one relaxed atomic load. Only the outermost op on a thread counts, so the GEMMs
 // inside the fused lm-head loss are part of the loss's time, not of "matmul". Implemented in
-// cpu/parallel.cpp and cpu/op_times.cpp.
+// cpu/parallel.cpp, cpu/op_times.cpp and cpu/simd.cpp.
 #pragma once
 
 #include <array>
@@ -20,6 +20,10 @@ void setCpuThreads(int threads);
 
 // The OpenBLAS library in use, for benchmark reports: its build config, core and threading model.
 std::string blasDescription();
+
+// The vector instruction set of the CPU ops' own loops (cpu/simd.h): "generic", "avx2" or
+// "avx512", chosen at run time from the CPU (LORASCOPE_CPU_SIMD caps it).
+const char* simdLevelInUse();
 
 enum class CpuOp {
   Matmul,

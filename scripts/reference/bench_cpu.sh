@@ -8,22 +8,29 @@
 # that machine lacks, see scripts/gpu-check.sh prepare), then runs `lorascope-train bench` and
 # scripts/reference/bench_lora_torch.py for the tiny Llama and the Qwen2.5-0.5B shape, one model
 # per process so that each peak RSS is that model's own. Results go to $OUT (or ./bench-results).
+# LORASCOPE_TRAIN=PATH uses a lorascope-train built elsewhere instead (a Debian 12 cpu build runs
+# on that machine; it saves the device's build minutes): no configure, no build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo="$(pwd)"
 out="${OUT:-$repo/bench-results}"
 steps="${1:-3}" threads="${2:-1,2,16}" qwen_steps="${3:-2}" qwen_threads="${4:-$threads}"
 mkdir -p "$out"
-extra=()
-if [[ -d "$repo/.device/include" ]]; then
-  extra=(-DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include")
+bench="${LORASCOPE_TRAIN:-}"
+if [[ -z "$bench" ]]; then
+  extra=()
+  if [[ -d "$repo/.device/include" ]]; then
+    extra=(-DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include")
+  fi
+  cmake --preset cpu -B build/bench-cpu -DLORASCOPE_BUILD_GUI=OFF "${extra[@]}" >"$out/configure.log" 2>&1 ||
+    { tail -30 "$out/configure.log"; exit 1; }
+  cmake --build build/bench-cpu --target lorascope-train --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
+    { grep -E "error" "$out/build.log" | head -30; exit 1; }
+  bench=build/bench-cpu/app/lorascope-train
+elif [[ -d "$repo/.device/lib" ]]; then
+  export LD_LIBRARY_PATH="$repo/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
-cmake --preset cpu -B build/bench-cpu -DLORASCOPE_BUILD_GUI=OFF "${extra[@]}" >"$out/configure.log" 2>&1 ||
-  { tail -30 "$out/configure.log"; exit 1; }
-cmake --build build/bench-cpu --target lorascope-train --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
-  { grep -E "error" "$out/build.log" | head -30; exit 1; }
 lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|Flags" | cut -c1-300 >"$out/cpu.txt"
-bench=build/bench-cpu/app/lorascope-train
 {
   "$bench" bench --model tiny --threads "$threads" --steps "$steps" --profile
   python3 scripts/reference/bench_lora_torch.py --model tiny --threads "$threads" --steps "$steps"

@@ -3,6 +3,7 @@
 
 #include "compute/cpu/op_times.h"  // defines: OpTimer
 #include "compute/cpu/parallel.h"  // defines: parallelRanges
+#include "compute/cpu/simd.h"      // defines: simd
 
 namespace lorascope::compute::cpu {
 namespace {
@@ -11,28 +12,24 @@ constexpr std::int64_t kElementsPerRange = 16384;  // 64 KiB of each operand per
 
 void addInPlace(float* x, const float* y, std::int64_t count) {
   const OpTimer timer(CpuOp::Elementwise);
+  const auto kernel = simd().addArray;
   parallelRanges(count, kElementsPerRange, [=](std::int64_t first, std::int64_t last) {
-    for (std::int64_t i = first; i < last; ++i) {
-      x[i] += y[i];
-    }
+    kernel(x + first, y + first, last - first);
   });
 }
 
 void addBias(float* x, const float* bias, std::int64_t rows, std::int64_t dim) {
+  const auto kernel = simd().addArray;
   for (std::int64_t r = 0; r < rows; ++r) {
-    float* row = x + r * dim;
-    for (std::int64_t i = 0; i < dim; ++i) {
-      row[i] += bias[i];
-    }
+    kernel(x + r * dim, bias, dim);
   }
 }
 
 void multiplyInPlace(float* x, const float* y, std::int64_t count) {
   const OpTimer timer(CpuOp::Elementwise);
+  const auto kernel = simd().multiplyArray;
   parallelRanges(count, kElementsPerRange, [=](std::int64_t first, std::int64_t last) {
-    for (std::int64_t i = first; i < last; ++i) {
-      x[i] *= y[i];
-    }
+    kernel(x + first, y + first, last - first);
   });
 }
 

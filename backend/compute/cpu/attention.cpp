@@ -25,10 +25,10 @@
 #include <memory>
 #include <vector>
 
-#include "compute/cpu/fast_exp.h"  // defines: expArray, sumAsDouble
 #include "compute/cpu/matmul.h"    // defines: cpu::sgemm
 #include "compute/cpu/op_times.h"  // defines: OpTimer
 #include "compute/cpu/parallel.h"  // defines: parallelFor
+#include "compute/cpu/simd.h"      // defines: simd (exp, sums, the softmax gradient rows)
 
 namespace lorascope::compute::cpu {
 namespace {
@@ -108,9 +108,10 @@ struct RowSoftmax {
 RowSoftmax softmaxRowInPlace(float* row, KeySpan span, std::int64_t keys) {
   float* valid = row + span.begin;
   const std::int64_t count = span.end - span.begin;
-  const float maxScore = *std::max_element(valid, valid + count);
-  expArray(valid, valid, count, 1.0f, maxScore);
-  const double sum = sumAsDouble(valid, count);
+  const SimdKernels& k = simd();
+  const float maxScore = k.maxOf(valid, count);
+  k.expArray(valid, valid, count, 1.0f, maxScore);
+  const double sum = k.sumAsDouble(valid, count);
   std::fill(row, valid, 0.0f);
   std::fill(row + span.end, row + keys, 0.0f);
   return {static_cast<float>(maxScore + std::log(sum)), static_cast<float>(1.0 / sum)};
@@ -155,9 +156,7 @@ void attentionForward(const float* q, const float* k, const float* v, AttentionD
     sgemm(probs, false, t.keys, vHead, false, kvRow, o, qRow, {t.rows, headDim, t.keys}, 1.0f,
           0.0f);
     for (std::int64_t r = 0; r < t.rows; ++r) {
-      for (std::int64_t d = 0; d < headDim; ++d) {
-        o[r * qRow + d] *= inverseSums[r];
-      }
+      simd().scaleArray(o + r * qRow, headDim, inverseSums[r]);
     }
   });
 }
@@ -211,18 +210,18 @@ void attentionBackward(const float* dout, const float* q, const float* k, const 
         const float rowDot = dot(dout + tokenAt + r * qRow, out + tokenAt + r * qRow, headDim);
         float* p = probs + r * t.keys;
         float* ds = dprobs + r * t.keys;
-        for (std::int64_t j = span.begin; j < span.end; ++j) {
-          float factor = scale;
-          if (softcap > 0.0f) {  // s = c·tanh(raw / c): ∂s/∂raw = 1 − tanh²
+        if (softcap > 0.0f) {
+          for (std::int64_t j = span.begin; j < span.end; ++j) {
+            // s = c·tanh(raw / c): ∂s/∂raw = 1 − tanh²
             const float th = std::tanh(p[j] / softcap);
             p[j] = softcap * th;
-            factor *= 1.0f - th * th;
+            ds[j] = (ds[j] - rowDot) * (scale * (1.0f - th * th));
           }
-          ds[j] = (ds[j] - rowDot) * factor;
-        }
-        expArray(p + span.begin, p + span.begin, span.end - span.begin, 1.0f, lse);
-        for (std::int64_t j = span.begin; j < span.end; ++j) {
-          ds[j] *= p[j];
+          simd().expArray(p + span.begin, p + span.begin, span.end - span.begin, 1.0f, lse);
+          simd().multiplyArray(ds + span.begin, p + span.begin, span.end - span.begin);
+        } else {
+          simd().softmaxGradRow(p + span.begin, ds + span.begin, span.end - span.begin, lse, rowDot,
+                                scale);
         }
         std::fill(p, p + span.begin, 0.0f);
         std::fill(ds, ds + span.begin, 0.0f);

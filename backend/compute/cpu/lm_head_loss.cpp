@@ -20,10 +20,10 @@
 #include "compute/Backend.h"  // defines: kIgnoreTarget
 #include "compute/Convert.h"  // defines: widenToFloat
 #include "compute/Errors.h"
-#include "compute/cpu/fast_exp.h"  // defines: expArray, sumAsDouble
 #include "compute/cpu/matmul.h"    // defines: cpu::matmul
 #include "compute/cpu/op_times.h"  // defines: OpTimer
 #include "compute/cpu/parallel.h"  // defines: parallelRanges
+#include "compute/cpu/simd.h"      // defines: simd (max, exp, sums)
 
 namespace lorascope::compute::cpu {
 namespace {
@@ -75,6 +75,7 @@ void lmHeadCrossEntropy(const float* h, const void* weight, DType weightDtype, L
     // logits (rows, columns) = h · W[c0 : c0+columns]ᵀ
     matmul(h, false, w, weightDtype, true, scratch.logits.data(), {rows, columns, hidden}, 1.0f,
            0.0f, scratch.widened);
+    const SimdKernels& k = simd();
     parallelRanges(rows, kRowsPerRange, [&](std::int64_t first, std::int64_t last) {
       for (std::int64_t r = first; r < last; ++r) {
         const auto ri = static_cast<std::size_t>(r);
@@ -84,7 +85,7 @@ void lmHeadCrossEntropy(const float* h, const void* weight, DType weightDtype, L
             row[x] = softcap * std::tanh(row[x] / softcap);
           }
         }
-        const float chunkMax = *std::max_element(row, row + columns);
+        const float chunkMax = k.maxOf(row, columns);
         if (chunkMax > runningMax[ri]) {
           const double rescale = std::exp(runningMax[ri] - chunkMax);
           runningSum[ri] *= rescale;
@@ -111,8 +112,8 @@ void lmHeadCrossEntropy(const float* h, const void* weight, DType weightDtype, L
           }
           runningSum[ri] += sum;
         } else {
-          expArray(row, row, columns, 1.0f, shift);
-          runningSum[ri] += sumAsDouble(row, columns);
+          k.expArray(row, row, columns, 1.0f, shift);
+          runningSum[ri] += k.sumAsDouble(row, columns);
         }
         if (t == kIgnoreTarget) {
           std::fill(row, row + columns, 0.0f);

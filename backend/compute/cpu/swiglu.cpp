@@ -1,12 +1,13 @@
 // cpu/swiglu.cpp — SwiGLU and GeGLU forward and backward, the scale and the soft-cap for the CPU
-// backend, elements in parallel ranges.
+// backend, elements in parallel ranges; SwiGLU and the scale through the vector kernels of
+// cpu/simd.h.
 #include "compute/cpu/swiglu.h"
 
 #include <cmath>
 
-#include "compute/cpu/fast_exp.h"  // defines: sigmoidArray
 #include "compute/cpu/op_times.h"  // defines: OpTimer
 #include "compute/cpu/parallel.h"  // defines: parallelRanges
+#include "compute/cpu/simd.h"      // defines: simd
 
 namespace lorascope::compute::cpu {
 namespace {
@@ -29,27 +30,18 @@ Gelu geluTanh(float g) {
 
 void swigluForward(const float* gate, const float* up, std::int64_t count, float* out) {
   const OpTimer timer(CpuOp::Swiglu);
+  const auto kernel = simd().swigluForward;
   parallelRanges(count, kElementsPerRange, [=](std::int64_t first, std::int64_t last) {
-    sigmoidArray(gate + first, out + first, last - first);
-    for (std::int64_t i = first; i < last; ++i) {
-      out[i] = gate[i] * out[i] * up[i];
-    }
+    kernel(gate + first, up + first, last - first, out + first);
   });
 }
 
 void swigluBackward(const float* dout, const float* gate, const float* up, std::int64_t count,
                     float* dgate, float* dup) {
   const OpTimer timer(CpuOp::Swiglu);
+  const auto kernel = simd().swigluBackward;
   parallelRanges(count, kElementsPerRange, [=](std::int64_t first, std::int64_t last) {
-    sigmoidArray(gate + first, dgate + first, last - first);
-    for (std::int64_t i = first; i < last; ++i) {
-      const float g = gate[i];
-      const float sigmoid = dgate[i];
-      const float d = dout[i];
-      const float u = up[i];
-      dup[i] = d * g * sigmoid;
-      dgate[i] = d * u * sigmoid * (1.0f + g * (1.0f - sigmoid));
-    }
+    kernel(dout + first, gate + first, up + first, last - first, dgate + first, dup + first);
   });
 }
 
@@ -76,10 +68,9 @@ void gegluBackward(const float* dout, const float* gate, const float* up, std::i
 }
 
 void scaleInPlace(float* x, std::int64_t count, float factor) {
+  const auto kernel = simd().scaleArray;
   parallelRanges(count, kElementsPerRange, [=](std::int64_t first, std::int64_t last) {
-    for (std::int64_t i = first; i < last; ++i) {
-      x[i] *= factor;
-    }
+    kernel(x + first, last - first, factor);
   });
 }
 
