@@ -76,6 +76,12 @@ void checkMatmulArgs(const BackendCapabilities& caps, const Tensor& a, bool tran
   requireShape(op, "c", c, {m, n});
 }
 
+void Backend::matmulGroup(std::span<const MatmulProduct> products) {
+  for (const MatmulProduct& p : products) {
+    matmul(*p.a, p.transposeA, *p.b, p.transposeB, *p.c, p.alpha, p.beta);
+  }
+}
+
 void checkDequantizeArgs(const BackendCapabilities& caps, const Tensor& packed, const Tensor& out) {
   constexpr const char* op = "dequantize";
   requireOnDevice(op, "packed", packed, caps.device);

@@ -36,6 +36,17 @@ struct DeviceMemoryUse {
   std::uint64_t reservedBytes = 0;   // segments obtained from the driver (allocated + cached)
 };
 
+// One product of Backend::matmulGroup: c = alpha · op(a) · op(b) + beta · c (as matmul).
+struct MatmulProduct {
+  const Tensor* a = nullptr;
+  bool transposeA = false;
+  const Tensor* b = nullptr;
+  bool transposeB = false;
+  Tensor* c = nullptr;
+  float alpha = 1.0f;
+  float beta = 0.0f;
+};
+
 // One trainable tensor of an AdamW step and its state; all four have the same shape.
 struct AdamWTensors {
   Tensor* param = nullptr;
@@ -121,6 +132,13 @@ class Backend {
   // matmul(dh, true, x, false, dA, 1, 1).
   virtual void matmul(const Tensor& a, bool transposeA, const Tensor& b, bool transposeB, Tensor& c,
                       float alpha, float beta) = 0;
+  // Several products as if by matmul one after another, for the products of one layer that need
+  // nothing from each other: q, k and v of one input (or gate and up), and input gradients that
+  // sum into one output (dh = dq·Wq + dk·Wk + dv·Wv: the same c, beta 1 after the first, summed in
+  // the order given). No product may read another's c. The CPU backend runs them as one launch
+  // over the tiles of all the outputs (cpu/matmul.cpp's sgemmGroup); the default calls matmul
+  // for each.
+  virtual void matmulGroup(std::span<const MatmulProduct> products);
   // The GEMM that matmul runs on from the next call on, so the engine can switch at a step
   // boundary. Throws UnsupportedOpError naming the reason when `impl` is not in this build
   // (Vendor on an AMD build whose ROCm install had no hipBLAS). Default: Vendor where available.

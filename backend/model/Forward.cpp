@@ -9,9 +9,11 @@
 //   logits = rmsnorm(x)·Wlmᵀ [Gemma 2: cap·tanh(logits / cap)];
 //   loss = mean over t of CE(logits[t], labels[t+1])
 // The layer code is shared with the training graph (train/TrainGraph.cpp), which adds LoRA
-// through a ProjectionHook and keeps each layer's activations for its backward pass.
+// through a ProjectionHook and keeps each layer's activations for its backward pass. q, k, v (and
+// gate, up) are one Backend::matmulGroup each: one launch over their tiles on the CPU backend.
 #include "model/Forward.h"
 
+#include <array>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -39,7 +41,46 @@ void project(Backend& backend, const Tensor& x, const Tensor& w, const Tensor& b
   }
 }
 
+// One output of projectTogether.
+struct Projected {
+  const Tensor& w;
+  const Tensor& bias;
+  Tensor& y;
+  Projection projection;
+};
+
+// The projections of one input (q, k, v; gate, up) as project() each, their GEMMs in one
+// matmulGroup (one launch on the CPU backend) and the hook told of them together.
+template <std::size_t N>
+void projectTogether(Backend& backend, const Tensor& x, const std::array<Projected, N>& outs,
+                     int layer, ProjectionHook* hook) {
+  std::array<compute::MatmulProduct, N> products;
+  std::array<Projection, N> projections;
+  std::array<Tensor*, N> ys;
+  for (std::size_t i = 0; i < N; ++i) {
+    products[i] = {&x, false, &outs[i].w, true, &outs[i].y, 1.0f, 0.0f};
+    projections[i] = outs[i].projection;
+    ys[i] = &outs[i].y;
+  }
+  backend.matmulGroup(products);
+  for (const Projected& o : outs) {
+    if (o.bias.defined()) {
+      backend.addBias(o.y, o.bias);
+    }
+  }
+  if (hook != nullptr) {
+    hook->afterProjections(layer, projections, x, ys);
+  }
+}
+
 }  // namespace
+
+void ProjectionHook::afterProjections(int layer, std::span<const Projection> projections,
+                                      const Tensor& x, std::span<Tensor* const> ys) {
+  for (std::size_t i = 0; i < projections.size(); ++i) {
+    afterProjection(layer, projections[i], x, *ys[i]);
+  }
+}
 
 LayerActivations::LayerActivations(Backend& backend, const ModelConfig& c, std::int64_t batch,
                                    std::int64_t seq) {
@@ -102,9 +143,11 @@ void decoderLayerForward(Backend& backend, const ModelConfig& c, const LayerWeig
   const std::int64_t tokens = s.batch * s.seq;
   const auto eps = static_cast<float>(c.rmsNormEps);
   backend.rmsnormForward(xIn, l.inputNorm, eps, a.h1, a.rstd1);
-  project(backend, a.h1, l.q, l.qBias, c.qkNorm ? a.qRaw : a.q, layer, Projection::Q, hook);
-  project(backend, a.h1, l.k, l.kBias, c.qkNorm ? a.kRaw : a.k, layer, Projection::K, hook);
-  project(backend, a.h1, l.v, l.vBias, a.v, layer, Projection::V, hook);
+  projectTogether<3>(backend, a.h1,
+                     {{{l.q, l.qBias, c.qkNorm ? a.qRaw : a.q, Projection::Q},
+                       {l.k, l.kBias, c.qkNorm ? a.kRaw : a.k, Projection::K},
+                       {l.v, l.vBias, a.v, Projection::V}}},
+                     layer, hook);
   if (c.qkNorm) {  // one RMSNorm row per head
     Tensor qHeads = a.q.viewAs({tokens * c.numHeads, c.headDim});
     Tensor kHeads = a.k.viewAs({tokens * c.numKvHeads, c.headDim});
@@ -134,8 +177,10 @@ void decoderLayerForward(Backend& backend, const ModelConfig& c, const LayerWeig
   backend.addInPlace(a.xMid, xIn);  // residual (x + y == y + x bit for bit)
 
   backend.rmsnormForward(a.xMid, c.sandwichNorms ? l.preMlpNorm : l.postNorm, eps, a.h2, a.rstd2);
-  project(backend, a.h2, l.gate, l.gateBias, a.gate, layer, Projection::Gate, hook);
-  project(backend, a.h2, l.up, l.upBias, a.up, layer, Projection::Up, hook);
+  projectTogether<2>(
+      backend, a.h2,
+      {{{l.gate, l.gateBias, a.gate, Projection::Gate}, {l.up, l.upBias, a.up, Projection::Up}}},
+      layer, hook);
   if (c.mlpActivation == MlpActivation::GeluTanh) {
     backend.gegluForward(a.gate, a.up, a.swiglu);
   } else {

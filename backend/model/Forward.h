@@ -61,6 +61,10 @@ class ProjectionHook {
   //   x (T, in) the projection's input, y (T, out) its output
   virtual void afterProjection(int layer, Projection projection, const compute::Tensor& x,
                                compute::Tensor& y) = 0;
+  // The projections of one input, computed together (q, k, v; gate, up), in this order; ys[i] is
+  // projections[i]'s output. By default afterProjection for each.
+  virtual void afterProjections(int layer, std::span<const Projection> projections,
+                                const compute::Tensor& x, std::span<compute::Tensor* const> ys);
 };
 
 class KvCache;  // model/KvCache.h

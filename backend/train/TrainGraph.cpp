@@ -2,6 +2,7 @@
 // by layer from the loss down (see TrainGraph.h for the formulas).
 #include "train/TrainGraph.h"
 
+#include <array>
 #include <cmath>
 #include <optional>
 #include <string>
@@ -93,6 +94,36 @@ class TrainGraph::LoraHook final : public model::ProjectionHook {
       backend.matmul(x, false, s.a, true, u, 1.0f, 0.0f);
     }
     backend.matmul(u, false, s.b, true, y, static_cast<float>(graph_.lora_.scale()), 1.0f);
+  }
+
+  // Without dropout the adapted projections of one input share it: their u = x·Aᵀ go out as one
+  // matmulGroup, then their y += scale·u·Bᵀ as another (one launch each on the CPU backend).
+  void afterProjections(int layer, std::span<const Projection> projections, const Tensor& x,
+                        std::span<Tensor* const> ys) override {
+    if (graph_.dropoutActive_) {
+      model::ProjectionHook::afterProjections(layer, projections, x, ys);
+      return;
+    }
+    graph_.checkCancel();
+    compute::Backend& backend = graph_.backend_;
+    const auto scale = static_cast<float>(graph_.lora_.scale());
+    std::vector<compute::MatmulProduct> down, up;
+    for (std::size_t i = 0; i < projections.size(); ++i) {
+      const int index = graph_.siteIndex_[static_cast<std::size_t>(layer)]
+                                         [static_cast<std::size_t>(projections[i])];
+      if (index < 0) {
+        continue;
+      }
+      Site& s = graph_.sites_[static_cast<std::size_t>(index)];
+      Tensor& u = state->u[static_cast<std::size_t>(projections[i])];
+      u = backend.empty(backend.capabilities().activationDType, {x.dim(0), graph_.lora_.rank});
+      down.push_back({&x, false, &s.a, true, &u, 1.0f, 0.0f});
+      up.push_back({&u, false, &s.b, true, ys[i], scale, 1.0f});
+    }
+    if (!down.empty()) {
+      backend.matmulGroup(down);
+      backend.matmulGroup(up);
+    }
   }
 
  private:
@@ -421,8 +452,10 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
     backend_.swigluBackward(dAct, a.gate, a.up, dGate, dUp);
   }
   Tensor dh = backend_.empty(act, {tokens, config_.hiddenSize});
-  backend_.matmul(dGate, false, w.gate, false, dh, 1.0f, 0.0f);
-  backend_.matmul(dUp, false, w.up, false, dh, 1.0f, 1.0f);
+  backend_.matmulGroup(std::array<compute::MatmulProduct, 2>{{
+      {&dGate, false, &w.gate, false, &dh, 1.0f, 0.0f},
+      {&dUp, false, &w.up, false, &dh, 1.0f, 1.0f},
+  }});
   siteBackward(layer, Projection::Gate, state, a.h2, dGate, &dh);
   siteBackward(layer, Projection::Up, state, a.h2, dUp, &dh);
   Tensor normGrad = backend_.empty(act, {tokens, config_.hiddenSize});
@@ -467,9 +500,11 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
     dk = dkRaw;
   }
   if (needInputGradient) {
-    backend_.matmul(dq, false, w.q, false, dh, 1.0f, 0.0f);
-    backend_.matmul(dk, false, w.k, false, dh, 1.0f, 1.0f);
-    backend_.matmul(dv, false, w.v, false, dh, 1.0f, 1.0f);
+    backend_.matmulGroup(std::array<compute::MatmulProduct, 3>{{
+        {&dq, false, &w.q, false, &dh, 1.0f, 0.0f},
+        {&dk, false, &w.k, false, &dh, 1.0f, 1.0f},
+        {&dv, false, &w.v, false, &dh, 1.0f, 1.0f},
+    }});
   }
   Tensor* dhOrNone = needInputGradient ? &dh : nullptr;
   siteBackward(layer, Projection::Q, state, a.h1, dq, dhOrNone);
@@ -494,14 +529,17 @@ void TrainGraph::siteBackward(int layer, Projection projection, LayerState& stat
   const auto scale = static_cast<float>(lora_.scale());
   const std::int64_t tokens = x.dim(0);
   const Tensor& u = state.u[static_cast<std::size_t>(projection)];
-  backend_.matmul(dy, true, u, false, s.gradB, scale, 1.0f);  // dB += scale·dyᵀ·u
-  Tensor g = backend_.empty(act, {tokens, lora_.rank});       // (T, r) = scale·dy·B
-  backend_.matmul(dy, false, s.b, false, g, scale, 0.0f);
+  Tensor g = backend_.empty(act, {tokens, lora_.rank});  // (T, r) = scale·dy·B
+  backend_.matmulGroup(std::array<compute::MatmulProduct, 2>{{
+      {&dy, true, &u, false, &s.gradB, scale, 1.0f},  // dB += scale·dyᵀ·u
+      {&dy, false, &s.b, false, &g, scale, 0.0f},
+  }});
   if (!dropoutActive_) {
-    backend_.matmul(g, true, x, false, s.gradA, 1.0f, 1.0f);  // dA += gᵀ·x
-    if (dx != nullptr) {
-      backend_.matmul(g, false, s.a, false, *dx, 1.0f, 1.0f);  // dx += g·A
-    }
+    std::array<compute::MatmulProduct, 2> products{{
+        {&g, true, &x, false, &s.gradA, 1.0f, 1.0f},  // dA += gᵀ·x
+        {&g, false, &s.a, false, dx, 1.0f, 1.0f},     // dx += g·A
+    }};
+    backend_.matmulGroup(std::span(products.data(), dx != nullptr ? 2 : 1));
     return;
   }
   Tensor xd = dropoutMask(layer, projection, tokens, x.dim(1));

@@ -1,6 +1,7 @@
 // test_op_matmul.cpp — the CPU matmul (compute/cpu/matmul.cpp) against a naive double loop:
-// every transpose, alpha/beta, bf16 weights widened block by block, f16 weights, and the shape
-// check. Its GPU twin is checked in backend/parity/cases_gemm.cpp.
+// every transpose, alpha/beta, bf16 weights widened block by block, f16 weights, the shape
+// check, and matmulGroup (one launch for several products) against the products one by one. Its GPU
+// twin is checked in backend/parity/cases_gemm.cpp.
 #include <QtTest>
 
 #include <cstring>
@@ -8,9 +9,11 @@
 #include "ExpectError.h"
 #include "OpTestUtil.h"
 #include "compute/Backend.h"
+#include "compute/CpuControl.h"  // defines: cpuThreads, setCpuThreads
 #include "compute/Errors.h"
 
 using namespace lorascope::compute;
+namespace cpu = lorascope::compute::cpu;
 using lorascope::test::bf16Values;
 using lorascope::test::near;
 using lorascope::test::randomValues;
@@ -74,6 +77,63 @@ class TestOpMatmul : public QObject {
     Tensor c = cpu_->empty(DType::F32, {2, 4});
     QVERIFY(throwsWith<ShapeError>([&] { cpu_->matmul(a, false, b, true, c, 1, 0); },
                                    {"matmul", "inner dimensions differ"}));
+  }
+
+  // q, k, v of one input (separate outputs) and dh = dq·Wq + dk·Wk + dv·Wv (one output summed in
+  // order), as the training graph issues them, at 1 and 4 threads, f32 and bf16 weights (the
+  // group's one-launch path and its matmul-per-product fallback).
+  void matmulGroupMatchesTheProductsOneByOne() {
+    const int threadsBefore = cpu::cpuThreads();
+    for (int threads : {1, 4}) {
+      cpu::setCpuThreads(threads);
+      for (DType weights : {DType::F32, DType::BF16}) {
+        const int t = 300, h = 96, outs[3] = {128, 64, 40};
+        const std::vector<float> xv = randomValues(static_cast<std::size_t>(t) * h, 11);
+        const Tensor x = cpu_->upload(xv, DType::F32, {t, h});
+        std::vector<std::vector<float>> wv, gv;
+        std::vector<Tensor> w, ys, g;
+        for (int i = 0; i < 3; ++i) {
+          wv.push_back(bf16Values(static_cast<std::size_t>(outs[i]) * h, 20 + i));
+          w.push_back(cpu_->upload(wv.back(), weights, {outs[i], h}));
+          ys.push_back(cpu_->empty(DType::F32, {t, outs[i]}));
+          gv.push_back(randomValues(static_cast<std::size_t>(t) * outs[i], 30 + i));
+          g.push_back(cpu_->upload(gv.back(), DType::F32, {t, outs[i]}));
+        }
+        std::vector<MatmulProduct> forward;
+        for (int i = 0; i < 3; ++i) {
+          forward.push_back({&x, false, &w[i], true, &ys[i], 1.0f, 0.0f});
+        }
+        cpu_->matmulGroup(forward);
+        Tensor dh =
+            cpu_->upload(randomValues(static_cast<std::size_t>(t) * h, 40), DType::F32, {t, h});
+        std::vector<MatmulProduct> backward;
+        for (int i = 0; i < 3; ++i) {
+          backward.push_back({&g[i], false, &w[i], false, &dh, 0.5f, i == 0 ? 0.0f : 1.0f});
+        }
+        cpu_->matmulGroup(backward);
+        std::vector<float> want(static_cast<std::size_t>(t) * h, 0.0f);
+        for (int i = 0; i < 3; ++i) {
+          const std::vector<float> zeros(static_cast<std::size_t>(t) * outs[i], 0.0f);
+          QVERIFY(near(cpu_->download(ys[i]),
+                       naiveMatmul(xv, false, wv[i], true, zeros, t, outs[i], h, 1.0f, 0.0f),
+                       1e-4f));
+          want = naiveMatmul(gv[i], false, wv[i], false, want, t, h, outs[i], 0.5f, 1.0f);
+        }
+        QVERIFY(near(cpu_->download(dh), want, 1e-4f));
+      }
+    }
+    cpu::setCpuThreads(threadsBefore);
+  }
+
+  void matmulGroupRejectsAProductReadingAnotherOnesOutput() {
+    const Tensor x = cpu_->upload(randomValues(64 * 32, 1), DType::F32, {64, 32});
+    const Tensor w = cpu_->upload(randomValues(32 * 32, 2), DType::F32, {32, 32});
+    Tensor y = cpu_->empty(DType::F32, {64, 32});
+    Tensor z = cpu_->empty(DType::F32, {64, 32});
+    const std::vector<MatmulProduct> chained = {{&x, false, &w, true, &y, 1.0f, 0.0f},
+                                                {&y, false, &w, true, &z, 1.0f, 0.0f}};
+    QVERIFY(throwsWith<ShapeError>([&] { cpu_->matmulGroup(chained); },
+                                   {"matmul group", "reads the c another one writes"}));
   }
 
   void f16WeightsMultiplyLikeTheirValues() {

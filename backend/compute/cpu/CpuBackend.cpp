@@ -14,6 +14,7 @@
 #include "compute/cpu/attention_cached.h"  // defines: cpu::attentionCached
 #include "compute/cpu/cross_entropy.h"     // defines: cpu::crossEntropyForward
 #include "compute/cpu/embedding.h"         // defines: cpu::embeddingForward
+#include "compute/cpu/host_blocks.h"       // defines: HostBlocks
 #include "compute/cpu/lm_head_loss.h"      // defines: cpu::lmHeadCrossEntropy
 #include "compute/cpu/matmul.h"            // defines: cpu::matmul
 #include "compute/cpu/rmsnorm.h"
@@ -23,8 +24,6 @@
 
 namespace lorascope::compute {
 namespace {
-
-constexpr std::size_t kHostAlignmentBytes = 64;  // one cache line; what AVX-512 loads prefer
 
 // Frozen weights may be stored in bf16/f16; CPU math is fp32, so such a weight is widened here.
 std::vector<float> widenToFloat(const Tensor& t) {
@@ -39,18 +38,9 @@ class CpuBackend final : public Backend {
 
   const BackendCapabilities& capabilities() const override { return caps_; }
 
+  // Large blocks come back from the cache of cpu/host_blocks.h (Note [host block cache]).
   Tensor empty(DType dtype, const Shape& shape) override {
-    const std::size_t bytes = storageBytes(dtype, numelOf(shape));
-    const std::size_t rounded =
-        (bytes + kHostAlignmentBytes - 1) / kHostAlignmentBytes * kHostAlignmentBytes;
-    // C++'s aligned operator new, not std::aligned_alloc, which the Windows C runtime lacks; it
-    // throws std::bad_alloc itself.
-    void* p = ::operator new (rounded == 0 ? kHostAlignmentBytes : rounded,
-                              std::align_val_t{kHostAlignmentBytes});
-    const auto release = [](void* q) {
-      ::operator delete (q, std::align_val_t{kHostAlignmentBytes});
-    };
-    return Tensor(std::shared_ptr<void>(p, release), dtype, shape, Device::Cpu);
+    return Tensor(blocks_.allocate(storageBytes(dtype, numelOf(shape))), dtype, shape, Device::Cpu);
   }
 
   Tensor upload(std::span<const float> values, DType dtype, const Shape& shape) override {
@@ -122,6 +112,43 @@ class CpuBackend final : public Backend {
     const cpu::MatmulDims dims{c.dim(0), c.dim(1), a.dim(transposeA ? 0 : 1)};
     cpu::matmul(a.as<float>(), transposeA, b.data(), b.dtype(), transposeB, c.as<float>(), dims,
                 alpha, beta, matmulScratch_);
+  }
+
+  // One launch over the tiles of every output (cpu::sgemmGroup) when every b is f32 and no
+  // product is empty; otherwise (16-bit or NF4 weights, widened block by block) one matmul each.
+  void matmulGroup(std::span<const MatmulProduct> products) override {
+    const runtime::HostOpScope op("matmul");  // watchdog and fault injection
+    bool plain = true;
+    for (const MatmulProduct& p : products) {
+      checkMatmulArgs(caps_, *p.a, p.transposeA, *p.b, p.transposeB, *p.c);
+      plain = plain && p.b->dtype() == DType::F32 && p.c->numel() > 0 &&
+              p.a->dim(p.transposeA ? 0 : 1) > 0;
+    }
+    if (!plain) {
+      for (const MatmulProduct& p : products) {
+        const cpu::MatmulDims dims{p.c->dim(0), p.c->dim(1), p.a->dim(p.transposeA ? 0 : 1)};
+        cpu::matmul(p.a->as<float>(), p.transposeA, p.b->data(), p.b->dtype(), p.transposeB,
+                    p.c->as<float>(), dims, p.alpha, p.beta, matmulScratch_);
+      }
+      return;
+    }
+    std::vector<cpu::GemmTerm> terms;
+    terms.reserve(products.size());
+    for (const MatmulProduct& p : products) {
+      const std::int64_t m = p.c->dim(0), n = p.c->dim(1), k = p.a->dim(p.transposeA ? 0 : 1);
+      terms.push_back({p.a->as<float>(),
+                       p.transposeA,
+                       p.transposeA ? m : k,
+                       p.b->as<float>(),
+                       p.transposeB,
+                       p.transposeB ? k : n,
+                       p.c->as<float>(),
+                       n,
+                       {m, n, k},
+                       p.alpha,
+                       p.beta});
+    }
+    cpu::sgemmGroup(terms);
   }
 
   void embeddingForward(const Tensor& table, std::span<const std::int32_t> ids,
@@ -296,6 +323,7 @@ class CpuBackend final : public Backend {
   GemmImplementation gemmImplementation_ = GemmImplementation::Vendor;
   std::vector<float> matmulScratch_;  // fp32 blocks of 16-bit weights (cpu/matmul.cpp's note)
   cpu::LmHeadScratch lmHeadScratch_;  // one logits chunk + widened weight block
+  cpu::HostBlocks blocks_;            // tensor memory (cpu/host_blocks.h)
 };
 
 }  // namespace

@@ -45,40 +45,122 @@ void sgemmOneThread(const float* a, bool transposeA, std::int64_t lda, const flo
               b, static_cast<blasint>(ldb), beta, c, static_cast<blasint>(ldc));
 }
 
+// About `parts` tiles of an (m, n) c, as square as the shape allows: each tile packs its own
+// panels of a and b, so square tiles pack the least. Splitting never cuts the reduction over k.
+struct TileGrid {
+  std::int64_t rowParts = 1;
+  std::int64_t columnParts = 1;
+  std::int64_t tileM = 0;
+  std::int64_t tileN = 0;
+  std::int64_t tiles() const { return rowParts * columnParts; }
+};
+TileGrid tileGrid(std::int64_t m, std::int64_t n, std::int64_t parts) {
+  const double ratio = static_cast<double>(parts) * static_cast<double>(m) / static_cast<double>(n);
+  std::int64_t rowParts = std::clamp<std::int64_t>(std::llround(std::sqrt(ratio)), 1, parts);
+  rowParts = std::min(rowParts, std::max<std::int64_t>(1, m / kMinTile));
+  const std::int64_t columnParts =
+      std::min((parts + rowParts - 1) / rowParts, std::max<std::int64_t>(1, n / kMinTile));
+  return {rowParts, columnParts, (m + rowParts - 1) / rowParts,
+          (n + columnParts - 1) / columnParts};
+}
+
+// Tile `tile` of `grid` over term t: c[m0 : m0+tileM, n0 : n0+tileN] = the term's product there.
+void sgemmTile(const GemmTerm& t, const TileGrid& grid, std::int64_t tile) {
+  const auto [m, n, k] = t.dims;
+  const std::int64_t m0 = tile / grid.columnParts * grid.tileM;
+  const std::int64_t n0 = tile % grid.columnParts * grid.tileN;
+  if (m0 >= m || n0 >= n) {
+    return;
+  }
+  const float* aTile = t.transposeA ? t.a + m0 : t.a + m0 * t.lda;
+  const float* bTile = t.transposeB ? t.b + n0 * t.ldb : t.b + n0;
+  sgemmOneThread(aTile, t.transposeA, t.lda, bTile, t.transposeB, t.ldb, t.c + m0 * t.ldc + n0,
+                 t.ldc, std::min(grid.tileM, m - m0), std::min(grid.tileN, n - n0), k, t.alpha,
+                 t.beta);
+}
+
+void checkBlasSizes(const GemmTerm& t) {
+  for (const std::int64_t size : {t.dims.m, t.dims.n, t.dims.k, t.lda, t.ldb, t.ldc}) {
+    toBlasInt(size);
+  }
+}
+
 }  // namespace
 
 void sgemm(const float* a, bool transposeA, std::int64_t lda, const float* b, bool transposeB,
            std::int64_t ldb, float* c, std::int64_t ldc, MatmulDims dims, float alpha, float beta) {
-  // Plain copies, not structured bindings: the lambda below captures them (clang 15 cannot).
-  const std::int64_t m = dims.m, n = dims.n, k = dims.k;
-  for (const std::int64_t size : {m, n, k, lda, ldb, ldc}) {
-    toBlasInt(size);
-  }
+  const GemmTerm term{a, transposeA, lda, b, transposeB, ldb, c, ldc, dims, alpha, beta};
+  checkBlasSizes(term);
   const int threads = cpuThreadsHere();
-  if (threads <= 1 || m * n * k < kMinSplitWork) {
-    sgemmOneThread(a, transposeA, lda, b, transposeB, ldb, c, ldc, m, n, k, alpha, beta);
+  if (threads <= 1 || dims.m * dims.n * dims.k < kMinSplitWork) {
+    sgemmOneThread(a, transposeA, lda, b, transposeB, ldb, c, ldc, dims.m, dims.n, dims.k, alpha,
+                   beta);
     return;
   }
-  // About `threads` tiles of c, as square as the shape allows: each tile packs its own panels
-  // of a and b, so square tiles pack the least. Splitting never cuts the reduction over k.
-  const double ratio =
-      static_cast<double>(threads) * static_cast<double>(m) / static_cast<double>(n);
-  std::int64_t rowParts = std::clamp<std::int64_t>(std::llround(std::sqrt(ratio)), 1, threads);
-  rowParts = std::min(rowParts, std::max<std::int64_t>(1, m / kMinTile));
-  const std::int64_t columnParts =
-      std::min((threads + rowParts - 1) / rowParts, std::max<std::int64_t>(1, n / kMinTile));
-  const std::int64_t tileM = (m + rowParts - 1) / rowParts;
-  const std::int64_t tileN = (n + columnParts - 1) / columnParts;
-  parallelFor(rowParts * columnParts, [&](std::int64_t tile) {
-    const std::int64_t m0 = tile / columnParts * tileM;
-    const std::int64_t n0 = tile % columnParts * tileN;
-    if (m0 >= m || n0 >= n) {
-      return;
+  const TileGrid grid = tileGrid(dims.m, dims.n, threads);
+  parallelFor(grid.tiles(), [&](std::int64_t tile) { sgemmTile(term, grid, tile); });
+}
+
+void sgemmGroup(std::span<const GemmTerm> terms) {
+  const OpTimer timer(CpuOp::Matmul);
+  // The distinct outputs in order of first appearance, each with its terms.
+  struct Output {
+    float* c = nullptr;
+    std::vector<const GemmTerm*> terms;
+    std::int64_t work = 0;
+    TileGrid grid;
+    std::int64_t firstTile = 0;
+  };
+  std::vector<Output> outputs;
+  std::int64_t totalWork = 0;
+  for (const GemmTerm& t : terms) {
+    checkBlasSizes(t);
+    auto out =
+        std::find_if(outputs.begin(), outputs.end(), [&](const Output& o) { return o.c == t.c; });
+    if (out == outputs.end()) {
+      out = outputs.insert(outputs.end(), Output{t.c, {}, 0, {}, 0});
+    } else if (out->terms.front()->dims.m != t.dims.m || out->terms.front()->dims.n != t.dims.n) {
+      throw ShapeError("matmul group: two products write one c with different shapes");
     }
-    const float* aTile = transposeA ? a + m0 : a + m0 * lda;
-    const float* bTile = transposeB ? b + n0 * ldb : b + n0;
-    sgemmOneThread(aTile, transposeA, lda, bTile, transposeB, ldb, c + m0 * ldc + n0, ldc,
-                   std::min(tileM, m - m0), std::min(tileN, n - n0), k, alpha, beta);
+    out->terms.push_back(&t);
+    out->work += t.dims.m * t.dims.n * t.dims.k;
+    totalWork += t.dims.m * t.dims.n * t.dims.k;
+  }
+  for (const GemmTerm& t : terms) {
+    for (const Output& o : outputs) {
+      if (t.a == o.c || t.b == o.c) {
+        throw ShapeError("matmul group: a product reads the c another one writes");
+      }
+    }
+  }
+  const int threads = cpuThreadsHere();
+  if (threads <= 1 || totalWork < kMinSplitWork) {
+    for (const GemmTerm& t : terms) {
+      sgemmOneThread(t.a, t.transposeA, t.lda, t.b, t.transposeB, t.ldb, t.c, t.ldc, t.dims.m,
+                     t.dims.n, t.dims.k, t.alpha, t.beta);
+    }
+    return;
+  }
+  std::int64_t tiles = 0;
+  for (Output& o : outputs) {
+    const std::int64_t parts =
+        o.work < kMinSplitWork
+            ? 1
+            : std::max<std::int64_t>(
+                  1, std::llround(static_cast<double>(threads) * static_cast<double>(o.work) /
+                                  static_cast<double>(totalWork)));
+    o.grid = tileGrid(o.terms.front()->dims.m, o.terms.front()->dims.n, parts);
+    o.firstTile = tiles;
+    tiles += o.grid.tiles();
+  }
+  parallelFor(tiles, [&](std::int64_t tile) {
+    const Output* o = &outputs.front();
+    while (o != &outputs.back() && tile >= (o + 1)->firstTile) {
+      ++o;
+    }
+    for (const GemmTerm* t : o->terms) {
+      sgemmTile(*t, o->grid, tile - o->firstTile);
+    }
   });
 }
 
