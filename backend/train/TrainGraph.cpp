@@ -96,11 +96,12 @@ class TrainGraph::LoraHook final : public model::ProjectionHook {
     backend.matmul(u, false, s.b, true, y, static_cast<float>(graph_.lora_.scale()), 1.0f);
   }
 
-  // Without dropout the adapted projections of one input share it: their u = x·Aᵀ go out as one
-  // matmulGroup, then their y += scale·u·Bᵀ as another (one launch each on the CPU backend).
+  // On the CPU backend, without dropout, the adapted projections of one input share it: their
+  // u = x·Aᵀ go out as one matmulGroup, then their y += scale·u·Bᵀ as another (one launch each).
+  // A GPU backend keeps afterProjection's order of launches.
   void afterProjections(int layer, std::span<const Projection> projections, const Tensor& x,
                         std::span<Tensor* const> ys) override {
-    if (graph_.dropoutActive_) {
+    if (graph_.dropoutActive_ || graph_.backend_.capabilities().device != compute::Device::Cpu) {
       model::ProjectionHook::afterProjections(layer, projections, x, ys);
       return;
     }
