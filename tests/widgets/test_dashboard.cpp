@@ -175,6 +175,23 @@ class TestDashboard : public QObject {
     QVERIFY(cpuBuild.showsQueueNote());
   }
 
+  // The queue chart draws each reading's peak (the most in flight since the previous reading), so
+  // a step that queued and drained between two readings still shows; a reading without a peak (an
+  // older recording) draws its depth.
+  void queueChartDrawsEachReadingsPeak() {
+    Dashboard d;
+    d.handleEvent({0, HelloEvent{kProtocolVersion, "test", "hip-nvidia", {}}});
+    d.handleEvent({100, StepEvent{1, 2.0, 1e-4, 1.0, 100.0, 1, 1}});
+    d.handleEvent({400, QueueEvent{{{"compute", 0, 712}}}});
+    d.handleEvent({500, StepEvent{2, 2.0, 1e-4, 1.0, 100.0, 1, 1}});
+    d.handleEvent({800, QueueEvent{{{"compute", 3}}}});
+    d.refresh();
+    const QLineSeries* compute = d.queueChart()->lineSeries(0);
+    QCOMPARE(compute->count(), 2);
+    QCOMPARE(compute->at(0).y(), 712.0);
+    QCOMPARE(compute->at(1).y(), 3.0);
+  }
+
   // Fragmentation as it matters: the largest free block against the step's largest request, the
   // inactive-split bytes, the free block at the step's peak; and one line saying how to read it.
   void allocatorChartComparesFreeBlocksWithTheLargestRequest() {
