@@ -55,7 +55,7 @@ class TestMemoryMap : public QObject {
     QCOMPARE(bytes[static_cast<std::size_t>(BlockKind::InactiveSplit)], std::uint64_t{16} << 20);
   }
 
-  // The snapshot recorded on an H100 after step 6 (fixtures/README.md) reads whole: its 298
+  // The snapshot recorded on an H100 after step 7 (fixtures/README.md) reads whole: its 298
   // segments and 1,845 blocks: weights, LoRA, gradients and optimizer state in use, and the
   // step's freed activations cached as free space (taken at a step boundary).
   void readsTheSnapshotRecordedOnAnH100() {
@@ -155,6 +155,20 @@ class TestMemoryMap : public QObject {
         }
       }
     }
+    // Its allocation timeline: the trace's steps, and within them the activations that the
+    // snapshot (taken between steps) no longer holds: the step's peak is far above what is live.
+    const widgets::AllocationTimeline& timeline = *panel.timeline();
+    QVERIFY(timeline.hasTrace());
+    QCOMPARE(timeline.eventCount(), static_cast<int>(s.trace.size()));
+    QVERIFY(timeline.stepStarts().size() >= 3);
+    std::uint64_t liveAtEnd = 0;
+    for (const std::uint64_t bytes : timeline.liveAfter(timeline.eventCount() - 1)) {
+      liveAtEnd += bytes;
+    }
+    QVERIFY(timeline.peakLiveBytes() > 3 * liveAtEnd);
+    QCOMPARE(
+        timeline.liveAfter(timeline.peakLiveIndex())[static_cast<std::size_t>(BlockKind::Weights)],
+        s.bytesByKind()[static_cast<std::size_t>(BlockKind::Weights)]);
     const QRectF rect = panel.zoomToBlock(smallest);
     QVERIFY2(
         rect.width() >= widgets::MemoryMapView::kBlockMinWidthPx,
