@@ -15,6 +15,7 @@ namespace {
 constexpr int kAxisWidthPx = 70;
 constexpr int kStepLabelHeightPx = 16;
 constexpr int kTitleHeightPx = 16;
+const QColor kReservedColor(0xd6, 0x27, 0x28);  // the dashboard's "driver used" red
 
 std::int64_t signedBytes(std::uint64_t bytes) {
   return static_cast<std::int64_t>(bytes);
@@ -151,7 +152,8 @@ void AllocationTimeline::paintEvent(QPaintEvent* /*event*/) {
   const QColor text = palette().color(QPalette::WindowText);
   painter.setPen(text);
   painter.drawText(QRect(4, 0, width() - 8, kTitleHeightPx), Qt::AlignLeft | Qt::AlignVCenter,
-                   tr("Live bytes by owner and reserved bytes, last allocations and frees"));
+                   tr("Live bytes by owner (stacked, coloured as the map) and reserved bytes "
+                      "(red line) over the allocator's last allocations and frees"));
   const QRect plot = plotRect();
   painter.setPen(palette().color(QPalette::Mid));
   painter.drawRect(plot.adjusted(0, 0, -1, -1));
@@ -215,7 +217,7 @@ void AllocationTimeline::paintEvent(QPaintEvent* /*event*/) {
       reservedLine.lineTo(p);
     }
   }
-  painter.setPen(QPen(blockKindColor(BlockKind::Free).darker(160), 1.5));
+  painter.setPen(QPen(kReservedColor, 1.5));
   painter.drawPath(reservedLine);
   // Steps: a dashed mark where each begins, its number below the plot.
   painter.setPen(QPen(text, 1, Qt::DashLine));

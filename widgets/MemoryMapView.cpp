@@ -84,14 +84,14 @@ void MemoryMapView::setSnapshot(MemorySnapshot snapshot) {
 }
 
 QString MemoryMapView::groupHeader(const Group& group) const {
+  const QString segments =
+      group.segments.size() == 1 ? tr("1 segment") : tr("%1 segments").arg(group.segments.size());
   if (group.kind == BlockKind::Free) {
-    return tr("no live block · %n segment(s), %1 cached (releasable)", "",
-              static_cast<int>(group.segments.size()))
-        .arg(formatBytes(group.reservedBytes));
+    return tr("no live block · %1, %2 cached (releasable)")
+        .arg(segments, formatBytes(group.reservedBytes));
   }
-  return tr("mostly %1 · %n segment(s), %2 reserved, %3 of it %1", "",
-            static_cast<int>(group.segments.size()))
-      .arg(blockKindName(group.kind), formatBytes(group.reservedBytes),
+  return tr("mostly %1 · %2, %3 reserved, %4 of it %1")
+      .arg(blockKindName(group.kind), segments, formatBytes(group.reservedBytes),
            formatBytes(group.ownedBytes));
 }
 

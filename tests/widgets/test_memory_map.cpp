@@ -262,6 +262,16 @@ class TestMemoryMap : public QObject {
     };
     QCOMPARE(colourAt(4.0 * kMiB), widgets::blockKindColor(BlockKind::Weights));
     QCOMPARE(colourAt(14.0 * kMiB), widgets::blockKindColor(BlockKind::Activations));
+    // After the first step's activations are freed (event 3): weights live, the reserved line
+    // (red) above them at 20 MiB — the gap is the cache.
+    const int afterFree = plot.left() + 3 * plot.width() / 6 + 2;
+    const double top = 20.0 * kMiB * 1.05;
+    const QColor line = image.pixelColor(
+        afterFree, static_cast<int>(plot.bottom() - 20.0 * kMiB / top * plot.height()));
+    QVERIFY2(line.red() > 150 && line.green() < 90, qPrintable(line.name()));
+    QCOMPARE(image.pixelColor(afterFree,
+                              static_cast<int>(plot.bottom() - 12.0 * kMiB / top * plot.height())),
+             timeline.palette().color(QPalette::Base));
     // A snapshot without a trace says so instead of drawing an empty chart.
     timeline.setSnapshot(widgets::parseMemorySnapshot(fixtureSnapshot()));
     QVERIFY(!timeline.hasTrace());
