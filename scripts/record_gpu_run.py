@@ -7,15 +7,17 @@ there): it drives `lorascope-train engine` over its stdio protocol and keeps eve
 1. A random Qwen2.5-0.5B-shaped model folder (bf16 weights, the built-in demo's byte-level
    tokenizer: speed and memory do not depend on the weights' values) and a dataset of 256
    instruction records of over 512 tokens each, written into a scratch folder (RECORD_WORK).
-2. Run A, B8 x S512, 30 steps: an allocator snapshot after step 6 (the memory map), blocking
-   launches from step 10 to 15 (queue depth should drop to <= 1), serialize from 15 to 20, the
-   planned arena from step 23. Events go to OUT_DIR/gpu_run.jsonl, the snapshot alone to
+2. Run A, B8 x S512, 30 steps: an allocator snapshot after step 6 (the memory map and its
+   allocation timeline), blocking launches from step 10 to 15 (queue depth should drop to <= 1),
+   serialize from 15 to 20, the planned arena from step 23 (reserved before and after). Events go to OUT_DIR/gpu_run.jsonl, the snapshot alone to
    OUT_DIR/gpu_snapshot.json.
 3. Run B, the same run with LORASCOPE_FAULTS=hang@adamw#5: the optimizer launch of step 5 blocks
    forever; the engine's watchdog must name it within its budget (10 s after the op's longest
    time) and the engine exit with code 3. Events go to OUT_DIR/gpu_hang.jsonl.
-4. OUT_DIR/summary.txt: queue depth per phase, readings per second (also during the hang), the
-   hang report and its delay.
+4. OUT_DIR/summary.txt: queue depth per phase (each reading's peak: the most launches in flight at
+   one of the engine's polls since the previous reading) and per step, readings per second (also
+   during the hang), the step cycle against the step's own time, reserved bytes around the arena
+   switch, the hang report and its delay.
 """
 
 import json
@@ -182,7 +184,15 @@ def start_config(model, data, out, steps):
 
 
 def depth_of(event):
-    return max((s["depth"] for s in event["streams"]), default=0)
+    """The most launches in flight at once during the reading's period (the engine polls its queue
+    tracker every few ms); an engine without "peak" sends the depth of the moment."""
+    return max((s.get("peak", s["depth"]) for s in event["streams"]), default=0)
+
+
+def reserved_gib(events, start, end):
+    values = [e["reserved_bytes"] for e in events if e.get("type") == "memory" and
+              e.get("reserved_bytes") is not None and start <= e["t_ms"] < end]
+    return (f"{min(values) / 2**30:.2f}-{max(values) / 2**30:.2f} GiB" if values else "no reading")
 
 
 def main():
@@ -234,13 +244,31 @@ def main():
                if e.get("type") == "toggle_applied" and e["step"] > 0}
 
     def phase(name, start, end):
-        queues = [depth_of(e) for e in events
-                  if e.get("type") == "queue" and start <= e["t_ms"] < end]
+        readings = [e for e in events if e.get("type") == "queue" and start <= e["t_ms"] < end]
+        queues = [depth_of(e) for e in readings]
         memory = [e for e in events if e.get("type") == "memory" and start <= e["t_ms"] < end]
         seconds = max(1e-9, (end - start) / 1000)
-        summary.append(f"{name}: queue depth max {max(queues, default=-1)}, median "
-                       f"{sorted(queues)[len(queues) // 2] if queues else -1} over "
-                       f"{len(queues)} readings; {len(memory) / seconds:.2f} memory readings/s")
+        # Per step: the highest peak of the readings that end inside the step or within one
+        # reading period after it (a reading's peak covers the period before it).
+        per_step = []
+        for s in sorted(step_at):
+            if s - 1 in step_at and start <= step_at[s - 1] and step_at[s] <= end:
+                seen = [depth_of(e) for e in readings
+                        if step_at[s - 1] < e["t_ms"] <= step_at[s] + 400]
+                per_step.append(max(seen, default=-1))
+        step_ms = [step_at[s] - step_at[s - 1] for s in sorted(step_at)
+                   if s - 1 in step_at and start <= step_at[s - 1] and step_at[s] <= end]
+        compute_ms = [8 * 512 / e["tokens_per_s"] * 1000 for e in events
+                      if e.get("type") == "step" and e.get("tokens_per_s") and
+                      start < e["t_ms"] <= end]
+        summary.append(
+            f"{name}: queue depth (peak per reading) max {max(queues, default=-1)}, median "
+            f"{sorted(queues)[len(queues) // 2] if queues else -1} over {len(queues)} readings "
+            f"({len(queues) / seconds:.2f}/s); per step {per_step}; "
+            f"{len(memory) / seconds:.2f} memory readings/s; step cycle median "
+            f"{sorted(step_ms)[len(step_ms) // 2] if step_ms else -1} ms of which the step's "
+            f"own time (tokens/s) {sorted(compute_ms)[len(compute_ms) // 2] if compute_ms else -1:.0f}"
+            f" ms; reserved {reserved_gib(events, start, end)}")
 
     blocking_on = applied.get(("blocking", "true"), 0)
     serialize_on = applied.get(("serialize", "true"), 0)
@@ -248,7 +276,21 @@ def main():
     phase("normal steps 3-9", step_at.get(3, 0), blocking_on)
     phase("blocking launches", blocking_on, serialize_on)
     phase("serialize", serialize_on, serialize_off)
-    phase("normal again", serialize_off, step_at.get(STEPS, serialize_off))
+    arena_on = applied.get(("allocator_policy", json.dumps("arena")), 0)
+    phase("normal again", serialize_off, arena_on or step_at.get(STEPS, serialize_off))
+    if arena_on:
+        phase("arena", arena_on, step_at.get(STEPS, arena_on) + 1)
+        before = [e for e in events if e.get("type") == "memory" and
+                  e.get("reserved_bytes") is not None and e["t_ms"] < arena_on]
+        after = [e for e in events if e.get("type") == "memory" and
+                 e.get("reserved_bytes") is not None and e["t_ms"] > arena_on]
+        detail = next((e.get("detail", "") for e in events if e.get("type") == "toggle_applied"
+                       and e["toggle"] == "allocator_policy" and e["step"] > 0), "")
+        if before and after:
+            summary.append(f"arena switch ({detail}): reserved {before[-1]['reserved_bytes']} B "
+                           f"({before[-1]['reserved_bytes'] / 2**30:.2f} GiB) before, "
+                           f"{after[-1]['reserved_bytes']} B "
+                           f"({after[-1]['reserved_bytes'] / 2**30:.2f} GiB) at the end")
     steps = sorted(step_at)
     summary.append(f"run A: {len(steps)} steps, exit {a.proc.returncode}; step times (ms) "
                    f"{[step_at[s] - step_at[s - 1] for s in steps[1:] if s - 1 in step_at]}")
@@ -257,8 +299,13 @@ def main():
     summary.append(f"run A: {len(errors)} error events {[e['message'][:120] for e in errors]}")
     if snapshot:
         segs = snapshot["snapshot"]["segments"]
-        summary.append(f"snapshot after step 6: {len(segs)} segments, "
-                       f"{sum(len(s['blocks']) for s in segs)} blocks")
+        traces = snapshot["snapshot"].get("device_traces", [[]])
+        taken_after = max((e["step"] for e in events if e.get("type") == "step" and
+                           e["t_ms"] <= snapshot["t_ms"]), default=0)
+        summary.append(f"snapshot at the step boundary after step {taken_after} (requested "
+                       f"after step 6): {len(segs)} segments, "
+                       f"{sum(len(s['blocks']) for s in segs)} blocks, "
+                       f"{sum(len(t) for t in traces)} allocation trace entries")
 
     # Run B: an injected hang in the optimizer of step 5.
     b = Engine(program, os.path.join(out, "gpu_hang.jsonl"),

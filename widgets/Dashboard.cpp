@@ -91,8 +91,12 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   allocatorLayout->setContentsMargins(0, 0, 0, 0);
   allocatorLayout->addWidget(allocator_, 1);
   allocatorLayout->addWidget(allocatorNote_);
-  queue_ =
-      new TimeChart(tr("Queue depth per stream"), tr("launches in flight"), {}, &markers_, page);
+  queue_ = new TimeChart(tr("Queue depth per stream (most in flight per reading)"),
+                         tr("launches in flight"), {}, &markers_, page);
+  queue_->setToolTip(
+      tr("Each point is the most kernel launches a stream held at once since the previous "
+         "reading: the engine checks every 5 ms and reports 2.5 times a second. Near 0 with "
+         "blocking launches or serialize; near 0 also while the host, not the GPU, is busy."));
   queuePanel_ = new QStackedWidget(page);
   queuePanel_->addWidget(queue_);
   queueNote_ = new QLabel(
@@ -390,7 +394,9 @@ void Dashboard::onQueue(double x, const QueueEvent& queue) {
           fixed(0));
       it = streamSeries_.emplace(q.stream, index).first;
     }
-    queue_->addSample(it->second, x, static_cast<double>(q.depth));
+    // The reading's peak: the most launches in flight at once since the previous reading (a
+    // step can queue and drain between two readings).
+    queue_->addSample(it->second, x, static_cast<double>(q.peakOrDepth()));
   }
 }
 

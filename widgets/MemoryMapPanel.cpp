@@ -29,7 +29,7 @@ MemoryMapPanel::MemoryMapPanel(QWidget* parent) : QWidget(parent) {
   connect(freeze_, &QAction::toggled, this, &MemoryMapPanel::setFrozen);
   QAction* zoomIn = toolbar->addAction(tr("Zoom in"));
   zoomIn->setShortcut(QKeySequence::ZoomIn);
-  zoomIn->setToolTip(tr("Twice as many rows (Ctrl+wheel)"));
+  zoomIn->setToolTip(tr("Twice as wide (Ctrl+wheel); double-click a block to zoom to it"));
   QAction* zoomOut = toolbar->addAction(tr("Zoom out"));
   zoomOut->setShortcut(QKeySequence::ZoomOut);
   QAction* fit = toolbar->addAction(tr("Fit"));
@@ -59,6 +59,12 @@ MemoryMapPanel::MemoryMapPanel(QWidget* parent) : QWidget(parent) {
                       k % 3);  // three columns: the page fits beside the dock at 1024 px
   }
 
+  timeline_ = new AllocationTimeline(this);
+  timeline_->setObjectName(QStringLiteral("allocationTimeline"));
+  timelineNote_ = new QLabel(timeline_->summaryText(), this);
+  timelineNote_->setObjectName(QStringLiteral("allocationTimelineNote"));
+  timelineNote_->setWordWrap(true);
+
   view_ = new MemoryMapView;
   scroll_ = new QScrollArea(this);
   scroll_->setObjectName(QStringLiteral("memoryMapScroll"));  // zoomed maps scroll both ways
@@ -67,11 +73,14 @@ MemoryMapPanel::MemoryMapPanel(QWidget* parent) : QWidget(parent) {
   connect(zoomIn, &QAction::triggered, view_, &MemoryMapView::zoomIn);
   connect(zoomOut, &QAction::triggered, view_, &MemoryMapView::zoomOut);
   connect(fit, &QAction::triggered, view_, [this] { view_->setZoomLevel(0); });
+  connect(view_, &MemoryMapView::blockActivated, this, &MemoryMapPanel::zoomToBlock);
 
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(toolbar);
   layout->addWidget(summary_);
   layout->addLayout(legend);
+  layout->addWidget(timeline_);
+  layout->addWidget(timelineNote_);
   layout->addWidget(scroll_, 1);
 
   refreshTimer_.setInterval(kRefreshIntervalMs);
@@ -152,10 +161,20 @@ void MemoryMapPanel::display(MemorySnapshot snapshot, const QString& source) {
                         .arg(snapshot.blockCount())
                         .arg(formatBytes(snapshot.totalBytes()), source));
   source_ = source;
+  timeline_->setSnapshot(snapshot);
+  timelineNote_->setText(timeline_->summaryText());
   view_->setSnapshot(std::move(snapshot));
   hasSnapshot_ = true;
   save_->setEnabled(true);
   updateLegend();
+}
+
+QRectF MemoryMapPanel::zoomToBlock(MemoryMapView::BlockRef ref) {
+  const QRectF rect = view_->zoomToBlock(ref);
+  scroll_->widget()->adjustSize();
+  scroll_->ensureVisible(static_cast<int>(rect.center().x()), static_cast<int>(rect.center().y()),
+                         static_cast<int>(rect.width() / 2) + 40, 40);
+  return rect;
 }
 
 QString MemoryMapPanel::summaryText() const {

@@ -1,5 +1,6 @@
-// widgets/MemoryMapPanel.h — the memory-map page: the map, a legend with bytes per owner, a
-// summary line, and the actions freeze, zoom, save snapshot and open snapshot.
+// widgets/MemoryMapPanel.h — the memory-map page: the map (segments grouped by owner), the
+// allocation timeline of the snapshot's trace, a legend with bytes per owner, a summary line, and
+// the actions freeze, zoom (double-click: to one block), save snapshot and open snapshot.
 //
 // While a run is active, the page is visible and not frozen, it asks the engine for a snapshot
 // every kRefreshIntervalMs (a snapshot walks every block, so the rate stays modest). A run on the
@@ -12,6 +13,7 @@
 #include <QWidget>
 #include <array>
 
+#include "widgets/AllocationTimeline.h"
 #include "widgets/EngineTypes.h"
 #include "widgets/MemoryMapView.h"
 
@@ -30,6 +32,10 @@ class MemoryMapPanel : public QWidget {
   explicit MemoryMapPanel(QWidget* parent = nullptr);
 
   MemoryMapView* view() const { return view_; }
+  AllocationTimeline* timeline() const { return timeline_; }
+  // Zooms the map until the block is wide enough to point at and scrolls it into view; returns
+  // its rectangle in the map.
+  QRectF zoomToBlock(MemoryMapView::BlockRef ref);
   bool isFrozen() const;
   bool hasSnapshot() const { return hasSnapshot_; }
   QString summaryText() const;
@@ -65,6 +71,8 @@ class MemoryMapPanel : public QWidget {
   void setRunOnCpu(bool onCpu);
 
   MemoryMapView* view_;
+  AllocationTimeline* timeline_;
+  QLabel* timelineNote_;
   QScrollArea* scroll_;
   QLabel* summary_;
   std::array<QLabel*, kBlockKindCount> legend_{};

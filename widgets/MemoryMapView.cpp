@@ -1,46 +1,102 @@
-// widgets/MemoryMapView.cpp — layout of blocks on wrapped rows, painting, hit testing, tooltips.
+// widgets/MemoryMapView.cpp — grouping segments by owner, row layout, painting, hit testing,
+// tooltips and zoom.
 #include "widgets/MemoryMapView.h"
 
 #include <QHelpEvent>
+#include <QMouseEvent>
 #include <QPaintEvent>
 #include <QPainter>
 #include <QToolTip>
 #include <QWheelEvent>
 #include <algorithm>
+#include <array>
+#include <cmath>
 
 #include "widgets/Format.h"
 
 namespace lorascope::widgets {
+namespace {
+
+bool isFreeKind(BlockKind kind) {
+  return kind == BlockKind::Free || kind == BlockKind::InactiveSplit;
+}
+
+// The owner holding most of the segment's allocated bytes; Free when nothing in it is live.
+BlockKind dominantKind(const SnapshotSegment& segment) {
+  std::array<std::uint64_t, kBlockKindCount> bytes{};
+  for (const SnapshotBlock& block : segment.blocks) {
+    if (!isFreeKind(block.kind)) {
+      bytes[static_cast<std::size_t>(block.kind)] += block.sizeBytes;
+    }
+  }
+  const auto most = std::max_element(bytes.begin(), bytes.end());
+  return *most == 0 ? BlockKind::Free : static_cast<BlockKind>(most - bytes.begin());
+}
+
+}  // namespace
 
 MemoryMapView::MemoryMapView(QWidget* parent) : QWidget(parent) {
   setMouseTracking(true);
   setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
-  setMinimumHeight(kBaseRows * kRowHeightPx);
 }
 
 QSize MemoryMapView::sizeHint() const {
-  return {640, rows_ * kRowHeightPx};
+  const double height = rows_.empty() ? kRowHeightPx : rows_.back().y + kRowHeightPx;
+  return {kLabelWidthPx + static_cast<int>(barWidth()), static_cast<int>(height)};
 }
 
 void MemoryMapView::setSnapshot(MemorySnapshot snapshot) {
   snapshot_ = std::move(snapshot);
-  flatBlocks_.clear();
+  groups_.clear();
   blockStart_.clear();
-  segmentStart_.clear();
-  std::uint64_t offset = 0;
+  std::array<std::vector<int>, kBlockKindCount> byKind;
   for (std::size_t s = 0; s < snapshot_.segments.size(); ++s) {
     const SnapshotSegment& seg = snapshot_.segments[s];
-    segmentStart_.push_back(offset);
-    std::uint64_t inSegment = 0;
-    for (std::size_t b = 0; b < seg.blocks.size(); ++b) {
-      flatBlocks_.push_back({static_cast<int>(s), static_cast<int>(b)});
-      blockStart_.push_back(offset + inSegment);
-      inSegment += seg.blocks[b].sizeBytes;
+    byKind[static_cast<std::size_t>(dominantKind(seg))].push_back(static_cast<int>(s));
+    std::vector<std::uint64_t> starts;
+    std::uint64_t offset = 0;
+    for (const SnapshotBlock& block : seg.blocks) {
+      starts.push_back(offset);
+      offset += block.sizeBytes;
     }
-    offset += std::max(seg.totalBytes, inSegment);
+    blockStart_.push_back(std::move(starts));
   }
-  totalBytes_ = offset;
+  for (int k = 0; k < kBlockKindCount; ++k) {
+    const auto kind = static_cast<BlockKind>(k);
+    if (byKind[static_cast<std::size_t>(k)].empty()) {
+      continue;
+    }
+    Group group;
+    group.kind = kind;
+    group.segments = std::move(byKind[static_cast<std::size_t>(k)]);
+    for (const int s : group.segments) {
+      const SnapshotSegment& seg = snapshot_.segments[static_cast<std::size_t>(s)];
+      group.reservedBytes += seg.totalBytes;
+      for (const SnapshotBlock& block : seg.blocks) {
+        if (block.kind == kind || (kind == BlockKind::Free && isFreeKind(block.kind))) {
+          group.ownedBytes += block.sizeBytes;
+        }
+      }
+    }
+    groups_.push_back(std::move(group));
+  }
   relayout();
+}
+
+QString MemoryMapView::groupHeader(const Group& group) const {
+  const QString segments =
+      group.segments.size() == 1 ? tr("1 segment") : tr("%1 segments").arg(group.segments.size());
+  if (group.kind == BlockKind::Free) {
+    return tr("no live block · %1, %2 cached (releasable)")
+        .arg(segments, formatBytes(group.reservedBytes));
+  }
+  return tr("mostly %1 · %2, %3 reserved, %4 of it %1")
+      .arg(blockKindName(group.kind), segments, formatBytes(group.reservedBytes),
+           formatBytes(group.ownedBytes));
+}
+
+double MemoryMapView::barWidth() const {
+  return static_cast<double>(baseBarWidth_) * std::ldexp(1.0, zoomLevel_);
 }
 
 void MemoryMapView::setZoomLevel(int level) {
@@ -48,51 +104,68 @@ void MemoryMapView::setZoomLevel(int level) {
   if (level == zoomLevel_) {
     return;
   }
+  if (zoomLevel_ == 0) {  // the width at zoom 0 is what the viewport gives: keep it as the base
+    baseBarWidth_ = std::max(120, width() - kLabelWidthPx);
+  }
   zoomLevel_ = level;
   relayout();
   emit zoomLevelChanged(level);
 }
 
 void MemoryMapView::relayout() {
-  if (zoomLevel_ == 0) {  // the whole snapshot fills the height it is given
-    fitRows_ = std::max(kBaseRows, height() / kRowHeightPx);
+  if (zoomLevel_ == 0) {
+    baseBarWidth_ = std::max(120, width() - kLabelWidthPx);
   }
-  rows_ = fitRows_ << zoomLevel_;
-  rowBytes_ = std::max<std::uint64_t>(1, (totalBytes_ + rows_ - 1) / rows_);
-  setMinimumHeight((zoomLevel_ == 0 ? kBaseRows : rows_) * kRowHeightPx);
-  pieces_.clear();
-  segmentBars_.clear();
-  const double width = std::max(1, this->width());
-  const double pxPerByte = width / static_cast<double>(rowBytes_);
-  auto xOf = [&](std::uint64_t offsetInRow) {
-    return static_cast<double>(offsetInRow) * pxPerByte;
-  };
-  for (std::size_t i = 0; i < flatBlocks_.size(); ++i) {
-    const BlockRef ref = flatBlocks_[i];
-    const std::uint64_t size = snapshot_.segments[static_cast<std::size_t>(ref.segment)]
-                                   .blocks[static_cast<std::size_t>(ref.block)]
-                                   .sizeBytes;
-    if (size == 0) {
-      continue;
-    }
-    const std::uint64_t start = blockStart_[i];
-    const std::uint64_t end = start + size;
-    for (std::uint64_t row = start / rowBytes_; row * rowBytes_ < end; ++row) {
-      const std::uint64_t rowStart = row * rowBytes_;
-      const double x0 = xOf(std::max(start, rowStart) - rowStart);
-      const double x1 = xOf(std::min(end, rowStart + rowBytes_) - rowStart);
-      pieces_.push_back(
-          {QRectF(x0, static_cast<double>(row) * kRowHeightPx, x1 - x0, kRowHeightPx - 2),
-           static_cast<std::uint32_t>(i)});
+  rows_.clear();
+  segmentY_.assign(snapshot_.segments.size(), 0.0);
+  double y = 0;
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    rows_.push_back({y, -1, static_cast<int>(g)});
+    y += kHeaderHeightPx;
+    for (const int s : groups_[g].segments) {
+      rows_.push_back({y, s, static_cast<int>(g)});
+      segmentY_[static_cast<std::size_t>(s)] = y;
+      y += kRowHeightPx;
     }
   }
-  for (std::uint64_t start : segmentStart_) {
-    const std::uint64_t row = start / rowBytes_;
-    segmentBars_.emplace_back(xOf(start - row * rowBytes_), static_cast<double>(row) * kRowHeightPx,
-                              2.0, kRowHeightPx - 2);
-  }
+  setMinimumHeight(std::max(kRowHeightPx, static_cast<int>(y)));
+  setMinimumWidth(zoomLevel_ == 0 ? kLabelWidthPx + 120
+                                  : kLabelWidthPx + static_cast<int>(std::ceil(barWidth())));
   updateGeometry();
   update();
+}
+
+QRectF MemoryMapView::segmentBar(int segment) const {
+  return {static_cast<double>(kLabelWidthPx), segmentY_.at(static_cast<std::size_t>(segment)),
+          barWidth(), kRowHeightPx - 3.0};
+}
+
+std::vector<QRectF> MemoryMapView::rectsOf(BlockRef ref) const {
+  const SnapshotSegment& seg = snapshot_.segments.at(static_cast<std::size_t>(ref.segment));
+  const SnapshotBlock& block = seg.blocks.at(static_cast<std::size_t>(ref.block));
+  if (block.sizeBytes == 0 || seg.totalBytes == 0) {
+    return {};
+  }
+  const QRectF bar = segmentBar(ref.segment);
+  const double pxPerByte = bar.width() / static_cast<double>(seg.totalBytes);
+  const double x0 =
+      bar.left() +
+      static_cast<double>(
+          blockStart_[static_cast<std::size_t>(ref.segment)][static_cast<std::size_t>(ref.block)]) *
+          pxPerByte;
+  return {QRectF(x0, bar.top(), static_cast<double>(block.sizeBytes) * pxPerByte, bar.height())};
+}
+
+QRectF MemoryMapView::zoomToBlock(BlockRef ref) {
+  while (zoomLevel_ < kMaxZoomLevel) {
+    const std::vector<QRectF> rects = rectsOf(ref);
+    if (rects.empty() || rects.front().width() >= kBlockMinWidthPx) {
+      break;
+    }
+    setZoomLevel(zoomLevel_ + 1);
+  }
+  const std::vector<QRectF> rects = rectsOf(ref);
+  return rects.empty() ? QRectF() : rects.front();
 }
 
 void MemoryMapView::paintEvent(QPaintEvent* event) {
@@ -104,54 +177,86 @@ void MemoryMapView::paintEvent(QPaintEvent* event) {
     colors[static_cast<std::size_t>(k)] = blockKindColor(static_cast<BlockKind>(k));
   }
   const QColor edge = palette().color(QPalette::Base);
-  for (const Piece& piece : pieces_) {
-    if (piece.rect.bottom() < dirty.top() || piece.rect.top() > dirty.bottom()) {
+  const QColor text = palette().color(QPalette::WindowText);
+  const QColor frame = palette().color(QPalette::Mid);
+  const auto first = static_cast<std::size_t>(std::max(0, rowIndexAt(dirty.top())));
+  for (std::size_t r = first; r < rows_.size() && rows_[r].y <= dirty.bottom(); ++r) {
+    const Row& row = rows_[r];
+    if (row.segment < 0) {  // a group header, across the whole width
+      const Group& group = groups_[static_cast<std::size_t>(row.group)];
+      const QRectF band(dirty.left(), row.y, dirty.width(), kHeaderHeightPx);
+      painter.fillRect(band, palette().alternateBase());
+      painter.fillRect(QRectF(dirty.left() + 4, row.y + 6, 10, 10),
+                       colors[static_cast<std::size_t>(group.kind)]);
+      painter.setPen(text);
+      QFont bold = font();
+      bold.setBold(true);
+      painter.setFont(bold);
+      painter.drawText(
+          QRectF(dirty.left() + 20, row.y, std::max(dirty.width(), 400.0) - 24, kHeaderHeightPx),
+          Qt::AlignLeft | Qt::AlignVCenter, groupHeader(group));
+      painter.setFont(font());
       continue;
     }
-    const BlockRef ref = flatBlocks_[piece.flatBlock];
-    const BlockKind kind = snapshot_.segments[static_cast<std::size_t>(ref.segment)]
-                               .blocks[static_cast<std::size_t>(ref.block)]
-                               .kind;
-    painter.fillRect(piece.rect, colors[static_cast<std::size_t>(kind)]);
-    if (piece.rect.width() >= 4.0) {  // a hairline between neighbours that are wide enough
-      painter.fillRect(QRectF(piece.rect.right() - 1.0, piece.rect.top(), 1.0, piece.rect.height()),
-                       edge);
+    const SnapshotSegment& seg = snapshot_.segments[static_cast<std::size_t>(row.segment)];
+    if (dirty.left() < kLabelWidthPx) {
+      painter.setPen(text);
+      painter.drawText(
+          QRectF(4, row.y, kLabelWidthPx - 8, kRowHeightPx - 3), Qt::AlignRight | Qt::AlignVCenter,
+          tr("%1 %2").arg(formatBytes(seg.totalBytes), QString::fromStdString(seg.segmentType)));
     }
-  }
-  const QColor bar = palette().color(QPalette::WindowText);
-  for (const QRectF& r : segmentBars_) {
-    painter.fillRect(r, bar);
+    const QRectF bar = segmentBar(row.segment);
+    const double pxPerByte =
+        seg.totalBytes == 0 ? 0.0 : bar.width() / static_cast<double>(seg.totalBytes);
+    const auto& starts = blockStart_[static_cast<std::size_t>(row.segment)];
+    for (std::size_t b = 0; b < seg.blocks.size(); ++b) {
+      const SnapshotBlock& block = seg.blocks[b];
+      const double x0 = bar.left() + static_cast<double>(starts[b]) * pxPerByte;
+      const double w = static_cast<double>(block.sizeBytes) * pxPerByte;
+      if (x0 > dirty.right() || x0 + w < dirty.left() || w <= 0) {
+        continue;
+      }
+      // At least a pixel: a block narrower than that is still there to hover.
+      const QRectF rect(x0, bar.top(), std::max(w, 1.0), bar.height());
+      painter.fillRect(rect, colors[static_cast<std::size_t>(block.kind)]);
+      if (w >= 4.0) {  // a hairline between neighbours that are wide enough
+        painter.fillRect(QRectF(rect.right() - 1.0, rect.top(), 1.0, rect.height()), edge);
+      }
+    }
+    painter.setPen(frame);
+    painter.drawRect(bar.adjusted(0, 0, -1, 0));
   }
 }
 
-void MemoryMapView::resizeEvent(QResizeEvent* event) {
-  QWidget::resizeEvent(event);
-  relayout();
+int MemoryMapView::rowIndexAt(double y) const {
+  const auto it = std::upper_bound(rows_.begin(), rows_.end(), y,
+                                   [](double value, const Row& row) { return value < row.y; });
+  return static_cast<int>(it - rows_.begin()) - 1;
 }
 
 std::optional<MemoryMapView::BlockRef> MemoryMapView::blockAt(QPoint position) const {
-  if (blockStart_.empty() || position.x() < 0 || position.y() < 0 || width() <= 0) {
+  const int r = rowIndexAt(position.y());
+  if (r < 0 || rows_[static_cast<std::size_t>(r)].segment < 0) {
     return std::nullopt;
   }
-  const auto row = static_cast<std::uint64_t>(position.y() / kRowHeightPx);
-  const double fraction = static_cast<double>(position.x()) / width();
-  const auto offset =
-      row * rowBytes_ + static_cast<std::uint64_t>(fraction * static_cast<double>(rowBytes_));
-  if (offset >= totalBytes_) {
+  const int segment = rows_[static_cast<std::size_t>(r)].segment;
+  const QRectF bar = segmentBar(segment);
+  if (!bar.contains(position)) {
     return std::nullopt;
   }
-  const auto it = std::upper_bound(blockStart_.begin(), blockStart_.end(), offset);
-  if (it == blockStart_.begin()) {
+  const SnapshotSegment& seg = snapshot_.segments[static_cast<std::size_t>(segment)];
+  const double fraction = (position.x() - bar.left()) / bar.width();
+  const auto offset = static_cast<std::uint64_t>(fraction * static_cast<double>(seg.totalBytes));
+  const auto& starts = blockStart_[static_cast<std::size_t>(segment)];
+  const auto it = std::upper_bound(starts.begin(), starts.end(), offset);
+  if (it == starts.begin()) {
     return std::nullopt;
   }
-  const std::size_t flat = static_cast<std::size_t>(it - blockStart_.begin()) - 1;
-  const BlockRef ref = flatBlocks_[flat];
-  const SnapshotBlock& b = snapshot_.segments[static_cast<std::size_t>(ref.segment)]
-                               .blocks[static_cast<std::size_t>(ref.block)];
-  if (offset >= blockStart_[flat] + b.sizeBytes) {
+  const auto block = static_cast<std::size_t>(it - starts.begin()) - 1;
+  if (offset >= starts[block] + seg.blocks[block].sizeBytes) {
     return std::nullopt;  // the unlisted tail of a segment
   }
-  return ref;
+  return BlockRef{segment, static_cast<int>(block)};
 }
 
 QString MemoryMapView::tooltipFor(BlockRef ref) const {
@@ -159,27 +264,19 @@ QString MemoryMapView::tooltipFor(BlockRef ref) const {
   const SnapshotBlock& b = seg.blocks.at(static_cast<std::size_t>(ref.block));
   QStringList lines;
   lines << tr("<b>%1</b> · %2").arg(blockKindName(b.kind), formatBytes(b.sizeBytes));
-  if (b.kind != BlockKind::Free && b.kind != BlockKind::InactiveSplit) {
+  if (!isFreeKind(b.kind)) {
     lines << tr("requested %1").arg(formatBytes(b.requestedBytes));
     lines << (b.step ? tr("allocated at step %1").arg(*b.step) : tr("allocated at step n/a"));
   }
   lines << tr("state %1").arg(QString::fromStdString(b.state));
   lines << tr("address 0x%1").arg(b.address, 0, 16);
-  lines << tr("segment %1 (%2, %3)")
+  lines << tr("segment %1 (%2, %3), block %4 of %5")
                .arg(ref.segment)
-               .arg(QString::fromStdString(seg.segmentType), formatBytes(seg.totalBytes));
+               .arg(QString::fromStdString(seg.segmentType), formatBytes(seg.totalBytes))
+               .arg(ref.block + 1)
+               .arg(seg.blocks.size());
+  lines << tr("double-click: zoom to this block");
   return lines.join(QStringLiteral("<br>"));
-}
-
-std::vector<QRectF> MemoryMapView::rectsOf(BlockRef ref) const {
-  std::vector<QRectF> rects;
-  for (const Piece& piece : pieces_) {
-    const BlockRef r = flatBlocks_[piece.flatBlock];
-    if (r.segment == ref.segment && r.block == ref.block) {
-      rects.push_back(piece.rect);
-    }
-  }
-  return rects;
 }
 
 bool MemoryMapView::event(QEvent* event) {
@@ -192,6 +289,14 @@ bool MemoryMapView::event(QEvent* event) {
     }
     return true;
   }
+  if (event->type() == QEvent::Resize && zoomLevel_ == 0) {
+    const bool changed = baseBarWidth_ != std::max(120, width() - kLabelWidthPx);
+    const bool handled = QWidget::event(event);
+    if (changed) {
+      relayout();
+    }
+    return handled;
+  }
   return QWidget::event(event);
 }
 
@@ -202,6 +307,15 @@ void MemoryMapView::wheelEvent(QWheelEvent* event) {
     return;
   }
   QWidget::wheelEvent(event);
+}
+
+void MemoryMapView::mouseDoubleClickEvent(QMouseEvent* event) {
+  if (const auto ref = blockAt(event->position().toPoint())) {
+    emit blockActivated(*ref);
+    event->accept();
+    return;
+  }
+  QWidget::mouseDoubleClickEvent(event);
 }
 
 }  // namespace lorascope::widgets

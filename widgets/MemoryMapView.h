@@ -1,10 +1,13 @@
-// widgets/MemoryMapView.h — the allocator's segments and blocks drawn to scale.
+// widgets/MemoryMapView.h — the allocator's segments and blocks, grouped by owner.
 //
-// Segments are laid end to end in address order and the byte line is wrapped into rows of equal
-// byte width, so every block's area is proportional to its size; a dark bar marks where a segment
-// begins. At zoom level 0 the rows fill the view's height; each zoom level doubles them (the
-// view grows and scrolls). Layout is computed once
-// per snapshot, size or zoom change; painting only fills the precomputed rectangles in view.
+// One row per segment, its blocks to scale inside it; a label column gives the segment's size and
+// pool. Rows are grouped by the owner that holds most of the segment's allocated bytes (segments
+// with no live block last, as "free"), each group under a header with its segment count and bytes.
+// So the ~300 segments of a real run read as rows, not as hair-thin lines of one byte line: a 2 MiB
+// segment of small blocks gets the same width as a 1 GiB one, and its size is written beside it.
+// Zoom widens the bars (each level doubles them, up to kMaxZoomLevel; the view scrolls), and
+// zoomToBlock() picks the level at which one block is wide enough to see and point at. Layout is
+// computed once per snapshot, size or zoom change; painting only fills the rectangles in view.
 #pragma once
 
 #include <QRectF>
@@ -22,8 +25,10 @@ class MemoryMapView : public QWidget {
 
  public:
   static constexpr int kRowHeightPx = 18;
-  static constexpr int kBaseRows = 16;  // the fewest rows at zoom level 0
-  static constexpr int kMaxZoomLevel = 10;
+  static constexpr int kHeaderHeightPx = 22;
+  static constexpr int kLabelWidthPx = 150;
+  static constexpr int kMaxZoomLevel = 13;          // 8192 x: the widest a QWidget may be
+  static constexpr double kBlockMinWidthPx = 24.0;  // zoomToBlock's target width
 
   explicit MemoryMapView(QWidget* parent = nullptr);
 
@@ -31,16 +36,30 @@ class MemoryMapView : public QWidget {
   const MemorySnapshot& snapshot() const { return snapshot_; }
 
   int zoomLevel() const { return zoomLevel_; }
-  std::uint64_t rowBytes() const { return rowBytes_; }
 
   struct BlockRef {
     int segment = 0;
     int block = 0;
   };
+  // A group of rows: the segments whose allocated bytes are mostly `kind`'s (Free: none live).
+  struct Group {
+    BlockKind kind = BlockKind::Free;
+    std::vector<int> segments;        // indexes into snapshot().segments, by address
+    std::uint64_t reservedBytes = 0;  // the segments' sizes
+    std::uint64_t ownedBytes = 0;     // bytes of the group's owner in them
+  };
+  const std::vector<Group>& groups() const { return groups_; }
+  QString groupHeader(const Group& group) const;
+  // The segment's row: its bar (the blocks' area, right of the label column).
+  QRectF segmentBar(int segment) const;
+
   std::optional<BlockRef> blockAt(QPoint position) const;
   QString tooltipFor(BlockRef ref) const;
-  // The rectangles a block is drawn as, one per row it covers.
+  // The rectangle a block is drawn as (empty when it has no bytes).
   std::vector<QRectF> rectsOf(BlockRef ref) const;
+  // Zooms until the block is at least kBlockMinWidthPx wide (or to the last level) and returns
+  // its rectangle there, for the scroll area to bring into view.
+  QRectF zoomToBlock(BlockRef ref);
 
   QSize sizeHint() const override;
 
@@ -51,30 +70,31 @@ class MemoryMapView : public QWidget {
 
  signals:
   void zoomLevelChanged(int level);
+  // A double click on a block: the panel zooms to it and scrolls it into view.
+  void blockActivated(lorascope::widgets::MemoryMapView::BlockRef ref);
 
  protected:
   void paintEvent(QPaintEvent* event) override;
-  void resizeEvent(QResizeEvent* event) override;
   bool event(QEvent* event) override;            // tooltips
   void wheelEvent(QWheelEvent* event) override;  // Ctrl+wheel zooms
+  void mouseDoubleClickEvent(QMouseEvent* event) override;
 
  private:
-  struct Piece {
-    QRectF rect;
-    std::uint32_t flatBlock = 0;
+  struct Row {
+    double y = 0;
+    int segment = -1;  // -1: a group header
+    int group = 0;
   };
   void relayout();
+  double barWidth() const;  // at the current zoom
+  int rowIndexAt(double y) const;
 
   MemorySnapshot snapshot_;
-  std::vector<BlockRef> flatBlocks_;         // flat index → (segment, block)
-  std::vector<std::uint64_t> blockStart_;    // flat index → offset on the byte line
-  std::vector<std::uint64_t> segmentStart_;  // segment → offset on the byte line
-  std::vector<Piece> pieces_;                // in row order
-  std::vector<QRectF> segmentBars_;
-  std::uint64_t totalBytes_ = 0;
-  std::uint64_t rowBytes_ = 1;
-  int rows_ = kBaseRows;
-  int fitRows_ = kBaseRows;  // rows at zoom level 0: as many as the height holds
+  std::vector<Group> groups_;
+  std::vector<Row> rows_;                               // in drawing order
+  std::vector<double> segmentY_;                        // segment → its row's top
+  std::vector<std::vector<std::uint64_t>> blockStart_;  // segment → block → offset in segment
+  int baseBarWidth_ = 480;  // the bar width at zoom 0: what the viewport leaves
   int zoomLevel_ = 0;
 };
 

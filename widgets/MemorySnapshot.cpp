@@ -1,6 +1,8 @@
 // widgets/MemorySnapshot.cpp — reading PyTorch-layout snapshots and classifying blocks.
 #include "widgets/MemorySnapshot.h"
 
+#include <algorithm>
+
 #include <QObject>
 
 namespace lorascope::widgets {
@@ -172,6 +174,45 @@ MemorySnapshot parseMemorySnapshot(const json& document) {
       seg.blocks.push_back(std::move(block));
     }
     out.segments.push_back(std::move(seg));
+  }
+  if (document.contains("device_traces")) {
+    const json& traces = document["device_traces"];
+    if (!traces.is_array() || (!traces.empty() && !traces[0].is_array())) {
+      throw SnapshotError("device_traces: must be an array of arrays");
+    }
+    static const std::array<std::pair<const char*, TraceEvent::Action>, 4> kActions = {{
+        {"alloc", TraceEvent::Action::Alloc},
+        {"free_completed", TraceEvent::Action::Free},
+        {"segment_alloc", TraceEvent::Action::SegmentAlloc},
+        {"segment_free", TraceEvent::Action::SegmentFree},
+    }};
+    std::size_t ti = 0;
+    for (const json& t : traces.empty() ? json::array() : traces[0]) {
+      const std::string where = "device_traces[0][" + std::to_string(ti++) + "]";
+      if (!t.is_object()) {
+        throw SnapshotError(where + ": must be an object");
+      }
+      const std::string action = stringField(t, "action", where);
+      const auto known = std::find_if(kActions.begin(), kActions.end(),
+                                      [&](const auto& entry) { return action == entry.first; });
+      if (known == kActions.end()) {
+        continue;  // free_requested, snapshot, oom...: not a change of live or reserved bytes
+      }
+      TraceEvent event;
+      event.action = known->second;
+      event.address = bytesField(t, "addr", where);
+      event.sizeBytes = bytesField(t, "size", where);
+      if (t.contains("owner")) {
+        event.owner = ownerKind(stringField(t, "owner", where));
+      }
+      if (t.contains("step")) {
+        if (!t["step"].is_number_integer()) {
+          throw SnapshotError(where + ": \"step\" must be a whole number");
+        }
+        event.step = t["step"].get<std::int64_t>();
+      }
+      out.trace.push_back(event);
+    }
   }
   return out;
 }

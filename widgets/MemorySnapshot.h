@@ -5,7 +5,10 @@
 //                  "segment_type": "small"|"large", "blocks": [{"address", "size",
 //                  "requested_size", "state": "active_allocated"|"active_pending_free"|"inactive",
 //                  "owner": "weights"|..., "step"}]}], ...}
-// "owner" and "step" are ours and present on allocated blocks only. Other keys ("device",
+// "owner" and "step" are ours and present on allocated blocks only. "device_traces" (optional):
+//   [[{"action": "alloc"|"free_completed"|"free_requested"|"segment_alloc"|"segment_free", "addr",
+//      "size", and ours: "owner", "step"}, ...]] — the first device's list becomes `trace`
+//   (free_requested is not a free yet and is skipped). Other keys ("device",
 // "stats", "policy", "pool", "stream") are kept in `raw` and saved back untouched.
 #pragma once
 
@@ -61,9 +64,20 @@ struct SnapshotSegment {
   std::vector<SnapshotBlock> blocks;
 };
 
+// One entry of the allocator's trace ("device_traces"[0]): what the allocation timeline draws.
+struct TraceEvent {
+  enum class Action { Alloc, Free, SegmentAlloc, SegmentFree };
+  Action action = Action::Alloc;
+  BlockKind owner = BlockKind::Other;  // Alloc and Free
+  std::int64_t step = 0;
+  std::uint64_t address = 0;
+  std::uint64_t sizeBytes = 0;
+};
+
 struct MemorySnapshot {
   std::vector<SnapshotSegment> segments;
-  nlohmann::json raw;  // the document as received, for saving
+  std::vector<TraceEvent> trace;  // oldest first; empty when the snapshot has none
+  nlohmann::json raw;             // the document as received, for saving
   std::uint64_t totalBytes() const;
   std::size_t blockCount() const;
   std::array<std::uint64_t, kBlockKindCount> bytesByKind() const;

@@ -1,6 +1,7 @@
 // engine/Engine.cpp — the engine thread's loop: commands at step boundaries, one step at a time.
 #include "engine/Engine.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace lorascope::engine {
@@ -36,21 +37,40 @@ void Engine::stopSampler() {
 }
 
 void Engine::sampleLoop() {
+  using Clock = std::chrono::steady_clock;
+  const int periodMs = std::max(1, options_.samplePeriodMs);
+  const auto period = std::chrono::milliseconds(periodMs);
+  const auto pollPeriod = std::chrono::milliseconds(std::clamp(options_.pollPeriodMs, 1, periodMs));
+  auto nextReading = Clock::now() + period;
+  bool polling = false;  // a job runs: wake every poll period, else only for readings
   for (;;) {
     {
       std::unique_lock lock(samplerMutex_);
-      if (samplerWake_.wait_for(lock, std::chrono::milliseconds(options_.samplePeriodMs),
-                                [this] { return samplerStop_; })) {
+      const auto wakeAt = polling ? std::min(nextReading, Clock::now() + pollPeriod) : nextReading;
+      if (samplerWake_.wait_until(lock, wakeAt, [this] { return samplerStop_; })) {
         return;
       }
     }
+    const bool readingDue = Clock::now() >= nextReading;
     InstrumentEvents reading;
     {
       const std::lock_guard lock(jobMutex_);
+      polling = job_ != nullptr;
       if (!job_) {
+        if (readingDue) {
+          nextReading = Clock::now() + period;
+        }
+        continue;
+      }
+      if (!readingDue) {
+        job_->pollInstruments();
         continue;
       }
       reading = job_->sampleInstruments();
+    }
+    nextReading += period;
+    if (nextReading < Clock::now()) {  // a slow reading: the next one a full period from now
+      nextReading = Clock::now() + period;
     }
     if (reading.queue) {
       publish(*reading.queue);

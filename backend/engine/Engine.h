@@ -105,10 +105,16 @@ class EngineJob {
   // Called on the engine's sampler thread, concurrently with the other calls (a step running or
   // hanging): must be thread-safe against them.
   virtual InstrumentEvents sampleInstruments() { return {}; }
+  // Called on the sampler thread every EngineOptions::pollPeriodMs between readings: cheap
+  // bookkeeping that a reading summarises (the queue tracker's completions and peak depth).
+  virtual void pollInstruments() {}
 };
 
 struct EngineOptions {
   int samplePeriodMs = 400;  // the sampler's period: 2.5 readings a second
+  // Between readings the sampler polls the job this often (pollInstruments), so that a reading's
+  // peak queue depth sees a step shorter than the reading period.
+  int pollPeriodMs = 5;
   // Runs on the sampler thread after a hang was published (the engine thread is stuck in the op).
   std::function<void()> onHang;
 };

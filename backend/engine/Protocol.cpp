@@ -349,7 +349,11 @@ std::string encodeEvent(const TimedEvent& timed) {
           [&](const QueueEvent& e) {
             out["streams"] = json::array();
             for (const QueueDepth& q : e.streams) {
-              out["streams"].push_back({{"stream", q.stream}, {"depth", q.depth}});
+              json stream = {{"stream", q.stream}, {"depth", q.depth}};
+              if (q.peak) {
+                stream["peak"] = *q.peak;
+              }
+              out["streams"].push_back(std::move(stream));
             }
           },
           [&](const SnapshotEvent& e) { out["snapshot"] = e.snapshot; },
@@ -464,7 +468,11 @@ TimedEvent decodeEvent(std::string_view line) {
       if (!q.is_object())
         f.fail("streams", "entries must be objects");
       const Fields qf(q, "queue.streams");
-      e.streams.push_back({qf.string("stream"), qf.integer("depth")});
+      QueueDepth depth{qf.string("stream"), qf.integer("depth")};
+      if (qf.has("peak")) {
+        depth.peak = qf.integer("peak");
+      }
+      e.streams.push_back(std::move(depth));
     }
     out.event = std::move(e);
   } else if (type == "snapshot") {

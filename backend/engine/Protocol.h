@@ -137,7 +137,11 @@ struct MemoryEvent {
 
 struct QueueDepth {
   std::string stream;
-  std::int64_t depth = 0;  // submitted − completed
+  std::int64_t depth = 0;  // submitted − completed, now
+  // The most launches in flight at once since the previous reading (the engine polls every few
+  // ms). Optional on the wire ("peak"); absent (older engines) it is the depth.
+  std::optional<std::int64_t> peak = {};
+  std::int64_t peakOrDepth() const { return peak.value_or(depth); }
 };
 struct QueueEvent {
   std::vector<QueueDepth> streams;

@@ -63,21 +63,43 @@ std::optional<MirroredState> readSlot(const std::byte* file, std::size_t fileByt
 
 }  // namespace
 
+// Slicing-by-8 (eight tables, eight bytes a round): the engine checksums its whole state after
+// every step — 100 MB for a 0.5B model's LoRA rank 16 with its Adam moments — and the bytewise
+// loop took ~400 ms of each ~820 ms step cycle on the H100 recording (the GPU idle meanwhile);
+// this one is several times faster and gives the same value.
 std::uint32_t crc32(std::span<const std::byte> data) {
-  static const std::array<std::uint32_t, 256> table = [] {
-    std::array<std::uint32_t, 256> t{};
+  using Tables = std::array<std::array<std::uint32_t, 256>, 8>;
+  static const Tables tables = [] {
+    Tables t{};
     for (std::uint32_t i = 0; i < 256; ++i) {
       std::uint32_t c = i;
       for (int k = 0; k < 8; ++k) {
         c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;  // reflected IEEE 802.3 polynomial
       }
-      t[i] = c;
+      t[0][i] = c;
+    }
+    for (std::size_t k = 1; k < t.size(); ++k) {
+      for (std::size_t i = 0; i < 256; ++i) {
+        t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xFFu];
+      }
     }
     return t;
   }();
   std::uint32_t crc = 0xFFFFFFFFu;
-  for (std::byte b : data) {
-    crc = table[(crc ^ static_cast<std::uint8_t>(b)) & 0xFFu] ^ (crc >> 8);
+  const std::byte* p = data.data();
+  std::size_t left = data.size();
+  const auto byteAt = [&](std::size_t i) { return static_cast<std::uint32_t>(p[i]); };
+  for (; left >= 8; p += 8, left -= 8) {
+    // Assembled byte by byte: the same on any endianness (compilers fuse it into one load).
+    const std::uint32_t one =
+        crc ^ (byteAt(0) | byteAt(1) << 8 | byteAt(2) << 16 | byteAt(3) << 24);
+    const std::uint32_t two = byteAt(4) | byteAt(5) << 8 | byteAt(6) << 16 | byteAt(7) << 24;
+    crc = tables[7][one & 0xFFu] ^ tables[6][(one >> 8) & 0xFFu] ^ tables[5][(one >> 16) & 0xFFu] ^
+          tables[4][one >> 24] ^ tables[3][two & 0xFFu] ^ tables[2][(two >> 8) & 0xFFu] ^
+          tables[1][(two >> 16) & 0xFFu] ^ tables[0][two >> 24];
+  }
+  for (std::size_t i = 0; i < left; ++i) {
+    crc = tables[0][(crc ^ byteAt(i)) & 0xFFu] ^ (crc >> 8);
   }
   return crc ^ 0xFFFFFFFFu;
 }

@@ -283,7 +283,8 @@ class TrainingJob : public engine::EngineJob {
     if (!reading.queues.empty()) {
       engine::QueueEvent queue;
       for (const runtime::StreamQueueSample& s : reading.queues) {
-        queue.streams.push_back({s.name, static_cast<std::int64_t>(s.depth)});
+        queue.streams.push_back(
+            {s.name, static_cast<std::int64_t>(s.depth), static_cast<std::int64_t>(s.peak)});
       }
       out.queue = std::move(queue);
     }
@@ -298,6 +299,10 @@ class TrainingJob : public engine::EngineJob {
 
   // The three readings kept apart: our allocator's (GPU runs), the driver's and the host's, the
   // last two from the sampler's latest refresh so that a slow vendor library never delays a step.
+  // Between readings: the queue tracker pops completed launches and notes the depth towards the
+  // next reading's peak.
+  void pollInstruments() override { runtime::launchControl().queues().poll(); }
+
   // Also called on the sampler thread: the backend is read under backendMutex_.
   std::optional<engine::MemoryEvent> memory() override {
     const std::lock_guard backendLock(backendMutex_);

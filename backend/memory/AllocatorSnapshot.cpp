@@ -61,8 +61,23 @@ void DeviceAllocator::resetPeakStats() {
 
 nlohmann::json DeviceAllocator::snapshot() const {
   nlohmann::json segments = nlohmann::json::array();
+  nlohmann::json traces = nlohmann::json::array();
   {
     const std::lock_guard lock(mutex_);
+    for (const TraceEntry& entry : trace_) {
+      static constexpr const char* kActions[] = {"alloc", "free_completed", "segment_alloc",
+                                                 "segment_free"};
+      nlohmann::json item = {{"action", kActions[static_cast<int>(entry.action)]},
+                             {"addr", entry.address},
+                             {"size", entry.bytes},
+                             {"stream", streamId_},
+                             {"time_us", entry.timeUs},
+                             {"step", entry.step}};
+      if (entry.action == TraceAction::Alloc || entry.action == TraceAction::Free) {
+        item["owner"] = ownerName(entry.owner);
+      }
+      traces.push_back(std::move(item));
+    }
     for (const auto& [address, segment] : segments_) {
       std::size_t allocatedBytes = 0;
       std::size_t requestedBytes = 0;
@@ -102,6 +117,7 @@ nlohmann::json DeviceAllocator::snapshot() const {
   }
   const DeviceMemoryInfo info = device_->info();
   return {{"segments", std::move(segments)},
+          {"device_traces", nlohmann::json::array({std::move(traces)})},
           {"device",
            {{"name", device_->name()},
             {"total_bytes", info.totalBytes},

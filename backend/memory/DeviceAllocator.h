@@ -23,6 +23,10 @@
 //   (counted as a retry) -> OutOfMemoryError with the numbers and a remedy.
 // - Policy changes are queued by setPolicy() and take effect at the next beginStep().
 //
+// - Trace: the latest kTraceCapacity allocations, frees and segment changes, each with its block's
+//   owner and step, kept in a ring and written into the snapshot as PyTorch's "device_traces"
+//   (the allocation timeline that its memory viewer draws offline; the memory map draws it live).
+//
 // Locking: one mutex guards all state; every public method takes it, including the stats and
 // snapshot readers called from the telemetry thread. DeviceMemory is called with the mutex held,
 // as PyTorch does: a device allocation is rare and must not race a release of the same range.
@@ -30,6 +34,8 @@
 // Streams: one allocator serves one stream (the backend's); blocks never migrate between streams.
 #pragma once
 
+#include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -74,7 +80,13 @@ class DeviceAllocator {
   void emptyCache();
   AllocatorStats stats() const;
   void resetPeakStats();
-  // PyTorch memory-snapshot layout: {"segments": [...], "device": {...}, "stats": {...}}.
+  // The trace ring's size: a B8 x S512 step of a 24-layer model makes ~4,000 entries, so a few
+  // steps' worth.
+  static constexpr std::size_t kTraceCapacity = 16384;
+
+  // PyTorch memory-snapshot layout: {"segments": [...], "device_traces": [[...]], "device": {...},
+  // "stats": {...}}; a trace entry is {"action": "alloc"|"free_completed"|"segment_alloc"|
+  // "segment_free", "addr", "size", "stream", "time_us", and ours: "owner", "step"}.
   nlohmann::json snapshot() const;
   DeviceMemoryInfo deviceInfo() const { return device_->info(); }
 
@@ -123,6 +135,16 @@ class DeviceAllocator {
   void reserveArena(std::size_t bytes);
   void demoteArenaSegments();
   [[noreturn]] void throwOutOfMemory(std::size_t requested, Owner owner);
+  enum class TraceAction : std::uint8_t { Alloc, Free, SegmentAlloc, SegmentFree };
+  struct TraceEntry {
+    TraceAction action = TraceAction::Alloc;
+    Owner owner = Owner::Other;
+    std::int64_t step = 0;
+    std::uintptr_t address = 0;
+    std::size_t bytes = 0;
+    std::uint64_t timeUs = 0;  // since the allocator was made
+  };
+  void trace(TraceAction action, std::uintptr_t address, std::size_t bytes, Owner owner);
   // The stats computed from the free sets rather than kept incrementally. Caller holds mutex_.
   struct FreeStats {
     std::size_t cachedFreeBytes = 0;
@@ -145,6 +167,8 @@ class DeviceAllocator {
   std::map<std::uintptr_t, std::unique_ptr<Block>> blocks_;  // every block, by address
   FreeSet smallFree_, largeFree_, arenaFree_;
   AllocatorStats stats_;  // incremental parts; stats() adds the computed ones
+  const std::chrono::steady_clock::time_point createdAt_ = std::chrono::steady_clock::now();
+  std::deque<TraceEntry> trace_;  // oldest first, at most kTraceCapacity
 };
 
 // Tags allocations made on this thread while it lives (the Backend interface has no owner

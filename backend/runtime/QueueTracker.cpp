@@ -83,40 +83,57 @@ void QueueTracker::onSubmit(StreamHandle handle, const char* op) {
   s.pending.push_back({{op, s.submitted, nowMs_()}, event});
 }
 
+void QueueTracker::popCompleted(Stream& s) {
+  while (!s.pending.empty() && events_) {
+    std::string errorText;
+    const EventApi::State state = events_->query(s.pending.front().event, errorText);
+    if (state == EventApi::State::Pending) {
+      break;
+    }
+    if (state == EventApi::State::Failed) {
+      s.error = errorText;
+      break;
+    }
+    const std::int64_t now = nowMs_();
+    const PendingOp& done = s.pending.front().op;
+    const std::int64_t service = now - std::max(done.submittedAtMs, s.lastCompletionMs);
+    auto longest = longestServiceMs_.find(done.op);
+    if (longest == longestServiceMs_.end()) {
+      longestServiceMs_.emplace(done.op, service);
+    } else {
+      longest->second = std::max(longest->second, service);
+    }
+    freeEvents_.push_back(s.pending.front().event);
+    s.pending.pop_front();
+    ++s.completed;
+    s.lastCompletionMs = now;
+    lastCompletionMs_ = now;
+  }
+  // After popping: the launches still in flight at this instant (counting the ones that completed
+  // since the previous poll would turn a host-bound run, one launch in flight at a time, into a
+  // deep queue).
+  s.peak = std::max(s.peak, s.submitted - s.completed);
+}
+
+void QueueTracker::poll() {
+  const std::lock_guard lock(mutex_);
+  for (auto& [handle, s] : streams_) {
+    popCompleted(s);
+  }
+}
+
 std::vector<StreamQueueSample> QueueTracker::sample() {
   const std::lock_guard lock(mutex_);
   std::vector<StreamQueueSample> out;
   for (auto& [handle, s] : streams_) {
-    while (!s.pending.empty() && events_) {
-      std::string errorText;
-      const EventApi::State state = events_->query(s.pending.front().event, errorText);
-      if (state == EventApi::State::Pending) {
-        break;
-      }
-      if (state == EventApi::State::Failed) {
-        s.error = errorText;
-        break;
-      }
-      const std::int64_t now = nowMs_();
-      const PendingOp& done = s.pending.front().op;
-      const std::int64_t service = now - std::max(done.submittedAtMs, s.lastCompletionMs);
-      auto longest = longestServiceMs_.find(done.op);
-      if (longest == longestServiceMs_.end()) {
-        longestServiceMs_.emplace(done.op, service);
-      } else {
-        longest->second = std::max(longest->second, service);
-      }
-      freeEvents_.push_back(s.pending.front().event);
-      s.pending.pop_front();
-      ++s.completed;
-      s.lastCompletionMs = now;
-      lastCompletionMs_ = now;
-    }
-    StreamQueueSample sample{
-        handle, s.name, s.submitted, s.completed, s.submitted - s.completed, std::nullopt, s.error};
+    popCompleted(s);
+    const std::uint64_t depth = s.submitted - s.completed;
+    StreamQueueSample sample{handle, s.name, s.submitted,  s.completed,
+                             depth,  s.peak, std::nullopt, s.error};
     if (!s.pending.empty()) {
       sample.head = s.pending.front().op;
     }
+    s.peak = depth;
     out.push_back(std::move(sample));
   }
   return out;

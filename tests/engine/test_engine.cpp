@@ -57,6 +57,7 @@ class CountingJob : public EngineJob {
     }
     return out;
   }
+  void pollInstruments() override { ++polls; }
   void release() {
     {
       const std::lock_guard lock(stuckMutex_);
@@ -69,6 +70,7 @@ class CountingJob : public EngineJob {
   std::atomic<bool> stuck{false};
   std::atomic<bool> reportHang{false};
   std::atomic<int> samples{0};
+  std::atomic<int> polls{0};
 
  private:
   int totalSteps_;
@@ -222,6 +224,22 @@ TEST_CASE(readingsArriveWhileAStepIsStuck) {
   h.engine().post(StartCommand{nlohmann::json::object()});
   TRY_VERIFY(h.all<MemoryEvent>().size() >= 5);
   VERIFY(h.all<StepEvent>().empty());  // all of them during the first step
+  h.job()->release();
+  TRY_VERIFY(h.sawState(RunState::Finished));
+}
+
+// Between two readings the sampler polls the job every pollPeriodMs (the queue tracker's
+// completions and peak), so that a step shorter than the reading period is seen.
+TEST_CASE(theSamplerPollsBetweenReadings) {
+  EngineOptions options;
+  options.samplePeriodMs = 200;
+  options.pollPeriodMs = 2;
+  Harness h(3, 5, options, true);
+  h.engine().post(StartCommand{nlohmann::json::object()});
+  TRY_VERIFY(h.job() != nullptr && h.job()->samples >= 2);
+  // ~100 polls fit in a reading period; a loaded CI machine wakes the sampler late, so ask for
+  // well above one poll per reading rather than the exact count.
+  VERIFY(h.job()->polls >= 10 * h.job()->samples);
   h.job()->release();
   TRY_VERIFY(h.sawState(RunState::Finished));
 }

@@ -56,7 +56,8 @@ TEST_CASE(everyEventRoundTrips) {
       ToggleRefusedEvent{Toggle::GemmBackend, "vendor", "this build has no vendor BLAS", 7},
       EvalEvent{40, 1.9125, 5120, 32, 0.75, 1.875, 30},
       ProfileSwitchEvent{"Low VRAM", "applied at the next step", 9},
-      LadderEvent{"serialize", "vendor_blas", "engine killed by SIGSEGV", 9, 1}};
+      LadderEvent{"serialize", "vendor_blas", "engine killed by SIGSEGV", 9, 1},
+      QueueEvent{{{"compute", 0, 712}}}};
   for (const Event& e : events) {
     const TimedEvent timed{1234, e};
     const std::string line = encodeEvent(timed);
@@ -65,6 +66,15 @@ TEST_CASE(everyEventRoundTrips) {
     COMPARE(back.event.index(), e.index());
     COMPARE(encodeEvent(back), line);
   }
+  // A reading's peak travels as "peak"; an older engine's line without it reads as its depth.
+  const auto queue = std::get<QueueEvent>(decodeEvent(encodeEvent({7, events[18]})).event);
+  COMPARE(queue.streams[0].peakOrDepth(), std::int64_t{712});
+  COMPARE(queue.streams[0].depth, std::int64_t{0});
+  const auto old = std::get<QueueEvent>(
+      decodeEvent(R"({"v":1,"t_ms":5,"type":"queue","streams":[{"stream":"compute","depth":9}]})")
+          .event);
+  VERIFY(!old.streams[0].peak.has_value());
+  COMPARE(old.streams[0].peakOrDepth(), std::int64_t{9});
   const auto step = std::get<StepEvent>(decodeEvent(encodeEvent({7, events[2]})).event);
   COMPARE(step.loss, 1.8325);
   COMPARE(step.accumulation, 8);

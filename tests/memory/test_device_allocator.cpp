@@ -404,6 +404,82 @@ class TestDeviceAllocator : public QObject {
     QCOMPARE(allocator.stats().reservedBytes.current, std::int64_t{0});
   }
 
+  // The planned arena replaces the cache of the activations: switching to it gives the idle
+  // cached segments back before it is reserved (live blocks and their segments stay), so that
+  // reserved is what is live plus the arena, not the old cache plus the arena.
+  void switchingToTheArenaReleasesTheCacheItReplaces() {
+    DeviceAllocator allocator(device(1024));
+    allocator.beginStep(1);
+    const Allocation weights = allocator.allocate(100 * kMiB, Owner::Weights);
+    const Allocation lora = allocator.allocate(3 * kMiB, Owner::Lora);  // a shared 20 MiB segment
+    std::vector<Allocation> activations;
+    for (int i = 0; i < 8; ++i) {
+      activations.push_back(allocator.allocate(40 * kMiB, Owner::Activations));
+    }
+    activations.push_back(allocator.allocate(2 * kMiB, Owner::Activations));  // beside the LoRA
+    for (const Allocation& a : activations) {
+      allocator.deallocate(a.address);
+    }
+    // The step is over: its activations' segments stay cached for the next step.
+    const std::int64_t cached = allocator.stats().reservedBytes.current;
+    QCOMPARE(cached, std::int64_t((100 + 20 + 8 * 40) * kMiB));
+    AllocatorPolicy arena;
+    arena.mode = AllocatorMode::Arena;
+    arena.arenaBytes = 200 * kMiB;
+    allocator.setPolicy(arena);
+    allocator.beginStep(2);
+    const AllocatorStats stats = allocator.stats();
+    QCOMPARE(stats.reservedBytes.current, std::int64_t((100 + 20 + 200) * kMiB));
+    QCOMPARE(stats.allocatedBytes.current, std::int64_t(103 * kMiB));
+    // A bigger arena (a larger micro-batch) replaces the first one instead of joining it.
+    arena.arenaBytes = 300 * kMiB;
+    allocator.setPolicy(arena);
+    allocator.beginStep(3);
+    QCOMPARE(allocator.stats().reservedBytes.current, std::int64_t((100 + 20 + 300) * kMiB));
+    allocator.deallocate(lora.address);
+    allocator.deallocate(weights.address);
+  }
+
+  // The allocation timeline's data: every alloc and free with its owner and step, and the
+  // segments taken from and given back to the device, oldest first, bounded by the ring's size.
+  void snapshotCarriesTheAllocationTrace() {
+    DeviceAllocator allocator(device(256));
+    allocator.beginStep(4);
+    const Allocation w = allocator.allocate(12 * kMiB, Owner::Weights);
+    Allocation a;
+    {
+      const OwnerScope scope(Owner::Activations);
+      a = allocator.allocate(3000, OwnerScope::current());
+    }
+    allocator.beginStep(5);
+    allocator.deallocate(a.address);
+    allocator.emptyCache();  // the small segment goes back
+    const nlohmann::json trace = allocator.snapshot()["device_traces"][0];
+    QCOMPARE(trace.size(), std::size_t{6});
+    const char* actions[] = {"segment_alloc", "alloc",          "segment_alloc",
+                             "alloc",         "free_completed", "segment_free"};
+    for (std::size_t i = 0; i < 6; ++i) {
+      QCOMPARE(trace[i]["action"].get<std::string>(), std::string(actions[i]));
+    }
+    QCOMPARE(trace[1]["owner"].get<std::string>(), std::string("weights"));
+    QCOMPARE(trace[1]["addr"].get<std::uintptr_t>(), w.address);
+    QCOMPARE(trace[1]["size"].get<std::size_t>(), 12 * kMiB);
+    QCOMPARE(trace[1]["step"].get<std::int64_t>(), std::int64_t{4});
+    QCOMPARE(trace[3]["owner"].get<std::string>(), std::string("activations"));
+    QCOMPARE(trace[4]["owner"].get<std::string>(), std::string("activations"));
+    QCOMPARE(trace[4]["step"].get<std::int64_t>(), std::int64_t{5});
+    QCOMPARE(trace[5]["size"].get<std::size_t>(), 2 * kMiB);
+    QVERIFY(trace[5]["time_us"].get<std::uint64_t>() >= trace[0]["time_us"].get<std::uint64_t>());
+    // The ring keeps the newest entries only.
+    for (std::size_t i = 0; i < DeviceAllocator::kTraceCapacity; ++i) {
+      allocator.deallocate(allocator.allocate(4096, Owner::Workspace).address);
+    }
+    const nlohmann::json full = allocator.snapshot()["device_traces"][0];
+    QCOMPARE(full.size(), DeviceAllocator::kTraceCapacity);
+    QCOMPARE(full.back()["action"].get<std::string>(), std::string("free_completed"));
+    QCOMPARE(full.back()["owner"].get<std::string>(), std::string("workspace"));
+  }
+
   void arenaThatCannotBeReservedLeavesCachingMode() {
     DeviceAllocator allocator(device(64));
     AllocatorPolicy arena;

@@ -40,6 +40,42 @@ class TestQueueTracker : public QObject {
     QVERIFY(!tracker.oldestPending().has_value());
   }
 
+  // A step shorter than the reading period: it queues and drains between two readings, and only
+  // the polls in between see it. The reading's peak is the most in flight at one poll; launches
+  // that completed before a poll saw them are not counted as in flight at once.
+  void peakIsTheMostInFlightAtAPollSinceTheLastReading() {
+    auto events = std::make_shared<FakeEvents>();
+    QueueTracker tracker(events);
+    tracker.onSubmit(3, "warmup");
+    events->finishAll(3);
+    QCOMPARE(tracker.sample()[0].peak, std::uint64_t{0});
+    for (int i = 0; i < 120; ++i) {
+      tracker.onSubmit(3, "matmul");
+    }
+    events->finishUpTo(3, 40);  // the GPU is 40 launches in (1 warmup + 39 of the step)
+    tracker.poll();
+    QCOMPARE(tracker.depth(3), std::uint64_t{81});
+    for (int i = 0; i < 20; ++i) {
+      tracker.onSubmit(3, "matmul");
+    }
+    events->finishUpTo(3, 139);
+    tracker.poll();  // 2 in flight now; the peak stays 81
+    events->finishAll(3);
+    const auto reading = tracker.sample();
+    QCOMPARE(reading[0].depth, std::uint64_t{0});
+    QCOMPARE(reading[0].peak, std::uint64_t{81});
+    // The next reading starts from the depth at this one: an idle interval reads 0.
+    QCOMPARE(tracker.sample()[0].peak, std::uint64_t{0});
+    // Host-bound: each launch completes before the next poll sees it, so one is in flight at a
+    // time however many ran in between.
+    for (int i = 0; i < 50; ++i) {
+      tracker.onSubmit(3, "tiny");
+      events->finishAll(3);
+      tracker.poll();
+    }
+    QCOMPARE(tracker.sample()[0].peak, std::uint64_t{0});
+  }
+
   void completionIsAPrefixOfTheStream() {
     auto events = std::make_shared<FakeEvents>();
     QueueTracker tracker(events);

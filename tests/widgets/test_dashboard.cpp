@@ -87,6 +87,28 @@ class TestDashboard : public QObject {
     QVERIFY(d.queueChart()->lineSeries(0)->count() > 0);
     QVERIFY(d.memoryChart()->valueText(Dashboard::DriverUsed).endsWith("GiB"));
     QVERIFY(d.allocatorChart()->valueText(Dashboard::LargestRequest).endsWith("GiB"));
+    // What the H100 measured, drawn: on normal steps hundreds of launches in flight at a reading's
+    // peak, at most one with blocking launches (steps 11-15) or serialize (16-20); reserved
+    // memory falls when the planned arena replaces the cache (step 25 on).
+    const QLineSeries* queue = d.queueChart()->lineSeries(0);
+    std::vector<double> normal;
+    double blockingMax = -1;
+    for (int i = 0; i < queue->count(); ++i) {
+      const QPointF p = queue->at(i);
+      if (p.x() >= 3 && p.x() < 10) {
+        normal.push_back(p.y());
+      } else if (p.x() >= 11.5 && p.x() < 20) {
+        blockingMax = std::max(blockingMax, p.y());
+      }
+    }
+    QVERIFY(normal.size() >= 10);
+    std::sort(normal.begin(), normal.end());
+    QVERIFY2(normal[normal.size() / 2] >= 50,
+             qPrintable(QString::number(normal[normal.size() / 2])));
+    QCOMPARE(blockingMax, 1.0);
+    const QLineSeries* reserved = d.memoryChart()->lineSeries(Dashboard::Reserved);
+    QVERIFY(reserved->at(reserved->count() - 1).y() <
+            reserved->at(reserved->count() / 2).y() - 0.3);
     d.handleEvent({1000, StepEvent{2, 2.0, 1e-4, 1.0, 100.0, 1, 1}});  // the live run goes on
     d.refresh();
     QCOMPARE(d.lossChart()->lineSeries(Dashboard::Loss)->count(), 30);  // not into the recording
@@ -173,6 +195,23 @@ class TestDashboard : public QObject {
     Dashboard cpuBuild;
     cpuBuild.handleEvent({0, HelloEvent{kProtocolVersion, "test", "cpu", {}}});
     QVERIFY(cpuBuild.showsQueueNote());
+  }
+
+  // The queue chart draws each reading's peak (the most in flight since the previous reading), so
+  // a step that queued and drained between two readings still shows; a reading without a peak (an
+  // older recording) draws its depth.
+  void queueChartDrawsEachReadingsPeak() {
+    Dashboard d;
+    d.handleEvent({0, HelloEvent{kProtocolVersion, "test", "hip-nvidia", {}}});
+    d.handleEvent({100, StepEvent{1, 2.0, 1e-4, 1.0, 100.0, 1, 1}});
+    d.handleEvent({400, QueueEvent{{{"compute", 0, 712}}}});
+    d.handleEvent({500, StepEvent{2, 2.0, 1e-4, 1.0, 100.0, 1, 1}});
+    d.handleEvent({800, QueueEvent{{{"compute", 3}}}});
+    d.refresh();
+    const QLineSeries* compute = d.queueChart()->lineSeries(0);
+    QCOMPARE(compute->count(), 2);
+    QCOMPARE(compute->at(0).y(), 712.0);
+    QCOMPARE(compute->at(1).y(), 3.0);
   }
 
   // Fragmentation as it matters: the largest free block against the step's largest request, the

@@ -7,6 +7,7 @@
 #include <QTemporaryDir>
 
 #include "RecordedStream.h"
+#include "widgets/AllocationTimeline.h"
 #include "widgets/MemoryMapPanel.h"
 #include "widgets/MemorySnapshot.h"
 
@@ -54,7 +55,7 @@ class TestMemoryMap : public QObject {
     QCOMPARE(bytes[static_cast<std::size_t>(BlockKind::InactiveSplit)], std::uint64_t{16} << 20);
   }
 
-  // The snapshot recorded on an H100 after step 6 (fixtures/README.md) reads whole: its 298
+  // The snapshot recorded on an H100 after step 7 (fixtures/README.md) reads whole: its 298
   // segments and 1,845 blocks: weights, LoRA, gradients and optimizer state in use, and the
   // step's freed activations cached as free space (taken at a step boundary).
   void readsTheSnapshotRecordedOnAnH100() {
@@ -89,26 +90,192 @@ class TestMemoryMap : public QObject {
                              widgets::parseMemorySnapshot(nlohmann::json::object()));
   }
 
-  void blocksAreDrawnToScale() {
+  // One row per segment, grouped by the owner holding most of it; inside its bar every block's
+  // width is its share of the segment. Zooming in doubles the bars.
+  void blocksAreDrawnToScaleInRowsGroupedByOwner() {
     widgets::MemoryMapView view;
     view.resize(900, 400);
     view.setSnapshot(widgets::parseMemorySnapshot(fixtureSnapshot()));
-    // Every block's drawn area (summed over the rows it wraps across) ∝ its size.
     const widgets::MemorySnapshot& s = view.snapshot();
-    const double pxPerByte = 900.0 / static_cast<double>(view.rowBytes());
+    QCOMPARE(view.groups().size(), std::size_t{3});
+    QCOMPARE(view.groups()[0].kind, BlockKind::Weights);
+    QCOMPARE(view.groups()[1].kind, BlockKind::Activations);
+    QCOMPARE(view.groups()[2].kind, BlockKind::Free);
+    QVERIFY2(view.groupHeader(view.groups()[0]).contains("mostly weights"),
+             qPrintable(view.groupHeader(view.groups()[0])));
+    QVERIFY(view.groupHeader(view.groups()[2]).contains("releasable"));
     for (int seg = 0; seg < 3; ++seg) {
+      const QRectF bar = view.segmentBar(seg);
+      QCOMPARE(bar.left(), double(widgets::MemoryMapView::kLabelWidthPx));
+      QCOMPARE(bar.width(), 900.0 - widgets::MemoryMapView::kLabelWidthPx);
+      const double pxPerByte = bar.width() / static_cast<double>(s.segments[seg].totalBytes);
       for (int b = 0; b < static_cast<int>(s.segments[seg].blocks.size()); ++b) {
         const double want = pxPerByte * static_cast<double>(s.segments[seg].blocks[b].sizeBytes);
         QVERIFY2(std::abs(drawnWidth(view, {seg, b}) - want) < 1e-6,
                  qPrintable(QStringLiteral("segment %1 block %2").arg(seg).arg(b)));
+        QCOMPARE(view.rectsOf({seg, b}).at(0).top(), bar.top());  // on its segment's row
       }
     }
-    QVERIFY(view.rectsOf({0, 0}).size() > 1);  // 256 MiB of weights wrap across rows
-    // Zooming in doubles the rows: twice the pixels per byte.
+    QVERIFY(view.segmentBar(1).top() > view.segmentBar(0).top());
     const double before = drawnWidth(view, {1, 1});
     view.zoomIn();
     QCOMPARE(view.zoomLevel(), 1);
     QVERIFY(std::abs(drawnWidth(view, {1, 1}) - 2 * before) < 1.0);
+  }
+
+  // The H100 snapshot: every segment is a readable row under its owner's header, and any block —
+  // the smallest included — can be zoomed to until it is wide enough to point at.
+  void theRecordedH100SnapshotIsReadableAndZoomsToOneBlock() {
+    const auto snaps =
+        testing::eventsOfType<SnapshotEvent>(testing::readStream("h100_gpu_run.jsonl"));
+    MemoryMapPanel panel;
+    panel.resize(1100, 700);
+    panel.show();
+    QVERIFY(panel.showSnapshot(snaps.at(0).snapshot, QStringLiteral("test")).isEmpty());
+    QCoreApplication::processEvents();
+    widgets::MemoryMapView& view = *panel.view();
+    const widgets::MemorySnapshot& s = view.snapshot();
+    std::size_t rows = 0;
+    for (const auto& group : view.groups()) {
+      rows += group.segments.size();
+      for (const int seg : group.segments) {
+        QVERIFY(view.segmentBar(seg).height() >= 14.0);
+        QVERIFY(view.segmentBar(seg).width() >= 400.0);
+      }
+    }
+    QCOMPARE(rows, s.segments.size());
+    QVERIFY(view.groups().size() >= 3);
+    widgets::MemoryMapView::BlockRef smallest;
+    std::uint64_t smallestBytes = UINT64_MAX;
+    for (int seg = 0; seg < static_cast<int>(s.segments.size()); ++seg) {
+      for (int b = 0; b < static_cast<int>(s.segments[seg].blocks.size()); ++b) {
+        if (s.segments[seg].blocks[b].sizeBytes < smallestBytes) {
+          smallestBytes = s.segments[seg].blocks[b].sizeBytes;
+          smallest = {seg, b};
+        }
+      }
+    }
+    // Its allocation timeline: the trace's steps, and within them the activations that the
+    // snapshot (taken between steps) no longer holds: the step's peak is far above what is live.
+    const widgets::AllocationTimeline& timeline = *panel.timeline();
+    QVERIFY(timeline.hasTrace());
+    QCOMPARE(timeline.eventCount(), static_cast<int>(s.trace.size()));
+    QVERIFY(timeline.stepStarts().size() >= 3);
+    std::uint64_t liveAtEnd = 0;
+    for (const std::uint64_t bytes : timeline.liveAfter(timeline.eventCount() - 1)) {
+      liveAtEnd += bytes;
+    }
+    QVERIFY(timeline.peakLiveBytes() > 3 * liveAtEnd);
+    QCOMPARE(
+        timeline.liveAfter(timeline.peakLiveIndex())[static_cast<std::size_t>(BlockKind::Weights)],
+        s.bytesByKind()[static_cast<std::size_t>(BlockKind::Weights)]);
+    const QRectF rect = panel.zoomToBlock(smallest);
+    QVERIFY2(
+        rect.width() >= widgets::MemoryMapView::kBlockMinWidthPx,
+        qPrintable(QStringLiteral("%1 px at zoom %2").arg(rect.width()).arg(view.zoomLevel())));
+    const auto hit = view.blockAt(rect.center().toPoint());
+    QVERIFY(hit.has_value());
+    QCOMPARE(hit->segment, smallest.segment);
+    QCOMPARE(hit->block, smallest.block);
+  }
+
+  // The allocation timeline walks the trace back from the snapshot's state: live bytes by owner
+  // and reserved bytes after every event, steps marked, the peak found, and drawn stacked.
+  void allocationTimelineShowsLiveAndFreedBytesByOwner() {
+    constexpr std::uint64_t kMiB = 1 << 20;
+    const nlohmann::json snapshot = {
+        {"segments",
+         {{{"address", 0x1000000},
+           {"total_size", 20 * kMiB},
+           {"allocated_size", 8 * kMiB},
+           {"active_size", 8 * kMiB},
+           {"requested_size", 8 * kMiB},
+           {"segment_type", "large"},
+           {"blocks",
+            {{{"address", 0x1000000},
+              {"size", 8 * kMiB},
+              {"requested_size", 8 * kMiB},
+              {"state", "active_allocated"},
+              {"owner", "weights"},
+              {"step", 1}},
+             {{"address", 0x1800000},
+              {"size", 12 * kMiB},
+              {"requested_size", 0},
+              {"state", "inactive"}}}}}}},
+        {"device_traces",
+         {{{{"action", "segment_alloc"}, {"addr", 0x1000000}, {"size", 20 * kMiB}, {"step", 1}},
+           {{"action", "alloc"},
+            {"addr", 0x1000000},
+            {"size", 8 * kMiB},
+            {"owner", "weights"},
+            {"step", 1}},
+           {{"action", "alloc"},
+            {"addr", 0x1800000},
+            {"size", 6 * kMiB},
+            {"owner", "activations"},
+            {"step", 1}},
+           {{"action", "free_completed"},
+            {"addr", 0x1800000},
+            {"size", 6 * kMiB},
+            {"owner", "activations"},
+            {"step", 2}},
+           {{"action", "alloc"},
+            {"addr", 0x1800000},
+            {"size", 12 * kMiB},
+            {"owner", "activations"},
+            {"step", 2}},
+           {{"action", "free_requested"}, {"addr", 0x1800000}, {"size", 12 * kMiB}, {"step", 2}},
+           {{"action", "free_completed"},
+            {"addr", 0x1800000},
+            {"size", 12 * kMiB},
+            {"owner", "activations"},
+            {"step", 2}}}}}};
+    const widgets::MemorySnapshot s = widgets::parseMemorySnapshot(snapshot);
+    QCOMPARE(s.trace.size(), std::size_t{6});  // free_requested is not a free yet
+    widgets::AllocationTimeline timeline;
+    timeline.resize(600, widgets::AllocationTimeline::kHeightPx);
+    timeline.setSnapshot(s);
+    QVERIFY(timeline.hasTrace());
+    QCOMPARE(timeline.eventCount(), 6);
+    const auto weights = static_cast<std::size_t>(BlockKind::Weights);
+    const auto activations = static_cast<std::size_t>(BlockKind::Activations);
+    QCOMPARE(timeline.reservedAfter(0), 20 * kMiB);
+    QCOMPARE(timeline.liveAfter(0)[weights], std::uint64_t{0});
+    QCOMPARE(timeline.liveAfter(2)[activations], 6 * kMiB);
+    QCOMPARE(timeline.liveAfter(3)[activations], std::uint64_t{0});
+    QCOMPARE(timeline.liveAfter(4)[activations], 12 * kMiB);
+    QCOMPARE(timeline.liveAfter(5)[weights], 8 * kMiB);
+    QCOMPARE(timeline.peakLiveBytes(), 20 * kMiB);
+    QCOMPARE(timeline.peakLiveIndex(), 4);
+    QCOMPARE(timeline.stepStarts().size(), std::size_t{2});
+    QCOMPARE(timeline.stepStarts()[1].index, 3);
+    QCOMPARE(timeline.stepStarts()[1].step, std::int64_t{2});
+    QVERIFY2(timeline.summaryText().contains("steps 1–2"), qPrintable(timeline.summaryText()));
+    QVERIFY(timeline.summaryText().contains("20.00 MiB at step 2"));
+    // Drawn: at the peak's column the bottom of the stack is weights, above it activations.
+    const QImage image = timeline.grab().toImage();
+    const QRect plot = timeline.plotRect();
+    const int x = plot.left() + 4 * plot.width() / 6 + 2;
+    const auto colourAt = [&](double bytes) {
+      const double top = 20.0 * kMiB * 1.05;
+      return image.pixelColor(x, static_cast<int>(plot.bottom() - bytes / top * plot.height()));
+    };
+    QCOMPARE(colourAt(4.0 * kMiB), widgets::blockKindColor(BlockKind::Weights));
+    QCOMPARE(colourAt(14.0 * kMiB), widgets::blockKindColor(BlockKind::Activations));
+    // After the first step's activations are freed (event 3): weights live, the reserved line
+    // (red) above them at 20 MiB — the gap is the cache.
+    const int afterFree = plot.left() + 3 * plot.width() / 6 + 2;
+    const double top = 20.0 * kMiB * 1.05;
+    const QColor line = image.pixelColor(
+        afterFree, static_cast<int>(plot.bottom() - 20.0 * kMiB / top * plot.height()));
+    QVERIFY2(line.red() > 150 && line.green() < 90, qPrintable(line.name()));
+    QCOMPARE(image.pixelColor(afterFree,
+                              static_cast<int>(plot.bottom() - 12.0 * kMiB / top * plot.height())),
+             timeline.palette().color(QPalette::Base));
+    // A snapshot without a trace says so instead of drawing an empty chart.
+    timeline.setSnapshot(widgets::parseMemorySnapshot(fixtureSnapshot()));
+    QVERIFY(!timeline.hasTrace());
+    QVERIFY(timeline.summaryText().contains("no allocation trace"));
   }
 
   void tooltipNamesSizeRequestedOwnerAndStep() {

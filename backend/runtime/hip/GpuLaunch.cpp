@@ -106,7 +106,7 @@ LaunchStatus afterLaunch(const char* op, hipStream_t stream, hipError_t launchEr
     }
   }
   if (policy.serialize || policy.blocking) {
-    control.queues().sample();  // the op is done: let the depth say so at once
+    control.queues().poll();  // the op is done: let the depth say so at once
   }
   control.watchdog().noteProgress();
   return {hipSuccess, ""};
