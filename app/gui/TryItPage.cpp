@@ -2,6 +2,7 @@
 #include "gui/TryItPage.h"
 
 #include <QComboBox>
+#include <QDir>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFormLayout>
@@ -16,9 +17,13 @@
 #include <QThread>
 #include <QVBoxLayout>
 #include <climits>
+#include <optional>
 #include <tuple>
 
 #include "job/Generation.h"
+#include "job/TrainRunConfig.h"  // defines: settingsFromJson
+#include "train/RunDirectory.h"
+#include "widgets/Format.h"  // defines: toPath
 
 namespace lorascope::app {
 
@@ -42,6 +47,22 @@ QString summary(const job::GenerationResult& r) {
       .arg(r.ids.size())
       .arg(QString::fromStdString(r.stopReason))
       .arg(r.tokensPerS, 0, 'f', 1);
+}
+
+// The --quantize of the run that holds `adapter` (the run folder, its adapter/ or one of its
+// checkpoints/step-N), or nothing when the folder is not in a run. Throws naming config.json when
+// the run's settings do not read.
+std::optional<model::WeightQuantization> runQuantization(const QString& adapter) {
+  std::filesystem::path run = widgets::toPath(QDir::cleanPath(adapter));
+  if (run.filename() == train::kFinalAdapterDir)
+    run = run.parent_path();
+  else if (run.parent_path().filename() == train::kCheckpointsDir)
+    run = run.parent_path().parent_path();
+  const std::filesystem::path config = run / train::kRunConfigFile;
+  if (!std::filesystem::exists(config))
+    return std::nullopt;
+  const train::RunDirectory folder = train::RunDirectory::open(run);
+  return job::settingsFromJson(folder.config().at("training"), config.string()).train.quantization;
 }
 
 }  // namespace
@@ -91,6 +112,13 @@ TryItPage::TryItPage(QWidget* parent) : QWidget(parent) {
   seed_->setRange(0, INT_MAX);
   device_ = new QComboBox(this);
   device_->addItems({QStringLiteral("cpu"), QStringLiteral("gpu"), QStringLiteral("auto")});
+  baseWeights_ = new QComboBox(this);
+  baseWeights_->addItem(tr("as stored"), QStringLiteral("none"));
+  baseWeights_->addItem(tr("NF4 4-bit"), QStringLiteral("nf4"));
+  baseWeights_->setToolTip(
+      tr("NF4: the base's projections quantised to 4 bits at load, as a run with \"Base weights: "
+         "nf4\" trained on them (both answers use it). Follows the adapter's run until chosen."));
+  connect(baseWeights_, &QComboBox::activated, this, [this] { baseWeightsChosen_ = true; });
   generate_ = new QPushButton(tr("&Generate"), this);
   stop_ = new QPushButton(tr("S&top"), this);
   connect(generate_, &QPushButton::clicked, this, &TryItPage::generate);
@@ -111,7 +139,8 @@ TryItPage::TryItPage(QWidget* parent) : QWidget(parent) {
         {sampling, tr("Temperature"), temperature_},
         {sampling, tr("Top-p"), topP_},
         {knobs, tr("Seed"), seed_},
-        {knobs, tr("Device"), device_}}) {
+        {knobs, tr("Device"), device_},
+        {knobs, tr("Base weights"), baseWeights_}}) {
     row->addWidget(new QLabel(label, this));
     row->addWidget(widget);
   }
@@ -122,6 +151,7 @@ TryItPage::TryItPage(QWidget* parent) : QWidget(parent) {
   status_ = new QLabel(this);
   status_->setWordWrap(true);
   status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  connect(adapter_, &QLineEdit::textChanged, this, &TryItPage::followAdapterRun);
 
   baseAnswer_ = answerPane(this);
   adapterAnswer_ = answerPane(this);
@@ -154,6 +184,22 @@ void TryItPage::suggest(const QString& modelDir, const QString& runFolder) {
     model_->setText(modelDir);
   if (!adapterEdited_ && !runFolder.isEmpty())
     adapter_->setText(runFolder);
+}
+
+void TryItPage::followAdapterRun() {
+  if (baseWeightsChosen_)
+    return;
+  model::WeightQuantization quantization = model::WeightQuantization::None;
+  const QString adapter = adapter_->text().trimmed();
+  if (!adapter.isEmpty()) {
+    try {
+      quantization = runQuantization(adapter).value_or(quantization);
+    } catch (const std::exception& e) {
+      status_->setText(tr("Base weights: %1; choose them by hand.").arg(e.what()));
+    }
+  }
+  baseWeights_->setCurrentIndex(
+      baseWeights_->findData(QString::fromLatin1(model::quantizationName(quantization))));
 }
 
 void TryItPage::stop() {
@@ -189,12 +235,17 @@ void TryItPage::generate() {
   }
   const std::string system = system_->text().toStdString();
   const std::string device = device_->currentText().toStdString();
+  const std::string baseWeights = baseWeights_->currentData().toString().toStdString();
+  // The combo holds only names parseQuantization knows.
+  const model::WeightQuantization quantization =
+      model::parseQuantization(baseWeights).value_or(model::WeightQuantization::None);
   job::SamplingOptions sampling;
   sampling.maxNewTokens = maxNewTokens_->value();
   sampling.temperature = temperature_->value();
   sampling.topP = topP_->value();
   sampling.seed = static_cast<std::uint64_t>(seed_->value());
-  const QString key = QString::fromStdString(model + "\n" + adapter + "\n" + device);
+  const QString key =
+      QString::fromStdString(model + "\n" + adapter + "\n" + device + "\n" + baseWeights);
   auto generator = std::make_shared<std::shared_ptr<job::TextGenerator>>(
       key == loadedKey_ ? generator_ : nullptr);
   baseAnswer_->clear();
@@ -210,9 +261,11 @@ void TryItPage::generate() {
       if (!*generator) {
         post([this] { status_->setText(tr("Loading the model…")); });
         *generator = std::make_shared<job::TextGenerator>(
-            model, adapter, device, [&](const std::string& line) {
+            model, adapter, device,
+            [&](const std::string& line) {
               post([this, line] { status_->setText(QString::fromStdString(line)); });
-            });
+            },
+            quantization);
       }
       job::TextGenerator& g = **generator;
       const std::vector<std::int32_t> ids = g.promptIds(prompt, system, true);

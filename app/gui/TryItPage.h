@@ -6,6 +6,9 @@
 // The model and the adapter are loaded once and kept while they stay the same (the base answer
 // runs the same weights with the adapter switched off). The page is told the current setup's
 // model and the latest run folder (suggest()); fields the user edited are not overwritten.
+// "Base weights" loads the base as stored or in NF4 as a QLoRA run trained on it (both answers
+// use it); it follows what the adapter's run recorded (config.json's training.quantize) until
+// the user picks one, which is then kept like the edited fields.
 #pragma once
 
 #include <QPointer>
@@ -46,6 +49,7 @@ class TryItPage : public QWidget {
   QPlainTextEdit* adapterAnswer() const { return adapterAnswer_; }
   QSpinBox* maxNewTokens() const { return maxNewTokens_; }
   QDoubleSpinBox* temperature() const { return temperature_; }
+  QComboBox* baseWeights() const { return baseWeights_; }  // data: "none" or "nf4"
   QPushButton* generateButton() const { return generate_; }
   QPushButton* stopButton() const { return stop_; }
   QLabel* status() const { return status_; }
@@ -61,6 +65,7 @@ class TryItPage : public QWidget {
   void append(bool adapter, const QString& piece);
   void done(const QString& status);
   void updateButtons();
+  void followAdapterRun();  // preselects the adapter's run's base weights unless chosen
 
   QLineEdit* model_;
   QLineEdit* adapter_;
@@ -71,6 +76,7 @@ class TryItPage : public QWidget {
   QDoubleSpinBox* topP_;
   QSpinBox* seed_;
   QComboBox* device_;
+  QComboBox* baseWeights_;
   QPushButton* generate_;
   QPushButton* stop_;
   QLabel* status_;
@@ -78,6 +84,7 @@ class TryItPage : public QWidget {
   QPlainTextEdit* adapterAnswer_;
   bool modelEdited_ = false;
   bool adapterEdited_ = false;
+  bool baseWeightsChosen_ = false;
   // The loaded generator and what it was loaded for; only the worker touches it while one runs.
   std::shared_ptr<job::TextGenerator> generator_;
   QString loadedKey_;

@@ -1,8 +1,11 @@
 // test_try_it.cpp — the Try it page on the built-in demo model (tokenizer, chat template) with a
 // random PEFT adapter: both answers stream into their panes from the worker thread and differ,
-// equal `job::TextGenerator`'s greedy text, and Stop ends a long generation early.
+// equal `job::TextGenerator`'s greedy text, and Stop ends a long generation early; "Base weights:
+// NF4 4-bit" answers on the NF4 base (both panes), and a run trained with --quantize nf4
+// preselects it.
 #include <QtTest>
 
+#include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -10,17 +13,37 @@
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
+#include <fstream>
 
 #include "gui/TryItPage.h"
 #include "job/Generation.h"
+#include "job/TrainRunConfig.h"  // defines: settingsToJson
 #include "model/ModelFolder.h"
 #include "train/DemoModel.h"
 #include "train/Lora.h"
 #include "train/PeftExport.h"
 #include "train/Philox.h"
+#include "train/RunDirectory.h"
 #include "train/TrainGraph.h"  // defines: modelLoraSites
 
 using namespace lorascope;
+
+namespace {
+
+// The greedy text of 12 new tokens for `prompt` on the demo model, as the page asks for it.
+QString greedyText(const std::filesystem::path& model, const std::filesystem::path& adapter,
+                   bool withAdapter, model::WeightQuantization quantization,
+                   const std::string& prompt) {
+  job::TextGenerator generator(
+      model.string(), adapter.string(), "cpu", [](const std::string&) {}, quantization);
+  generator.setAdapterEnabled(withAdapter);
+  job::SamplingOptions greedy;
+  greedy.maxNewTokens = 12;
+  return QString::fromStdString(
+      generator.generate(generator.promptIds(prompt, "", true), greedy).text);
+}
+
+}  // namespace
 
 class TestTryIt : public QObject {
   Q_OBJECT
@@ -69,6 +92,72 @@ class TestTryIt : public QObject {
     QCOMPARE(QString::fromStdString(generator.generate(ids, greedy).text), adapted);
     generator.setAdapterEnabled(false);
     QCOMPARE(QString::fromStdString(generator.generate(ids, greedy).text), base);
+  }
+
+  // Both panes come from the NF4 base (with and without the adapter), the header says so, and the
+  // adapter's answer differs from its answer on the stored base for the same prompt.
+  void nf4BaseWeightsAnswerOnTheNf4Base() {
+    app::TryItPage page;
+    page.suggest(QString::fromStdString(model_.string()),
+                 QString::fromStdString(adapter_.string()));
+    QCOMPARE(page.baseWeights()->currentData().toString(), QStringLiteral("none"));
+    page.baseWeights()->setCurrentIndex(page.baseWeights()->findData(QStringLiteral("nf4")));
+    page.promptEdit()->setPlainText(QStringLiteral("Name three colours."));
+    page.maxNewTokens()->setValue(12);
+    QSignalSpy finished(&page, &app::TryItPage::finished);
+    page.generateButton()->click();
+    QVERIFY(finished.wait(120000));
+    QVERIFY2(page.status()->text().contains(QStringLiteral(", base weights nf4")) &&
+                 page.status()->text().contains(QStringLiteral("adapter: ")),
+             qPrintable(page.status()->text()));
+    const std::string prompt = "Name three colours.";
+    const auto nf4 = model::WeightQuantization::Nf4;
+    const QString nf4Base = greedyText(model_, adapter_, false, nf4, prompt);
+    QCOMPARE(page.baseAnswer()->toPlainText(), nf4Base);
+    QCOMPARE(page.adapterAnswer()->toPlainText(), greedyText(model_, adapter_, true, nf4, prompt));
+    // The demo's base answers only newlines, as stored and in NF4; with the adapter they differ.
+    QVERIFY(page.adapterAnswer()->toPlainText() !=
+            greedyText(model_, adapter_, true, model::WeightQuantization::None, prompt));
+  }
+
+  // A run recorded with --quantize nf4 preselects NF4, given as the run, its adapter/ or a
+  // checkpoint; a plain PEFT folder or no adapter gives "as stored"; a hand-picked choice is kept.
+  void runTrainedOnNf4PreselectsNf4() {
+    const std::filesystem::path root = dir_.path().toStdString();
+    job::TrainRunSettings settings = job::defaultSettings(true);
+    settings.train.quantization = model::WeightQuantization::Nf4;
+    const std::filesystem::path run = root / "nf4-run";
+    train::RunDirectory::create(
+        run, {{"model_path", model_.string()}, {"training", job::settingsToJson(settings)}});
+    const auto choice = [](const app::TryItPage& page) {
+      return page.baseWeights()->currentData().toString();
+    };
+    app::TryItPage page;
+    const QString modelDir = QString::fromStdString(model_.string());
+    page.suggest(modelDir, QString::fromStdString(run.string()));
+    QVERIFY2(choice(page) == QStringLiteral("nf4"), qPrintable(page.status()->text()));
+    page.adapterEdit()->setText(QString::fromStdString(adapter_.string()));
+    QCOMPARE(choice(page), QStringLiteral("none"));
+    page.adapterEdit()->setText(QString::fromStdString((run / "adapter").string() + "/"));
+    QCOMPARE(choice(page), QStringLiteral("nf4"));
+    page.adapterEdit()->clear();
+    QCOMPARE(choice(page), QStringLiteral("none"));
+    page.adapterEdit()->setText(QString::fromStdString((run / "checkpoints/step-4").string()));
+    QCOMPARE(choice(page), QStringLiteral("nf4"));
+
+    // A run whose config.json does not read: the status names it, the choice stays as stored.
+    const std::filesystem::path broken = root / "broken-run";
+    std::filesystem::create_directories(broken);
+    std::ofstream(broken / "config.json") << "{";
+    page.adapterEdit()->setText(QString::fromStdString(broken.string()));
+    QCOMPARE(choice(page), QStringLiteral("none"));
+    QVERIFY2(page.status()->text().contains(QStringLiteral("config.json")),
+             qPrintable(page.status()->text()));
+
+    page.baseWeights()->setCurrentIndex(0);
+    emit page.baseWeights()->activated(0);  // as a click on "as stored" does
+    page.adapterEdit()->setText(QString::fromStdString(run.string()));
+    QCOMPARE(choice(page), QStringLiteral("none"));
   }
 
   void stopEndsAGenerationEarly() {
