@@ -14,15 +14,20 @@
 #                                  none is given); the results go to $OUT/parity-OP.json and the
 #                                  table to parity.txt. The quick check of new kernels (~2 min).
 #   scripts/gpu-check.sh bench [SHAPE ...]
-#                                  there: build bench_gpu_train only and run it (vendor and built-in
-#                                  GEMM) beside scripts/reference/bench_lora_gpu_torch.py (eager and
-#                                  torch.compile) on each shape (default: qwen2.5-0.5b
-#                                  llama-3.2-1b), one process per configuration; results go to
-#                                  $OUT/bench.jsonl, the logs to bench.log, the comparison to
-#                                  bench-summary.txt. BENCH_WARMUP, BENCH_STEPS and
-#                                  BENCH_PROFILE_STEPS set the step counts (default 3, 20, 3);
-#                                  BENCH_IMPLS the configurations (default: vendor built-in eager
-#                                  compile).
+#                                  there: build bench_gpu_train only (or use BENCH_PROGRAM, one
+#                                  built here for hip-nvidia and carried) and run it beside
+#                                  scripts/reference/bench_lora_gpu_torch.py on each shape
+#                                  (default: qwen2.5-0.5b llama-3.2-1b), one process per run, every
+#                                  configuration BENCH_RUNS times (default 3), the runs interleaved;
+#                                  results go to $OUT/bench.jsonl, the logs to bench.log, the
+#                                  comparison (medians, spread, peaks, share of the physical limit;
+#                                  scripts/reference/bench_gpu_summary.py) to bench-summary.txt.
+#                                  BENCH_IMPLS names the configurations (default: vendor
+#                                  eager-plain compile; also built-in, eager (PEFT's input casts
+#                                  on), compile-plain, baseline: BENCH_BASELINE, a second
+#                                  bench_gpu_train, e.g. main's, run as lorascope-baseline).
+#                                  BENCH_WARMUP, BENCH_STEPS and BENCH_PROFILE_STEPS set the step
+#                                  counts (default 3, 20, 3).
 #   scripts/gpu-check.sh memory [ARGS]
 #                                  there: build bench_memory_model only and run it: the memory
 #                                  model's estimate (model/MemoryEstimate.h) beside real steps'
@@ -205,31 +210,47 @@ run_bench() {
   local shapes=("$@")
   ((${#shapes[@]})) || shapes=(qwen2.5-0.5b llama-3.2-1b)
   local warmup="${BENCH_WARMUP:-3}" steps="${BENCH_STEPS:-20}" profile="${BENCH_PROFILE_STEPS:-3}"
+  local runs="${BENCH_RUNS:-3}" program="${BENCH_PROGRAM:-}" baseline="${BENCH_BASELINE:-}"
   local impls
-  read -ra impls <<<"${BENCH_IMPLS:-vendor built-in eager compile}"
+  read -ra impls <<<"${BENCH_IMPLS:-vendor eager-plain compile}"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
-  configure_device_build "$out"
-  cmake --build build/device --target bench_gpu_train --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
-    { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
-  local status=0 log="$out/bench.log" results="$out/bench.jsonl"
+  export LD_LIBRARY_PATH="$repo/.device/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  if [[ -z "$program" ]]; then
+    configure_device_build "$out"
+    cmake --build build/device --target bench_gpu_train --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
+      { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+    rm -f "$out/build.log" "$out/configure.log"
+    program=build/device/tests/bench/bench_gpu_train
+  fi
+  local status=0 log="$out/bench.log" results="$out/bench.jsonl" run shape impl
   for shape in "${shapes[@]}"; do
-    for impl in "${impls[@]}"; do
-      echo "=== $shape $impl ($warmup warm-up, $steps timed, $profile profiled steps)" | tee -a "$log"
-      local started=$SECONDS
-      case "$impl" in
-        vendor | built-in)
-          build/device/tests/bench/bench_gpu_train --shape "$shape" --gemm "$impl" \
-            --warmup "$warmup" --steps "$steps" --profile-steps "$profile" --json "$results" \
-            2>&1 | tee -a "$log" || status=1
-          ;;
-        eager | compile)
-          PYTHONUNBUFFERED=1 python3 scripts/reference/bench_lora_gpu_torch.py --shape "$shape" \
-            --mode "$impl" --warmup "$warmup" --steps "$steps" --json "$results" 2>&1 |
-            tee -a "$log" || status=1
-          ;;
-        *) echo "unknown BENCH_IMPLS entry: $impl" | tee -a "$log"; status=1 ;;
-      esac
-      echo "    ($((SECONDS - started)) s)" | tee -a "$log"
+    for ((run = 1; run <= runs; ++run)); do
+      for impl in "${impls[@]}"; do
+        echo "=== $shape $impl run $run/$runs ($warmup warm-up, $steps timed, $profile profiled steps)" |
+          tee -a "$log"
+        local started=$SECONDS
+        local ours=(--shape "$shape" --warmup "$warmup" --steps "$steps" --profile-steps "$profile"
+          --json "$results")
+        case "$impl" in
+          vendor | built-in)
+            "$program" "${ours[@]}" --gemm "$impl" 2>&1 | tee -a "$log" || status=1
+            ;;
+          baseline)
+            [[ -x "$baseline" ]] || { echo "BENCH_BASELINE is not a program: '$baseline'" | tee -a "$log"; status=1; continue; }
+            "$baseline" "${ours[@]}" --gemm vendor --label lorascope-baseline 2>&1 | tee -a "$log" ||
+              status=1
+            ;;
+          eager | compile | eager-plain | compile-plain)
+            local lora=peft
+            [[ "$impl" == *-plain ]] && lora=plain
+            PYTHONUNBUFFERED=1 python3 scripts/reference/bench_lora_gpu_torch.py --shape "$shape" \
+              --mode "${impl%-plain}" --lora "$lora" --warmup "$warmup" --steps "$steps" \
+              --json "$results" 2>&1 | tee -a "$log" || status=1
+            ;;
+          *) echo "unknown BENCH_IMPLS entry: $impl" | tee -a "$log"; status=1 ;;
+        esac
+        echo "    ($((SECONDS - started)) s)" | tee -a "$log"
+      done
     done
   done
   python3 scripts/reference/bench_gpu_summary.py "$results" | tee "$out/bench-summary.txt" ||

@@ -1,16 +1,27 @@
 #!/usr/bin/env python3
 """bench_lora_gpu_torch.py — the PyTorch side of LoRAscope's GPU training benchmark
-(tests/train/bench_gpu_train.cpp): tokens/s and peak device memory of LoRA optimizer steps on a
+(tests/bench/bench_gpu_train.cpp): tokens/s and peak device memory of LoRA optimizer steps on a
 random model of a real model's shape, built from a config (nothing is downloaded).
 
     python3 scripts/reference/bench_lora_gpu_torch.py --shape qwen2.5-0.5b --mode eager \
-        [--warmup 3] [--steps 20] [--batch 8] [--seq 512] [--json results.jsonl]
+        [--lora peft|plain] [--warmup 3] [--steps 20] [--batch 8] [--seq 512] \
+        [--json results.jsonl]
 
 Same work per step as LoRAscope's TrainLoop: bf16 frozen weights, PEFT LoRA r8 alpha 16 (no
 dropout, fp32 adapter weights) on q,k,v,o,gate,up,down of every layer, bf16 autocast, SDPA
 attention, the next-token loss over every position of B x S random tokens, global-norm clipping
 at 1.0, fused AdamW (lr 2e-4). No activation checkpointing. --mode compile wraps the model in
 torch.compile; its compilation happens in the warm-up steps, which are timed apart.
+
+--lora peft (impl torch-MODE) is PEFT as it comes: every LoRA layer first casts its input to the
+adapter's fp32 (an fp32 copy of each adapted projection's input, forward and backward).
+--lora plain (impl torch-MODE-plain) turns those casts off (cast_input_dtype_enabled = False on
+every PEFT tuner layer, what peft.helpers.disable_input_dtype_casting does), so the LoRA products
+run in bf16 under autocast like the frozen ones: the plain-LoRA twin of LoRAscope's step.
+
+Timing: the device is synchronised after every step and each step timed alone; tokens/s is
+B x S over the median step (s_per_step), with the mean and the slowest step beside it, so one
+stall (a recompilation, an allocator flush) does not decide the number.
 
 Memory: torch.cuda.max_memory_allocated / max_memory_reserved from the end of model building
 on (the bf16 weights included), and the driver's reading (total − free from
@@ -21,6 +32,7 @@ JSON line per run.
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -64,7 +76,7 @@ def make_config(shape):
     return config_class(**kwargs, rope_theta=rope["rope_theta"], rope_scaling=scaling)
 
 
-def build(shape):
+def build(shape, plain):
     torch.manual_seed(0)
     model_class = SHAPES[shape][1]
     with torch.device("cuda"):
@@ -73,6 +85,14 @@ def build(shape):
     lora = peft.LoraConfig(r=RANK, lora_alpha=ALPHA, lora_dropout=0.0, target_modules=TARGETS,
                            bias="none", task_type="CAUSAL_LM")
     model = peft.get_peft_model(model, lora)  # adapter weights fp32 (autocast_adapter_dtype)
+    if plain:
+        from peft.tuners.tuners_utils import BaseTunerLayer
+        layers = [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
+        if not layers or not all(hasattr(m, "cast_input_dtype_enabled") for m in layers):
+            sys.exit(f"bench_lora_gpu_torch: peft {peft.__version__} has no per-layer "
+                     "cast_input_dtype_enabled switch; --lora plain needs peft >= 0.15")
+        for m in layers:
+            m.cast_input_dtype_enabled = False
     model.train()
     return model
 
@@ -81,6 +101,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--shape", choices=sorted(SHAPES), required=True)
     parser.add_argument("--mode", choices=["eager", "compile"], default="eager")
+    parser.add_argument("--lora", choices=["peft", "plain"], default="peft",
+                        help="plain: PEFT's per-layer input casts to fp32 turned off")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--batch", type=int, default=8)
@@ -92,7 +114,7 @@ def main():
     if not torch.cuda.is_available():
         sys.exit("bench_lora_gpu_torch: no CUDA device visible to PyTorch")
 
-    model = build(args.shape)
+    model = build(args.shape, args.lora == "plain")
     # The fp32 initialisation is not part of training: drop its cache, then count from here on
     # (the live bf16 weights stay in the peaks).
     torch.cuda.empty_cache()
@@ -124,17 +146,19 @@ def main():
     torch.cuda.synchronize()
     warmup_s = time.perf_counter() - start
 
-    start = time.perf_counter()
+    step_s = []
     for i in range(args.steps):
+        start = time.perf_counter()
         loss = step(args.warmup + i)
-    torch.cuda.synchronize()
-    timed_s = time.perf_counter() - start
+        torch.cuda.synchronize()
+        step_s.append(time.perf_counter() - start)
+    median_s = statistics.median(step_s)
 
     free_bytes, total_bytes = torch.cuda.mem_get_info()
     tokens_per_step = args.batch * args.seq
     result = {
         "program": "bench_lora_gpu_torch.py",
-        "impl": f"torch-{args.mode}",
+        "impl": f"torch-{args.mode}" + ("-plain" if args.lora == "plain" else ""),
         "shape": args.shape,
         "gpu": torch.cuda.get_device_name(),
         "torch": torch.__version__,
@@ -146,16 +170,23 @@ def main():
         "warmup_steps": args.warmup,
         "timed_steps": args.steps,
         "warmup_s": round(warmup_s, 3),
-        "s_per_step": timed_s / args.steps,
-        "tokens_per_s": tokens_per_step * args.steps / timed_s,
+        "rank": RANK,
+        "alpha": ALPHA,
+        "targets": TARGETS,
+        "checkpointing": False,
+        "s_per_step": median_s,
+        "mean_s_per_step": statistics.fmean(step_s),
+        "max_s_per_step": max(step_s),
+        "tokens_per_s": tokens_per_step / median_s,
         "last_loss": float(loss.detach()),
         "lora_params": lora_params,
         "peak_allocated_gib": torch.cuda.max_memory_allocated() / GIB,
         "peak_reserved_gib": torch.cuda.max_memory_reserved() / GIB,
         "driver_used_gib": (total_bytes - free_bytes) / GIB,
     }
-    print(f"{args.shape} torch {args.mode}: {result['tokens_per_s']:.0f} tokens/s, "
-          f"{result['s_per_step'] * 1000:.1f} ms/step, loss {result['last_loss']:.3f}, "
+    print(f"{args.shape} {result['impl']}: {result['tokens_per_s']:.0f} tokens/s, "
+          f"{result['s_per_step'] * 1000:.1f} ms/step median (mean "
+          f"{result['mean_s_per_step'] * 1000:.1f}, max {result['max_s_per_step'] * 1000:.1f}), loss {result['last_loss']:.3f}, "
           f"peak allocated {result['peak_allocated_gib']:.2f} GiB, reserved "
           f"{result['peak_reserved_gib']:.2f} GiB, driver {result['driver_used_gib']:.2f} GiB "
           f"(warm-up {warmup_s:.1f} s, {result['gpu']})", flush=True)

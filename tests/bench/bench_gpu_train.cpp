@@ -6,7 +6,7 @@
 //
 //   bench_gpu_train --shape qwen2.5-0.5b|llama-3.2-1b|tiny [--gemm vendor|built-in]
 //                   [--warmup N] [--steps N] [--profile-steps N] [--batch B] [--seq S]
-//                   [--checkpointing] [--device gpu|cpu] [--json FILE]
+//                   [--checkpointing] [--device gpu|cpu] [--json FILE] [--label NAME]
 //   bench_gpu_train --model DIR [--quantize none|nf4] [the options above but --shape]
 //
 // --model reads a Hugging Face model folder instead (safetensors through model::ModelFolder) and
@@ -19,10 +19,26 @@
 // q,k,v,o,gate,up,down of every layer, AdamW lr 2e-4, global-norm clipping at 1.0; bf16 frozen
 // weights, uniform with std 1/√in (norms 1, biases ±0.02). Speed does not depend on the values.
 //
-// Phases: warm-up steps (timed apart), timed steps with op timing off (tokens/s), then profiled
-// steps with op timing on (runtime/OpTiming.h): the device time of every op name, summed into
-// classes. The profiled steps' wall-clock time minus the bracketed time is "outside ops": host
-// work the device waited for, transfers and syncs.
+// Phases: warm-up steps (timed apart), timed steps with op timing off, then profiled steps with
+// op timing on (runtime/OpTiming.h): the device time of every op name, summed into classes, and
+// its launches. The profiled steps' wall-clock time minus the bracketed time is "outside ops":
+// host work the device waited for, transfers and syncs. Each timed step runs between two device
+// syncs and is timed alone; tokens/s is B × S over the median step (the mean and the slowest step
+// are reported beside it), as the PyTorch twin does.
+//
+// The physical limit (the "limit" and "share" columns of scripts/reference/bench_gpu_summary.py):
+//   FLOPs per token F = 4·P + 4·H·V + Σ_layers 14·heads·hd·S̄ + Σ_sites 6·r·(in + out)
+// with P the frozen projections' weights per token pass (Σ_layers H·(q + 2·kv) + q·H + 3·H·I:
+// forward x·Wᵀ and the input gradient dy·W, 2 FLOPs per weight each; frozen weights get no
+// weight gradient), the fused lm-head's logits and its dh (2·H·V each), attention's forward
+// (q·kᵀ and p·v, 4·heads·hd·S̄) and backward (2.5× that: the scores recomputed, dv, dp, dq, dk)
+// over S̄ = (S + 1)/2 keys per query on average (causal; min(S̄, window) on sliding layers), and
+// the LoRA products (forward 2·r·(in + out), backward dB, g, dA and dx: twice that). For the Qwen
+// shape F ≈ 2.08 GFLOP (26% of it the 151936-wide lm-head), for the Llama shape ≈ 5.2 GFLOP.
+// The ceiling is the vendor GEMM's own rate on this card: the best of bf16 products of the
+// step's big shapes (B·S tokens × the MLP's, the attention projections' and an lm-head chunk's
+// widths), each timed over 20 runs after 3 warm-ups (--gemm vendor on a GPU only).
+// limit tokens/s = ceiling / F; a configuration's share = its tokens/s / limit.
 //
 // Memory: the caching allocator's peak reserved and peak allocated bytes over the whole run
 // (PyTorch's max_memory_reserved / max_memory_allocated), and the driver's reading of the whole
@@ -73,6 +89,7 @@ struct Options {
   bool checkpointing = false;
   bool cpu = false;
   std::string json;
+  std::string label;     // --label: the "impl" of the JSON line (default lorascope-GEMM)
   std::string modelDir;  // --model: a model folder instead of a random model of --shape
   model::WeightQuantization quantization = model::WeightQuantization::None;
 };
@@ -82,7 +99,8 @@ struct Options {
                "bench_gpu_train: %s\n"
                "usage: bench_gpu_train --shape qwen2.5-0.5b|llama-3.2-1b|tiny "
                "[--gemm vendor|built-in] [--warmup N] [--steps N] [--profile-steps N] "
-               "[--batch B] [--seq S] [--checkpointing] [--device gpu|cpu] [--json FILE]\n"
+               "[--batch B] [--seq S] [--checkpointing] [--device gpu|cpu] [--json FILE] "
+               "[--label NAME]\n"
                "       bench_gpu_train --model DIR [--quantize none|nf4] [the same options]\n",
                problem.c_str());
   std::exit(2);
@@ -161,6 +179,8 @@ Options parseOptions(int argc, char** argv) {
       o.cpu = value == "cpu";
     } else if (flag == "--json") {
       o.json = value;
+    } else if (flag == "--label") {
+      o.label = value;
     } else if (flag == "--model") {
       o.modelDir = value;
     } else if (flag == "--quantize") {
@@ -235,19 +255,79 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// Runs `count` steps, each between two device syncs; returns their wall-clock seconds.
+// Runs `count` steps, each between two device syncs; returns their wall-clock seconds, and each
+// step's in `perStep` when given.
 double runSteps(train::TrainLoop& loop, compute::Backend& backend, int count,
-                MemoryReadings& memory, double& lastLoss) {
+                MemoryReadings& memory, double& lastLoss, std::vector<double>* perStep = nullptr) {
   backend.synchronize();
   double seconds = 0;
   for (int i = 0; i < count; ++i) {
     const auto start = std::chrono::steady_clock::now();
     lastLoss = loop.step().loss;
     backend.synchronize();
-    seconds += secondsSince(start);
+    const double step = secondsSince(start);
+    seconds += step;
+    if (perStep != nullptr) {
+      perStep->push_back(step);
+    }
     memory.sampleDriver(backend);  // outside the timed span
   }
   return seconds;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n == 0 ? 0.0 : n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// FLOPs per token of one optimizer step on this shape (the header's formula).
+double flopsPerToken(const model::ModelConfig& c, std::int64_t seq, std::int64_t rank) {
+  const double h = static_cast<double>(c.hiddenSize);
+  const double q = static_cast<double>(c.numHeads * c.headDim);
+  const double kv = static_cast<double>(c.numKvHeads * c.headDim);
+  const double inter = static_cast<double>(c.intermediateSize);
+  const double r = static_cast<double>(rank);
+  const double perLayerWeights = h * (q + 2 * kv) + q * h + 3 * h * inter;
+  const double loraPerLayer = 6 * r * ((h + q) + 2 * (h + kv) + (q + h) + 3 * (h + inter));
+  double flops = 4 * h * static_cast<double>(c.vocabSize);
+  for (int layer = 0; layer < c.numLayers; ++layer) {
+    double keys = 0.5 * static_cast<double>(seq + 1);
+    if (c.isSlidingLayer(layer)) {
+      keys = std::min(keys, static_cast<double>(c.slidingWindow));
+    }
+    flops += 4 * perLayerWeights + 14 * q * keys + loraPerLayer;
+  }
+  return flops;
+}
+
+// The vendor GEMM's best rate (FLOP/s) on bf16 products of the step's big shapes: `tokens` rows
+// times each (out, in) weight below, random values, 20 timed runs after 3 warm-ups each.
+double gemmCeiling(compute::Backend& backend, const model::ModelConfig& c, std::int64_t tokens) {
+  const std::int64_t h = c.hiddenSize;
+  const std::int64_t q = c.numHeads * c.headDim;
+  const std::int64_t lmChunk = std::min<std::int64_t>(c.vocabSize, 16384);
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {
+      {c.intermediateSize, h}, {h, c.intermediateSize}, {q, h}, {lmChunk, h}};
+  double best = 0;
+  for (const auto& [out, in] : shapes) {
+    const compute::Tensor x = bench::randomTensor(backend, 11, {tokens, in}, 1.0f);
+    const compute::Tensor w = bench::randomTensor(backend, 12, {out, in}, 1.0f);
+    compute::Tensor y = backend.empty(compute::DType::BF16, {tokens, out});
+    constexpr int kWarmup = 3, kRuns = 20;
+    for (int i = 0; i < kWarmup; ++i) {
+      backend.matmul(x, false, w, true, y, 1.0f, 0.0f);
+    }
+    backend.synchronize();
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kRuns; ++i) {
+      backend.matmul(x, false, w, true, y, 1.0f, 0.0f);
+    }
+    backend.synchronize();
+    const double seconds = secondsSince(start);
+    best = std::max(best, 2.0 * static_cast<double>(tokens * out * in) * kRuns / seconds);
+  }
+  return best;
 }
 
 struct Result {
@@ -255,7 +335,10 @@ struct Result {
   double buildSeconds = 0;
   double warmupSeconds = 0;
   double timedSeconds = 0;
+  std::vector<double> stepSeconds;  // each timed step's
   double profiledSeconds = 0;
+  double flopsPerToken = 0;
+  std::optional<double> gemmCeiling;  // FLOP/s; vendor GEMM on a GPU only
   double lastLoss = 0;
   MemoryReadings memory;
   std::vector<runtime::gpu::OpTime> ops;          // summed over the profiled steps
@@ -306,12 +389,17 @@ Result runBenchmark(const Options& o, compute::Backend& backend) {
   train::TrainLoop loop(backend, config, weights,
                         bench::randomData(config, o.batch * totalSteps, o.seq), tc);
   r.warmupSeconds = runSteps(loop, backend, o.warmup, r.memory, r.lastLoss);
-  r.timedSeconds = runSteps(loop, backend, o.steps, r.memory, r.lastLoss);
+  r.timedSeconds = runSteps(loop, backend, o.steps, r.memory, r.lastLoss, &r.stepSeconds);
   runtime::gpu::setOpTiming(true);
   r.profiledSeconds = runSteps(loop, backend, o.profileSteps, r.memory, r.lastLoss);
   runtime::gpu::setOpTiming(false);
   r.ops = runtime::gpu::takeOpTimes();
-  r.memory.takePeaks(backend);
+  r.memory.takePeaks(backend);  // before the ceiling's products: the step's peaks alone
+  r.flopsPerToken = flopsPerToken(config, o.seq, tc.lora.rank);
+  if (o.gemm == compute::GemmImplementation::Vendor &&
+      backend.capabilities().device == compute::Device::Gpu) {
+    r.gemmCeiling = gemmCeiling(backend, config, o.batch * o.seq);
+  }
   return r;
 }
 
@@ -325,6 +413,14 @@ std::map<std::string, double> classBreakdown(const Options& o, const Result& r) 
   }
   ms["outside ops"] = std::max(0.0, 1000.0 * r.profiledSeconds / o.profileSteps - bracketed);
   return ms;
+}
+
+double launchesPerStep(const Options& o, const Result& r) {
+  double launches = 0;
+  for (const auto& op : r.ops) {
+    launches += static_cast<double>(op.launches) / o.profileSteps;
+  }
+  return launches;
 }
 
 std::string gibText(std::optional<std::uint64_t> bytes) {
@@ -342,9 +438,20 @@ void printReport(const Options& o, const Result& r) {
               static_cast<long long>(o.seq), o.checkpointing ? "on" : "off", r.device.c_str());
   std::printf("  weights built in %.1f s; %d warm-up steps %.2f s\n", r.buildSeconds, o.warmup,
               r.warmupSeconds);
-  std::printf("  %d timed steps: %.0f tokens/s, %.2f ms/step, last loss %.4f\n", o.steps,
-              static_cast<double>(o.batch * o.seq) * o.steps / r.timedSeconds,
-              1000.0 * r.timedSeconds / o.steps, r.lastLoss);
+  const double medianStep = median(r.stepSeconds);
+  const double tokensPerSecond = static_cast<double>(o.batch * o.seq) / medianStep;
+  std::printf(
+      "  %d timed steps: %.0f tokens/s, %.2f ms/step median (mean %.2f, max %.2f), last loss "
+      "%.4f\n",
+      o.steps, tokensPerSecond, 1000.0 * medianStep, 1000.0 * r.timedSeconds / o.steps,
+      1000.0 * *std::max_element(r.stepSeconds.begin(), r.stepSeconds.end()), r.lastLoss);
+  std::printf("  %.3f GFLOP per token", r.flopsPerToken / 1e9);
+  if (r.gemmCeiling) {
+    const double limit = *r.gemmCeiling / r.flopsPerToken;
+    std::printf("; vendor GEMM ceiling %.0f TFLOP/s: limit %.0f tokens/s, this run %.1f %% of it",
+                *r.gemmCeiling / 1e12, limit, 100.0 * tokensPerSecond / limit);
+  }
+  std::printf("\n");
   std::printf("  memory: allocator peak reserved %s, peak allocated %s, driver (total - free) %s\n",
               gibText(r.memory.peakReservedBytes).c_str(),
               gibText(r.memory.peakAllocatedBytes).c_str(),
@@ -369,6 +476,7 @@ void printReport(const Options& o, const Result& r) {
   for (const auto& [name, ms] : classBreakdown(o, r)) {
     std::printf("    %-18s %9.2f ms/step %5.1f %%\n", name.c_str(), ms, 100.0 * ms / wallMs);
   }
+  std::printf("  launches per step: %.0f\n", launchesPerStep(o, r));
   std::printf("  per op (ms/step, launches/step, class):\n");
   for (const auto& op : r.ops) {
     std::printf("    %-46s %9.3f %7.0f  %s\n", op.op.c_str(), op.milliseconds / o.profileSteps,
@@ -387,33 +495,45 @@ nlohmann::json resultJson(const Options& o, const Result& r) {
   const auto gib = [](std::optional<std::uint64_t> bytes) {
     return bytes ? nlohmann::json(static_cast<double>(*bytes) / kGiB) : nlohmann::json(nullptr);
   };
-  return {{"program", "bench_gpu_train"},
-          {"impl", std::string("lorascope-") + compute::gemmImplementationName(o.gemm)},
-          {"shape", o.shape},
-          {"quantize", model::quantizationName(o.quantization)},
-          {"estimated_peak_gib",
-           r.estimate ? nlohmann::json(static_cast<double>(r.estimate->peakBytes) / kGiB)
-                      : nlohmann::json(nullptr)},
-          {"gpu", r.device},
-          {"batch", o.batch},
-          {"seq", o.seq},
-          {"checkpointing", o.checkpointing},
-          {"warmup_steps", o.warmup},
-          {"timed_steps", o.steps},
-          {"profiled_steps", o.profileSteps},
-          {"weights_build_s", r.buildSeconds},
-          {"warmup_s", r.warmupSeconds},
-          {"s_per_step", r.timedSeconds / o.steps},
-          {"tokens_per_s", static_cast<double>(o.batch * o.seq) * o.steps / r.timedSeconds},
-          {"last_loss", r.lastLoss},
-          {"peak_reserved_gib", gib(r.memory.peakReservedBytes)},
-          {"peak_allocated_gib", gib(r.memory.peakAllocatedBytes)},
-          {"driver_used_gib", gib(r.memory.driverUsedBytes)},
-          {"profiled_ms_per_step",
-           o.profileSteps > 0 ? 1000.0 * r.profiledSeconds / o.profileSteps : 0.0},
-          {"breakdown_ms_per_step",
-           o.profileSteps > 0 ? nlohmann::json(classBreakdown(o, r)) : nlohmann::json::object()},
-          {"ops", ops}};
+  const double medianStep = median(r.stepSeconds);
+  return {
+      {"program", "bench_gpu_train"},
+      {"impl", o.label.empty() ? std::string("lorascope-") + compute::gemmImplementationName(o.gemm)
+                               : o.label},
+      {"shape", o.shape},
+      {"quantize", model::quantizationName(o.quantization)},
+      {"estimated_peak_gib", r.estimate
+                                 ? nlohmann::json(static_cast<double>(r.estimate->peakBytes) / kGiB)
+                                 : nlohmann::json(nullptr)},
+      {"gpu", r.device},
+      {"batch", o.batch},
+      {"seq", o.seq},
+      {"checkpointing", o.checkpointing},
+      {"warmup_steps", o.warmup},
+      {"timed_steps", o.steps},
+      {"profiled_steps", o.profileSteps},
+      {"weights_build_s", r.buildSeconds},
+      {"warmup_s", r.warmupSeconds},
+      {"rank", 8},
+      {"alpha", 16},
+      {"targets", {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}},
+      {"s_per_step", medianStep},
+      {"mean_s_per_step", r.timedSeconds / o.steps},
+      {"max_s_per_step", *std::max_element(r.stepSeconds.begin(), r.stepSeconds.end())},
+      {"tokens_per_s", static_cast<double>(o.batch * o.seq) / medianStep},
+      {"flops_per_token", r.flopsPerToken},
+      {"gemm_ceiling_tflops",
+       r.gemmCeiling ? nlohmann::json(*r.gemmCeiling / 1e12) : nlohmann::json(nullptr)},
+      {"launches_per_step", o.profileSteps > 0 ? launchesPerStep(o, r) : 0.0},
+      {"last_loss", r.lastLoss},
+      {"peak_reserved_gib", gib(r.memory.peakReservedBytes)},
+      {"peak_allocated_gib", gib(r.memory.peakAllocatedBytes)},
+      {"driver_used_gib", gib(r.memory.driverUsedBytes)},
+      {"profiled_ms_per_step",
+       o.profileSteps > 0 ? 1000.0 * r.profiledSeconds / o.profileSteps : 0.0},
+      {"breakdown_ms_per_step",
+       o.profileSteps > 0 ? nlohmann::json(classBreakdown(o, r)) : nlohmann::json::object()},
+      {"ops", ops}};
 }
 
 }  // namespace
