@@ -1,9 +1,11 @@
 // Backend.cpp — argument checks shared by every backend's implementation of an op.
 #include "compute/Backend.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <utility>
 
+#include "compute/Bf16.h"  // defines: floatToBf16
 #include "compute/Errors.h"
 
 namespace lorascope::compute {
@@ -341,6 +343,35 @@ void checkDropoutMaskArgs(const BackendCapabilities& caps, const Tensor& mask, d
   requireActivations(op, caps, {{&mask, "mask"}});
   if (!(p >= 0.0 && p < 1.0)) {
     throw ShapeError(std::string(op) + ": probability " + std::to_string(p) + " is outside [0, 1)");
+  }
+}
+
+void checkConvertArgs(const BackendCapabilities& caps, const Tensor& src, const Tensor& dst) {
+  constexpr const char* op = "convert";
+  requireOnDevice(op, "src", src, caps.device);
+  requireOnDevice(op, "dst", dst, caps.device);
+  requireDType(op, "src", src, DType::F32);
+  if (dst.dtype() != DType::F32 && dst.dtype() != caps.activationDType) {
+    throw ShapeError(std::string(op) + ": dst is " + dst.describe() + ", expected f32 or " +
+                     dtypeName(caps.activationDType));
+  }
+  if (src.numel() != dst.numel()) {
+    throw ShapeError(std::string(op) + ": src " + src.describe() + " and dst " + dst.describe() +
+                     " differ in element count");
+  }
+}
+
+void Backend::convert(const Tensor& src, Tensor& dst) {
+  checkConvertArgs(capabilities(), src, dst);
+  const float* in = src.as<float>();
+  const std::int64_t count = src.numel();
+  if (dst.dtype() == DType::F32) {
+    std::copy(in, in + count, dst.as<float>());
+    return;
+  }
+  std::uint16_t* out = dst.as<std::uint16_t>();
+  for (std::int64_t i = 0; i < count; ++i) {
+    out[i] = floatToBf16(in[i]);
   }
 }
 

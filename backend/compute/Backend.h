@@ -281,6 +281,11 @@ class Backend {
   // same (seed, stream) gives the same mask on every backend, element for element (rounded to
   // nearest even where the mask is bf16).   mask: any shape, activation dtype;  0 ≤ p < 1
   virtual void dropoutMask(Tensor& mask, std::uint64_t seed, std::uint64_t stream, double p) = 0;
+  // dst ← src, element for element, rounded to nearest even where dst is bf16: the bf16 copy of
+  // every LoRA weight that a GPU step's products read, made in one pass after each update.
+  //   src f32 (any shape)   dst (the same element count) f32 or the activation dtype
+  // The default works on host memory (the CPU backend); a GPU backend launches one kernel.
+  virtual void convert(const Tensor& src, Tensor& dst);
 };
 
 // Target id that cross-entropy skips (PyTorch's ignore_index default, used by HF labels).
@@ -334,6 +339,7 @@ void checkTensorListArgs(const char* op, const BackendCapabilities& caps,
                          std::span<Tensor* const> tensors);
 void checkAdamWArgs(const BackendCapabilities& caps, std::span<const AdamWTensors> tensors);
 void checkDropoutMaskArgs(const BackendCapabilities& caps, const Tensor& mask, double p);
+void checkConvertArgs(const BackendCapabilities& caps, const Tensor& src, const Tensor& dst);
 void checkLmHeadCrossEntropyArgs(const BackendCapabilities& caps, const Tensor& h,
                                  const Tensor& weight, std::size_t targets, const Tensor& losses,
                                  const Tensor& dh);

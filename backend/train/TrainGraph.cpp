@@ -2,6 +2,7 @@
 // by layer from the loss down (see TrainGraph.h for the formulas).
 #include "train/TrainGraph.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <optional>
@@ -52,12 +53,43 @@ std::vector<LoraSite> modelLoraSites(const model::ModelConfig& config) {
   return sites;
 }
 
+// The groups of Note [LoRA groups], in the order the forward pass runs their projections.
+constexpr std::initializer_list<Projection> kGroups[] = {
+    {Projection::Q, Projection::K, Projection::V},
+    {Projection::O},
+    {Projection::Gate, Projection::Up},
+    {Projection::Down}};
+
+// Flat-buffer blocks start on 64-element boundaries (aligned operands for the GEMMs).
+std::int64_t padded(std::int64_t elements) {
+  return (elements + 63) / 64 * 64;
+}
+
+// Elements [offset, offset + rows·cols) of a flat tensor as a (rows, cols) matrix.
+Tensor block(const Tensor& flat, std::int64_t offset, std::int64_t rows, std::int64_t cols) {
+  return flat.rows(offset, rows * cols).viewAs({rows, cols});
+}
+
 struct TrainGraph::Site {
   LoraSite site;
-  Tensor a, b;             // (r, in), (out, r) f32
-  Tensor gradA, gradB;     // same shapes, accumulated over micro-batches
-  Tensor firstA, secondA;  // AdamW moments of A (r, in)
-  Tensor firstB, secondB;  // AdamW moments of B (out, r)
+  int group = -1;             // index in groups_
+  std::int64_t groupRow = 0;  // first row of its A in the group's A
+  std::int64_t offsetA = 0;   // of A in the flat buffers (its rows of the group's A)
+  std::int64_t offsetB = 0;   // of B
+  Tensor a, b;                // (r, in), (out, r) f32 views of params_
+  Tensor gemmA, gemmB;        // the same in gemmParams_ (what the products read)
+  Tensor gradA, gradB;        // same shapes, accumulated over micro-batches
+  Tensor firstA, secondA;     // AdamW moments of A (r, in)
+  Tensor firstB, secondB;     // AdamW moments of B (out, r)
+};
+
+struct TrainGraph::Group {
+  std::vector<int> sites;  // indices in sites_, in forward order
+  std::int64_t rows = 0;   // Σ r
+  std::int64_t in = 0;
+  std::int64_t offset = 0;  // of its A (rows, in) in the flat buffers
+  Tensor gemmA;             // (rows, in) in gemmParams_
+  Tensor gradA;             // (rows, in) in grads_
 };
 
 struct TrainGraph::LayerState {
@@ -65,7 +97,9 @@ struct TrainGraph::LayerState {
              std::int64_t seq)
       : acts(backend, c, batch, seq), u(kProjections) {}
   model::LayerActivations acts;
-  std::vector<Tensor> u;  // [projection] (T, r): dropout(x)·Aᵀ; undefined where not adapted
+  // [projection] (r, T): uᵀ = A·dropout(x)ᵀ, rows of its group's (Σr, T); undefined where not
+  // adapted
+  std::vector<Tensor> u;
 };
 
 // Adds the LoRA term after each frozen projection, saving u into the current layer's state.
@@ -82,48 +116,65 @@ class TrainGraph::LoraHook final : public model::ProjectionHook {
       return;
     }
     Site& s = graph_.sites_[static_cast<std::size_t>(index)];
+    const Group& g = graph_.groups_[static_cast<std::size_t>(s.group)];
     compute::Backend& backend = graph_.backend_;
     const std::int64_t tokens = x.dim(0);
+    if (g.sites.front() == index) {
+      downProjection(index, x);
+    }
     Tensor& u = state->u[static_cast<std::size_t>(projection)];
-    u = backend.empty(backend.capabilities().activationDType, {tokens, graph_.lora_.rank});
     if (graph_.dropoutActive_) {
       Tensor xd = graph_.dropoutMask(layer, projection, tokens, x.dim(1));
       backend.multiplyInPlace(xd, x);
-      backend.matmul(xd, false, s.a, true, u, 1.0f, 0.0f);
-    } else {
-      backend.matmul(x, false, s.a, true, u, 1.0f, 0.0f);
+      backend.matmul(s.gemmA, false, xd, true, u, 1.0f, 0.0f);
     }
-    backend.matmul(u, false, s.b, true, y, static_cast<float>(graph_.lora_.scale()), 1.0f);
+    backend.matmul(u, true, s.gemmB, true, y, static_cast<float>(graph_.lora_.scale()), 1.0f);
   }
 
-  // On the CPU backend, without dropout, the adapted projections of one input share it: their
-  // u = x·Aᵀ go out as one matmulGroup, then their y += scale·u·Bᵀ as another (one launch each).
-  // A GPU backend keeps afterProjection's order of launches.
+  // The projections of one input (q, k, v; gate, up), without dropout: the group's uᵀ in one
+  // product (at its first member, afterProjection), then every member's y += scale·u·Bᵀ together
+  // (one launch on the CPU's matmulGroup).
   void afterProjections(int layer, std::span<const Projection> projections, const Tensor& x,
                         std::span<Tensor* const> ys) override {
-    if (graph_.dropoutActive_ || graph_.backend_.capabilities().device != compute::Device::Cpu) {
+    if (graph_.dropoutActive_) {
       model::ProjectionHook::afterProjections(layer, projections, x, ys);
       return;
     }
     graph_.checkCancel();
-    compute::Backend& backend = graph_.backend_;
     const auto scale = static_cast<float>(graph_.lora_.scale());
-    std::vector<compute::MatmulProduct> down, up;
+    std::vector<compute::MatmulProduct> up;
     for (std::size_t i = 0; i < projections.size(); ++i) {
       const int index = graph_.siteIndex_[static_cast<std::size_t>(layer)]
                                          [static_cast<std::size_t>(projections[i])];
       if (index < 0) {
         continue;
       }
-      Site& s = graph_.sites_[static_cast<std::size_t>(index)];
-      Tensor& u = state->u[static_cast<std::size_t>(projections[i])];
-      u = backend.empty(backend.capabilities().activationDType, {x.dim(0), graph_.lora_.rank});
-      down.push_back({&x, false, &s.a, true, &u, 1.0f, 0.0f});
-      up.push_back({&u, false, &s.b, true, ys[i], scale, 1.0f});
+      const Site& s = graph_.sites_[static_cast<std::size_t>(index)];
+      if (graph_.groups_[static_cast<std::size_t>(s.group)].sites.front() == index) {
+        downProjection(index, x);
+      }
+      const Tensor& u = state->u[static_cast<std::size_t>(projections[i])];
+      up.push_back({&u, true, &s.gemmB, true, ys[i], scale, 1.0f});
     }
-    if (!down.empty()) {
-      backend.matmulGroup(down);
-      backend.matmulGroup(up);
+    graph_.backend_.matmulGroup(up);
+  }
+
+  // At a group's first member: the group's uᵀ (Σr, T), and every member's rows of it as its u;
+  // without dropout uᵀ = A·xᵀ for the whole group at once (with dropout each member fills its own
+  // rows from its masked input).
+  void downProjection(int first, const Tensor& x) {
+    const Group& g = graph_.groups_[static_cast<std::size_t>(
+        graph_.sites_[static_cast<std::size_t>(first)].group)];
+    compute::Backend& backend = graph_.backend_;
+    const Tensor uGroup = backend.empty(backend.capabilities().activationDType, {g.rows, x.dim(0)});
+    for (int member : g.sites) {
+      const Site& m = graph_.sites_[static_cast<std::size_t>(member)];
+      state->u[static_cast<std::size_t>(m.site.module)] =
+          uGroup.rows(m.groupRow, graph_.lora_.rank);
+    }
+    if (!graph_.dropoutActive_) {
+      Tensor all = uGroup;
+      backend.matmul(g.gemmA, false, x, true, all, 1.0f, 0.0f);  // uᵀ = A·xᵀ, the whole group
     }
   }
 
@@ -161,30 +212,89 @@ TrainGraph::TrainGraph(compute::Backend& backend, const model::ModelConfig& conf
       throw std::invalid_argument(where + " appears twice in the adapter");
     }
     slot = static_cast<int>(sites_.size());
-    Site& s = sites_.emplace_back();
-    s.site = site;
-    const compute::Shape shapeA{lora_.rank, site.inFeatures};
-    const compute::Shape shapeB{site.outFeatures, lora_.rank};
-    {
-      const memory::OwnerScope owner(memory::Owner::Grads);
-      s.gradA = backend_.empty(compute::DType::F32, shapeA);
-      s.gradB = backend_.empty(compute::DType::F32, shapeB);
+    sites_.emplace_back().site = site;
+  }
+  // The flat layout (Note [LoRA groups]): each group's A's, then the B's of its sites.
+  const std::int64_t r = lora_.rank;
+  for (std::size_t layer = 0; layer < siteIndex_.size(); ++layer) {
+    for (const auto& projections : kGroups) {
+      Group g;
+      for (Projection p : projections) {
+        const int index = siteIndex_[layer][static_cast<std::size_t>(p)];
+        if (index >= 0) {
+          Site& s = sites_[static_cast<std::size_t>(index)];
+          s.group = static_cast<int>(groups_.size());
+          s.groupRow = g.rows;
+          g.sites.push_back(index);
+          g.rows += r;
+          g.in = s.site.inFeatures;
+        }
+      }
+      if (g.sites.empty()) {
+        continue;
+      }
+      g.offset = flatElements_;
+      flatElements_ += padded(g.rows * g.in);
+      for (int index : g.sites) {
+        Site& s = sites_[static_cast<std::size_t>(index)];
+        s.offsetB = flatElements_;
+        flatElements_ += padded(s.site.outFeatures * r);
+      }
+      groups_.push_back(std::move(g));
     }
+  }
+  const compute::Shape flat{std::max<std::int64_t>(flatElements_, 1)};
+  {
+    const memory::OwnerScope owner(memory::Owner::Grads);
+    grads_ = backend_.empty(compute::DType::F32, flat);
+  }
+  {
     const memory::OwnerScope owner(memory::Owner::Optimizer);
-    for (Tensor* t : {&s.firstA, &s.secondA}) {
-      *t = backend_.empty(compute::DType::F32, shapeA);
-    }
-    for (Tensor* t : {&s.firstB, &s.secondB}) {
-      *t = backend_.empty(compute::DType::F32, shapeB);
-    }
+    firstMoments_ = backend_.empty(compute::DType::F32, flat);
+    secondMoments_ = backend_.empty(compute::DType::F32, flat);
   }
+  {
+    const memory::OwnerScope owner(memory::Owner::Lora);
+    params_ = backend_.empty(compute::DType::F32, flat);
+    const compute::DType act = backend_.capabilities().activationDType;
+    gemmParams_ = act == compute::DType::F32 ? params_ : backend_.empty(act, flat);
+  }
+  bindViews();
   loadAdapter(adapter);
-  std::vector<Tensor*> moments;
-  for (Site& s : sites_) {
-    moments.insert(moments.end(), {&s.firstA, &s.secondA, &s.firstB, &s.secondB});
-  }
-  backend_.fillZero(moments);
+  backend_.fillZero(std::vector<Tensor*>{&firstMoments_, &secondMoments_});
   zeroGradients();
+}
+
+void TrainGraph::bindViews() {
+  const std::int64_t r = lora_.rank;
+  for (Group& g : groups_) {
+    g.gemmA = block(gemmParams_, g.offset, g.rows, g.in);
+    g.gradA = block(grads_, g.offset, g.rows, g.in);
+  }
+  for (Site& s : sites_) {
+    const std::int64_t in = s.site.inFeatures;
+    const std::int64_t out = s.site.outFeatures;
+    const std::int64_t offsetA =
+        groups_[static_cast<std::size_t>(s.group)].offset + s.groupRow * in;
+    s.offsetA = offsetA;
+    s.a = block(params_, offsetA, r, in);
+    s.gemmA = block(gemmParams_, offsetA, r, in);
+    s.gradA = block(grads_, offsetA, r, in);
+    s.firstA = block(firstMoments_, offsetA, r, in);
+    s.secondA = block(secondMoments_, offsetA, r, in);
+    s.b = block(params_, s.offsetB, out, r);
+    s.gemmB = block(gemmParams_, s.offsetB, out, r);
+    s.gradB = block(grads_, s.offsetB, out, r);
+    s.firstB = block(firstMoments_, s.offsetB, out, r);
+    s.secondB = block(secondMoments_, s.offsetB, out, r);
+  }
+}
+
+void TrainGraph::refreshGemmWeights() {
+  if (gemmParamsStale_ && gemmParams_.data() != params_.data()) {
+    backend_.convert(params_, gemmParams_);
+  }
+  gemmParamsStale_ = false;
 }
 
 TrainGraph::~TrainGraph() = default;
@@ -196,6 +306,7 @@ void TrainGraph::loadAdapter(const LoraAdapter& adapter) {
                                 std::to_string(sites_.size()));
   }
   const std::int64_t r = lora_.rank;
+  std::vector<float> flat(static_cast<std::size_t>(params_.numel()), 0.0f);
   for (std::size_t i = 0; i < sites_.size(); ++i) {
     const LoraWeights& w = adapter.weights[i];
     Site& s = sites_[i];
@@ -206,10 +317,19 @@ void TrainGraph::loadAdapter(const LoraAdapter& adapter) {
                                   std::to_string(w.site.layer) + " " + moduleName(w.site.module) +
                                   ") does not match the graph's");
     }
-    const memory::OwnerScope owner(memory::Owner::Lora);
-    s.a = backend_.upload(w.a, compute::DType::F32, {r, s.site.inFeatures});
-    s.b = backend_.upload(w.b, compute::DType::F32, {s.site.outFeatures, r});
+    std::copy(w.a.begin(), w.a.end(), flat.begin() + s.offsetA);
+    std::copy(w.b.begin(), w.b.end(), flat.begin() + s.offsetB);
   }
+  const memory::OwnerScope owner(memory::Owner::Lora);
+  const compute::DType act = backend_.capabilities().activationDType;
+  params_ = backend_.upload(flat, compute::DType::F32, params_.shape());
+  if (act != compute::DType::F32) {
+    gemmParams_ = backend_.empty(act, params_.shape());
+  } else {
+    gemmParams_ = params_;
+  }
+  bindViews();
+  gemmParamsStale_ = true;
 }
 
 void TrainGraph::loadMoments(const std::vector<LoraMoments>& moments) {
@@ -217,6 +337,8 @@ void TrainGraph::loadMoments(const std::vector<LoraMoments>& moments) {
     throw std::invalid_argument("loadMoments: " + std::to_string(moments.size()) + " moments for " +
                                 std::to_string(sites_.size()) + " sites");
   }
+  std::vector<float> first(static_cast<std::size_t>(params_.numel()), 0.0f);
+  std::vector<float> second(first.size(), 0.0f);
   for (std::size_t i = 0; i < sites_.size(); ++i) {
     const LoraMoments& m = moments[i];
     Site& s = sites_[i];
@@ -228,12 +350,15 @@ void TrainGraph::loadMoments(const std::vector<LoraMoments>& moments) {
                                   " (layer " + std::to_string(s.site.layer) + " " +
                                   moduleName(s.site.module) + ") are shaped unlike its A and B");
     }
-    const memory::OwnerScope owner(memory::Owner::Optimizer);
-    s.firstA = backend_.upload(m.firstA, compute::DType::F32, s.a.shape());
-    s.secondA = backend_.upload(m.secondA, compute::DType::F32, s.a.shape());
-    s.firstB = backend_.upload(m.firstB, compute::DType::F32, s.b.shape());
-    s.secondB = backend_.upload(m.secondB, compute::DType::F32, s.b.shape());
+    std::copy(m.firstA.begin(), m.firstA.end(), first.begin() + s.offsetA);
+    std::copy(m.secondA.begin(), m.secondA.end(), second.begin() + s.offsetA);
+    std::copy(m.firstB.begin(), m.firstB.end(), first.begin() + s.offsetB);
+    std::copy(m.secondB.begin(), m.secondB.end(), second.begin() + s.offsetB);
   }
+  const memory::OwnerScope owner(memory::Owner::Optimizer);
+  firstMoments_ = backend_.upload(first, compute::DType::F32, params_.shape());
+  secondMoments_ = backend_.upload(second, compute::DType::F32, params_.shape());
+  bindViews();
 }
 
 std::vector<Tensor*> TrainGraph::gradientTensors() {
@@ -246,7 +371,7 @@ std::vector<Tensor*> TrainGraph::gradientTensors() {
 }
 
 void TrainGraph::zeroGradients() {
-  backend_.fillZero(gradientTensors());
+  backend_.fillZero(std::vector<Tensor*>{&grads_});  // the padding too: it stays zero
 }
 
 double TrainGraph::clipGradients(double maxNorm) {
@@ -267,6 +392,7 @@ void TrainGraph::adamwStep(const AdamWConfig& config, double learningRate, std::
     tensors.push_back({&s.b, &s.gradB, &s.firstB, &s.secondB});
   }
   backend_.adamw(tensors, scalars);
+  gemmParamsStale_ = true;
 }
 
 void TrainGraph::downloadAdapter(LoraAdapter& adapter) {
@@ -275,18 +401,25 @@ void TrainGraph::downloadAdapter(LoraAdapter& adapter) {
                                 std::to_string(adapter.weights.size()) + " sites, graph " +
                                 std::to_string(sites_.size()));
   }
+  const std::vector<float> flat = backend_.download(params_);  // one transfer for all
   for (std::size_t i = 0; i < sites_.size(); ++i) {
-    adapter.weights[i].a = backend_.download(sites_[i].a);
-    adapter.weights[i].b = backend_.download(sites_[i].b);
+    const Site& s = sites_[i];
+    adapter.weights[i].a.assign(flat.begin() + s.offsetA, flat.begin() + s.offsetA + s.a.numel());
+    adapter.weights[i].b.assign(flat.begin() + s.offsetB, flat.begin() + s.offsetB + s.b.numel());
   }
 }
 
 void TrainGraph::downloadMoments(std::vector<LoraMoments>& moments) {
   moments.resize(sites_.size());
+  const std::vector<float> first = backend_.download(firstMoments_);
+  const std::vector<float> second = backend_.download(secondMoments_);
   for (std::size_t i = 0; i < sites_.size(); ++i) {
     const Site& s = sites_[i];
-    moments[i] = {backend_.download(s.firstA), backend_.download(s.secondA),
-                  backend_.download(s.firstB), backend_.download(s.secondB)};
+    const auto slice = [](const std::vector<float>& flat, std::int64_t offset, std::int64_t n) {
+      return std::vector<float>(flat.begin() + offset, flat.begin() + offset + n);
+    };
+    moments[i] = {slice(first, s.offsetA, s.a.numel()), slice(second, s.offsetA, s.a.numel()),
+                  slice(first, s.offsetB, s.b.numel()), slice(second, s.offsetB, s.b.numel())};
   }
 }
 
@@ -326,6 +459,7 @@ LossSum TrainGraph::forwardLoss(const model::ForwardInput& in) {
       model::makeSequenceLayout(backend_, config_, in.batch, in.seq);
   dropoutActive_ = false;
   cancel_ = nullptr;
+  refreshGemmWeights();
   LayerState state(backend_, config_, in.batch, in.seq);
   LoraHook hook(*this);
   hook.state = &state;
@@ -357,6 +491,7 @@ LossSum TrainGraph::forwardBackward(const model::ForwardInput& in, float gradSca
   key_ = key;
   dropoutActive_ = lora_.dropout > 0.0;
   cancel_ = cancel;
+  refreshGemmWeights();
   const std::size_t layers = weights_.layers.size();
   const bool checkpointing = options_.activationCheckpointing;
 
@@ -444,7 +579,7 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
   }
   Tensor dAct = backend_.empty(act, {tokens, config_.intermediateSize});
   backend_.matmul(dMlpOut, false, w.down, false, dAct, 1.0f, 0.0f);
-  siteBackward(layer, Projection::Down, state, a.swiglu, dMlpOut, &dAct);
+  groupBackward(layer, {{Projection::Down, &dMlpOut}}, state, a.swiglu, &dAct);
   Tensor dGate = backend_.empty(act, dAct.shape());
   Tensor dUp = backend_.empty(act, dAct.shape());
   if (config_.mlpActivation == model::MlpActivation::GeluTanh) {
@@ -457,8 +592,7 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
       {&dGate, false, &w.gate, false, &dh, 1.0f, 0.0f},
       {&dUp, false, &w.up, false, &dh, 1.0f, 1.0f},
   }});
-  siteBackward(layer, Projection::Gate, state, a.h2, dGate, &dh);
-  siteBackward(layer, Projection::Up, state, a.h2, dUp, &dh);
+  groupBackward(layer, {{Projection::Gate, &dGate}, {Projection::Up, &dUp}}, state, a.h2, &dh);
   Tensor normGrad = backend_.empty(act, {tokens, config_.hiddenSize});
   backend_.rmsnormBackward(dh, a.xMid, sandwich ? w.preMlpNorm : w.postNorm, a.rstd2, normGrad);
   backend_.addInPlace(dx, normGrad);  // dx = ∂/∂ xMid
@@ -472,7 +606,7 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
   }
   Tensor dAttention = backend_.empty(act, {tokens, heads * hd});
   backend_.matmul(dAttentionOut, false, w.o, false, dAttention, 1.0f, 0.0f);
-  siteBackward(layer, Projection::O, state, a.attention, dAttentionOut, &dAttention);
+  groupBackward(layer, {{Projection::O, &dAttentionOut}}, state, a.attention, &dAttention);
   Tensor dq = backend_.empty(act, {tokens, heads * hd});
   Tensor dk = backend_.empty(act, {tokens, kvHeads * hd});
   Tensor dv = backend_.empty(act, {tokens, kvHeads * hd});
@@ -508,49 +642,72 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
     }});
   }
   Tensor* dhOrNone = needInputGradient ? &dh : nullptr;
-  siteBackward(layer, Projection::Q, state, a.h1, dq, dhOrNone);
-  siteBackward(layer, Projection::K, state, a.h1, dk, dhOrNone);
-  siteBackward(layer, Projection::V, state, a.h1, dv, dhOrNone);
+  groupBackward(layer, {{Projection::Q, &dq}, {Projection::K, &dk}, {Projection::V, &dv}}, state,
+                a.h1, dhOrNone);
   if (needInputGradient) {
     backend_.rmsnormBackward(dh, xIn, w.inputNorm, a.rstd1, normGrad);
     backend_.addInPlace(dx, normGrad);  // dx = ∂/∂ xIn
   }
 }
 
-void TrainGraph::siteBackward(int layer, Projection projection, LayerState& state, const Tensor& x,
-                              const Tensor& dy, Tensor* dx) {
+void TrainGraph::groupBackward(int layer, std::initializer_list<Member> members, LayerState& state,
+                               const Tensor& x, Tensor* dx) {
   checkCancel();
-  const int index =
-      siteIndex_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(projection)];
-  if (index < 0) {
+  const auto siteOf = [&](Projection p) {
+    return siteIndex_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(p)];
+  };
+  const auto adapted = std::find_if(members.begin(), members.end(),
+                                    [&](const Member& m) { return siteOf(m.projection) >= 0; });
+  if (adapted == members.end()) {
     return;
   }
-  Site& s = sites_[static_cast<std::size_t>(index)];
+  const Group& group = groups_[static_cast<std::size_t>(
+      sites_[static_cast<std::size_t>(siteOf(adapted->projection))].group)];
   const compute::DType act = backend_.capabilities().activationDType;
   const auto scale = static_cast<float>(lora_.scale());
+  const std::int64_t r = lora_.rank;
   const std::int64_t tokens = x.dim(0);
-  const Tensor& u = state.u[static_cast<std::size_t>(projection)];
-  Tensor g = backend_.empty(act, {tokens, lora_.rank});  // (T, r) = scale·dy·B
-  backend_.matmulGroup(std::array<compute::MatmulProduct, 2>{{
-      {&dy, true, &u, false, &s.gradB, scale, 1.0f},  // dB += scale·dyᵀ·u
-      {&dy, false, &s.b, false, &g, scale, 0.0f},
-  }});
+  Tensor gGroup = backend_.empty(act, {group.rows, tokens});  // gᵀ (Σr, T), each site's rows
+  std::vector<Tensor> gRows(members.size());
+  std::vector<compute::MatmulProduct> products;  // one group: a single launch on the CPU
+  std::size_t i = 0;
+  for (const Member& m : members) {
+    const int index = siteOf(m.projection);
+    if (index >= 0) {
+      Site& s = sites_[static_cast<std::size_t>(index)];
+      const Tensor& u = state.u[static_cast<std::size_t>(m.projection)];  // uᵀ (r, T)
+      gRows[i] = gGroup.rows(s.groupRow, r);
+      products.push_back({m.dy, true, &u, true, &s.gradB, scale, 1.0f});  // dB += scale·dyᵀ·u
+      products.push_back({&s.gemmB, true, m.dy, true, &gRows[i], scale, 0.0f});  // gᵀ = s·Bᵀ·dyᵀ
+    }
+    ++i;
+  }
+  backend_.matmulGroup(products);
   if (!dropoutActive_) {
-    std::array<compute::MatmulProduct, 2> products{{
-        {&g, true, &x, false, &s.gradA, 1.0f, 1.0f},  // dA += gᵀ·x
-        {&g, false, &s.a, false, dx, 1.0f, 1.0f},     // dx += g·A
+    Tensor gradA = group.gradA;
+    std::array<compute::MatmulProduct, 2> both{{
+        {&gGroup, false, &x, false, &gradA, 1.0f, 1.0f},       // dA += gᵀ·x, every site
+        {&gGroup, true, &group.gemmA, false, dx, 1.0f, 1.0f},  // dx += g·A
     }};
-    backend_.matmulGroup(std::span(products.data(), dx != nullptr ? 2 : 1));
+    backend_.matmulGroup(std::span(both.data(), dx != nullptr ? 2 : 1));
     return;
   }
-  Tensor xd = dropoutMask(layer, projection, tokens, x.dim(1));
-  backend_.multiplyInPlace(xd, x);
-  backend_.matmul(g, true, xd, false, s.gradA, 1.0f, 1.0f);
-  if (dx != nullptr) {
-    Tensor through = backend_.empty(act, x.shape());
-    backend_.matmul(g, false, s.a, false, through, 1.0f, 0.0f);
-    backend_.multiplyInPlace(through, dropoutMask(layer, projection, tokens, x.dim(1)));
-    backend_.addInPlace(*dx, through);
+  for (const Member& m : members) {
+    const int index = siteOf(m.projection);
+    if (index < 0) {
+      continue;
+    }
+    Site& s = sites_[static_cast<std::size_t>(index)];
+    const Tensor g = gGroup.rows(s.groupRow, r);
+    Tensor xd = dropoutMask(layer, m.projection, tokens, x.dim(1));
+    backend_.multiplyInPlace(xd, x);
+    backend_.matmul(g, false, xd, false, s.gradA, 1.0f, 1.0f);
+    if (dx != nullptr) {
+      Tensor through = backend_.empty(act, x.shape());
+      backend_.matmul(g, true, s.gemmA, false, through, 1.0f, 0.0f);
+      backend_.multiplyInPlace(through, dropoutMask(layer, m.projection, tokens, x.dim(1)));
+      backend_.addInPlace(*dx, through);
+    }
   }
 }
 

@@ -19,10 +19,23 @@
 // whole life: zeroing, clipping and the AdamW update are backend ops over all of them at once,
 // and dropout masks are drawn on the backend. The host sees them only when it asks
 // (downloadAdapter, downloadMoments, gradients).
+//
+// Note [LoRA groups]: the adapted projections of a layer that read the same input form a group
+// (q, k, v on the first norm's output; gate and up on the second's; o and down alone). Their A's
+// are rows of one (Σr, in) matrix, so a group's down-projection is one product, stored
+// transposed: uᵀ (Σr, T) = A·xᵀ, each site's u the rows of its A; likewise, backward, each site's
+// g = scale·dy·B is computed as gᵀ into the rows of one (Σr, T) matrix, and the group's dA += gᵀ·x
+// and dx += g·A are one product each. With dropout on, every site's input has its own mask, and
+// its products run alone (same formulas, the site's rows). Every LoRA weight (A's and B's) sits
+// in one flat f32 buffer (the moments in two more of the same layout, so a state download is
+// three transfers); where activations are bf16 (a GPU), the products read a bf16 copy of that
+// buffer, made by one convert after each update (the rounding the vendor GEMM applied to each
+// product's f32 operand before; under autocast PyTorch does the same).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -104,13 +117,25 @@ class TrainGraph {
 
  private:
   struct Site;
+  struct Group;
   struct LayerState;
   class LoraHook;
+  struct Member {  // a projection of a group and the gradient of its output
+    model::Projection projection;
+    const compute::Tensor* dy;
+  };
 
   void layerBackward(int layer, LayerState& state, const compute::Tensor& xIn, compute::Tensor& dx,
                      bool needInputGradient);
-  void siteBackward(int layer, model::Projection projection, LayerState& state,
-                    const compute::Tensor& x, const compute::Tensor& dy, compute::Tensor* dx);
+  // The LoRA backward of one group (Note [LoRA groups]) whose input was x: dB and dA of each
+  // adapted member, and dx += g·A over them when dx is given.
+  void groupBackward(int layer, std::initializer_list<Member> members, LayerState& state,
+                     const compute::Tensor& x, compute::Tensor* dx);
+  // Views of every site's and group's weights, moments and gradients into the flat buffers.
+  void bindViews();
+  // The bf16 copy of the weights after an update (Note [LoRA groups]); nothing where the
+  // products read the f32 weights.
+  void refreshGemmWeights();
   LossSum headLoss(const compute::Tensor& x, std::span<const std::int32_t> targets, float gradScale,
                    compute::Tensor* dx);
   void checkCancel() const;
@@ -126,7 +151,13 @@ class TrainGraph {
   LoraConfig lora_;
   GraphOptions options_;
   std::vector<Site> sites_;
+  std::vector<Group> groups_;
   std::vector<std::vector<int>> siteIndex_;  // [layer][projection] → index in sites_, or −1
+  std::int64_t flatElements_ = 0;            // of each flat buffer below (padded blocks)
+  compute::Tensor params_;                   // (flat) f32: every A and B
+  compute::Tensor gemmParams_;  // (flat) what the products read: params_ or its bf16 copy
+  bool gemmParamsStale_ = true;
+  compute::Tensor firstMoments_, secondMoments_, grads_;  // (flat) f32, params_'s layout
   // Per-call context of forwardBackward.
   const model::SequenceLayout* layout_ = nullptr;
   DropoutKey key_;

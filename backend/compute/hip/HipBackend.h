@@ -72,6 +72,7 @@ class HipBackend final : public Backend {
   void scaleInPlace(std::span<Tensor* const> tensors, float factor) override;
   void adamw(std::span<const AdamWTensors> tensors, const AdamWScalars& scalars) override;
   void dropoutMask(Tensor& mask, std::uint64_t seed, std::uint64_t philoxStream, double p) override;
+  void convert(const Tensor& src, Tensor& dst) override;
 
   hipStream_t stream() const { return stream_; }
   memory::DeviceAllocator* deviceAllocator() override { return allocator_.get(); }

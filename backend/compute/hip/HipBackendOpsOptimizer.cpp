@@ -1,11 +1,13 @@
 // hip/HipBackendOpsOptimizer.cpp — launchers of the optimizer ops: each list op cuts its tensors
-// into chunks, uploads the chunk table (a few KiB) on the backend's stream and launches once.
+// into chunks, uploads the chunk table (a few KiB) on the backend's stream and launches once;
+// and convert, the LoRA weights' bf16 copy after each update.
 #include <algorithm>
 #include <vector>
 
 #include "compute/hip/HipBackend.h"
-#include "compute/hip/HipCheck.h"   // defines: LORASCOPE_HIP_CHECK
-#include "compute/hip/optimizer.h"  // defines: TensorChunk and the launchers
+#include "compute/hip/HipCheck.h"     // defines: LORASCOPE_HIP_CHECK
+#include "compute/hip/elementwise.h"  // defines: castF32ToBf16
+#include "compute/hip/optimizer.h"    // defines: TensorChunk and the launchers
 
 namespace lorascope::compute::hip {
 namespace {
@@ -107,6 +109,17 @@ void HipBackend::dropoutMask(Tensor& mask, std::uint64_t seed, std::uint64_t phi
   checkDropoutMaskArgs(caps_, mask, p);
   hip::dropoutMask(mask.data(), mask.dtype() == DType::BF16, mask.numel(), seed, philoxStream,
                    static_cast<float>(p), static_cast<float>(1.0 / (1.0 - p)), stream_);
+}
+
+// The LoRA weights' bf16 copy: one kernel over the whole (flat) weight buffer.
+void HipBackend::convert(const Tensor& src, Tensor& dst) {
+  checkConvertArgs(caps_, src, dst);
+  if (dst.dtype() == DType::F32) {
+    LORASCOPE_HIP_CHECK(
+        hipMemcpyAsync(dst.data(), src.data(), src.bytes(), hipMemcpyDeviceToDevice, stream_));
+    return;
+  }
+  castF32ToBf16(src.as<float>(), src.numel(), dst.as<std::uint16_t>(), stream_);
 }
 
 }  // namespace lorascope::compute::hip
