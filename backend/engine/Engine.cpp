@@ -172,7 +172,16 @@ int Engine::run() {
       }
       return 0;
     }
+    // The last completed step, once its state is mirrored, whenever stepping stops.
+    const auto publishSettled = [&] {
+      if (job_) {
+        if (std::optional<StepEvent> step = job_->settle()) {
+          publish(*step);
+        }
+      }
+    };
     if (state_ != RunState::Running || !job_) {
+      publishSettled();
       continue;
     }
     try {
@@ -191,14 +200,17 @@ int Engine::run() {
         finishRun(RunState::Finished, kAllStepsDone);
       }
     } catch (const RecoverableError& e) {
+      publishSettled();  // the step before the failed one comes first
       publish(e.event());
     } catch (const StickyDeviceError& e) {
+      publishSettled();  // host-side only: the mirror's writer, not the device
       ErrorEvent error = e.event();
       error.sticky = true;
       publish(error);
       setState(RunState::Failed, "the GPU is unusable until the engine restarts");
       return kExitStickyError;  // the job (and its device context) is abandoned with the process
     } catch (const std::exception& e) {
+      publishSettled();
       publish(ErrorEvent{"training", "step", 0, e.what(),
                          "the run stopped at its last completed step; fix the cause and resume",
                          false});

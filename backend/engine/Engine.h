@@ -86,8 +86,14 @@ struct InstrumentEvents {
 class EngineJob {
  public:
   virtual ~EngineJob() = default;
-  // One optimizer step. Returns its metrics, or nothing when cancelled before it completed.
+  // One optimizer step. Returns the metrics of a completed step to announce, or nothing (cancelled
+  // before it completed, or, for a job that announces a step once its state is mirrored, nothing
+  // mirrored yet); such a job may announce a step one call late (see settle).
   virtual std::optional<StepEvent> runStep(const CancelFlag& cancel) = 0;
+  // Called whenever the engine stops stepping (paused, stopping, between commands): the completed
+  // step that runStep has not announced yet, once it can be (its state mirrored), so that the
+  // last step is never left unannounced while the engine idles. Default: none.
+  virtual std::optional<StepEvent> settle() { return std::nullopt; }
   virtual bool finished() const = 0;
   virtual std::int64_t completedSteps() const = 0;
   // Applies a live toggle (already type-checked by the protocol); throws std::exception with a

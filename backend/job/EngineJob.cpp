@@ -2,6 +2,7 @@
 #include "job/EngineJob.h"
 
 #include <filesystem>
+#include <future>
 #include <mutex>
 
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
@@ -129,7 +130,12 @@ class TrainingJob : public engine::EngineJob {
     restoreEarlyStopping();
   }
 
-  ~TrainingJob() override { runtime::launchControl().faults().setObserver(nullptr); }
+  ~TrainingJob() override {
+    runtime::launchControl().faults().setObserver(nullptr);
+    if (mirrorWrite_.valid()) {
+      mirrorWrite_.wait();  // the writer uses mirror_ until it is done
+    }
+  }
 
   std::optional<StepEvent> runStep(const CancelFlag& cancel) override {
     train::StepMetrics m;
@@ -146,7 +152,7 @@ class TrainingJob : public engine::EngineJob {
       }
       m = loop_->step(cancel.flag());
     } catch (const train::TrainingCancelled&) {
-      return std::nullopt;
+      return takeMirrored();  // the step before, as the engine pauses or stops
     } catch (const runtime::InjectedFault& fault) {
       if (fault.kind() == runtime::FaultKind::OutOfMemory) {
         return recoverFromOutOfMemory(fault.op(), fault.what());
@@ -162,28 +168,52 @@ class TrainingJob : public engine::EngineJob {
       throw;
     }
     outOfMemoryRetries_ = 0;
-    if (!m.nonFinite.empty()) {
-      sink_(engine::TimedEvent{0, engine::IncidentEvent{m.nonFinite, "update skipped", m.step}});
-    }
+    // Note [asynchronous state mirror]: the step before was written while this one ran.
+    std::optional<StepEvent> previous = takeMirrored();
     if (evaluatesAfter(m.step)) {
       m.eval = evaluate(cancel);
     }
-    run_.appendMetrics(m);
-    const std::vector<std::byte> state = train::encodeTrainerState(loop_->state());
-    mirror_->write(state);
+    run_.appendMetrics(m);  // before the mirror: replayMirroredStep reads the step's metrics
+    std::vector<std::byte> state = train::encodeTrainerState(loop_->state());
+    mirrorWrite_ = std::async(std::launch::async,
+                              [this, payload = std::move(state)] { mirror_->write(payload); });
     if (settings_.checkpointEvery > 0 && m.step % settings_.checkpointEvery == 0 && !finished()) {
       run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints);
     }
-    if (m.eval) {
+    if (m.eval) {  // announced now, after the step before: it may stop the run early
+      if (previous) {
+        sink_(engine::TimedEvent{0, *previous});
+        previous.reset();
+      }
       announceEvaluation(*m.eval);
     }
-    return stepEvent(m, false);
+    mirrored_ = std::move(m);
+    if (finished()) {  // nothing runs after the last step: it is announced once written
+      if (previous) {
+        sink_(engine::TimedEvent{0, *previous});
+      }
+      return takeMirrored();
+    }
+    return previous;
+  }
+
+  std::optional<StepEvent> settle() override {
+    try {
+      return takeMirrored();
+    } catch (const std::exception& e) {  // the step's state could not be mirrored: unannounced
+      sink_(engine::TimedEvent{
+          0, engine::LogEvent{engine::LogLevel::Error,
+                              std::string("state mirror: ") + e.what() +
+                                  "; the step is not announced and a restart redoes it"}});
+      return std::nullopt;
+    }
   }
 
   bool finished() const override { return loop_->finished() || stoppedEarly_; }
   std::int64_t completedSteps() const override { return loop_->state().step; }
 
   std::string applyToggle(Toggle toggle, const json& value) override {
+    announceMirrored();  // the confirmation's step is then the last one announced
     switch (toggle) {
       case Toggle::MicroBatch:
         loop_->setMicroBatchSize(value.get<int>(), "user");
@@ -260,6 +290,7 @@ class TrainingJob : public engine::EngineJob {
   }
 
   CheckpointEvent checkpoint() override {
+    announceMirrored();
     const fs::path dir = run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints);
     if (finished())
       run_.saveFinalAdapter(loop_->state().adapter);
@@ -629,6 +660,39 @@ class TrainingJob : public engine::EngineJob {
     }
   }
 
+  // Note [asynchronous state mirror]: a step is announced only once its state is in the mirror,
+  // so that a crash never loses an announced step (the recovery guarantee). The state is
+  // downloaded and encoded at the step boundary (three transfers: train/TrainGraph.h), and its
+  // write (checksum, copy into the mapping, two msyncs: engine/StateMirror.h) runs on a writer
+  // thread while the next step computes; that step's end (or the engine settling: a pause, a
+  // stop, a toggle, a checkpoint, an error) announces it, with its incident event. An evaluation
+  // is announced at once (it may stop the run early), after the step before. A crash while it is
+  // written leaves the mirror at the step before (double-buffered slots), and the step is redone; a
+  // crash after it is written but before it is announced is the case replayMirroredStep covers.
+  //
+  // Waits for the write in flight and returns the step it holds, announcing its incident first;
+  // nothing when no step is pending. Rethrows the write's StateMirrorError.
+  std::optional<StepEvent> takeMirrored() {
+    if (mirrorWrite_.valid()) {
+      mirrorWrite_.get();
+    }
+    if (!mirrored_) {
+      return std::nullopt;
+    }
+    const train::StepMetrics m = std::move(*mirrored_);
+    mirrored_.reset();
+    if (!m.nonFinite.empty()) {
+      sink_(engine::TimedEvent{0, engine::IncidentEvent{m.nonFinite, "update skipped", m.step}});
+    }
+    return stepEvent(m, false);
+  }
+  // takeMirrored's step, through the sink (from calls that return other events).
+  void announceMirrored() {
+    if (std::optional<StepEvent> step = takeMirrored()) {
+      sink_(engine::TimedEvent{0, *step});
+    }
+  }
+
   // A step's metrics as the engine announces them.
   StepEvent stepEvent(const train::StepMetrics& m, bool replayed) const {
     return StepEvent{m.step,
@@ -721,6 +785,10 @@ class TrainingJob : public engine::EngineJob {
   bool arenaMode_ = false;      // the allocator-policy toggle, kept across device moves
   std::unique_ptr<train::TrainLoop> loop_;
   std::unique_ptr<engine::StateMirror> mirror_;
+  // Note [asynchronous state mirror]: the write in flight, and the step it holds (completed, not
+  // yet announced). Declared after mirror_, so that it is waited for before mirror_ goes.
+  std::future<void> mirrorWrite_;
+  std::optional<train::StepMetrics> mirrored_;
   std::vector<train::Sequence> evalSequences_;  // the held-out set; empty: no evaluation
   train::EarlyStopping earlyStopping_{settings_.earlyStoppingPatience};
   bool stoppedEarly_ = false;

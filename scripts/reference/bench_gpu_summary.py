@@ -17,6 +17,7 @@ sequence length, LoRA rank, alpha, adapted modules and activation checkpointing.
     python3 scripts/reference/bench_gpu_summary.py RESULTS.jsonl
 """
 import json
+import re
 import statistics
 import sys
 
@@ -33,8 +34,14 @@ def load(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def card(row):
+    """The GPU's name without bench_gpu_train's architecture suffix (" (sm_90)", " (gfx1100)"),
+    which PyTorch's device name lacks."""
+    return re.sub(r" \((sm_|gfx)[0-9a-z]+\)$", "", str(row.get("gpu")))
+
+
 def check_comparable(rows):
-    gpus = sorted({str(r.get("gpu")) for r in rows})
+    gpus = sorted({card(r) for r in rows})
     if len(gpus) != 1:
         raise Refused(f"rows from {len(gpus)} GPUs ({'; '.join(gpus)}): run every configuration "
                       "in one call on one card")
