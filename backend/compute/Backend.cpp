@@ -375,4 +375,9 @@ void Backend::convert(const Tensor& src, Tensor& dst) {
   }
 }
 
+void Backend::addLowRankProduct(const Tensor& lhsT, const Tensor& w, bool transposeW, float scale,
+                                Tensor& y) {
+  matmul(lhsT, true, w, transposeW, y, scale, 1.0f);
+}
+
 }  // namespace lorascope::compute

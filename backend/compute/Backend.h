@@ -286,6 +286,15 @@ class Backend {
   //   src f32 (any shape)   dst (the same element count) f32 or the activation dtype
   // The default works on host memory (the CPU backend); a GPU backend launches one kernel.
   virtual void convert(const Tensor& src, Tensor& dst);
+  // y += scale · lhsTᵀ · op(w) where the inner dimension k is small (a LoRA rank, or the ranks of
+  // a group of projections): the LoRA up-projection y += scale·u·Bᵀ (lhsT = uᵀ, w = B (n, k),
+  // transposeW) and its input gradient dx += g·A (lhsT = gᵀ, w = A (k, n)).
+  //   lhsT (k, T) activation dtype   w (n, k) or (k, n) any dtype   y (T, n) activation dtype
+  // The default is matmul(lhsT, true, w, transposeW, y, scale, 1); a GPU backend adds the
+  // product in one kernel that reads y once and writes it once, rounding once (no product written
+  // out and added by a second kernel).
+  virtual void addLowRankProduct(const Tensor& lhsT, const Tensor& w, bool transposeW, float scale,
+                                 Tensor& y);
 };
 
 // Target id that cross-entropy skips (PyTorch's ignore_index default, used by HF labels).

@@ -5,6 +5,8 @@
 // Qwen2.5-0.5B shapes (hidden 896, q/o 896, k/v 2 × 64 = 128, MLP 4864, LoRA rank 8, an lm-head
 // vocabulary chunk and the chunk left over from 151936), with its dtypes: bf16 activations,
 // frozen bf16 weights, f32 LoRA weights (b), f32 LoRA gradients (c, accumulated with beta = 1).
+// Beside them, addLowRankProduct (lowrank_gemm): the LoRA up-projection and input gradient at the
+// same widths, awkward sizes, an f32 weight and a k past the fused kernel.
 #include <string>
 
 #include "ParityHarness.h"
@@ -83,6 +85,55 @@ std::vector<Comparison> runGemm(Backend& cpu, Backend& gpu, std::mt19937& rng, c
   });
 }
 
+// Backend::addLowRankProduct: y (t, n) += scale · lhsTᵀ · op(w), lhsT (k, t).
+struct LowRankShape {
+  std::int64_t k, t, n;
+  bool transposeW;
+  DType wType;
+  float scale;
+  const char* use;
+};
+
+std::string describe(const LowRankShape& s) {
+  return "k=" + std::to_string(s.k) + " t=" + std::to_string(s.t) + " n=" + std::to_string(s.n) +
+         (s.transposeW ? " w (n, k) " : " w (k, n) ") + compute::dtypeName(s.wType) +
+         " scale=" + std::to_string(s.scale).substr(0, 4) + " (" + s.use + ")";
+}
+
+std::vector<Comparison> runLowRank(Backend& cpu, Backend& gpu, std::mt19937& rng,
+                                   const LowRankShape& s, GemmImplementation impl) {
+  const compute::Shape wShape = s.transposeW ? compute::Shape{s.n, s.k} : compute::Shape{s.k, s.n};
+  const std::vector<float> lhs =
+      roundTo(DType::BF16, randomNormal(rng, static_cast<std::size_t>(s.k * s.t), 0.0f, 1.0f));
+  const std::vector<float> w = roundTo(
+      s.wType, randomNormal(rng, static_cast<std::size_t>(compute::numelOf(wShape)), 0.0f, 0.5f));
+  const std::vector<float> y0 =
+      roundTo(DType::BF16, randomNormal(rng, static_cast<std::size_t>(s.t * s.n), 0.0f, 2.0f));
+  const GemmSelection selection(gpu, impl);
+  return compareBackends(cpu, gpu, {"y"}, kBf16Output, [&](Backend& be) {
+    const bool onCpu = be.capabilities().device == compute::Device::Cpu;
+    const DType act = be.capabilities().activationDType;
+    const Tensor lt = be.upload(lhs, act, {s.k, s.t});
+    const Tensor wt = be.upload(w, onCpu ? DType::F32 : s.wType, wShape);
+    Tensor yt = be.upload(y0, act, {s.t, s.n});
+    be.addLowRankProduct(lt, wt, s.transposeW, s.scale, yt);
+    return OpOutputs{be.download(yt)};
+  });
+}
+
+std::vector<LowRankShape> lowRankShapes() {
+  constexpr DType bf16 = DType::BF16;
+  return {
+      {1, 7, 13, true, bf16, 1.0f, "awkward"},
+      {5, 33, 65, false, DType::F32, 0.5f, "f32 weight"},
+      {8, 300, 128, true, bf16, 2.0f, "lora y += s·u·Bᵀ, k/v"},
+      {8, 300, 4864, true, bf16, 2.0f, "lora y += s·u·Bᵀ, gate/up"},
+      {24, 300, 896, false, bf16, 1.0f, "lora dx += g·A, q/k/v group"},
+      {16, 300, 896, false, bf16, 1.0f, "lora dx += g·A, gate/up group"},
+      {70, 5, 3, true, bf16, 1.0f, "k past the fused kernel: the GEMM"},
+  };
+}
+
 std::vector<GemmShape> gemmShapes() {
   constexpr DType bf16 = DType::BF16;
   constexpr DType f32 = DType::F32;
@@ -141,6 +192,12 @@ std::vector<ParityCase> gemmCases(bool vendorGemm) {
       cases.push_back({implOp.second, describe(shape), toleranceFor(shape, impl),
                        [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
                          return runGemm(cpu, gpu, rng, shape, impl);
+                       }});
+    }
+    for (const LowRankShape& shape : lowRankShapes()) {
+      cases.push_back({"lowrank_gemm", describe(shape) + " " + implOp.second, kBf16Output,
+                       [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                         return runLowRank(cpu, gpu, rng, shape, impl);
                        }});
     }
     // Inner dimensions that differ are refused by both backends before anything runs.

@@ -128,12 +128,13 @@ class TrainGraph::LoraHook final : public model::ProjectionHook {
       backend.multiplyInPlace(xd, x);
       backend.matmul(s.gemmA, false, xd, true, u, 1.0f, 0.0f);
     }
-    backend.matmul(u, true, s.gemmB, true, y, static_cast<float>(graph_.lora_.scale()), 1.0f);
+    // y += scale·u·Bᵀ
+    backend.addLowRankProduct(u, s.gemmB, true, static_cast<float>(graph_.lora_.scale()), y);
   }
 
   // The projections of one input (q, k, v; gate, up), without dropout: the group's uᵀ in one
   // product (at its first member, afterProjection), then every member's y += scale·u·Bᵀ together
-  // (one launch on the CPU's matmulGroup).
+  // (one launch on the CPU's matmulGroup; a fused addLowRankProduct each on a GPU).
   void afterProjections(int layer, std::span<const Projection> projections, const Tensor& x,
                         std::span<Tensor* const> ys) override {
     if (graph_.dropoutActive_) {
@@ -156,7 +157,14 @@ class TrainGraph::LoraHook final : public model::ProjectionHook {
       const Tensor& u = state->u[static_cast<std::size_t>(projections[i])];
       up.push_back({&u, true, &s.gemmB, true, ys[i], scale, 1.0f});
     }
-    graph_.backend_.matmulGroup(up);
+    compute::Backend& backend = graph_.backend_;
+    if (backend.capabilities().device == compute::Device::Cpu) {
+      backend.matmulGroup(up);  // one launch
+      return;
+    }
+    for (const compute::MatmulProduct& p : up) {  // one fused kernel each
+      backend.addLowRankProduct(*p.a, *p.b, true, scale, *p.c);
+    }
   }
 
   // At a group's first member: the group's uᵀ (Σr, T), and every member's rows of it as its u;
@@ -685,11 +693,16 @@ void TrainGraph::groupBackward(int layer, std::initializer_list<Member> members,
   backend_.matmulGroup(products);
   if (!dropoutActive_) {
     Tensor gradA = group.gradA;
+    const bool hostBackend = backend_.capabilities().device == compute::Device::Cpu;
     std::array<compute::MatmulProduct, 2> both{{
         {&gGroup, false, &x, false, &gradA, 1.0f, 1.0f},       // dA += gᵀ·x, every site
         {&gGroup, true, &group.gemmA, false, dx, 1.0f, 1.0f},  // dx += g·A
     }};
-    backend_.matmulGroup(std::span(both.data(), dx != nullptr ? 2 : 1));
+    // The CPU runs both as one launch; a GPU adds g·A to dx in one fused kernel.
+    backend_.matmulGroup(std::span(both.data(), hostBackend && dx != nullptr ? 2 : 1));
+    if (!hostBackend && dx != nullptr) {
+      backend_.addLowRankProduct(gGroup, group.gemmA, false, 1.0f, *dx);
+    }
     return;
   }
   for (const Member& m : members) {

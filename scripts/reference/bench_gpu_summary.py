@@ -125,7 +125,10 @@ def summarize(rows):
                 print(f"  {impl} vs {name}: tokens/s "
                       f"{ratio(ours['tokens_per_s'], ref['tokens_per_s'])}, peak reserved "
                       f"{ratio(ours['reserved'], ref['reserved'])}")
-            if impl != "lorascope-vendor" and vendor is not None:
+            if impl == "lorascope-baseline" and vendor is not None:  # before → after
+                print(f"  lorascope-vendor vs lorascope-baseline: tokens/s "
+                      f"{ratio(vendor['tokens_per_s'], ours['tokens_per_s'])}")
+            elif impl != "lorascope-vendor" and vendor is not None:
                 print(f"  {impl} vs lorascope-vendor: tokens/s "
                       f"{ratio(ours['tokens_per_s'], vendor['tokens_per_s'])}")
             last = ours["last"]

@@ -73,6 +73,8 @@ class HipBackend final : public Backend {
   void adamw(std::span<const AdamWTensors> tensors, const AdamWScalars& scalars) override;
   void dropoutMask(Tensor& mask, std::uint64_t seed, std::uint64_t philoxStream, double p) override;
   void convert(const Tensor& src, Tensor& dst) override;
+  void addLowRankProduct(const Tensor& lhsT, const Tensor& w, bool transposeW, float scale,
+                         Tensor& y) override;
 
   hipStream_t stream() const { return stream_; }
   memory::DeviceAllocator* deviceAllocator() override { return allocator_.get(); }

@@ -1,5 +1,6 @@
 // hip/HipBackendOpsGemm.cpp — matmul on the selected GEMM (hip/gemm.h): the vendor BLAS or the
-// built-in kernel, switchable between any two calls; and the NF4 dequantisation in front of it.
+// built-in kernel, switchable between any two calls; the NF4 dequantisation in front of it; and
+// the fused low-rank product (the LoRA up-projection and input gradient, either GEMM).
 //
 // Note [NF4 through a bf16 workspace]: an NF4 b (a frozen projection under --quantize nf4) is
 // dequantised whole into a bf16 workspace tensor (hip/nf4.hip), which then goes to whichever GEMM
@@ -10,7 +11,8 @@
 // kernel; the memory model counts the workspace (model/MemoryEstimate.h).
 #include "compute/Nf4.h"
 #include "compute/hip/HipBackend.h"
-#include "compute/hip/elementwise.h"  // defines: castF32ToBf16, accumulateIntoBf16
+#include "compute/hip/elementwise.h"  // defines: castF32ToBf16, accumulateIntoBf16,
+                                      // addLowRankProduct
 #include "compute/hip/gemm.h"         // defines: builtinGemm, VendorBlas
 #include "compute/hip/nf4.h"          // defines: nf4Dequantize, kNf4TableFloats
 
@@ -96,6 +98,20 @@ void HipBackend::matmul(const Tensor& a, bool transposeA, const Tensor& b, bool 
     return;
   }
   vendorBlas_->gemm("matmul", opA, opB, out, alpha, beta);
+}
+
+void HipBackend::addLowRankProduct(const Tensor& lhsT, const Tensor& w, bool transposeW,
+                                   float scale, Tensor& y) {
+  checkMatmulArgs(caps_, lhsT, true, w, transposeW, y);
+  const std::int64_t k = lhsT.dim(0);
+  // Beyond kMaxLowRank (hip/elementwise.h) the GEMM and its epilogue.
+  if (k > kMaxLowRank || y.dtype() != DType::BF16 || w.dtype() == DType::NF4) {
+    matmul(lhsT, true, w, transposeW, y, scale, 1.0f);
+    return;
+  }
+  const bool weightIsBf16 = isBf16Weight("lowrank_gemm", w);
+  hip::addLowRankProduct(lhsT.as<std::uint16_t>(), k, lhsT.dim(1), w.data(), weightIsBf16,
+                         transposeW, y.dim(1), scale, y.as<std::uint16_t>(), stream_);
 }
 
 }  // namespace lorascope::compute::hip

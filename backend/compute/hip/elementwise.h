@@ -56,6 +56,15 @@ void castF32ToBf16(const float* in, std::int64_t count, std::uint16_t* out, hipS
 void accumulateIntoBf16(const float* product, std::int64_t count, float beta, std::uint16_t* c,
                         hipStream_t stream);
 
+// The largest inner dimension addLowRankProduct takes.
+inline constexpr std::int64_t kMaxLowRank = 64;
+// y += scale · lhsTᵀ · op(w) with k ≤ kMaxLowRank (Backend::addLowRankProduct): lhsT
+// (k, tokens) bf16, w (n, k) when transposeW else (k, n), bf16 or f32, y (tokens, n) bf16; the k
+// products summed in fp32, y rounded once. No product is written out.
+void addLowRankProduct(const std::uint16_t* lhsT, std::int64_t k, std::int64_t tokens,
+                       const void* w, bool weightIsBf16, bool transposeW, std::int64_t n,
+                       float scale, std::uint16_t* y, hipStream_t stream);
+
 // Per row r: logsumexp[r] and losses[r] = logsumexp[r] − logits[r][targets[r]] (0 where the
 // target is ignoreTarget). logits (rows, vocab) bf16, targets (rows), losses, logsumexp (rows) f32
 void crossEntropyForward(const std::uint16_t* logits, std::int64_t rows, std::int64_t vocab,

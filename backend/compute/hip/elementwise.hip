@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "compute/hip/device_common.h"  // defines: loadFloat, storeFloat, blockSum, blockMax
 #include "compute/hip/launch.h"         // defines: launch
@@ -151,6 +152,73 @@ __global__ void addBiasKernel(hip_bfloat16* x, const BiasT* bias, long long dim,
 __global__ void castF32ToBf16Kernel(const float* in, long long count, hip_bfloat16* out) {
   for (long long i = firstIndex(); i < count; i += gridStride()) {
     storeFloat(out, i, in[i]);
+  }
+}
+
+// y (tokens, n) += scale · Σ_j lhsT[j, t] · w(o, j), w(o, j) = w[o·strideO + j·strideJ]; the sum
+// in fp32 in the order j = 0 … k − 1, y rounded once. A block takes kLowRankColumns outputs o (a
+// thread each, its k weights in registers) over kLowRankTokens tokens, whose k values of lhsT it
+// stages in shared memory (every thread reads the same one: a broadcast). Each thread loads its
+// y values of those tokens before it adds to any, so their loads are in flight together. y is read
+// and written once, a row of consecutive o per wave: coalesced. K is k rounded up to a power of
+// two (≤ kMaxLowRank); the rows j ≥ k are zeros in both operands, which adds nothing.
+constexpr int kLowRankColumns = 256;
+constexpr int kLowRankTokens = 16;
+
+template <int K, typename WeightT>
+__global__ void __launch_bounds__(kLowRankColumns)
+    addLowRankProductKernel(const hip_bfloat16* lhsT, const WeightT* w, long long tokens,
+                            long long n, int k, long long strideO, long long strideJ, float scale,
+                            hip_bfloat16* y) {
+  __shared__ float lhs[K][kLowRankTokens];
+  const long long o = static_cast<long long>(blockIdx.x) * kLowRankColumns + threadIdx.x;
+  const long long t0 = static_cast<long long>(blockIdx.y) * kLowRankTokens;
+  for (int e = static_cast<int>(threadIdx.x); e < K * kLowRankTokens; e += kLowRankColumns) {
+    const int j = e / kLowRankTokens;
+    const long long t = t0 + e % kLowRankTokens;
+    lhs[j][e % kLowRankTokens] = j < k && t < tokens ? loadFloat(lhsT, j * tokens + t) : 0.0f;
+  }
+  float weights[K];
+#pragma unroll
+  for (int j = 0; j < K; ++j) {
+    weights[j] = j < k && o < n ? loadFloat(w, o * strideO + j * strideJ) : 0.0f;
+  }
+  __syncthreads();
+  if (o >= n) {
+    return;
+  }
+  const long long count = tokens - t0 < kLowRankTokens ? tokens - t0 : kLowRankTokens;
+  float values[kLowRankTokens];
+#pragma unroll
+  for (int t = 0; t < kLowRankTokens; ++t) {
+    values[t] = t < count ? loadFloat(y, (t0 + t) * n + o) : 0.0f;
+  }
+#pragma unroll
+  for (int t = 0; t < kLowRankTokens; ++t) {
+    if (t < count) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < K; ++j) {
+        sum += lhs[j][t] * weights[j];
+      }
+      storeFloat(y, (t0 + t) * n + o, values[t] + scale * sum);
+    }
+  }
+}
+
+template <int K>
+void launchLowRank(const hip_bfloat16* lhsT, const void* w, bool weightIsBf16, long long tokens,
+                   long long n, int k, long long strideO, long long strideJ, float scale,
+                   hip_bfloat16* y, hipStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((n + kLowRankColumns - 1) / kLowRankColumns),
+                  static_cast<unsigned>((tokens + kLowRankTokens - 1) / kLowRankTokens));
+  if (weightIsBf16) {
+    launch("lowrank_gemm", addLowRankProductKernel<K, hip_bfloat16>, grid, dim3(kLowRankColumns), 0,
+           stream, lhsT, static_cast<const hip_bfloat16*>(w), tokens, n, k, strideO, strideJ, scale,
+           y);
+  } else {
+    launch("lowrank_gemm", addLowRankProductKernel<K, float>, grid, dim3(kLowRankColumns), 0,
+           stream, lhsT, static_cast<const float*>(w), tokens, n, k, strideO, strideJ, scale, y);
   }
 }
 
@@ -325,6 +393,31 @@ void accumulateIntoBf16(const float* product, std::int64_t count, float beta, st
   }
   launch("accumulate_bf16", accumulateIntoBf16Kernel, gridFor(count), dim3(kThreads), 0, stream,
          product, count, beta, asBf16(c));
+}
+
+void addLowRankProduct(const std::uint16_t* lhsT, std::int64_t k, std::int64_t tokens,
+                       const void* w, bool weightIsBf16, bool transposeW, std::int64_t n,
+                       float scale, std::uint16_t* y, hipStream_t stream) {
+  if (tokens == 0 || n == 0) {
+    return;
+  }
+  // op(w) (k, n): w stored (n, k) when transposed (a LoRA B), else (k, n) (a group's A).
+  const long long strideO = transposeW ? k : 1;
+  const long long strideJ = transposeW ? 1 : n;
+  const int rank = static_cast<int>(k);
+  const auto run = [&](auto kernelK) {
+    launchLowRank<decltype(kernelK)::value>(asBf16(lhsT), w, weightIsBf16, tokens, n, rank, strideO,
+                                            strideJ, scale, asBf16(y), stream);
+  };
+  if (k <= 8) {
+    run(std::integral_constant<int, 8>{});
+  } else if (k <= 16) {
+    run(std::integral_constant<int, 16>{});
+  } else if (k <= 32) {
+    run(std::integral_constant<int, 32>{});
+  } else {
+    run(std::integral_constant<int, kMaxLowRank>{});
+  }
 }
 
 void crossEntropyForward(const std::uint16_t* logits, std::int64_t rows, std::int64_t vocab,
