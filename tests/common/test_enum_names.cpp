@@ -1,7 +1,7 @@
 // test_enum_names.cpp — common/EnumNames.h: one table gives both directions, unknown text is
 // nothing (not a default value), the list for error messages, and coversEnum catching a table
 // that skips or reorders a value.
-#include <QtTest>
+#include "TestRunner.h"
 
 #include "common/EnumNames.h"
 
@@ -23,29 +23,21 @@ static_assert(!coversEnum(kReordered));
 
 }  // namespace
 
-class TestEnumNames : public QObject {
-  Q_OBJECT
-
- private slots:
-  void namesAndParsesFromOneTable() {
-    for (const EnumName<Colour>& entry : kColourNames) {
-      QCOMPARE(enumName(kColourNames, entry.value), entry.name);
-      QCOMPARE(parseEnum(kColourNames, entry.name), std::optional<Colour>(entry.value));
-    }
+TEST_CASE(namesAndParsesFromOneTable) {
+  for (const EnumName<Colour>& entry : kColourNames) {
+    COMPARE(enumName(kColourNames, entry.value), entry.name);
+    COMPARE(parseEnum(kColourNames, entry.name), std::optional<Colour>(entry.value));
   }
+}
 
-  void unknownTextIsNothingAndUnlistedValueIsQuestionMark() {
-    QCOMPARE(parseEnum(kColourNames, "purple"), std::optional<Colour>());
-    QCOMPARE(parseEnum(kColourNames, "Red"), std::optional<Colour>());  // exact spelling only
-    QCOMPARE(parseEnum(kColourNames, ""), std::optional<Colour>());
-    QCOMPARE(std::string(enumName(kMissingGreen, Colour::Green)), std::string("?"));
-  }
+TEST_CASE(unknownTextIsNothingAndUnlistedValueIsQuestionMark) {
+  COMPARE(parseEnum(kColourNames, "purple"), std::optional<Colour>());
+  COMPARE(parseEnum(kColourNames, "Red"), std::optional<Colour>());  // exact spelling only
+  COMPARE(parseEnum(kColourNames, ""), std::optional<Colour>());
+  COMPARE(std::string(enumName(kMissingGreen, Colour::Green)), std::string("?"));
+}
 
-  void listsTheAcceptedNames() {
-    QCOMPARE(enumNameList(kColourNames), std::string("red, green, blue"));
-    QCOMPARE(enumNameList(kColourNames, "|"), std::string("red|green|blue"));
-  }
-};
-
-QTEST_APPLESS_MAIN(TestEnumNames)
-#include "test_enum_names.moc"
+TEST_CASE(listsTheAcceptedNames) {
+  COMPARE(enumNameList(kColourNames), std::string("red, green, blue"));
+  COMPARE(enumNameList(kColourNames, "|"), std::string("red|green|blue"));
+}

@@ -1,6 +1,6 @@
-// TestRunner.cpp — the registry and main() of the Qt-free test runner (TestRunner.h): runs each
-// registered function once per data row, prints one line per result as QtTest does, and exits
-// with the number of failed functions.
+// TestRunner.cpp — the registry and runTests() of the Qt-free test runner (TestRunner.h): runs
+// each registered function once per data row, prints one line per result as QtTest does, and
+// answers the number of failed functions (main() is in TestRunnerMain.cpp).
 #include "TestRunner.h"
 
 #include <cstdarg>
@@ -168,11 +168,8 @@ void warning(const char* format, ...) {
   va_end(args);
 }
 
-}  // namespace lstest
-
 // `test_x [function[:row]]...`: the named functions (rows) only; all when none is named.
-int main(int argc, char** argv) {
-  using namespace lstest;
+int runTests(int argc, char** argv) {
   const std::string program = std::filesystem::path(argv[0]).stem().string();
   std::vector<std::string> wanted(argv + 1, argv + argc);
   const auto selected = [&](const std::string& function, const std::string* row) {
@@ -230,3 +227,5 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   return failedFunctions;
 }
+
+}  // namespace lstest

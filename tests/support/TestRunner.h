@@ -14,8 +14,9 @@
 // test's own `catch (const std::exception&)` does not catch). COMPARE compares floating-point
 // values as QCOMPARE does (relative 1e-12 for double, 1e-5 for float; values that small against
 // zero; NaN equals NaN), integers of different signedness by value, C strings by content.
-// main() is in TestRunner.cpp: `test_x [function[:row]]...` runs the named ones only; the exit
-// code is the number of failed functions.
+// main() is in TestRunnerMain.cpp: `test_x [function[:row]]...` runs the named ones only; the
+// exit code is the number of failed functions. A program with a main() of its own calls
+// lstest::runTests(argc, argv) from it.
 #pragma once
 
 #include <algorithm>
@@ -47,6 +48,8 @@ struct Skipped {
 };
 
 bool registerTest(const char* name, void (*run)());
+// Runs the registered functions (those named in argv[1..], or all); the number that failed.
+int runTests(int argc, char** argv);
 bool registerData(const char* name, void (*rows)());
 
 [[noreturn]] void fail(const std::string& message, const char* file, int line);

@@ -6,7 +6,9 @@
 // what Windows cannot see; WindowsHostProvider over GlobalMemoryStatusEx (swap left n/a).
 // The instance names follow the format Windows 10/11 gives (`Get-Counter "\GPU Engine(*)\..."`
 // prints them so); the numbers are chosen for the arithmetic, not recorded from a machine.
-// Qt-free (a plain main), so the Windows build runs it too.
+// On the Qt-free runner, so the Windows build runs it too.
+#include "TestRunner.h"
+
 #include <cstdio>
 #include <map>
 #include <string>
@@ -20,15 +22,6 @@ namespace tel = lorascope::telemetry;
 namespace common = lorascope::common;
 
 namespace {
-
-int gFailures = 0;
-
-void check(bool ok, const std::string& what) {
-  if (!ok) {
-    ++gFailures;
-    std::printf("FAIL: %s\n", what.c_str());
-  }
-}
 
 constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
 constexpr std::uint64_t kRadeonLuid = 0x0000D4B4;  // luid_0x00000000_0x0000D4B4
@@ -110,83 +103,83 @@ std::unique_ptr<RecordedSource> recorded() {
   return source;
 }
 
-void instanceNamesAreParsed() {
+TEST_CASE(instanceNamesAreParsed) {
   const auto engine =
       tel::parseGpuInstanceName("pid_1234_luid_0x00000000_0x0000D4B4_phys_0_eng_3_engtype_Copy");
-  check(engine && engine->pid == 1234u && engine->luid == 0xD4B4 && engine->physicalAdapter == 0 &&
-            engine->engineType == "Copy",
-        "an engine instance gives pid, luid, adapter and engine type");
+  VERIFY2(engine && engine->pid == 1234u && engine->luid == 0xD4B4 &&
+              engine->physicalAdapter == 0 && engine->engineType == "Copy",
+          "an engine instance gives pid, luid, adapter and engine type");
   const auto adapter = tel::parseGpuInstanceName("luid_0x00000001_0x0000D4B4_phys_1");
-  check(
+  VERIFY2(
       adapter && !adapter->pid && adapter->luid == 0x10000D4B4ull && adapter->physicalAdapter == 1,
       "an adapter instance has no pid and a 64-bit luid");
   for (const char* bad :
        {"", "pid_x_luid_0x0_0x1_phys_0", "luid_0x0_0x1", "pid_12luid_0x0_0x1_phys_0",
         "luid_0x0_0x1_phys_0_extra", "luid_0x0_0x1_phys_0_eng_2"}) {
-    check(!tel::parseGpuInstanceName(bad), std::string("refused: '") + bad + "'");
+    VERIFY2(!tel::parseGpuInstanceName(bad), std::string("refused: '") + bad + "'");
   }
 }
 
-void providerReadsDxgiAndPdh() {
+TEST_CASE(providerReadsDxgiAndPdh) {
   tel::WindowsGpuProvider provider(recorded());
-  check(provider.init(), "init with two hardware adapters");
+  VERIFY2(provider.init(), "init with two hardware adapters");
   const auto devices = provider.devices();
-  check(devices.size() == 2 && devices[0].name == "AMD Radeon RX 7900 XTX" &&
-            devices[1].name == "Intel(R) UHD Graphics 770" && devices[0].provider == "dxgi-pdh",
-        "the Basic Render Driver is skipped; the others are devices 0 and 1");
+  VERIFY2(devices.size() == 2 && devices[0].name == "AMD Radeon RX 7900 XTX" &&
+              devices[1].name == "Intel(R) UHD Graphics 770" && devices[0].provider == "dxgi-pdh",
+          "the Basic Render Driver is skipped; the others are devices 0 and 1");
   tel::Snapshot s;
-  check(provider.refresh(s) && provider.lastError().empty(), "a refresh with counters");
-  check(s.devices.size() == 2, "one reading per device");
+  VERIFY2(provider.refresh(s) && provider.lastError().empty(), "a refresh with counters");
+  VERIFY2(s.devices.size() == 2, "one reading per device");
   const tel::DeviceReading& radeon = s.devices[0];
-  check(radeon.vramTotalBytes == 24560 * kMiB, "VRAM total is DXGI's dedicated video memory");
-  check(radeon.vramUsedBytes == 9000 * kMiB, "VRAM used is the adapter's dedicated usage");
-  check(radeon.gttUsedBytes == 300 * kMiB && radeon.gttTotalBytes == 16384 * kMiB,
-        "shared usage and DXGI's shared system memory");
-  check(
+  VERIFY2(radeon.vramTotalBytes == 24560 * kMiB, "VRAM total is DXGI's dedicated video memory");
+  VERIFY2(radeon.vramUsedBytes == 9000 * kMiB, "VRAM used is the adapter's dedicated usage");
+  VERIFY2(radeon.gttUsedBytes == 300 * kMiB && radeon.gttTotalBytes == 16384 * kMiB,
+          "shared usage and DXGI's shared system memory");
+  VERIFY2(
       radeon.processVramBudgetBytes == 22000 * kMiB && radeon.processVramUsageBytes == 5000 * kMiB,
       "this process's budget and usage come from QueryVideoMemoryInfo");
-  check(radeon.busyPercent == 70.0, "busy is the busiest engine type (Compute 70 > 3D 30+25)");
-  check(s.devices[1].busyPercent == 100.0, "an engine type summed above 100 % reads 100");
-  check(s.processes.size() == 4, "four (process, adapter) pairs hold memory");
+  VERIFY2(radeon.busyPercent == 70.0, "busy is the busiest engine type (Compute 70 > 3D 30+25)");
+  VERIFY2(s.devices[1].busyPercent == 100.0, "an engine type summed above 100 % reads 100");
+  VERIFY2(s.processes.size() == 4, "four (process, adapter) pairs hold memory");
   bool sawBrowser = false;
   for (const tel::ProcessReading& p : s.processes) {
     if (p.pid == kBrowserPid && p.deviceIndex == 0) {
       sawBrowser = p.name == "msedge.exe" && p.vramBytes == 1800 * kMiB && !p.gttBytes;
     }
     if (p.pid == kOurPid) {
-      check(p.vramBytes == 5200 * kMiB && p.gttBytes == 200 * kMiB && p.deviceIndex == 0,
-            "our process: dedicated and shared on the Radeon");
+      VERIFY2(p.vramBytes == 5200 * kMiB && p.gttBytes == 200 * kMiB && p.deviceIndex == 0,
+              "our process: dedicated and shared on the Radeon");
     }
   }
-  check(sawBrowser, "the browser on the Radeon, with its image name and dedicated bytes");
+  VERIFY2(sawBrowser, "the browser on the Radeon, with its image name and dedicated bytes");
 }
 
-void withoutPdhOnlyDxgiIsRead() {
+TEST_CASE(withoutPdhOnlyDxgiIsRead) {
   auto source = recorded();
   source->counters.clear();
   tel::WindowsGpuProvider provider(std::move(source));
-  check(provider.init(), "init succeeds on DXGI alone");
+  VERIFY2(provider.init(), "init succeeds on DXGI alone");
   tel::Snapshot s;
-  check(provider.refresh(s), "a refresh on DXGI alone");
-  check(s.devices[0].vramTotalBytes && !s.devices[0].vramUsedBytes && !s.devices[0].busyPercent,
-        "without counters: the total, no made-up used bytes or busy percent");
-  check(s.devices[0].processVramBudgetBytes == 22000 * kMiB, "the budget still comes from DXGI");
-  check(provider.lastError().find("PDH") != std::string::npos, "and the reason names PDH");
+  VERIFY2(provider.refresh(s), "a refresh on DXGI alone");
+  VERIFY2(s.devices[0].vramTotalBytes && !s.devices[0].vramUsedBytes && !s.devices[0].busyPercent,
+          "without counters: the total, no made-up used bytes or busy percent");
+  VERIFY2(s.devices[0].processVramBudgetBytes == 22000 * kMiB, "the budget still comes from DXGI");
+  VERIFY2(provider.lastError().find("PDH") != std::string::npos, "and the reason names PDH");
 }
 
-void noGpuDriverIsAnAnswer() {
+TEST_CASE(noGpuDriverIsAnAnswer) {
   struct OnlySoftware : RecordedSource {
     std::vector<common::DxgiAdapterInfo> adapters(std::string* /*error*/) override {
       return {::adapters()[1]};
     }
   };
   tel::WindowsGpuProvider provider(std::make_unique<OnlySoftware>());
-  check(!provider.init(), "only the Basic Render Driver: unavailable");
-  check(provider.lastError().find("Basic Render Driver") != std::string::npos,
-        "the reason says so");
+  VERIFY2(!provider.init(), "only the Basic Render Driver: unavailable");
+  VERIFY2(provider.lastError().find("Basic Render Driver") != std::string::npos,
+          "the reason says so");
 }
 
-void whoHoldsVramSaysWhatWindowsCannotSee() {
+TEST_CASE(whoHoldsVramSaysWhatWindowsCannotSee) {
   tel::WindowsGpuProvider provider(recorded());
   provider.init();
   tel::Snapshot s;
@@ -198,17 +191,17 @@ void whoHoldsVramSaysWhatWindowsCannotSee() {
   in.ourReservedBytes = 4800 * kMiB;
   in.provider = provider.name();
   const tel::HeldOutsideReport report = tel::diagnoseHeldOutside(in);
-  check(report.otherProcesses.size() == 2 && report.otherProcesses[0].pid == kBrowserPid,
-        "two other processes, the browser first");
-  check(report.summary.find("WSL2") != std::string::npos &&
-            report.summary.find("kernel-mode driver") != std::string::npos,
-        "the summary says what the counters cannot see: " + report.summary);
+  VERIFY2(report.otherProcesses.size() == 2 && report.otherProcesses[0].pid == kBrowserPid,
+          "two other processes, the browser first");
+  VERIFY2(report.summary.find("WSL2") != std::string::npos &&
+              report.summary.find("kernel-mode driver") != std::string::npos,
+          "the summary says what the counters cannot see: " + report.summary);
   // 9000 used − 4800 ours = 4200 outside; 1800 + 1500 + 400 (our runtime) listed: 500 unexplained,
   // within the driver's usual share.
-  check(report.unattributedBytes == 500 * kMiB, "500 MiB unattributed");
+  VERIFY2(report.unattributedBytes == 500 * kMiB, "500 MiB unattributed");
 }
 
-void hostMemoryFromGlobalMemoryStatus() {
+TEST_CASE(hostMemoryFromGlobalMemoryStatus) {
   tel::WindowsHostSource source;
   source.memoryStatus = [](std::string*) {
     return std::optional(
@@ -216,32 +209,21 @@ void hostMemoryFromGlobalMemoryStatus() {
   };
   source.workingSetBytes = [] { return std::optional<std::uint64_t>(300 * kMiB); };
   tel::WindowsHostProvider host(source);
-  check(host.init(), "the host provider starts");
+  VERIFY2(host.init(), "the host provider starts");
   tel::Snapshot s;
-  check(host.refresh(s) && s.host.has_value(), "a host reading");
-  check(s.host->ramTotalBytes == 32768 * kMiB && s.host->ramAvailableBytes == 20000 * kMiB,
-        "RAM total and available");
-  check(!s.host->swapTotalBytes && !s.host->swapFreeBytes,
-        "swap stays n/a (a commit limit is not swap)");
-  check(s.host->processRssBytes == 300 * kMiB, "the working set is this process's resident set");
+  VERIFY2(host.refresh(s) && s.host.has_value(), "a host reading");
+  VERIFY2(s.host->ramTotalBytes == 32768 * kMiB && s.host->ramAvailableBytes == 20000 * kMiB,
+          "RAM total and available");
+  VERIFY2(!s.host->swapTotalBytes && !s.host->swapFreeBytes,
+          "swap stays n/a (a commit limit is not swap)");
+  VERIFY2(s.host->processRssBytes == 300 * kMiB, "the working set is this process's resident set");
   source.memoryStatus = [](std::string* error) {
     *error = "GlobalMemoryStatusEx: access denied";
     return std::optional<common::MemoryStatus>();
   };
   tel::WindowsHostProvider failing(source);
-  check(!failing.init() && failing.lastError() == "GlobalMemoryStatusEx: access denied",
-        "a failing call is unavailable, with the system's words");
+  VERIFY2(!failing.init() && failing.lastError() == "GlobalMemoryStatusEx: access denied",
+          "a failing call is unavailable, with the system's words");
 }
 
 }  // namespace
-
-int main() {
-  instanceNamesAreParsed();
-  providerReadsDxgiAndPdh();
-  withoutPdhOnlyDxgiIsRead();
-  noGpuDriverIsAnAnswer();
-  whoHoldsVramSaysWhatWindowsCannotSee();
-  hostMemoryFromGlobalMemoryStatus();
-  std::printf("%s: %d failure(s)\n", gFailures == 0 ? "PASS" : "FAIL", gFailures);
-  return gFailures == 0 ? 0 : 1;
-}
