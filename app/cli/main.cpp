@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/Commands.h"
+#include "common/Platform.h"  // defines: commandLineArguments
 #include "compute/BuildInfo.h"
 #include "job/CliArgs.h"
 #include "job/RunOptions.h"  // defines: trainCommand
@@ -75,7 +76,8 @@ void printUsage(std::ostream& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Args args(argv + 1, argv + argc);
+  // UTF-8, also on Windows (where argv is in the ANSI code page): paths are UTF-8 text throughout.
+  const Args args = lorascope::common::commandLineArguments(argc, argv);
   if (args.empty()) {
     printUsage(std::cerr);
     return 2;

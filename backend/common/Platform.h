@@ -48,6 +48,16 @@ class InterruptCounter {
   int count() const;
 };
 
+// The program's arguments after its name (argv[1..]) as UTF-8, the text every path and option
+// of LoRAscope is kept in. On Windows main()'s argv is in the ANSI code page, which turns every
+// character outside it into '?' (a folder named 日本 under a Western code page): the arguments are
+// read again as UTF-16 from the process's command line. POSIX: argv as given.
+std::vector<std::string> commandLineArguments(int argc, char** argv);
+
+// An environment variable's value as UTF-8 (read as UTF-16 on Windows, so no code page is
+// involved); nullopt when it is unset or empty.
+std::optional<std::string> environmentVariable(const char* name);
+
 // The user's login name; "" when the system does not tell.
 std::string currentUserName();
 // The user's home folder (HOME; the profile folder on Windows); empty when unknown.

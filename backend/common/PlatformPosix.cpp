@@ -38,6 +38,18 @@ std::string environment(const char* name) {
 
 }  // namespace
 
+std::vector<std::string> commandLineArguments(int argc, char** argv) {
+  return argc > 1 ? std::vector<std::string>(argv + 1, argv + argc) : std::vector<std::string>();
+}
+
+std::optional<std::string> environmentVariable(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') {
+    return std::nullopt;
+  }
+  return std::string(value);
+}
+
 std::uint32_t currentProcessId() {
   return static_cast<std::uint32_t>(::getpid());
 }

@@ -1,9 +1,11 @@
 // common/PlatformWin32.cpp — Platform.h on Windows: GetCurrentProcessId/OpenProcess,
 // GetConsoleMode, GetProcessMemoryInfo (the peak working set), SetConsoleCtrlHandler,
-// GetUserNameW, the USERPROFILE and APPDATA variables read as UTF-16, RtlGetVersion.
+// GetUserNameW, the USERPROFILE and APPDATA variables read as UTF-16, RtlGetVersion; the
+// command line as UTF-16 (CommandLineToArgvW).
 #include <windows.h>
-// windows.h first: psapi.h needs its types.
+// windows.h first: psapi.h and shellapi.h need its types.
 #include <psapi.h>
+#include <shellapi.h>
 
 #include <atomic>
 #include <cstring>
@@ -41,6 +43,33 @@ std::filesystem::path environmentPath(const wchar_t* name) {
 }
 
 }  // namespace
+
+std::vector<std::string> commandLineArguments(int argc, char** argv) {
+  std::vector<std::string> arguments;
+  int count = 0;
+  wchar_t** wide = ::CommandLineToArgvW(::GetCommandLineW(), &count);
+  if (wide != nullptr && count == argc) {
+    for (int i = 1; i < count; ++i) {
+      arguments.push_back(utf8FromWide(wide[i]));
+    }
+  } else {  // the C runtime split the line otherwise: its (ANSI) split is the one to keep
+    for (int i = 1; i < argc; ++i) {
+      arguments.emplace_back(argv[i]);
+    }
+  }
+  if (wide != nullptr) {
+    ::LocalFree(wide);
+  }
+  return arguments;
+}
+
+std::optional<std::string> environmentVariable(const char* name) {
+  const std::filesystem::path value = environmentPath(wideFromUtf8(name).c_str());
+  if (value.empty()) {
+    return std::nullopt;
+  }
+  return pathText(value);
+}
 
 std::uint32_t currentProcessId() {
   return static_cast<std::uint32_t>(::GetCurrentProcessId());

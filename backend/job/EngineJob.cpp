@@ -82,7 +82,8 @@ class TrainingJob : public engine::EngineJob {
     faults.setObserver([this](const runtime::FiredFault& fault) { faultLedger_.record(fault); });
     const std::string dataPath = run_.config().at("data_path").get<std::string>();
     train::TrainingData data =
-        train::loadTrainingData(dataPath, run_.baseModel(), settings_.train.maxSeqLen);
+        train::loadTrainingData(common::pathFromUtf8(dataPath),
+                                common::pathFromUtf8(run_.baseModel()), settings_.train.maxSeqLen);
     for (const std::string& problem : data.firstProblems) {
       sink(engine::TimedEvent{0, engine::LogEvent{engine::LogLevel::Warning, problem}});
     }
@@ -574,8 +575,9 @@ class TrainingJob : public engine::EngineJob {
                                  now + ", recorded " + recorded +
                                  "); restore it or start a new run");
       }
-      train::TrainingData evalData =
-          train::loadTrainingData(path, run_.baseModel(), settings_.train.maxSeqLen);
+      train::TrainingData evalData = train::loadTrainingData(common::pathFromUtf8(path),
+                                                             common::pathFromUtf8(run_.baseModel()),
+                                                             settings_.train.maxSeqLen);
       if (const std::string losses = train::describeDataLosses(evalData); !losses.empty()) {
         sink(engine::TimedEvent{
             0, engine::LogEvent{engine::LogLevel::Warning, path + " (eval): " + losses}});

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 
+#include "common/OsError.h"  // defines: pathFromUtf8
 #include "compute/BuildInfo.h"
 #include "job/RunOptions.h"
 #include "model/HfCache.h"       // defines: resolveModel
@@ -129,7 +130,7 @@ json newRunConfig(const std::string& modelPath, const std::string& dataPath, boo
 }
 
 std::string fileFingerprint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(common::pathFromUtf8(path), std::ios::binary);
   if (!in) {
     throw UsageError(path + ": cannot be read");
   }

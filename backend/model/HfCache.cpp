@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "common/OsError.h"   // defines: pathFromUtf8, pathText
+#include "common/Platform.h"  // defines: environmentVariable
 #include "model/ModelError.h"
 
 namespace lorascope::model {
@@ -32,7 +34,7 @@ std::optional<fs::path> findSnapshot(const fs::path& repo, const std::string& re
                                      std::string& why) {
   std::error_code ec;
   if (!fs::is_directory(repo, ec)) {
-    why = repo.string() + " (absent)";
+    why = common::pathText(repo) + " (absent)";
     return std::nullopt;
   }
   const fs::path ref = repo / "refs" / revision;
@@ -44,12 +46,12 @@ std::optional<fs::path> findSnapshot(const fs::path& repo, const std::string& re
              })) {
     commit = revision;  // a commit hash names its snapshot directly
   } else {
-    why = ref.string() + " (absent: revision '" + revision + "' was never downloaded)";
+    why = common::pathText(ref) + " (absent: revision '" + revision + "' was never downloaded)";
     return std::nullopt;
   }
   const fs::path snapshot = repo / "snapshots" / commit;
   if (!fs::is_directory(snapshot, ec)) {
-    why = snapshot.string() + " (absent, though " + ref.string() + " names it)";
+    why = common::pathText(snapshot) + " (absent, though " + common::pathText(ref) + " names it)";
     return std::nullopt;
   }
   return snapshot;
@@ -58,12 +60,7 @@ std::optional<fs::path> findSnapshot(const fs::path& repo, const std::string& re
 }  // namespace
 
 EnvLookup processEnvironment() {
-  return [](const char* name) -> std::optional<std::string> {
-    const char* value = std::getenv(name);
-    if (value == nullptr || *value == '\0')
-      return std::nullopt;
-    return std::string(value);
-  };
+  return [](const char* name) { return common::environmentVariable(name); };  // UTF-8
 }
 
 std::vector<fs::path> hubCacheDirs(const EnvLookup& env) {
@@ -73,15 +70,15 @@ std::vector<fs::path> hubCacheDirs(const EnvLookup& env) {
       dirs.push_back(dir);
   };
   if (const auto hubCache = env("HF_HUB_CACHE"))
-    add(*hubCache);
+    add(common::pathFromUtf8(*hubCache));
   if (const auto legacy = env("HUGGINGFACE_HUB_CACHE"))
-    add(*legacy);
+    add(common::pathFromUtf8(*legacy));
   if (const auto home = env("HF_HOME"))
-    add(fs::path(*home) / "hub");
+    add(common::pathFromUtf8(*home) / "hub");
   if (const auto xdg = env("XDG_CACHE_HOME"))
-    add(fs::path(*xdg) / "huggingface" / "hub");
+    add(common::pathFromUtf8(*xdg) / "huggingface" / "hub");
   if (const auto home = env("HOME"))
-    add(fs::path(*home) / ".cache" / "huggingface" / "hub");
+    add(common::pathFromUtf8(*home) / ".cache" / "huggingface" / "hub");
   return dirs;
 }
 
@@ -102,8 +99,8 @@ bool looksLikeModelId(std::string_view spec) {
 
 ResolvedModel resolveModel(const std::string& spec, const EnvLookup& env) {
   std::error_code ec;
-  if (fs::is_directory(spec, ec))
-    return {fs::path(spec), std::nullopt, ""};
+  if (const fs::path given = common::pathFromUtf8(spec); fs::is_directory(given, ec))
+    return {given, std::nullopt, ""};
   if (!looksLikeModelId(spec))
     throw ModelError(spec, "is not a directory (expected a Hugging Face model folder or id)");
   const std::size_t at = spec.find('@');

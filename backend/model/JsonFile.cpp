@@ -8,12 +8,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/OsError.h"  // defines: pathFromUtf8
 #include "model/ModelError.h"
 
 namespace lorascope::model {
 
 nlohmann::json readJsonFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(common::pathFromUtf8(path), std::ios::binary);
   if (!in) {
     throw ModelError(path, std::string("cannot open: ") + std::strerror(errno));
   }

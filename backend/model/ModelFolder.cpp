@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/OsError.h"   // defines: pathFromUtf8, pathText
 #include "compute/Convert.h"  // defines: widenToFloat
 #include "model/JsonFile.h"
 #include "model/ModelError.h"
@@ -65,10 +66,11 @@ std::map<std::string, Located> indexSharded(const std::string& indexPath, const 
     }
     const std::string shard = shardJson.get<std::string>();
     checkShardName(shard, indexPath);
-    const std::string shardPath = (dir / shard).string();
+    const fs::path shardFile = dir / common::pathFromUtf8(shard);
+    const std::string shardPath = common::pathText(shardFile);
     auto& file = files[shardPath];
     if (!file) {
-      if (!fs::exists(shardPath)) {
+      if (!fs::exists(shardFile)) {
         throw ModelError(indexPath, "lists shard '" + shard + "' (for tensor '" + name +
                                         "'), but " + shardPath + " does not exist");
       }
@@ -113,20 +115,21 @@ std::map<std::string, Located> indexSingle(const std::string& path, Files& files
 ModelFolder ModelFolder::open(const std::string& spec) {
   ModelFolder m;
   const ResolvedModel resolved = resolveModel(spec);  // a folder, or an id from the hub cache
-  const std::string dir = resolved.dir.string();
+  // Paths are UTF-8 text here (pathText/pathFromUtf8: no code page on Windows).
+  const std::string dir = common::pathText(resolved.dir);
   m.dir_ = dir;
   m.modelId_ = resolved.modelId;
-  const fs::path root(dir);
-  m.config_ = loadModelConfig((root / "config.json").string());
+  const fs::path& root = resolved.dir;
+  m.config_ = loadModelConfig(common::pathText(root / "config.json"));
 
-  const std::string single = (root / "model.safetensors").string();
-  const std::string indexPath = (root / "model.safetensors.index.json").string();
+  const std::string single = common::pathText(root / "model.safetensors");
+  const std::string indexPath = common::pathText(root / "model.safetensors.index.json");
   std::map<std::string, Located> index;
   std::string weightsSource;
-  if (fs::exists(indexPath)) {
+  if (fs::exists(root / "model.safetensors.index.json")) {
     index = indexSharded(indexPath, root, m.files_);
     weightsSource = indexPath;
-  } else if (fs::exists(single)) {
+  } else if (fs::exists(root / "model.safetensors")) {
     index = indexSingle(single, m.files_);
     weightsSource = single;
   } else {

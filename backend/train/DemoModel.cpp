@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/DurableFile.h"
+#include "common/OsError.h"   // defines: pathFromUtf8
+#include "common/Platform.h"  // defines: environmentVariable
 #include "model/Projections.h"
 #include "train/Philox.h"
 #include "train/SafetensorsWriter.h"
@@ -222,14 +224,15 @@ void writeDemoModel(const fs::path& dir) {
 }
 
 fs::path defaultCacheDir() {
-  if (const char* explicitDir = std::getenv("LORASCOPE_CACHE_DIR"); explicitDir && *explicitDir) {
-    return explicitDir;
+  // UTF-8 values, read as UTF-16 on Windows: a cache under a non-ASCII user name works.
+  if (const auto explicitDir = common::environmentVariable("LORASCOPE_CACHE_DIR")) {
+    return common::pathFromUtf8(*explicitDir);
   }
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    return fs::path(xdg) / "lorascope";
+  if (const auto xdg = common::environmentVariable("XDG_CACHE_HOME")) {
+    return common::pathFromUtf8(*xdg) / "lorascope";
   }
-  if (const char* home = std::getenv("HOME"); home && *home) {
-    return fs::path(home) / ".cache" / "lorascope";
+  if (const auto home = common::environmentVariable("HOME")) {
+    return common::pathFromUtf8(*home) / ".cache" / "lorascope";
   }
   return fs::temp_directory_path() / "lorascope-cache";
 }

@@ -1,9 +1,13 @@
 // test_child_process.cpp — common/ChildProcess on this system, with this program as its own
 // child: what is written to the child's stdin comes back on its stdout, its stderr is separate,
 // its exit code arrives; the environment given is set in it (a value with spaces);
-// arguments with spaces, quotes and backslashes arrive as they were given (the Win32 side quotes
-// a command line); kill() ends it and reads as SIGKILL; a missing program is an error naming it.
-// Qt-free (a plain main), so the Windows build runs the Win32 implementation with it.
+// arguments with spaces, quotes, backslashes and non-ASCII letters arrive as they were given (the
+// Win32 side quotes a UTF-16 command line; the child reads it back through
+// common::commandLineArguments, as lorascope-train does); kill() ends it and reads as SIGKILL; a
+// missing program is an error naming it. On the Qt-free runner with a main() of its own (the child
+// modes), so the Windows build runs the Win32 implementation with it.
+#include "TestRunner.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -13,19 +17,11 @@
 #include <vector>
 
 #include "common/ChildProcess.h"
+#include "common/Platform.h"
 
 namespace common = lorascope::common;
 
 namespace {
-
-int gFailures = 0;
-
-void check(bool ok, const std::string& what) {
-  if (!ok) {
-    ++gFailures;
-    std::printf("FAIL: %s\n", what.c_str());
-  }
-}
 
 // The child's side: echoes its input, then the variable, then exits 7.
 int echoChild() {
@@ -56,28 +52,43 @@ std::string withoutCarriageReturns(std::string text) {
   return text;
 }
 
-void streamsEnvironmentAndExitCode(const std::string& self) {
-  common::ChildProcess child({self, {"--echo"}, {{"LORASCOPE_TEST_VAR", "value with spaces"}}});
-  check(child.id() > 0, "the child has an id");
-  check(child.write("hello\nworld\n"), "the child reads its input");
+// This program, started again as the child.
+std::string self() {
+  const std::string path = common::currentExecutablePath();
+  VERIFY2(!path.empty(), "this program's path is known");
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE(streamsEnvironmentAndExitCode) {
+  common::ChildProcess child({self(), {"--echo"}, {{"LORASCOPE_TEST_VAR", "value with spaces"}}});
+  VERIFY2(child.id() > 0, "the child has an id");
+  VERIFY2(child.write("hello\nworld\n"), "the child reads its input");
   child.closeInput();
   std::string errors;
   std::thread stderrReader([&] { errors = readAll(child, true); });
   const std::string output = withoutCarriageReturns(readAll(child, false));
   stderrReader.join();
   const common::ChildExit exit = child.wait();
-  check(output == "echo: hello\necho: world\nLORASCOPE_TEST_VAR=value with spaces\n",
-        "its output: the echoed lines and the variable (got '" + output + "')");
-  check(withoutCarriageReturns(errors) == "to stderr\n", "its error output apart");
-  check(!exit.signaled && exit.exitCode == 7, "its exit code 7");
+  VERIFY2(output == "echo: hello\necho: world\nLORASCOPE_TEST_VAR=value with spaces\n",
+          "its output: the echoed lines and the variable (got '" + output + "')");
+  VERIFY2(withoutCarriageReturns(errors) == "to stderr\n", "its error output apart");
+  VERIFY2(!exit.signaled && exit.exitCode == 7, "its exit code 7");
 }
 
-void argumentsArriveAsGiven(const std::string& self) {
+TEST_CASE(argumentsArriveAsGiven) {
   const std::vector<std::string> arguments = {
-      "plain", "with space", "quote\"inside", "back\\slash\\", "C:\\dir with space\\", ""};
+      "plain",
+      "with space",
+      "quote\"inside",
+      "back\\slash\\",
+      "C:\\dir with space\\",
+      "",
+      "\xc5\x81ukasz/\xe6\x97\xa5\xe6\x9c\xac"};  // "Łukasz/日本" as UTF-8
   std::vector<std::string> given = {"--args"};
   given.insert(given.end(), arguments.begin(), arguments.end());
-  common::ChildProcess child({self, given, {}});
+  common::ChildProcess child({self(), given, {}});
   child.closeInput();
   const std::string output = withoutCarriageReturns(readAll(child, false));
   child.wait();
@@ -85,28 +96,26 @@ void argumentsArriveAsGiven(const std::string& self) {
   for (const std::string& a : arguments) {
     expected += "[" + a + "]\n";
   }
-  check(output == expected, "arguments arrive as given (got '" + output + "')");
+  VERIFY2(output == expected, "arguments arrive as given (got '" + output + "')");
 }
 
-void killEndsItAsSigkill(const std::string& self) {
-  common::ChildProcess child({self, {"--sleep"}, {}});
+TEST_CASE(killEndsItAsSigkill) {
+  common::ChildProcess child({self(), {"--sleep"}, {}});
   child.kill();
   const common::ChildExit exit = child.wait();
-  check(exit.signaled && common::ChildProcess::signalName(exit.signal) == "SIGKILL",
-        "kill() ends the child and reads as SIGKILL");
+  VERIFY2(exit.signaled && common::ChildProcess::signalName(exit.signal) == "SIGKILL",
+          "kill() ends the child and reads as SIGKILL");
 }
 
-void aMissingProgramIsNamed() {
+TEST_CASE(aMissingProgramIsNamed) {
   try {
     common::ChildProcess child({"/nonexistent/lorascope-no-such-program", {}, {}});
-    check(false, "starting a missing program throws");
+    FAIL("starting a missing program throws");
   } catch (const common::ChildProcessError& e) {
-    check(std::string(e.what()).find("lorascope-no-such-program") != std::string::npos,
-          std::string("the error names the program: ") + e.what());
+    VERIFY2(std::string(e.what()).find("lorascope-no-such-program") != std::string::npos,
+            std::string("the error names the program: ") + e.what());
   }
 }
-
-}  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
@@ -114,8 +123,9 @@ int main(int argc, char** argv) {
     return echoChild();
   }
   if (mode == "--args") {
-    for (int i = 2; i < argc; ++i) {
-      std::cout << "[" << argv[i] << "]\n";
+    const std::vector<std::string> arguments = common::commandLineArguments(argc, argv);
+    for (std::size_t i = 1; i < arguments.size(); ++i) {
+      std::cout << "[" << arguments[i] << "]\n";
     }
     return 0;
   }
@@ -123,12 +133,5 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::minutes(5));
     return 0;
   }
-  const std::string self = common::currentExecutablePath();
-  check(!self.empty(), "this program's path is known");
-  streamsEnvironmentAndExitCode(self);
-  argumentsArriveAsGiven(self);
-  killEndsItAsSigkill(self);
-  aMissingProgramIsNamed();
-  std::printf("%s: %d failure(s)\n", gFailures == 0 ? "PASS" : "FAIL", gFailures);
-  return gFailures == 0 ? 0 : 1;
+  return lstest::runTests(argc, argv);
 }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -62,13 +63,13 @@ inline RawTensor f32Tensor(const std::string& name, std::vector<std::int64_t> sh
           f32Bytes(std::vector<float>(static_cast<std::size_t>(n), fill))};
 }
 
-inline void writeFile(const std::string& path, const std::vector<std::uint8_t>& bytes) {
+inline void writeFile(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()),
             static_cast<std::streamsize>(bytes.size()));
 }
 
-inline void writeFile(const std::string& path, const std::string& text) {
+inline void writeFile(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
 }

@@ -1,6 +1,7 @@
 // test_model_folder.cpp — model folders: the five reference folders written by
 // scripts/reference/models.py load and reproduce transformers' loss and logits; broken folders
-// (missing tensor, wrong shape, missing shard, config without a field) are named precisely.
+// (missing tensor, wrong shape, missing shard, config without a field) are named precisely; a
+// folder under non-ASCII names opens from its UTF-8 text.
 #include "TempDir.h"
 #include "TestRunner.h"
 
@@ -11,6 +12,7 @@
 
 #include "ExpectError.h"
 #include "SafetensorsWriter.h"
+#include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "compute/Backend.h"
 #include "compute/Errors.h"
 #include "model/Forward.h"
@@ -135,6 +137,23 @@ TEST_CASE(tinySyntheticFolderLoads) {
   const ModelFolder folder = ModelFolder::open(dir);
   COMPARE(folder.weights().layers.size(), std::size_t{1});
   COMPARE(folder.weights().layers[0].k.shape(), (compute::Shape{2, 4}));
+}
+
+// "Łukasz/日本", given as UTF-8 text as the command line and a run's config.json give it: no code
+// page on the way to its files (on Windows a std::string path would be read as ANSI).
+TEST_CASE(folderUnderNonAsciiNamesOpensFromUtf8Text) {
+  const std::filesystem::path dir = tmp_.path() / common::pathFromUtf8("\xc5\x81ukasz") /
+                                    common::pathFromUtf8("\xe6\x97\xa5\xe6\x9c\xac");
+  std::filesystem::create_directories(dir);
+  writeFile(dir / "config.json", tinyConfig().dump());
+  writeFile(dir / "model.safetensors", safetensorsBytes(tinyTensors()));
+  const std::string text = common::pathText(dir);
+  const ModelFolder folder = ModelFolder::open(text);
+  COMPARE(folder.dir(), text);
+  COMPARE(folder.weights().layers.size(), std::size_t{1});
+  std::filesystem::remove(dir / "model.safetensors");
+  VERIFY(throwsWith<ModelError>([&] { ModelFolder::open(text); },
+                                {text, "neither model.safetensors nor"}));
 }
 
 TEST_CASE(missingTensorIsNamedWithItsShape) {
