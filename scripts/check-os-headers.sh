@@ -9,6 +9,9 @@
 #     ...) or a Win32 one (windows.h, dxgi*.h, pdh.h, psapi.h, io.h, ...);
 #   - tests the OS with the preprocessor (_WIN32, __linux__, __unix__, __APPLE__); only
 #     backend/common/Platform.h turns it into data (common::kOsFamily);
+#   - calls a POSIX-only function that a standard header declares on Linux (gmtime_r,
+#     localtime_r, strerror_r, setenv, unsetenv, realpath, mkstemp, strcasecmp, strtok_r): the
+#     mingw build has none of them (std::gmtime under a lock, or a function of the layer);
 #   - uses GCC vector extensions (__attribute__((vector_size(...)))) outside
 #     backend/compute/cpu/lanes4.h, which holds their portable fallback.
 # Tests that exercise POSIX behaviour on purpose (a fake vendor .so, a SIGINT sent to the CLI)
@@ -48,6 +51,9 @@ for file in $files; do
       report "$hit" "OS test in the preprocessor outside the platform layer: use common::kOsFamily or a function of backend/common/Platform.h"
     done < <(grep -HnE "^[[:space:]]*#[[:space:]]*(if|ifdef|ifndef|elif)\b.*\b(_WIN32|_WIN64|__linux__|__unix__|__APPLE__|__MINGW32__|__MINGW64__)\b" "$file" || true)
   fi
+  while IFS= read -r hit; do
+    report "$hit" "POSIX-only function outside the platform layer (Windows has none of these): use standard C++ or add to backend/common"
+  done < <(grep -HnE "(^|[^A-Za-z0-9_:.>])(gmtime_r|localtime_r|strerror_r|setenv|unsetenv|realpath|mkstemp|strcasecmp|strncasecmp|strtok_r)[[:space:]]*\(" "$file" || true)
   if [[ "$file" != backend/compute/cpu/lanes4.h ]]; then
     while IFS= read -r hit; do
       report "$hit" "GCC vector extension outside backend/compute/cpu/lanes4.h (its portable fallback lives there)"
@@ -59,4 +65,5 @@ if ((failures > 0)); then
   echo "check-os-headers: $failures finding(s); see the top of scripts/check-os-headers.sh"
   exit 1
 fi
-echo "check-os-headers: no OS header, OS #if or vector extension outside the platform layer"
+echo "check-os-headers: no OS header, OS #if, POSIX-only function or vector extension outside" \
+  "the platform layer"

@@ -111,10 +111,10 @@ namespace {
 
 std::string defaultOutDir() {
   const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
   char text[64];
-  std::strftime(text, sizeof text, "lorascope-supervise-%Y%m%d-%H%M%S", &utc);
+  // std::gmtime: gmtime_r is POSIX's only (check-os-headers.sh); the CLI asks once, on its main
+  // thread.
+  std::strftime(text, sizeof text, "lorascope-supervise-%Y%m%d-%H%M%S", std::gmtime(&now));
   return text;
 }
 

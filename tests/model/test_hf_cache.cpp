@@ -43,8 +43,13 @@ void layOutRepo(const fs::path& hub, const std::string& org, const std::string& 
     const std::string blobName = "b10b" + std::to_string(blob++);  // a sha256 in real caches
     fs::copy_file(kModelData / "llama_f32_legacy_rope" / file, repo / "blobs" / blobName,
                   fs::copy_options::overwrite_existing);
+    // A symlink to the blob, as the hub writes it; a copy where the system makes no symlink
+    // (Windows without developer mode, Wine), as huggingface_hub does there.
+    std::error_code noSymlink;
     fs::create_symlink(fs::path("..") / ".." / "blobs" / blobName,
-                       repo / "snapshots" / commit / file);
+                       repo / "snapshots" / commit / file, noSymlink);
+    if (noSymlink)
+      fs::copy_file(repo / "blobs" / blobName, repo / "snapshots" / commit / file);
   }
   std::ofstream(repo / "refs" / revision) << commit;  // no trailing newline, as the hub writes it
 }
@@ -137,11 +142,15 @@ TEST_CASE(missingIdListsWhereItLooked) {
                           {"HF_HOME", "/nonexistent/home"},
                           {"HOME", "/nonexistent/user"}});
   const std::string message = errorOf([&] { model::resolveModel("Qwen/Qwen2.5-0.5B", env); });
-  for (const char* place : {"/nonexistent/hub/models--Qwen--Qwen2.5-0.5B",
-                            "/nonexistent/home/hub/models--Qwen--Qwen2.5-0.5B",
-                            "/nonexistent/user/.cache/huggingface/hub/models--Qwen--Qwen2.5-0.5B",
-                            "huggingface-cli download Qwen/Qwen2.5-0.5B"}) {
-    VERIFY2(message.find(place) != std::string::npos, message.c_str());
+  // The places joined with the system's separator ('\\' on Windows).
+  const auto place = [](const fs::path& hub) {
+    return (hub / "models--Qwen--Qwen2.5-0.5B").string();
+  };
+  for (const std::string& where :
+       {place("/nonexistent/hub"), place(fs::path("/nonexistent/home") / "hub"),
+        place(fs::path("/nonexistent/user") / ".cache" / "huggingface" / "hub"),
+        std::string("huggingface-cli download Qwen/Qwen2.5-0.5B")}) {
+    VERIFY2(message.find(where) != std::string::npos, message.c_str());
   }
   const std::string path = errorOf([&] { model::resolveModel("/nonexistent/model", env); });
   VERIFY2(path.find("/nonexistent/model: is not a directory") != std::string::npos, path.c_str());

@@ -50,6 +50,11 @@ std::vector<RawTensor> tinyTensors() {
 
 lstest::TempDir tmp_;
 
+// How a message names `name` in `dir`: with the system's separator ('\\' on Windows).
+std::string inFolder(const std::string& dir, const char* name) {
+  return common::pathText(std::filesystem::path(dir) / name);
+}
+
 std::string makeFolder(const std::string& name, const json& config,
                        const std::vector<RawTensor>& tensors) {
   const std::string dir = tmp_.filePath(name);
@@ -148,9 +153,11 @@ TEST_CASE(folderUnderNonAsciiNamesOpensFromUtf8Text) {
   writeFile(dir / "config.json", tinyConfig().dump());
   writeFile(dir / "model.safetensors", safetensorsBytes(tinyTensors()));
   const std::string text = common::pathText(dir);
-  const ModelFolder folder = ModelFolder::open(text);
-  COMPARE(folder.dir(), text);
-  COMPARE(folder.weights().layers.size(), std::size_t{1});
+  {
+    const ModelFolder folder = ModelFolder::open(text);
+    COMPARE(folder.dir(), text);
+    COMPARE(folder.weights().layers.size(), std::size_t{1});
+  }  // closed: Windows deletes a mapped file only once its mapping is gone
   std::filesystem::remove(dir / "model.safetensors");
   VERIFY(throwsWith<ModelError>([&] { ModelFolder::open(text); },
                                 {text, "neither model.safetensors nor"}));
@@ -162,7 +169,7 @@ TEST_CASE(missingTensorIsNamedWithItsShape) {
   const std::string dir = makeFolder("missing", tinyConfig(), tensors);
   VERIFY(throwsWith<ModelError>(
       [&] { ModelFolder::open(dir); },
-      {dir + "/model.safetensors", "tensor 'model.norm.weight'", "[4]", "is missing"}));
+      {inFolder(dir, "model.safetensors"), "tensor 'model.norm.weight'", "[4]", "is missing"}));
 }
 
 TEST_CASE(wrongShapeNamesExpectedAndFound) {
@@ -209,7 +216,7 @@ TEST_CASE(configMissingAFieldIsNamed) {
   config.erase("vocab_size");
   const std::string dir = makeFolder("nofield", config, tinyTensors());
   VERIFY(throwsWith<ModelError>([&] { ModelFolder::open(dir); },
-                                {dir + "/config.json", "field 'vocab_size' is missing"}));
+                                {inFolder(dir, "config.json"), "field 'vocab_size' is missing"}));
 }
 
 TEST_CASE(folderWithoutWeightsOrConfig) {
@@ -219,7 +226,7 @@ TEST_CASE(folderWithoutWeightsOrConfig) {
       throwsWith<ModelError>([&] { ModelFolder::open(dir); }, {"neither model.safetensors nor"}));
   std::filesystem::remove(dir + "/config.json");
   VERIFY(throwsWith<ModelError>([&] { ModelFolder::open(dir); },
-                                {dir + "/config.json", "cannot open"}));
+                                {inFolder(dir, "config.json"), "cannot open"}));
 }
 
 TEST_CASE(forwardRejectsIdsOutsideTheVocabulary) {

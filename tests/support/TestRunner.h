@@ -86,10 +86,19 @@ T fetch(const char* column, const char* file, int line) {
   return std::any_cast<const T&>(fetchAny(column, typeid(T), file, line));
 }
 
-void info(const char* format, ...) __attribute__((format(printf, 1, 2)));
+// The printf check of the functions below. GCC's "printf" archetype is Microsoft's printf when it
+// targets mingw (no %zu), while the runner formats with mingw's C99 stdio, which libstdc++ turns
+// on: "gnu_printf" there (the same as "printf" on Linux); clang knows only "printf".
+#if defined(__clang__)
+#define LSTEST_PRINTF_FORMAT(f, a) __attribute__((format(printf, f, a)))
+#else
+#define LSTEST_PRINTF_FORMAT(f, a) __attribute__((format(gnu_printf, f, a)))
+#endif
+
+void info(const char* format, ...) LSTEST_PRINTF_FORMAT(1, 2);
 // printf into a string, for VERIFY2's message.
-std::string format(const char* format, ...) __attribute__((format(printf, 1, 2)));
-void warning(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* format, ...) LSTEST_PRINTF_FORMAT(1, 2);
+void warning(const char* format, ...) LSTEST_PRINTF_FORMAT(1, 2);
 
 // An error message, searched for fragments: `VERIFY(errorOf(...).contains("line 3"))`.
 struct Message {

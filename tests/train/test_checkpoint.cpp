@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "TrainTestUtil.h"
+#include "common/OsError.h"  // defines: pathText
 #include "compute/Bf16.h"
 #include "compute/BuildInfo.h"
 #include "model/Safetensors.h"
@@ -593,7 +594,8 @@ TEST_CASE(tensorboardEventsMirrorMetrics) {
   for (std::int64_t step = 1; step <= 3; ++step)
     run.appendMetrics(metricsOf(step));
   const fs::path file = train::tfEventsPath(path("tb"));
-  VERIFY2(file.filename().string().rfind("events.out.tfevents.", 0) == 0, file.c_str());
+  VERIFY2(file.filename().string().rfind("events.out.tfevents.", 0) == 0,
+          lorascope::common::pathText(file));
   VERIFY(fs::exists(file));
   auto events = train::readTfEvents(file);
   COMPARE(events.size(), std::size_t{4});

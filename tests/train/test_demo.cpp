@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "TrainTestUtil.h"
+#include "common/OsError.h"  // defines: pathText
 #include "model/Forward.h"
 #include "model/ModelLayout.h"
 #include "text/ChatTemplate.h"
@@ -197,7 +198,8 @@ TEST_CASE(cacheIsWrittenOnce) {
   COMPARE(train::ensureDemoModel(cache), model);
   COMPARE(fs::last_write_time(model / "model.safetensors"), written);
   for (const fs::directory_entry& e : fs::directory_iterator(cache))
-    VERIFY2(e.path().filename().string()[0] != '.', e.path().c_str());  // no temp left
+    VERIFY2(e.path().filename().string()[0] != '.',
+            lorascope::common::pathText(e.path()));  // no temp left
   const train::TrainingData tokenized = train::loadTrainingData(data, model, 256);
   COMPARE(tokenized.chatTemplate, std::string("jinja"));
   COMPARE(tokenized.examples.size(), std::size_t{4 * train::kDemoExamplesPerTask});

@@ -13,6 +13,7 @@
 
 #include "TrainExamples.h"
 #include "TrainTestUtil.h"
+#include "common/OsError.h"  // defines: pathText
 #include "train/Merge.h"
 #include "train/PeftExport.h"
 #include "train/TrainLoop.h"
@@ -95,8 +96,8 @@ TEST_CASE(weightDecayNanAndOtherNonFiniteOptionsAreRefused) {
 TEST_CASE(nanBaseWeightSkipsUpdatesThenStopsWithTheLastFiniteAdapter) {
   // One NaN weight in the base model used to give a "done" run with an all-NaN adapter.
   const lstest::TempDir dir;
-  const model::ModelFolder folder =
-      model::ModelFolder::open(fixtureWithNaN(dir, "llama_f32_legacy_rope", "model.norm.weight"));
+  const model::ModelFolder folder = model::ModelFolder::open(
+      common::pathText(fixtureWithNaN(dir, "llama_f32_legacy_rope", "model.norm.weight")));
   auto backend = compute::createCpuBackend();
   train::TrainConfig config = smallConfig();
   config.nonFiniteStepLimit = 3;
@@ -152,8 +153,8 @@ TEST_CASE(exportAndMergeRefuseANanAdapter) {
 
 TEST_CASE(inspectModelCheckFindsTheNanWeight) {
   const lstest::TempDir dir;
-  const model::ModelFolder bad =
-      model::ModelFolder::open(fixtureWithNaN(dir, "llama_f32_legacy_rope", "model.norm.weight"));
+  const model::ModelFolder bad = model::ModelFolder::open(
+      common::pathText(fixtureWithNaN(dir, "llama_f32_legacy_rope", "model.norm.weight")));
   const auto found = bad.findNonFiniteWeights();
   COMPARE(found.size(), std::size_t{1});
   COMPARE(found[0].name, std::string("model.norm.weight"));
