@@ -299,7 +299,7 @@ TEST_CASE(theSamplerPollsBetweenReadings) {
   EngineOptions options;
   options.samplePeriodMs = 200;
   options.pollPeriodMs = 2;
-  Harness h(3, 5, options, true);
+  Harness h({.totalSteps = 3, .stuck = true}, options);
   h.engine().post(StartCommand{nlohmann::json::object()});
   TRY_VERIFY(h.job() != nullptr && h.job()->samples >= 2);
   // ~100 polls fit in a reading period; a loaded CI machine wakes the sampler late, so ask for

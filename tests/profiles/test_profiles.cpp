@@ -28,12 +28,14 @@ lstest::Message errorOf(std::string_view json) {
   return {"<no error>"};
 }
 
-const Profile& builtin(const std::string& name) {
+// Takes a C string, not a std::string: g++ 13's -Wdangling-reference flags a reference returned
+// from a call that was handed a temporary std::string.
+const Profile& builtin(const char* name) {
   for (const Profile& p : builtinProfiles()) {
     if (p.name == name)
       return p;
   }
-  throw std::runtime_error("no built-in " + name);
+  throw std::runtime_error(std::string("no built-in ") + name);
 }
 
 }  // namespace
