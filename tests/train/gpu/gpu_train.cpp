@@ -243,15 +243,21 @@ void caseWeights(Checks& checks) {
       for (std::size_t i = 0; i < hostList.size(); ++i) {
         const compute::Tensor& h = *hostList[i].second;
         const compute::Tensor& d = *placedList[i].second;
-        onGpu = onGpu && d.device() == compute::Device::Gpu && d.dtype() == compute::DType::BF16 &&
+        // Stored f32 vectors (norm weights, biases) stay f32 on the GPU (Gemma's 1 + w keeps its
+        // low bits); every other weight is bf16 there.
+        const bool keptF32 = h.dtype() == compute::DType::F32 && h.rank() == 1;
+        onGpu = onGpu && d.device() == compute::Device::Gpu &&
+                d.dtype() == (keptF32 ? compute::DType::F32 : compute::DType::BF16) &&
                 d.shape() == h.shape();
         if (!(tied && hostList[i].first == "lm_head")) {
           placedBytes += d.bytes();
         }
-        // The GPU holds bf16: stored bf16 comes back exactly, f32 as its nearest bf16.
+        // Stored bf16 comes back exactly, f32 matrices as their nearest bf16, f32 vectors exactly.
         std::vector<float> want = cpu->download(h);
-        for (float& x : want) {
-          x = compute::roundToBf16(x);
+        if (!keptF32) {
+          for (float& x : want) {
+            x = compute::roundToBf16(x);
+          }
         }
         const std::vector<float> got = gpu->download(d);
         if (std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) != 0 &&
@@ -261,8 +267,10 @@ void caseWeights(Checks& checks) {
         }
       }
       const std::string what = std::string(name) + ": ";
-      checks.expect(onGpu, what + "every weight is a bf16 GPU tensor of its stored shape");
-      checks.expect(bitsKept, what + "device values are the stored ones rounded to bf16" +
+      checks.expect(
+          onGpu, what + "every weight is a GPU tensor of its stored shape (bf16; f32 vectors f32)");
+      checks.expect(bitsKept, what +
+                                  "device values are the stored ones (matrices rounded to bf16)" +
                                   (firstMismatch.empty() ? "" : " (not " + firstMismatch + ")"));
       checks.expect((placed.lmHead.data() == placed.embed.data()) == tied,
                     what + (tied ? "tied lm_head shares the embedding's device storage"
