@@ -148,6 +148,10 @@ __device__ inline float waveShflXor(float v, int laneMask) {
 
 #elif defined(LORASCOPE_GPU_AMD)
 
+// HIP's headers define __noinline__ as a macro, and libstdc++ 16 writes [[__gnu__::__noinline__]]
+// in <format>, which <chrono> includes: the standard headers are parsed before HIP's.
+#include <chrono>
+
 #if defined(__HIPCC__)  // a HIP translation unit: kernels, device helpers
 #include <hip/hip_bfloat16.h>
 #include <hip/hip_runtime.h>
