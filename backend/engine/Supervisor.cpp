@@ -80,6 +80,7 @@ void Supervisor::resumeRun() {
   startEngine();
   nlohmann::json config = *runConfig_;
   config["resume_from_mirror"] = true;
+  config["announced_through"] = lastStep_;  // the engine replays the completed steps after it
   host_->send(StartCommand{config});
   sendRungToggles();
 }

@@ -1,9 +1,12 @@
 // job/EngineJob.cpp — a TrainLoop behind the engine's EngineJob interface.
 #include "job/EngineJob.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <mutex>
+#include <optional>
 
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "compute/Backend.h"
@@ -66,6 +69,20 @@ bool optionalFlag(const json& config, const char* key) {
                      it->dump());
   }
   return it->get<bool>();
+}
+
+// An optional whole number of the start command, at least 0; names the field when it is anything
+// else.
+std::optional<std::int64_t> optionalCount(const json& config, const char* key) {
+  const auto it = config.find(key);
+  if (it == config.end() || it->is_null()) {
+    return std::nullopt;
+  }
+  if (!it->is_number_integer() || it->get<std::int64_t>() < 0) {
+    throw UsageError(std::string("start: \"") + key +
+                     "\" must be a whole number of at least 0, got " + it->dump());
+  }
+  return it->get<std::int64_t>();
 }
 
 class TrainingJob : public engine::EngineJob {
@@ -709,18 +726,28 @@ class TrainingJob : public engine::EngineJob {
   }
 
   // An engine killed after mirroring step N but before announcing it leaves step N done and
-  // unannounced: a restarted engine announces the step it resumed at once more, from the run's
-  // metrics, marked replayed (the supervisor drops it when it has seen it).
+  // unannounced, and with the asynchronous mirror (Note [asynchronous state mirror]) the step
+  // before it may be too: the mirror of N can be written before N-1's event leaves the engine. A
+  // restarted engine announces again, from the run's metrics and marked replayed, every completed
+  // step after the last one the supervisor passed on ("announced_through"; without it, the step it
+  // resumes at). The supervisor drops a replayed step it has seen.
   void replayMirroredStep(const json& config, const engine::EventSink& sink) const {
     const std::int64_t step = loop_->state().step;
     if (!optionalFlag(config, "resume_from_mirror") || step == 0) {
       return;
     }
-    for (const train::StepMetrics& m :
+    const std::int64_t after =
+        std::min(optionalCount(config, "announced_through").value_or(step - 1), step);
+    // A step redone after a kill appears more than once, with the same numbers: the last counts.
+    std::map<std::int64_t, train::StepMetrics> completed;
+    for (train::StepMetrics& m :
          train::RunDirectory::readMetrics(run_.dir() / train::kMetricsFile)) {
-      if (m.step == step) {
-        sink(engine::TimedEvent{0, stepEvent(m, true)});
+      if (m.step > after && m.step <= step) {
+        completed.insert_or_assign(m.step, std::move(m));
       }
+    }
+    for (const auto& [number, m] : completed) {
+      sink(engine::TimedEvent{0, stepEvent(m, true)});
     }
   }
 

@@ -10,6 +10,8 @@
 //     "device": "cpu"|"gpu"|"auto"                ... on another device (this session only)
 //   "resume_from_mirror": true                    (added by the supervisor) continue from the
 //                                                 state mirror when it is newer
+//   "announced_through": N                        (added by the supervisor) the last step it
+//                                                 passed on: completed steps after it are replayed
 // Option names are those of `lorascope-train train` (see its --help).
 #pragma once
 

@@ -151,6 +151,8 @@ class TestRecoveryLadder : public QObject {
     QVERIFY(start != nullptr);
     QCOMPARE(start->runConfig.at("out"), kRunConfig.at("out"));
     QCOMPARE(start->runConfig.at("resume_from_mirror"), nlohmann::json(true));
+    // ... and the last step it passed on: the engine replays the completed steps after it.
+    QCOMPARE(start->runConfig.at("announced_through"), nlohmann::json(3));
     QVERIFY(sentToggle(rig.engine(), Toggle::GemmBackend, "builtin"));
     QCOMPARE(sentToggle(rig.engine(), Toggle::Serialize, true),
              rig.supervisor.rung() >= RecoveryRung::Serialize);
