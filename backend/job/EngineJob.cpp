@@ -146,6 +146,7 @@ class TrainingJob : public engine::EngineJob {
     reportStartToggles(sink);
     replayMirroredStep(config, sink);
     restoreEarlyStopping();
+    findPendingEvaluation();
   }
 
   ~TrainingJob() override {
@@ -156,6 +157,9 @@ class TrainingJob : public engine::EngineJob {
   }
 
   std::optional<StepEvent> runStep(const CancelFlag& cancel) override {
+    if (pendingEvaluation_ && (!runPendingEvaluation(cancel) || finished())) {
+      return takeMirrored();  // cut short again (it runs when the run goes on), or stopped early
+    }
     train::StepMetrics m;
     try {
       // The step boundary: watchdog progress, then step fault rules (LORASCOPE_FAULTS). Faults
@@ -626,14 +630,17 @@ class TrainingJob : public engine::EngineJob {
   }
 
   // The held-out loss after the step just completed. The step stands whatever happens here: an
-  // evaluation cut short (pause, stop) or out of memory is skipped and said so, never retried as
-  // a step.
+  // evaluation cut short (pause, stop) runs again before the next step (runPendingEvaluation),
+  // in this engine or the one that resumes the run; one out of memory is skipped and said so (a
+  // resumed run tries it once more). Neither is retried as a step.
   std::optional<train::EvalMetrics> evaluate(const CancelFlag& cancel) {
     const std::int64_t step = loop_->state().step;
     try {
       return loop_->evaluate(evalSequences_, cancel.flag());
     } catch (const train::TrainingCancelled&) {
-      logLine()("evaluation after step " + std::to_string(step) + " interrupted; skipped");
+      logLine()("evaluation after step " + std::to_string(step) +
+                " interrupted; it runs before the next step");
+      pendingEvaluation_ = true;
     } catch (const memory::OutOfMemoryError& oom) {
       if (memory::DeviceAllocator* allocator = backend_->deviceAllocator())
         allocator->emptyCache();
@@ -644,6 +651,39 @@ class TrainingJob : public engine::EngineJob {
                                   " (lower the micro-batch or max-seq-len)"}});
     }
     return std::nullopt;
+  }
+
+  // The evaluation of the last completed step that was cut short; its step's metrics line is
+  // written without it. Returns false when it was cut short again.
+  bool runPendingEvaluation(const CancelFlag& cancel) {
+    pendingEvaluation_ = false;
+    const std::optional<train::EvalMetrics> eval = evaluate(cancel);
+    if (!eval) {
+      return !pendingEvaluation_;  // out of memory: skipped, the run goes on
+    }
+    run_.recordEvaluation(*eval);
+    if (std::optional<StepEvent> step = takeMirrored()) {
+      sink_(engine::TimedEvent{0, *step});  // the step first, then its evaluation
+    }
+    announceEvaluation(*eval);
+    return true;
+  }
+
+  // A resumed run whose last completed step was to be evaluated and has no evaluation in the
+  // metrics (cut short by a stop, or skipped out of memory) evaluates it before its next step.
+  void findPendingEvaluation() {
+    const std::int64_t step = loop_->state().step;
+    if (step == 0 || loop_->finished() || !evaluatesAfter(step)) {
+      return;
+    }
+    bool evaluated = false;
+    for (const train::StepMetrics& m :
+         train::RunDirectory::readMetrics(run_.dir() / train::kMetricsFile)) {
+      if (m.step == step) {
+        evaluated = m.eval.has_value();
+      }
+    }
+    pendingEvaluation_ = !evaluated;
   }
 
   void announceEvaluation(const train::EvalMetrics& eval) {
@@ -818,6 +858,8 @@ class TrainingJob : public engine::EngineJob {
   // yet announced). Declared after mirror_, so that it is waited for before mirror_ goes.
   std::future<void> mirrorWrite_;
   std::optional<train::StepMetrics> mirrored_;
+  // The last completed step's evaluation was cut short: it runs before the next step.
+  bool pendingEvaluation_ = false;
   std::vector<train::Sequence> evalSequences_;  // the held-out set; empty: no evaluation
   train::EarlyStopping earlyStopping_{settings_.earlyStoppingPatience};
   bool stoppedEarly_ = false;

@@ -2,6 +2,7 @@
 #include "train/RunDirectory.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -252,6 +253,29 @@ void RunDirectory::writeModelCard(const fs::path& dir, const LoraAdapter& adapte
 void RunDirectory::appendMetrics(const StepMetrics& metrics) const {
   appendRunFile(dir_ / kMetricsFile, toJson(metrics).dump() + "\n");
   appendTfEvent(tfEventsPath(dir_), tfEventOf(metrics));
+}
+
+void RunDirectory::recordEvaluation(const EvalMetrics& eval) const {
+  const fs::path path = dir_ / kMetricsFile;
+  std::vector<StepMetrics> lines = readMetrics(path);
+  const auto last = std::find_if(lines.rbegin(), lines.rend(),
+                                 [&](const StepMetrics& m) { return m.step == eval.step; });
+  if (last == lines.rend()) {
+    throw CheckpointError(path.string(), "has no line for step " + std::to_string(eval.step) +
+                                             " to record its evaluation in");
+  }
+  last->eval = eval;
+  std::string text;
+  for (const StepMetrics& m : lines) {
+    text += toJson(m).dump() + "\n";
+  }
+  common::writeFileDurably(path, text);
+  TfEvent event;
+  event.wallTime =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  event.step = eval.step;
+  event.scalars = {{"eval/loss", static_cast<float>(eval.loss)}};
+  appendTfEvent(tfEventsPath(dir_), event);
 }
 
 std::vector<StepMetrics> RunDirectory::readMetrics(const fs::path& file) {

@@ -67,6 +67,11 @@ class RunDirectory {
   // Lines of a metrics file; a torn (unparseable, unterminated) last line is skipped. Throws
   // CheckpointError naming the line for a malformed line elsewhere.
   static std::vector<StepMetrics> readMetrics(const std::filesystem::path& file);
+  // Adds an evaluation run after its step's line was written (one cut short by a pause or stop,
+  // run again before the next step): the step's last line gains it (the file rewritten durably),
+  // and the event file an eval/loss event at that step. Throws CheckpointError when no line holds
+  // that step.
+  void recordEvaluation(const EvalMetrics& eval) const;
   // Drops lines and events after `step` (and a torn tail), so a resumed run continues both
   // files cleanly.
   void truncateMetricsAfter(std::int64_t step) const;
