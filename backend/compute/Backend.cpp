@@ -375,6 +375,38 @@ void Backend::convert(const Tensor& src, Tensor& dst) {
   }
 }
 
+void checkDownloadAsyncArgs(const BackendCapabilities& caps,
+                            std::span<const Tensor* const> tensors) {
+  for (const Tensor* t : tensors) {
+    requireOnDevice("downloadAsync", "tensor", *t, caps.device);
+    if (t->dtype() != DType::F32) {
+      throw ShapeError("downloadAsync: tensor is " + t->describe() + ", expected f32");
+    }
+  }
+}
+
+namespace {
+// A download whose values were copied when it was asked for.
+class ReadyDownload final : public PendingDownload {
+ public:
+  explicit ReadyDownload(std::vector<std::vector<float>> values) : values_(std::move(values)) {}
+  std::vector<std::vector<float>> wait() override { return std::move(values_); }
+
+ private:
+  std::vector<std::vector<float>> values_;
+};
+}  // namespace
+
+std::unique_ptr<PendingDownload> Backend::downloadAsync(std::span<const Tensor* const> tensors) {
+  checkDownloadAsyncArgs(capabilities(), tensors);
+  std::vector<std::vector<float>> values;
+  values.reserve(tensors.size());
+  for (const Tensor* t : tensors) {
+    values.push_back(download(*t));
+  }
+  return std::make_unique<ReadyDownload>(std::move(values));
+}
+
 void Backend::addLowRankProduct(const Tensor& lhsT, const Tensor& w, bool transposeW, float scale,
                                 Tensor& y) {
   matmul(lhsT, true, w, transposeW, y, scale, 1.0f);

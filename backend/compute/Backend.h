@@ -68,6 +68,16 @@ struct AttentionOptions {
   float softcap = 0.0f;     // s ← softcap·tanh(s / softcap) before the softmax; 0 = off
 };
 
+// A download in flight (Backend::downloadAsync): the values its tensors had when it was asked
+// for, arriving on the host while the backend computes on. wait() may be called from another
+// thread than the one that asked, once; destroying it without waiting waits first.
+class PendingDownload {
+ public:
+  virtual ~PendingDownload() = default;
+  // Blocks until the values are on the host: one vector per tensor, in the order given.
+  virtual std::vector<std::vector<float>> wait() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -94,6 +104,13 @@ class Backend {
   virtual std::vector<float> download(const Tensor& tensor) = 0;
   // Waits until every op issued so far has finished.
   virtual void synchronize() = 0;
+  // The f32 `tensors` as they will be once every op issued so far has run, without waiting for
+  // those ops: later ops may change the tensors at once. The default (the CPU, whose ops have
+  // all run when they return) copies them now. A GPU backend copies them on the device, in
+  // stream order (cheap), and downloads the copy into pinned host memory on a side stream while
+  // the next ops run (the state mirror's download: train/TrainGraph.h). Throws ShapeError unless
+  // every tensor is an f32 tensor of this backend.
+  virtual std::unique_ptr<PendingDownload> downloadAsync(std::span<const Tensor* const> tensors);
 
   // Optional slots; the defaults here are the CPU's answers (host memory has no device cache).
   // Device memory held through the allocator; nullopt for a host backend.
@@ -306,6 +323,9 @@ std::unique_ptr<Backend> createGpuBackend(int deviceIndex = 0);
 
 // Throws ShapeError naming uploadRaw unless `bytes` is exactly a `dtype` tensor of `shape`.
 void checkUploadRawArgs(std::size_t bytes, DType dtype, const Shape& shape);
+// Throws ShapeError naming downloadAsync unless every tensor is f32 and on this backend.
+void checkDownloadAsyncArgs(const BackendCapabilities& caps,
+                            std::span<const Tensor* const> tensors);
 
 // Shared argument checks of the RMSNorm pair, so both backends reject the same inputs.
 void checkRmsnormForwardArgs(const BackendCapabilities& caps, const Tensor& x, const Tensor& weight,

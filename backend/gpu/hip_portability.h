@@ -52,6 +52,9 @@
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define hipHostMalloc cudaHostAlloc
+#define hipHostMallocDefault cudaHostAllocDefault
+#define hipHostFree cudaFreeHost
 
 // Streams and events
 #define hipStream_t cudaStream_t
@@ -61,6 +64,7 @@
 #define hipStreamDestroy cudaStreamDestroy
 #define hipStreamSynchronize cudaStreamSynchronize
 #define hipStreamQuery cudaStreamQuery
+#define hipStreamWaitEvent cudaStreamWaitEvent
 #define hipEvent_t cudaEvent_t
 #define hipEventCreate cudaEventCreate
 #define hipEventCreateWithFlags cudaEventCreateWithFlags

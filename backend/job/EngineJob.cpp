@@ -196,9 +196,12 @@ class TrainingJob : public engine::EngineJob {
       m.eval = evaluate(cancel);
     }
     run_.appendMetrics(m);  // before the mirror: replayMirroredStep reads the step's metrics
-    std::vector<std::byte> state = train::encodeTrainerState(loop_->state());
-    mirrorWrite_ = std::async(std::launch::async,
-                              [this, payload = std::move(state)] { mirror_->write(payload); });
+    // The state as this step left it, downloading while the next step runs; the writer waits
+    // for it, encodes it and writes it.
+    mirrorWrite_ =
+        std::async(std::launch::async, [this, pending = loop_->snapshotState()]() mutable {
+          mirror_->write(train::encodeTrainerState(pending.wait()));
+        });
     if (settings_.checkpointEvery > 0 && m.step % settings_.checkpointEvery == 0 && !finished()) {
       run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints);
     }
@@ -720,17 +723,22 @@ class TrainingJob : public engine::EngineJob {
   }
 
   // Note [asynchronous state mirror]: a step is announced only once its state is in the mirror,
-  // so that a crash never loses an announced step (the recovery guarantee). The state is
-  // downloaded and encoded at the step boundary (three transfers: train/TrainGraph.h), and its
-  // write (checksum, copy into the mapping, two msyncs: engine/StateMirror.h) runs on a writer
-  // thread while the next step computes; that step's end (or the engine settling: a pause, a
-  // stop, a toggle, a checkpoint, an error) announces it, with its incident event. An evaluation
-  // is announced at once (it may stop the run early), after the step before. A crash while it is
-  // written leaves the mirror at the step before (double-buffered slots), and the step is redone; a
-  // crash after it is written but before it is announced is the case replayMirroredStep covers.
+  // so that a crash never loses an announced step (the recovery guarantee). At the step boundary
+  // the engine thread only queues the state's copy (TrainLoop::snapshotState: on a GPU, the three
+  // flat buffers copied on the device in stream order, then downloaded into pinned memory on a
+  // side stream; on the CPU, a host copy), and a writer thread waits for the download, encodes
+  // the state and writes it (checksum, copy into the mapping, two msyncs: engine/StateMirror.h)
+  // while the next step computes: no step waits for a state download. That step's end (or the
+  // engine settling: a pause, a stop, a toggle, a checkpoint, an error) announces it, with its
+  // incident event. An evaluation is announced at once (it may stop the run early), after the step
+  // before. A crash while it is downloaded or written leaves the mirror at the step before
+  // (double-buffered slots), and the step is redone; a crash after it is written but before it is
+  // announced is the case replayMirroredStep covers. A failed download (a device error) is the
+  // write's error: the step is not announced.
   //
   // Waits for the write in flight and returns the step it holds, announcing its incident first;
-  // nothing when no step is pending. Rethrows the write's StateMirrorError.
+  // nothing when no step is pending. Rethrows the write's error (StateMirrorError, or the
+  // download's device error).
   std::optional<StepEvent> takeMirrored() {
     if (mirrorWrite_.valid()) {
       mirrorWrite_.get();

@@ -403,32 +403,68 @@ void TrainGraph::adamwStep(const AdamWConfig& config, double learningRate, std::
   gemmParamsStale_ = true;
 }
 
-void TrainGraph::downloadAdapter(LoraAdapter& adapter) {
-  if (adapter.weights.size() != sites_.size()) {
+namespace {
+
+std::vector<float> sliceOf(const std::vector<float>& flat, std::int64_t offset, std::int64_t n) {
+  return std::vector<float>(flat.begin() + offset, flat.begin() + offset + n);
+}
+
+void unpackAdapter(const std::vector<float>& flat, std::span<const LoraSlices> slices,
+                   LoraAdapter& adapter) {
+  if (adapter.weights.size() != slices.size()) {
     throw std::invalid_argument("downloadAdapter: adapter has " +
                                 std::to_string(adapter.weights.size()) + " sites, graph " +
-                                std::to_string(sites_.size()));
+                                std::to_string(slices.size()));
   }
-  const std::vector<float> flat = backend_.download(params_);  // one transfer for all
-  for (std::size_t i = 0; i < sites_.size(); ++i) {
-    const Site& s = sites_[i];
-    adapter.weights[i].a.assign(flat.begin() + s.offsetA, flat.begin() + s.offsetA + s.a.numel());
-    adapter.weights[i].b.assign(flat.begin() + s.offsetB, flat.begin() + s.offsetB + s.b.numel());
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    const LoraSlices& s = slices[i];
+    adapter.weights[i].a = sliceOf(flat, s.offsetA, s.countA);
+    adapter.weights[i].b = sliceOf(flat, s.offsetB, s.countB);
   }
 }
 
-void TrainGraph::downloadMoments(std::vector<LoraMoments>& moments) {
-  moments.resize(sites_.size());
-  const std::vector<float> first = backend_.download(firstMoments_);
-  const std::vector<float> second = backend_.download(secondMoments_);
-  for (std::size_t i = 0; i < sites_.size(); ++i) {
-    const Site& s = sites_[i];
-    const auto slice = [](const std::vector<float>& flat, std::int64_t offset, std::int64_t n) {
-      return std::vector<float>(flat.begin() + offset, flat.begin() + offset + n);
-    };
-    moments[i] = {slice(first, s.offsetA, s.a.numel()), slice(second, s.offsetA, s.a.numel()),
-                  slice(first, s.offsetB, s.b.numel()), slice(second, s.offsetB, s.b.numel())};
+void unpackMoments(const std::vector<float>& first, const std::vector<float>& second,
+                   std::span<const LoraSlices> slices, std::vector<LoraMoments>& moments) {
+  moments.resize(slices.size());
+  for (std::size_t i = 0; i < slices.size(); ++i) {
+    const LoraSlices& s = slices[i];
+    moments[i] = {sliceOf(first, s.offsetA, s.countA), sliceOf(second, s.offsetA, s.countA),
+                  sliceOf(first, s.offsetB, s.countB), sliceOf(second, s.offsetB, s.countB)};
   }
+}
+
+}  // namespace
+
+std::vector<LoraSlices> TrainGraph::slices() const {
+  std::vector<LoraSlices> out;
+  out.reserve(sites_.size());
+  for (const Site& s : sites_) {
+    out.push_back({s.offsetA, s.a.numel(), s.offsetB, s.b.numel()});
+  }
+  return out;
+}
+
+void TrainGraph::downloadAdapter(LoraAdapter& adapter) {
+  unpackAdapter(backend_.download(params_), slices(), adapter);  // one transfer for all
+}
+
+void TrainGraph::downloadMoments(std::vector<LoraMoments>& moments) {
+  unpackMoments(backend_.download(firstMoments_), backend_.download(secondMoments_), slices(),
+                moments);
+}
+
+PendingLoraState TrainGraph::downloadStateAsync() {
+  // The device copies live until their download lands (a few milliseconds into the next step).
+  const memory::OwnerScope owner(memory::Owner::Optimizer);
+  const std::array<const Tensor*, 3> flat{&params_, &firstMoments_, &secondMoments_};
+  return PendingLoraState(backend_.downloadAsync(flat), slices());
+}
+
+void PendingLoraState::wait(LoraAdapter& adapter, std::vector<LoraMoments>& moments) {
+  const std::vector<std::vector<float>> flat = download_->wait();
+  download_.reset();
+  unpackAdapter(flat[0], slices_, adapter);
+  unpackMoments(flat[1], flat[2], slices_, moments);
 }
 
 std::vector<LoraGradient> TrainGraph::gradients() {

@@ -36,6 +36,7 @@
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -75,6 +76,30 @@ struct LoraGradient {
   std::vector<float> b;  // (out, r)
 };
 
+// Where one site's A and B sit in the graph's flat buffers (offsets and element counts).
+struct LoraSlices {
+  std::int64_t offsetA = 0, countA = 0, offsetB = 0, countB = 0;
+};
+
+// The adapter and moments of a TrainGraph as they were when TrainGraph::downloadStateAsync was
+// called, arriving on the host while the graph computes on (compute::Backend::downloadAsync).
+// Independent of the graph once made: it may be waited for on another thread, after the graph
+// has run further steps or is gone.
+class PendingLoraState {
+ public:
+  PendingLoraState(std::unique_ptr<compute::PendingDownload> download,
+                   std::vector<LoraSlices> slices)
+      : download_(std::move(download)), slices_(std::move(slices)) {}
+  // Blocks until the values are on the host; fills the adapter's A and B (its sites must be the
+  // graph's, in order) and the moments (resized to fit), as downloadAdapter and downloadMoments
+  // would have then. Once.
+  void wait(LoraAdapter& adapter, std::vector<LoraMoments>& moments);
+
+ private:
+  std::unique_ptr<compute::PendingDownload> download_;
+  std::vector<LoraSlices> slices_;  // per site, in the adapter's order
+};
+
 class TrainGraph {
  public:
   // The adapter's sites must fit the model (layer < layers, in/out of the projection).
@@ -111,6 +136,10 @@ class TrainGraph {
   // sites are the graph's (the adapter it was built from).
   void downloadAdapter(LoraAdapter& adapter);
   void downloadMoments(std::vector<LoraMoments>& moments);
+  // Both of them as the ops issued so far leave them, without waiting for those ops: a device copy
+  // of the three flat buffers, downloaded while the next step runs (the state mirror's download;
+  // on the CPU, a host copy made now).
+  PendingLoraState downloadStateAsync();
 
   const GraphOptions& options() const { return options_; }
   void setOptions(const GraphOptions& options) { options_ = options; }
@@ -144,6 +173,7 @@ class TrainGraph {
                               std::int64_t features);
   // Every gradient tensor, A then B of each site in order (the clipping norm's order).
   std::vector<compute::Tensor*> gradientTensors();
+  std::vector<LoraSlices> slices() const;
 
   compute::Backend& backend_;
   const model::ModelConfig& config_;

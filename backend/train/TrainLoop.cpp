@@ -125,6 +125,38 @@ const TrainerState& TrainLoop::state() {
   return state_;
 }
 
+PendingTrainerState TrainLoop::snapshotState() {
+  if (!hostStateStale_) {
+    return PendingTrainerState(state_, std::nullopt);
+  }
+  // Everything but the stale A, B and moments (tens of MB, not copied here): they step aside
+  // while the rest is copied.
+  std::vector<LoraWeights> weights = std::move(state_.adapter.weights);
+  std::vector<LoraMoments> moments = std::move(state_.moments);
+  TrainerState state = state_;
+  state_.adapter.weights = std::move(weights);
+  state_.moments = std::move(moments);
+  state.adapter.weights.reserve(state_.adapter.weights.size());
+  for (const LoraWeights& w : state_.adapter.weights) {
+    state.adapter.weights.push_back({w.site, {}, {}});
+  }
+  try {
+    return PendingTrainerState(std::move(state), graph_->downloadStateAsync());
+  } catch (const memory::OutOfMemoryError&) {
+    // No room for the device copy next to the step's blocks: downloaded now, as state() does.
+    syncState();
+    return PendingTrainerState(state_, std::nullopt);
+  }
+}
+
+TrainerState PendingTrainerState::wait() {
+  if (lora_) {
+    lora_->wait(state_.adapter, state_.moments);
+    lora_.reset();
+  }
+  return std::move(state_);
+}
+
 void TrainLoop::checkResumeState() const {
   const TrainerState& s = state_;
   if (s.seed != config_.seed) {

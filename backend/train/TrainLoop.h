@@ -97,6 +97,22 @@ struct StepMetrics {
   std::optional<EvalMetrics> eval;
 };
 
+// TrainLoop::snapshotState's answer: the trainer state after a completed step, its adapter and
+// moments still on their way to the host. Independent of the loop once made (another thread may
+// wait for it while the loop steps on).
+class PendingTrainerState {
+ public:
+  PendingTrainerState(TrainerState state, std::optional<PendingLoraState> lora)
+      : state_(std::move(state)), lora_(std::move(lora)) {}
+  // Blocks until the adapter and moments are on the host; the whole state, as state() gave it
+  // when the snapshot was taken. Once.
+  TrainerState wait();
+
+ private:
+  TrainerState state_;  // everything; the adapter's A and B and the moments only without lora_
+  std::optional<PendingLoraState> lora_;
+};
+
 class TrainLoop {
  public:
   using StepCallback = std::function<void(const StepMetrics&)>;
@@ -152,6 +168,11 @@ class TrainLoop {
   // when no step has run since the last call). state() calls it; so must anything that is about
   // to release or replace the backend's copies (a move to another device).
   void syncState();
+  // state(), without waiting for the backend: what the state mirror writes while the next step
+  // runs (Note [asynchronous state mirror] in job/EngineJob.cpp). On a GPU the adapter and
+  // moments are copied on the device and downloaded on a side stream; the host copy state() keeps
+  // is not brought up to date.
+  PendingTrainerState snapshotState();
 
  private:
   void checkResumeState() const;

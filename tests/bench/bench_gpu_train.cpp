@@ -7,6 +7,7 @@
 //   bench_gpu_train --shape qwen2.5-0.5b|llama-3.2-1b|tiny [--gemm vendor|built-in]
 //                   [--warmup N] [--steps N] [--profile-steps N] [--batch B] [--seq S]
 //                   [--checkpointing] [--device gpu|cpu] [--json FILE] [--label NAME]
+//                   [--mirror N]
 //   bench_gpu_train --model DIR [--quantize none|nf4] [the options above but --shape]
 //
 // --model reads a Hugging Face model folder instead (safetensors through model::ModelFolder) and
@@ -40,6 +41,13 @@
 // widths), each timed over 20 runs after 3 warm-ups (--gemm vendor on a GPU only).
 // limit tokens/s = ceiling / F; a configuration's share = its tokens/s / limit.
 //
+// --mirror N: the state mirror's cost at N step boundaries each way, after the profiled steps
+// (Note [asynchronous state mirror] in job/EngineJob.cpp): what the engine thread spent between
+// steps before (TrainLoop::state()'s synchronous download, then the encoding) and now
+// (TrainLoop::snapshotState: the device copy and the side stream's download queued), the
+// writer's wait and encoding now, and a step timed while that download and encoding run beside it
+// against the same number of steps with none; medians, in the report and the JSON line.
+//
 // Memory: the caching allocator's peak reserved and peak allocated bytes over the whole run
 // (PyTorch's max_memory_reserved / max_memory_allocated), and the driver's reading of the whole
 // device (total − free: context, BLAS workspaces and all), its maximum over the step boundaries.
@@ -50,6 +58,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <optional>
 #include <random>
@@ -69,6 +78,7 @@
 #include "model/ModelFolder.h"
 #include "model/ReferenceShapes.h"
 #include "runtime/OpTiming.h"  // defines: setOpTiming, takeOpTimes
+#include "train/StateCodec.h"
 #include "train/TrainLoop.h"
 
 using namespace lorascope;
@@ -84,6 +94,7 @@ struct Options {
   int warmup = 3;
   int steps = 20;
   int profileSteps = 3;
+  int mirror = 0;  // --mirror: step boundaries at which the state mirror's cost is timed
   std::int64_t batch = 8;
   std::int64_t seq = 512;
   bool checkpointing = false;
@@ -100,7 +111,7 @@ struct Options {
                "usage: bench_gpu_train --shape qwen2.5-0.5b|llama-3.2-1b|tiny "
                "[--gemm vendor|built-in] [--warmup N] [--steps N] [--profile-steps N] "
                "[--batch B] [--seq S] [--checkpointing] [--device gpu|cpu] [--json FILE] "
-               "[--label NAME]\n"
+               "[--label NAME] [--mirror N]\n"
                "       bench_gpu_train --model DIR [--quantize none|nf4] [the same options]\n",
                problem.c_str());
   std::exit(2);
@@ -168,6 +179,8 @@ Options parseOptions(int argc, char** argv) {
       o.steps = positive(flag, value, 1);
     } else if (flag == "--profile-steps") {
       o.profileSteps = positive(flag, value, 0);
+    } else if (flag == "--mirror") {
+      o.mirror = positive(flag, value, 0);
     } else if (flag == "--batch") {
       o.batch = positive(flag, value, 1);
     } else if (flag == "--seq") {
@@ -330,6 +343,16 @@ double gemmCeiling(compute::Backend& backend, const model::ModelConfig& c, std::
   return best;
 }
 
+// The state mirror's timings (--mirror), one entry per step boundary, seconds.
+struct MirrorTimes {
+  double megabytes = 0;                // the encoded state
+  std::vector<double> synchronous;     // engine thread: encodeTrainerState(loop.state())
+  std::vector<double> snapshot;        // engine thread: loop.snapshotState()
+  std::vector<double> writer;          // writer thread: wait() and encodeTrainerState
+  std::vector<double> besideDownload;  // a step while the writer runs
+  std::vector<double> alone;           // a step with nothing beside it
+};
+
 struct Result {
   std::string device;
   double buildSeconds = 0;
@@ -343,7 +366,40 @@ struct Result {
   MemoryReadings memory;
   std::vector<runtime::gpu::OpTime> ops;          // summed over the profiled steps
   std::optional<model::TrainingMemory> estimate;  // with --model: the memory model's numbers
+  MirrorTimes mirror;
 };
+
+MirrorTimes timeStateMirror(train::TrainLoop& loop, compute::Backend& backend, int boundaries) {
+  MirrorTimes t;
+  for (int i = 0; i < boundaries; ++i) {
+    loop.step();
+    backend.synchronize();
+    auto start = std::chrono::steady_clock::now();
+    const std::vector<std::byte> encoded = train::encodeTrainerState(loop.state());
+    t.synchronous.push_back(secondsSince(start));
+    t.megabytes = static_cast<double>(encoded.size()) / 1e6;
+
+    start = std::chrono::steady_clock::now();
+    loop.step();
+    backend.synchronize();
+    t.alone.push_back(secondsSince(start));
+
+    start = std::chrono::steady_clock::now();
+    train::PendingTrainerState pending = loop.snapshotState();
+    t.snapshot.push_back(secondsSince(start));
+    auto writer = std::async(std::launch::async, [&pending] {
+      const auto begin = std::chrono::steady_clock::now();
+      const std::size_t bytes = train::encodeTrainerState(pending.wait()).size();
+      return std::make_pair(secondsSince(begin), bytes);
+    });
+    start = std::chrono::steady_clock::now();
+    loop.step();
+    backend.synchronize();
+    t.besideDownload.push_back(secondsSince(start));
+    t.writer.push_back(writer.get().first);
+  }
+  return t;
+}
 
 Result runBenchmark(const Options& o, compute::Backend& backend) {
   Result r;
@@ -363,7 +419,7 @@ Result runBenchmark(const Options& o, compute::Backend& backend) {
   backend.synchronize();
   r.buildSeconds = secondsSince(buildStart);
 
-  const int totalSteps = o.warmup + o.steps + o.profileSteps;
+  const int totalSteps = o.warmup + o.steps + o.profileSteps + 3 * o.mirror;
   train::TrainConfig tc;
   tc.lora.rank = 8;
   tc.lora.alpha = 16;
@@ -395,6 +451,7 @@ Result runBenchmark(const Options& o, compute::Backend& backend) {
   runtime::gpu::setOpTiming(false);
   r.ops = runtime::gpu::takeOpTimes();
   r.memory.takePeaks(backend);  // before the ceiling's products: the step's peaks alone
+  r.mirror = timeStateMirror(loop, backend, o.mirror);
   r.flopsPerToken = flopsPerToken(config, o.seq, tc.lora.rank);
   if (o.gemm == compute::GemmImplementation::Vendor &&
       backend.capabilities().device == compute::Device::Gpu) {
@@ -467,6 +524,15 @@ void printReport(const Options& o, const Result& r) {
         gibText(std::max(r.estimate->lossBytes, r.estimate->backwardBytes)).c_str(),
         gibText(r.estimate->dequantizeBytes).c_str());
   }
+  if (o.mirror > 0) {
+    const MirrorTimes& m = r.mirror;
+    std::printf(
+        "  state mirror (%.1f MB encoded), medians of %d step boundaries: engine thread %.2f ms "
+        "before (state() download + encoding), %.3f ms now (snapshotState); writer %.2f ms "
+        "(wait + encoding); a step beside the download %.2f ms, alone %.2f ms\n",
+        m.megabytes, o.mirror, 1000.0 * median(m.synchronous), 1000.0 * median(m.snapshot),
+        1000.0 * median(m.writer), 1000.0 * median(m.besideDownload), 1000.0 * median(m.alone));
+  }
   if (o.profileSteps == 0) {
     return;
   }
@@ -533,7 +599,17 @@ nlohmann::json resultJson(const Options& o, const Result& r) {
        o.profileSteps > 0 ? 1000.0 * r.profiledSeconds / o.profileSteps : 0.0},
       {"breakdown_ms_per_step",
        o.profileSteps > 0 ? nlohmann::json(classBreakdown(o, r)) : nlohmann::json::object()},
-      {"ops", ops}};
+      {"ops", ops},
+      {"mirror",
+       o.mirror > 0
+           ? nlohmann::json{{"boundaries", o.mirror},
+                            {"encoded_mb", r.mirror.megabytes},
+                            {"engine_ms_before", 1000.0 * median(r.mirror.synchronous)},
+                            {"engine_ms_now", 1000.0 * median(r.mirror.snapshot)},
+                            {"writer_ms", 1000.0 * median(r.mirror.writer)},
+                            {"step_ms_beside_download", 1000.0 * median(r.mirror.besideDownload)},
+                            {"step_ms_alone", 1000.0 * median(r.mirror.alone)}}
+           : nlohmann::json(nullptr)}};
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // test_train_loop.cpp — the optimizer-step loop on the tiny Llama fixture: bit-identical runs from
 // the same seed, bit-identical resume from a saved TrainerState, micro-batch size changes that
 // keep the effective batch (and the trajectory), packing, seeded epoch order, learning on
-// repeated data, per-step metrics, cancellation, config errors, and a host state that follows the
-// backend's adapter and moments.
+// repeated data, per-step metrics, cancellation, config errors, a host state that follows the
+// backend's adapter and moments, and the state mirror's snapshot of a step taken before the next
+// step runs.
 #include "TestRunner.h"
 
 #include <set>
@@ -10,6 +11,7 @@
 #include "TrainExamples.h"
 #include "TrainTestUtil.h"
 #include "train/Batching.h"
+#include "train/StateCodec.h"
 #include "train/TrainLoop.h"
 
 using namespace lorascope;
@@ -328,4 +330,28 @@ TEST_CASE(stateIsCurrentHoweverOftenItIsRead) {
     VERIFY(bitIdentical(a.firstA, b.firstA) && bitIdentical(a.secondA, b.secondA) &&
            bitIdentical(a.firstB, b.firstB) && bitIdentical(a.secondB, b.secondB));
   }
+}
+
+// TrainLoop::snapshotState, waited for after the next step ran (as the state mirror's writer does
+// while the engine steps on), is the state of the step it was taken at: encoded, byte for byte
+// what state() read then gives, and unlike the state after the next step.
+TEST_CASE(snapshotBeforeTheNextStepHoldsItsStep) {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  TrainLoop stepping(*backend, folder.config(), folder.weights(), examples(10, 5), smallConfig());
+  TrainLoop reference(*backend, folder.config(), folder.weights(), examples(10, 5), smallConfig());
+  for (int i = 0; i < 3; ++i) {
+    stepping.step();
+    reference.step();
+    train::PendingTrainerState snapshot = stepping.snapshotState();
+    stepping.step();  // changes the adapter and moments the snapshot was taken from
+    const train::TrainerState taken = snapshot.wait();
+    COMPARE(taken.step, std::int64_t{2 * i + 1});
+    VERIFY(train::encodeTrainerState(taken) == train::encodeTrainerState(reference.state()));
+    VERIFY(!bitIdentical(taken.moments[0].firstB, stepping.state().moments[0].firstB));
+    reference.step();
+  }
+  // Nothing ran since the last state() read: the host copy itself, the same bytes.
+  train::PendingTrainerState again = stepping.snapshotState();
+  VERIFY(train::encodeTrainerState(again.wait()) == train::encodeTrainerState(stepping.state()));
 }

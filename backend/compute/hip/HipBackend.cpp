@@ -2,7 +2,10 @@
 // HipBackendOps*.cpp, one file per op family (see HipBackend.h).
 #include "compute/hip/HipBackend.h"
 
+#include <algorithm>
 #include <cstring>
+#include <mutex>
+#include <type_traits>
 
 #include "compute/Bf16.h"
 #include "compute/BuildInfo.h"
@@ -37,6 +40,126 @@ Tensor uploadIndices(HipBackend& backend, std::span<const std::int32_t> values) 
   return t;
 }
 
+// Pinned host buffers for downloadAsync, kept for the next download (pinning tens of MB takes
+// milliseconds). Shared with the downloads in flight, so that a buffer outlives its backend when
+// it must.
+class PinnedHostPool {
+ public:
+  struct Buffer {
+    void* data = nullptr;
+    std::size_t bytes = 0;
+  };
+  PinnedHostPool() = default;
+  PinnedHostPool(const PinnedHostPool&) = delete;
+  PinnedHostPool& operator=(const PinnedHostPool&) = delete;
+  ~PinnedHostPool() {
+    for (const Buffer& b : free_) {
+      (void)hipHostFree(b.data);
+    }
+  }
+  Buffer take(std::size_t bytes) {
+    {
+      const std::lock_guard lock(mutex_);
+      for (auto it = free_.begin(); it != free_.end(); ++it) {
+        if (it->bytes >= bytes) {
+          const Buffer b = *it;
+          free_.erase(it);
+          return b;
+        }
+      }
+    }
+    Buffer b{nullptr, bytes};
+    LORASCOPE_HIP_CHECK(hipHostMalloc(&b.data, bytes, hipHostMallocDefault));
+    return b;
+  }
+  void give(const Buffer& b) {
+    const std::lock_guard lock(mutex_);
+    if (free_.size() >= kKept) {
+      (void)hipHostFree(b.data);
+      return;
+    }
+    free_.push_back(b);
+  }
+
+ private:
+  static constexpr std::size_t kKept = 2;  // one download in flight, one being read
+  std::mutex mutex_;
+  std::vector<Buffer> free_;
+};
+
+namespace {
+
+struct EventDeleter {
+  void operator()(std::remove_pointer_t<hipEvent_t>* event) const { (void)hipEventDestroy(event); }
+};
+using Event = std::unique_ptr<std::remove_pointer_t<hipEvent_t>, EventDeleter>;
+
+Event createEvent() {
+  hipEvent_t event = nullptr;
+  LORASCOPE_HIP_CHECK(hipEventCreateWithFlags(&event, hipEventDisableTiming));
+  return Event(event);
+}
+
+// HipBackend::downloadAsync's answer: the device copies, the pinned buffer their download lands
+// in, and the event that says it has landed.
+class HipPendingDownload final : public PendingDownload {
+ public:
+  HipPendingDownload(int device, std::vector<Tensor> copies, std::vector<std::size_t> counts,
+                     std::shared_ptr<PinnedHostPool> pool, std::size_t bytes)
+      : device_(device),
+        copies_(std::move(copies)),
+        counts_(std::move(counts)),
+        pool_(std::move(pool)),
+        buffer_(pool_->take(bytes)),
+        landed_(createEvent()) {}
+  HipPendingDownload(const HipPendingDownload&) = delete;
+  HipPendingDownload& operator=(const HipPendingDownload&) = delete;
+  ~HipPendingDownload() override {
+    // Neither the device copies nor the buffer may be reused while the download still reads or
+    // writes them.
+    (void)hipSetDevice(device_);
+    (void)hipEventSynchronize(landed_.get());
+    copies_.clear();
+    pool_->give(buffer_);
+  }
+
+  // The copies' download on `stream`, once `copied` (recorded after them) has passed.
+  void start(hipStream_t stream, hipEvent_t copied) {
+    LORASCOPE_HIP_CHECK(hipStreamWaitEvent(stream, copied, 0));
+    std::size_t offset = 0;
+    for (const Tensor& copy : copies_) {
+      LORASCOPE_HIP_CHECK(hipMemcpyAsync(static_cast<std::byte*>(buffer_.data) + offset,
+                                         copy.data(), copy.bytes(), hipMemcpyDeviceToHost, stream));
+      offset += copy.bytes();
+    }
+    LORASCOPE_HIP_CHECK(hipEventRecord(landed_.get(), stream));
+  }
+
+  std::vector<std::vector<float>> wait() override {
+    LORASCOPE_HIP_CHECK(hipSetDevice(device_));  // the caller may be another thread
+    LORASCOPE_HIP_CHECK(hipEventSynchronize(landed_.get()));
+    copies_.clear();  // downloaded: the device memory goes back to the allocator now
+    std::vector<std::vector<float>> values;
+    values.reserve(counts_.size());
+    const float* p = static_cast<const float*>(buffer_.data);
+    for (const std::size_t count : counts_) {
+      values.emplace_back(p, p + count);
+      p += count;
+    }
+    return values;
+  }
+
+ private:
+  int device_;
+  std::vector<Tensor> copies_;
+  std::vector<std::size_t> counts_;
+  std::shared_ptr<PinnedHostPool> pool_;
+  PinnedHostPool::Buffer buffer_;
+  Event landed_;
+};
+
+}  // namespace
+
 HipBackend::HipBackend(int deviceIndex) : deviceIndex_(deviceIndex) {
   const GpuInventory inventory = queryGpuInventory();
   if (deviceIndex < 0 || deviceIndex >= static_cast<int>(inventory.devices.size())) {
@@ -49,6 +172,7 @@ HipBackend::HipBackend(int deviceIndex) : deviceIndex_(deviceIndex) {
   caps_ = {Device::Gpu, DType::BF16, info.name + " (" + info.architecture + ")"};
   LORASCOPE_HIP_CHECK(hipSetDevice(deviceIndex_));
   LORASCOPE_HIP_CHECK(hipStreamCreateWithFlags(&stream_, hipStreamNonBlocking));
+  pinned_ = std::make_shared<PinnedHostPool>();
   // The queue-depth chart's and the hang report's name for it.
   runtime::launchControl().queues().nameStream(reinterpret_cast<std::uintptr_t>(stream_),
                                                "compute");
@@ -67,6 +191,10 @@ HipBackend::~HipBackend() {
     runtime::launchControl().queues().forgetStream(reinterpret_cast<std::uintptr_t>(stream_));
     vendorBlas_.reset();  // the BLAS handle is bound to the stream: release it first
     (void)hipStreamDestroy(stream_);
+  }
+  if (downloadStream_ != nullptr) {
+    (void)hipStreamSynchronize(downloadStream_);
+    (void)hipStreamDestroy(downloadStream_);
   }
 }
 
@@ -154,6 +282,35 @@ std::vector<float> HipBackend::download(const Tensor& tensor) {
     throw ShapeError("download: f16 tensors are not supported on the GPU yet");
   }
   return out;
+}
+
+// Two steps, so that the compute stream never waits for the bus: a device-to-device copy of each
+// tensor in stream order (it holds the values the ops issued so far leave; later ops may change
+// the originals at once), then the copies' download into one pinned buffer on the side stream,
+// which waits for the copies through an event.
+std::unique_ptr<PendingDownload> HipBackend::downloadAsync(std::span<const Tensor* const> tensors) {
+  checkDownloadAsyncArgs(caps_, tensors);
+  std::vector<Tensor> copies;
+  std::vector<std::size_t> counts;
+  std::size_t totalBytes = 0;
+  for (const Tensor* t : tensors) {
+    Tensor copy = empty(DType::F32, t->shape());
+    LORASCOPE_HIP_CHECK(
+        hipMemcpyAsync(copy.data(), t->data(), t->bytes(), hipMemcpyDeviceToDevice, stream_));
+    counts.push_back(static_cast<std::size_t>(t->numel()));
+    totalBytes += t->bytes();
+    copies.push_back(std::move(copy));
+  }
+  if (downloadStream_ == nullptr) {
+    LORASCOPE_HIP_CHECK(hipStreamCreateWithFlags(&downloadStream_, hipStreamNonBlocking));
+  }
+  const Event copied = createEvent();
+  LORASCOPE_HIP_CHECK(hipEventRecord(copied.get(), stream_));
+  auto pending =
+      std::make_unique<HipPendingDownload>(deviceIndex_, std::move(copies), std::move(counts),
+                                           pinned_, std::max<std::size_t>(totalBytes, 1));
+  pending->start(downloadStream_, copied.get());
+  return pending;
 }
 
 void HipBackend::synchronize() {

@@ -16,6 +16,8 @@ namespace lorascope::compute::hip {
 // nf4 weight is read only by matmul, which dequantises it first).
 bool isBf16Weight(const char* op, const Tensor& weight);
 
+class PinnedHostPool;
+
 class HipBackend final : public Backend {
  public:
   explicit HipBackend(int deviceIndex);
@@ -27,6 +29,7 @@ class HipBackend final : public Backend {
   Tensor uploadRaw(std::span<const std::byte> bytes, DType dtype, const Shape& shape) override;
   std::vector<float> download(const Tensor& tensor) override;
   void synchronize() override;
+  std::unique_ptr<PendingDownload> downloadAsync(std::span<const Tensor* const> tensors) override;
   std::optional<DeviceMemoryUse> deviceMemoryUse() const override;
   void releaseCachedMemory() override;
 
@@ -82,6 +85,9 @@ class HipBackend final : public Backend {
  private:
   int deviceIndex_;
   hipStream_t stream_ = nullptr;
+  // downloadAsync's side stream (created on first use) and its pinned host buffers.
+  hipStream_t downloadStream_ = nullptr;
+  std::shared_ptr<PinnedHostPool> pinned_;
   std::shared_ptr<memory::DeviceAllocator> allocator_;
   BackendCapabilities caps_;
   GemmImplementation gemmImplementation_ = GemmImplementation::BuiltIn;  // the constructor's pick

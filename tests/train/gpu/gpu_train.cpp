@@ -7,6 +7,9 @@
 //                      vendor GEMM and with the built-in one
 //   gpu_train resume   a GPU run checkpointed at step 15 and resumed on a fresh backend continues
 //                      the uninterrupted run's curve
+//   gpu_train mirror   the state mirror's snapshot (TrainLoop::snapshotState): taken at a step
+//                      boundary and downloaded on the side stream while the next step runs, it
+//                      holds that step's state exactly; its device copies are freed once it lands
 //   gpu_train export   the adapter of a GPU run passes the CPU tests' PEFT and merge checks
 //   gpu_train move     GPU → CPU → GPU at step boundaries: the curve continues, the CPU leg is
 //                      bit for bit a CPU run resumed from the same state, device memory is freed
@@ -55,6 +58,7 @@
 #include "train/Merge.h"
 #include "train/PeftExport.h"
 #include "train/RunDirectory.h"
+#include "train/StateCodec.h"
 #include "train/TrainLoop.h"
 
 using namespace lorascope;
@@ -358,6 +362,76 @@ void caseResume(Checks& checks) {
               uninterrupted, kSameDeviceTolerance);
 }
 
+// --- mirror ---------------------------------------------------------------------------------
+
+// The largest |a − b| over every A, B and moment of two states of the same adapter.
+double maxStateDifference(const train::TrainerState& a, const train::TrainerState& b) {
+  double worst = 0.0;
+  const auto compare = [&worst](const std::vector<float>& x, const std::vector<float>& y) {
+    if (x.size() != y.size()) {
+      worst = INFINITY;
+      return;
+    }
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      worst = std::max(worst, static_cast<double>(std::fabs(x[i] - y[i])));
+    }
+  };
+  for (std::size_t i = 0; i < a.adapter.weights.size(); ++i) {
+    compare(a.adapter.weights[i].a, b.adapter.weights[i].a);
+    compare(a.adapter.weights[i].b, b.adapter.weights[i].b);
+    compare(a.moments[i].firstA, b.moments[i].firstA);
+    compare(a.moments[i].secondA, b.moments[i].secondA);
+    compare(a.moments[i].firstB, b.moments[i].firstB);
+    compare(a.moments[i].secondB, b.moments[i].secondB);
+  }
+  return worst;
+}
+
+void caseMirror(Checks& checks) {
+  constexpr std::int64_t kSteps = 8;
+  const model::ModelFolder folder = openFixture("llama_bf16_sharded_tied");
+  auto gpu = test::requireGpu();
+  const model::ModelWeights placed = model::placeWeights(*gpu, folder.weights());
+  train::TrainLoop loop(*gpu, folder.config(), placed, runData(), runConfig(kSteps));
+  train::TrainLoop twin(*gpu, folder.config(), placed, runData(), runConfig(kSteps));
+  loop.step();
+  twin.step();
+
+  // The snapshot against a synchronous read of the same step, the next step queued before the
+  // snapshot is waited for.
+  gpu->synchronize();
+  const std::uint64_t before = allocatedBytes(*gpu);
+  train::PendingTrainerState first = loop.snapshotState();
+  const std::uint64_t copies = allocatedBytes(*gpu) - before;
+  const std::vector<std::byte> read = train::encodeTrainerState(loop.state());
+  loop.step();
+  twin.step();
+  const train::TrainerState firstState = first.wait();
+  checks.expect(train::encodeTrainerState(firstState) == read,
+                "the step-1 snapshot, waited for after step 2 was queued, is byte for byte what "
+                "state() read at step 1");
+  const auto parameters = static_cast<std::uint64_t>(firstState.adapter.parameterCount());
+  checks.expect(copies >= 3 * parameters * sizeof(float),
+                format("the snapshot's device copies hold the adapter and both moments (%.0f "
+                       "bytes allocated for %.0f parameters)",
+                       double(copies), double(parameters)));
+  gpu->synchronize();
+  checks.expect(allocatedBytes(*gpu) <= before,
+                "the device copies are freed once the snapshot has landed");
+
+  // No synchronous read at all: the snapshot of step 2 against the twin's step 2 (the same
+  // kernels in the same order), and unlike step 3's state, which ran while it downloaded.
+  train::PendingTrainerState second = loop.snapshotState();
+  loop.step();
+  const train::TrainerState secondState = second.wait();
+  const double toTwin = maxStateDifference(secondState, twin.state());
+  const double toNext = maxStateDifference(secondState, loop.state());
+  checks.expect(secondState.step == 2 && toTwin <= 1e-6 && toNext > 100 * toTwin,
+                format("the step-2 snapshot is step 2's state (max |Δ| %.3g to the twin run's "
+                       "step 2, %.3g to step 3; step %.0f)",
+                       toTwin, toNext, double(secondState.step)));
+}
+
 // --- export ---------------------------------------------------------------------------------
 
 bool sameAdapter(const train::LoraAdapter& a, const train::LoraAdapter& b) {
@@ -652,14 +726,15 @@ void caseToggles(Checks& checks) {
 
 int main(int argc, char** argv) {
   const std::map<std::string, std::function<void(Checks&)>> cases = {
-      {"weights", caseWeights}, {"parity", caseParity}, {"resume", caseResume},
-      {"export", caseExport},   {"move", caseMove},     {"engine", caseEngine},
-      {"toggles", caseToggles}, {"qlora", caseQlora},   {"families", caseFamilies}};
+      {"weights", caseWeights},  {"parity", caseParity},   {"resume", caseResume},
+      {"mirror", caseMirror},    {"export", caseExport},   {"move", caseMove},
+      {"engine", caseEngine},    {"toggles", caseToggles}, {"qlora", caseQlora},
+      {"families", caseFamilies}};
   const auto it = argc == 2 ? cases.find(argv[1]) : cases.end();
   if (it == cases.end()) {
-    std::fprintf(
-        stderr,
-        "usage: gpu_train weights|parity|resume|export|move|engine|toggles|qlora|families\n");
+    std::fprintf(stderr,
+                 "usage: gpu_train "
+                 "weights|parity|resume|mirror|export|move|engine|toggles|qlora|families\n");
     return 2;
   }
   Checks checks;
