@@ -95,6 +95,13 @@
 #                                  its files), then builds gpu_generate and parity_ops only and runs
 #                                  the attention_cached parity cases and gpu_generate: the KV-cache
 #                                  decoder and an adapter on the GPU against those references
+#   scripts/gpu-check.sh mirror    there: build gpu_train and bench_gpu_train only and run what the
+#                                  state mirror's download touches (ctest gpu_train_mirror, _resume,
+#                                  _engine, _parity), then bench_gpu_train --mirror on the Qwen
+#                                  shape: the engine thread's time between steps before and now,
+#                                  the writer's, and a step beside the download (mirror.txt,
+#                                  bench.jsonl). MIRROR_BOUNDARIES sets the step boundaries timed
+#                                  (default 5). About 3 minutes.
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -374,8 +381,30 @@ run_qlora() {
   exit "$status"
 }
 
+run_mirror() {
+  local out="${OUT:-$repo/gpu-check-results}"
+  mkdir -p "$out"
+  local log="$out/mirror.txt" status=0
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$log"
+  export LD_LIBRARY_PATH="$repo/.device/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  configure_device_build "$out"
+  local started=$SECONDS
+  cmake --build build/device --target gpu_train bench_gpu_train --parallel "$(nproc)" \
+    >"$out/build.log" 2>&1 ||
+    { grep -E "error|Error" "$out/build.log" | head -40 | tee -a "$log"; exit 1; }
+  rm -f "$out/build.log" "$out/configure.log"
+  echo "gpu-check: built in $((SECONDS - started)) s" | tee -a "$log"
+  ctest --test-dir build/device -L gpu -R "gpu_train_(mirror|resume|engine|parity)" \
+    --output-on-failure 2>&1 | tee -a "$log" || status=1
+  build/device/tests/bench/bench_gpu_train --shape qwen2.5-0.5b --warmup 2 --steps 3 \
+    --profile-steps 0 --mirror "${MIRROR_BOUNDARIES:-5}" --json "$out/bench.jsonl" 2>&1 |
+    tee -a "$log" || status=1
+  exit "$status"
+}
+
 case "${1:-}" in
   prepare) prepare ;;
+  mirror) run_mirror ;;
   qlora) run_qlora ;;
   hf)
     [[ $# -eq 3 ]] || { echo "usage: scripts/gpu-check.sh hf RUN_DIR TEMPLATES_DIR" >&2; exit 2; }
@@ -411,7 +440,7 @@ case "${1:-}" in
   *)
     echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | parity [OP ...] | doctor |" \
       "record [PROGRAM] | bench [SHAPE ...] | memory [ARGS] | supervise |" \
-      "hf RUN_DIR TEMPLATES_DIR | qlora | generate | peft-adapter BASE_DIR ADAPTER_DIR..." >&2
+      "hf RUN_DIR TEMPLATES_DIR | qlora | generate | mirror | peft-adapter BASE_DIR ADAPTER_DIR..." >&2
     exit 2
     ;;
 esac

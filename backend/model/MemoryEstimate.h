@@ -25,8 +25,11 @@
 //   dequant    with NF4 projections on a GPU (--quantize nf4): the bf16 workspace one projection
 //              is dequantised into for its product (hip/HipBackendOpsGemm.cpp's note), the
 //              largest projection's out × in, alive beside either transient
-// Not counted: vendor-library workspaces outside our allocator, and the allocator's rounding
-// (peak reserved ≥ peak allocated); scripts/gpu-check.sh memory measures both against this.
+// Not counted: vendor-library workspaces outside our allocator, the allocator's rounding (peak
+// reserved ≥ peak allocated), and the state mirror's device copy of LoRA and AdamW (3 × loraBytes,
+// train/TrainGraph.h: downloadStateAsync), made at a step's end and freed once downloaded, early
+// in the next step (bench_gpu_train --mirror reports a step's peak allocated beside it and
+// alone); scripts/gpu-check.sh memory measures the first two against this.
 #pragma once
 
 #include <cstdint>

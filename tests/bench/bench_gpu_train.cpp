@@ -351,7 +351,23 @@ struct MirrorTimes {
   std::vector<double> writer;          // writer thread: wait() and encodeTrainerState
   std::vector<double> besideDownload;  // a step while the writer runs
   std::vector<double> alone;           // a step with nothing beside it
+  // The allocator's peak allocated bytes over those steps (the snapshot's device copies counted
+  // with the step beside them); nullopt on the CPU.
+  std::optional<std::uint64_t> peakBeside, peakAlone;
 };
+
+// Starts a peak reading: the allocator's peak allocated from now on (nothing on the CPU).
+void resetPeak(compute::Backend& backend) {
+  if (memory::DeviceAllocator* allocator = backend.deviceAllocator()) {
+    allocator->resetPeakStats();
+  }
+}
+void raisePeak(compute::Backend& backend, std::optional<std::uint64_t>& peak) {
+  if (memory::DeviceAllocator* allocator = backend.deviceAllocator()) {
+    peak = std::max<std::uint64_t>(
+        peak.value_or(0), static_cast<std::uint64_t>(allocator->stats().allocatedBytes.peak));
+  }
+}
 
 struct Result {
   std::string device;
@@ -379,11 +395,14 @@ MirrorTimes timeStateMirror(train::TrainLoop& loop, compute::Backend& backend, i
     t.synchronous.push_back(secondsSince(start));
     t.megabytes = static_cast<double>(encoded.size()) / 1e6;
 
+    resetPeak(backend);
     start = std::chrono::steady_clock::now();
     loop.step();
     backend.synchronize();
     t.alone.push_back(secondsSince(start));
+    raisePeak(backend, t.peakAlone);
 
+    resetPeak(backend);
     start = std::chrono::steady_clock::now();
     train::PendingTrainerState pending = loop.snapshotState();
     t.snapshot.push_back(secondsSince(start));
@@ -397,6 +416,7 @@ MirrorTimes timeStateMirror(train::TrainLoop& loop, compute::Backend& backend, i
     backend.synchronize();
     t.besideDownload.push_back(secondsSince(start));
     t.writer.push_back(writer.get().first);
+    raisePeak(backend, t.peakBeside);
   }
   return t;
 }
@@ -529,9 +549,11 @@ void printReport(const Options& o, const Result& r) {
     std::printf(
         "  state mirror (%.1f MB encoded), medians of %d step boundaries: engine thread %.2f ms "
         "before (state() download + encoding), %.3f ms now (snapshotState); writer %.2f ms "
-        "(wait + encoding); a step beside the download %.2f ms, alone %.2f ms\n",
+        "(wait + encoding); a step beside the download %.2f ms, alone %.2f ms; peak allocated "
+        "beside it %s, alone %s\n",
         m.megabytes, o.mirror, 1000.0 * median(m.synchronous), 1000.0 * median(m.snapshot),
-        1000.0 * median(m.writer), 1000.0 * median(m.besideDownload), 1000.0 * median(m.alone));
+        1000.0 * median(m.writer), 1000.0 * median(m.besideDownload), 1000.0 * median(m.alone),
+        gibText(m.peakBeside).c_str(), gibText(m.peakAlone).c_str());
   }
   if (o.profileSteps == 0) {
     return;
@@ -608,7 +630,9 @@ nlohmann::json resultJson(const Options& o, const Result& r) {
                             {"engine_ms_now", 1000.0 * median(r.mirror.snapshot)},
                             {"writer_ms", 1000.0 * median(r.mirror.writer)},
                             {"step_ms_beside_download", 1000.0 * median(r.mirror.besideDownload)},
-                            {"step_ms_alone", 1000.0 * median(r.mirror.alone)}}
+                            {"step_ms_alone", 1000.0 * median(r.mirror.alone)},
+                            {"peak_allocated_gib_beside_download", gib(r.mirror.peakBeside)},
+                            {"peak_allocated_gib_alone", gib(r.mirror.peakAlone)}}
            : nlohmann::json(nullptr)}};
 }
 
