@@ -101,7 +101,11 @@
 #                                  shape: the engine thread's time between steps before and now,
 #                                  the writer's, and a step beside the download (mirror.txt,
 #                                  bench.jsonl). MIRROR_BOUNDARIES sets the step boundaries timed
-#                                  (default 5). About 3 minutes.
+#                                  (default 5). MIRROR_PROGRAMS=DIR: gpu_train and bench_gpu_train
+#                                  built here for hip-nvidia (stripped) and carried, run as they
+#                                  are instead of built there (gpu_train reads its fixtures from
+#                                  the source folder it was built in: link that path to this
+#                                  checkout first). About 3 minutes with the build, 1 without.
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -382,23 +386,32 @@ run_qlora() {
 }
 
 run_mirror() {
-  local out="${OUT:-$repo/gpu-check-results}"
+  local out="${OUT:-$repo/gpu-check-results}" programs="${MIRROR_PROGRAMS:-}"
   mkdir -p "$out"
-  local log="$out/mirror.txt" status=0
+  local log="$out/mirror.txt" status=0 case programs_bench
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$log"
   export LD_LIBRARY_PATH="$repo/.device/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  configure_device_build "$out"
-  local started=$SECONDS
-  cmake --build build/device --target gpu_train bench_gpu_train --parallel "$(nproc)" \
-    >"$out/build.log" 2>&1 ||
-    { grep -E "error|Error" "$out/build.log" | head -40 | tee -a "$log"; exit 1; }
-  rm -f "$out/build.log" "$out/configure.log"
-  echo "gpu-check: built in $((SECONDS - started)) s" | tee -a "$log"
-  ctest --test-dir build/device -L gpu -R "gpu_train_(mirror|resume|engine|parity)" \
-    --output-on-failure 2>&1 | tee -a "$log" || status=1
-  build/device/tests/bench/bench_gpu_train --shape qwen2.5-0.5b --warmup 2 --steps 3 \
-    --profile-steps 0 --mirror "${MIRROR_BOUNDARIES:-5}" --json "$out/bench.jsonl" 2>&1 |
-    tee -a "$log" || status=1
+  if [[ -z "$programs" ]]; then
+    configure_device_build "$out"
+    local started=$SECONDS
+    cmake --build build/device --target gpu_train bench_gpu_train --parallel "$(nproc)" \
+      >"$out/build.log" 2>&1 ||
+      { grep -E "error|Error" "$out/build.log" | head -40 | tee -a "$log"; exit 1; }
+    rm -f "$out/build.log" "$out/configure.log"
+    echo "gpu-check: built in $((SECONDS - started)) s" | tee -a "$log"
+    ctest --test-dir build/device -L gpu -R "gpu_train_(mirror|resume|engine|parity)" \
+      --output-on-failure 2>&1 | tee -a "$log" || status=1
+    programs=build/device/tests
+    programs_bench="$programs/bench/bench_gpu_train"
+  else
+    for case in mirror resume engine parity; do
+      echo "=== gpu_train $case" | tee -a "$log"
+      "$programs/gpu_train" "$case" 2>&1 | tee -a "$log" || status=1
+    done
+    programs_bench="$programs/bench_gpu_train"
+  fi
+  "$programs_bench" --shape qwen2.5-0.5b --warmup 2 --steps 3 --profile-steps 0 \
+    --mirror "${MIRROR_BOUNDARIES:-5}" --json "$out/bench.jsonl" 2>&1 | tee -a "$log" || status=1
   exit "$status"
 }
 
