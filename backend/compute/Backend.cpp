@@ -390,7 +390,9 @@ namespace {
 class ReadyDownload final : public PendingDownload {
  public:
   explicit ReadyDownload(std::vector<std::vector<float>> values) : values_(std::move(values)) {}
-  std::vector<std::vector<float>> wait() override { return std::move(values_); }
+  std::vector<std::span<const float>> wait() override {
+    return std::vector<std::span<const float>>(values_.begin(), values_.end());
+  }
 
  private:
   std::vector<std::vector<float>> values_;

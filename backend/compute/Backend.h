@@ -70,12 +70,13 @@ struct AttentionOptions {
 
 // A download in flight (Backend::downloadAsync): the values its tensors had when it was asked
 // for, arriving on the host while the backend computes on. wait() may be called from another
-// thread than the one that asked, once; destroying it without waiting waits first.
+// thread than the one that asked; destroying it without waiting waits first.
 class PendingDownload {
  public:
   virtual ~PendingDownload() = default;
-  // Blocks until the values are on the host: one vector per tensor, in the order given.
-  virtual std::vector<std::vector<float>> wait() = 0;
+  // Blocks until the values are on the host: one span per tensor, in the order given, valid as
+  // long as this object (host memory it owns: pinned memory on a GPU).
+  virtual std::vector<std::span<const float>> wait() = 0;
 };
 
 class Backend {

@@ -197,10 +197,11 @@ class TrainingJob : public engine::EngineJob {
     }
     run_.appendMetrics(m);  // before the mirror: replayMirroredStep reads the step's metrics
     // The state as this step left it, downloading while the next step runs; the writer waits
-    // for it, encodes it and writes it.
+    // for it, encodes it into mirrorPayload_ and writes it.
     mirrorWrite_ =
         std::async(std::launch::async, [this, pending = loop_->snapshotState()]() mutable {
-          mirror_->write(train::encodeTrainerState(pending.wait()));
+          pending.waitEncoded(mirrorPayload_);
+          mirror_->write(mirrorPayload_);
         });
     if (settings_.checkpointEvery > 0 && m.step % settings_.checkpointEvery == 0 && !finished()) {
       run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints);
@@ -727,7 +728,8 @@ class TrainingJob : public engine::EngineJob {
   // the engine thread only queues the state's copy (TrainLoop::snapshotState: on a GPU, the three
   // flat buffers copied on the device in stream order, then downloaded into pinned memory on a
   // side stream; on the CPU, a host copy), and a writer thread waits for the download, encodes
-  // the state and writes it (checksum, copy into the mapping, two msyncs: engine/StateMirror.h)
+  // the state straight from it into a buffer it reuses (PendingTrainerState::waitEncoded) and
+  // writes it (checksum, copy into the mapping, two msyncs: engine/StateMirror.h)
   // while the next step computes: no step waits for a state download. That step's end (or the
   // engine settling: a pause, a stop, a toggle, a checkpoint, an error) announces it, with its
   // incident event. An evaluation is announced at once (it may stop the run early), after the step
@@ -865,6 +867,7 @@ class TrainingJob : public engine::EngineJob {
   // Note [asynchronous state mirror]: the write in flight, and the step it holds (completed, not
   // yet announced). Declared after mirror_, so that it is waited for before mirror_ goes.
   std::future<void> mirrorWrite_;
+  std::vector<std::byte> mirrorPayload_;  // the writer's encoding buffer, reused every step
   std::optional<train::StepMetrics> mirrored_;
   // The last completed step's evaluation was cut short: it runs before the next step.
   bool pendingEvaluation_ = false;

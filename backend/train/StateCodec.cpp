@@ -2,6 +2,8 @@
 #include "train/StateCodec.h"
 
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -9,15 +11,6 @@ namespace lorascope::train {
 namespace {
 
 using nlohmann::json;
-
-class Writer {
- public:
-  void floats(const std::vector<float>& v) {
-    const auto* p = reinterpret_cast<const std::byte*>(v.data());
-    out.insert(out.end(), p, p + v.size() * sizeof(float));
-  }
-  std::vector<std::byte> out;
-};
 
 class Reader {
  public:
@@ -45,7 +38,32 @@ class Reader {
 
 }  // namespace
 
+std::vector<std::span<const float>> encodingArrays(const TrainerState& s) {
+  std::vector<std::span<const float>> arrays;
+  arrays.reserve(6 * s.adapter.weights.size());
+  for (std::size_t i = 0; i < s.adapter.weights.size(); ++i) {
+    const LoraMoments& m = s.moments.at(i);
+    for (const std::vector<float>* v : {&s.adapter.weights[i].a, &s.adapter.weights[i].b, &m.firstA,
+                                        &m.secondA, &m.firstB, &m.secondB}) {
+      arrays.emplace_back(*v);
+    }
+  }
+  return arrays;
+}
+
 std::vector<std::byte> encodeTrainerState(const TrainerState& s) {
+  std::vector<std::byte> out;
+  encodeTrainerStateInto(s, encodingArrays(s), out);
+  return out;
+}
+
+void encodeTrainerStateInto(const TrainerState& s, std::span<const std::span<const float>> arrays,
+                            std::vector<std::byte>& out) {
+  if (arrays.size() != 6 * s.adapter.weights.size()) {
+    throw std::invalid_argument("encodeTrainerStateInto: " + std::to_string(arrays.size()) +
+                                " float arrays for " + std::to_string(s.adapter.weights.size()) +
+                                " adapter entries (six each)");
+  }
   json header = {{"step", s.step},
                  {"epoch", s.epoch},
                  {"data_cursor", s.dataCursor},
@@ -59,28 +77,37 @@ std::vector<std::byte> encodeTrainerState(const TrainerState& s) {
                    {"rslora", s.adapter.config.useRslora}}},
                  {"sites", json::array()},
                  {"history", json::array()}};
-  for (const LoraWeights& w : s.adapter.weights) {
-    header["sites"].push_back({w.site.layer, static_cast<int>(w.site.module), w.site.inFeatures,
-                               w.site.outFeatures, w.a.size(), w.b.size()});
+  std::size_t floatCount = 0;
+  for (std::size_t i = 0; i < s.adapter.weights.size(); ++i) {
+    const LoraSite& site = s.adapter.weights[i].site;
+    const std::span<const float>* entry = &arrays[6 * i];
+    const std::size_t aCount = entry[0].size(), bCount = entry[1].size();
+    if (entry[2].size() != aCount || entry[3].size() != aCount || entry[4].size() != bCount ||
+        entry[5].size() != bCount) {
+      throw std::invalid_argument("encodeTrainerStateInto: the moments of entry " +
+                                  std::to_string(i) + " are shaped unlike its A and B");
+    }
+    header["sites"].push_back({site.layer, static_cast<int>(site.module), site.inFeatures,
+                               site.outFeatures, aCount, bCount});
+    floatCount += 3 * (aCount + bCount);
   }
   for (const MicroBatchChange& c : s.microBatchHistory) {
     header["history"].push_back({c.step, c.microBatch, c.accumulation, c.reason});
   }
   const std::string text = header.dump();
-  Writer w;
   const std::uint64_t length = text.size();
-  const auto* lp = reinterpret_cast<const std::byte*>(&length);
-  w.out.insert(w.out.end(), lp, lp + sizeof length);
-  const auto* tp = reinterpret_cast<const std::byte*>(text.data());
-  w.out.insert(w.out.end(), tp, tp + text.size());
-  for (std::size_t i = 0; i < s.adapter.weights.size(); ++i) {
-    w.floats(s.adapter.weights[i].a);
-    w.floats(s.adapter.weights[i].b);
-    const LoraMoments& m = s.moments.at(i);
-    for (const auto* v : {&m.firstA, &m.secondA, &m.firstB, &m.secondB})
-      w.floats(*v);
+  out.resize(sizeof length + text.size() + floatCount * sizeof(float));
+  std::byte* p = out.data();
+  std::memcpy(p, &length, sizeof length);
+  p += sizeof length;
+  std::memcpy(p, text.data(), text.size());
+  p += text.size();
+  for (const std::span<const float> v : arrays) {
+    if (!v.empty()) {
+      std::memcpy(p, v.data(), v.size_bytes());
+    }
+    p += v.size_bytes();
   }
-  return std::move(w.out);
 }
 
 TrainerState decodeTrainerState(std::span<const std::byte> bytes) {

@@ -405,11 +405,17 @@ void TrainGraph::adamwStep(const AdamWConfig& config, double learningRate, std::
 
 namespace {
 
-std::vector<float> sliceOf(const std::vector<float>& flat, std::int64_t offset, std::int64_t n) {
-  return std::vector<float>(flat.begin() + offset, flat.begin() + offset + n);
+// n values of a flat buffer from `offset` (a site's A or B: LoraSlices).
+std::span<const float> part(std::span<const float> flat, std::int64_t offset, std::int64_t n) {
+  return flat.subspan(static_cast<std::size_t>(offset), static_cast<std::size_t>(n));
 }
 
-void unpackAdapter(const std::vector<float>& flat, std::span<const LoraSlices> slices,
+std::vector<float> sliceOf(std::span<const float> flat, std::int64_t offset, std::int64_t n) {
+  const std::span<const float> values = part(flat, offset, n);
+  return std::vector<float>(values.begin(), values.end());
+}
+
+void unpackAdapter(std::span<const float> flat, std::span<const LoraSlices> slices,
                    LoraAdapter& adapter) {
   if (adapter.weights.size() != slices.size()) {
     throw std::invalid_argument("downloadAdapter: adapter has " +
@@ -423,7 +429,7 @@ void unpackAdapter(const std::vector<float>& flat, std::span<const LoraSlices> s
   }
 }
 
-void unpackMoments(const std::vector<float>& first, const std::vector<float>& second,
+void unpackMoments(std::span<const float> first, std::span<const float> second,
                    std::span<const LoraSlices> slices, std::vector<LoraMoments>& moments) {
   moments.resize(slices.size());
   for (std::size_t i = 0; i < slices.size(); ++i) {
@@ -461,10 +467,24 @@ PendingLoraState TrainGraph::downloadStateAsync() {
 }
 
 void PendingLoraState::wait(LoraAdapter& adapter, std::vector<LoraMoments>& moments) {
-  const std::vector<std::vector<float>> flat = download_->wait();
-  download_.reset();
+  const std::vector<std::span<const float>> flat = download_->wait();
   unpackAdapter(flat[0], slices_, adapter);
   unpackMoments(flat[1], flat[2], slices_, moments);
+}
+
+std::vector<std::span<const float>> PendingLoraState::waitArrays() {
+  const std::vector<std::span<const float>> flat = download_->wait();
+  std::vector<std::span<const float>> arrays;
+  arrays.reserve(6 * slices_.size());
+  for (const LoraSlices& s : slices_) {
+    arrays.push_back(part(flat[0], s.offsetA, s.countA));
+    arrays.push_back(part(flat[0], s.offsetB, s.countB));
+    arrays.push_back(part(flat[1], s.offsetA, s.countA));
+    arrays.push_back(part(flat[2], s.offsetA, s.countA));
+    arrays.push_back(part(flat[1], s.offsetB, s.countB));
+    arrays.push_back(part(flat[2], s.offsetB, s.countB));
+  }
+  return arrays;
 }
 
 std::vector<LoraGradient> TrainGraph::gradients() {

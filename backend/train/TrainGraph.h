@@ -92,8 +92,11 @@ class PendingLoraState {
       : download_(std::move(download)), slices_(std::move(slices)) {}
   // Blocks until the values are on the host; fills the adapter's A and B (its sites must be the
   // graph's, in order) and the moments (resized to fit), as downloadAdapter and downloadMoments
-  // would have then. Once.
+  // would have then.
   void wait(LoraAdapter& adapter, std::vector<LoraMoments>& moments);
+  // The same values without copying them: six spans per site in train/StateCodec.h's order (A,
+  // B, first moment of A, second of A, first of B, second of B), valid as long as this object.
+  std::vector<std::span<const float>> waitArrays();
 
  private:
   std::unique_ptr<compute::PendingDownload> download_;

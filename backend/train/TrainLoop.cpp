@@ -8,6 +8,7 @@
 #include <string>
 
 #include "memory/DeviceAllocator.h"  // defines: DeviceAllocator::beginStep
+#include "train/StateCodec.h"
 
 namespace lorascope::train {
 namespace {
@@ -155,6 +156,15 @@ TrainerState PendingTrainerState::wait() {
     lora_.reset();
   }
   return std::move(state_);
+}
+
+void PendingTrainerState::waitEncoded(std::vector<std::byte>& out) {
+  if (!lora_) {
+    encodeTrainerStateInto(state_, encodingArrays(state_), out);
+    return;
+  }
+  encodeTrainerStateInto(state_, lora_->waitArrays(), out);
+  lora_.reset();
 }
 
 void TrainLoop::checkResumeState() const {

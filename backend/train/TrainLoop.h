@@ -107,6 +107,10 @@ class PendingTrainerState {
   // Blocks until the adapter and moments are on the host; the whole state, as state() gave it
   // when the snapshot was taken. Once.
   TrainerState wait();
+  // Blocks likewise and encodes the state (train/StateCodec.h) into `out`, straight from the
+  // downloaded buffers: the bytes of encodeTrainerState(wait()) without the per-site copies, in
+  // `out`'s memory (reused from step to step: the mirror's writer). Instead of wait().
+  void waitEncoded(std::vector<std::byte>& out);
 
  private:
   TrainerState state_;  // everything; the adapter's A and B and the moments only without lora_

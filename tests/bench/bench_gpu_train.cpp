@@ -45,8 +45,9 @@
 // (Note [asynchronous state mirror] in job/EngineJob.cpp): what the engine thread spent between
 // steps before (TrainLoop::state()'s synchronous download, then the encoding) and now
 // (TrainLoop::snapshotState: the device copy and the side stream's download queued), the
-// writer's wait and encoding now, and a step timed while that download and encoding run beside it
-// against the same number of steps with none; medians, in the report and the JSON line.
+// writer's wait and encoding now (PendingTrainerState::waitEncoded, into a buffer it reuses), and a
+// step timed while that download and encoding run beside it against the same number of steps with
+// none; medians, in the report and the JSON line.
 //
 // Memory: the caching allocator's peak reserved and peak allocated bytes over the whole run
 // (PyTorch's max_memory_reserved / max_memory_allocated), and the driver's reading of the whole
@@ -387,13 +388,14 @@ struct Result {
 
 MirrorTimes timeStateMirror(train::TrainLoop& loop, compute::Backend& backend, int boundaries) {
   MirrorTimes t;
+  std::vector<std::byte> encoded;  // the writer's buffer
   for (int i = 0; i < boundaries; ++i) {
     loop.step();
     backend.synchronize();
     auto start = std::chrono::steady_clock::now();
-    const std::vector<std::byte> encoded = train::encodeTrainerState(loop.state());
+    const std::vector<std::byte> before = train::encodeTrainerState(loop.state());
     t.synchronous.push_back(secondsSince(start));
-    t.megabytes = static_cast<double>(encoded.size()) / 1e6;
+    t.megabytes = static_cast<double>(before.size()) / 1e6;
 
     resetPeak(backend);
     start = std::chrono::steady_clock::now();
@@ -406,16 +408,16 @@ MirrorTimes timeStateMirror(train::TrainLoop& loop, compute::Backend& backend, i
     start = std::chrono::steady_clock::now();
     train::PendingTrainerState pending = loop.snapshotState();
     t.snapshot.push_back(secondsSince(start));
-    auto writer = std::async(std::launch::async, [&pending] {
+    auto writer = std::async(std::launch::async, [&pending, &encoded] {
       const auto begin = std::chrono::steady_clock::now();
-      const std::size_t bytes = train::encodeTrainerState(pending.wait()).size();
-      return std::make_pair(secondsSince(begin), bytes);
+      pending.waitEncoded(encoded);  // as the mirror's writer does, into a buffer it reuses
+      return secondsSince(begin);
     });
     start = std::chrono::steady_clock::now();
     loop.step();
     backend.synchronize();
     t.besideDownload.push_back(secondsSince(start));
-    t.writer.push_back(writer.get().first);
+    t.writer.push_back(writer.get());
     raisePeak(backend, t.peakBeside);
   }
   return t;

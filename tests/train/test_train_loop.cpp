@@ -334,24 +334,33 @@ TEST_CASE(stateIsCurrentHoweverOftenItIsRead) {
 
 // TrainLoop::snapshotState, waited for after the next step ran (as the state mirror's writer does
 // while the engine steps on), is the state of the step it was taken at: encoded, byte for byte
-// what state() read then gives, and unlike the state after the next step.
+// what state() read then gives (also when encoded straight from the download, as the writer
+// does), and unlike the state after the next step.
 TEST_CASE(snapshotBeforeTheNextStepHoldsItsStep) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
   TrainLoop stepping(*backend, folder.config(), folder.weights(), examples(10, 5), smallConfig());
   TrainLoop reference(*backend, folder.config(), folder.weights(), examples(10, 5), smallConfig());
+  std::vector<std::byte> buffer;
   for (int i = 0; i < 3; ++i) {
     stepping.step();
     reference.step();
     train::PendingTrainerState snapshot = stepping.snapshotState();
-    stepping.step();  // changes the adapter and moments the snapshot was taken from
+    train::PendingTrainerState encoded = stepping.snapshotState();
+    stepping.step();  // changes the adapter and moments the snapshots were taken from
     const train::TrainerState taken = snapshot.wait();
     COMPARE(taken.step, std::int64_t{2 * i + 1});
-    VERIFY(train::encodeTrainerState(taken) == train::encodeTrainerState(reference.state()));
+    const std::vector<std::byte> expected = train::encodeTrainerState(reference.state());
+    VERIFY(train::encodeTrainerState(taken) == expected);
+    encoded.waitEncoded(buffer);  // as the mirror's writer encodes, into a buffer it reuses
+    VERIFY(buffer == expected);
     VERIFY(!bitIdentical(taken.moments[0].firstB, stepping.state().moments[0].firstB));
     reference.step();
   }
   // Nothing ran since the last state() read: the host copy itself, the same bytes.
   train::PendingTrainerState again = stepping.snapshotState();
+  train::PendingTrainerState againEncoded = stepping.snapshotState();
   VERIFY(train::encodeTrainerState(again.wait()) == train::encodeTrainerState(stepping.state()));
+  againEncoded.waitEncoded(buffer);
+  VERIFY(buffer == train::encodeTrainerState(stepping.state()));
 }

@@ -135,15 +135,15 @@ class HipPendingDownload final : public PendingDownload {
     LORASCOPE_HIP_CHECK(hipEventRecord(landed_.get(), stream));
   }
 
-  std::vector<std::vector<float>> wait() override {
+  std::vector<std::span<const float>> wait() override {
     LORASCOPE_HIP_CHECK(hipSetDevice(device_));  // the caller may be another thread
     LORASCOPE_HIP_CHECK(hipEventSynchronize(landed_.get()));
     copies_.clear();  // downloaded: the device memory goes back to the allocator now
-    std::vector<std::vector<float>> values;
+    std::vector<std::span<const float>> values;
     values.reserve(counts_.size());
     const float* p = static_cast<const float*>(buffer_.data);
     for (const std::size_t count : counts_) {
-      values.emplace_back(p, p + count);
+      values.emplace_back(p, count);
       p += count;
     }
     return values;

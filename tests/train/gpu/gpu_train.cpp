@@ -419,11 +419,14 @@ void caseMirror(Checks& checks) {
   checks.expect(allocatedBytes(*gpu) <= before,
                 "the device copies are freed once the snapshot has landed");
 
-  // No synchronous read at all: the snapshot of step 2 against the twin's step 2 (the same
-  // kernels in the same order), and unlike step 3's state, which ran while it downloaded.
+  // No synchronous read at all: the snapshot of step 2, encoded as the writer encodes it, against
+  // the twin's step 2 (the same kernels in the same order), and unlike step 3's state, which ran
+  // while it downloaded.
   train::PendingTrainerState second = loop.snapshotState();
   loop.step();
-  const train::TrainerState secondState = second.wait();
+  std::vector<std::byte> encoded;
+  second.waitEncoded(encoded);  // as the mirror's writer does: straight from the pinned buffer
+  const train::TrainerState secondState = train::decodeTrainerState(encoded);
   const double toTwin = maxStateDifference(secondState, twin.state());
   const double toNext = maxStateDifference(secondState, loop.state());
   checks.expect(secondState.step == 2 && toTwin <= 1e-6 && toNext > 100 * toTwin,
