@@ -1,10 +1,11 @@
-// engine/StateMirror.cpp — double-buffered, checksummed state file over a shared mapping
+// engine/StateMirror.cpp — three-slot, checksummed state file over a shared mapping
 // (common/MappedFile.h).
 #include "engine/StateMirror.h"
 
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -16,7 +17,7 @@ namespace lorascope::engine {
 namespace {
 
 constexpr char kMagic[8] = {'L', 'S', 'M', 'I', 'R', 'R', 'O', 'R'};
-constexpr std::uint32_t kFormatVersion = 1;
+constexpr std::uint32_t kFormatVersion = 2;  // 1: two slots, every write durable
 constexpr std::size_t kFileHeaderBytes = 64;
 constexpr std::size_t kSlotHeaderBytes = 32;
 constexpr std::uint32_t kValidFlag = 0x56414c44;  // "VALD"
@@ -120,7 +121,7 @@ StateMirror::StateMirror(const std::filesystem::path& path, std::size_t capacity
       capacityBytes_ = static_cast<std::size_t>(existing);
     }
   }
-  mappedBytes_ = slotOffset(capacityBytes_, 2);
+  mappedBytes_ = slotOffset(capacityBytes_, kSlots);
   bool fresh = false;
   try {
     mapping_ = common::MappedFile::openShared(path, mappedBytes_, &fresh);
@@ -129,7 +130,7 @@ StateMirror::StateMirror(const std::filesystem::path& path, std::size_t capacity
                            " the state mirror: " + e.code().message());
   }
   map_ = mapping_->writableBytes().data();
-  if (fresh) {
+  if (fresh || version != kFormatVersion) {  // an older layout is started afresh, never reused
     std::memset(map_, 0, mappedBytes_);
     std::memcpy(map_, kMagic, sizeof kMagic);
     std::memcpy(map_ + 8, &kFormatVersion, sizeof kFormatVersion);
@@ -137,16 +138,18 @@ StateMirror::StateMirror(const std::filesystem::path& path, std::size_t capacity
     std::memcpy(map_ + 16, &capacity, sizeof capacity);
     flush(0, kFileHeaderBytes, "sync of the state header");
   }
-  // Continue after the newest valid slot, writing into the other one.
-  std::uint64_t newest = 0;
-  for (int slot = 0; slot < 2; ++slot) {
-    if (auto state = readSlot(map_, mappedBytes_, capacityBytes_, slot);
-        state && state->sequence >= newest) {
-      newest = state->sequence;
-      nextSlot_ = 1 - slot;
+  // What the slots hold: the newest valid one is the newest state, and (not knowing what reached
+  // the disk) also the durable one until a durable write says otherwise.
+  for (int slot = 0; slot < kSlots; ++slot) {
+    if (auto state = readSlot(map_, mappedBytes_, capacityBytes_, slot)) {
+      sequences_[static_cast<std::size_t>(slot)] = state->sequence;
+      if (newestSlot_ < 0 || state->sequence > sequences_[std::size_t(newestSlot_)]) {
+        newestSlot_ = slot;
+      }
     }
   }
-  nextSequence_ = newest + 1;
+  durableSlot_ = newestSlot_;
+  nextSequence_ = newestSlot_ < 0 ? 1 : sequences_[std::size_t(newestSlot_)] + 1;
 }
 
 StateMirror::~StateMirror() = default;
@@ -165,17 +168,35 @@ void StateMirror::write(std::span<const std::byte> payload) {
                            " bytes exceeds the mirror's capacity of " +
                            std::to_string(capacityBytes_) + " bytes");
   }
-  const std::size_t offset = slotOffset(capacityBytes_, nextSlot_);
+  // Never the newest state's slot (a crash now must leave it) nor the last durable one's (a
+  // machine that goes down must find it on the disk); of the slots left, the oldest.
+  int target = -1;
+  for (int slot = 0; slot < kSlots; ++slot) {
+    if (slot != newestSlot_ && slot != durableSlot_ &&
+        (target < 0 || sequences_[std::size_t(slot)] < sequences_[std::size_t(target)])) {
+      target = slot;
+    }
+  }
+  const auto now = std::chrono::steady_clock::now();
+  const bool durable = !lastDurable_ || now - *lastDurable_ >= durableEvery_;
+  const std::size_t offset = slotOffset(capacityBytes_, target);
   std::byte* slot = map_ + offset;
   SlotHeader header{0, 0, 0, 0};  // invalidate first: a torn payload must never look valid
   std::memcpy(slot, &header, sizeof header);
+  sequences_[std::size_t(target)] = 0;
   std::memcpy(slot + kSlotHeaderBytes, payload.data(), payload.size());
-  flush(offset, kSlotHeaderBytes + payload.size(), "msync of the state payload");
+  if (durable) {
+    flush(offset, kSlotHeaderBytes + payload.size(), "msync of the state payload");
+  }
   header = SlotHeader{nextSequence_, payload.size(), crc32(payload), kValidFlag};
   std::memcpy(slot, &header, sizeof header);
-  flush(offset, kSlotHeaderBytes, "msync of the state header");
-  ++nextSequence_;
-  nextSlot_ = 1 - nextSlot_;
+  if (durable) {
+    flush(offset, kSlotHeaderBytes, "msync of the state header");
+    durableSlot_ = target;
+    lastDurable_ = now;
+  }
+  sequences_[std::size_t(target)] = nextSequence_++;
+  newestSlot_ = target;
 }
 
 std::optional<MirroredState> StateMirror::readLatest(const std::filesystem::path& path) {
@@ -196,7 +217,7 @@ std::optional<MirroredState> StateMirror::readLatest(const std::filesystem::path
     return std::nullopt;  // a damaged header: no slot can be trusted
   }
   std::optional<MirroredState> best;
-  for (int slot = 0; slot < 2; ++slot) {
+  for (int slot = 0; slot < kSlots; ++slot) {  // a version-1 file's third slot reads as absent
     auto state = readSlot(data, bytes.size(), static_cast<std::size_t>(capacity), slot);
     if (state && (!best || state->sequence > best->sequence)) {
       best = std::move(state);

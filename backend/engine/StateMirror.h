@@ -3,14 +3,21 @@
 // process died without losing a step.
 //
 // Layout (little-endian):
-//   header (64 bytes): magic "LSMIRROR", format version, slot capacity in bytes
-//   slot 0, slot 1 (each 32-byte slot header + capacity bytes of payload):
+//   header (64 bytes): magic "LSMIRROR", format version (2), slot capacity in bytes
+//   slots 0, 1, 2 (each 32-byte slot header + capacity bytes of payload):
 //     sequence (u64), payload length (u64), CRC-32 of the payload (u32), valid flag (u32)
-// A write goes to the slot that does not hold the newest state: payload first, then msync, then
-// the slot header with a higher sequence, then msync again. A crash at any moment leaves at least
-// one slot whose CRC matches, and readers take the valid slot with the highest sequence.
+// A write goes to a slot that holds neither the newest state nor the last durable one: header
+// invalidated, payload, then the slot header with a higher sequence. Readers take the valid slot
+// with the highest sequence. An engine that dies at any moment (killed, crashed: the kernel keeps
+// what the mapping holds) leaves the newest completed write. A durable write also msyncs the
+// payload before the header and the header after it; writes are durable at most every
+// durableEvery (default: every write), so a machine that goes down leaves at least the last
+// durable state on the disk, and any newer slot that reached it whole. Version 1 files (two
+// slots) read the same; the engine starts them afresh.
 #pragma once
 
+#include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -52,6 +59,9 @@ class StateMirror {
 
   // Throws StateMirrorError when the payload exceeds the capacity or the sync fails.
   void write(std::span<const std::byte> payload);
+  // How often a write also waits for the disk (msync): every write (zero, the default), or the
+  // first write once this long has passed since the last durable one.
+  void setDurableEvery(std::chrono::milliseconds interval) { durableEvery_ = interval; }
   std::size_t capacityBytes() const { return capacityBytes_; }
 
   // The newest state whose checksum verifies, or nothing (new file, or both slots torn).
@@ -67,8 +77,13 @@ class StateMirror {
   std::size_t mappedBytes_ = 0;
   std::unique_ptr<common::MappedFile> mapping_;  // shared and writable
   std::byte* map_ = nullptr;                     // mapping_'s bytes
+  static constexpr int kSlots = 3;
   std::uint64_t nextSequence_ = 1;
-  int nextSlot_ = 0;
+  std::array<std::uint64_t, kSlots> sequences_{};  // each slot's valid sequence, 0 when none
+  int newestSlot_ = -1;                            // the slot of the newest state
+  int durableSlot_ = -1;                           // the slot of the last durable state
+  std::chrono::milliseconds durableEvery_{0};
+  std::optional<std::chrono::steady_clock::time_point> lastDurable_;
 };
 
 std::uint32_t crc32(std::span<const std::byte> data);

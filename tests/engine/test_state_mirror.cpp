@@ -1,9 +1,12 @@
 // test_state_mirror.cpp — the state mirror keeps the newest complete state through reopen, a torn
-// write in either slot, and damage to the file; it refuses states larger than its capacity.
+// write in any slot, and damage to the file; writes that do not wait for the disk never touch the
+// last durable state; it refuses states larger than its capacity.
 #include "TempDir.h"
 #include "TestRunner.h"
 
+#include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <span>
 #include <vector>
@@ -36,6 +39,20 @@ void corruptByte(const std::string& path, std::streamoff offset) {
 
 constexpr std::streamoff kSlot0Payload = 64 + 32;  // file header, then slot 0's header
 
+// Where slot `slot`'s payload starts in a mirror of `capacity` bytes a slot.
+std::streamoff payloadOffset(int slot, std::streamoff capacity) {
+  return 64 + slot * (32 + capacity) + 32;
+}
+
+// `bytes` bytes of the file at `offset`.
+std::string fileBytes(const std::string& path, std::streamoff offset, std::size_t bytes) {
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(offset);
+  std::string out(bytes, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(bytes));
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE(newFileHasNoState) {
@@ -65,12 +82,13 @@ TEST_CASE(aTornSlotFallsBackToThePreviousState) {
     StateMirror mirror(path, 256);
     mirror.write(bytesOf("step 1"));  // slot 0
     mirror.write(bytesOf("step 2"));  // slot 1
-    mirror.write(bytesOf("step 3"));  // slot 0 again
+    mirror.write(bytesOf("step 3"));  // slot 2
+    mirror.write(bytesOf("step 4"));  // slot 0 again
   }
-  corruptByte(path, kSlot0Payload + 2);  // step 3's payload no longer matches its CRC
+  corruptByte(path, kSlot0Payload + 2);  // step 4's payload no longer matches its CRC
   const auto latest = StateMirror::readLatest(path);
   VERIFY(latest.has_value());
-  COMPARE(textOf(latest->payload), std::string("step 2"));
+  COMPARE(textOf(latest->payload), std::string("step 3"));
 }
 
 TEST_CASE(reopeningContinuesTheSequenceWithoutOverwritingTheNewest) {
@@ -87,8 +105,63 @@ TEST_CASE(reopeningContinuesTheSequenceWithoutOverwritingTheNewest) {
   const auto latest = StateMirror::readLatest(path);
   COMPARE(textOf(latest->payload), std::string("c"));
   COMPARE(latest->sequence, std::uint64_t{3});
-  corruptByte(path, kSlot0Payload);  // "c" went to slot 0; "b" in slot 1 must survive
+  corruptByte(path, payloadOffset(2, 256));  // "c" went to slot 2; "b" in slot 1 must survive
   COMPARE(textOf(StateMirror::readLatest(path)->payload), std::string("b"));
+}
+
+// Writes between durable ones (setDurableEvery) go to the two other slots in turn: the newest
+// state survives an engine that dies in the next write, and the last durable state, left alone,
+// a machine that goes down before the page cache reached the disk.
+TEST_CASE(writesThatDoNotWaitForTheDiskNeverTouchTheLastDurableState) {
+  lstest::TempDir dir;
+  const std::string path = dir.filePath("mirror");
+  StateMirror mirror(path, 64);
+  mirror.setDurableEvery(std::chrono::hours(1));
+  mirror.write(bytesOf("durable"));  // the first write waits for the disk: slot 0
+  for (int step = 1; step <= 5; ++step) {
+    const std::string text = "step " + std::to_string(step);
+    mirror.write(bytesOf(text));
+    COMPARE(fileBytes(path, payloadOffset(0, 64), 7), std::string("durable"));
+    COMPARE(textOf(StateMirror::readLatest(path)->payload), text);
+  }
+  // Step 5 is in slot 1 (1, 3, 5 there; 2, 4 in slot 2). A write that dies in it leaves step 4.
+  corruptByte(path, payloadOffset(1, 64));
+  COMPARE(textOf(StateMirror::readLatest(path)->payload), std::string("step 4"));
+  // Neither non-durable slot reached the disk whole: the durable state is what is left.
+  corruptByte(path, payloadOffset(2, 64));
+  COMPARE(textOf(StateMirror::readLatest(path)->payload), std::string("durable"));
+}
+
+// A version-1 mirror (two slots, before the durable interval) still reads; an engine reopening
+// it starts it afresh in the current layout.
+TEST_CASE(aVersionOneMirrorReadsAndIsStartedAfresh) {
+  lstest::TempDir dir;
+  const std::string path = dir.filePath("mirror");
+  {
+    const std::uint64_t capacity = 32;
+    std::string file(64 + 2 * (32 + capacity), '\0');
+    std::memcpy(file.data(), "LSMIRROR", 8);
+    const std::uint32_t version = 1;
+    std::memcpy(file.data() + 8, &version, sizeof version);
+    std::memcpy(file.data() + 16, &capacity, sizeof capacity);
+    const std::string payload = "old state";
+    const std::uint64_t sequence = 7, length = payload.size();
+    const std::uint32_t crc = crc32(bytesOf(payload)), valid = 0x56414c44;
+    std::memcpy(file.data() + 64, &sequence, 8);
+    std::memcpy(file.data() + 72, &length, 8);
+    std::memcpy(file.data() + 80, &crc, 4);
+    std::memcpy(file.data() + 84, &valid, 4);
+    std::memcpy(file.data() + 96, payload.data(), payload.size());
+    std::ofstream(path, std::ios::binary) << file;
+  }
+  const auto old = StateMirror::readLatest(path);
+  VERIFY(old.has_value());
+  COMPARE(textOf(old->payload), std::string("old state"));
+  COMPARE(old->sequence, std::uint64_t{7});
+  StateMirror reopened(path, 32);
+  VERIFY(!StateMirror::readLatest(path).has_value());
+  reopened.write(bytesOf("new"));
+  COMPARE(StateMirror::readLatest(path)->sequence, std::uint64_t{1});
 }
 
 // The encoded trainer state varies by a few bytes from step to step, so a restarted engine
