@@ -5,7 +5,7 @@
 // Layout (little-endian):
 //   header (64 bytes): magic "LSMIRROR", format version (2), slot capacity in bytes
 //   slots 0, 1, 2 (each 32-byte slot header + capacity bytes of payload):
-//     sequence (u64), payload length (u64), CRC-32 of the payload (u32), valid flag (u32)
+//     sequence (u64), payload length (u64), CRC-32C of the payload (u32), valid flag (u32)
 // A write goes to a slot that holds neither the newest state nor the last durable one: header
 // invalidated, payload, then the slot header with a higher sequence. Readers take the valid slot
 // with the highest sequence. An engine that dies at any moment (killed, crashed: the kernel keeps
@@ -13,7 +13,7 @@
 // payload before the header and the header after it; writes are durable at most every
 // durableEvery (default: every write), so a machine that goes down leaves at least the last
 // durable state on the disk, and any newer slot that reached it whole. Version 1 files (two
-// slots) read the same; the engine starts them afresh.
+// slots, CRC-32) read the same; the engine starts them afresh.
 #pragma once
 
 #include <array>
@@ -85,7 +85,5 @@ class StateMirror {
   std::chrono::milliseconds durableEvery_{0};
   std::optional<std::chrono::steady_clock::time_point> lastDurable_;
 };
-
-std::uint32_t crc32(std::span<const std::byte> data);
 
 }  // namespace lorascope::engine

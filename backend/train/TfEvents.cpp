@@ -1,10 +1,11 @@
 // train/TfEvents.cpp — TFRecord framing, CRC-32C and the few protobuf fields of an Event.
 #include "train/TfEvents.h"
 
-#include <array>
 #include <cstring>
 #include <ctime>
+#include <span>
 
+#include "common/Checksum.h"
 #include "common/DurableFile.h"
 #include "train/CheckpointError.h"
 
@@ -22,20 +23,6 @@ constexpr std::uint32_t kVarint = 0;
 constexpr std::uint32_t kFixed64 = 1;
 constexpr std::uint32_t kLengthDelimited = 2;
 constexpr std::uint32_t kFixed32 = 5;
-
-const std::array<std::uint32_t, 256>& crcTable() {
-  static const std::array<std::uint32_t, 256> table = [] {
-    std::array<std::uint32_t, 256> t{};
-    for (std::uint32_t i = 0; i < 256; ++i) {
-      std::uint32_t c = i;
-      for (int k = 0; k < 8; ++k)
-        c = (c & 1) ? (c >> 1) ^ 0x82f63b78u : c >> 1;  // reflected Castagnoli polynomial
-      t[i] = c;
-    }
-    return t;
-  }();
-  return table;
-}
 
 void putVarint(std::string& out, std::uint64_t value) {
   while (value >= 0x80) {
@@ -176,11 +163,7 @@ std::string fileVersionRecord() {
 }  // namespace
 
 std::uint32_t crc32c(std::string_view bytes) {
-  const auto& table = crcTable();
-  std::uint32_t crc = 0xffffffffu;
-  for (char c : bytes)
-    crc = table[(crc ^ static_cast<std::uint8_t>(c)) & 0xff] ^ (crc >> 8);
-  return crc ^ 0xffffffffu;
+  return common::crc32c(std::as_bytes(std::span(bytes.data(), bytes.size())));
 }
 
 std::uint32_t maskedCrc32c(std::string_view bytes) {

@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "common/Checksum.h"
 #include "engine/StateMirror.h"
 
 using namespace lorascope::engine;
@@ -146,7 +147,7 @@ TEST_CASE(aVersionOneMirrorReadsAndIsStartedAfresh) {
     std::memcpy(file.data() + 16, &capacity, sizeof capacity);
     const std::string payload = "old state";
     const std::uint64_t sequence = 7, length = payload.size();
-    const std::uint32_t crc = crc32(bytesOf(payload)), valid = 0x56414c44;
+    const std::uint32_t crc = lorascope::common::crc32(bytesOf(payload)), valid = 0x56414c44;
     std::memcpy(file.data() + 64, &sequence, 8);
     std::memcpy(file.data() + 72, &length, 8);
     std::memcpy(file.data() + 80, &crc, 4);
@@ -196,36 +197,4 @@ TEST_CASE(damagedOrForeignFilesYieldNoStateNotACrash) {
   std::ofstream(path) << "this is not a state mirror at all, just text";
   VERIFY(!StateMirror::readLatest(path).has_value());
   VERIFY_THROWS_EXCEPTION(StateMirrorError, StateMirror::readLatest(dir.filePath("missing")));
-}
-
-TEST_CASE(crcMatchesTheStandardCheckValue) {
-  COMPARE(crc32(bytesOf("123456789")), 0xCBF43926u);  // CRC-32/ISO-HDLC check value
-}
-
-// The eight-bytes-a-round CRC gives what the plain bytewise definition gives, for every length
-// and alignment of its tail, and on a large buffer (mirrors written before it stay readable).
-TEST_CASE(crcEqualsTheBytewiseDefinitionAtEveryLength) {
-  const auto bytewise = [](std::span<const std::byte> data) {
-    std::uint32_t crc = 0xFFFFFFFFu;
-    for (const std::byte b : data) {
-      crc ^= static_cast<std::uint8_t>(b);
-      for (int k = 0; k < 8; ++k) {
-        crc = (crc & 1) ? 0xEDB88320u ^ (crc >> 1) : crc >> 1;
-      }
-    }
-    return crc ^ 0xFFFFFFFFu;
-  };
-  std::vector<std::byte> data(1 << 20);
-  std::uint32_t x = 12345;
-  for (std::byte& b : data) {
-    x = x * 1664525u + 1013904223u;
-    b = static_cast<std::byte>(x >> 24);
-  }
-  for (std::size_t offset = 0; offset < 8; ++offset) {
-    for (std::size_t length = 0; length <= 40; ++length) {
-      const std::span<const std::byte> piece(data.data() + offset, length);
-      COMPARE(crc32(piece), bytewise(piece));
-    }
-  }
-  COMPARE(crc32(data), bytewise(data));
 }
