@@ -10,10 +10,20 @@
 // the job's fields stay unchanged until the last worker has finished with them. Workers spin
 // briefly before sleeping because the ops of a training step follow one another within
 // microseconds and a futex wake-up per op would cost more than the op on small tensors.
+//
+// Note [sleeping without std::atomic::wait]: a thread that has spun long enough sleeps on a
+// Doorbell (a mutex and condition variable, entered only by sleepers and by a ring that sees
+// one), not on std::atomic::wait. Where libstdc++ has no futex to wait on (GCC 12's, built for
+// mingw-w64: the Windows build), atomic::wait reads the value before it takes its waiter pool's
+// mutex and notify signals the condition variable without taking it, so a change and its notify
+// landing between that read and the sleep are lost: the pool hung for good under Wine (a worker
+// asleep on a generation already stepped, the caller asleep on its acknowledgement). The
+// Doorbell checks the value under its mutex, and a ring takes that mutex before it signals.
 #include "compute/cpu/parallel.h"
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -32,9 +42,51 @@ void cpuRelax() {
 #endif
 }
 
-// Waits until `value` differs from `old`: spinning first, then sleeping on the atomic.
+// Where threads that wait for one atomic sleep (Note [sleeping without std::atomic::wait]).
+// Whoever changes the atomic rings after the change; a ring costs a fence and a load while
+// nobody sleeps.
+class Doorbell {
+ public:
+  // Sleeps until `value` differs from `old`; returns the new value.
+  template <typename T>
+  T sleepUntilChanged(const std::atomic<T>& value, T old) {
+    sleepers_.fetch_add(1, std::memory_order_relaxed);
+    // Pairs with ring()'s fence: either this thread reads the change below, or ring() reads
+    // this sleeper and signals.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    T now = old;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] {
+        now = value.load(std::memory_order_acquire);
+        return now != old;
+      });
+    }
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    return now;
+  }
+
+  // Wakes every sleeper; called after the change to the value they wait on.
+  void ring() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_relaxed) == 0) {
+      return;
+    }
+    // A sleeper between its check and its wait holds the mutex: once this lock is had, it either
+    // waits (and the signal reaches it) or has yet to check (and reads the change).
+    { std::lock_guard lock(mutex_); }
+    wake_.notify_all();
+  }
+
+ private:
+  std::atomic<int> sleepers_{0};
+  std::mutex mutex_;
+  std::condition_variable wake_;
+};
+
+// Waits until `value` differs from `old`: spinning first, then sleeping on `bell`.
 template <typename T>
-T waitForChange(const std::atomic<T>& value, T old) {
+T waitForChange(const std::atomic<T>& value, T old, Doorbell& bell) {
   for (int i = 0; i < kSpinRounds; ++i) {
     const T now = value.load(std::memory_order_acquire);
     if (now != old) {
@@ -42,13 +94,7 @@ T waitForChange(const std::atomic<T>& value, T old) {
     }
     cpuRelax();
   }
-  for (;;) {
-    value.wait(old, std::memory_order_acquire);
-    const T now = value.load(std::memory_order_acquire);
-    if (now != old) {
-      return now;
-    }
-  }
+  return bell.sleepUntilChanged(value, old);
 }
 
 thread_local bool tInsideJob = false;  // nested parallel calls run serially
@@ -64,7 +110,7 @@ class Pool {
     stop_ = true;
     pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
-    generation_.notify_all();
+    generationBell_.ring();
     for (std::thread& w : workers_) {
       w.join();
     }
@@ -80,11 +126,11 @@ class Pool {
     next_.store(0, std::memory_order_relaxed);
     pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_release);
-    generation_.notify_all();
+    generationBell_.ring();
     drain();
     for (int left = pending_.load(std::memory_order_acquire); left != 0;
          left = pending_.load(std::memory_order_acquire)) {
-      waitForChange(pending_, left);
+      waitForChange(pending_, left, pendingBell_);
     }
   }
 
@@ -100,13 +146,13 @@ class Pool {
     tInsideJob = true;
     std::uint64_t seen = 0;
     for (;;) {
-      seen = waitForChange(generation_, seen);
+      seen = waitForChange(generation_, seen, generationBell_);
       if (stop_) {
         return;
       }
       drain();
       pending_.fetch_sub(1, std::memory_order_acq_rel);
-      pending_.notify_one();
+      pendingBell_.ring();
     }
   }
 
@@ -114,6 +160,8 @@ class Pool {
   std::atomic<std::uint64_t> generation_{0};  // one step per job
   std::atomic<int> pending_{0};               // workers yet to acknowledge the current job
   std::atomic<std::int64_t> next_{0};         // next item of the current job
+  Doorbell generationBell_;                   // workers sleep here for the next job
+  Doorbell pendingBell_;                      // the caller sleeps here for acknowledgements
   const std::function<void(std::int64_t)>* body_ = nullptr;
   std::int64_t count_ = 0;
   bool stop_ = false;  // published by the generation step
