@@ -121,9 +121,10 @@ TEST_CASE(resolvesRevisionsAndCommits) {
   COMPARE(tagged.revision, std::string("v2"));
   COMPARE(tagged.dir.filename().string(), std::string(kCommit));
   COMPARE(model::resolveModel(std::string("org/m@") + kCommit, env).dir, tagged.dir);
-  // refs/main was never written: main was not downloaded.
+  // refs/main was never written: main was not downloaded (named with the system's separator).
   const std::string message = errorOf([&] { model::resolveModel("org/m", env); });
-  VERIFY2(message.find("refs/main (absent") != std::string::npos, message.c_str());
+  const std::string refsMain = (fs::path("refs") / "main").string();
+  VERIFY2(message.find(refsMain + " (absent") != std::string::npos, message.c_str());
 }
 
 TEST_CASE(modelFolderOpensAnId) {
