@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/Commands.h"
+#include "common/OsError.h"  // defines: pathFromUtf8
 #include "job/CliArgs.h"
 #include "profiles/Builtins.h"
 #include "profiles/ProfileJson.h"
@@ -35,7 +36,7 @@ int runProfile(const Args& args) {
   int failed = 0;
   for (std::size_t i = 1; i < words.size(); ++i) {
     const std::string& file = words[i];
-    std::ifstream in(file, std::ios::binary);
+    std::ifstream in(common::pathFromUtf8(file), std::ios::binary);  // UTF-8, not the code page
     if (!in) {
       std::cerr << file << ": cannot be read\n";
       ++failed;

@@ -130,7 +130,7 @@ class Progress {
 };
 
 json readConfigFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(common::pathFromUtf8(path), std::ios::binary);  // UTF-8 text, not the code page
   if (!in) {
     throw job::UsageError("--config " + path + ": cannot be read");
   }

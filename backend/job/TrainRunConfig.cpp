@@ -7,7 +7,7 @@
 #include <functional>
 #include <map>
 
-#include "common/OsError.h"  // defines: pathFromUtf8
+#include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "compute/BuildInfo.h"
 #include "job/RunOptions.h"
 #include "model/HfCache.h"       // defines: resolveModel
@@ -109,17 +109,19 @@ json newRunConfig(const std::string& modelPath, const std::string& dataPath, boo
   std::strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   // --model may be a Hugging Face id: the run trains on its snapshot folder and records the id.
   const model::ResolvedModel resolvedModel = model::resolveModel(modelPath);
-  json config = {
-      {"model_path", std::filesystem::absolute(resolvedModel.dir).lexically_normal().string()},
-      {"data_path", std::filesystem::absolute(dataPath).lexically_normal().string()},
-      {"data_fingerprint", fileFingerprint(dataPath)},
-      {"demo", demo},
-      {"training", settingsToJson(settings)},
-      {"versions", {{"lorascope", compute::buildInfo().version}, {"run_format", 1}}},
-      {"created", created}};
+  // Paths in and out are UTF-8 text (pathFromUtf8/pathText: no code page on Windows).
+  const auto absoluteText = [](const std::filesystem::path& path) {
+    return common::pathText(std::filesystem::absolute(path).lexically_normal());
+  };
+  json config = {{"model_path", absoluteText(resolvedModel.dir)},
+                 {"data_path", absoluteText(common::pathFromUtf8(dataPath))},
+                 {"data_fingerprint", fileFingerprint(dataPath)},
+                 {"demo", demo},
+                 {"training", settingsToJson(settings)},
+                 {"versions", {{"lorascope", compute::buildInfo().version}, {"run_format", 1}}},
+                 {"created", created}};
   if (!settings.evalData.empty()) {
-    config["training"]["eval"]["data"] =
-        std::filesystem::absolute(settings.evalData).lexically_normal().string();
+    config["training"]["eval"]["data"] = absoluteText(common::pathFromUtf8(settings.evalData));
     config["eval_data_fingerprint"] = fileFingerprint(settings.evalData);
   }
   if (resolvedModel.modelId) {

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "common/DurableFile.h"
+#include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "common/Platform.h"
 #include "compute/BuildInfo.h"
 #include "train/CheckpointError.h"
@@ -174,13 +175,15 @@ RunDirectory RunDirectory::create(const fs::path& dir, const json& config) {
     throw std::invalid_argument("run config must be an object with a \"model_path\" string");
   }
   // The model and data paths are checked before the folder is made: a typo leaves none behind.
-  const fs::path model = config.at("model_path").get<std::string>();
-  if (!fs::exists(model / "config.json")) {
-    throw CheckpointError(model.string(), "has no config.json: not a model folder (check --model)");
+  // They are UTF-8 text (pathFromUtf8: no code page on Windows).
+  const std::string modelText = config.at("model_path").get<std::string>();
+  if (!fs::exists(common::pathFromUtf8(modelText) / "config.json")) {
+    throw CheckpointError(modelText, "has no config.json: not a model folder (check --model)");
   }
   if (config.contains("data_path") && config.at("data_path").is_string()) {
     const std::string data = config.at("data_path").get<std::string>();
-    if (!std::ifstream(data).good() || fs::is_directory(data)) {
+    const fs::path dataFile = common::pathFromUtf8(data);
+    if (!std::ifstream(dataFile).good() || fs::is_directory(dataFile)) {
       throw CheckpointError(data, "cannot be read as a dataset file (check --data)");
     }
   }
@@ -232,7 +235,8 @@ void RunDirectory::writeModelCard(const fs::path& dir, const LoraAdapter& adapte
   ModelCardFacts facts;
   facts.baseModel = baseModelName();
   facts.lora = adapter.config;
-  facts.dataset = fs::path(config_.value("data_path", std::string())).filename().string();
+  facts.dataset =
+      common::pathText(common::pathFromUtf8(config_.value("data_path", std::string())).filename());
   facts.lorascopeVersion = compute::buildInfo().version;
   // Runs from before --quantize have no such key: their base weights were as stored.
   const json training = config_.value("training", json::object());
