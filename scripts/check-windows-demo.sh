@@ -3,9 +3,14 @@
 # cross-build (lorascope-train.exe under Wine) against the Linux build's: `train --demo --steps 20`
 # in each, every step's loss within 1e-5 relative of the other's, and both runs' final adapters
 # complete. Each build makes its own demo model and dataset (separate caches), so the Windows
-# build's generators are compared too. The runs stay in WORK_DIR (default build/windows-demo):
-# WORK_DIR/wine-run/adapter is the adapter to load in PEFT (scripts/gpu-check.sh peft-adapter).
-#   WINE   the Wine loader (default: wine64 on PATH, else /usr/lib/wine/wine64)
+# build's generators are compared too. Both runs, and their caches, are under a folder with
+# non-ASCII letters, WORK_DIR/Łukasz/日本/ (a user name like that is where Windows users keep their
+# files): the arguments and LORASCOPE_CACHE_DIR must reach the programs as UTF-8 (read as UTF-16
+# on Windows), and every path stay a path on the way. The runs stay there (WORK_DIR defaults to
+# build/windows-demo): WORK_DIR/Łukasz/日本/wine-run/adapter is the adapter to load in PEFT, onto
+# WORK_DIR/Łukasz/日本/cache-wine/demo-*/ (scripts/gpu-check.sh peft-adapter).
+#   WINE        the Wine loader (default: wine64 on PATH, else /usr/lib/wine/wine64)
+#   WINEPREFIX  Wine's prefix (default: MINGW_BUILD/wineprefix, the one `ctest --preset mingw` uses)
 set -euo pipefail
 [[ $# -ge 2 ]] || { echo "usage: $0 LINUX_BUILD MINGW_BUILD [WORK_DIR]" >&2; exit 2; }
 linux_train="$1/app/lorascope-train"
@@ -18,18 +23,23 @@ for f in "$linux_train" "$windows_train" "$wine"; do
   [[ -x $f || -f $f ]] || { echo "check-windows-demo: $f is missing" >&2; exit 1; }
 done
 export WINEDEBUG="${WINEDEBUG:--all}"
+export WINEPREFIX="${WINEPREFIX:-$(realpath "$2")/wineprefix}"
 
 rm -rf "$work"
+logs="$work"
+work="$work/Łukasz/日本"  # UTF-8 in this script, as the folder names on disk
 mkdir -p "$work"
 start=$SECONDS
 LORASCOPE_CACHE_DIR="$work/cache-linux" "$linux_train" train --demo --steps "$steps" \
-  --out "$work/linux-run" >"$work/linux.log" 2>&1 ||
-  { cat "$work/linux.log"; echo "check-windows-demo: the Linux run failed" >&2; exit 1; }
+  --out "$work/linux-run" >"$logs/linux.log" 2>&1 ||
+  { cat "$logs/linux.log"; echo "check-windows-demo: the Linux run failed" >&2; exit 1; }
 echo "check-windows-demo: Linux run: $((SECONDS - start)) s"
 start=$SECONDS
-LORASCOPE_CACHE_DIR="$work/cache-wine" "$wine" "$windows_train" train --demo --steps "$steps" \
-  --out "$work/wine-run" >"$work/wine.log" 2>&1 ||
-  { cat "$work/wine.log"; echo "check-windows-demo: the Wine run failed" >&2; exit 1; }
+# Wine turns the Unix side's arguments and environment into UTF-16 by the locale's charset: a
+# UTF-8 locale, whatever the machine's default (C.UTF-8 is in every Debian 12).
+LC_ALL=C.UTF-8 LORASCOPE_CACHE_DIR="$work/cache-wine" "$wine" "$windows_train" train --demo \
+  --steps "$steps" --out "$work/wine-run" >"$logs/wine.log" 2>&1 ||
+  { cat "$logs/wine.log"; echo "check-windows-demo: the Wine run failed" >&2; exit 1; }
 echo "check-windows-demo: Wine run: $((SECONDS - start)) s"
 
 # "step" and "loss" of each metrics.jsonl line (the writer's own flat JSON objects).
@@ -40,10 +50,10 @@ losses() {
     print step, loss
   }' "$1/metrics.jsonl"
 }
-losses "$work/linux-run" >"$work/linux-losses.txt"
-losses "$work/wine-run" >"$work/wine-losses.txt"
+losses "$work/linux-run" >"$logs/linux-losses.txt"
+losses "$work/wine-run" >"$logs/wine-losses.txt"
 status=0
-paste "$work/linux-losses.txt" "$work/wine-losses.txt" | awk -v tol="$tolerance" -v steps="$steps" '
+paste "$logs/linux-losses.txt" "$logs/wine-losses.txt" | awk -v tol="$tolerance" -v steps="$steps" '
   function abs(x) { return x < 0 ? -x : x }
   {
     n++
@@ -62,4 +72,11 @@ for run in linux-run wine-run; do
     [[ -s $work/$run/adapter/$f ]] || { echo "check-windows-demo: $run/adapter/$f is missing"; status=1; }
   done
 done
+# Not required (the losses decide), but worth knowing: whether both builds wrote the same bytes.
+if cmp -s "$work/linux-run/adapter/adapter_model.safetensors" \
+  "$work/wine-run/adapter/adapter_model.safetensors"; then
+  echo "check-windows-demo: the two adapters' weights are bit-identical"
+else
+  echo "check-windows-demo: the two adapters' weights differ in their bytes (within the losses' limit)"
+fi
 exit "$status"
