@@ -70,10 +70,17 @@ json hfTrainerState(const std::vector<StepMetrics>& metrics, const TrainerState&
           {"trial_params", nullptr}};
 }
 
+namespace {
+
+double wallTimeNow() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
 TfEvent tfEventOf(const StepMetrics& m) {
   TfEvent event;
-  event.wallTime =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  event.wallTime = wallTimeNow();
   event.step = m.step;
   event.scalars = {{"train/loss", static_cast<float>(m.loss)},
                    {"train/learning_rate", static_cast<float>(m.learningRate)},
@@ -83,6 +90,14 @@ TfEvent tfEventOf(const StepMetrics& m) {
   if (m.eval) {
     event.scalars.push_back({"eval/loss", static_cast<float>(m.eval->loss)});  // as HF's Trainer
   }
+  return event;
+}
+
+TfEvent tfEventOf(const EvalMetrics& eval) {
+  TfEvent event;
+  event.wallTime = wallTimeNow();
+  event.step = eval.step;
+  event.scalars = {{"eval/loss", static_cast<float>(eval.loss)}};  // as HF's Trainer
   return event;
 }
 

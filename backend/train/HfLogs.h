@@ -30,5 +30,7 @@ nlohmann::json hfTrainerState(const std::vector<StepMetrics>& metrics, const Tra
                               const nlohmann::json& runConfig);
 // One TensorBoard event of a step, stamped with the current time.
 TfEvent tfEventOf(const StepMetrics& metrics);
+// The eval/loss event of an evaluation recorded after its step's event, stamped likewise.
+TfEvent tfEventOf(const EvalMetrics& eval);
 
 }  // namespace lorascope::train

@@ -2,7 +2,6 @@
 #include "train/RunDirectory.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -274,12 +273,7 @@ void RunDirectory::recordEvaluation(const EvalMetrics& eval) const {
     text += toJson(m).dump() + "\n";
   }
   common::writeFileDurably(path, text);
-  TfEvent event;
-  event.wallTime =
-      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  event.step = eval.step;
-  event.scalars = {{"eval/loss", static_cast<float>(eval.loss)}};
-  appendTfEvent(tfEventsPath(dir_), event);
+  appendTfEvent(tfEventsPath(dir_), tfEventOf(eval));
 }
 
 std::vector<StepMetrics> RunDirectory::readMetrics(const fs::path& file) {
