@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <span>
 
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "compute/Backend.h"
@@ -154,9 +155,12 @@ class TrainingJob : public engine::EngineJob {
                    " x " + std::to_string(loop_->accumulation()) + ", chat template " +
                    data.chatTemplate + ", on " + backend_->capabilities().name}});
     reportStartToggles(sink);
-    replayMirroredStep(config, sink);
-    restoreEarlyStopping();
-    findPendingEvaluation();
+    // The run's metrics so far (cut back to the step it resumes from), read once.
+    const std::vector<train::StepMetrics> history =
+        train::RunDirectory::readMetrics(run_.dir() / train::kMetricsFile);
+    replayMirroredStep(config, history, sink);
+    restoreEarlyStopping(history);
+    findPendingEvaluation(history);
   }
 
   ~TrainingJob() override {
@@ -685,14 +689,13 @@ class TrainingJob : public engine::EngineJob {
 
   // A resumed run whose last completed step was to be evaluated and has no evaluation in the
   // metrics (cut short by a stop, or skipped out of memory) evaluates it before its next step.
-  void findPendingEvaluation() {
+  void findPendingEvaluation(std::span<const train::StepMetrics> history) {
     const std::int64_t step = loop_->state().step;
     if (step == 0 || loop_->finished() || !evaluatesAfter(step)) {
       return;
     }
     bool evaluated = false;
-    for (const train::StepMetrics& m :
-         train::RunDirectory::readMetrics(run_.dir() / train::kMetricsFile)) {
+    for (const train::StepMetrics& m : history) {
       if (m.step == step) {
         evaluated = m.eval.has_value();
       }
@@ -722,11 +725,10 @@ class TrainingJob : public engine::EngineJob {
 
   // A resumed run continues early stopping where it was: its evaluations so far are in the
   // metrics (already cut back to the step it resumes from).
-  void restoreEarlyStopping() {
+  void restoreEarlyStopping(std::span<const train::StepMetrics> history) {
     if (evalSequences_.empty())
       return;
-    for (const train::StepMetrics& m :
-         train::RunDirectory::readMetrics(run_.dir() / train::kMetricsFile)) {
+    for (const train::StepMetrics& m : history) {
       if (m.eval && earlyStopping_.observe(*m.eval) && !loop_->finished()) {
         stoppedEarly_ = true;
       }
@@ -791,7 +793,8 @@ class TrainingJob : public engine::EngineJob {
   // restarted engine announces again, from the run's metrics and marked replayed, every completed
   // step after the last one the supervisor passed on ("announced_through"; without it, the step it
   // resumes at). The supervisor drops a replayed step it has seen.
-  void replayMirroredStep(const json& config, const engine::EventSink& sink) const {
+  void replayMirroredStep(const json& config, std::span<const train::StepMetrics> history,
+                          const engine::EventSink& sink) const {
     const std::int64_t step = loop_->state().step;
     if (!optionalFlag(config, "resume_from_mirror") || step == 0) {
       return;
@@ -799,15 +802,14 @@ class TrainingJob : public engine::EngineJob {
     const std::int64_t after =
         std::min(optionalCount(config, "announced_through").value_or(step - 1), step);
     // A step redone after a kill appears more than once, with the same numbers: the last counts.
-    std::map<std::int64_t, train::StepMetrics> completed;
-    for (train::StepMetrics& m :
-         train::RunDirectory::readMetrics(run_.dir() / train::kMetricsFile)) {
+    std::map<std::int64_t, const train::StepMetrics*> completed;
+    for (const train::StepMetrics& m : history) {
       if (m.step > after && m.step <= step) {
-        completed.insert_or_assign(m.step, std::move(m));
+        completed.insert_or_assign(m.step, &m);
       }
     }
     for (const auto& [number, m] : completed) {
-      sink(engine::TimedEvent{0, stepEvent(m, true)});
+      sink(engine::TimedEvent{0, stepEvent(*m, true)});
     }
   }
 
