@@ -88,6 +88,7 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   pages_->addTab(processes_, tr("&Processes"));
   pages_->addTab(eventLogPanel_, tr("&Log and incidents"));
   tryIt_ = new TryItPage(this);
+  tryIt_->restoreSettings();
   pages_->addTab(tryIt_, tr("&Try it"));
   setCentralWidget(pages_);
   // The Try it page starts from the setup's model and the newest run (until the user edits them).
@@ -559,6 +560,7 @@ void MainWindow::saveLayout() const {
   settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
   settings.setValue(QStringLiteral("window/state"), saveState());
   settings.setValue(QStringLiteral("window/page"), pages_->currentIndex());
+  tryIt_->saveSettings();
 }
 
 // Quitting mid-run asks first. There is no "keep running without the window": the engine stops

@@ -12,6 +12,7 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSettings>
 #include <QShortcut>
 #include <QSpinBox>
 #include <QThread>
@@ -79,14 +80,18 @@ TryItPage::TryItPage(QWidget* parent) : QWidget(parent) {
   auto* browseAdapter = new QPushButton(tr("Browse…"), this);
   connect(browseModel, &QPushButton::clicked, this, [this] {
     const QString dir = QFileDialog::getExistingDirectory(this, tr("Model folder"), model_->text());
-    if (!dir.isEmpty())
+    if (!dir.isEmpty()) {
       model_->setText(dir);
+      modelEdited_ = true;  // chosen by the user: suggest() leaves it
+    }
   });
   connect(browseAdapter, &QPushButton::clicked, this, [this] {
     const QString dir =
         QFileDialog::getExistingDirectory(this, tr("Run or adapter folder"), adapter_->text());
-    if (!dir.isEmpty())
+    if (!dir.isEmpty()) {
       adapter_->setText(dir);
+      adapterEdited_ = true;
+    }
   });
   connect(model_, &QLineEdit::textEdited, this, [this] { modelEdited_ = true; });
   connect(adapter_, &QLineEdit::textEdited, this, [this] { adapterEdited_ = true; });
@@ -179,6 +184,61 @@ TryItPage::~TryItPage() {
   }
 }
 
+void TryItPage::restoreSettings() {
+  QSettings settings;
+  settings.beginGroup(QStringLiteral("tryit"));
+  // Folders only where the user chose them; suggest() fills the others.
+  for (auto [edit, key, edited] :
+       {std::tuple<QLineEdit*, QString, bool*>{model_, QStringLiteral("model"), &modelEdited_},
+        {adapter_, QStringLiteral("adapter"), &adapterEdited_}}) {
+    if (settings.contains(key)) {
+      edit->setText(settings.value(key).toString());
+      *edited = true;
+    }
+  }
+  system_->setText(settings.value(QStringLiteral("system")).toString());
+  prompt_->setPlainText(settings.value(QStringLiteral("prompt")).toString());
+  // A value outside a field's range (another version's) is clamped by the field.
+  maxNewTokens_->setValue(settings.value(QStringLiteral("max_new_tokens"), 128).toInt());
+  temperature_->setValue(settings.value(QStringLiteral("temperature"), 0.0).toDouble());
+  topP_->setValue(settings.value(QStringLiteral("top_p"), 1.0).toDouble());
+  seed_->setValue(settings.value(QStringLiteral("seed"), 0).toInt());
+  if (const int device = device_->findText(settings.value(QStringLiteral("device")).toString());
+      device >= 0)
+    device_->setCurrentIndex(device);
+  if (const int weights = baseWeights_->findData(settings.value(QStringLiteral("base_weights")));
+      weights >= 0) {
+    baseWeights_->setCurrentIndex(weights);
+    baseWeightsChosen_ = true;
+  }
+  settings.endGroup();
+}
+
+void TryItPage::saveSettings() const {
+  QSettings settings;
+  settings.beginGroup(QStringLiteral("tryit"));
+  for (auto [edit, key, edited] :
+       {std::tuple<QLineEdit*, QString, bool>{model_, QStringLiteral("model"), modelEdited_},
+        {adapter_, QStringLiteral("adapter"), adapterEdited_}}) {
+    if (edited)
+      settings.setValue(key, edit->text());
+    else
+      settings.remove(key);
+  }
+  settings.setValue(QStringLiteral("system"), system_->text());
+  settings.setValue(QStringLiteral("prompt"), prompt_->toPlainText());
+  settings.setValue(QStringLiteral("max_new_tokens"), maxNewTokens_->value());
+  settings.setValue(QStringLiteral("temperature"), temperature_->value());
+  settings.setValue(QStringLiteral("top_p"), topP_->value());
+  settings.setValue(QStringLiteral("seed"), seed_->value());
+  settings.setValue(QStringLiteral("device"), device_->currentText());
+  if (baseWeightsChosen_)
+    settings.setValue(QStringLiteral("base_weights"), baseWeights_->currentData());
+  else
+    settings.remove(QStringLiteral("base_weights"));
+  settings.endGroup();
+}
+
 void TryItPage::suggest(const QString& modelDir, const QString& runFolder) {
   if (!modelEdited_ && !modelDir.isEmpty())
     model_->setText(modelDir);
@@ -233,6 +293,7 @@ void TryItPage::generate() {
                                    : tr("Write a prompt first."));
     return;
   }
+  saveSettings();  // what was asked is kept, also through a crash
   const std::string system = system_->text().toStdString();
   const std::string device = device_->currentText().toStdString();
   const std::string baseWeights = baseWeights_->currentData().toString().toStdString();

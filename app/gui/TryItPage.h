@@ -41,6 +41,11 @@ class TryItPage : public QWidget {
   // The setup page's model folder and the newest run folder, unless the user typed others.
   void suggest(const QString& modelDir, const QString& runFolder);
   bool generating() const { return worker_ != nullptr; }
+  // The fields as the user left them (QSettings group "tryit"): the prompt, the sampling knobs,
+  // and the model and adapter folders where the user chose them. Saved at each Generate and when
+  // the window closes; restored as the window opens.
+  void restoreSettings();
+  void saveSettings() const;
 
   QLineEdit* modelEdit() const { return model_; }
   QLineEdit* adapterEdit() const { return adapter_; }

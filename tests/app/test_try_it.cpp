@@ -2,7 +2,7 @@
 // random PEFT adapter: both answers stream into their panes from the worker thread and differ,
 // equal `job::TextGenerator`'s greedy text, and Stop ends a long generation early; "Base weights:
 // NF4 4-bit" answers on the NF4 base (both panes), and a run trained with --quantize nf4
-// preselects it.
+// preselects it. The fields survive the window closing (QSettings).
 #include <QtTest>
 
 #include <QComboBox>
@@ -10,6 +10,7 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -50,6 +51,8 @@ class TestTryIt : public QObject {
 
  private slots:
   void initTestCase() {
+    QStandardPaths::setTestModeEnabled(true);  // QSettings (Generate saves the fields) go there
+    QSettings().remove(QStringLiteral("tryit"));
     QVERIFY(dir_.isValid());
     const std::filesystem::path root = dir_.path().toStdString();
     model_ = train::ensureDemoModel(root / "cache");
@@ -158,6 +161,38 @@ class TestTryIt : public QObject {
     emit page.baseWeights()->activated(0);  // as a click on "as stored" does
     page.adapterEdit()->setText(QString::fromStdString(run.string()));
     QCOMPARE(choice(page), QStringLiteral("none"));
+  }
+
+  // The fields come back in the next window: the prompt and knobs always, the folders and the
+  // base weights only where the user chose them (suggest() still fills the others).
+  void fieldsSurviveTheWindowClosing() {
+    const QString typedModel = QStringLiteral("/models/Łukasz/日本");
+    {
+      app::TryItPage page;
+      page.suggest(QStringLiteral("/suggested/model"), QStringLiteral("/suggested/run"));
+      page.modelEdit()->setText(typedModel);
+      emit page.modelEdit()->textEdited(typedModel);  // as typing does: the user's choice
+      page.promptEdit()->setPlainText(QStringLiteral("Name three colours.\nThen a fourth."));
+      page.maxNewTokens()->setValue(77);
+      page.temperature()->setValue(0.7);
+      page.baseWeights()->setCurrentIndex(page.baseWeights()->findData(QStringLiteral("nf4")));
+      emit page.baseWeights()->activated(page.baseWeights()->currentIndex());
+      page.saveSettings();
+    }
+    app::TryItPage page;
+    page.restoreSettings();
+    QCOMPARE(page.modelEdit()->text(), typedModel);
+    QCOMPARE(page.adapterEdit()->text(), QString());  // suggested, not chosen: not kept
+    QCOMPARE(page.promptEdit()->toPlainText(),
+             QStringLiteral("Name three colours.\nThen a fourth."));
+    QCOMPARE(page.maxNewTokens()->value(), 77);
+    QCOMPARE(page.temperature()->value(), 0.7);
+    QCOMPARE(page.baseWeights()->currentData().toString(), QStringLiteral("nf4"));
+    page.suggest(QStringLiteral("/other/model"), QStringLiteral("/other/run"));
+    QCOMPARE(page.modelEdit()->text(), typedModel);  // the user's folder stays
+    QCOMPARE(page.adapterEdit()->text(), QStringLiteral("/other/run"));
+    QCOMPARE(page.baseWeights()->currentData().toString(), QStringLiteral("nf4"));  // chosen
+    QSettings().remove(QStringLiteral("tryit"));  // the other tests start from defaults
   }
 
   void stopEndsAGenerationEarly() {
