@@ -3,7 +3,10 @@
 # build carries a code object for each target the build compiled (LORASCOPE_AMD_COMPILED_TARGETS:
 # the requested LORASCOPE_AMD_TARGETS less those the toolchain could not compile). With --all it
 # also fails when any requested target was dropped (CI: the users' default targets must all build).
-# Prints one line per kernel object and a line per target.
+# Prints one line per kernel object and a line per target, then the register spills: every kernel
+# whose code object for a target spills VGPRs or SGPRs to scratch memory (the AMDGPU metadata's
+# .vgpr_spill_count and .sgpr_spill_count, read with llvm-readelf), with its scratch bytes per
+# lane. Spills are reported, not failed: no AMD GPU here measures what they cost.
 set -euo pipefail
 all=0
 if [[ "${1:-}" == "--all" ]]; then
@@ -35,6 +38,8 @@ for candidate in "$(dirname "$compiler")/clang-offload-bundler" clang-offload-bu
     break
   fi
 done
+readelf="$(dirname "$compiler")/llvm-readelf"
+[[ -x "$readelf" ]] || readelf="$(command -v llvm-readelf || true)"
 [[ -n "$bundler" ]] || {
   echo "check-amd-code-objects: no clang-offload-bundler found (ROCm's llvm/bin, clang-tools-N)" >&2
   exit 1
@@ -59,6 +64,20 @@ for object in "${objects[@]}"; do
       exit 1
     fi
     objects_per_target[$target]=$((${objects_per_target[$target]:-0} + 1))
+    if [[ -n "$readelf" ]]; then
+      "$bundler" --unbundle --type=o --input="$scratch/fatbin" \
+        --targets="$(grep -- "-$target\$" <<<"$bundles" | head -n 1)" --output="$scratch/code"
+      # One line per spilling kernel: target, object, kernel (demangled), spills, scratch bytes.
+      "$readelf" --notes "$scratch/code" | awk -v t="$target" -v o="$(basename "$object")" '
+        /^ *\.name:/ { name = $2 }
+        /\.private_segment_fixed_size:/ { scratch = $2 }
+        /\.sgpr_spill_count:/ { sgpr = $2 }
+        /\.vgpr_spill_count:/ { vgpr = $2 }
+        /\.wavefront_size:/ {
+          if (vgpr > 0 || sgpr > 0) print t, o, name, vgpr, sgpr, scratch
+          vgpr = 0; sgpr = 0; scratch = 0
+        }' >>"$scratch/spills"
+    fi
   done
   echo "$(basename "$object"): code objects for ${targets//;/, }"
 done
@@ -67,4 +86,25 @@ for target in ${targets//;/ }; do
 done
 if [[ -n "$dropped" ]]; then
   echo "  dropped at configure time (the toolchain cannot compile them): ${dropped//;/, }"
+fi
+if [[ -z "$readelf" ]]; then
+  echo "register spills: not read (no llvm-readelf next to $compiler or on PATH)"
+elif [[ ! -s "$scratch/spills" ]]; then
+  echo "register spills: none, in any kernel for any target"
+else
+  # Per kernel, the targets whose code spills VGPRs (each reload is a trip to scratch memory):
+  # VGPRs spilled and scratch bytes per lane. SGPR spills land in VGPR lanes and are only counted.
+  demangle="$(dirname "$compiler")/llvm-cxxfilt"
+  [[ -x "$demangle" ]] || demangle=cat
+  echo "register spills to scratch (kernel: target VGPRs/bytes per lane, ...):"
+  while read -r target object name vgpr sgpr bytes; do
+    kernel="$("$demangle" <<<"$name" | sed -E 's/^void //; s/\(anonymous namespace\):://; s/^lorascope::compute::hip:://; s/\(.*//')"
+    echo "$object $kernel $target $vgpr $sgpr $bytes"
+  done <"$scratch/spills" | awk '
+    $4 > 0 { key = $1 " " $2; if (!(key in line)) order[n++] = key; line[key] = line[key] sprintf(" %s %s/%s,", $3, $4, $6) }
+    $4 == 0 { sgprOnly[$3] += 1 }
+    END {
+      for (i = 0; i < n; ++i) { text = line[order[i]]; sub(/,$/, "", text); print "  " order[i] ":" text }
+      for (t in sgprOnly) printf "  %s: %d kernels spill only SGPRs (into VGPR lanes, no scratch)\n", t, sgprOnly[t]
+    }'
 fi
