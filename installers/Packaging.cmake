@@ -4,10 +4,14 @@
 #         programs link (Qt 6, OpenBLAS, libstdc++...); the GPU runtimes are loaded at run time
 #         when present and are not dependencies. scripts/check-deb.sh builds it from a cpu build,
 #         installs it into a clean Debian 12 chroot, runs it and removes it.
-#   NSIS  the Windows installer, for the native Windows build (MSVC or MinGW with Qt 6 and
-#         OpenBLAS): the programs, Qt's DLLs and plugins (windeployqt, through Qt's deploy
-#         script), a Start-menu entry and bin/ on PATH for lorascope-train. UNTESTED: no Windows
-#         machine has built it yet.
+#   NSIS  the Windows installer, a 64-bit NSIS 3 installer (makensis runs on Linux too: Debian's
+#         nsis package). From the mingw cross-build (preset mingw, no GUI): lorascope-train.exe,
+#         self-contained (libstdc++, winpthread and the mingw libraries linked statically), with
+#         bin/ on PATH on request. scripts/check-windows-installer.sh builds it and installs,
+#         runs and uninstalls it under Wine. From a native build with the GUI (MSVC or MinGW
+#         with Qt 6 and OpenBLAS) also lorascope.exe, Qt's DLLs and plugins (windeployqt, through
+#         Qt's deploy script) and a Start-menu entry: that form is UNTESTED, no Windows machine
+#         has built it yet.
 set(CPACK_PACKAGE_NAME lorascope)
 set(CPACK_PACKAGE_VENDOR "The LoRAscope developers")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
@@ -19,7 +23,9 @@ loss. lorascope is the desktop app; lorascope-train the command-line trainer and
 set(CPACK_PACKAGE_HOMEPAGE_URL ${LORASCOPE_REPOSITORY_URL})
 set(CPACK_PACKAGE_CONTACT "The LoRAscope developers <${LORASCOPE_REPOSITORY_URL}/issues>")
 set(CPACK_STRIP_FILES ON)  # the RelWithDebInfo programs carry ~75 MB of debug info
-set(CPACK_PACKAGE_EXECUTABLES lorascope LoRAscope)  # the Start-menu entry (NSIS)
+if(LORASCOPE_BUILD_GUI)
+  set(CPACK_PACKAGE_EXECUTABLES lorascope LoRAscope)  # the Start-menu entry (NSIS)
+endif()
 
 # ---- DEB ----------------------------------------------------------------------------------
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)  # lorascope_0.1.0_amd64.deb
@@ -30,11 +36,21 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "hicolor-icon-theme")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "rocm-smi, bash-completion")
 
-# ---- NSIS (untested) ------------------------------------------------------------------------
+# ---- NSIS ---------------------------------------------------------------------------------------
 set(CPACK_PACKAGE_INSTALL_DIRECTORY LoRAscope)
+# A 64-bit installer (NSIS's amd64-unicode stubs; its default, a 32-bit one, needs WOW64, which
+# Debian 12's Wine lacks) into "Program Files", not "Program Files (x86)".
+set(CPACK_NSIS_DEFINES "Target amd64-unicode")
+set(CPACK_NSIS_INSTALL_ROOT "$PROGRAMFILES64")
+# No license page: the project has no license text to show (CMake's generic one would mislead).
+set(CPACK_NSIS_IGNORE_LICENSE_PAGE ON)
 set(CPACK_NSIS_PACKAGE_NAME LoRAscope)
 set(CPACK_NSIS_DISPLAY_NAME "LoRAscope ${PROJECT_VERSION}")
-set(CPACK_NSIS_INSTALLED_ICON_NAME "bin\\\\lorascope.exe")
+if(LORASCOPE_BUILD_GUI)
+  set(CPACK_NSIS_INSTALLED_ICON_NAME "bin\\\\lorascope.exe")  # in Apps & features
+else()
+  set(CPACK_NSIS_INSTALLED_ICON_NAME "bin\\\\lorascope-train.exe")
+endif()
 set(CPACK_NSIS_URL_INFO_ABOUT ${LORASCOPE_REPOSITORY_URL})
 set(CPACK_NSIS_HELP_LINK ${LORASCOPE_REPOSITORY_URL})
 set(CPACK_NSIS_MODIFY_PATH ON)  # lorascope-train on PATH

@@ -11,9 +11,10 @@
 #                                    your own needs none of it (README)
 #   scripts/install-deps.sh --sanitize   also clang 15, for the sanitize preset (ASan/UBSan, fuzz)
 #   scripts/install-deps.sh --windows    also mingw-w64 (posix threads) and wine64, for the
-#                                    Windows cross-build tested under Wine (preset mingw), and
-#                                    Debian's source index (deb-src), from which
-#                                    scripts/mingw-deps.sh builds its third-party libraries
+#                                    Windows cross-build tested under Wine (preset mingw), nsis
+#                                    (makensis, for its installer), and Debian's source index
+#                                    (deb-src), from which scripts/mingw-deps.sh builds its
+#                                    third-party libraries
 #   scripts/install-deps.sh --list   prints the package names (one a line) and exits
 set -euo pipefail
 
@@ -36,7 +37,7 @@ for option in "$@"; do
     --hip) packages+=(debootstrap zstd) ;;
     --sanitize) packages+=(clang-15) ;;
     --windows)
-      packages+=(g++-mingw-w64-x86-64-posix wine64 dpkg-dev)
+      packages+=(g++-mingw-w64-x86-64-posix wine64 dpkg-dev nsis)
       windows=true
       ;;
     --list) list=true ;;
