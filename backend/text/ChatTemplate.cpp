@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/OsError.h"  // defines: pathText
 #include "text/ConfigFiles.h"
 #include "text/Utf8.h"
 
@@ -26,7 +27,7 @@ std::optional<Json> readJsonIfPresent(const std::filesystem::path& path) {
   if (!std::filesystem::is_regular_file(path, ec)) {
     return std::nullopt;
   }
-  return parseJsonText(readTextFile(path, "file"), path.string());
+  return parseJsonText(readTextFile(path, "file"), common::pathText(path));
 }
 
 // tokenizer_config.json's chat_template: a string, or a list of {name, template}.
@@ -168,14 +169,14 @@ ChatTemplate ChatTemplate::forModelDir(const std::filesystem::path& dir) {
   const auto configPath = dir / "tokenizer_config.json";
   const Json config = readJsonIfPresent(configPath).value_or(Json::object());
   std::optional<std::string> source = chatTemplateText(config);
-  std::string from = configPath.string();
+  std::string from = common::pathText(configPath);
   if (!source) {
     // transformers >= 4.43 may keep the template in its own file.
     const auto jinjaPath = dir / "chat_template.jinja";
     std::error_code ec;
     if (std::filesystem::is_regular_file(jinjaPath, ec)) {
       source = readTextFile(jinjaPath, "chat_template.jinja");
-      from = jinjaPath.string();
+      from = common::pathText(jinjaPath);
     }
   }
   std::optional<ChatTemplate> chosen;
@@ -212,7 +213,7 @@ ChatTemplate ChatTemplate::forModelDir(const std::filesystem::path& dir) {
       chosen =
           ChatTemplate(Family::ChatMl, "no chat_template; Qwen2 tokenizer/model type uses ChatML");
     } else {
-      chosen = ChatTemplate(Family::Alpaca, "no chat_template in " + configPath.string() +
+      chosen = ChatTemplate(Family::Alpaca, "no chat_template in " + common::pathText(configPath) +
                                                 " (a base model): plain alpaca prompt");
     }
   }

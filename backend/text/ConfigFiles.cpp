@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/OsError.h"  // defines: pathText
 #include "text/TextError.h"
 
 namespace lorascope::text {
@@ -11,19 +12,19 @@ namespace lorascope::text {
 std::string readTextFile(const std::filesystem::path& path, const char* what) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
-    throw TextError(path.string() + ": " + what + " not found");
+    throw TextError(common::pathText(path) + ": " + what + " not found");
   }
   if (std::filesystem::is_directory(path, ec)) {
-    throw TextError(path.string() + ": is a directory, expected " + what);
+    throw TextError(common::pathText(path) + ": is a directory, expected " + what);
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw TextError(path.string() + ": cannot open " + what);
+    throw TextError(common::pathText(path) + ": cannot open " + what);
   }
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) {
-    throw TextError(path.string() + ": read error");
+    throw TextError(common::pathText(path) + ": read error");
   }
   return buffer.str();
 }

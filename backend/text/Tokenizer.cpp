@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/OsError.h"  // defines: pathText
 #include "text/AddedVocabulary.h"
 #include "text/BpeModel.h"
 #include "text/Components.h"
@@ -228,25 +229,26 @@ Tokenizer Tokenizer::fromJsonText(std::string_view jsonText, const std::string& 
 }
 
 Tokenizer Tokenizer::fromFile(const std::filesystem::path& tokenizerJson) {
-  return fromJsonText(readTextFile(tokenizerJson, "tokenizer.json"), tokenizerJson.string());
+  return fromJsonText(readTextFile(tokenizerJson, "tokenizer.json"),
+                      common::pathText(tokenizerJson));
 }
 
 Tokenizer Tokenizer::fromModelDir(const std::filesystem::path& dir) {
   const auto jsonPath = dir / "tokenizer.json";
-  auto state = buildState(readTextFile(jsonPath, "tokenizer.json"), jsonPath.string());
+  auto state = buildState(readTextFile(jsonPath, "tokenizer.json"), common::pathText(jsonPath));
   const auto configPath = dir / "tokenizer_config.json";
   std::error_code ec;
   if (!std::filesystem::exists(configPath, ec))
     return Tokenizer(std::move(state));
-  const Json config =
-      parseJsonText(readTextFile(configPath, "tokenizer_config.json"), configPath.string());
+  const Json config = parseJsonText(readTextFile(configPath, "tokenizer_config.json"),
+                                    common::pathText(configPath));
   if (!config.is_object())
-    throw TextError(configPath.string() + ": must be a JSON object");
+    throw TextError(common::pathText(configPath) + ": must be a JSON object");
   state->bosToken = configTokenText(config, "bos_token");
   state->eosToken = configTokenText(config, "eos_token");
   for (const auto& token : {state->bosToken, state->eosToken}) {
     if (token && !state->added.idOf(*token) && !state->model->tokenId(*token)) {
-      throw TextError(configPath.string() + ": token '" + *token +
+      throw TextError(common::pathText(configPath) + ": token '" + *token +
                       "' is not in the vocabulary of " + state->source);
     }
   }

@@ -1,5 +1,6 @@
 // TempDir.h — test helper: a fresh folder under the system's temporary folder, removed with
-// everything in it when the object goes (what the tests used QTemporaryDir for, without Qt).
+// everything in it when the object goes (what the tests used QTemporaryDir for, without Qt), and
+// a folder inside it under names no ANSI code page holds, for the tests of non-ASCII paths.
 #pragma once
 
 #include <filesystem>
@@ -8,6 +9,17 @@
 #include <system_error>
 
 namespace lstest {
+
+// "Łukasz" and "日本" as UTF-8 text: the two names of TempDir::nonAsciiFolder(). Windows turns a
+// narrow string into a path (and a path into one) through the ANSI code page, which has neither.
+inline constexpr const char* kNonAsciiUser = "\xc5\x81ukasz";
+inline constexpr const char* kNonAsciiSub = "\xe6\x97\xa5\xe6\x9c\xac";
+
+// The path as UTF-8 text (what the project's messages and JSON hold).
+inline std::string utf8Text(const std::filesystem::path& path) {
+  const std::u8string text = path.u8string();
+  return std::string(text.begin(), text.end());
+}
 
 class TempDir {
  public:
@@ -32,8 +44,15 @@ class TempDir {
   bool isValid() const { return !path_.empty(); }
   // The folder (empty when it could not be created).
   const std::filesystem::path& path() const { return path_; }
-  // `name` inside the folder, as a string.
-  std::string filePath(const std::string& name) const { return (path_ / name).string(); }
+  // `name` inside the folder, as UTF-8 text.
+  std::string filePath(const std::string& name) const { return utf8Text(path_ / name); }
+  // <folder>/Łukasz/日本, created: a user folder such as C:\Users\Łukasz\日本.
+  std::filesystem::path nonAsciiFolder() const {
+    const std::filesystem::path dir =
+        path_ / std::filesystem::path(u8"\u0141ukasz") / std::filesystem::path(u8"\u65e5\u672c");
+    std::filesystem::create_directories(dir);
+    return dir;
+  }
 
  private:
   std::filesystem::path path_;

@@ -197,6 +197,29 @@ TEST_CASE(choosesFromModelFolder) {
           message.c_str());
 }
 
+// A model folder under C:\Users\Łukasz\日本: its template is read, and the reason and the errors
+// name its files as UTF-8 text (on Windows, path::string() would throw for these names).
+TEST_CASE(modelFolderUnderNonAsciiNamesIsReadAndNamed) {
+  lstest::TempDir dir;
+  const std::filesystem::path root = dir.nonAsciiFolder();
+  const std::string config = lstest::utf8Text(root / "tokenizer_config.json");
+  ChatTemplate t = ChatTemplate::forModelDir(root);
+  VERIFY2(t.reason().find("no chat_template in " + config) != std::string::npos,
+          t.reason().c_str());
+  writeText(root / "tokenizer_config.json",
+            R"({"chat_template": "{{ bos_token + '[INST] ' + messages[0].content }}",
+                "bos_token": "<s>"})");
+  t = ChatTemplate::forModelDir(root);
+  COMPARE(t.render({{"user", "Hi"}}, false), std::string("<s>[INST] Hi"));
+  VERIFY2(t.reason().find("chat_template (" + config + ")") != std::string::npos,
+          t.reason().c_str());
+  writeText(root / "tokenizer_config.json", "{\"chat_template\": \"{{ '<|user|>' \"}");
+  const std::string message = errorOf([&] { ChatTemplate::forModelDir(root); });
+  VERIFY2(message.find(config + " line 1") != std::string::npos &&
+              message.find(lstest::kNonAsciiSub) != std::string::npos,
+          message.c_str());
+}
+
 TEST_CASE(rejectsUnknownNamesAndRoles) {
   const std::string message = errorOf([] { ChatTemplate::byName("vicuna"); });
   VERIFY2(message.find("known: chatml, llama3, llama3.1, llama2, alpaca") != std::string::npos,

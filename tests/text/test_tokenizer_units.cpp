@@ -216,6 +216,31 @@ TEST_CASE(modelDirReadsBosAndEos) {
   VERIFY(contains(errorOf([&] { Tokenizer::fromModelDir(root); }), "malformed JSON"));
 }
 
+// A model folder under C:\Users\Łukasz\日本: the files are read, and a message about one of them
+// holds its path as UTF-8 text (on Windows, path::string() would throw for these names).
+TEST_CASE(modelDirUnderNonAsciiNamesLoadsAndNamesItsFiles) {
+  lstest::TempDir dir;
+  const std::filesystem::path root = dir.nonAsciiFolder();
+  std::filesystem::copy_file(kData / "llama3_bpe.tokenizer.json", root / "tokenizer.json");
+  writeText(root / "tokenizer_config.json", R"({"bos_token": "<|begin_of_text|>"})");
+  const Tokenizer t = Tokenizer::fromModelDir(root);
+  COMPARE(t.bosId(), t.tokenId("<|begin_of_text|>"));
+  VERIFY(t.bosId().has_value());
+  VERIFY(contains(t.source(), lstest::utf8Text(root / "tokenizer.json")));
+
+  writeText(root / "tokenizer_config.json", R"({"eos_token": "<|missing|>"})");
+  std::string message = errorOf([&] { Tokenizer::fromModelDir(root); });
+  VERIFY2(contains(message, lstest::utf8Text(root / "tokenizer_config.json") +
+                                ": token '<|missing|>' is not in the vocabulary"),
+          message.c_str());
+  std::filesystem::remove(root / "tokenizer.json");
+  message = errorOf([&] { Tokenizer::fromModelDir(root); });
+  VERIFY2(
+      contains(message, lstest::utf8Text(root / "tokenizer.json") + ": tokenizer.json not found") &&
+          contains(message, lstest::kNonAsciiUser) && contains(message, lstest::kNonAsciiSub),
+      message.c_str());
+}
+
 TEST_CASE(tokenizerWithoutConfigHasNoBos) {
   const Tokenizer t = Tokenizer::fromFile(kData / "spm_bpe.tokenizer.json");
   VERIFY(!t.bosId().has_value());
