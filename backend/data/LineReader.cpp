@@ -6,6 +6,7 @@
 #include <cstring>
 #include <system_error>
 
+#include "common/OsError.h"  // defines: pathText
 #include "data/Issue.h"
 
 namespace lorascope::data {
@@ -19,11 +20,11 @@ constexpr std::size_t kChunkBytes = std::size_t{1} << 20;  // one read() per MiB
 LineReader::LineReader(const std::filesystem::path& path) : path_(path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    throw DatasetError(path.string() + ": is a directory, not a dataset file");
+    throw DatasetError(common::pathText(path) + ": is a directory, not a dataset file");
   }
   file_.open(path, std::ios::binary);
   if (!file_.is_open()) {
-    throw DatasetError(path.string() + ": cannot open: " + std::strerror(errno));
+    throw DatasetError(common::pathText(path) + ": cannot open: " + std::strerror(errno));
   }
   const auto size = std::filesystem::file_size(path, ec);
   totalBytes_ = ec ? 0 : static_cast<std::uint64_t>(size);
@@ -39,7 +40,7 @@ LineReader::LineReader(const std::filesystem::path& path) : path_(path) {
     consumed_ = 3;
   } else if (available >= 2 &&
              ((head[0] == 0xff && head[1] == 0xfe) || (head[0] == 0xfe && head[1] == 0xff))) {
-    throw DatasetError(path.string() +
+    throw DatasetError(common::pathText(path) +
                        ": is UTF-16 (or UTF-32) text; datasets must be UTF-8. Convert it, e.g. "
                        "`iconv -f UTF-16 -t UTF-8 in.json > out.json`");
   }
@@ -61,8 +62,8 @@ bool LineReader::refill() {
   const auto got = static_cast<std::size_t>(file_.gcount());
   if (got == 0) {
     if (file_.bad()) {
-      throw DatasetError(path_.string() + ": read failed at byte " + std::to_string(consumed_) +
-                         ": " + std::strerror(errno));
+      throw DatasetError(common::pathText(path_) + ": read failed at byte " +
+                         std::to_string(consumed_) + ": " + std::strerror(errno));
     }
     eof_ = true;
     return false;

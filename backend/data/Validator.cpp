@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "common/OsError.h"  // defines: pathText
 #include "data/DatasetStream.h"
 
 namespace lorascope::data {
@@ -63,7 +64,7 @@ void addTokens(TokenReport& tokens, const EncodedExample& encoded, std::size_t m
 ValidationReport validateDataset(const std::filesystem::path& file,
                                  const ValidateOptions& options) {
   ValidationReport report;
-  report.file = file.string();
+  report.file = common::pathText(file);
   const IssueSink sink = [&report](DatasetIssue issue) {
     report.issues.push_back(std::move(issue));
   };

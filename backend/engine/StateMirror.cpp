@@ -130,9 +130,9 @@ void StateMirror::flush(std::size_t offset, std::size_t bytes, const char* what)
 
 void StateMirror::write(std::span<const std::byte> payload) {
   if (payload.size() > capacityBytes_) {
-    throw StateMirrorError(path_.string() + ": state of " + std::to_string(payload.size()) +
-                           " bytes exceeds the mirror's capacity of " +
-                           std::to_string(capacityBytes_) + " bytes");
+    throw StateMirrorError(
+        common::pathText(path_) + ": state of " + std::to_string(payload.size()) +
+        " bytes exceeds the mirror's capacity of " + std::to_string(capacityBytes_) + " bytes");
   }
   // Never the newest state's slot (a crash now must leave it) nor the last durable one's (a
   // machine that goes down must find it on the disk); of the slots left, the oldest.
@@ -168,7 +168,7 @@ void StateMirror::write(std::span<const std::byte> payload) {
 std::optional<MirroredState> StateMirror::readLatest(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw StateMirrorError(path.string() +
+    throw StateMirrorError(common::pathText(path) +
                            ": cannot open the state mirror: " + std::strerror(errno));
   }
   const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "common/DurableFile.h"
+#include "common/OsError.h"  // defines: pathText
 #include "common/Platform.h"
 #include "profiles/Builtins.h"
 #include "profiles/ProfileJson.h"
@@ -22,7 +23,7 @@ namespace {
 std::string readWholeFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw ProfileError(path.string() + ": cannot be read: " + std::strerror(errno));
+    throw ProfileError(common::pathText(path) + ": cannot be read: " + std::strerror(errno));
   }
   std::ostringstream text;
   text << in.rdbuf();
@@ -62,7 +63,7 @@ ProfileListing ProfileStore::load() const {
   std::map<std::string, fs::path> fileOfName;
   for (const fs::path& file : files) {
     try {
-      ParsedProfile parsed = parseProfile(readWholeFile(file), file.string());
+      ParsedProfile parsed = parseProfile(readWholeFile(file), common::pathText(file));
       if (isBuiltinName(parsed.profile.name)) {
         listing.problems.push_back({file, "uses the name of a built-in profile ('" +
                                               parsed.profile.name + "'); rename it"});
@@ -71,7 +72,7 @@ ProfileListing ProfileStore::load() const {
       // Two files of one name: the first in file-name order is loaded, the other reported.
       if (const auto [first, added] = fileOfName.emplace(parsed.profile.name, file); !added) {
         listing.problems.push_back({file, "uses the name '" + parsed.profile.name + "', which " +
-                                              first->second.string() +
+                                              common::pathText(first->second) +
                                               " already has; rename one of them"});
         continue;
       }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/EnumNames.h"
+#include "common/OsError.h"  // defines: pathText
 
 namespace lorascope::runtime {
 namespace {
@@ -322,7 +323,7 @@ void FaultLedger::append(const std::string& line) const {
   out << line + "\n";  // one buffer, written by one flush
   out.flush();
   if (!out) {
-    throw std::runtime_error("cannot write the fault ledger " + file_.string() +
+    throw std::runtime_error("cannot write the fault ledger " + common::pathText(file_) +
                              ": check that the run directory is writable");
   }
 }

@@ -4,9 +4,11 @@
 #include "TestRunner.h"
 
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 
 #include "DataTestUtil.h"
+#include "TempDir.h"
 #include "data/LengthStats.h"
 #include "data/Validator.h"
 
@@ -181,6 +183,37 @@ TEST_CASE(emptyFileGivesAReportNotAnError) {
 TEST_CASE(missingFileIsTheOnlyFatalError) {
   VERIFY_THROWS_EXCEPTION(DatasetError,
                           validateDataset(fixture("missing.jsonl"), ValidateOptions{}));
+}
+
+// A dataset under C:\Users\Łukasz\日本: it is read like the same file elsewhere; the report's file
+// (its JSON and text) and the errors hold the path as UTF-8 text (path::string() throws there).
+TEST_CASE(datasetUnderNonAsciiNamesIsReadAndNamed) {
+  lstest::TempDir dir;
+  const std::filesystem::path file = dir.nonAsciiFolder() / "train.jsonl";
+  std::filesystem::copy_file(fixture("alpaca_broken_line.jsonl"), file);
+  const std::string text = lstest::utf8Text(file);
+  const ValidationReport report = validateDataset(file, ValidateOptions{});
+  COMPARE(report.validExamples, std::size_t{4});
+  COMPARE(report.errorCounts.at("json_error"), std::size_t{1});
+  COMPARE(report.file, text);
+  COMPARE(report.toJson().at("file").get<std::string>(), text);
+  VERIFY2(report.toText().find("Dataset: " + text) != std::string::npos, report.toText().c_str());
+
+  const std::filesystem::path missing = file.parent_path() / "missing.jsonl";
+  try {
+    validateDataset(missing, ValidateOptions{});
+    FAIL("expected DatasetError");
+  } catch (const DatasetError& e) {
+    VERIFY2(lstest::Message{e.what()}.contains(lstest::utf8Text(missing) + ": cannot open"),
+            e.what());
+  }
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << "\xff\xfe{";  // UTF-16
+  try {
+    validateDataset(file, ValidateOptions{});
+    FAIL("expected DatasetError");
+  } catch (const DatasetError& e) {
+    VERIFY2(lstest::Message{e.what()}.contains(text + ": is UTF-16"), e.what());
+  }
 }
 
 TEST_CASE(lengthSummaryUsesNearestRankAndHalfOctaveBins) {

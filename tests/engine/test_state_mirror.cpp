@@ -198,3 +198,28 @@ TEST_CASE(damagedOrForeignFilesYieldNoStateNotACrash) {
   VERIFY(!StateMirror::readLatest(path).has_value());
   VERIFY_THROWS_EXCEPTION(StateMirrorError, StateMirror::readLatest(dir.filePath("missing")));
 }
+
+// A run folder under C:\Users\Łukasz\日本: the mirror is written and read there, and its errors
+// name it as UTF-8 text (on Windows, path::string() throws for these names).
+TEST_CASE(mirrorUnderNonAsciiNamesWorksAndIsNamed) {
+  lstest::TempDir dir;
+  const std::filesystem::path path = dir.nonAsciiFolder() / "state.mirror";
+  StateMirror mirror(path, 8);
+  mirror.write(bytesOf("small"));
+  COMPARE(textOf(StateMirror::readLatest(path)->payload), std::string("small"));
+  try {
+    mirror.write(bytesOf("far too large"));
+    FAIL("expected StateMirrorError");
+  } catch (const StateMirrorError& e) {
+    VERIFY2(lstest::Message{e.what()}.contains(lstest::utf8Text(path) + ": state of 13 bytes"),
+            e.what());
+  }
+  const std::filesystem::path missing = path.parent_path() / "missing.mirror";
+  try {
+    StateMirror::readLatest(missing);
+    FAIL("expected StateMirrorError");
+  } catch (const StateMirrorError& e) {
+    VERIFY2(lstest::Message{e.what()}.contains(lstest::utf8Text(missing) + ": cannot open"),
+            e.what());
+  }
+}

@@ -169,6 +169,37 @@ TEST_CASE(storeSavesLoadsAndReportsBadFilesWithoutHidingGoodOnes) {
   VERIFY(!store.remove("Balanced"));
 }
 
+// A store under C:\Users\Łukasz\日本 (a Windows user's %APPDATA%): profiles are saved and read
+// back, and a bad file's problem names it as UTF-8 text (path::string() throws there).
+TEST_CASE(storeUnderNonAsciiNamesLoadsAndNamesItsFiles) {
+  lstest::TempDir dir;
+  const ProfileStore store(dir.nonAsciiFolder() / "profiles");
+  Profile mine;
+  mine.name = "Zo\xc3\xab's card";
+  mine.description = "queues 2";
+  mine.environment["GPU_MAX_HW_QUEUES"] = "2";
+  const std::filesystem::path saved = store.save(mine);
+  COMPARE(saved.parent_path(), store.userDir());
+  const std::filesystem::path broken = store.userDir() / "broken.json";
+  std::ofstream(broken) << R"({"name": "b", "descr)";
+  const std::filesystem::path twin = store.userDir() / "zz-twin.json";
+  std::filesystem::copy_file(saved, twin);
+
+  const ProfileListing listing = store.load();
+  COMPARE(listing.profiles.size(), builtinProfiles().size() + 1);
+  COMPARE(listing.profiles.back().profile.name, mine.name);
+  COMPARE(listing.profiles.back().profile.environment.at("GPU_MAX_HW_QUEUES"), std::string("2"));
+  COMPARE(listing.problems.size(), std::size_t{2});
+  COMPARE(listing.problems[0].file, broken);
+  const lstest::Message parseError{listing.problems[0].message};
+  VERIFY2(parseError.contains(lstest::utf8Text(broken)), parseError.text.c_str());
+  COMPARE(listing.problems[1].file, twin);
+  const lstest::Message clash{listing.problems[1].message};
+  VERIFY2(clash.contains(lstest::utf8Text(saved) + " already has") &&
+              clash.contains(lstest::kNonAsciiSub),
+          clash.text.c_str());
+}
+
 TEST_CASE(storeRefusesBuiltinNames) {
   lstest::TempDir dir;
   const ProfileStore store(dir.path());
