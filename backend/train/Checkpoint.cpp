@@ -92,12 +92,13 @@ void verifyFileChecksums(const json& doc, const fs::path& dir, const std::string
     }
     const std::string actual = fileChecksum(path);
     if (actual != files.at(name).get<std::string>()) {
-      throw CheckpointError(path.string(), "checksum " + actual + " differs from " +
-                                               files.at(name).get<std::string>() + " recorded in " +
-                                               fs::path(stateFile).filename().string() +
-                                               ": the file "
-                                               "changed after the checkpoint was written "
-                                               "(a bit flip, a partial copy?)");
+      throw CheckpointError(common::pathText(path),
+                            "checksum " + actual + " differs from " +
+                                files.at(name).get<std::string>() + " recorded in " +
+                                common::pathText(common::pathFromUtf8(stateFile).filename()) +
+                                ": the file "
+                                "changed after the checkpoint was written "
+                                "(a bit flip, a partial copy?)");
     }
   }
 }
@@ -114,7 +115,8 @@ json toJson(const MicroBatchChange& c) {
 std::string readRunFile(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw CheckpointError(path.string(), "cannot be opened (missing? an incomplete checkpoint?)");
+    throw CheckpointError(common::pathText(path),
+                          "cannot be opened (missing? an incomplete checkpoint?)");
   }
   std::ostringstream text;
   text << in.rdbuf();
@@ -127,14 +129,14 @@ void appendRunFile(const fs::path& path, std::string_view bytes) {
     file.write(bytes);
     file.close();
   } catch (const common::OsError& e) {
-    throw CheckpointError(path.string(), e.detail());
+    throw CheckpointError(common::pathText(path), e.detail());
   }
 }
 
 json readRunJson(const fs::path& path) {
   const json doc = json::parse(readRunFile(path), nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
-    throw CheckpointError(path.string(), "is not a well-formed JSON object");
+    throw CheckpointError(common::pathText(path), "is not a well-formed JSON object");
   }
   return doc;
 }
@@ -212,13 +214,13 @@ fs::path checkpointStateFile(const fs::path& dir) {
 
 std::string checkpointConfigHash(const fs::path& dir) {
   const fs::path path = checkpointStateFile(dir);
-  return requireField<std::string>(readRunJson(path), "config_hash", path.string());
+  return requireField<std::string>(readRunJson(path), "config_hash", common::pathText(path));
 }
 
 TrainerState readCheckpoint(const fs::path& dir,
                             const std::optional<std::string>& expectedConfigHash) {
   const fs::path statePath = checkpointStateFile(dir);
-  const std::string stateFile = statePath.string();
+  const std::string stateFile = common::pathText(statePath);
   const json doc = readRunJson(statePath);
   // Checkpoints written before checksums existed have neither field and are read as they are.
   if (doc.contains("checksum") &&
@@ -280,13 +282,14 @@ TrainerState readCheckpoint(const fs::path& dir,
   state.adapter = readPeftAdapter(dir).adapter;
   const fs::path optimizerPath = dir / kOptimizerFile;
   if (!fs::exists(optimizerPath)) {
-    throw CheckpointError(optimizerPath.string(), "is missing (an incomplete checkpoint?)");
+    throw CheckpointError(common::pathText(optimizerPath),
+                          "is missing (an incomplete checkpoint?)");
   }
   std::unique_ptr<model::SafetensorsFile> optimizer;
   try {
-    optimizer = std::make_unique<model::SafetensorsFile>(optimizerPath.string());
+    optimizer = std::make_unique<model::SafetensorsFile>(common::pathText(optimizerPath));
   } catch (const model::ModelError& e) {
-    throw CheckpointError(optimizerPath.string(), e.what());
+    throw CheckpointError(common::pathText(optimizerPath), e.what());
   }
   const std::int64_t r = state.adapter.config.rank;
   for (const LoraWeights& w : state.adapter.weights) {
@@ -300,7 +303,7 @@ TrainerState readCheckpoint(const fs::path& dir,
                              readF32(*optimizer, keyB + kSecondMomentSuffix, shapeB)});
   }
   if (optimizer->header().tensors.size() != 4 * state.adapter.weights.size()) {
-    throw CheckpointError(optimizerPath.string(),
+    throw CheckpointError(common::pathText(optimizerPath),
                           "holds " + std::to_string(optimizer->header().tensors.size()) +
                               " tensors but the adapter needs " +
                               std::to_string(4 * state.adapter.weights.size()) +
@@ -310,14 +313,15 @@ TrainerState readCheckpoint(const fs::path& dir,
   // a moment passes those and is caught here.
   verifyFileChecksums(doc, dir, stateFile);
   try {
-    requireFiniteAdapter(state.adapter, (dir / kAdapterWeightsFile).string());
+    requireFiniteAdapter(state.adapter, common::pathText(dir / kAdapterWeightsFile));
   } catch (const std::invalid_argument& e) {
-    throw CheckpointError((dir / kAdapterWeightsFile).string(), e.what());
+    throw CheckpointError(common::pathText(dir / kAdapterWeightsFile), e.what());
   }
   for (const LoraMoments& m : state.moments) {
     if (!allFinite(m.firstA) || !allFinite(m.secondA) || !allFinite(m.firstB) ||
         !allFinite(m.secondB)) {
-      throw CheckpointError(optimizerPath.string(), "holds AdamW moments that are not finite");
+      throw CheckpointError(common::pathText(optimizerPath),
+                            "holds AdamW moments that are not finite");
     }
   }
   return state;

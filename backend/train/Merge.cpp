@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/DurableFile.h"
+#include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "compute/Bf16.h"
 #include "compute/Convert.h"
 #include "model/ModelFolder.h"
@@ -28,7 +29,7 @@ namespace {
 bool isWeightsFile(const fs::path& path) {
   static const std::set<std::string> kWeightExtensions = {
       ".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".h5", ".msgpack", ".onnx"};
-  return kWeightExtensions.count(path.extension().string()) != 0;
+  return kWeightExtensions.count(common::pathText(path.extension())) != 0;
 }
 
 // W (out, in) as stored + scale · B (out, r) · A (r, in), rounded once to the stored dtype.
@@ -108,16 +109,17 @@ std::uint16_t floatToF16(float value) {
 
 MergeReport mergeAdapterIntoModel(const fs::path& baseDir, const LoraAdapter& adapter,
                                   const fs::path& outDir, const MergeProgress& progress) {
-  const model::ModelFolder base = model::ModelFolder::open(baseDir.string());
-  checkAdapterFitsModel(adapter, base.config(), baseDir.string());
-  requireFiniteAdapter(adapter, "merge into " + outDir.string());
+  const model::ModelFolder base = model::ModelFolder::open(common::pathText(baseDir));
+  checkAdapterFitsModel(adapter, base.config(), common::pathText(baseDir));
+  requireFiniteAdapter(adapter, "merge into " + common::pathText(outDir));
   if (fs::exists(outDir)) {
-    throw CheckpointError(outDir.string(),
+    throw CheckpointError(common::pathText(outDir),
                           "already exists; choose a new folder for the merged model or remove it");
   }
   const fs::path parent = outDir.has_parent_path() ? outDir.parent_path() : fs::path(".");
   fs::create_directories(parent);
-  const fs::path temp = parent / (outDir.filename().string() + common::tempSuffix());
+  const fs::path temp =
+      parent / common::pathFromUtf8(common::pathText(outDir.filename()) + common::tempSuffix());
   fs::remove_all(temp);
   fs::create_directory(temp);
   TempDirGuard guard(temp);
@@ -157,13 +159,14 @@ MergeReport mergeAdapterIntoModel(const fs::path& baseDir, const LoraAdapter& ad
       keepAlive.push_back(std::move(t));
       tensors.push_back(std::move(out));
     }
-    writeSafetensors(temp / fs::path(path).filename(), tensors, {{"format", "pt"}}, written);
+    writeSafetensors(temp / common::pathFromUtf8(path).filename(), tensors, {{"format", "pt"}},
+                     written);
   }
   if (report.mergedTensors != static_cast<std::int64_t>(adapter.weights.size())) {
-    throw CheckpointError(baseDir.string(), "only " + std::to_string(report.mergedTensors) +
-                                                " of the adapter's " +
-                                                std::to_string(adapter.weights.size()) +
-                                                " projections were found in the weights files");
+    throw CheckpointError(common::pathText(baseDir),
+                          "only " + std::to_string(report.mergedTensors) + " of the adapter's " +
+                              std::to_string(adapter.weights.size()) +
+                              " projections were found in the weights files");
   }
   for (const fs::directory_entry& entry : fs::directory_iterator(baseDir)) {
     if (entry.is_regular_file() && !isWeightsFile(entry.path())) {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "common/DurableFile.h"
+#include "common/OsError.h"  // defines: pathText
 #include "compute/Convert.h"
 #include "model/ModelError.h"
 #include "model/Safetensors.h"
@@ -207,7 +208,7 @@ nlohmann::ordered_json peftAdapterConfig(const LoraConfig& config,
 
 void writePeftAdapter(const fs::path& dir, const LoraAdapter& adapter,
                       const std::string& baseModelNameOrPath) {
-  requireFiniteAdapter(adapter, dir.string());
+  requireFiniteAdapter(adapter, common::pathText(dir));
   fs::create_directories(dir);
   std::vector<TensorToWrite> tensors;
   const std::int64_t r = adapter.config.rank;
@@ -224,12 +225,12 @@ PeftAdapterFiles readPeftAdapter(const fs::path& dir) {
   const fs::path configPath = dir / kAdapterConfigFile;
   const json doc = readRunJson(configPath);
   PeftAdapterFiles out;
-  out.adapter.config = parseLoraConfig(doc, configPath.string());
+  out.adapter.config = parseLoraConfig(doc, common::pathText(configPath));
   if (doc.contains("base_model_name_or_path") && doc.at("base_model_name_or_path").is_string()) {
     out.baseModelNameOrPath = doc.at("base_model_name_or_path").get<std::string>();
   }
   const fs::path weightsPath = dir / kAdapterWeightsFile;
-  const std::string file = weightsPath.string();
+  const std::string file = common::pathText(weightsPath);
   if (!fs::exists(weightsPath)) {
     throw CheckpointError(file, "is missing (an adapter folder holds " +
                                     std::string(kAdapterWeightsFile) + " and " +

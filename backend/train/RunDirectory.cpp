@@ -142,7 +142,7 @@ bool holdsProgress(const fs::path& dir) {
   if (fs::exists(dir / kFinalAdapterDir, ec))
     return true;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir / kCheckpointsDir, ec)) {
-    if (entry.path().filename().string().rfind("step-", 0) == 0)
+    if (common::pathText(entry.path().filename()).rfind("step-", 0) == 0)
       return true;
   }
   return false;
@@ -153,7 +153,7 @@ bool holdsProgress(const fs::path& dir) {
 void removeStaleStaging(const fs::path& dir) {
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
+    const std::string name = common::pathText(entry.path().filename());
     const std::size_t tmp = name.rfind(".tmp-");
     if (name.empty() || name[0] != '.' || tmp == std::string::npos)
       continue;
@@ -189,10 +189,10 @@ RunDirectory RunDirectory::create(const fs::path& dir, const json& config) {
   const fs::path configPath = dir / kRunConfigFile;
   if (fs::exists(configPath)) {
     if (holdsProgress(dir)) {
-      throw CheckpointError(configPath.string(),
+      throw CheckpointError(common::pathText(configPath),
                             "exists: this folder already holds a run with a checkpoint; resume it "
                             "with --resume " +
-                                dir.string() + " or choose another --out folder");
+                                common::pathText(dir) + " or choose another --out folder");
     }
     // A run that stopped before its first checkpoint: nothing to resume, so this one takes over
     // its folder (the old metrics lines described steps whose results were never saved).
@@ -207,12 +207,12 @@ RunDirectory RunDirectory::create(const fs::path& dir, const json& config) {
 RunDirectory RunDirectory::open(const fs::path& dir) {
   const fs::path configPath = dir / kRunConfigFile;
   if (!fs::exists(configPath)) {
-    throw CheckpointError(configPath.string(),
-                          "is missing: " + dir.string() + " is not a LoRAscope run folder");
+    throw CheckpointError(common::pathText(configPath), "is missing: " + common::pathText(dir) +
+                                                            " is not a LoRAscope run folder");
   }
   const json config = readRunJson(configPath);
   if (!config.contains("model_path") || !config.at("model_path").is_string()) {
-    throw CheckpointError(configPath.string(),
+    throw CheckpointError(common::pathText(configPath),
                           "is not a run config (a JSON object with \"model_path\")");
   }
   removeStaleStaging(dir);
@@ -264,8 +264,9 @@ void RunDirectory::recordEvaluation(const EvalMetrics& eval) const {
   const auto last = std::find_if(lines.rbegin(), lines.rend(),
                                  [&](const StepMetrics& m) { return m.step == eval.step; });
   if (last == lines.rend()) {
-    throw CheckpointError(path.string(), "has no line for step " + std::to_string(eval.step) +
-                                             " to record its evaluation in");
+    throw CheckpointError(
+        common::pathText(path),
+        "has no line for step " + std::to_string(eval.step) + " to record its evaluation in");
   }
   last->eval = eval;
   std::string text;
@@ -299,7 +300,7 @@ std::vector<StepMetrics> RunDirectory::readMetrics(const fs::path& file) {
       if (!terminated) {
         break;  // the torn last line of a crash
       }
-      throw CheckpointError(file.string() + ":" + std::to_string(lineNumber),
+      throw CheckpointError(common::pathText(file) + ":" + std::to_string(lineNumber),
                             std::string("malformed metrics line: ") + e.what());
     }
   }
@@ -332,7 +333,7 @@ std::vector<std::int64_t> RunDirectory::checkpointSteps() const {
     return steps;
   }
   for (const fs::directory_entry& entry : fs::directory_iterator(root)) {
-    if (const auto step = parseStepName(entry.path().filename().string());
+    if (const auto step = parseStepName(common::pathText(entry.path().filename()));
         step && entry.is_directory()) {
       steps.push_back(*step);
     }
@@ -346,7 +347,7 @@ fs::path RunDirectory::saveCheckpoint(const TrainerState& state, int keepLast) c
   fs::create_directories(root);
   // Leftovers of a crash mid-checkpoint are incomplete by construction.
   for (const fs::directory_entry& entry : fs::directory_iterator(root)) {
-    const std::string name = entry.path().filename().string();
+    const std::string name = common::pathText(entry.path().filename());
     if (name.rfind(".step-", 0) == 0) {
       fs::remove_all(entry.path());
     }
@@ -383,22 +384,24 @@ TrainerState RunDirectory::loadCheckpoint(
   }
   const fs::path root = dir_ / kCheckpointsDir;
   if (steps.empty()) {
-    throw CheckpointError(root.string(),
+    throw CheckpointError(common::pathText(root),
                           "holds no complete checkpoint to resume from: the run stopped before "
                           "its first one. Start it again with the same train command and --out " +
-                              dir_.string() + " (the folder is reused), or choose another --out");
+                              common::pathText(dir_) +
+                              " (the folder is reused), or choose another --out");
   }
   if (step && std::find(steps.begin(), steps.end(), *step) == steps.end()) {
-    throw CheckpointError(root.string(), "has no checkpoint of step " + std::to_string(*step) +
-                                             " (available: " + available + ")");
+    throw CheckpointError(
+        common::pathText(root),
+        "has no checkpoint of step " + std::to_string(*step) + " (available: " + available + ")");
   }
   const auto read = [&](std::int64_t chosen) {
     TrainerState state = readCheckpoint(checkpointDir(chosen), configHash_);
     if (state.step != chosen) {
-      throw CheckpointError(checkpointDir(chosen).string(),
-                            checkpointStateFile(checkpointDir(chosen)).filename().string() +
-                                " says step " + std::to_string(state.step) +
-                                " but the folder is step-" + std::to_string(chosen));
+      throw CheckpointError(
+          common::pathText(checkpointDir(chosen)),
+          common::pathText(checkpointStateFile(checkpointDir(chosen)).filename()) + " says step " +
+              std::to_string(state.step) + " but the folder is step-" + std::to_string(chosen));
     }
     return state;
   };
@@ -424,9 +427,10 @@ TrainerState RunDirectory::loadCheckpoint(
                  e.what() + ")";
     }
   }
-  throw CheckpointError(root.string(), "holds no intact checkpoint to resume from: " + damaged +
-                                           ". Restore the files from a copy, or start a new run "
-                                           "with another --out folder");
+  throw CheckpointError(common::pathText(root),
+                        "holds no intact checkpoint to resume from: " + damaged +
+                            ". Restore the files from a copy, or start a new run "
+                            "with another --out folder");
 }
 
 void RunDirectory::saveFinalAdapter(const LoraAdapter& adapter) const {

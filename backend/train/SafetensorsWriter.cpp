@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/DurableFile.h"
+#include "common/OsError.h"     // defines: pathText
 #include "model/Safetensors.h"  // defines: safetensorsDtypeName
 
 namespace lorascope::train {
@@ -95,9 +96,9 @@ void writeSafetensors(const fs::path& path, std::span<const TensorToWrite> tenso
   for (const TensorToWrite& t : tensors) {
     if (!t.produce && t.bytes.size() != tensorBytes(t)) {
       throw std::invalid_argument(
-          path.string() + ": tensor '" + t.name + "' has " + std::to_string(t.bytes.size()) +
-          " bytes but " + model::safetensorsDtypeName(t.dtype) + compute::shapeToString(t.shape) +
-          " needs " + std::to_string(tensorBytes(t)));
+          common::pathText(path) + ": tensor '" + t.name + "' has " +
+          std::to_string(t.bytes.size()) + " bytes but " + model::safetensorsDtypeName(t.dtype) +
+          compute::shapeToString(t.shape) + " needs " + std::to_string(tensorBytes(t)));
     }
   }
   const SafetensorsLayout layout = layoutSafetensors(tensors, metadata);
@@ -116,7 +117,7 @@ void writeSafetensors(const fs::path& path, std::span<const TensorToWrite> tenso
     } else {
       const std::vector<std::byte> produced = t.produce();
       if (produced.size() != tensorBytes(t)) {
-        throw std::invalid_argument(path.string() + ": tensor '" + t.name + "' produced " +
+        throw std::invalid_argument(common::pathText(path) + ": tensor '" + t.name + "' produced " +
                                     std::to_string(produced.size()) + " bytes but needs " +
                                     std::to_string(tensorBytes(t)));
       }

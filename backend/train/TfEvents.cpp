@@ -7,6 +7,7 @@
 
 #include "common/Checksum.h"
 #include "common/DurableFile.h"
+#include "common/OsError.h"  // defines: pathText
 #include "train/CheckpointError.h"
 
 namespace lorascope::train {
@@ -220,18 +221,18 @@ std::vector<TfEvent> readTfEvents(const fs::path& file) {
     std::memcpy(&length, lengthBytes.data(), 8);
     std::memcpy(&lengthCrc, bytes.data() + pos + 8, 4);
     if (lengthCrc != maskedCrc32c(lengthBytes))
-      throw CheckpointError(file.string(), where + ": the length's CRC does not match");
+      throw CheckpointError(common::pathText(file), where + ": the length's CRC does not match");
     if (length > bytes.size() - pos - 12 || bytes.size() - pos - 12 - length < 4)
       break;  // a torn record at the end
     const std::string_view data(bytes.data() + pos + 12, length);
     std::uint32_t dataCrc = 0;
     std::memcpy(&dataCrc, bytes.data() + pos + 12 + length, 4);
     if (dataCrc != maskedCrc32c(data))
-      throw CheckpointError(file.string(), where + ": the data's CRC does not match");
+      throw CheckpointError(common::pathText(file), where + ": the data's CRC does not match");
     try {
       events.push_back(decodeEvent(data));
     } catch (const std::runtime_error& e) {
-      throw CheckpointError(file.string(), where + ": not an Event (" + e.what() + ")");
+      throw CheckpointError(common::pathText(file), where + ": not an Event (" + e.what() + ")");
     }
     pos += 12 + length + 4;
   }
@@ -241,7 +242,8 @@ std::vector<TfEvent> readTfEvents(const fs::path& file) {
 fs::path tfEventsPath(const fs::path& runDir) {
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(runDir, ec)) {
-    if (entry.path().filename().string().rfind(kEventsPrefix, 0) == 0 && entry.is_regular_file())
+    if (common::pathText(entry.path().filename()).rfind(kEventsPrefix, 0) == 0 &&
+        entry.is_regular_file())
       return entry.path();
   }
   return runDir / (kEventsPrefix + std::to_string(std::time(nullptr)) + ".lorascope");

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/OsError.h"  // defines: pathText
 #include "data/DatasetStream.h"
 #include "data/ExampleEncoder.h"
 #include "text/ChatTemplate.h"
@@ -35,7 +36,7 @@ TrainingData loadTrainingData(const std::filesystem::path& dataFile,
       // Some messages name their location already ("line 4: field ..."): say it once.
       const std::string location = data::describeLocation(where);
       const bool located = message.rfind(location + ":", 0) == 0;
-      out.firstProblems.push_back(dataFile.string() + ": " +
+      out.firstProblems.push_back(common::pathText(dataFile) + ": " +
                                   (located ? message : location + ": " + message));
     }
   };
@@ -63,7 +64,7 @@ TrainingData loadTrainingData(const std::filesystem::path& dataFile,
     out.examples.push_back({std::move(encoded.ids), std::move(encoded.labels)});
   }
   if (out.examples.empty()) {
-    throw std::runtime_error(dataFile.string() + ": no example left to train on (" +
+    throw std::runtime_error(common::pathText(dataFile) + ": no example left to train on (" +
                              std::to_string(out.skippedRecords) + " records with errors, " +
                              std::to_string(out.droppedExamples) +
                              " with no response token within --max-seq-len); check the file "

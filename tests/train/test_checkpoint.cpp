@@ -311,6 +311,54 @@ TEST_CASE(resumeRefusesMismatchedOrDamagedFiles) {
   COMPARE(run.loadCheckpoint().step, std::int64_t{5});
 }
 
+// A run under C:\Users\Łukasz\日本, its model and dataset there too and given as UTF-8 text (as the
+// command line and config.json give them), with a file of the user's under such a name in its
+// folders: it is created, checkpointed and resumed, and errors name its files as UTF-8 text (on
+// Windows, path::string() throws for these names and a narrow string path goes through ANSI).
+TEST_CASE(runUnderNonAsciiNamesResumesAndNamesItsFiles) {
+  lstest::TempDir tmp;
+  const fs::path home = tmp.nonAsciiFolder();
+  fs::copy(fs::path(kModelDataDir) / "llama_f32_legacy_rope", home / "model",
+           fs::copy_options::recursive);
+  fs::copy_file(fs::path(LORASCOPE_TRAIN_DATA_DIR) / "../../data/data/chat.jsonl",
+                home / "chat.jsonl");
+  nlohmann::json config = runConfig();
+  config["model_path"] = lstest::utf8Text(home / "model");
+  config["data_path"] = lstest::utf8Text(home / "chat.jsonl");
+  const model::ModelFolder folder = model::ModelFolder::open(lstest::utf8Text(home / "model"));
+  const fs::path runDir = home / "run";
+  const RunDirectory run = RunDirectory::create(runDir, config);
+  const TrainerState saved = richState(folder.config(), 7);
+  const fs::path step = run.saveCheckpoint(saved, 1);
+  const fs::path userFile = fs::path(u8"\u65e5\u672c-notes.txt");
+  writeText(runDir / userFile, "the user's own file");
+  writeText(runDir / "checkpoints" / userFile, "the user's own file");
+  const RunDirectory reopened = RunDirectory::open(runDir);
+  COMPARE(reopened.checkpointSteps(), (std::vector<std::int64_t>{7}));
+  VERIFY(sameState(saved, reopened.loadCheckpoint()));
+  reopened.saveFinalAdapter(saved.adapter);
+  VERIFY(fs::exists(reopened.finalAdapterDir() / "adapter_model.safetensors"));
+  const lstest::Message card{readText(reopened.finalAdapterDir() / "README.md")};
+  VERIFY2(card.contains("| Dataset | chat.jsonl |") && card.contains(lstest::kNonAsciiUser) &&
+              card.contains(lstest::kNonAsciiSub),
+          card.text.c_str());
+
+  VERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(runDir, config); },
+                                       lstest::utf8Text(runDir / "config.json") + ": exists"));
+  VERIFY(
+      throwsNaming<CheckpointError>([&] { RunDirectory::open(home / "elsewhere"); },
+                                    lstest::utf8Text(home / "elsewhere" / "config.json") +
+                                        ": is missing: " + lstest::utf8Text(home / "elsewhere")));
+  fs::remove(step / "optimizer.safetensors");
+  VERIFY(throwsNaming<CheckpointError>(
+      [&] { reopened.loadCheckpoint(7); },
+      lstest::utf8Text(step / "optimizer.safetensors") + ": is missing"));
+  writeText(runDir / "metrics.jsonl", "{\"step\": \"not a step\"}\n");
+  VERIFY(throwsNaming<CheckpointError>(
+      [&] { RunDirectory::readMetrics(runDir / "metrics.jsonl"); },
+      lstest::utf8Text(runDir / "metrics.jsonl") + ":1: malformed metrics line"));
+}
+
 TEST_CASE(microBatchZeroOrNegativeInTrainerStateIsRefusedNotACrash) {
   // Issue 20 item 4: micro_batch 0 or negative in the state file crashed `train --resume`
   // (SIGFPE, SIGSEGV). Edited without its checksum, so that the values themselves are checked.
