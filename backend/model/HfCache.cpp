@@ -37,7 +37,7 @@ std::optional<fs::path> findSnapshot(const fs::path& repo, const std::string& re
     why = common::pathText(repo) + " (absent)";
     return std::nullopt;
   }
-  const fs::path ref = repo / "refs" / revision;
+  const fs::path ref = repo / "refs" / common::pathFromUtf8(revision);
   std::string commit;
   if (fs::is_regular_file(ref, ec)) {
     commit = firstLine(ref);
@@ -49,7 +49,7 @@ std::optional<fs::path> findSnapshot(const fs::path& repo, const std::string& re
     why = common::pathText(ref) + " (absent: revision '" + revision + "' was never downloaded)";
     return std::nullopt;
   }
-  const fs::path snapshot = repo / "snapshots" / commit;
+  const fs::path snapshot = repo / "snapshots" / common::pathFromUtf8(commit);
   if (!fs::is_directory(snapshot, ec)) {
     why = common::pathText(snapshot) + " (absent, though " + common::pathText(ref) + " names it)";
     return std::nullopt;
@@ -113,7 +113,7 @@ ResolvedModel resolveModel(const std::string& spec, const EnvLookup& env) {
   std::vector<std::string> looked;
   for (const fs::path& cache : hubCacheDirs(env)) {
     std::string why;
-    if (const auto snapshot = findSnapshot(cache / repoName, revision, why))
+    if (const auto snapshot = findSnapshot(cache / common::pathFromUtf8(repoName), revision, why))
       return {*snapshot, id, revision};
     looked.push_back(why);
   }
