@@ -5,6 +5,7 @@
 #include <chrono>
 
 #include "common/ChildProcess.h"
+#include "common/OsError.h"  // defines: pathText
 #include "telemetry/HeldOutside.h"
 #include "telemetry/Providers.h"
 #include "telemetry/Sampler.h"
@@ -107,8 +108,9 @@ class CommandHost::Launcher : public CommandLauncher {
     common::ChildOptions options{spec.program, spec.arguments, {}, spec.workingDirectory};
     for (const auto& [name, value] : spec.environment)
       options.environment.emplace_back(name, value);
-    options.environment.emplace_back(kProbeFileVariable, fs::absolute(probe).string());
-    options.environment.emplace_back(kProbeRequestVariable, fs::absolute(request).string());
+    options.environment.emplace_back(kProbeFileVariable, common::pathText(fs::absolute(probe)));
+    options.environment.emplace_back(kProbeRequestVariable,
+                                     common::pathText(fs::absolute(request)));
     // Python buffers a pipe's output in blocks: lines would come late, and a quiet stretch would
     // look like a hang.
     options.environment.emplace_back("PYTHONUNBUFFERED", "1");
@@ -134,11 +136,12 @@ CommandHost::CommandHost(SupervisedCommand command, profiles::Profile profile,
   std::error_code error;
   fs::create_directories(options_.runDirectory, error);
   if (error)
-    throw ExternalError(options_.runDirectory.string() +
+    throw ExternalError(common::pathText(options_.runDirectory) +
                         ": cannot create the run directory: " + error.message());
   log_.open(options_.runDirectory / "command.log", std::ios::app);
   if (!log_)
-    throw ExternalError((options_.runDirectory / "command.log").string() + ": cannot be written");
+    throw ExternalError(common::pathText(options_.runDirectory / "command.log") +
+                        ": cannot be written");
   if (options_.telemetry) {
     telemetry::ProviderSet set = telemetry::openProviders();
     if (!set.gpu.empty()) {

@@ -2,6 +2,7 @@
 #include "external/ExternalSupervisor.h"
 
 #include "common/ChildProcess.h"  // defines: ChildProcessError
+#include "common/OsError.h"       // defines: pathText
 
 namespace lorascope::external {
 namespace {
@@ -244,7 +245,7 @@ void ExternalSupervisor::recover(const runtime::ErrorClass& error, const std::st
     action += ", batch " + std::to_string(batch_);
   if (!command_.resumeArgument.empty()) {
     action += preview.checkpoint
-                  ? ", resuming from " + preview.checkpoint->string()
+                  ? ", resuming from " + common::pathText(*preview.checkpoint)
                   : ", from the beginning: no checkpoint matches '" + command_.checkpointGlob + "'";
   }
   if (!error.advice.empty())

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/OsError.h"         // defines: pathFromUtf8, pathText
 #include "external/OutputParser.h"  // defines: ExternalError
 #include "profiles/Builtins.h"
 #include "profiles/ProfileJson.h"
@@ -166,17 +167,17 @@ std::vector<std::string> fillTemplate(const std::vector<std::string>& words,
 }
 
 std::int64_t checkpointStep(const fs::path& checkpoint) {
-  return std::max<std::int64_t>(0, lastNumber(checkpoint.filename().string()));
+  return std::max<std::int64_t>(0, lastNumber(common::pathText(checkpoint.filename())));
 }
 
 std::optional<fs::path> newestCheckpoint(const std::string& glob, const fs::path& base) {
   if (glob.empty())
     return std::nullopt;
   // Walk the pattern one part at a time; parts without wildcards are taken as they are.
-  const fs::path pattern(glob);
+  const fs::path pattern = common::pathFromUtf8(glob);  // UTF-8 text, not the code page
   std::vector<fs::path> current{pattern.is_absolute() ? pattern.root_path() : base};
   for (const fs::path& part : pattern.relative_path()) {
-    const std::string text = part.string();
+    const std::string text = common::pathText(part);
     std::vector<fs::path> next;
     for (const fs::path& folder : current) {
       if (text.find_first_of("*?") == std::string::npos) {
@@ -186,9 +187,8 @@ std::optional<fs::path> newestCheckpoint(const std::string& glob, const fs::path
       std::error_code error;
       const fs::path dir = folder.empty() ? fs::path(".") : folder;
       for (const auto& entry : fs::directory_iterator(dir, error)) {
-        const std::string name = entry.path().filename().string();
-        if (wildcardMatch(text, name))
-          next.push_back(folder / name);
+        if (wildcardMatch(text, common::pathText(entry.path().filename())))
+          next.push_back(folder / entry.path().filename());
       }
     }
     current = std::move(next);
@@ -203,8 +203,8 @@ std::optional<fs::path> newestCheckpoint(const std::string& glob, const fs::path
     if (error)
       continue;
     if (!best || time > bestTime ||
-        (time == bestTime &&
-         lastNumber(p.filename().string()) > lastNumber(best->filename().string()))) {
+        (time == bestTime && lastNumber(common::pathText(p.filename())) >
+                                 lastNumber(common::pathText(best->filename())))) {
       best = p;
       bestTime = time;
     }
@@ -234,10 +234,11 @@ LaunchSpec planLaunch(const SupervisedCommand& command, const profiles::Profile&
       spec.arguments.push_back(std::move(word));
   }
   if (resume && !command.resumeArgument.empty()) {
-    spec.checkpoint = newestCheckpoint(command.checkpointGlob, command.workingDirectory);
+    spec.checkpoint =
+        newestCheckpoint(command.checkpointGlob, common::pathFromUtf8(command.workingDirectory));
     if (spec.checkpoint) {
       for (std::string& word : fillTemplate(splitTemplate(command.resumeArgument),
-                                            "{checkpoint_dir}", spec.checkpoint->string()))
+                                            "{checkpoint_dir}", common::pathText(*spec.checkpoint)))
         spec.arguments.push_back(std::move(word));
     }
   }
@@ -253,7 +254,7 @@ std::string describeEnvironment(const std::map<std::string, std::string>& enviro
 
 profiles::Profile findProfile(const std::string& name) {
   if (name.ends_with(".json") || name.find('/') != std::string::npos) {
-    std::ifstream in(name, std::ios::binary);
+    std::ifstream in(common::pathFromUtf8(name), std::ios::binary);  // UTF-8, not the code page
     if (!in)
       throw ExternalError("profile " + name + ": cannot be read");
     std::ostringstream text;

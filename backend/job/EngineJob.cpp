@@ -146,7 +146,7 @@ class TrainingJob : public engine::EngineJob {
     sink(engine::TimedEvent{
         0, engine::LogEvent{
                engine::LogLevel::Info,
-               "run " + run_.dir().string() + ": " + std::to_string(data.examples.size()) +
+               "run " + common::pathText(run_.dir()) + ": " + std::to_string(data.examples.size()) +
                    " examples (" + std::to_string(data.skippedRecords) + " skipped), " +
                    std::to_string(loop_->totalSteps()) + " steps from step " +
                    std::to_string(loop_->state().step) + ", " +
@@ -334,7 +334,7 @@ class TrainingJob : public engine::EngineJob {
     const fs::path dir = run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints);
     if (finished())
       run_.saveFinalAdapter(loop_->state().adapter);
-    return CheckpointEvent{dir.string(), loop_->state().step};
+    return CheckpointEvent{common::pathText(dir), loop_->state().step};
   }
 
   // The device allocator's segments and blocks (PyTorch's snapshot layout); a CPU run has none.
@@ -497,7 +497,7 @@ class TrainingJob : public engine::EngineJob {
     if (optionalFlag(config, "resume") || optionalFlag(config, "resume_from_mirror")) {
       train::RunDirectory run = train::RunDirectory::open(common::pathFromUtf8(out));
       settings_ = settingsFromJson(run.config().at("training"),
-                                   (run.dir() / train::kRunConfigFile).string());
+                                   common::pathText(run.dir() / train::kRunConfigFile));
       if (config.contains("device")) {
         // This session only: config.json keeps the device the run started with.
         settings_.device = requiredString(config, "device");

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/OsError.h"       // defines: pathFromUtf8, pathText
 #include "job/CliArgs.h"          // defines: UsageError
 #include "model/DeviceWeights.h"  // defines: quantizationName
 #include "model/JsonFile.h"       // defines: readJsonFile
@@ -108,7 +109,7 @@ fs::path resolveAdapterDir(const fs::path& runOrDir) {
       return train::RunDirectory::open(runOrDir).checkpointDir(steps.back());
     }
   }
-  throw UsageError(runOrDir.string() +
+  throw UsageError(common::pathText(runOrDir) +
                    ": not an adapter (no adapter_config.json) and not a run folder with an "
                    "adapter/ or a checkpoint; give a PEFT adapter folder or a run folder");
 }
@@ -118,7 +119,7 @@ std::set<std::int32_t> modelEosIds(const fs::path& modelDir) {
   for (const char* file : {"config.json", "generation_config.json"}) {
     const fs::path path = modelDir / file;
     if (fs::exists(path)) {
-      const nlohmann::json j = model::readJsonFile(path.string());
+      const nlohmann::json j = model::readJsonFile(common::pathText(path));
       if (j.is_object() && j.contains("eos_token_id"))
         addEosIds(j["eos_token_id"], ids);
     }
@@ -166,7 +167,7 @@ TextGenerator::TextGenerator(const std::string& model, const std::string& adapte
                              const std::string& device, const DeviceLog& log,
                              model::WeightQuantization quantization)
     : folder_(model::ModelFolder::open(model)), quantization_(quantization) {
-  const fs::path dir = folder_.dir();
+  const fs::path dir = common::pathFromUtf8(folder_.dir());  // UTF-8 text, not the code page
   if (fs::exists(dir / "tokenizer.json")) {
     tokenizer_ = std::make_unique<text::Tokenizer>(text::Tokenizer::fromModelDir(dir));
     chatTemplate_ = std::make_unique<text::ChatTemplate>(text::ChatTemplate::forModelDir(dir));
@@ -179,11 +180,11 @@ TextGenerator::TextGenerator(const std::string& model, const std::string& adapte
   // As stored (as PEFT users load a base for an adapter), or the NF4 base a QLoRA run trained on.
   weights_ = placeWeightsLogged(*backend_, folder_.weights(), log, quantization_);
   if (!adapter.empty()) {
-    adapterDir_ = resolveAdapterDir(adapter);
+    adapterDir_ = resolveAdapterDir(common::pathFromUtf8(adapter));
     const train::PeftAdapterFiles files = train::readPeftAdapter(adapterDir_);
     train::checkAdapterFitsModel(files.adapter, folder_.config(),
-                                 (adapterDir_ / train::kAdapterWeightsFile).string());
-    train::requireFiniteAdapter(files.adapter, adapterDir_.string());
+                                 common::pathText(adapterDir_ / train::kAdapterWeightsFile));
+    train::requireFiniteAdapter(files.adapter, common::pathText(adapterDir_));
     hook_ = std::make_unique<AdapterHook>(*backend_, files.adapter);
   }
 }
@@ -266,13 +267,13 @@ GenerationResult TextGenerator::generate(std::span<const std::int32_t> prompt,
 }
 
 std::string TextGenerator::describe() const {
-  std::string text =
-      fs::path(folder_.dir()).filename().string() + " on " + backend_->capabilities().name;
+  std::string text = common::pathText(common::pathFromUtf8(folder_.dir()).filename()) + " on " +
+                     backend_->capabilities().name;
   if (quantization_ != model::WeightQuantization::None) {
     text += std::string(", base weights ") + model::quantizationName(quantization_);
   }
   if (hook_) {
-    text += ", adapter " + adapterDir_.string();
+    text += ", adapter " + common::pathText(adapterDir_);
   }
   return text;
 }
