@@ -26,6 +26,7 @@
 #include "cli/Commands.h"
 #include "cli/Doctor.h"
 #include "common/Format.h"
+#include "common/OsError.h"   // defines: pathFromUtf8, pathText
 #include "common/Platform.h"  // defines: deviceFileAccess, currentUserGroups, kernelRelease
 #include "compute/Backend.h"
 #include "compute/BuildInfo.h"
@@ -584,7 +585,7 @@ Check checkSmoke(compute::Backend* gpu, const std::string& noGpuReason) {
   const fs::path dataFile = train::ensureDemoDataset(cache);
   job::TrainRunSettings settings = job::defaultSettings(true);
   settings.train.maxSteps = kSmokeSteps;
-  const model::ModelFolder folder = model::ModelFolder::open(modelDir.string());
+  const model::ModelFolder folder = model::ModelFolder::open(common::pathText(modelDir));
   const train::TrainingData data =
       train::loadTrainingData(dataFile, modelDir, settings.train.maxSeqLen);
   std::string note;
@@ -687,7 +688,7 @@ int runDoctor(const Args& args) {
   }
   std::optional<fs::path> runDir;
   if (const auto run = parsed.value("run")) {
-    runDir = *run;
+    runDir = common::pathFromUtf8(*run);  // UTF-8 text, not the code page
     if (!fs::is_directory(*runDir)) {
       throw job::UsageError("--run " + *run + ": not a run folder (no such directory)");
     }
@@ -760,8 +761,8 @@ int runDoctor(const Args& args) {
     std::cout << doctor::toText(report);
   }
   if (const auto bundle = parsed.value("bundle")) {
-    const std::vector<std::string> entries =
-        doctor::writeBundle(*bundle, {&report, runDir, parsed.value("profile")});
+    const std::vector<std::string> entries = doctor::writeBundle(
+        common::pathFromUtf8(*bundle), {&report, runDir, parsed.value("profile")});
     std::cerr << "doctor: support bundle " << *bundle << " (" << entries.size()
               << " files: " << joined(entries, ", ") << ")\n";
   }

@@ -188,7 +188,7 @@ std::string profileText(const std::optional<std::string>& name) {
     }
   }
   return json({{"note", "no profile named '" + *name + "' (built-in or in " +
-                            store.userDir().string() + ")"}})
+                            common::pathText(store.userDir()) + ")"}})
              .dump(2) +
          "\n";
 }
@@ -204,8 +204,8 @@ std::vector<Entry> runEntries(const fs::path& dir) {
     }
   }
   if (out.empty()) {
-    out.push_back({"run/MISSING.txt",
-                   "no config.json, metrics.jsonl or faults.ledger in " + dir.string() + "\n"});
+    out.push_back({"run/MISSING.txt", "no config.json, metrics.jsonl or faults.ledger in " +
+                                          common::pathText(dir) + "\n"});
   }
   return out;
 }
@@ -281,7 +281,7 @@ std::vector<std::string> writeBundle(const fs::path& file, const BundleInputs& i
   out.write(archive.data(), static_cast<std::streamsize>(archive.size()));
   out.close();
   if (!out) {
-    throw std::runtime_error("--bundle " + file.string() + ": cannot be written");
+    throw std::runtime_error("--bundle " + common::pathText(file) + ": cannot be written");
   }
   return names;
 }

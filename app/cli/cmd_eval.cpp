@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/Commands.h"
+#include "common/OsError.h"  // defines: pathFromUtf8
 #include "compute/Backend.h"
 #include "job/CliArgs.h"
 #include "model/Forward.h"
@@ -85,9 +86,9 @@ int runEval(const Args& args) {
   }
   const model::ModelFolder folder = model::ModelFolder::open(dir);
   const std::vector<std::int32_t> ids =
-      parsed.value("ids")
-          ? parseIdList("ids", *parsed.value("ids"))
-          : text::Tokenizer::fromModelDir(dir).encodeWithPostProcessor(*parsed.value("text"));
+      parsed.value("ids") ? parseIdList("ids", *parsed.value("ids"))
+                          : text::Tokenizer::fromModelDir(common::pathFromUtf8(folder.dir()))
+                                .encodeWithPostProcessor(*parsed.value("text"));
   if (ids.empty()) {
     throw job::UsageError("the input has no tokens");
   }

@@ -13,6 +13,7 @@
 
 #include "cli/Commands.h"
 #include "common/Format.h"
+#include "common/OsError.h"   // defines: pathFromUtf8, pathText
 #include "common/Platform.h"  // defines: isTerminal
 #include "job/CliArgs.h"
 #include "train/Merge.h"
@@ -103,7 +104,8 @@ int runExport(const Args& args) {
     throw job::UsageError("expects one RUN_DIR (the --out folder of `lorascope-train train`)");
   }
   const bool asJson = parsed.has("json");
-  const train::RunDirectory run = train::RunDirectory::open(parsed.positional()[0]);
+  const train::RunDirectory run =
+      train::RunDirectory::open(common::pathFromUtf8(parsed.positional()[0]));
   fs::path source;
   std::optional<std::int64_t> exportedStep;  // the checkpoint's step; unset for adapter/
   if (const auto step = parsed.value("checkpoint")) {
@@ -128,18 +130,18 @@ int runExport(const Args& args) {
   const train::PeftAdapterFiles adapter = train::readPeftAdapter(source);
   if (asJson) {
     printEvent({{"type", "adapter"},
-                {"path", source.string()},
+                {"path", common::pathText(source)},
                 {"rank", adapter.adapter.config.rank},
                 {"projections", adapter.adapter.weights.size()},
                 {"parameters", adapter.adapter.parameterCount()}});
   } else {
-    std::cout << "adapter: " << source.string() << " (r " << adapter.adapter.config.rank << ", "
-              << adapter.adapter.weights.size() << " projections, "
+    std::cout << "adapter: " << common::pathText(source) << " (r " << adapter.adapter.config.rank
+              << ", " << adapter.adapter.weights.size() << " projections, "
               << adapter.adapter.parameterCount() << " parameters)\n";
   }
   if (const auto out = parsed.value("out")) {
-    train::writePeftAdapter(*out, adapter.adapter, run.baseModelName());
-    run.writeModelCard(*out, adapter.adapter, exportedStep);
+    train::writePeftAdapter(common::pathFromUtf8(*out), adapter.adapter, run.baseModelName());
+    run.writeModelCard(common::pathFromUtf8(*out), adapter.adapter, exportedStep);
     if (asJson) {
       printEvent({{"type", "written"}, {"kind", "adapter"}, {"path", *out}});
     } else {
@@ -150,7 +152,7 @@ int runExport(const Args& args) {
   if (const auto mergeDir = parsed.value("merge")) {
     MergeProgressOutput progress(asJson);
     const train::MergeReport report = train::mergeAdapterIntoModel(
-        run.baseModel(), adapter.adapter, *mergeDir,
+        common::pathFromUtf8(run.baseModel()), adapter.adapter, common::pathFromUtf8(*mergeDir),
         [&progress](std::uint64_t done, std::uint64_t total) { progress(done, total); });
     if (asJson) {
       printEvent({{"type", "written"},

@@ -20,6 +20,7 @@
 #include "cli/Commands.h"
 #include "common/ChildProcess.h"  // defines: findExecutable
 #include "common/Format.h"        // defines: formatBytes
+#include "common/OsError.h"       // defines: pathFromUtf8, pathText
 #include "common/Platform.h"      // defines: InterruptCounter
 #include "external/CommandHost.h"
 #include "job/CliArgs.h"
@@ -203,17 +204,17 @@ int runSupervise(const Args& all) {
   const bool asJson = args.has("json");
 
   external::CommandHostOptions options;
-  options.runDirectory = args.value("out").value_or(defaultOutDir());
+  options.runDirectory = common::pathFromUtf8(args.value("out").value_or(defaultOutDir()));
   options.telemetry = args.value("telemetry").value_or("true") == "true";
   std::error_code dirError;
   fs::create_directories(options.runDirectory, dirError);
   std::ofstream events(options.runDirectory / "events.jsonl", std::ios::app);
   if (!events)
-    throw external::ExternalError((options.runDirectory / "events.jsonl").string() +
+    throw external::ExternalError(common::pathText(options.runDirectory / "events.jsonl") +
                                   ": cannot be written");
   if (!asJson) {
     std::cout << "lorascope: supervising " << command.program << " with profile '" << profile.name
-              << "'; log and events in " << options.runDirectory.string() << "\n";
+              << "'; log and events in " << common::pathText(options.runDirectory) << "\n";
   }
   engine::HostListener listener{[&](const engine::TimedEvent& e) {
                                   const std::string line = engine::encodeEvent(e);

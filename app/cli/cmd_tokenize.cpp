@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/Commands.h"
+#include "common/OsError.h"  // defines: pathFromUtf8
 #include "job/CliArgs.h"
 #include "text/StreamingEncoder.h"
 #include "text/Tokenizer.h"
@@ -330,7 +331,8 @@ int runTokenize(const Args& args) {
     throw job::UsageError("unexpected argument '" + parsed.positional().front() +
                           "' (text comes from stdin, one item per line)");
   }
-  const text::Tokenizer tokenizer = loadTokenizer(parsed.required("tokenizer"));
+  const text::Tokenizer tokenizer =
+      loadTokenizer(common::pathFromUtf8(parsed.required("tokenizer")));
   const bool json = parsed.has("json");
   if (!parsed.has("decode"))
     return encodeLines(tokenizer, json, parsed.has("post-processor"));

@@ -34,7 +34,7 @@
 
 #include "cli/Commands.h"
 #include "common/ChildProcess.h"  // defines: currentExecutablePath
-#include "common/OsError.h"       // defines: pathFromUtf8
+#include "common/OsError.h"       // defines: pathFromUtf8, pathText
 #include "common/Platform.h"      // defines: InterruptCounter, isTerminal
 #include "engine/InProcessHost.h"
 #include "engine/Protocol.h"  // defines: encodeEvent
@@ -178,8 +178,9 @@ json newRunStart(const job::CliArgs& parsed) {
   json start = json::object();
   if (demo) {
     const fs::path cache = train::defaultCacheDir();
-    say(parsed.has("json"), "demo: model " + train::ensureDemoModel(cache).string() +
-                                "\n      data  " + train::ensureDemoDataset(cache).string());
+    say(parsed.has("json"), "demo: model " + common::pathText(train::ensureDemoModel(cache)) +
+                                "\n      data  " +
+                                common::pathText(train::ensureDemoDataset(cache)));
     start["demo"] = true;
     start["out"] = parsed.value("out").value_or("lorascope-demo-run");
   } else {
@@ -400,7 +401,8 @@ profiles::Profile runProfile(const json& start) {
   std::string name;
   if (start.value("resume", false)) {
     try {
-      const train::RunDirectory run = train::RunDirectory::open(start.at("out").get<std::string>());
+      const train::RunDirectory run =
+          train::RunDirectory::open(common::pathFromUtf8(start.at("out").get<std::string>()));
       name = run.config().value("training", json::object()).value("profile", std::string());
     } catch (const std::exception&) {
       // Not a run: the engine says so when it is asked to resume it.
@@ -502,8 +504,8 @@ int runTrain(const Args& args) {
     if (!asJson) {
       std::cout << "stopped at step " << report.lastStep() << "; checkpoint "
                 << (report.checkpoint() ? report.checkpoint()->path : std::string("(none)"))
-                << "\ncontinue with: lorascope-train train --resume " << runDir.dir().string()
-                << "\n";
+                << "\ncontinue with: lorascope-train train --resume "
+                << common::pathText(runDir.dir()) << "\n";
     }
     return kInterruptedExitCode;
   }
@@ -511,8 +513,8 @@ int runTrain(const Args& args) {
     return 0;
   }
   std::cout << "done: " << report.lastStep() << " steps; adapter "
-            << runDir.finalAdapterDir().string()
-            << "\nexport or merge with: lorascope-train export " << runDir.dir().string()
+            << common::pathText(runDir.finalAdapterDir())
+            << "\nexport or merge with: lorascope-train export " << common::pathText(runDir.dir())
             << " [--merge OUT_DIR]\n";
   return 0;
 }

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "cli/Commands.h"
+#include "common/OsError.h"   // defines: pathFromUtf8
 #include "common/Platform.h"  // defines: isTerminal
 #include "data/Validator.h"   // defines: validateDataset, ValidateOptions
 #include "job/CliArgs.h"
@@ -72,10 +73,11 @@ std::optional<data::ExampleEncoder> makeEncoder(const job::CliArgs& parsed) {
   }
   if (tokenizerPath) {
     std::error_code ec;
-    const bool isDir = std::filesystem::is_directory(*tokenizerPath, ec);
-    return data::ExampleEncoder(isDir ? text::Tokenizer::fromModelDir(*tokenizerPath)
-                                      : text::Tokenizer::fromFile(*tokenizerPath),
-                                text::ChatTemplate::byName(templateName.value_or("alpaca")));
+    const std::filesystem::path tokenizer = common::pathFromUtf8(*tokenizerPath);
+    const bool isDir = std::filesystem::is_directory(tokenizer, ec);
+    return data::ExampleEncoder(
+        isDir ? text::Tokenizer::fromModelDir(tokenizer) : text::Tokenizer::fromFile(tokenizer),
+        text::ChatTemplate::byName(templateName.value_or("alpaca")));
   }
   if (templateName) {
     throw job::UsageError("--template needs --model DIR or --tokenizer PATH");
@@ -172,7 +174,7 @@ int runValidateData(const Args& args) {
   const auto start = std::chrono::steady_clock::now();
   data::ValidationReport report;
   try {
-    report = data::validateDataset(parsed.positional().front(), options);
+    report = data::validateDataset(common::pathFromUtf8(parsed.positional().front()), options);
   } catch (const data::DatasetError& error) {
     std::cerr << "lorascope-train validate-data: " << error.what() << "\n";
     return 1;

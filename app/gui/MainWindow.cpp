@@ -40,6 +40,7 @@
 #include "widgets/Dashboard.h"
 #include "widgets/EventLogModel.h"
 #include "widgets/EventLogPanel.h"
+#include "widgets/Format.h"  // defines: pathToQString, toPath
 #include "widgets/MemoryMapPanel.h"
 #include "widgets/ProfileBar.h"
 
@@ -319,11 +320,10 @@ void MainWindow::startCommand() {
         external::findProfile(setup_->commandSetup()->profileName().toStdString());
     setup_->saveSettings();  // also remembers the command's fields
     external::CommandHostOptions options;
-    options.runDirectory =
+    options.runDirectory = widgets::toPath(
         QDir(defaultRunsDir())
             .filePath(QStringLiteral("command-") +
-                      QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss")))
-            .toStdString();
+                      QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"))));
     if (engine_ == commandEngine_.get()) {
       setEngine(trainingEngine_);
     }
@@ -333,7 +333,7 @@ void MainWindow::startCommand() {
       return std::make_unique<external::CommandHost>(*command, profile, options,
                                                      std::move(listener));
     });
-    runFolder_ = QString::fromStdString(options.runDirectory.string());
+    runFolder_ = widgets::pathToQString(options.runDirectory);
     hasCheckpoint_ = false;
     setEngine(commandEngine_.get());
     logLine(LogLevel::Info, tr("supervising %1 with profile '%2'; its log is %3/command.log")

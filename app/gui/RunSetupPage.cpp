@@ -31,7 +31,7 @@
 #include <climits>
 #include <cmath>
 
-#include "common/OsError.h"  // defines: pathText
+#include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "data/Validator.h"  // defines: validateDataset
 #include "gui/AppPaths.h"    // defines: defaultRunsDir, legacyRunsDir
 #include "gui/Background.h"  // defines: runInBackground
@@ -186,7 +186,7 @@ DatasetValidation validateFile(const QString& file, bool demo, const QString& mo
     options.progress = [&report](std::uint64_t read, std::uint64_t total) {
       report(total > 0 ? static_cast<int>(1000 * read / total) : 1000);
     };
-    out.report = data::validateDataset(path, options);
+    out.report = data::validateDataset(common::pathFromUtf8(path), options);
   } catch (const std::exception& e) {
     out.error = QString::fromUtf8(e.what());
   }

@@ -15,8 +15,10 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "common/OsError.h"  // defines: pathText
 #include "compute/Tensor.h"  // defines: deviceName
 #include "train/RunDirectory.h"
+#include "widgets/Format.h"  // defines: toPath
 
 namespace lorascope::app {
 namespace {
@@ -24,10 +26,6 @@ namespace {
 constexpr int kDirRole = Qt::UserRole;
 
 enum Column { Name, Status, Steps, LastLoss, BestEvalLoss, Profile, Device, Created, ColumnCount };
-
-std::filesystem::path toPath(const QString& dir) {
-  return std::filesystem::path(dir.toStdString());
-}
 
 }  // namespace
 
@@ -53,7 +51,7 @@ std::optional<RunSummary> readRunSummary(const QString& dir) {
   run.dir = QDir(dir).absolutePath();
   run.name = QFileInfo(run.dir).fileName();
   try {
-    const train::RunDirectory folder = train::RunDirectory::open(toPath(dir));
+    const train::RunDirectory folder = train::RunDirectory::open(widgets::toPath(dir));
     const nlohmann::json& config = folder.config();
     const nlohmann::json training = config.value("training", nlohmann::json::object());
     run.totalSteps = training.value("max_steps", std::int64_t{0});
@@ -108,9 +106,10 @@ std::vector<RunSummary> listRuns(const QString& folder) {
 }
 
 std::vector<engine::TimedEvent> metricsAsEvents(const QString& runDir) {
-  const std::filesystem::path file = toPath(runDir) / train::kMetricsFile;
+  const std::filesystem::path file = widgets::toPath(runDir) / train::kMetricsFile;
   if (!std::filesystem::exists(file)) {
-    throw std::runtime_error(file.string() + ": no such file (the run has no completed step)");
+    throw std::runtime_error(common::pathText(file) +
+                             ": no such file (the run has no completed step)");
   }
   std::vector<engine::TimedEvent> events;
   double seconds = 0;

@@ -21,6 +21,7 @@
 #include <optional>
 #include <tuple>
 
+#include "common/OsError.h"  // defines: pathText
 #include "job/Generation.h"
 #include "job/TrainRunConfig.h"  // defines: settingsFromJson
 #include "train/RunDirectory.h"
@@ -63,7 +64,8 @@ std::optional<model::WeightQuantization> runQuantization(const QString& adapter)
   if (!std::filesystem::exists(config))
     return std::nullopt;
   const train::RunDirectory folder = train::RunDirectory::open(run);
-  return job::settingsFromJson(folder.config().at("training"), config.string()).train.quantization;
+  return job::settingsFromJson(folder.config().at("training"), common::pathText(config))
+      .train.quantization;
 }
 
 }  // namespace
