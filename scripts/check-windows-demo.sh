@@ -2,7 +2,8 @@
 # check-windows-demo.sh LINUX_BUILD MINGW_BUILD [WORK_DIR] — the built-in demo run of the Windows
 # cross-build (lorascope-train.exe under Wine) against the Linux build's: `train --demo --steps 20`
 # in each, every step's loss within 1e-5 relative of the other's, and both runs' final adapters
-# complete. Each build makes its own demo model and dataset (separate caches), so the Windows
+# complete; then `validate-data` of the Wine run's demo dataset with its model, which must read it
+# and name it in its report exactly as given. Each build makes its own demo model and dataset (separate caches), so the Windows
 # build's generators are compared too. Both runs, and their caches, are under a folder with
 # non-ASCII letters, WORK_DIR/Łukasz/日本/ (a user name like that is where Windows users keep their
 # files): the arguments and LORASCOPE_CACHE_DIR must reach the programs as UTF-8 (read as UTF-16
@@ -72,6 +73,19 @@ for run in linux-run wine-run; do
     [[ -s $work/$run/adapter/$f ]] || { echo "check-windows-demo: $run/adapter/$f is missing"; status=1; }
   done
 done
+# A command's file arguments under that folder: validate-data on the Wine run's demo dataset with
+# its model (a UTF-8 argument made into a path through the ANSI code page opens nothing).
+data="$(find "$work/cache-wine" -maxdepth 1 -name 'lorascope-demo-tasks-*.jsonl' | head -n 1)"
+model="$(find "$work/cache-wine" -maxdepth 1 -type d -name 'lorascope-demo-llama-*' | head -n 1)"
+if LC_ALL=C.UTF-8 "$wine" "$windows_train" validate-data "$data" --model "$model" --json \
+  >"$logs/validate-data.json" 2>&1 && grep -q '"valid_examples": *[1-9]' "$logs/validate-data.json" &&
+  grep -qF "\"file\": \"$data\"" "$logs/validate-data.json"; then
+  echo "check-windows-demo: validate-data read the demo dataset under Łukasz/日本 and named it"
+else
+  head -c 2000 "$logs/validate-data.json"
+  echo "check-windows-demo: validate-data on $data failed under Wine" >&2
+  status=1
+fi
 # Not required (the losses decide), but worth knowing: whether both builds wrote the same bytes.
 if cmp -s "$work/linux-run/adapter/adapter_model.safetensors" \
   "$work/wine-run/adapter/adapter_model.safetensors"; then
