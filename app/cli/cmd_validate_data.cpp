@@ -17,7 +17,8 @@
 #include "common/Platform.h"  // defines: isTerminal
 #include "data/Validator.h"   // defines: validateDataset, ValidateOptions
 #include "job/CliArgs.h"
-#include "model/HfCache.h"  // defines: resolveModel
+#include "job/RunOptions.h"  // defines: findRunOption
+#include "model/HfCache.h"   // defines: resolveModel
 
 namespace lorascope::cli {
 
@@ -36,6 +37,12 @@ std::size_t parseMaxSeqLen(const std::string& text) {
                           text + "'");
   }
   return value;
+}
+
+// train's default max_seq_len (backend/job/RunOptions.cpp), so that the report without
+// --max-seq-len is the one a run with the same defaults sees.
+const std::string& trainMaxSeqLen() {
+  return job::findRunOption("max-seq-len")->spec.defaultText;
 }
 
 std::optional<data::Format> parseFormat(const std::string& text) {
@@ -126,8 +133,8 @@ const job::CommandSpec& validateDataCommand() {
                .valueName = "NAME"},
               {.name = "max-seq-len",
                .type = OptionType::Integer,
-               .help = "Longest sequence.",
-               .defaultText = "2048",
+               .help = "Longest sequence (train's default unless given).",
+               .defaultText = trainMaxSeqLen(),
                .min = 0,
                .max = 1e9,
                .zeroMeans = "no limit",
@@ -164,7 +171,7 @@ int runValidateData(const Args& args) {
   const std::optional<data::ExampleEncoder> encoder = makeEncoder(parsed);
   data::ValidateOptions options;
   options.format = parseFormat(parsed.value("format").value_or("auto"));
-  options.encode.maxSeqLen = parseMaxSeqLen(parsed.value("max-seq-len").value_or("2048"));
+  options.encode.maxSeqLen = parseMaxSeqLen(parsed.value("max-seq-len").value_or(trainMaxSeqLen()));
   options.encode.policy = parsePolicy(parsed.value("policy").value_or("truncate"));
   options.encode.trainOnAll = parsed.has("train-on-all");
   options.encoder = encoder ? &*encoder : nullptr;
