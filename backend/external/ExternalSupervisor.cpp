@@ -114,12 +114,16 @@ void ExternalSupervisor::outputLine(int attempt, bool errorStream, std::string_v
                                  c.sticky});
     }
   }
+  // A counted step starts at 1 again in a resumed process: offset it by the checkpoint's step,
+  // as the probe's are.
+  std::optional<Progress> p = parser_->parse(line);
+  if (p && p->counted && p->step)
+    *p->step += probeOffset_;
   // A bar without a loss moves no chart; it counts as activity only. So does a step already
   // announced: a bar redrawn within its step, or a step done again after a resume from an older
   // checkpoint (as the engine's supervisor passes a replayed step on only once).
-  if (auto p = parser_->parse(line); p && p->loss &&
-                                     !(p->step && parsedSteps_ && *p->step == lastStep_) &&
-                                     !(p->step && *p->step <= announcedBefore_)) {
+  if (p && p->loss && !(p->step && parsedSteps_ && *p->step == lastStep_) &&
+      !(p->step && *p->step <= announcedBefore_)) {
     engine::StepEvent step;
     step.step = p->step.value_or(lastStep_ + 1);
     step.loss = *p->loss;

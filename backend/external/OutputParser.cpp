@@ -203,6 +203,7 @@ class HfParser : public OutputParser {
         p.step = lastBarStep_;
       } else {
         p.step = ++counted_;
+        p.counted = true;
       }
       p.totalSteps = total_;
       return p;

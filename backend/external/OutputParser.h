@@ -36,6 +36,9 @@ struct Progress {
   std::optional<std::int64_t> totalSteps;
   std::optional<double> loss;
   std::optional<double> learningRate;
+  // The step was counted from this process's own output (hf without a bar or a 'step' key), so
+  // it starts at 1 again in a process resumed from a checkpoint.
+  bool counted = false;
 };
 
 class OutputParser {

@@ -3,7 +3,7 @@
 // with the resume argument at the newest checkpoint; out of memory halves the batch through the
 // template (and without one the run fails, saying why); a Python error is not restarted; silence
 // past --hang-after kills and restarts; the probe's steps are offset by the resumed checkpoint;
-// the ladder ends before the CPU.
+// counted Trainer steps are offset by it too; the ladder ends before the CPU.
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -238,6 +238,25 @@ class TestExternalSupervisor : public QObject {
     // A probe line that is not the protocol is an error event, not a crash.
     h.supervisor->probeLine(2, "{\"v\": 1, \"type\": \"memory\", \"allocated_bytes\": \"lots\"}");
     QVERIFY(h.all<engine::ErrorEvent>().back().category == "protocol");
+  }
+  void countedHfStepsAreOffsetByTheResumedCheckpoint() {
+    QTemporaryDir dir;
+    makeCheckpoint(dir, "checkpoint-2");
+    Harness h(command(dir));
+    // Trainer's log dicts without a bar or a 'step' key: the parser counts them.
+    h.supervisor->outputLine(1, false, "{'loss': 2.0, 'learning_rate': 0.0001, 'epoch': 0.1}");
+    h.supervisor->outputLine(1, false, "{'loss': 1.9, 'learning_rate': 0.0001, 'epoch': 0.2}");
+    h.supervisor->outputLine(1, true, "RuntimeError: HIP error: an illegal memory access");
+    h.supervisor->exited(1, CommandExit{false, 1, ""});
+    QCOMPARE(h.launcher.launches.size(), std::size_t{2});
+    // The resumed process counts from 1 again: its dicts are steps 3 and 4 of the run.
+    h.supervisor->outputLine(2, false, "{'loss': 1.8, 'learning_rate': 0.0001, 'epoch': 0.3}");
+    h.supervisor->outputLine(2, false, "{'loss': 1.7, 'learning_rate': 0.0001, 'epoch': 0.4}");
+    const auto steps = h.all<engine::StepEvent>();
+    QCOMPARE(steps.size(), std::size_t{4});
+    QCOMPARE(steps[2].step, std::int64_t{3});
+    QCOMPARE(steps[2].loss, 1.8);
+    QCOMPARE(steps[3].step, std::int64_t{4});
   }
   void stopEndsTheRunWithoutARestart() {
     QTemporaryDir dir;
