@@ -2,6 +2,8 @@
 #include "profiles/ProfileJson.h"
 
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -40,7 +42,11 @@ class Reader {
                 std::initializer_list<std::string_view> keys) const {
     for (const auto& [key, value] : object.items()) {
       if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-        fail(field.empty() ? key : field + "." + key, "unknown key");
+        std::string known;
+        for (const std::string_view name : keys) {
+          known += (known.empty() ? "" : ", ") + std::string(name);
+        }
+        fail(field.empty() ? key : field + "." + key, "unknown key (the keys here: " + known + ")");
       }
     }
   }

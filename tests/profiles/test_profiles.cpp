@@ -120,7 +120,10 @@ TEST_CASE(schemaErrorsNameFileAndField) {
   VERIFY(errorOf(R"({"name": "x", "description": "d", "colour": "red"})")
              .contains("colour: unknown key"));
   VERIFY(errorOf(R"({"name": "x", "description": "d", "toggles": {"serialise": true}})")
-             .contains("toggles.serialise: unknown key"));
+             .contains("toggles.serialise: unknown key (the keys here: serialize, blocking,"));
+  VERIFY(errorOf(R"({"name": "x", "env": {}})")
+             .contains("env: unknown key (the keys here: version, name, description, rationale, "
+                       "environment, toggles, allocator, ladder_rung, engine)"));
   VERIFY(errorOf(R"({"name": "x", "description": "d", "toggles": {"micro_batch": 0}})")
              .contains("toggles.micro_batch: must be a whole number from 1"));
   VERIFY(errorOf(R"({"name": "x", "description": "d", "toggles": {"gemm": "fast"}})")
