@@ -21,6 +21,7 @@
 // completed step is checkpointed, exit 130 (128 + SIGINT, as shells report an interrupted
 // program). The engine sits in a process group of its own, so the terminal's Ctrl-C reaches only
 // this process, which tells the engine to stop.
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -150,7 +151,14 @@ std::map<std::string, std::string> collectOptions(const job::CliArgs& parsed) {
     for (const auto& [key, value] : doc.items()) {
       const job::RunOption* option = job::findRunOption(key);
       if (option == nullptr) {
-        throw job::UsageError("--config " + *file + ": unknown option \"" + key + "\"");
+        std::string dashed = key;
+        std::replace(dashed.begin(), dashed.end(), '_', '-');
+        throw job::UsageError(
+            "--config " + *file + ": unknown option \"" + key + "\"" +
+            (job::findRunOption(dashed) != nullptr
+                 ? "; the keys are train's option names: \"" + dashed + "\""
+                 : std::string("; the keys are train's option names without the dashes "
+                               "(lorascope-train train --help lists them)")));
       }
       try {
         options[key] = job::optionText(job::checkOptionValue(option->spec, value));

@@ -84,6 +84,18 @@ class TestCliHelp : public QObject {
     QVERIFY2(bad.err.contains(config + QStringLiteral(": --lora-r needs an integer from 1 to")),
              qPrintable(bad.err));
     QVERIFY(!QFileInfo::exists(dir.filePath(QStringLiteral("run"))));
+    // A key spelt as in the run's config.json (max_seq_len) is named with its option's spelling.
+    QVERIFY(file.open(QIODevice::WriteOnly | QIODevice::Truncate));
+    file.write(R"({"max_seq_len": 128})");
+    file.close();
+    const Result underscored =
+        run({QStringLiteral("train"), QStringLiteral("--demo"), QStringLiteral("--out"),
+             dir.filePath(QStringLiteral("run")), QStringLiteral("--config"), config});
+    QCOMPARE(underscored.exitCode, 2);
+    QVERIFY2(underscored.err.contains(config + QStringLiteral(": unknown option \"max_seq_len\"; "
+                                                              "the keys are train's option names: "
+                                                              "\"max-seq-len\"")),
+             qPrintable(underscored.err));
   }
 };
 
