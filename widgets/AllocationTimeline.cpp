@@ -38,6 +38,7 @@ std::uint64_t AllocationTimeline::reservedAfter(int index) const {
 }
 
 void AllocationTimeline::setSnapshot(const MemorySnapshot& snapshot) {
+  hasSnapshot_ = true;
   live_.clear();
   reserved_.clear();
   stepStarts_.clear();
@@ -117,6 +118,11 @@ void AllocationTimeline::setSnapshot(const MemorySnapshot& snapshot) {
 }
 
 QString AllocationTimeline::summaryText() const {
+  if (!hasSnapshot_) {
+    return tr(
+        "Allocation timeline: drawn from the allocator snapshot the map shows; there is "
+        "none yet.");
+  }
   if (live_.empty()) {
     return tr(
         "Allocation timeline: this snapshot has no allocation trace (an older recording, or "

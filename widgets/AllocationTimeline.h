@@ -43,7 +43,7 @@ class AllocationTimeline : public QWidget {
   };
   const std::vector<StepStart>& stepStarts() const { return stepStarts_; }
   // "the last N allocations and frees, steps a–b: peak live X at step s, reserved Y"; or why the
-  // snapshot has no timeline.
+  // snapshot has no timeline, or that there is no snapshot yet.
   QString summaryText() const;
   // The plot area (left of it the axis labels, below it the step labels).
   QRect plotRect() const;
@@ -54,6 +54,7 @@ class AllocationTimeline : public QWidget {
   void paintEvent(QPaintEvent* event) override;
 
  private:
+  bool hasSnapshot_ = false;
   std::vector<std::array<std::uint64_t, kOwnerCount>> live_;
   std::vector<std::uint64_t> reserved_;
   std::vector<StepStart> stepStarts_;

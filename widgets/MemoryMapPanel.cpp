@@ -64,6 +64,7 @@ MemoryMapPanel::MemoryMapPanel(QWidget* parent) : QWidget(parent) {
   timelineNote_ = new QLabel(timeline_->summaryText(), this);
   timelineNote_->setObjectName(QStringLiteral("allocationTimelineNote"));
   timelineNote_->setWordWrap(true);
+  timelineNote_->setVisible(false);  // the empty plot says the same
 
   view_ = new MemoryMapView;
   scroll_ = new QScrollArea(this);
@@ -163,6 +164,7 @@ void MemoryMapPanel::display(MemorySnapshot snapshot, const QString& source) {
   source_ = source;
   timeline_->setSnapshot(snapshot);
   timelineNote_->setText(timeline_->summaryText());
+  timelineNote_->setVisible(timeline_->hasTrace());  // without one the plot says why
   view_->setSnapshot(std::move(snapshot));
   hasSnapshot_ = true;
   save_->setEnabled(true);

@@ -4,6 +4,7 @@
 #include <QtTest>
 
 #include <QAction>
+#include <QLabel>
 #include <QTemporaryDir>
 
 #include "RecordedStream.h"
@@ -344,6 +345,28 @@ class TestMemoryMap : public QObject {
     panel.setFrozen(true);
     requests.clear();
     QVERIFY(!requests.wait(MemoryMapPanel::kRefreshIntervalMs + 300));
+  }
+
+  // Before any snapshot the timeline says there is none yet, once (in its plot), and blames no
+  // recording or other tool; a snapshot with a trace shows the note below the plot.
+  void timelineSaysThereIsNoSnapshotYetOnce() {
+    MemoryMapPanel panel;
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    panel.handleEvent({0, HelloEvent{kProtocolVersion, "test", "cpu", {}}});
+    const auto* timeline = panel.findChild<widgets::AllocationTimeline*>("allocationTimeline");
+    const auto* note = panel.findChild<QLabel*>("allocationTimelineNote");
+    QVERIFY(timeline && note);
+    QVERIFY2(timeline->summaryText().contains("there is none yet"),
+             qPrintable(timeline->summaryText()));
+    QVERIFY(!timeline->summaryText().contains("older recording"));
+    QVERIFY(note->isHidden());
+    const auto snaps =
+        testing::eventsOfType<SnapshotEvent>(testing::readStream("h100_gpu_run.jsonl"));
+    QVERIFY(panel.showSnapshot(snaps.at(0).snapshot, QStringLiteral("test")).isEmpty());
+    QVERIFY(timeline->hasTrace());
+    QVERIFY(note->isVisible());
+    QVERIFY(note->text().contains("allocations and frees"));
   }
 
   // The app sends no request it knows will be refused: a CPU run has no allocator to snapshot.
