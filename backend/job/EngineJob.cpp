@@ -107,6 +107,8 @@ class TrainingJob : public engine::EngineJob {
     train::TrainingData data =
         train::loadTrainingData(common::pathFromUtf8(dataPath),
                                 common::pathFromUtf8(run_.baseModel()), settings_.train.maxSeqLen);
+    train::checkTokenIdsFit(data, common::pathFromUtf8(run_.baseModel()),
+                            folder_.config().vocabSize);
     for (const std::string& problem : data.firstProblems) {
       sink(engine::TimedEvent{0, engine::LogEvent{engine::LogLevel::Warning, problem}});
     }
@@ -617,6 +619,8 @@ class TrainingJob : public engine::EngineJob {
       train::TrainingData evalData = train::loadTrainingData(common::pathFromUtf8(path),
                                                              common::pathFromUtf8(run_.baseModel()),
                                                              settings_.train.maxSeqLen);
+      train::checkTokenIdsFit(evalData, common::pathFromUtf8(run_.baseModel()),
+                              folder_.config().vocabSize);
       if (const std::string losses = train::describeDataLosses(evalData); !losses.empty()) {
         sink(engine::TimedEvent{
             0, engine::LogEvent{engine::LogLevel::Warning, path + " (eval): " + losses}});

@@ -1,6 +1,7 @@
 // train/TrainingData.cpp — dataset file → tokenized examples with response-only labels.
 #include "train/TrainingData.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -71,6 +72,24 @@ TrainingData loadTrainingData(const std::filesystem::path& dataFile,
                              "with `lorascope-train validate-data`");
   }
   return out;
+}
+
+void checkTokenIdsFit(const TrainingData& data, const std::filesystem::path& modelDir,
+                      std::int64_t vocabSize) {
+  std::int64_t largest = -1;
+  for (const TokenizedExample& example : data.examples) {
+    for (const std::int32_t id : example.ids) {
+      largest = std::max<std::int64_t>(largest, id);
+    }
+  }
+  if (vocabSize <= 0 || largest < vocabSize) {
+    return;
+  }
+  throw std::runtime_error(
+      common::pathText(modelDir / "tokenizer.json") + ": gives token id " +
+      std::to_string(largest) + ", beyond the model's vocab_size " + std::to_string(vocabSize) +
+      " (" + common::pathText(modelDir / "config.json") +
+      "): this tokenizer is not the model's; put the model's own tokenizer.json in the folder");
 }
 
 std::string describeDataLosses(const TrainingData& data) {

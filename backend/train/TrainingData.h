@@ -31,6 +31,12 @@ struct TrainingData {
 TrainingData loadTrainingData(const std::filesystem::path& dataFile,
                               const std::filesystem::path& modelDir, std::int64_t maxSeqLen);
 
+// Throws std::runtime_error, naming the folder's tokenizer.json and config.json, when an example
+// holds a token id the model has no embedding for (id >= vocabSize): the tokenizer is not the
+// model's, and the first step would fail on it.
+void checkTokenIdsFit(const TrainingData& data, const std::filesystem::path& modelDir,
+                      std::int64_t vocabSize);
+
 // A one-line summary of what was skipped, dropped and truncated, by cause (empty: nothing).
 std::string describeDataLosses(const TrainingData& data);
 

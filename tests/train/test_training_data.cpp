@@ -4,6 +4,7 @@
 #include "TempDir.h"
 #include "TestRunner.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -80,4 +81,33 @@ TEST_CASE(warningsNameTheirLineOnce) {
           loaded.firstProblems[0].c_str());
   VERIFY2(loaded.firstProblems[0].find(data.string() + ": line 2: ") == 0,
           loaded.firstProblems[0].c_str());
+}
+
+TEST_CASE(aTokenizerBeyondTheModelsVocabularyIsNamedBeforeTraining) {
+  // Another model's tokenizer.json in the folder: its ids pass the model's vocab_size, and the
+  // first step's embedding would fail on an id with no word of where it came from.
+  const lstest::TempDir tmp;
+  const fs::path dir = tmp.path();
+  fs::copy_file(test::kModelDataDir + "/../../text/data/qwen2_bpe.tokenizer.json",
+                dir / "tokenizer.json");
+  const fs::path data = dir / "alpaca.jsonl";
+  std::ofstream(data) << R"({"instruction": "Name a colour.", "output": "Blue."})"
+                      << "\n";
+  const train::TrainingData loaded = train::loadTrainingData(data, dir, 2048);
+  std::int32_t largest = 0;
+  for (const std::int32_t id : loaded.examples.at(0).ids) {
+    largest = std::max(largest, id);
+  }
+  train::checkTokenIdsFit(loaded, dir, largest + 1);  // fits: no error
+  try {
+    train::checkTokenIdsFit(loaded, dir, largest);
+    FAIL("an id equal to vocab_size was accepted");
+  } catch (const std::runtime_error& e) {
+    const std::string message = e.what();
+    VERIFY2(message.find((dir / "tokenizer.json").string() + ": gives token id " +
+                         std::to_string(largest) + ", beyond the model's vocab_size " +
+                         std::to_string(largest)) == 0,
+            message.c_str());
+    VERIFY2(message.find((dir / "config.json").string()) != std::string::npos, message.c_str());
+  }
 }
