@@ -19,6 +19,19 @@
 using namespace lorascope;
 namespace fs = std::filesystem;
 
+namespace {
+
+// DIR/alpaca.jsonl holding LINES (and a newline), beside the Qwen2 BPE tokenizer.json.
+fs::path alpacaBesideQwenTokenizer(const fs::path& dir, const std::string& lines) {
+  fs::copy_file(test::kModelDataDir + "/../../text/data/qwen2_bpe.tokenizer.json",
+                dir / "tokenizer.json");
+  const fs::path data = dir / "alpaca.jsonl";
+  std::ofstream(data) << lines << "\n";
+  return data;
+}
+
+}  // namespace
+
 TEST_CASE(systemMessageAfterTheStartSkipsOneRecordNotTheRun) {
   const lstest::TempDir tmp;
   const fs::path dir = tmp.path();
@@ -68,13 +81,9 @@ TEST_CASE(warningsNameTheirLineOnce) {
   // Issue 20 item 9: "bad.jsonl: line 4: line 4: field \"output\" is empty".
   const lstest::TempDir tmp;
   const fs::path dir = tmp.path();
-  fs::copy_file(test::kModelDataDir + "/../../text/data/qwen2_bpe.tokenizer.json",
-                dir / "tokenizer.json");
-  const fs::path data = dir / "alpaca.jsonl";
-  std::ofstream(data) << R"({"instruction": "a", "output": "b"})"
-                      << "\n"
-                      << R"({"instruction": "x", "output": ""})"
-                      << "\n";
+  const fs::path data = alpacaBesideQwenTokenizer(dir, R"({"instruction": "a", "output": "b"})"
+                                                       "\n"
+                                                       R"({"instruction": "x", "output": ""})");
   const train::TrainingData loaded = train::loadTrainingData(data, dir, 2048);
   COMPARE(loaded.firstProblems.size(), std::size_t{1});
   VERIFY2(loaded.firstProblems[0].find("line 2: line 2") == std::string::npos,
@@ -88,11 +97,8 @@ TEST_CASE(aTokenizerBeyondTheModelsVocabularyIsNamedBeforeTraining) {
   // first step's embedding would fail on an id with no word of where it came from.
   const lstest::TempDir tmp;
   const fs::path dir = tmp.path();
-  fs::copy_file(test::kModelDataDir + "/../../text/data/qwen2_bpe.tokenizer.json",
-                dir / "tokenizer.json");
-  const fs::path data = dir / "alpaca.jsonl";
-  std::ofstream(data) << R"({"instruction": "Name a colour.", "output": "Blue."})"
-                      << "\n";
+  const fs::path data =
+      alpacaBesideQwenTokenizer(dir, R"({"instruction": "Name a colour.", "output": "Blue."})");
   const train::TrainingData loaded = train::loadTrainingData(data, dir, 2048);
   std::int32_t largest = 0;
   for (const std::int32_t id : loaded.examples.at(0).ids) {
