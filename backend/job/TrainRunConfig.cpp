@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <system_error>
 
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "compute/BuildInfo.h"
@@ -132,9 +133,13 @@ json newRunConfig(const std::string& modelPath, const std::string& dataPath, boo
 }
 
 std::string fileFingerprint(const std::string& path) {
-  std::ifstream in(common::pathFromUtf8(path), std::ios::binary);
+  const std::filesystem::path file = common::pathFromUtf8(path);
+  std::ifstream in(file, std::ios::binary);
   if (!in) {
-    throw UsageError(path + ": cannot be read");
+    std::error_code error;
+    throw UsageError(path + (std::filesystem::exists(file, error)
+                                 ? ": cannot be read (check its permissions)"
+                                 : ": no such file (check the path)"));
   }
   std::uint64_t hash = train::kFnv1a64Offset;
   char buffer[1 << 16];
