@@ -34,9 +34,9 @@ std::unique_ptr<compute::Backend> openBackend(const std::string& device, const D
   } catch (const compute::NoGpuError& e) {
     if (device == "gpu") {
       throw std::runtime_error(std::string("--device gpu: no usable GPU: ") + e.what() +
-                               " (use --device cpu or auto to train on the CPU)");
+                               " (use --device cpu or auto to compute on the CPU)");
     }
-    log(std::string("--device auto: no usable GPU (") + e.what() + "); training on the CPU");
+    log(std::string("--device auto: no usable GPU (") + e.what() + "); computing on the CPU");
     return compute::createCpuBackend();
   }
 }
