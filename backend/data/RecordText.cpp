@@ -101,7 +101,8 @@ std::optional<nlohmann::json> parseRecordText(std::string_view text, const Sourc
   }
   if (nestingDepth(text) > kMaxRecordNestingDepth) {
     sink({IssueKind::JsonError, Severity::Error, where,
-          "record nests deeper than " + std::to_string(kMaxRecordNestingDepth) +
+          describeLocation(where) + ": the record nests deeper than " +
+              std::to_string(kMaxRecordNestingDepth) +
               " levels; a dataset record is an object of strings and message lists"});
     return std::nullopt;
   }

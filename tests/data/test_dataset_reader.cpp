@@ -210,6 +210,17 @@ TEST_CASE(jsonErrorMessagesStayValidUtf8) {
   VERIFY(!findInvalidUtf8(issues[0].message).has_value());
 }
 
+TEST_CASE(aRecordNestedTooDeepIsReportedWithItsLine) {
+  const std::string line = std::string(100, '[') + std::string(100, ']');
+  std::vector<DatasetIssue> issues;
+  const auto value = parseRecordText(line, {7, std::nullopt, 0},
+                                     [&issues](DatasetIssue issue) { issues.push_back(issue); });
+  VERIFY(!value.has_value());
+  COMPARE(issues.size(), std::size_t{1});
+  VERIFY2(issues[0].message.rfind("line 7: the record nests deeper than 64 levels", 0) == 0,
+          issues[0].message.c_str());
+}
+
 TEST_CASE(guessFormatLooksAtKeys) {
   COMPARE(guessFormat(nlohmann::json::parse(R"({"messages": []})")),
           std::optional<Format>(Format::Chat));
