@@ -836,11 +836,10 @@ QString RunSetupPage::datasetIssuesText() const {
     return QString();
   }
   QStringList lines;
+  // As `validate-data` lists them: the severity, then the message, which names its location.
   for (const data::DatasetIssue& issue : validation_.report->issues) {
-    lines << QStringLiteral("%1: %2: %3")
-                 .arg(QString::fromStdString(data::describeLocation(issue.where)),
-                      QString::fromLatin1(data::severityName(issue.severity)),
-                      QString::fromStdString(issue.message));
+    lines << QStringLiteral("%1: %2").arg(QString::fromLatin1(data::severityName(issue.severity)),
+                                          QString::fromStdString(issue.message));
   }
   return lines.join(QLatin1Char('\n'));
 }

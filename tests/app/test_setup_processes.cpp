@@ -97,7 +97,8 @@ class TestSetupProcesses : public QObject {
     QVERIFY2(summary.contains(QStringLiteral("2 valid examples")), qPrintable(summary));
     QVERIFY2(summary.contains(QStringLiteral("1 error")), qPrintable(summary));
     const QString issues = page.datasetIssuesText();
-    QVERIFY2(issues.startsWith(QStringLiteral("line 3: error: ")), qPrintable(issues));
+    QVERIFY2(issues.startsWith(QStringLiteral("error: invalid JSON at line 3, byte ")),
+             qPrintable(issues));
     std::size_t binned = 0;
     for (const widgets::LengthBin& bin : page.histogram()->bins()) {
       binned += bin.examples;
@@ -133,9 +134,14 @@ class TestSetupProcesses : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
     const QStringList lines = page.datasetIssuesText().split('\n');
     QCOMPARE(lines.size(), 3);
-    QVERIFY(lines[0].startsWith(QStringLiteral("line 1: error: ")));
-    QVERIFY(lines[1].startsWith(QStringLiteral("line 3: error: ")));
-    QVERIFY(lines[2].startsWith(QStringLiteral("line 4: error: ")));
+    // Each as `validate-data` lists it: the severity, then the message naming its line once.
+    QVERIFY2(lines[0].startsWith(QStringLiteral("error: invalid JSON at line 1, byte 16: ")),
+             qPrintable(lines[0]));
+    QVERIFY(lines[1].startsWith(QStringLiteral("error: invalid JSON at line 3, byte 66: ")));
+    QVERIFY(lines[2].startsWith(QStringLiteral("error: invalid JSON at line 4, byte 115: ")));
+    for (const QString& line : lines) {
+      QCOMPARE(line.count(QStringLiteral("line ")), 1);
+    }
     QVERIFY(!page.runConfig().has_value());
   }
 
