@@ -112,6 +112,12 @@ class TrainingJob : public engine::EngineJob {
     for (const std::string& problem : data.firstProblems) {
       sink(engine::TimedEvent{0, engine::LogEvent{engine::LogLevel::Warning, problem}});
     }
+    if (const std::string warning =
+            train::positionsWarning(data, settings_.train.maxSeqLen, settings_.train.packing,
+                                    folder_.config().maxPositionEmbeddings);
+        !warning.empty()) {
+      sink(engine::TimedEvent{0, engine::LogEvent{engine::LogLevel::Warning, warning}});
+    }
     if (const std::string losses = train::describeDataLosses(data); !losses.empty()) {
       sink(engine::TimedEvent{
           0, engine::LogEvent{engine::LogLevel::Warning, dataPath + ": " + losses}});

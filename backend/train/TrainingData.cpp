@@ -92,6 +92,30 @@ void checkTokenIdsFit(const TrainingData& data, const std::filesystem::path& mod
       "): this tokenizer is not the model's; put the model's own tokenizer.json in the folder");
 }
 
+std::string positionsWarning(const TrainingData& data, std::int64_t maxSeqLen, bool packing,
+                             std::int64_t maxPositions) {
+  if (maxPositions <= 0 || maxSeqLen <= maxPositions) {
+    return {};
+  }
+  const auto longer = std::count_if(
+      data.examples.begin(), data.examples.end(), [&](const TokenizedExample& example) {
+        return static_cast<std::int64_t>(example.ids.size()) > maxPositions;
+      });
+  if (longer == 0 && !packing) {
+    return {};
+  }
+  const std::string positions = std::to_string(maxPositions);
+  return "max_seq_len " + std::to_string(maxSeqLen) +
+         " exceeds the model's max_position_embeddings " + positions + " (" +
+         (packing ? std::string("packing fills sequences to max_seq_len")
+                  : std::to_string(longer) +
+                        (longer == 1 ? " example is longer" : " examples are longer")) +
+         "): positions past " + positions +
+         " were never trained, and the model's quality there is not to be trusted; lower "
+         "--max-seq-len to " +
+         positions + " or less";
+}
+
 std::string describeDataLosses(const TrainingData& data) {
   std::string text;
   if (data.skippedRecords > 0) {

@@ -117,3 +117,23 @@ TEST_CASE(aTokenizerBeyondTheModelsVocabularyIsNamedBeforeTraining) {
     VERIFY2(message.find((dir / "config.json").string()) != std::string::npos, message.c_str());
   }
 }
+
+TEST_CASE(positionsPastTheModelsAreWarnedOnlyWhenTheDataReachesThem) {
+  train::TrainingData data;
+  data.examples.push_back({std::vector<std::int32_t>(100, 1), std::vector<std::int32_t>(100, 1)});
+  // Within the model's positions, or a model that does not say: nothing to warn of.
+  COMPARE(train::positionsWarning(data, 512, false, 512), std::string());
+  COMPARE(train::positionsWarning(data, 1024, false, 0), std::string());
+  // max_seq_len beyond them, but every example shorter and no packing: positions stay within.
+  COMPARE(train::positionsWarning(data, 1024, false, 64 + 64), std::string());
+  // An example longer than the model's positions, or packing to max_seq_len: warned.
+  const std::string longer = train::positionsWarning(data, 1024, false, 64);
+  VERIFY2(longer.rfind("max_seq_len 1024 exceeds the model's max_position_embeddings 64 (1 "
+                       "example is longer): positions past 64 were never trained",
+                       0) == 0,
+          longer.c_str());
+  VERIFY(longer.find("lower --max-seq-len to 64 or less") != std::string::npos);
+  const std::string packed = train::positionsWarning(data, 1024, true, 128);
+  VERIFY2(packed.find("(packing fills sequences to max_seq_len)") != std::string::npos,
+          packed.c_str());
+}
