@@ -301,6 +301,7 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
       tr("a Hugging Face folder: config.json, *.safetensors, tokenizer"));
   modelEdit_->setToolTip(tr("Inspected when chosen: architecture, parameters, memory estimate"));
   modelInfo_ = new QLabel;
+  modelInfo_->setObjectName(QStringLiteral("modelInfo"));
   modelInfo_->setWordWrap(true);
   modelInfo_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   dataEdit_ = new QLineEdit;
@@ -328,6 +329,7 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   runName_->setPlaceholderText(tr("automatic (source and start time)"));
   runName_->setToolTip(tr("The run folder's name; a new name is made for each start when empty"));
   estimate_ = new QLabel;
+  estimate_->setObjectName(QStringLiteral("memoryEstimate"));
   estimate_->setWordWrap(true);
   estimate_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
@@ -339,22 +341,22 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   modelEdit_->setToolTip(
       tr("A Hugging Face model folder, or a model id such as Qwen/Qwen2.5-0.5B-Instruct found "
          "in the Hugging Face cache (HF_HUB_CACHE, HF_HOME or ~/.cache/huggingface/hub)"));
-  form->addRow(tr("Model folder or id"), withBrowse(
-                                             modelEdit_,
-                                             [this] {
-                                               return QFileDialog::getExistingDirectory(
-                                                   this, tr("Model folder"), modelEdit_->text());
-                                             },
-                                             [this](const QString& dir) { setModelDir(dir); }));
+  QWidget* modelRow = withBrowse(
+      modelEdit_,
+      [this] {
+        return QFileDialog::getExistingDirectory(this, tr("Model folder"), modelEdit_->text());
+      },
+      [this](const QString& dir) { setModelDir(dir); });
+  form->addRow(tr("Model folder or id"), modelRow);
   form->addRow(QString(), modelInfo_);
-  form->addRow(tr("Dataset"), withBrowse(
-                                  dataEdit_,
-                                  [this] {
-                                    return QFileDialog::getOpenFileName(
-                                        this, tr("Dataset"), dataEdit_->text(),
-                                        tr("Datasets (*.jsonl *.json);;All files (*)"));
-                                  },
-                                  [this](const QString& file) { setDataFile(file); }));
+  QWidget* dataRow = withBrowse(
+      dataEdit_,
+      [this] {
+        return QFileDialog::getOpenFileName(this, tr("Dataset"), dataEdit_->text(),
+                                            tr("Datasets (*.jsonl *.json);;All files (*)"));
+      },
+      [this](const QString& file) { setDataFile(file); });
+  form->addRow(tr("Dataset"), dataRow);
   form->addRow(QString(), progress_);
   form->addRow(QString(), dataInfo_);
   form->addRow(QString(), dataIssues_);
@@ -369,6 +371,8 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   form->addRow(tr("Run name"), runName_);
   form->addRow(tr("Memory estimate"), estimate_);
   grid->addLayout(form, 0, 0);
+  sourceForm_ = form;
+  trainingRows_ = {modelRow, modelInfo_, dataRow, dataInfo_, histogram_, estimate_};
   connect(runName_, &QLineEdit::textChanged, this, &RunSetupPage::changed);
 }
 
@@ -592,10 +596,19 @@ void RunSetupPage::setCommandMode(bool on) {
   }
   command_->setChecked(true);
   commandSetup_->show();
-  boxes_[1]->hide();  // the training settings are the command's own
+  boxes_[1]->hide();        // the training settings are the command's own
+  showTrainingRows(false);  // so are its model and data: the demo's would only mislead
+  progress_->hide();
+  dataIssues_->hide();
   modelEdit_->setEnabled(false);
   dataEdit_->setEnabled(false);
   updateProblems();
+}
+
+void RunSetupPage::showTrainingRows(bool visible) {
+  for (QWidget* field : trainingRows_) {
+    sourceForm_->setRowVisible(field, visible);
+  }
 }
 
 bool RunSetupPage::usesDemo() const {
@@ -607,6 +620,7 @@ void RunSetupPage::setDemo(bool demo) {
   own_->setChecked(!demo);
   commandSetup_->hide();
   boxes_[1]->show();
+  showTrainingRows(true);
   modelEdit_->setEnabled(!demo);
   dataEdit_->setEnabled(!demo);
   restoreDefaults();
@@ -746,7 +760,7 @@ void RunSetupPage::validateDataset() {
   }
   validating_ = true;
   progress_->setValue(0);
-  progress_->show();
+  progress_->setVisible(!usesCommand());
   dataInfo_->setText(tr("Validating %1 …").arg(demo ? tr("the demo dataset") : file));
   updateProblems();
   runInBackground<DatasetValidation>(
@@ -877,7 +891,7 @@ void RunSetupPage::showValidation() {
   histogram_->setBins(std::move(bins));
   const QString issues = datasetIssuesText();
   dataIssues_->setPlainText(issues);
-  dataIssues_->setVisible(!issues.isEmpty());
+  dataIssues_->setVisible(!issues.isEmpty() && !usesCommand());
   updateProblems();
 }
 

@@ -19,6 +19,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -28,6 +29,7 @@
 
 class QCheckBox;
 class QComboBox;
+class QFormLayout;
 class QGridLayout;
 class QLabel;
 class QLineEdit;
@@ -141,9 +143,12 @@ class RunSetupPage : public QWidget {
   void showValidation();
   void updateEstimate();
   void updateProblems();
+  void showTrainingRows(bool visible);
 
   QGridLayout* columns_ = nullptr;
-  std::array<QWidget*, 2> boxes_{};  // what to train, the options
+  QFormLayout* sourceForm_ = nullptr;
+  std::vector<QWidget*> trainingRows_;  // model, dataset and estimate: not a command's
+  std::array<QWidget*, 2> boxes_{};     // what to train, the options
   bool twoColumns_ = true;
   ModelInspection inspection_;
   DatasetValidation validation_;

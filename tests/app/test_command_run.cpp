@@ -2,11 +2,12 @@
 // bars, tests/external/scripts/print_format.py) started by one click on Start runs under the
 // external supervisor, its losses reach the same dashboard as a training run's, and its fields are
 // remembered for that command line; a command that does not exist is a problem on the page and
-// Start stays disabled.
+// Start stays disabled; the model, dataset and estimate rows are hidden for a command.
 #include <QtTest>
 
 #include <QAction>
 #include <QComboBox>
+#include <QLabel>
 #include <QLineEdit>
 #include <QSettings>
 #include <QSpinBox>
@@ -17,6 +18,7 @@
 #include "gui/MainWindow.h"
 #include "gui/RunSetupPage.h"
 #include "widgets/Dashboard.h"
+#include "widgets/LengthHistogram.h"
 #include "widgets/TimeChart.h"
 
 using namespace lorascope;
@@ -72,6 +74,23 @@ class TestCommandRun : public QObject {
     command->parserEdit()->setCurrentText(QStringLiteral("hf"));
     command->restore(line);
     QCOMPARE(command->parserEdit()->currentText(), QStringLiteral("tqdm"));
+  }
+
+  // A command brings its own model and data: the page hides the model, dataset, token lengths
+  // and memory estimate rows (they showed the demo's), and shows them again for a training run.
+  void aCommandHidesTheModelDatasetAndEstimateRows() {
+    app::RunSetupPage page;
+    page.setDemo(true);
+    const auto* info = page.findChild<QLabel*>(QStringLiteral("modelInfo"));
+    const auto* estimate = page.findChild<QLabel*>(QStringLiteral("memoryEstimate"));
+    QVERIFY(info && estimate);
+    QVERIFY(!info->isHidden() && !estimate->isHidden());
+    page.setCommandMode(true);
+    QVERIFY(info->isHidden());
+    QVERIFY(estimate->isHidden());
+    QVERIFY(page.histogram()->isHidden());
+    page.setDemo(true);
+    QVERIFY(!info->isHidden() && !estimate->isHidden() && !page.histogram()->isHidden());
   }
 };
 
