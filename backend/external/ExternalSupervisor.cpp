@@ -9,10 +9,25 @@ namespace {
 
 constexpr std::size_t kStderrTailBytes = 4096;
 
+// A word as a POSIX shell reads it back: as it is when it holds nothing the shell treats
+// specially, else in single quotes, a quote inside written '\''.
+std::string shellWord(const std::string& word) {
+  const bool plain = !word.empty() && word.find_first_not_of(
+                                          "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                          "0123456789_@%+=:,./-") == std::string::npos;
+  if (plain)
+    return word;
+  std::string out = "'";
+  for (const char c : word)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// The command as a shell line the user can paste.
 std::string commandLine(const LaunchSpec& spec) {
-  std::string out = spec.program;
+  std::string out = shellWord(spec.program);
   for (const std::string& a : spec.arguments)
-    out += " " + (a.find(' ') == std::string::npos ? a : "'" + a + "'");
+    out += " " + shellWord(a);
   return out;
 }
 

@@ -258,6 +258,17 @@ class TestExternalSupervisor : public QObject {
     QCOMPARE(steps[2].loss, 1.8);
     QCOMPARE(steps[3].step, std::int64_t{4});
   }
+  // The attempt's command line is one a shell reads back as the same words.
+  void theLoggedCommandLineIsQuotedForAShell() {
+    QTemporaryDir dir;
+    SupervisedCommand c = command(dir);
+    c.arguments = {"-c", "print({'loss': 1.5})", "out dir", ""};
+    Harness h(c);
+    const auto logs = h.all<engine::LogEvent>();
+    QVERIFY(!logs.empty());
+    QCOMPARE(logs[0].text, std::string("attempt 1 with profile 'Balanced': /usr/bin/python3 -c "
+                                       "'print({'\\''loss'\\'': 1.5})' 'out dir' ''"));
+  }
   void stopEndsTheRunWithoutARestart() {
     QTemporaryDir dir;
     Harness h(command(dir));
