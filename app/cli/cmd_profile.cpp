@@ -38,7 +38,7 @@ int runProfile(const Args& args) {
     const std::string& file = words[i];
     std::ifstream in(common::pathFromUtf8(file), std::ios::binary);  // UTF-8, not the code page
     if (!in) {
-      std::cerr << file << ": cannot be read\n";
+      std::cerr << file << job::whyUnreadable(file) << "\n";
       ++failed;
       continue;
     }

@@ -133,7 +133,7 @@ class Progress {
 json readConfigFile(const std::string& path) {
   std::ifstream in(common::pathFromUtf8(path), std::ios::binary);  // UTF-8 text, not the code page
   if (!in) {
-    throw job::UsageError("--config " + path + ": cannot be read");
+    throw job::UsageError("--config " + path + job::whyUnreadable(path));
   }
   const json doc = json::parse(in, nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {

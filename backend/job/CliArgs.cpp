@@ -2,9 +2,21 @@
 #include "job/CliArgs.h"
 
 #include <cmath>
+#include <filesystem>
 #include <sstream>
+#include <system_error>
+
+#include "common/OsError.h"  // defines: pathFromUtf8
 
 namespace lorascope::job {
+
+std::string whyUnreadable(const std::string& path) {
+  std::error_code error;
+  return std::filesystem::exists(common::pathFromUtf8(path), error)
+             ? ": cannot be read (check its permissions)"
+             : ": no such file (check the path)";
+}
+
 using nlohmann::json;
 
 namespace {

@@ -22,6 +22,10 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Why a file named on the command line (UTF-8) could not be opened: ": no such file (check the
+// path)" or ": cannot be read (check its permissions)", to follow its name in a message.
+std::string whyUnreadable(const std::string& path);
+
 enum class OptionType {
   Bool,     // on/off: --name, --no-name
   Integer,  // whole number within [min, max]

@@ -6,7 +6,6 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <system_error>
 
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "compute/BuildInfo.h"
@@ -133,13 +132,9 @@ json newRunConfig(const std::string& modelPath, const std::string& dataPath, boo
 }
 
 std::string fileFingerprint(const std::string& path) {
-  const std::filesystem::path file = common::pathFromUtf8(path);
-  std::ifstream in(file, std::ios::binary);
+  std::ifstream in(common::pathFromUtf8(path), std::ios::binary);
   if (!in) {
-    std::error_code error;
-    throw UsageError(path + (std::filesystem::exists(file, error)
-                                 ? ": cannot be read (check its permissions)"
-                                 : ": no such file (check the path)"));
+    throw UsageError(path + whyUnreadable(path));
   }
   std::uint64_t hash = train::kFnv1a64Offset;
   char buffer[1 << 16];

@@ -1,6 +1,7 @@
 #!/bin/sh
 # cli_profile_check_test.sh — `lorascope-train profile check FILE` without the GUI: a valid
-# profile passes with its notes, a library-injecting one is refused naming the field (exit 1).
+# profile passes with its notes, a library-injecting one is refused naming the field (exit 1), a
+# file that does not exist is named as such.
 #   cli_profile_check_test.sh LORASCOPE_TRAIN
 set -u
 train="$1"
@@ -18,5 +19,10 @@ out=$("$train" profile check "$dir/bad.json" 2>&1); rc=$?
 case "$rc:$out" in
   1:*"bad.json"*"environment.HSA_TOOLS_LIB"*"loads a library"*) echo "PASS injection refused" ;;
   *) echo "FAIL injection refused (rc $rc): $out"; fail=1 ;;
+esac
+out=$("$train" profile check "$dir/missing.json" 2>&1); rc=$?
+case "$rc:$out" in
+  1:*"missing.json: no such file (check the path)"*) echo "PASS missing file named" ;;
+  *) echo "FAIL missing file named (rc $rc): $out"; fail=1 ;;
 esac
 exit "$fail"
