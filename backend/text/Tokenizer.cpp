@@ -3,6 +3,8 @@
 #include "text/Tokenizer.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "common/OsError.h"  // defines: pathText
@@ -235,6 +237,13 @@ Tokenizer Tokenizer::fromFile(const std::filesystem::path& tokenizerJson) {
 
 Tokenizer Tokenizer::fromModelDir(const std::filesystem::path& dir) {
   const auto jsonPath = dir / "tokenizer.json";
+  std::error_code missing;
+  if (!std::filesystem::exists(jsonPath, missing)) {
+    throw TextError(common::pathText(jsonPath) +
+                    ": not found; the model folder needs its tokenizer.json (Hugging Face's "
+                    "tokenizers format, beside config.json in the model's repository): copy it "
+                    "into the folder");
+  }
   auto state = buildState(readTextFile(jsonPath, "tokenizer.json"), common::pathText(jsonPath));
   const auto configPath = dir / "tokenizer_config.json";
   std::error_code ec;

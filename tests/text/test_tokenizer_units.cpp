@@ -141,6 +141,13 @@ TEST_CASE(missingFileIsNamed) {
   VERIFY2(contains(dirMessage, joined), dirMessage.c_str());
 }
 
+TEST_CASE(aModelFolderWithoutTokenizerJsonSaysWhatToCopy) {
+  const std::string message = errorOf([] { Tokenizer::fromModelDir("/nonexistent-model"); });
+  VERIFY2(contains(message, ": not found; the model folder needs its tokenizer.json") &&
+              contains(message, "copy it into the folder"),
+          message.c_str());
+}
+
 TEST_CASE(mergeWithUnknownTokenIsRejected) {
   Json spec = loadJson("gpt2_bpe.tokenizer.json");
   spec["model"]["merges"].push_back(Json::array({"Ġ", "notatoken"}));
@@ -235,10 +242,10 @@ TEST_CASE(modelDirUnderNonAsciiNamesLoadsAndNamesItsFiles) {
           message.c_str());
   std::filesystem::remove(root / "tokenizer.json");
   message = errorOf([&] { Tokenizer::fromModelDir(root); });
-  VERIFY2(
-      contains(message, lstest::utf8Text(root / "tokenizer.json") + ": tokenizer.json not found") &&
-          contains(message, lstest::kNonAsciiUser) && contains(message, lstest::kNonAsciiSub),
-      message.c_str());
+  VERIFY2(contains(message, lstest::utf8Text(root / "tokenizer.json") +
+                                ": not found; the model folder needs its tokenizer.json") &&
+              contains(message, lstest::kNonAsciiUser) && contains(message, lstest::kNonAsciiSub),
+          message.c_str());
 }
 
 TEST_CASE(tokenizerWithoutConfigHasNoBos) {
