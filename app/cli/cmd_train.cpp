@@ -192,9 +192,14 @@ json newRunStart(const job::CliArgs& parsed) {
     start["demo"] = true;
     start["out"] = parsed.value("out").value_or("lorascope-demo-run");
   } else {
-    start["model"] = parsed.required("model");
-    start["data"] = parsed.required("data");
-    start["out"] = parsed.required("out");
+    for (const char* option : {"model", "data", "out"}) {
+      if (!parsed.value(option)) {
+        throw job::UsageError(std::string("missing required option --") + option +
+                              ": a new run needs --model DIR --data FILE --out RUN_DIR (or "
+                              "--demo for the built-in demo, --resume RUN_DIR to continue one)");
+      }
+      start[option] = *parsed.value(option);
+    }
   }
   start["options"] = options;
   return start;
