@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "TrainTestUtil.h"
+#include "common/OsError.h"  // defines: pathText
 #include "data/Validator.h"
 #include "text/ChatTemplate.h"
 #include "text/Tokenizer.h"
@@ -110,11 +111,12 @@ TEST_CASE(aTokenizerBeyondTheModelsVocabularyIsNamedBeforeTraining) {
     FAIL("an id equal to vocab_size was accepted");
   } catch (const std::runtime_error& e) {
     const std::string message = e.what();
-    VERIFY2(message.find((dir / "tokenizer.json").string() + ": gives token id " +
+    VERIFY2(message.find(common::pathText(dir / "tokenizer.json") + ": gives token id " +
                          std::to_string(largest) + ", beyond the model's vocab_size " +
                          std::to_string(largest)) == 0,
             message.c_str());
-    VERIFY2(message.find((dir / "config.json").string()) != std::string::npos, message.c_str());
+    VERIFY2(message.find(common::pathText(dir / "config.json")) != std::string::npos,
+            message.c_str());
   }
 }
 
