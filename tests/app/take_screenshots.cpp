@@ -1,9 +1,9 @@
 // take_screenshots.cpp — renders the window into the README's PNGs (run by
 // scripts/screenshots.sh): the setup page as a first start shows it (the demo inspected and
-// validated), the runs page after real steps of the demo trained on the CPU through the
-// in-process host, and the dashboard and memory map replaying RECORDING, an event stream recorded
-// on a GPU (tests/widgets/fixtures/h100_gpu_run.jsonl, scripts/gpu-check.sh record), opened as the
-// runs page's "Open recording…" opens it.
+// validated, scrolled to its token-length histogram), the runs page after real steps of the demo
+// trained on the CPU through the in-process host, and the dashboard and memory map replaying
+// RECORDING, an event stream recorded on a GPU (tests/widgets/fixtures/h100_gpu_run.jsonl,
+// scripts/gpu-check.sh record), opened as the runs page's "Open recording…" opens it.
 //
 // usage: lorascope_screenshots OUT_DIR RECORDING [STEPS] [dark]
 #include <QApplication>
@@ -11,6 +11,7 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QImage>
+#include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -27,6 +28,7 @@
 #include "gui/Theme.h"
 #include "job/EngineJob.h"  // defines: createTrainingJob
 #include "widgets/Dashboard.h"
+#include "widgets/LengthHistogram.h"
 #include "widgets/MemoryMapPanel.h"
 #include "widgets/SeriesDecimator.h"
 #include "widgets/TimeChart.h"
@@ -99,6 +101,11 @@ int main(int argc, char** argv) {
     return 1;
   }
   window.pages()->setCurrentWidget(setup);
+  // Scrolled so that the token-length histogram shows below the dataset's report and issues.
+  if (auto* scroll = setup->findChild<QScrollArea*>()) {
+    QCoreApplication::processEvents();
+    scroll->ensureWidgetVisible(setup->histogram(), 0, 16);
+  }
   bool ok = save(&window, out.filePath(QStringLiteral("setup.png")));
 
   // A real demo run on the CPU, stopped with a checkpoint: the runs page lists it.
