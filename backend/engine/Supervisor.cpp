@@ -235,13 +235,15 @@ void Supervisor::recover(const runtime::ErrorClass& error, const std::string& wh
     }
   }
   const bool steppedDown = rung_ != before;
-  publish(IncidentEvent{
-      what + " (" + runtime::categoryName(error.category) + ")",
-      std::string("restarted the engine on ") + (steppedDown ? "rung " : "the same rung ") +
-          runtime::rungName(rung_) + " and resumed from the last completed step " +
-          std::to_string(lastStep_) + (steppedDown ? " (Controls → Recovery ladder: Undo)" : "") +
-          (error.advice.empty() ? "" : "; " + error.advice),
-      lastStep_});
+  publish(IncidentEvent{what + " (" + runtime::categoryName(error.category) + ")",
+                        std::string("restarted the engine on ") +
+                            (steppedDown ? "rung " : "the same rung ") + runtime::rungName(rung_) +
+                            " and resumed the run from its newest saved state, after step " +
+                            std::to_string(lastStep_) +
+                            " (a step completed since is replayed, not lost)" +
+                            (steppedDown ? " (Controls → Recovery ladder: Undo)" : "") +
+                            (error.advice.empty() ? "" : "; " + error.advice),
+                        lastStep_});
   if (steppedDown) {
     rungSteps_.push_back({before, lastMicroBatch_});
     publish(LadderEvent{runtime::rungName(rung_), runtime::rungName(before), what, lastStep_,

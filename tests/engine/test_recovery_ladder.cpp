@@ -140,7 +140,7 @@ class TestRecoveryLadder : public QObject {
     QCOMPARE(incidents.size(), std::size_t{1});
     QVERIFY(incidents[0].what.find("killed by a signal (SIGSEGV) after step 3") !=
             std::string::npos);
-    QVERIFY(incidents[0].action.find("resumed from the last completed step 3") !=
+    QVERIFY(incidents[0].action.find("resumed the run from its newest saved state, after step 3") !=
             std::string::npos);
     QCOMPARE(incidents[0].step, std::int64_t{3});
 
