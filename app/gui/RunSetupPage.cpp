@@ -371,6 +371,9 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   form->addRow(tr("Run name"), runName_);
   form->addRow(tr("Memory estimate"), estimate_);
   grid->addLayout(form, 0, 0);
+  // The box is as tall as the option column beside it: the room left over goes below the form,
+  // not between its rows.
+  grid->setRowStretch(1, 1);
   sourceForm_ = form;
   trainingRows_ = {modelRow, modelInfo_, dataRow, dataInfo_, histogram_, estimate_};
   connect(runName_, &QLineEdit::textChanged, this, &RunSetupPage::changed);
