@@ -51,9 +51,11 @@ QString statusText(const RunSummary& run) {
       case RunSummary::Status::Unreadable:
         return QObject::tr("unreadable: %1").arg(run.problem);
     }
-    return run.incidents == 0
-               ? text
-               : QObject::tr("%1 · %n incident(s)", nullptr, run.incidents).arg(text);
+    if (run.incidents == 0) {
+      return text;
+    }
+    return run.incidents == 1 ? QObject::tr("%1 · 1 incident").arg(text)
+                              : QObject::tr("%1 · %2 incidents").arg(text).arg(run.incidents);
   }
   switch (run.status) {
     case RunSummary::Status::Finished:

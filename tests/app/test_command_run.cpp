@@ -16,6 +16,7 @@
 #include <QStandardPaths>
 #include <QTemporaryDir>
 
+#include <QPushButton>
 #include <QTabWidget>
 #include <QTreeWidget>
 #include <filesystem>
