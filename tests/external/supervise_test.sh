@@ -3,7 +3,8 @@
 # end to end.
 #   formats  bad input is an error before anything runs (a command that does not exist, a regex
 #            that does not compile, a profile with a forbidden variable); loss and step are read
-#            from each built-in format (scripts/print_format.py) and a user regex
+#            from each built-in format (scripts/print_format.py) and a user regex, into a run
+#            folder (config.json, metrics.jsonl); --resume DIR reruns a run's command
 #   torch    a real PyTorch training on the CPU (scripts/tiny_train.py): loss parsed; an injected
 #            HIPBLAS_STATUS_INTERNAL_ERROR restarts it with the next profile and the resume
 #            argument at the newest checkpoint; a hang is caught by --hang-after; the probe's
@@ -91,6 +92,24 @@ if [[ $mode == formats ]]; then
     [[ $(wc -l <"$work/$format/metrics.jsonl") == 5 ]] || fail "$format: metrics.jsonl"
     echo "ok: --parser $format: $got"
   done
+
+  # --resume DIR: the run's command again, resuming from its newest checkpoint; steps go on.
+  mkdir -p "$work/ck/checkpoint-2"
+  "$bin" supervise --telemetry=false --out "$work/again" --resume-arg "--resume {checkpoint_dir}" \
+    --checkpoint-glob "$work/ck/checkpoint-*" -- "$py" "$scripts/print_format.py" hf \
+    >/dev/null || fail "again: exit $?"
+  "$bin" supervise --telemetry=false --resume "$work/again" >"$work/again.out" ||
+    fail "--resume: exit $?"
+  grep -q "print_format.py hf --resume $work/ck/checkpoint-2" "$work/again.out" ||
+    fail "--resume: the command lacks the resume argument"
+  got=$(steps "$work/again/events.jsonl")
+  [[ $got == "1:2.5 2:2.4 3:2.3 4:2.2 5:2.1 6:2.2 7:2.1" ]] || fail "--resume: steps '$got'"
+  [[ $(wc -l <"$work/again/metrics.jsonl") == 7 ]] || fail "--resume: metrics.jsonl"
+  if "$bin" supervise --resume "$work/again" -- "$py" -c 1 2>"$work/err"; then
+    fail "--resume with a command was accepted"
+  fi
+  grep -q "no command after --" "$work/err" || fail "$(cat "$work/err")"
+  echo "ok: --resume DIR reran the command from checkpoint-2: $got"
   exit 0
 fi
 
