@@ -9,7 +9,8 @@
 // records an incident with the classifier's explanation and advice, climbs the recovery ladder
 // (runtime::nextRung) and restarts the command with the next rung's profile and the resume
 // argument pointing at the newest checkpoint. A non-zero exit without a GPU error is the
-// script's own failure (a Python exception): reported, not restarted.
+// script's own failure (a Python exception): reported, not restarted — unless torchrun reported
+// one of its workers killed by a signal: then the whole group is restarted.
 //
 // Like engine::Supervisor it is logic only, single-threaded, with an injected clock and launcher;
 // CommandHost drives it with real processes, tests with fakes.
