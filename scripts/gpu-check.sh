@@ -76,6 +76,15 @@
 #                                  LORASCOPE_TRAIN=PATH: a lorascope-train built elsewhere (a
 #                                  Debian 12 build runs there with .device/lib), used when it
 #                                  starts
+#   scripts/gpu-check.sh trainers  there: the trainer output fixtures and the supervised Trainer
+#                                  jobs of tests/external/fixtures in one call: `pip show`,
+#                                  record_trainers.sh (transformers Trainer + PEFT, accelerate,
+#                                  Lightning: raw stdout/stderr and log_history) into
+#                                  $OUT/recorded, then supervise_gpu.sh (an OOM ladder and an
+#                                  illegal access resumed, with and without the probe, checked by
+#                                  compare_steps.py) into $OUT/supervised; LORASCOPE_TRAIN as for
+#                                  supervise (required: no build there). Tar $OUT: it holds more
+#                                  files than come back one by one.
 #   scripts/gpu-check.sh qlora     there: the 4-bit (QLoRA) checks in one call, results to $OUT:
 #                                  `pip show bitsandbytes`; scripts/reference/nf4.py's NF4
 #                                  reference (nf4_reference.json; commit it as
@@ -314,6 +323,18 @@ run_supervise() {
   exit "$status"
 }
 
+run_trainers() {
+  local out="${OUT:-$repo/gpu-check-results}" fixtures=$repo/tests/external/fixtures
+  [[ -n ${LORASCOPE_TRAIN:-} ]] || { echo "gpu-check: set LORASCOPE_TRAIN" >&2; exit 2; }
+  export LD_LIBRARY_PATH="$repo/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PYTHONUNBUFFERED=1
+  local status=0
+  bash "$fixtures/record_trainers.sh" "$out/recorded" || status=1
+  bash "$fixtures/supervise_gpu.sh" "$LORASCOPE_TRAIN" "$repo/python" "$out/supervised" ||
+    status=1
+  exit "$status"
+}
+
 run_generate() {
   local out="${OUT:-$repo/gpu-check-results}"
   mkdir -p "$out"
@@ -446,13 +467,14 @@ case "${1:-}" in
     run_memory "$@"
     ;;
   supervise) run_supervise ;;
+  trainers) run_trainers ;;
   parity)
     shift
     run_parity "$@"
     ;;
   *)
     echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | parity [OP ...] | doctor |" \
-      "record [PROGRAM] | bench [SHAPE ...] | memory [ARGS] | supervise |" \
+      "record [PROGRAM] | bench [SHAPE ...] | memory [ARGS] | supervise | trainers |" \
       "hf RUN_DIR TEMPLATES_DIR | qlora | generate | mirror | peft-adapter BASE_DIR ADAPTER_DIR..." >&2
     exit 2
     ;;

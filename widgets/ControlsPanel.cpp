@@ -271,10 +271,18 @@ void ControlsPanel::handleEvent(const TimedEvent& timed) {
             .arg(QString::fromStdString(ladder->from), QString::fromStdString(ladder->why)));
     undoRung_->setEnabled(engineAvailable_ && undoableRungs_ > 0);
   } else if (const auto* step = std::get_if<StepEvent>(&timed.event)) {
-    effectiveBatch_->setText(tr("Effective batch: %1 × %2 accumulation = %3 sequences")
-                                 .arg(step->microBatch)
-                                 .arg(step->accumulation)
-                                 .arg(step->microBatch * step->accumulation));
+    // A supervised trainer may not report them (0): unknown, not a batch of 0.
+    if (step->microBatch > 0 && step->accumulation > 0) {
+      effectiveBatch_->setText(tr("Effective batch: %1 × %2 accumulation = %3 sequences")
+                                   .arg(step->microBatch)
+                                   .arg(step->accumulation)
+                                   .arg(step->microBatch * step->accumulation));
+    } else if (step->microBatch > 0) {
+      effectiveBatch_->setText(
+          tr("Effective batch: micro-batch %1, accumulation not reported").arg(step->microBatch));
+    } else {
+      effectiveBatch_->setText(tr("Effective batch: not reported by the trainer"));
+    }
   }
 }
 
