@@ -243,7 +243,8 @@ std::string_view eventType(const Event& event) {
                  [](const ToggleRefusedEvent&) { return "toggle_refused"; },
                  [](const EvalEvent&) { return "eval"; },
                  [](const ProfileSwitchEvent&) { return "profile_switch"; },
-                 [](const LadderEvent&) { return "ladder"; }},
+                 [](const LadderEvent&) { return "ladder"; },
+                 [](const ProgressEvent&) { return "progress"; }},
       event);
 }
 
@@ -409,7 +410,8 @@ std::string encodeEvent(const TimedEvent& timed) {
                         {"why", e.why},
                         {"step", e.step},
                         {"undoable", e.undoable}});
-          }},
+          },
+          [](const ProgressEvent&) {}},
       timed.event);
   return dumpLine(out);
 }
@@ -509,6 +511,8 @@ TimedEvent decodeEvent(std::string_view line) {
   } else if (type == "ladder") {
     out.event = LadderEvent{f.string("rung"), f.string("from"), f.string("why"), f.integer("step"),
                             f.integer("undoable")};
+  } else if (type == "progress") {
+    out.event = ProgressEvent{};
   } else {
     throw ProtocolError("unknown event type '" + type + "'");
   }

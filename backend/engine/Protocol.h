@@ -222,10 +222,16 @@ struct LadderEvent {
   std::int64_t undoable = 0;
 };
 
+// The running step moved since the engine's previous instrument reading (an op launched, returned
+// or completed on the GPU, or a stage between steps ended): what the supervisor's hang watchdog
+// waits for, so that a step made slow by a loaded machine is not taken for a hung one. The stdio
+// engine sends it (EngineOptions::reportProgress); the supervisor does not pass it on.
+struct ProgressEvent {};
+
 using Event =
     std::variant<HelloEvent, StateEvent, StepEvent, MemoryEvent, QueueEvent, SnapshotEvent,
                  LogEvent, ErrorEvent, CheckpointEvent, IncidentEvent, ToggleAppliedEvent,
-                 ToggleRefusedEvent, EvalEvent, ProfileSwitchEvent, LadderEvent>;
+                 ToggleRefusedEvent, EvalEvent, ProfileSwitchEvent, LadderEvent, ProgressEvent>;
 
 // An event with the engine's clock (ms since the engine started), the charts' shared time axis.
 struct TimedEvent {

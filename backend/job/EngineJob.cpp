@@ -368,6 +368,9 @@ class TrainingJob : public engine::EngineJob {
       out.queue = std::move(queue);
     }
     out.memory = memory();
+    const std::int64_t activity = runtime::launchControl().lastActivityMs();
+    out.progressed = activity > lastActivitySeenMs_;
+    lastActivitySeenMs_ = activity;
     if (const std::optional<runtime::HangReport>& hang = reading.hang) {
       out.hang = engine::ErrorEvent{
           runtime::categoryName(hang->error.category),        hang->op, 0, hang->message,
@@ -880,6 +883,7 @@ class TrainingJob : public engine::EngineJob {
   model::ModelWeights weights_;
   runtime::FaultLedger faultLedger_;
   std::unique_ptr<telemetry::Sampler> sampler_;
+  std::int64_t lastActivitySeenMs_ = 0;  // sampleInstruments' (the sampler thread's) last reading
   std::optional<AutoMicroBatch> autoBatch_;  // --batch-size auto: plans the step-downs
   std::string gpuUnavailable_ = gpuUnavailableReason();
   int outOfMemoryRetries_ = 0;  // in the step being retried
