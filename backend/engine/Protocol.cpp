@@ -326,6 +326,9 @@ std::string encodeEvent(const TimedEvent& timed) {
             if (e.totalSteps > 0) {
               out["total_steps"] = e.totalSteps;
             }
+            if (e.computeTokensPerS > 0) {
+              out["compute_tokens_per_s"] = e.computeTokensPerS;
+            }
           },
           [&](const MemoryEvent& e) {
             out.update({{"allocated_bytes", optionalToJson(e.allocatedBytes)},
@@ -447,7 +450,8 @@ TimedEvent decodeEvent(std::string_view line) {
                           static_cast<int>(f.integer("micro_batch")),
                           static_cast<int>(f.integer("accumulation")),
                           f.has("replayed") && f.boolean("replayed"),
-                          f.has("total_steps") ? f.integer("total_steps") : 0};
+                          f.has("total_steps") ? f.integer("total_steps") : 0,
+                          f.has("compute_tokens_per_s") ? f.number("compute_tokens_per_s") : 0};
   } else if (type == "memory") {
     out.event = MemoryEvent{f.optionalBytes("allocated_bytes"),
                             f.optionalBytes("reserved_bytes"),

@@ -90,6 +90,8 @@ struct StepEvent {
   double loss = 0;
   double learningRate = 0;
   double gradNorm = 0;
+  // Real tokens (padding excluded) over the step cycle: the wall-clock time since the previous
+  // step completed, everything between the steps included. The run's speed.
   double tokensPerS = 0;
   int microBatch = 1;
   int accumulation = 1;
@@ -100,6 +102,9 @@ struct StepEvent {
   // The run's step count, for progress and time left; optional on the wire ("total_steps"),
   // 0 when not known.
   std::int64_t totalSteps = 0;
+  // Real tokens over the step's own time (its compute, without what runs between the steps);
+  // optional on the wire ("compute_tokens_per_s"), 0 when not known.
+  double computeTokensPerS = 0;
 };
 
 // The held-out loss after a step (--eval-data / --eval-split), beside that step's training loss.

@@ -3,12 +3,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <future>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string_view>
 
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "compute/Backend.h"
@@ -190,10 +193,12 @@ class TrainingJob : public engine::EngineJob {
       struct StepScope {
         ~StepScope() { runtime::launchControl().endStep(); }
       } stepScope;
-      runtime::launchControl().beginStep(loop_->state().step + 1);
-      if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
-        allocator->resetPeakStats();  // the readings' "largest request" and "at the peak": per step
-      }
+      timed(between_.beginMs, [&] {
+        runtime::launchControl().beginStep(loop_->state().step + 1);
+        if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
+          allocator->resetPeakStats();  // the readings' "largest request", "at the peak": per step
+        }
+      });
       m = loop_->step(cancel.flag());
     } catch (const train::TrainingCancelled&) {
       return takeMirrored();  // the step before, as the engine pauses or stops
@@ -212,21 +217,28 @@ class TrainingJob : public engine::EngineJob {
       throw;
     }
     outOfMemoryRetries_ = 0;
+    reportStepTiming(m);
+    between_ = {};
     // Note [asynchronous state mirror]: the step before was written while this one ran.
-    std::optional<StepEvent> previous = takeMirrored();
+    std::optional<StepEvent> previous;
+    timed(between_.mirrorWaitMs, [&] { previous = takeMirrored(); });
     if (evaluatesAfter(m.step)) {
-      m.eval = evaluate(cancel);
+      timed(between_.evaluationMs, [&] { m.eval = evaluate(cancel); });
     }
-    run_.appendMetrics(m);  // before the mirror: replayMirroredStep reads the step's metrics
+    // Before the mirror: replayMirroredStep reads the step's metrics.
+    timed(between_.metricsMs, [&] { run_.appendMetrics(m); });
     // The state as this step left it, downloading while the next step runs; the writer waits
     // for it, encodes it into mirrorPayload_ and writes it.
-    mirrorWrite_ =
-        std::async(std::launch::async, [this, pending = loop_->snapshotState()]() mutable {
-          pending.waitEncoded(mirrorPayload_);
-          mirror_->write(mirrorPayload_);
-        });
+    timed(between_.snapshotMs, [&] {
+      mirrorWrite_ =
+          std::async(std::launch::async, [this, pending = loop_->snapshotState()]() mutable {
+            pending.waitEncoded(mirrorPayload_);
+            mirror_->write(mirrorPayload_);
+          });
+    });
     if (settings_.checkpointEvery > 0 && m.step % settings_.checkpointEvery == 0 && !finished()) {
-      run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints);
+      timed(between_.checkpointMs,
+            [&] { run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints); });
     }
     if (m.eval) {  // announced now, after the step before: it may stop the run early
       if (previous) {
@@ -246,6 +258,8 @@ class TrainingJob : public engine::EngineJob {
   }
 
   std::optional<StepEvent> settle() override {
+    loop_->restartCycle();  // stepping stopped (paused, stopping, commands): not the run's time
+    between_ = {};
     try {
       return takeMirrored();
     } catch (const std::exception& e) {  // the step's state could not be mirrored: unannounced
@@ -261,7 +275,8 @@ class TrainingJob : public engine::EngineJob {
   std::int64_t completedSteps() const override { return loop_->state().step; }
 
   std::string applyToggle(Toggle toggle, const json& value) override {
-    announceMirrored();  // the confirmation's step is then the last one announced
+    announceMirrored();     // the confirmation's step is then the last one announced
+    loop_->restartCycle();  // a device move, a rebuilt graph: the user's change, not the run's
     switch (toggle) {
       case Toggle::MicroBatch:
         loop_->setMicroBatchSize(value.get<int>(), "user");
@@ -797,7 +812,49 @@ class TrainingJob : public engine::EngineJob {
                      static_cast<int>(m.microBatch),
                      static_cast<int>(m.accumulation),
                      replayed,
-                     loop_->totalSteps()};
+                     loop_->totalSteps(),
+                     m.computeTokensPerS};
+  }
+
+  // Time the call `work` takes into `slot` (milliseconds), and mark the stage's end as the run's
+  // progress for the supervisor's hang watchdog (LaunchControl::noteActivity).
+  template <typename Work>
+  static void timed(double& slot, Work&& work) {
+    const auto start = std::chrono::steady_clock::now();
+    std::forward<Work>(work)();
+    slot +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    runtime::launchControl().noteActivity();
+  }
+
+  // LORASCOPE_STEP_TIMING=1: where each step cycle went, as a debug log line: the step's own time
+  // and its parts, then what ran between the previous step's completion and this step (the engine's
+  // share is the rest: publishing events, the memory reading after a step, commands).
+  void reportStepTiming(const train::StepMetrics& m) const {
+    static const bool enabled = [] {
+      const char* value = std::getenv("LORASCOPE_STEP_TIMING");
+      return value != nullptr && *value != '\0' && std::string_view(value) != "0";
+    }();
+    if (!enabled) {
+      return;
+    }
+    const double cycleMs = m.cycleSeconds * 1000.0;
+    const double stepMs = m.seconds * 1000.0;
+    const Between& b = between_;
+    const double measured =
+        b.beginMs + b.mirrorWaitMs + b.evaluationMs + b.metricsMs + b.snapshotMs + b.checkpointMs;
+    char line[640];
+    std::snprintf(line, sizeof line,
+                  "step timing %lld: cycle %.2f ms = step %.2f ms (batches %.2f, passes %.2f, "
+                  "clip %.2f, update %.2f) + between steps %.2f ms (mirror wait %.2f, "
+                  "evaluation %.2f, metrics %.2f, snapshot %.2f, checkpoint %.2f, step begin "
+                  "%.2f, engine %.2f); %lld real tokens, %.0f tokens/s, compute %.0f tokens/s",
+                  static_cast<long long>(m.step), cycleMs, stepMs, m.stages.batchesMs,
+                  m.stages.passesMs, m.stages.clipMs, m.stages.updateMs, cycleMs - stepMs,
+                  b.mirrorWaitMs, b.evaluationMs, b.metricsMs, b.snapshotMs, b.checkpointMs,
+                  b.beginMs, std::max(0.0, cycleMs - stepMs - measured),
+                  static_cast<long long>(m.tokens), m.tokensPerS, m.computeTokensPerS);
+    sink_(engine::TimedEvent{0, engine::LogEvent{engine::LogLevel::Debug, line}});
   }
 
   // An engine killed after mirroring step N but before announcing it leaves step N done and
@@ -895,6 +952,16 @@ class TrainingJob : public engine::EngineJob {
   std::future<void> mirrorWrite_;
   std::vector<std::byte> mirrorPayload_;  // the writer's encoding buffer, reused every step
   std::optional<train::StepMetrics> mirrored_;
+  // What ran between the last completed step and the next one's compute, in milliseconds
+  // (reportStepTiming; timed).
+  struct Between {
+    double beginMs = 0.0;  // the next step's boundary: watchdog, fault rules, peak statistics
+    double mirrorWaitMs = 0.0;
+    double evaluationMs = 0.0;
+    double metricsMs = 0.0;
+    double snapshotMs = 0.0;  // the state's copy queued and its writer started
+    double checkpointMs = 0.0;
+  } between_;
   // The last completed step's evaluation was cut short: it runs before the next step.
   bool pendingEvaluation_ = false;
   std::vector<train::Sequence> evalSequences_;  // the held-out set; empty: no evaluation
