@@ -194,7 +194,7 @@ class TrainingJob : public engine::EngineJob {
         ~StepScope() { runtime::launchControl().endStep(); }
       } stepScope;
       timed(between_.beginMs, [&] {
-        runtime::launchControl().beginStep(loop_->state().step + 1);
+        runtime::launchControl().beginStep(loop_->completedSteps() + 1);
         if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
           allocator->resetPeakStats();  // the readings' "largest request", "at the peak": per step
         }
@@ -272,7 +272,7 @@ class TrainingJob : public engine::EngineJob {
   }
 
   bool finished() const override { return loop_->finished() || stoppedEarly_; }
-  std::int64_t completedSteps() const override { return loop_->state().step; }
+  std::int64_t completedSteps() const override { return loop_->completedSteps(); }
 
   std::string applyToggle(Toggle toggle, const json& value) override {
     announceMirrored();     // the confirmation's step is then the last one announced
@@ -317,7 +317,7 @@ class TrainingJob : public engine::EngineJob {
         loop_->setActivationCheckpointing(on, weights_);
         settings_.train.activationCheckpointing = on;
         return std::string(on ? "activations recomputed in backward" : "activations stored") +
-               " from step " + std::to_string(loop_->state().step + 1);
+               " from step " + std::to_string(loop_->completedSteps() + 1);
       }
     }
     throw std::logic_error("unknown toggle");
@@ -495,7 +495,7 @@ class TrainingJob : public engine::EngineJob {
     }
     reportDeviceToggles(sink_);  // what applies on the new device
     return "moved the run from " + from + " to " + backend_->capabilities().name + " at step " +
-           std::to_string(loop_->state().step) + released;
+           std::to_string(loop_->completedSteps()) + released;
   }
 
   bool onGpu() const { return backend_->capabilities().device == compute::Device::Gpu; }
@@ -515,7 +515,7 @@ class TrainingJob : public engine::EngineJob {
   // The allocator-policy toggle on a device allocator (job/AutoBatch.h: setAllocatorPolicy).
   std::string applyAllocatorMode(memory::DeviceAllocator& allocator) {
     return setAllocatorPolicy(allocator, arenaMode_, folder_.config(), settings_.train,
-                              loop_->microBatchSize(), loop_->state().step + 1);
+                              loop_->microBatchSize(), loop_->completedSteps() + 1);
   }
 
   train::RunDirectory openOrCreateRun(const json& config) {
@@ -680,7 +680,7 @@ class TrainingJob : public engine::EngineJob {
   // in this engine or the one that resumes the run; one out of memory is skipped and said so (a
   // resumed run tries it once more). Neither is retried as a step.
   std::optional<train::EvalMetrics> evaluate(const CancelFlag& cancel) {
-    const std::int64_t step = loop_->state().step;
+    const std::int64_t step = loop_->completedSteps();
     try {
       return loop_->evaluate(evalSequences_, cancel.flag());
     } catch (const train::TrainingCancelled&) {
@@ -718,7 +718,7 @@ class TrainingJob : public engine::EngineJob {
   // A resumed run whose last completed step was to be evaluated and has no evaluation in the
   // metrics (cut short by a stop, or skipped out of memory) evaluates it before its next step.
   void findPendingEvaluation(std::span<const train::StepMetrics> history) {
-    const std::int64_t step = loop_->state().step;
+    const std::int64_t step = loop_->completedSteps();
     if (step == 0 || loop_->finished() || !evaluatesAfter(step)) {
       return;
     }
@@ -747,8 +747,8 @@ class TrainingJob : public engine::EngineJob {
     return "early stopping: the eval loss has not improved on " +
            std::to_string(best.loss).substr(0, 6) + " (step " + std::to_string(best.step) +
            ") for " + std::to_string(earlyStopping_.withoutImprovement()) +
-           " evaluations; the run ends at step " + std::to_string(loop_->state().step) + " of " +
-           std::to_string(loop_->totalSteps());
+           " evaluations; the run ends at step " + std::to_string(loop_->completedSteps()) +
+           " of " + std::to_string(loop_->totalSteps());
   }
 
   // A resumed run continues early stopping where it was: its evaluations so far are in the
@@ -865,7 +865,7 @@ class TrainingJob : public engine::EngineJob {
   // resumes at). The supervisor drops a replayed step it has seen.
   void replayMirroredStep(const json& config, std::span<const train::StepMetrics> history,
                           const engine::EventSink& sink) const {
-    const std::int64_t step = loop_->state().step;
+    const std::int64_t step = loop_->completedSteps();
     if (!optionalFlag(config, "resume_from_mirror") || step == 0) {
       return;
     }
@@ -888,7 +888,7 @@ class TrainingJob : public engine::EngineJob {
     engine::ToggleAppliedEvent event;
     event.toggle = toggle;
     event.value = std::move(value);
-    event.step = loop_->state().step;
+    event.step = loop_->completedSteps();
     event.notApplicable = notApplicable(toggle);
     sink(engine::TimedEvent{0, std::move(event)});
   }

@@ -173,6 +173,9 @@ class TrainLoop {
   void setActivationCheckpointing(bool on, const model::ModelWeights& weights);
 
   bool finished() const { return state_.step >= totalSteps_; }
+  // The optimizer steps completed: state().step without bringing the host's adapter and moments
+  // up to date (a whole download of them, which the step boundary must not wait for).
+  std::int64_t completedSteps() const { return state_.step; }
   std::int64_t totalSteps() const { return totalSteps_; }
   std::int64_t stepsPerEpoch() const;
   std::int64_t sequenceCount() const { return static_cast<std::int64_t>(sequences_.size()); }
