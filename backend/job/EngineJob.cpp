@@ -827,9 +827,10 @@ class TrainingJob : public engine::EngineJob {
     runtime::launchControl().noteActivity();
   }
 
-  // LORASCOPE_STEP_TIMING=1: where each step cycle went, as a debug log line: the step's own time
-  // and its parts, then what ran between the previous step's completion and this step (the engine's
-  // share is the rest: publishing events, the memory reading after a step, commands).
+  // LORASCOPE_STEP_TIMING=1 (scripts/bench_engine_loop.py reads it): where each step cycle went,
+  // as a debug log line: the step's own time and its parts, then what ran between the previous
+  // step's completion and this step (the engine's share is the rest: publishing events, the memory
+  // reading after a step, commands).
   void reportStepTiming(const train::StepMetrics& m) const {
     static const bool enabled = [] {
       const char* value = std::getenv("LORASCOPE_STEP_TIMING");
