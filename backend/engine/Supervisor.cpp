@@ -118,6 +118,12 @@ void Supervisor::engineEvent(int engineId, const TimedEvent& timed) {
   if (engineId != engineId_)
     return;
   const std::int64_t now = elapsedMs();
+  if (std::holds_alternative<ProgressEvent>(timed.event)) {
+    if (hangDeadlineMs_) {
+      hangDeadlineMs_ = now + policy_.hangTimeoutMs;  // the run moves: slow is not hung
+    }
+    return;  // the watchdog's alone
+  }
   if (planned_ && !planned_->error && std::holds_alternative<StateEvent>(timed.event)) {
     return;  // stopping for a profile switch: the run goes on in the next engine
   }
@@ -157,11 +163,11 @@ void Supervisor::checkHang() {
   hangDeadlineMs_.reset();
   if (!running_ || !host_)
     return;
-  planned_ =
-      PlannedRestart{runtime::classifyHang(),
-                     "no optimizer step for " + std::to_string(policy_.hangTimeoutMs / 1000) +
-                         " s (hang) after step " + std::to_string(lastStep_),
-                     true};
+  planned_ = PlannedRestart{runtime::classifyHang(),
+                            "no progress (no op ran or completed, no step) for " +
+                                std::to_string(policy_.hangTimeoutMs / 1000) +
+                                " s (hang) after step " + std::to_string(lastStep_),
+                            true};
   host_->kill();
 }
 

@@ -53,6 +53,8 @@ json toJson(const StepMetrics& m) {
               {"accumulation", m.accumulation},
               {"epoch", m.epoch},
               {"seconds", m.seconds},
+              {"cycle_seconds", m.cycleSeconds},
+              {"compute_tokens_per_s", m.computeTokensPerS},
               {"tokens", m.tokens},
               {"predicted_tokens", m.predictedTokens},
               {"device", compute::deviceName(m.device)}};
@@ -89,6 +91,9 @@ StepMetrics stepMetricsFromJson(const json& j) {
   m.accumulation = j.at("accumulation").get<std::int64_t>();
   m.epoch = j.value("epoch", std::int64_t{0});
   m.seconds = j.value("seconds", 0.0);
+  // Lines written before the step cycle was measured: tokens_per_s was the compute's.
+  m.cycleSeconds = j.value("cycle_seconds", m.seconds);
+  m.computeTokensPerS = j.value("compute_tokens_per_s", m.tokensPerS);
   m.tokens = j.value("tokens", std::int64_t{0});
   m.predictedTokens = j.value("predicted_tokens", std::int64_t{0});
   // Lines written before runs could move between devices were all CPU steps.
