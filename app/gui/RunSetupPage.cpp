@@ -46,6 +46,7 @@
 #include "text/Tokenizer.h"         // defines: Tokenizer
 #include "train/DemoDataset.h"      // defines: ensureDemoDataset
 #include "train/DemoModel.h"        // defines: defaultCacheDir, ensureDemoModel
+#include "train/RunDirectory.h"     // defines: checkOutputFolder
 #include "widgets/ControlsPanel.h"  // defines: ControlSpec
 #include "widgets/Format.h"         // defines: formatBytes, toPath
 #include "widgets/LengthHistogram.h"
@@ -376,7 +377,8 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   grid->setRowStretch(1, 1);
   sourceForm_ = form;
   trainingRows_ = {modelRow, modelInfo_, dataRow, dataInfo_, histogram_, estimate_};
-  connect(runName_, &QLineEdit::textChanged, this, &RunSetupPage::changed);
+  // A named run folder is checked as it is typed (train::checkOutputFolder: new, empty or a run).
+  connect(runName_, &QLineEdit::textChanged, this, &RunSetupPage::updateProblems);
 }
 
 QWidget* RunSetupPage::buildEditor(const std::string& name) {
@@ -987,6 +989,16 @@ QStringList RunSetupPage::problems() const {
   }
   if (outputEdit_->text().trimmed().isEmpty()) {
     out << tr("Choose an output folder.");
+  } else if (const QString name = runName_->text().trimmed(); !name.isEmpty()) {
+    // The folder a named run goes into: one that holds a run is the resume question of Start;
+    // one that holds anything else is refused here, as the engine would refuse it.
+    try {
+      train::checkOutputFolder(
+          widgets::toPath(QDir(outputEdit_->text().trimmed()).filePath(name)),
+          usesDemo() ? std::filesystem::path() : widgets::toPath(modelEdit_->text().trimmed()));
+    } catch (const train::CheckpointError& e) {
+      out << tr("Output folder: %1").arg(QString::fromUtf8(e.what()));
+    }
   }
   // Every option's value passes the table's checks (the trainer's own).
   for (const job::RunOption& option : job::runOptions()) {
