@@ -36,14 +36,15 @@
 #include "gui/AppPaths.h"    // defines: defaultRunsDir, legacyRunsDir
 #include "gui/Background.h"  // defines: runInBackground
 #include "gui/CommandSetup.h"
-#include "job/AutoBatch.h"          // defines: trainingShape
-#include "job/RunOptions.h"         // defines: runOptions
-#include "job/TrainRunConfig.h"     // defines: defaultSettings
-#include "model/DeviceWeights.h"    // defines: placedWeightBytes, WeightQuantization
-#include "model/MemoryEstimate.h"   // defines: estimateTrainingMemory
-#include "model/ModelFolder.h"      // defines: ModelFolder
-#include "text/ChatTemplate.h"      // defines: ChatTemplate
-#include "text/Tokenizer.h"         // defines: Tokenizer
+#include "job/AutoBatch.h"         // defines: trainingShape
+#include "job/RunOptions.h"        // defines: runOptions
+#include "job/TrainRunConfig.h"    // defines: defaultSettings
+#include "model/DeviceWeights.h"   // defines: placedWeightBytes, WeightQuantization
+#include "model/MemoryEstimate.h"  // defines: estimateTrainingMemory
+#include "model/ModelFolder.h"     // defines: ModelFolder
+#include "text/ChatTemplate.h"     // defines: ChatTemplate
+#include "text/Tokenizer.h"        // defines: Tokenizer
+#include "train/CheckpointError.h"
 #include "train/DemoDataset.h"      // defines: ensureDemoDataset
 #include "train/DemoModel.h"        // defines: defaultCacheDir, ensureDemoModel
 #include "train/RunDirectory.h"     // defines: checkOutputFolder
