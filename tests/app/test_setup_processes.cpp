@@ -10,6 +10,7 @@
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QFileInfo>
+#include <QLineEdit>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardPaths>
