@@ -10,11 +10,11 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 
 #include "TempDir.h"
+#include "common/BoundedFile.h"
 #include "common/ChildProcess.h"
 #include "common/FileLock.h"
 #include "common/OsError.h"  // defines: pathFromUtf8
@@ -26,10 +26,7 @@ namespace common = lorascope::common;
 namespace {
 
 std::string readAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
+  return common::readBoundedFile(path, {1 << 20, "a lock file"});
 }
 
 // The child's side: takes the lock of argv[2], says so, and waits to be killed.
