@@ -67,6 +67,7 @@ std::int64_t Supervisor::toSupervisorTime(std::int64_t engineTimeMs) {
 
 void Supervisor::startEngine() {
   engineStartedMs_ = elapsedMs();
+  preparing_ = false;
   host_ = launcher_.launch(++engineId_, profile_.environment, profile_.engine);
 }
 
@@ -132,6 +133,7 @@ void Supervisor::engineEvent(int engineId, const TimedEvent& timed) {
     hostMemory_ = runtime::HostMemory{*memory->hostAvailableBytes, hostTotalBytes()};
   }
   if (const auto* state = std::get_if<StateEvent>(&timed.event)) {
+    preparing_ = state->state == RunState::Starting;
     if (state->state == RunState::Running || state->state == RunState::Paused ||
         state->state == RunState::Starting) {
       running_ = true;
@@ -208,6 +210,12 @@ void Supervisor::onExit(const EngineExit& exit) {
   std::optional<runtime::ErrorClass> killed;
   if (exit.crashed && !lastStickyError_) {
     killed = runtime::classifyKill(exit.signal, hostMemory_);
+    // A crash while the run was being prepared (no step had run: the data, the chat template)
+    // that the runtime's messages do not name a GPU error: not one for the recovery ladder.
+    if (!killed && preparing_ &&
+        runtime::classifyError("", exit.stderrTail).category == runtime::ErrorCategory::Unknown) {
+      killed = runtime::classifyHostCrash(exit.signal);
+    }
   }
   const runtime::ErrorClass error =
       killed             ? *killed

@@ -134,6 +134,9 @@ class Supervisor {
   std::int64_t lastStep_ = 0;
   int lastMicroBatch_ = 0;
   std::optional<ErrorEvent> lastStickyError_;
+  // The engine's last state was Starting: it prepares the run (model, data, chat template) and
+  // has run no GPU step; a crash then is a HostCrash (runtime/ErrorClassifier.h).
+  bool preparing_ = false;
   runtime::RecoveryRung rung_ = runtime::RecoveryRung::VendorBlas;
   // Each step down the ladder took, newest last, for undo: the rung before and the micro-batch
   // the run had then.

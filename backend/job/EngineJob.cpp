@@ -521,7 +521,8 @@ class TrainingJob : public engine::EngineJob {
   train::RunDirectory openOrCreateRun(const json& config) {
     const std::string out = requiredString(config, "out");
     if (optionalFlag(config, "resume") || optionalFlag(config, "resume_from_mirror")) {
-      train::RunDirectory run = train::RunDirectory::open(common::pathFromUtf8(out));
+      train::RunDirectory run =
+          train::RunDirectory::open(common::pathFromUtf8(out), train::RunDirectory::Access::Write);
       settings_ = settingsFromJson(run.config().at("training"),
                                    common::pathText(run.dir() / train::kRunConfigFile));
       if (config.contains("device")) {

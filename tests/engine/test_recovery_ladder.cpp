@@ -247,6 +247,31 @@ class TestRecoveryLadder : public QObject {
     QVERIFY(rig.published.back().timeMs >= before);
   }
 
+  void aCrashWhilePreparingTheRunIsNoGpuError() {
+    // Issue 31 item 3: a chat template that crashed the engine as it read the data was reported
+    // as "an unrecognised GPU error" and the run restarted a rung down the ladder.
+    Rig rig;
+    rig.supervisor.send(StartCommand{kRunConfig});
+    rig.report(StateEvent{RunState::Starting, 0, ""});
+    rig.crash("SIGSEGV");
+    QCOMPARE(rig.supervisor.restarts(), 1);
+    QCOMPARE(rig.supervisor.rung(), RecoveryRung::VendorBlas);
+    QVERIFY(rig.all<LadderEvent>().empty());
+    const auto incidents = rig.all<IncidentEvent>();
+    QCOMPARE(incidents.size(), std::size_t{1});
+    QVERIFY2(incidents[0].what.find("(SIGSEGV) after step 0 (host_crash)") != std::string::npos,
+             incidents[0].what.c_str());
+    QVERIFY2(incidents[0].action.find("the same rung") != std::string::npos &&
+                 incidents[0].action.find("Not a GPU error") != std::string::npos &&
+                 incidents[0].action.find("unrecognised GPU error") == std::string::npos,
+             incidents[0].action.c_str());
+    // Once steps run, a crash without a message is still taken for a GPU one (the ladder).
+    rig.running();
+    rig.step(1);
+    rig.crash("SIGSEGV");
+    QVERIFY(rig.supervisor.rung() > RecoveryRung::VendorBlas);
+  }
+
   void givesUpAfterTheRestartLimit() {
     SupervisorPolicy policy;
     policy.maxRestarts = 2;
