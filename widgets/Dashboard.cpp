@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "widgets/Format.h"
+#include "widgets/IncidentBanner.h"
 
 namespace lorascope::widgets {
 namespace {
@@ -88,6 +89,25 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   allocatorNote_->setToolTip(
       tr("Inactive split: free pieces inside partly used segments, which only requests that fit "
          "them can use. At peak: read when the step's allocations were highest."));
+  // Measured (lorascope-train engine under heaptrack, the demo): the host RAM of a CPU run climbs
+  // with each new batch length, not with the model: compute/cpu/host_blocks.h keeps freed tensor
+  // blocks by size for reuse, up to 4 GiB.
+  hostRamNote_ = new QLabel(tr("Host RAM includes freed tensor blocks kept for reuse (up to 4 "
+                               "GiB): it climbs with each new batch length, a cache, not a leak."),
+                            page);
+  hostRamNote_->setToolTip(
+      tr("Host RAM (ours) is the run's resident memory: the model, the data, the step's tensors "
+         "and the freed tensor blocks the CPU backend keeps by size to hand out again. A batch of "
+         "a length not seen before needs blocks of new sizes, so the line climbs over the first "
+         "steps and levels off once the lengths repeat."));
+  hostRamNote_->setObjectName(QStringLiteral("hostRamNote"));
+  hostRamNote_->setWordWrap(true);
+  hostRamNote_->setVisible(false);  // a CPU run's
+  auto* memoryPanel = new QWidget(page);
+  auto* memoryLayout = new QVBoxLayout(memoryPanel);
+  memoryLayout->setContentsMargins(0, 0, 0, 0);
+  memoryLayout->addWidget(memory_, 1);
+  memoryLayout->addWidget(hostRamNote_);
   auto* allocatorPanel = new QWidget(page);
   auto* allocatorLayout = new QVBoxLayout(allocatorPanel);
   allocatorLayout->setContentsMargins(0, 0, 0, 0);
@@ -112,11 +132,12 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   queuePanel_->addWidget(queueNote_);
   undrawnStreamsLabel_ = new QLabel(page);
   undrawnStreamsLabel_->setVisible(false);
+  incidents_ = new IncidentBanner(page);
 
   auto* grid = new QGridLayout;
   grid->addWidget(loss_, 0, 0);
   grid->addWidget(throughput_, 0, 1);
-  grid->addWidget(memory_, 1, 0);
+  grid->addWidget(memoryPanel, 1, 0);
   grid->addWidget(allocatorPanel, 1, 1);
   grid->addWidget(queuePanel_, 2, 0, 1, 2);
   runSelector_ = new QComboBox(page);
@@ -141,6 +162,7 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   auto* layout = new QVBoxLayout(page);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(header);
+  layout->addWidget(incidents_);
   layout->addLayout(grid, 1);
   layout->addWidget(undrawnStreamsLabel_);
   addWidget(page);
@@ -193,18 +215,19 @@ double Dashboard::xOf(const TimedEvent& timed) {
   if (!runStartMs_) {
     runStartMs_ = timed.timeMs;
   }
+  const auto* step = std::get_if<StepEvent>(&timed.event);
+  if (step != nullptr && step->step > lastStep_) {  // on both axes: a hang is told from them
+    stepDurationMs_ = timed.timeMs - (lastStep_ > 0 ? lastStepMs_ : *runStartMs_);
+    lastStep_ = step->step;
+    lastStepMs_ = timed.timeMs;
+  }
   if (xAxis_ == XAxis::Time) {
     return static_cast<double>(timed.timeMs - *runStartMs_) / 1000.0;
   }
   if (const auto* eval = std::get_if<EvalEvent>(&timed.event)) {
     return static_cast<double>(eval->step);  // beside the training loss of the same step
   }
-  if (const auto* step = std::get_if<StepEvent>(&timed.event)) {
-    if (step->step > lastStep_) {
-      stepDurationMs_ = timed.timeMs - (lastStep_ > 0 ? lastStepMs_ : *runStartMs_);
-      lastStep_ = step->step;
-      lastStepMs_ = timed.timeMs;
-    }
+  if (step != nullptr) {
     return static_cast<double>(step->step);
   }
   const std::int64_t since = timed.timeMs - (lastStep_ > 0 ? lastStepMs_ : *runStartMs_);
@@ -253,15 +276,9 @@ void Dashboard::plot(const TimedEvent& timed) {
                     tr("recovery ladder %1 → %2: %3")
                         .arg(QString::fromStdString(e.from), QString::fromStdString(e.rung),
                              QString::fromStdString(e.why)));
-        } else if constexpr (std::is_same_v<T, IncidentEvent>) {
-          addMarker(
-              timed, MarkerKind::Incident,
-              tr("%1 — %2").arg(QString::fromStdString(e.what), QString::fromStdString(e.action)));
-        } else if constexpr (std::is_same_v<T, ErrorEvent>) {
-          addMarker(
-              timed, MarkerKind::Incident,
-              tr("%1 error: %2")
-                  .arg(QString::fromStdString(e.category), QString::fromStdString(e.message)));
+        } else if constexpr (std::is_same_v<T, IncidentEvent> || std::is_same_v<T, ErrorEvent> ||
+                             std::is_same_v<T, ToggleRefusedEvent>) {
+          noteIncident(timed);
         }
       },
       timed.event);
@@ -371,11 +388,13 @@ bool Dashboard::showsQueueNote() const {
 
 void Dashboard::setRunOnCpu(bool onCpu) {
   queuePanel_->setCurrentWidget(onCpu ? static_cast<QWidget*>(queueNote_) : queue_);
+  hostRamNote_->setVisible(onCpu);
 }
 
 void Dashboard::onQueue(double x, const QueueEvent& queue) {
   showCharts();
   setRunOnCpu(false);  // queue readings come from a GPU
+  lastQueue_ = queue;
   for (const QueueDepth& q : queue.streams) {
     auto it = streamSeries_.find(q.stream);
     if (it == streamSeries_.end()) {
@@ -420,6 +439,8 @@ void Dashboard::clearCharts() {
     chart->clear();
   }
   markers_.clear();
+  incidents_->clear();
+  lastQueue_.reset();
   recentLossCount_ = 0;
   runStartMs_.reset();
   lastStep_ = 0;

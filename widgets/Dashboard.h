@@ -14,6 +14,11 @@
 // by time) or seconds since the run started. Each run's events are kept: a new run starts a new
 // entry in the run selector, and choosing an earlier run (or the other axis) redraws its curves.
 // Runs opened from the runs page or a recording join the selector beside them.
+//
+// Incidents (widgets/DashboardIncidents.cpp): each error, incident and refusal of the run shown is
+// written out in the banner above the charts (widgets/IncidentBanner.h) besides its marker; a hang
+// is drawn as a band from the last completed step to the report, with the step that hung and how
+// long it went without progress.
 #pragma once
 
 #include <QStackedWidget>
@@ -34,6 +39,8 @@ class QComboBox;
 class QLabel;
 
 namespace lorascope::widgets {
+
+class IncidentBanner;
 
 class Dashboard : public QStackedWidget {
   Q_OBJECT
@@ -71,6 +78,8 @@ class Dashboard : public QStackedWidget {
   bool showsQueueNote() const;
   QLabel* queueNote() const { return queueNote_; }
   QLabel* allocatorNote() const { return allocatorNote_; }
+  QLabel* hostRamNote() const { return hostRamNote_; }  // under the memory chart, on a CPU run
+  IncidentBanner* incidentBanner() const { return incidents_; }
 
   // Series indices of the charts above.
   enum LossSeries { Loss, LossAverage, LearningRate, EvalLoss };
@@ -100,6 +109,8 @@ class Dashboard : public QStackedWidget {
   void onQueue(double x, const engine::QueueEvent& queue);
   void setRunOnCpu(bool onCpu);
   void addMarker(const engine::TimedEvent& at, MarkerKind kind, const QString& text);
+  // An error, incident or refusal: its banner entry and marker (widgets/DashboardIncidents.cpp).
+  void noteIncident(const engine::TimedEvent& timed);
   void showCharts();
   void scheduleRefresh();
 
@@ -112,6 +123,9 @@ class Dashboard : public QStackedWidget {
   QStackedWidget* queuePanel_;  // queue_, or queueNote_ while the run is on the CPU
   QLabel* queueNote_;
   QLabel* allocatorNote_;
+  QLabel* hostRamNote_;
+  IncidentBanner* incidents_;
+  std::optional<engine::QueueEvent> lastQueue_;  // what was queued when a hang is reported
   std::vector<ChartMarker> markers_;
   std::map<std::string, int> streamSeries_;  // stream name → queue_ series index
   QStringList undrawnStreams_;

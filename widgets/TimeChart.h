@@ -43,6 +43,7 @@ class MarkedChartView : public QChartView {
 
  private:
   std::optional<double> sceneXForTime(double timeS) const;
+  void drawSpan(QPainter* painter, const ChartMarker& marker) const;
   const std::vector<ChartMarker>* markers_;
 };
 

@@ -438,7 +438,12 @@ QString MainWindow::openRecording(const QString& file) {
     if (!problem.isEmpty()) {
       return tr("%1: its snapshot cannot be shown: %2").arg(file, problem);
     }
+  } else {  // not the snapshot of a recording shown before
+    memoryMap_->clearSnapshot(tr("The recording %1 holds no allocator snapshot.").arg(name));
   }
+  logLine(LogLevel::Info, tr("replaying the recording %1: its rows follow, marked [%2]")
+                              .arg(QDir::toNativeSeparators(file), name));
+  eventLog_->addRecording(name, events);  // its errors and incidents among the rows
   dashboard_->addRun(tr("%1 (recording)").arg(name), std::move(events));
   pages_->setCurrentWidget(dashboard_);
   return {};
