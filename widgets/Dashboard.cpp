@@ -113,8 +113,8 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   allocatorLayout->setContentsMargins(0, 0, 0, 0);
   allocatorLayout->addWidget(allocator_, 1);
   allocatorLayout->addWidget(allocatorNote_);
-  queue_ = new TimeChart(tr("Queue depth per stream (most in flight per reading)"),
-                         tr("launches in flight"), {}, &markers_, page);
+  queue_ = new TimeChart(tr("Queue depth per stream (most in flight per reading)"), tr("in flight"),
+                         {}, &markers_, page);
   queue_->setToolTip(
       tr("Each point is the most kernel launches a stream held at once since the previous "
          "reading: the engine checks every 5 ms and reports 2.5 times a second. Near 0 with "
@@ -167,9 +167,7 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   layout->addWidget(undrawnStreamsLabel_);
   addWidget(page);
 
-  for (TimeChart* chart : charts()) {
-    chart->setTimeAxisTitle(tr("step"));
-  }
+  setTimeAxisTitles(tr("step"));
 
   refreshTimer_.setSingleShot(true);
   refreshTimer_.setInterval(kRefreshIntervalMs);
@@ -331,11 +329,19 @@ void Dashboard::showRun(int run) {
 void Dashboard::setXAxis(XAxis axis) {
   xAxis_ = axis;
   xAxisSelector_->setCurrentIndex(axis == XAxis::Step ? 0 : 1);
-  const QString title = axis == XAxis::Step ? tr("step") : tr("time since the run started (s)");
-  for (TimeChart* chart : charts()) {
-    chart->setTimeAxisTitle(title);
-  }
+  setTimeAxisTitles(axis == XAxis::Step ? tr("step") : tr("time since the run started (s)"));
   redraw();
+}
+
+// The charts share one x axis: its title goes under the bottom row (the queue chart, or the
+// charts above the CPU's queue note), not under every chart, whose plots need the height.
+void Dashboard::setTimeAxisTitles(const QString& title) {
+  const bool queueShown = !showsQueueNote();
+  for (TimeChart* chart : charts()) {
+    const bool bottom =
+        chart == queue_ ? queueShown : (chart == memory_ || chart == allocator_) && !queueShown;
+    chart->setTimeAxisTitle(bottom ? title : QString());
+  }
 }
 
 // Draws the shown run from its kept events, on the current axis.
@@ -389,6 +395,7 @@ bool Dashboard::showsQueueNote() const {
 void Dashboard::setRunOnCpu(bool onCpu) {
   queuePanel_->setCurrentWidget(onCpu ? static_cast<QWidget*>(queueNote_) : queue_);
   hostRamNote_->setVisible(onCpu);
+  setTimeAxisTitles(xAxis_ == XAxis::Step ? tr("step") : tr("time since the run started (s)"));
 }
 
 void Dashboard::onQueue(double x, const QueueEvent& queue) {

@@ -108,6 +108,7 @@ class Dashboard : public QStackedWidget {
   void onMemory(double x, const engine::MemoryEvent& memory);
   void onQueue(double x, const engine::QueueEvent& queue);
   void setRunOnCpu(bool onCpu);
+  void setTimeAxisTitles(const QString& title);
   void addMarker(const engine::TimedEvent& at, MarkerKind kind, const QString& text);
   // An error, incident or refusal: its banner entry and marker (widgets/DashboardIncidents.cpp).
   void noteIncident(const engine::TimedEvent& timed);

@@ -213,7 +213,9 @@ TimeChart::TimeChart(const QString& title, const QString& leftAxisTitle,
                      const QString& rightAxisTitle, const std::vector<ChartMarker>* markers,
                      QWidget* parent)
     : QWidget(parent), chart_(new QChart) {
-  chart_->setTitle(title);
+  // The title heads the legend row (below): inside the chart it took a line of the plot's height,
+  // which a 1024×700 window cannot spare.
+  title_ = title;
   // The value row above the plot is the legend (swatch, name, latest value) and wraps when
   // narrow; Qt's own legend would elide names ("dr…") and say less.
   chart_->legend()->hide();
@@ -313,7 +315,8 @@ void TimeChart::updateLabel(int /*series*/) {
                             .toHtmlEscaped()
                             .replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
   }
-  valueRow_->setText(entries.join(QStringLiteral(" &nbsp; ")));
+  valueRow_->setText(QStringLiteral("<b>%1</b> &nbsp; ").arg(title_.toHtmlEscaped()) +
+                     entries.join(QStringLiteral(" &nbsp; ")));
 }
 
 QString TimeChart::legendText() const {
@@ -404,6 +407,7 @@ void TimeChart::refresh(double timeFromS, double timeToS) {
 
 void TimeChart::setTimeAxisTitle(const QString& title) {
   timeAxis_->setTitleText(title);
+  timeAxis_->setTitleVisible(!title.isEmpty());  // no room kept for none
 }
 
 void TimeChart::clear() {

@@ -105,6 +105,9 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   controlsDock->setObjectName(QStringLiteral("controlsDock"));
   controlsDock->setWidget(controls_);
   addDockWidget(Qt::RightDockWidgetArea, controlsDock);
+  // Narrow, so that at 1024 px the dashboard's two chart columns keep room for their plots (the
+  // dock's rows wrap; a saved layout overrides this).
+  resizeDocks({controlsDock}, {kControlsDockWidthPx}, Qt::Horizontal);
 
   profileBar_ = new widgets::ProfileBar(profiles::ProfileStore::defaultUserDir(), this);
   QToolBar* profileToolbar = addToolBar(tr("Profiles"));

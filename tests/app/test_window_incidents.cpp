@@ -13,6 +13,7 @@
 #include <QtTest>
 
 #include <QAction>
+#include <QChart>
 #include <QDockWidget>
 #include <QLabel>
 #include <QLineEdit>
@@ -201,6 +202,11 @@ class TestWindowIncidents : public QObject {
   // The prompt's placeholder promises Ctrl+Return; the window's Start has the same keys.
   void ctrlReturnInThePromptGenerates() {
     app::MainWindow window(app::collectAboutFacts());
+    testing::RecordingEngineClient engine;
+    window.setEngine(&engine);
+    engine.setConnected(true);
+    window.setRunConfig({{"demo", true}});
+    QVERIFY(window.startAction()->isEnabled());  // its Ctrl+Return is live too
     window.show();
     window.activateWindow();
     QVERIFY(QTest::qWaitForWindowActive(&window));
@@ -215,6 +221,7 @@ class TestWindowIncidents : public QObject {
     // Generate ran: without a model folder it asks for one.
     QCOMPARE(tryIt->status()->text(), QStringLiteral("Choose a model folder first."));
     QCOMPARE(tryIt->promptEdit()->toPlainText(), QStringLiteral("Name three colours."));
+    QVERIFY(engine.sent.empty());  // and no run started
   }
 
   // 128 newlines look like an empty pane: the note says what the answer is.
@@ -258,6 +265,43 @@ class TestWindowIncidents : public QObject {
     QVERIFY2(!dialog->statusText().contains(QStringLiteral("Every check passed")),
              qPrintable(dialog->statusText()));
     QVERIFY(dialog->statusText().startsWith(QStringLiteral("No GPU was checked")));
+  }
+
+  // The README's dashboard (the H100 recording) in a 1024×700 window with the Controls dock: every
+  // chart keeps a plot that reads, its x axis and its axis titles whole.
+  void theDashboardFitsAt1024By700() {
+    app::MainWindow window(app::collectAboutFacts());
+    window.resize(1024, 700);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QVERIFY(window.openRecording(testing::fixturePath("h100_gpu_run.jsonl")).isEmpty());
+    window.dashboard()->refresh();
+    QTest::qWait(200);
+    auto* dock = window.findChild<QDockWidget*>(QStringLiteral("controlsDock"));
+    QVERIFY(dock != nullptr && dock->isVisible());
+    QVERIFY2(dock->width() <= 280, qPrintable(QStringLiteral("dock %1 px").arg(dock->width())));
+    for (widgets::TimeChart* chart : window.dashboard()->charts()) {
+      const QChart* c = chart->view()->chart();
+      const QRectF plot = c->plotArea();
+      const QString where = chart->title() + QStringLiteral(": plot %1x%2 in a %3 px view")
+                                                 .arg(plot.width())
+                                                 .arg(plot.height())
+                                                 .arg(chart->view()->height());
+      QVERIFY2(plot.height() >= (chart == window.dashboard()->memoryChart() ? 100 : 60),
+               qPrintable(where));
+      for (const QAbstractAxis* axis : c->axes()) {
+        const QFontMetrics labels(axis->labelsFont());
+        if (axis->orientation() == Qt::Horizontal) {  // the tick labels below the plot, whole
+          QVERIFY2(plot.bottom() + labels.height() <= chart->view()->height(), qPrintable(where));
+        } else if (axis->isTitleVisible()) {  // drawn along the plot's height: not elided
+          const int title = QFontMetrics(axis->titleFont()).horizontalAdvance(axis->titleText());
+          QVERIFY2(plot.height() >= title,
+                   qPrintable(where + QStringLiteral(", axis title '%1' needs %2 px")
+                                          .arg(axis->titleText())
+                                          .arg(title)));
+        }
+      }
+    }
   }
 };
 
