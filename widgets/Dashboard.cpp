@@ -93,7 +93,7 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   // with each new batch length, not with the model: compute/cpu/host_blocks.h keeps freed tensor
   // blocks by size for reuse, up to 4 GiB.
   hostRamNote_ = new QLabel(tr("Host RAM includes freed tensor blocks kept for reuse (up to 4 "
-                               "GiB): it climbs with each new batch length, a cache, not a leak."),
+                               "GiB): a cache, not a leak."),
                             page);
   hostRamNote_->setToolTip(
       tr("Host RAM (ours) is the run's resident memory: the model, the data, the step's tensors "
@@ -119,17 +119,15 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
       tr("Each point is the most kernel launches a stream held at once since the previous "
          "reading: the engine checks every 5 ms and reports 2.5 times a second. Near 0 with "
          "blocking launches or serialize; near 0 also while the host, not the GPU, is busy."));
-  queuePanel_ = new QStackedWidget(page);
-  queuePanel_->addWidget(queue_);
   queueNote_ = new QLabel(
       tr("<b>Queue depth per stream</b><p>Queue depth is a GPU reading: it counts the kernel "
          "launches a GPU stream has accepted and not yet finished. This run computes on the CPU, "
          "where each op runs to its end when it is called, so there is no queue to show.</p>"),
-      queuePanel_);
+      page);
   queueNote_->setObjectName(QStringLiteral("queueDepthNote"));
   queueNote_->setWordWrap(true);
   queueNote_->setAlignment(Qt::AlignCenter);
-  queuePanel_->addWidget(queueNote_);
+  queueNote_->setVisible(false);  // a CPU run's, in the queue chart's place
   undrawnStreamsLabel_ = new QLabel(page);
   undrawnStreamsLabel_->setVisible(false);
   incidents_ = new IncidentBanner(page);
@@ -139,7 +137,13 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   grid->addWidget(throughput_, 0, 1);
   grid->addWidget(memoryPanel, 1, 0);
   grid->addWidget(allocatorPanel, 1, 1);
-  grid->addWidget(queuePanel_, 2, 0, 1, 2);
+  // One cell, one of the two shown: the note (a CPU run) keeps only the height its text needs.
+  grid->addWidget(queue_, 2, 0, 1, 2);
+  grid->addWidget(queueNote_, 2, 0, 1, 2);
+  chartGrid_ = grid;
+  for (int row = 0; row < 3; ++row) {
+    chartGrid_->setRowStretch(row, 1);  // the queue row's is 0 while the note fills it
+  }
   runSelector_ = new QComboBox(page);
   runSelector_->setObjectName(QStringLiteral("runSelector"));
   runSelector_->setToolTip(tr("The runs since LoRAscope started: choose one to see its curves"));
@@ -389,11 +393,13 @@ void Dashboard::onMemory(double x, const MemoryEvent& m) {
 }
 
 bool Dashboard::showsQueueNote() const {
-  return queuePanel_->currentWidget() == queueNote_;
+  return !queueNote_->isHidden();
 }
 
 void Dashboard::setRunOnCpu(bool onCpu) {
-  queuePanel_->setCurrentWidget(onCpu ? static_cast<QWidget*>(queueNote_) : queue_);
+  queue_->setVisible(!onCpu);
+  queueNote_->setVisible(onCpu);
+  chartGrid_->setRowStretch(2, onCpu ? 0 : 1);
   hostRamNote_->setVisible(onCpu);
   setTimeAxisTitles(xAxis_ == XAxis::Step ? tr("step") : tr("time since the run started (s)"));
 }

@@ -36,6 +36,7 @@
 #include "widgets/TimeChart.h"
 
 class QComboBox;
+class QGridLayout;
 class QLabel;
 
 namespace lorascope::widgets {
@@ -121,8 +122,8 @@ class Dashboard : public QStackedWidget {
   TimeChart* memory_;
   TimeChart* allocator_;
   TimeChart* queue_;
-  QStackedWidget* queuePanel_;  // queue_, or queueNote_ while the run is on the CPU
-  QLabel* queueNote_;
+  QLabel* queueNote_;  // in the queue chart's place while the run is on the CPU
+  QGridLayout* chartGrid_;
   QLabel* allocatorNote_;
   QLabel* hostRamNote_;
   IncidentBanner* incidents_;

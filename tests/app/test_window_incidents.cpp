@@ -178,7 +178,7 @@ class TestWindowIncidents : public QObject {
     QVERIFY(banner->shownText().isEmpty());
   }
 
-  // A CPU run's host RAM climbs with the CPU backend's block cache (measured: 0.10 → 1.05 GiB
+  // A CPU run's host RAM climbs with the CPU backend's block cache (measured: 0.10 → 1.03 GiB
   // over 60 demo steps, 1.06 GB of it the cache's blocks under heaptrack): the chart says so.
   void aCpuRunSaysWhatItsHostRamHolds() {
     app::MainWindow window(app::collectAboutFacts());
