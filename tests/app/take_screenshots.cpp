@@ -139,13 +139,20 @@ int main(int argc, char** argv) {
   // The dashboard and the memory map replay the run recorded on a GPU (Runs → Open recording).
   // The controls dock shows the live CPU engine's toggles, not the recording's: it is hidden.
   window.findChild<QDockWidget*>(QStringLiteral("controlsDock"))->hide();
-  const QString problem = window.openRecording(args[2]);
-  if (!problem.isEmpty()) {
-    std::fprintf(stderr, "screenshots: %s\n", qPrintable(problem));
+  // Opens a recording and saves its dashboard as `png`; false when it cannot be opened.
+  auto replay = [&](const QString& recording, const QString& png) {
+    const QString problem = window.openRecording(recording);
+    if (!problem.isEmpty()) {
+      std::fprintf(stderr, "screenshots: %s\n", qPrintable(problem));
+      return false;
+    }
+    window.dashboard()->refresh();
+    ok = save(&window, out.filePath(png)) && ok;
+    return true;
+  };
+  if (!replay(args[2], QStringLiteral("dashboard.png"))) {
     return 1;
   }
-  window.dashboard()->refresh();
-  ok = save(&window, out.filePath(QStringLiteral("dashboard.png"))) && ok;
   window.pages()->setCurrentWidget(window.memoryMap());
   // Scrolled to the cached segments (the last group): rows of 128, 76, 38, 20, 14 and 2 MiB, each
   // as long as its segment.
@@ -160,14 +167,8 @@ int main(int argc, char** argv) {
   ok = save(&window, out.filePath(QStringLiteral("memory-map.png"))) && ok;
 
   // The recording of the same run with an injected hang (HANG_RECORDING): its banner and band.
-  if (args.size() > 5) {
-    const QString hang = window.openRecording(args[5]);
-    if (!hang.isEmpty()) {
-      std::fprintf(stderr, "screenshots: %s\n", qPrintable(hang));
-      return 1;
-    }
-    window.dashboard()->refresh();
-    ok = save(&window, out.filePath(QStringLiteral("dashboard-hang.png"))) && ok;
+  if (args.size() > 5 && !replay(args[5], QStringLiteral("dashboard-hang.png"))) {
+    return 1;
   }
   return ok ? 0 : 1;
 }
