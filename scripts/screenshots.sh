@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # screenshots.sh [BUILD_DIR] — renders the README's screenshots into docs/screenshots/: the setup
-# page on first start, the runs page after real steps of the built-in demo (trained on the CPU),
-# and the dashboard and memory map replaying a run recorded on an NVIDIA H100
-# (tests/widgets/fixtures/h100_gpu_run.jsonl, made by `scripts/gpu-check.sh record`). Runs the window
-# under Xvfb when xvfb-run is installed (Debian: xvfb), else with Qt's offscreen platform; both
-# render the same widgets. Needs a cpu build with the GUI (target lorascope_screenshots).
+# page on first start, the runs page and the dashboard in a 1024×700 window after real steps of
+# the built-in demo (trained on the CPU), the dashboard and memory map replaying a run recorded on
+# an NVIDIA H100 (tests/widgets/fixtures/h100_gpu_run.jsonl, made by `scripts/gpu-check.sh
+# record`), and the dashboard replaying the same run with an injected hang (h100_gpu_hang.jsonl).
+# Runs the window under Xvfb when xvfb-run is installed (Debian: xvfb), else with Qt's offscreen
+# platform; both render the same widgets. Needs a cpu build with the GUI (target
+# lorascope_screenshots).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/cpu}"
@@ -20,10 +22,11 @@ cache="$(mktemp -d)"
 trap 'rm -rf "$cache"' EXIT
 export LORASCOPE_CACHE_DIR="$cache"  # the demo model is written here, not into ~/.cache
 fixture="$root/tests/widgets/fixtures/h100_gpu_run.jsonl"
+hang="$root/tests/widgets/fixtures/h100_gpu_hang.jsonl"
 if command -v xvfb-run >/dev/null; then
-  xvfb-run -a -s "-screen 0 1280x800x24" "$tool" "$out" "$fixture" "$steps"
+  xvfb-run -a -s "-screen 0 1280x800x24" "$tool" "$out" "$fixture" "$steps" light "$hang"
 else
-  QT_QPA_PLATFORM=offscreen "$tool" "$out" "$fixture" "$steps"
+  QT_QPA_PLATFORM=offscreen "$tool" "$out" "$fixture" "$steps" light "$hang"
 fi
 if command -v optipng >/dev/null; then
   optipng -quiet -o2 "$out"/*.png

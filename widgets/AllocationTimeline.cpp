@@ -6,6 +6,7 @@
 #include <QPainter>
 #include <QPainterPath>
 #include <algorithm>
+#include <limits>
 
 #include "widgets/Format.h"
 
@@ -35,6 +36,11 @@ const std::array<std::uint64_t, AllocationTimeline::kOwnerCount>& AllocationTime
 
 std::uint64_t AllocationTimeline::reservedAfter(int index) const {
   return reserved_.at(static_cast<std::size_t>(index));
+}
+
+void AllocationTimeline::clear() {
+  setSnapshot({});
+  hasSnapshot_ = false;
 }
 
 void AllocationTimeline::setSnapshot(const MemorySnapshot& snapshot) {
@@ -152,6 +158,31 @@ QRect AllocationTimeline::plotRect() const {
                std::max(10, height() - kTitleHeightPx - kStepLabelHeightPx));
 }
 
+int AllocationTimeline::stepX(const StepStart& start) const {
+  const QRect plot = plotRect();
+  return plot.left() + static_cast<int>(static_cast<std::int64_t>(start.index) * plot.width() /
+                                        std::max<std::int64_t>(1, eventCount()));
+}
+
+std::vector<AllocationTimeline::StepLabel> AllocationTimeline::stepLabels() const {
+  const QFontMetrics metrics(font());
+  std::vector<StepLabel> labels;
+  int lastRight = std::numeric_limits<int>::min() / 2;
+  for (const StepStart& start : stepStarts_) {
+    StepLabel label{start.step, start.step == 0 ? tr("setup") : tr("step %1").arg(start.step),
+                    stepX(start) + 2};
+    const int right = label.x + metrics.horizontalAdvance(label.text);
+    if (label.x > lastRight + 6) {
+      labels.push_back(label);
+      lastRight = right;
+    } else if (labels.back().step == 0) {  // the first step's number matters more than setup
+      labels.back() = label;
+      lastRight = right;
+    }
+  }
+  return labels;
+}
+
 void AllocationTimeline::paintEvent(QPaintEvent* /*event*/) {
   QPainter painter(this);
   painter.fillRect(rect(), palette().base());
@@ -228,16 +259,12 @@ void AllocationTimeline::paintEvent(QPaintEvent* /*event*/) {
   // Steps: a dashed mark where each begins, its number below the plot.
   painter.setPen(QPen(text, 1, Qt::DashLine));
   const QFontMetrics metrics(font());
-  int lastLabelRight = -1000;
   for (const StepStart& start : stepStarts_) {
-    const int x = plot.left() + static_cast<int>(static_cast<std::int64_t>(start.index) * columns /
-                                                 std::max(1, events));
+    const int x = stepX(start);
     painter.drawLine(x, plot.top(), x, plot.bottom());
-    const QString label = tr("step %1").arg(start.step);
-    if (x > lastLabelRight + 6) {
-      painter.drawText(QPoint(x + 2, plot.bottom() + metrics.ascent() + 2), label);
-      lastLabelRight = x + 2 + metrics.horizontalAdvance(label);
-    }
+  }
+  for (const StepLabel& label : stepLabels()) {
+    painter.drawText(QPoint(label.x, plot.bottom() + metrics.ascent() + 2), label.text);
   }
   painter.setPen(text);
   painter.drawText(QRect(0, plot.top(), kAxisWidthPx - 6, metrics.height()),

@@ -10,6 +10,7 @@
 // column, the event with the most live bytes, so a step's peak is never averaged away.
 #pragma once
 
+#include <QString>
 #include <QWidget>
 #include <array>
 #include <cstdint>
@@ -29,6 +30,7 @@ class AllocationTimeline : public QWidget {
   explicit AllocationTimeline(QWidget* parent = nullptr);
 
   void setSnapshot(const MemorySnapshot& snapshot);
+  void clear();  // back to "no snapshot yet"
   bool hasTrace() const { return !live_.empty(); }
   int eventCount() const { return static_cast<int>(live_.size()); }
   // After trace event `index`: live bytes per owner, and reserved bytes.
@@ -42,6 +44,15 @@ class AllocationTimeline : public QWidget {
     std::int64_t step = 0;
   };
   const std::vector<StepStart>& stepStarts() const { return stepStarts_; }
+  // The labels under the plot at the current width: each step's number where it begins ("setup"
+  // for step 0, the allocations before the first step), a label that would overlap the one
+  // before it left out, except that a step's label takes the place of setup's.
+  struct StepLabel {
+    std::int64_t step = 0;
+    QString text;
+    int x = 0;  // where the text starts, in widget pixels
+  };
+  std::vector<StepLabel> stepLabels() const;
   // "the last N allocations and frees, steps a–b: peak live X at step s, reserved Y"; or why the
   // snapshot has no timeline, or that there is no snapshot yet.
   QString summaryText() const;
@@ -54,6 +65,8 @@ class AllocationTimeline : public QWidget {
   void paintEvent(QPaintEvent* event) override;
 
  private:
+  int stepX(const StepStart& start) const;  // where the step's mark is drawn
+
   bool hasSnapshot_ = false;
   std::vector<std::array<std::uint64_t, kOwnerCount>> live_;
   std::vector<std::uint64_t> reserved_;

@@ -39,6 +39,7 @@ ControlsPanel::ControlsPanel(const std::vector<ControlSpec>& controls, QWidget* 
     Row& r = rows_[toggle];
     r.spec = spec;
     auto* label = new QLabel(spec.label, this);
+    label->setWordWrap(true);  // the dock stays narrow beside a 1024-pixel dashboard
     label->setToolTip(spec.help);
     switch (spec.editor) {
       case ControlSpec::Editor::Number: {
@@ -79,7 +80,7 @@ ControlsPanel::ControlsPanel(const std::vector<ControlSpec>& controls, QWidget* 
                                     "step"));
     mode->setEnabled(false);  // a quiet badge
     r.status = new QLabel(this);
-    r.status->setMinimumWidth(120);
+    r.status->setMinimumWidth(64);
     r.status->setMaximumWidth(260);
     r.status->setWordWrap(true);  // a refusal's reason is shown whole
     grid->addWidget(label, line, 0);
@@ -91,6 +92,7 @@ ControlsPanel::ControlsPanel(const std::vector<ControlSpec>& controls, QWidget* 
   }
   effectiveBatch_ = new QLabel(this);
   effectiveBatch_->setObjectName(QStringLiteral("effectiveBatch"));
+  effectiveBatch_->setWordWrap(true);
   effectiveBatch_->setText(tr("Effective batch: n/a (no step reported yet)"));
   ladder_ = new QLabel(tr("Recovery ladder: vendor_blas (nothing stepped down)"), this);
   ladder_->setObjectName(QStringLiteral("recoveryLadder"));

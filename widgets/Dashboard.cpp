@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "widgets/Format.h"
+#include "widgets/IncidentBanner.h"
 
 namespace lorascope::widgets {
 namespace {
@@ -88,37 +89,61 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   allocatorNote_->setToolTip(
       tr("Inactive split: free pieces inside partly used segments, which only requests that fit "
          "them can use. At peak: read when the step's allocations were highest."));
+  // Measured (lorascope-train engine under heaptrack, the demo): the host RAM of a CPU run climbs
+  // with each new batch length, not with the model: compute/cpu/host_blocks.h keeps freed tensor
+  // blocks by size for reuse, up to 4 GiB.
+  hostRamNote_ = new QLabel(tr("Host RAM includes freed tensor blocks kept for reuse (up to 4 "
+                               "GiB): a cache, not a leak."),
+                            page);
+  hostRamNote_->setToolTip(
+      tr("Host RAM (ours) is the run's resident memory: the model, the data, the step's tensors "
+         "and the freed tensor blocks the CPU backend keeps by size to hand out again. A batch of "
+         "a length not seen before needs blocks of new sizes, so the line climbs over the first "
+         "steps and levels off once the lengths repeat."));
+  hostRamNote_->setObjectName(QStringLiteral("hostRamNote"));
+  hostRamNote_->setWordWrap(true);
+  hostRamNote_->setVisible(false);  // a CPU run's
+  auto* memoryPanel = new QWidget(page);
+  auto* memoryLayout = new QVBoxLayout(memoryPanel);
+  memoryLayout->setContentsMargins(0, 0, 0, 0);
+  memoryLayout->addWidget(memory_, 1);
+  memoryLayout->addWidget(hostRamNote_);
   auto* allocatorPanel = new QWidget(page);
   auto* allocatorLayout = new QVBoxLayout(allocatorPanel);
   allocatorLayout->setContentsMargins(0, 0, 0, 0);
   allocatorLayout->addWidget(allocator_, 1);
   allocatorLayout->addWidget(allocatorNote_);
-  queue_ = new TimeChart(tr("Queue depth per stream (most in flight per reading)"),
-                         tr("launches in flight"), {}, &markers_, page);
+  queue_ = new TimeChart(tr("Queue depth per stream (most in flight per reading)"), tr("in flight"),
+                         {}, &markers_, page);
   queue_->setToolTip(
       tr("Each point is the most kernel launches a stream held at once since the previous "
          "reading: the engine checks every 5 ms and reports 2.5 times a second. Near 0 with "
          "blocking launches or serialize; near 0 also while the host, not the GPU, is busy."));
-  queuePanel_ = new QStackedWidget(page);
-  queuePanel_->addWidget(queue_);
   queueNote_ = new QLabel(
       tr("<b>Queue depth per stream</b><p>Queue depth is a GPU reading: it counts the kernel "
          "launches a GPU stream has accepted and not yet finished. This run computes on the CPU, "
          "where each op runs to its end when it is called, so there is no queue to show.</p>"),
-      queuePanel_);
+      page);
   queueNote_->setObjectName(QStringLiteral("queueDepthNote"));
   queueNote_->setWordWrap(true);
   queueNote_->setAlignment(Qt::AlignCenter);
-  queuePanel_->addWidget(queueNote_);
+  queueNote_->setVisible(false);  // a CPU run's, in the queue chart's place
   undrawnStreamsLabel_ = new QLabel(page);
   undrawnStreamsLabel_->setVisible(false);
+  incidents_ = new IncidentBanner(page);
 
   auto* grid = new QGridLayout;
   grid->addWidget(loss_, 0, 0);
   grid->addWidget(throughput_, 0, 1);
-  grid->addWidget(memory_, 1, 0);
+  grid->addWidget(memoryPanel, 1, 0);
   grid->addWidget(allocatorPanel, 1, 1);
-  grid->addWidget(queuePanel_, 2, 0, 1, 2);
+  // One cell, one of the two shown: the note (a CPU run) keeps only the height its text needs.
+  grid->addWidget(queue_, 2, 0, 1, 2);
+  grid->addWidget(queueNote_, 2, 0, 1, 2);
+  chartGrid_ = grid;
+  for (int row = 0; row < 3; ++row) {
+    chartGrid_->setRowStretch(row, 1);  // the queue row's is 0 while the note fills it
+  }
   runSelector_ = new QComboBox(page);
   runSelector_->setObjectName(QStringLiteral("runSelector"));
   runSelector_->setToolTip(tr("The runs since LoRAscope started: choose one to see its curves"));
@@ -141,13 +166,12 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   auto* layout = new QVBoxLayout(page);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addLayout(header);
+  layout->addWidget(incidents_);
   layout->addLayout(grid, 1);
   layout->addWidget(undrawnStreamsLabel_);
   addWidget(page);
 
-  for (TimeChart* chart : charts()) {
-    chart->setTimeAxisTitle(tr("step"));
-  }
+  setTimeAxisTitles(tr("step"));
 
   refreshTimer_.setSingleShot(true);
   refreshTimer_.setInterval(kRefreshIntervalMs);
@@ -193,18 +217,19 @@ double Dashboard::xOf(const TimedEvent& timed) {
   if (!runStartMs_) {
     runStartMs_ = timed.timeMs;
   }
+  const auto* step = std::get_if<StepEvent>(&timed.event);
+  if (step != nullptr && step->step > lastStep_) {  // on both axes: a hang is told from them
+    stepDurationMs_ = timed.timeMs - (lastStep_ > 0 ? lastStepMs_ : *runStartMs_);
+    lastStep_ = step->step;
+    lastStepMs_ = timed.timeMs;
+  }
   if (xAxis_ == XAxis::Time) {
     return static_cast<double>(timed.timeMs - *runStartMs_) / 1000.0;
   }
   if (const auto* eval = std::get_if<EvalEvent>(&timed.event)) {
     return static_cast<double>(eval->step);  // beside the training loss of the same step
   }
-  if (const auto* step = std::get_if<StepEvent>(&timed.event)) {
-    if (step->step > lastStep_) {
-      stepDurationMs_ = timed.timeMs - (lastStep_ > 0 ? lastStepMs_ : *runStartMs_);
-      lastStep_ = step->step;
-      lastStepMs_ = timed.timeMs;
-    }
+  if (step != nullptr) {
     return static_cast<double>(step->step);
   }
   const std::int64_t since = timed.timeMs - (lastStep_ > 0 ? lastStepMs_ : *runStartMs_);
@@ -253,15 +278,9 @@ void Dashboard::plot(const TimedEvent& timed) {
                     tr("recovery ladder %1 → %2: %3")
                         .arg(QString::fromStdString(e.from), QString::fromStdString(e.rung),
                              QString::fromStdString(e.why)));
-        } else if constexpr (std::is_same_v<T, IncidentEvent>) {
-          addMarker(
-              timed, MarkerKind::Incident,
-              tr("%1 — %2").arg(QString::fromStdString(e.what), QString::fromStdString(e.action)));
-        } else if constexpr (std::is_same_v<T, ErrorEvent>) {
-          addMarker(
-              timed, MarkerKind::Incident,
-              tr("%1 error: %2")
-                  .arg(QString::fromStdString(e.category), QString::fromStdString(e.message)));
+        } else if constexpr (std::is_same_v<T, IncidentEvent> || std::is_same_v<T, ErrorEvent> ||
+                             std::is_same_v<T, ToggleRefusedEvent>) {
+          noteIncident(timed);
         }
       },
       timed.event);
@@ -314,11 +333,19 @@ void Dashboard::showRun(int run) {
 void Dashboard::setXAxis(XAxis axis) {
   xAxis_ = axis;
   xAxisSelector_->setCurrentIndex(axis == XAxis::Step ? 0 : 1);
-  const QString title = axis == XAxis::Step ? tr("step") : tr("time since the run started (s)");
-  for (TimeChart* chart : charts()) {
-    chart->setTimeAxisTitle(title);
-  }
+  setTimeAxisTitles(axis == XAxis::Step ? tr("step") : tr("time since the run started (s)"));
   redraw();
+}
+
+// The charts share one x axis: its title goes under the bottom row (the queue chart, or the
+// charts above the CPU's queue note), not under every chart, whose plots need the height.
+void Dashboard::setTimeAxisTitles(const QString& title) {
+  const bool queueShown = !showsQueueNote();
+  for (TimeChart* chart : charts()) {
+    const bool bottom =
+        chart == queue_ ? queueShown : (chart == memory_ || chart == allocator_) && !queueShown;
+    chart->setTimeAxisTitle(bottom ? title : QString());
+  }
 }
 
 // Draws the shown run from its kept events, on the current axis.
@@ -366,16 +393,21 @@ void Dashboard::onMemory(double x, const MemoryEvent& m) {
 }
 
 bool Dashboard::showsQueueNote() const {
-  return queuePanel_->currentWidget() == queueNote_;
+  return !queueNote_->isHidden();
 }
 
 void Dashboard::setRunOnCpu(bool onCpu) {
-  queuePanel_->setCurrentWidget(onCpu ? static_cast<QWidget*>(queueNote_) : queue_);
+  queue_->setVisible(!onCpu);
+  queueNote_->setVisible(onCpu);
+  chartGrid_->setRowStretch(2, onCpu ? 0 : 1);
+  hostRamNote_->setVisible(onCpu);
+  setTimeAxisTitles(xAxis_ == XAxis::Step ? tr("step") : tr("time since the run started (s)"));
 }
 
 void Dashboard::onQueue(double x, const QueueEvent& queue) {
   showCharts();
   setRunOnCpu(false);  // queue readings come from a GPU
+  lastQueue_ = queue;
   for (const QueueDepth& q : queue.streams) {
     auto it = streamSeries_.find(q.stream);
     if (it == streamSeries_.end()) {
@@ -420,6 +452,8 @@ void Dashboard::clearCharts() {
     chart->clear();
   }
   markers_.clear();
+  incidents_->clear();
+  lastQueue_.reset();
   recentLossCount_ = 0;
   runStartMs_.reset();
   lastStep_ = 0;

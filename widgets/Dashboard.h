@@ -14,6 +14,11 @@
 // by time) or seconds since the run started. Each run's events are kept: a new run starts a new
 // entry in the run selector, and choosing an earlier run (or the other axis) redraws its curves.
 // Runs opened from the runs page or a recording join the selector beside them.
+//
+// Incidents (widgets/DashboardIncidents.cpp): each error, incident and refusal of the run shown is
+// written out in the banner above the charts (widgets/IncidentBanner.h) besides its marker; a hang
+// is drawn as a band from the last completed step to the report, with the step that hung and how
+// long it went without progress.
 #pragma once
 
 #include <QStackedWidget>
@@ -31,9 +36,12 @@
 #include "widgets/TimeChart.h"
 
 class QComboBox;
+class QGridLayout;
 class QLabel;
 
 namespace lorascope::widgets {
+
+class IncidentBanner;
 
 class Dashboard : public QStackedWidget {
   Q_OBJECT
@@ -71,6 +79,8 @@ class Dashboard : public QStackedWidget {
   bool showsQueueNote() const;
   QLabel* queueNote() const { return queueNote_; }
   QLabel* allocatorNote() const { return allocatorNote_; }
+  QLabel* hostRamNote() const { return hostRamNote_; }  // under the memory chart, on a CPU run
+  IncidentBanner* incidentBanner() const { return incidents_; }
 
   // Series indices of the charts above.
   enum LossSeries { Loss, LossAverage, LearningRate, EvalLoss };
@@ -99,7 +109,10 @@ class Dashboard : public QStackedWidget {
   void onMemory(double x, const engine::MemoryEvent& memory);
   void onQueue(double x, const engine::QueueEvent& queue);
   void setRunOnCpu(bool onCpu);
+  void setTimeAxisTitles(const QString& title);
   void addMarker(const engine::TimedEvent& at, MarkerKind kind, const QString& text);
+  // An error, incident or refusal: its banner entry and marker (widgets/DashboardIncidents.cpp).
+  void noteIncident(const engine::TimedEvent& timed);
   void showCharts();
   void scheduleRefresh();
 
@@ -109,9 +122,12 @@ class Dashboard : public QStackedWidget {
   TimeChart* memory_;
   TimeChart* allocator_;
   TimeChart* queue_;
-  QStackedWidget* queuePanel_;  // queue_, or queueNote_ while the run is on the CPU
-  QLabel* queueNote_;
+  QLabel* queueNote_;  // in the queue chart's place while the run is on the CPU
+  QGridLayout* chartGrid_;
   QLabel* allocatorNote_;
+  QLabel* hostRamNote_;
+  IncidentBanner* incidents_;
+  std::optional<engine::QueueEvent> lastQueue_;  // what was queued when a hang is reported
   std::vector<ChartMarker> markers_;
   std::map<std::string, int> streamSeries_;  // stream name → queue_ series index
   QStringList undrawnStreams_;

@@ -77,7 +77,18 @@ QVariant EventLogModel::data(const QModelIndex& index, int role) const {
   }
 }
 
+void EventLogModel::addRecording(const QString& name, const std::vector<TimedEvent>& events) {
+  recording_ = name;
+  for (const TimedEvent& e : events) {
+    handleEvent(e);
+  }
+  recording_.clear();
+}
+
 void EventLogModel::append(Entry entry) {
+  if (!recording_.isEmpty()) {
+    entry.message = QStringLiteral("[%1] %2").arg(recording_, entry.message);
+  }
   if (entries_.size() >= static_cast<std::size_t>(maxRows_)) {
     const int drop = std::max(1, maxRows_ / 20);
     beginRemoveRows({}, 0, drop - 1);

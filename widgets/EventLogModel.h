@@ -7,6 +7,7 @@
 #include <QAbstractTableModel>
 #include <QString>
 #include <deque>
+#include <vector>
 
 #include "widgets/EngineTypes.h"
 
@@ -34,6 +35,10 @@ class EventLogModel : public QAbstractTableModel {
 
  public slots:
   void handleEvent(const lorascope::engine::TimedEvent& event);
+  // The rows of a recording shown in the window (Runs → Open recording…): its log lines,
+  // errors, incidents, ..., each message starting with "[name] " (their times are the
+  // recording's clock).
+  void addRecording(const QString& name, const std::vector<lorascope::engine::TimedEvent>& events);
   void clear();
 
  private:
@@ -49,6 +54,7 @@ class EventLogModel : public QAbstractTableModel {
 
   std::deque<Entry> entries_;
   int maxRows_;
+  QString recording_;  // while addRecording() runs: the recording's name
 };
 
 }  // namespace lorascope::widgets

@@ -54,6 +54,7 @@ MemoryMapPanel::MemoryMapPanel(QWidget* parent) : QWidget(parent) {
   for (int k = 0; k < kBlockKindCount; ++k) {
     auto* label = new QLabel(this);
     label->setTextFormat(Qt::RichText);
+    label->setWordWrap(true);  // "activations 0 B live · 4.40 GiB cached in 188 free segments"
     legend_[static_cast<std::size_t>(k)] = label;
     legend->addWidget(label, k / 3,
                       k % 3);  // three columns: the page fits beside the dock at 1024 px
@@ -171,6 +172,18 @@ void MemoryMapPanel::display(MemorySnapshot snapshot, const QString& source) {
   updateLegend();
 }
 
+void MemoryMapPanel::clearSnapshot(const QString& why) {
+  summary_->setText(why);
+  source_.clear();
+  timeline_->clear();
+  timelineNote_->setVisible(false);
+  view_->setSnapshot({});
+  hasSnapshot_ = false;
+  save_->setEnabled(false);
+  setFrozen(false);  // live snapshots may come again
+  updateLegend();
+}
+
 QRectF MemoryMapPanel::zoomToBlock(MemoryMapView::BlockRef ref) {
   const QRectF rect = view_->zoomToBlock(ref);
   scroll_->widget()->adjustSize();
@@ -188,8 +201,17 @@ QString MemoryMapPanel::legendText(BlockKind kind) const {
     return blockKindName(kind);
   }
   const auto bytes = view_->snapshot().bytesByKind();
-  return QStringLiteral("%1 %2").arg(blockKindName(kind),
-                                     formatBytes(bytes[static_cast<std::size_t>(kind)]));
+  const QString live = QStringLiteral("%1 %2").arg(
+      blockKindName(kind), formatBytes(bytes[static_cast<std::size_t>(kind)]));
+  // An owner whose freed blocks the allocator keeps: "activations 0 B" alone would hide GiBs.
+  const MemorySnapshot::Cached cached =
+      view_->snapshot().cachedByOwner()[static_cast<std::size_t>(kind)];
+  if (cached.segments == 0) {
+    return live;
+  }
+  return (cached.segments == 1 ? tr("%1 live · %2 cached in 1 free segment")
+                               : tr("%1 live · %2 cached in %3 free segments"))
+      .arg(live, formatBytes(cached.bytes), QString::number(cached.segments));
 }
 
 QString MemoryMapPanel::saveSnapshot(const QString& path) const {

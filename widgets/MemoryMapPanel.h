@@ -48,6 +48,8 @@ class MemoryMapPanel : public QWidget {
   // Shows a snapshot (the allocator's JSON) frozen, labelled with where it came from ("from the
   // recording …"); returns "" or the reason it cannot be shown.
   QString showSnapshot(const nlohmann::json& snapshot, const QString& source);
+  // Shows no snapshot, saying `why` (another recording is shown, one that holds none); unfreezes.
+  void clearSnapshot(const QString& why);
 
   QAction* freezeAction() const { return freeze_; }
   QAction* saveAction() const { return save_; }

@@ -49,6 +49,10 @@ void MemoryMapView::setSnapshot(MemorySnapshot snapshot) {
   snapshot_ = std::move(snapshot);
   groups_.clear();
   blockStart_.clear();
+  largestSegmentBytes_ = 0;
+  for (const SnapshotSegment& seg : snapshot_.segments) {
+    largestSegmentBytes_ = std::max(largestSegmentBytes_, seg.totalBytes);
+  }
   std::array<std::vector<int>, kBlockKindCount> byKind;
   for (std::size_t s = 0; s < snapshot_.segments.size(); ++s) {
     const SnapshotSegment& seg = snapshot_.segments[s];
@@ -87,8 +91,22 @@ QString MemoryMapView::groupHeader(const Group& group) const {
   const QString segments =
       group.segments.size() == 1 ? tr("1 segment") : tr("%1 segments").arg(group.segments.size());
   if (group.kind == BlockKind::Free) {
-    return tr("no live block · %1, %2 cached (releasable)")
-        .arg(segments, formatBytes(group.reservedBytes));
+    // What the cache was for ("188 last held activations (4.40 GiB)"): only the segments of
+    // this group, the ones with no live block, can be cached for an owner.
+    QStringList lastHeld;
+    const auto cached = snapshot_.cachedByOwner();
+    for (int k = 0; k < kBlockKindCount; ++k) {
+      const MemorySnapshot::Cached& c = cached[static_cast<std::size_t>(k)];
+      if (c.segments > 0) {
+        lastHeld << tr("%1 last held %2 (%3)")
+                        .arg(c.segments)
+                        .arg(blockKindName(static_cast<BlockKind>(k)), formatBytes(c.bytes));
+      }
+    }
+    return tr("no live block · %1, %2 cached (releasable)%3")
+        .arg(segments, formatBytes(group.reservedBytes),
+             lastHeld.isEmpty() ? QString()
+                                : QStringLiteral(": ") + lastHeld.join(QStringLiteral(", ")));
   }
   return tr("mostly %1 · %2, %3 reserved, %4 of it %1")
       .arg(blockKindName(group.kind), segments, formatBytes(group.reservedBytes),
@@ -136,8 +154,14 @@ void MemoryMapView::relayout() {
 }
 
 QRectF MemoryMapView::segmentBar(int segment) const {
-  return {static_cast<double>(kLabelWidthPx), segmentY_.at(static_cast<std::size_t>(segment)),
-          barWidth(), kRowHeightPx - 3.0};
+  const double y = segmentY_.at(static_cast<std::size_t>(segment));
+  const std::uint64_t bytes = snapshot_.segments[static_cast<std::size_t>(segment)].totalBytes;
+  const double share = largestSegmentBytes_ == 0
+                           ? 1.0
+                           : static_cast<double>(bytes) / static_cast<double>(largestSegmentBytes_);
+  const double width = std::min(
+      barWidth(), std::max(kMinSegmentBarPx * std::ldexp(1.0, zoomLevel_), barWidth() * share));
+  return {static_cast<double>(kLabelWidthPx), y, width, kRowHeightPx - 3.0};
 }
 
 std::vector<QRectF> MemoryMapView::rectsOf(BlockRef ref) const {

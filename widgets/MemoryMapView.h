@@ -3,8 +3,9 @@
 // One row per segment, its blocks to scale inside it; a label column gives the segment's size and
 // pool. Rows are grouped by the owner that holds most of the segment's allocated bytes (segments
 // with no live block last, as "free"), each group under a header with its segment count and bytes.
-// So the ~300 segments of a real run read as rows, not as hair-thin lines of one byte line: a 2 MiB
-// segment of small blocks gets the same width as a 1 GiB one, and its size is written beside it.
+// So the ~300 segments of a real run read as rows, not as hair-thin lines of one byte line. A row's
+// length is to scale too: the largest segment fills the width and a 2 MiB one is a short bar, but
+// never shorter than kMinSegmentBarPx, so that its blocks stay there to hover and zoom into.
 // Zoom widens the bars (each level doubles them, up to kMaxZoomLevel; the view scrolls), and
 // zoomToBlock() picks the level at which one block is wide enough to see and point at. Layout is
 // computed once per snapshot, size or zoom change; painting only fills the rectangles in view.
@@ -29,6 +30,7 @@ class MemoryMapView : public QWidget {
   static constexpr int kLabelWidthPx = 150;
   static constexpr int kMaxZoomLevel = 13;          // 8192 x: the widest a QWidget may be
   static constexpr double kBlockMinWidthPx = 24.0;  // zoomToBlock's target width
+  static constexpr double kMinSegmentBarPx = 16.0;  // the shortest row at zoom 0 (2× per level)
 
   explicit MemoryMapView(QWidget* parent = nullptr);
 
@@ -50,7 +52,8 @@ class MemoryMapView : public QWidget {
   };
   const std::vector<Group>& groups() const { return groups_; }
   QString groupHeader(const Group& group) const;
-  // The segment's row: its bar (the blocks' area, right of the label column).
+  // The segment's row: its bar (the blocks' area, right of the label column), as long as the
+  // segment's share of the largest segment, at least kMinSegmentBarPx (times the zoom).
   QRectF segmentBar(int segment) const;
 
   std::optional<BlockRef> blockAt(QPoint position) const;
@@ -94,6 +97,7 @@ class MemoryMapView : public QWidget {
   std::vector<Row> rows_;                               // in drawing order
   std::vector<double> segmentY_;                        // segment → its row's top
   std::vector<std::vector<std::uint64_t>> blockStart_;  // segment → block → offset in segment
+  std::uint64_t largestSegmentBytes_ = 0;               // its bar is the full width
   int baseBarWidth_ = 480;  // the bar width at zoom 0: what the viewport leaves
   int zoomLevel_ = 0;
 };

@@ -2,6 +2,7 @@
 #include "widgets/MemorySnapshot.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include <QObject>
 
@@ -123,6 +124,48 @@ std::array<std::uint64_t, kBlockKindCount> MemorySnapshot::bytesByKind() const {
   return bytes;
 }
 
+std::array<MemorySnapshot::Cached, kBlockKindCount> MemorySnapshot::cachedByOwner() const {
+  std::array<Cached, kBlockKindCount> cached{};
+  for (const SnapshotSegment& s : segments) {
+    if (s.cachedFor) {
+      Cached& c = cached[static_cast<std::size_t>(*s.cachedFor)];
+      c.bytes += s.totalBytes;
+      ++c.segments;
+    }
+  }
+  return cached;
+}
+
+namespace {
+
+// Sets cachedFor on the segments with no live block: the owner of the trace's last allocation or
+// free inside each.
+void markCachedSegments(MemorySnapshot& snapshot) {
+  std::vector<std::size_t> byAddress(snapshot.segments.size());
+  std::iota(byAddress.begin(), byAddress.end(), std::size_t{0});
+  std::sort(byAddress.begin(), byAddress.end(), [&](std::size_t a, std::size_t b) {
+    return snapshot.segments[a].address < snapshot.segments[b].address;
+  });
+  for (const TraceEvent& e : snapshot.trace) {
+    if (e.action != TraceEvent::Action::Alloc && e.action != TraceEvent::Action::Free) {
+      continue;
+    }
+    const auto after = std::upper_bound(byAddress.begin(), byAddress.end(), e.address,
+                                        [&](std::uint64_t address, std::size_t s) {
+                                          return address < snapshot.segments[s].address;
+                                        });
+    if (after == byAddress.begin()) {
+      continue;
+    }
+    SnapshotSegment& segment = snapshot.segments[*(after - 1)];
+    if (e.address < segment.address + segment.totalBytes && segment.allocatedBytes == 0) {
+      segment.cachedFor = e.owner;
+    }
+  }
+}
+
+}  // namespace
+
 MemorySnapshot parseMemorySnapshot(const json& document) {
   if (!document.is_object() || !document.contains("segments") || !document["segments"].is_array()) {
     throw SnapshotError("not a memory snapshot: no \"segments\" array");
@@ -214,6 +257,7 @@ MemorySnapshot parseMemorySnapshot(const json& document) {
       out.trace.push_back(event);
     }
   }
+  markCachedSegments(out);
   return out;
 }
 

@@ -62,6 +62,9 @@ struct SnapshotSegment {
   std::uint64_t requestedBytes = 0;
   std::string segmentType;
   std::vector<SnapshotBlock> blocks;
+  // A segment with no live block is cache; the owner of the last block the trace allocated or
+  // freed in it says what it was cached for (nullopt: in use, or the trace never touched it).
+  std::optional<BlockKind> cachedFor = std::nullopt;
 };
 
 // One entry of the allocator's trace ("device_traces"[0]): what the allocation timeline draws.
@@ -81,6 +84,13 @@ struct MemorySnapshot {
   std::uint64_t totalBytes() const;
   std::size_t blockCount() const;
   std::array<std::uint64_t, kBlockKindCount> bytesByKind() const;
+  // Per owner: the segments with no live block that last held that owner's blocks, and their
+  // bytes (the freed activations a caching allocator keeps for the next step).
+  struct Cached {
+    std::uint64_t bytes = 0;
+    int segments = 0;
+  };
+  std::array<Cached, kBlockKindCount> cachedByOwner() const;
 };
 
 class SnapshotError : public std::runtime_error {

@@ -126,6 +126,9 @@ void MarkedChartView::drawForeground(QPainter* painter, const QRectF& rect) {
   const QRectF plot = chart()->plotArea();
   painter->save();
   for (const ChartMarker& m : *markers_) {
+    if (m.spanFromX) {
+      drawSpan(painter, m);
+    }
     const auto sceneX = sceneXForTime(m.x);
     if (!sceneX) {
       continue;
@@ -136,13 +139,48 @@ void MarkedChartView::drawForeground(QPainter* painter, const QRectF& rect) {
   painter->restore();
 }
 
+// A marker's band, clipped to the plot, and its label at the top of the plot (on a backing so that
+// it reads over the curves; it may run past a narrow band).
+void MarkedChartView::drawSpan(QPainter* painter, const ChartMarker& marker) const {
+  const auto axes = chart()->axes(Qt::Horizontal);
+  if (axes.isEmpty()) {
+    return;
+  }
+  const auto* axis = static_cast<const QValueAxis*>(axes.first());
+  const double from = std::max(*marker.spanFromX, axis->min());
+  const double to = std::min(marker.x, axis->max());
+  const auto left = sceneXForTime(from);
+  const auto right = sceneXForTime(to);
+  if (!left || !right || *right < *left) {
+    return;
+  }
+  const QRectF plot = chart()->plotArea();
+  QColor fill = markerColor(marker.kind);
+  fill.setAlpha(60);
+  painter->fillRect(QRectF(*left, plot.top(), std::max(2.0, *right - *left), plot.height()), fill);
+  if (marker.label.isEmpty()) {
+    return;
+  }
+  const QFontMetricsF metrics(painter->font());
+  const QRectF text(*left + 3, plot.top() + 2, metrics.horizontalAdvance(marker.label) + 6,
+                    metrics.height() + 2);
+  const QRectF shown = text.translated(std::min(0.0, plot.right() - text.right()), 0);
+  QColor backing = palette().color(QPalette::Base);
+  backing.setAlpha(220);
+  painter->fillRect(shown, backing);
+  painter->setPen(markerColor(marker.kind));
+  painter->drawText(shown, Qt::AlignCenter, marker.label);
+}
+
 bool MarkedChartView::viewportEvent(QEvent* event) {
   if (event->type() == QEvent::ToolTip) {
     const auto* help = static_cast<QHelpEvent*>(event);
     QStringList lines;
     for (const ChartMarker& m : *markers_) {
       const auto x = xForTime(m.x);
-      if (x && std::abs(*x - help->pos().x()) <= 4.0) {
+      const auto from = m.spanFromX ? xForTime(*m.spanFromX) : std::nullopt;
+      const bool onBand = x && from && help->pos().x() >= *from && help->pos().x() <= *x;
+      if (onBand || (x && std::abs(*x - help->pos().x()) <= 4.0)) {
         lines << QStringLiteral("%1 · %2: %3")
                      .arg(formatTimeMs(m.timeMs), markerKindName(m.kind), m.text);
       }
@@ -175,7 +213,9 @@ TimeChart::TimeChart(const QString& title, const QString& leftAxisTitle,
                      const QString& rightAxisTitle, const std::vector<ChartMarker>* markers,
                      QWidget* parent)
     : QWidget(parent), chart_(new QChart) {
-  chart_->setTitle(title);
+  // The title heads the legend row (below): inside the chart it took a line of the plot's height,
+  // which a 1024×700 window cannot spare.
+  title_ = title;
   // The value row above the plot is the legend (swatch, name, latest value) and wraps when
   // narrow; Qt's own legend would elide names ("dr…") and say less.
   chart_->legend()->hide();
@@ -275,7 +315,8 @@ void TimeChart::updateLabel(int /*series*/) {
                             .toHtmlEscaped()
                             .replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
   }
-  valueRow_->setText(entries.join(QStringLiteral(" &nbsp; ")));
+  valueRow_->setText(QStringLiteral("<b>%1</b> &nbsp; ").arg(title_.toHtmlEscaped()) +
+                     entries.join(QStringLiteral(" &nbsp; ")));
 }
 
 QString TimeChart::legendText() const {
@@ -366,6 +407,7 @@ void TimeChart::refresh(double timeFromS, double timeToS) {
 
 void TimeChart::setTimeAxisTitle(const QString& title) {
   timeAxis_->setTitleText(title);
+  timeAxis_->setTitleVisible(!title.isEmpty());  // no room kept for none
 }
 
 void TimeChart::clear() {

@@ -1,6 +1,6 @@
 // widgets/TimeChart.h — one dashboard chart: named line series over the shared time axis (s), a
-// left and an optional right value axis, the latest value of each series above the plot ("n/a"
-// until the engine reports it), and the run's markers as vertical lines.
+// left and an optional right value axis, the title and the latest value of each series above the
+// plot ("n/a" until the engine reports it), and the run's markers as vertical lines.
 //
 // Samples go into a SeriesDecimator per series (no allocation, no drawing); refresh() — called by
 // the dashboard's 10 Hz tick — hands each changed series to QXYSeries::replace() once.
@@ -43,6 +43,7 @@ class MarkedChartView : public QChartView {
 
  private:
   std::optional<double> sceneXForTime(double timeS) const;
+  void drawSpan(QPainter* painter, const ChartMarker& marker) const;
   const std::vector<ChartMarker>* markers_;
 };
 
@@ -67,13 +68,15 @@ class TimeChart : public QWidget {
   // Redraws changed series (one replace() each) and sets the shared time range.
   void refresh(double timeFromS, double timeToS);
   void clear();
-  // The shared x axis's title: "step", or "time since the run started (s)".
+  // The shared x axis's title: "step", or "time since the run started (s)"; "" for none.
   void setTimeAxisTitle(const QString& title);
 
   QLineSeries* lineSeries(int series) const;
   QString valueText(int series) const;  // "loss 1.832" / "driver used n/a"
-  // The legend row as shown (every series' valueText, whole: the row wraps, it never elides).
+  // The legend row as shown: the chart's title, then every series' valueText, whole (the row
+  // wraps, it never elides).
   QString legendText() const;
+  QString title() const { return title_; }
   QLabel* legend() const { return valueRow_; }
   const SeriesDecimator& decimator(int series) const;
   MarkedChartView* view() const { return view_; }
@@ -92,6 +95,7 @@ class TimeChart : public QWidget {
   QValueAxis* timeAxis_;
   QValueAxis* leftAxis_;
   QValueAxis* rightAxis_ = nullptr;
+  QString title_;  // heads the legend row
   QLabel* valueRow_;
   std::vector<std::unique_ptr<Series>> series_;
 };

@@ -26,6 +26,9 @@ struct Check {
 
 struct Report {
   std::string header;  // "lorascope-train 0.1.0, hip-nvidia build for sm_90"
+  // Without a GPU to check, the line the report leads with: "no GPU found: this is what runs on
+  // the CPU (the cpu build has no GPU code)"; "" when the GPU checks ran.
+  std::string cpuOnly;
   std::vector<Check> checks;
   bool failed() const;
 };

@@ -81,12 +81,16 @@ nlohmann::json toJson(const Report& report) {
   }
   return {{"lorascope_doctor", 1},
           {"header", report.header},
+          {"cpu_only", report.cpuOnly},
           {"verdict", report.failed() ? "fail" : "pass"},
           {"checks", checks}};
 }
 
 std::string toText(const Report& report) {
   std::ostringstream out;
+  if (!report.cpuOnly.empty()) {
+    out << report.cpuOnly << "\n";  // before a list of passes that could read as a GPU's
+  }
   out << "LoRAscope doctor: " << report.header << "\n";
   int failed = 0;
   int warned = 0;
@@ -103,9 +107,12 @@ std::string toText(const Report& report) {
     warned += c.verdict == Verdict::Warn ? 1 : 0;
     skipped += c.verdict == Verdict::Skip ? 1 : 0;
   }
-  out << "\nverdict: " << (failed == 0 ? "PASS" : "FAIL") << " (" << report.checks.size()
-      << " checks: " << failed << " failed, " << warned << " warnings, " << skipped
-      << " skipped)\n";
+  out << "\nverdict: "
+      << (failed > 0               ? "FAIL"
+          : report.cpuOnly.empty() ? "PASS"
+                                   : "PASS on the CPU only (no GPU was checked)")
+      << " (" << report.checks.size() << " checks: " << failed << " failed, " << warned
+      << " warnings, " << skipped << " skipped)\n";
   return out.str();
 }
 
@@ -726,6 +733,9 @@ int runDoctor(const Args& args) {
   }
   if (gpu) {
     progress("running the parity suite on " + gpu->capabilities().name);
+  } else {
+    report.cpuOnly = std::string(inventory.devices.empty() ? "no GPU found" : "no usable GPU") +
+                     ": this is what runs on the CPU (" + noGpuReason + ")";
   }
   try {
     report.checks.push_back(checkParity(gpu.get(), noGpuReason));

@@ -22,6 +22,10 @@ class GpuCheckDialog : public QDialog {
                  QWidget* parent = nullptr);
 
   QString report() const;  // what doctor printed so far
+  // Above the report: the doctor's "no GPU found: this is what runs on the CPU (…)" line when it
+  // wrote one ("" until then, and on a machine whose GPU it checks).
+  QString leadText() const;
+  QString statusText() const;  // below the report: how the check ended
   bool finished() const { return finished_; }
   QString bundlePath() const;  // the temporary bundle, valid while the dialog lives
   // Copies the bundle to `destination`; false (with the reason in the status line) on failure.
@@ -31,11 +35,14 @@ class GpuCheckDialog : public QDialog {
   void checkFinished(int exitCode);
 
  private:
+  void readOutput();
   void onFinished(int exitCode, QProcess::ExitStatus status);
+  void findLead();
 
   QTemporaryDir scratch_;
   QProcess process_;
   QPlainTextEdit* text_;
+  QLabel* lead_;
   QLabel* status_;
   QPushButton* save_;
   bool finished_ = false;

@@ -105,6 +105,9 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   controlsDock->setObjectName(QStringLiteral("controlsDock"));
   controlsDock->setWidget(controls_);
   addDockWidget(Qt::RightDockWidgetArea, controlsDock);
+  // Narrow, so that at 1024 px the dashboard's two chart columns keep room for their plots (the
+  // dock's rows wrap; a saved layout overrides this).
+  resizeDocks({controlsDock}, {kControlsDockWidthPx}, Qt::Horizontal);
 
   profileBar_ = new widgets::ProfileBar(profiles::ProfileStore::defaultUserDir(), this);
   QToolBar* profileToolbar = addToolBar(tr("Profiles"));
@@ -438,7 +441,12 @@ QString MainWindow::openRecording(const QString& file) {
     if (!problem.isEmpty()) {
       return tr("%1: its snapshot cannot be shown: %2").arg(file, problem);
     }
+  } else {  // not the snapshot of a recording shown before
+    memoryMap_->clearSnapshot(tr("The recording %1 holds no allocator snapshot.").arg(name));
   }
+  logLine(LogLevel::Info, tr("replaying the recording %1: its rows follow, marked [%2]")
+                              .arg(QDir::toNativeSeparators(file), name));
+  eventLog_->addRecording(name, events);  // its errors and incidents among the rows
   dashboard_->addRun(tr("%1 (recording)").arg(name), std::move(events));
   pages_->setCurrentWidget(dashboard_);
   return {};

@@ -55,6 +55,8 @@ class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
+  static constexpr int kControlsDockWidthPx = 270;  // at first start; the user may widen it
+
   explicit MainWindow(widgets::AboutFacts facts, QWidget* parent = nullptr);
   ~MainWindow() override;  // ends a supervised command still running
 

@@ -8,12 +8,12 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSettings>
-#include <QShortcut>
 #include <QSpinBox>
 #include <QThread>
 #include <QVBoxLayout>
@@ -42,6 +42,39 @@ QPlainTextEdit* answerPane(QWidget* parent) {
   auto* pane = new QPlainTextEdit(parent);
   pane->setReadOnly(true);
   return pane;
+}
+
+QLabel* answerNote(QWidget* parent) {
+  auto* note = new QLabel(parent);
+  note->setWordWrap(true);
+  note->setVisible(false);
+  return note;
+}
+
+// An answer with nothing to see, in words: "128 line breaks", "3 spaces and 1 line break".
+QString whitespaceText(const QString& text) {
+  const auto count = [&](QChar c) { return static_cast<int>(text.count(c)); };
+  const auto counted = [](int n, const QString& one, const QString& many) {
+    return n == 1 ? one : many.arg(n);
+  };
+  const int lineBreaks = count(QLatin1Char('\n'));
+  const int spaces = count(QLatin1Char(' '));
+  const int tabs = count(QLatin1Char('\t'));
+  const int other = static_cast<int>(text.size()) - lineBreaks - spaces - tabs;
+  QStringList parts;
+  if (lineBreaks > 0)
+    parts << counted(lineBreaks, QObject::tr("1 line break"), QObject::tr("%1 line breaks"));
+  if (spaces > 0)
+    parts << counted(spaces, QObject::tr("1 space"), QObject::tr("%1 spaces"));
+  if (tabs > 0)
+    parts << counted(tabs, QObject::tr("1 tab"), QObject::tr("%1 tabs"));
+  if (other > 0)
+    parts << counted(other, QObject::tr("1 other blank character"),
+                     QObject::tr("%1 other blank characters"));
+  if (parts.size() == 1)
+    return parts.front();
+  const QString last = parts.takeLast();
+  return QObject::tr("%1 and %2").arg(parts.join(QStringLiteral(", ")), last);
 }
 
 QString summary(const job::GenerationResult& r) {
@@ -130,8 +163,7 @@ TryItPage::TryItPage(QWidget* parent) : QWidget(parent) {
   stop_ = new QPushButton(tr("S&top"), this);
   connect(generate_, &QPushButton::clicked, this, &TryItPage::generate);
   connect(stop_, &QPushButton::clicked, this, &TryItPage::stop);
-  auto* shortcut = new QShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return), prompt_);
-  connect(shortcut, &QShortcut::activated, this, &TryItPage::generate);
+  prompt_->installEventFilter(this);  // Ctrl+Return generates
 
   auto* form = new QFormLayout;
   form->addRow(tr("Model"), withBrowse(model_, browseModel));
@@ -162,12 +194,16 @@ TryItPage::TryItPage(QWidget* parent) : QWidget(parent) {
 
   baseAnswer_ = answerPane(this);
   adapterAnswer_ = answerPane(this);
+  baseNote_ = answerNote(this);
+  adapterNote_ = answerNote(this);
   auto* answers = new QHBoxLayout;
-  for (auto [title, pane] : {std::pair<QString, QPlainTextEdit*>{tr("Base model"), baseAnswer_},
-                             {tr("With the adapter"), adapterAnswer_}}) {
+  for (auto [title, pane, note] :
+       {std::tuple<QString, QPlainTextEdit*, QLabel*>{tr("Base model"), baseAnswer_, baseNote_},
+        {tr("With the adapter"), adapterAnswer_, adapterNote_}}) {
     auto* box = new QGroupBox(title, this);
     auto* boxLayout = new QVBoxLayout(box);
     boxLayout->addWidget(pane);
+    boxLayout->addWidget(note);
     answers->addWidget(box, 1);
   }
   auto* layout = new QVBoxLayout(this);
@@ -280,6 +316,45 @@ void TryItPage::append(bool adapter, const QString& piece) {
   pane->insertPlainText(piece);
 }
 
+// An answer of blank lines looks like no answer: the note under the pane says what it is, and the
+// pane shows its line breaks and spaces as marks.
+void TryItPage::answerEnded(bool adapter) {
+  QPlainTextEdit* pane = adapter ? adapterAnswer_ : baseAnswer_;
+  QLabel* note = adapter ? adapterNote_ : baseNote_;
+  const QString text = pane->toPlainText();
+  if (!text.trimmed().isEmpty()) {
+    return;
+  }
+  note->setText(
+      text.isEmpty()
+          ? tr("The model ended this answer at once: it is empty.")
+          : tr("This answer is %1 and nothing else (shown as marks).").arg(whitespaceText(text)));
+  note->setVisible(true);
+  QTextOption option = pane->document()->defaultTextOption();
+  option.setFlags(option.flags() | QTextOption::ShowTabsAndSpaces |
+                  QTextOption::ShowLineAndParagraphSeparators);
+  pane->document()->setDefaultTextOption(option);
+}
+
+// Ctrl+Return in the prompt generates. Not a QShortcut: the window's Start has the same keys, and
+// two shortcuts on one sequence are ambiguous (neither fires). Accepting the ShortcutOverride
+// turns the keys into a plain key press for the prompt, which generates here.
+bool TryItPage::eventFilter(QObject* watched, QEvent* event) {
+  if (watched == prompt_ &&
+      (event->type() == QEvent::ShortcutOverride || event->type() == QEvent::KeyPress)) {
+    const auto* key = static_cast<QKeyEvent*>(event);
+    const bool ctrlReturn = (key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) &&
+                            (key->modifiers() & ~Qt::KeypadModifier) == Qt::ControlModifier;
+    if (ctrlReturn) {
+      event->accept();
+      if (event->type() == QEvent::KeyPress)
+        generate();
+      return true;
+    }
+  }
+  return QWidget::eventFilter(watched, event);
+}
+
 void TryItPage::done(const QString& status) {
   status_->setText(status);
 }
@@ -311,8 +386,14 @@ void TryItPage::generate() {
       QString::fromStdString(model + "\n" + adapter + "\n" + device + "\n" + baseWeights);
   auto generator = std::make_shared<std::shared_ptr<job::TextGenerator>>(
       key == loadedKey_ ? generator_ : nullptr);
-  baseAnswer_->clear();
-  adapterAnswer_->clear();
+  for (auto [pane, note] : {std::pair{baseAnswer_, baseNote_}, {adapterAnswer_, adapterNote_}}) {
+    pane->clear();
+    QTextOption option = pane->document()->defaultTextOption();
+    option.setFlags(option.flags() & ~(QTextOption::ShowTabsAndSpaces |
+                                       QTextOption::ShowLineAndParagraphSeparators));
+    pane->document()->setDefaultTextOption(option);
+    note->setVisible(false);
+  }
   if (adapter.empty())
     adapterAnswer_->setPlaceholderText(tr("No adapter chosen: only the base model answers."));
   cancel_ = std::make_shared<std::atomic<bool>>(false);
@@ -348,6 +429,8 @@ void TryItPage::generate() {
               return true;
             },
             {}, cancel.get());
+        if (result.stopReason != "stopped")  // a stopped answer is short by request
+          post([this, withAdapter] { answerEnded(withAdapter); });
         status += (withAdapter ? tr(" · adapter: ") : tr(" · base: ")) + summary(result);
         if (result.stopReason == "stopped")
           break;

@@ -52,6 +52,9 @@ class TryItPage : public QWidget {
   QPlainTextEdit* promptEdit() const { return prompt_; }
   QPlainTextEdit* baseAnswer() const { return baseAnswer_; }
   QPlainTextEdit* adapterAnswer() const { return adapterAnswer_; }
+  // Under each pane: what an answer with nothing to see is ("128 line breaks and nothing else").
+  QLabel* baseNote() const { return baseNote_; }
+  QLabel* adapterNote() const { return adapterNote_; }
   QSpinBox* maxNewTokens() const { return maxNewTokens_; }
   QDoubleSpinBox* temperature() const { return temperature_; }
   QComboBox* baseWeights() const { return baseWeights_; }  // data: "none" or "nf4"
@@ -62,12 +65,18 @@ class TryItPage : public QWidget {
  public slots:
   void generate();
   void stop();
+  // What the worker calls, in order, on this page's thread: each piece of an answer as it comes,
+  // then the answer's end (its pane is checked for an answer that shows nothing).
+  void append(bool adapter, const QString& piece);
+  void answerEnded(bool adapter);
 
  signals:
   void finished();  // a generation ended (done, stopped or failed); status() says how
 
+ protected:
+  bool eventFilter(QObject* watched, QEvent* event) override;  // Ctrl+Return in the prompt
+
  private:
-  void append(bool adapter, const QString& piece);
   void done(const QString& status);
   void updateButtons();
   void followAdapterRun();  // preselects the adapter's run's base weights unless chosen
@@ -87,6 +96,8 @@ class TryItPage : public QWidget {
   QLabel* status_;
   QPlainTextEdit* baseAnswer_;
   QPlainTextEdit* adapterAnswer_;
+  QLabel* baseNote_;
+  QLabel* adapterNote_;
   bool modelEdited_ = false;
   bool adapterEdited_ = false;
   bool baseWeightsChosen_ = false;

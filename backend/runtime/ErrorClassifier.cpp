@@ -137,7 +137,7 @@ ErrorClass describe(ErrorCategory category, std::string_view op) {
            false,
            RecoveryRung::Serialize,
            "",
-           "The GPU made no progress within the watchdog's limit; the engine is restarted. "
+           "The run made no progress within the hang limit; the engine is restarted. "
            "Serialized, blocking launches show which op hangs; smaller micro-batches shorten "
            "kernels."};
       break;

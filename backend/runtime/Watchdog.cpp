@@ -8,6 +8,9 @@
 
 namespace lorascope::runtime {
 namespace {
+// Shorter op times print as "0.0 s": below this the report says "within 0.1 s" instead.
+constexpr std::int64_t kShortestShownMs = 100;
+
 std::string seconds(std::int64_t ms) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(ms) / 1000.0);
@@ -115,22 +118,31 @@ std::optional<HangReport> Watchdog::check(const QueueView& queues) const {
     return std::nullopt;
   }
   report.error = classifyHang();
+  // An op that always returned at once (an asynchronous launch) or was never seen has the grace
+  // alone as its budget: "the longest it took before, 0.0 s" would read as a measurement.
   const std::string budget =
       firstSteps ? "the first " + std::to_string(config_.firstSteps) + " steps' budget of " +
                        seconds(report.budgetMs)
-                 : "its budget of " + seconds(report.budgetMs) + " (the longest it took before, " +
-                       seconds(report.expectedMs) + ", + " + seconds(config_.graceMs) + ")";
-  report.message =
-      "hang" + (step_ > 0 ? " in step " + std::to_string(step_) : std::string()) +
-      ": no progress for " + seconds(idle) + ", over " + budget + "; " +
-      (report.opIsQueued ? "the op at the head of the queue is '" + report.op + "' (submission #" +
-                               std::to_string(queues.head->sequence) + ", waiting " +
-                               seconds(report.waitingMs) + ") on stream " + report.stream
-                         : "no GPU work is queued; the host is in '" + report.op + "'" +
-                               (report.stream == "host" ? std::string(" on the host")
-                                                        : " on stream " + report.stream) +
-                               " since " + seconds(report.waitingMs)) +
-      (queues.state.empty() ? "" : "; queues: " + queues.state) + ". " + report.error.advice;
+      : report.expectedMs >= kShortestShownMs
+          ? "its budget of " + seconds(report.budgetMs) + " (the longest it took before, " +
+                seconds(report.expectedMs) + ", + " + seconds(config_.graceMs) + ")"
+          : "its budget of " + seconds(report.budgetMs) + " (the grace alone: it has not taken " +
+                seconds(kShortestShownMs) + " before)";
+  const std::string where =
+      report.opIsQueued
+          ? "the op at the head of the queue, which the GPU has not finished, is '" + report.op +
+                "' (submission #" + std::to_string(queues.head->sequence) + ", waiting " +
+                seconds(report.waitingMs) + ") on stream " + report.stream
+          // Nothing queued: the GPU is idle and waits for the host, which is stuck in the op.
+          : "no GPU work is queued, so the GPU is idle: the host is in '" + report.op + "'" +
+                (report.stream == "host" ? std::string(" (a host op)")
+                                         : " (which launches on stream " + report.stream + ")") +
+                " and has not returned for " + seconds(report.waitingMs) +
+                " (a host computation, a driver call or a lock that does not return)";
+  report.message = "hang" + (step_ > 0 ? " in step " + std::to_string(step_) : std::string()) +
+                   ": no progress for " + seconds(idle) + ", over " + budget + "; " + where +
+                   (queues.state.empty() ? "" : "; queues: " + queues.state) + ". " +
+                   report.error.advice;
   return report;
 }
 

@@ -5,13 +5,17 @@
 // RECORDING, an event stream recorded on a GPU (tests/widgets/fixtures/h100_gpu_run.jsonl,
 // scripts/gpu-check.sh record), opened as the runs page's "Open recording…" opens it.
 //
-// usage: lorascope_screenshots OUT_DIR RECORDING [STEPS] [dark]
+// Also: that run's dashboard in a 1024×700 window, and HANG_RECORDING (the same run recorded with
+// an injected hang, tests/widgets/fixtures/h100_gpu_hang.jsonl) replayed: its incident banner.
+//
+// usage: lorascope_screenshots OUT_DIR RECORDING [STEPS] [dark|light] [HANG_RECORDING]
 #include <QApplication>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QImage>
 #include <QScrollArea>
+#include <QScrollBar>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -30,6 +34,7 @@
 #include "widgets/Dashboard.h"
 #include "widgets/LengthHistogram.h"
 #include "widgets/MemoryMapPanel.h"
+#include "widgets/MemoryMapView.h"
 #include "widgets/SeriesDecimator.h"
 #include "widgets/TimeChart.h"
 
@@ -69,7 +74,9 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   const QStringList args = QApplication::arguments();
   if (args.size() < 3) {
-    std::fprintf(stderr, "usage: lorascope_screenshots OUT_DIR RECORDING [STEPS] [dark]\n");
+    std::fprintf(stderr,
+                 "usage: lorascope_screenshots OUT_DIR RECORDING [STEPS] [dark|light] "
+                 "[HANG_RECORDING]\n");
     return 2;
   }
   const QDir out(args[1]);
@@ -122,17 +129,46 @@ int main(int argc, char** argv) {
   window.runsPage()->selectRun(window.runFolder());
   ok = save(&window, out.filePath(QStringLiteral("runs.png"))) && ok;
 
+  // The same run's dashboard in a 1024×700 window, beside the Controls dock.
+  window.resize(1024, 700);
+  window.pages()->setCurrentWidget(window.dashboard());
+  window.dashboard()->refresh();
+  ok = save(&window, out.filePath(QStringLiteral("dashboard-1024x700.png"))) && ok;
+  window.resize(1280, 800);
+
   // The dashboard and the memory map replay the run recorded on a GPU (Runs → Open recording).
   // The controls dock shows the live CPU engine's toggles, not the recording's: it is hidden.
   window.findChild<QDockWidget*>(QStringLiteral("controlsDock"))->hide();
-  const QString problem = window.openRecording(args[2]);
-  if (!problem.isEmpty()) {
-    std::fprintf(stderr, "screenshots: %s\n", qPrintable(problem));
+  // Opens a recording and saves its dashboard as `png`; false when it cannot be opened.
+  auto replay = [&](const QString& recording, const QString& png) {
+    const QString problem = window.openRecording(recording);
+    if (!problem.isEmpty()) {
+      std::fprintf(stderr, "screenshots: %s\n", qPrintable(problem));
+      return false;
+    }
+    window.dashboard()->refresh();
+    ok = save(&window, out.filePath(png)) && ok;
+    return true;
+  };
+  if (!replay(args[2], QStringLiteral("dashboard.png"))) {
     return 1;
   }
-  window.dashboard()->refresh();
-  ok = save(&window, out.filePath(QStringLiteral("dashboard.png"))) && ok;
   window.pages()->setCurrentWidget(window.memoryMap());
+  // Scrolled to the cached segments (the last group): rows of 128, 76, 38, 20, 14 and 2 MiB, each
+  // as long as its segment.
+  QCoreApplication::processEvents();
+  const widgets::MemoryMapView* map = window.memoryMap()->view();
+  if (auto* scroll = window.memoryMap()->findChild<QScrollArea*>(QStringLiteral("memoryMapScroll"));
+      scroll != nullptr && !map->groups().empty()) {
+    scroll->verticalScrollBar()->setValue(
+        static_cast<int>(map->segmentBar(map->groups().back().segments.front()).top()) -
+        widgets::MemoryMapView::kHeaderHeightPx);
+  }
   ok = save(&window, out.filePath(QStringLiteral("memory-map.png"))) && ok;
+
+  // The recording of the same run with an injected hang (HANG_RECORDING): its banner and band.
+  if (args.size() > 5 && !replay(args[5], QStringLiteral("dashboard-hang.png"))) {
+    return 1;
+  }
   return ok ? 0 : 1;
 }

@@ -1,6 +1,7 @@
 // test_cli_doctor.cpp — `lorascope-train doctor` as a user runs it (a child process):
 //   - on this build without a GPU the GPU steps (parity, smoke test) are skipped and say why,
-//     and the verdict is a pass with exit 0;
+//     the report leads with "no GPU found: this is what runs on the CPU", and the verdict is a
+//     pass on the CPU only with exit 0;
 //   - the support bundle (--bundle) opens with tar(1) and holds the files it promises, and none
 //     of what it must leave out: the dataset's text, weights and checkpoints, environment values
 //     outside the allow-list, the home directory and the user's name.
@@ -73,6 +74,26 @@ class TestCliDoctor : public QObject {
                qPrintable(c.value(QStringLiteral("summary")).toString()));
     }
     QCOMPARE(report.value(QStringLiteral("verdict")).toString(), QStringLiteral("pass"));
+    QCOMPARE(report.value(QStringLiteral("cpu_only")).toString(),
+             QStringLiteral("no GPU found: this is what runs on the CPU (the cpu build has no GPU "
+                            "code)"));
+    QCOMPARE(r.exitCode, 0);
+  }
+
+  // The text report leads with it too, and its verdict is not a plain PASS that reads as the GPU's.
+  void withoutAGpuTheReportLeadsWithNoGpuFound() {
+    const Result r = run({QStringLiteral("doctor")}, QProcessEnvironment::systemEnvironment());
+    const QString text = QString::fromUtf8(r.out);
+    if (text.contains(QStringLiteral("LoRAscope doctor:")) &&
+        !text.contains(QStringLiteral(", cpu build"))) {
+      QSKIP("a GPU build: whether it finds a GPU depends on the machine");
+    }
+    QVERIFY2(text.startsWith(QStringLiteral("no GPU found: this is what runs on the CPU (the cpu "
+                                            "build has no GPU code)\nLoRAscope doctor: ")),
+             qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("\nverdict: PASS on the CPU only (no GPU was checked) (8 "
+                                          "checks: 0 failed,")),
+             qPrintable(text));
     QCOMPARE(r.exitCode, 0);
   }
 

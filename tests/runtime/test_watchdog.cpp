@@ -90,6 +90,38 @@ class TestWatchdog : public QObject {
         report->message.c_str());
   }
 
+  // The recorded H100 hang (hang@adamw#5): the host stuck in an op that had always returned at
+  // once, nothing queued. The report says the GPU is idle and waits for the host, and gives the
+  // budget without a "longest it took before, 0.0 s" that reads as a measurement.
+  void aHostHangWithNothingQueuedBlamesTheHost() {
+    FakeClock clock;
+    Watchdog watchdog({10'000, 120'000, 2}, clock.fn());
+    for (std::int64_t step = 1; step <= 5; ++step) {
+      watchdog.noteStepBegun(step);
+      watchdog.noteHostOp("adamw", 7);
+      watchdog.noteProgress();  // an asynchronous launch: it returns at once
+    }
+    watchdog.noteHostOp("adamw", 7);
+    clock.nowMs += 10'400;
+    QueueView view;
+    view.hostStream = "compute";
+    view.state = "compute 0 in flight";
+    const auto report = watchdog.check(view);
+    QVERIFY(report.has_value());
+    QCOMPARE(report->step, std::int64_t{5});
+    const std::string& m = report->message;
+    QVERIFY2(m.find("hang in step 5: no progress for 10.4 s") != std::string::npos, m.c_str());
+    QVERIFY2(
+        m.find("no GPU work is queued, so the GPU is idle: the host is in 'adamw' (which "
+               "launches on stream compute) and has not returned for 10.4 s") != std::string::npos,
+        m.c_str());
+    QVERIFY2(m.find("over its budget of 10.0 s (the grace alone: it has not taken 0.1 s before)") !=
+                 std::string::npos,
+             m.c_str());
+    QVERIFY2(m.find("before, 0.0 s") == std::string::npos, m.c_str());
+    QVERIFY2(m.find("The GPU made no progress") == std::string::npos, m.c_str());
+  }
+
   void theFirstStepsGetTheLongerBudget() {
     FakeClock clock;
     Watchdog watchdog({10'000, 120'000, 2}, clock.fn());

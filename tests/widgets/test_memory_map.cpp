@@ -91,8 +91,9 @@ class TestMemoryMap : public QObject {
                              widgets::parseMemorySnapshot(nlohmann::json::object()));
   }
 
-  // One row per segment, grouped by the owner holding most of it; inside its bar every block's
-  // width is its share of the segment. Zooming in doubles the bars.
+  // One row per segment, grouped by the owner holding most of it; a row's length is its share of
+  // the largest segment (never below the minimum) and inside its bar every block's width is its
+  // share of the segment. Zooming in doubles the bars.
   void blocksAreDrawnToScaleInRowsGroupedByOwner() {
     widgets::MemoryMapView view;
     view.resize(900, 400);
@@ -105,10 +106,14 @@ class TestMemoryMap : public QObject {
     QVERIFY2(view.groupHeader(view.groups()[0]).contains("mostly weights"),
              qPrintable(view.groupHeader(view.groups()[0])));
     QVERIFY(view.groupHeader(view.groups()[2]).contains("releasable"));
+    const double fullWidth = 900.0 - widgets::MemoryMapView::kLabelWidthPx;
+    // 320 MiB (the largest: the whole width), 128 MiB, and 2 MiB (the minimum length).
+    const double wantWidth[] = {fullWidth, fullWidth * 128.0 / 320.0,
+                                widgets::MemoryMapView::kMinSegmentBarPx};
     for (int seg = 0; seg < 3; ++seg) {
       const QRectF bar = view.segmentBar(seg);
       QCOMPARE(bar.left(), double(widgets::MemoryMapView::kLabelWidthPx));
-      QCOMPARE(bar.width(), 900.0 - widgets::MemoryMapView::kLabelWidthPx);
+      QCOMPARE(bar.width(), wantWidth[seg]);
       const double pxPerByte = bar.width() / static_cast<double>(s.segments[seg].totalBytes);
       for (int b = 0; b < static_cast<int>(s.segments[seg].blocks.size()); ++b) {
         const double want = pxPerByte * static_cast<double>(s.segments[seg].blocks[b].sizeBytes);
@@ -141,7 +146,7 @@ class TestMemoryMap : public QObject {
       rows += group.segments.size();
       for (const int seg : group.segments) {
         QVERIFY(view.segmentBar(seg).height() >= 14.0);
-        QVERIFY(view.segmentBar(seg).width() >= 400.0);
+        QVERIFY(view.segmentBar(seg).width() >= widgets::MemoryMapView::kMinSegmentBarPx);
       }
     }
     QCOMPARE(rows, s.segments.size());
@@ -178,6 +183,83 @@ class TestMemoryMap : public QObject {
     QVERIFY(hit.has_value());
     QCOMPARE(hit->segment, smallest.segment);
     QCOMPARE(hit->block, smallest.block);
+  }
+
+  // The H100 snapshot's rows are as long as their segments: the 2 MiB segments of small blocks
+  // are short bars (at the minimum length), the 128 MiB one long; the legend counts the freed
+  // activations cached in free segments instead of saying "activations 0 B" alone, and the free
+  // rows' header says what they were cached for.
+  void rowsAreToScaleAndTheCachedActivationsAreCounted() {
+    const auto snaps =
+        testing::eventsOfType<SnapshotEvent>(testing::readStream("h100_gpu_run.jsonl"));
+    MemoryMapPanel panel;
+    panel.resize(1100, 700);
+    panel.show();
+    QVERIFY(panel.showSnapshot(snaps.at(0).snapshot, QStringLiteral("test")).isEmpty());
+    QCoreApplication::processEvents();
+    const widgets::MemoryMapView& view = *panel.view();
+    const widgets::MemorySnapshot& s = view.snapshot();
+    int small = -1;
+    int large = -1;
+    for (int seg = 0; seg < static_cast<int>(s.segments.size()); ++seg) {
+      small = s.segments[seg].totalBytes == (2u << 20) ? seg : small;
+      large = s.segments[seg].totalBytes == (128u << 20) ? seg : large;
+    }
+    QVERIFY(small >= 0 && large >= 0);
+    const double smallWidth = view.segmentBar(small).width();
+    const double largeWidth = view.segmentBar(large).width();
+    QVERIFY2(
+        smallWidth * 4 < largeWidth,
+        qPrintable(QStringLiteral("2 MiB: %1 px, 128 MiB: %2 px").arg(smallWidth).arg(largeWidth)));
+    QCOMPARE(smallWidth, widgets::MemoryMapView::kMinSegmentBarPx);
+    // The largest segment (260 MiB) fills the width; the 128 MiB one about half of it.
+    QVERIFY(std::abs(largeWidth / (view.width() - widgets::MemoryMapView::kLabelWidthPx) -
+                     128.0 / 260.0) < 0.01);
+
+    const auto cached = s.cachedByOwner()[static_cast<std::size_t>(BlockKind::Activations)];
+    QCOMPARE(cached.segments, 188);  // every free segment last held activations (steps 4-7)
+    const QString legend = panel.legendText(BlockKind::Activations);
+    QVERIFY2(
+        legend == QStringLiteral("activations 0 B live · 4.40 GiB cached in 188 free segments"),
+        qPrintable(legend));
+    const QString header = view.groupHeader(view.groups().back());
+    QVERIFY2(header.contains(QStringLiteral("188 last held activations (4.40 GiB)")),
+             qPrintable(header));
+  }
+
+  // The allocations before the first step (step 0: loading) take a few pixels: the first step's
+  // label wins over theirs, so "step 1" is written under the timeline.
+  void theTimelineLabelsItsFirstStep() {
+    nlohmann::json snapshot = fixtureSnapshot();
+    nlohmann::json trace = nlohmann::json::array();
+    const std::uint64_t address = snapshot["segments"][1]["blocks"][0]["address"];
+    auto add = [&](const char* action, std::int64_t step) {
+      trace.push_back({{"action", action},
+                       {"addr", address},
+                       {"size", 1024},
+                       {"owner", "activations"},
+                       {"step", step}});
+    };
+    for (int i = 0; i < 10; ++i) {
+      add("alloc", 0);
+      add("free_completed", 0);
+    }
+    for (std::int64_t step = 1; step <= 3; ++step) {
+      for (int i = 0; i < 400; ++i) {
+        add("alloc", step);
+        add("free_completed", step);
+      }
+    }
+    snapshot["device_traces"] = nlohmann::json::array({trace});
+    widgets::AllocationTimeline timeline;
+    timeline.resize(640, widgets::AllocationTimeline::kHeightPx);
+    timeline.setSnapshot(widgets::parseMemorySnapshot(snapshot));
+    QCOMPARE(timeline.stepStarts().size(), std::size_t{4});
+    QStringList labels;
+    for (const auto& label : timeline.stepLabels()) {
+      labels << label.text;
+    }
+    QCOMPARE(labels, (QStringList{"step 1", "step 2", "step 3"}));
   }
 
   // The allocation timeline walks the trace back from the snapshot's state: live bytes by owner
