@@ -414,7 +414,7 @@ const CommandSpec& trainCommand() {
         path("out", "RUN_DIR", "The run folder to create (with --demo: lorascope-demo-run)."),
         boolean("demo", "false",
                 "Train the built-in demo: a pretrained 3 M-parameter Llama learns to "
-                "write text in upper case (400 examples), about a minute on the CPU."),
+                "write a word in upper case (40 examples), under a minute on the CPU."),
         path("resume", "RUN_DIR", "Continue this run from its newest checkpoint."),
         integer("checkpoint", 1, 1e15, "", "optimizer steps",
                 "With --resume: the step of the checkpoint to continue from (default: the "
