@@ -2,6 +2,7 @@
 // assembled from them and the committed pretraining adapter.
 #include "train/DemoModel.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <vector>
 
@@ -280,11 +281,19 @@ fs::path defaultCacheDir() {
 
 fs::path ensureDemoModel(const fs::path& cacheDir) {
   const fs::path dir = cacheDir / kDemoModelName;
-  if (fs::exists(dir / "model.safetensors") && fs::exists(dir / "config.json")) {
-    return dir;  // assembled under a temp name and renamed: present means complete
+  const auto published = [&] {
+    // Assembled under a temp name and renamed: present means complete.
+    return fs::exists(dir / "model.safetensors") && fs::exists(dir / "config.json");
+  };
+  if (published()) {
+    return dir;
   }
   fs::create_directories(cacheDir);
-  const fs::path staging = cacheDir / ("." + std::string(kDemoModelName) + common::tempSuffix());
+  // A staging folder of this call's own: the setup page's inspection and an in-process engine
+  // may assemble the demo base at the same time.
+  static std::atomic<int> calls{0};
+  const fs::path staging = cacheDir / ("." + std::string(kDemoModelName) + common::tempSuffix() +
+                                       "-" + std::to_string(calls++));
   fs::remove_all(staging);
   writeDemoPretrainingStart(staging / "start");
   const fs::path adapterDir = staging / "pretraining-adapter";
@@ -293,7 +302,9 @@ fs::path ensureDemoModel(const fs::path& cacheDir) {
   common::writeFileDurably(adapterDir / kAdapterConfigFile,
                            peftAdapterConfig(demoBaseLoraConfig(), "").dump(2) + "\n");
   mergeAdapterIntoModel(staging / "start", readPeftAdapter(adapterDir).adapter, staging / "model");
-  common::replaceDirectory(staging / "model", dir);
+  if (!published()) {  // else another caller published the same bytes meanwhile, maybe in use
+    common::replaceDirectory(staging / "model", dir);
+  }
   fs::remove_all(staging);
   return dir;
 }
