@@ -5,7 +5,7 @@
 # kDemoModelName and the fingerprints of tests/train/test_demo, and check the demo with
 # `ctest -R test_demo_learns`. BUILD_DIR (default build/cpu) must be configured; the tool
 # lorascope-make-demo-base is built there. Extra arguments go to the tool (--steps, --lr,
-# --batch-size). On the CPU, like the demo: about 20 minutes on 2 cores.
+# --batch-size). On the CPU, like the demo: 10 minutes on 2 busy cores (2.2 CPU-minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:-build/cpu}"

@@ -2,7 +2,8 @@
 // (train/DemoModel.h) and writes its tensors to the file scripts/make-demo-base.sh commits,
 // backend/train/demo_base/pretraining_adapter.safetensors. It trains a LoRA of rank
 // kDemoBaseRank on every projection of the pretraining start, on the pretraining tasks of
-// train/DemoDataset.h (copying a text, writing it in lower case), on the CPU.
+// train/DemoDataset.h (copying a word, writing it in lower case), on the CPU, then says how many
+// of those tasks' prompts the base with it merged answers right.
 //
 //   lorascope-make-demo-base OUT.safetensors [--steps N] [--lr RATE] [--batch-size N]
 //

@@ -11,11 +11,13 @@
 //   2. the pretraining start: the same with the byte embeddings of each letter pair sharing all
 //      but a common case direction (upper = lower + that vector), as a trained model's would;
 //   3. the demo base: the start with the pretraining adapter (kDemoBaseRank, on every
-//      projection) merged into its weights. scripts/make-demo-base.sh trained that adapter once,
-//      on the pretraining tasks of train/DemoDataset.h (copying a text, writing it in lower
-//      case), with `lorascope-make-demo-base`; its tensors are committed
+//      projection) merged into its weights (train/Merge.h: fp32 products and sums in a fixed
+//      order). scripts/make-demo-base.sh trained that adapter once, on the pretraining tasks of
+//      train/DemoDataset.h (copying a word of the demo's list, writing it in lower case), with
+//      `lorascope-make-demo-base`; its tensors are committed
 //      (backend/train/demo_base/pretraining_adapter.safetensors) and compiled into the program,
-//      so no install trains it again.
+//      so no install trains it again. The base spells the words of that list only (copying any
+//      letters would need far longer training).
 #pragma once
 
 #include <cstdint>
