@@ -279,7 +279,8 @@ void RunSetupPage::resizeEvent(QResizeEvent* event) {
 }
 
 void RunSetupPage::buildSourceBox(QGridLayout* grid) {
-  demo_ = new QRadioButton(tr("Built-in &demo (a 3 M-parameter Llama and a small Alpaca set)"));
+  demo_ =
+      new QRadioButton(tr("Built-in &demo (a pretrained 3 M-parameter Llama learns upper case)"));
   demo_->setToolTip(tr("Trains in about a minute on the CPU; nothing to download"));
   own_ = new QRadioButton(tr("My &model and dataset"));
   auto* group = new QButtonGroup(this);

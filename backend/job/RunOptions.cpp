@@ -413,8 +413,8 @@ const CommandSpec& trainCommand() {
              "prompt/completion or text)."),
         path("out", "RUN_DIR", "The run folder to create (with --demo: lorascope-demo-run)."),
         boolean("demo", "false",
-                "Train the built-in demo: a 3 M-parameter Llama and a small "
-                "Alpaca set, about a minute on the CPU."),
+                "Train the built-in demo: a pretrained 3 M-parameter Llama learns to "
+                "write a word in upper case (40 examples), under a minute on the CPU."),
         path("resume", "RUN_DIR", "Continue this run from its newest checkpoint."),
         integer("checkpoint", 1, 1e15, "", "optimizer steps",
                 "With --resume: the step of the checkpoint to continue from (default: the "

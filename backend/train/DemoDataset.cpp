@@ -1,8 +1,9 @@
-// train/DemoDataset.cpp — the demo tasks, drawn from a fixed Philox seed.
+// train/DemoDataset.cpp — the demo's tasks, drawn from a fixed Philox seed.
 #include "train/DemoDataset.h"
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -15,7 +16,11 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::uint64_t kDatasetSeed = 7;
-enum Stream : std::uint64_t { kReverseWords = 1, kAdd, kUpper, kSpellBackwards };
+enum Stream : std::uint64_t { kHeldOut = 1, kCopy, kLower };
+
+constexpr const char* kUpperInstruction = "Write the word in upper case.";
+constexpr const char* kCopyInstruction = "Copy the word.";
+constexpr const char* kLowerInstruction = "Write the word in lower case.";
 
 constexpr const char* kWords[] = {
     "apple", "river", "stone", "cloud", "green", "light", "music", "paper", "tiger", "ocean",
@@ -33,77 +38,94 @@ class Draws {
     return uniformBelow(kDatasetSeed, stream_, index_, bound);
   }
   std::string word() { return kWords[below(kWordCount)]; }
-  std::vector<std::string> words(std::uint64_t minCount, std::uint64_t maxCount) {
-    const std::uint64_t n = minCount + below(maxCount - minCount + 1);
-    std::vector<std::string> out;
-    for (std::uint64_t i = 0; i < n; ++i) {
-      out.push_back(word());
-    }
-    return out;
-  }
 
  private:
   std::uint64_t stream_;
   std::uint64_t index_ = 0;
 };
 
-std::string join(const std::vector<std::string>& words) {
-  std::string out;
-  for (const std::string& w : words) {
-    out += (out.empty() ? "" : " ") + w;
-  }
-  return out;
-}
-
-DemoExample reverseWords(Draws& d) {
-  std::vector<std::string> words = d.words(3, 5);
-  const std::string input = join(words);
-  std::reverse(words.begin(), words.end());
-  return {"Reverse the order of the words.", input, join(words)};
-}
-
-DemoExample addNumbers(Draws& d) {
-  const std::uint64_t a = d.below(90) + 10;
-  const std::uint64_t b = d.below(90) + 10;
-  return {"Add the two numbers.", std::to_string(a) + " + " + std::to_string(b),
-          std::to_string(a + b)};
-}
-
-DemoExample upperCase(Draws& d) {
-  const std::string input = join(d.words(2, 4));
-  std::string output = input;
-  std::transform(output.begin(), output.end(), output.begin(),
+std::string upper(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return {"Write the text in upper case.", input, output};
+  return text;
 }
 
-DemoExample spellBackwards(Draws& d) {
-  const std::string input = d.word();
-  return {"Spell the word backwards.", input, std::string(input.rbegin(), input.rend())};
+// The word as written in lower case, capitalised or upper case (with `lowerToo` false, only the
+// last two).
+std::string cased(Draws& d, const std::string& word, bool lowerToo) {
+  switch (d.below(lowerToo ? 3 : 2)) {
+    case 0:
+      return upper(word);
+    case 1:
+      return upper(word.substr(0, 1)) + word.substr(1);
+    default:
+      return word;
+  }
+}
+
+DemoExample upperCaseExample(const std::string& word) {
+  return {std::string(kUpperInstruction) + "\n" + word, upper(word)};
+}
+
+// The words of the held-out prompts: kDemoHeldOutCount distinct ones drawn from the list.
+std::set<std::string> heldOutWords() {
+  Draws d(kHeldOut);
+  std::set<std::string> words;
+  while (static_cast<int>(words.size()) < kDemoHeldOutCount) {
+    words.insert(d.word());
+  }
+  return words;
 }
 
 }  // namespace
 
-std::vector<DemoExample> demoExamples() {
-  Draws reverse(kReverseWords), add(kAdd), upper(kUpper), backwards(kSpellBackwards);
+std::vector<DemoExample> demoHeldOutPrompts() {
   std::vector<DemoExample> out;
-  for (int i = 0; i < kDemoExamplesPerTask; ++i) {
-    out.push_back(reverseWords(reverse));
-    out.push_back(addNumbers(add));
-    out.push_back(upperCase(upper));
-    out.push_back(spellBackwards(backwards));
+  for (const std::string& word : heldOutWords()) {
+    out.push_back(upperCaseExample(word));
+  }
+  return out;
+}
+
+std::vector<DemoExample> demoExamples() {
+  const std::set<std::string> heldOut = heldOutWords();
+  std::vector<DemoExample> out;
+  for (const char* word : kWords) {
+    if (heldOut.count(word) == 0) {
+      out.push_back(upperCaseExample(word));
+    }
+  }
+  return out;
+}
+
+std::vector<DemoExample> demoPretrainingExamples(int count) {
+  Draws copy(kCopy), lowerCase(kLower);
+  std::vector<DemoExample> out;
+  for (int i = 0; static_cast<int>(out.size()) < count; ++i) {
+    if (i % 2 == 0) {
+      const std::string word = cased(copy, copy.word(), true);
+      out.push_back({std::string(kCopyInstruction) + "\n" + word, word});
+    } else {
+      const std::string word = lowerCase.word();
+      out.push_back({std::string(kLowerInstruction) + "\n" + cased(lowerCase, word, false), word});
+    }
+  }
+  return out;
+}
+
+std::string demoJsonl(const std::vector<DemoExample>& examples) {
+  std::string out;
+  for (const DemoExample& e : examples) {
+    const nlohmann::ordered_json line = {{"messages",
+                                          {{{"role", "user"}, {"content", e.prompt}},
+                                           {{"role", "assistant"}, {"content", e.answer}}}}};
+    out += line.dump() + "\n";
   }
   return out;
 }
 
 std::string demoDatasetJsonl() {
-  std::string out;
-  for (const DemoExample& e : demoExamples()) {
-    const nlohmann::ordered_json line = {
-        {"instruction", e.instruction}, {"input", e.input}, {"output", e.output}};
-    out += line.dump() + "\n";
-  }
-  return out;
+  return demoJsonl(demoExamples());
 }
 
 fs::path ensureDemoDataset(const fs::path& cacheDir) {

@@ -1,6 +1,8 @@
-// train/DemoModel.cpp — the demo model's config, tokenizer and seeded weights.
+// train/DemoModel.cpp — the demo model's config, tokenizer and seeded weights, and the demo base
+// assembled from them and the committed pretraining adapter.
 #include "train/DemoModel.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <vector>
 
@@ -10,6 +12,9 @@
 #include "common/OsError.h"   // defines: pathFromUtf8
 #include "common/Platform.h"  // defines: environmentVariable
 #include "model/Projections.h"
+#include "train/DemoBaseAdapter.h"
+#include "train/Merge.h"
+#include "train/PeftExport.h"
 #include "train/Philox.h"
 #include "train/SafetensorsWriter.h"
 
@@ -27,8 +32,9 @@ constexpr std::int64_t kHeadDim = kHidden / kHeads;
 constexpr std::int64_t kIntermediate = 688;
 constexpr std::int64_t kMaxPositions = 512;
 constexpr std::uint64_t kWeightSeed = 20250101;
-constexpr double kInitStd = 0.02;       // transformers' initializer_range for projections
-constexpr double kEmbeddingStd = 0.05;  // a wider tied embedding lets logits separate more
+constexpr std::uint64_t kCaseStream = 1000;  // the case direction's Philox stream
+constexpr double kInitStd = 0.02;            // transformers' initializer_range for projections
+constexpr double kEmbeddingStd = 0.05;       // a wider tied embedding lets logits separate more
 
 constexpr std::int32_t kEndOfTextId = 256;
 constexpr std::int32_t kImStartId = 257;
@@ -124,6 +130,22 @@ std::vector<NamedWeight> demoWeights() {
   return weights;
 }
 
+// Each letter pair's rows of the tied embedding: lower = e − c/2, upper = e + c/2, with e the
+// untrained lower-case row and c one vector for all pairs (float arithmetic, exact halves).
+void pairLetterCases(std::vector<float>& embedding) {
+  const std::vector<float> caseDirection = normalValues(kHidden, kCaseStream, kEmbeddingStd);
+  for (int letter = 0; letter < 26; ++letter) {
+    float* lower = embedding.data() + ('a' + letter) * kHidden;
+    float* upper = embedding.data() + ('A' + letter) * kHidden;
+    for (std::int64_t i = 0; i < kHidden; ++i) {
+      const float half = 0.5f * caseDirection[static_cast<std::size_t>(i)];
+      const float shared = lower[i];
+      lower[i] = shared - half;
+      upper[i] = shared + half;
+    }
+  }
+}
+
 }  // namespace
 
 std::string demoConfigJson() {
@@ -208,9 +230,10 @@ std::string demoTokenizerConfigJson() {
   return config.dump(2) + "\n";
 }
 
-void writeDemoModel(const fs::path& dir) {
+namespace {
+
+void writeModelFolder(const fs::path& dir, const std::vector<NamedWeight>& weights) {
   fs::create_directories(dir);
-  const std::vector<NamedWeight> weights = demoWeights();
   std::vector<TensorToWrite> tensors;
   for (const NamedWeight& w : weights) {
     tensors.push_back(f32TensorToWrite(w.name, w.shape, w.values));
@@ -221,6 +244,25 @@ void writeDemoModel(const fs::path& dir) {
   common::writeFileDurably(dir / "tokenizer_config.json", demoTokenizerConfigJson());
   const ordered_json generation = {{"eos_token_id", kImEndId}, {"pad_token_id", kEndOfTextId}};
   common::writeFileDurably(dir / "generation_config.json", generation.dump(2) + "\n");
+}
+
+}  // namespace
+
+void writeUntrainedDemoModel(const fs::path& dir) {
+  writeModelFolder(dir, demoWeights());
+}
+
+void writeDemoPretrainingStart(const fs::path& dir) {
+  std::vector<NamedWeight> weights = demoWeights();
+  pairLetterCases(weights.front().values);  // model.embed_tokens.weight
+  writeModelFolder(dir, weights);
+}
+
+LoraConfig demoBaseLoraConfig() {
+  LoraConfig config;
+  config.rank = kDemoBaseRank;
+  config.alpha = 2.0 * kDemoBaseRank;
+  return config;
 }
 
 fs::path defaultCacheDir() {
@@ -239,14 +281,31 @@ fs::path defaultCacheDir() {
 
 fs::path ensureDemoModel(const fs::path& cacheDir) {
   const fs::path dir = cacheDir / kDemoModelName;
-  if (fs::exists(dir / "model.safetensors") && fs::exists(dir / "config.json")) {
-    return dir;  // assembled under a temp name and renamed: present means complete
+  const auto published = [&] {
+    // Assembled under a temp name and renamed: present means complete.
+    return fs::exists(dir / "model.safetensors") && fs::exists(dir / "config.json");
+  };
+  if (published()) {
+    return dir;
   }
   fs::create_directories(cacheDir);
-  const fs::path staging = cacheDir / ("." + std::string(kDemoModelName) + common::tempSuffix());
+  // A staging folder of this call's own: the setup page's inspection and an in-process engine
+  // may assemble the demo base at the same time.
+  static std::atomic<int> calls{0};
+  const fs::path staging = cacheDir / ("." + std::string(kDemoModelName) + common::tempSuffix() +
+                                       "-" + std::to_string(calls++));
   fs::remove_all(staging);
-  writeDemoModel(staging);
-  common::replaceDirectory(staging, dir);
+  writeDemoPretrainingStart(staging / "start");
+  const fs::path adapterDir = staging / "pretraining-adapter";
+  fs::create_directories(adapterDir);
+  common::writeFileDurably(adapterDir / kAdapterWeightsFile, std::as_bytes(demoBaseAdapterBytes()));
+  common::writeFileDurably(adapterDir / kAdapterConfigFile,
+                           peftAdapterConfig(demoBaseLoraConfig(), "").dump(2) + "\n");
+  mergeAdapterIntoModel(staging / "start", readPeftAdapter(adapterDir).adapter, staging / "model");
+  if (!published()) {  // else another caller published the same bytes meanwhile, maybe in use
+    common::replaceDirectory(staging / "model", dir);
+  }
+  fs::remove_all(staging);
   return dir;
 }
 

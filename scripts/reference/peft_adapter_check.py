@@ -14,7 +14,7 @@ on the GPU when there is one:
 With two or more adapters (the demo run of the Windows cross-build under Wine and the Linux
 build's; scripts/check-windows-demo.sh), their PEFT logits are compared with each other too: the
 runs' losses agree within 1e-5 relative, so the logits must agree within 1e-3. Writes OUT_JSON and
-exits 1 on any failure. BASE_DIR is the demo model folder (lorascope-demo-llama-v1).
+exits 1 on any failure. BASE_DIR is the demo model folder (lorascope-demo-llama-v2).
 """
 import json
 import os

@@ -1,8 +1,9 @@
 // test_try_it.cpp — the Try it page on the built-in demo model (tokenizer, chat template) with a
 // random PEFT adapter: both answers stream into their panes from the worker thread and differ,
-// equal `job::TextGenerator`'s greedy text, and Stop ends a long generation early; "Base weights:
-// NF4 4-bit" answers on the NF4 base (both panes), and a run trained with --quantize nf4
-// preselects it. The fields survive the window closing (QSettings).
+// equal `job::TextGenerator`'s greedy text, and Stop ends a long generation (on the untrained demo
+// model, which never stops) early; "Base weights: NF4 4-bit" answers on the NF4 base (both panes),
+// and a run trained with --quantize nf4 preselects it. The fields survive the window closing
+// (QSettings).
 #include <QtTest>
 
 #include <QComboBox>
@@ -67,6 +68,9 @@ class TestTryIt : public QObject {
         b = 2.0f * train::uniformFloat(3, 999, i++) - 1.0f;  // large: the answer must change
     adapter_ = root / "adapter";
     train::writePeftAdapter(adapter_, adapter, model_.string());
+    // A model that never ends an answer by itself (the pretrained demo base does, soon).
+    untrained_ = root / "untrained";
+    train::writeUntrainedDemoModel(untrained_);
   }
 
   void baseAndAdapterAnswersStreamSideBySide() {
@@ -118,7 +122,7 @@ class TestTryIt : public QObject {
     const QString nf4Base = greedyText(model_, adapter_, false, nf4, prompt);
     QCOMPARE(page.baseAnswer()->toPlainText(), nf4Base);
     QCOMPARE(page.adapterAnswer()->toPlainText(), greedyText(model_, adapter_, true, nf4, prompt));
-    // The demo's base answers only newlines, as stored and in NF4; with the adapter they differ.
+    // With the adapter, the answers on the NF4 base and on the stored base differ.
     QVERIFY(page.adapterAnswer()->toPlainText() !=
             greedyText(model_, adapter_, true, model::WeightQuantization::None, prompt));
   }
@@ -197,7 +201,7 @@ class TestTryIt : public QObject {
 
   void stopEndsAGenerationEarly() {
     app::TryItPage page;
-    page.suggest(QString::fromStdString(model_.string()), {});
+    page.suggest(QString::fromStdString(untrained_.string()), {});
     page.promptEdit()->setPlainText(QStringLiteral("Tell a long story."));
     page.maxNewTokens()->setValue(8000);
     QSignalSpy finished(&page, &app::TryItPage::finished);
@@ -214,6 +218,7 @@ class TestTryIt : public QObject {
   QTemporaryDir dir_;
   std::filesystem::path model_;
   std::filesystem::path adapter_;
+  std::filesystem::path untrained_;
 };
 
 QTEST_MAIN(TestTryIt)

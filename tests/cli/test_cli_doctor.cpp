@@ -176,19 +176,20 @@ class TestCliDoctor : public QObject {
     QVERIFY(QJsonDocument::fromJson(files.value("telemetry.json")).isObject());
 
     // What it leaves out.
-    QFile dataset(home + QStringLiteral("/.cache/lorascope/lorascope-demo-tasks-v1.jsonl"));
+    QFile dataset(home + QStringLiteral("/.cache/lorascope/lorascope-demo-tasks-v2.jsonl"));
     QVERIFY(dataset.open(QIODevice::ReadOnly));
     QList<QByteArray> texts;
     for (const QByteArray& line : dataset.readAll().split('\n')) {
       const QJsonObject example = QJsonDocument::fromJson(line).object();
-      for (const QString& field : {QStringLiteral("instruction"), QStringLiteral("output")}) {
-        const QByteArray text = example.value(field).toString().toUtf8();
+      for (const QJsonValue message : example.value(QStringLiteral("messages")).toArray()) {
+        const QByteArray text =
+            message.toObject().value(QStringLiteral("content")).toString().toUtf8();
         if (text.size() >= 12) {
           texts << text;
         }
       }
     }
-    QVERIFY(texts.size() > 100);
+    QVERIFY(texts.size() >= 40);  // every prompt of the demo dataset
     for (auto f = files.cbegin(); f != files.cend(); ++f) {
       for (const QByteArray& text : texts) {
         QVERIFY2(!f.value().contains(text), qPrintable(f.key() + ": dataset text " + text));

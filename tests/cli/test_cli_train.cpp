@@ -285,7 +285,7 @@ int main() {
   {
     std::vector<std::string> args = demoInto(scratch / "evaluated");
     args.insert(args.end(),
-                {"--eval-data", (scratch / "cache" / "lorascope-demo-tasks-v1.jsonl").string(),
+                {"--eval-data", (scratch / "cache" / "lorascope-demo-tasks-v2.jsonl").string(),
                  "--eval-every", "3"});
     bool interrupted = false;
     const Run run = train(args, {}, [&](const std::string& line, std::int64_t trainPid) {

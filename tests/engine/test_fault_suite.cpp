@@ -10,9 +10,10 @@
 // keys and arithmetic; one OOM in a step is handled in place by retrying the step as it was. A
 // second OOM in the same step halves the micro-batch, which splits the gradient sums differently:
 // the plan puts at most one OOM on a step, and secondOutOfMemoryHalvesTheMicroBatch checks that
-// path against the same reference to rounding. The recovery ladder is stopped
-// (climbLadder = false): its rungs are GPU settings, which a CPU engine refuses, except the smaller
-// micro-batch, which would change the sums the same way; test_supervisor covers the climb.
+// path against the same reference to rounding (and the drift that rounding starts). The recovery
+// ladder is stopped (climbLadder = false): its rungs are GPU settings, which a CPU engine refuses,
+// except the smaller micro-batch, which would change the sums the same way; test_supervisor covers
+// the climb.
 //
 // Prints faults injected / survived, steps lost and the crash → resumed-training times.
 #include <QElapsedTimer>
@@ -419,12 +420,13 @@ void TestFaultSuite::secondOutOfMemoryHalvesTheMicroBatch() {
     const StepEvent& r = reference_.steps[i];
     QCOMPARE(s.microBatch, s.step < 4 ? 2 : 1);
     QCOMPARE(s.accumulation, s.step < 4 ? 1 : 2);
-    if (s.step < 4) {
-      QVERIFY(s.loss == r.loss);  // before the halving: the same sums
-    } else {
-      QVERIFY2(std::fabs(s.loss - r.loss) < 1e-5 * r.loss,
-               qPrintable(QString("step %1: %2 vs %3").arg(s.step).arg(s.loss).arg(r.loss)));
-    }
+    // Before the halving: the same sums. Its step: the same adapter, the loss of the same two
+    // sequences summed in two halves (rounding only; a half lost or counted twice shows here).
+    // After it, the adapters differ by that rounding, which AdamW's updates carry on: on the demo
+    // (a pretrained base learning fast) 3.5e-6 relative three steps later, 4e-4 by step 20.
+    const double tolerance = s.step < 4 ? 0.0 : s.step == 4 ? 1e-6 : 1e-3;
+    QVERIFY2(std::fabs(s.loss - r.loss) <= tolerance * r.loss,
+             qPrintable(QString("step %1: %2 vs %3").arg(s.step).arg(s.loss).arg(r.loss)));
   }
 }
 

@@ -1,10 +1,13 @@
-// test_demo.cpp — the built-in demo: the model folder and dataset are the same bytes on every run
-// (and match committed fingerprints), the folder opens as a Llama model with a byte-level
-// tokenizer and a ChatML template, the dataset's answers are right, and a short run on it learns.
+// test_demo.cpp — the built-in demo: the untrained model, the demo base and the dataset are the
+// same bytes on every run (and match committed fingerprints), the folder opens as a Llama model
+// with a byte-level tokenizer and a ChatML template, the dataset's answers are right (none
+// repeated, the held-out prompts not among them), and a short run on it learns. Whether the
+// default demo run answers the held-out prompts is tests/cli/test_demo_learns.
 #include "TempDir.h"
 #include "TestRunner.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <set>
@@ -31,29 +34,15 @@ namespace fs = std::filesystem;
 namespace {
 
 // Fingerprints of the demo files as this version writes them; a change here changes what every
-// install trains on, so bump kDemoModelName / kDemoDatasetName with it.
+// install trains on, so bump kDemoModelName / kDemoDatasetName with it. The demo base's must be
+// the same on every platform (this test runs under Wine too): it is what the demo trains.
 constexpr std::uint64_t kDemoModelFnv = 0x170b28e0f4cb5113ull;
-constexpr std::uint64_t kDemoDatasetFnv = 0xaf7b97f79608bbd3ull;
+constexpr std::uint64_t kDemoBaseFnv = 0xbd91198ad0f44b57ull;
+constexpr std::uint64_t kDemoDatasetFnv = 0xc7bc667684bc9c45ull;
 
 std::string readBytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::string words(const std::string& text, bool reversed) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start <= text.size()) {
-    const std::size_t space = std::min(text.find(' ', start), text.size());
-    out.push_back(text.substr(start, space - start));
-    start = space + 1;
-  }
-  if (reversed)
-    std::reverse(out.begin(), out.end());
-  std::string joined;
-  for (const std::string& w : out)
-    joined += (joined.empty() ? "" : " ") + w;
-  return joined;
 }
 
 }  // namespace
@@ -64,8 +53,8 @@ fs::path path(const std::string& name) {
 }
 
 TEST_CASE(modelFolderIsDeterministic) {
-  train::writeDemoModel(path("a"));
-  train::writeDemoModel(path("b"));
+  train::writeUntrainedDemoModel(path("a"));
+  train::writeUntrainedDemoModel(path("b"));
   for (const char* file : {"config.json", "model.safetensors", "tokenizer.json",
                            "tokenizer_config.json", "generation_config.json"}) {
     VERIFY2(readBytes(path("a") / file) == readBytes(path("b") / file), file);
@@ -77,9 +66,44 @@ TEST_CASE(modelFolderIsDeterministic) {
   COMPARE(train::fnv1a64(weights), kDemoModelFnv);
 }
 
+// The demo base: the pretraining start with the committed pretraining adapter merged, the same
+// bytes every time and on every platform.
+TEST_CASE(demoBaseIsDeterministic) {
+  const fs::path a = train::ensureDemoModel(path("base-a"));
+  const fs::path b = train::ensureDemoModel(path("base-b"));
+  const std::string weights = readBytes(a / "model.safetensors");
+  COMPARE(weights, readBytes(b / "model.safetensors"));
+  lstest::info("demo base model.safetensors: %zu bytes, fnv1a64 %016llx", weights.size(),
+               static_cast<unsigned long long>(train::fnv1a64(weights)));
+  COMPARE(train::fnv1a64(weights), kDemoBaseFnv);
+  // The pretraining start differs from the untrained model in the letters' embeddings only.
+  train::writeUntrainedDemoModel(path("untrained"));
+  train::writeDemoPretrainingStart(path("start"));
+  const model::ModelFolder untrained = model::ModelFolder::open(path("untrained").string());
+  const model::ModelFolder start = model::ModelFolder::open(path("start").string());
+  const float* before = untrained.weights().embed.as<float>();
+  const float* after = start.weights().embed.as<float>();
+  constexpr int kHidden = 256;
+  for (int token = 0; token < train::kDemoVocabSize; ++token) {
+    const bool letter = std::isalpha(token) != 0 && token < 128;
+    const bool same = std::equal(before + token * kHidden, before + (token + 1) * kHidden,
+                                 after + token * kHidden);
+    VERIFY2(same != letter, std::to_string(token));
+  }
+  // Upper minus lower case is one vector for every letter.
+  for (int letter = 1; letter < 26; ++letter) {
+    for (int i = 0; i < kHidden; ++i) {
+      const auto difference = [&](int pair) {
+        return after[('A' + pair) * kHidden + i] - after[('a' + pair) * kHidden + i];
+      };
+      VERIFY(std::fabs(difference(letter) - difference(0)) < 1e-6f);
+    }
+  }
+}
+
 TEST_CASE(modelOpensWithTokenizerAndTemplate) {
   const fs::path dir = path("open");
-  train::writeDemoModel(dir);
+  train::writeUntrainedDemoModel(dir);
   const model::ModelFolder folder = model::ModelFolder::open(dir.string());
   const model::ModelConfig& c = folder.config();
   COMPARE(c.family, model::Family::Llama);
@@ -119,37 +143,50 @@ TEST_CASE(modelOpensWithTokenizerAndTemplate) {
 
 TEST_CASE(datasetIsDeterministicAndCorrect) {
   const std::vector<train::DemoExample> examples = train::demoExamples();
-  COMPARE(examples.size(), std::size_t{4 * train::kDemoExamplesPerTask});
+  COMPARE(examples.size(), std::size_t{train::kDemoExampleCount});
   const std::string jsonl = train::demoDatasetJsonl();
   COMPARE(jsonl, train::demoDatasetJsonl());
   lstest::info("demo dataset: %zu bytes, fnv1a64 %016llx", jsonl.size(),
                static_cast<unsigned long long>(train::fnv1a64(jsonl)));
   COMPARE(train::fnv1a64(jsonl), kDemoDatasetFnv);
-  std::set<std::string> distinct;
+  const std::string instruction = "Write the word in upper case.\n";
+  const auto checkUpperCased = [&](const train::DemoExample& e) {
+    VERIFY2(e.prompt.rfind(instruction, 0) == 0, e.prompt);
+    std::string upper = e.prompt.substr(instruction.size());
+    for (char& ch : upper)
+      ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    COMPARE(e.answer, upper);
+  };
+  std::set<std::string> prompts;
   for (const train::DemoExample& e : examples) {
-    distinct.insert(e.input);
-    if (e.instruction == "Reverse the order of the words.") {
-      COMPARE(e.output, words(e.input, true));
-    } else if (e.instruction == "Add the two numbers.") {
-      const std::size_t plus = e.input.find(" + ");
-      COMPARE(std::stoi(e.output),
-              std::stoi(e.input.substr(0, plus)) + std::stoi(e.input.substr(plus + 3)));
-    } else if (e.instruction == "Write the text in upper case.") {
-      std::string upper = e.input;
-      for (char& ch : upper)
-        ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-      COMPARE(e.output, upper);
-    } else {
-      COMPARE(e.instruction, std::string("Spell the word backwards."));
-      COMPARE(e.output, std::string(e.input.rbegin(), e.input.rend()));
-    }
+    checkUpperCased(e);
+    prompts.insert(e.prompt);
   }
-  VERIFY(distinct.size() > 200);  // varied, not a few rows repeated
+  COMPARE(prompts.size(), examples.size());  // no example repeated (validate-data: no duplicate)
+  // The held-out prompts: the same task, none of them in the dataset, none repeated.
+  const std::vector<train::DemoExample> heldOut = train::demoHeldOutPrompts();
+  COMPARE(heldOut.size(), std::size_t{train::kDemoHeldOutCount});
+  std::set<std::string> heldOutPrompts;
+  for (const train::DemoExample& e : heldOut) {
+    checkUpperCased(e);
+    VERIFY2(prompts.count(e.prompt) == 0, e.prompt);
+    heldOutPrompts.insert(e.prompt);
+  }
+  COMPARE(heldOutPrompts.size(), heldOut.size());
+  // The base's pretraining tasks never upper-case: that is what the demo's adapter teaches.
+  for (const train::DemoExample& e : train::demoPretrainingExamples(200)) {
+    VERIFY2(e.prompt.rfind("Copy the word.\n", 0) == 0 ||
+                e.prompt.rfind("Write the word in lower case.\n", 0) == 0,
+            e.prompt);
+    VERIFY2(e.prompt.find("upper") == std::string::npos, e.prompt);
+  }
   std::size_t lines = 0;
   std::istringstream in(jsonl);
   for (std::string line; std::getline(in, line); ++lines) {
     const nlohmann::json row = nlohmann::json::parse(line);
-    VERIFY(row.contains("instruction") && row.contains("input") && row.contains("output"));
+    COMPARE(row.at("messages").size(), std::size_t{2});
+    COMPARE(row["messages"][0].at("role").get<std::string>(), std::string("user"));
+    COMPARE(row["messages"][1].at("role").get<std::string>(), std::string("assistant"));
   }
   COMPARE(lines, examples.size());
 }
@@ -202,7 +239,7 @@ TEST_CASE(cacheIsWrittenOnce) {
             lorascope::common::pathText(e.path()));  // no temp left
   const train::TrainingData tokenized = train::loadTrainingData(data, model, 256);
   COMPARE(tokenized.chatTemplate, std::string("jinja"));
-  COMPARE(tokenized.examples.size(), std::size_t{4 * train::kDemoExamplesPerTask});
+  COMPARE(tokenized.examples.size(), std::size_t{train::kDemoExampleCount});
   COMPARE(tokenized.skippedRecords, std::int64_t{0});
   // Labels cover the response only: "<|im_start|>assistant\n" is masked, "<|im_end|>" trained.
   const train::TokenizedExample& first = tokenized.examples[0];
@@ -247,7 +284,7 @@ TEST_CASE(transformersReadsTheDemoAsWeDo) {
   std::ifstream in(reference);
   const nlohmann::json demo = nlohmann::json::parse(in).at("demo");
   const fs::path dir = path("hf");
-  train::writeDemoModel(dir);
+  train::writeUntrainedDemoModel(dir);
   const text::Tokenizer tokenizer = text::Tokenizer::fromModelDir(dir);
   const std::vector<std::int32_t> ids = tokenizer.encode(demo.at("sample").get<std::string>());
   COMPARE(ids, demo.at("ids").get<std::vector<std::int32_t>>());

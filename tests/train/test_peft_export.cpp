@@ -377,7 +377,7 @@ TEST_CASE(writesTheDeviceCheckFixtures) {
   }
   writeText(fs::path(kPeftFixtureDir) / "fixtures.json", index.dump(2));
   fs::remove_all(fs::path(kPeftFixtureDir) / "demo");
-  train::writeDemoModel(fs::path(kPeftFixtureDir) / "demo");  // checked by test_demo
+  train::writeUntrainedDemoModel(fs::path(kPeftFixtureDir) / "demo");  // checked by test_demo
   VERIFY(fs::exists(fs::path(kPeftFixtureDir) / kFixtures[1].name / "merged" / "config.json"));
 }
 

@@ -1,0 +1,115 @@
+// test_demo_learns.cpp — the built-in demo visibly learns: after the default demo run
+// (`lorascope-train train --demo`, a fresh cache), the greedy replies of `lorascope-train
+// generate` to the demo's held-out prompts (train/DemoDataset.h) begin with the expected answer
+// for at least 8 of the 10 with the run's adapter, and for at most 2 of the 10 without it (the
+// demo base alone). Prints every reply and how long the first use and the run took.
+#include "TempDir.h"
+#include "TestRunner.h"
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/ChildProcess.h"
+#include "common/OsError.h"  // defines: pathText
+#include "train/DemoDataset.h"
+#include "train/DemoModel.h"
+
+using namespace lorascope;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Output {
+  int exitCode = -1;
+  std::string out;
+  std::string err;
+};
+
+Output runTrainer(std::vector<std::string> arguments, const fs::path& cache) {
+  common::ChildProcess child(
+      {LORASCOPE_TRAIN, std::move(arguments), {{"LORASCOPE_CACHE_DIR", common::pathText(cache)}}});
+  child.closeInput();
+  Output o;
+  std::thread errors([&] {
+    char buffer[4096];
+    while (std::size_t n = child.readErrorOutput(buffer))
+      o.err.append(buffer, n);
+  });
+  char buffer[4096];
+  while (std::size_t n = child.readOutput(buffer))
+    o.out.append(buffer, n);
+  errors.join();
+  const common::ChildExit exit = child.wait();
+  o.exitCode = exit.signaled ? 128 + exit.signal : exit.exitCode;
+  return o;
+}
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+lstest::TempDir tmp_;
+
+TEST_CASE(theDefaultDemoRunAnswersTheHeldOutPrompts) {
+  const fs::path cache = fs::path(tmp_.path()) / "cache";
+  const fs::path run = fs::path(tmp_.path()) / "run";
+  // The first use: the demo base assembled from its committed pretraining adapter.
+  auto start = std::chrono::steady_clock::now();
+  const fs::path model = train::ensureDemoModel(cache);
+  lstest::info("demo base assembled in %.1f s", secondsSince(start));
+  start = std::chrono::steady_clock::now();
+  const Output training = runTrainer({"train", "--demo", "--out", common::pathText(run)}, cache);
+  VERIFY2(training.exitCode == 0, training.out + training.err);
+  lstest::info("default demo run: %.1f s", secondsSince(start));
+
+  int withAdapter = 0;
+  int withoutAdapter = 0;
+  for (const train::DemoExample& heldOut : train::demoHeldOutPrompts()) {
+    std::string replies[2];
+    for (int adapter = 0; adapter < 2; ++adapter) {
+      std::vector<std::string> arguments = {"generate", "--model",      common::pathText(model),
+                                            "--prompt", heldOut.prompt, "--max-new-tokens",
+                                            "40",       "--json"};
+      if (adapter == 1) {
+        arguments.insert(arguments.end(), {"--adapter", common::pathText(run)});
+      }
+      const Output generated = runTrainer(arguments, cache);
+      VERIFY2(generated.exitCode == 0, generated.out + generated.err);
+      replies[adapter] = nlohmann::json::parse(generated.out).at("text").get<std::string>();
+    }
+    const bool baseRight = replies[0].rfind(heldOut.answer, 0) == 0;
+    const bool adapterRight = replies[1].rfind(heldOut.answer, 0) == 0;
+    withoutAdapter += baseRight ? 1 : 0;
+    withAdapter += adapterRight ? 1 : 0;
+    lstest::info("%s -> base \"%s\" (%s), adapter \"%s\" (%s)",
+                 nlohmann::json(heldOut.prompt).dump().c_str(), replies[0].c_str(),
+                 baseRight ? "right" : "wrong", replies[1].c_str(),
+                 adapterRight ? "right" : "wrong");
+  }
+  lstest::info("held-out prompts answered: %d of %d with the adapter, %d without", withAdapter,
+               train::kDemoHeldOutCount, withoutAdapter);
+  VERIFY2(withAdapter >= 8, std::to_string(withAdapter));
+  VERIFY2(withoutAdapter <= 2, std::to_string(withoutAdapter));
+}
+
+// The Setup page's report on the demo (validate-data with the demo's model, as it lists issues):
+// every example valid, no warning, no error, no duplicate.
+TEST_CASE(theDemoDatasetValidatesClean) {
+  const fs::path cache = fs::path(tmp_.path()) / "validate";
+  const Output report =
+      runTrainer({"validate-data", common::pathText(train::ensureDemoDataset(cache)), "--model",
+                  common::pathText(train::ensureDemoModel(cache)), "--json"},
+                 cache);
+  VERIFY2(report.exitCode == 0, report.out + report.err);
+  const nlohmann::json doc = nlohmann::json::parse(report.out);
+  COMPARE(doc.at("records").at("valid_examples").get<int>(), train::kDemoExampleCount);
+  COMPARE(doc.at("warnings").at("total").get<int>(), 0);
+  COMPARE(doc.at("errors").at("total").get<int>(), 0);
+  COMPARE(doc.at("duplicates").at("examples").get<int>(), 0);
+}
