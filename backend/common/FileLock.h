@@ -17,6 +17,10 @@
 
 namespace lorascope::common {
 
+// The lock file of a run folder (LoRAscope's own runs and supervised commands' runs): held by the
+// run's one writer.
+inline constexpr const char* kRunLockFile = "run.lock";
+
 // Who holds a lock, as its file records it.
 struct LockHolder {
   std::uint32_t pid = 0;  // 0: not recorded yet (the holder is between taking and writing)

@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "common/ChildProcess.h"
+#include "common/FolderContents.h"
 #include "common/OsError.h"  // defines: pathText
 #include "external/SupervisedRun.h"
 #include "telemetry/HeldOutside.h"
@@ -192,14 +193,54 @@ class CommandHost::Launcher : public CommandLauncher {
   CommandHost& host_;
 };
 
+namespace {
+
+// The rule of the folder a supervised run writes into, as for LoRAscope's own runs
+// (train/RunDirectory.h, checkOutputFolder): new, empty, or a supervised command's run (resumed).
+void checkRunFolder(const fs::path& dir) {
+  std::error_code error;
+  const fs::file_status status = fs::status(dir, error);
+  if (!fs::exists(status))
+    return;
+  const std::string shown = common::pathText(dir);
+  if (!fs::is_directory(status))
+    throw ExternalError(shown + ": exists and is not a folder; choose another --out folder");
+  if (isSupervisedRunFolder(dir))
+    return;
+  const std::string contents = common::describeFolderEntries(dir, common::kRunLockFile, error);
+  if (error)
+    throw ExternalError(shown + ": cannot be listed (" + error.message() +
+                        "); choose another --out folder");
+  if (!contents.empty()) {
+    throw ExternalError(shown + ": is not empty and is not a supervised command's run: it holds " +
+                        contents +
+                        ". A run goes only into a new or empty folder (or its own run folder, to "
+                        "resume it); choose another --out folder");
+  }
+}
+
+}  // namespace
+
 CommandHost::CommandHost(SupervisedCommand command, profiles::Profile profile,
                          CommandHostOptions options, engine::HostListener listener)
     : options_(std::move(options)), listener_(std::move(listener)) {
+  checkRunFolder(options_.runDirectory);
   std::error_code error;
   fs::create_directories(options_.runDirectory, error);
   if (error)
     throw ExternalError(common::pathText(options_.runDirectory) +
                         ": cannot create the run directory: " + error.message());
+  try {
+    lock_ = std::make_unique<common::FileLock>(options_.runDirectory / common::kRunLockFile);
+  } catch (const common::LockBusy& e) {
+    throw ExternalError(common::pathText(options_.runDirectory) +
+                        ": is in use: " + e.holder().describe() +
+                        " supervises this run (a run has one writer at a time). Wait for it to "
+                        "end, or stop it, then try again");
+  } catch (const common::OsError& e) {
+    throw ExternalError(common::pathText(options_.runDirectory) +
+                        ": cannot take the run's lock: " + e.detail());
+  }
   log_.open(options_.runDirectory / "command.log", std::ios::app);
   if (!log_)
     throw ExternalError(common::pathText(options_.runDirectory / "command.log") +

@@ -31,6 +31,7 @@
 #include <optional>
 #include <thread>
 
+#include "common/FileLock.h"
 #include "engine/EngineHost.h"
 #include "external/ExternalSupervisor.h"
 
@@ -59,7 +60,9 @@ inline constexpr const char* kCutLineMark = " [line cut at 1 MiB]";
 class CommandHost : public engine::EngineHost {
  public:
   // Starts the command at once. Throws ExternalError when the run directory or its files cannot
-  // be made.
+  // be made, when it is a folder that is neither new, empty nor a supervised command's run (what
+  // it holds is named), or when another process writes that run now (its run.lock, whose holder
+  // is named).
   CommandHost(SupervisedCommand command, profiles::Profile profile, CommandHostOptions options,
               engine::HostListener listener);
   // A command still running is killed with everything it started.
@@ -86,6 +89,7 @@ class CommandHost : public engine::EngineHost {
 
   CommandHostOptions options_;
   engine::HostListener listener_;
+  std::unique_ptr<common::FileLock> lock_;  // the run folder's run.lock: one writer per run
   std::unique_ptr<Launcher> launcher_;
   std::unique_ptr<ExternalSupervisor> supervisor_;  // the loop's thread only
   std::vector<engine::TimedEvent> outbox_;

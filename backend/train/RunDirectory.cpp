@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "common/DurableFile.h"
+#include "common/FolderContents.h"
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "compute/BuildInfo.h"
 #include "train/CheckpointError.h"
@@ -166,31 +167,6 @@ bool isRunConfig(const fs::path& configPath) {
   }
 }
 
-// A file name as a message shows it: control characters (a newline could forge a line) as '?'.
-std::string shownName(const fs::path& name) {
-  std::string text = common::pathText(name);
-  for (char& c : text) {
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      c = '?';
-  }
-  return text;
-}
-
-// "config.json, hosts, passwd and 212 more": the first few names, sorted.
-std::string describeContents(const std::vector<fs::path>& names) {
-  constexpr std::size_t kShown = 5;
-  std::vector<std::string> shown;
-  for (const fs::path& name : names)
-    shown.push_back(shownName(name));
-  std::sort(shown.begin(), shown.end());
-  std::string text;
-  for (std::size_t i = 0; i < std::min(kShown, shown.size()); ++i)
-    text += (i == 0 ? "" : ", ") + shown[i];
-  if (shown.size() > kShown)
-    text += " and " + std::to_string(shown.size() - kShown) + " more";
-  return text;
-}
-
 // Whether `inner` is `outer` or inside it, after following links ("./m", "m/../m", a link to m).
 bool isWithin(const fs::path& inner, const fs::path& outer) {
   std::error_code ec;
@@ -259,19 +235,14 @@ void checkOutputFolder(const fs::path& dir, const fs::path& modelDir) {
   }
   if (fs::exists(dir / kRunConfigFile, ec) && isRunConfig(dir / kRunConfigFile))
     return;  // a LoRAscope run: RunDirectory::create decides whether it may be reused
-  std::vector<fs::path> names;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().filename() != kRunLockFile)  // a run killed as it began leaves only that
-      names.push_back(entry.path().filename());
-  }
+  const std::string contents = common::describeFolderEntries(dir, kRunLockFile, ec);
   if (ec) {
     throw CheckpointError(shown,
                           "cannot be listed (" + ec.message() + "); choose another --out folder");
   }
-  if (names.empty())
-    return;
-  throw CheckpointError(shown, "is not empty and is not a LoRAscope run: it holds " +
-                                   describeContents(names) +
+  if (contents.empty())
+    return;  // empty, or only the lock file of a run killed as it began
+  throw CheckpointError(shown, "is not empty and is not a LoRAscope run: it holds " + contents +
                                    ". A run goes only into a new or empty folder (or its own run "
                                    "folder, to resume it); choose another --out folder");
 }

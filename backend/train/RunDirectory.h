@@ -32,7 +32,7 @@ inline constexpr const char* kRunConfigFile = "config.json";
 inline constexpr const char* kMetricsFile = "metrics.jsonl";
 inline constexpr const char* kCheckpointsDir = "checkpoints";
 inline constexpr const char* kFinalAdapterDir = "adapter";
-inline constexpr const char* kRunLockFile = "run.lock";
+inline constexpr const char* kRunLockFile = common::kRunLockFile;
 
 // The rule of a new run's folder (--out): it is new, empty, or a LoRAscope run folder (one whose
 // config.json is a run config: what RunDirectory::create reuses or refuses to overwrite, and the

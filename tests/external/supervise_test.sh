@@ -77,6 +77,37 @@ if [[ $mode == formats ]]; then
   [[ ! -e $work/bad ]] || fail "a run directory was made for bad input"
   echo "ok: bad input refused before anything ran"
 
+  # The folder rule of every run: a folder that holds something else is refused, naming what it
+  # holds, and nothing is written into it.
+  mkdir -p "$work/notarun"
+  echo keep >"$work/notarun/notes.txt"
+  if "$bin" supervise --telemetry=false --out "$work/notarun" -- "$py" -c 1 2>"$work/err"; then
+    fail "a folder that is not a run was accepted"
+  fi
+  grep -q "notarun: is not empty and is not a supervised command's run: it holds notes.txt" \
+    "$work/err" || fail "$(cat "$work/err")"
+  [[ $(ls -A "$work/notarun") == notes.txt ]] || fail "notarun was written into: $(ls -A "$work/notarun")"
+  echo "ok: a folder that is not a run refused, nothing written"
+
+  # One writer per run: while a run is supervised, a second supervise of that folder is refused
+  # naming the holder of its run.lock.
+  "$bin" supervise --telemetry=false --grace 2 --out "$work/busy" -- \
+    "$py" -c 'import time; time.sleep(60)' >/dev/null 2>&1 &
+  first=$!
+  for _ in $(seq 200); do
+    [[ -s $work/busy/run.lock && -s $work/busy/config.json ]] && break
+    sleep 0.1
+  done
+  if "$bin" supervise --telemetry=false --out "$work/busy" -- "$py" -c 1 2>"$work/err"; then
+    kill "$first" 2>/dev/null || true
+    fail "a second supervise of a run being supervised was accepted"
+  fi
+  kill "$first" 2>/dev/null || true
+  wait "$first" 2>/dev/null || true
+  grep -q "busy: is in use: pid $first, since .* supervises this run" "$work/err" ||
+    fail "$(cat "$work/err")"
+  echo "ok: a second supervise of a running run refused, naming pid $first"
+
   want="1:2.5 2:2.4 3:2.3 4:2.2 5:2.1"
   for format in hf tqdm kohya lightning regex; do
     parser=$format
