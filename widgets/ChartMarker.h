@@ -1,5 +1,5 @@
 // widgets/ChartMarker.h — a moment every dashboard chart marks with a vertical line: a toggle the
-// engine applied, a profile switch, a checkpoint, an incident or error.
+// engine applied, a profile switch, a checkpoint, where a run was resumed, an incident or error.
 #pragma once
 
 #include <QColor>
@@ -8,7 +8,7 @@
 
 namespace lorascope::widgets {
 
-enum class MarkerKind { Toggle, Profile, Checkpoint, Incident };
+enum class MarkerKind { Toggle, Profile, Checkpoint, Resume, Incident };
 
 struct ChartMarker {
   std::int64_t timeMs = 0;  // engine clock, the charts' shared time axis

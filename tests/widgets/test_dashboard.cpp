@@ -134,7 +134,7 @@ class TestDashboard : public QObject {
     const auto toggle = std::find_if(d.markers().begin(), d.markers().end(),
                                      [](const auto& m) { return m.kind == MarkerKind::Toggle; });
     QCOMPARE(toggle->timeMs, std::int64_t{20001});
-    QVERIFY2(toggle->text.contains("serialize → true at step 40"), qPrintable(toggle->text));
+    QVERIFY2(toggle->text.contains("serialized kernels → on at step 40"), qPrintable(toggle->text));
   }
 
   void markersAreDrawnOnEveryChartAtTheirTime() {
