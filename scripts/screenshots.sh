@@ -4,7 +4,8 @@
 # that run resumed on the dashboard, and the dashboard and memory map replaying a run recorded on
 # an NVIDIA H100 (tests/widgets/fixtures/h100_gpu_run.jsonl, made by `scripts/gpu-check.sh
 # record`). Runs the window under Xvfb when xvfb-run is installed (Debian: xvfb), else with Qt's
-# offscreen platform; both render the same widgets. Needs a cpu build with the GUI (target lorascope_screenshots).
+# offscreen platform; both render the same widgets. Needs a cpu build with the GUI (target
+# lorascope_screenshots).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/cpu}"
