@@ -182,7 +182,10 @@ QString ControlsPanel::effectiveBatchText() const {
 
 void ControlsPanel::setEngineAvailable(bool available) {
   engineAvailable_ = available;
-  display();
+  undoRung_->setEnabled(engineAvailable_ && !recording_ && shown().undoableRungs > 0);
+  for (const auto& [toggle, r] : rows_) {
+    updateEnabled(toggle);
+  }
 }
 
 void ControlsPanel::updateEnabled(Toggle toggle) {
@@ -194,16 +197,21 @@ void ControlsPanel::updateEnabled(Toggle toggle) {
                            : tr("Not applicable on this device: %1").arg(state.notApplicable));
 }
 
+void ControlsPanel::displayRow(Toggle toggle) {
+  const RowState& r = rowState(toggle);
+  if (r.pending || r.applied) {
+    showValue(toggle, r.pending ? *r.pending : *r.applied);
+  } else {
+    showValue(toggle, nlohmann::json());  // nothing known: no value shown
+  }
+  updateStatus(toggle);
+  updateEnabled(toggle);
+}
+
 void ControlsPanel::display() {
   const State& state = shown();
   for (const auto& [toggle, r] : state.rows) {
-    if (r.pending || r.applied) {
-      showValue(toggle, r.pending ? *r.pending : *r.applied);
-    } else {
-      showValue(toggle, nlohmann::json());  // nothing known: no value shown
-    }
-    updateStatus(toggle);
-    updateEnabled(toggle);
+    displayRow(toggle);
   }
   effectiveBatch_->setText(state.effectiveBatch);
   ladder_->setText(state.ladder);
@@ -322,8 +330,21 @@ void ControlsPanel::updateStatus(Toggle toggle) {
 
 void ControlsPanel::handleEvent(const TimedEvent& timed) {
   apply(live_, timed);
-  if (!recording_) {
-    display();
+  if (recording_) {
+    return;  // kept for showLive
+  }
+  // Only what the event changed is shown again: an editor the user is typing into stays.
+  if (const auto* applied = std::get_if<ToggleAppliedEvent>(&timed.event);
+      applied && hasControl(applied->toggle)) {
+    displayRow(applied->toggle);
+  } else if (const auto* refused = std::get_if<ToggleRefusedEvent>(&timed.event);
+             refused && hasControl(refused->toggle)) {
+    displayRow(refused->toggle);
+  } else if (std::holds_alternative<LadderEvent>(timed.event)) {
+    ladder_->setText(live_.ladder);
+    undoRung_->setEnabled(engineAvailable_ && live_.undoableRungs > 0);
+  } else if (std::holds_alternative<StepEvent>(timed.event)) {
+    effectiveBatch_->setText(live_.effectiveBatch);
   }
 }
 

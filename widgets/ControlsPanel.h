@@ -115,6 +115,7 @@ class ControlsPanel : public QWidget {
   const RowState& rowState(engine::Toggle toggle) const;
   void apply(State& state, const engine::TimedEvent& event) const;
   void display();  // every row, the batch and the ladder from shown()
+  void displayRow(engine::Toggle toggle);
   void showValue(engine::Toggle toggle, const nlohmann::json& value);
   void updateStatus(engine::Toggle toggle);
   void updateEnabled(engine::Toggle toggle);

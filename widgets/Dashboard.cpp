@@ -239,7 +239,22 @@ void Dashboard::handleEvent(const TimedEvent& timed) {
     if (!runEvent) {
       return;
     }
-    beginRun(tr("run %1").arg(runs_.size() + 1), {});
+    // An entry without a redraw (nothing is drawn yet); shown unless another one is.
+    runs_.push_back({tr("run %1").arg(runs_.size() + 1), {}, {}, {}, {}});
+    if (engineHello_) {
+      runs_.back().events.push_back(*engineHello_);
+    }
+    runSelector_->addItem(runs_.back().name);
+    header_->setVisible(true);
+    liveRun_ = static_cast<int>(runs_.size()) - 1;
+    if (shownRun_ < 0) {
+      shownRun_ = liveRun_;
+      runSelector_->setCurrentIndex(shownRun_);
+      for (const TimedEvent& e : runs_.back().events) {
+        plot(e);  // the hello: where it computes, and when the run's clock starts
+      }
+      emit shownRunChanged(shownRun_);
+    }
   }
   Run& live = runs_[static_cast<std::size_t>(liveRun_)];
   TimedEvent kept = timed;

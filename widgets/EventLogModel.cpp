@@ -165,8 +165,7 @@ void EventLogModel::handleEvent(const TimedEvent& timed) {
                   {}});
         } else if constexpr (std::is_same_v<T, ToggleRefusedEvent>) {
           // A declined request, not an error: the run goes on as it was.
-          const QString value =
-              text(e.value.is_string() ? e.value.template get<std::string>() : e.value.dump());
+          const QString value = toggleValueText(e.value);
           append({timed.timeMs, Info, tr("toggle"), e.step,
                   tr("%1 → %2 not applied: %3").arg(toggleName(e.toggle), value, text(e.reason)),
                   tr("The engine kept the value in effect.")});

@@ -10,9 +10,9 @@
 #include <QApplication>
 #include <QDir>
 #include <QDockWidget>
-#include <QPushButton>
 #include <QElapsedTimer>
 #include <QImage>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QSettings>
 #include <QSpinBox>

@@ -17,6 +17,7 @@
 #include <QLabel>
 #include <QLineSeries>
 #include <QMenuBar>
+#include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -59,7 +60,7 @@ StepEvent step(std::int64_t n, double loss, double tokensPerS = 1000.0) {
   return s;
 }
 
-MemoryEvent memory(std::uint64_t hostRss, std::optional<std::uint64_t> largestFree = {}) {
+MemoryEvent reading(std::uint64_t hostRss, std::optional<std::uint64_t> largestFree = {}) {
   MemoryEvent m;
   m.hostRssBytes = hostRss;
   m.largestFreeBytes = largestFree;
@@ -89,7 +90,9 @@ void writeRun(const QString& dir, std::int64_t steps, std::int64_t checkpoint,
               std::int64_t maxSteps) {
   const train::RunDirectory run = train::RunDirectory::create(
       dir.toStdString(),
-      {{"demo", true}, {"training", {{"max_steps", maxSteps}, {"profile", "Balanced"}}}});
+      {{"model_path", std::string(LORASCOPE_MODEL_DATA_DIR) + "/mistral_f32"},
+       {"training", {{"max_steps", maxSteps}, {"profile", "Balanced"}}},
+       {"created", "2026-11-28T23:44:01Z"}});  // UTC, as job::newRunConfig writes it
   for (std::int64_t n = 1; n <= steps; ++n) {
     train::StepMetrics m;
     m.step = n;
@@ -161,7 +164,7 @@ class TestWindowRuns : public QObject {
     window.handleEvent({2, ToggleAppliedEvent{Toggle::GemmBackend, "vendor", 0}});
     for (int n = 1; n <= 3; ++n) {
       window.handleEvent({100 * n, step(n, 9.0)});
-      window.handleEvent({100 * n + 50, memory(std::uint64_t{1} << 30, std::uint64_t{40} << 30)});
+      window.handleEvent({100 * n + 50, reading(std::uint64_t{1} << 30, std::uint64_t{40} << 30)});
     }
     // Low VRAM on the bar, mid-run: Setup follows, with what the profile sets over its options.
     bar->button(QStringLiteral("Low VRAM"))->click();
@@ -177,6 +180,7 @@ class TestWindowRuns : public QObject {
     window.handleEvent({500, step(4, 8.0)});
     window.handleEvent({600, StateEvent{RunState::Finished, 4, ""}});
     QVERIFY(bar->button(QStringLiteral("Low VRAM"))->isChecked());
+    window.dashboard()->refresh();
     QVERIFY(window.dashboard()->allocatorChart()->decimator(0).sampleCount() > 0);
     QVERIFY(axisMax(window.dashboard()->allocatorChart(), 0) > 40.0);
 
@@ -195,7 +199,7 @@ class TestWindowRuns : public QObject {
     // The new run reports memory without the allocator's readings (a CPU run): that axis is not
     // left at the last run's 40 GiB.
     window.handleEvent({700, StateEvent{RunState::Running, 0, ""}});
-    window.handleEvent({800, memory(std::uint64_t{1} << 29)});
+    window.handleEvent({800, reading(std::uint64_t{1} << 29)});
     window.handleEvent({900, step(1, 2.0)});
     window.dashboard()->refresh();
     QCOMPARE(window.dashboard()->allocatorChart()->decimator(0).sampleCount(), 0);
@@ -235,7 +239,7 @@ class TestWindowRuns : public QObject {
       window.handleEvent({31, ToggleAppliedEvent{t, value, 44}});  // the profile's, again
     }
     window.handleEvent({40, StateEvent{RunState::Running, 44, ""}});
-    window.handleEvent({50, memory(std::uint64_t{1} << 28)});
+    window.handleEvent({50, reading(std::uint64_t{1} << 28)});
     for (int n = 45; n <= 50; ++n) {
       window.handleEvent({100 * (n - 44), step(n, 2.5)});
     }

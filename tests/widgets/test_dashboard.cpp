@@ -368,6 +368,57 @@ class TestDashboard : public QObject {
     QCOMPARE(loss->count(), 2);
   }
 
+  // The gradient norm is drawn when the engine reports it; tokens/s and the norm read "not
+  // reported" (no point, no zero) for a step that carries neither, as a command's may not.
+  void gradNormIsDrawnWhenReportedAndNotReportedOtherwise() {
+    Dashboard d;
+    d.noteCommand(StartCommand{{{"out", "/runs/a"}}});
+    d.handleEvent({100, StepEvent{1, 2.0, 1e-4, 0.75, 900.0, 1, 1}});
+    d.refresh();
+    QCOMPARE(d.throughputChart()->valueText(Dashboard::GradNorm),
+             QStringLiteral("grad norm 0.750"));
+    d.noteCommand(StartCommand{{{"out", "/runs/b"}}});
+    d.handleEvent({100, StepEvent{1, 2.0, 1e-4, 0.0, 0.0, 1, 1}});
+    d.refresh();
+    QCOMPARE(d.throughputChart()->valueText(Dashboard::TokensPerS),
+             QStringLiteral("tokens/s not reported"));
+    QCOMPARE(d.throughputChart()->valueText(Dashboard::GradNorm),
+             QStringLiteral("grad norm not reported"));
+    QCOMPARE(d.throughputChart()->lineSeries(Dashboard::TokensPerS)->count(), 0);
+  }
+
+  // A toggle marks a change: the start state a run reports, and a value reported again, do not.
+  void onlyToggleChangesAreMarked() {
+    Dashboard d;
+    d.noteCommand(StartCommand{{{"out", "/runs/a"}}});
+    d.handleEvent({10, ToggleAppliedEvent{Toggle::MicroBatch, 8, 0}});
+    d.handleEvent({11, ToggleAppliedEvent{Toggle::Serialize, false, 0}});
+    d.handleEvent({12, ToggleAppliedEvent{Toggle::MicroBatch, 1, 0}});  // a profile's, at start
+    d.handleEvent({100, StepEvent{1, 2.0, 1e-4, 1.0, 100.0, 1, 8}});
+    d.handleEvent({110, ToggleAppliedEvent{Toggle::Serialize, false, 1}});  // again: no change
+    d.handleEvent({120, ToggleAppliedEvent{Toggle::Blocking, true, 1}});    // first, mid-run
+    QStringList texts;
+    for (const widgets::ChartMarker& m : d.markers()) {
+      texts << m.text;
+    }
+    QCOMPARE(texts, (QStringList{QStringLiteral("micro-batch → 1 at step 0"),
+                                 QStringLiteral("blocking launches → on at step 1")}));
+  }
+
+  // The engine's hello before any run makes no entry in the selector (it once made a "run 1"
+  // that showed nothing and hid the selector); the next run knows where the engine computes.
+  void theEnginesHelloMakesNoRun() {
+    Dashboard d;
+    d.handleEvent({0, HelloEvent{kProtocolVersion, "test", "cpu", {}}});
+    d.handleEvent({1, StateEvent{RunState::Idle, 0, ""}});
+    d.handleEvent({2, LogEvent{LogLevel::Info, "ready"}});
+    QCOMPARE(d.runCount(), 0);
+    QCOMPARE(d.runSelector()->count(), 0);
+    d.noteCommand(StartCommand{{{"out", "/runs/a"}}});
+    QCOMPARE(d.runCount(), 1);
+    QVERIFY(d.showsQueueNote());
+  }
+
   void decimatorKeepsSpikesAndBoundsPoints() {
     widgets::SeriesDecimator dec;
     for (int i = 0; i < 250000; ++i) {
