@@ -342,14 +342,19 @@ void Dashboard::plot(const TimedEvent& timed) {
       timed.event);
 }
 
-// The first report of a toggle in a run (or after its resume) is the state it starts with; a
-// report of the value it already has changes nothing. Only changes are marked.
+// A run (or a resume) reports its toggles' state before its first step, the profile's among them,
+// some more than once: those reports are summed up at the first step, marking only a toggle that
+// ends up other than it started (a profile's micro-batch over the options'; not a resumed engine's
+// 8 then the profile's 1 again). After the first step every change of value is marked.
 void Dashboard::plotToggle(const TimedEvent& at, const ToggleAppliedEvent& e) {
   if (e.toggle == Toggle::CpuFallback && e.value.is_boolean()) {
     setRunOnCpu(e.value.get<bool>());  // where the run computes now
   }
   const auto known = toggleValues_.find(e.toggle);
-  const bool change = known != toggleValues_.end() ? known->second != e.value : !beforeFirstStep_;
+  const bool change = known == toggleValues_.end() || known->second != e.value;
+  if (beforeFirstStep_ && known == toggleValues_.end()) {
+    startValues_[e.toggle] = e.value;  // the first report is the state it starts from
+  }
   toggleValues_[e.toggle] = e.value;
   if (!change) {
     return;
@@ -359,11 +364,30 @@ void Dashboard::plotToggle(const TimedEvent& at, const ToggleAppliedEvent& e) {
   if (!e.detail.empty()) {
     text += QStringLiteral(": ") + QString::fromStdString(e.detail);  // a device move
   }
-  addMarker(at, MarkerKind::Toggle, text);
+  const ChartMarker marker{at.timeMs, MarkerKind::Toggle, text, xOf(at)};
+  if (beforeFirstStep_) {
+    startChanges_.insert_or_assign(e.toggle, marker);
+  } else {
+    markers_.push_back(marker);
+  }
+}
+
+// The first step after a start or a resume: the start state's net changes are marked.
+void Dashboard::markStartChanges() {
+  for (const auto& [toggle, marker] : startChanges_) {
+    const auto from = startValues_.find(toggle);
+    if (from != startValues_.end() && from->second != toggleValues_[toggle]) {
+      markers_.push_back(marker);
+    }
+  }
+  startChanges_.clear();
+  beforeFirstStep_ = false;
 }
 
 void Dashboard::plotResume(const ResumeMark& mark) {
   beforeFirstStep_ = true;  // the resumed engine reports its start state again
+  startValues_ = toggleValues_;
+  startChanges_.clear();
   const double x =
       xAxis_ == XAxis::Step
           ? static_cast<double>(mark.step)
@@ -496,7 +520,9 @@ void Dashboard::redraw() {
 
 void Dashboard::onStep(double x, const StepEvent& step) {
   showCharts();
-  beforeFirstStep_ = false;
+  if (beforeFirstStep_) {
+    markStartChanges();
+  }
   recentLoss_[static_cast<std::size_t>(recentLossCount_ % kMovingAverageSteps)] = step.loss;
   ++recentLossCount_;
   const int n = std::min(recentLossCount_, kMovingAverageSteps);
@@ -593,6 +619,8 @@ void Dashboard::clearCharts() {
   }
   markers_.clear();
   toggleValues_.clear();
+  startValues_.clear();
+  startChanges_.clear();
   beforeFirstStep_ = true;
   recentLossCount_ = 0;
   runStartMs_.reset();

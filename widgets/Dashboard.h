@@ -17,7 +17,8 @@
 // continues its own entry (resumeRun): one curve from step 1, the resume one marker at its step.
 // Engine events outside any run (its hello, log lines) make no entry of their own; the selector
 // stays in view whichever entry is shown. A toggle marker marks a change: a toggle reported again
-// with the value it had, or reported as the state a run (or a resume) starts with, is not one.
+// with the value it had, or reported as the state a run (or a resume) starts with, is not one;
+// what the start state changed (a profile's micro-batch) is marked once, at its last value.
 #pragma once
 
 #include <QStackedWidget>
@@ -127,6 +128,7 @@ class Dashboard : public QStackedWidget {
   void showPage(int index);  // the empty state or the charts; the header goes with it
   void plotToggle(const engine::TimedEvent& at, const engine::ToggleAppliedEvent& toggle);
   void plotResume(const ResumeMark& mark);
+  void markStartChanges();
   void onStep(double x, const engine::StepEvent& step);
   void onMemory(double x, const engine::MemoryEvent& memory);
   void onQueue(double x, const engine::QueueEvent& queue);
@@ -153,7 +155,9 @@ class Dashboard : public QStackedWidget {
   // reported a step yet: toggles reported then are its start state, not changes.
   std::map<engine::Toggle, nlohmann::json> toggleValues_;
   bool beforeFirstStep_ = true;
-  std::optional<engine::TimedEvent> engineHello_;  // the engine's facts, for the next run
+  std::map<engine::Toggle, nlohmann::json> startValues_;  // where the start state began
+  std::map<engine::Toggle, ChartMarker> startChanges_;    // its last change of each toggle
+  std::optional<engine::TimedEvent> engineHello_;         // the engine's facts, for the next run
   std::array<double, kMovingAverageSteps> recentLoss_{};
   int recentLossCount_ = 0;
   std::int64_t lastTimeMs_ = 0;

@@ -405,6 +405,35 @@ class TestDashboard : public QObject {
                                  QStringLiteral("blocking launches → on at step 1")}));
   }
 
+  // A run stopped and resumed in the same window goes on in its entry; the resumed engine's
+  // start state (its options' micro-batch 8, then the profile's 1 again) is no change, the
+  // resume is one marker at the checkpoint's step, and steps after the checkpoint are dropped.
+  void aResumedRunGoesOnInItsEntry() {
+    Dashboard d;
+    d.noteCommand(StartCommand{{{"out", "/runs/a"}}});
+    d.handleEvent({10, ToggleAppliedEvent{Toggle::MicroBatch, 8, 0}});
+    d.handleEvent({11, ToggleAppliedEvent{Toggle::MicroBatch, 1, 0}});  // the profile's
+    for (int i = 1; i <= 4; ++i) {
+      d.handleEvent({1000 * i, StepEvent{i, 3.0, 1e-4, 1.0, 100.0, 1, 8}});
+    }
+    d.noteCommand(StartCommand{{{"out", "/runs/a"}, {"resume", true}}});
+    d.resumeRun(QStringLiteral("/runs/a"), QStringLiteral("a"), {}, 3);  // checkpoint at 3
+    d.handleEvent({5, ToggleAppliedEvent{Toggle::MicroBatch, 8, 3}});
+    d.handleEvent({6, ToggleAppliedEvent{Toggle::MicroBatch, 1, 3}});
+    d.handleEvent({500, StepEvent{4, 2.5, 1e-4, 1.0, 100.0, 1, 8}});
+    d.refresh();
+    QCOMPARE(d.runCount(), 1);
+    QLineSeries* loss = d.lossChart()->lineSeries(Dashboard::Loss);
+    QCOMPARE(loss->count(), 4);
+    QCOMPARE(loss->at(3).y(), 2.5);  // the step done again, not the one shown before
+    std::map<MarkerKind, int> count;
+    for (const widgets::ChartMarker& m : d.markers()) {
+      ++count[m.kind];
+    }
+    QCOMPARE(count[MarkerKind::Toggle], 1);  // micro-batch → 1 at step 0
+    QCOMPARE(count[MarkerKind::Resume], 1);
+  }
+
   // The engine's hello before any run makes no entry in the selector (it once made a "run 1"
   // that showed nothing and hid the selector); the next run knows where the engine computes.
   void theEnginesHelloMakesNoRun() {
