@@ -385,7 +385,8 @@ void TimeChart::clear() {
     s->unavailableText.clear();
     s->dirty = true;
   }
-  // The value axes start again from the next samples, not from the last run's ranges.
+  // The axes start again from the next samples, not from the last run's ranges.
+  setRangeAndTicks(timeAxis_, 0, 10);
   for (QValueAxis* axis : {leftAxis_, rightAxis_}) {
     if (axis != nullptr) {
       setRangeAndTicks(axis, 0, 1);

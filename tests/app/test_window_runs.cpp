@@ -177,8 +177,8 @@ class TestWindowRuns : public QObject {
     window.controls()->requestToggle(Toggle::GemmBackend, "builtin");
     window.handleEvent({402, ToggleAppliedEvent{Toggle::GemmBackend, "builtin", 3}});
     QCOMPARE(*window.controls()->appliedValue(Toggle::MicroBatch), nlohmann::json(1));
-    window.handleEvent({500, step(4, 8.0)});
-    window.handleEvent({600, StateEvent{RunState::Finished, 4, ""}});
+    window.handleEvent({500, step(40, 8.0)});  // a long run: its step axis to 50
+    window.handleEvent({600, StateEvent{RunState::Finished, 40, ""}});
     QVERIFY(bar->button(QStringLiteral("Low VRAM"))->isChecked());
     window.dashboard()->refresh();
     QVERIFY(window.dashboard()->allocatorChart()->decimator(0).sampleCount() > 0);
@@ -203,6 +203,10 @@ class TestWindowRuns : public QObject {
     window.handleEvent({900, step(1, 2.0)});
     window.dashboard()->refresh();
     QCOMPARE(window.dashboard()->allocatorChart()->decimator(0).sampleCount(), 0);
+    // Nor the step axis at the last run's end.
+    auto* steps = static_cast<QValueAxis*>(
+        window.dashboard()->lossChart()->view()->chart()->axes(Qt::Horizontal).first());
+    QVERIFY2(steps->max() <= 12.0, qPrintable(QString::number(steps->max())));
     QVERIFY2(axisMax(window.dashboard()->allocatorChart(), 0) <= 1.0,
              qPrintable(QString::number(axisMax(window.dashboard()->allocatorChart(), 0))));
   }
