@@ -179,7 +179,8 @@ void EventLogModel::handleEvent(const TimedEvent& timed) {
         } else if constexpr (std::is_same_v<T, LadderEvent>) {
           append(
               {timed.timeMs, Warning, tr("ladder"), e.step,
-               tr("recovery ladder %1 → %2: %3").arg(text(e.from), text(e.rung), text(e.why)),
+               tr("recovery: the run uses %1 (it used %2): %3")
+                   .arg(rungText(e.rung), rungText(e.from), text(e.why)),
                e.undoable > 0 ? tr("Controls → Recovery ladder → Undo steps back.") : QString()});
         } else if constexpr (std::is_same_v<T, HelloEvent>) {
           append({timed.timeMs,

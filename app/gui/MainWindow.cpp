@@ -188,10 +188,12 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   connect(setup_, &RunSetupPage::profileChosen, this, &MainWindow::chooseProfile);
   setup_->setDevices(facts_.devices, facts_.flavour != QLatin1String("cpu"));
   QMap<QString, QString> notes;
+  QMap<QString, profiles::LiveToggles> toggles;
   for (const QString& name : profileBar_->profileNames()) {
     notes.insert(name, profileNote(*profileBar_->profile(name)));
+    toggles.insert(name, profileBar_->profile(name)->toggles);
   }
-  setup_->setProfiles(profileBar_->profileNames(), engineProfile_, notes);
+  setup_->setProfiles(profileBar_->profileNames(), engineProfile_, notes, toggles);
   profileBar_->select(setup_->profileName());
   // The dock shows the state of the run the dashboard shows: the live engine's, or a recording's.
   connect(dashboard_, &widgets::Dashboard::shownRunChanged, this, [this](int run) {
@@ -687,6 +689,9 @@ QString MainWindow::stateText() const {
 }
 
 void MainWindow::updateActions() {
+  if (start_ == nullptr || engineLabel_ == nullptr) {
+    return;  // still building the window (the setup page reports its first state)
+  }
   const bool connected = engine_ != nullptr && engine_->isConnected();
   const bool idle =
       state_ == RunState::Idle || state_ == RunState::Finished || state_ == RunState::Failed;

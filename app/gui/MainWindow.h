@@ -159,8 +159,8 @@ class MainWindow : public QMainWindow {
   widgets::EventLogModel* eventLog_;
   widgets::EventLogPanel* eventLogPanel_;
   QTabWidget* pages_;
-  QLabel* engineLabel_;
-  QLabel* stateLabel_;
+  QLabel* engineLabel_ = nullptr;
+  QLabel* stateLabel_ = nullptr;
   QAction* start_ = nullptr;
   QAction* pause_ = nullptr;
   QAction* resume_ = nullptr;

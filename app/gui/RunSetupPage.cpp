@@ -390,7 +390,10 @@ QWidget* RunSetupPage::buildEditor(const std::string& name) {
     profile_ = new QComboBox;
     connect(profile_, &QComboBox::activated, this,
             [this](int index) { emit profileChosen(profile_->itemText(index)); });
-    connect(profile_, &QComboBox::currentIndexChanged, this, [this] { updateProfileNote(); });
+    connect(profile_, &QComboBox::currentIndexChanged, this, [this] {
+      updateProfileNote();
+      updateEstimate();  // the profile's micro-batch and checkpointing are the run's
+    });
     tip +=
         tr(" Choosing one switches the engine to it now; it restarts when the environment "
            "differs.");
@@ -586,8 +589,10 @@ void RunSetupPage::setDevices(const QStringList& gpus, bool canTrainOnGpu) {
 }
 
 void RunSetupPage::setProfiles(const QStringList& names, const QString& current,
-                               const QMap<QString, QString>& notes) {
+                               const QMap<QString, QString>& notes,
+                               const QMap<QString, profiles::LiveToggles>& toggles) {
   profileNotes_ = notes;
+  profileToggles_ = toggles;
   profile_->clear();
   for (const QString& name : names) {
     profile_->addItem(name, name);  // the option's value is the name
@@ -952,6 +957,21 @@ QString RunSetupPage::memoryEstimateText() const {
       nf4 ? (gpu ? inspection_.nf4GpuWeightBytes : inspection_.nf4CpuWeightBytes)
           : (gpu ? 2 * static_cast<std::uint64_t>(inspection_.parameters.total)
                  : inspection_.weightBytes);
+  // The profile's toggles take precedence over the options (job/RunOptions.h, "profile").
+  const QString profile = profile_ != nullptr ? profile_->currentText() : QString();
+  QString byProfile;
+  if (const auto it = profileToggles_.find(profile); it != profileToggles_.end()) {
+    if (it->microBatch && *it->microBatch != settings.train.microBatchSize) {
+      settings.train.microBatchSize =
+          std::min<std::int64_t>(*it->microBatch, settings.train.effectiveBatch());
+      byProfile = tr(" (%1's)").arg(profile);
+    }
+    if (it->activationCheckpointing &&
+        *it->activationCheckpointing != settings.train.activationCheckpointing) {
+      settings.train.activationCheckpointing = *it->activationCheckpointing;
+      byProfile = tr(" (%1's)").arg(profile);
+    }
+  }
   const train::TrainConfig& t = settings.train;
   const std::int64_t tokens = t.microBatchSize * t.maxSeqLen;
   const model::TrainingMemory m = model::estimateTrainingMemory(
@@ -967,7 +987,7 @@ QString RunSetupPage::memoryEstimateText() const {
       .arg(t.lora.rank)
       .arg(t.lora.targets.size())
       .arg(QString(t.activationCheckpointing ? tr(", checkpointing") : QString()) +
-           (nf4 ? tr(", 4-bit base weights") : QString()))
+           (nf4 ? tr(", 4-bit base weights") : QString()) + byProfile)
       .arg(formatBytes(m.weightsBytes), formatBytes(m.loraBytes), countText(m.loraParameters),
            formatBytes(m.loraGradBytes + m.optimizerBytes), formatBytes(m.savedBytes),
            formatBytes(std::max(m.lossBytes, m.backwardBytes)));

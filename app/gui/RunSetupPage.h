@@ -27,6 +27,7 @@
 #include "data/ValidationReport.h"
 #include "model/ModelConfig.h"
 #include "model/ModelLayout.h"  // defines: ParameterCounts
+#include "profiles/Profile.h"   // defines: LiveToggles
 
 class QCheckBox;
 class QComboBox;
@@ -109,10 +110,11 @@ class RunSetupPage : public QWidget {
 
   // GPUs this build can see (listed, but the CPU build trains on the CPU only).
   void setDevices(const QStringList& gpus, bool canTrainOnGpu);
-  // The profiles to choose from, and for each what it sets over the options ("sets micro-batch
-  // 1, …"), shown under the choice.
+  // The profiles to choose from; for each what it sets over the options ("sets micro-batch 1,
+  // …"), shown under the choice, and its toggles, which the memory estimate follows.
   void setProfiles(const QStringList& names, const QString& current,
-                   const QMap<QString, QString>& notes = {});
+                   const QMap<QString, QString>& notes = {},
+                   const QMap<QString, profiles::LiveToggles>& toggles = {});
   // The profile the next run starts with: the profile bar's choice too (gui/MainWindow.h).
   QString profileName() const;
   void setProfile(const QString& name);  // remembered; emits changed(), not profileChosen()
@@ -185,6 +187,7 @@ class RunSetupPage : public QWidget {
   QComboBox* profile_ = nullptr;
   QLabel* profileNote_ = nullptr;
   QMap<QString, QString> profileNotes_;
+  QMap<QString, profiles::LiveToggles> profileToggles_;
   QLabel* estimate_;
   QLabel* problems_;
 };

@@ -172,6 +172,11 @@ class TestWindowRuns : public QObject {
     QCOMPARE(setup->profileName(), QStringLiteral("Low VRAM"));
     QVERIFY2(setup->profileNote().contains(QStringLiteral("micro-batch 1")),
              qPrintable(setup->profileNote()));
+    // The memory estimate is the run's: at the profile's micro-batch, with checkpointing.
+    QVERIFY2(setup->memoryEstimateText().contains(QStringLiteral("micro-batch 1 × ")) &&
+                 setup->memoryEstimateText().contains(QStringLiteral("checkpointing")) &&
+                 setup->memoryEstimateText().contains(QStringLiteral("Low VRAM's")),
+             qPrintable(setup->memoryEstimateText()));
     window.handleEvent({400, ProfileSwitchEvent{"Low VRAM", "applied at the next step", 3}});
     window.handleEvent({401, ToggleAppliedEvent{Toggle::MicroBatch, 1, 3}});
     window.controls()->requestToggle(Toggle::GemmBackend, "builtin");
@@ -374,6 +379,10 @@ class TestWindowRuns : public QObject {
     QVERIFY2(!window.controls()->ladderText().contains(QStringLiteral("vendor_blas")),
              qPrintable(window.controls()->ladderText()));
     QVERIFY(window.controls()->ladderText().contains(QStringLiteral("nothing stepped down")));
+    window.handleEvent({15, LadderEvent{"builtin_gemm", "vendor_blas", "a GPU error", 1, 1}});
+    QVERIFY2(window.controls()->ladderText().contains(QStringLiteral("built-in GEMM")) &&
+                 !window.controls()->ladderText().contains(QStringLiteral("builtin_gemm")),
+             qPrintable(window.controls()->ladderText()));
     // A micro-batch change is a row in the log and a marker with a readable name.
     window.handleEvent({20, ToggleAppliedEvent{Toggle::MicroBatch, 2, 1}});
     window.handleEvent({21, ToggleAppliedEvent{Toggle::CpuFallback, true, 1}});
@@ -384,6 +393,7 @@ class TestWindowRuns : public QObject {
           QLatin1Char('\n');
     }
     QVERIFY2(logged.contains(QStringLiteral("micro-batch 1 → 2")), qPrintable(logged));
+    QVERIFY2(!logged.contains(QStringLiteral("builtin_gemm")), qPrintable(logged));
     QStringList markers;
     for (const widgets::ChartMarker& m : window.dashboard()->markers()) {
       markers << m.text;
