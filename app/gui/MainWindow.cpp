@@ -308,17 +308,21 @@ void MainWindow::buildActions() {
 void MainWindow::buildViewMenu(QMenu* view) {
   view->addSeparator();
   // Ctrl+Tab goes through the pages wherever the focus is (a page's own editor does not take it).
-  auto page = [this, view](const QString& text, const QKeySequence& keys, int delta) {
+  auto page = [this, view](const QString& text, const QList<QKeySequence>& keys, int delta) {
     QAction* action = view->addAction(text);
-    action->setShortcut(keys);
+    action->setShortcuts(keys);
     action->setShortcutContext(Qt::WindowShortcut);
     connect(action, &QAction::triggered, this, [this, delta] {
       const int count = pages_->count();
       pages_->setCurrentIndex((pages_->currentIndex() + delta + count) % count);
     });
   };
-  page(tr("&Next page"), QKeySequence(Qt::CTRL | Qt::Key_Tab), 1);
-  page(tr("&Previous page"), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Backtab), -1);
+  page(tr("&Next page"), {QKeySequence(Qt::CTRL | Qt::Key_Tab)}, 1);
+  // Shift+Tab arrives as Backtab; the first is the one the menu and the shortcuts list show.
+  page(tr("&Previous page"),
+       {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Tab),
+        QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Backtab)},
+       -1);
   view->addSeparator();
   QMenu* schemes = view->addMenu(tr("&Colours"));
   schemes_ = new QActionGroup(this);

@@ -455,7 +455,8 @@ class TestWindowRuns : public QObject {
     QVERIFY2(
         listed.contains(QStringLiteral("Run → Start")) &&
             listed.contains(window.startAction()->shortcut().toString(QKeySequence::NativeText)) &&
-            listed.contains(QStringLiteral("Next page")),
+            listed.contains(QStringLiteral("Next page")) &&
+            listed.contains(QStringLiteral("Ctrl+Shift+Tab")),
         qPrintable(listed));
   }
 };
