@@ -416,7 +416,9 @@ void MainWindow::startCommand() {
     }
     commandEngine_.reset();
     controls_->startRun();
-    dashboard_->noteCommand(Command{StartCommand{nlohmann::json::object()}});  // new curves
+    // New curves, named after the command's run folder.
+    dashboard_->noteCommand(Command{
+        StartCommand{{{"out", widgets::pathToQString(options.runDirectory).toStdString()}}}});
     commandEngine_ = std::make_unique<EngineAdapter>([&](engine::HostListener listener) {
       return std::make_unique<external::CommandHost>(*command, profile, options,
                                                      std::move(listener));

@@ -114,6 +114,8 @@ class TestCommandRun : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->lossChart()->decimator(0).sampleCount() >= 1,
                              60'000);
     window.dashboard()->refresh();
+    QCOMPARE(window.dashboard()->runName(window.dashboard()->shownRun()),
+             QFileInfo(window.runFolder()).fileName());  // "command-<date>-<time>"
     // tqdm bars carry no tokens/s: "not reported", not a 0 on a 0–1e-9 axis.
     widgets::TimeChart* throughput = window.dashboard()->throughputChart();
     QCOMPARE(throughput->valueText(widgets::Dashboard::TokensPerS),
