@@ -76,6 +76,15 @@
 #                                  LORASCOPE_TRAIN=PATH: a lorascope-train built elsewhere (a
 #                                  Debian 12 build runs there with .device/lib), used when it
 #                                  starts
+#   scripts/gpu-check.sh trainers  there: the trainer output fixtures and the supervised Trainer
+#                                  jobs of tests/external/fixtures in one call: `pip show`,
+#                                  record_trainers.sh (transformers Trainer + PEFT, accelerate,
+#                                  Lightning: raw stdout/stderr and log_history) into
+#                                  $OUT/recorded, then supervise_gpu.sh (an OOM ladder and an
+#                                  illegal access resumed, with and without the probe, checked by
+#                                  compare_steps.py) into $OUT/supervised; LORASCOPE_TRAIN as for
+#                                  supervise (required: no build there). Tar $OUT: it holds more
+#                                  files than come back one by one.
 #   scripts/gpu-check.sh qlora     there: the 4-bit (QLoRA) checks in one call, results to $OUT:
 #                                  `pip show bitsandbytes`; scripts/reference/nf4.py's NF4
 #                                  reference (nf4_reference.json; commit it as
@@ -106,6 +115,24 @@
 #                                  are instead of built there (gpu_train reads its fixtures from
 #                                  the source folder it was built in: link that path to this
 #                                  checkout first). About 3 minutes with the build, 1 without.
+#   scripts/gpu-check.sh loop [NAME=PROGRAM ...]
+#                                  there: the product's loop timed from outside
+#                                  (scripts/bench_engine_loop.py): `lorascope-train engine` over
+#                                  stdio on a random Qwen2.5-0.5B-shaped folder saved by
+#                                  transformers and the alpaca fixture (LOOP_DATA, default
+#                                  shared/fixtures/datasets/alpaca_en_demo.json), B8 x S512:
+#                                  delivered real tokens/s over the wall clock between step
+#                                  events, the step cycle against the step's own time, the shown
+#                                  and the compute-only tokens/s, the engine's breakdown of each
+#                                  cycle; beside it the kernel-only figure (bench_gpu_train on the
+#                                  same folder, every position a real token). Each PROGRAM is a
+#                                  hip-nvidia lorascope-train built here and carried (e.g.
+#                                  before=build/nv-main/lorascope-train
+#                                  after=build/nv/lorascope-train); none: lorascope-train and
+#                                  bench_gpu_train are built there. LOOP_BENCH: a carried
+#                                  bench_gpu_train; LOOP_RUNS (3), LOOP_STEPS (40), LOOP_PACKING=1
+#                                  (--packing), LOOP_OUT (default $OUT). Results in
+#                                  summary.txt and runs.jsonl.
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -196,6 +223,31 @@ run_record() {
   # utf8proc travels in .device/lib (prepare); cuBLAS is the toolkit's.
   LD_LIBRARY_PATH="$repo/.device/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     python3 scripts/record_gpu_run.py "$program" "$out"
+}
+
+run_loop() {
+  local out="${LOOP_OUT:-${OUT:-$repo/gpu-check-results}}"
+  mkdir -p "$out"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
+  local programs=("$@") bench="${LOOP_BENCH:-}"
+  if [[ ${#programs[@]} -eq 0 ]]; then
+    configure_device_build "$out"
+    cmake --build build/device --target lorascope-train bench_gpu_train --parallel "$(nproc)" \
+      >"$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+    rm -f "$out/build.log" "$out/configure.log"
+    programs=("lorascope-train=build/device/app/lorascope-train")
+    bench=build/device/tests/bench/bench_gpu_train
+  fi
+  local args=()
+  for program in "${programs[@]}"; do
+    args+=(--program "$program")
+  done
+  [[ -n "$bench" ]] && args+=(--kernel-bench "$bench")
+  [[ "${LOOP_PACKING:-0}" == 1 ]] && args+=(--packing)
+  LD_LIBRARY_PATH="$repo/.device/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    python3 scripts/bench_engine_loop.py "$out" \
+    --data "${LOOP_DATA:-shared/fixtures/datasets/alpaca_en_demo.json}" \
+    --runs "${LOOP_RUNS:-3}" --steps "${LOOP_STEPS:-40}" "${args[@]}"
 }
 
 run_doctor() {
@@ -314,6 +366,18 @@ run_supervise() {
   exit "$status"
 }
 
+run_trainers() {
+  local out="${OUT:-$repo/gpu-check-results}" fixtures=$repo/tests/external/fixtures
+  [[ -n ${LORASCOPE_TRAIN:-} ]] || { echo "gpu-check: set LORASCOPE_TRAIN" >&2; exit 2; }
+  export LD_LIBRARY_PATH="$repo/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export PYTHONUNBUFFERED=1
+  local status=0
+  bash "$fixtures/record_trainers.sh" "$out/recorded" || status=1
+  bash "$fixtures/supervise_gpu.sh" "$LORASCOPE_TRAIN" "$repo/python" "$out/supervised" ||
+    status=1
+  exit "$status"
+}
+
 run_generate() {
   local out="${OUT:-$repo/gpu-check-results}"
   mkdir -p "$out"
@@ -427,6 +491,10 @@ case "${1:-}" in
   generate) run_generate ;;
   doctor) run_doctor ;;
   record) run_record "${2:-}" ;;
+  loop)
+    shift
+    run_loop "$@"
+    ;;
   peft-adapter)
     [[ $# -ge 3 ]] ||
       { echo "usage: scripts/gpu-check.sh peft-adapter BASE_DIR ADAPTER_DIR..." >&2; exit 2; }
@@ -446,13 +514,15 @@ case "${1:-}" in
     run_memory "$@"
     ;;
   supervise) run_supervise ;;
+  trainers) run_trainers ;;
   parity)
     shift
     run_parity "$@"
     ;;
   *)
     echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | parity [OP ...] | doctor |" \
-      "record [PROGRAM] | bench [SHAPE ...] | memory [ARGS] | supervise |" \
+      "record [PROGRAM] | loop [NAME=PROGRAM ...] | bench [SHAPE ...] | memory [ARGS] |" \
+      "supervise | trainers |" \
       "hf RUN_DIR TEMPLATES_DIR | qlora | generate | mirror | peft-adapter BASE_DIR ADAPTER_DIR..." >&2
     exit 2
     ;;

@@ -2,7 +2,7 @@
 # install-deps.sh — installs the Debian 12 packages LoRAscope builds, tests and packages with, and
 # nothing else. Idempotent: when every package is installed it runs no apt-get at all (no
 # `apt-get update`); otherwise it updates once and installs only what is missing.
-#   scripts/install-deps.sh          build tools, Qt 6, JSON, BLAS, PCRE2, utf8proc, the test and
+#   scripts/install-deps.sh          build tools (ccache among them), Qt 6, JSON, BLAS, PCRE2, utf8proc, the test and
 #                                    packaging tools (Xvfb, help2man, the desktop-file and
 #                                    AppStream validators, debootstrap for scripts/check-deb.sh),
 #                                    PyTorch for the tests of `supervise` (python3-torch)
@@ -20,6 +20,9 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config clang-format
+  # Every compile goes through ccache when it is installed (CMakeLists.txt): a rebuild of the same
+  # sources, in this clone or another, is a cache hit.
+  ccache
   qt6-base-dev qt6-base-dev-tools qt6-charts-dev libqt6opengl6-dev libgl-dev
   nlohmann-json3-dev libopenblas-dev libpcre2-dev libutf8proc-dev
   xvfb xauth

@@ -176,6 +176,20 @@ class Engine:
         return self.wait_for(lambda e: e.get("type") == "step" and e["step"] >= step, timeout)
 
 
+def demo_model_folder(program, work, env):
+    """The built-in demo model's folder (its tokenizer is the one the random models borrow): a
+    one-step CPU demo run writes it into env's LORASCOPE_CACHE_DIR."""
+    demo = Engine(program, os.path.join(work, "demo.jsonl"), env)
+    demo.send({"type": "start", "config": {"demo": True, "out": os.path.join(work, "demo-run"),
+                                           "options": {"steps": 1, "device": "cpu"}}})
+    demo.wait_for(lambda e: e.get("type") == "state" and e["state"] in ("finished", "failed"), 300)
+    demo.proc.stdin.close()
+    demo.proc.wait(60)
+    cache = env["LORASCOPE_CACHE_DIR"]
+    return next(os.path.join(cache, d) for d in sorted(os.listdir(cache))
+                if os.path.isdir(os.path.join(cache, d)))
+
+
 def start_config(model, data, out, steps):
     return {"type": "start", "config": {"model": model, "data": data, "out": out, "options": {
         "steps": steps, "batch-size": 8, "grad-accum": 1, "max-seq-len": 64 if TINY else 512,
@@ -203,16 +217,7 @@ def main():
     env = dict(os.environ, LORASCOPE_CACHE_DIR=os.path.join(work, "cache"))
     summary = []
 
-    # The demo's tokenizer: a one-step CPU demo run writes the demo model into the cache.
-    demo = Engine(program, os.path.join(work, "demo.jsonl"), env)
-    demo.send({"type": "start", "config": {"demo": True, "out": os.path.join(work, "demo-run"),
-                                           "options": {"steps": 1, "device": "cpu"}}})
-    demo.wait_for(lambda e: e.get("type") == "state" and e["state"] in ("finished", "failed"), 120)
-    demo.proc.stdin.close()
-    demo.proc.wait(30)
-    demo_model = next(os.path.join(env["LORASCOPE_CACHE_DIR"], d)
-                      for d in os.listdir(env["LORASCOPE_CACHE_DIR"])
-                      if os.path.isdir(os.path.join(env["LORASCOPE_CACHE_DIR"], d)))
+    demo_model = demo_model_folder(program, work, env)
     model, data = os.path.join(work, "qwen2.5-0.5b-random"), os.path.join(work, "notes.jsonl")
     write_model(model, demo_model)
     write_dataset(data)

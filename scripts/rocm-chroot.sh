@@ -5,6 +5,7 @@
 # debootstrap and zstd (scripts/install-deps.sh --hip installs both).
 #
 #   scripts/rocm-chroot.sh ensure          the chroot's tarball in the cache, built when missing
+#   scripts/rocm-chroot.sh tarball         prints the path of that tarball (present or not)
 #   scripts/rocm-chroot.sh unpack DIR      ensure, then unpack it into DIR (replaced)
 #   scripts/rocm-chroot.sh exec DIR CMD…   run CMD in the chroot at DIR, this checkout at /src
 #   scripts/rocm-chroot.sh packages DIR    the pinned packages as installed in the chroot at DIR
@@ -152,6 +153,7 @@ run_in() {
 
 case "${1:-}" in
   ensure) ensure ;;
+  tarball) tarball ;;
   unpack) unpack "${2:?usage: rocm-chroot.sh unpack DIR}" ;;
   exec)
     dir="${2:?usage: rocm-chroot.sh exec DIR CMD...}"
@@ -160,7 +162,7 @@ case "${1:-}" in
     ;;
   packages) cat "${2:?usage: rocm-chroot.sh packages DIR}/etc/lorascope/rocm-packages.txt" ;;
   *)
-    sed -n '2,13p' "$0" >&2
+    sed -n '2,14p' "$0" >&2
     exit 2
     ;;
 esac

@@ -382,12 +382,20 @@ void ControlsPanel::apply(State& state, const TimedEvent& timed) const {
                              .arg(ladder->step)
                              .arg(QString::fromStdString(ladder->why), rungText(ladder->rung));
   } else if (const auto* step = std::get_if<StepEvent>(&timed.event)) {
-    state.effectiveBatch =
-        tr("Effective batch: %1 × %2 accumulation = %3")
-            .arg(step->microBatch)
-            .arg(step->accumulation)
-            .arg(counted(static_cast<std::int64_t>(step->microBatch) * step->accumulation,
-                         tr("sequence"), tr("sequences")));
+    // A supervised trainer may not report them (0): unknown, not a batch of 0.
+    if (step->microBatch > 0 && step->accumulation > 0) {
+      state.effectiveBatch =
+          tr("Effective batch: %1 × %2 accumulation = %3")
+              .arg(step->microBatch)
+              .arg(step->accumulation)
+              .arg(counted(static_cast<std::int64_t>(step->microBatch) * step->accumulation,
+                           tr("sequence"), tr("sequences")));
+    } else if (step->microBatch > 0) {
+      state.effectiveBatch =
+          tr("Effective batch: micro-batch %1, accumulation not reported").arg(step->microBatch);
+    } else {
+      state.effectiveBatch = tr("Effective batch: not reported by the trainer");
+    }
   }
 }
 

@@ -72,7 +72,9 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   loss_->addSeries(tr("eval loss (held out)"), AxisSide::Left, kRed, fixed(4));
   throughput_ = new TimeChart(tr("Throughput and gradient norm"), tr("tokens/s"), tr("grad norm"),
                               &markers_, page);
-  throughput_->addSeries(tr("tokens/s"), AxisSide::Left, kGreen, fixed(0));
+  // The run's speed: real tokens over the step cycle (StepEvent::tokensPerS), not the step's
+  // compute alone (StepEvent::computeTokensPerS).
+  throughput_->addSeries(tr("real tokens/s over the step cycle"), AxisSide::Left, kGreen, fixed(0));
   throughput_->addSeries(tr("grad norm"), AxisSide::Right, kGray, fixed(3));
   memory_ = new TimeChart(tr("Memory"), tr("GiB"), {}, &markers_, page);
   memory_->addSeries(tr("driver used"), AxisSide::Left, kRed, fixed(2, tr("GiB")));

@@ -104,8 +104,9 @@ int runExport(const Args& args) {
     throw job::UsageError("expects one RUN_DIR (the --out folder of `lorascope-train train`)");
   }
   const bool asJson = parsed.has("json");
-  const train::RunDirectory run =
-      train::RunDirectory::open(common::pathFromUtf8(parsed.positional()[0]));
+  // A writer's access: an export while the run trains would read a checkpoint being rotated away.
+  const train::RunDirectory run = train::RunDirectory::open(
+      common::pathFromUtf8(parsed.positional()[0]), train::RunDirectory::Access::Write);
   fs::path source;
   std::optional<std::int64_t> exportedStep;  // the checkpoint's step; unset for adapter/
   if (const auto step = parsed.value("checkpoint")) {

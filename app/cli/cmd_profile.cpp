@@ -2,15 +2,15 @@
 // with the same rules as the GUI (allow-listed environment variables, value sizes, toggles,
 // allocator settings, a name no built-in profile has) and prints each one's verdict and notes.
 // Exit 0 when every file is a valid profile, 1 otherwise.
-#include <fstream>
+#include <filesystem>
 #include <iostream>
-#include <sstream>
 
 #include "cli/Commands.h"
 #include "common/OsError.h"  // defines: pathFromUtf8
 #include "job/CliArgs.h"
 #include "profiles/Builtins.h"
 #include "profiles/ProfileJson.h"
+#include "profiles/ProfileStore.h"  // defines: readProfileFile
 
 namespace lorascope::cli {
 
@@ -36,24 +36,34 @@ int runProfile(const Args& args) {
   int failed = 0;
   for (std::size_t i = 1; i < words.size(); ++i) {
     const std::string& file = words[i];
-    std::ifstream in(common::pathFromUtf8(file), std::ios::binary);  // UTF-8, not the code page
-    if (!in) {
+    std::error_code missing;
+    if (!std::filesystem::exists(common::pathFromUtf8(file), missing)) {
       std::cerr << file << job::whyUnreadable(file) << "\n";
       ++failed;
       continue;
     }
-    std::ostringstream text;
-    text << in.rdbuf();
+    std::string text;
     try {
-      const profiles::ParsedProfile profile = profiles::parseProfile(text.str(), file);
+      text = profiles::readProfileFile(common::pathFromUtf8(file));  // UTF-8, not the code page
+    } catch (const profiles::ProfileError& e) {
+      std::cerr << e.what() << "\n";
+      ++failed;
+      continue;
+    }
+    try {
+      const profiles::ParsedProfile profile = profiles::parseProfile(text, file);
       for (const profiles::Profile& builtin : profiles::builtinProfiles()) {
         if (builtin.name == profile.profile.name) {
           throw profiles::ProfileError(file + ": name: '" + builtin.name +
                                        "' is a built-in profile's name; rename it");
         }
       }
-      std::cout << file << ": profile '" << profile.profile.name << "' is valid ("
-                << profile.profile.environment.size() << " environment variables)\n";
+      // Every variable the file sets: those the engine reads, and those only mapped or passed on
+      // to external trainers.
+      const std::size_t variables =
+          profile.profile.environment.size() + profile.profile.externalEnvironment.size();
+      std::cout << file << ": profile '" << profile.profile.name << "' is valid (" << variables
+                << " environment variable" << (variables == 1 ? "" : "s") << ")\n";
       for (const profiles::ProfileNote& note : profile.notes) {
         std::cout << "  note: " << note.field << ": " << note.message << "\n";
       }

@@ -6,10 +6,12 @@
 //
 // Its lines are printed as the command prints them; LoRAscope's own lines start with
 // "lorascope:" (steps parsed or probed, errors, incidents, restarts, the end). With --json stdout
-// carries the events only, one JSON line each (engine/Protocol.h). Every event also goes to
-// <out>/events.jsonl and every line of the command to <out>/command.log. Ctrl-C / SIGTERM: the
-// command's process group is asked to end (SIGTERM), exit 130. Exit 0 when the command finished
-// well, 1 when it failed for good.
+// carries the events only, one JSON line each (engine/Protocol.h). <out> is a run folder
+// (external/SupervisedRun.h): config.json, events.jsonl, metrics.jsonl, command.log; the window's
+// Runs page lists it. Ctrl-C / SIGTERM: the command's process group is asked to end (SIGTERM) and
+// is killed (SIGKILL) after --grace seconds, exit 130. Exit 0 when the command finished well, 1
+// when it failed for good. --resume DIR runs the command of the run in DIR again, resuming from
+// its newest checkpoint.
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -23,6 +25,7 @@
 #include "common/OsError.h"       // defines: pathFromUtf8, pathText
 #include "common/Platform.h"      // defines: InterruptCounter
 #include "external/CommandHost.h"
+#include "external/SupervisedRun.h"
 #include "job/CliArgs.h"
 
 namespace lorascope::cli {
@@ -90,10 +93,25 @@ const job::CommandSpec& superviseCommand() {
                .defaultText = "8",
                .min = 0,
                .max = 100},
+              {.name = "grace",
+               .type = OptionType::Integer,
+               .help = "seconds the command's processes have to end after SIGTERM (Ctrl-C, a "
+                       "stop, or the command's exit leaving processes behind) before SIGKILL; "
+                       "output pipes still held open after that are no longer read",
+               .defaultText = "10",
+               .min = 1,
+               .max = 3600,
+               .unit = "seconds"},
               {.name = "out",
                .type = OptionType::Text,
-               .help = "where command.log, events.jsonl and the probe's files go (default "
-                       "lorascope-supervise-<date>-<time> in the current directory)",
+               .help = "the run folder: config.json, events.jsonl, metrics.jsonl, command.log "
+                       "and the probe's files (default lorascope-supervise-<date>-<time> in the "
+                       "current directory)",
+               .valueName = "DIR"},
+              {.name = "resume",
+               .type = OptionType::Text,
+               .help = "run the command of the supervised run in DIR again (its config.json), "
+                       "resuming from its newest checkpoint; no command after --",
                .valueName = "DIR"},
               {.name = "json",
                .type = OptionType::Bool,
@@ -131,7 +149,9 @@ void printEvent(const engine::TimedEvent& timed) {
                     << e.loss;
           if (e.learningRate != 0)
             std::cout << " lr " << e.learningRate;
-          std::cout << " batch " << e.microBatch << "\n";
+          if (e.microBatch > 0)
+            std::cout << " batch " << e.microBatch;
+          std::cout << "\n";
         } else if constexpr (std::is_same_v<T, engine::ErrorEvent>) {
           std::cout << "lorascope: error [" << e.category << "]: " << e.message
                     << (e.advice.empty() ? "" : " — " + e.advice) << "\n";
@@ -155,17 +175,12 @@ void printEvent(const engine::TimedEvent& timed) {
 
 }  // namespace
 
-int runSupervise(const Args& all) {
-  const auto dashes = std::find(all.begin(), all.end(), "--");
-  const Args ours(all.begin(), dashes);
-  const Args theirs(dashes == all.end() ? dashes : dashes + 1, all.end());
-  const job::CliArgs args(ours, superviseCommand());
-  if (!args.positional().empty())
-    throw job::UsageError("unexpected '" + args.positional().front() +
-                          "': the command comes after --");
+namespace {
+
+// The command after --, with the options that shape it.
+external::SupervisedCommand commandFromArguments(const job::CliArgs& args, const Args& theirs) {
   if (theirs.empty())
     throw job::UsageError("no command: write it after --, as in supervise -- python train.py");
-
   external::SupervisedCommand command;
   command.program = common::findExecutable(theirs.front());
   if (command.program.empty()) {
@@ -199,29 +214,59 @@ int runSupervise(const Args& all) {
   }
   command.hangAfterSeconds = std::stoi(args.value("hang-after").value_or("0"));
   command.maxRestarts = std::stoi(args.value("max-restarts").value_or("8"));
-  const profiles::Profile profile =
-      external::findProfile(args.value("profile").value_or("Balanced"));
+  command.graceSeconds = std::stoi(args.value("grace").value_or("10"));
+  return command;
+}
+
+}  // namespace
+
+int runSupervise(const Args& all) {
+  const auto dashes = std::find(all.begin(), all.end(), "--");
+  const Args ours(all.begin(), dashes);
+  const Args theirs(dashes == all.end() ? dashes : dashes + 1, all.end());
+  const job::CliArgs args(ours, superviseCommand());
+  if (!args.positional().empty())
+    throw job::UsageError("unexpected '" + args.positional().front() +
+                          "': the command comes after --");
+  external::SupervisedCommand command;
+  profiles::Profile profile;
+  std::string outDir = args.value("out").value_or("");
+  if (const auto resume = args.value("resume")) {
+    if (!theirs.empty() || !outDir.empty())
+      throw job::UsageError(
+          "--resume DIR runs the command recorded in DIR: no command after --, "
+          "no --out");
+    const fs::path dir = common::pathFromUtf8(*resume);
+    const external::SupervisedRun run = external::readSupervisedRun(dir);
+    command = run.command;
+    if (!external::resumableCheckpoint(command))
+      throw external::ExternalError(
+          common::pathText(dir) + ": nothing to resume from: " +
+          (command.resumeArgument.empty()
+               ? "the run has no --resume-arg"
+               : "no checkpoint matches '" + command.checkpointGlob + "'"));
+    command.resumeFirst = true;
+    command.resumedAfterStep = external::lastRecordedStep(dir);
+    profile = external::findProfile(args.value("profile").value_or(run.profile));
+    outDir = *resume;
+  } else {
+    command = commandFromArguments(args, theirs);
+    profile = external::findProfile(args.value("profile").value_or("Balanced"));
+    if (outDir.empty())
+      outDir = defaultOutDir();
+  }
   const bool asJson = args.has("json");
 
   external::CommandHostOptions options;
-  options.runDirectory = common::pathFromUtf8(args.value("out").value_or(defaultOutDir()));
+  options.runDirectory = common::pathFromUtf8(outDir);
   options.telemetry = args.value("telemetry").value_or("true") == "true";
-  std::error_code dirError;
-  fs::create_directories(options.runDirectory, dirError);
-  std::ofstream events(options.runDirectory / "events.jsonl", std::ios::app);
-  if (!events)
-    throw external::ExternalError(common::pathText(options.runDirectory / "events.jsonl") +
-                                  ": cannot be written");
   if (!asJson) {
     std::cout << "lorascope: supervising " << command.program << " with profile '" << profile.name
               << "'; log and events in " << common::pathText(options.runDirectory) << "\n";
   }
   engine::HostListener listener{[&](const engine::TimedEvent& e) {
-                                  const std::string line = engine::encodeEvent(e);
-                                  events << line << "\n";
-                                  events.flush();
                                   if (asJson) {
-                                    std::cout << line << std::endl;
+                                    std::cout << engine::encodeEvent(e) << std::endl;
                                   } else {
                                     printEvent(e);
                                   }

@@ -30,6 +30,7 @@
 
 #include "compute/BuildInfo.h"
 #include "external/CommandHost.h"
+#include "external/SupervisedRun.h"
 #include "gui/AppPaths.h"  // defines: engineProgram
 #include "gui/CommandSetup.h"
 #include "gui/EngineAdapter.h"
@@ -392,7 +393,8 @@ void MainWindow::startRun() {
 }
 
 // "Run a command": the setup page's command under a CommandHost (external/, what `lorascope-train
-// supervise` runs), its events on the same dashboard, memory map and log as a training run's.
+// supervise` runs), its events on the same dashboard, memory map and log as a training run's; its
+// folder (command-<time> in the runs folder) is a run the Runs page lists.
 void MainWindow::startCommand() {
   QString error;
   const std::optional<external::SupervisedCommand> command =
@@ -406,35 +408,67 @@ void MainWindow::startCommand() {
     const profiles::Profile profile =
         external::findProfile(setup_->commandSetup()->profileName().toStdString());
     setup_->saveSettings();  // also remembers the command's fields
-    external::CommandHostOptions options;
-    options.runDirectory = widgets::toPath(
-        QDir(defaultRunsDir())
+    launchCommand(
+        *command, profile,
+        QDir(setup_->outputDir())
             .filePath(QStringLiteral("command-") +
                       QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"))));
-    if (engine_ == commandEngine_.get()) {
-      setEngine(trainingEngine_);
-    }
-    commandEngine_.reset();
-    controls_->startRun();
-    // New curves, named after the command's run folder.
-    dashboard_->noteCommand(Command{
-        StartCommand{{{"out", widgets::pathToQString(options.runDirectory).toStdString()}}}});
-    commandEngine_ = std::make_unique<EngineAdapter>([&](engine::HostListener listener) {
-      return std::make_unique<external::CommandHost>(*command, profile, options,
-                                                     std::move(listener));
-    });
-    runFolder_ = widgets::pathToQString(options.runDirectory);
-    hasCheckpoint_ = false;
-    runEnded_ = false;
-    setEngine(commandEngine_.get());
-    logLine(LogLevel::Info, tr("supervising %1 with profile '%2'; its log is %3/command.log")
-                                .arg(setup_->commandSetup()->commandLine(),
-                                     QString::fromStdString(profile.name), runFolder_));
   } catch (const external::ExternalError& e) {
     logLine(LogLevel::Error, QString::fromStdString(e.what()));
     pages_->setCurrentWidget(setup_);
-    return;
   }
+}
+
+// The Runs page's Resume on a supervised command's run: its command again, in its folder, the
+// first attempt with the resume argument at the newest checkpoint.
+void MainWindow::resumeCommand(const QString& runDir) {
+  try {
+    const std::filesystem::path dir = widgets::toPath(runDir);
+    external::SupervisedRun run = external::readSupervisedRun(dir);
+    run.command.resumeFirst = true;
+    run.command.resumedAfterStep = external::lastRecordedStep(dir);
+    launchCommand(run.command, external::findProfile(run.profile), runDir);
+  } catch (const std::exception& e) {
+    logLine(LogLevel::Error, QString::fromUtf8(e.what()));
+  }
+}
+
+void MainWindow::launchCommand(const external::SupervisedCommand& command,
+                               const profiles::Profile& profile, const QString& runDir) {
+  external::CommandHostOptions options;
+  options.runDirectory = widgets::toPath(runDir);
+  if (engine_ == commandEngine_.get()) {
+    setEngine(trainingEngine_);
+  }
+  commandEngine_.reset();
+  controls_->startRun();  // a command reports none of the trainer's toggles
+  if (command.resumeFirst) {
+    // A resumed command's run is one run too: its entry goes on after its last recorded step.
+    std::vector<TimedEvent> earlier;
+    try {
+      earlier = metricsAsEvents(runDir);
+    } catch (const std::exception& e) {
+      logLine(
+          LogLevel::Warning,
+          tr("the resumed run's earlier steps are not shown: %1").arg(QString::fromUtf8(e.what())));
+    }
+    dashboard_->resumeRun(runDir, QFileInfo(runDir).fileName(), std::move(earlier),
+                          command.resumedAfterStep);
+  } else {  // new curves, named after the run's folder
+    dashboard_->noteCommand(Command{StartCommand{{{"out", runDir.toStdString()}}}});
+  }
+  commandEngine_ = std::make_unique<EngineAdapter>([&](engine::HostListener listener) {
+    return std::make_unique<external::CommandHost>(command, profile, options, std::move(listener));
+  });
+  runFolder_ = runDir;
+  hasCheckpoint_ = false;
+  runEnded_ = false;
+  setEngine(commandEngine_.get());
+  logLine(
+      LogLevel::Info,
+      tr("supervising %1 with profile '%2'; its log is %3/command.log")
+          .arg(QString::fromStdString(external::commandLine(command.program, command.arguments)),
+               QString::fromStdString(profile.name), runFolder_));
   pages_->setCurrentWidget(dashboard_);
   updateActions();
 }
@@ -466,6 +500,10 @@ MainWindow::ExistingRunChoice MainWindow::askAboutExistingRun(const QString& run
 }
 
 void MainWindow::resumeRun(const QString& runDir) {
+  if (external::isSupervisedRunFolder(widgets::toPath(runDir))) {
+    resumeCommand(runDir);
+    return;
+  }
   if (engine_ != trainingEngine_) {
     setEngine(trainingEngine_);  // back from a supervised command
   }
@@ -687,8 +725,10 @@ QString MainWindow::stateText() const {
   if (runEnded_ && !runFolder_.isEmpty()) {
     if (const std::optional<RunSummary> run = readRunSummary(runFolder_);
         run && run->status != RunSummary::Status::Unreadable) {
-      return state_ == RunState::Failed ? tr("failed · %1").arg(statusText(*run))
-                                        : statusText(*run);
+      // A supervised command's status says how it ended; a training run's says where it stopped.
+      return state_ == RunState::Failed && !run->supervised
+                 ? tr("failed · %1").arg(statusText(*run))
+                 : statusText(*run);
     }
   }
   return tr("%1 · step %2").arg(QLatin1String(toString(state_))).arg(step_);

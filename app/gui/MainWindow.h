@@ -31,6 +31,12 @@ class QMenu;
 class QProgressDialog;
 class QTabWidget;
 
+namespace lorascope::external {
+struct SupervisedCommand;
+}  // namespace lorascope::external
+namespace lorascope::profiles {
+struct Profile;
+}  // namespace lorascope::profiles
 namespace lorascope::widgets {
 class ControlsPanel;
 class Dashboard;
@@ -121,6 +127,9 @@ class MainWindow : public QMainWindow {
   void buildViewMenu(QMenu* view);
   void startRun();
   void startCommand();
+  void resumeCommand(const QString& runDir);
+  void launchCommand(const external::SupervisedCommand& command, const profiles::Profile& profile,
+                     const QString& runDir);
   // The setup page's run name is taken: resume that run, start under `freeName`, or neither.
   enum class ExistingRunChoice { Resume, NewName, Cancel };
   ExistingRunChoice askAboutExistingRun(const QString& runDir, const QString& freeName);

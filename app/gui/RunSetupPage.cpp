@@ -36,16 +36,18 @@
 #include "gui/AppPaths.h"    // defines: defaultRunsDir, legacyRunsDir
 #include "gui/Background.h"  // defines: runInBackground
 #include "gui/CommandSetup.h"
-#include "job/AutoBatch.h"          // defines: trainingShape
-#include "job/RunOptions.h"         // defines: runOptions
-#include "job/TrainRunConfig.h"     // defines: defaultSettings
-#include "model/DeviceWeights.h"    // defines: placedWeightBytes, WeightQuantization
-#include "model/MemoryEstimate.h"   // defines: estimateTrainingMemory
-#include "model/ModelFolder.h"      // defines: ModelFolder
-#include "text/ChatTemplate.h"      // defines: ChatTemplate
-#include "text/Tokenizer.h"         // defines: Tokenizer
+#include "job/AutoBatch.h"         // defines: trainingShape
+#include "job/RunOptions.h"        // defines: runOptions
+#include "job/TrainRunConfig.h"    // defines: defaultSettings
+#include "model/DeviceWeights.h"   // defines: placedWeightBytes, WeightQuantization
+#include "model/MemoryEstimate.h"  // defines: estimateTrainingMemory
+#include "model/ModelFolder.h"     // defines: ModelFolder
+#include "text/ChatTemplate.h"     // defines: ChatTemplate
+#include "text/Tokenizer.h"        // defines: Tokenizer
+#include "train/CheckpointError.h"
 #include "train/DemoDataset.h"      // defines: ensureDemoDataset
 #include "train/DemoModel.h"        // defines: defaultCacheDir, ensureDemoModel
+#include "train/RunDirectory.h"     // defines: checkOutputFolder
 #include "widgets/ControlsPanel.h"  // defines: ControlSpec
 #include "widgets/Format.h"         // defines: formatBytes, toPath
 #include "widgets/LengthHistogram.h"
@@ -374,7 +376,8 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   grid->setRowStretch(1, 1);
   sourceForm_ = form;
   trainingRows_ = {modelRow, modelInfo_, dataRow, dataInfo_, histogram_, estimate_};
-  connect(runName_, &QLineEdit::textChanged, this, &RunSetupPage::changed);
+  // A named run folder is checked as it is typed (train::checkOutputFolder: new, empty or a run).
+  connect(runName_, &QLineEdit::textChanged, this, &RunSetupPage::updateProblems);
 }
 
 QWidget* RunSetupPage::buildEditor(const std::string& name) {
@@ -1046,6 +1049,16 @@ QStringList RunSetupPage::problems() const {
   }
   if (outputEdit_->text().trimmed().isEmpty()) {
     out << tr("Choose an output folder.");
+  } else if (const QString name = runName_->text().trimmed(); !name.isEmpty()) {
+    // The folder a named run goes into: one that holds a run is the resume question of Start;
+    // one that holds anything else is refused here, as the engine would refuse it.
+    try {
+      train::checkOutputFolder(
+          widgets::toPath(QDir(outputEdit_->text().trimmed()).filePath(name)),
+          usesDemo() ? std::filesystem::path() : widgets::toPath(modelEdit_->text().trimmed()));
+    } catch (const train::CheckpointError& e) {
+      out << tr("Output folder: %1").arg(QString::fromUtf8(e.what()));
+    }
   }
   // Every option's value passes the table's checks (the trainer's own).
   for (const job::RunOption& option : job::runOptions()) {

@@ -15,10 +15,13 @@
 #include <QVBoxLayout>
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <stdexcept>
 
-#include "common/OsError.h"  // defines: pathText
-#include "compute/Tensor.h"  // defines: deviceName
+#include "common/OsError.h"               // defines: pathText
+#include "compute/Tensor.h"               // defines: deviceName
+#include "external/ExternalSupervisor.h"  // defines: commandLine
+#include "external/SupervisedRun.h"
 #include "train/RunDirectory.h"
 #include "widgets/Format.h"  // defines: toPath
 
@@ -32,6 +35,30 @@ enum Column { Name, Status, Steps, LastLoss, BestEvalLoss, Profile, Device, Crea
 }  // namespace
 
 QString statusText(const RunSummary& run) {
+  if (run.supervised) {
+    QString text;
+    switch (run.status) {
+      case RunSummary::Status::Finished:
+        text = QObject::tr("finished");
+        break;
+      case RunSummary::Status::Resumable:
+        text = QObject::tr("%1 · checkpoint at step %2")
+                   .arg(run.lastState.isEmpty() ? QObject::tr("stopped") : run.lastState)
+                   .arg(run.checkpointStep);
+        break;
+      case RunSummary::Status::NoCheckpoint:
+        text = QObject::tr("%1 · no checkpoint")
+                   .arg(run.lastState.isEmpty() ? QObject::tr("stopped") : run.lastState);
+        break;
+      case RunSummary::Status::Unreadable:
+        return QObject::tr("unreadable: %1").arg(run.problem);
+    }
+    if (run.incidents == 0) {
+      return text;
+    }
+    return run.incidents == 1 ? QObject::tr("%1 · 1 incident").arg(text)
+                              : QObject::tr("%1 · %2 incidents").arg(text).arg(run.incidents);
+  }
   switch (run.status) {
     case RunSummary::Status::Finished:
       return QObject::tr("finished");
@@ -53,6 +80,63 @@ QString createdText(const QString& created) {
   return QLocale().toString(when.toLocalTime(), QStringLiteral("yyyy-MM-dd HH:mm"));
 }
 
+namespace {
+
+// The last step of the folder's metrics.jsonl (its loss, its device) and its best evaluation.
+void readMetrics(RunSummary& run, const std::filesystem::path& dir) {
+  const std::filesystem::path metrics = dir / train::kMetricsFile;
+  if (!std::filesystem::exists(metrics)) {
+    return;
+  }
+  const std::vector<train::StepMetrics> steps = train::RunDirectory::readMetrics(metrics);
+  if (!steps.empty()) {
+    run.steps = steps.back().step;
+    run.lastLoss = steps.back().loss;
+    run.device = QString::fromLatin1(compute::deviceName(steps.back().device));
+  }
+  for (const train::StepMetrics& m : steps) {
+    if (m.eval && std::isfinite(m.eval->loss) &&
+        (!run.bestEvalLoss || m.eval->loss < *run.bestEvalLoss)) {
+      run.bestEvalLoss = m.eval->loss;
+      run.bestEvalStep = m.step;
+    }
+  }
+}
+
+// A supervised command's run: its command and profile from config.json, steps from metrics.jsonl,
+// how it ended and its incidents from events.jsonl, its checkpoint from the command's glob.
+void readSupervisedSummary(RunSummary& run) {
+  const std::filesystem::path dir = widgets::toPath(run.dir);
+  const external::SupervisedRun command = external::readSupervisedRun(dir);
+  run.supervised = true;
+  run.commandLine = QString::fromStdString(
+      external::commandLine(command.command.program, command.command.arguments));
+  run.profile = QString::fromStdString(command.profile);
+  std::ifstream in(dir / train::kRunConfigFile, std::ios::binary);
+  run.created = QString::fromStdString(
+      nlohmann::json::parse(in, nullptr, false).value("created", std::string()));
+  readMetrics(run, dir);
+  const external::SupervisedRunStatus status = external::readSupervisedRunStatus(dir);
+  run.incidents = status.incidents;
+  // A run stopped on request ends "finished" too; only an exit 0 is finished here.
+  run.lastState = status.state == "finished" && !status.finishedWell
+                      ? QObject::tr("stopped")
+                      : QString::fromStdString(status.state);
+  const std::optional<std::filesystem::path> checkpoint =
+      external::resumableCheckpoint(command.command);
+  run.checkpointStep =
+      checkpoint ? std::max<std::int64_t>(1, external::checkpointStep(*checkpoint)) : 0;
+  if (status.finishedWell) {
+    run.status = RunSummary::Status::Finished;
+  } else if (checkpoint) {
+    run.status = RunSummary::Status::Resumable;
+  } else {
+    run.status = RunSummary::Status::NoCheckpoint;
+  }
+}
+
+}  // namespace
+
 std::optional<RunSummary> readRunSummary(const QString& dir) {
   if (!QFileInfo::exists(QDir(dir).filePath(QString::fromLatin1(train::kRunConfigFile)))) {
     return std::nullopt;
@@ -60,6 +144,15 @@ std::optional<RunSummary> readRunSummary(const QString& dir) {
   RunSummary run;
   run.dir = QDir(dir).absolutePath();
   run.name = QFileInfo(run.dir).fileName();
+  if (external::isSupervisedRunFolder(widgets::toPath(run.dir))) {
+    try {
+      readSupervisedSummary(run);
+    } catch (const std::exception& e) {
+      run.status = RunSummary::Status::Unreadable;
+      run.problem = QString::fromUtf8(e.what());
+    }
+    return run;
+  }
   try {
     const train::RunDirectory folder = train::RunDirectory::open(widgets::toPath(dir));
     const nlohmann::json& config = folder.config();
@@ -68,22 +161,7 @@ std::optional<RunSummary> readRunSummary(const QString& dir) {
     run.profile = QString::fromStdString(training.value("profile", std::string()));
     run.device = QString::fromStdString(training.value("device", std::string()));
     run.created = QString::fromStdString(config.value("created", std::string()));
-    const std::filesystem::path metrics = folder.dir() / train::kMetricsFile;
-    if (std::filesystem::exists(metrics)) {
-      const std::vector<train::StepMetrics> steps = train::RunDirectory::readMetrics(metrics);
-      if (!steps.empty()) {
-        run.steps = steps.back().step;
-        run.lastLoss = steps.back().loss;
-        run.device = QString::fromLatin1(compute::deviceName(steps.back().device));
-      }
-      for (const train::StepMetrics& m : steps) {
-        if (m.eval && std::isfinite(m.eval->loss) &&
-            (!run.bestEvalLoss || m.eval->loss < *run.bestEvalLoss)) {
-          run.bestEvalLoss = m.eval->loss;
-          run.bestEvalStep = m.step;
-        }
-      }
-    }
+    readMetrics(run, folder.dir());
     const std::vector<std::int64_t> checkpoints = folder.checkpointSteps();
     run.checkpointStep = checkpoints.empty() ? 0 : checkpoints.back();
     const bool done = run.totalSteps == 0 || run.steps >= run.totalSteps;
@@ -264,7 +342,10 @@ void RunsPage::refresh() {
     item->setText(Created, createdText(run.created));
     item->setToolTip(Created,
                      tr("%1 (config.json, UTC: %2)").arg(createdText(run.created), run.created));
-    item->setToolTip(Name, QDir::toNativeSeparators(run.dir));
+    item->setToolTip(Name, run.supervised
+                               ? tr("%1\nsupervised command: %2")
+                                     .arg(QDir::toNativeSeparators(run.dir), run.commandLine)
+                               : QDir::toNativeSeparators(run.dir));
     item->setToolTip(Status, statusText(run));
   }
   if (!selected.isEmpty()) {

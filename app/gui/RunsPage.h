@@ -1,8 +1,10 @@
 // gui/RunsPage.h — the runs in the runs folder (the setup page's output folder; by default
 // ~/.local/share/LoRAscope/runs, gui/AppPaths.h), one row each: name, status (finished, stopped
 // at a checkpoint, or no checkpoint yet), steps done of the total, the last loss, the profile it
-// started with, the device and when it was created (local time). A run can be opened (its curves,
-// from metrics.jsonl, join the dashboard's run selector) or resumed from its newest checkpoint; an
+// started with, the device and when it was created (local time). A supervised command's run
+// (external/SupervisedRun.h) is listed too, its status with its incidents; resuming it runs the
+// command again with its resume argument. A run can be opened (its curves, from
+// metrics.jsonl, join the dashboard's run selector) or resumed from its newest checkpoint; an
 // event recording (the engine's JSON lines, as scripts/record_gpu_run.py writes them) opens the
 // same way. Everything is read from the run folders themselves (train/RunDirectory.h): the page
 // keeps no list of its own.
@@ -38,6 +40,12 @@ struct RunSummary {
   std::optional<double> bestEvalLoss;
   std::int64_t bestEvalStep = 0;
   QString profile;  // config.json's training.profile ("" in runs from before it was recorded)
+  // A supervised command's run (external/SupervisedRun.h): its command line, the incidents its
+  // events.jsonl records, and how its last attempt ended ("" while none has).
+  bool supervised = false;
+  QString commandLine;
+  int incidents = 0;
+  QString lastState;
   QString device;   // where the last step ran, else config.json's device
   QString created;  // config.json's "created"
 };

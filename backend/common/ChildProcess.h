@@ -77,6 +77,12 @@ class ChildProcess {
   std::vector<std::int64_t> processTree() const;
   // Blocks until the child has ended and reaps it.
   ChildExit wait();
+  // Blocks until the child has ended without reaping it: terminate() and kill() still reach what
+  // it left running in its process group (job object) until wait() reaps it.
+  void waitForExit();
+  // Ends the reads: readOutput and readErrorOutput, blocked or later, return 0 (end) even while
+  // a process outside the group (a daemon that left it) still holds the pipes open.
+  void abandonOutput();
 
   // The signal's name ("SIGKILL", "SIGSEGV"), or "signal N".
   static std::string signalName(int signal);

@@ -3,6 +3,7 @@
 // raises no SIGPIPE here), pipes for its output, waitid(WNOWAIT) so that kill() never reaches a
 // process id the system has already handed to someone else.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -62,6 +63,10 @@ struct ChildProcess::Impl {
   int input = -1;  // our end of the child's stdin (a socket)
   int output = -1;
   int errorOutput = -1;
+  // abandonOutput() writes a byte here; reads poll it beside their pipe and end when it is
+  // readable.
+  int abandonRead = -1;
+  int abandonWrite = -1;
   std::mutex mutex;     // input, reaped
   bool reaped = false;  // after this, pid may name another process
 };
@@ -147,6 +152,20 @@ ChildProcess::ChildProcess(const ChildOptions& options) : impl_(std::make_unique
   impl_->input = inputPair[0];
   impl_->output = outputPipe[0];
   impl_->errorOutput = errorPipe[0];
+  int abandon[2] = {-1, -1};
+  if (::pipe(abandon) != 0) {
+    const int pipeError = errno;
+    kill();
+    wait();
+    closeFd(impl_->input);
+    closeFd(impl_->output);
+    closeFd(impl_->errorOutput);
+    throw ChildProcessError("cannot start " + options.program + ": " + errorText(pipeError));
+  }
+  ::fcntl(abandon[0], F_SETFD, FD_CLOEXEC);
+  ::fcntl(abandon[1], F_SETFD, FD_CLOEXEC);
+  impl_->abandonRead = abandon[0];
+  impl_->abandonWrite = abandon[1];
 }
 
 ChildProcess::~ChildProcess() {
@@ -162,6 +181,8 @@ ChildProcess::~ChildProcess() {
   closeFd(impl_->input);
   closeFd(impl_->output);
   closeFd(impl_->errorOutput);
+  closeFd(impl_->abandonRead);
+  closeFd(impl_->abandonWrite);
 }
 
 std::int64_t ChildProcess::id() const {
@@ -192,8 +213,17 @@ void ChildProcess::closeInput() {
 
 namespace {
 
-std::size_t readSome(int fd, std::span<char> buffer) {
+// Reads what `fd` has, waiting for it; 0 at its end or once `abandon` is readable.
+std::size_t readSome(int fd, int abandon, std::span<char> buffer) {
   for (;;) {
+    std::array<pollfd, 2> fds{{{fd, POLLIN, 0}, {abandon, POLLIN, 0}}};
+    if (::poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      return 0;
+    }
+    if (fds[1].revents != 0)
+      return 0;
     const ssize_t n = ::read(fd, buffer.data(), buffer.size());
     if (n >= 0)
       return static_cast<std::size_t>(n);
@@ -205,11 +235,17 @@ std::size_t readSome(int fd, std::span<char> buffer) {
 }  // namespace
 
 std::size_t ChildProcess::readOutput(std::span<char> buffer) {
-  return readSome(impl_->output, buffer);
+  return readSome(impl_->output, impl_->abandonRead, buffer);
 }
 
 std::size_t ChildProcess::readErrorOutput(std::span<char> buffer) {
-  return readSome(impl_->errorOutput, buffer);
+  return readSome(impl_->errorOutput, impl_->abandonRead, buffer);
+}
+
+void ChildProcess::abandonOutput() {
+  const char byte = 1;
+  while (::write(impl_->abandonWrite, &byte, 1) < 0 && errno == EINTR) {
+  }
 }
 
 void ChildProcess::kill() {
@@ -263,12 +299,16 @@ std::vector<std::int64_t> ChildProcess::processTree() const {
   return tree;
 }
 
-ChildExit ChildProcess::wait() {
-  // Wait without reaping, so that kill() can still tell a live pid from a reused one.
+void ChildProcess::waitForExit() {
   siginfo_t info{};
   while (::waitid(P_PID, static_cast<id_t>(impl_->pid), &info, WEXITED | WNOWAIT) != 0 &&
          errno == EINTR) {
   }
+}
+
+ChildExit ChildProcess::wait() {
+  // Wait without reaping, so that kill() can still tell a live pid from a reused one.
+  waitForExit();
   const std::lock_guard lock(impl_->mutex);
   int status = 0;
   while (::waitpid(impl_->pid, &status, 0) < 0 && errno == EINTR) {

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cwchar>
 #include <cwctype>
@@ -113,6 +114,7 @@ struct ChildProcess::Impl {
   std::mutex mutex;     // input, reaped, killed
   bool reaped = false;  // after this, the handles are closed
   bool killed = false;
+  std::atomic<bool> abandoned{false};  // abandonOutput(): reads end
 };
 
 ChildProcess::ChildProcess(const ChildOptions& options) : impl_(std::make_unique<Impl>()) {
@@ -220,23 +222,58 @@ void ChildProcess::closeInput() {
 }
 
 namespace {
-std::size_t readSome(HANDLE handle, std::span<char> buffer) {
+// Waits for bytes by peeking every 10 ms rather than in a blocking ReadFile, so that
+// abandonOutput() can end a wait on a pipe that a process outside the job still holds.
+constexpr DWORD kPeekIntervalMs = 10;
+
+std::size_t readSome(HANDLE handle, const std::atomic<bool>& abandoned, std::span<char> buffer) {
+  if (handle == nullptr) {
+    return 0;
+  }
+  for (;;) {
+    if (abandoned.load()) {
+      return 0;
+    }
+    DWORD available = 0;
+    if (!::PeekNamedPipe(handle, nullptr, 0, nullptr, &available, nullptr)) {
+      return 0;  // ERROR_BROKEN_PIPE: the child closed it (or ended)
+    }
+    if (available > 0) {
+      break;
+    }
+    ::Sleep(kPeekIntervalMs);
+  }
   DWORD n = 0;
   const DWORD capacity =
       static_cast<DWORD>(std::min<std::size_t>(buffer.size(), std::size_t{1} << 30));
-  if (handle == nullptr || !::ReadFile(handle, buffer.data(), capacity, &n, nullptr)) {
-    return 0;  // ERROR_BROKEN_PIPE: the child closed it (or ended)
+  if (!::ReadFile(handle, buffer.data(), capacity, &n, nullptr)) {
+    return 0;
   }
   return n;
 }
 }  // namespace
 
 std::size_t ChildProcess::readOutput(std::span<char> buffer) {
-  return readSome(impl_->output, buffer);
+  return readSome(impl_->output, impl_->abandoned, buffer);
 }
 
 std::size_t ChildProcess::readErrorOutput(std::span<char> buffer) {
-  return readSome(impl_->errorOutput, buffer);
+  return readSome(impl_->errorOutput, impl_->abandoned, buffer);
+}
+
+// Reads see the flag within one peek interval.
+void ChildProcess::abandonOutput() {
+  impl_->abandoned = true;
+}
+
+void ChildProcess::waitForExit() {
+  HANDLE process = nullptr;
+  {
+    const std::lock_guard lock(impl_->mutex);
+    process = impl_->process;
+  }
+  if (process != nullptr)
+    ::WaitForSingleObject(process, INFINITE);
 }
 
 void ChildProcess::kill() {

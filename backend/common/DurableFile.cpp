@@ -28,6 +28,17 @@ std::string tempSuffix() {
   return ".tmp-" + std::to_string(currentProcessId());
 }
 
+bool isStaleTempName(const std::string& name) {
+  const std::size_t tmp = name.rfind(".tmp-");
+  if (tmp == std::string::npos)
+    return false;
+  const std::string pid = name.substr(tmp + 5);
+  if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9)
+    return false;
+  const auto owner = static_cast<std::uint32_t>(std::stoul(pid));
+  return owner != currentProcessId() && !processExists(owner);
+}
+
 void syncDirectory(const fs::path& dir) {
   const std::error_code error = syncDirectoryEntries(dir);
   if (error && !cannotSyncDirectories(error)) {

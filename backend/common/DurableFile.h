@@ -57,6 +57,9 @@ void replaceDirectory(const std::filesystem::path& staging, const std::filesyste
 
 // The suffix of this process's temp names (".tmp-<pid>"), so that a leftover is recognisable.
 std::string tempSuffix();
+// Whether `name` ends in another process's tempSuffix() and that process is gone: a leftover of
+// a writer that was killed, never to be completed.
+bool isStaleTempName(const std::string& name);
 
 // Tests make the syncs fail through common/OsFile.h's testing::setSyncForTesting.
 

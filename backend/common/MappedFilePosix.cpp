@@ -29,7 +29,9 @@ struct Descriptor {
 }  // namespace
 
 std::unique_ptr<MappedFile> MappedFile::openReadOnly(const std::filesystem::path& path) {
-  const Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, for good; the
+  // check below refuses it (a regular file's reads and mapping ignore the flag).
+  const Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (file.fd < 0) {
     throw OsError(path, "cannot open", lastError());
   }

@@ -9,6 +9,8 @@ std::string_view issueKindName(IssueKind kind) {
       return "json_error";
     case IssueKind::InvalidUtf8:
       return "invalid_utf8";
+    case IssueKind::RecordTooLarge:
+      return "record_too_large";
     case IssueKind::NotAnObject:
       return "not_an_object";
     case IssueKind::MissingField:

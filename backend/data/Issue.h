@@ -28,6 +28,7 @@ struct SourceLocation {
 enum class IssueKind {
   JsonError,         // the record is not valid JSON
   InvalidUtf8,       // the bytes of the record are not valid UTF-8
+  RecordTooLarge,    // the record is longer than kMaxRecordBytes (data/LineReader.h): not read
   NotAnObject,       // the record is valid JSON but not an object
   MissingField,      // a required field is absent
   EmptyField,        // a field is present but empty (or only whitespace)

@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "common/Format.h"  // defines: formatBytes
+
 namespace lorascope::data {
 
 namespace {
@@ -26,7 +28,7 @@ void JsonArrayReader::structure(const SourceLocation& where, std::string message
 
 void JsonArrayReader::feed(const Line& line, std::deque<RawRecord>& out) {
   const std::string& text = line.text;
-  if (state_ == State::InElement && !inString_ && elementColumn_) {
+  if (state_ == State::InElement && !inString_ && elementColumn_ && !line.continuation) {
     const std::size_t first = text.find_first_not_of(" \t");
     if (first == *elementColumn_ && text[first] == '{') {
       splits_.push_back(
@@ -36,8 +38,11 @@ void JsonArrayReader::feed(const Line& line, std::deque<RawRecord>& out) {
   for (std::size_t column = 0; column < text.size(); ++column) {
     scanChar(text[column], line, column, out);
   }
+  if (line.continues) {
+    return;  // a piece of a long line: the line goes on in the next one
+  }
   if (state_ == State::InElement) {
-    element_.push_back('\n');
+    keep('\n');
     // A raw line end inside a string is invalid JSON (the parser will say where); the next line
     // is scanned as if the string had been closed, so one stray quote does not desync the rest.
     inString_ = false;
@@ -95,7 +100,7 @@ void JsonArrayReader::scanChar(char c, const Line& line, std::size_t column,
       break;
   }
   if (inString_) {
-    element_.push_back(c);
+    keep(c);
     if (escape_) {
       escape_ = false;
     } else if (c == '\\') {
@@ -118,7 +123,13 @@ void JsonArrayReader::scanChar(char c, const Line& line, std::size_t column,
   } else if ((c == '}' || c == ']') && depth_ > 0) {
     --depth_;
   }
-  element_.push_back(c);
+  keep(c);
+}
+
+void JsonArrayReader::keep(char c) {
+  if (elementBytes_++ < kMaxRecordBytes) {
+    element_.push_back(c);  // past the limit the element is only scanned, to find its end
+  }
 }
 
 void JsonArrayReader::startElement(const Line& line, std::size_t column) {
@@ -129,8 +140,9 @@ void JsonArrayReader::startElement(const Line& line, std::size_t column) {
   inString_ = false;
   escape_ = false;
   afterComma_ = false;
+  elementBytes_ = 0;
   elementStart_ = {line.number, std::nullopt, line.byteOffset + column};
-  const bool leading = line.text.find_first_not_of(" \t") == column;
+  const bool leading = !line.continuation && line.text.find_first_not_of(" \t") == column;
   elementColumn_ = leading ? std::optional<std::size_t>(column) : std::nullopt;
 }
 
@@ -144,6 +156,17 @@ void JsonArrayReader::parseElement(std::string_view text, SourceLocation where,
 
 void JsonArrayReader::completeElement(std::deque<RawRecord>& out, bool atEndOfFile) {
   state_ = State::BetweenElements;
+  if (elementBytes_ > kMaxRecordBytes) {
+    SourceLocation where = elementStart_;
+    where.element = nextIndex_++;
+    sink_({IssueKind::RecordTooLarge, Severity::Error, where,
+           describeLocation(where) + ": the record is " + common::formatBytes(elementBytes_) +
+               ", more than the " + common::formatBytes(kMaxRecordBytes) +
+               " limit of one dataset record; it is left out (split it into shorter examples)"});
+    element_.clear();
+    element_.shrink_to_fit();
+    return;
+  }
   const std::string_view whole = trimTrailing(element_, " \t\r\n");
   if (!splits_.empty()) {
     bool wholeParses = true;

@@ -7,10 +7,12 @@
 // started is remembered; when the element then fails to parse, it is split at those lines and
 // each piece is parsed on its own (pretty-printed arrays put each element at one column).
 // Strings cannot span lines in JSON, so a stray quote only confuses the scan to the end of its
-// line.
+// line. An element longer than kMaxRecordBytes is scanned to its end but not kept: it is reported
+// as too large, and a compact one-line array arrives in pieces (data/LineReader.h).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <optional>
 #include <string>
@@ -48,6 +50,7 @@ class JsonArrayReader {
   };
 
   void scanChar(char c, const Line& line, std::size_t column, std::deque<RawRecord>& out);
+  void keep(char c);  // appends to element_ up to kMaxRecordBytes, counts beyond
   void startElement(const Line& line, std::size_t column);
   void completeElement(std::deque<RawRecord>& out, bool atEndOfFile);
   void parseElement(std::string_view text, SourceLocation where, const IssueSink& sink,
@@ -57,6 +60,7 @@ class JsonArrayReader {
   IssueSink sink_;
   State state_ = State::BeforeArray;
   std::string element_;
+  std::uint64_t elementBytes_ = 0;  // of the element, also those past kMaxRecordBytes
   SourceLocation elementStart_;
   std::optional<std::size_t> elementColumn_;  // set when the element is the first thing on its line
   std::vector<SplitPoint> splits_;

@@ -17,10 +17,15 @@ constexpr std::size_t kChunkBytes = std::size_t{1} << 20;  // one read() per MiB
 
 }  // namespace
 
-LineReader::LineReader(const std::filesystem::path& path) : path_(path) {
+LineReader::LineReader(const std::filesystem::path& path, std::size_t maxPieceBytes)
+    : path_(path), maxPieceBytes_(std::max<std::size_t>(maxPieceBytes, 1)) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     throw DatasetError(common::pathText(path) + ": is a directory, not a dataset file");
+  }
+  // A FIFO would block the open for good, a device (a link to /dev/zero) never end.
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    throw DatasetError(common::pathText(path) + ": is not a regular file, not a dataset file");
   }
   file_.open(path, std::ios::binary);
   if (!file_.is_open()) {
@@ -82,6 +87,9 @@ bool LineReader::next(Line& line) {
       break;
     }
     const std::size_t scanned = end_ - begin_;
+    if (scanned > maxPieceBytes_) {
+      break;  // a piece's worth without a line end: handed out as a piece
+    }
     if (!refill()) {
       break;
     }
@@ -90,15 +98,22 @@ bool LineReader::next(Line& line) {
   if (newline == nullptr && begin_ == end_) {
     return false;
   }
-  const std::size_t stop =
-      newline != nullptr ? static_cast<std::size_t>(newline - buffer_.data()) : end_;
+  std::size_t stop = newline != nullptr ? static_cast<std::size_t>(newline - buffer_.data()) : end_;
+  const bool piece = stop - begin_ > maxPieceBytes_;
+  if (piece) {
+    stop = begin_ + maxPieceBytes_;
+    newline = nullptr;
+  }
   std::size_t textEnd = stop;
   if (newline != nullptr && textEnd > begin_ && buffer_[textEnd - 1] == '\r') {
     --textEnd;
     ++crlfLines_;
   }
   line.text.assign(buffer_.data() + begin_, textEnd - begin_);
-  line.number = ++lineNumber_;
+  line.continuation = !atLineStart_;
+  line.number = atLineStart_ ? ++lineNumber_ : lineNumber_;
+  line.continues = piece;
+  atLineStart_ = !piece;
   line.byteOffset = consumed_;
   const std::size_t advance = (newline != nullptr ? stop + 1 : stop) - begin_;
   consumed_ += advance;

@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "common/Format.h"  // defines: formatBytes
+
 namespace lorascope::data {
 
 namespace {
@@ -30,7 +32,8 @@ RecordReader::RecordReader(const std::filesystem::path& path, IssueSink sink)
   Line line;
   while (readLine(line)) {
     if (isBlank(line.text)) {
-      ++blankLines_;
+      if (!line.continuation && !line.continues)
+        ++blankLines_;
       continue;
     }
     const char first = line.text[line.text.find_first_not_of(" \t\r\f\v")];
@@ -48,11 +51,32 @@ bool RecordReader::readLine(Line& line) {
   if (!lines_.next(line)) {
     return false;
   }
-  ++linesRead_;
+  if (!line.continuation)
+    ++linesRead_;
   return true;
 }
 
+void RecordReader::skipTooLarge(const Line& piece) {
+  if (!tooLarge_) {
+    tooLarge_ = TooLarge{{piece.number, std::nullopt, piece.byteOffset}, 0};
+  }
+  tooLarge_->bytes += piece.text.size();
+  if (piece.continues) {
+    return;
+  }
+  sink_({IssueKind::RecordTooLarge, Severity::Error, tooLarge_->where,
+         describeLocation(tooLarge_->where) + ": the record is " +
+             common::formatBytes(tooLarge_->bytes) + ", more than the " +
+             common::formatBytes(kMaxRecordBytes) +
+             " limit of one dataset record; it is left out (split it into shorter examples)"});
+  tooLarge_.reset();
+}
+
 void RecordReader::readJsonl(const Line& line) {
+  if (line.continues || line.continuation) {
+    skipTooLarge(line);
+    return;
+  }
   if (isBlank(line.text)) {
     ++blankLines_;
     return;

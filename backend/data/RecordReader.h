@@ -43,6 +43,13 @@ class RecordReader {
  private:
   bool readLine(Line& line);
   void readJsonl(const Line& line);
+  // A JSONL line longer than kMaxRecordBytes, piece by piece: counted, then reported at its end.
+  void skipTooLarge(const Line& piece);
+
+  struct TooLarge {
+    SourceLocation where;
+    std::uint64_t bytes = 0;
+  };
 
   LineReader lines_;
   IssueSink sink_;
@@ -50,6 +57,7 @@ class RecordReader {
   std::optional<Line> pending_;  // the first non-blank line, read to choose the container
   std::unique_ptr<JsonArrayReader> array_;
   std::deque<RawRecord> ready_;
+  std::optional<TooLarge> tooLarge_;  // the line being skipped
   bool finished_ = false;
   std::size_t linesRead_ = 0;
   std::size_t blankLines_ = 0;

@@ -119,6 +119,17 @@ std::optional<nlohmann::json> parseRecordText(std::string_view text, const Sourc
     }
     sink({IssueKind::JsonError, Severity::Error, at, std::move(message)});
     return std::nullopt;
+  } catch (const nlohmann::json::exception& error) {
+    // A number no double holds (1e400: "number overflow parsing '1e400'"), which the parser
+    // reports as out_of_range rather than as a syntax error; it names no position.
+    std::string message = error.what();
+    if (const std::size_t bracket = message.find("] "); bracket != std::string::npos) {
+      message.erase(0, bracket + 2);
+    }
+    sink({IssueKind::JsonError, Severity::Error, where,
+          "invalid JSON at " + describeLocation(where) + ": " + text::utf8::lossy(message) +
+              " (a number larger than a double can hold)"});
+    return std::nullopt;
   }
 }
 

@@ -78,6 +78,9 @@ void Engine::sampleLoop() {
     if (reading.memory) {
       publish(*reading.memory);
     }
+    if (reading.progressed && options_.reportProgress && state_ == RunState::Running) {
+      publish(ProgressEvent{});
+    }
     if (reading.hang && state_ == RunState::Running && !hangPublished_.exchange(true)) {
       reading.hang->sticky = true;
       publish(*reading.hang);

@@ -79,6 +79,9 @@ struct InstrumentEvents {
   std::optional<QueueEvent> queue;    // launches in flight per stream (GPU runs)
   std::optional<MemoryEvent> memory;  // the three memory readings of the moment
   std::optional<ErrorEvent> hang;     // an op of the running step is over its budget
+  // The run moved since the previous reading (an op launched, returned or completed, a stage
+  // between steps ended); a hung step shows none. A progress event when reportProgress is on.
+  bool progressed = false;
 };
 
 // What the engine runs. A trainer implements it; all calls come from the engine thread except
@@ -123,6 +126,9 @@ struct EngineOptions {
   int pollPeriodMs = 5;
   // Runs on the sampler thread after a hang was published (the engine thread is stuck in the op).
   std::function<void()> onHang;
+  // A ProgressEvent with each reading in which a running job moved (InstrumentEvents::progressed):
+  // the supervisor's hang watchdog waits for progress, not for the step events (the stdio engine).
+  bool reportProgress = false;
 };
 
 // Builds the job for a start command; throws std::exception with a user-facing message (bad

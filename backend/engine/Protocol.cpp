@@ -243,7 +243,8 @@ std::string_view eventType(const Event& event) {
                  [](const ToggleRefusedEvent&) { return "toggle_refused"; },
                  [](const EvalEvent&) { return "eval"; },
                  [](const ProfileSwitchEvent&) { return "profile_switch"; },
-                 [](const LadderEvent&) { return "ladder"; }},
+                 [](const LadderEvent&) { return "ladder"; },
+                 [](const ProgressEvent&) { return "progress"; }},
       event);
 }
 
@@ -324,6 +325,9 @@ std::string encodeEvent(const TimedEvent& timed) {
             }
             if (e.totalSteps > 0) {
               out["total_steps"] = e.totalSteps;
+            }
+            if (e.computeTokensPerS > 0) {
+              out["compute_tokens_per_s"] = e.computeTokensPerS;
             }
           },
           [&](const MemoryEvent& e) {
@@ -409,7 +413,8 @@ std::string encodeEvent(const TimedEvent& timed) {
                         {"why", e.why},
                         {"step", e.step},
                         {"undoable", e.undoable}});
-          }},
+          },
+          [](const ProgressEvent&) {}},
       timed.event);
   return dumpLine(out);
 }
@@ -445,7 +450,8 @@ TimedEvent decodeEvent(std::string_view line) {
                           static_cast<int>(f.integer("micro_batch")),
                           static_cast<int>(f.integer("accumulation")),
                           f.has("replayed") && f.boolean("replayed"),
-                          f.has("total_steps") ? f.integer("total_steps") : 0};
+                          f.has("total_steps") ? f.integer("total_steps") : 0,
+                          f.has("compute_tokens_per_s") ? f.number("compute_tokens_per_s") : 0};
   } else if (type == "memory") {
     out.event = MemoryEvent{f.optionalBytes("allocated_bytes"),
                             f.optionalBytes("reserved_bytes"),
@@ -509,6 +515,8 @@ TimedEvent decodeEvent(std::string_view line) {
   } else if (type == "ladder") {
     out.event = LadderEvent{f.string("rung"), f.string("from"), f.string("why"), f.integer("step"),
                             f.integer("undoable")};
+  } else if (type == "progress") {
+    out.event = ProgressEvent{};
   } else {
     throw ProtocolError("unknown event type '" + type + "'");
   }

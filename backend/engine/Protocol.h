@@ -90,6 +90,8 @@ struct StepEvent {
   double loss = 0;
   double learningRate = 0;
   double gradNorm = 0;
+  // Real tokens (padding excluded) over the step cycle: the wall-clock time since the previous
+  // step completed, everything between the steps included. The run's speed.
   double tokensPerS = 0;
   int microBatch = 1;
   int accumulation = 1;
@@ -100,6 +102,9 @@ struct StepEvent {
   // The run's step count, for progress and time left; optional on the wire ("total_steps"),
   // 0 when not known.
   std::int64_t totalSteps = 0;
+  // Real tokens over the step's own time (its compute, without what runs between the steps);
+  // optional on the wire ("compute_tokens_per_s"), 0 when not known.
+  double computeTokensPerS = 0;
 };
 
 // The held-out loss after a step (--eval-data / --eval-split), beside that step's training loss.
@@ -222,10 +227,16 @@ struct LadderEvent {
   std::int64_t undoable = 0;
 };
 
+// The running step moved since the engine's previous instrument reading (an op launched, returned
+// or completed on the GPU, or a stage between steps ended): what the supervisor's hang watchdog
+// waits for, so that a step made slow by a loaded machine is not taken for a hung one. The stdio
+// engine sends it (EngineOptions::reportProgress); the supervisor does not pass it on.
+struct ProgressEvent {};
+
 using Event =
     std::variant<HelloEvent, StateEvent, StepEvent, MemoryEvent, QueueEvent, SnapshotEvent,
                  LogEvent, ErrorEvent, CheckpointEvent, IncidentEvent, ToggleAppliedEvent,
-                 ToggleRefusedEvent, EvalEvent, ProfileSwitchEvent, LadderEvent>;
+                 ToggleRefusedEvent, EvalEvent, ProfileSwitchEvent, LadderEvent, ProgressEvent>;
 
 // An event with the engine's clock (ms since the engine started), the charts' shared time axis.
 struct TimedEvent {

@@ -24,6 +24,7 @@ int serveEngineOverStreams(JobFactory factory, HelloEvent hello, std::istream& i
     out.flush();
   };
   EngineOptions options;
+  options.reportProgress = true;  // for the supervisor's hang watchdog
   options.onHang = [&] {
     const std::lock_guard lock(outMutex);  // the report is written and flushed
     std::_Exit(kExitStickyError);

@@ -67,6 +67,7 @@ std::int64_t Supervisor::toSupervisorTime(std::int64_t engineTimeMs) {
 
 void Supervisor::startEngine() {
   engineStartedMs_ = elapsedMs();
+  preparing_ = false;
   host_ = launcher_.launch(++engineId_, profile_.environment, profile_.engine);
 }
 
@@ -118,6 +119,12 @@ void Supervisor::engineEvent(int engineId, const TimedEvent& timed) {
   if (engineId != engineId_)
     return;
   const std::int64_t now = elapsedMs();
+  if (std::holds_alternative<ProgressEvent>(timed.event)) {
+    if (hangDeadlineMs_) {
+      hangDeadlineMs_ = now + policy_.hangTimeoutMs;  // the run moves: slow is not hung
+    }
+    return;  // the watchdog's alone
+  }
   if (planned_ && !planned_->error && std::holds_alternative<StateEvent>(timed.event)) {
     return;  // stopping for a profile switch: the run goes on in the next engine
   }
@@ -126,6 +133,7 @@ void Supervisor::engineEvent(int engineId, const TimedEvent& timed) {
     hostMemory_ = runtime::HostMemory{*memory->hostAvailableBytes, hostTotalBytes()};
   }
   if (const auto* state = std::get_if<StateEvent>(&timed.event)) {
+    preparing_ = state->state == RunState::Starting;
     if (state->state == RunState::Running || state->state == RunState::Paused ||
         state->state == RunState::Starting) {
       running_ = true;
@@ -157,11 +165,11 @@ void Supervisor::checkHang() {
   hangDeadlineMs_.reset();
   if (!running_ || !host_)
     return;
-  planned_ =
-      PlannedRestart{runtime::classifyHang(),
-                     "no optimizer step for " + std::to_string(policy_.hangTimeoutMs / 1000) +
-                         " s (hang) after step " + std::to_string(lastStep_),
-                     true};
+  planned_ = PlannedRestart{runtime::classifyHang(),
+                            "no progress (no op ran or completed, no step) for " +
+                                std::to_string(policy_.hangTimeoutMs / 1000) +
+                                " s (hang) after step " + std::to_string(lastStep_),
+                            true};
   host_->kill();
 }
 
@@ -202,6 +210,12 @@ void Supervisor::onExit(const EngineExit& exit) {
   std::optional<runtime::ErrorClass> killed;
   if (exit.crashed && !lastStickyError_) {
     killed = runtime::classifyKill(exit.signal, hostMemory_);
+    // A crash while the run was being prepared (no step had run: the data, the chat template)
+    // that the runtime's messages do not name a GPU error: not one for the recovery ladder.
+    if (!killed && preparing_ &&
+        runtime::classifyError("", exit.stderrTail).category == runtime::ErrorCategory::Unknown) {
+      killed = runtime::classifyHostCrash(exit.signal);
+    }
   }
   const runtime::ErrorClass error =
       killed             ? *killed

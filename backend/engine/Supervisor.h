@@ -1,8 +1,8 @@
 // engine/Supervisor.h — crashes cost seconds, not runs.
 //
 // The supervisor owns the isolated engine. When the engine process dies (a signal, an abort, a
-// non-zero exit), reports a sticky GPU error, or stops making progress (no step for
-// `hangTimeoutMs` while running), it records an incident, climbs the recovery ladder
+// non-zero exit), reports a sticky GPU error, or stops making progress (no step and no progress
+// event for `hangTimeoutMs` while running), it records an incident, climbs the recovery ladder
 // (vendor BLAS → built-in GEMM → serialize → smaller micro-batch → CPU, runtime::nextRung),
 // restarts the engine and resumes from the state mirror, which holds the last completed
 // optimizer step: no completed step is lost. Restarts are bounded; the user can stop the ladder
@@ -34,9 +34,12 @@
 namespace lorascope::engine {
 
 struct SupervisorPolicy {
-  int maxRestarts = 8;          // per run; then the run fails with every incident listed
-  int hangTimeoutMs = 120'000;  // no step event for this long while running = hang
-  bool climbLadder = true;      // false: restart on the same rung (the user stopped the ladder)
+  int maxRestarts = 8;  // per run; then the run fails with every incident listed
+  // No step and no progress event for this long while running = hang. A progress event (the
+  // engine's sampler: an op ran or completed since its last reading) re-arms it like a step: a
+  // step made slow by a loaded machine is not a hang; one stuck in an op or a wait is.
+  int hangTimeoutMs = 120'000;
+  bool climbLadder = true;  // false: restart on the same rung (the user stopped the ladder)
 };
 
 // Starts engines for the supervisor. Engine `engineId` reports its events, connection changes
@@ -131,6 +134,9 @@ class Supervisor {
   std::int64_t lastStep_ = 0;
   int lastMicroBatch_ = 0;
   std::optional<ErrorEvent> lastStickyError_;
+  // The engine's last state was Starting: it prepares the run (model, data, chat template) and
+  // has run no GPU step; a crash then is a HostCrash (runtime/ErrorClassifier.h).
+  bool preparing_ = false;
   runtime::RecoveryRung rung_ = runtime::RecoveryRung::VendorBlas;
   // Each step down the ladder took, newest last, for undo: the rung before and the micro-batch
   // the run had then.

@@ -3,9 +3,11 @@
 
 #include <array>
 #include <chrono>
+#include <ctime>
 
 #include "common/ChildProcess.h"
 #include "common/OsError.h"  // defines: pathText
+#include "external/SupervisedRun.h"
 #include "telemetry/HeldOutside.h"
 #include "telemetry/Providers.h"
 #include "telemetry/Sampler.h"
@@ -17,33 +19,40 @@ namespace {
 constexpr std::int64_t kPollMs = 200;        // the probe's file
 constexpr std::int64_t kTelemetryMs = 1000;  // one merged memory event per second
 constexpr std::int64_t kHeldOutsideEveryMs = 30'000;
-constexpr std::size_t kMaxProbeLineBytes = 64 << 20;
+constexpr std::size_t kMaxProbeLineBytes = 64 << 20;  // an allocator snapshot can be large
+
+std::string isoTimeNow() {
+  const std::time_t now = std::time(nullptr);
+  char text[32];
+  // std::gmtime: gmtime_r is POSIX's only; the host asks once, before its thread starts.
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  return text;
+}
 
 }  // namespace
 
-// One attempt: the child, a thread that reads its two streams (one helper thread for stderr) and
-// reports its exit.
+// One attempt: the child, a thread per output stream, and one that watches for its exit: then
+// the rest of its group is asked to end, the pipes are read to their end for up to the grace
+// period, the group killed and the pipes given up after it, and the exit reported.
 class CommandHost::Run : public CommandRun {
  public:
-  Run(CommandHost& host, int attempt, const common::ChildOptions& options, fs::path requestFile)
-      : host_(host), attempt_(attempt), child_(options), requestFile_(std::move(requestFile)) {
-    waiter_ = std::thread([this] {
-      std::thread errors([this] { read(true); });
-      read(false);
-      errors.join();
-      const common::ChildExit status = child_.wait();
-      CommandExit exit{status.signaled, status.exitCode,
-                       status.signaled ? common::ChildProcess::signalName(status.signal) : ""};
-      CommandHost& owner = host_;
-      const int number = attempt_;
-      owner.post([&owner, number, exit] {
-        owner.pollProbe(number);  // what the probe wrote last comes first
-        owner.running_ = false;
-        owner.supervisor_->exited(number, exit);
-      });
-    });
+  Run(CommandHost& host, int attempt, const common::ChildOptions& options, fs::path requestFile,
+      std::chrono::seconds grace)
+      : host_(host),
+        attempt_(attempt),
+        child_(options),
+        requestFile_(std::move(requestFile)),
+        grace_(grace) {
+    output_ = std::thread([this] { read(false); });
+    errors_ = std::thread([this] { read(true); });
+    waiter_ = std::thread([this] { watch(); });
   }
   ~Run() override {
+    {
+      const std::lock_guard lock(mutex_);
+      closing_ = true;
+    }
+    readersDone_.notify_all();
     child_.kill();
     waiter_.join();
   }
@@ -56,42 +65,91 @@ class CommandHost::Run : public CommandRun {
   std::vector<std::int64_t> processTree() const { return child_.processTree(); }
 
  private:
+  void watch() {
+    child_.waitForExit();
+    child_.terminate();  // what it left running in its group
+    bool drained = false;
+    {
+      std::unique_lock lock(mutex_);
+      drained = readersDone_.wait_for(lock, grace_, [this] { return closing_ || readers_ == 2; }) &&
+                readers_ == 2;
+    }
+    if (!drained) {  // still held open: by the group (killed now) or by a process outside it
+      child_.kill();
+      child_.abandonOutput();
+    }
+    output_.join();
+    errors_.join();
+    const common::ChildExit status = child_.wait();
+    CommandExit exit{status.signaled, status.exitCode,
+                     status.signaled ? common::ChildProcess::signalName(status.signal) : ""};
+    CommandHost& owner = host_;
+    const int number = attempt_;
+    owner.post([&owner, number, exit] {
+      owner.pollProbe(number);  // what the probe wrote last comes first
+      owner.running_ = false;
+      owner.supervisor_->exited(number, exit);
+    });
+  }
+
+  // Lines end at '\n' or '\r'. Each byte is looked at once; a line keeps at most kMaxLineBytes.
   void read(bool errorStream) {
     std::array<char, 16384> buffer;
-    std::string pending;
-    auto deliver = [&](std::string line) {
-      if (line.find_first_not_of(" \t") == std::string::npos)
-        return;
-      host_.writeLog(line);
-      CommandHost& host = host_;
-      const int attempt = attempt_;
-      host.post([&host, attempt, errorStream, line = std::move(line)] {
-        host.supervisor_->outputLine(attempt, errorStream, line);
-      });
+    std::string line;
+    bool cut = false;
+    auto deliver = [&] {
+      if (cut)
+        line += kCutLineMark;
+      cut = false;
+      if (line.find_first_not_of(" \t") != std::string::npos) {
+        host_.writeLog(line);
+        CommandHost& host = host_;
+        const int attempt = attempt_;
+        host.post([&host, attempt, errorStream, text = std::move(line)] {
+          host.pollProbe(attempt);  // the probe's record of a step before the output's
+          host.supervisor_->outputLine(attempt, errorStream, text);
+        });
+      }
+      line.clear();
     };
     for (;;) {
       const std::size_t n =
           errorStream ? child_.readErrorOutput(buffer) : child_.readOutput(buffer);
       if (n == 0)
         break;
-      pending.append(buffer.data(), n);
-      std::size_t start = 0;
-      for (std::size_t end; (end = pending.find_first_of("\r\n", start)) != std::string::npos;
-           start = end + 1) {
-        deliver(pending.substr(start, end - start));
+      std::string_view chunk(buffer.data(), n);
+      for (;;) {
+        const std::size_t end = chunk.find_first_of("\r\n");
+        const std::string_view piece = chunk.substr(0, end);
+        const std::size_t room = kMaxLineBytes - line.size();
+        line.append(piece.substr(0, room));
+        cut = cut || piece.size() > room;
+        if (end == std::string_view::npos)
+          break;
+        deliver();
+        chunk.remove_prefix(end + 1);
       }
-      pending.erase(0, start);
-      if (pending.size() > kMaxProbeLineBytes)  // a line that never ends: cut it
-        deliver(std::exchange(pending, {}));
     }
-    deliver(pending);
+    deliver();
+    {
+      const std::lock_guard lock(mutex_);
+      ++readers_;
+    }
+    readersDone_.notify_all();
   }
 
   CommandHost& host_;
   const int attempt_;
   common::ChildProcess child_;
   fs::path requestFile_;
+  const std::chrono::seconds grace_;
   int requests_ = 0;
+  std::mutex mutex_;
+  std::condition_variable readersDone_;
+  int readers_ = 0;  // streams read to their end
+  bool closing_ = false;
+  std::thread output_;
+  std::thread errors_;
   std::thread waiter_;
 };
 
@@ -116,11 +174,15 @@ class CommandHost::Launcher : public CommandLauncher {
     options.environment.emplace_back("PYTHONUNBUFFERED", "1");
     host_.writeLog("=== attempt " + std::to_string(attempt) + " (profile '" + spec.profileName +
                    "') ===");
-    auto run = std::make_unique<Run>(host_, attempt, options, request);
-    host_.current_ = run.get();
+    host_.current_ = nullptr;
     host_.currentAttempt_ = attempt;
-    host_.probeOffset_ = 0;
+    host_.probeIn_.close();
+    host_.probeIn_.clear();
     host_.probePending_.clear();
+    host_.probeScanned_ = 0;
+    auto run = std::make_unique<Run>(host_, attempt, options, request,
+                                     std::chrono::seconds(host_.graceSeconds_));
+    host_.current_ = run.get();
     host_.probeMemory_.reset();
     host_.running_ = true;
     return run;
@@ -142,6 +204,19 @@ CommandHost::CommandHost(SupervisedCommand command, profiles::Profile profile,
   if (!log_)
     throw ExternalError(common::pathText(options_.runDirectory / "command.log") +
                         ": cannot be written");
+  const fs::path config = options_.runDirectory / "config.json";
+  if (!fs::exists(config)) {  // a resumed run keeps its own
+    std::ofstream out(config, std::ios::trunc);
+    out << supervisedRunConfig(command, profile.name, isoTimeNow()).dump(2) << "\n";
+    if (!out)
+      throw ExternalError(common::pathText(config) + ": cannot be written");
+  }
+  events_.open(options_.runDirectory / kEventsFile, std::ios::app);
+  metrics_.open(options_.runDirectory / kMetricsFile, std::ios::app);
+  if (!events_ || !metrics_)
+    throw ExternalError(common::pathText(options_.runDirectory) +
+                        ": events.jsonl or metrics.jsonl cannot be written");
+  graceSeconds_ = command.graceSeconds;
   if (options_.telemetry) {
     telemetry::ProviderSet set = telemetry::openProviders();
     if (!set.gpu.empty()) {
@@ -215,24 +290,49 @@ void CommandHost::publishFromSupervisor(const engine::TimedEvent& timed) {
 void CommandHost::pollProbe(int attempt) {
   if (attempt != currentAttempt_)
     return;
-  const fs::path file = options_.runDirectory / ("probe-" + std::to_string(attempt) + ".jsonl");
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
-    return;
-  in.seekg(static_cast<std::streamoff>(probeOffset_));
-  std::string chunk((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  probeOffset_ += chunk.size();
-  probePending_ += chunk;
+  if (!probeIn_.is_open()) {
+    probeIn_.open(options_.runDirectory / ("probe-" + std::to_string(attempt) + ".jsonl"),
+                  std::ios::binary);
+    if (!probeIn_.is_open())
+      return;  // the probe has not written yet (or is not there)
+  }
+  probeIn_.clear();  // after the last end of file: read what was appended since
+  std::array<char, 65536> buffer;
+  while (probeIn_.read(buffer.data(), buffer.size()) || probeIn_.gcount() > 0)
+    probePending_.append(buffer.data(), static_cast<std::size_t>(probeIn_.gcount()));
   std::size_t start = 0;
-  for (std::size_t end; (end = probePending_.find('\n', start)) != std::string::npos;
+  for (std::size_t end;
+       (end = probePending_.find('\n', std::max(start, probeScanned_))) != std::string::npos;
        start = end + 1) {
     const std::string_view line(probePending_.data() + start, end - start);
     if (line.find_first_not_of(" \t\r") != std::string_view::npos)
       supervisor_->probeLine(attempt, line);
   }
   probePending_.erase(0, start);
-  if (probePending_.size() > kMaxProbeLineBytes)
+  probeScanned_ = probePending_.size();  // holds no '\n'
+  if (probePending_.size() > kMaxProbeLineBytes) {
+    supervisor_->probeLine(attempt,
+                           "{\"v\": 1, \"type\": \"log\", \"level\": \"warning\", "
+                           "\"text\": \"a probe line longer than 64 MiB was dropped\"}");
     probePending_.clear();
+    probeScanned_ = 0;
+  }
+}
+
+void CommandHost::record(const engine::TimedEvent& timed) {
+  events_ << engine::encodeEvent(timed) << "\n";
+  events_.flush();
+  if (const auto* memory = std::get_if<engine::MemoryEvent>(&timed.event)) {
+    sawGpu_ = sawGpu_ || memory->driverTotalBytes.value_or(0) > 0;
+    return;
+  }
+  const auto* step = std::get_if<engine::StepEvent>(&timed.event);
+  if (step == nullptr)
+    return;
+  const double seconds =
+      static_cast<double>(timed.timeMs - std::exchange(lastStepMs_, timed.timeMs)) / 1000.0;
+  metrics_ << metricsLine(*step, seconds, sawGpu_) << "\n";
+  metrics_.flush();
 }
 
 void CommandHost::telemetryTick() {
@@ -298,7 +398,7 @@ void CommandHost::loop() {
       while (!stopping_ && tasks_.empty()) {
         const std::int64_t now = supervisor_->elapsedMs();
         std::int64_t wait = running_.load() ? kPollMs : 60'000;
-        if (const auto deadline = supervisor_->hangDeadlineMs())
+        if (const auto deadline = supervisor_->nextDeadlineMs())
           wait = std::min(wait, *deadline - now);
         if (wait <= 0)
           break;
@@ -322,11 +422,13 @@ void CommandHost::loop() {
         telemetryTick();
       }
     }
-    supervisor_->checkHang();
+    supervisor_->checkDeadlines();
     std::vector<engine::TimedEvent> events;
     events.swap(outbox_);
-    for (const engine::TimedEvent& e : events)
+    for (const engine::TimedEvent& e : events) {
+      record(e);
       listener_.event(e);
+    }
     if (const bool running = running_.load(); running != reportedRunning_) {
       reportedRunning_ = running;
       if (listener_.connectedChanged)

@@ -1,10 +1,14 @@
 // external/ExternalSupervisor.cpp — lines, probe events, exits → events, incidents, restarts.
 #include "external/ExternalSupervisor.h"
 
+#include <cmath>
+#include <utility>
+
 #include "common/ChildProcess.h"  // defines: ChildProcessError
 #include "common/OsError.h"       // defines: pathText
 
 namespace lorascope::external {
+
 namespace {
 
 constexpr std::size_t kStderrTailBytes = 4096;
@@ -23,15 +27,14 @@ std::string shellWord(const std::string& word) {
   return out + "'";
 }
 
-// The command as a shell line the user can paste.
-std::string commandLine(const LaunchSpec& spec) {
-  std::string out = shellWord(spec.program);
-  for (const std::string& a : spec.arguments)
+}  // namespace
+
+std::string commandLine(const std::string& program, const std::vector<std::string>& arguments) {
+  std::string out = shellWord(program);
+  for (const std::string& a : arguments)
     out += " " + shellWord(a);
   return out;
 }
-
-}  // namespace
 
 ExternalSupervisor::ExternalSupervisor(CommandLauncher& launcher, SupervisedCommand command,
                                        profiles::Profile profile, engine::EventSink publish,
@@ -43,7 +46,8 @@ ExternalSupervisor::ExternalSupervisor(CommandLauncher& launcher, SupervisedComm
       nowMs_(std::move(nowMs)),
       startedMs_(nowMs_()),
       parser_(makeOutputParser(command_.parser)),
-      batch_(command_.batch) {}
+      batch_(command_.batch),
+      lastStep_(command_.resumedAfterStep) {}
 
 void ExternalSupervisor::publish(engine::Event event) {
   publish_(engine::TimedEvent{elapsedMs(), std::move(event)});
@@ -51,7 +55,7 @@ void ExternalSupervisor::publish(engine::Event event) {
 
 void ExternalSupervisor::start() {
   if (attempt_ == 0)
-    launch(false);
+    launch(command_.resumeFirst);
 }
 
 void ExternalSupervisor::launch(bool resume) {
@@ -60,14 +64,17 @@ void ExternalSupervisor::launch(bool resume) {
   failureLine_.clear();
   stderrTail_.clear();
   hung_ = false;
-  parsedSteps_ = false;
+  probeSteps_ = false;
+  heldProbeStep_.reset();
+  rankSignal_.clear();
+  relativeSteps_.reset();
   parser_ = makeOutputParser(command_.parser);  // a new process prints from its own start
   const LaunchSpec spec = planLaunch(command_, profile_, rung_, batch_, resume);
   probeOffset_ = spec.checkpoint ? checkpointStep(*spec.checkpoint) : 0;
-  announcedBefore_ = lastStep_;
-  publish(engine::LogEvent{engine::LogLevel::Info, "attempt " + std::to_string(attempt_) +
-                                                       " with profile '" + spec.profileName +
-                                                       "': " + commandLine(spec)});
+  publish(engine::LogEvent{engine::LogLevel::Info,
+                           "attempt " + std::to_string(attempt_) + " with profile '" +
+                               spec.profileName +
+                               "': " + commandLine(spec.program, spec.arguments)});
   publish(engine::LogEvent{engine::LogLevel::Info,
                            "environment set: " + describeEnvironment(spec.environment)});
   try {
@@ -94,8 +101,10 @@ void ExternalSupervisor::send(const engine::Command& command) {
   if (std::holds_alternative<engine::StopCommand>(command)) {
     stopRequested_ = true;
     hangDeadlineMs_.reset();
-    if (run_)
+    if (run_ && !killDeadlineMs_) {
       run_->terminate();
+      killDeadlineMs_ = elapsedMs() + std::int64_t{command_.graceSeconds} * 1000;
+    }
     return;
   }
   if (std::holds_alternative<engine::RequestSnapshotCommand>(command)) {
@@ -129,26 +138,83 @@ void ExternalSupervisor::outputLine(int attempt, bool errorStream, std::string_v
                                  c.sticky});
     }
   }
-  // A counted step starts at 1 again in a resumed process: offset it by the checkpoint's step,
-  // as the probe's are.
-  std::optional<Progress> p = parser_->parse(line);
-  if (p && p->counted && p->step)
-    *p->step += probeOffset_;
-  // A bar without a loss moves no chart; it counts as activity only. So does a step already
-  // announced: a bar redrawn within its step, or a step done again after a resume from an older
-  // checkpoint (as the engine's supervisor passes a replayed step on only once).
-  if (p && p->loss && !(p->step && parsedSteps_ && *p->step == lastStep_) &&
-      !(p->step && *p->step <= announcedBefore_)) {
-    engine::StepEvent step;
-    step.step = p->step.value_or(lastStep_ + 1);
-    step.loss = *p->loss;
-    step.learningRate = p->learningRate.value_or(0);
-    step.microBatch = batch_ > 0 ? batch_ : 1;
-    step.totalSteps = p->totalSteps.value_or(0);
-    parsedSteps_ = true;
-    lastStep_ = step.step;
-    publish(step);
+  // torchrun's report of a worker killed by a signal: "traceback : Signal 9 (SIGKILL) received
+  // by PID 4242". The launcher exits with code 1; the job died of the signal.
+  if (const std::size_t at = line.find("Signal ");
+      at != std::string_view::npos && line.find("received by PID", at) != std::string_view::npos &&
+      rankSignal_.empty()) {
+    const std::string_view rest = line.substr(at + 7);
+    const std::size_t open = rest.find('(');
+    const std::size_t close = rest.find(')');
+    rankSignal_ = open != std::string_view::npos && close != std::string_view::npos && open < close
+                      ? std::string(rest.substr(open + 1, close - open - 1))
+                      : std::string(rest.substr(0, rest.find(' ')));
   }
+  // Progress comes from rank 0 only (or from output without rank prefixes).
+  std::string_view text = line;
+  if (const auto ranked = splitRankPrefix(line)) {
+    if (ranked->first != 0)
+      return;
+    text = ranked->second;
+  }
+  if (const std::optional<Progress> p = parser_->parse(text))
+    progress(*p);
+}
+
+void ExternalSupervisor::progress(const Progress& parsed) {
+  Progress p = parsed;
+  // A resumed process whose first step is not past its checkpoint's numbers its steps from its
+  // own start (counted Trainer dicts, kohya's bar): offset them by the checkpoint's step, as the
+  // probe's are.
+  if (p.step && p.loss && probeOffset_ > 0) {
+    if (!relativeSteps_)
+      relativeSteps_ = *p.step <= probeOffset_;
+    if (*relativeSteps_)
+      *p.step += probeOffset_;
+  }
+  if (p.evalLoss && lastStep_ > 0) {
+    engine::EvalEvent eval;
+    eval.step = lastStep_;
+    eval.loss = *p.evalLoss;
+    if (!bestEval_ || eval.loss < bestEval_->first)
+      bestEval_ = std::pair{eval.loss, lastStep_};
+    eval.bestLoss = bestEval_->first;
+    eval.bestStep = bestEval_->second;
+    publish(eval);
+  }
+  if (!p.loss || !p.step)
+    return;
+  if (probeSteps_) {
+    // The probe numbers the steps; the output fills the loss of one the probe could not read.
+    if (heldProbeStep_ && heldProbeStep_->step == *p.step) {
+      heldProbeStep_->loss = *p.loss;
+      releaseHeldProbeStep();
+    }
+    return;
+  }
+  engine::StepEvent step;
+  step.step = *p.step;
+  step.loss = *p.loss;
+  step.learningRate = p.learningRate.value_or(0);
+  step.gradNorm = p.gradNorm.value_or(std::nan(""));
+  step.microBatch = command_.batchArgument.empty() ? 0 : batch_;
+  step.accumulation = 0;  // unknown
+  step.totalSteps = p.totalSteps.value_or(parser_->totalSteps().value_or(0));
+  announce(step);
+}
+
+// Once per step number: a step done again after a resume from an older checkpoint, or printed by
+// several ranks, was announced already.
+void ExternalSupervisor::announce(engine::StepEvent step) {
+  if (step.step <= lastStep_)
+    return;
+  lastStep_ = step.step;
+  publish(step);
+}
+
+void ExternalSupervisor::releaseHeldProbeStep() {
+  if (heldProbeStep_)
+    announce(*std::exchange(heldProbeStep_, std::nullopt));
 }
 
 void ExternalSupervisor::probeLine(int attempt, std::string_view line) {
@@ -163,14 +229,41 @@ void ExternalSupervisor::probeLine(int attempt, std::string_view line) {
   }
   if (auto* step = std::get_if<engine::StepEvent>(&timed.event)) {
     noteActivity();
+    probeSteps_ = true;
+    releaseHeldProbeStep();  // its loss did not come
     step->step += probeOffset_;
-    if (parsedSteps_ || step->step <= lastStep_)
-      return;  // the output numbers the steps, or this one was announced already
-    if (batch_ > 0)
-      step->microBatch = batch_;
-    lastStep_ = step->step;
+    if (step->totalSteps == 0)
+      step->totalSteps = parser_->totalSteps().value_or(0);
+    if (step->microBatch == 0 && !command_.batchArgument.empty())
+      step->microBatch = batch_;  // no data loader seen: the batch --batch-arg passed
+    if (std::isnan(step->loss)) {
+      heldProbeStep_ = *step;
+      return;
+    }
+    announce(*step);
+    return;
   }
   publish(std::move(timed.event));
+}
+
+std::optional<std::int64_t> ExternalSupervisor::nextDeadlineMs() const {
+  if (hangDeadlineMs_ && killDeadlineMs_)
+    return std::min(*hangDeadlineMs_, *killDeadlineMs_);
+  return hangDeadlineMs_ ? hangDeadlineMs_ : killDeadlineMs_;
+}
+
+void ExternalSupervisor::checkDeadlines() {
+  if (killDeadlineMs_ && elapsedMs() >= *killDeadlineMs_) {
+    killDeadlineMs_.reset();
+    if (run_) {
+      publish(engine::LogEvent{engine::LogLevel::Warning,
+                               "the command did not end within " +
+                                   std::to_string(command_.graceSeconds) +
+                                   " s of SIGTERM: killed (SIGKILL to its process group)"});
+      run_->kill();
+    }
+  }
+  checkHang();
 }
 
 void ExternalSupervisor::checkHang() {
@@ -184,8 +277,12 @@ void ExternalSupervisor::checkHang() {
 void ExternalSupervisor::exited(int attempt, const CommandExit& exit) {
   if (attempt != attempt_)
     return;
+  if (const std::optional<Progress> last = parser_->finish())
+    progress(*last);
+  releaseHeldProbeStep();
   run_.reset();
   hangDeadlineMs_.reset();
+  killDeadlineMs_.reset();
   const std::string how = exit.signaled ? "was killed by " + exit.signal
                                         : "exited with code " + std::to_string(exit.exitCode);
   if (stopRequested_) {
@@ -205,7 +302,7 @@ void ExternalSupervisor::exited(int attempt, const CommandExit& exit) {
   if (!exit.signaled && exit.exitCode == 0) {
     // Finished well, whatever it printed on the way (a trainer may catch an out-of-memory).
     outcome_ = 0;
-    publish(engine::StateEvent{engine::RunState::Finished, lastStep_, "the command " + how});
+    publish(engine::StateEvent{engine::RunState::Finished, lastStep_, kFinishedWellDetail});
     return;
   }
   if (failure_) {
@@ -215,6 +312,12 @@ void ExternalSupervisor::exited(int attempt, const CommandExit& exit) {
   if (exit.signaled) {
     recover(runtime::classifyError("", stderrTail_),
             "the command " + how + " after step " + std::to_string(lastStep_));
+    return;
+  }
+  if (!rankSignal_.empty()) {  // one process of a multi-process job: the whole group again
+    recover(runtime::classifyError("", stderrTail_),
+            "a process of the command was killed by " + rankSignal_ + " and the command " + how +
+                " after step " + std::to_string(lastStep_));
     return;
   }
   giveUp("the command " + how + " without a GPU error",

@@ -9,7 +9,8 @@
 // records an incident with the classifier's explanation and advice, climbs the recovery ladder
 // (runtime::nextRung) and restarts the command with the next rung's profile and the resume
 // argument pointing at the newest checkpoint. A non-zero exit without a GPU error is the
-// script's own failure (a Python exception): reported, not restarted.
+// script's own failure (a Python exception): reported, not restarted — unless torchrun reported
+// one of its workers killed by a signal: then the whole group is restarted.
 //
 // Like engine::Supervisor it is logic only, single-threaded, with an injected clock and launcher;
 // CommandHost drives it with real processes, tests with fakes.
@@ -20,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/Engine.h"  // defines: EventSink
 #include "external/LaunchPlan.h"
@@ -27,6 +29,25 @@
 #include "runtime/QueueTracker.h"  // defines: NowMs
 
 namespace lorascope::external {
+
+// Steps, one source of truth each: the Python probe's record (the optimizer's step, the loss the
+// step's backward() calls were given, the learning rate, the batch the data loader gave) is
+// authoritative once it has announced a step in an attempt; the output parser then only fills
+// what the probe lacks (a loss, the total). Without the probe the parser announces each step once.
+// A step already announced (by an earlier attempt resumed from an older checkpoint, or by another
+// rank of a multi-process job) is not announced again; lines of a rank other than 0 ("[rank1]:")
+// give no progress, but their GPU errors classify. What nothing reports stays unknown: the batch
+// is 0 without the probe or --batch-arg.
+//
+// Ending the command: a stop asks its process group to end (SIGTERM) and kills it (SIGKILL) once
+// the grace period (SupervisedCommand::graceSeconds) has passed; CommandHost ends the rest of the
+// group the same way when the command exits by itself.
+
+// The detail of the state event of a command that exited 0.
+inline constexpr const char* kFinishedWellDetail = "the command exited with code 0";
+
+// The command as a shell line the user can paste.
+std::string commandLine(const std::string& program, const std::vector<std::string>& arguments);
 
 // A started command, as the supervisor sees it.
 class CommandRun {
@@ -65,9 +86,10 @@ class ExternalSupervisor {
   void probeLine(int attempt, std::string_view line);
   void exited(int attempt, const CommandExit& exit);
 
-  // When the command counts as hung unless it prints something first; nullopt without a watch.
-  std::optional<std::int64_t> hangDeadlineMs() const { return hangDeadlineMs_; }
-  void checkHang();
+  // The next moment checkDeadlines() has something to do: the command counts as hung unless it
+  // prints something first, or a stopped command's grace period ends; nullopt without either.
+  std::optional<std::int64_t> nextDeadlineMs() const;
+  void checkDeadlines();
   std::int64_t elapsedMs() const { return nowMs_() - startedMs_; }
 
   // Also the process exit code of `lorascope-train supervise`: 0 once the command finished well,
@@ -84,6 +106,10 @@ class ExternalSupervisor {
   void giveUp(const std::string& what, const std::string& why);
   void publish(engine::Event event);
   void noteActivity();
+  void progress(const Progress& p);
+  void announce(engine::StepEvent step);
+  void releaseHeldProbeStep();
+  void checkHang();
 
   CommandLauncher& launcher_;
   SupervisedCommand command_;
@@ -98,16 +124,18 @@ class ExternalSupervisor {
   int restarts_ = 0;
   runtime::RecoveryRung rung_ = runtime::RecoveryRung::VendorBlas;
   int batch_ = 0;
-  std::int64_t lastStep_ = 0;
-  // Steps: the trainer's own numbers (parsed from its output) win; the probe counts optimizer
-  // steps from its process's start, offset by the resumed checkpoint's step, and is heard only
-  // while the output gives no step.
-  bool parsedSteps_ = false;                    // this attempt's output carried a step
-  std::int64_t probeOffset_ = 0;                // the step the attempt resumed from
-  std::int64_t announcedBefore_ = 0;            // the last step announced by earlier attempts
+  std::int64_t lastStep_ = 0;     // the last step announced (by any attempt)
+  bool probeSteps_ = false;       // this attempt's probe has announced a step: it numbers them
+  std::int64_t probeOffset_ = 0;  // the step the attempt resumed from (probe and counted steps)
+  std::optional<bool> relativeSteps_;  // this attempt numbers its output's steps from its start
+  // A probe step without a loss, waiting for the output's loss of that step.
+  std::optional<engine::StepEvent> heldProbeStep_;
+  std::optional<std::int64_t> killDeadlineMs_;               // a stop's grace period ends
+  std::optional<std::pair<double, std::int64_t>> bestEval_;  // the lowest eval loss, its step
   std::optional<runtime::ErrorClass> failure_;  // the first GPU error line of this attempt
   std::string failureLine_;
   std::string stderrTail_;
+  std::string rankSignal_;  // torchrun reported a worker killed by this signal ("SIGKILL")
   bool hung_ = false;
   bool stopRequested_ = false;
   std::optional<std::int64_t> hangDeadlineMs_;

@@ -35,6 +35,14 @@ struct SupervisedCommand {
   std::string parser = "hf";
   int hangAfterSeconds = 0;  // 0 = no hang watch
   int maxRestarts = 8;
+  // How long the command's process group has to end after SIGTERM (a stop, or the command's own
+  // exit leaving processes behind) before SIGKILL, and the longest wait for output pipes that
+  // something outside the group still holds.
+  int graceSeconds = 10;
+  // The first attempt resumes (the resume argument at the newest checkpoint): a run resumed from
+  // the Runs page, after `resumedAfterStep` steps were announced.
+  bool resumeFirst = false;
+  std::int64_t resumedAfterStep = 0;
 };
 
 // A profile as an external trainer gets it: its environment (the engine's and the external-only

@@ -137,51 +137,145 @@ std::optional<double> firstNumber(const std::map<std::string, std::string>& valu
   return std::nullopt;
 }
 
+// The step a bar is drawn at, held until the bar moves on: its last drawing carries the loss.
+class HeldStep {
+ public:
+  // A drawing of the bar at `step`: the step it completes (the held one, when the bar moved on).
+  // A bar at 0 (an epoch's start) has completed no step.
+  std::optional<Progress> draw(std::int64_t step, std::int64_t n, Progress drawn) {
+    std::optional<Progress> done;
+    if (held_ && *held_->step != step)
+      done = release();
+    if (!drawn.loss || n == 0)
+      return done;  // a drawing before the step's loss was set: nothing to keep
+    drawn.step = step;
+    held_ = std::move(drawn);
+    return done;
+  }
+  std::optional<Progress> release() { return std::exchange(held_, std::nullopt); }
+
+ private:
+  std::optional<Progress> held_;
+};
+
 // A bar whose postfix carries the loss under one of `lossKeys`.
 class BarParser : public OutputParser {
  public:
-  BarParser(std::initializer_list<const char*> lossKeys, std::string requiredPrefix)
-      : lossKeys_(lossKeys), prefix_(std::move(requiredPrefix)) {}
+  explicit BarParser(std::initializer_list<const char*> lossKeys) : lossKeys_(lossKeys) {}
 
   std::optional<Progress> parse(std::string_view line) override {
     auto bar = parseBar(line);
-    if (!bar || (!prefix_.empty() && bar->description.rfind(prefix_, 0) != 0))
+    if (!bar)
       return std::nullopt;
     Progress p;
-    p.step = bar->n;
-    p.totalSteps = bar->total;
     for (const char* key : lossKeys_) {
       if (!p.loss)
         p.loss = firstNumber(bar->postfix, {key});
     }
-    p.learningRate =
-        firstNumber(bar->postfix, {"lr", "learning_rate", "lr/unet", "lr/textencoder"});
+    // Bars without a loss (an evaluation's, a data loader's) are not the training bar.
+    if (!p.loss && bar->description != description_)
+      return std::nullopt;
+    if (p.loss && bar->description != description_) {
+      std::optional<Progress> done = held_.release();
+      description_ = bar->description;
+      held_.draw(bar->n, bar->n, withTotal(*bar, std::move(p)));
+      return done;
+    }
+    return held_.draw(bar->n, bar->n, withTotal(*bar, std::move(p)));
+  }
+  std::optional<Progress> finish() override { return held_.release(); }
+
+ private:
+  Progress withTotal(const Bar& bar, Progress p) {
+    if (bar.total)
+      totalSteps_ = bar.total;
+    p.totalSteps = bar.total;
+    p.learningRate = firstNumber(bar.postfix, {"lr", "learning_rate", "lr/unet", "lr/textencoder"});
     return p;
   }
 
- private:
   std::vector<const char*> lossKeys_;
-  std::string prefix_;
+  std::string description_;
+  HeldStep held_;
 };
+
+// "Epoch 2/4 ━━━━━━ 50/100 0:00:10 • 0:00:10 5.00it/s loss: 2.31 v_num: 0": rich's bar, as
+// Lightning's RichProgressBar leaves its last frame in a pipe.
+struct RichFrame {
+  std::int64_t epoch = 0;
+  std::int64_t n = 0;
+  std::int64_t total = 0;
+  std::map<std::string, std::string> metrics;
+};
+
+std::optional<RichFrame> parseRichFrame(std::string_view line) {
+  line = trim(line);
+  if (line.rfind("Epoch ", 0) != 0)
+    return std::nullopt;
+  std::vector<std::string_view> words;
+  for (std::size_t at = 0; at < line.size();) {
+    const std::size_t end = std::min(line.find(' ', at), line.size());
+    if (end > at)
+      words.push_back(line.substr(at, end - at));
+    at = end + 1;
+  }
+  if (words.size() < 3)
+    return std::nullopt;
+  RichFrame frame;
+  const std::string_view epoch = words[1].substr(0, words[1].find('/'));
+  const auto e = whole(epoch);
+  if (!e)
+    return std::nullopt;
+  frame.epoch = *e;
+  bool counted = false;
+  for (std::size_t i = 2; i < words.size(); ++i) {
+    const std::string_view w = words[i];
+    const std::size_t slash = w.find('/');
+    if (!counted && slash != std::string_view::npos) {
+      const auto n = whole(w.substr(0, slash));
+      const auto total = whole(w.substr(slash + 1));
+      if (n && total) {
+        frame.n = *n;
+        frame.total = *total;
+        counted = true;
+      }
+      continue;
+    }
+    if (counted && w.size() > 1 && w.back() == ':' && i + 1 < words.size()) {
+      frame.metrics[std::string(w.substr(0, w.size() - 1))] = std::string(words[i + 1]);
+      ++i;
+    }
+  }
+  if (!counted)
+    return std::nullopt;
+  return frame;
+}
 
 // Lightning restarts its bar every epoch: "Epoch 2: ... 50/100".
 class LightningParser : public OutputParser {
  public:
   std::optional<Progress> parse(std::string_view line) override {
+    if (auto frame = parseRichFrame(line))
+      return held_.draw(frame->epoch * frame->total + frame->n, frame->n, values(frame->metrics));
     auto bar = parseBar(line);
     if (!bar || bar->description.rfind("Epoch ", 0) != 0)
       return std::nullopt;
     const auto epoch = whole(std::string_view(bar->description).substr(6));
     if (!epoch)
       return std::nullopt;
+    return held_.draw(*epoch * bar->total.value_or(0) + bar->n, bar->n, values(bar->postfix));
+  }
+  std::optional<Progress> finish() override { return held_.release(); }
+
+ private:
+  static Progress values(const std::map<std::string, std::string>& metrics) {
     Progress p;
-    const std::int64_t perEpoch = bar->total.value_or(0);
-    p.step = *epoch * perEpoch + bar->n;
-    p.loss =
-        firstNumber(bar->postfix, {"train_loss_step", "train_loss", "loss", "train_loss_epoch"});
-    p.learningRate = firstNumber(bar->postfix, {"lr", "learning_rate", "lr-AdamW", "lr-Adam"});
+    p.loss = firstNumber(metrics, {"train_loss_step", "train_loss", "loss", "train_loss_epoch"});
+    p.learningRate = firstNumber(metrics, {"lr", "learning_rate", "lr-AdamW", "lr-Adam"});
     return p;
   }
+
+  HeldStep held_;
 };
 
 // Hugging Face Trainer: a Python dict repr per logging step.
@@ -191,38 +285,34 @@ class HfParser : public OutputParser {
     const std::string_view t = trim(line);
     if (t.size() >= 2 && t.front() == '{' && t.back() == '}') {
       const std::map<std::string, std::string> values = keyValues(t.substr(1, t.size() - 2), ':');
-      const auto loss = firstNumber(values, {"loss", "train_loss"});
-      if (!loss || values.count("train_runtime"))  // the closing summary is not a step
+      if (values.count("train_runtime"))  // the closing summary is not a step
         return std::nullopt;
       Progress p;
-      p.loss = loss;
-      p.learningRate = firstNumber(values, {"learning_rate"});
-      if (auto step = values.find("step"); step != values.end()) {
+      p.totalSteps = totalSteps_;
+      if (const auto eval = firstNumber(values, {"eval_loss"}); eval && !values.count("loss")) {
+        p.evalLoss = eval;
+        return p;
+      }
+      p.loss = firstNumber(values, {"loss", "train_loss"});
+      if (!p.loss)
+        return std::nullopt;
+      p.learningRate = firstNumber(values, {"learning_rate", "lr"});
+      p.gradNorm = firstNumber(values, {"grad_norm"});
+      if (auto step = values.find("step"); step != values.end() && whole(step->second)) {
         p.step = whole(step->second);
-      } else if (lastBarStep_) {
-        p.step = lastBarStep_;
       } else {
         p.step = ++counted_;
         p.counted = true;
       }
-      p.totalSteps = total_;
       return p;
     }
-    // Its progress bar: remember the step for the next dict; progress without a loss.
-    if (auto bar = parseBar(line)) {
-      lastBarStep_ = bar->n;
-      total_ = bar->total;
-      Progress p;
-      p.step = bar->n;
-      p.totalSteps = bar->total;
-      return p;
-    }
+    // Its progress bar: the total only, the first bar's (evaluation bars come later).
+    if (auto bar = parseBar(line); bar && bar->total && !totalSteps_)
+      totalSteps_ = bar->total;
     return std::nullopt;
   }
 
  private:
-  std::optional<std::int64_t> lastBarStep_;
-  std::optional<std::int64_t> total_;
   std::int64_t counted_ = 0;
 };
 
@@ -244,24 +334,47 @@ class RegexParser : public OutputParser {
     }
     if (!p.step && !p.loss)
       return std::nullopt;
+    if (!p.step) {  // a loss without a step number: the next step
+      p.step = ++counted_;
+      p.counted = true;
+    }
     return p;
   }
 
  private:
   text::Regex regex_;
+  std::int64_t counted_ = 0;
 };
 
 }  // namespace
+
+std::optional<std::pair<int, std::string_view>> splitRankPrefix(std::string_view line) {
+  if (line.empty() || line.front() != '[')
+    return std::nullopt;
+  const std::size_t close = line.find("]:");
+  if (close == std::string_view::npos)
+    return std::nullopt;
+  std::string_view name = line.substr(1, close - 1);
+  for (const std::string_view prefix : {"rank", "default"}) {
+    if (name.rfind(prefix, 0) == 0) {
+      const auto rank = whole(name.substr(prefix.size()));
+      if (rank && *rank <= 1'000'000) {
+        std::string_view text = line.substr(close + 2);
+        return std::pair{static_cast<int>(*rank), text};
+      }
+    }
+  }
+  return std::nullopt;
+}
 
 std::unique_ptr<OutputParser> makeOutputParser(const std::string& spec) {
   if (spec == "hf")
     return std::make_unique<HfParser>();
   if (spec == "tqdm")
-    return std::make_unique<BarParser>(std::initializer_list<const char*>{"loss", "train_loss"},
-                                       "");
+    return std::make_unique<BarParser>(std::initializer_list<const char*>{"loss", "train_loss"});
   if (spec == "kohya")
     return std::make_unique<BarParser>(
-        std::initializer_list<const char*>{"avr_loss", "loss", "current_loss"}, "");
+        std::initializer_list<const char*>{"avr_loss", "loss", "current_loss"});
   if (spec == "lightning")
     return std::make_unique<LightningParser>();
   if (spec.rfind("regex:", 0) == 0) {

@@ -3,12 +3,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <future>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string_view>
 
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "compute/Backend.h"
@@ -190,10 +193,12 @@ class TrainingJob : public engine::EngineJob {
       struct StepScope {
         ~StepScope() { runtime::launchControl().endStep(); }
       } stepScope;
-      runtime::launchControl().beginStep(loop_->state().step + 1);
-      if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
-        allocator->resetPeakStats();  // the readings' "largest request" and "at the peak": per step
-      }
+      timed(between_.beginMs, [&] {
+        runtime::launchControl().beginStep(loop_->completedSteps() + 1);
+        if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
+          allocator->resetPeakStats();  // the readings' "largest request", "at the peak": per step
+        }
+      });
       m = loop_->step(cancel.flag());
     } catch (const train::TrainingCancelled&) {
       return takeMirrored();  // the step before, as the engine pauses or stops
@@ -212,21 +217,28 @@ class TrainingJob : public engine::EngineJob {
       throw;
     }
     outOfMemoryRetries_ = 0;
+    reportStepTiming(m);
+    between_ = {};
     // Note [asynchronous state mirror]: the step before was written while this one ran.
-    std::optional<StepEvent> previous = takeMirrored();
+    std::optional<StepEvent> previous;
+    timed(between_.mirrorWaitMs, [&] { previous = takeMirrored(); });
     if (evaluatesAfter(m.step)) {
-      m.eval = evaluate(cancel);
+      timed(between_.evaluationMs, [&] { m.eval = evaluate(cancel); });
     }
-    run_.appendMetrics(m);  // before the mirror: replayMirroredStep reads the step's metrics
+    // Before the mirror: replayMirroredStep reads the step's metrics.
+    timed(between_.metricsMs, [&] { run_.appendMetrics(m); });
     // The state as this step left it, downloading while the next step runs; the writer waits
     // for it, encodes it into mirrorPayload_ and writes it.
-    mirrorWrite_ =
-        std::async(std::launch::async, [this, pending = loop_->snapshotState()]() mutable {
-          pending.waitEncoded(mirrorPayload_);
-          mirror_->write(mirrorPayload_);
-        });
+    timed(between_.snapshotMs, [&] {
+      mirrorWrite_ =
+          std::async(std::launch::async, [this, pending = loop_->snapshotState()]() mutable {
+            pending.waitEncoded(mirrorPayload_);
+            mirror_->write(mirrorPayload_);
+          });
+    });
     if (settings_.checkpointEvery > 0 && m.step % settings_.checkpointEvery == 0 && !finished()) {
-      run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints);
+      timed(between_.checkpointMs,
+            [&] { run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints); });
     }
     if (m.eval) {  // announced now, after the step before: it may stop the run early
       if (previous) {
@@ -246,6 +258,8 @@ class TrainingJob : public engine::EngineJob {
   }
 
   std::optional<StepEvent> settle() override {
+    loop_->restartCycle();  // stepping stopped (paused, stopping, commands): not the run's time
+    between_ = {};
     try {
       return takeMirrored();
     } catch (const std::exception& e) {  // the step's state could not be mirrored: unannounced
@@ -258,10 +272,11 @@ class TrainingJob : public engine::EngineJob {
   }
 
   bool finished() const override { return loop_->finished() || stoppedEarly_; }
-  std::int64_t completedSteps() const override { return loop_->state().step; }
+  std::int64_t completedSteps() const override { return loop_->completedSteps(); }
 
   std::string applyToggle(Toggle toggle, const json& value) override {
-    announceMirrored();  // the confirmation's step is then the last one announced
+    announceMirrored();     // the confirmation's step is then the last one announced
+    loop_->restartCycle();  // a device move, a rebuilt graph: the user's change, not the run's
     switch (toggle) {
       case Toggle::MicroBatch:
         loop_->setMicroBatchSize(value.get<int>(), "user");
@@ -302,7 +317,7 @@ class TrainingJob : public engine::EngineJob {
         loop_->setActivationCheckpointing(on, weights_);
         settings_.train.activationCheckpointing = on;
         return std::string(on ? "activations recomputed in backward" : "activations stored") +
-               " from step " + std::to_string(loop_->state().step + 1);
+               " from step " + std::to_string(loop_->completedSteps() + 1);
       }
     }
     throw std::logic_error("unknown toggle");
@@ -368,6 +383,9 @@ class TrainingJob : public engine::EngineJob {
       out.queue = std::move(queue);
     }
     out.memory = memory();
+    const std::int64_t activity = runtime::launchControl().lastActivityMs();
+    out.progressed = activity > lastActivitySeenMs_;
+    lastActivitySeenMs_ = activity;
     if (const std::optional<runtime::HangReport>& hang = reading.hang) {
       out.hang = engine::ErrorEvent{
           runtime::categoryName(hang->error.category),        hang->op, 0, hang->message,
@@ -477,7 +495,7 @@ class TrainingJob : public engine::EngineJob {
     }
     reportDeviceToggles(sink_);  // what applies on the new device
     return "moved the run from " + from + " to " + backend_->capabilities().name + " at step " +
-           std::to_string(loop_->state().step) + released;
+           std::to_string(loop_->completedSteps()) + released;
   }
 
   bool onGpu() const { return backend_->capabilities().device == compute::Device::Gpu; }
@@ -497,13 +515,14 @@ class TrainingJob : public engine::EngineJob {
   // The allocator-policy toggle on a device allocator (job/AutoBatch.h: setAllocatorPolicy).
   std::string applyAllocatorMode(memory::DeviceAllocator& allocator) {
     return setAllocatorPolicy(allocator, arenaMode_, folder_.config(), settings_.train,
-                              loop_->microBatchSize(), loop_->state().step + 1);
+                              loop_->microBatchSize(), loop_->completedSteps() + 1);
   }
 
   train::RunDirectory openOrCreateRun(const json& config) {
     const std::string out = requiredString(config, "out");
     if (optionalFlag(config, "resume") || optionalFlag(config, "resume_from_mirror")) {
-      train::RunDirectory run = train::RunDirectory::open(common::pathFromUtf8(out));
+      train::RunDirectory run =
+          train::RunDirectory::open(common::pathFromUtf8(out), train::RunDirectory::Access::Write);
       settings_ = settingsFromJson(run.config().at("training"),
                                    common::pathText(run.dir() / train::kRunConfigFile));
       if (config.contains("device")) {
@@ -662,7 +681,7 @@ class TrainingJob : public engine::EngineJob {
   // in this engine or the one that resumes the run; one out of memory is skipped and said so (a
   // resumed run tries it once more). Neither is retried as a step.
   std::optional<train::EvalMetrics> evaluate(const CancelFlag& cancel) {
-    const std::int64_t step = loop_->state().step;
+    const std::int64_t step = loop_->completedSteps();
     try {
       return loop_->evaluate(evalSequences_, cancel.flag());
     } catch (const train::TrainingCancelled&) {
@@ -700,7 +719,7 @@ class TrainingJob : public engine::EngineJob {
   // A resumed run whose last completed step was to be evaluated and has no evaluation in the
   // metrics (cut short by a stop, or skipped out of memory) evaluates it before its next step.
   void findPendingEvaluation(std::span<const train::StepMetrics> history) {
-    const std::int64_t step = loop_->state().step;
+    const std::int64_t step = loop_->completedSteps();
     if (step == 0 || loop_->finished() || !evaluatesAfter(step)) {
       return;
     }
@@ -729,8 +748,8 @@ class TrainingJob : public engine::EngineJob {
     return "early stopping: the eval loss has not improved on " +
            std::to_string(best.loss).substr(0, 6) + " (step " + std::to_string(best.step) +
            ") for " + std::to_string(earlyStopping_.withoutImprovement()) +
-           " evaluations; the run ends at step " + std::to_string(loop_->state().step) + " of " +
-           std::to_string(loop_->totalSteps());
+           " evaluations; the run ends at step " + std::to_string(loop_->completedSteps()) +
+           " of " + std::to_string(loop_->totalSteps());
   }
 
   // A resumed run continues early stopping where it was: its evaluations so far are in the
@@ -794,7 +813,50 @@ class TrainingJob : public engine::EngineJob {
                      static_cast<int>(m.microBatch),
                      static_cast<int>(m.accumulation),
                      replayed,
-                     loop_->totalSteps()};
+                     loop_->totalSteps(),
+                     m.computeTokensPerS};
+  }
+
+  // Time the call `work` takes into `slot` (milliseconds), and mark the stage's end as the run's
+  // progress for the supervisor's hang watchdog (LaunchControl::noteActivity).
+  template <typename Work>
+  static void timed(double& slot, Work&& work) {
+    const auto start = std::chrono::steady_clock::now();
+    std::forward<Work>(work)();
+    slot +=
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    runtime::launchControl().noteActivity();
+  }
+
+  // LORASCOPE_STEP_TIMING=1 (scripts/bench_engine_loop.py reads it): where each step cycle went,
+  // as a debug log line: the step's own time and its parts, then what ran between the previous
+  // step's completion and this step (the engine's share is the rest: publishing events, the memory
+  // reading after a step, commands).
+  void reportStepTiming(const train::StepMetrics& m) const {
+    static const bool enabled = [] {
+      const char* value = std::getenv("LORASCOPE_STEP_TIMING");
+      return value != nullptr && *value != '\0' && std::string_view(value) != "0";
+    }();
+    if (!enabled) {
+      return;
+    }
+    const double cycleMs = m.cycleSeconds * 1000.0;
+    const double stepMs = m.seconds * 1000.0;
+    const Between& b = between_;
+    const double measured =
+        b.beginMs + b.mirrorWaitMs + b.evaluationMs + b.metricsMs + b.snapshotMs + b.checkpointMs;
+    char line[640];
+    std::snprintf(line, sizeof line,
+                  "step timing %lld: cycle %.2f ms = step %.2f ms (batches %.2f, passes %.2f, "
+                  "clip %.2f, update %.2f) + between steps %.2f ms (mirror wait %.2f, "
+                  "evaluation %.2f, metrics %.2f, snapshot %.2f, checkpoint %.2f, step begin "
+                  "%.2f, engine %.2f); %lld real tokens, %.0f tokens/s, compute %.0f tokens/s",
+                  static_cast<long long>(m.step), cycleMs, stepMs, m.stages.batchesMs,
+                  m.stages.passesMs, m.stages.clipMs, m.stages.updateMs, cycleMs - stepMs,
+                  b.mirrorWaitMs, b.evaluationMs, b.metricsMs, b.snapshotMs, b.checkpointMs,
+                  b.beginMs, std::max(0.0, cycleMs - stepMs - measured),
+                  static_cast<long long>(m.tokens), m.tokensPerS, m.computeTokensPerS);
+    sink_(engine::TimedEvent{0, engine::LogEvent{engine::LogLevel::Debug, line}});
   }
 
   // An engine killed after mirroring step N but before announcing it leaves step N done and
@@ -805,7 +867,7 @@ class TrainingJob : public engine::EngineJob {
   // resumes at). The supervisor drops a replayed step it has seen.
   void replayMirroredStep(const json& config, std::span<const train::StepMetrics> history,
                           const engine::EventSink& sink) const {
-    const std::int64_t step = loop_->state().step;
+    const std::int64_t step = loop_->completedSteps();
     if (!optionalFlag(config, "resume_from_mirror") || step == 0) {
       return;
     }
@@ -828,7 +890,7 @@ class TrainingJob : public engine::EngineJob {
     engine::ToggleAppliedEvent event;
     event.toggle = toggle;
     event.value = std::move(value);
-    event.step = loop_->state().step;
+    event.step = loop_->completedSteps();
     event.notApplicable = notApplicable(toggle);
     sink(engine::TimedEvent{0, std::move(event)});
   }
@@ -880,6 +942,7 @@ class TrainingJob : public engine::EngineJob {
   model::ModelWeights weights_;
   runtime::FaultLedger faultLedger_;
   std::unique_ptr<telemetry::Sampler> sampler_;
+  std::int64_t lastActivitySeenMs_ = 0;  // sampleInstruments' (the sampler thread's) last reading
   std::optional<AutoMicroBatch> autoBatch_;  // --batch-size auto: plans the step-downs
   std::string gpuUnavailable_ = gpuUnavailableReason();
   int outOfMemoryRetries_ = 0;  // in the step being retried
@@ -891,6 +954,16 @@ class TrainingJob : public engine::EngineJob {
   std::future<void> mirrorWrite_;
   std::vector<std::byte> mirrorPayload_;  // the writer's encoding buffer, reused every step
   std::optional<train::StepMetrics> mirrored_;
+  // What ran between the last completed step and the next one's compute, in milliseconds
+  // (reportStepTiming; timed).
+  struct Between {
+    double beginMs = 0.0;  // the next step's boundary: watchdog, fault rules, peak statistics
+    double mirrorWaitMs = 0.0;
+    double evaluationMs = 0.0;
+    double metricsMs = 0.0;
+    double snapshotMs = 0.0;  // the state's copy queued and its writer started
+    double checkpointMs = 0.0;
+  } between_;
   // The last completed step's evaluation was cut short: it runs before the next step.
   bool pendingEvaluation_ = false;
   std::vector<train::Sequence> evalSequences_;  // the held-out set; empty: no evaluation

@@ -238,7 +238,7 @@ GenerationResult TextGenerator::generate(std::span<const std::int32_t> prompt,
     }
     textIds.push_back(id);
     if (tokenizer_) {
-      std::string text = tokenizer_->decode(textIds, true);
+      std::string text = tokenizer_->decode(textIds, true, text::Tokenizer::UnknownIds::Skip);
       if (!endsInsideCharacter(text) && text.size() >= shown &&
           text.compare(0, shown, result.text, 0, shown) == 0) {
         if (onText && text.size() > shown) {

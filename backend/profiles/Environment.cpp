@@ -181,10 +181,12 @@ bool inExternalFamily(std::string_view name) {
 }
 
 // A family name that makes the process load code or files from a place (tensile libraries,
-// extension builds, tool libraries): refused like LD_PRELOAD.
+// extension builds, tool libraries), or write to one (HIPBLASLT_LOG_FILE, ROCBLAS_LOG_TRACE_PATH:
+// a log at any path the profile names): refused like LD_PRELOAD.
 bool pointsAtCode(std::string_view name) {
   return name.find("LIB") != std::string_view::npos ||
-         name.find("PATH") != std::string_view::npos || name.find("_DIR") != std::string_view::npos;
+         name.find("PATH") != std::string_view::npos ||
+         name.find("_DIR") != std::string_view::npos || name.find("FILE") != std::string_view::npos;
 }
 
 }  // namespace
@@ -221,8 +223,8 @@ VariablePolicy variablePolicy(std::string_view name) {
     if (pointsAtCode(name)) {
       return {VariableUse::Refuse, VariableUse::Refuse,
               std::string(name) +
-                  " points the process at code or files to load (like LD_PRELOAD); a profile "
-                  "may not set it"};
+                  " points the process at code or files to load or write (like LD_PRELOAD); a "
+                  "profile may not set it"};
     }
     return {VariableUse::Ignore, VariableUse::Pass,
             std::string(name) +

@@ -1,6 +1,7 @@
 // profiles/ProfileJson.cpp — strict reading and writing of profile files.
 #include "profiles/ProfileJson.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,6 +15,16 @@ namespace lorascope::profiles {
 namespace {
 
 using nlohmann::json;
+
+// A key of the file as messages show it: as written when it is plain text, else as a JSON string
+// (quoted, control characters escaped), so that a newline or a NUL in a variable's name cannot
+// forge lines of the output.
+std::string shownKey(const std::string& key) {
+  const bool plain = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return c > 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
+  return plain ? key : json(key).dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 // The names of the enums in profile files, one table each (both directions).
 constexpr common::EnumName<GemmBackend> kGemmNames[] = {{GemmBackend::Vendor, "vendor"},
@@ -46,7 +57,8 @@ class Reader {
         for (const std::string_view name : keys) {
           known += (known.empty() ? "" : ", ") + std::string(name);
         }
-        fail(field.empty() ? key : field + "." + key, "unknown key (the keys here: " + known + ")");
+        fail(field.empty() ? shownKey(key) : field + "." + shownKey(key),
+             "unknown key (the keys here: " + known + ")");
       }
     }
   }
@@ -206,7 +218,7 @@ void mergeMissing(AllocatorSettings& into, const AllocatorSettings& from) {
 
 void readEnvironment(const Reader& r, const json& env, ParsedProfile& out) {
   for (const auto& [name, value] : env.items()) {
-    const std::string field = "environment." + name;
+    const std::string field = "environment." + shownKey(name);
     const std::string text = r.string(value, field);
     if (text.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
       r.fail(field, "values may not contain line breaks or NUL characters");

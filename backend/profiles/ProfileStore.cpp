@@ -2,13 +2,10 @@
 #include "profiles/ProfileStore.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
 
+#include "common/BoundedFile.h"
 #include "common/DurableFile.h"
 #include "common/OsError.h"  // defines: pathText
 #include "common/Platform.h"
@@ -20,22 +17,20 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string readWholeFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ProfileError(common::pathText(path) + ": cannot be read: " + std::strerror(errno));
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 bool isBuiltinName(const std::string& name) {
   return std::any_of(builtinProfiles().begin(), builtinProfiles().end(),
                      [&](const Profile& p) { return p.name == name; });
 }
 
 }  // namespace
+
+std::string readProfileFile(const fs::path& path) {
+  try {
+    return common::readBoundedFile(path, {kMaxProfileFileBytes, "a profile file"});
+  } catch (const common::OsError& e) {
+    throw ProfileError(common::pathText(path) + ": " + e.detail());
+  }
+}
 
 ProfileStore::ProfileStore(fs::path userDir) : userDir_(std::move(userDir)) {}
 
@@ -63,7 +58,7 @@ ProfileListing ProfileStore::load() const {
   std::map<std::string, fs::path> fileOfName;
   for (const fs::path& file : files) {
     try {
-      ParsedProfile parsed = parseProfile(readWholeFile(file), common::pathText(file));
+      ParsedProfile parsed = parseProfile(readProfileFile(file), common::pathText(file));
       if (isBuiltinName(parsed.profile.name)) {
         listing.problems.push_back({file, "uses the name of a built-in profile ('" +
                                               parsed.profile.name + "'); rename it"});
@@ -89,10 +84,18 @@ ProfileListing ProfileStore::load() const {
 }
 
 fs::path ProfileStore::fileFor(const std::string& name) const {
+  // ASCII letters and digits as they are (lower case), other ASCII as '-', and each byte of a
+  // non-ASCII letter as '_' and two hex digits: "日本" and "中国" are two files, not one "------".
   std::string slug;
   for (char c : name) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x80) {
+      constexpr const char* kHex = "0123456789abcdef";
+      slug += {'_', kHex[byte >> 4], kHex[byte & 0xf]};
+      continue;
+    }
     const bool keep = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    slug += keep ? static_cast<char>(std::tolower(static_cast<unsigned char>(c))) : '-';
+    slug += keep ? static_cast<char>(std::tolower(byte)) : '-';
   }
   return userDir_ / (slug + ".json");
 }

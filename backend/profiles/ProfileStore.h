@@ -2,6 +2,7 @@
 // user's config directory. A bad file is reported, never fatal, and never hides the others.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -9,6 +10,15 @@
 #include "profiles/Profile.h"
 
 namespace lorascope::profiles {
+
+// A profile holds a few dozen variables and settings: a few KB. The cap keeps a runaway file (or
+// one of 100,000 variables) from being read whole.
+inline constexpr std::uint64_t kMaxProfileFileBytes = std::uint64_t{1} << 20;
+
+// The text of a profile file: a regular file of at most kMaxProfileFileBytes. Throws ProfileError
+// naming the file ("cannot read: not a regular file", "is 3.00 MiB, more than the 1.00 MiB limit
+// of a profile file").
+std::string readProfileFile(const std::filesystem::path& path);
 
 struct ProfileLoadProblem {
   std::filesystem::path file;

@@ -168,6 +168,18 @@ ErrorClass describe(ErrorCategory category, std::string_view op) {
            "Not a GPU error: the engine was ended from outside. It restarts on the same rung and "
            "resumes from the last completed step."};
       break;
+    case ErrorCategory::HostCrash:
+      c = {category,
+           false,
+           false,
+           RecoveryRung::VendorBlas,
+           "",
+           "Not a GPU error: the engine crashed while preparing the run (reading the model and the "
+           "data, rendering the chat template), before its first GPU step. It restarts on the same "
+           "rung; a crash that repeats comes from the run's files or is a bug in LoRAscope "
+           "(`lorascope-train validate-data` checks the data and its template; please report it "
+           "with the log)."};
+      break;
     case ErrorCategory::Unknown:
       c = {category,
            true,
@@ -203,6 +215,8 @@ const char* categoryName(ErrorCategory category) {
       return "invalid_usage";
     case ErrorCategory::Killed:
       return "killed";
+    case ErrorCategory::HostCrash:
+      return "host_crash";
     case ErrorCategory::Unknown:
       break;
   }
@@ -288,8 +302,14 @@ std::optional<ErrorClass> classifyKill(std::string_view signal,
   return c;
 }
 
+ErrorClass classifyHostCrash(std::string_view signal) {
+  ErrorClass c = describe(ErrorCategory::HostCrash, {});
+  c.signature = signal;
+  return c;
+}
+
 std::optional<RecoveryRung> nextRung(RecoveryRung current, const ErrorClass& error) {
-  if (error.category == ErrorCategory::Killed) {
+  if (error.category == ErrorCategory::Killed || error.category == ErrorCategory::HostCrash) {
     return current;  // nothing was wrong with the device or the settings
   }
   const int now = static_cast<int>(current);

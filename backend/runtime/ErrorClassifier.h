@@ -23,6 +23,7 @@ enum class ErrorCategory : std::uint8_t {
   NoDevice,              // no GPU or driver
   InvalidUsage,          // a bad argument: a bug of ours, not the device's
   Killed,                // ended by a signal from outside (OOM killer, a user's kill): not the GPU
+  HostCrash,             // crashed outside GPU code (preparing the run: data, chat templates)
   Unknown,
 };
 
@@ -67,9 +68,15 @@ struct HostMemory {
 std::optional<ErrorClass> classifyKill(std::string_view signal,
                                        const std::optional<HostMemory>& hostMemory);
 
+// An engine that crashed with `signal` ("SIGSEGV", "SIGABRT") while it prepared the run (opening
+// the model, reading and tokenizing the data, rendering chat templates: before its first GPU
+// step), with no GPU error reported: a HostCrash, which says so and does not step down the
+// ladder (no GPU setting addresses it).
+ErrorClass classifyHostCrash(std::string_view signal);
+
 // The rung to restart on after `error` at rung `current`: at least one rung up (out-of-memory may
-// stay on smaller micro-batch, which steps down again; a kill from outside stays where it is), at
-// least the error's own rung; nullopt when the ladder is exhausted.
+// stay on smaller micro-batch, which steps down again; a kill from outside or a crash outside GPU
+// code stays where it is), at least the error's own rung; nullopt when the ladder is exhausted.
 std::optional<RecoveryRung> nextRung(RecoveryRung current, const ErrorClass& error);
 
 }  // namespace lorascope::runtime

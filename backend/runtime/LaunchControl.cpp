@@ -1,10 +1,15 @@
 // LaunchControl.cpp — the launch settings, the sampler's reading and the process-wide instance.
 #include "runtime/LaunchControl.h"
 
+#include <algorithm>
+
 namespace lorascope::runtime {
 
 LaunchControl::LaunchControl(std::shared_ptr<EventApi> events, FaultConfig faults, NowMs nowMs)
-    : faults_(std::move(faults)), queues_(std::move(events), nowMs), watchdog_({}, nowMs) {}
+    : nowMs_(nowMs),
+      faults_(std::move(faults)),
+      queues_(std::move(events), nowMs),
+      watchdog_({}, nowMs) {}
 
 void LaunchControl::setPolicy(LaunchPolicy policy) {
   serialize_.store(policy.serialize);
@@ -35,6 +40,15 @@ void LaunchControl::beginStep(std::int64_t step) {
 void LaunchControl::endStep() {
   inStep_.store(false, std::memory_order_relaxed);
   watchdog_.noteProgress();
+}
+
+void LaunchControl::noteActivity() {
+  stageEndedMs_.store(nowMs_(), std::memory_order_relaxed);
+}
+
+std::int64_t LaunchControl::lastActivityMs() const {
+  return std::max({watchdog_.lastActivityMs(), queues_.lastCompletionMs(),
+                   stageEndedMs_.load(std::memory_order_relaxed)});
 }
 
 InstrumentReading LaunchControl::sample() {

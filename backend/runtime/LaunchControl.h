@@ -61,11 +61,21 @@ class LaunchControl {
   InstrumentReading sample();
   // sample().hang.
   std::optional<HangReport> checkHang();
+  // Work between steps ended a stage (the state mirror's write awaited, metrics written, a
+  // checkpoint saved): a sign of life for lastActivityMs, no op's progress for the watchdog's
+  // budgets.
+  void noteActivity();
+  // The latest sign that the trainer moves: an op entered or returned, a step begun or ended, a
+  // GPU launch completed, a stage between steps ended (Watchdog::lastActivityMs,
+  // QueueTracker::lastCompletionMs, noteActivity).
+  std::int64_t lastActivityMs() const;
 
  private:
   std::atomic<bool> serialize_{false};
   std::atomic<bool> blocking_{false};
   std::atomic<bool> inStep_{false};
+  NowMs nowMs_;
+  std::atomic<std::int64_t> stageEndedMs_{0};
   FaultInjector faults_;
   QueueTracker queues_;
   Watchdog watchdog_;

@@ -60,6 +60,12 @@ void Watchdog::noteStepBegun(std::int64_t step) {
   ++stepsBegun_;
 }
 
+std::int64_t Watchdog::lastActivityMs() const {
+  const std::int64_t entered = hostOpSinceMs_.load(std::memory_order_relaxed);
+  const std::lock_guard lock(mutex_);
+  return std::max(lastProgressMs_, entered);
+}
+
 std::int64_t Watchdog::longestHostMs(const char* op) const {
   std::int64_t longest = 0;
   for (const auto& [name, ms] : longestHostMs_) {

@@ -68,6 +68,10 @@ class Watchdog {
   void noteHostOp(const char* op, StreamHandle stream = 0);
   StreamHandle hostStream() const { return hostStream_.load(std::memory_order_relaxed); }
 
+  // The latest sign of life of the trainer's thread on the watchdog's clock: progress, a step
+  // begun or an op entered (a GPU launch issued). Stuck in an op or a hang, it stays put.
+  std::int64_t lastActivityMs() const;
+
   std::optional<HangReport> check(const QueueView& queues) const;
   // check() with nothing but the last completion and the head of the queue known.
   std::optional<HangReport> check(std::int64_t lastCompletionMs,

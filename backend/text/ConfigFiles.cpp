@@ -1,9 +1,7 @@
 // ConfigFiles.cpp — file reading and JSON parsing shared by Tokenizer and ChatTemplate.
 #include "text/ConfigFiles.h"
 
-#include <fstream>
-#include <sstream>
-
+#include "common/BoundedFile.h"
 #include "common/OsError.h"  // defines: pathText
 #include "text/TextError.h"
 
@@ -17,16 +15,17 @@ std::string readTextFile(const std::filesystem::path& path, const char* what) {
   if (std::filesystem::is_directory(path, ec)) {
     throw TextError(common::pathText(path) + ": is a directory, expected " + what);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw TextError(common::pathText(path) + ": cannot open " + what);
+  // tokenizer.json holds the vocabulary and the merges (tens of MB for the largest ones); the
+  // other files are a few KB.
+  const bool tokenizer = std::string_view(what) == "tokenizer.json";
+  const common::FileSizeLimit limit =
+      tokenizer ? common::FileSizeLimit{kMaxTokenizerJsonBytes, "a tokenizer.json"}
+                : common::FileSizeLimit{kMaxModelTextFileBytes, "a model's text file"};
+  try {
+    return common::readBoundedFile(path, limit);
+  } catch (const common::OsError& e) {
+    throw TextError(common::pathText(path) + ": " + e.detail() + " (" + what + ")");
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  if (in.bad()) {
-    throw TextError(common::pathText(path) + ": read error");
-  }
-  return buffer.str();
 }
 
 nlohmann::json parseJsonText(std::string_view text, const std::string& source) {

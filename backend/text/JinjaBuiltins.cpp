@@ -503,7 +503,10 @@ Value sortFilter(const Value& subject, const CallArgs& args, const SizeLimits& l
   auto key = [&](const Value& v) {
     return attribute.isUndefined() || attribute.isNone() ? v : attributePath(v, attribute, limits);
   };
+  std::size_t comparisons = 0;
   std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
+    if (++comparisons % 4096 == 0)
+      checkRenderTime();  // a sort of a million items takes seconds
     const int c = compareValues(key(a), key(b), caseSensitive);
     return reverse ? c > 0 : c < 0;
   });

@@ -7,14 +7,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "text/JinjaValue.h"  // defines: Value, CallArgs
+#include "text/JinjaValue.h"  // defines: Value, CallArgs, EvalError
 
 namespace lorascope::text::jinja {
-
-class EvalError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 // Bounds on what one operation may build (strings in bytes, lists in items).
 struct SizeLimits {

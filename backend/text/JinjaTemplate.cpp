@@ -47,6 +47,9 @@ class Renderer {
     scopes_.emplace_back();  // the template's own top level
     std::string out;
     try {
+      // The context's values are the caller's: the budget pays for what the template builds.
+      jinja::RenderBudget budget(limits_.maxValueBytes, limits_.maxRenderTime);
+      const jinja::RenderBudget::Scope charged(budget);
       execBody(body, out);
     } catch (const EvalError& e) {
       throw TextError(origin_ + " line " + std::to_string(line_) + ": " + e.what());
@@ -60,6 +63,7 @@ class Renderer {
       if (++renderer.depth_ > renderer.limits_.maxDepth)
         throw EvalError("calls nested deeper than " + std::to_string(renderer.limits_.maxDepth) +
                         " levels (runaway recursion?)");
+      jinja::checkRenderTime();
     }
     ~DepthGuard() { --renderer.depth_; }
     Renderer& renderer;
@@ -228,6 +232,7 @@ class Renderer {
     if (++iterations_ > limits_.maxLoopIterations)
       throw EvalError("loops ran more than " + std::to_string(limits_.maxLoopIterations) +
                       " iterations");
+    jinja::checkRenderTime();
   }
 
   void execFor(const Stmt& s, std::string& out) {

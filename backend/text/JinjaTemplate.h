@@ -9,10 +9,14 @@
 // ...), tests (defined, none, string, mapping, ...), str/dict methods (strip, split,
 // startswith, items, get, ...), slicing, and Python's operators and printing rules.
 //
-// Untrusted templates are bounded: parse depth and call depth (JinjaLimits::maxDepth), loop
-// iterations in one render, and output bytes; exceeding one is a TextError, never a crash.
+// Untrusted templates (they come inside downloaded model folders) are bounded: parse depth and
+// call depth (JinjaLimits::maxDepth), loop iterations in one render, output bytes, the size of
+// any one string or list, and a budget per render: the bytes of all the values it builds,
+// counted across all values and loop iterations, and its wall time. Exceeding one is a TextError
+// naming the template and the limit, never a crash.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -32,6 +36,10 @@ struct JinjaLimits {
   std::size_t maxOutputBytes = 64u << 20;   // 64 MiB: far above any chat prompt
   std::size_t maxLoopIterations = 1000000;  // all loops of one render together
   int maxDepth = 100;                       // nesting of expressions, blocks and macro calls
+  // The budget of one render. A chat prompt's render builds a few copies of its conversation
+  // (a dataset record is at most 16 MiB, data/LineReader.h) in well under a millisecond.
+  std::size_t maxValueBytes = 256u << 20;  // 256 MiB of new strings, lists and dicts in all
+  std::chrono::milliseconds maxRenderTime{2000};
 };
 
 // The message of a template's raise_exception('...') call, as transformers' TemplateError.

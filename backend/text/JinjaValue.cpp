@@ -6,9 +6,72 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/Format.h"  // defines: formatBytes
 #include "text/Utf8.h"
 
 namespace lorascope::text::jinja {
+
+namespace {
+thread_local RenderBudget* tCurrentBudget = nullptr;  // the render running on this thread
+}  // namespace
+
+RenderBudget::RenderBudget(std::size_t maxBytes, std::chrono::milliseconds maxTime)
+    : maxBytes_(maxBytes),
+      maxTime_(maxTime),
+      deadline_(std::chrono::steady_clock::now() + maxTime) {}
+
+void RenderBudget::charge(std::size_t bytes) {
+  spentBytes_ += bytes;
+  if (spentBytes_ > maxBytes_) {
+    throw EvalError("the template's values exceed the memory budget of one render (" +
+                    common::formatBytes(maxBytes_) +
+                    ", counted across all values and loop iterations)");
+  }
+  checkTime();
+}
+
+void RenderBudget::checkTime() const {
+  if (std::chrono::steady_clock::now() > deadline_) {
+    throw EvalError("the template ran past the time budget of one render (" +
+                    std::to_string(maxTime_.count()) + " ms)");
+  }
+}
+
+RenderBudget::Scope::Scope(RenderBudget& budget) : previous_(tCurrentBudget) {
+  tCurrentBudget = &budget;
+}
+
+RenderBudget::Scope::~Scope() {
+  tCurrentBudget = previous_;
+}
+
+void chargeRender(std::size_t bytes) {
+  if (tCurrentBudget != nullptr)
+    tCurrentBudget->charge(bytes);
+}
+
+void checkRenderTime() {
+  if (tCurrentBudget != nullptr)
+    tCurrentBudget->checkTime();
+}
+
+Value::Value(std::string s) {
+  chargeRender(s.size());
+  data_ = std::make_shared<const std::string>(std::move(s));
+}
+
+Value::Value(List list) {
+  chargeRender(list.size() * sizeof(Value));
+  data_ = std::make_shared<List>(std::move(list));
+}
+
+Value::Value(Dict dict) {
+  std::size_t bytes = dict.entries.size() * sizeof(dict.entries.front());
+  for (const auto& [key, value] : dict.entries)
+    bytes += key.size();
+  chargeRender(bytes);
+  data_ = std::make_shared<Dict>(std::move(dict));
+}
 
 const Value* Dict::find(std::string_view key) const {
   for (const auto& [k, v] : entries) {

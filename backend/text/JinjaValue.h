@@ -2,13 +2,21 @@
 // Jinja runs on Python objects; a template's output depends on Python's rules, so these follow
 // them: str() and repr() of None/True/lists/dicts, truthiness, int/float arithmetic, json.dumps
 // (transformers' tojson filter) with insertion-ordered keys. Lists and dicts are shared by
-// reference (as in Python), which is what makes namespace() objects mutable from inner scopes.
+// reference (as in Python), which is what makes namespace() objects mutable from inner scopes;
+// strings are shared too (immutable, as in Python), so a list of a million references to one
+// large string holds it once.
+//
+// A render's values are paid for from its RenderBudget: every new string, list and dict charges
+// its bytes (copies of a value share it and cost nothing), so a template that builds without end
+// stops at the budget with an error instead of exhausting memory.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -18,6 +26,46 @@
 #include <nlohmann/json.hpp>
 
 namespace lorascope::text::jinja {
+
+// An error of a render (Jinja/Python's wording); the renderer adds the template name and line.
+class EvalError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// What one render may spend, counted across all the values it builds and all its loops: bytes
+// of new strings, lists and dicts (cumulative: a value built and dropped in every iteration
+// counts every time), and wall time. While a Scope lives, the values built on its thread are
+// charged to it; charge() and checkTime() throw EvalError naming the limit.
+class RenderBudget {
+ public:
+  RenderBudget(std::size_t maxBytes, std::chrono::milliseconds maxTime);
+  void charge(std::size_t bytes);
+  void checkTime() const;
+  std::size_t spentBytes() const { return spentBytes_; }
+
+  class Scope {
+   public:
+    explicit Scope(RenderBudget& budget);
+    ~Scope();
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+
+   private:
+    RenderBudget* previous_;
+  };
+
+ private:
+  std::size_t maxBytes_;
+  std::size_t spentBytes_ = 0;
+  std::chrono::milliseconds maxTime_;
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+// The budget of the render running on this thread, charged `bytes` / checked for time; nothing
+// outside a render.
+void chargeRender(std::size_t bytes);
+void checkRenderTime();
 
 class Value;
 struct CallArgs;
@@ -51,10 +99,10 @@ class Value {
   Value(std::int64_t i) : data_(i) {}
   Value(int i) : data_(static_cast<std::int64_t>(i)) {}
   Value(double d) : data_(d) {}
-  Value(std::string s) : data_(std::move(s)) {}
-  Value(const char* s) : data_(std::string(s)) {}
-  Value(List list) : data_(std::make_shared<List>(std::move(list))) {}
-  Value(Dict dict) : data_(std::make_shared<Dict>(std::move(dict))) {}
+  Value(std::string s);  // these three charge the render's budget (RenderBudget)
+  Value(const char* s) : Value(std::string(s)) {}
+  Value(List list);
+  Value(Dict dict);
   Value(std::shared_ptr<Callable> callable) : data_(std::move(callable)) {}
 
   Kind kind() const { return static_cast<Kind>(data_.index()); }
@@ -67,7 +115,9 @@ class Value {
   bool asBool() const { return std::get<bool>(data_); }
   std::int64_t asInt() const { return std::get<std::int64_t>(data_); }
   double asNumber() const;  // Int or Float (bool counts as 0/1, as in Python)
-  const std::string& asString() const { return std::get<std::string>(data_); }
+  const std::string& asString() const {
+    return *std::get<std::shared_ptr<const std::string>>(data_);
+  }
   const List& asList() const { return *std::get<std::shared_ptr<List>>(data_); }
   const Dict& asDict() const { return *std::get<std::shared_ptr<Dict>>(data_); }
   Dict& mutableDict() const { return *std::get<std::shared_ptr<Dict>>(data_); }
@@ -79,8 +129,9 @@ class Value {
   std::string typeName() const;
 
  private:
-  std::variant<std::monostate, std::nullptr_t, bool, std::int64_t, double, std::string,
-               std::shared_ptr<List>, std::shared_ptr<Dict>, std::shared_ptr<Callable>>
+  std::variant<std::monostate, std::nullptr_t, bool, std::int64_t, double,
+               std::shared_ptr<const std::string>, std::shared_ptr<List>, std::shared_ptr<Dict>,
+               std::shared_ptr<Callable>>
       data_;
   bool tuple_ = false;
 };

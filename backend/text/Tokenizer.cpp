@@ -336,7 +336,8 @@ std::vector<std::int32_t> Tokenizer::encodeWithPostProcessor(std::string_view te
   return ids;
 }
 
-std::string Tokenizer::decode(std::span<const std::int32_t> ids, bool skipSpecial) const {
+std::string Tokenizer::decode(std::span<const std::int32_t> ids, bool skipSpecial,
+                              UnknownIds unknown) const {
   const State& s = *state_;
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
@@ -347,7 +348,7 @@ std::string Tokenizer::decode(std::span<const std::int32_t> ids, bool skipSpecia
       tokens.push_back(added->content);
     } else if (const std::string* text = s.model->tokenText(id)) {
       tokens.push_back(*text);
-    } else {
+    } else if (unknown == UnknownIds::Refuse) {
       throw TextError(s.source + ": cannot decode id " + std::to_string(id) +
                       ": not in the vocabulary (vocab size " + std::to_string(vocabSize()) + ")");
     }

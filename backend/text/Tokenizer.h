@@ -62,8 +62,13 @@ class Tokenizer {
   // (Prepend, Strip), and no added token holds a space (or a digit) or strips a space next to a
   // letter. Otherwise text is encoded whole, however long.
   bool hasCuts() const;
-  // Text of `ids` (HF: decode). Throws TextError for an id that is not in the vocabulary.
-  std::string decode(std::span<const std::int32_t> ids, bool skipSpecial = false) const;
+  // What decode does with an id the tokenizer lacks: Refuse (TextError naming it, for ids a user
+  // typed) or Skip (decoded as nothing, as transformers does: a model's embedding is often padded
+  // past its tokenizer, Qwen2.5's 151,936 rows for 151,665 tokens, and may emit such an id).
+  enum class UnknownIds { Refuse, Skip };
+  // Text of `ids` (HF: decode).
+  std::string decode(std::span<const std::int32_t> ids, bool skipSpecial = false,
+                     UnknownIds unknown = UnknownIds::Refuse) const;
 
   // One past the largest id of the model vocabulary and the added tokens (the embedding rows a
   // model needs at least).

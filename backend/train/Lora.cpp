@@ -53,8 +53,9 @@ double LoraConfig::scale() const {
 }
 
 void LoraConfig::validate() const {
-  if (rank < 1 || rank > 4096) {
-    throw std::invalid_argument("lora rank must be 1..4096, got " + std::to_string(rank));
+  if (rank < 1 || rank > kMaxLoraRank) {
+    throw std::invalid_argument("lora rank must be 1.." + std::to_string(kMaxLoraRank) + ", got " +
+                                std::to_string(rank));
   }
   if (!(alpha > 0)) {
     throw std::invalid_argument("lora alpha must be > 0");

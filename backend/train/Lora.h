@@ -30,6 +30,8 @@ LoraModule parseLoraModule(const std::string& word);
 // "q,k,v,o" → set; "all" or "" → all seven.
 std::set<LoraModule> parseLoraTargets(const std::string& list);
 
+inline constexpr int kMaxLoraRank = 4096;  // LoraConfig::validate's bound
+
 struct LoraConfig {
   int rank = 8;
   double alpha = 16.0;

@@ -85,6 +85,22 @@ class TempDirGuard {
   fs::path dir_;
 };
 
+// The mark of a merge's staging folder ("<out>.tmp-<pid>", beside the output): a folder of that
+// name without it is someone else's and is never removed.
+constexpr const char* kMergeStagingMark = ".lorascope-merge-staging";
+
+// The staging folders of merges whose process was killed (a merge writes the whole model: a
+// 7B one leaves GBs behind), removed before the next merge into the same folder starts.
+void removeKilledMerges(const fs::path& parent) {
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(parent, ec)) {
+    if (common::isStaleTempName(common::pathText(entry.path().filename())) &&
+        fs::exists(entry.path() / kMergeStagingMark, ec)) {
+      fs::remove_all(entry.path(), ec);
+    }
+  }
+}
+
 }  // namespace
 
 std::uint16_t floatToF16(float value) {
@@ -118,11 +134,13 @@ MergeReport mergeAdapterIntoModel(const fs::path& baseDir, const LoraAdapter& ad
   }
   const fs::path parent = outDir.has_parent_path() ? outDir.parent_path() : fs::path(".");
   fs::create_directories(parent);
+  removeKilledMerges(parent);
   const fs::path temp =
       parent / common::pathFromUtf8(common::pathText(outDir.filename()) + common::tempSuffix());
   fs::remove_all(temp);
   fs::create_directory(temp);
   TempDirGuard guard(temp);
+  common::writeFileDurably(temp / kMergeStagingMark, "");
 
   std::map<std::string, const LoraWeights*> adapted;  // base tensor name → adapter weights
   for (const LoraWeights& w : adapter.weights) {
@@ -174,6 +192,7 @@ MergeReport mergeAdapterIntoModel(const fs::path& baseDir, const LoraAdapter& ad
       ++report.copiedFiles;
     }
   }
+  fs::remove(temp / kMergeStagingMark);
   common::replaceDirectory(temp, outDir);  // outDir is absent (checked above): a rename
   guard.release();
   return report;

@@ -93,13 +93,27 @@ LoraConfig parseLoraConfig(const json& doc, const std::string& file) {
       throw bad(std::string(pattern) + " is set; per-module ranks/alphas are not supported");
     }
   }
+  // A whole number in [min, max], read whole: get<int>() kept the low 32 bits (an r of 2^32 + 8
+  // was read as 8, 2^31 as -2147483648).
+  const auto wholeNumber = [&](const json& v, const std::string& what, std::int64_t min,
+                               std::int64_t max) {
+    const bool inRange =
+        v.is_number_integer() &&
+        !(v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(max)) &&
+        v.get<std::int64_t>() >= min && v.get<std::int64_t>() <= max;
+    if (!inRange) {
+      throw bad(what + " must be a whole number from " + std::to_string(min) + " to " +
+                std::to_string(max) + ", got " + v.dump());
+    }
+    return static_cast<int>(v.get<std::int64_t>());
+  };
   LoraConfig config;
   const json& r = field("r");
   const json& alpha = field("lora_alpha");
   if (!r.is_number_integer() || !alpha.is_number()) {
     throw bad("r must be an integer and lora_alpha a number");
   }
-  config.rank = r.get<int>();
+  config.rank = wholeNumber(r, "r", 1, kMaxLoraRank);
   config.alpha = alpha.get<double>();
   config.dropout = doc.value("lora_dropout", 0.0);
   config.useRslora = doc.value("use_rslora", false);
@@ -118,11 +132,13 @@ LoraConfig parseLoraConfig(const json& doc, const std::string& file) {
   if (doc.contains("layers_to_transform") && !doc.at("layers_to_transform").is_null()) {
     const json& layers = doc.at("layers_to_transform");
     std::set<int> chosen;
+    constexpr std::int64_t kMaxLayer = 1 << 20;  // far past any model's depth
     if (layers.is_number_integer()) {
-      chosen.insert(layers.get<int>());
+      chosen.insert(wholeNumber(layers, "layers_to_transform", 0, kMaxLayer));
     } else if (layers.is_array()) {
-      for (const json& l : layers) {
-        chosen.insert(l.get<int>());
+      for (std::size_t i = 0; i < layers.size(); ++i) {
+        chosen.insert(
+            wholeNumber(layers[i], "layers_to_transform[" + std::to_string(i) + "]", 0, kMaxLayer));
       }
     } else {
       throw bad("layers_to_transform must be an integer or a list of integers");

@@ -9,7 +9,6 @@
 
 #include "common/DurableFile.h"
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
-#include "common/Platform.h"
 #include "compute/BuildInfo.h"
 #include "train/CheckpointError.h"
 #include "train/HfLogs.h"
@@ -53,6 +52,8 @@ json toJson(const StepMetrics& m) {
               {"accumulation", m.accumulation},
               {"epoch", m.epoch},
               {"seconds", m.seconds},
+              {"cycle_seconds", m.cycleSeconds},
+              {"compute_tokens_per_s", m.computeTokensPerS},
               {"tokens", m.tokens},
               {"predicted_tokens", m.predictedTokens},
               {"device", compute::deviceName(m.device)}};
@@ -89,6 +90,9 @@ StepMetrics stepMetricsFromJson(const json& j) {
   m.accumulation = j.at("accumulation").get<std::int64_t>();
   m.epoch = j.value("epoch", std::int64_t{0});
   m.seconds = j.value("seconds", 0.0);
+  // Lines written before the step cycle was measured: tokens_per_s was the compute's.
+  m.cycleSeconds = j.value("cycle_seconds", m.seconds);
+  m.computeTokensPerS = j.value("compute_tokens_per_s", m.tokensPerS);
   m.tokens = j.value("tokens", std::int64_t{0});
   m.predictedTokens = j.value("predicted_tokens", std::int64_t{0});
   // Lines written before runs could move between devices were all CPU steps.
@@ -129,8 +133,11 @@ std::string runConfigHash(const json& config) {
   return fnv1a64Text(fnv1a64(relevant.dump()));
 }
 
-RunDirectory::RunDirectory(fs::path dir, json config)
-    : dir_(std::move(dir)), config_(std::move(config)), configHash_(runConfigHash(config_)) {}
+RunDirectory::RunDirectory(fs::path dir, json config, std::shared_ptr<const common::FileLock> lock)
+    : dir_(std::move(dir)),
+      lock_(std::move(lock)),
+      config_(std::move(config)),
+      configHash_(runConfigHash(config_)) {}
 
 namespace {
 
@@ -148,25 +155,126 @@ bool holdsProgress(const fs::path& dir) {
   return false;
 }
 
+// Whether `configPath` is a LoRAscope run's config.json (an object with a "model_path" string),
+// not a model's or anything else's.
+bool isRunConfig(const fs::path& configPath) {
+  try {
+    const json config = readRunJson(configPath);
+    return config.contains("model_path") && config.at("model_path").is_string();
+  } catch (const CheckpointError&) {
+    return false;
+  }
+}
+
+// A file name as a message shows it: control characters (a newline could forge a line) as '?'.
+std::string shownName(const fs::path& name) {
+  std::string text = common::pathText(name);
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      c = '?';
+  }
+  return text;
+}
+
+// "config.json, hosts, passwd and 212 more": the first few names, sorted.
+std::string describeContents(const std::vector<fs::path>& names) {
+  constexpr std::size_t kShown = 5;
+  std::vector<std::string> shown;
+  for (const fs::path& name : names)
+    shown.push_back(shownName(name));
+  std::sort(shown.begin(), shown.end());
+  std::string text;
+  for (std::size_t i = 0; i < std::min(kShown, shown.size()); ++i)
+    text += (i == 0 ? "" : ", ") + shown[i];
+  if (shown.size() > kShown)
+    text += " and " + std::to_string(shown.size() - kShown) + " more";
+  return text;
+}
+
+// Whether `inner` is `outer` or inside it, after following links ("./m", "m/../m", a link to m).
+bool isWithin(const fs::path& inner, const fs::path& outer) {
+  std::error_code ec;
+  const fs::path a = fs::weakly_canonical(fs::absolute(inner), ec);
+  const fs::path b = fs::weakly_canonical(fs::absolute(outer), ec);
+  if (ec)
+    return false;
+  auto ai = a.begin();
+  for (auto bi = b.begin(); bi != b.end(); ++bi, ++ai) {
+    if (bi->empty())
+      continue;  // a trailing separator
+    if (ai == a.end() || *ai != *bi)
+      return false;
+  }
+  return true;
+}
+
 // Staging folders of writes by processes that are gone (".adapter.tmp-PID",
 // ".adapter.old.tmp-PID" after a kill -9 mid-write): never complete, so they are removed.
 void removeStaleStaging(const fs::path& dir) {
   std::error_code ec;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
     const std::string name = common::pathText(entry.path().filename());
-    const std::size_t tmp = name.rfind(".tmp-");
-    if (name.empty() || name[0] != '.' || tmp == std::string::npos)
-      continue;
-    const std::string pid = name.substr(tmp + 5);
-    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos || pid.size() > 9)
-      continue;
-    if (!common::processExists(static_cast<std::uint32_t>(std::stoul(pid)))) {
+    if (!name.empty() && name[0] == '.' && common::isStaleTempName(name)) {
       fs::remove_all(entry.path(), ec);
     }
   }
 }
 
+// The writer's lock of a run folder (none for a folder no one may write), or CheckpointError
+// naming who holds it.
+std::shared_ptr<const common::FileLock> lockForWriting(const fs::path& dir) {
+  try {
+    return std::make_shared<common::FileLock>(dir / kRunLockFile);
+  } catch (const common::LockBusy& e) {
+    throw CheckpointError(common::pathText(dir),
+                          "is in use: " + e.holder().describe() +
+                              " trains or exports this run (a run has one writer at a time). "
+                              "Wait for it to end, or stop it, then try again");
+  } catch (const common::OsError& e) {
+    // A folder no one may write (a read-only copy of a run, to export from) has no writer to
+    // keep out; a writer's own writes then fail with their own errors.
+    if (e.code() == std::errc::read_only_file_system || e.code() == std::errc::permission_denied)
+      return nullptr;
+    throw CheckpointError(common::pathText(dir), "cannot take the run's lock: " + e.detail());
+  }
+}
+
 }  // namespace
+
+void checkOutputFolder(const fs::path& dir, const fs::path& modelDir) {
+  const std::string shown = common::pathText(dir);
+  std::error_code ec;
+  if (!modelDir.empty() && isWithin(dir, modelDir)) {
+    throw CheckpointError(shown,
+                          std::string(fs::equivalent(dir, modelDir, ec) ? "is" : "is inside") +
+                              " the model's folder " + common::pathText(modelDir) +
+                              ": a run never writes into its model's folder; choose "
+                              "another --out folder");
+  }
+  const fs::file_status status = fs::status(dir, ec);
+  if (!fs::exists(status))
+    return;  // a new folder
+  if (!fs::is_directory(status)) {
+    throw CheckpointError(shown, "exists and is not a folder; choose another --out folder");
+  }
+  if (fs::exists(dir / kRunConfigFile, ec) && isRunConfig(dir / kRunConfigFile))
+    return;  // a LoRAscope run: RunDirectory::create decides whether it may be reused
+  std::vector<fs::path> names;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().filename() != kRunLockFile)  // a run killed as it began leaves only that
+      names.push_back(entry.path().filename());
+  }
+  if (ec) {
+    throw CheckpointError(shown,
+                          "cannot be listed (" + ec.message() + "); choose another --out folder");
+  }
+  if (names.empty())
+    return;
+  throw CheckpointError(shown, "is not empty and is not a LoRAscope run: it holds " +
+                                   describeContents(names) +
+                                   ". A run goes only into a new or empty folder (or its own run "
+                                   "folder, to resume it); choose another --out folder");
+}
 
 RunDirectory RunDirectory::create(const fs::path& dir, const json& config) {
   if (!config.is_object() || !config.contains("model_path") ||
@@ -186,25 +294,32 @@ RunDirectory RunDirectory::create(const fs::path& dir, const json& config) {
       throw CheckpointError(data, "cannot be read as a dataset file (check --data)");
     }
   }
+  checkOutputFolder(dir, common::pathFromUtf8(modelText));
+  // The folder is made and locked before anything in it is looked at closely or changed (a run
+  // that trains there now is the first thing to hear of); config.json comes before the
+  // checkpoints folder, so that a run killed in between leaves a folder that is a run or empty.
+  fs::create_directories(dir);
+  std::shared_ptr<const common::FileLock> lock = lockForWriting(dir);
   const fs::path configPath = dir / kRunConfigFile;
-  if (fs::exists(configPath)) {
-    if (holdsProgress(dir)) {
-      throw CheckpointError(common::pathText(configPath),
-                            "exists: this folder already holds a run with a checkpoint; resume it "
-                            "with --resume " +
-                                common::pathText(dir) + " or choose another --out folder");
-    }
+  const bool reused = fs::exists(configPath);
+  if (reused && holdsProgress(dir)) {
+    throw CheckpointError(common::pathText(configPath),
+                          "exists: this folder already holds a run with a checkpoint; resume it "
+                          "with --resume " +
+                              common::pathText(dir) + " or choose another --out folder");
+  }
+  if (reused) {
     // A run that stopped before its first checkpoint: nothing to resume, so this one takes over
     // its folder (the old metrics lines described steps whose results were never saved).
     fs::remove(dir / kMetricsFile);
   }
-  fs::create_directories(dir / kCheckpointsDir);
   removeStaleStaging(dir);
   common::writeFileDurably(configPath, config.dump(2) + "\n");
-  return RunDirectory(dir, config);
+  fs::create_directories(dir / kCheckpointsDir);
+  return RunDirectory(dir, config, std::move(lock));
 }
 
-RunDirectory RunDirectory::open(const fs::path& dir) {
+RunDirectory RunDirectory::open(const fs::path& dir, Access access) {
   const fs::path configPath = dir / kRunConfigFile;
   if (!fs::exists(configPath)) {
     throw CheckpointError(common::pathText(configPath), "is missing: " + common::pathText(dir) +
@@ -215,8 +330,12 @@ RunDirectory RunDirectory::open(const fs::path& dir) {
     throw CheckpointError(common::pathText(configPath),
                           "is not a run config (a JSON object with \"model_path\")");
   }
+  std::shared_ptr<const common::FileLock> lock;
+  if (access == Access::Write) {
+    lock = lockForWriting(dir);
+  }
   removeStaleStaging(dir);
-  return RunDirectory(dir, config);
+  return RunDirectory(dir, config, std::move(lock));
 }
 
 std::string RunDirectory::baseModel() const {

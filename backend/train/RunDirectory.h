@@ -7,12 +7,14 @@
 //   checkpoints/step-N/    checkpoint folders (train/Checkpoint.h), assembled under a temp
 //                          name and renamed when complete; the last K are kept
 //   adapter/               the final adapter in PEFT's format, with a README.md model card
+//   run.lock               the writer's lock (common/FileLock.h): who trains the run now
 // A crash at any moment leaves complete checkpoints and at most a torn last metrics line.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/FileLock.h"
 #include "train/Checkpoint.h"
 #include "train/TrainLoop.h"  // defines: StepMetrics
 
@@ -29,6 +32,14 @@ inline constexpr const char* kRunConfigFile = "config.json";
 inline constexpr const char* kMetricsFile = "metrics.jsonl";
 inline constexpr const char* kCheckpointsDir = "checkpoints";
 inline constexpr const char* kFinalAdapterDir = "adapter";
+inline constexpr const char* kRunLockFile = "run.lock";
+
+// The rule of a new run's folder (--out): it is new, empty, or a LoRAscope run folder (one whose
+// config.json is a run config: what RunDirectory::create reuses or refuses to overwrite, and the
+// window offers to resume); and it is neither the model's folder `modelDir` nor inside it (empty:
+// no model to keep out of). Anything else is refused, since the run writes config.json and
+// folders into it: throws CheckpointError naming the folder and what it holds.
+void checkOutputFolder(const std::filesystem::path& dir, const std::filesystem::path& modelDir);
 
 // One line of metrics.jsonl.
 nlohmann::json toJson(const StepMetrics& m);
@@ -46,12 +57,20 @@ std::string runConfigHash(const nlohmann::json& config);
 
 class RunDirectory {
  public:
-  // Creates `dir` (and parents) and writes config.json. `config` must be an object holding
-  // "model_path" (recorded as base_model_name_or_path of every adapter). Throws CheckpointError
-  // when dir already holds a run (config.json present): resume it or choose another folder.
+  // Who may use the run: any number of readers (the window's pages, `generate`), or one writer
+  // at a time (a trainer, an export), which holds the folder's run.lock while it and its copies
+  // live. A second writer is refused with CheckpointError naming the holder's process id and
+  // start time; a lock left by a process that was killed is taken over (the system dropped it).
+  enum class Access { Read, Write };
+
+  // Creates `dir` (and parents) and writes config.json, for writing (Access::Write). `config`
+  // must be an object holding "model_path" (recorded as base_model_name_or_path of every
+  // adapter). Throws CheckpointError when dir is no folder for a run (checkOutputFolder), already
+  // holds a run with progress (resume it or choose another folder), or is locked.
   static RunDirectory create(const std::filesystem::path& dir, const nlohmann::json& config);
-  // Opens an existing run (reads config.json). Throws CheckpointError when it is not one.
-  static RunDirectory open(const std::filesystem::path& dir);
+  // Opens an existing run (reads config.json). Throws CheckpointError when it is not one, or
+  // (Access::Write) when another writer holds it.
+  static RunDirectory open(const std::filesystem::path& dir, Access access = Access::Read);
 
   const std::filesystem::path& dir() const { return dir_; }
   const nlohmann::json& config() const { return config_; }
@@ -97,9 +116,11 @@ class RunDirectory {
   std::filesystem::path finalAdapterDir() const { return dir_ / kFinalAdapterDir; }
 
  private:
-  RunDirectory(std::filesystem::path dir, nlohmann::json config);
+  RunDirectory(std::filesystem::path dir, nlohmann::json config,
+               std::shared_ptr<const common::FileLock> lock);
 
   std::filesystem::path dir_;
+  std::shared_ptr<const common::FileLock> lock_;  // held for Access::Write; shared by copies
   nlohmann::json config_;
   std::string configHash_;
 };

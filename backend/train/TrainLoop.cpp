@@ -264,7 +264,12 @@ const std::vector<std::int64_t>& TrainLoop::orderOf(std::int64_t epoch) {
 }
 
 StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
-  const auto start = std::chrono::steady_clock::now();
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto ms = [](Clock::time_point from, Clock::time_point to) {
+    return std::chrono::duration<double, std::milli>(to - from).count();
+  };
+  StepMetrics::Stages stages;
   // The allocator's step boundary: a queued policy change takes effect, new blocks carry the step.
   if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
     allocator->beginStep(state_.step + 1);
@@ -292,15 +297,22 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
   std::int64_t micro = 0;
   for (std::int64_t first = 0; first < taken; first += microBatch_, ++micro) {
     const std::int64_t n = std::min(microBatch_, taken - first);
+    const auto building = Clock::now();
     const MicroBatch mb =
         collate(std::span<const Sequence* const>(rows.data() + first, static_cast<std::size_t>(n)));
     const model::ForwardInput input{mb.batch, mb.seq, mb.ids, mb.labels};
+    const auto built = Clock::now();
     lossSum +=
         graph_->forwardBackward(input, gradScale, {config_.seed, state_.step, micro}, cancel).sum;
     tokens += mb.realTokens;
+    stages.batchesMs += ms(building, built);
+    stages.passesMs += ms(built, Clock::now());
   }
 
+  const auto clipping = Clock::now();
   const double gradNorm = graph_->clipGradients(config_.maxGradNorm);
+  const auto clipped = Clock::now();
+  stages.clipMs = ms(clipping, clipped);
   const Schedule schedule{config_.schedule, config_.warmupSteps, totalSteps_};
   const double lr = config_.adamw.learningRate * scheduleFactor(schedule, state_.step);
   const double loss = lossSum / static_cast<double>(predicted);
@@ -331,8 +343,12 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
   state_.dataCursor = cursor + taken;
   state_.tokensSeen += predicted;
   ++state_.step;
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto completed = Clock::now();
+  stages.updateMs = ms(clipped, completed);
+  const double seconds = std::chrono::duration<double>(completed - start).count();
+  const double cycle =
+      std::chrono::duration<double>(completed - lastCompleted_.value_or(start)).count();
+  lastCompleted_ = completed;
   StepMetrics metrics;
   metrics.step = state_.step;
   metrics.epoch = epoch;
@@ -341,8 +357,11 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
   metrics.learningRate = lr;
   metrics.gradNorm = gradNorm;
   metrics.seconds = seconds;
-  metrics.tokensPerS = seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0;
+  metrics.cycleSeconds = cycle;
+  metrics.tokensPerS = cycle > 0 ? static_cast<double>(tokens) / cycle : 0.0;
+  metrics.computeTokensPerS = seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0;
   metrics.tokens = tokens;
+  metrics.stages = stages;
   metrics.predictedTokens = predicted;
   metrics.microBatch = microBatch_;
   metrics.accumulation = micro;

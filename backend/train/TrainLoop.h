@@ -83,9 +83,13 @@ struct StepMetrics {
   double loss = 0.0;       // mean over the step's predicted tokens (before the update)
   double learningRate = 0.0;
   double gradNorm = 0.0;  // before clipping
+  // The run's speed: real tokens (padding excluded) over the step cycle, the wall-clock time since
+  // the previous step completed (everything between the steps included), as the run delivers it.
   double tokensPerS = 0.0;
-  double seconds = 0.0;
-  std::int64_t tokens = 0;           // input tokens processed (padding excluded)
+  double seconds = 0.0;            // the step's own time: its batches, passes, clipping and update
+  double cycleSeconds = 0.0;       // since the previous step completed (TrainLoop::restartCycle)
+  double computeTokensPerS = 0.0;  // real tokens / seconds: the step's compute alone
+  std::int64_t tokens = 0;         // input tokens processed (padding excluded)
   std::int64_t predictedTokens = 0;  // tokens the loss is over
   std::int64_t microBatch = 0;
   std::int64_t accumulation = 0;
@@ -95,6 +99,15 @@ struct StepMetrics {
   std::string nonFinite;
   // The held-out loss after this step, when the run evaluated here (eval-every, the last step).
   std::optional<EvalMetrics> eval;
+  // Where `seconds` went, in milliseconds (LORASCOPE_STEP_TIMING's breakdown; not in the metrics
+  // file): building the micro-batches, their forward and backward passes (with the loss read),
+  // clipping (the gradient norm read) and the AdamW update's launch.
+  struct Stages {
+    double batchesMs = 0.0;
+    double passesMs = 0.0;
+    double clipMs = 0.0;
+    double updateMs = 0.0;
+  } stages;
 };
 
 // TrainLoop::snapshotState's answer: the trainer state after a completed step, its adapter and
@@ -131,6 +144,9 @@ class TrainLoop {
 
   // One optimizer step. Throws TrainingCancelled (state unchanged) when `cancel` becomes true.
   StepMetrics step(const std::atomic<bool>* cancel = nullptr);
+  // The next step's cycle (StepMetrics::cycleSeconds) starts when that step begins, not when the
+  // previous one completed: after a pause, a toggle or anything else that is not the run's work.
+  void restartCycle() { lastCompleted_.reset(); }
   // The held-out loss of `sequences` (train/Evaluation.h) under the adapter of the last completed
   // step, in micro-batches of the current size, without dropout. Reads the adapter and changes
   // nothing a later step reads. Throws TrainingCancelled when `cancel` becomes true.
@@ -157,6 +173,9 @@ class TrainLoop {
   void setActivationCheckpointing(bool on, const model::ModelWeights& weights);
 
   bool finished() const { return state_.step >= totalSteps_; }
+  // The optimizer steps completed: state().step without bringing the host's adapter and moments
+  // up to date (a whole download of them, which the step boundary must not wait for).
+  std::int64_t completedSteps() const { return state_.step; }
   std::int64_t totalSteps() const { return totalSteps_; }
   std::int64_t stepsPerEpoch() const;
   std::int64_t sequenceCount() const { return static_cast<std::int64_t>(sequences_.size()); }
@@ -198,6 +217,8 @@ class TrainLoop {
   std::int64_t orderEpoch_ = -1;
   std::vector<std::int64_t> order_;
   std::int64_t nonFiniteInARow_ = 0;  // steps whose update was skipped, up to the last one
+  // When the last step completed: the start of the next one's cycle (none: restartCycle).
+  std::optional<std::chrono::steady_clock::time_point> lastCompleted_;
 };
 
 }  // namespace lorascope::train

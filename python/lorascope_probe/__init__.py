@@ -9,14 +9,19 @@ line per event in LoRAscope's protocol (backend/engine/Protocol.h, version 1):
   memory    every `interval` seconds: torch.cuda.memory_stats() (allocated, reserved, inactive
             split bytes, the largest request), torch.cuda.mem_get_info() (the driver's used and
             total bytes), this process's resident memory
-  step      after every optimizer.step(): the step, the loss (the last one-element tensor
-            .backward() was called on, as the training loop computed it), the learning rate
+  step      after every optimizer.step(): the step; the loss: the sum of the one-element
+            tensors .backward() was called on since the last step, as the training loop computed
+            them (without gradient accumulation: the step's loss); the learning rate; the
+            gradient accumulation (those backward() calls); the micro-batch (the leading size of
+            the last batch a torch DataLoader gave before them; unknown, 0, when none did)
   snapshot  torch.cuda.memory._snapshot() converted to the memory-map format (snapshot.py),
             after the first step, every `snapshot_every` seconds, and when the file named by
             LORASCOPE_PROBE_REQUEST changes
   log       what the probe has to say (where torch has no GPU: that there is no GPU allocator)
 Standard library and torch only. Without LORASCOPE_PROBE_FILE, or without torch, attach() does
-nothing (and says why on stderr when torch is missing).
+nothing (and says why on stderr when torch is missing). In a multi-process job (torchrun,
+accelerate launch: RANK in the environment) only rank 0 reports: the ranks share one file, and
+rank 0's steps are the job's.
 """
 
 import atexit
@@ -44,7 +49,10 @@ class _Probe:
         self._snapshot_every = snapshot_every
         self._last_snapshot = None
         self._step = 0
-        self._loss = None
+        self._loss = None        # the sum of this step's backward() losses (a tensor)
+        self._backwards = 0      # backward() calls since the last step
+        self._batch = 0          # the leading size of the last batch a DataLoader gave
+        self._step_batch = 0     # that size when the step's first backward() ran
         self._want_snapshot = False
         self._stop = threading.Event()
         import torch
@@ -123,7 +131,9 @@ class _Probe:
         except (AttributeError, IndexError, KeyError, TypeError, ValueError):
             pass
         self.emit("step", step=self._step, loss=loss, lr=lr, grad_norm=None, tokens_per_s=0,
-                  micro_batch=1, accumulation=1)
+                  micro_batch=self._step_batch, accumulation=self._backwards)
+        self._loss = None
+        self._backwards = 0
         if self._step == 1:
             self._want_snapshot = True
 
@@ -134,10 +144,25 @@ class _Probe:
 
         def backward(tensor, *args, **kwargs):
             if tensor.numel() == 1:
-                probe._loss = tensor.detach()
+                loss = tensor.detach().reshape(())
+                probe._loss = loss if probe._loss is None else probe._loss + loss
+                if probe._backwards == 0:
+                    probe._step_batch = probe._batch
+                probe._backwards += 1
             return original_backward(tensor, *args, **kwargs)
 
         torch.Tensor.backward = backward
+        loader_iter = torch.utils.data.dataloader._BaseDataLoaderIter
+        original_next = loader_iter.__next__
+
+        def next_batch(iterator):
+            batch = original_next(iterator)
+            size = _leading_size(batch)
+            if size:
+                probe._batch = size
+            return batch
+
+        loader_iter.__next__ = next_batch
         import importlib
         module = importlib.import_module("torch.optim.optimizer")
         register = getattr(module, "register_optimizer_step_post_hook", None)
@@ -196,13 +221,28 @@ class _Probe:
             self._out.close()
 
 
+def _leading_size(batch, depth=0):
+    """The first dimension of the first tensor in a batch (a tensor, dict, list or tuple)."""
+    shape = getattr(batch, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return int(shape[0])
+    if depth < 3:
+        items = batch.values() if isinstance(batch, dict) else (
+            batch if isinstance(batch, (list, tuple)) else ())
+        for item in items:
+            size = _leading_size(item, depth + 1)
+            if size:
+                return size
+    return 0
+
+
 def attach(interval=0.5, snapshot_every=60.0):
     """Starts the probe when LORASCOPE_PROBE_FILE is set; True when it runs."""
     global _probe
     if _probe is not None:
         return True
     path = os.environ.get("LORASCOPE_PROBE_FILE")
-    if not path:
+    if not path or os.environ.get("RANK", "0") != "0":
         return False
     try:
         import torch  # noqa: F401

@@ -1,11 +1,12 @@
 // test_command_run.cpp — the setup page's "Run a command": a real script (python3 printing tqdm
 // bars, tests/external/scripts/print_format.py) started by one click on Start runs under the
 // external supervisor, its losses reach the same dashboard as a training run's, and its fields are
-// remembered for that command line; a command that does not exist is a problem on the page and
-// Start stays disabled; the model, dataset and estimate rows are hidden for a command. A command's
-// run says what it does not report (tokens/s), starts with fresh axes and a fresh Controls dock,
-// and the status bar says why the profile buttons are off while it runs; after it the window
-// drives the trainer again.
+// remembered for that command line; its folder is a run the Runs page lists with its curve, and
+// Resume reruns a stopped one with its resume argument; a command that does not exist is a
+// problem on the page and Start stays disabled; the model, dataset and estimate rows are hidden
+// for a command. A command's run says what it does not report (tokens/s), starts with fresh axes
+// and a fresh Controls dock, and the status bar says why the profile buttons are off while it
+// runs; after it the window drives the trainer again.
 #include <QtTest>
 
 #include <QAbstractButton>
@@ -21,12 +22,22 @@
 #include <QTemporaryDir>
 #include <QValueAxis>
 
+#include <QPushButton>
+#include <QTabWidget>
+#include <QTreeWidget>
+#include <filesystem>
+#include <fstream>
+
 #include "../widgets/RecordedStream.h"
+#include "external/SupervisedRun.h"
 #include "gui/CommandSetup.h"
 #include "gui/MainWindow.h"
 #include "gui/RunSetupPage.h"
+#include "gui/RunsPage.h"
+#include "train/RunDirectory.h"
 #include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
+#include "widgets/Format.h"  // defines: toPath
 #include "widgets/LengthHistogram.h"
 #include "widgets/ProfileBar.h"
 #include "widgets/TimeChart.h"
@@ -72,6 +83,28 @@ class TestCommandRun : public QObject {
                                 std::size_t{5}, 60'000);
       QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), 60'000);  // it finished
       QVERIFY(QFile::exists(window.runFolder() + "/command.log"));
+
+      // A supervised run is a run: listed on the Runs page with its status, steps and last loss,
+      // its curve back from metrics.jsonl by Show charts.
+      const QString runDir = window.runFolder();
+      app::RunsPage* runs = window.runsPage();
+      window.pages()->setCurrentWidget(runs);
+      runs->refresh();
+      runs->selectRun(runDir);
+      const app::RunSummary* listed = runs->selectedRun();
+      QVERIFY(listed != nullptr);
+      QVERIFY(listed->supervised);
+      QCOMPARE(listed->status, app::RunSummary::Status::Finished);
+      QCOMPARE(listed->steps, std::int64_t{5});
+      QCOMPARE(*listed->lastLoss, 2.1);
+      QCOMPARE(listed->incidents, 0);
+      QVERIFY(listed->commandLine.contains(QStringLiteral("print_format.py tqdm")));
+      QCOMPARE(app::statusText(*listed), QStringLiteral("finished"));
+      const int runsBefore = window.dashboard()->runCount();
+      runs->openButton()->click();
+      QCOMPARE(window.dashboard()->runCount(), runsBefore + 1);
+      window.dashboard()->refresh();
+      QCOMPARE(window.dashboard()->lossChart()->decimator(0).sampleCount(), std::size_t{5});
     }
     // The next start of the app comes back to the command, with its fields.
     app::MainWindow window(widgets::AboutFacts{});
@@ -119,7 +152,7 @@ class TestCommandRun : public QObject {
     // tqdm bars carry no tokens/s: "not reported", not a 0 on a 0–1e-9 axis.
     widgets::TimeChart* throughput = window.dashboard()->throughputChart();
     QCOMPARE(throughput->valueText(widgets::Dashboard::TokensPerS),
-             QStringLiteral("tokens/s not reported"));
+             QStringLiteral("real tokens/s over the step cycle not reported"));
     QCOMPARE(throughput->lineSeries(widgets::Dashboard::TokensPerS)->count(), 0);
     QCOMPARE(throughput->valueText(widgets::Dashboard::GradNorm),
              QStringLiteral("grad norm not reported"));
@@ -149,6 +182,66 @@ class TestCommandRun : public QObject {
     // After it the window drives the trainer again: the buttons are on, no "no engine".
     QTRY_VERIFY(window.profileBar()->button(QStringLiteral("Balanced"))->isEnabled());
     QVERIFY2(!statusText().contains(QStringLiteral("no engine")), qPrintable(statusText()));
+  }
+
+  // Resume on a supervised run that stopped: the command again in the same folder, its first
+  // attempt with the resume argument at the newest checkpoint; the steps go on from the last one.
+  void resumeRerunsTheCommandWithTheResumeArgument() {
+    const QString python = QStandardPaths::findExecutable(QStringLiteral("python3"));
+    if (python.isEmpty())
+      QSKIP("needs python3");
+    QTemporaryDir folder;
+    const QString runDir = folder.filePath(QStringLiteral("runs/command-stopped"));
+    const std::filesystem::path dir = widgets::toPath(runDir);
+    std::filesystem::create_directories(dir);
+    std::filesystem::create_directories(widgets::toPath(folder.filePath("ck/checkpoint-3")));
+    external::SupervisedCommand command;
+    command.program = python.toStdString();
+    command.arguments = {LORASCOPE_PRINT_FORMAT, "hf"};
+    command.resumeArgument = "--resume {checkpoint_dir}";
+    command.checkpointGlob = folder.filePath("ck/checkpoint-*").toStdString();
+    std::ofstream(dir / "config.json")
+        << external::supervisedRunConfig(command, "Balanced", "2026-01-01T00:00:00Z").dump();
+    std::ofstream metrics(dir / "metrics.jsonl");
+    for (int step = 1; step <= 3; ++step) {
+      train::StepMetrics m;
+      m.step = step;
+      m.loss = 3.0 - 0.1 * step;
+      metrics << train::toJson(m).dump() << "\n";
+    }
+    metrics.close();
+    std::ofstream(dir / "events.jsonl")
+        << engine::encodeEvent({0, engine::IncidentEvent{"the command was killed by SIGSEGV",
+                                                         "gave up after 0 restarts", 3}})
+        << "\n"
+        << engine::encodeEvent({0, engine::StateEvent{engine::RunState::Failed, 3, "x"}}) << "\n";
+
+    app::MainWindow window(widgets::AboutFacts{});
+    app::RunsPage* runs = window.runsPage();
+    runs->setFolder(folder.filePath(QStringLiteral("runs")));
+    runs->refresh();
+    runs->selectRun(runDir);
+    const app::RunSummary* listed = runs->selectedRun();
+    QVERIFY(listed != nullptr);
+    QCOMPARE(listed->status, app::RunSummary::Status::Resumable);
+    QCOMPARE(listed->checkpointStep, std::int64_t{3});
+    QCOMPARE(app::statusText(*listed),
+             QStringLiteral("failed · checkpoint at step 3 · 1 incident"));
+    runs->setCanResume(true);
+    QVERIFY(runs->resumeButton()->isEnabled());
+    runs->resumeButton()->click();
+    QCOMPARE(window.runFolder(), runDir);
+    QTRY_VERIFY_WITH_TIMEOUT(
+        app::readRunSummary(runDir)->status == app::RunSummary::Status::Finished, 60'000);
+    std::ifstream events(dir / "events.jsonl");
+    const std::string text((std::istreambuf_iterator<char>(events)), {});
+    QVERIFY(text.find("print_format.py hf --resume " +
+                      folder.filePath("ck/checkpoint-3").toStdString()) != std::string::npos);
+    // Its five dicts after checkpoint-3 are steps 4 to 8: the run's metrics go 1 to 8.
+    const std::vector<engine::TimedEvent> steps = app::metricsAsEvents(runDir);
+    QCOMPARE(steps.size(), std::size_t{8});
+    for (std::size_t i = 0; i < steps.size(); ++i)
+      QCOMPARE(std::get<engine::StepEvent>(steps[i].event).step, static_cast<std::int64_t>(i + 1));
   }
 
   // A command brings its own model and data: the page hides the model, dataset, token lengths

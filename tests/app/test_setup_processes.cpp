@@ -1,12 +1,16 @@
 // test_setup_processes.cpp — the run setup page with real files (the demo model written to a
 // temporary cache, datasets written here): inspection, validation with the token histogram, clear
 // errors for bad input, options the trainer's own parser accepts, remembered values; the length
-// histogram's limit; the processes page against telemetry readings (who holds VRAM, the
-// held-outside diagnosis, no GPU at all).
+// histogram's limit; a named run folder that holds something other than a run is refused; the
+// processes page against telemetry readings (who holds VRAM, the held-outside diagnosis, no GPU
+// at all).
 #include <QtTest>
 
+#include <QDir>
 #include <QDoubleSpinBox>
 #include <QFile>
+#include <QFileInfo>
+#include <QLineEdit>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardPaths>
@@ -76,6 +80,38 @@ class TestSetupProcesses : public QObject {
              qPrintable(page.modelSummary()));
     QVERIFY(page.problems().join('\n').contains(QStringLiteral("Model: ")));
     QVERIFY(!page.runConfig().has_value());
+  }
+
+  void aNamedRunFolderThatIsNotARunIsRefused() {
+    // Issue 31 item 1: a run went into any existing folder (the model's own, /etc).
+    QTemporaryDir runs;
+    QVERIFY(runs.isValid());
+    QVERIFY(QDir(runs.path()).mkpath(QStringLiteral("etc")));
+    writeFile(runs.filePath(QStringLiteral("etc/passwd")), "root:x:0:0\n");
+    app::RunSetupPage page;
+    page.setDemo(false);
+    page.setModelDir(demoModel_);
+    writeFile(home_.filePath(QStringLiteral("one.jsonl")),
+              "{\"instruction\": \"Say hi\", \"output\": \"hi\"}\n");
+    page.setDataFile(home_.filePath(QStringLiteral("one.jsonl")));
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
+    page.setOutputDir(runs.path());
+    page.runNameEditor()->setText(QStringLiteral("etc"));
+    const QString problems = page.problems().join('\n');
+    QVERIFY2(problems.contains(QStringLiteral("Output folder: ")) &&
+                 problems.contains(runs.filePath(QStringLiteral("etc"))) &&
+                 problems.contains(QStringLiteral("it holds passwd")),
+             qPrintable(problems));
+    QVERIFY(!page.runConfig().has_value());
+    // The model's own folder is refused by name.
+    page.setOutputDir(QFileInfo(demoModel_).path());
+    page.runNameEditor()->setText(QFileInfo(demoModel_).fileName());
+    QVERIFY2(page.problems().join('\n').contains(QStringLiteral("the model's folder")),
+             qPrintable(page.problems().join('\n')));
+    // A new or empty folder is fine.
+    page.setOutputDir(runs.path());
+    page.runNameEditor()->setText(QStringLiteral("fresh"));
+    QVERIFY2(page.problems().isEmpty(), qPrintable(page.problems().join('\n')));
   }
 
   void aDatasetIsValidatedWithTheModelsTokenizer() {

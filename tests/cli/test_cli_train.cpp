@@ -11,6 +11,8 @@
 //   - a run that evaluates a held-out set (--eval-data, --eval-every) trains to the same adapter,
 //     interrupted and resumed, and logs every evaluation once;
 //   - --profile starts the run under a profile, recorded in config.json;
+//   - while a run trains, a second `train --out` of its folder, a `train --resume` and an `export`
+//     of it are refused, naming the holder's process id (issue 31: both wrote metrics.jsonl);
 //   - a bad option (or profile) is a usage error (exit 2) before any engine starts.
 // Plain C++ (no Qt), so it also runs where the GPU machine has no Qt. Linux: it finds the engine
 // child through /proc. The demo is shrunk (short sequences, rank 4) to keep each run to seconds.
@@ -337,6 +339,46 @@ int main() {
     check(refused.exitCode == 2 && contains(refused.output, "no profile named 'No such profile'"),
           "an unknown --profile exits 2 naming it", refused.output);
     check(!fs::exists(scratch / "unknown-profile"), "and leaves no run folder");
+  }
+
+  // One writer per run folder: while the run trains, a second trainer, a resume and an export are
+  // refused with the lock holder's process id; the run itself goes on and stops as asked.
+  {
+    std::vector<std::string> args = demoInto(scratch / "locked");
+    args[2] = "100000";  // --steps: it trains until it is stopped
+    Run second, resumed, exported;
+    bool checked = false;
+    const Run run = train(args, {}, [&](const std::string& line, std::int64_t trainPid) {
+      if (checked || line.rfind("step 2/", 0) != 0)
+        return;
+      checked = true;
+      second = train(demoInto(scratch / "locked"));
+      resumed = train({"--resume", (scratch / "locked").string()});
+      exported = command("export", {(scratch / "locked").string()});
+      ::kill(static_cast<pid_t>(trainPid), SIGINT);
+    });
+    check(checked && run.exitCode == 130, "the locked run trained until it was stopped",
+          run.output);
+    for (const auto& [what, refused] :
+         {std::pair{"a second train --out", &second}, std::pair{"train --resume", &resumed},
+          std::pair{"export", &exported}}) {
+      check(refused->exitCode == 1 && contains(refused->output, "is in use: pid ") &&
+                contains(refused->output, ", since ") &&
+                contains(refused->output, "a run has one writer at a time"),
+            std::string(what) + " of a run that trains is refused naming the holder",
+            refused->output);
+    }
+    // Each step once, in order: no second writer added lines (they read 1,1,2,2,...).
+    const std::string metrics = readFile(scratch / "locked" / "metrics.jsonl");
+    long previous = 0;
+    bool increasing = true;
+    for (std::size_t at = metrics.find("\"step\":"); at != std::string::npos;
+         at = metrics.find("\"step\":", at + 1)) {
+      const long step = std::strtol(metrics.c_str() + at + 7, nullptr, 10);
+      increasing = increasing && step == previous + 1;
+      previous = step;
+    }
+    check(previous >= 2 && increasing, "metrics.jsonl holds each step once, in order", metrics);
   }
 
   // Usage errors come before any engine: exit 2, naming the option.

@@ -3,9 +3,10 @@
 // its exit code arrives; the environment given is set in it (a value with spaces);
 // arguments with spaces, quotes, backslashes and non-ASCII letters arrive as they were given (the
 // Win32 side quotes a UTF-16 command line; the child reads it back through
-// common::commandLineArguments, as lorascope-train does); kill() ends it and reads as SIGKILL; a
-// missing program is an error naming it. On the Qt-free runner with a main() of its own (the child
-// modes), so the Windows build runs the Win32 implementation with it.
+// common::commandLineArguments, as lorascope-train does); kill() ends it and reads as SIGKILL;
+// abandonOutput() ends a read blocked on a silent child; waitForExit() leaves the exit code to
+// wait(); a missing program is an error naming it. On the Qt-free runner with a main() of its own
+// (the child modes), so the Windows build runs the Win32 implementation with it.
 #include "TestRunner.h"
 
 #include <chrono>
@@ -105,6 +106,35 @@ TEST_CASE(killEndsItAsSigkill) {
   const common::ChildExit exit = child.wait();
   VERIFY2(exit.signaled && common::ChildProcess::signalName(exit.signal) == "SIGKILL",
           "kill() ends the child and reads as SIGKILL");
+}
+
+TEST_CASE(abandonedOutputEndsABlockedRead) {
+  common::ChildProcess child({self(), {"--sleep"}, {}});  // holds its output open, silent
+  std::size_t read = 1;
+  std::thread reader([&] {
+    char buffer[64];
+    read = child.readOutput(buffer);
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the read waits by now
+  child.abandonOutput();
+  reader.join();
+  VERIFY2(read == 0, "an abandoned read ends as at the end of the output");
+  char buffer[64];
+  VERIFY2(child.readErrorOutput(buffer) == 0, "and so does every later read");
+  child.kill();
+  child.wait();
+}
+
+TEST_CASE(waitForExitLeavesTheExitToWait) {
+  common::ChildProcess child({self(), {"--echo"}, {}});
+  child.closeInput();
+  std::thread drain([&] { readAll(child, true); });
+  readAll(child, false);
+  drain.join();
+  child.waitForExit();
+  child.terminate();  // the group of an exited child: nothing left, no harm
+  const common::ChildExit exit = child.wait();
+  VERIFY2(!exit.signaled && exit.exitCode == 7, "wait() still reaps it with its exit code");
 }
 
 TEST_CASE(aMissingProgramIsNamed) {

@@ -2,9 +2,13 @@
 // prompt-completion, text), detection, JSONL and
 // JSON arrays, and every kind of bad input (broken line, BOM, CRLF, invalid UTF-8, empty and
 // missing files, a bad array element), each reported with its location and never fatal.
+#include "TempDir.h"
 #include "TestRunner.h"
 
+#include <fstream>
+
 #include "DataTestUtil.h"
+#include "common/Platform.h"  // defines: peakResidentBytes
 #include "data/Example.h"
 #include "data/RecordReader.h"
 #include "data/RecordText.h"
@@ -219,6 +223,74 @@ TEST_CASE(aRecordNestedTooDeepIsReportedWithItsLine) {
   COMPARE(issues.size(), std::size_t{1});
   VERIFY2(issues[0].message.rfind("line 7: the record nests deeper than 64 levels", 0) == 0,
           issues[0].message.c_str());
+}
+
+TEST_CASE(aNumberNoDoubleHoldsIsAnErrorOfItsLine) {
+  // Issue 31 item 8: 1e400 aborted validate-data and train with the JSON library's message.
+  lstest::TempDir tmp;
+  const std::filesystem::path file = tmp.path() / "numbers.jsonl";
+  std::ofstream(file) << "{\"instruction\": \"a\", \"output\": \"b\"}\n"
+                      << "{\"instruction\": \"a\", \"output\": \"b\", \"score\": 1e400}\n"
+                      << "{\"instruction\": \"c\", \"output\": \"d\"}\n";
+  const ReadAll read = readAll(file);
+  COMPARE(linesOf(read.examples), (std::vector<std::size_t>{1, 3}));
+  const std::vector<DatasetIssue> errors = issuesOf(read.issues, IssueKind::JsonError);
+  COMPARE(errors.size(), std::size_t{1});
+  VERIFY2(errors[0].message.rfind("invalid JSON at line 2", 0) == 0 &&
+              errors[0].message.find("number overflow parsing '1e400'") != std::string::npos,
+          errors[0].message.c_str());
+}
+
+TEST_CASE(aRecordOverTheLimitIsAnErrorOfItsLineInBoundedMemory) {
+  // Issue 31 item 6: one 1 GB record peaked at 6.97 GB; there was no limit per record.
+  lstest::TempDir tmp;
+  const std::filesystem::path file = tmp.path() / "huge.jsonl";
+  const std::size_t hugeBytes = 100u << 20;
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << "{\"instruction\": \"a\", \"output\": \"b\"}\n{\"instruction\": \"";
+    const std::string block(1 << 20, 'x');
+    for (std::size_t written = 0; written < hugeBytes; written += block.size())
+      out << block;
+    out << "\", \"output\": \"b\"}\n{\"instruction\": \"c\", \"output\": \"d\"}\n";
+  }
+  const std::uint64_t before = lorascope::common::peakResidentBytes().value_or(0);
+  const ReadAll read = readAll(file);
+  const std::uint64_t after = lorascope::common::peakResidentBytes().value_or(0);
+  COMPARE(linesOf(read.examples), (std::vector<std::size_t>{1, 3}));
+  const std::vector<DatasetIssue> large = issuesOf(read.issues, IssueKind::RecordTooLarge);
+  COMPARE(large.size(), std::size_t{1});
+  VERIFY2(large[0].message ==
+              "line 2: the record is 100.00 MiB, more than the 16.00 MiB limit of "
+              "one dataset record; it is left out (split it into shorter examples)",
+          large[0].message.c_str());
+  COMPARE(read.issues.size(), std::size_t{1});
+  // Within a small multiple of the limit, not of the record (0 where the system does not tell).
+  VERIFY2(after - before < 5 * kMaxRecordBytes,
+          lstest::format("peak resident set grew by %llu MiB",
+                         static_cast<unsigned long long>((after - before) >> 20))
+              .c_str());
+}
+
+TEST_CASE(aCompactArrayIsReadInPiecesAndItsLargeElementRefused) {
+  lstest::TempDir tmp;
+  const std::filesystem::path file = tmp.path() / "compact.json";
+  {
+    std::ofstream out(file, std::ios::binary);
+    out << "[{\"instruction\": \"a\", \"output\": \"b\"}, {\"instruction\": \""
+        << std::string(kMaxRecordBytes + 10, 'y') << "\", \"output\": \"b\"}";
+    for (int i = 0; i < 3; ++i)  // the line goes on past the next piece
+      out << ", {\"instruction\": \"" << std::string(kMaxRecordBytes / 2, 'z')
+          << "\", \"output\": \"d\"}";
+    out << "]\n";
+  }
+  const ReadAll read = readAll(file);
+  COMPARE(read.examples.size(), std::size_t{4});
+  const std::vector<DatasetIssue> large = issuesOf(read.issues, IssueKind::RecordTooLarge);
+  COMPARE(large.size(), std::size_t{1});
+  VERIFY2(large[0].message.rfind("element 1 (line 1): the record is 16.00 MiB", 0) == 0,
+          large[0].message.c_str());
+  COMPARE(read.issues.size(), std::size_t{1});
 }
 
 TEST_CASE(guessFormatLooksAtKeys) {

@@ -1,7 +1,9 @@
 #!/bin/sh
 # cli_engine_hostile_test.sh — `lorascope-train engine` fed what a hostile or broken GUI could send
 # (issue 20 items 1, 2, 9): each line gets an error event naming the problem; the engine neither
-# aborts nor crashes and exits 0 when its input ends.
+# aborts nor crashes and exits 0 when its input ends. A start whose "out" is a folder with files
+# in it (a temporary folder standing in for /etc) or the model's own folder is refused, and
+# nothing is written there (issue 31 item 1: /etc/config.json was written).
 #   cli_engine_hostile_test.sh LORASCOPE_TRAIN
 set -u
 train="$1"
@@ -32,5 +34,29 @@ if [ "$rc" -eq 0 ] && grep -q 'nested deeper than 256 levels' "$dir/out"; then
   echo "PASS 100,000 levels of nesting"
 else
   echo "FAIL 100,000 levels of nesting (exit $rc)"; fail=1
+fi
+
+# Output folders: a stand-in for /etc, then the demo model's own folder.
+mkdir -p "$dir/etc"
+echo "root:x:0:0:root:/root:/bin/sh" >"$dir/etc/passwd"
+echo "127.0.0.1 localhost" >"$dir/etc/hosts"
+export LORASCOPE_CACHE_DIR="$dir/cache"
+expect "out: a folder with files that is not a run" \
+  "{\"v\":1,\"type\":\"start\",\"config\":{\"demo\":true,\"out\":\"$dir/etc\"}}" \
+  'is not empty and is not a LoRAscope run: it holds hosts, passwd'
+if [ "$(ls "$dir/etc" | tr '\n' ' ')" = "hosts passwd " ]; then
+  echo "PASS nothing was written into it"
+else
+  echo "FAIL the folder now holds: $(ls -A "$dir/etc")"; fail=1
+fi
+model=$(dirname "$(ls "$dir"/cache/*/model.safetensors | head -n 1)")
+before=$(cksum <"$model/config.json")
+expect "out: the model's own folder" \
+  "{\"v\":1,\"type\":\"start\",\"config\":{\"demo\":true,\"out\":\"$model\"}}" \
+  "is the model's folder"
+if [ "$(cksum <"$model/config.json")" = "$before" ] && [ ! -e "$model/checkpoints" ]; then
+  echo "PASS the model's config.json is untouched"
+else
+  echo "FAIL the model's folder was written"; fail=1
 fi
 exit "$fail"

@@ -22,12 +22,14 @@
 #include <QtTest>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <csignal>
 #include <functional>
 #include <map>
 #include <numeric>
 #include <random>
+#include <thread>
 
 #include "engine/SupervisorHost.h"
 #include "profiles/Builtins.h"
@@ -54,6 +56,36 @@ nlohmann::json demoRun(const QString& out) {
             {"lora-r", 4},
             {"checkpoint-every", 10}}}};
 }
+
+// Busy threads on every core (at least two) while alive: a machine as loaded as a desktop beside
+// a parallel build.
+class MachineLoad {
+ public:
+  MachineLoad() {
+    const unsigned cores = std::max(2u, std::thread::hardware_concurrency());
+    for (unsigned i = 0; i < cores; ++i) {
+      threads_.emplace_back([this] {
+        std::uint64_t x = 1;
+        while (!stop_.load(std::memory_order_relaxed)) {
+          x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+        }
+        sink_.fetch_add(x, std::memory_order_relaxed);
+      });
+    }
+  }
+  ~MachineLoad() {
+    stop_ = true;
+    for (std::thread& t : threads_)
+      t.join();
+  }
+  MachineLoad(const MachineLoad&) = delete;
+  MachineLoad& operator=(const MachineLoad&) = delete;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> sink_{0};
+  std::vector<std::thread> threads_;
+};
 
 // LORASCOPE_FAULTS for the suite: each kind at seeded steps, OOMs on distinct steps.
 std::string faultPlan(std::mt19937& rng) {
@@ -126,11 +158,13 @@ class TestFaultSuite : public QObject {
   void uninterruptedReference();
   void survivesKillsAndInjectedFaultsBitIdentically();
   void secondOutOfMemoryHalvesTheMicroBatch();
+  void aLoadedMachineRestartsNoHealthyEngine();
 
  private:
   // Runs the demo in `out` under a supervisor; with `killer`, SIGKILLs the engine kKills times,
-  // each at a seeded random moment while it trains.
-  void run(const QString& out, SupervisorPolicy policy, std::mt19937* killer, RunRecord& record);
+  // each at a seeded random moment while it trains. `config`: the start command (demoRun's).
+  void run(const QString& out, SupervisorPolicy policy, std::mt19937* killer, RunRecord& record,
+           std::optional<nlohmann::json> config = std::nullopt);
 
   QTemporaryDir scratch_;
   RunRecord reference_;
@@ -147,7 +181,7 @@ void TestFaultSuite::initTestCase() {
 }
 
 void TestFaultSuite::run(const QString& out, SupervisorPolicy policy, std::mt19937* killer,
-                         RunRecord& record) {
+                         RunRecord& record, std::optional<nlohmann::json> config) {
   QElapsedTimer clock;
   clock.start();
   std::optional<qint64> crashAt, hangFrom;
@@ -250,7 +284,7 @@ void TestFaultSuite::run(const QString& out, SupervisorPolicy policy, std::mt199
     }
   };
   QTRY_VERIFY(supervisor.isConnected());
-  supervisor.send(StartCommand{demoRun(out)});
+  supervisor.send(StartCommand{config.value_or(demoRun(out))});
   QTRY_VERIFY_WITH_TIMEOUT(record.finished || record.failed, 600'000);
   QVERIFY2(record.finished,
            record.errors.empty() ? "the run failed" : record.errors.back().message.c_str());
@@ -392,6 +426,40 @@ void TestFaultSuite::secondOutOfMemoryHalvesTheMicroBatch() {
                qPrintable(QString("step %1: %2 vs %3").arg(s.step).arg(s.loss).arg(r.loss)));
     }
   }
+}
+
+// "45 restarts for 44 crashes" on a loaded 2-core machine: the supervisor's watchdog, armed with
+// the suite's timeout (a few reference step times, at least 1 s), took a healthy engine for a hung
+// one when a step (and the first announcement after a start, two steps later) took longer than
+// that. It now waits for progress, not for steps. Here every step takes longer than the timeout,
+// with every core busy besides, and not one engine may be restarted.
+void TestFaultSuite::aLoadedMachineRestartsNoHealthyEngine() {
+  SupervisorPolicy policy;
+  policy.hangTimeoutMs = 1000;  // the suite's floor
+  policy.climbLadder = false;
+  nlohmann::json config = demoRun(scratch_.filePath("loaded"));
+  config["options"]["steps"] = 6;
+  config["options"]["batch-size"] = 16;  // each step takes seconds on a loaded 2-core machine
+  config["options"]["max-seq-len"] = 256;
+  config["options"]["lora-r"] = 16;
+  RunRecord record;
+  {
+    const MachineLoad load;
+    run(scratch_.filePath("loaded"), policy, nullptr, record, config);
+  }
+  QVERIFY(record.finished);
+  QCOMPARE(record.steps.size(), std::size_t{6});
+  const qint64 slowest = record.stepGapsMs.empty() ? 0
+                                                   : *std::max_element(record.stepGapsMs.begin(),
+                                                                       record.stepGapsMs.end());
+  qInfo("loaded machine: %zu steps, the slowest %lld ms against a %d ms watchdog, %d restarts",
+        record.steps.size(), static_cast<long long>(slowest), policy.hangTimeoutMs,
+        record.restarts);
+  std::string incidents;
+  for (const IncidentEvent& i : record.incidents)
+    incidents += i.what + "\n";
+  QVERIFY2(record.incidents.empty(), incidents.c_str());
+  QCOMPARE(record.restarts, 0);
 }
 
 #endif  // Q_MOC_RUN

@@ -57,7 +57,8 @@ TEST_CASE(everyEventRoundTrips) {
       EvalEvent{40, 1.9125, 5120, 32, 0.75, 1.875, 30},
       ProfileSwitchEvent{"Low VRAM", "applied at the next step", 9},
       LadderEvent{"serialize", "vendor_blas", "engine killed by SIGSEGV", 9, 1},
-      QueueEvent{{{"compute", 0, 712}}}};
+      QueueEvent{{{"compute", 0, 712}}},
+      ProgressEvent{}};
   for (const Event& e : events) {
     const TimedEvent timed{1234, e};
     const std::string line = encodeEvent(timed);
@@ -122,6 +123,16 @@ TEST_CASE(everyEventRoundTrips) {
   counted.totalSteps = 300;
   COMPARE(std::get<StepEvent>(decodeEvent(encodeEvent({0, counted})).event).totalSteps,
           std::int64_t{300});
+  // The compute-only figure beside the run's: optional on the wire, under its own name.
+  COMPARE(step.computeTokensPerS, 0.0);
+  VERIFY(encodeEvent({0, events[2]}).find("compute_tokens_per_s") == std::string::npos);
+  StepEvent computed = std::get<StepEvent>(events[2]);
+  computed.computeTokensPerS = 2290.5;
+  const std::string computedLine = encodeEvent({0, computed});
+  VERIFY(computedLine.find("\"tokens_per_s\":1534.5") != std::string::npos);
+  COMPARE(std::get<StepEvent>(decodeEvent(computedLine).event).computeTokensPerS, 2290.5);
+  // Progress (for the supervisor's watchdog) carries nothing but its time.
+  VERIFY(encodeEvent({0, events[19]}).find("\"type\":\"progress\"") != std::string::npos);
 }
 
 TEST_CASE(memoryReadingsKeepNotAvailableApartFromZero) {

@@ -186,9 +186,39 @@ class TestRecoveryLadder : public QObject {
     QCOMPARE(rig.launcher.engines.size(), std::size_t{2});
     const auto incidents = rig.all<IncidentEvent>();
     QCOMPARE(incidents.size(), std::size_t{1});
-    QVERIFY(incidents[0].what.find("no optimizer step for 1 s (hang) after step 1") !=
-            std::string::npos);
+    QVERIFY(incidents[0].what.find("no progress (no op ran or completed, no step) for 1 s (hang) "
+                                   "after step 1") != std::string::npos);
     QVERIFY(incidents[0].what.find("(hang)") != std::string::npos);
+  }
+
+  // test_fault_suite once counted 45 restarts for 44 crashes on a loaded machine: this watchdog
+  // took a healthy engine's slow steps (the first announcement after a start comes two steps
+  // later, Note [asynchronous state mirror]) for a hang. Progress events keep a step that moves
+  // alive however long it takes; without them the same timeout still fires.
+  void progressKeepsASlowStepAliveAndIsNotPassedOn() {
+    SupervisorPolicy policy;
+    policy.hangTimeoutMs = 1000;
+    Rig rig(policy);
+    rig.supervisor.send(StartCommand{kRunConfig});
+    rig.running();
+    for (int reading = 0; reading < 50; ++reading) {  // a 20 s step, read every 400 ms
+      rig.advance(400);
+      rig.report(ProgressEvent{});
+    }
+    QVERIFY(!rig.engine().killed);
+    QCOMPARE(rig.supervisor.hangDeadlineMs(), std::optional<std::int64_t>(rig.nowMs + 1000));
+    QVERIFY(rig.all<ProgressEvent>().empty());  // the watchdog's alone
+    rig.step(1);
+    rig.advance(999);
+    QVERIFY(!rig.engine().killed);
+    rig.advance(1);  // stuck: no progress since the step
+    QVERIFY(rig.engine().killed);
+    QCOMPARE(rig.all<IncidentEvent>().size(), std::size_t{0});  // recorded once it has exited
+    // Progress of a paused run arms nothing.
+    rig.crash();
+    rig.report(StateEvent{RunState::Paused, 1, ""});
+    rig.report(ProgressEvent{});
+    QVERIFY(!rig.supervisor.hangDeadlineMs());
   }
 
   void replayedStepsAreDroppedAndTimeNeverRunsBack() {
@@ -215,6 +245,31 @@ class TestRecoveryLadder : public QObject {
       QVERIFY(rig.published[i].timeMs >= rig.published[i - 1].timeMs);
     }
     QVERIFY(rig.published.back().timeMs >= before);
+  }
+
+  void aCrashWhilePreparingTheRunIsNoGpuError() {
+    // Issue 31 item 3: a chat template that crashed the engine as it read the data was reported
+    // as "an unrecognised GPU error" and the run restarted a rung down the ladder.
+    Rig rig;
+    rig.supervisor.send(StartCommand{kRunConfig});
+    rig.report(StateEvent{RunState::Starting, 0, ""});
+    rig.crash("SIGSEGV");
+    QCOMPARE(rig.supervisor.restarts(), 1);
+    QCOMPARE(rig.supervisor.rung(), RecoveryRung::VendorBlas);
+    QVERIFY(rig.all<LadderEvent>().empty());
+    const auto incidents = rig.all<IncidentEvent>();
+    QCOMPARE(incidents.size(), std::size_t{1});
+    QVERIFY2(incidents[0].what.find("(SIGSEGV) after step 0 (host_crash)") != std::string::npos,
+             incidents[0].what.c_str());
+    QVERIFY2(incidents[0].action.find("the same rung") != std::string::npos &&
+                 incidents[0].action.find("Not a GPU error") != std::string::npos &&
+                 incidents[0].action.find("unrecognised GPU error") == std::string::npos,
+             incidents[0].action.c_str());
+    // Once steps run, a crash without a message is still taken for a GPU one (the ladder).
+    rig.running();
+    rig.step(1);
+    rig.crash("SIGSEGV");
+    QVERIFY(rig.supervisor.rung() > RecoveryRung::VendorBlas);
   }
 
   void givesUpAfterTheRestartLimit() {

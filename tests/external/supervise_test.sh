@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# supervise_test.sh BIN SOURCE_DIR formats|torch — `lorascope-train supervise` end to end.
+# supervise_test.sh BIN SOURCE_DIR formats|torch|limits|torchrun — `lorascope-train supervise`
+# end to end.
 #   formats  bad input is an error before anything runs (a command that does not exist, a regex
 #            that does not compile, a profile with a forbidden variable); loss and step are read
-#            from each built-in format (scripts/print_format.py) and a user regex
+#            from each built-in format (scripts/print_format.py) and a user regex, into a run
+#            folder (config.json, metrics.jsonl); --resume DIR reruns a run's command
 #   torch    a real PyTorch training on the CPU (scripts/tiny_train.py): loss parsed; an injected
 #            HIPBLAS_STATUS_INTERNAL_ERROR restarts it with the next profile and the resume
 #            argument at the newest checkpoint; a hang is caught by --hang-after; the probe's
 #            memory and step events arrive and say there is no GPU allocator
-# Exit 77 (skipped) without python3, or for `torch` without torch (Debian's python3-torch).
+#   limits   a 32 MB line without a newline is read in linear time and cut at 1 MiB, marked; a
+#            command that ignores SIGTERM is killed after --grace on Ctrl-C; a command that exits
+#            leaving a child in its group, or a daemon (setsid) holding its output pipe, does not
+#            keep supervise waiting past the grace period
+#   torchrun a 2-process torchrun job (gloo, DistributedDataParallel): each step counted once
+#            from rank 0 although both ranks print theirs; rank 1 killed with SIGKILL restarts the
+#            group from the newest checkpoint
+# Exit 77 (skipped) without python3, or for `torch`/`torchrun` without torch (Debian's
+# python3-torch) or torchrun.
 set -euo pipefail
 bin=$1
 src=$2
@@ -76,13 +86,124 @@ if [[ $mode == formats ]]; then
       fail "$format: exit $?"
     got=$(steps "$work/$format/events.jsonl")
     [[ $got == "$want" ]] || fail "$format: steps '$got', want '$want'"
+    # A run folder the Runs page lists: config.json naming the command, a metrics line a step.
+    grep -q '"kind": "supervised_command"' "$work/$format/config.json" &&
+      grep -q 'print_format.py' "$work/$format/config.json" || fail "$format: config.json"
+    [[ $(wc -l <"$work/$format/metrics.jsonl") == 5 ]] || fail "$format: metrics.jsonl"
     echo "ok: --parser $format: $got"
   done
+
+  # --resume DIR: the run's command again, resuming from its newest checkpoint; steps go on.
+  mkdir -p "$work/ck/checkpoint-2"
+  "$bin" supervise --telemetry=false --out "$work/again" --resume-arg "--resume {checkpoint_dir}" \
+    --checkpoint-glob "$work/ck/checkpoint-*" -- "$py" "$scripts/print_format.py" hf \
+    >/dev/null || fail "again: exit $?"
+  "$bin" supervise --telemetry=false --resume "$work/again" >"$work/again.out" ||
+    fail "--resume: exit $?"
+  grep -q "print_format.py hf --resume $work/ck/checkpoint-2" "$work/again.out" ||
+    fail "--resume: the command lacks the resume argument"
+  got=$(steps "$work/again/events.jsonl")
+  [[ $got == "1:2.5 2:2.4 3:2.3 4:2.2 5:2.1 6:2.2 7:2.1" ]] || fail "--resume: steps '$got'"
+  [[ $(wc -l <"$work/again/metrics.jsonl") == 7 ]] || fail "--resume: metrics.jsonl"
+  if "$bin" supervise --resume "$work/again" -- "$py" -c 1 2>"$work/err"; then
+    fail "--resume with a command was accepted"
+  fi
+  grep -q "no command after --" "$work/err" || fail "$(cat "$work/err")"
+  echo "ok: --resume DIR reran the command from checkpoint-2: $got"
+  exit 0
+fi
+
+# Ended: no such process, or a zombie (an orphan's, until init reaps it).
+gone() { ! kill -0 "$1" 2>/dev/null || [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) == Z ]]; }
+if [[ $mode == limits ]]; then
+  # 32 MB without a newline, then a step: linear time (quadratic took minutes), the line cut.
+  start=$(date +%s)
+  timeout 120 "$bin" supervise --telemetry=false --out "$work/long" -- "$py" -c "
+import sys
+sys.stdout.write('x' * (32 << 20))
+sys.stdout.write('\n{\'loss\': 1.5, \'step\': 1}\n')" >/dev/null || fail "long line: exit $?"
+  took=$(($(date +%s) - start))
+  ((took < 30)) || fail "a 32 MB line took $took s"
+  cut=$(grep -c 'x \[line cut at 1 MiB\]$' "$work/long/command.log" || true)
+  [[ $cut == 1 ]] || fail "the long line was not cut and marked"
+  longest=$(awk '{ if (length($0) > n) n = length($0) } END { print n }' "$work/long/command.log")
+  ((longest <= (1 << 20) + 32)) || fail "a line of $longest bytes was kept"
+  [[ $(steps "$work/long/events.jsonl") == "1:1.5" ]] || fail "the step after the long line"
+  echo "ok: a 32 MB line read in $took s, cut at 1 MiB and marked"
+
+  # Ctrl-C on a command that ignores SIGTERM: SIGKILL after --grace 2.
+  "$bin" supervise --telemetry=false --grace 2 --out "$work/stubborn" -- "$py" -c "
+import os, signal, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+open(sys.argv[1], 'w').write(str(os.getpid()))
+print('ready', flush=True)
+time.sleep(300)" "$work/stubborn.pid" >"$work/stubborn.out" &
+  sup=$!
+  for _ in $(seq 100); do grep -q ready "$work/stubborn.out" 2>/dev/null && break; sleep 0.1; done
+  start=$(date +%s)
+  kill -INT "$sup"
+  rc=0
+  timeout 30 tail --pid="$sup" -f /dev/null || fail "supervise did not end after Ctrl-C"
+  wait "$sup" || rc=$?
+  took=$(($(date +%s) - start))
+  [[ $rc == 130 ]] || fail "Ctrl-C: exit $rc"
+  gone "$(cat "$work/stubborn.pid")" || fail "the command that ignored SIGTERM still runs"
+  grep -q 'did not end within 2 s of SIGTERM: killed' "$work/stubborn/events.jsonl" ||
+    fail "no word of the kill"
+  echo "ok: Ctrl-C: a command ignoring SIGTERM killed after the 2 s grace ($took s)"
+
+  # A command that exits and leaves a child of its group holding the pipe: ended, at once.
+  start=$(date +%s)
+  timeout 60 "$bin" supervise --telemetry=false --grace 5 --out "$work/left" -- sh -c \
+    "sleep 300 & echo \$! > '$work/left.pid'; echo started" >/dev/null || fail "left: exit $?"
+  took=$(($(date +%s) - start))
+  gone "$(cat "$work/left.pid")" || fail "the child left behind still runs"
+  ((took < 5)) || fail "waited $took s for a child the command left behind"
+  echo "ok: a child the command left behind was ended ($took s)"
+
+  # A daemon (setsid: outside the group) holding the output pipe: not waited for past the grace.
+  start=$(date +%s)
+  timeout 60 "$bin" supervise --telemetry=false --grace 2 --out "$work/daemon" -- sh -c \
+    "setsid sleep 300 & echo \$! > '$work/daemon.pid'; echo started" >/dev/null ||
+    fail "daemon: exit $?"
+  took=$(($(date +%s) - start))
+  kill "$(cat "$work/daemon.pid")" 2>/dev/null || true
+  ((took < 15)) || fail "waited $took s on a pipe a daemon holds"
+  echo "ok: a daemon holding the output pipe kept supervise $took s (grace 2 s)"
   exit 0
 fi
 
 tpy=$(pick_python torch)
-[[ -n $tpy ]] || { echo "SKIP: supervise_test torch needs python3 with torch (python3-torch)"; exit 77; }
+[[ -n $tpy ]] || { echo "SKIP: supervise_test $mode needs python3 with torch (python3-torch)"; exit 77; }
+
+if [[ $mode == torchrun ]]; then
+  torchrun=$(dirname "$tpy")/torchrun
+  [[ -x $torchrun ]] || torchrun=$(command -v torchrun || true)
+  [[ -n $torchrun ]] || { echo "SKIP: supervise_test torchrun needs torchrun"; exit 77; }
+  # Both ranks print their steps (rank 1's losses + 100), prefixed [default0]: / [rank0]: by
+  # torchrun's --tee; rank 1 kills itself at step 5; checkpoints every 2 steps.
+  start=$(date +%s)
+  "$bin" supervise --telemetry=false --grace 5 --out "$work/ddp" \
+    --resume-arg "--resume {checkpoint_dir}" --checkpoint-glob "$work/ddp-out/checkpoint-*" -- \
+    "$torchrun" --standalone --nproc_per_node 2 --monitor_interval 1 --redirects 0:2,1:2 \
+    --tee 0:1,1:1 --log_dir "$work/ddp-logs" "$scripts/ddp_train.py" --out "$work/ddp-out" \
+    --kill-rank 1 --kill-at 5 >"$work/ddp.out" || fail "torchrun: exit $?"
+  events=$work/ddp/events.jsonl
+  got=$(steps "$events")
+  want=$("$py" - "$work/ddp-out/truth-rank0.json" <<'EOF2'
+import json, sys
+truth = json.load(open(sys.argv[1]))
+print(" ".join("%d:%s" % (int(k), round(v, 4)) for k, v in sorted(truth.items(), key=lambda kv: int(kv[0]))))
+EOF2
+)
+  [[ $got == "$want" ]] || fail "torchrun: steps '$got', rank 0's '$want'"
+  incident=$(grep '"type":"incident"' "$events" || true)
+  grep -q "a process of the command was killed by SIGKILL" <<<"$incident" &&
+    grep -q "resuming from $work/ddp-out/checkpoint-4" <<<"$incident" ||
+    fail "torchrun incident: $incident"
+  echo "ok: torchrun, 2 ranks: steps $got once each (rank 0's), rank 1's SIGKILL restarted the group from checkpoint-4 ($(($(date +%s) - start)) s)"
+  exit 0
+fi
 
 # A real training run, loss parsed from its Hugging Face-style lines.
 "$bin" supervise --telemetry=false --out "$work/real" -- \

@@ -2,11 +2,14 @@
 // and a manual clock: a GPU error line and an exit restart the command on the next rung's profile
 // with the resume argument at the newest checkpoint; out of memory halves the batch through the
 // template (and without one the run fails, saying why); a Python error is not restarted; silence
-// past --hang-after kills and restarts; the probe's steps are offset by the resumed checkpoint;
-// counted Trainer steps are offset by it too; the ladder ends before the CPU.
+// past --hang-after kills and restarts; the probe numbers the steps (offset by the resumed
+// checkpoint) and the output fills what it lacks, each step announced once; counted Trainer
+// steps are offset too; other ranks give no progress, a rank killed by a signal restarts the
+// group; a stop kills after the grace period; the ladder ends before the CPU.
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <cmath>
 #include <fstream>
 #include <thread>
 
@@ -186,10 +189,10 @@ class TestExternalSupervisor : public QObject {
     h.now = 20'000;
     h.supervisor->outputLine(1, false, "loading");  // output moves the deadline
     h.now = 45'000;
-    h.supervisor->checkHang();
+    h.supervisor->checkDeadlines();
     QCOMPARE(h.launcher.kills, 0);
     h.now = 50'001;
-    h.supervisor->checkHang();
+    h.supervisor->checkDeadlines();
     QCOMPARE(h.launcher.kills, 1);
     h.supervisor->exited(1, CommandExit{true, 0, "SIGKILL"});
     QCOMPARE(h.launcher.launches.size(), std::size_t{2});
@@ -212,32 +215,112 @@ class TestExternalSupervisor : public QObject {
     QCOMPARE(*h.supervisor->outcome(), 1);
     QVERIFY(h.all<engine::IncidentEvent>().back().action.find("exhausted") != std::string::npos);
   }
-  void probeStepsAreOffsetByTheResumedCheckpointAndYieldToParsedSteps() {
+  void theProbeNumbersTheStepsAndTheOutputFillsWhatItLacks() {
     QTemporaryDir dir;
     makeCheckpoint(dir, "checkpoint-40");
     Harness h(command(dir));
-    auto probeStep = [](int step) {
+    auto probeStep = [](int step, double loss, int batch = 8) {
       engine::StepEvent event;
       event.step = step;
-      event.loss = 1.25;
+      event.loss = loss;
+      event.microBatch = batch;
+      event.accumulation = 1;
       return engine::encodeEvent({5, event});
     };
-    h.supervisor->probeLine(1, probeStep(1));
+    h.supervisor->outputLine(1, true, " 0%|          | 0/60 [00:00<?, ?it/s]");
+    h.supervisor->probeLine(1, probeStep(1, 1.25));
+    h.supervisor->outputLine(1, false, "{'loss': '1.3', 'learning_rate': '0.001'}");  // step 1
     h.supervisor->outputLine(1, true, "Memory access fault by GPU node-1");
     h.supervisor->exited(1, CommandExit{true, 0, "SIGABRT"});
-    h.supervisor->probeLine(2, probeStep(1));  // the resumed process counts from 1 again
+    h.supervisor->probeLine(2, probeStep(1, 1.1));  // the resumed process counts from 1 again
     auto steps = h.all<engine::StepEvent>();
-    QCOMPARE(steps.size(), std::size_t{2});
+    QCOMPARE(steps.size(), std::size_t{2});  // once each: the probe's, not the output's too
     QCOMPARE(steps[0].step, std::int64_t{1});
+    QCOMPARE(steps[0].loss, 1.25);                    // the probe's exact loss, not the printed 1.3
+    QCOMPARE(steps[0].microBatch, 8);                 // the batch the data loader gave
+    QCOMPARE(steps[0].totalSteps, std::int64_t{60});  // the bar's total fills the probe's
     QCOMPARE(steps[1].step, std::int64_t{41});
-    h.supervisor->outputLine(2, false, "{'loss': 1.0, 'step': 42}");
-    h.supervisor->probeLine(2, probeStep(2));  // the output numbers the steps now
+    // A probe step without a loss waits for the output's loss of that step.
+    h.supervisor->probeLine(2, probeStep(2, std::nan("")));
+    QCOMPARE(h.all<engine::StepEvent>().size(), std::size_t{2});
+    h.supervisor->outputLine(2, false, "{'loss': '1.1', 'learning_rate': '0.001'}");  // 41
+    h.supervisor->outputLine(2, false, "{'loss': '0.9', 'learning_rate': '0.001'}");  // 42
     steps = h.all<engine::StepEvent>();
     QCOMPARE(steps.size(), std::size_t{3});
     QCOMPARE(steps[2].step, std::int64_t{42});
+    QCOMPARE(steps[2].loss, 0.9);
     // A probe line that is not the protocol is an error event, not a crash.
     h.supervisor->probeLine(2, "{\"v\": 1, \"type\": \"memory\", \"allocated_bytes\": \"lots\"}");
     QVERIFY(h.all<engine::ErrorEvent>().back().category == "protocol");
+  }
+  void withoutTheProbeTheBatchIsUnknownUnlessTheTemplateSetsIt() {
+    QTemporaryDir dir;
+    Harness plain(command(dir));
+    plain.supervisor->outputLine(1, false, "{'loss': '9.037', 'grad_norm': '0.15'}");
+    QCOMPARE(plain.all<engine::StepEvent>().at(0).microBatch, 0);
+    QCOMPARE(plain.all<engine::StepEvent>().at(0).gradNorm, 0.15);
+    SupervisedCommand c = command(dir);
+    c.batchArgument = "--bs {batch}";
+    c.batch = 16;
+    Harness templated(c);
+    templated.supervisor->outputLine(1, false, "{'loss': '9.037'}");
+    QCOMPARE(templated.all<engine::StepEvent>().at(0).microBatch, 16);
+  }
+  void evaluationsFollowTheirStep() {
+    QTemporaryDir dir;
+    Harness h(command(dir));
+    h.supervisor->outputLine(1, false, "{'loss': '9.04', 'epoch': '0.25'}");
+    h.supervisor->outputLine(1, false, "{'eval_loss': '9.025', 'eval_runtime': '0.01'}");
+    h.supervisor->outputLine(1, false, "{'loss': '9.03', 'epoch': '0.5'}");
+    h.supervisor->outputLine(1, false, "{'eval_loss': '9.03', 'eval_runtime': '0.01'}");
+    const auto evals = h.all<engine::EvalEvent>();
+    QCOMPARE(evals.size(), std::size_t{2});
+    QCOMPARE(evals[0].step, std::int64_t{1});
+    QCOMPARE(evals[1].step, std::int64_t{2});
+    QCOMPARE(evals[1].bestLoss, 9.025);
+    QCOMPARE(evals[1].bestStep, std::int64_t{1});
+    QCOMPARE(h.all<engine::StepEvent>().size(), std::size_t{2});
+  }
+  void otherRanksGiveNoProgressButTheirErrorsClassify() {
+    QTemporaryDir dir;
+    Harness h(command(dir));
+    h.supervisor->outputLine(1, false, "[rank1]:{'loss': 5.0, 'step': 1}");
+    h.supervisor->outputLine(1, false, "[rank0]:{'loss': 1.0, 'step': 1}");
+    h.supervisor->outputLine(1, false, "{'loss': 1.0, 'step': 1}");  // the same step again
+    const auto steps = h.all<engine::StepEvent>();
+    QCOMPARE(steps.size(), std::size_t{1});
+    QCOMPARE(steps[0].loss, 1.0);
+    h.supervisor->outputLine(1, true, "[rank1]: torch.OutOfMemoryError: CUDA out of memory.");
+    QCOMPARE(h.all<engine::ErrorEvent>().at(0).category, std::string("out_of_memory"));
+  }
+  void aRankKilledByASignalRestartsTheGroup() {
+    QTemporaryDir dir;
+    makeCheckpoint(dir, "checkpoint-4");
+    Harness h(command(dir));
+    h.supervisor->outputLine(1, false, "[default0]:{'loss': 1.0, 'step': 5}");
+    h.supervisor->outputLine(1, true, "  exitcode  : -9 (pid: 4242)");
+    h.supervisor->outputLine(1, true, "  traceback : Signal 9 (SIGKILL) received by PID 4242");
+    h.supervisor->exited(1, CommandExit{false, 1, ""});  // torchrun's own exit
+    QCOMPARE(h.launcher.launches.size(), std::size_t{2});
+    QVERIFY(h.hasArgument(1, dir.filePath("out/checkpoint-4").toStdString()));
+    QVERIFY(h.all<engine::IncidentEvent>().at(0).what.find("killed by SIGKILL") !=
+            std::string::npos);
+  }
+  void aResumedBarCountingFromItsStartIsOffset() {
+    QTemporaryDir dir;
+    Harness h(command(dir));
+    h.supervisor->outputLine(1, false, "{'loss': 1.0, 'step': 1}");
+    h.supervisor->outputLine(1, false, "{'loss': 1.0, 'step': 2}");
+    h.supervisor->outputLine(1, false, "{'loss': 1.0, 'step': 3}");
+    makeCheckpoint(dir, "checkpoint-2");
+    h.supervisor->exited(1, CommandExit{true, 0, "SIGSEGV"});
+    // kohya's resumed bar starts again at 1: steps 3, 4 of the run.
+    h.supervisor->outputLine(2, false, "{'loss': 0.5, 'step': 1}");
+    h.supervisor->outputLine(2, false, "{'loss': 0.4, 'step': 2}");
+    const auto steps = h.all<engine::StepEvent>();
+    QCOMPARE(steps.size(), std::size_t{4});
+    QCOMPARE(steps[3].step, std::int64_t{4});
+    QCOMPARE(steps[3].loss, 0.4);
   }
   void countedHfStepsAreOffsetByTheResumedCheckpoint() {
     QTemporaryDir dir;
@@ -274,6 +357,14 @@ class TestExternalSupervisor : public QObject {
     Harness h(command(dir));
     h.supervisor->send(engine::StopCommand{});
     QCOMPARE(h.launcher.terminates, 1);
+    // A command that ignores SIGTERM is killed once the grace period has passed.
+    QCOMPARE(*h.supervisor->nextDeadlineMs(), std::int64_t{10'000});
+    h.now = 9'999;
+    h.supervisor->checkDeadlines();
+    QCOMPARE(h.launcher.kills, 0);
+    h.now = 10'000;
+    h.supervisor->checkDeadlines();
+    QCOMPARE(h.launcher.kills, 1);
     h.supervisor->exited(1, CommandExit{true, 0, "SIGTERM"});
     QCOMPARE(h.launcher.launches.size(), std::size_t{1});
     QCOMPARE(*h.supervisor->outcome(), 130);

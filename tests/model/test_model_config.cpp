@@ -1,13 +1,18 @@
 // test_model_config.cpp — config.json of the Llama, Qwen2, Qwen3, Mistral, Gemma 2 and Gemma 3
 // families in both forms in the wild, the rope frequencies that follow, and errors that name the
-// file and the field.
+// file and the field; a config.json that is no regular file or is over its cap.
+#include "TempDir.h"
 #include "TestRunner.h"
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "ExpectError.h"
+#include "common/Platform.h"  // defines: kOsFamily
+#include "model/JsonFile.h"   // defines: kMaxModelJsonBytes
 #include "model/ModelConfig.h"
 #include "model/ModelError.h"
 
@@ -228,4 +233,23 @@ TEST_CASE(malformedJsonTextIsReported) {
                                 {"x/config.json", "not well-formed JSON"}));
   VERIFY(throwsWith<ModelError>([] { parseModelConfigText("[1, 2]", "x/config.json"); },
                                 {"expected a JSON object"}));
+}
+
+TEST_CASE(configJsonIsARegularFileUnderACap) {
+  // Issue 31 item 7: a config.json linked to /dev/zero grew until memory ran out; a FIFO hung.
+  lstest::TempDir tmp;
+  const std::filesystem::path big = tmp.path() / "config.json";
+  std::ofstream(big) << "{}";
+  std::filesystem::resize_file(big, kMaxModelJsonBytes + 1);  // sparse: nothing is written
+  VERIFY(throwsWith<ModelError>(
+      [&] { loadModelConfig(lstest::utf8Text(big)); },
+      {lstest::utf8Text(big) + ": is 64.00 MiB, more than the 64.00 MiB limit of a model's "
+                               "JSON file"}));
+  if (lorascope::common::kOsFamily == lorascope::common::OsFamily::Posix) {
+    const std::filesystem::path zero = tmp.path() / "zero" / "config.json";
+    std::filesystem::create_directories(zero.parent_path());
+    std::filesystem::create_symlink("/dev/zero", zero);
+    VERIFY(throwsWith<ModelError>([&] { loadModelConfig(lstest::utf8Text(zero)); },
+                                  {"config.json: cannot read: not a regular file"}));
+  }
 }

@@ -1,5 +1,6 @@
 // test_profiles.cpp — profile files: built-ins, the allow-list, folklore flags, allocator-conf
-// mapping, schema errors naming file and field, the user store and switch plans.
+// mapping, schema errors naming file and field (names escaped), the user store (non-ASCII names,
+// a size cap) and switch plans.
 #include "TempDir.h"
 #include "TestRunner.h"
 
@@ -201,6 +202,56 @@ TEST_CASE(storeUnderNonAsciiNamesLoadsAndNamesItsFiles) {
   VERIFY2(clash.contains(lstest::utf8Text(saved) + " already has") &&
               clash.contains(lstest::kNonAsciiSub),
           clash.text.c_str());
+}
+
+TEST_CASE(nonAsciiNamesAreDistinctFiles) {
+  // Issue 31 item 8: "日本" and "中国" both mapped to "------.json", one overwriting the other.
+  lstest::TempDir dir;
+  const ProfileStore store(dir.path());
+  Profile japan;
+  japan.name = "\xe6\x97\xa5\xe6\x9c\xac";  // 日本
+  japan.description = "one";
+  Profile china = japan;
+  china.name = "\xe4\xb8\xad\xe5\x9b\xbd";  // 中国
+  china.description = "two";
+  const std::filesystem::path first = store.save(japan);
+  const std::filesystem::path second = store.save(china);
+  VERIFY2(first != second, lstest::utf8Text(first));
+  COMPARE(first.filename().string(), std::string("_e6_97_a5_e6_9c_ac.json"));
+  const ProfileListing listing = store.load();
+  COMPARE(listing.profiles.size(), builtinProfiles().size() + 2);
+  COMPARE(listing.problems.size(), std::size_t{0});
+}
+
+TEST_CASE(messagesShowVariableNamesEscaped) {
+  // A newline or a NUL in a name printed raw could forge lines of `profile check`'s output.
+  const lstest::Message newline =
+      errorOf(R"({"name": "n", "description": "d", "environment": {"A\nerror: forged": "1"}})");
+  VERIFY2(
+      newline.contains(R"(user.json: environment."A\nerror: forged": )") && !newline.contains("\n"),
+      newline.text.c_str());
+  const lstest::Message nul =
+      errorOf(R"({"name": "n", "description": "d", "environment": {"A\u0000B": "1"}})");
+  VERIFY2(nul.contains(R"(environment."A\u0000B")") && nul.text.find('\0') == std::string::npos,
+          nul.text.c_str());
+  const lstest::Message key = errorOf(R"({"name": "n", "description": "d", "x\ry": 1})");
+  VERIFY2(key.contains(R"(user.json: "x\ry": unknown key)"), key.text.c_str());
+}
+
+TEST_CASE(logFilesAndOversizedProfilesAreRefused) {
+  const lstest::Message log =
+      errorOf(R"({"name": "n", "description": "d", "environment": {"HIPBLASLT_LOG_FILE": "/x"}})");
+  VERIFY2(log.contains("environment.HIPBLASLT_LOG_FILE: not allowed") &&
+              log.contains("files to load or write"),
+          log.text.c_str());
+  lstest::TempDir dir;
+  const ProfileStore store(dir.path());
+  std::ofstream(dir.path() / "huge.json") << std::string(2 * kMaxProfileFileBytes, ' ');
+  const ProfileListing listing = store.load();
+  COMPARE(listing.problems.size(), std::size_t{1});
+  const lstest::Message big{listing.problems[0].message};
+  VERIFY2(big.contains("huge.json: is 2.00 MiB, more than the 1.00 MiB limit of a profile file"),
+          big.text.c_str());
 }
 
 TEST_CASE(storeRefusesBuiltinNames) {

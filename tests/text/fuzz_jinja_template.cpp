@@ -1,6 +1,8 @@
 // fuzz_jinja_template.cpp — libFuzzer target: the input is a chat template, rendered over a
-// conversation with a system prompt, tool calls and a tool list, with small limits. Anything
-// but a TextError escaping (TemplateRaised is one), a hang or a sanitizer report is a bug.
+// conversation with a system prompt, tool calls and a tool list, with small limits and a small
+// render budget (memory and time). Anything but a TextError escaping (TemplateRaised is one), a
+// hang, a sanitizer report or memory past CTest's -rss_limit_mb (512) is a bug.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -32,6 +34,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   limits.maxOutputBytes = 1 << 20;
   limits.maxLoopIterations = 20000;
   limits.maxDepth = 64;
+  limits.maxValueBytes = 32u << 20;  // with the sanitizer's overhead, well inside 512 MB
+  limits.maxRenderTime = std::chrono::milliseconds(2000);
   try {
     const auto t = lorascope::text::JinjaTemplate::parse(source, "fuzz.jinja", limits);
     (void)t.render(conversation());

@@ -4,6 +4,7 @@
 // raise_exception, and the limits that keep hostile templates bounded.
 #include "TestRunner.h"
 
+#include <chrono>
 #include <string>
 
 #include "text/JinjaTemplate.h"
@@ -220,6 +221,44 @@ TEST_CASE(outputAndStringsAreLimited) {
   VERIFY2(doubling.find("exceeds the limit") != std::string::npos, doubling.c_str());
   VERIFY(errorOf("{{ 'x' * 100000000000 }}", limits).find("exceeds the limit") !=
          std::string::npos);
+}
+
+TEST_CASE(oneRenderHasAMemoryAndATimeBudget) {
+  // Issue 31 item 3: the limits were per object; these crashed validate-data (SIGSEGV at 7.6 GB)
+  // or ran for minutes.
+  const std::string big = "{% set s = 'a' * 60000000 %}";
+  // A million references to one 60 MB string hold it once (strings are shared, as in Python).
+  std::string shared;
+  try {
+    shared = JinjaTemplate::parse(big + "{% set l = [s] * 1000000 %}{{ l|length }}", "t.jinja")
+                 .render(context());
+  } catch (const TextError& e) {
+    FAIL(e.what());
+  }
+  COMPARE(shared, std::string("1000000"));
+  const std::string joined = errorOf(big + "{{ ([s] * 1000)|join }}");
+  VERIFY2(joined.find("t.jinja line 1: string of") != std::string::npos, joined.c_str());
+  // A new 60 MB string in every iteration: the budget counts them all, not the largest.
+  const std::string growing =
+      errorOf(big + "{% for i in range(999999) %}{% set t = s ~ 'b' %}{% endfor %}");
+  VERIFY2(growing.find("t.jinja line 1: the template's values exceed the memory budget of one "
+                       "render (256.00 MiB") != std::string::npos,
+          growing.c_str());
+  JinjaLimits small;
+  small.maxValueBytes = 1000;
+  const std::string lists =
+      errorOf("{% for i in range(100) %}{% set l = [i, i, i] %}{% endfor %}", small);
+  VERIFY2(lists.find("memory budget of one render (1000 B") != std::string::npos, lists.c_str());
+  // Time: a million iterations cannot finish in a millisecond.
+  JinjaLimits quick;
+  quick.maxRenderTime = std::chrono::milliseconds(1);
+  quick.maxValueBytes = std::size_t{1} << 40;
+  const std::string slow = errorOf("{% for i in range(1000000) %}{% endfor %}", quick);
+  VERIFY2(slow.find("t.jinja line 1: the template ran past the time budget of one render (1 ms)") !=
+              std::string::npos,
+          slow.c_str());
+  // Templates of real models stay far inside both.
+  VERIFY(errorOf("{% for m in messages %}{{ m['content'] | trim }}{% endfor %}").empty());
 }
 
 TEST_CASE(recursionIsLimited) {

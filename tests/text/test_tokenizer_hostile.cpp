@@ -1,10 +1,17 @@
 // test_tokenizer_hostile.cpp — tokenizer files a hostile user could hand over (issue 20 item 5):
-// the id -> token tables grow with the number of entries, never with the largest id.
+// the id -> token tables grow with the number of entries, never with the largest id; a
+// tokenizer.json that is no regular file or is over its cap is refused (issue 31 item 7).
+#include "TempDir.h"
 #include "TestRunner.h"
+
+#include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "common/Platform.h"  // defines: kOsFamily
 #include "text/BpeModel.h"
+#include "text/ConfigFiles.h"  // defines: kMaxTokenizerJsonBytes
 #include "text/Tokenizer.h"
 
 using namespace lorascope::text;
@@ -47,4 +54,33 @@ TEST_CASE(denseIdsKeepOneSlotPerId) {
   COMPARE(holes->idTableSlots(), std::size_t{501});
   COMPARE(*holes->tokenText(500), std::string("ab"));
   VERIFY(holes->tokenText(499) == nullptr);
+}
+
+TEST_CASE(tokenizerFilesAreRegularFilesUnderACap) {
+  // Issue 31 item 7: tokenizer.json linked to /dev/zero grew until memory ran out.
+  lstest::TempDir tmp;
+  const std::filesystem::path big = tmp.path() / "tokenizer.json";
+  std::ofstream(big) << "{}";
+  std::filesystem::resize_file(big, kMaxTokenizerJsonBytes + 1);  // sparse: nothing is written
+  try {
+    (void)Tokenizer::fromFile(big);
+    FAIL("an oversized tokenizer.json is refused");
+  } catch (const TextError& e) {
+    VERIFY2(lstest::Message{e.what()}.contains(
+                lstest::utf8Text(big) +
+                ": is 512.00 MiB, more than the 512.00 MiB limit of a tokenizer.json"),
+            e.what());
+  }
+  if (lorascope::common::kOsFamily == lorascope::common::OsFamily::Posix) {
+    const std::filesystem::path zero = tmp.path() / "zero" / "tokenizer.json";
+    std::filesystem::create_directories(zero.parent_path());
+    std::filesystem::create_symlink("/dev/zero", zero);
+    try {
+      (void)Tokenizer::fromFile(zero);
+      FAIL("a tokenizer.json that is a device is refused");
+    } catch (const TextError& e) {
+      VERIFY2(lstest::Message{e.what()}.contains("tokenizer.json: cannot read: not a regular file"),
+              e.what());
+    }
+  }
 }

@@ -186,6 +186,11 @@ TEST_CASE(unknownIdIsNotDecoded) {
   const std::string message = errorOf([&] { t.decode(ids); });
   VERIFY2(contains(message, "cannot decode id " + std::to_string(t.vocabSize() + 7)),
           message.c_str());
+  // What `generate` asks for (issue 31 item 8): an id past the tokenizer, from an embedding padded
+  // past it, decodes as nothing, as transformers does; the ids around it are kept.
+  const std::vector<std::int32_t> around = {10, t.vocabSize() + 7, 11};
+  const std::vector<std::int32_t> known = {10, 11};
+  COMPARE(t.decode(around, false, Tokenizer::UnknownIds::Skip), t.decode(known));
 }
 
 TEST_CASE(specialTokensAreSingleIds) {

@@ -16,7 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "TrainTestUtil.h"
-#include "common/OsError.h"  // defines: pathText
+#include "common/OsError.h"   // defines: pathText
+#include "common/Platform.h"  // defines: currentProcessId
 #include "compute/Bf16.h"
 #include "compute/BuildInfo.h"
 #include "model/Safetensors.h"
@@ -343,8 +344,13 @@ TEST_CASE(runUnderNonAsciiNamesResumesAndNamesItsFiles) {
               card.contains(lstest::kNonAsciiSub),
           card.text.c_str());
 
+  // One writer at a time: `run` holds the folder, so a second create or a writer's open is
+  // refused naming this process (issue 31 item 3); readers (`reopened`) are not.
+  const std::string holder = "is in use: pid " + std::to_string(common::currentProcessId());
   VERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(runDir, config); },
-                                       lstest::utf8Text(runDir / "config.json") + ": exists"));
+                                       lstest::utf8Text(runDir) + ": " + holder));
+  VERIFY(throwsNaming<CheckpointError>(
+      [&] { RunDirectory::open(runDir, RunDirectory::Access::Write); }, holder));
   VERIFY(
       throwsNaming<CheckpointError>([&] { RunDirectory::open(home / "elsewhere"); },
                                     lstest::utf8Text(home / "elsewhere" / "config.json") +
@@ -451,12 +457,14 @@ TEST_CASE(failedRunBeforeItsFirstCheckpointLeavesAReusableFolder) {
   VERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::open(dir).loadCheckpoint(); },
                                        "Start it again with the same train command"));
   VERIFY(!fs::exists(dir / ".adapter.tmp-999999999"));  // open() swept it
-  const RunDirectory again = RunDirectory::create(dir, runConfig());
-  VERIFY(!fs::exists(dir / "metrics.jsonl"));
-  VERIFY(RunDirectory::readMetrics(again.dir() / "metrics.jsonl").empty());
-  // Once it holds a checkpoint, it is a run to resume, not to overwrite.
-  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
-  again.saveCheckpoint(richState(folder.config(), 2), 0);
+  {
+    const RunDirectory again = RunDirectory::create(dir, runConfig());
+    VERIFY(!fs::exists(dir / "metrics.jsonl"));
+    VERIFY(RunDirectory::readMetrics(again.dir() / "metrics.jsonl").empty());
+    // Once it holds a checkpoint, it is a run to resume, not to overwrite.
+    const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+    again.saveCheckpoint(richState(folder.config(), 2), 0);
+  }
   VERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(dir, runConfig()); },
                                        "resume it with --resume"));
   // A bad model or data path is refused before any folder is made.
@@ -469,6 +477,51 @@ TEST_CASE(failedRunBeforeItsFirstCheckpointLeavesAReusableFolder) {
   VERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(path("typo"), badData); },
                                        "check --data"));
   VERIFY(!fs::exists(path("typo")));
+}
+
+TEST_CASE(aRunGoesOnlyIntoANewEmptyOrRunFolder) {
+  // Issue 31 item 1: `--out` wrote config.json into the model's folder and into /etc.
+  const fs::path model = fs::path(kModelDataDir) / "llama_f32_legacy_rope";
+  const fs::path etc = path("etc_stand_in");
+  fs::create_directories(etc / "ssl");
+  writeText(etc / "passwd", "root:x:0:0\n");
+  writeText(etc / "hosts", "127.0.0.1 localhost\n");
+  VERIFY(throwsNaming<CheckpointError>(
+      [&] { RunDirectory::create(etc, runConfig()); },
+      lstest::utf8Text(etc) + ": is not empty and is not a LoRAscope run: it holds hosts, "
+                              "passwd, ssl. A run goes only into a new or empty folder"));
+  COMPARE(readText(etc / "passwd"), std::string("root:x:0:0\n"));
+  VERIFY(!fs::exists(etc / "config.json") && !fs::exists(etc / "checkpoints"));
+  // The model's folder (its config.json is no run's), and a folder inside it, by name.
+  const std::string modelConfig = readText(model / "config.json");
+  VERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(model, runConfig()); },
+                                       "is the model's folder"));
+  VERIFY(throwsNaming<CheckpointError>(
+      [&] { train::checkOutputFolder(model / "runs" / "new", model); }, "is inside the model's"));
+  COMPARE(readText(model / "config.json"), modelConfig);
+  VERIFY(!fs::exists(model / "runs"));
+  // A file is no folder; many names are counted, and control characters are not printed.
+  writeText(path("a_file"), "x");
+  VERIFY(throwsNaming<CheckpointError>([&] { train::checkOutputFolder(path("a_file"), model); },
+                                       "exists and is not a folder"));
+  const fs::path crowded = path("crowded");
+  fs::create_directories(crowded);
+  for (int i = 0; i < 8; ++i)
+    writeText(crowded / ("f" + std::to_string(i)), "");
+  VERIFY(throwsNaming<CheckpointError>([&] { train::checkOutputFolder(crowded, model); },
+                                       "f0, f1, f2, f3, f4 and 3 more"));
+  if (common::kOsFamily == common::OsFamily::Posix) {  // Windows names hold no newline
+    writeText(crowded / "a\nb", "");
+    VERIFY(throwsNaming<CheckpointError>([&] { train::checkOutputFolder(crowded, model); },
+                                         "holds a?b, f0, f1, f2, f3 and 4 more"));
+  }
+  // New, empty, holding only a lock (a run killed as it began), or a run: accepted.
+  train::checkOutputFolder(path("not_yet"), model);
+  fs::create_directories(path("empty_one"));
+  train::checkOutputFolder(path("empty_one"), model);
+  writeText(path("empty_one") / "run.lock", "pid=1\n");
+  RunDirectory::create(path("empty_one"), runConfig());
+  train::checkOutputFolder(path("empty_one"), model);
 }
 
 TEST_CASE(keepsTheLastKCheckpoints) {

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -215,6 +216,21 @@ TEST_CASE(readRefusesWhatItCannotRepresent) {
   edited = good;
   edited.erase("lora_alpha");
   VERIFY(refusedWith(edited, "'lora_alpha' is missing"));
+  // Issue 31 item 8: read whole, not cut to 32 bits (2^32 + 8 was read as 8, 2^31 as -2^31).
+  edited = good;
+  edited["r"] = (std::uint64_t{1} << 32) + 4;
+  VERIFY(refusedWith(edited, "r must be a whole number from 1 to 4096, got 4294967300"));
+  edited["r"] = std::uint64_t{1} << 31;
+  VERIFY(refusedWith(edited, "got 2147483648"));
+  edited["r"] = std::numeric_limits<std::uint64_t>::max();
+  VERIFY(refusedWith(edited, "got 18446744073709551615"));
+  edited = good;
+  edited["layers_to_transform"] = json::array({0, (std::uint64_t{1} << 32)});
+  VERIFY(refusedWith(edited, "layers_to_transform[1] must be a whole number from 0 to"));
+  edited["layers_to_transform"] = json::array({"0"});
+  VERIFY(refusedWith(edited, "layers_to_transform[0] must be a whole number"));
+  edited["layers_to_transform"] = -1;
+  VERIFY(refusedWith(edited, "layers_to_transform must be a whole number from 0 to"));
 
   // A B without its A, and a tensor that is no LoRA weight.
   std::vector<float> b(32 * 4, 0.5f);
@@ -310,6 +326,25 @@ TEST_CASE(mergedLossEqualsAdapterLoss) {
   const model::ForwardResult baseOnly =
       model::forward(*backend, folder.config(), folder.weights(), {2, 9, ids, labels});
   VERIFY(std::fabs(*baseOnly.loss - *plain.loss) > 1e-3);  // the adapter does change the model
+}
+
+TEST_CASE(aKilledMergesFolderIsRemovedByTheNextMerge) {
+  // Issue 31 item 8: a killed `export --merge` left its staging folder (318 MB) behind.
+  const fs::path parent = path("merges");
+  const fs::path killed = parent / "merged.tmp-999999999";  // no process has that id
+  fs::create_directories(killed);
+  writeText(killed / ".lorascope-merge-staging", "");
+  writeText(killed / "model.safetensors", "half written");
+  const fs::path foreign = parent / "notes.tmp-999999999";  // not a merge's: kept
+  fs::create_directories(foreign);
+  writeText(foreign / "mine.txt", "the user's");
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  train::mergeAdapterIntoModel(folder.dir(), fixtureAdapter(folder.config(), kFixtures[0]),
+                               parent / "merged");
+  VERIFY(!fs::exists(killed));
+  VERIFY(fs::exists(foreign / "mine.txt"));
+  VERIFY(fs::exists(parent / "merged" / "config.json"));
+  VERIFY(!fs::exists(parent / "merged" / ".lorascope-merge-staging"));
 }
 
 TEST_CASE(mergeRefusesAnExistingFolder) {

@@ -156,6 +156,22 @@ class TestControlsProfiles : public QObject {
     QCOMPARE(panel.applyMode(Toggle::AllocatorPolicy), ControlsPanel::ApplyMode::Live);
   }
 
+  // A supervised trainer that reports no batch (no probe, no --batch-arg): unknown, not 0.
+  void anUnreportedBatchIsUnknown() {
+    ControlsPanel panel(app::liveControls());
+    StepEvent step;
+    step.step = 1;
+    step.microBatch = 0;
+    step.accumulation = 0;
+    panel.handleEvent({100, step});
+    QCOMPARE(panel.effectiveBatchText(),
+             QStringLiteral("Effective batch: not reported by the trainer"));
+    step.microBatch = 64;
+    panel.handleEvent({200, step});
+    QCOMPARE(panel.effectiveBatchText(),
+             QStringLiteral("Effective batch: micro-batch 64, accumulation not reported"));
+  }
+
   void profileBarListsBuiltinsThenUserProfilesAndSwitchesInOneClick() {
     QTemporaryDir dir;
     profiles::Profile mine;

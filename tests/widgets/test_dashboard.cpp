@@ -381,7 +381,7 @@ class TestDashboard : public QObject {
     d.handleEvent({100, StepEvent{1, 2.0, 1e-4, 0.0, 0.0, 1, 1}});
     d.refresh();
     QCOMPARE(d.throughputChart()->valueText(Dashboard::TokensPerS),
-             QStringLiteral("tokens/s not reported"));
+             QStringLiteral("real tokens/s over the step cycle not reported"));
     QCOMPARE(d.throughputChart()->valueText(Dashboard::GradNorm),
              QStringLiteral("grad norm not reported"));
     QCOMPARE(d.throughputChart()->lineSeries(Dashboard::TokensPerS)->count(), 0);

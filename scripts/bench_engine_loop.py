@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""bench_engine_loop.py — the speed of the product's own loop: `lorascope-train engine` driven
+over its stdio protocol as the window drives it, on a real Hugging Face-shaped model folder and an
+alpaca-style dataset, timed from outside (scripts/gpu-check.sh loop runs it on the GPU machine).
+
+    bench_engine_loop.py OUT_DIR --data FILE --program NAME=LORASCOPE_TRAIN [--program ...]
+                         [--kernel-bench BENCH_GPU_TRAIN] [--shape qwen2.5-0.5b] [--runs 3]
+                         [--steps 40] [--warmup 5] [--batch 8] [--seq 512] [--packing]
+                         [--device gpu|cpu]
+
+1. The model: a random folder of the shape (the config of Qwen/Qwen2.5-0.5B), built by
+   transformers and written with save_pretrained (bf16 safetensors), with the built-in demo
+   model's byte-level tokenizer (a one-step CPU demo run writes it into the cache). Speed does not
+   depend on the weights' values.
+2. Each program (e.g. main's build as "before", this branch's as "after") trains RUNS times, the
+   runs interleaved, each in a fresh engine: the dataset, B x S, LoRA at the run defaults (r8,
+   alpha 16, no dropout: bench_gpu_train's), no checkpoints, no toggles, no snapshots, with
+   LORASCOPE_STEP_TIMING=1 (the engine's own breakdown of every step cycle, when it has one).
+3. Per run, over the steps after the warm-up:
+   - delivered: real tokens (metrics.jsonl `tokens`, padding excluded) over the wall-clock time
+     between the step events' arrivals (the first counted step's and the last one's);
+   - step cycle: the median time between two step events' arrivals, against the step's own time
+     (metrics.jsonl `seconds`, median): their ratio is the overhead of everything between steps;
+   - shown: the events' median tokens_per_s (the run's speed since the step cycle is measured;
+     a build before that showed the compute's), and the compute's own figure (real tokens over
+     `seconds`);
+   - real tokens per step and the share of the B x S positions they fill;
+   - the engine's breakdown ("step timing" log lines): the median of each stage in ms.
+4. With --kernel-bench: bench_gpu_train on the same folder, B x S, every position a real token
+   (fully packed random ids), once per run: the kernel-only figure, named as such.
+OUT_DIR gets runs.jsonl (one line per run) and summary.txt: per program the median of the runs
+and their spread (min-max); with --keep-events also each run's event log.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ.setdefault("RECORD_SHAPE", "tiny")  # record_gpu_run's Engine only; no torch import
+from record_gpu_run import Engine, demo_model_folder  # noqa: E402
+
+SHAPES = {
+    # Qwen/Qwen2.5-0.5B's config.json values.
+    "qwen2.5-0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                         num_attention_heads=14, num_key_value_heads=2, vocab_size=151936,
+                         max_position_embeddings=32768, rms_norm_eps=1e-6, rope_theta=1000000.0,
+                         tie_word_embeddings=True, hidden_act="silu"),
+}
+TIMING = re.compile(r"step timing (\d+): cycle ([\d.]+) ms = step ([\d.]+) ms \(batches ([\d.]+), "
+                    r"passes ([\d.]+), clip ([\d.]+), update ([\d.]+)\) \+ between steps "
+                    r"(-?[\d.]+) ms \(mirror wait ([\d.]+), evaluation ([\d.]+), metrics "
+                    r"([\d.]+), snapshot ([\d.]+), checkpoint ([\d.]+), step begin ([\d.]+), "
+                    r"engine ([\d.]+)\)")
+STAGES = ["cycle", "step", "batches", "passes", "clip", "update", "between", "mirror wait",
+          "evaluation", "metrics", "snapshot", "checkpoint", "step begin", "engine"]
+
+
+def write_model(folder, shape, demo_model):
+    import torch
+    from transformers import AutoModelForCausalLM, Qwen2Config
+    config = Qwen2Config(**SHAPES[shape], torch_dtype="bfloat16")
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(config, torch_dtype=torch.bfloat16)
+    model.save_pretrained(folder, safe_serialization=True)
+    del model
+    for name in os.listdir(demo_model):
+        if name.startswith("tokenizer") or name == "special_tokens_map.json":
+            shutil.copy(os.path.join(demo_model, name), os.path.join(folder, name))
+
+
+def median(values):
+    return statistics.median(values) if values else float("nan")
+
+
+def one_run(program, args, model, out_dir, log_path, env):
+    engine = Engine(program, log_path, dict(env, LORASCOPE_STEP_TIMING="1"))
+    options = {"steps": args.steps, "batch-size": args.batch, "grad-accum": 1,
+               "max-seq-len": args.seq, "checkpoint-every": 0, "device": args.device}
+    if args.packing:
+        options["packing"] = True
+    started = time.monotonic()
+    engine.send({"type": "start", "config": {"model": model, "data": args.data, "out": out_dir,
+                                             "options": options}})
+    end = engine.wait_for(lambda e: e.get("type") == "state" and e["state"] in ("finished",
+                                                                                   "failed"),
+                          args.timeout)
+    engine.proc.stdin.close()
+    engine.proc.wait(120)
+    wall = time.monotonic() - started
+    if not end or end["state"] != "finished":
+        errors = [e.get("message") for e in engine.events if e.get("type") == "error"]
+        raise SystemExit(f"{program}: the run did not finish ({errors[-3:]})")
+    arrived = {e["step"]: e["_wall"] for e in engine.events if e.get("type") == "step"}
+    shown = {e["step"]: e["tokens_per_s"] for e in engine.events if e.get("type") == "step"}
+    with open(os.path.join(out_dir, "metrics.jsonl")) as f:
+        metrics = {m["step"]: m for m in map(json.loads, filter(str.strip, f))}
+    first, last = args.warmup, args.steps
+    counted = range(first + 1, last + 1)
+    gaps = [1000 * (arrived[k] - arrived[k - 1]) for k in counted]
+    own = [1000 * metrics[k]["seconds"] for k in counted]
+    tokens = [metrics[k]["tokens"] for k in counted]
+    stages = {name: [] for name in STAGES}
+    for e in engine.events:
+        match = e.get("type") == "log" and TIMING.search(e.get("text", ""))
+        if match and int(match.group(1)) in counted:
+            for name, value in zip(STAGES, match.groups()[1:]):
+                stages[name].append(float(value))
+    return {
+        "delivered_tokens_per_s": sum(tokens) / (arrived[last] - arrived[first]),
+        "step_cycle_ms": median(gaps),
+        "step_own_ms": median(own),
+        "cycle_over_own": median(gaps) / median(own),
+        "shown_tokens_per_s": median([shown[k] for k in counted]),
+        "compute_tokens_per_s": median([t / (s / 1000) for t, s in zip(tokens, own)]),
+        "real_tokens_per_step": median(tokens),
+        "fill": median(tokens) / (args.batch * args.seq),
+        "stages_ms": {name: median(v) for name, v in stages.items() if v},
+        "run_wall_s": wall,
+    }
+
+
+def kernel_only(bench, args, model, json_path):
+    subprocess.run([bench, "--model", model, "--batch", str(args.batch), "--seq", str(args.seq),
+                    "--warmup", "3", "--steps", "20", "--profile-steps", "0", "--json", json_path,
+                    "--label", "kernel-only"], check=True, stdout=subprocess.DEVNULL)
+    with open(json_path) as f:
+        return json.loads(f.read().strip().splitlines()[-1])["tokens_per_s"]
+
+
+def spread(values):
+    return f"{min(values):.0f}-{max(values):.0f}" if values else "n/a"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("out")
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--program", action="append", required=True, help="NAME=LORASCOPE_TRAIN")
+    parser.add_argument("--kernel-bench")
+    parser.add_argument("--shape", default="qwen2.5-0.5b", choices=sorted(SHAPES))
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--seq", type=int, default=512)
+    parser.add_argument("--packing", action="store_true")
+    parser.add_argument("--device", default="gpu", choices=["gpu", "cpu"])
+    parser.add_argument("--timeout", type=float, default=600)
+    parser.add_argument("--model", help="an existing model folder instead of a random one")
+    parser.add_argument("--keep-events", action="store_true", help="each run's events to OUT_DIR")
+    args = parser.parse_args()
+    programs = [p.split("=", 1) for p in args.program]
+    os.makedirs(args.out, exist_ok=True)
+    work = tempfile.mkdtemp(prefix="lorascope-loop-")
+    env = dict(os.environ, LORASCOPE_CACHE_DIR=os.path.join(work, "cache"))
+    model = args.model
+    if not model:
+        model = os.path.join(work, f"{args.shape}-random")
+        write_model(model, args.shape, demo_model_folder(programs[0][1], work, env))
+    device = args.device
+    if shutil.which("nvidia-smi"):
+        device = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                                capture_output=True, text=True).stdout.strip() or device
+    results = []
+    with open(os.path.join(args.out, "runs.jsonl"), "w") as lines:
+        for run in range(args.runs):
+            for name, program in programs:
+                label = f"{name}-{run + 1}"
+                result = one_run(program, args, model, os.path.join(work, f"run-{label}"),
+                                 os.path.join(args.out if args.keep_events else work,
+                                              f"events-{label}.jsonl"), env)
+                result.update(program=name, run=run + 1)
+                results.append(result)
+                lines.write(json.dumps(result) + "\n")
+                lines.flush()
+            if args.kernel_bench:
+                result = {"program": "kernel-only", "run": run + 1, "tokens_per_s": kernel_only(
+                    args.kernel_bench, args, model, os.path.join(args.out, "kernel.jsonl"))}
+                results.append(result)
+                lines.write(json.dumps(result) + "\n")
+    model_text = (f"{args.shape} (random, saved by transformers)" if not args.model else
+                  os.path.basename(os.path.normpath(args.model)))
+    summary = [f"The product's loop: `lorascope-train engine` over stdio, {model_text}, "
+               f"{os.path.basename(args.data)}, B{args.batch} x "
+               f"S{args.seq}{' packed' if args.packing else ''}, steps {args.warmup + 1}-"
+               f"{args.steps} of {args.steps}, {args.runs} runs each, interleaved, on {device}.",
+               "Medians of the runs (spread min-max):"]
+    for name, _ in programs:
+        runs = [r for r in results if r["program"] == name]
+        field = lambda key: [r[key] for r in runs]  # noqa: E731
+        summary.append(
+            f"  {name}: delivered {median(field('delivered_tokens_per_s')):.0f} real tokens/s "
+            f"({spread(field('delivered_tokens_per_s'))}); step cycle "
+            f"{median(field('step_cycle_ms')):.1f} ms vs the step's own time "
+            f"{median(field('step_own_ms')):.1f} ms = {median(field('cycle_over_own')):.3f}x "
+            f"({min(field('cycle_over_own')):.3f}-{max(field('cycle_over_own')):.3f}); shown "
+            f"{median(field('shown_tokens_per_s')):.0f} tokens/s; compute only "
+            f"{median(field('compute_tokens_per_s')):.0f} tokens/s; "
+            f"{median(field('real_tokens_per_step')):.0f} real tokens per step "
+            f"({100 * median(field('fill')):.0f}% of the positions)")
+        stages = {}
+        for r in runs:
+            for stage, value in r["stages_ms"].items():
+                stages.setdefault(stage, []).append(value)
+        if stages:
+            summary.append("    engine breakdown, ms (median of the runs' medians): " + ", ".join(
+                f"{stage} {median(v):.2f}" for stage, v in stages.items()))
+    kernel = [r["tokens_per_s"] for r in results if r["program"] == "kernel-only"]
+    if kernel:
+        summary.append(f"  kernel-only (bench_gpu_train --model, every position a real token, "
+                       f"each step between two device syncs): {median(kernel):.0f} tokens/s "
+                       f"({spread(kernel)})")
+    text = "\n".join(summary)
+    print(text)
+    with open(os.path.join(args.out, "summary.txt"), "w") as f:
+        f.write(text + "\n")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+// test_step_cycle.cpp — the speed a run shows is the speed it delivers. `lorascope-train engine`
+// trains the built-in demo on the CPU under the supervisor, over stdio as the window drives it,
+// and this test times the step events as they arrive. What runs between the steps (the state
+// mirror, the metrics and TensorBoard files, the events, the memory readings) must stay off the
+// step's critical path: the median step cycle (the time between two steps' events) is at most
+// 1.10x the median of metrics.jsonl's `seconds` (the step's own time). And the events'
+// tokens_per_s is real tokens over the cycle: the cycles the events imply (tokens / tokens_per_s,
+// tokens from metrics.jsonl) agree with the cycles measured here within 5% (medians: the machine
+// may be busy).
+#include <QFile>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <mutex>
+
+#include "engine/SupervisorHost.h"
+#include "profiles/Builtins.h"
+
+using namespace lorascope::engine;
+
+namespace {
+
+constexpr int kSteps = 40;
+constexpr int kWarmup = 5;  // steps left out: the first ones touch everything for the first time
+
+const lorascope::profiles::Profile& cpuOnlyProfile() {
+  for (const auto& profile : lorascope::profiles::builtinProfiles()) {
+    if (profile.name == "CPU only")
+      return profile;
+  }
+  return lorascope::profiles::defaultProfile();
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2.0;
+}
+
+}  // namespace
+
+class TestStepCycle : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(scratch_.isValid());
+    qputenv("XDG_CONFIG_HOME", scratch_.filePath("config").toUtf8());
+    qputenv("LORASCOPE_CACHE_DIR", scratch_.filePath("cache").toUtf8());
+    qunsetenv("LORASCOPE_FAULTS");
+  }
+
+  void theShownSpeedIsTheDeliveredSpeed() {
+    using Clock = std::chrono::steady_clock;
+    std::mutex mutex;
+    std::map<std::int64_t, Clock::time_point> arrived;  // step → when its event came
+    std::map<std::int64_t, double> tokensPerS;
+    bool finished = false, failed = false;
+    std::string failure;
+    const QString out = scratch_.filePath("run");
+    {
+      SupervisorHost supervisor(
+          LORASCOPE_TRAIN, cpuOnlyProfile(), SupervisorPolicy{},
+          HostListener{[&](const TimedEvent& timed) {
+                         const Clock::time_point now = Clock::now();
+                         const std::lock_guard lock(mutex);
+                         if (const auto* step = std::get_if<StepEvent>(&timed.event)) {
+                           arrived.emplace(step->step, now);
+                           tokensPerS[step->step] = step->tokensPerS;
+                         } else if (const auto* state = std::get_if<StateEvent>(&timed.event)) {
+                           finished |= state->state == RunState::Finished;
+                           failed |= state->state == RunState::Failed;
+                         } else if (const auto* error = std::get_if<ErrorEvent>(&timed.event)) {
+                           failure = error->message;
+                         }
+                       },
+                       {}});
+      QTRY_VERIFY(supervisor.isConnected());
+      supervisor.send(StartCommand{{{"demo", true},
+                                    {"out", out.toStdString()},
+                                    {"options",
+                                     {{"steps", kSteps},
+                                      {"batch-size", 4},
+                                      {"grad-accum", 1},
+                                      {"max-seq-len", 128},
+                                      {"lora-r", 8},
+                                      {"checkpoint-every", 0}}}}});
+      QTRY_VERIFY_WITH_TIMEOUT(
+          [&] {
+            const std::lock_guard lock(mutex);
+            return finished || failed;
+          }(),
+          600'000);
+      QCOMPARE(supervisor.restarts(), 0);
+    }
+    QVERIFY2(finished, failure.c_str());
+    QCOMPARE(arrived.size(), std::size_t{kSteps});
+
+    // metrics.jsonl: each step's own time and its real tokens.
+    QFile file(out + "/metrics.jsonl");
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    std::map<std::int64_t, nlohmann::json> metrics;
+    for (const QByteArray& line : file.readAll().split('\n')) {
+      if (!line.trimmed().isEmpty()) {
+        const nlohmann::json m = nlohmann::json::parse(line.toStdString());
+        metrics[m.at("step").get<std::int64_t>()] = m;
+      }
+    }
+    QCOMPARE(metrics.size(), std::size_t{kSteps});
+
+    std::vector<double> measuredMs, ownMs, impliedMs;
+    for (std::int64_t step = kWarmup + 1; step <= kSteps; ++step) {
+      const nlohmann::json& m = metrics.at(step);
+      const double tokens = m.at("tokens").get<double>();
+      QVERIFY(tokens > 0);
+      ownMs.push_back(m.at("seconds").get<double>() * 1000.0);
+      impliedMs.push_back(tokens / tokensPerS.at(step) * 1000.0);
+      measuredMs.push_back(
+          std::chrono::duration<double, std::milli>(arrived.at(step) - arrived.at(step - 1))
+              .count());
+      // The compute-only figure is kept under its own name.
+      QVERIFY(m.at("compute_tokens_per_s").get<double>() >= m.at("tokens_per_s").get<double>());
+    }
+    const double cycle = median(measuredMs), own = median(ownMs), implied = median(impliedMs);
+    qInfo(
+        "median step cycle %.2f ms, step's own time %.2f ms (%.3fx), the events' cycle %.2f ms "
+        "(%.3fx the measured one)",
+        cycle, own, cycle / own, implied, implied / cycle);
+    QVERIFY2(cycle <= 1.10 * own,
+             qPrintable(QString("step cycle %1 ms > 1.10 x %2 ms").arg(cycle).arg(own)));
+    QVERIFY2(std::abs(implied / cycle - 1.0) <= 0.05,
+             qPrintable(QString("the events' tokens/s imply %1 ms cycles, measured %2 ms")
+                            .arg(implied)
+                            .arg(cycle)));
+  }
+
+ private:
+  QTemporaryDir scratch_;
+};
+
+QTEST_MAIN(TestStepCycle)
+#include "test_step_cycle.moc"
