@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # screenshots.sh [BUILD_DIR] — renders the README's screenshots into docs/screenshots/: the setup
 # page on first start, the runs page and the dashboard in a 1024×700 window after real steps of
-# the built-in demo (trained on the CPU), the dashboard and memory map replaying a run recorded on
-# an NVIDIA H100 (tests/widgets/fixtures/h100_gpu_run.jsonl, made by `scripts/gpu-check.sh
-# record`), and the dashboard replaying the same run with an injected hang (h100_gpu_hang.jsonl).
-# Runs the window under Xvfb when xvfb-run is installed (Debian: xvfb), else with Qt's offscreen
-# platform; both render the same widgets. Needs a cpu build with the GUI (target
+# the built-in demo (trained on the CPU), that run resumed on the dashboard, the dashboard and
+# memory map replaying a run recorded on an NVIDIA H100 (tests/widgets/fixtures/h100_gpu_run.jsonl,
+# made by `scripts/gpu-check.sh record`), and the dashboard replaying the same run with an injected
+# hang (h100_gpu_hang.jsonl). Runs the window under Xvfb when xvfb-run is installed (Debian: xvfb),
+# else with Qt's offscreen platform; both render the same widgets. Needs a cpu build with the GUI
+# (target
 # lorascope_screenshots).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"

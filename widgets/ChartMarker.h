@@ -1,7 +1,7 @@
 // widgets/ChartMarker.h — a moment every dashboard chart marks with a vertical line: a toggle the
-// engine applied, a profile switch, a checkpoint, an incident or error. A marker may also span
-// (a hang: from the last completed step to where it was reported), drawn as a shaded band with a
-// label on it, so that ten seconds without a step stay visible on the step axis.
+// engine applied, a profile switch, a checkpoint, where a run was resumed, an incident or error. A
+// marker may also span (a hang: from the last completed step to where it was reported), drawn as a
+// shaded band with a label on it, so that ten seconds without a step stay visible on the step axis.
 #pragma once
 
 #include <QColor>
@@ -11,7 +11,7 @@
 
 namespace lorascope::widgets {
 
-enum class MarkerKind { Toggle, Profile, Checkpoint, Incident };
+enum class MarkerKind { Toggle, Profile, Checkpoint, Resume, Incident };
 
 struct ChartMarker {
   std::int64_t timeMs = 0;  // engine clock, the charts' shared time axis

@@ -11,17 +11,21 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include "widgets/Format.h"  // defines: toggleValueText, rungText, counted
+
 namespace lorascope::widgets {
 
 using namespace lorascope::engine;
 
 namespace {
 
-QString valueText(const nlohmann::json& value) {
-  if (value.is_boolean()) {
-    return value.get<bool>() ? ControlsPanel::tr("on") : ControlsPanel::tr("off");
-  }
-  return QString::fromStdString(value.is_string() ? value.get<std::string>() : value.dump());
+QString noRungText() {
+  return ControlsPanel::tr("Recovery: nothing stepped down (the run uses %1)")
+      .arg(rungText("vendor_blas"));
+}
+
+QString noBatchText() {
+  return ControlsPanel::tr("Effective batch: n/a (no step reported yet)");
 }
 
 }  // namespace
@@ -32,12 +36,19 @@ ControlsPanel::ApplyMode ControlsPanel::applyMode(Toggle toggle) const {
 
 ControlsPanel::ControlsPanel(const std::vector<ControlSpec>& controls, QWidget* parent)
     : QWidget(parent) {
+  live_.effectiveBatch = noBatchText();
+  live_.ladder = noRungText();
+  source_ = new QLabel(this);
+  source_->setObjectName(QStringLiteral("controlsSource"));
+  source_->setWordWrap(true);
+  source_->setVisible(false);
   auto* grid = new QGridLayout;
   int line = 0;
   for (const ControlSpec& spec : controls) {
     const Toggle toggle = spec.toggle;
     Row& r = rows_[toggle];
     r.spec = spec;
+    live_.rows[toggle];
     auto* label = new QLabel(spec.label, this);
     label->setWordWrap(true);  // the dock stays narrow beside a 1024-pixel dashboard
     label->setToolTip(spec.help);
@@ -93,13 +104,14 @@ ControlsPanel::ControlsPanel(const std::vector<ControlSpec>& controls, QWidget* 
   effectiveBatch_ = new QLabel(this);
   effectiveBatch_->setObjectName(QStringLiteral("effectiveBatch"));
   effectiveBatch_->setWordWrap(true);
-  effectiveBatch_->setText(tr("Effective batch: n/a (no step reported yet)"));
-  ladder_ = new QLabel(tr("Recovery ladder: vendor_blas (nothing stepped down)"), this);
+  effectiveBatch_->setText(live_.effectiveBatch);
+  ladder_ = new QLabel(live_.ladder, this);
   ladder_->setObjectName(QStringLiteral("recoveryLadder"));
   ladder_->setWordWrap(true);
   ladder_->setToolTip(
-      tr("After a GPU error the supervisor restarts the engine one rung more cautious: vendor "
-         "BLAS → built-in GEMM → serialize → smaller micro-batch → CPU"));
+      tr("After a GPU error the engine is restarted one step more cautious each time: the "
+         "built-in GEMM instead of the vendor BLAS, then serialized kernels, then a smaller "
+         "micro-batch, then the CPU. Undo steps back the last one."));
   undoRung_ = new QPushButton(tr("Undo"), this);
   undoRung_->setObjectName(QStringLiteral("undoRung"));
   undoRung_->setToolTip(tr("Step back the last rung the recovery ladder took"));
@@ -109,6 +121,7 @@ ControlsPanel::ControlsPanel(const std::vector<ControlSpec>& controls, QWidget* 
   ladderRow->addWidget(ladder_, 1);
   ladderRow->addWidget(undoRung_);
   auto* layout = new QVBoxLayout(this);
+  layout->addWidget(source_);
   layout->addLayout(grid);
   layout->addWidget(effectiveBatch_);
   layout->addLayout(ladderRow);
@@ -135,8 +148,12 @@ const ControlsPanel::Row& ControlsPanel::row(Toggle toggle) const {
   return rows_.at(toggle);
 }
 
+const ControlsPanel::RowState& ControlsPanel::rowState(Toggle toggle) const {
+  return shown().rows.at(toggle);
+}
+
 ControlsPanel::Status ControlsPanel::status(Toggle toggle) const {
-  const Row& r = row(toggle);
+  const RowState& r = rowState(toggle);
   if (r.pending) {
     return Status::Pending;
   }
@@ -158,7 +175,7 @@ QWidget* ControlsPanel::editor(Toggle toggle) const {
 }
 
 std::optional<nlohmann::json> ControlsPanel::appliedValue(Toggle toggle) const {
-  return row(toggle).applied;
+  return rowState(toggle).applied;
 }
 
 QString ControlsPanel::effectiveBatchText() const {
@@ -167,22 +184,93 @@ QString ControlsPanel::effectiveBatchText() const {
 
 void ControlsPanel::setEngineAvailable(bool available) {
   engineAvailable_ = available;
-  undoRung_->setEnabled(engineAvailable_ && undoableRungs_ > 0);
-  for (auto& [toggle, r] : rows_) {
+  undoRung_->setEnabled(engineAvailable_ && !recording_ && shown().undoableRungs > 0);
+  for (const auto& [toggle, r] : rows_) {
     updateEnabled(toggle);
   }
 }
 
 void ControlsPanel::updateEnabled(Toggle toggle) {
   Row& r = row(toggle);
-  r.editor->setEnabled(engineAvailable_ && r.notApplicable.isEmpty());
-  r.editor->setToolTip(r.notApplicable.isEmpty()
+  const RowState& state = rowState(toggle);
+  r.editor->setEnabled(engineAvailable_ && !recording_ && state.notApplicable.isEmpty());
+  r.editor->setToolTip(state.notApplicable.isEmpty()
                            ? r.spec.help
-                           : tr("Not applicable on this device: %1").arg(r.notApplicable));
+                           : tr("Not applicable on this device: %1").arg(state.notApplicable));
+}
+
+void ControlsPanel::displayRow(Toggle toggle) {
+  const RowState& r = rowState(toggle);
+  if (r.pending || r.applied) {
+    showValue(toggle, r.pending ? *r.pending : *r.applied);
+  } else {
+    showValue(toggle, nlohmann::json());  // nothing known: no value shown
+  }
+  updateStatus(toggle);
+  updateEnabled(toggle);
+}
+
+void ControlsPanel::display() {
+  const State& state = shown();
+  for (const auto& [toggle, r] : state.rows) {
+    displayRow(toggle);
+  }
+  effectiveBatch_->setText(state.effectiveBatch);
+  ladder_->setText(state.ladder);
+  undoRung_->setEnabled(engineAvailable_ && !recording_ && state.undoableRungs > 0);
+  source_->setVisible(recording_.has_value());
+  source_->setText(recording_ ? tr("<b>Showing %1</b> (read only): the settings that run "
+                                   "reported. Choose the live run on the dashboard to change "
+                                   "the engine's.")
+                                    .arg(recording_->name.toHtmlEscaped())
+                              : QString());
+}
+
+void ControlsPanel::startRun() {
+  for (auto& [toggle, r] : live_.rows) {
+    r = RowState{};
+  }
+  live_.effectiveBatch = noBatchText();
+  if (!recording_) {
+    display();
+  }
+}
+
+void ControlsPanel::endRun() {
+  for (auto& [toggle, r] : live_.rows) {
+    r.pending.reset();
+    r.refusal.clear();
+  }
+  if (!recording_) {
+    display();
+  }
+}
+
+void ControlsPanel::showRecorded(const QString& name, const std::vector<TimedEvent>& events) {
+  State state;
+  state.name = name;
+  for (const auto& [toggle, r] : rows_) {
+    state.rows[toggle];
+  }
+  state.effectiveBatch = noBatchText();
+  state.ladder = noRungText();
+  for (const TimedEvent& e : events) {
+    apply(state, e);
+  }
+  recording_ = std::move(state);
+  display();
+}
+
+void ControlsPanel::showLive() {
+  recording_.reset();
+  display();
 }
 
 void ControlsPanel::requestToggle(Toggle toggle, const nlohmann::json& value) {
-  Row& r = row(toggle);
+  if (recording_) {
+    return;  // a recording's settings are not the engine's
+  }
+  RowState& r = live_.rows.at(toggle);
   if (!r.pending && r.applied && *r.applied == value) {
     return;  // already in effect
   }
@@ -199,6 +287,10 @@ void ControlsPanel::showValue(Toggle toggle, const nlohmann::json& value) {
   if (auto* check = qobject_cast<QCheckBox*>(editor)) {
     check->setChecked(value.is_boolean() && value.get<bool>());
   } else if (auto* spin = qobject_cast<QSpinBox*>(editor)) {
+    if (value.is_null()) {
+      spin->setValue(spin->minimum());
+      return;
+    }
     spin->setValue(value.is_number_integer() ? value.get<int>() : spin->value());
   } else if (auto* combo = qobject_cast<QComboBox*>(editor)) {
     const auto& choices = row(toggle).spec.choices;
@@ -211,38 +303,59 @@ void ControlsPanel::showValue(Toggle toggle, const nlohmann::json& value) {
 }
 
 void ControlsPanel::updateStatus(Toggle toggle) {
-  const Row& r = row(toggle);
+  const RowState& r = rowState(toggle);
+  QLabel* label = row(toggle).status;
   switch (status(toggle)) {
     case Status::NotReported:
-      r.status->setText(tr("not reported yet"));
-      r.status->setToolTip(tr("The engine has not said which value is in effect"));
+      label->setText(recording_ ? tr("not recorded") : tr("not reported yet"));
+      label->setToolTip(tr("The engine has not said which value is in effect"));
       break;
     case Status::Pending:
-      r.status->setText(tr("pending: %1").arg(valueText(*r.pending)));
-      r.status->setToolTip(tr("Sent; waiting for the engine to apply it at the next step"));
+      label->setText(tr("pending: %1").arg(toggleValueText(*r.pending)));
+      label->setToolTip(tr("Sent; waiting for the engine to apply it at the next step"));
       break;
     case Status::Applied:
-      r.status->setText(tr("applied at step %1").arg(r.appliedStep));
-      r.status->setToolTip(tr("The engine confirmed %1").arg(valueText(*r.applied)));
+      label->setText(tr("applied at step %1").arg(r.appliedStep));
+      label->setToolTip(tr("The engine confirmed %1").arg(toggleValueText(*r.applied)));
       break;
     case Status::Refused:
-      r.status->setText(tr("refused: %1").arg(r.refusal));
-      r.status->setToolTip(r.applied ? tr("The engine kept %1").arg(valueText(*r.applied))
-                                     : tr("The engine kept its value"));
+      label->setText(tr("refused: %1").arg(r.refusal));
+      label->setToolTip(r.applied ? tr("The engine kept %1").arg(toggleValueText(*r.applied))
+                                  : tr("The engine kept its value"));
       break;
     case Status::NotApplicable:
-      r.status->setText(tr("not applicable here"));
-      r.status->setToolTip(r.notApplicable);
+      label->setText(tr("not applicable here"));
+      label->setToolTip(r.notApplicable);
       break;
   }
 }
 
 void ControlsPanel::handleEvent(const TimedEvent& timed) {
+  apply(live_, timed);
+  if (recording_) {
+    return;  // kept for showLive
+  }
+  // Only what the event changed is shown again: an editor the user is typing into stays.
+  if (const auto* applied = std::get_if<ToggleAppliedEvent>(&timed.event);
+      applied && hasControl(applied->toggle)) {
+    displayRow(applied->toggle);
+  } else if (const auto* refused = std::get_if<ToggleRefusedEvent>(&timed.event);
+             refused && hasControl(refused->toggle)) {
+    displayRow(refused->toggle);
+  } else if (std::holds_alternative<LadderEvent>(timed.event)) {
+    ladder_->setText(live_.ladder);
+    undoRung_->setEnabled(engineAvailable_ && live_.undoableRungs > 0);
+  } else if (std::holds_alternative<StepEvent>(timed.event)) {
+    effectiveBatch_->setText(live_.effectiveBatch);
+  }
+}
+
+void ControlsPanel::apply(State& state, const TimedEvent& timed) const {
   if (const auto* applied = std::get_if<ToggleAppliedEvent>(&timed.event)) {
     if (!hasControl(applied->toggle)) {
       return;  // a toggle without a live row (activation checkpointing is fixed at the start)
     }
-    Row& r = row(applied->toggle);
+    RowState& r = state.rows.at(applied->toggle);
     r.applied = applied->value;
     r.appliedStep = applied->step;
     r.notApplicable = QString::fromStdString(applied->notApplicable);
@@ -250,40 +363,40 @@ void ControlsPanel::handleEvent(const TimedEvent& timed) {
       r.pending.reset();
       r.refusal.clear();
     }
-    showValue(applied->toggle, r.pending ? *r.pending : applied->value);
-    updateStatus(applied->toggle);
-    updateEnabled(applied->toggle);
   } else if (const auto* refused = std::get_if<ToggleRefusedEvent>(&timed.event)) {
-    Row& r = row(refused->toggle);
+    if (!hasControl(refused->toggle)) {
+      return;
+    }
+    RowState& r = state.rows.at(refused->toggle);
     if (!r.pending || *r.pending != refused->value) {
       return;  // not the user's change (a profile's, the ladder's): the row stays as it is
     }
     r.pending.reset();
     r.refusal = QString::fromStdString(refused->reason);
-    if (r.applied) {
-      showValue(refused->toggle, *r.applied);  // the editor goes back to what is in effect
-    }
-    updateStatus(refused->toggle);
   } else if (const auto* ladder = std::get_if<LadderEvent>(&timed.event)) {
-    undoableRungs_ = ladder->undoable;
-    ladder_->setText(
-        tr("Recovery ladder: %1 since step %2 (from %3: %4)")
-            .arg(QString::fromStdString(ladder->rung))
-            .arg(ladder->step)
-            .arg(QString::fromStdString(ladder->from), QString::fromStdString(ladder->why)));
-    undoRung_->setEnabled(engineAvailable_ && undoableRungs_ > 0);
+    state.undoableRungs = ladder->undoable;
+    state.ladder = ladder->undoable > 0 || ladder->rung != "vendor_blas"
+                       ? tr("Recovery: since step %1 the run uses %2 (it used %3; why: %4)")
+                             .arg(ladder->step)
+                             .arg(rungText(ladder->rung), rungText(ladder->from),
+                                  QString::fromStdString(ladder->why))
+                       : tr("Recovery: nothing stepped down since step %1 (%2; the run uses %3)")
+                             .arg(ladder->step)
+                             .arg(QString::fromStdString(ladder->why), rungText(ladder->rung));
   } else if (const auto* step = std::get_if<StepEvent>(&timed.event)) {
     // A supervised trainer may not report them (0): unknown, not a batch of 0.
     if (step->microBatch > 0 && step->accumulation > 0) {
-      effectiveBatch_->setText(tr("Effective batch: %1 × %2 accumulation = %3 sequences")
-                                   .arg(step->microBatch)
-                                   .arg(step->accumulation)
-                                   .arg(step->microBatch * step->accumulation));
+      state.effectiveBatch =
+          tr("Effective batch: %1 × %2 accumulation = %3")
+              .arg(step->microBatch)
+              .arg(step->accumulation)
+              .arg(counted(static_cast<std::int64_t>(step->microBatch) * step->accumulation,
+                           tr("sequence"), tr("sequences")));
     } else if (step->microBatch > 0) {
-      effectiveBatch_->setText(
-          tr("Effective batch: micro-batch %1, accumulation not reported").arg(step->microBatch));
+      state.effectiveBatch =
+          tr("Effective batch: micro-batch %1, accumulation not reported").arg(step->microBatch);
     } else {
-      effectiveBatch_->setText(tr("Effective batch: not reported by the trainer"));
+      state.effectiveBatch = tr("Effective batch: not reported by the trainer");
     }
   }
 }

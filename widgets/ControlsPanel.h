@@ -11,8 +11,13 @@
 // where the run computes now (a GPU setting on a CPU run) is disabled with the reason as tooltip.
 // Until the engine has reported a toggle its row says so rather than pretending to know the value.
 // Each row is marked live (applied at the next step by our code) or restart (the engine restarts to
-// apply it). Below the rows: the recovery ladder's rung (LadderEvent) with an Undo that steps back
-// the last rung the supervisor took.
+// apply it). Below the rows: the recovery ladder's rung (LadderEvent) in plain words, with an Undo
+// that steps back the last rung the supervisor took.
+//
+// The panel shows one run's state. A new run starts from nothing reported (startRun); when a run
+// ends, a pending change or a refusal of it is over too (endRun). While a recording or a saved
+// run is shown (showRecorded) the rows are that run's, read only, under a line that says so; the
+// live engine's events keep filling its own state, shown again by showLive.
 #pragma once
 
 #include <QList>
@@ -62,12 +67,22 @@ class ControlsPanel : public QWidget {
   QString ladderText() const;
   bool canUndoRung() const;
   QPushButton* undoRungButton() const;
+  // "" while the live engine's state is shown, else the shown run's name.
+  QString shownRecording() const { return recording_ ? recording_->name : QString(); }
+  QLabel* sourceLabel() const { return source_; }
 
  public slots:
   void handleEvent(const lorascope::engine::TimedEvent& event);
   // Sends the change and marks the row pending; what the editors call.
   void requestToggle(lorascope::engine::Toggle toggle, const nlohmann::json& value);
   void setEngineAvailable(bool available);
+  // A new run: nothing reported yet (the recovery ladder's rung stays: it outlives a run).
+  void startRun();
+  // The run is over: no change is pending any more, and no refusal of one is current.
+  void endRun();
+  // Shows a recorded run's toggles, read only; the live state is kept for showLive.
+  void showRecorded(const QString& name, const std::vector<engine::TimedEvent>& events);
+  void showLive();
 
  signals:
   void commandRequested(const lorascope::engine::Command& command);
@@ -77,23 +92,41 @@ class ControlsPanel : public QWidget {
     ControlSpec spec;
     QWidget* editor = nullptr;
     QLabel* status = nullptr;
+  };
+  // What the engine said about one toggle.
+  struct RowState {
     std::optional<nlohmann::json> applied;
     std::optional<nlohmann::json> pending;
     std::int64_t appliedStep = 0;
     QString refusal;        // the engine's reason for refusing the user's last change
     QString notApplicable;  // why the toggle does nothing on this device ("" when it applies)
   };
+  // One run's state as the panel shows it.
+  struct State {
+    QString name;  // a recording's; "" for the live engine
+    std::map<engine::Toggle, RowState> rows;
+    QString effectiveBatch;
+    QString ladder;
+    std::int64_t undoableRungs = 0;
+  };
   Row& row(engine::Toggle toggle);
   const Row& row(engine::Toggle toggle) const;
+  const State& shown() const { return recording_ ? *recording_ : live_; }
+  const RowState& rowState(engine::Toggle toggle) const;
+  void apply(State& state, const engine::TimedEvent& event) const;
+  void display();  // every row, the batch and the ladder from shown()
+  void displayRow(engine::Toggle toggle);
   void showValue(engine::Toggle toggle, const nlohmann::json& value);
   void updateStatus(engine::Toggle toggle);
   void updateEnabled(engine::Toggle toggle);
 
   std::map<engine::Toggle, Row> rows_;
+  State live_;
+  std::optional<State> recording_;
+  QLabel* source_;
   QLabel* effectiveBatch_;
   QLabel* ladder_;
   QPushButton* undoRung_;
-  std::int64_t undoableRungs_ = 0;
   bool engineAvailable_ = false;
 };
 

@@ -2,10 +2,12 @@
 #include "widgets/Dashboard.h"
 
 #include <QComboBox>
+#include <QDir>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QVBoxLayout>
+#include <cmath>
 #include <numeric>
 #include <type_traits>
 
@@ -26,10 +28,6 @@ TimeChart::ValueFormatter fixed(int decimals, const QString& unit = {}) {
   };
 }
 
-QString toggleValueText(const nlohmann::json& value) {
-  return QString::fromStdString(value.is_string() ? value.get<std::string>() : value.dump());
-}
-
 // Colours that stay apart on light and dark palettes (matplotlib's tab10).
 const QColor kBlue(0x1f, 0x77, 0xb4);
 const QColor kOrange(0xff, 0x7f, 0x0e);
@@ -44,16 +42,25 @@ const QColor kCyan(0x17, 0xbe, 0xcf);
 const std::array<QColor, 8> kStreamColors = {kBlue,   kOrange, kGreen, kRed,
                                              kPurple, kBrown,  kPink,  kCyan};
 
+// A run folder as one string however it was written (relative, with "..", a trailing slash).
+QString folderKey(const QString& folder) {
+  return folder.isEmpty() ? folder : QDir::cleanPath(QDir(folder).absolutePath());
+}
+
 }  // namespace
 
 Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
+  auto* emptyPage = new QWidget(this);
   emptyState_ = new QLabel(
       tr("<h3>No run is reporting</h3><p>The charts fill in when an engine reports its first step "
          "or memory reading.</p>"),
-      this);
+      emptyPage);
   emptyState_->setAlignment(Qt::AlignCenter);
   emptyState_->setObjectName(QStringLiteral("dashboardEmptyState"));
-  addWidget(emptyState_);
+  auto* emptyLayout = new QVBoxLayout(emptyPage);
+  emptyLayout->setContentsMargins(0, 0, 0, 0);
+  emptyLayout->addWidget(emptyState_, 1);
+  addWidget(emptyPage);
 
   auto* page = new QWidget(this);
   loss_ =
@@ -64,10 +71,12 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   loss_->addSeries(tr("learning rate"), AxisSide::Right, kGray,
                    [](double v) { return QString::number(v, 'e', 2); });
   loss_->addSeries(tr("eval loss (held out)"), AxisSide::Left, kRed, fixed(4));
-  throughput_ = new TimeChart(tr("Throughput"), tr("tokens/s"), {}, &markers_, page);
+  throughput_ = new TimeChart(tr("Throughput and gradient norm"), tr("tokens/s"), tr("grad norm"),
+                              &markers_, page);
   // The run's speed: real tokens over the step cycle (StepEvent::tokensPerS), not the step's
   // compute alone (StepEvent::computeTokensPerS).
   throughput_->addSeries(tr("real tokens/s over the step cycle"), AxisSide::Left, kGreen, fixed(0));
+  throughput_->addSeries(tr("grad norm"), AxisSide::Right, kGray, fixed(3));
   memory_ = new TimeChart(tr("Memory"), tr("GiB"), {}, &markers_, page);
   memory_->addSeries(tr("driver used"), AxisSide::Left, kRed, fixed(2, tr("GiB")));
   memory_->addSeries(tr("our reserved"), AxisSide::Left, kPurple, fixed(2, tr("GiB")));
@@ -158,14 +167,34 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
          "run started"));
   connect(xAxisSelector_, &QComboBox::activated, this,
           [this](int index) { setXAxis(index == 0 ? XAxis::Step : XAxis::Time); });
-  auto* header = new QHBoxLayout;
-  header->addWidget(new QLabel(tr("Run:"), page));
+  // What the dashed vertical lines mean, in their colours.
+  QStringList legend;
+  for (MarkerKind kind : {MarkerKind::Toggle, MarkerKind::Profile, MarkerKind::Checkpoint,
+                          MarkerKind::Resume, MarkerKind::Incident}) {
+    legend << QStringLiteral("<span style='color:%1'><b>&#166;</b></span>&nbsp;%2")
+                  .arg(markerColor(kind).name(), markerKindName(kind).toHtmlEscaped());
+  }
+  auto* markerLegend = new QLabel(tr("Markers: %1").arg(legend.join(QStringLiteral(" &nbsp; "))));
+  markerLegend->setObjectName(QStringLiteral("markerLegend"));
+  markerLegend->setTextFormat(Qt::RichText);
+  markerLegend->setToolTip(
+      tr("Dashed vertical lines on every chart: a setting the engine changed, a profile switch, a "
+         "checkpoint saved, where a run was resumed, an incident or error. Hover over one for "
+         "what happened."));
+  header_ = new QWidget(page);
+  auto* header = new QHBoxLayout(header_);
+  header->setContentsMargins(0, 0, 0, 0);
+  header->addWidget(new QLabel(tr("Run:"), header_));
   header->addWidget(runSelector_);
   header->addStretch();
+  header->addWidget(markerLegend);
   header->addWidget(xAxisSelector_);
+  runSelector_->setParent(header_);
+  xAxisSelector_->setParent(header_);
+  header_->setVisible(false);  // nothing to choose until a run exists
   auto* layout = new QVBoxLayout(page);
   layout->setContentsMargins(0, 0, 0, 0);
-  layout->addLayout(header);
+  layout->addWidget(header_);
   layout->addWidget(incidents_);
   layout->addLayout(grid, 1);
   layout->addWidget(undrawnStreamsLabel_);
@@ -186,27 +215,85 @@ void Dashboard::scheduleRefresh() {
 
 void Dashboard::showCharts() {
   if (currentIndex() != 1) {
-    setCurrentIndex(1);
+    showPage(1);
   }
+}
+
+void Dashboard::showPage(int index) {
+  auto* layout = qobject_cast<QVBoxLayout*>(widget(index)->layout());
+  if (header_->parentWidget() != widget(index)) {
+    if (QLayout* old = header_->parentWidget()->layout()) {
+      old->removeWidget(header_);
+    }
+    layout->insertWidget(0, header_);
+  }
+  header_->setVisible(!runs_.empty());
+  if (index == 0) {
+    emptyState_->setText(
+        shownRun_ < 0
+            ? tr("<h3>No run is reporting</h3><p>The charts fill in when an engine reports its "
+                 "first step or memory reading.</p>")
+            : tr("<h3>%1: nothing reported yet</h3><p>The charts fill in when the engine reports "
+                 "its first step or memory reading. The selector above shows the other runs.</p>")
+                  .arg(runs_[static_cast<std::size_t>(shownRun_)].name.toHtmlEscaped()));
+  }
+  setCurrentIndex(index);
 }
 
 void Dashboard::handleEvent(const TimedEvent& timed) {
   if (std::holds_alternative<SnapshotEvent>(timed.event)) {
     return;  // the memory map's; not kept with the run's curves
   }
-  lastTimeMs_ = std::max(lastTimeMs_, timed.timeMs);
-  if (liveRun_ < 0) {  // events before any start command: the charts are empty already
-    runs_.push_back({tr("run %1").arg(runs_.size() + 1), {}});
+  if (std::holds_alternative<HelloEvent>(timed.event)) {
+    engineHello_ = timed;
+  }
+  if (liveRun_ < 0) {
+    // Before any start command. The engine's hello and log lines are not a run: the hello is
+    // kept for the next run (where it computes), the rest is the log's. Readings and steps are
+    // a run the engine was already doing (one attached to, a replayed stream): an entry of its
+    // own.
+    if (std::holds_alternative<HelloEvent>(timed.event)) {
+      setRunOnCpu(std::get<HelloEvent>(timed.event).flavour == "cpu");
+      return;
+    }
+    const bool runEvent = std::holds_alternative<StepEvent>(timed.event) ||
+                          std::holds_alternative<EvalEvent>(timed.event) ||
+                          std::holds_alternative<MemoryEvent>(timed.event) ||
+                          std::holds_alternative<QueueEvent>(timed.event) ||
+                          std::holds_alternative<ToggleAppliedEvent>(timed.event) ||
+                          std::holds_alternative<CheckpointEvent>(timed.event);
+    if (!runEvent) {
+      return;
+    }
+    // An entry without a redraw (nothing is drawn yet); shown unless another one is.
+    runs_.push_back({tr("run %1").arg(runs_.size() + 1), {}, {}, {}, {}});
+    if (engineHello_) {
+      runs_.back().events.push_back(*engineHello_);
+    }
     runSelector_->addItem(runs_.back().name);
+    header_->setVisible(true);
     liveRun_ = static_cast<int>(runs_.size()) - 1;
     if (shownRun_ < 0) {
       shownRun_ = liveRun_;
+      runSelector_->setCurrentIndex(shownRun_);
+      for (const TimedEvent& e : runs_.back().events) {
+        plot(e);  // the hello: where it computes, and when the run's clock starts
+      }
+      emit shownRunChanged(shownRun_);
     }
   }
-  const bool drawn = shownRun_ == liveRun_;
-  runs_[static_cast<std::size_t>(liveRun_)].events.push_back(timed);
-  if (drawn) {
-    plot(timed);
+  Run& live = runs_[static_cast<std::size_t>(liveRun_)];
+  TimedEvent kept = timed;
+  if (!live.resumes.empty()) {
+    if (!live.timeOffsetMs) {  // the first event after a resume: it follows the earlier ones
+      live.timeOffsetMs = live.resumes.back().timeMs - timed.timeMs;
+    }
+    kept.timeMs += *live.timeOffsetMs;
+  }
+  lastTimeMs_ = std::max(lastTimeMs_, kept.timeMs);
+  live.events.push_back(kept);
+  if (shownRun_ == liveRun_) {
+    plot(kept);
     scheduleRefresh();
   }
 }
@@ -256,16 +343,7 @@ void Dashboard::plot(const TimedEvent& timed) {
         } else if constexpr (std::is_same_v<T, HelloEvent>) {
           setRunOnCpu(e.flavour == "cpu");
         } else if constexpr (std::is_same_v<T, ToggleAppliedEvent>) {
-          if (e.toggle == Toggle::CpuFallback && e.value.is_boolean()) {
-            setRunOnCpu(e.value.template get<bool>());  // where the run computes now
-          }
-          QString text = tr("%1 → %2 at step %3")
-                             .arg(QLatin1String(toString(e.toggle)), toggleValueText(e.value))
-                             .arg(e.step);
-          if (!e.detail.empty()) {
-            text += QStringLiteral(": ") + QString::fromStdString(e.detail);  // a device move
-          }
-          addMarker(timed, MarkerKind::Toggle, text);
+          plotToggle(timed, e);
         } else if constexpr (std::is_same_v<T, CheckpointEvent>) {
           addMarker(timed, MarkerKind::Checkpoint,
                     tr("step %1 saved to %2").arg(e.step).arg(QString::fromStdString(e.path)));
@@ -275,9 +353,8 @@ void Dashboard::plot(const TimedEvent& timed) {
                         .arg(QString::fromStdString(e.name), QString::fromStdString(e.detail)));
         } else if constexpr (std::is_same_v<T, LadderEvent>) {
           addMarker(timed, MarkerKind::Toggle,
-                    tr("recovery ladder %1 → %2: %3")
-                        .arg(QString::fromStdString(e.from), QString::fromStdString(e.rung),
-                             QString::fromStdString(e.why)));
+                    tr("after %1 the run steps down to %2 (it used %3)")
+                        .arg(QString::fromStdString(e.why), rungText(e.rung), rungText(e.from)));
         } else if constexpr (std::is_same_v<T, IncidentEvent> || std::is_same_v<T, ErrorEvent> ||
                              std::is_same_v<T, ToggleRefusedEvent>) {
           noteIncident(timed);
@@ -286,28 +363,131 @@ void Dashboard::plot(const TimedEvent& timed) {
       timed.event);
 }
 
-void Dashboard::noteCommand(const Command& command) {
-  if (const auto* start = std::get_if<StartCommand>(&command)) {
-    // A new run: the previous one stays in the selector.
-    QString name = tr("run %1").arg(runs_.size() + 1);
-    if (start->runConfig.is_object() && start->runConfig.contains("out") &&
-        start->runConfig["out"].is_string()) {
-      const QString out = QString::fromStdString(start->runConfig["out"].get<std::string>());
-      name = out.section(QLatin1Char('/'), -1, -1, QString::SectionSkipEmpty);
-    }
-    beginRun(name);
+// A run (or a resume) reports its toggles' state before its first step, the profile's among them,
+// some more than once: those reports are summed up at the first step, marking only a toggle that
+// ends up other than it started (a profile's micro-batch over the options'; not a resumed engine's
+// 8 then the profile's 1 again). After the first step every change of value is marked.
+void Dashboard::plotToggle(const TimedEvent& at, const ToggleAppliedEvent& e) {
+  if (e.toggle == Toggle::CpuFallback && e.value.is_boolean()) {
+    setRunOnCpu(e.value.get<bool>());  // where the run computes now
+  }
+  const auto known = toggleValues_.find(e.toggle);
+  const bool change = known == toggleValues_.end() || known->second != e.value;
+  if (beforeFirstStep_ && known == toggleValues_.end()) {
+    startValues_[e.toggle] = e.value;  // the first report is the state it starts from
+  }
+  toggleValues_[e.toggle] = e.value;
+  if (!change) {
+    return;
+  }
+  QString text =
+      tr("%1 → %2 at step %3").arg(toggleName(e.toggle), toggleValueText(e.value)).arg(e.step);
+  if (!e.detail.empty()) {
+    text += QStringLiteral(": ") + QString::fromStdString(e.detail);  // a device move
+  }
+  const ChartMarker marker{at.timeMs, MarkerKind::Toggle, text, xOf(at)};
+  if (beforeFirstStep_) {
+    startChanges_.insert_or_assign(e.toggle, marker);
+  } else {
+    markers_.push_back(marker);
   }
 }
 
-void Dashboard::beginRun(const QString& name) {
-  runs_.push_back({name, {}});
+// The first step after a start or a resume: the start state's net changes are marked.
+void Dashboard::markStartChanges() {
+  for (const auto& [toggle, marker] : startChanges_) {
+    const auto from = startValues_.find(toggle);
+    if (from != startValues_.end() && from->second != toggleValues_[toggle]) {
+      markers_.push_back(marker);
+    }
+  }
+  startChanges_.clear();
+  beforeFirstStep_ = false;
+}
+
+void Dashboard::plotResume(const ResumeMark& mark) {
+  beforeFirstStep_ = true;  // the resumed engine reports its start state again
+  startValues_ = toggleValues_;
+  startChanges_.clear();
+  const double x =
+      xAxis_ == XAxis::Step
+          ? static_cast<double>(mark.step)
+          : static_cast<double>(mark.timeMs - runStartMs_.value_or(mark.timeMs)) / 1000.0;
+  markers_.push_back({mark.timeMs, MarkerKind::Resume,
+                      tr("resumed from the checkpoint at step %1").arg(mark.step), x});
+}
+
+void Dashboard::noteCommand(const Command& command) {
+  if (const auto* start = std::get_if<StartCommand>(&command)) {
+    if (start->runConfig.is_object() && start->runConfig.value("resume", false)) {
+      return;  // the run goes on in its own entry (resumeRun)
+    }
+    // A new run: the previous one stays in the selector.
+    QString name = tr("run %1").arg(runs_.size() + 1);
+    QString folder;
+    if (start->runConfig.is_object() && start->runConfig.contains("out") &&
+        start->runConfig["out"].is_string()) {
+      folder = folderKey(QString::fromStdString(start->runConfig["out"].get<std::string>()));
+      name = folder.section(QLatin1Char('/'), -1, -1, QString::SectionSkipEmpty);
+    }
+    beginRun(name, folder);
+  }
+}
+
+void Dashboard::beginRun(const QString& name, const QString& folder) {
+  runs_.push_back({name, folder, {}, {}, {}});
+  if (engineHello_) {
+    runs_.back().events.push_back(*engineHello_);  // where the engine computes
+  }
   runSelector_->addItem(name);
   liveRun_ = static_cast<int>(runs_.size()) - 1;
   showRun(liveRun_);
 }
 
+void Dashboard::resumeRun(const QString& runDir, const QString& name,
+                          std::vector<TimedEvent> earlier, std::int64_t fromStep) {
+  int run = -1;
+  const QString folder = folderKey(runDir);
+  for (std::size_t i = 0; i < runs_.size(); ++i) {
+    if (!folder.isEmpty() && runs_[i].folder == folder) {
+      run = static_cast<int>(i);  // the newest entry of that folder
+    }
+  }
+  if (run < 0) {
+    runs_.push_back({name, folder, {}, {}, {}});
+    if (engineHello_) {
+      runs_.back().events.push_back(*engineHello_);
+    }
+    for (TimedEvent& e : earlier) {
+      if (!std::holds_alternative<SnapshotEvent>(e.event)) {
+        runs_.back().events.push_back(std::move(e));
+      }
+    }
+    runSelector_->addItem(name);
+    run = static_cast<int>(runs_.size()) - 1;
+  }
+  Run& r = runs_[static_cast<std::size_t>(run)];
+  // Steps after the checkpoint are done again: what was shown after it goes.
+  const auto after = std::find_if(r.events.begin(), r.events.end(), [&](const TimedEvent& e) {
+    const auto* step = std::get_if<StepEvent>(&e.event);
+    return step != nullptr && step->step > fromStep;
+  });
+  const std::size_t keep = static_cast<std::size_t>(after - r.events.begin());
+  r.events.erase(after, r.events.end());
+  std::erase_if(r.resumes, [&](const ResumeMark& m) { return m.at > keep; });
+  const std::int64_t lastMs = r.events.empty() ? 0 : r.events.back().timeMs;
+  r.resumes.push_back({keep, lastMs + 1000, fromStep});  // a second's gap on the time axis
+  r.timeOffsetMs.reset();
+  liveRun_ = run;
+  showRun(run);
+}
+
+const std::vector<TimedEvent>& Dashboard::runEvents(int run) const {
+  return runs_.at(static_cast<std::size_t>(run)).events;
+}
+
 void Dashboard::addRun(const QString& name, std::vector<TimedEvent> events) {
-  runs_.push_back({name, {}});
+  runs_.push_back({name, {}, {}, {}, {}});
   for (TimedEvent& e : events) {
     if (!std::holds_alternative<SnapshotEvent>(e.event)) {
       runs_.back().events.push_back(std::move(e));
@@ -328,6 +508,7 @@ void Dashboard::showRun(int run) {
   shownRun_ = run;
   runSelector_->setCurrentIndex(run);
   redraw();
+  emit shownRunChanged(run);
 }
 
 void Dashboard::setXAxis(XAxis axis) {
@@ -353,8 +534,14 @@ void Dashboard::redraw() {
   clearCharts();
   if (shownRun_ >= 0) {
     const Run& run = runs_[static_cast<std::size_t>(shownRun_)];
-    for (const TimedEvent& e : run.events) {
-      plot(e);
+    auto resume = run.resumes.begin();
+    for (std::size_t i = 0; i <= run.events.size(); ++i) {
+      for (; resume != run.resumes.end() && resume->at == i; ++resume) {
+        plotResume(*resume);
+      }
+      if (i < run.events.size()) {
+        plot(run.events[i]);
+      }
     }
   }
   refresh();
@@ -362,6 +549,9 @@ void Dashboard::redraw() {
 
 void Dashboard::onStep(double x, const StepEvent& step) {
   showCharts();
+  if (beforeFirstStep_) {
+    markStartChanges();
+  }
   recentLoss_[static_cast<std::size_t>(recentLossCount_ % kMovingAverageSteps)] = step.loss;
   ++recentLossCount_;
   const int n = std::min(recentLossCount_, kMovingAverageSteps);
@@ -369,7 +559,17 @@ void Dashboard::onStep(double x, const StepEvent& step) {
   loss_->addSample(Loss, x, step.loss);
   loss_->addSample(LossAverage, x, average);
   loss_->addSample(LearningRate, x, step.learningRate);
-  throughput_->addSample(0, x, step.tokensPerS);
+  // A supervised command may report neither (its output has no such number): not a zero.
+  if (step.tokensPerS > 0) {
+    throughput_->addSample(TokensPerS, x, step.tokensPerS);
+  } else {
+    throughput_->markUnavailable(TokensPerS, tr("not reported"));
+  }
+  if (step.gradNorm > 0 && std::isfinite(step.gradNorm)) {
+    throughput_->addSample(GradNorm, x, step.gradNorm);
+  } else {
+    throughput_->markUnavailable(GradNorm, tr("not reported"));
+  }
 }
 
 void Dashboard::onMemory(double x, const MemoryEvent& m) {
@@ -454,13 +654,18 @@ void Dashboard::clearCharts() {
   markers_.clear();
   incidents_->clear();
   lastQueue_.reset();
+  toggleValues_.clear();
+  startValues_.clear();
+  startChanges_.clear();
+  beforeFirstStep_ = true;
   recentLossCount_ = 0;
   runStartMs_.reset();
   lastStep_ = 0;
   lastStepMs_ = 0;
   stepDurationMs_ = 0;
   lastX_ = 0.0;
-  setCurrentIndex(0);
+  setRunOnCpu(false);  // the run's hello or its toggles say where it computes
+  showPage(0);
 }
 
 void Dashboard::clear() {

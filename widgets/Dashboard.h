@@ -13,7 +13,12 @@
 // The x axis counts optimizer steps (the default; readings between two steps fall between them,
 // by time) or seconds since the run started. Each run's events are kept: a new run starts a new
 // entry in the run selector, and choosing an earlier run (or the other axis) redraws its curves.
-// Runs opened from the runs page or a recording join the selector beside them.
+// Runs opened from the runs page or a recording join the selector beside them. A resumed run
+// continues its own entry (resumeRun): one curve from step 1, the resume one marker at its step.
+// Engine events outside any run (its hello, log lines) make no entry of their own; the selector
+// stays in view whichever entry is shown. A toggle marker marks a change: a toggle reported again
+// with the value it had, or reported as the state a run (or a resume) starts with, is not one;
+// what the start state changed (a profile's micro-batch) is marked once, at its last value.
 //
 // Incidents (widgets/DashboardIncidents.cpp): each error, incident and refusal of the run shown is
 // written out in the banner above the charts (widgets/IncidentBanner.h) besides its marker; a hang
@@ -65,6 +70,15 @@ class Dashboard : public QStackedWidget {
   // Adds a finished run's events (a run folder's steps, a recording) to the selector and shows
   // it; the live run goes on filling its own entry.
   void addRun(const QString& name, std::vector<engine::TimedEvent> events);
+  // The run in `runDir` goes on from its checkpoint at `fromStep`: its entry (the one started here
+  // with that folder, else a new one holding `earlier`, its steps from metrics.jsonl) becomes the
+  // live run again, cut back to `fromStep`, with one marker where it resumes. The events the
+  // engine sends next continue its curves, on both axes.
+  void resumeRun(const QString& runDir, const QString& name,
+                 std::vector<engine::TimedEvent> earlier, std::int64_t fromStep);
+  // The run the engine's events go to (-1: none yet), and the events kept for a run.
+  int liveRun() const { return liveRun_; }
+  const std::vector<engine::TimedEvent>& runEvents(int run) const;
   QComboBox* runSelector() const { return runSelector_; }
   QComboBox* xAxisSelector() const { return xAxisSelector_; }
   TimeChart* lossChart() const { return loss_; }
@@ -84,6 +98,7 @@ class Dashboard : public QStackedWidget {
 
   // Series indices of the charts above.
   enum LossSeries { Loss, LossAverage, LearningRate, EvalLoss };
+  enum ThroughputSeries { TokensPerS, GradNorm };
   enum MemorySeries { DriverUsed, Reserved, Allocated, HeldOutside, HostRss };
   // The allocator chart: will the next step's allocations fit? (GiB)
   enum AllocatorSeries { LargestFree, LargestRequest, InactiveSplit, LargestFreeAtPeak };
@@ -95,16 +110,35 @@ class Dashboard : public QStackedWidget {
   void refresh();  // the tick; public so tests and the bench drive it without waiting
   void clear();
 
+ signals:
+  // Another entry is shown (the user chose it, a run started or resumed, a run was opened).
+  void shownRunChanged(int run);
+
  private:
+  // Where a run was resumed: before events[at], at `timeMs` (the run's clock), after `step`.
+  struct ResumeMark {
+    std::size_t at = 0;
+    std::int64_t timeMs = 0;
+    std::int64_t step = 0;
+  };
   struct Run {
     QString name;
+    QString folder;                          // the run folder ("" for recordings, implicit runs)
     std::vector<engine::TimedEvent> events;  // what the charts are drawn from (no snapshots)
+    std::vector<ResumeMark> resumes;
+    // A resumed run's events arrive on a new clock: added to their times so that they follow the
+    // earlier ones. Unset until the first event after the resume.
+    std::optional<std::int64_t> timeOffsetMs;
   };
   void plot(const engine::TimedEvent& event);
   double xOf(const engine::TimedEvent& event);
   void redraw();
   void clearCharts();
-  void beginRun(const QString& name);
+  void beginRun(const QString& name, const QString& folder);
+  void showPage(int index);  // the empty state or the charts; the header goes with it
+  void plotToggle(const engine::TimedEvent& at, const engine::ToggleAppliedEvent& toggle);
+  void plotResume(const ResumeMark& mark);
+  void markStartChanges();
   void onStep(double x, const engine::StepEvent& step);
   void onMemory(double x, const engine::MemoryEvent& memory);
   void onQueue(double x, const engine::QueueEvent& queue);
@@ -117,6 +151,7 @@ class Dashboard : public QStackedWidget {
   void scheduleRefresh();
 
   QLabel* emptyState_;
+  QWidget* header_;  // run selector, x axis, marker legend: on whichever page is shown
   TimeChart* loss_;
   TimeChart* throughput_;
   TimeChart* memory_;
@@ -132,6 +167,13 @@ class Dashboard : public QStackedWidget {
   std::map<std::string, int> streamSeries_;  // stream name → queue_ series index
   QStringList undrawnStreams_;
   QLabel* undrawnStreamsLabel_;
+  // The toggles' values in the run being drawn, and whether it (or its latest resume) has not
+  // reported a step yet: toggles reported then are its start state, not changes.
+  std::map<engine::Toggle, nlohmann::json> toggleValues_;
+  bool beforeFirstStep_ = true;
+  std::map<engine::Toggle, nlohmann::json> startValues_;  // where the start state began
+  std::map<engine::Toggle, ChartMarker> startChanges_;    // its last change of each toggle
+  std::optional<engine::TimedEvent> engineHello_;         // the engine's facts, for the next run
   std::array<double, kMovingAverageSteps> recentLoss_{};
   int recentLossCount_ = 0;
   std::int64_t lastTimeMs_ = 0;

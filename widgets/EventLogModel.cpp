@@ -151,7 +151,22 @@ void EventLogModel::handleEvent(const TimedEvent& timed) {
                       .arg(e.bestLoss, 0, 'f', 4)
                       .arg(e.bestStep),
                   {}});
+        } else if constexpr (std::is_same_v<T, ToggleAppliedEvent>) {
+          const auto known = toggles_.find(e.toggle);
+          const bool change = known != toggles_.end() && known->second != e.value;
+          if (change) {
+            append({timed.timeMs, Info, tr("toggle"), e.step,
+                    tr("%1 %2 → %3 from step %4")
+                        .arg(toggleName(e.toggle), toggleValueText(known->second),
+                             toggleValueText(e.value))
+                        .arg(e.step + 1),
+                    text(e.detail)});
+          }
+          toggles_[e.toggle] = e.value;
         } else if constexpr (std::is_same_v<T, StateEvent>) {
+          if (e.state == RunState::Starting) {
+            toggles_.clear();  // a new run (or a resumed one) reports its start state again
+          }
           const QString state = QString::fromLatin1(toString(e.state));
           append({timed.timeMs,
                   e.state == RunState::Failed ? Error : Info,
@@ -161,11 +176,9 @@ void EventLogModel::handleEvent(const TimedEvent& timed) {
                   {}});
         } else if constexpr (std::is_same_v<T, ToggleRefusedEvent>) {
           // A declined request, not an error: the run goes on as it was.
-          const QString value =
-              text(e.value.is_string() ? e.value.template get<std::string>() : e.value.dump());
+          const QString value = toggleValueText(e.value);
           append({timed.timeMs, Info, tr("toggle"), e.step,
-                  tr("%1 → %2 not applied: %3")
-                      .arg(QString::fromLatin1(toString(e.toggle)), value, text(e.reason)),
+                  tr("%1 → %2 not applied: %3").arg(toggleName(e.toggle), value, text(e.reason)),
                   tr("The engine kept the value in effect.")});
         } else if constexpr (std::is_same_v<T, ProfileSwitchEvent>) {
           append({timed.timeMs,
@@ -177,7 +190,8 @@ void EventLogModel::handleEvent(const TimedEvent& timed) {
         } else if constexpr (std::is_same_v<T, LadderEvent>) {
           append(
               {timed.timeMs, Warning, tr("ladder"), e.step,
-               tr("recovery ladder %1 → %2: %3").arg(text(e.from), text(e.rung), text(e.why)),
+               tr("recovery: the run uses %1 (it used %2): %3")
+                   .arg(rungText(e.rung), rungText(e.from), text(e.why)),
                e.undoable > 0 ? tr("Controls → Recovery ladder → Undo steps back.") : QString()});
         } else if constexpr (std::is_same_v<T, HelloEvent>) {
           append({timed.timeMs,

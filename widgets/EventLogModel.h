@@ -1,12 +1,13 @@
 // widgets/EventLogModel.h — the run's log as a table: log lines, errors (with their advice),
 // incidents (what happened and what the supervisor did), checkpoints, run-state changes and
-// toggles the engine declined (information, not errors).
+// toggles the engine changed (a row per change of value) or declined (information, not errors).
 // Keeps the newest kMaxRows rows; older ones are dropped in chunks.
 #pragma once
 
 #include <QAbstractTableModel>
 #include <QString>
 #include <deque>
+#include <map>
 #include <vector>
 
 #include "widgets/EngineTypes.h"
@@ -53,6 +54,9 @@ class EventLogModel : public QAbstractTableModel {
   void append(Entry entry);
 
   std::deque<Entry> entries_;
+  // The toggles' values in the run in progress: a toggle whose value changes gets a row (the
+  // first report of each is the state the run starts with).
+  std::map<engine::Toggle, nlohmann::json> toggles_;
   int maxRows_;
   QString recording_;  // while addRecording() runs: the recording's name
 };

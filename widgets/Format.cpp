@@ -33,6 +33,56 @@ QString notAvailable() {
   return QCoreApplication::translate("lorascope::widgets", "n/a");
 }
 
+QString toggleName(engine::Toggle toggle) {
+  using engine::Toggle;
+  switch (toggle) {
+    case Toggle::Serialize:
+      return QCoreApplication::translate("lorascope::widgets", "serialized kernels");
+    case Toggle::Blocking:
+      return QCoreApplication::translate("lorascope::widgets", "blocking launches");
+    case Toggle::MicroBatch:
+      return QCoreApplication::translate("lorascope::widgets", "micro-batch");
+    case Toggle::CpuFallback:
+      return QCoreApplication::translate("lorascope::widgets", "CPU fallback");
+    case Toggle::GemmBackend:
+      return QCoreApplication::translate("lorascope::widgets", "GEMM backend");
+    case Toggle::AllocatorPolicy:
+      return QCoreApplication::translate("lorascope::widgets", "allocator policy");
+    case Toggle::ActivationCheckpointing:
+      return QCoreApplication::translate("lorascope::widgets", "activation checkpointing");
+  }
+  return QString::fromLatin1(engine::toString(toggle));
+}
+
+QString toggleValueText(const nlohmann::json& value) {
+  if (value.is_boolean()) {
+    return value.get<bool>() ? QCoreApplication::translate("lorascope::widgets", "on")
+                             : QCoreApplication::translate("lorascope::widgets", "off");
+  }
+  return QString::fromStdString(value.is_string() ? value.get<std::string>() : value.dump());
+}
+
+QString rungText(const std::string& rung) {
+  const auto tr = [](const char* text) {
+    return QCoreApplication::translate("lorascope::widgets", text);
+  };
+  if (rung == "vendor_blas")
+    return tr("the profile's own settings");
+  if (rung == "builtin_gemm")
+    return tr("LoRAscope's built-in GEMM instead of the vendor BLAS");
+  if (rung == "serialize")
+    return tr("serialized kernels and blocking launches");
+  if (rung == "smaller_micro_batch")
+    return tr("a smaller micro-batch");
+  if (rung == "cpu")
+    return tr("the CPU instead of the GPU");
+  return QString::fromStdString(rung);
+}
+
+QString counted(std::int64_t count, const QString& singular, const QString& plural) {
+  return QStringLiteral("%1 %2").arg(count).arg(count == 1 ? singular : plural);
+}
+
 std::filesystem::path toPath(const QString& text) {
   return std::filesystem::path(text.toStdU16String());
 }

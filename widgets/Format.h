@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string>
+
+#include "engine/Protocol.h"  // defines: Toggle
 
 namespace lorascope::widgets {
 
@@ -18,6 +21,17 @@ QString formatTimeMs(std::int64_t timeMs);
 
 // The text shown for a metric that was not reported.
 QString notAvailable();
+
+// A toggle as a person reads it ("micro-batch", "CPU fallback"), not its protocol id.
+QString toggleName(engine::Toggle toggle);
+// A toggle's value as a person reads it: "on" / "off", numbers and choices as they are.
+QString toggleValueText(const nlohmann::json& value);
+
+// A recovery-ladder rung ("vendor_blas", "builtin_gemm", …) in plain words: what the run uses.
+QString rungText(const std::string& rung);
+
+// "1 sequence", "8 sequences": a count with the noun's singular or plural.
+QString counted(std::int64_t count, const QString& singular, const QString& plural);
 
 // A file name typed or chosen in the GUI as a path, and back, through UTF-16: never through a
 // narrow code page (QString::toStdString() into a path breaks non-ASCII names on Windows).

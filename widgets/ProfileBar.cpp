@@ -134,6 +134,10 @@ void ProfileBar::updateTooltips() {
                  .arg(QString::fromStdString(p.profile.rationale).toHtmlEscaped());
     }
     tip += QStringLiteral("<p><i>%1</i></p>").arg(switchSummary(name).toHtmlEscaped());
+    if (!engineAvailable_ && !unavailableReason_.isEmpty()) {
+      tip += QStringLiteral("<p><b>%1</b></p>")
+                 .arg(tr("Off now: %1").arg(unavailableReason_).toHtmlEscaped());
+    }
     for (const ProfileNote& note : p.notes) {
       tip +=
           QStringLiteral("<p>⚠ %1</p>").arg(QString::fromStdString(note.message).toHtmlEscaped());
@@ -146,18 +150,30 @@ void ProfileBar::switchTo(const QString& name) {
   if (!profile(name) || !engineAvailable_) {
     return;
   }
+  select(name);
+  emit commandRequested(engine::SwitchProfileCommand{name.toStdString()});
+}
+
+void ProfileBar::select(const QString& name) {
+  if (!profile(name)) {
+    return;
+  }
   requested_ = name;
   if (QAbstractButton* b = button(name)) {
     b->setChecked(true);
   }
   updateTooltips();
-  emit commandRequested(engine::SwitchProfileCommand{name.toStdString()});
 }
 
-void ProfileBar::setEngineAvailable(bool available) {
+void ProfileBar::setEngineAvailable(bool available, const QString& why) {
+  const bool changed = available != engineAvailable_ || why != unavailableReason_;
   engineAvailable_ = available;
+  unavailableReason_ = why;
   for (QAbstractButton* b : group_->buttons()) {
     b->setEnabled(available);
+  }
+  if (changed) {
+    updateTooltips();
   }
 }
 

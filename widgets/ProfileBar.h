@@ -2,6 +2,8 @@
 // SwitchProfileCommand. Each button's tooltip gives the profile's description, rationale and
 // whether switching restarts the engine (its environment differs: backend/profiles' planSwitch).
 // "New…" and "Edit…" open the profile editor; files that fail to load are listed, never hidden.
+// The chosen profile is shown pressed from the start (select), before any engine is connected;
+// while there is no engine to switch, the buttons are off and their tooltip says why.
 #pragma once
 
 #include <QString>
@@ -39,7 +41,10 @@ class ProfileBar : public QWidget {
  public slots:
   void reload();
   void switchTo(const QString& name);
-  void setEngineAvailable(bool available);
+  // Shows `name` as the chosen profile without sending anything (the setup page chose it).
+  void select(const QString& name);
+  // `why`: the reason the buttons are off when not available ("no engine is connected").
+  void setEngineAvailable(bool available, const QString& why = {});
   void newProfile();
   void editRequested();  // edits the requested user profile, or copies a built-in one
 
@@ -55,6 +60,7 @@ class ProfileBar : public QWidget {
   QStringList problems_;
   QString requested_;
   bool engineAvailable_ = false;
+  QString unavailableReason_;
   QHBoxLayout* buttonsLayout_;
   QButtonGroup* group_;
   QLabel* problemsLabel_;

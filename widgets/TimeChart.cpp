@@ -27,6 +27,8 @@ QColor markerColor(MarkerKind kind) {
       return QColor(0x94, 0x67, 0xbd);
     case MarkerKind::Checkpoint:
       return QColor(0x2c, 0xa0, 0x2c);
+    case MarkerKind::Resume:
+      return QColor(0x8c, 0x56, 0x4b);
     case MarkerKind::Incident:
       return QColor(0xd6, 0x27, 0x28);
   }
@@ -41,6 +43,8 @@ QString markerKindName(MarkerKind kind) {
       return QObject::tr("profile");
     case MarkerKind::Checkpoint:
       return QObject::tr("checkpoint");
+    case MarkerKind::Resume:
+      return QObject::tr("resumed");
     case MarkerKind::Incident:
       return QObject::tr("incident");
   }
@@ -206,6 +210,7 @@ struct TimeChart::Series {
   QString swatch;         // the series colour, shown before its value
   QList<QPointF> points;  // preallocated; handed to replace()
   bool available = false;
+  QString unavailableText;  // "" for "n/a"
   bool dirty = false;
 };
 
@@ -332,16 +337,19 @@ void TimeChart::addSample(int series, double timeS, double value) {
   s.dirty = true;
 }
 
-void TimeChart::markUnavailable(int series) {
+void TimeChart::markUnavailable(int series, const QString& why) {
   Series& s = *series_.at(static_cast<std::size_t>(series));
-  s.dirty = s.dirty || s.available;
+  s.dirty = s.dirty || s.available || s.unavailableText != why;
   s.available = false;
+  s.unavailableText = why;
 }
 
 QString TimeChart::valueText(int series) const {
   const Series& s = *series_.at(static_cast<std::size_t>(series));
   const auto last = s.decimator.lastValue();
-  const QString value = s.available && last ? s.format(*last) : notAvailable();
+  const QString value = s.available && last           ? s.format(*last)
+                        : s.unavailableText.isEmpty() ? notAvailable()
+                                                      : s.unavailableText;
   return QStringLiteral("%1 %2").arg(s.name, value);
 }
 
@@ -416,7 +424,16 @@ void TimeChart::clear() {
     s->points.clear();
     s->line->clear();
     s->available = false;
+    s->unavailableText.clear();
     s->dirty = true;
+  }
+  // The axes start again from the next samples, not from the last run's ranges.
+  setRangeAndTicks(timeAxis_, 0, 10);
+  for (QValueAxis* axis : {leftAxis_, rightAxis_}) {
+    if (axis != nullptr) {
+      setRangeAndTicks(axis, 0, 1);
+      axis->setTitleVisible(false);
+    }
   }
 }
 

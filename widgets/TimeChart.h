@@ -62,11 +62,13 @@ class TimeChart : public QWidget {
   int seriesCount() const { return static_cast<int>(series_.size()); }
 
   void addSample(int series, double timeS, double value);
-  // The engine reported this metric as unavailable: the label says "n/a", no point is drawn.
-  void markUnavailable(int series);
+  // The engine reported this metric as unavailable: the label says "n/a" (or `why`: "not
+  // reported"), no point is drawn.
+  void markUnavailable(int series, const QString& why = {});
 
   // Redraws changed series (one replace() each) and sets the shared time range.
   void refresh(double timeFromS, double timeToS);
+  // No samples, and the value axes back to their first range (the next run's set them).
   void clear();
   // The shared x axis's title: "step", or "time since the run started (s)"; "" for none.
   void setTimeAxisTitle(const QString& title);

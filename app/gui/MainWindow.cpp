@@ -6,6 +6,8 @@
 #include <QCloseEvent>
 #include <QDateTime>
 #include <QDesktopServices>
+#include <QDialog>
+#include <QDialogButtonBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
@@ -20,8 +22,11 @@
 #include <QSettings>
 #include <QStatusBar>
 #include <QTabWidget>
+#include <QTextBrowser>
 #include <QToolBar>
 #include <QUrl>
+#include <QVBoxLayout>
+#include <functional>
 
 #include "compute/BuildInfo.h"
 #include "external/CommandHost.h"
@@ -36,6 +41,7 @@
 #include "gui/RunsPage.h"
 #include "gui/Theme.h"
 #include "gui/TryItPage.h"
+#include "profiles/Builtins.h"
 #include "profiles/ProfileStore.h"
 #include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
@@ -68,8 +74,52 @@ widgets::AboutFacts collectAboutFacts() {
   return facts;
 }
 
+namespace {
+
+// What a profile sets over the run options, as the setup page says it under the profile's name.
+QString profileNote(const profiles::Profile& p) {
+  QStringList sets;
+  const profiles::LiveToggles& t = p.toggles;
+  if (t.microBatch) {
+    sets << QObject::tr("micro-batch %1 (the effective batch stays: more accumulation)")
+                .arg(*t.microBatch);
+  }
+  if (t.activationCheckpointing && *t.activationCheckpointing) {
+    sets << QObject::tr("activation checkpointing on");
+  }
+  if (t.serialize && *t.serialize) {
+    sets << QObject::tr("serialized kernels");
+  }
+  if (t.blocking && *t.blocking) {
+    sets << QObject::tr("blocking launches");
+  }
+  if (t.cpuFallback && *t.cpuFallback) {
+    sets << QObject::tr("the CPU as the device");
+  }
+  if (t.gemm && *t.gemm == profiles::GemmBackend::Builtin) {
+    sets << QObject::tr("the built-in GEMM");
+  }
+  if (!p.environment.empty()) {
+    QStringList variables;
+    for (const auto& [name, value] : p.environment) {
+      variables << QString::fromStdString(name + "=" + value);
+    }
+    sets << QObject::tr("the GPU runtime's environment %1")
+                .arg(variables.join(QStringLiteral(", ")));
+  }
+  if (sets.isEmpty()) {
+    return {};
+  }
+  return QObject::tr("%1 sets %2, over the options on this page.")
+      .arg(QString::fromStdString(p.name), sets.join(QStringLiteral("; ")));
+}
+
+}  // namespace
+
 MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
-    : QMainWindow(parent), facts_(std::move(facts)) {
+    : QMainWindow(parent),
+      facts_(std::move(facts)),
+      engineProfile_(QString::fromStdString(profiles::defaultProfile().name)) {
   widgets::registerEngineMetaTypes();
   setWindowTitle(tr("LoRAscope"));
   resize(1280, 820);
@@ -137,9 +187,26 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
           [this](const RunSummary& run) { resumeRun(run.dir); });
   connect(runs_, &RunsPage::recordingChosen, this,
           [this, report](const QString& file) { report(openRecording(file)); });
-  connect(setup_, &RunSetupPage::profileChosen, profileBar_, &widgets::ProfileBar::switchTo);
+  // One profile setting, shown on the setup page and the profile bar (README: "A run owns its
+  // state"): choosing it in either place applies it now and to the next run.
+  connect(setup_, &RunSetupPage::profileChosen, this, &MainWindow::chooseProfile);
   setup_->setDevices(facts_.devices, facts_.flavour != QLatin1String("cpu"));
-  setup_->setProfiles(profileBar_->profileNames(), profileBar_->requestedProfile());
+  QMap<QString, QString> notes;
+  QMap<QString, profiles::LiveToggles> toggles;
+  for (const QString& name : profileBar_->profileNames()) {
+    notes.insert(name, profileNote(*profileBar_->profile(name)));
+    toggles.insert(name, profileBar_->profile(name)->toggles);
+  }
+  setup_->setProfiles(profileBar_->profileNames(), engineProfile_, notes, toggles);
+  profileBar_->select(setup_->profileName());
+  // The dock shows the state of the run the dashboard shows: the live engine's, or a recording's.
+  connect(dashboard_, &widgets::Dashboard::shownRunChanged, this, [this](int run) {
+    if (run == dashboard_->liveRun()) {
+      controls_->showLive();
+    } else {
+      controls_->showRecorded(dashboard_->runName(run), dashboard_->runEvents(run));
+    }
+  });
   connect(exporter_, &RunExporter::lineReceived, this, [this](const QString& line) {
     logLine(LogLevel::Info, tr("export: %1").arg(line));
     // A merge reports "merging:  40% (1.20 GiB of 2.97 GiB)": the dialog shows the fraction.
@@ -168,17 +235,17 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   QMenu* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About LoRAscope"), this, &MainWindow::showAbout);
   help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
+  help->addAction(tr("&Keyboard shortcuts"), this, &MainWindow::showShortcuts);
   help->addSeparator();
   help->addAction(tr("&Check this GPU…"), this, &MainWindow::checkGpu);
 
   engineLabel_ = new QLabel(this);
   stateLabel_ = new QLabel(this);
+  engineLabel_->setObjectName(QStringLiteral("engineStatus"));
+  engineLabel_->setWordWrap(true);
+  stateLabel_->setObjectName(QStringLiteral("runStatus"));
   statusBar()->addWidget(engineLabel_, 1);
   statusBar()->addPermanentWidget(stateLabel_);
-  const QString gpus = facts_.devices.isEmpty()
-                           ? tr("no GPU (%1)").arg(facts_.noDeviceReason)
-                           : tr("%n GPU(s)", nullptr, static_cast<int>(facts_.devices.size()));
-  engineLabel_->setText(tr("%1 build · %2 · no engine connected").arg(facts_.flavour, gpus));
   restoreLayout();
   updateActions();
 }
@@ -244,6 +311,23 @@ void MainWindow::buildActions() {
 
 void MainWindow::buildViewMenu(QMenu* view) {
   view->addSeparator();
+  // Ctrl+Tab goes through the pages wherever the focus is (a page's own editor does not take it).
+  auto page = [this, view](const QString& text, const QList<QKeySequence>& keys, int delta) {
+    QAction* action = view->addAction(text);
+    action->setShortcuts(keys);
+    action->setShortcutContext(Qt::WindowShortcut);
+    connect(action, &QAction::triggered, this, [this, delta] {
+      const int count = pages_->count();
+      pages_->setCurrentIndex((pages_->currentIndex() + delta + count) % count);
+    });
+  };
+  page(tr("&Next page"), {QKeySequence(Qt::CTRL | Qt::Key_Tab)}, 1);
+  // Shift+Tab arrives as Backtab; the first is the one the menu and the shortcuts list show.
+  page(tr("&Previous page"),
+       {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Tab),
+        QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Backtab)},
+       -1);
+  view->addSeparator();
   QMenu* schemes = view->addMenu(tr("&Colours"));
   schemes_ = new QActionGroup(this);
   const ColorScheme saved =
@@ -277,6 +361,7 @@ void MainWindow::startRun() {
   if (engine_ != trainingEngine_) {
     setEngine(trainingEngine_);  // back from a supervised command
   }
+  syncEngineProfile();  // the run starts on the profile Setup shows
   std::optional<nlohmann::json> config =
       runConfig_.is_object() ? std::optional(runConfig_) : setup_->runConfig();
   if (!config) {
@@ -303,6 +388,8 @@ void MainWindow::startRun() {
   }
   runFolder_ = QString::fromStdString(config->value("out", std::string()));
   hasCheckpoint_ = false;
+  runEnded_ = false;
+  controls_->startRun();                        // nothing reported by the new run yet
   sendCommand(Command{StartCommand{*config}});  // the dashboard starts a new run's curves
   pages_->setCurrentWidget(dashboard_);
   updateActions();
@@ -357,12 +444,28 @@ void MainWindow::launchCommand(const external::SupervisedCommand& command,
     setEngine(trainingEngine_);
   }
   commandEngine_.reset();
-  dashboard_->noteCommand(Command{StartCommand{nlohmann::json::object()}});  // new curves
+  controls_->startRun();  // a command reports none of the trainer's toggles
+  if (command.resumeFirst) {
+    // A resumed command's run is one run too: its entry goes on after its last recorded step.
+    std::vector<TimedEvent> earlier;
+    try {
+      earlier = metricsAsEvents(runDir);
+    } catch (const std::exception& e) {
+      logLine(
+          LogLevel::Warning,
+          tr("the resumed run's earlier steps are not shown: %1").arg(QString::fromUtf8(e.what())));
+    }
+    dashboard_->resumeRun(runDir, QFileInfo(runDir).fileName(), std::move(earlier),
+                          command.resumedAfterStep);
+  } else {  // new curves, named after the run's folder
+    dashboard_->noteCommand(Command{StartCommand{{{"out", runDir.toStdString()}}}});
+  }
   commandEngine_ = std::make_unique<EngineAdapter>([&](engine::HostListener listener) {
     return std::make_unique<external::CommandHost>(command, profile, options, std::move(listener));
   });
   runFolder_ = runDir;
   hasCheckpoint_ = false;
+  runEnded_ = false;
   setEngine(commandEngine_.get());
   logLine(
       LogLevel::Info,
@@ -404,8 +507,29 @@ void MainWindow::resumeRun(const QString& runDir) {
     resumeCommand(runDir);
     return;
   }
+  if (engine_ != trainingEngine_) {
+    setEngine(trainingEngine_);  // back from a supervised command
+  }
+  if (engine_ == nullptr || !engine_->isConnected()) {
+    return;
+  }
   runFolder_ = runDir;
   hasCheckpoint_ = true;  // a resumable run has one
+  runEnded_ = false;
+  // One run: its entry goes on from the checkpoint, its earlier steps from its metrics.jsonl
+  // when this window did not show them.
+  const std::optional<RunSummary> run = readRunSummary(runDir);
+  std::vector<TimedEvent> earlier;
+  try {
+    earlier = metricsAsEvents(runDir);
+  } catch (const std::exception& e) {
+    logLine(
+        LogLevel::Warning,
+        tr("the resumed run's earlier steps are not shown: %1").arg(QString::fromUtf8(e.what())));
+  }
+  controls_->startRun();
+  dashboard_->resumeRun(runDir, QFileInfo(runDir).fileName(), std::move(earlier),
+                        run ? run->checkpointStep : 0);
   sendCommand(Command{StartCommand{{{"out", runDir.toStdString()}, {"resume", true}}}});
   pages_->setCurrentWidget(dashboard_);
   updateActions();
@@ -500,8 +624,12 @@ void MainWindow::setEngine(widgets::EngineClient* engine) {
   engine_ = engine;
   if (engine_ != nullptr) {
     connect(engine_, &widgets::EngineClient::eventReceived, this, &MainWindow::handleEvent);
-    connect(engine_, &widgets::EngineClient::connectedChanged, this, &MainWindow::updateActions);
+    connect(engine_, &widgets::EngineClient::connectedChanged, this, [this] {
+      syncEngineProfile();
+      updateActions();
+    });
   }
+  syncEngineProfile();
   updateActions();
 }
 
@@ -514,8 +642,34 @@ void MainWindow::sendCommand(const Command& command) {
   if (engine_ == nullptr || !engine_->isConnected()) {
     return;
   }
+  if (const auto* sw = std::get_if<SwitchProfileCommand>(&command)) {
+    // The profile bar's click: Setup shows it too, and the next run starts with it.
+    const QString name = QString::fromStdString(sw->name);
+    setup_->setProfile(name);
+    if (engine_ == trainingEngine_) {
+      engineProfile_ = name;
+    }
+  }
   dashboard_->noteCommand(command);
   engine_->send(command);
+}
+
+void MainWindow::chooseProfile(const QString& name) {
+  setup_->setProfile(name);
+  profileBar_->select(name);
+  syncEngineProfile();
+}
+
+// The trainer's engine runs the profile Setup shows: the window switches it when they differ (a
+// choice made while no engine was connected).
+void MainWindow::syncEngineProfile() {
+  const QString wanted = setup_->profileName();
+  if (wanted.isEmpty() || wanted == engineProfile_ || trainingEngine_ == nullptr ||
+      !trainingEngine_->isConnected() || engine_ != trainingEngine_) {
+    return;
+  }
+  engineProfile_ = wanted;
+  sendCommand(SwitchProfileCommand{wanted.toStdString()});
 }
 
 void MainWindow::handleEvent(const TimedEvent& timed) {
@@ -527,10 +681,26 @@ void MainWindow::handleEvent(const TimedEvent& timed) {
   if (const auto* state = std::get_if<StateEvent>(&timed.event)) {
     state_ = state->state;
     step_ = state->step;
-    updateActions();
     if (state_ == RunState::Finished || state_ == RunState::Failed) {
+      runEnded_ = true;
+      controls_->endRun();  // a pending change or a refusal of it ends with the run
       runs_->refresh();
+      if (engine_ == commandEngine_.get() && engine_ != nullptr) {
+        // The command is over: the trainer's engine is the one the window drives again (its
+        // profile bar and Controls dock), the command's curves stay on the dashboard.
+        QMetaObject::invokeMethod(
+            this,
+            [this] {
+              if (engine_ == commandEngine_.get() && trainingEngine_ != nullptr) {
+                setEngine(trainingEngine_);
+              }
+            },
+            Qt::QueuedConnection);
+      }
+    } else if (state_ == RunState::Running) {
+      runEnded_ = false;
     }
+    updateActions();
     if (quitWhenStopped_ &&
         (state_ == RunState::Finished || state_ == RunState::Failed || state_ == RunState::Idle)) {
       QMetaObject::invokeMethod(this, &QWidget::close, Qt::QueuedConnection);
@@ -542,20 +712,40 @@ void MainWindow::handleEvent(const TimedEvent& timed) {
     processes_->setOurReservedBytes(memory->reservedBytes);
   } else if (const auto* step = std::get_if<StepEvent>(&timed.event)) {
     step_ = step->step;
-    stateLabel_->setText(tr("%1 · step %2").arg(QLatin1String(toString(state_))).arg(step_));
-  } else if (const auto* hello = std::get_if<HelloEvent>(&timed.event)) {
+    stateLabel_->setText(stateText());
+  } else if (const auto* hello = std::get_if<HelloEvent>(&timed.event);
+             hello != nullptr && engine_ == trainingEngine_) {
     QStringList devices;
     for (const DeviceSummary& d : hello->devices) {
       devices << QString::fromStdString(d.name);
     }
-    engineLabel_->setText(tr("engine %1 (%2 build) · %3")
-                              .arg(QString::fromStdString(hello->version),
-                                   QString::fromStdString(hello->flavour),
-                                   devices.isEmpty() ? tr("CPU") : devices.join(", ")));
+    engineText_ =
+        tr("engine %1 (%2 build) · %3")
+            .arg(QString::fromStdString(hello->version), QString::fromStdString(hello->flavour),
+                 devices.isEmpty() ? tr("CPU") : devices.join(", "));
+    updateActions();
   }
 }
 
+// The run's state as the runs page says it once the run is over ("stopped · checkpoint at step
+// 44", "finished"), from its folder; while it runs, the engine's state and step.
+QString MainWindow::stateText() const {
+  if (runEnded_ && !runFolder_.isEmpty()) {
+    if (const std::optional<RunSummary> run = readRunSummary(runFolder_);
+        run && run->status != RunSummary::Status::Unreadable) {
+      // A supervised command's status says how it ended; a training run's says where it stopped.
+      return state_ == RunState::Failed && !run->supervised
+                 ? tr("failed · %1").arg(statusText(*run))
+                 : statusText(*run);
+    }
+  }
+  return tr("%1 · step %2").arg(QLatin1String(toString(state_))).arg(step_);
+}
+
 void MainWindow::updateActions() {
+  if (start_ == nullptr || engineLabel_ == nullptr) {
+    return;  // still building the window (the setup page reports its first state)
+  }
   const bool connected = engine_ != nullptr && engine_->isConnected();
   const bool idle =
       state_ == RunState::Idle || state_ == RunState::Finished || state_ == RunState::Failed;
@@ -574,12 +764,31 @@ void MainWindow::updateActions() {
   resume_->setEnabled(connected && paused);
   stop_->setEnabled(connected && (running || paused));
   checkpoint_->setEnabled(connected && (running || paused));
-  controls_->setEngineAvailable(connected);
-  runs_->setCanResume(connected && idle);
-  profileBar_->setEngineAvailable(connected);
-  stateLabel_->setText(connected
-                           ? tr("%1 · step %2").arg(QLatin1String(toString(state_))).arg(step_)
-                           : tr("no engine"));
+  // The profile bar and the Controls dock act on LoRAscope's own trainer; a supervised command
+  // takes Stop only. When they are off, the status bar says why.
+  const bool command = engine_ != nullptr && engine_ == commandEngine_.get();
+  QString why;
+  if (command && connected) {
+    why =
+        tr("a supervised command is running: it takes Stop only, so the profile buttons and "
+           "the Controls dock are off until it ends");
+  } else if (!connected) {
+    why = trainingEngine_ == nullptr ? tr("no training engine is connected")
+                                     : tr("the training engine is not running (it is starting "
+                                          "or could not start: see Log and incidents)");
+  }
+  const bool trainer = connected && !command;
+  controls_->setEngineAvailable(trainer);
+  runs_->setCanResume(trainingEngine_ != nullptr && trainingEngine_->isConnected() && idle);
+  profileBar_->setEngineAvailable(trainer, why);
+  stateLabel_->setText(connected || runEnded_ ? stateText() : tr("no engine"));
+  const QString gpus = facts_.devices.isEmpty()
+                           ? tr("no GPU (%1)").arg(facts_.noDeviceReason)
+                           : tr("%n GPU(s)", nullptr, static_cast<int>(facts_.devices.size()));
+  const QString engine =
+      engineText_.isEmpty() ? tr("%1 build · %2").arg(facts_.flavour, gpus) : engineText_;
+  engineLabel_->setText(why.isEmpty() ? engine
+                                      : tr("%1 · profiles and Controls off: %2").arg(engine, why));
 }
 
 void MainWindow::restoreLayout() {
@@ -641,6 +850,57 @@ void MainWindow::checkGpu() {
       new GpuCheckDialog(exporter_->program(), runFolder_, profileBar_->requestedProfile(), this);
   dialog->setAttribute(Qt::WA_DeleteOnClose);
   dialog->show();
+}
+
+// Help → Keyboard shortcuts: every menu action that has one, as the menus name it, and the pages'
+// Alt+letter keys.
+void MainWindow::showShortcuts() {
+  QString html = QStringLiteral("<table cellspacing=4>");
+  auto row = [&html](const QString& keys, const QString& what) {
+    html += QStringLiteral("<tr><td><b>%1</b></td><td>%2</td></tr>")
+                .arg(keys.toHtmlEscaped(), what.toHtmlEscaped());
+  };
+  for (QAction* menuAction : menuBar()->actions()) {
+    QMenu* menu = menuAction->menu();
+    if (menu == nullptr) {
+      continue;
+    }
+    const QString menuName = menuAction->text().remove(QLatin1Char('&'));
+    const std::function<void(QMenu*, const QString&)> list = [&](QMenu* m, const QString& path) {
+      for (QAction* a : m->actions()) {
+        const QString name = path + QStringLiteral(" → ") + a->text().remove(QLatin1Char('&'));
+        if (a->menu() != nullptr) {
+          list(a->menu(), name);
+        } else if (!a->shortcut().isEmpty()) {
+          row(a->shortcut().toString(QKeySequence::NativeText), name);
+        }
+      }
+    };
+    list(menu, menuName);
+  }
+  for (int page = 0; page < pages_->count(); ++page) {
+    const QString text = pages_->tabText(page);
+    const int amp = text.indexOf(QLatin1Char('&'));
+    if (amp >= 0 && amp + 1 < text.size()) {
+      row(QKeySequence(Qt::ALT | QKeySequence(text.at(amp + 1).toUpper())[0].key())
+              .toString(QKeySequence::NativeText),
+          tr("the %1 page").arg(QString(text).remove(QLatin1Char('&'))));
+    }
+  }
+  html += QStringLiteral("</table>");
+  QDialog dialog(this);
+  dialog.setObjectName(QStringLiteral("shortcutsDialog"));
+  dialog.setWindowTitle(tr("Keyboard shortcuts"));
+  auto* text = new QTextBrowser(&dialog);
+  text->setObjectName(QStringLiteral("shortcutsText"));
+  text->setHtml(html);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, &dialog);
+  connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+  auto* layout = new QVBoxLayout(&dialog);
+  layout->addWidget(text);
+  layout->addWidget(buttons);
+  dialog.resize(520, 480);
+  dialog.exec();
 }
 
 void MainWindow::showAbout() {

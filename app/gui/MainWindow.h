@@ -6,6 +6,15 @@
 // The window talks to an engine only through widgets::EngineClient: events are handed to every
 // page, commands the pages request are sent. Start sends the setup page's run config (or one set
 // with setRunConfig). Without an engine it shows the empty state.
+//
+// A run owns its state (README, "A run owns its state"): the profile is one setting that the
+// setup page and the profile bar both show — chosen in either, before or during a run, it applies
+// to the engine now and is the next run's profile (its config.json records it). The engine is
+// assumed to start on profiles::defaultProfile(), as gui/main.cpp starts it. A toggle changed in
+// the Controls dock lasts for the run in progress only: each run starts from the setup page's
+// options, and the dock starts again from "not reported yet". The dock shows the state of the
+// run the dashboard shows; the status bar says what the runs page says of a run that ended, and
+// why the profile buttons and the dock are off when they are.
 #pragma once
 
 #include <QMainWindow>
@@ -95,6 +104,11 @@ class MainWindow : public QMainWindow {
 
  public slots:
   void showAbout();
+  // Help → Keyboard shortcuts: the menus' shortcuts and the pages' Alt keys, in a dialog.
+  void showShortcuts();
+  // The profile the next run starts with, chosen on the setup page or the profile bar: both show
+  // it, and the trainer's engine switches to it now (the run in progress too).
+  void chooseProfile(const QString& name);
   // Help → Check this GPU: `lorascope-train doctor` in a dialog (gui/GpuCheckDialog.h).
   void checkGpu();
   void sendCommand(const lorascope::engine::Command& command);
@@ -124,6 +138,8 @@ class MainWindow : public QMainWindow {
   void chooseExportDestination(bool merged);
   void logLine(engine::LogLevel level, const QString& text);
   void updateActions();
+  void syncEngineProfile();
+  QString stateText() const;
   void restoreLayout();
   void saveLayout() const;
 
@@ -136,6 +152,9 @@ class MainWindow : public QMainWindow {
   bool hasCheckpoint_ = false;  // the current run has one to export
   std::int64_t lastEventMs_ = 0;
   engine::RunState state_ = engine::RunState::Idle;
+  bool runEnded_ = false;  // the last run started here is over (its folder says how)
+  QString engineProfile_;  // the profile the trainer's engine has, as far as this window knows
+  QString engineText_;     // the trainer's engine as its hello describes it
   std::int64_t step_ = 0;
   bool quitWhenStopped_ = false;  // the user chose "stop and quit": close once the run is over
   RunSetupPage* setup_;
@@ -151,8 +170,8 @@ class MainWindow : public QMainWindow {
   widgets::EventLogModel* eventLog_;
   widgets::EventLogPanel* eventLogPanel_;
   QTabWidget* pages_;
-  QLabel* engineLabel_;
-  QLabel* stateLabel_;
+  QLabel* engineLabel_ = nullptr;
+  QLabel* stateLabel_ = nullptr;
   QAction* start_ = nullptr;
   QAction* pause_ = nullptr;
   QAction* resume_ = nullptr;

@@ -72,9 +72,7 @@ QString countText(std::int64_t count) {
 }
 
 // "1 error", "3 errors" (the app is not translated, so plurals are spelled out here).
-QString counted(std::size_t count, const QString& one, const QString& many) {
-  return QStringLiteral("%1 %2").arg(count).arg(count == 1 ? one : many);
-}
+using widgets::counted;
 
 QSpinBox* makeSpinBox(int min, int max, const QString& tip) {
   auto* box = new QSpinBox;
@@ -396,6 +394,10 @@ QWidget* RunSetupPage::buildEditor(const std::string& name) {
     profile_ = new QComboBox;
     connect(profile_, &QComboBox::activated, this,
             [this](int index) { emit profileChosen(profile_->itemText(index)); });
+    connect(profile_, &QComboBox::currentIndexChanged, this, [this] {
+      updateProfileNote();
+      updateEstimate();  // the profile's micro-batch and checkpointing are the run's
+    });
     tip +=
         tr(" Choosing one switches the engine to it now; it restarts when the environment "
            "differs.");
@@ -493,7 +495,14 @@ QWidget* RunSetupPage::buildOptionBox(const std::string& group) {
     }
     if (option.spec.name == "grad-accum") {
       effectiveBatch_ = new QLabel;
+      effectiveBatch_->setObjectName(QStringLiteral("setupEffectiveBatch"));
       form->addRow(tr("Effective batch"), effectiveBatch_);
+    }
+    if (option.spec.name == "profile") {
+      profileNote_ = new QLabel;
+      profileNote_->setObjectName(QStringLiteral("profileNote"));
+      profileNote_->setWordWrap(true);
+      form->addRow(QString(), profileNote_);
     }
   }
   return box;
@@ -583,13 +592,46 @@ void RunSetupPage::setDevices(const QStringList& gpus, bool canTrainOnGpu) {
   }
 }
 
-void RunSetupPage::setProfiles(const QStringList& names, const QString& current) {
+void RunSetupPage::setProfiles(const QStringList& names, const QString& current,
+                               const QMap<QString, QString>& notes,
+                               const QMap<QString, profiles::LiveToggles>& toggles) {
+  profileNotes_ = notes;
+  profileToggles_ = toggles;
   profile_->clear();
   for (const QString& name : names) {
     profile_->addItem(name, name);  // the option's value is the name
   }
   profile_->setCurrentText(current);
   commandSetup_->setProfiles(names, current);
+  updateProfileNote();
+}
+
+QString RunSetupPage::profileName() const {
+  return profile_->currentText();
+}
+
+// Not remembered between sessions (setOptionText skips it): the engine starts on the default
+// profile, and so does this choice.
+void RunSetupPage::setProfile(const QString& name) {
+  const int index = profile_->findText(name);
+  if (index < 0 || index == profile_->currentIndex()) {
+    return;
+  }
+  profile_->setCurrentIndex(index);
+  emit changed();
+}
+
+QString RunSetupPage::profileNote() const {
+  return profileNote_ != nullptr ? profileNote_->text() : QString();
+}
+
+void RunSetupPage::updateProfileNote() {
+  if (profileNote_ == nullptr) {
+    return;
+  }
+  const QString note = profileNotes_.value(profile_->currentText());
+  profileNote_->setText(note);
+  profileNote_->setVisible(!note.isEmpty());
 }
 
 bool RunSetupPage::usesCommand() const {
@@ -919,6 +961,21 @@ QString RunSetupPage::memoryEstimateText() const {
       nf4 ? (gpu ? inspection_.nf4GpuWeightBytes : inspection_.nf4CpuWeightBytes)
           : (gpu ? 2 * static_cast<std::uint64_t>(inspection_.parameters.total)
                  : inspection_.weightBytes);
+  // The profile's toggles take precedence over the options (job/RunOptions.h, "profile").
+  const QString profile = profile_ != nullptr ? profile_->currentText() : QString();
+  QString byProfile;
+  if (const auto it = profileToggles_.find(profile); it != profileToggles_.end()) {
+    if (it->microBatch && *it->microBatch != settings.train.microBatchSize) {
+      settings.train.microBatchSize =
+          std::min<std::int64_t>(*it->microBatch, settings.train.effectiveBatch());
+      byProfile = tr(" (%1's)").arg(profile);
+    }
+    if (it->activationCheckpointing &&
+        *it->activationCheckpointing != settings.train.activationCheckpointing) {
+      settings.train.activationCheckpointing = *it->activationCheckpointing;
+      byProfile = tr(" (%1's)").arg(profile);
+    }
+  }
   const train::TrainConfig& t = settings.train;
   const std::int64_t tokens = t.microBatchSize * t.maxSeqLen;
   const model::TrainingMemory m = model::estimateTrainingMemory(
@@ -934,7 +991,7 @@ QString RunSetupPage::memoryEstimateText() const {
       .arg(t.lora.rank)
       .arg(t.lora.targets.size())
       .arg(QString(t.activationCheckpointing ? tr(", checkpointing") : QString()) +
-           (nf4 ? tr(", 4-bit base weights") : QString()))
+           (nf4 ? tr(", 4-bit base weights") : QString()) + byProfile)
       .arg(formatBytes(m.weightsBytes), formatBytes(m.loraBytes), countText(m.loraParameters),
            formatBytes(m.loraGradBytes + m.optimizerBytes), formatBytes(m.savedBytes),
            formatBytes(std::max(m.lossBytes, m.backwardBytes)));
@@ -949,8 +1006,10 @@ void RunSetupPage::updateEstimate() {
                      (warning.isEmpty() ? QString()
                                         : QStringLiteral("<br><span style=\"color: #b9770e\">") +
                                               warning.toHtmlEscaped() + QStringLiteral("</span>")));
-  effectiveBatch_->setText(tr("%1 sequences per step")
-                               .arg(microBatchEditor()->value() * spinBox("grad-accum")->value()));
+  effectiveBatch_->setText(
+      tr("%1 per step")
+          .arg(counted(microBatchEditor()->value() * spinBox("grad-accum")->value(), tr("sequence"),
+                       tr("sequences"))));
   histogram_->setMaxSeqLen(static_cast<std::size_t>(seqLenEditor()->value()));
   updateProblems();
 }

@@ -13,6 +13,7 @@
 // (QSettings "setup/"); the first start preselects the demo, so one click trains something.
 #pragma once
 
+#include <QMap>
 #include <QWidget>
 #include <array>
 #include <cstdint>
@@ -26,6 +27,7 @@
 #include "data/ValidationReport.h"
 #include "model/ModelConfig.h"
 #include "model/ModelLayout.h"  // defines: ParameterCounts
+#include "profiles/Profile.h"   // defines: LiveToggles
 
 class QCheckBox;
 class QComboBox;
@@ -108,7 +110,15 @@ class RunSetupPage : public QWidget {
 
   // GPUs this build can see (listed, but the CPU build trains on the CPU only).
   void setDevices(const QStringList& gpus, bool canTrainOnGpu);
-  void setProfiles(const QStringList& names, const QString& current);
+  // The profiles to choose from; for each what it sets over the options ("sets micro-batch 1,
+  // …"), shown under the choice, and its toggles, which the memory estimate follows.
+  void setProfiles(const QStringList& names, const QString& current,
+                   const QMap<QString, QString>& notes = {},
+                   const QMap<QString, profiles::LiveToggles>& toggles = {});
+  // The profile the next run starts with: the profile bar's choice too (gui/MainWindow.h).
+  QString profileName() const;
+  void setProfile(const QString& name);  // remembered; emits changed(), not profileChosen()
+  QString profileNote() const;
   void saveSettings() const;
 
  public slots:
@@ -144,6 +154,7 @@ class RunSetupPage : public QWidget {
   void updateEstimate();
   void updateProblems();
   void showTrainingRows(bool visible);
+  void updateProfileNote();
 
   QGridLayout* columns_ = nullptr;
   QFormLayout* sourceForm_ = nullptr;
@@ -174,6 +185,9 @@ class RunSetupPage : public QWidget {
   std::map<std::string, QCheckBox*> targets_;  // by short name ("q", …, "down")
   QLabel* effectiveBatch_ = nullptr;
   QComboBox* profile_ = nullptr;
+  QLabel* profileNote_ = nullptr;
+  QMap<QString, QString> profileNotes_;
+  QMap<QString, profiles::LiveToggles> profileToggles_;
   QLabel* estimate_;
   QLabel* problems_;
 };

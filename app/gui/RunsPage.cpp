@@ -1,6 +1,7 @@
 // gui/RunsPage.cpp — reading run folders into summaries, and the page that lists them.
 #include "gui/RunsPage.h"
 
+#include <QDateTime>
 #include <QDir>
 #include <QFile>
 #include <QFileDialog>
@@ -8,6 +9,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLocale>
 #include <QPushButton>
 #include <QTreeWidget>
 #include <QVBoxLayout>
@@ -68,6 +70,14 @@ QString statusText(const RunSummary& run) {
       return QObject::tr("unreadable: %1").arg(run.problem);
   }
   return {};
+}
+
+QString createdText(const QString& created) {
+  QDateTime when = QDateTime::fromString(created, Qt::ISODateWithMs);
+  if (!when.isValid()) {
+    return created;  // not a time this build can read: as written
+  }
+  return QLocale().toString(when.toLocalTime(), QStringLiteral("yyyy-MM-dd HH:mm"));
 }
 
 namespace {
@@ -307,11 +317,13 @@ void RunsPage::setFolder(const QString& folder) {
 void RunsPage::refresh() {
   const QString selected = selectedRun() != nullptr ? selectedRun()->dir : QString();
   runs_ = listRuns(folder_);
-  heading_->setText(runs_.empty() ? tr("No runs in %1 yet (the setup page's output folder).")
-                                        .arg(QDir::toNativeSeparators(folder_))
-                                  : tr("%n run(s) in %1 (the setup page's output folder).", nullptr,
-                                       static_cast<int>(runs_.size()))
-                                        .arg(QDir::toNativeSeparators(folder_)));
+  heading_->setText(runs_.empty()
+                        ? tr("No runs in %1 yet (the setup page's output folder).")
+                              .arg(QDir::toNativeSeparators(folder_))
+                        : tr("%1 in %2 (the setup page's output folder).")
+                              .arg(widgets::counted(static_cast<std::int64_t>(runs_.size()),
+                                                    tr("run"), tr("runs")),
+                                   QDir::toNativeSeparators(folder_)));
   table_->clear();
   for (const RunSummary& run : runs_) {
     auto* item = new QTreeWidgetItem(table_);
@@ -327,7 +339,9 @@ void RunsPage::refresh() {
                       : tr("—"));
     item->setText(Profile, run.profile.isEmpty() ? tr("not recorded") : run.profile);
     item->setText(Device, run.device);
-    item->setText(Created, run.created);
+    item->setText(Created, createdText(run.created));
+    item->setToolTip(Created,
+                     tr("%1 (config.json, UTC: %2)").arg(createdText(run.created), run.created));
     item->setToolTip(Name, run.supervised
                                ? tr("%1\nsupervised command: %2")
                                      .arg(QDir::toNativeSeparators(run.dir), run.commandLine)

@@ -1,7 +1,7 @@
 // gui/RunsPage.h — the runs in the runs folder (the setup page's output folder; by default
 // ~/.local/share/LoRAscope/runs, gui/AppPaths.h), one row each: name, status (finished, stopped
 // at a checkpoint, or no checkpoint yet), steps done of the total, the last loss, the profile it
-// started with, the device and when it was created. A supervised command's run
+// started with, the device and when it was created (local time). A supervised command's run
 // (external/SupervisedRun.h) is listed too, its status with its incidents; resuming it runs the
 // command again with its resume argument. A run can be opened (its curves, from
 // metrics.jsonl, join the dashboard's run selector) or resumed from its newest checkpoint; an
@@ -50,6 +50,8 @@ struct RunSummary {
   QString created;  // config.json's "created"
 };
 QString statusText(const RunSummary& run);
+// config.json's "created" (ISO 8601, UTC) in this machine's local time, "2026-11-28 23:44".
+QString createdText(const QString& created);
 
 // One run folder; a folder without config.json is not a run (nullopt).
 std::optional<RunSummary> readRunSummary(const QString& dir);

@@ -1,7 +1,8 @@
 // take_screenshots.cpp — renders the window into the README's PNGs (run by
 // scripts/screenshots.sh): the setup page as a first start shows it (the demo inspected and
 // validated, scrolled to its token-length histogram), the runs page after real steps of the demo
-// trained on the CPU through the in-process host, and the dashboard and memory map replaying
+// trained on the CPU through the in-process host, that run resumed from the runs page on the
+// dashboard (one curve from step 1, the resume marked), and the dashboard and memory map replaying
 // RECORDING, an event stream recorded on a GPU (tests/widgets/fixtures/h100_gpu_run.jsonl,
 // scripts/gpu-check.sh record), opened as the runs page's "Open recording…" opens it.
 //
@@ -14,6 +15,7 @@
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QImage>
+#include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
 #include <QSettings>
@@ -135,9 +137,28 @@ int main(int argc, char** argv) {
   window.dashboard()->refresh();
   ok = save(&window, out.filePath(QStringLiteral("dashboard-1024x700.png"))) && ok;
   window.resize(1280, 800);
+  // Resumed from the runs page: the same run goes on, one curve from step 1 with one marker where
+  // it resumed; stopped again after 10 more steps.
+  const QString runFolder = window.runFolder();
+  window.runsPage()->resumeButton()->click();
+  if (!waitFor([&] {
+        return window.dashboard()->lossChart()->decimator(0).sampleCount() >= steps + 10;
+      })) {
+    std::fprintf(stderr, "screenshots: the resumed run did not reach step %d in time\n",
+                 steps + 10);
+    return 1;
+  }
+  window.stopAction()->trigger();
+  waitFor([&] { return window.startAction()->isEnabled(); });
+  window.dashboard()->refresh();
+  window.pages()->setCurrentWidget(window.dashboard());
+  ok = save(&window, out.filePath(QStringLiteral("resumed.png"))) && ok;
+  window.pages()->setCurrentWidget(window.runsPage());
+  window.runsPage()->selectRun(runFolder);
 
   // The dashboard and the memory map replay the run recorded on a GPU (Runs → Open recording).
-  // The controls dock shows the live CPU engine's toggles, not the recording's: it is hidden.
+  // The controls dock (which would show the recording's toggles) is hidden: the charts get the
+  // room.
   window.findChild<QDockWidget*>(QStringLiteral("controlsDock"))->hide();
   // Opens a recording and saves its dashboard as `png`; false when it cannot be opened.
   auto replay = [&](const QString& recording, const QString& png) {

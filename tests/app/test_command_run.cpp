@@ -4,17 +4,23 @@
 // remembered for that command line; its folder is a run the Runs page lists with its curve, and
 // Resume reruns a stopped one with its resume argument; a command that does not exist is a
 // problem on the page and Start stays disabled; the model, dataset and estimate rows are hidden
-// for a command.
+// for a command. A command's run says what it does not report (tokens/s), starts with fresh axes
+// and a fresh Controls dock, and the status bar says why the profile buttons are off while it
+// runs; after it the window drives the trainer again.
 #include <QtTest>
 
+#include <QAbstractButton>
 #include <QAction>
 #include <QComboBox>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLineSeries>
 #include <QSettings>
 #include <QSpinBox>
 #include <QStandardPaths>
+#include <QStatusBar>
 #include <QTemporaryDir>
+#include <QValueAxis>
 
 #include <QPushButton>
 #include <QTabWidget>
@@ -22,15 +28,18 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../widgets/RecordedStream.h"
 #include "external/SupervisedRun.h"
 #include "gui/CommandSetup.h"
 #include "gui/MainWindow.h"
 #include "gui/RunSetupPage.h"
 #include "gui/RunsPage.h"
 #include "train/RunDirectory.h"
+#include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
 #include "widgets/Format.h"  // defines: toPath
 #include "widgets/LengthHistogram.h"
+#include "widgets/ProfileBar.h"
 #include "widgets/TimeChart.h"
 
 using namespace lorascope;
@@ -108,6 +117,71 @@ class TestCommandRun : public QObject {
     command->parserEdit()->setCurrentText(QStringLiteral("hf"));
     command->restore(line);
     QCOMPARE(command->parserEdit()->currentText(), QStringLiteral("tqdm"));
+  }
+
+  // Item 6 of issue 27.
+  void aCommandRunSaysWhatItDoesNotReport() {
+    const QString python = QStandardPaths::findExecutable(QStringLiteral("python3"));
+    if (python.isEmpty())
+      QSKIP("needs python3");
+    app::MainWindow window(widgets::AboutFacts{});
+    testing::RecordingEngineClient trainer;
+    window.setEngine(&trainer);
+    trainer.setConnected(true);
+    // The trainer's run before: a toggle applied, a GPU's allocator readings (40 GiB).
+    using namespace lorascope::engine;
+    window.handleEvent({0, ToggleAppliedEvent{Toggle::GemmBackend, "builtin", 0}});
+    MemoryEvent gpu;
+    gpu.largestFreeBytes = std::uint64_t{40} << 30;
+    window.handleEvent({10, gpu});
+    window.dashboard()->refresh();
+    QCOMPARE(window.controls()->status(Toggle::GemmBackend),
+             widgets::ControlsPanel::Status::Applied);
+    app::RunSetupPage* setup = window.setupPage();
+    setup->setCommandMode(true);
+    setup->commandSetup()->commandEdit()->setText(python + " " +
+                                                  QStringLiteral(LORASCOPE_PRINT_FORMAT) + " tqdm");
+    setup->commandSetup()->parserEdit()->setCurrentText(QStringLiteral("tqdm"));
+    QTRY_VERIFY(window.startAction()->isEnabled());
+    window.startAction()->trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->lossChart()->decimator(0).sampleCount() >= 1,
+                             60'000);
+    window.dashboard()->refresh();
+    QCOMPARE(window.dashboard()->runName(window.dashboard()->shownRun()),
+             QFileInfo(window.runFolder()).fileName());  // "command-<date>-<time>"
+    // tqdm bars carry no tokens/s: "not reported", not a 0 on a 0–1e-9 axis.
+    widgets::TimeChart* throughput = window.dashboard()->throughputChart();
+    QCOMPARE(throughput->valueText(widgets::Dashboard::TokensPerS),
+             QStringLiteral("real tokens/s over the step cycle not reported"));
+    QCOMPARE(throughput->lineSeries(widgets::Dashboard::TokensPerS)->count(), 0);
+    QCOMPARE(throughput->valueText(widgets::Dashboard::GradNorm),
+             QStringLiteral("grad norm not reported"));
+    // Fresh axes and a fresh dock: nothing of the trainer's run before.
+    for (QAbstractAxis* axis :
+         window.dashboard()->allocatorChart()->lineSeries(0)->attachedAxes()) {
+      if (axis->orientation() == Qt::Vertical) {
+        QVERIFY(static_cast<QValueAxis*>(axis)->max() <= 1.0);
+      }
+    }
+    QCOMPARE(window.controls()->status(Toggle::GemmBackend),
+             widgets::ControlsPanel::Status::NotReported);
+    // While it runs the profile buttons are off, and the status bar says why.
+    auto statusText = [&window] {
+      QStringList texts;
+      for (QLabel* label : window.statusBar()->findChildren<QLabel*>()) {
+        texts << label->text();
+      }
+      return texts.join(QStringLiteral(" | "));
+    };
+    if (!window.startAction()->isEnabled()) {  // still running (it prints for a few seconds)
+      QVERIFY(!window.profileBar()->button(QStringLiteral("Balanced"))->isEnabled());
+      QVERIFY2(statusText().contains(QStringLiteral("supervised command")),
+               qPrintable(statusText()));
+    }
+    QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), 60'000);  // it finished
+    // After it the window drives the trainer again: the buttons are on, no "no engine".
+    QTRY_VERIFY(window.profileBar()->button(QStringLiteral("Balanced"))->isEnabled());
+    QVERIFY2(!statusText().contains(QStringLiteral("no engine")), qPrintable(statusText()));
   }
 
   // Resume on a supervised run that stopped: the command again in the same folder, its first

@@ -134,7 +134,7 @@ class TestDashboard : public QObject {
     const auto toggle = std::find_if(d.markers().begin(), d.markers().end(),
                                      [](const auto& m) { return m.kind == MarkerKind::Toggle; });
     QCOMPARE(toggle->timeMs, std::int64_t{20001});
-    QVERIFY2(toggle->text.contains("serialize → true at step 40"), qPrintable(toggle->text));
+    QVERIFY2(toggle->text.contains("serialized kernels → on at step 40"), qPrintable(toggle->text));
   }
 
   void markersAreDrawnOnEveryChartAtTheirTime() {
@@ -370,6 +370,86 @@ class TestDashboard : public QObject {
     QCOMPARE(loss->count(), 3);
     d.showRun(1);
     QCOMPARE(loss->count(), 2);
+  }
+
+  // The gradient norm is drawn when the engine reports it; tokens/s and the norm read "not
+  // reported" (no point, no zero) for a step that carries neither, as a command's may not.
+  void gradNormIsDrawnWhenReportedAndNotReportedOtherwise() {
+    Dashboard d;
+    d.noteCommand(StartCommand{{{"out", "/runs/a"}}});
+    d.handleEvent({100, StepEvent{1, 2.0, 1e-4, 0.75, 900.0, 1, 1}});
+    d.refresh();
+    QCOMPARE(d.throughputChart()->valueText(Dashboard::GradNorm),
+             QStringLiteral("grad norm 0.750"));
+    d.noteCommand(StartCommand{{{"out", "/runs/b"}}});
+    d.handleEvent({100, StepEvent{1, 2.0, 1e-4, 0.0, 0.0, 1, 1}});
+    d.refresh();
+    QCOMPARE(d.throughputChart()->valueText(Dashboard::TokensPerS),
+             QStringLiteral("real tokens/s over the step cycle not reported"));
+    QCOMPARE(d.throughputChart()->valueText(Dashboard::GradNorm),
+             QStringLiteral("grad norm not reported"));
+    QCOMPARE(d.throughputChart()->lineSeries(Dashboard::TokensPerS)->count(), 0);
+  }
+
+  // A toggle marks a change: the start state a run reports, and a value reported again, do not.
+  void onlyToggleChangesAreMarked() {
+    Dashboard d;
+    d.noteCommand(StartCommand{{{"out", "/runs/a"}}});
+    d.handleEvent({10, ToggleAppliedEvent{Toggle::MicroBatch, 8, 0}});
+    d.handleEvent({11, ToggleAppliedEvent{Toggle::Serialize, false, 0}});
+    d.handleEvent({12, ToggleAppliedEvent{Toggle::MicroBatch, 1, 0}});  // a profile's, at start
+    d.handleEvent({100, StepEvent{1, 2.0, 1e-4, 1.0, 100.0, 1, 8}});
+    d.handleEvent({110, ToggleAppliedEvent{Toggle::Serialize, false, 1}});  // again: no change
+    d.handleEvent({120, ToggleAppliedEvent{Toggle::Blocking, true, 1}});    // first, mid-run
+    QStringList texts;
+    for (const widgets::ChartMarker& m : d.markers()) {
+      texts << m.text;
+    }
+    QCOMPARE(texts, (QStringList{QStringLiteral("micro-batch → 1 at step 0"),
+                                 QStringLiteral("blocking launches → on at step 1")}));
+  }
+
+  // A run stopped and resumed in the same window goes on in its entry; the resumed engine's
+  // start state (its options' micro-batch 8, then the profile's 1 again) is no change, the
+  // resume is one marker at the checkpoint's step, and steps after the checkpoint are dropped.
+  void aResumedRunGoesOnInItsEntry() {
+    Dashboard d;
+    d.noteCommand(StartCommand{{{"out", "/runs/a"}}});
+    d.handleEvent({10, ToggleAppliedEvent{Toggle::MicroBatch, 8, 0}});
+    d.handleEvent({11, ToggleAppliedEvent{Toggle::MicroBatch, 1, 0}});  // the profile's
+    for (int i = 1; i <= 4; ++i) {
+      d.handleEvent({1000 * i, StepEvent{i, 3.0, 1e-4, 1.0, 100.0, 1, 8}});
+    }
+    d.noteCommand(StartCommand{{{"out", "/runs/a"}, {"resume", true}}});
+    d.resumeRun(QStringLiteral("/runs/a"), QStringLiteral("a"), {}, 3);  // checkpoint at 3
+    d.handleEvent({5, ToggleAppliedEvent{Toggle::MicroBatch, 8, 3}});
+    d.handleEvent({6, ToggleAppliedEvent{Toggle::MicroBatch, 1, 3}});
+    d.handleEvent({500, StepEvent{4, 2.5, 1e-4, 1.0, 100.0, 1, 8}});
+    d.refresh();
+    QCOMPARE(d.runCount(), 1);
+    QLineSeries* loss = d.lossChart()->lineSeries(Dashboard::Loss);
+    QCOMPARE(loss->count(), 4);
+    QCOMPARE(loss->at(3).y(), 2.5);  // the step done again, not the one shown before
+    std::map<MarkerKind, int> count;
+    for (const widgets::ChartMarker& m : d.markers()) {
+      ++count[m.kind];
+    }
+    QCOMPARE(count[MarkerKind::Toggle], 1);  // micro-batch → 1 at step 0
+    QCOMPARE(count[MarkerKind::Resume], 1);
+  }
+
+  // The engine's hello before any run makes no entry in the selector (it once made a "run 1"
+  // that showed nothing and hid the selector); the next run knows where the engine computes.
+  void theEnginesHelloMakesNoRun() {
+    Dashboard d;
+    d.handleEvent({0, HelloEvent{kProtocolVersion, "test", "cpu", {}}});
+    d.handleEvent({1, StateEvent{RunState::Idle, 0, ""}});
+    d.handleEvent({2, LogEvent{LogLevel::Info, "ready"}});
+    QCOMPARE(d.runCount(), 0);
+    QCOMPARE(d.runSelector()->count(), 0);
+    d.noteCommand(StartCommand{{{"out", "/runs/a"}}});
+    QCOMPARE(d.runCount(), 1);
+    QVERIFY(d.showsQueueNote());
   }
 
   void decimatorKeepsSpikesAndBoundsPoints() {

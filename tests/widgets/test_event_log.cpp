@@ -71,7 +71,7 @@ class TestEventLog : public QObject {
              static_cast<int>(EventLogModel::Info));
     QCOMPARE(cell(model, 0, EventLogModel::KindColumn), QStringLiteral("toggle"));
     QCOMPARE(cell(model, 0, EventLogModel::MessageColumn),
-             QStringLiteral("cpu_fallback → false not applied: no usable GPU (this is the cpu "
+             QStringLiteral("CPU fallback → off not applied: no usable GPU (this is the cpu "
                             "build)"));
   }
 
