@@ -85,6 +85,18 @@
 #                                  compare_steps.py) into $OUT/supervised; LORASCOPE_TRAIN as for
 #                                  supervise (required: no build there). Tar $OUT: it holds more
 #                                  files than come back one by one.
+#   scripts/gpu-check.sh torchrun-nccl
+#                                  there (2 GPUs: the nvidia-h200-x2 kind): a 2-process torchrun job
+#                                  of tests/external/scripts/ddp_train.py (DistributedDataParallel,
+#                                  nccl, rank r on cuda:r, a checkpoint every DDP_SAVE_EVERY (3)
+#                                  steps of DDP_STEPS (12)) under `lorascope-train supervise`;
+#                                  rank 1 kills itself with SIGKILL at step DDP_KILL_AT (7).
+#                                  check_ddp_run.py asserts steps 1..N once each with rank 0's
+#                                  losses, one incident naming the killed process, the group
+#                                  restarted from the newest checkpoint, the run finished (the
+#                                  checks of ctest cli_supervise_torchrun on the CPU). Report,
+#                                  events, metrics and the command's log in $OUT; LORASCOPE_TRAIN
+#                                  as for supervise (else built there, in the cpu flavour).
 #   scripts/gpu-check.sh qlora     there: the 4-bit (QLoRA) checks in one call, results to $OUT:
 #                                  `pip show bitsandbytes`; scripts/reference/nf4.py's NF4
 #                                  reference (nf4_reference.json; commit it as
@@ -332,25 +344,32 @@ run_memory() {
   exit "${PIPESTATUS[0]}"
 }
 
-run_supervise() {
-  local out="${OUT:-$repo/gpu-check-results}"
-  mkdir -p "$out"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
-  local started=$SECONDS bin=build/device-cpu/app/lorascope-train
+# The supervisor's lorascope-train into $bin: LORASCOPE_TRAIN when it starts, else the cpu flavour
+# built here (the supervisor runs no GPU code of ours). Logs go to $1.
+supervise_program() {
+  local out=$1 started=$SECONDS
+  bin=build/device-cpu/app/lorascope-train
   export LD_LIBRARY_PATH="$repo/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   if [[ -n ${LORASCOPE_TRAIN:-} ]] && "$LORASCOPE_TRAIN" --version >/dev/null 2>&1; then
     bin=$LORASCOPE_TRAIN  # built elsewhere and carried in (saves the device's time)
     echo "gpu-check: using $bin"
-  else
-    cmake --preset cpu -B build/device-cpu -DLORASCOPE_BUILD_GUI=OFF \
-      -DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include" >"$out/configure.log" 2>&1 ||
-      { tail -40 "$out/configure.log"; exit 1; }
-    cmake --build build/device-cpu --target lorascope-train --parallel "$(nproc)" \
-      >"$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
-    rm -f "$out/build.log" "$out/configure.log"
-    echo "gpu-check: lorascope-train (cpu flavour) built in $((SECONDS - started)) s"
+    return
   fi
-  local status=0 work
+  cmake --preset cpu -B build/device-cpu -DLORASCOPE_BUILD_GUI=OFF \
+    -DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include" >"$out/configure.log" 2>&1 ||
+    { tail -40 "$out/configure.log"; exit 1; }
+  cmake --build build/device-cpu --target lorascope-train --parallel "$(nproc)" \
+    >"$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+  rm -f "$out/build.log" "$out/configure.log"
+  echo "gpu-check: lorascope-train (cpu flavour) built in $((SECONDS - started)) s"
+}
+
+run_supervise() {
+  local out="${OUT:-$repo/gpu-check-results}" bin
+  mkdir -p "$out"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
+  supervise_program "$out"
+  local started status=0 work
   work=$(mktemp -d)
   PYTHONPATH=python python3 scripts/reference/probe_snapshot_fixture.py "$out" || status=1
   started=$SECONDS
@@ -375,6 +394,41 @@ run_trainers() {
   bash "$fixtures/record_trainers.sh" "$out/recorded" || status=1
   bash "$fixtures/supervise_gpu.sh" "$LORASCOPE_TRAIN" "$repo/python" "$out/supervised" ||
     status=1
+  exit "$status"
+}
+
+run_torchrun_nccl() {
+  local out="${OUT:-$repo/gpu-check-results}" bin
+  mkdir -p "$out"
+  local report=$out/report.txt
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
+  (($(nvidia-smi -L | wc -l) >= 2)) || { echo "gpu-check: torchrun-nccl needs 2 GPUs" | tee "$report"; exit 2; }
+  supervise_program "$out"
+  local steps=${DDP_STEPS:-12} save=${DDP_SAVE_EVERY:-3} kill_at=${DDP_KILL_AT:-7} status=0 work
+  work=$(mktemp -d)
+  python3 -c "import torch; print('torch', torch.__version__, 'nccl', torch.cuda.nccl.version(), \
+'gpus', torch.cuda.device_count())" | tee "$report"
+  local command=("$bin" supervise --telemetry=false --grace 5 --out "$work/run"
+    --resume-arg "--resume {checkpoint_dir}" --checkpoint-glob "$work/ddp-out/checkpoint-*" --
+    python3 -m torch.distributed.run --standalone --nproc_per_node 2 --monitor_interval 1
+    --redirects "0:2,1:2" --tee "0:1,1:1" --log_dir "$work/logs" tests/external/scripts/ddp_train.py
+    --out "$work/ddp-out" --backend nccl --device cuda --steps "$steps" --save-every "$save"
+    --kill-rank 1 --kill-at "$kill_at")
+  echo "command: ${command[*]}" | tee -a "$report"
+  local started=$SECONDS
+  PYTHONUNBUFFERED=1 timeout 240 "${command[@]}" >"$out/supervise.txt" 2>&1 || status=1
+  echo "supervise: exit status $status in $((SECONDS - started)) s" | tee -a "$report"
+  cp "$work/run/events.jsonl" "$work/run/metrics.jsonl" "$work/run/command.log" \
+    "$work/run/config.json" "$work/ddp-out/truth-rank0.json" "$out/" 2>/dev/null || status=1
+  python3 tests/external/scripts/check_ddp_run.py "$work/run" "$work/ddp-out" 1 "$kill_at" \
+    "$save" "$steps" 2>&1 | tee -a "$report" || status=1
+  {
+    echo "--- events.jsonl: incidents, errors, states, profile switches"
+    grep -E '"type":"(incident|error|state|profile_switch)"' "$out/events.jsonl" || true
+    echo "--- command.log: the PIDs, torchrun's report of the failure, the restart"
+    grep -E "rank [01] pid|SIGKILL|--resume|Signal|exitcode" "$out/command.log" | head -20 || true
+  } >>"$report"
+  echo "gpu-check: torchrun-nccl $( ((status == 0)) && echo passed || echo FAILED)" | tee -a "$report"
   exit "$status"
 }
 
@@ -515,6 +569,7 @@ case "${1:-}" in
     ;;
   supervise) run_supervise ;;
   trainers) run_trainers ;;
+  torchrun-nccl) run_torchrun_nccl ;;
   parity)
     shift
     run_parity "$@"
@@ -522,7 +577,7 @@ case "${1:-}" in
   *)
     echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | parity [OP ...] | doctor |" \
       "record [PROGRAM] | loop [NAME=PROGRAM ...] | bench [SHAPE ...] | memory [ARGS] |" \
-      "supervise | trainers |" \
+      "supervise | trainers | torchrun-nccl |" \
       "hf RUN_DIR TEMPLATES_DIR | qlora | generate | mirror | peft-adapter BASE_DIR ADAPTER_DIR..." >&2
     exit 2
     ;;
