@@ -8,6 +8,24 @@
 // Attention is causal over the whole pack and positions run on across examples, as in
 // transformers' group_texts and TRL's ConstantLengthDataset; per-example attention masks are
 // not applied.
+//
+// Note [length grouping]: with group-by-length on, an epoch's order puts sequences of similar
+// length together, so that a micro-batch, padded to its longest row (collate), computes little
+// padding — the design of Hugging Face Trainer's group_by_length (its LengthGroupedSampler):
+//   1. the epoch's order as without grouping (epochOrder: seeded shuffle, or dataset order);
+//   2. cut into mega-batches of `mult` groups, mult = min(count / (4 × group), 50), at least 1;
+//   3. each mega-batch sorted longest first (ties keep step 1's order);
+//   4. cut into groups of `group` sequences — the optimizer step's effective batch, so every
+//      micro-batch of a step comes from one group whatever the micro-batch size is now (it may
+//      change at any step; the effective batch does not) and only the last group is short;
+//   5. with shuffle on, the whole groups shuffled (Philox stream of the epoch, apart from the
+//      order's own), so that lengths do not fall within a mega-batch step after step; the short
+//      group stays last, where the epoch's last step takes what is left;
+//   6. the group holding the longest sequence first, so that a batch that does not fit the
+//      device fails in the first step, not hours in (when only the short group holds it, its
+//      longest sequence trades places with the first group's).
+// Unlike Trainer, which keeps each mega-batch longest first, step 5 shuffles the groups. The
+// order is a function of (lengths, group, seed, epoch, shuffle): a resumed run continues it.
 #pragma once
 
 #include <cstdint>
@@ -45,6 +63,13 @@ SequenceSet buildSequences(std::span<const TokenizedExample> examples, std::int6
 std::vector<std::int64_t> epochOrder(std::int64_t count, std::uint64_t seed, std::int64_t epoch,
                                      bool shuffle);
 
+// The order of epoch `epoch` with sequences of similar length grouped (Note [length grouping]):
+// a permutation of 0..sequences.size()−1 whose runs of `group` sequences (the effective batch)
+// are each sorted longest first. Throws std::invalid_argument for group < 1.
+std::vector<std::int64_t> lengthGroupedOrder(std::span<const Sequence> sequences,
+                                             std::int64_t group, std::uint64_t seed,
+                                             std::int64_t epoch, bool shuffle);
+
 // Sequences padded on the right to the longest (pad id 0, label −100): with causal attention the
 // padding changes nothing before it.
 struct MicroBatch {
@@ -53,7 +78,8 @@ struct MicroBatch {
   std::vector<std::int32_t> ids;     // (batch, seq)
   std::vector<std::int32_t> labels;  // (batch, seq)
   std::int64_t predictedTokens = 0;
-  std::int64_t realTokens = 0;  // tokens that are not padding
+  std::int64_t realTokens = 0;                            // tokens that are not padding
+  std::int64_t positions() const { return batch * seq; }  // computed, padding included
 };
 MicroBatch collate(std::span<const Sequence* const> rows);
 

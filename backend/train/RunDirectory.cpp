@@ -56,6 +56,7 @@ json toJson(const StepMetrics& m) {
               {"cycle_seconds", m.cycleSeconds},
               {"compute_tokens_per_s", m.computeTokensPerS},
               {"tokens", m.tokens},
+              {"positions", m.positions},
               {"predicted_tokens", m.predictedTokens},
               {"device", compute::deviceName(m.device)}};
   // JSON has no NaN: a loss or norm that is not finite is written as null, with the reason.
@@ -96,6 +97,7 @@ StepMetrics stepMetricsFromJson(const json& j) {
   m.computeTokensPerS = j.value("compute_tokens_per_s", m.tokensPerS);
   m.tokens = j.value("tokens", std::int64_t{0});
   m.predictedTokens = j.value("predicted_tokens", std::int64_t{0});
+  m.positions = j.value("positions", std::int64_t{0});  // 0: a line from before it was written
   // Lines written before runs could move between devices were all CPU steps.
   m.device = j.value("device", "cpu") == "gpu" ? compute::Device::Gpu : compute::Device::Cpu;
   if (j.contains("eval_loss")) {

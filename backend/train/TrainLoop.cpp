@@ -256,8 +256,10 @@ void TrainLoop::setActivationCheckpointing(bool on, const model::ModelWeights& w
 
 const std::vector<std::int64_t>& TrainLoop::orderOf(std::int64_t epoch) {
   if (epoch != orderEpoch_) {
-    order_ = epochOrder(static_cast<std::int64_t>(sequences_.size()), config_.seed, epoch,
-                        config_.shuffle);
+    order_ = config_.groupByLength ? lengthGroupedOrder(sequences_, config_.effectiveBatch(),
+                                                        config_.seed, epoch, config_.shuffle)
+                                   : epochOrder(static_cast<std::int64_t>(sequences_.size()),
+                                                config_.seed, epoch, config_.shuffle);
     orderEpoch_ = epoch;
   }
   return order_;
@@ -294,6 +296,7 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
   const float gradScale = 1.0f / static_cast<float>(predicted);
   double lossSum = 0.0;
   std::int64_t tokens = 0;
+  std::int64_t positions = 0;
   std::int64_t micro = 0;
   for (std::int64_t first = 0; first < taken; first += microBatch_, ++micro) {
     const std::int64_t n = std::min(microBatch_, taken - first);
@@ -305,6 +308,7 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
     lossSum +=
         graph_->forwardBackward(input, gradScale, {config_.seed, state_.step, micro}, cancel).sum;
     tokens += mb.realTokens;
+    positions += mb.positions();
     stages.batchesMs += ms(building, built);
     stages.passesMs += ms(built, Clock::now());
   }
@@ -361,6 +365,7 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
   metrics.tokensPerS = cycle > 0 ? static_cast<double>(tokens) / cycle : 0.0;
   metrics.computeTokensPerS = seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0;
   metrics.tokens = tokens;
+  metrics.positions = positions;
   metrics.stages = stages;
   metrics.predictedTokens = predicted;
   metrics.microBatch = microBatch_;

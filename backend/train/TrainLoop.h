@@ -9,6 +9,8 @@
 //   epoch; steps never straddle epochs). Changing the micro-batch size keeps the effective batch:
 //   accumulation = ⌈effective / microBatch⌉, the last micro-batch taking what is left. Every
 //   change is recorded in TrainerState::microBatchHistory.
+// - Each epoch visits every sequence once, in epochOrder's order or, with groupByLength, in
+//   lengthGroupedOrder's (groups of one effective batch, so a step never mixes two groups).
 // - Everything random is f(seed, stream, index) (Philox): the shuffle of epoch e, the dropout of
 //   (step, micro-batch, layer, module). TrainerState (train/Checkpoint.h) is therefore the whole
 //   state: a loop built from it continues bit for bit.
@@ -55,6 +57,9 @@ struct TrainConfig {
   std::uint64_t seed = 42;
   bool shuffle = true;
   bool packing = false;
+  // Each epoch's order groups sequences of similar length into the steps' effective batches
+  // (train/Batching.h, Note [length grouping]): less padding computed.
+  bool groupByLength = false;
   bool activationCheckpointing = false;
   // How the caller placed the frozen projections (model::placeWeights): recorded in the run's
   // config.json and model card, and counted by the memory model; the loop computes the same way.
@@ -90,6 +95,7 @@ struct StepMetrics {
   double cycleSeconds = 0.0;       // since the previous step completed (TrainLoop::restartCycle)
   double computeTokensPerS = 0.0;  // real tokens / seconds: the step's compute alone
   std::int64_t tokens = 0;         // input tokens processed (padding excluded)
+  std::int64_t positions = 0;      // positions computed: each micro-batch's rows x its longest
   std::int64_t predictedTokens = 0;  // tokens the loss is over
   std::int64_t microBatch = 0;
   std::int64_t accumulation = 0;

@@ -1,6 +1,7 @@
 // test_train_loop.cpp — the optimizer-step loop on the tiny Llama fixture: bit-identical runs from
 // the same seed, bit-identical resume from a saved TrainerState, micro-batch size changes that
-// keep the effective batch (and the trajectory), packing, seeded epoch order, learning on
+// keep the effective batch (and the trajectory), packing, seeded epoch order (and its
+// length-grouped form, continued bit for bit by a resumed run), learning on
 // repeated data, per-step metrics, cancellation, config errors, a host state that follows the
 // backend's adapter and moments, and the state mirror's snapshot of a step taken before the next
 // step runs.
@@ -216,6 +217,130 @@ TEST_CASE(epochOrderIsASeededPermutation) {
   VERIFY(train::epochOrder(50, 8, 0, true) != a);
   const auto identity = train::epochOrder(5, 7, 3, false);
   COMPARE(identity, (std::vector<std::int64_t>{0, 1, 2, 3, 4}));
+}
+
+namespace {
+
+// `count` sequences of 1..300 tokens (Philox stream 5 of `seed`): lengths as mixed as real data's.
+std::vector<train::Sequence> sequencesOfMixedLength(int count, std::uint64_t seed) {
+  std::vector<train::Sequence> out;
+  std::uint64_t index = 0;
+  for (int i = 0; i < count; ++i) {
+    const auto length = 1 + train::uniformBelow(seed, 5, index, 300);
+    out.push_back({std::vector<std::int32_t>(length, i), std::vector<std::int32_t>(length, i), 1});
+  }
+  return out;
+}
+
+// Real tokens / computed positions when `order` is cut into micro-batches of `micro`.
+double fillOf(const std::vector<train::Sequence>& sequences, const std::vector<std::int64_t>& order,
+              std::size_t micro) {
+  std::int64_t real = 0, positions = 0;
+  for (std::size_t first = 0; first < order.size(); first += micro) {
+    std::vector<const train::Sequence*> rows;
+    for (std::size_t i = first; i < std::min(order.size(), first + micro); ++i)
+      rows.push_back(&sequences[static_cast<std::size_t>(order[i])]);
+    const train::MicroBatch mb = train::collate(rows);
+    real += mb.realTokens;
+    positions += mb.positions();
+  }
+  return static_cast<double>(real) / static_cast<double>(positions);
+}
+
+}  // namespace
+
+// Note [length grouping]: every sequence once per epoch, runs of one group sorted longest
+// first, the longest group first, the short group last, and the same order for the same
+// (seed, epoch) — what a resumed run recomputes.
+TEST_CASE(lengthGroupedOrderIsASeededPermutationOfSortedGroups) {
+  const auto sequences = sequencesOfMixedLength(1003, 3);  // 125 groups of 8 and one of 3
+  const auto length = [&](std::int64_t i) {
+    return sequences[static_cast<std::size_t>(i)].ids.size();
+  };
+  for (const bool shuffle : {true, false}) {
+    const auto order = train::lengthGroupedOrder(sequences, 8, 7, 0, shuffle);
+    COMPARE(order.size(), sequences.size());
+    COMPARE(std::set<std::int64_t>(order.begin(), order.end()).size(), sequences.size());
+    COMPARE(*std::min_element(order.begin(), order.end()), std::int64_t{0});
+    COMPARE(*std::max_element(order.begin(), order.end()), std::int64_t{1002});
+    COMPARE(train::lengthGroupedOrder(sequences, 8, 7, 0, shuffle), order);
+    for (std::size_t first = 0; first < order.size(); first += 8) {
+      for (std::size_t i = first + 1; i < std::min(order.size(), first + 8); ++i)
+        VERIFY2(length(order[i - 1]) >= length(order[i]), lstest::format("position %zu", i));
+    }
+    std::size_t longest = 0;
+    for (const auto& s : sequences)
+      longest = std::max(longest, s.ids.size());
+    COMPARE(length(order[0]), longest);
+  }
+  const auto a = train::lengthGroupedOrder(sequences, 8, 7, 0, true);
+  VERIFY(train::lengthGroupedOrder(sequences, 8, 7, 1, true) != a);
+  VERIFY(train::lengthGroupedOrder(sequences, 8, 8, 0, true) != a);
+  // The groups are shuffled: lengths do not fall group after group as in a sorted mega-batch.
+  int rises = 0;
+  for (std::size_t g = 8; g + 8 <= 1000; g += 8)
+    rises += length(a[g]) > length(a[g - 8]) ? 1 : 0;
+  VERIFY2(rises > 30, lstest::format("%d of 124 groups start longer than the one before", rises));
+  // Far less padding than the plain shuffle in micro-batches of 8, 4 and 3 (a micro-batch size
+  // changed during the run: groups are effective batches, their micro-batches stay within them).
+  const auto plain = train::epochOrder(1003, 7, 0, true);
+  for (const std::size_t micro : {8, 4, 3}) {
+    const double grouped = fillOf(sequences, a, micro);
+    VERIFY2(grouped > 0.9 && grouped > fillOf(sequences, plain, micro) + 0.2,
+            lstest::format("micro %zu: fill %.3f grouped, %.3f not", micro, grouped,
+                           fillOf(sequences, plain, micro)));
+  }
+  // Fewer sequences than a group: one short group, sorted; a group of 1 is the plain order.
+  const auto few = std::vector<train::Sequence>(sequences.begin(), sequences.begin() + 5);
+  const auto five = train::lengthGroupedOrder(few, 8, 7, 0, true);
+  COMPARE(std::set<std::int64_t>(five.begin(), five.end()).size(), std::size_t{5});
+  for (std::size_t i = 1; i < 5; ++i)
+    VERIFY(length(five[i - 1]) >= length(five[i]));
+  VERIFY(throwsNaming<std::invalid_argument>(
+      [&] { train::lengthGroupedOrder(sequences, 0, 7, 0, true); }, "at least 1 sequence"));
+}
+
+// A run grouped by length, saved mid-epoch and resumed, takes the same sequences in every step
+// (its tokens and positions) and continues the uninterrupted run bit for bit, across epochs.
+TEST_CASE(resumeContinuesTheLengthGroupedOrder) {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  TrainConfig config = smallConfig();
+  config.maxSteps = 0;
+  config.epochs = 3;  // 21 sequences / 4 per step: 6 steps per epoch, the last one of 1
+  config.groupByLength = true;
+  TrainLoop uninterrupted(*backend, folder.config(), folder.weights(), examples(21, 4), config);
+  const auto all = runAll(uninterrupted);
+  COMPARE(all.size(), std::size_t{18});
+  TrainConfig plainConfig = config;
+  plainConfig.groupByLength = false;
+  TrainLoop plain(*backend, folder.config(), folder.weights(), examples(21, 4), plainConfig);
+  const auto plainSteps = runAll(plain);
+  std::int64_t groupedPositions = 0, plainPositions = 0;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    VERIFY(all[i].tokens <= all[i].positions);
+    groupedPositions += all[i].positions;
+    plainPositions += plainSteps[i].positions;
+  }
+  VERIFY2(
+      groupedPositions < plainPositions,
+      lstest::format("%lld positions grouped, %lld not", static_cast<long long>(groupedPositions),
+                     static_cast<long long>(plainPositions)));
+
+  TrainLoop interrupted(*backend, folder.config(), folder.weights(), examples(21, 4), config);
+  for (int i = 0; i < 8; ++i)
+    interrupted.step();
+  const train::TrainerState saved = interrupted.state();
+  COMPARE(saved.epoch, std::int64_t{1});
+  TrainLoop resumed(*backend, folder.config(), folder.weights(), examples(21, 4), config, saved);
+  const auto rest = runAll(resumed);
+  COMPARE(rest.size(), std::size_t{10});
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    COMPARE(rest[i].tokens, all[i + 8].tokens);
+    COMPARE(rest[i].positions, all[i + 8].positions);
+    VERIFY(rest[i].loss == all[i + 8].loss);
+  }
+  VERIFY(sameAdapter(resumed.state().adapter, uninterrupted.state().adapter));
 }
 
 TEST_CASE(lossDropsOnRepeatedData) {
