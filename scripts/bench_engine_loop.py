@@ -6,14 +6,16 @@ alpaca-style dataset, timed from outside (scripts/gpu-check.sh loop runs it on t
     bench_engine_loop.py OUT_DIR --data FILE --program NAME=LORASCOPE_TRAIN [--program ...]
                          [--kernel-bench BENCH_GPU_TRAIN] [--shape qwen2.5-0.5b] [--runs 3]
                          [--steps 40] [--warmup 5] [--batch 8] [--seq 512] [--packing]
-                         [--device gpu|cpu]
+                         [--compare OPTION ...] [--device gpu|cpu]
 
 1. The model: a random folder of the shape (the config of Qwen/Qwen2.5-0.5B), built by
    transformers and written with save_pretrained (bf16 safetensors), with the built-in demo
    model's byte-level tokenizer (a one-step CPU demo run writes it into the cache). Speed does not
    depend on the weights' values.
 2. Each program (e.g. main's build as "before", this branch's as "after") trains RUNS times, the
-   runs interleaved, each in a fresh engine: the dataset, B x S, LoRA at the run defaults (r8,
+   runs interleaved, each in a fresh engine; with --compare OPTION (a boolean run option, e.g.
+   group-by-length; repeatable) each program also runs with that option on, as "NAME+OPTION",
+   interleaved with the rest: the dataset, B x S, LoRA at the run defaults (r8,
    alpha 16, no dropout: bench_gpu_train's), no checkpoints, no toggles, no snapshots, with
    LORASCOPE_STEP_TIMING=1 (the engine's own breakdown of every step cycle, when it has one).
 3. Per run, over the steps after the warm-up:
@@ -24,7 +26,9 @@ alpaca-style dataset, timed from outside (scripts/gpu-check.sh loop runs it on t
    - shown: the events' median tokens_per_s (the run's speed since the step cycle is measured;
      a build before that showed the compute's), and the compute's own figure (real tokens over
      `seconds`);
-   - real tokens per step and the share of the B x S positions they fill;
+   - real tokens per step and the share of the B x S positions they fill; and the share of the
+     positions the steps computed (metrics.jsonl `positions`: each micro-batch padded to its
+     longest row) that are real tokens, when the program writes it;
    - the engine's breakdown ("step timing" log lines): the median of each stage in ms.
 4. With --kernel-bench: bench_gpu_train on the same folder, B x S, every position a real token
    (fully packed random ids), once per run: the kernel-only figure, named as such.
@@ -82,12 +86,13 @@ def median(values):
     return statistics.median(values) if values else float("nan")
 
 
-def one_run(program, args, model, out_dir, log_path, env):
+def one_run(program, args, model, out_dir, log_path, env, extra_options):
     engine = Engine(program, log_path, dict(env, LORASCOPE_STEP_TIMING="1"))
     options = {"steps": args.steps, "batch-size": args.batch, "grad-accum": 1,
                "max-seq-len": args.seq, "checkpoint-every": 0, "device": args.device}
     if args.packing:
         options["packing"] = True
+    options.update(extra_options)
     started = time.monotonic()
     engine.send({"type": "start", "config": {"model": model, "data": args.data, "out": out_dir,
                                              "options": options}})
@@ -109,6 +114,7 @@ def one_run(program, args, model, out_dir, log_path, env):
     gaps = [1000 * (arrived[k] - arrived[k - 1]) for k in counted]
     own = [1000 * metrics[k]["seconds"] for k in counted]
     tokens = [metrics[k]["tokens"] for k in counted]
+    positions = [metrics[k].get("positions", 0) for k in counted]
     stages = {name: [] for name in STAGES}
     for e in engine.events:
         match = e.get("type") == "log" and TIMING.search(e.get("text", ""))
@@ -124,6 +130,7 @@ def one_run(program, args, model, out_dir, log_path, env):
         "compute_tokens_per_s": median([t / (s / 1000) for t, s in zip(tokens, own)]),
         "real_tokens_per_step": median(tokens),
         "fill": median(tokens) / (args.batch * args.seq),
+        "computed_fill": sum(tokens) / sum(positions) if all(positions) else None,
         "stages_ms": {name: median(v) for name, v in stages.items() if v},
         "run_wall_s": wall,
     }
@@ -154,12 +161,18 @@ def main():
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=512)
     parser.add_argument("--packing", action="store_true")
+    parser.add_argument("--compare", action="append", default=[], metavar="OPTION",
+                        help="also run each program with this boolean run option on")
     parser.add_argument("--device", default="gpu", choices=["gpu", "cpu"])
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--model", help="an existing model folder instead of a random one")
     parser.add_argument("--keep-events", action="store_true", help="each run's events to OUT_DIR")
     args = parser.parse_args()
     programs = [p.split("=", 1) for p in args.program]
+    # (label, program, extra options): each program plain, then with each compared option on.
+    configurations = [(name, program, {}) for name, program in programs] + [
+        (f"{name}+{option}", program, {option: True})
+        for name, program in programs for option in args.compare]
     os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="lorascope-loop-")
     env = dict(os.environ, LORASCOPE_CACHE_DIR=os.path.join(work, "cache"))
@@ -174,11 +187,11 @@ def main():
     results = []
     with open(os.path.join(args.out, "runs.jsonl"), "w") as lines:
         for run in range(args.runs):
-            for name, program in programs:
+            for name, program, extra in configurations:
                 label = f"{name}-{run + 1}"
                 result = one_run(program, args, model, os.path.join(work, f"run-{label}"),
                                  os.path.join(args.out if args.keep_events else work,
-                                              f"events-{label}.jsonl"), env)
+                                              f"events-{label}.jsonl"), env, extra)
                 result.update(program=name, run=run + 1)
                 results.append(result)
                 lines.write(json.dumps(result) + "\n")
@@ -195,7 +208,7 @@ def main():
                f"S{args.seq}{' packed' if args.packing else ''}, steps {args.warmup + 1}-"
                f"{args.steps} of {args.steps}, {args.runs} runs each, interleaved, on {device}.",
                "Medians of the runs (spread min-max):"]
-    for name, _ in programs:
+    for name, _, _ in configurations:
         runs = [r for r in results if r["program"] == name]
         field = lambda key: [r[key] for r in runs]  # noqa: E731
         summary.append(
@@ -207,7 +220,10 @@ def main():
             f"{median(field('shown_tokens_per_s')):.0f} tokens/s; compute only "
             f"{median(field('compute_tokens_per_s')):.0f} tokens/s; "
             f"{median(field('real_tokens_per_step')):.0f} real tokens per step "
-            f"({100 * median(field('fill')):.0f}% of the positions)")
+            f"({100 * median(field('fill')):.0f}% of the positions)"
+            + ("" if None in field("computed_fill") else
+               f"; {100 * median(field('computed_fill')):.1f}% of the positions computed are real "
+               f"tokens"))
         stages = {}
         for r in runs:
             for stage, value in r["stages_ms"].items():

@@ -143,7 +143,9 @@
 #                                  after=build/nv/lorascope-train); none: lorascope-train and
 #                                  bench_gpu_train are built there. LOOP_BENCH: a carried
 #                                  bench_gpu_train; LOOP_RUNS (3), LOOP_STEPS (40), LOOP_PACKING=1
-#                                  (--packing), LOOP_OUT (default $OUT). Results in
+#                                  (--packing), LOOP_COMPARE="OPTION ..." (boolean run options,
+#                                  e.g. group-by-length: each program also runs with each on,
+#                                  interleaved), LOOP_OUT (default $OUT). Results in
 #                                  summary.txt and runs.jsonl.
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
@@ -256,6 +258,10 @@ run_loop() {
   done
   [[ -n "$bench" ]] && args+=(--kernel-bench "$bench")
   [[ "${LOOP_PACKING:-0}" == 1 ]] && args+=(--packing)
+  local option
+  for option in ${LOOP_COMPARE:-}; do
+    args+=(--compare "$option")
+  done
   LD_LIBRARY_PATH="$repo/.device/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     python3 scripts/bench_engine_loop.py "$out" \
     --data "${LOOP_DATA:-shared/fixtures/datasets/alpaca_en_demo.json}" \

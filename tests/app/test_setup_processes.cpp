@@ -6,6 +6,7 @@
 // at all).
 #include <QtTest>
 
+#include <QCheckBox>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QFile>
@@ -248,6 +249,23 @@ class TestSetupProcesses : public QObject {
     job::applyOptions(a, options);
     job::applyOptions(b, reversed);
     QCOMPARE(job::settingsToJson(a), job::settingsToJson(b));
+  }
+
+  // Group by length (a boolean of the table) is a check box on the setup page, off by default,
+  // and checking it starts the run with --group-by-length.
+  void groupByLengthIsACheckBoxOnTheSetupPage() {
+    app::RunSetupPage page;
+    page.setDemo(false);
+    auto* box = qobject_cast<QCheckBox*>(page.editor("group-by-length"));
+    QVERIFY(box != nullptr);
+    QVERIFY(!box->isChecked());
+    QCOMPARE(page.options().at("group-by-length"), std::string("false"));
+    box->setChecked(true);
+    QCOMPARE(page.options().at("group-by-length"), std::string("true"));
+    job::TrainRunSettings settings = job::defaultSettings(false);
+    job::applyOptions(settings, page.options());
+    QVERIFY(settings.train.groupByLength);
+    box->setChecked(false);  // nothing left for the remembered values of the next test
   }
 
   // Real-valued options are spin boxes with the table's range: the learning rate shows and

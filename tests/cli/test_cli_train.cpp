@@ -13,6 +13,9 @@
 //   - --profile starts the run under a profile, recorded in config.json;
 //   - while a run trains, a second `train --out` of its folder, a `train --resume` and an `export`
 //     of it are refused, naming the holder's process id (issue 31: both wrote metrics.jsonl);
+//   - --group-by-length trains the demo in its length-grouped order (less padding computed),
+//     recorded in config.json; stopped and resumed, it ends with the uninterrupted grouped run's
+//     adapter;
 //   - a bad option (or profile) is a usage error (exit 2) before any engine starts.
 // Plain C++ (no Qt), so it also runs where the GPU machine has no Qt. Linux: it finds the engine
 // child through /proc. The demo is shrunk (short sequences, rank 4) to keep each run to seconds.
@@ -134,6 +137,18 @@ std::vector<pid_t> childrenOf(std::int64_t parent) {
       children.push_back(static_cast<pid_t>(std::stoll(name)));
   }
   return children;
+}
+
+// The sum of `key` over a run's metrics.jsonl lines.
+std::int64_t sumOf(const fs::path& run, const std::string& key) {
+  std::istringstream lines(readFile(run / "metrics.jsonl"));
+  std::int64_t sum = 0;
+  for (std::string line; std::getline(lines, line);) {
+    const std::size_t at = line.find("\"" + key + "\":");
+    if (at != std::string::npos)
+      sum += std::stoll(line.substr(at + key.size() + 3));
+  }
+  return sum;
 }
 
 const std::vector<std::string> kDemo = {
@@ -379,6 +394,45 @@ int main() {
       previous = step;
     }
     check(previous >= 2 && increasing, "metrics.jsonl holds each step once, in order", metrics);
+  }
+
+  // --group-by-length: the demo in its length-grouped order (less padding computed than the
+  // reference's order), recorded in config.json; stopped with Ctrl-C and resumed, it continues
+  // that order and ends with the uninterrupted grouped run's adapter.
+  {
+    std::vector<std::string> args = demoInto(scratch / "grouped");
+    args.push_back("--group-by-length");
+    const Run run = train(args);
+    check(run.exitCode == 0 && contains(run.output, "done: 8 steps"),
+          "train --demo --group-by-length trains to the end", run.output);
+    check(contains(readFile(scratch / "grouped" / "config.json"), "\"group_by_length\": true"),
+          "config.json records group_by_length");
+    check(contains(readFile(scratch / "reference" / "config.json"), "\"group_by_length\": false"),
+          "a run without it records it off");
+    const auto fill = [&](const std::string& name) {
+      return double(sumOf(scratch / name, "tokens")) / double(sumOf(scratch / name, "positions"));
+    };
+    check(fill("grouped") > fill("reference"),
+          "grouped, more of the positions computed are real tokens (metrics.jsonl: " +
+              std::to_string(fill("grouped")) + " vs " + std::to_string(fill("reference")) + ")");
+    const std::string groupedAdapter = adapterOf(scratch / "grouped");
+    check(!groupedAdapter.empty() && groupedAdapter != referenceAdapter,
+          "its adapter differs from the reference's (other sequences in each step)");
+    std::vector<std::string> stoppedArgs = demoInto(scratch / "grouped-stopped");
+    stoppedArgs.push_back("--group-by-length");
+    bool interrupted = false;
+    const Run stopped = train(stoppedArgs, {}, [&](const std::string& line, std::int64_t pid) {
+      if (!interrupted && line.rfind("step 4/8", 0) == 0) {
+        ::kill(static_cast<pid_t>(pid), SIGINT);
+        interrupted = true;
+      }
+    });
+    check(stopped.exitCode == 130, "a grouped run stops on Ctrl-C", stopped.output);
+    const Run resumed = train({"--resume", (scratch / "grouped-stopped").string()});
+    check(resumed.exitCode == 0 && contains(resumed.output, "done: 8 steps"),
+          "--resume finishes the grouped run", resumed.output);
+    check(adapterOf(scratch / "grouped-stopped") == groupedAdapter,
+          "stopped and resumed, the grouped run's adapter is byte-identical", resumed.output);
   }
 
   // Usage errors come before any engine: exit 2, naming the option.

@@ -125,6 +125,21 @@ class TestRunOptions : public QObject {
     QCOMPARE(settingsJson(byEpochs, true)["max_steps"].get<int>(), 0);
   }
 
+  // group-by-length changes each epoch's order: a run made before the option existed has no
+  // group_by_length in its config.json and resumes with it off, in the order it started with.
+  void groupByLengthIsOffForRunsThatPredateIt() {
+    job::TrainRunSettings grouped = job::defaultSettings(false);
+    QVERIFY(!grouped.train.groupByLength);
+    job::applyOptions(grouped, std::map<std::string, std::string>{{"group-by-length", "true"}});
+    json training = job::settingsToJson(grouped);
+    QCOMPARE(training.at("group_by_length"), json(true));
+    QVERIFY(job::settingsFromJson(training, "config.json").train.groupByLength);
+    training.erase("group_by_length");
+    QVERIFY(!job::settingsFromJson(training, "config.json").train.groupByLength);
+    QVERIFY(job::CliArgs({"--no-group-by-length"}, job::trainCommand()).value("group-by-length") ==
+            "false");
+  }
+
   void badValuesNameTheOption() {
     auto message = [](const std::vector<std::string>& args) {
       try {

@@ -232,21 +232,6 @@ std::vector<train::Sequence> sequencesOfMixedLength(int count, std::uint64_t see
   return out;
 }
 
-// Real tokens / computed positions when `order` is cut into micro-batches of `micro`.
-double fillOf(const std::vector<train::Sequence>& sequences, const std::vector<std::int64_t>& order,
-              std::size_t micro) {
-  std::int64_t real = 0, positions = 0;
-  for (std::size_t first = 0; first < order.size(); first += micro) {
-    std::vector<const train::Sequence*> rows;
-    for (std::size_t i = first; i < std::min(order.size(), first + micro); ++i)
-      rows.push_back(&sequences[static_cast<std::size_t>(order[i])]);
-    const train::MicroBatch mb = train::collate(rows);
-    real += mb.realTokens;
-    positions += mb.positions();
-  }
-  return static_cast<double>(real) / static_cast<double>(positions);
-}
-
 }  // namespace
 
 // Note [length grouping]: every sequence once per epoch, runs of one group sorted longest

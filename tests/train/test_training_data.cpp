@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "TrainExamples.h"
 #include "TrainTestUtil.h"
 #include "common/OsError.h"  // defines: pathText
 #include "data/Validator.h"
@@ -154,21 +155,6 @@ fs::path sharedFixture(const std::string& relative) {
   return fs::path(root) / relative;
 }
 
-// Real tokens / computed positions over every micro-batch of `micro` in `order`.
-double fill(const std::vector<train::Sequence>& sequences, const std::vector<std::int64_t>& order,
-            std::size_t micro) {
-  std::int64_t real = 0, positions = 0;
-  for (std::size_t first = 0; first < order.size(); first += micro) {
-    std::vector<const train::Sequence*> rows;
-    for (std::size_t i = first; i < std::min(order.size(), first + micro); ++i)
-      rows.push_back(&sequences[static_cast<std::size_t>(order[i])]);
-    const train::MicroBatch mb = train::collate(rows);
-    real += mb.realTokens;
-    positions += mb.positions();
-  }
-  return static_cast<double>(real) / static_cast<double>(positions);
-}
-
 }  // namespace
 
 // The alpaca fixture (999 records) with a Qwen2-style tokenizer, max_seq_len 512, micro-batch 8
@@ -189,8 +175,8 @@ TEST_CASE(groupingByLengthFillsTheAlpacaFixturesBatches) {
     const auto count = static_cast<std::int64_t>(sequences.size());
     for (std::int64_t epoch = 0; epoch < 3; ++epoch) {
       const double grouped =
-          fill(sequences, train::lengthGroupedOrder(sequences, 8, 42, epoch, true), 8);
-      const double plain = fill(sequences, train::epochOrder(count, 42, epoch, true), 8);
+          test::fillOf(sequences, train::lengthGroupedOrder(sequences, 8, 42, epoch, true), 8);
+      const double plain = test::fillOf(sequences, train::epochOrder(count, 42, epoch, true), 8);
       std::cout << "alpaca_en_demo, qwen2_style_bpe2000, B8 x S512" << (packing ? " packed" : "")
                 << ", epoch " << epoch << ": " << sequences.size() << " sequences, fill " << grouped
                 << " grouped by length, " << plain << " not\n";
