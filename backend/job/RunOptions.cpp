@@ -236,8 +236,8 @@ std::vector<RunOption> buildTable() {
   add(
       boolean("group-by-length", "false",
               "Put examples of similar length into the same batches (each epoch's order, from "
-              "the seed, like Hugging Face's group_by_length): far less padding computed, so "
-              "more real tokens per second. The longest batch comes first."),
+              "the seed, like Hugging Face's group_by_length), so that far less padding is "
+              "computed. The batch with the longest example comes first."),
       "Group by length", "Training", "/group_by_length",
       [](auto& s) { return json(s.train.groupByLength); },
       [](auto& s, auto& v) { s.train.groupByLength = v.template get<bool>(); })
