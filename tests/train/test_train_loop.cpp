@@ -281,6 +281,13 @@ TEST_CASE(lengthGroupedOrderIsASeededPermutationOfSortedGroups) {
   COMPARE(std::set<std::int64_t>(five.begin(), five.end()).size(), std::size_t{5});
   for (std::size_t i = 1; i < 5; ++i)
     VERIFY(length(five[i - 1]) >= length(five[i]));
+  // The longest sequence alone in the short group (17 in groups of 4, dataset order): it trades
+  // places with the first group's longest, and the order stays a permutation.
+  std::vector<train::Sequence> tail(sequences.begin(), sequences.begin() + 17);
+  tail[16].ids.assign(400, 0);
+  const auto lastLongest = train::lengthGroupedOrder(tail, 4, 7, 0, false);
+  COMPARE(lastLongest.front(), std::int64_t{16});
+  COMPARE(std::set<std::int64_t>(lastLongest.begin(), lastLongest.end()).size(), std::size_t{17});
   VERIFY(throwsNaming<std::invalid_argument>(
       [&] { train::lengthGroupedOrder(sequences, 0, 7, 0, true); }, "at least 1 sequence"));
 }
