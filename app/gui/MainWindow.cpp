@@ -242,7 +242,9 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   engineLabel_ = new QLabel(this);
   stateLabel_ = new QLabel(this);
   engineLabel_->setObjectName(QStringLiteral("engineStatus"));
-  engineLabel_->setWordWrap(true);
+  // One line, cut at the window's edge (the whole text in its tooltip): a wrapped status bar took
+  // 75 px of a 700 px window's height from the dashboard's plots, an unwrapped one widened it.
+  engineLabel_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   stateLabel_->setObjectName(QStringLiteral("runStatus"));
   statusBar()->addWidget(engineLabel_, 1);
   statusBar()->addPermanentWidget(stateLabel_);
@@ -789,6 +791,7 @@ void MainWindow::updateActions() {
       engineText_.isEmpty() ? tr("%1 build · %2").arg(facts_.flavour, gpus) : engineText_;
   engineLabel_->setText(why.isEmpty() ? engine
                                       : tr("%1 · profiles and Controls off: %2").arg(engine, why));
+  engineLabel_->setToolTip(engineLabel_->text());
 }
 
 void MainWindow::restoreLayout() {
