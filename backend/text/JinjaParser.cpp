@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <stdexcept>
 
 #include "text/TextError.h"
 #include "text/Utf8.h"
@@ -720,7 +721,7 @@ class Parser {
       case T::Int:
         return literal(Value(parseInt(t.value)), t.line);
       case T::Float:
-        return literal(Value(std::stod(t.value)), t.line);
+        return literal(Value(parseFloat(t.value)), t.line);
       case T::Op:
         if (t.value == "(")
           return parseParenthesised(t.line);
@@ -740,6 +741,16 @@ class Parser {
     if (digits.size() > 18)
       fail("integer " + digits + " is too large");
     return static_cast<std::int64_t>(std::stoll(digits));
+  }
+
+  // A number past a double's range (5e999, 1e-999) is an error of the template, not a crash:
+  // std::stod throws out_of_range for both.
+  double parseFloat(const std::string& text) const {
+    try {
+      return std::stod(text);
+    } catch (const std::out_of_range&) {
+      fail("number " + text + " is out of range");
+    }
   }
 
   static Expr literal(Value v, int line) {

@@ -182,6 +182,14 @@ TEST_CASE(syntaxErrorsNameFileAndLine) {
           tag.c_str());
   const std::string string = errorOf("{{ 'open }}");
   VERIFY2(string.find("string literal is never closed") != std::string::npos, string.c_str());
+  // A float literal past a double's range (found by fuzz_jinja_template: std::stod threw
+  // out_of_range through the parser and ended the program).
+  const std::string huge = errorOf("a {%- if tr+5e22222222222222222 %}{% endif %}");
+  VERIFY2(
+      huge.find("t.jinja line 1: number 5e22222222222222222 is out of range") != std::string::npos,
+      huge.c_str());
+  const std::string tiny = errorOf("{{ 1e-99999 }}");
+  VERIFY2(tiny.find("number 1e-99999 is out of range") != std::string::npos, tiny.c_str());
 }
 
 TEST_CASE(runtimeErrorsNameLine) {
