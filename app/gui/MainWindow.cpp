@@ -449,15 +449,7 @@ void MainWindow::launchCommand(const external::SupervisedCommand& command,
   controls_->startRun();  // a command reports none of the trainer's toggles
   if (command.resumeFirst) {
     // A resumed command's run is one run too: its entry goes on after its last recorded step.
-    std::vector<TimedEvent> earlier;
-    try {
-      earlier = metricsAsEvents(runDir);
-    } catch (const std::exception& e) {
-      logLine(
-          LogLevel::Warning,
-          tr("the resumed run's earlier steps are not shown: %1").arg(QString::fromUtf8(e.what())));
-    }
-    dashboard_->resumeRun(runDir, QFileInfo(runDir).fileName(), std::move(earlier),
+    dashboard_->resumeRun(runDir, QFileInfo(runDir).fileName(), earlierSteps(runDir),
                           command.resumedAfterStep);
   } else {  // new curves, named after the run's folder
     dashboard_->noteCommand(Command{StartCommand{{{"out", runDir.toStdString()}}}});
@@ -504,6 +496,17 @@ MainWindow::ExistingRunChoice MainWindow::askAboutExistingRun(const QString& run
   return ask.clickedButton() == rename ? ExistingRunChoice::NewName : ExistingRunChoice::Cancel;
 }
 
+std::vector<TimedEvent> MainWindow::earlierSteps(const QString& runDir) {
+  try {
+    return metricsAsEvents(runDir);
+  } catch (const std::exception& e) {
+    logLine(
+        LogLevel::Warning,
+        tr("the resumed run's earlier steps are not shown: %1").arg(QString::fromUtf8(e.what())));
+    return {};
+  }
+}
+
 void MainWindow::resumeRun(const QString& runDir) {
   if (external::isSupervisedRunFolder(widgets::toPath(runDir))) {
     resumeCommand(runDir);
@@ -521,14 +524,7 @@ void MainWindow::resumeRun(const QString& runDir) {
   // One run: its entry goes on from the checkpoint, its earlier steps from its metrics.jsonl
   // when this window did not show them.
   const std::optional<RunSummary> run = readRunSummary(runDir);
-  std::vector<TimedEvent> earlier;
-  try {
-    earlier = metricsAsEvents(runDir);
-  } catch (const std::exception& e) {
-    logLine(
-        LogLevel::Warning,
-        tr("the resumed run's earlier steps are not shown: %1").arg(QString::fromUtf8(e.what())));
-  }
+  std::vector<TimedEvent> earlier = earlierSteps(runDir);
   controls_->startRun();
   dashboard_->resumeRun(runDir, QFileInfo(runDir).fileName(), std::move(earlier),
                         run ? run->checkpointStep : 0);

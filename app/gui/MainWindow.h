@@ -137,6 +137,9 @@ class MainWindow : public QMainWindow {
   ExistingRunChoice askAboutExistingRun(const QString& runDir, const QString& freeName);
   void chooseExportDestination(bool merged);
   void logLine(engine::LogLevel level, const QString& text);
+  // A resumed run's steps before its checkpoint, from its metrics.jsonl (none, with a warning in
+  // the log, when that file cannot be read).
+  std::vector<engine::TimedEvent> earlierSteps(const QString& runDir);
   void updateActions();
   void syncEngineProfile();
   QString stateText() const;
