@@ -276,9 +276,23 @@ void ChildProcess::waitForExit() {
     ::WaitForSingleObject(process, INFINITE);
 }
 
+namespace {
+
+// A child that has already ended on its own: only what it left running in its job is ended, and
+// its exit stays its own exit code (wait() reports it), as on POSIX, where a signal to the process
+// group of an exited child reaches only what is left of the group.
+bool endedOnItsOwn(HANDLE process, HANDLE job) {
+  if (::WaitForSingleObject(process, 0) != WAIT_OBJECT_0)
+    return false;
+  ::TerminateJobObject(job, 1);
+  return true;
+}
+
+}  // namespace
+
 void ChildProcess::kill() {
   const std::lock_guard lock(impl_->mutex);
-  if (impl_->reaped || impl_->process == nullptr)
+  if (impl_->reaped || impl_->process == nullptr || endedOnItsOwn(impl_->process, impl_->job))
     return;
   impl_->killed = true;
   ::TerminateJobObject(impl_->job, 1);  // the child and anything it started
@@ -286,7 +300,7 @@ void ChildProcess::kill() {
 
 void ChildProcess::terminate() {
   const std::lock_guard lock(impl_->mutex);
-  if (impl_->reaped || impl_->process == nullptr)
+  if (impl_->reaped || impl_->process == nullptr || endedOnItsOwn(impl_->process, impl_->job))
     return;
   // A console child in its own process group is asked to stop with Ctrl-Break; a child without a
   // console has no gentler way than its job's end.
