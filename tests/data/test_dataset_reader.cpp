@@ -17,6 +17,12 @@
 using namespace lorascope::data;
 using namespace lorascope::data::test;
 
+#ifdef LORASCOPE_SANITIZE
+constexpr bool kResidentSetIsOurs = false;  // AddressSanitizer's quarantine is resident too
+#else
+constexpr bool kResidentSetIsOurs = true;
+#endif
+
 TEST_CASE(alpacaJsonlBecomesUserAndAssistantTurns) {
   const ReadAll read = readAll(fixture("alpaca_broken_line.jsonl"));
   COMPARE(read.format, std::optional<Format>(Format::Alpaca));
@@ -266,10 +272,14 @@ TEST_CASE(aRecordOverTheLimitIsAnErrorOfItsLineInBoundedMemory) {
           large[0].message.c_str());
   COMPARE(read.issues.size(), std::size_t{1});
   // Within a small multiple of the limit, not of the record (0 where the system does not tell).
-  VERIFY2(after - before < 5 * kMaxRecordBytes,
-          lstest::format("peak resident set grew by %llu MiB",
-                         static_cast<unsigned long long>((after - before) >> 20))
-              .c_str());
+  // Under AddressSanitizer the resident set holds its quarantine of freed blocks (256 MiB) too:
+  // there the bound is not ours to read, and the other builds check it.
+  if (kResidentSetIsOurs) {
+    VERIFY2(after - before < 5 * kMaxRecordBytes,
+            lstest::format("peak resident set grew by %llu MiB",
+                           static_cast<unsigned long long>((after - before) >> 20))
+                .c_str());
+  }
 }
 
 TEST_CASE(aCompactArrayIsReadInPiecesAndItsLargeElementRefused) {
