@@ -4,8 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "data/Utf8.h"
-#include "text/Utf8.h"  // defines: utf8::lossy
+#include "common/Utf8.h"  // defines: utf8::findFault, utf8::lossy
 
 namespace lorascope::data {
 
@@ -61,7 +60,7 @@ std::string syntaxMessage(const nlohmann::json::parse_error& error) {
   const std::string marker = "last read: '";
   const std::size_t start = message.find(marker);
   if (start == std::string::npos) {
-    return text::utf8::lossy(message);
+    return common::utf8::lossy(message);
   }
   const std::size_t from = start + marker.size();
   std::size_t end = message.find("'; expected ", from);
@@ -76,7 +75,7 @@ std::string syntaxMessage(const nlohmann::json::parse_error& error) {
     message.replace(from, cut - from, "...");
   }
   // The excerpt may end inside a UTF-8 sequence (the lexer stops at its first byte).
-  return text::utf8::lossy(message);
+  return common::utf8::lossy(message);
 }
 
 }  // namespace
@@ -92,7 +91,7 @@ SourceLocation locateInText(std::string_view text, std::size_t offset,
 
 std::optional<nlohmann::json> parseRecordText(std::string_view text, const SourceLocation& where,
                                               const IssueSink& sink) {
-  if (const auto fault = findInvalidUtf8(text)) {
+  if (const auto fault = common::utf8::findFault(text)) {
     const SourceLocation at = locateInText(text, fault->offset, where);
     sink({IssueKind::InvalidUtf8, Severity::Error, at,
           "invalid UTF-8 at " + describeLocation(at, true) + ": " + fault->reason +
@@ -127,7 +126,7 @@ std::optional<nlohmann::json> parseRecordText(std::string_view text, const Sourc
       message.erase(0, bracket + 2);
     }
     sink({IssueKind::JsonError, Severity::Error, where,
-          "invalid JSON at " + describeLocation(where) + ": " + text::utf8::lossy(message) +
+          "invalid JSON at " + describeLocation(where) + ": " + common::utf8::lossy(message) +
               " (a number larger than a double can hold)"});
     return std::nullopt;
   }

@@ -5,23 +5,24 @@
 
 #include <algorithm>
 
+#include "common/Utf8.h"
 #include "text/TextError.h"
-#include "text/Utf8.h"
+#include "text/UnicodeClasses.h"  // defines: unicode::isWordChar
 
 namespace lorascope::text {
 
 namespace {
 
 bool endsWithWordChar(std::string_view text) {
-  const auto last = utf8::lastCodePoint(text);
-  return last && utf8::isWordChar(last->first);
+  const auto last = common::utf8::lastCodePoint(text);
+  return last && unicode::isWordChar(last->first);
 }
 
 bool startsWithWordChar(std::string_view text) {
   if (text.empty())
     return false;
-  const std::size_t n = utf8::sequenceLength(text, 0);
-  return n != 0 && utf8::isWordChar(utf8::decodeAt(text, 0, n));
+  const std::size_t n = common::utf8::sequenceLength(text, 0);
+  return n != 0 && unicode::isWordChar(common::utf8::decodeAt(text, 0, n));
 }
 
 }  // namespace
@@ -64,7 +65,7 @@ AddedVocabulary::AddedVocabulary(const nlohmann::json& addedTokens, const Normal
     token.normalized = boolField(entry, "normalized", !token.special, where);
     if (token.content.empty())
       continue;  // `tokenizers` ignores empty tokens
-    if (utf8::firstInvalidByte(token.content)) {
+    if (common::utf8::firstInvalidByte(token.content)) {
       throw TextError(where + ": token with id " + std::to_string(token.id) +
                       " is not valid UTF-8");
     }
@@ -152,9 +153,9 @@ void AddedVocabulary::split(const TextSplit& input, const MatchSet& set,
     std::size_t start = matchStart;
     std::size_t stop = matchEnd;
     if (token.lstrip)
-      start = std::max(utf8::trailingWhiteSpaceStart(text.substr(0, start)), emitted);
+      start = std::max(common::utf8::trailingWhiteSpaceStart(text.substr(0, start)), emitted);
     if (token.rstrip)
-      stop += utf8::leadingWhiteSpaceBytes(text.substr(stop));
+      stop += common::utf8::leadingWhiteSpaceBytes(text.substr(stop));
     if (emitted < start) {
       out.push_back({std::string(text.substr(emitted, start - emitted)), std::nullopt,
                      input.atStart && emitted == 0});

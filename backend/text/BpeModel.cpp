@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <queue>
 
+#include "common/Utf8.h"
 #include "text/TextError.h"
-#include "text/Utf8.h"
 
 namespace lorascope::text {
 
@@ -149,7 +149,7 @@ void BpeModel::initialSymbols(std::string_view word, std::vector<std::int32_t>& 
   std::string piece;
   std::size_t pos = 0;
   while (pos < word.size()) {
-    std::size_t n = utf8::sequenceLength(word, pos);
+    std::size_t n = common::utf8::sequenceLength(word, pos);
     if (n == 0)
       n = 1;  // words are valid UTF-8; never loop forever on anything else
     const bool first = pos == 0;

@@ -3,7 +3,7 @@
 
 #include <array>
 
-#include "text/Utf8.h"
+#include "common/Utf8.h"
 
 namespace lorascope::text::bytelevel {
 
@@ -19,7 +19,7 @@ struct Tables {
     for (int b = 0; b < 256; ++b) {
       const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
       const char32_t c = printable ? static_cast<char32_t>(b) : next++;
-      utf8::append(charOfByte[b], c);
+      common::utf8::append(charOfByte[b], c);
       byteOfChar[c] = static_cast<std::int16_t>(b);
     }
   }

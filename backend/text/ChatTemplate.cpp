@@ -7,8 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/OsError.h"  // defines: pathText
+#include "common/Utf8.h"
 #include "text/ConfigFiles.h"
-#include "text/Utf8.h"
 
 namespace lorascope::text {
 
@@ -328,7 +328,7 @@ std::string ChatTemplate::renderLlama3(const std::vector<ChatMessage>& messages,
     // Llama 3.1+: bos, then a system turn that always exists.
     std::string system;
     if (!messages.empty() && messages.front().role == "system") {
-      system = std::string(utf8::trimWhiteSpace(messages.front().content));
+      system = std::string(common::utf8::trimWhiteSpace(messages.front().content));
       first = 1;
     }
     out += bosToken_;
@@ -342,7 +342,7 @@ std::string ChatTemplate::renderLlama3(const std::vector<ChatMessage>& messages,
     if (i == 0 && !knowledgePreamble_)
       out += bosToken_;
     out += "<|start_header_id|>" + messages[i].role + "<|end_header_id|>\n\n" +
-           std::string(utf8::trimWhiteSpace(messages[i].content)) + "<|eot_id|>";
+           std::string(common::utf8::trimWhiteSpace(messages[i].content)) + "<|eot_id|>";
   }
   if (addGenerationPrompt)
     out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
@@ -370,9 +370,10 @@ std::string ChatTemplate::renderLlama2(const std::vector<ChatMessage>& messages)
     if (i == first && first == 1)
       content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content;
     if (m.role == "user") {
-      out += bosToken_ + "[INST] " + std::string(utf8::trimWhiteSpace(content)) + " [/INST]";
+      out +=
+          bosToken_ + "[INST] " + std::string(common::utf8::trimWhiteSpace(content)) + " [/INST]";
     } else {
-      out += " " + std::string(utf8::trimWhiteSpace(content)) + " " + eosToken_;
+      out += " " + std::string(common::utf8::trimWhiteSpace(content)) + " " + eosToken_;
     }
   }
   return out;

@@ -1,10 +1,10 @@
 // Decoders.cpp — tokenizer.json decoders: ByteLevel, Metaspace, ByteFallback, Fuse, Strip,
 // Replace and Sequence. Each turns the list of token strings into a new list; decode() joins
 // the final list.
+#include "common/Utf8.h"
 #include "text/ByteLevel.h"
 #include "text/Components.h"
 #include "text/TextError.h"
-#include "text/Utf8.h"
 
 namespace lorascope::text {
 
@@ -14,13 +14,13 @@ std::vector<char32_t> codePoints(const std::string& text) {
   std::vector<char32_t> out;
   std::size_t pos = 0;
   while (pos < text.size()) {
-    const std::size_t n = utf8::sequenceLength(text, pos);
+    const std::size_t n = common::utf8::sequenceLength(text, pos);
     if (n == 0) {  // token strings are valid UTF-8; be safe with anything else
       out.push_back(0xFFFD);
       ++pos;
       continue;
     }
-    out.push_back(utf8::decodeAt(text, pos, n));
+    out.push_back(common::utf8::decodeAt(text, pos, n));
     pos += n;
   }
   return out;
@@ -49,7 +49,7 @@ void byteLevel(std::vector<std::string>& tokens) {
     }
     bytes += allMapped ? mapped : token;
   }
-  tokens.assign(1, utf8::lossy(bytes));
+  tokens.assign(1, common::utf8::lossy(bytes));
 }
 
 int hexDigit(char c) {
@@ -81,7 +81,7 @@ void byteFallback(std::vector<std::string>& tokens) {
   const auto flush = [&] {
     if (pending.empty())
       return;
-    if (!utf8::firstInvalidByte(pending)) {
+    if (!common::utf8::firstInvalidByte(pending)) {
       out.push_back(pending);
     } else {
       for (std::size_t i = 0; i < pending.size(); ++i)
@@ -116,7 +116,7 @@ DecodeFn makeStrip(const Json& spec, const std::string& where) {
         --end;
       std::string stripped;
       for (std::size_t i = begin; i < end; ++i)
-        utf8::append(stripped, chars[i]);
+        common::utf8::append(stripped, chars[i]);
       token = std::move(stripped);
     }
   };
@@ -133,7 +133,7 @@ DecodeFn makeMetaspaceDecoder(const Json& spec, const std::string& where) {
       std::string out;
       for (const char32_t c : codePoints(tokens[i])) {
         if (c != replacement) {
-          utf8::append(out, c);
+          common::utf8::append(out, c);
         } else if (!(i == 0 && dropInFirst)) {
           out += ' ';
         }

@@ -7,7 +7,7 @@
 
 #include <utf8proc.h>
 
-#include "text/Utf8.h"
+#include "common/Utf8.h"
 
 namespace lorascope::text::jinja {
 
@@ -17,7 +17,7 @@ namespace {
 std::vector<std::string> characters(const std::string& text) {
   std::vector<std::string> out;
   for (std::size_t i = 0; i < text.size();) {
-    const std::size_t length = std::max<std::size_t>(1, utf8::sequenceLength(text, i));
+    const std::size_t length = std::max<std::size_t>(1, common::utf8::sequenceLength(text, i));
     out.push_back(text.substr(i, length));
     i += length;
   }
@@ -27,13 +27,14 @@ std::vector<std::string> characters(const std::string& text) {
 std::string mapCase(const std::string& text, bool upper) {
   std::string out;
   for (std::size_t i = 0; i < text.size();) {
-    const std::size_t length = utf8::sequenceLength(text, i);
+    const std::size_t length = common::utf8::sequenceLength(text, i);
     if (length == 0) {
       out += text[i++];
       continue;
     }
-    const auto cp = static_cast<utf8proc_int32_t>(utf8::decodeAt(text, i, length));
-    utf8::append(out, static_cast<char32_t>(upper ? utf8proc_toupper(cp) : utf8proc_tolower(cp)));
+    const auto cp = static_cast<utf8proc_int32_t>(common::utf8::decodeAt(text, i, length));
+    common::utf8::append(
+        out, static_cast<char32_t>(upper ? utf8proc_toupper(cp) : utf8proc_tolower(cp)));
     i += length;
   }
   return out;
@@ -49,8 +50,8 @@ std::string titleCase(const std::string& text) {
   std::string out;
   bool previousLetter = false;
   for (const std::string& ch : characters(text)) {
-    const std::size_t length = utf8::sequenceLength(ch, 0);
-    const bool letter = length > 0 && isLetter(utf8::decodeAt(ch, 0, length));
+    const std::size_t length = common::utf8::sequenceLength(ch, 0);
+    const bool letter = length > 0 && isLetter(common::utf8::decodeAt(ch, 0, length));
     out += letter ? mapCase(ch, !previousLetter) : ch;
     previousLetter = letter;
   }
@@ -134,21 +135,23 @@ List splitText(const std::string& text, const Value& sep, std::int64_t maxSplit)
   if (sep.isUndefined() || sep.isNone()) {
     std::size_t i = 0;
     while (true) {
-      while (i < text.size() && utf8::leadingWhiteSpaceBytes(std::string_view(text).substr(i)) > 0)
-        i += utf8::leadingWhiteSpaceBytes(std::string_view(text).substr(i));
+      while (i < text.size() &&
+             common::utf8::leadingWhiteSpaceBytes(std::string_view(text).substr(i)) > 0)
+        i += common::utf8::leadingWhiteSpaceBytes(std::string_view(text).substr(i));
       if (i >= text.size())
         break;
       if (maxSplit >= 0 && static_cast<std::int64_t>(out.size()) == maxSplit) {
         const std::string_view rest = std::string_view(text).substr(i);
-        out.emplace_back(std::string(rest.substr(0, utf8::trailingWhiteSpaceStart(rest))));
+        out.emplace_back(std::string(rest.substr(0, common::utf8::trailingWhiteSpaceStart(rest))));
         break;
       }
       std::size_t j = i;
       while (j < text.size()) {
-        const std::size_t ws = utf8::leadingWhiteSpaceBytes(std::string_view(text).substr(j));
+        const std::size_t ws =
+            common::utf8::leadingWhiteSpaceBytes(std::string_view(text).substr(j));
         if (ws > 0)
           break;
-        j += std::max<std::size_t>(1, utf8::sequenceLength(text, j));
+        j += std::max<std::size_t>(1, common::utf8::sequenceLength(text, j));
       }
       out.emplace_back(text.substr(i, j - i));
       i = j;
@@ -260,10 +263,10 @@ std::optional<Value> stringMethod(const std::string& text, const std::string& na
       if (text.empty())
         return Value(false);
       for (const std::string& ch : characters(text)) {
-        const std::size_t length = utf8::sequenceLength(ch, 0);
-        const char32_t cp = length ? utf8::decodeAt(ch, 0, length) : 0xFFFD;
+        const std::size_t length = common::utf8::sequenceLength(ch, 0);
+        const char32_t cp = length ? common::utf8::decodeAt(ch, 0, length) : 0xFFFD;
         const bool ok = name == "isdigit"   ? (cp >= '0' && cp <= '9')
-                        : name == "isspace" ? utf8::isWhiteSpace(cp)
+                        : name == "isspace" ? common::utf8::isWhiteSpace(cp)
                                             : isLetter(cp);
         if (!ok)
           return Value(false);
@@ -564,7 +567,7 @@ Value toInt(const Value& subject, const CallArgs& args) {
       return Value(static_cast<std::int64_t>(d));
     }
     case Value::Kind::String: {
-      const std::string text(utf8::trimWhiteSpace(subject.asString()));
+      const std::string text(common::utf8::trimWhiteSpace(subject.asString()));
       try {
         std::size_t used = 0;
         const long long v = std::stoll(text, &used, 10);
@@ -587,7 +590,7 @@ Value toFloat(const Value& subject, const CallArgs& args) {
   if (isNumeric(subject))
     return Value(subject.asNumber());
   if (subject.isString()) {
-    const std::string text(utf8::trimWhiteSpace(subject.asString()));
+    const std::string text(common::utf8::trimWhiteSpace(subject.asString()));
     try {
       std::size_t used = 0;
       const double d = std::stod(text, &used);
@@ -618,9 +621,9 @@ std::string stripText(const std::string& text, const Value& chars, bool left, bo
   if (chars.isUndefined() || chars.isNone()) {
     std::string_view view(text);
     if (left)
-      view.remove_prefix(utf8::leadingWhiteSpaceBytes(view));
+      view.remove_prefix(common::utf8::leadingWhiteSpaceBytes(view));
     if (right)
-      view = view.substr(0, utf8::trailingWhiteSpaceStart(view));
+      view = view.substr(0, common::utf8::trailingWhiteSpaceStart(view));
     return std::string(view);
   }
   const auto set = characters(requireString(chars, "strip"));

@@ -9,8 +9,8 @@
 #include <cctype>
 #include <stdexcept>
 
+#include "common/Utf8.h"
 #include "text/TextError.h"
-#include "text/Utf8.h"
 
 namespace lorascope::text::jinja {
 
@@ -278,7 +278,7 @@ class Lexer {
           const auto cp = static_cast<char32_t>(std::stoul(hex, nullptr, 16));
           if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
             fail("string escape \\" + std::string(1, e) + hex + " is not a character");
-          utf8::append(value, cp);
+          common::utf8::append(value, cp);
           i += static_cast<std::size_t>(hexDigits);
           continue;
         }
@@ -288,7 +288,7 @@ class Lexer {
         std::size_t k = 0;
         for (; k < 3 && i + k < rest.size() && rest[i + k] >= '0' && rest[i + k] <= '7'; ++k)
           cp = cp * 8 + static_cast<unsigned>(rest[i + k] - '0');
-        utf8::append(value, static_cast<char32_t>(cp));
+        common::utf8::append(value, static_cast<char32_t>(cp));
         i += k - 1;
         continue;
       }

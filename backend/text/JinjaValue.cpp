@@ -7,7 +7,7 @@
 #include <cstdio>
 
 #include "common/Format.h"  // defines: formatBytes
-#include "text/Utf8.h"
+#include "common/Utf8.h"
 
 namespace lorascope::text::jinja {
 
@@ -314,13 +314,13 @@ std::string jsonString(const std::string& s, bool ensureAscii) {
         if (c < 0x20) {
           appendHex(out, "\\u", c, 4);
         } else if (c >= 0x80 && ensureAscii) {
-          const std::size_t length = utf8::sequenceLength(s, i);
+          const std::size_t length = common::utf8::sequenceLength(s, i);
           if (length == 0) {
             appendHex(out, "\\u", 0xfffd, 4);
             ++i;
             continue;
           }
-          char32_t cp = utf8::decodeAt(s, i, length);
+          char32_t cp = common::utf8::decodeAt(s, i, length);
           if (cp >= 0x10000) {
             cp -= 0x10000;
             appendHex(out, "\\u", 0xd800 + static_cast<unsigned>(cp >> 10), 4);

@@ -5,10 +5,10 @@
 
 #include <utf8proc.h>  // defines: utf8proc_map, utf8proc_tolower
 
+#include "common/Utf8.h"
 #include "text/Components.h"
 #include "text/Regex.h"
 #include "text/TextError.h"
-#include "text/Utf8.h"
 
 namespace lorascope::text {
 
@@ -69,12 +69,13 @@ void lowercase(std::string& text) {
   out.reserve(text.size());
   std::size_t pos = 0;
   while (pos < text.size()) {
-    const std::size_t n = utf8::sequenceLength(text, pos);
-    const char32_t c = utf8::decodeAt(text, pos, n);
+    const std::size_t n = common::utf8::sequenceLength(text, pos);
+    const char32_t c = common::utf8::decodeAt(text, pos, n);
     if (c == 0x130) {
       out += "i\xCC\x87";  // İ lowercases to i + combining dot above (Rust's to_lowercase)
     } else {
-      utf8::append(out, static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))));
+      common::utf8::append(
+          out, static_cast<char32_t>(utf8proc_tolower(static_cast<utf8proc_int32_t>(c))));
     }
     pos += n;
   }
@@ -101,9 +102,9 @@ void replaceAll(std::string& text, const std::string& from, const std::string& t
 }
 
 void stripWhiteSpace(std::string& text, bool left, bool right) {
-  const std::size_t begin = left ? utf8::leadingWhiteSpaceBytes(text) : 0;
+  const std::size_t begin = left ? common::utf8::leadingWhiteSpaceBytes(text) : 0;
   const std::size_t end =
-      right ? begin + utf8::trailingWhiteSpaceStart(std::string_view(text).substr(begin))
+      right ? begin + common::utf8::trailingWhiteSpaceStart(std::string_view(text).substr(begin))
             : text.size();
   text = text.substr(begin, end - begin);
 }

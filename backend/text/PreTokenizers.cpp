@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <memory>
 
+#include "common/Utf8.h"
 #include "text/ByteLevel.h"
 #include "text/Components.h"
 #include "text/Regex.h"
 #include "text/TextError.h"
-#include "text/Utf8.h"
+#include "text/UnicodeClasses.h"  // defines: unicode::isNumeric
 
 namespace lorascope::text {
 
@@ -144,8 +145,8 @@ Matcher charMatcher(Predicate predicate) {
     Ranges ranges;
     std::size_t pos = 0;
     while (pos < text.size()) {
-      const std::size_t n = utf8::sequenceLength(text, pos);
-      if (predicate(utf8::decodeAt(text, pos, n)))
+      const std::size_t n = common::utf8::sequenceLength(text, pos);
+      if (predicate(common::utf8::decodeAt(text, pos, n)))
         ranges.emplace_back(pos, pos + n);
       pos += n;
     }
@@ -184,7 +185,7 @@ PreTokenizeFn makeByteLevel(const Json& spec, const std::string& where) {
 
 PreTokenizeFn makeMetaspace(const Json& spec, const std::string& where) {
   const std::string replacement = stringField(spec, "replacement", where);
-  if (replacement.empty() || utf8::sequenceLength(replacement, 0) != replacement.size()) {
+  if (replacement.empty() || common::utf8::sequenceLength(replacement, 0) != replacement.size()) {
     throw TextError(where + ": Metaspace replacement must be one character");
   }
   std::string scheme;
@@ -252,7 +253,7 @@ PreTokenizeFn makePreTokenizer(const Json& spec, const std::string& source, std:
     return makeMetaspace(spec, where + " Metaspace");
   if (type == "Digits") {
     const bool individual = boolField(spec, "individual_digits", false, where);
-    return splitWith(charMatcher(utf8::isNumeric),
+    return splitWith(charMatcher(unicode::isNumeric),
                      individual ? Behavior::Isolated : Behavior::Contiguous, false);
   }
   if (type == "Whitespace") {
@@ -262,7 +263,7 @@ PreTokenizeFn makePreTokenizer(const Json& spec, const std::string& source, std:
     return splitWith(regexMatcher(Regex(pattern, where)), Behavior::Removed, true);
   }
   if (type == "WhitespaceSplit") {
-    return splitWith(charMatcher(utf8::isWhiteSpace), Behavior::Removed, false);
+    return splitWith(charMatcher(common::utf8::isWhiteSpace), Behavior::Removed, false);
   }
   if (type == "Sequence") {
     auto fns = sequenceSteps<PreTokenizeFn>(

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "common/Utf8.h"
 #include "text/TextError.h"
-#include "text/Utf8.h"
 
 namespace lorascope::text {
 
@@ -50,7 +50,7 @@ void StreamingEncoder::encodePart(std::size_t bytes) {
   const std::string_view part = std::string_view(pending_).substr(0, bytes);
   // Parts end before an ASCII space (or at the text's end), never inside a character: an invalid
   // byte is named by its offset in the whole text.
-  if (const auto bad = utf8::firstInvalidByte(part)) {
+  if (const auto bad = common::utf8::firstInvalidByte(part)) {
     throw TextError("text to encode is not valid UTF-8 (byte " +
                     std::to_string(encodedBytes_ + *bad) + ")");
   }

@@ -8,12 +8,12 @@
 #include <utility>
 
 #include "common/OsError.h"  // defines: pathText
+#include "common/Utf8.h"
 #include "text/AddedVocabulary.h"
 #include "text/BpeModel.h"
 #include "text/Components.h"
 #include "text/ConfigFiles.h"
 #include "text/TextError.h"
-#include "text/Utf8.h"
 
 namespace lorascope::text {
 
@@ -265,7 +265,7 @@ Tokenizer Tokenizer::fromModelDir(const std::filesystem::path& dir) {
 }
 
 std::vector<std::int32_t> Tokenizer::encode(std::string_view text) const {
-  if (const auto bad = utf8::firstInvalidByte(text)) {
+  if (const auto bad = common::utf8::firstInvalidByte(text)) {
     throw TextError("text to encode is not valid UTF-8 (byte " + std::to_string(*bad) + ")");
   }
   std::vector<std::int32_t> ids;

@@ -9,10 +9,10 @@
 
 #include "DataTestUtil.h"
 #include "common/Platform.h"  // defines: peakResidentBytes
+#include "common/Utf8.h"      // defines: utf8::findFault
 #include "data/Example.h"
 #include "data/RecordReader.h"
 #include "data/RecordText.h"
-#include "data/Utf8.h"
 
 using namespace lorascope::data;
 using namespace lorascope::data::test;
@@ -217,7 +217,7 @@ TEST_CASE(jsonErrorMessagesStayValidUtf8) {
   VERIFY(!value.has_value());
   COMPARE(issues.size(), std::size_t{1});
   COMPARE(issues[0].kind, IssueKind::JsonError);
-  VERIFY(!findInvalidUtf8(issues[0].message).has_value());
+  VERIFY(!lorascope::common::utf8::findFault(issues[0].message).has_value());
 }
 
 TEST_CASE(aRecordNestedTooDeepIsReportedWithItsLine) {

@@ -1,6 +1,8 @@
-// Utf8.h — the UTF-8 helpers of backend/text: walking code points, validation, encoding,
-// Rust's from_utf8_lossy replacement (what `tokenizers` applies when decoding bytes) and the
-// Unicode classes the added-token matcher needs (Rust regex's \w and \s).
+// Utf8.h — UTF-8 for every box: walking code points, strict validation (RFC 3629: no
+// overlongs, no surrogates, nothing past U+10FFFF) with a reason a user can act on, encoding,
+// Rust's from_utf8_lossy replacement (what `tokenizers` applies when decoding bytes) and
+// Unicode White_Space (Rust's char::is_whitespace, regex \s, Python's str.strip). The classes
+// that need Unicode's tables (\w, is_numeric) are backend/text's (text/UnicodeClasses.h).
 #pragma once
 
 #include <cstddef>
@@ -9,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-namespace lorascope::text::utf8 {
+namespace lorascope::common::utf8 {
 
 // Byte length of the valid UTF-8 sequence starting at text[pos], or 0 when it is invalid
 // (overlong, surrogate, above U+10FFFF, truncated, stray continuation byte).
@@ -18,16 +20,19 @@ std::size_t sequenceLength(std::string_view text, std::size_t pos);
 char32_t decodeAt(std::string_view text, std::size_t pos, std::size_t length);
 // Offset of the first invalid byte, or nullopt when the whole text is valid UTF-8.
 std::optional<std::size_t> firstInvalidByte(std::string_view text);
+
+struct Fault {
+  std::size_t offset = 0;  // of the first byte of the bad sequence, from the start of the text
+  std::string reason;      // e.g. "byte 0xff cannot start a UTF-8 sequence"
+};
+// The first invalid byte and why it is invalid, so a report names it instead of failing later;
+// nullopt when `text` is valid UTF-8.
+std::optional<Fault> findFault(std::string_view text);
 void append(std::string& out, char32_t codePoint);
 // Valid UTF-8 from arbitrary bytes: each maximal invalid subpart becomes U+FFFD (the Unicode
 // "substitution of maximal subparts" practice, as Rust's String::from_utf8_lossy does).
 std::string lossy(std::string_view bytes);
 
-// Rust regex's Unicode \w: letters, marks, decimal digits, connector punctuation, letter
-// numbers and the joiners ZWNJ/ZWJ.
-bool isWordChar(char32_t c);
-// Rust's char::is_numeric: general categories Nd, Nl, No.
-bool isNumeric(char32_t c);
 // Unicode White_Space (Rust's char::is_whitespace and regex \s).
 bool isWhiteSpace(char32_t c);
 
@@ -41,4 +46,4 @@ std::string_view trimWhiteSpace(std::string_view text);
 // The last code point of `text` (valid UTF-8) and its byte length; nullopt when empty.
 std::optional<std::pair<char32_t, std::size_t>> lastCodePoint(std::string_view text);
 
-}  // namespace lorascope::text::utf8
+}  // namespace lorascope::common::utf8

@@ -1,9 +1,9 @@
-// Utf8.cpp — UTF-8 walking, validation, lossy repair and the \w / \s classes (utf8proc tables).
-#include "text/Utf8.h"
+// Utf8.cpp — UTF-8 walking, validation (with the reason), lossy repair and White_Space.
+#include "common/Utf8.h"
 
-#include <utf8proc.h>  // defines: utf8proc_category
+#include <cstdio>
 
-namespace lorascope::text::utf8 {
+namespace lorascope::common::utf8 {
 
 namespace {
 
@@ -56,6 +56,12 @@ std::size_t maximalSubpart(std::string_view text, std::size_t pos) {
   return n;
 }
 
+std::string hexByte(unsigned char byte) {
+  char text[8];
+  std::snprintf(text, sizeof text, "0x%02x", static_cast<unsigned>(byte));
+  return text;
+}
+
 }  // namespace
 
 std::size_t sequenceLength(std::string_view text, std::size_t pos) {
@@ -103,6 +109,30 @@ std::optional<std::size_t> firstInvalidByte(std::string_view text) {
   return std::nullopt;
 }
 
+std::optional<Fault> findFault(std::string_view text) {
+  const auto offset = firstInvalidByte(text);
+  if (!offset)
+    return std::nullopt;
+  const auto lead = static_cast<unsigned char>(text[*offset]);
+  const auto info = leadInfo(lead);
+  if (!info)
+    return Fault{*offset, "byte " + hexByte(lead) + " cannot start a UTF-8 sequence"};
+  if (*offset + info->length > text.size()) {
+    return Fault{*offset, "the UTF-8 sequence starting with " + hexByte(lead) +
+                              " is cut short by the end of the text"};
+  }
+  for (std::size_t k = 1; k < info->length; ++k) {
+    const auto next = static_cast<unsigned char>(text[*offset + k]);
+    if (!isContinuation(next)) {
+      return Fault{*offset, "byte " + hexByte(lead) +
+                                " is not followed by a UTF-8 continuation byte (next is " +
+                                hexByte(next) + "); is the file Latin-1 or Windows-1252?"};
+    }
+  }
+  return Fault{*offset, "the UTF-8 sequence starting with " + hexByte(lead) +
+                            " is overlong or encodes a surrogate or a code point past U+10FFFF"};
+}
+
 void append(std::string& out, char32_t cp) {
   if (cp < 0x80) {
     out.push_back(static_cast<char>(cp));
@@ -136,33 +166,6 @@ std::string lossy(std::string_view bytes) {
     }
   }
   return out;
-}
-
-bool isWordChar(char32_t c) {
-  if (c == 0x200C || c == 0x200D)
-    return true;
-  switch (utf8proc_category(static_cast<utf8proc_int32_t>(c))) {
-    case UTF8PROC_CATEGORY_LU:
-    case UTF8PROC_CATEGORY_LL:
-    case UTF8PROC_CATEGORY_LT:
-    case UTF8PROC_CATEGORY_LM:
-    case UTF8PROC_CATEGORY_LO:
-    case UTF8PROC_CATEGORY_MN:
-    case UTF8PROC_CATEGORY_MC:
-    case UTF8PROC_CATEGORY_ME:
-    case UTF8PROC_CATEGORY_ND:
-    case UTF8PROC_CATEGORY_NL:
-    case UTF8PROC_CATEGORY_PC:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool isNumeric(char32_t c) {
-  const auto category = utf8proc_category(static_cast<utf8proc_int32_t>(c));
-  return category == UTF8PROC_CATEGORY_ND || category == UTF8PROC_CATEGORY_NL ||
-         category == UTF8PROC_CATEGORY_NO;
 }
 
 bool isWhiteSpace(char32_t c) {
@@ -209,4 +212,4 @@ std::optional<std::pair<char32_t, std::size_t>> lastCodePoint(std::string_view t
   return std::make_pair(decodeAt(text, start, n), n);
 }
 
-}  // namespace lorascope::text::utf8
+}  // namespace lorascope::common::utf8
