@@ -24,10 +24,10 @@ runs=${FUZZ_RUNS:-1000000}
 seconds=${FUZZ_SECONDS:-1800}
 root=$(cd "$(dirname "$0")/.." && pwd)
 
-# name → folder of the fuzzer under tests/ and of its seeds
+# name → its committed seeds under tests/
 declare -A seeds=(
   [protocol]=engine/fuzz_seeds
-  [jinja_template]=text/fuzz_seeds_jinja
+  [jinja_template]=jinja/fuzz_seeds
   [tokenizer_json]=text/fuzz_seeds
   [dataset_lines]=data/fuzz_seeds
   [safetensors_header]=model/fuzz_seeds
@@ -50,11 +50,13 @@ for name in "${targets[@]}"; do
     echo "fuzz-campaign: unknown target '$name' (known: ${!seeds[*]})" >&2
     exit 2
   fi
-  folder=${seeds[$name]%%/*}
-  binary=$build/tests/$folder/fuzz_$name
-  if [[ ! -x $binary ]]; then
-    echo "fuzz-campaign: $binary is missing: configure $build with LORASCOPE_FUZZ=ON (the" \
-      "sanitize preset) and build fuzz_$name" >&2
+  # The program wherever BUILD_DIR's CMake put it (tests/<folder>/fuzz_NAME), the newest when a
+  # tree built before a fuzzer moved folders holds two.
+  binary=$(find "$build/tests" -type f -perm -u+x -name "fuzz_$name" -printf '%T@ %p\n' \
+    2> /dev/null | sort -rn | head -n 1 | cut -d' ' -f2-)
+  if [[ -z $binary ]]; then
+    echo "fuzz-campaign: fuzz_$name is missing under $build/tests: configure $build with" \
+      "LORASCOPE_FUZZ=ON (the sanitize preset) and build fuzz_$name" >&2
     exit 1
   fi
   corpus=$out/corpus_$name

@@ -157,8 +157,9 @@ prepare() {
   local openblas_dir=/usr/include/x86_64-linux-gnu/openblas-pthread
   cp "$openblas_dir"/cblas.h "$openblas_dir"/openblas_config.h .device/include/
   cp /usr/include/x86_64-linux-gnu/pcre2.h .device/include/ 2>/dev/null || cp /usr/include/pcre2.h .device/include/
-  # utf8proc (backend/text's NFC normaliser): Ubuntu 24.04 there has no libutf8proc, so its
-  # header and Debian's runtime library travel too; backend/text looks in .device/lib.
+  # utf8proc (backend/text's NFC normaliser, backend/jinja's case mappings): Ubuntu 24.04 there
+  # has no libutf8proc, so its header and Debian's runtime library travel too; backend/ looks in
+  # .device/lib.
   cp /usr/include/utf8proc.h .device/include/
   mkdir -p .device/lib
   cp -L /usr/lib/x86_64-linux-gnu/libutf8proc.so.2 .device/lib/

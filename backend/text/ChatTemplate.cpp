@@ -123,7 +123,8 @@ ChatTemplate::ChatTemplate(Family family, std::string reason)
 ChatTemplate ChatTemplate::fromJinja(std::string_view source, std::string origin,
                                      nlohmann::ordered_json specialTokens) {
   ChatTemplate t(Family::Jinja, "the chat_template of " + origin + ", rendered as Jinja");
-  t.jinja_ = std::make_shared<const JinjaTemplate>(JinjaTemplate::parse(source, std::move(origin)));
+  t.jinja_ = std::make_shared<const jinja::JinjaTemplate>(
+      jinja::JinjaTemplate::parse(source, std::move(origin)));
   if (specialTokens.is_object()) {
     t.bosToken_ = specialTokens.value("bos_token", "");
     t.eosToken_ = specialTokens.value("eos_token", "");
@@ -186,7 +187,7 @@ ChatTemplate ChatTemplate::forModelDir(const std::filesystem::path& dir) {
       ChatTemplate own = fromJinja(*source, from, specialTokensOf(config));
       own.reason_ = "the model's own chat_template (" + from + "), rendered as Jinja";
       return own;
-    } catch (const TextError& e) {
+    } catch (const jinja::JinjaError& e) {
       parseError = e.what();
     }
     const auto family = recognise(*source);

@@ -1,8 +1,8 @@
 // ChatTemplate.h — how a conversation becomes the prompt text a model was trained on.
 // A model folder's own chat_template (tokenizer_config.json, else chat_template.jinja) is
-// rendered by the Jinja interpreter (JinjaTemplate) with the context transformers'
-// apply_chat_template gives it: messages, tools, documents, add_generation_prompt and the
-// special tokens of tokenizer_config.json. reason() says what was chosen and why.
+// rendered by the Jinja interpreter (backend/jinja, jinja::JinjaTemplate) with the context
+// transformers' apply_chat_template gives it: messages, tools, documents, add_generation_prompt and
+// the special tokens of tokenizer_config.json. reason() says what was chosen and why.
 //
 // Fallback, when there is no template or it does not parse: four built-in families rendered in
 // C++ — "chatml" (Qwen2/2.5, SmolLM2), "llama3" (<|start_header_id|> headers), "llama2" ([INST]
@@ -23,8 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "text/JinjaTemplate.h"  // defines: JinjaTemplate
-#include "text/TextError.h"      // defines: TextError
+#include "jinja/JinjaTemplate.h"  // defines: jinja::JinjaTemplate, jinja::JinjaError
+#include "text/TextError.h"       // defines: TextError
 
 namespace lorascope::text {
 
@@ -45,8 +45,8 @@ class ChatTemplate {
   // family. TextError when a chat_template neither parses nor is recognised (both reasons).
   static ChatTemplate forModelDir(const std::filesystem::path& dir);
   // A Jinja chat template from its source; `specialTokens` is an object such as
-  // {"bos_token": "<s>", "eos_token": "</s>"} (transformers' special_tokens_map). TextError for
-  // a template that does not parse.
+  // {"bos_token": "<s>", "eos_token": "</s>"} (transformers' special_tokens_map).
+  // jinja::JinjaError for a template that does not parse.
   static ChatTemplate fromJinja(std::string_view source, std::string origin,
                                 nlohmann::ordered_json specialTokens);
   // The family of a chat_template text (Jinja source), or nullopt when not recognised.
@@ -61,8 +61,8 @@ class ChatTemplate {
   Family family() const { return family_; }
 
   // Throws TextError for a role the family cannot express (e.g. "tool") or a message order it
-  // does not allow (llama2: user/assistant must alternate); a Jinja template's own
-  // raise_exception is TemplateRaised.
+  // does not allow (llama2: user/assistant must alternate). A Jinja template's errors are
+  // jinja::JinjaError, its own raise_exception jinja::TemplateRaised.
   std::string render(const std::vector<ChatMessage>& messages, bool addGenerationPrompt) const;
   // As apply_chat_template(messages, tools=tools): messages as JSON objects (role, content,
   // tool_calls, ...), tools a JSON array or null. Built-in families take role/content only.
@@ -99,7 +99,7 @@ class ChatTemplate {
   std::string eosToken_;
   std::string defaultSystem_;
   bool knowledgePreamble_ = false;
-  std::shared_ptr<const JinjaTemplate> jinja_;  // Family::Jinja
+  std::shared_ptr<const jinja::JinjaTemplate> jinja_;  // Family::Jinja
   nlohmann::ordered_json specialTokens_ = nlohmann::ordered_json::object();
 };
 

@@ -13,8 +13,8 @@
 #include "text/ChatTemplate.h"
 
 namespace fs = std::filesystem;
+using lorascope::jinja::TemplateRaised;
 using lorascope::text::ChatTemplate;
-using lorascope::text::TemplateRaised;
 
 namespace {
 

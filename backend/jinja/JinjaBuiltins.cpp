@@ -1,5 +1,5 @@
 // JinjaBuiltins.cpp — filters, tests, methods and operators with Python's semantics.
-#include "text/JinjaBuiltins.h"
+#include "jinja/JinjaBuiltins.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include "common/Utf8.h"
 
-namespace lorascope::text::jinja {
+namespace lorascope::jinja {
 
 namespace {
 
@@ -1076,4 +1076,4 @@ Value applyFilter(const std::string& name, const Value& v, const CallArgs& args,
   throw EvalError("no filter named '" + name + "'");
 }
 
-}  // namespace lorascope::text::jinja
+}  // namespace lorascope::jinja

@@ -4,27 +4,18 @@
 // it is gone after the iteration), {% if %} opens none, a macro sees the template's top level
 // and its own arguments. namespace() objects are shared, so `set ns.x` inside a loop is seen
 // after it.
-#include "text/JinjaTemplate.h"
+#include "jinja/JinjaTemplate.h"
 
 #include <ctime>
 #include <mutex>
 
-#include "text/JinjaAst.h"
-#include "text/JinjaBuiltins.h"
-#include "text/JinjaParser.h"
+#include "jinja/JinjaAst.h"
+#include "jinja/JinjaBuiltins.h"
+#include "jinja/JinjaParser.h"
 
-namespace lorascope::text {
+namespace lorascope::jinja {
 
 namespace {
-
-using jinja::Body;
-using jinja::CallArgs;
-using jinja::Dict;
-using jinja::EvalError;
-using jinja::Expr;
-using jinja::List;
-using jinja::Stmt;
-using jinja::Value;
 
 enum class Flow { Normal, Break, Continue };
 
@@ -52,7 +43,7 @@ class Renderer {
       const jinja::RenderBudget::Scope charged(budget);
       execBody(body, out);
     } catch (const EvalError& e) {
-      throw TextError(origin_ + " line " + std::to_string(line_) + ": " + e.what());
+      throw JinjaError(origin_ + " line " + std::to_string(line_) + ": " + e.what());
     }
     return out;
   }
@@ -459,4 +450,4 @@ std::string JinjaTemplate::render(const nlohmann::ordered_json& context) const {
   return renderer.run(*body_, context);
 }
 
-}  // namespace lorascope::text
+}  // namespace lorascope::jinja

@@ -1,4 +1,4 @@
-// JinjaAst.h — the parsed form of a Jinja template (internal to backend/text): expressions and
+// JinjaAst.h — the parsed form of a Jinja template (internal to backend/jinja): expressions and
 // statements as plain tagged structs, built by JinjaParser.cpp and walked by JinjaRender.cpp.
 #pragma once
 
@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "text/JinjaValue.h"  // defines: Value
+#include "jinja/JinjaValue.h"  // defines: Value
 
-namespace lorascope::text::jinja {
+namespace lorascope::jinja {
 
 struct Kwarg;
 
@@ -76,4 +76,4 @@ struct Stmt {
   std::vector<std::pair<std::string, std::unique_ptr<Expr>>> params;  // Macro defaults
 };
 
-}  // namespace lorascope::text::jinja
+}  // namespace lorascope::jinja

@@ -1,13 +1,13 @@
 // fuzz_jinja_template.cpp — libFuzzer target: the input is a chat template, rendered over a
 // conversation with a system prompt, tool calls and a tool list, with small limits and a small
-// render budget (memory and time). Anything but a TextError escaping (TemplateRaised is one), a
+// render budget (memory and time). Anything but a JinjaError escaping (TemplateRaised is one), a
 // hang, a sanitizer report or memory past CTest's -rss_limit_mb (512) is a bug.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "text/JinjaTemplate.h"
+#include "jinja/JinjaTemplate.h"
 
 namespace {
 
@@ -30,16 +30,16 @@ const nlohmann::ordered_json& conversation() {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view source(reinterpret_cast<const char*>(data), size);
-  lorascope::text::JinjaLimits limits;
+  lorascope::jinja::JinjaLimits limits;
   limits.maxOutputBytes = 1 << 20;
   limits.maxLoopIterations = 20000;
   limits.maxDepth = 64;
   limits.maxValueBytes = 32u << 20;  // with the sanitizer's overhead, well inside 512 MB
   limits.maxRenderTime = std::chrono::milliseconds(2000);
   try {
-    const auto t = lorascope::text::JinjaTemplate::parse(source, "fuzz.jinja", limits);
+    const auto t = lorascope::jinja::JinjaTemplate::parse(source, "fuzz.jinja", limits);
     (void)t.render(conversation());
-  } catch (const lorascope::text::TextError&) {
+  } catch (const lorascope::jinja::JinjaError&) {
     // A syntax error, a runtime error, a limit or raise_exception: rejected with a message.
   }
   return 0;

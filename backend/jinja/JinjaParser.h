@@ -1,4 +1,4 @@
-// JinjaParser.h — Jinja source → statements (internal to backend/text). The lexer applies
+// JinjaParser.h — Jinja source → statements (internal to backend/jinja). The lexer applies
 // transformers' whitespace settings (trim_blocks, lstrip_blocks, no trailing newline) and the
 // -/+ markers; the parser is recursive descent with Jinja's operator precedence.
 #pragma once
@@ -6,12 +6,12 @@
 #include <string>
 #include <string_view>
 
-#include "text/JinjaAst.h"  // defines: Body
+#include "jinja/JinjaAst.h"  // defines: Body
 
-namespace lorascope::text::jinja {
+namespace lorascope::jinja {
 
-// TextError "<origin> line N: ..." for a syntax error, an unsupported tag or nesting deeper
+// JinjaError "<origin> line N: ..." for a syntax error, an unsupported tag or nesting deeper
 // than maxDepth.
 Body parseTemplate(std::string_view source, const std::string& origin, int maxDepth);
 
-}  // namespace lorascope::text::jinja
+}  // namespace lorascope::jinja

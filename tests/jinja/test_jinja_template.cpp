@@ -7,12 +7,12 @@
 #include <chrono>
 #include <string>
 
-#include "text/JinjaTemplate.h"
+#include "jinja/JinjaTemplate.h"
 
-using lorascope::text::JinjaLimits;
-using lorascope::text::JinjaTemplate;
-using lorascope::text::TemplateRaised;
-using lorascope::text::TextError;
+using lorascope::jinja::JinjaError;
+using lorascope::jinja::JinjaLimits;
+using lorascope::jinja::JinjaTemplate;
+using lorascope::jinja::TemplateRaised;
 
 namespace {
 
@@ -141,7 +141,7 @@ nlohmann::ordered_json context() {
 std::string errorOf(const std::string& source, const JinjaLimits& limits = {}) {
   try {
     JinjaTemplate::parse(source, "t.jinja", limits).render(context());
-  } catch (const TextError& e) {
+  } catch (const JinjaError& e) {
     return e.what();
   }
   return {};
@@ -244,7 +244,7 @@ TEST_CASE(oneRenderHasAMemoryAndATimeBudget) {
     shared =
         JinjaTemplate::parse(big + "{% set l = [s] * 1000000 %}{{ l|length }}", "t.jinja", roomy)
             .render(context());
-  } catch (const TextError& e) {
+  } catch (const JinjaError& e) {
     FAIL(e.what());
   }
   COMPARE(shared, std::string("1000000"));

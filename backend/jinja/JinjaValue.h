@@ -25,7 +25,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace lorascope::text::jinja {
+namespace lorascope::jinja {
 
 // An error of a render (Jinja/Python's wording); the renderer adds the template name and line.
 class EvalError : public std::runtime_error {
@@ -168,4 +168,4 @@ std::optional<std::string> toJsonText(const Value& value, const JsonDumpOptions&
 // Python ==, as Jinja compares (1 == 1.0; Undefined equals only Undefined).
 bool equals(const Value& a, const Value& b);
 
-}  // namespace lorascope::text::jinja
+}  // namespace lorascope::jinja

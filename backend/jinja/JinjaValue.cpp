@@ -1,5 +1,5 @@
 // JinjaValue.cpp — Python's str/repr/json.dumps/== for Jinja values.
-#include "text/JinjaValue.h"
+#include "jinja/JinjaValue.h"
 
 #include <algorithm>
 #include <charconv>
@@ -9,7 +9,7 @@
 #include "common/Format.h"  // defines: formatBytes
 #include "common/Utf8.h"
 
-namespace lorascope::text::jinja {
+namespace lorascope::jinja {
 
 namespace {
 thread_local RenderBudget* tCurrentBudget = nullptr;  // the render running on this thread
@@ -533,4 +533,4 @@ bool equals(const Value& a, const Value& b) {
   }
 }
 
-}  // namespace lorascope::text::jinja
+}  // namespace lorascope::jinja

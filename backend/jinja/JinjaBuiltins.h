@@ -1,5 +1,5 @@
 // JinjaBuiltins.h — Jinja's filters and tests, the str/dict methods templates call, and
-// Python's operators on Jinja values (internal to backend/text). Errors are EvalError with
+// Python's operators on Jinja values (internal to backend/jinja). Errors are EvalError with
 // Jinja/Python's wording; the renderer adds the template name and line.
 #pragma once
 
@@ -7,9 +7,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "text/JinjaValue.h"  // defines: Value, CallArgs, EvalError
+#include "jinja/JinjaValue.h"  // defines: Value, CallArgs, EvalError
 
-namespace lorascope::text::jinja {
+namespace lorascope::jinja {
 
 // Bounds on what one operation may build (strings in bytes, lists in items).
 struct SizeLimits {
@@ -39,4 +39,4 @@ List iterate(const Value& value);
 // Python's str.strip/lstrip/rstrip (Unicode White_Space, or the characters in `chars`).
 std::string stripText(const std::string& text, const Value& chars, bool left, bool right);
 
-}  // namespace lorascope::text::jinja
+}  // namespace lorascope::jinja

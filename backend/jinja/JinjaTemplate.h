@@ -12,7 +12,7 @@
 // Untrusted templates (they come inside downloaded model folders) are bounded: parse depth and
 // call depth (JinjaLimits::maxDepth), loop iterations in one render, output bytes, the size of
 // any one string or list, and a budget per render: the bytes of all the values it builds,
-// counted across all values and loop iterations, and its wall time. Exceeding one is a TextError
+// counted across all values and loop iterations, and its wall time. Exceeding one is a JinjaError
 // naming the template and the limit, never a crash.
 #pragma once
 
@@ -24,13 +24,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "text/TextError.h"  // defines: TextError
+#include "jinja/JinjaError.h"  // defines: JinjaError
 
-namespace lorascope::text {
+namespace lorascope::jinja {
 
-namespace jinja {
 struct Stmt;
-}
 
 struct JinjaLimits {
   std::size_t maxOutputBytes = 64u << 20;   // 64 MiB: far above any chat prompt
@@ -43,10 +41,10 @@ struct JinjaLimits {
 };
 
 // The message of a template's raise_exception('...') call, as transformers' TemplateError.
-class TemplateRaised : public TextError {
+class TemplateRaised : public JinjaError {
  public:
   TemplateRaised(const std::string& origin, std::string message)
-      : TextError(origin + ": the chat template raised an error: " + message),
+      : JinjaError(origin + ": the chat template raised an error: " + message),
         message_(std::move(message)) {}
   const std::string& templateMessage() const { return message_; }
 
@@ -56,10 +54,10 @@ class TemplateRaised : public TextError {
 
 class JinjaTemplate {
  public:
-  // Parses `source`; TextError "<origin> line N: ..." for a syntax error or an unsupported tag.
+  // Parses `source`; JinjaError "<origin> line N: ..." for a syntax error or an unsupported tag.
   static JinjaTemplate parse(std::string_view source, std::string origin, JinjaLimits limits = {});
 
-  // Renders with the keys of `context` (an object) as variables. TextError for a runtime error
+  // Renders with the keys of `context` (an object) as variables. JinjaError for a runtime error
   // (e.g. "'dict object' has no attribute 'x'" used in arithmetic, an unknown filter, a limit)
   // and TemplateRaised for raise_exception.
   std::string render(const nlohmann::ordered_json& context) const;
@@ -68,9 +66,9 @@ class JinjaTemplate {
 
  private:
   JinjaTemplate() = default;
-  std::shared_ptr<const std::vector<jinja::Stmt>> body_;
+  std::shared_ptr<const std::vector<Stmt>> body_;
   std::string origin_;
   JinjaLimits limits_;
 };
 
-}  // namespace lorascope::text
+}  // namespace lorascope::jinja

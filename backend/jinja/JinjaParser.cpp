@@ -3,16 +3,16 @@
 // whitespace on that side; lstrip_blocks removes the spaces before a {% or {# that starts its
 // line; trim_blocks removes the newline after %} or #}; one trailing newline of the source is
 // dropped (keep_trailing_newline=False).
-#include "text/JinjaParser.h"
+#include "jinja/JinjaParser.h"
 
 #include <algorithm>
 #include <cctype>
 #include <stdexcept>
 
 #include "common/Utf8.h"
-#include "text/TextError.h"
+#include "jinja/JinjaError.h"
 
-namespace lorascope::text::jinja {
+namespace lorascope::jinja {
 
 namespace {
 
@@ -106,7 +106,7 @@ class Lexer {
   }
 
   [[noreturn]] void fail(const std::string& what) const {
-    throw TextError(origin_ + " line " + std::to_string(line_) + ": " + what);
+    throw JinjaError(origin_ + " line " + std::to_string(line_) + ": " + what);
   }
 
   std::size_t findTagStart(std::size_t from) const {
@@ -336,7 +336,7 @@ class Parser {
   };
 
   [[noreturn]] void fail(const std::string& what) const {
-    throw TextError(origin_ + " line " + std::to_string(peek().line) + ": " + what);
+    throw JinjaError(origin_ + " line " + std::to_string(peek().line) + ": " + what);
   }
   const Token& peek(std::size_t ahead = 0) const {
     return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)];
@@ -946,4 +946,4 @@ Body parseTemplate(std::string_view source, const std::string& origin, int maxDe
   return parser.parseAll();
 }
 
-}  // namespace lorascope::text::jinja
+}  // namespace lorascope::jinja
