@@ -1,0 +1,713 @@
+// hip/attention_mma.hip — the matrix-core attention kernels, forward and backward, head dims up to
+// 128: tensor cores on NVIDIA sm_80+, MFMA on CDNA 2/3, WMMA on RDNA 3/4, through gpu::mma of the
+// portability header. The dispatcher (hip/attention.hip) runs them where the device has matrix
+// cores; the vector kernels (hip/attention_vector.hip) serve every other case. What both families
+// share (units, masks, soft-capping): hip/attention_kernels.h.
+//
+// A block has kMmaWaves waves; each wave owns 16 rows (query rows in the forward and dq kernels,
+// key rows in the dk/dv kernel) and multiplies 16×16 bf16 tiles staged in shared memory into f32
+// accumulators. Q·Kᵀ, dO·Vᵀ and K·Qᵀ, V·dOᵀ take their B operand row by row (loadBt); P·V, dS·K,
+// Pᵀ·dO and dSᵀ·Q take it transposed (loadB). P and dS enter their product as a pair of bf16
+// operands (accToASplit: hi + lo, ~16 significant bits), not as one rounded bf16 as in
+// FlashAttention-2: one bf16 P gives errors of 2^-9·Σ|p·v|, which where the sum cancels are
+// several times the parity tolerance. The second product cost ~10% of the kernels' time on an
+// H100 (bench_attention, Qwen2.5-0.5B shape). Softmax statistics, masks and
+// soft-capping are applied per accumulator element in fp32, in the same units (log2) as the vector
+// kernels; the dk/dv partials and their group sum are those kernels' too, so the backward
+// stays free of atomics. The dq kernel also computes D = rowsum(dO ∘ O) for its rows, in place of
+// the vector path's separate row-dot kernel. K/V (forward, dq)
+// and Q/dO (dk/dv) tiles stream through kStages buffers: on NVIDIA the next tile's cp.async copies
+// run while the current one is multiplied.
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include "compute/hip/HipCheck.h"           // defines: LORASCOPE_HIP_CHECK
+#include "compute/hip/attention_kernels.h"  // defines: Dims, visible, capScore, rowOffset
+#include "compute/hip/launch.h"             // defines: launch
+
+namespace lorascope::compute::hip::attention {
+namespace {
+
+constexpr int kMmaWaves = 4;
+constexpr int kMmaBlockRows = kMmaWaves * 16;  // query rows (forward, dq) or key rows (dk/dv)
+[[maybe_unused]] constexpr int kMmaKeys = 64;  // keys per shared tile (forward, dq)
+constexpr int kMmaScratch = 256;               // bf16 per wave for accToA
+// Shared rows padded by 16 bytes, so that the 8 rows an ldmatrix (or a lane group) reads start
+// in different banks.
+template <int HDP>
+constexpr int kMmaLd = HDP + 8;
+// dq: keys per register pass (the score and dO·Vᵀ accumulators of a pass stay live together).
+template <int HDP>
+constexpr int kDqKeyChunk = HDP >= 128 ? 32 : 64;
+// dk/dv: queries per shared tile (K, V, Q and dO tiles fit 64 KiB, AMD's limit per block).
+template <int HDP>
+constexpr int kDkDvQueries = HDP >= 128 ? 32 : 64;
+
+constexpr int kStages = gpu::kAsyncCopyStages;  // buffers per streamed tile
+
+// Dynamic shared memory of the matrix-core kernels, in bytes (NVIDIA lets them past 48 KiB on
+// request; AMD's single-buffered layout stays within its 64 KiB).
+template <int HDP>
+struct MmaShared {
+  static constexpr std::size_t row = kMmaLd<HDP> * sizeof(std::uint16_t);  // a tile row
+  static constexpr std::size_t scratch = kMmaWaves * kMmaScratch * sizeof(std::uint16_t);
+  // forward, dq: kStages × (K and V tiles of kMmaKeys rows), then the waves' scratch
+  static constexpr std::size_t keyLoop = kStages * 2 * kMmaKeys * row + scratch;
+  // dk/dv: K and V tiles of the block's keys, kStages × (Q and dO tiles, logsumexp and D), scratch
+  static constexpr std::size_t queries = kDkDvQueries<HDP>;
+  static constexpr std::size_t queryStage = 2 * queries * row + 2 * queries * sizeof(float);
+  static constexpr std::size_t dkDv = 2 * kMmaBlockRows * row + kStages * queryStage + scratch;
+};
+
+// The matrix-core kernels compile to empty bodies for targets without matrix cores (RDNA 2, the
+// host pass); their launcher never picks them there.
+template <typename... Params>
+__device__ inline void unusedWithoutMatrixCores(const Params&...) {}
+
+#if defined(LORASCOPE_GPU_MMA)
+namespace mma = gpu::mma;
+
+// dst[r][c] (row stride kMmaLd) = src row t0 + r, element c; zero outside rows [0, rows) and
+// [0, headDim). Head dims 8k: 16-byte asynchronous copies (the caller commits and waits for
+// them); others: element by element, finished when this returns.
+template <int HDP>
+__device__ void loadTileBf16(hip_bfloat16* dst, const hip_bfloat16* src, long long tokenStride,
+                             int t0, int rows, int tileRows, int headDim) {
+  constexpr int ld = kMmaLd<HDP>;
+  if (headDim % 8 == 0) {
+    constexpr int vectorsPerRow = HDP / 8;
+    for (int idx = static_cast<int>(threadIdx.x); idx < tileRows * vectorsPerRow;
+         idx += static_cast<int>(blockDim.x)) {
+      const int r = idx / vectorsPerRow;
+      const int c = idx % vectorsPerRow * 8;
+      const bool inside = r < rows && c < headDim;
+      mma::copy16Async(dst + r * ld + c, inside ? src + (t0 + r) * tokenStride + c : src, inside);
+    }
+    return;
+  }
+  for (int idx = static_cast<int>(threadIdx.x); idx < tileRows * HDP;
+       idx += static_cast<int>(blockDim.x)) {
+    const int r = idx / HDP;
+    const int c = idx % HDP;
+    dst[r * ld + c] =
+        (r < rows && c < headDim) ? src[(t0 + r) * tokenStride + c] : floatToBf16(0.0f);
+  }
+}
+#endif
+
+// grid (ceil(S / 64), heads, B), block kMmaWaves waves.
+template <int HDP>
+__global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
+    attentionForwardMmaKernel(const hip_bfloat16* q, const hip_bfloat16* k, const hip_bfloat16* v,
+                              Dims dims, float scaleLog2, hip_bfloat16* out, float* logsumexp) {
+#if defined(LORASCOPE_GPU_MMA)
+  constexpr int ld = kMmaLd<HDP>;
+  constexpr int steps = HDP / 16;
+  constexpr int keyBlocks = kMmaKeys / 16;
+  constexpr int slots = mma::kAccRowSlots;
+  constexpr int tileElems = kMmaKeys * ld;
+  // Stage s: K tile at tiles + 2s·tileElems, V tile after it; the waves' scratch after the last.
+  extern __shared__ __align__(16) unsigned char forwardShared[];
+  auto* tiles = reinterpret_cast<hip_bfloat16*>(forwardShared);
+  hip_bfloat16* scratch = tiles + kStages * 2 * tileElems;
+
+  const int wave = static_cast<int>(threadIdx.x) / gpu::kWaveSize;
+  hip_bfloat16* waveScratch = scratch + wave * kMmaScratch;
+  const int r0 = lastRowsFirst() * kMmaBlockRows;
+  const int w0 = r0 + wave * 16;  // this wave's first query row
+  const int h = static_cast<int>(blockIdx.y);
+  const int b = static_cast<int>(blockIdx.z);
+  const int kvh = h / (dims.heads / dims.kvHeads);
+  const long long qStride = static_cast<long long>(dims.heads) * dims.headDim;
+  const long long kvStride = static_cast<long long>(dims.kvHeads) * dims.headDim;
+
+  // Q through shared memory into A operands, kept for the whole key loop.
+  loadTileBf16<HDP>(tiles, q + rowOffset(dims, dims.heads, b, 0, h), qStride, r0,
+                    min(kMmaBlockRows, dims.seq - r0), kMmaBlockRows, dims.headDim);
+  mma::copyAsyncCommit();
+  mma::copyAsyncWait<0>();
+  __syncthreads();
+  mma::FragA qa[steps];
+#pragma unroll
+  for (int kk = 0; kk < steps; ++kk) {
+    mma::loadA(qa[kk], tiles + wave * 16 * ld + kk * 16, ld);
+  }
+  mma::FragC o[steps];
+#pragma unroll
+  for (int n = 0; n < steps; ++n) {
+    mma::zero(o[n]);
+  }
+  float runningMax[slots];
+  float runningSum[slots];  // this lane's share; summed over the row's lanes at the end
+#pragma unroll
+  for (int sl = 0; sl < slots; ++sl) {
+    runningMax[sl] = -INFINITY;
+    runningSum[sl] = 0.0f;
+  }
+
+  const hip_bfloat16* kBase = k + rowOffset(dims, dims.kvHeads, b, 0, kvh);
+  const hip_bfloat16* vBase = v + rowOffset(dims, dims.kvHeads, b, 0, kvh);
+  const int keyEnd = min(r0 + kMmaBlockRows, dims.seq);
+  const int firstKey = firstVisibleKey(dims, r0);
+  const auto stageKeys = [&](int t0, int stage) {
+    const int rows = min(kMmaKeys, dims.seq - t0);
+    loadTileBf16<HDP>(tiles + 2 * stage * tileElems, kBase, kvStride, t0, rows, kMmaKeys,
+                      dims.headDim);
+    loadTileBf16<HDP>(tiles + (2 * stage + 1) * tileElems, vBase, kvStride, t0, rows, kMmaKeys,
+                      dims.headDim);
+  };
+  __syncthreads();  // Q's staging is read
+  if (kStages > 1) {
+    stageKeys(firstKey, 0);
+    mma::copyAsyncCommit();
+  }
+  int stage = 0;
+  for (int t0 = firstKey; t0 < keyEnd; t0 += kMmaKeys, stage = (stage + 1) % kStages) {
+    // With two stages the next tile streams in while this one is multiplied; with one, this
+    // tile is loaded now. The first barrier frees the buffer the load overwrites.
+    __syncthreads();
+    if (kStages == 1) {
+      stageKeys(t0, 0);
+    } else if (t0 + kMmaKeys < keyEnd) {
+      stageKeys(t0 + kMmaKeys, (stage + 1) % kStages);
+    }
+    mma::copyAsyncCommit();
+    mma::copyAsyncWait<kStages - 1>();
+    __syncthreads();
+    const hip_bfloat16* kTile = tiles + 2 * stage * tileElems;
+    const hip_bfloat16* vTile = kTile + tileElems;
+    // Waves whose rows see none of these keys (all before the diagonal, or all past the
+    // window's start, or rows past the end) skip the tile.
+    if (w0 >= dims.seq || t0 > w0 + 15 ||
+        (dims.window > 0 && t0 + kMmaKeys - 1 <= w0 - dims.window)) {
+      continue;
+    }
+    const bool masked = t0 + kMmaKeys - 1 > w0 || t0 + kMmaKeys > dims.seq ||
+                        (dims.window > 0 && t0 <= w0 + 15 - dims.window);
+    mma::FragC s[keyBlocks];
+#pragma unroll
+    for (int n = 0; n < keyBlocks; ++n) {
+      mma::zero(s[n]);
+    }
+#pragma unroll
+    for (int kk = 0; kk < steps; ++kk) {
+#pragma unroll
+      for (int n = 0; n < keyBlocks; ++n) {
+        mma::FragB kb;
+        mma::loadBt(kb, kTile + n * 16 * ld + kk * 16, ld);
+        mma::mma(s[n], qa[kk], kb);
+      }
+    }
+    float tileMax[slots];
+#pragma unroll
+    for (int sl = 0; sl < slots; ++sl) {
+      tileMax[sl] = -INFINITY;
+    }
+#pragma unroll
+    for (int n = 0; n < keyBlocks; ++n) {
+#pragma unroll
+      for (int e = 0; e < mma::kAccElems; ++e) {
+        const int sl = mma::accSlot(e);
+        float slope;
+        float x = capScore(dims, s[n].v[e] * scaleLog2, &slope);
+        if (masked && !visible(dims, w0 + mma::slotRow(sl), t0 + n * 16 + mma::accCol(e))) {
+          x = -INFINITY;
+        }
+        s[n].v[e] = x;
+        tileMax[sl] = fmaxf(tileMax[sl], x);
+      }
+    }
+    float shift[slots];
+#pragma unroll
+    for (int sl = 0; sl < slots; ++sl) {
+      // As in the vector kernel: a row that has seen no key yet (window) shifts by 0.
+      const float newMax = fmaxf(runningMax[sl], mma::rowMax(tileMax[sl]));
+      shift[sl] = newMax == -INFINITY ? 0.0f : newMax;
+      const float rescale = exp2f(runningMax[sl] - shift[sl]);
+      runningSum[sl] *= rescale;
+      runningMax[sl] = newMax;
+      tileMax[sl] = rescale;
+    }
+#pragma unroll
+    for (int n = 0; n < steps; ++n) {
+#pragma unroll
+      for (int e = 0; e < mma::kAccElems; ++e) {
+        o[n].v[e] *= tileMax[mma::accSlot(e)];
+      }
+    }
+#pragma unroll
+    for (int kb = 0; kb < keyBlocks; ++kb) {
+#pragma unroll
+      for (int e = 0; e < mma::kAccElems; ++e) {
+        const int sl = mma::accSlot(e);
+        const float p = exp2f(s[kb].v[e] - shift[sl]);
+        runningSum[sl] += p;
+        s[kb].v[e] = p;
+      }
+      mma::FragA pHigh;
+      mma::FragA pLow;
+      mma::accToASplit(pHigh, pLow, s[kb], waveScratch);
+#pragma unroll
+      for (int n = 0; n < steps; ++n) {
+        mma::FragB vb;
+        mma::loadB(vb, vTile + kb * 16 * ld + n * 16, ld);
+        mma::mma(o[n], pHigh, vb);
+        mma::mma(o[n], pLow, vb);
+      }
+    }
+  }
+  float inverseSum[slots];
+#pragma unroll
+  for (int sl = 0; sl < slots; ++sl) {
+    runningSum[sl] = mma::rowSum(runningSum[sl]);
+    inverseSum[sl] = 1.0f / runningSum[sl];
+  }
+#pragma unroll
+  for (int n = 0; n < steps; ++n) {
+#pragma unroll
+    for (int e = 0; e < mma::kAccElems; ++e) {
+      const int sl = mma::accSlot(e);
+      const int i = w0 + mma::slotRow(sl);
+      const int c = n * 16 + mma::accCol(e);
+      if (i < dims.seq && c < dims.headDim) {
+        out[rowOffset(dims, dims.heads, b, i, h) + c] = floatToBf16(o[n].v[e] * inverseSum[sl]);
+      }
+      if (n == 0 && i < dims.seq && mma::accCol(e) == 0) {
+        logsumexp[(static_cast<long long>(b) * dims.heads + h) * dims.seq + i] =
+            (runningMax[sl] + log2f(runningSum[sl])) * kLn2;
+      }
+    }
+  }
+#else
+  unusedWithoutMatrixCores(q, k, v, dims, scaleLog2, out, logsumexp);
+#endif
+}
+
+// dq_i = scale · Σ_j p_ij (dout_i·v_j − D_i) k_j, and D_i = dout_i · out_i itself, written to
+// rowDot (B, heads, S) for the dk/dv kernel after it. grid (ceil(S / 64), heads, B); dynamic
+// shared memory MmaShared<HDP>::keyLoop.
+template <int HDP>
+__global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
+    attentionDqMmaKernel(const hip_bfloat16* dout, const hip_bfloat16* q, const hip_bfloat16* k,
+                         const hip_bfloat16* v, const hip_bfloat16* out, const float* logsumexp,
+                         Dims dims, float scale, float* rowDot, hip_bfloat16* dq) {
+#if defined(LORASCOPE_GPU_MMA)
+  constexpr int ld = kMmaLd<HDP>;
+  constexpr int steps = HDP / 16;
+  constexpr int chunkBlocks = kDqKeyChunk<HDP> / 16;
+  constexpr int slots = mma::kAccRowSlots;
+  constexpr int tileElems = kMmaKeys * ld;
+  extern __shared__ __align__(16) unsigned char dqShared[];  // as the forward kernel's
+  auto* tiles = reinterpret_cast<hip_bfloat16*>(dqShared);
+  hip_bfloat16* scratch = tiles + kStages * 2 * tileElems;
+
+  const int wave = static_cast<int>(threadIdx.x) / gpu::kWaveSize;
+  hip_bfloat16* waveScratch = scratch + wave * kMmaScratch;
+  const int r0 = lastRowsFirst() * kMmaBlockRows;
+  const int w0 = r0 + wave * 16;
+  const int h = static_cast<int>(blockIdx.y);
+  const int b = static_cast<int>(blockIdx.z);
+  const int kvh = h / (dims.heads / dims.kvHeads);
+  const long long qStride = static_cast<long long>(dims.heads) * dims.headDim;
+  const long long kvStride = static_cast<long long>(dims.kvHeads) * dims.headDim;
+  const float scaleLog2 = scale * kLog2e;
+
+  const int blockRows = min(kMmaBlockRows, dims.seq - r0);
+  loadTileBf16<HDP>(tiles, q + rowOffset(dims, dims.heads, b, 0, h), qStride, r0, blockRows,
+                    kMmaBlockRows, dims.headDim);
+  loadTileBf16<HDP>(tiles + tileElems, dout + rowOffset(dims, dims.heads, b, 0, h), qStride, r0,
+                    blockRows, kMmaBlockRows, dims.headDim);
+  mma::copyAsyncCommit();
+  mma::copyAsyncWait<0>();
+  __syncthreads();
+  mma::FragA qa[steps];
+  mma::FragA da[steps];
+#pragma unroll
+  for (int kk = 0; kk < steps; ++kk) {
+    mma::loadA(qa[kk], tiles + wave * 16 * ld + kk * 16, ld);
+    mma::loadA(da[kk], tiles + tileElems + wave * 16 * ld + kk * 16, ld);
+  }
+  // D_i = dout_i · out_i: out takes Q's place, two lanes per row sum half the head dim each.
+  __shared__ float rowDotTile[kMmaBlockRows];
+  const long long statBase = (static_cast<long long>(b) * dims.heads + h) * dims.seq;
+  __syncthreads();
+  loadTileBf16<HDP>(tiles, out + rowOffset(dims, dims.heads, b, 0, h), qStride, r0, blockRows,
+                    kMmaBlockRows, dims.headDim);
+  mma::copyAsyncCommit();
+  mma::copyAsyncWait<0>();
+  __syncthreads();
+  for (int t = static_cast<int>(threadIdx.x); t < 2 * kMmaBlockRows;
+       t += static_cast<int>(blockDim.x)) {
+    const int r = t / 2;
+    const hip_bfloat16* outRow = tiles + r * ld + (t % 2) * (HDP / 2);
+    const hip_bfloat16* doRow = tiles + tileElems + r * ld + (t % 2) * (HDP / 2);
+    float sum = 0.0f;
+    for (int c = 0; c < HDP / 2; ++c) {  // the padding is zero
+      sum += bf16ToFloat(doRow[c]) * bf16ToFloat(outRow[c]);
+    }
+    sum += gpu::waveShflXor(sum, 1);
+    if (t % 2 == 0) {
+      rowDotTile[r] = sum;
+      if (r < blockRows) {
+        rowDot[statBase + r0 + r] = sum;
+      }
+    }
+  }
+  __syncthreads();
+  float lseLog2[slots];
+  float rowD[slots];
+#pragma unroll
+  for (int sl = 0; sl < slots; ++sl) {
+    const int i = min(w0 + mma::slotRow(sl), dims.seq - 1);
+    lseLog2[sl] = logsumexp[statBase + i] * kLog2e;
+    rowD[sl] = rowDotTile[wave * 16 + mma::slotRow(sl)];
+  }
+  mma::FragC acc[steps];
+#pragma unroll
+  for (int n = 0; n < steps; ++n) {
+    mma::zero(acc[n]);
+  }
+
+  const hip_bfloat16* kBase = k + rowOffset(dims, dims.kvHeads, b, 0, kvh);
+  const hip_bfloat16* vBase = v + rowOffset(dims, dims.kvHeads, b, 0, kvh);
+  const int keyEnd = min(r0 + kMmaBlockRows, dims.seq);
+  const int firstKey = firstVisibleKey(dims, r0);
+  const auto stageKeys = [&](int t0, int stage) {
+    const int rows = min(kMmaKeys, dims.seq - t0);
+    loadTileBf16<HDP>(tiles + 2 * stage * tileElems, kBase, kvStride, t0, rows, kMmaKeys,
+                      dims.headDim);
+    loadTileBf16<HDP>(tiles + (2 * stage + 1) * tileElems, vBase, kvStride, t0, rows, kMmaKeys,
+                      dims.headDim);
+  };
+  __syncthreads();  // the staging of out and dO is read
+  if (kStages > 1) {
+    stageKeys(firstKey, 0);
+    mma::copyAsyncCommit();
+  }
+  int stage = 0;
+  for (int t0 = firstKey; t0 < keyEnd; t0 += kMmaKeys, stage = (stage + 1) % kStages) {
+    __syncthreads();  // as in the forward kernel
+    if (kStages == 1) {
+      stageKeys(t0, 0);
+    } else if (t0 + kMmaKeys < keyEnd) {
+      stageKeys(t0 + kMmaKeys, (stage + 1) % kStages);
+    }
+    mma::copyAsyncCommit();
+    mma::copyAsyncWait<kStages - 1>();
+    __syncthreads();
+    const hip_bfloat16* kTile = tiles + 2 * stage * tileElems;
+    const hip_bfloat16* vTile = kTile + tileElems;
+#pragma unroll
+    for (int c0 = 0; c0 < kMmaKeys; c0 += kDqKeyChunk<HDP>) {
+      const int j0 = t0 + c0;  // the chunk's first key
+      if (w0 >= dims.seq || j0 > w0 + 15 ||
+          (dims.window > 0 && j0 + kDqKeyChunk<HDP> - 1 <= w0 - dims.window)) {
+        continue;
+      }
+      const bool masked = j0 + kDqKeyChunk<HDP> - 1 > w0 || j0 + kDqKeyChunk<HDP> > dims.seq ||
+                          (dims.window > 0 && j0 <= w0 + 15 - dims.window);
+      mma::FragC s[chunkBlocks];
+      mma::FragC dp[chunkBlocks];
+#pragma unroll
+      for (int n = 0; n < chunkBlocks; ++n) {
+        mma::zero(s[n]);
+        mma::zero(dp[n]);
+      }
+#pragma unroll
+      for (int kk = 0; kk < steps; ++kk) {
+#pragma unroll
+        for (int n = 0; n < chunkBlocks; ++n) {
+          mma::FragB kb;
+          mma::loadBt(kb, kTile + (c0 + n * 16) * ld + kk * 16, ld);
+          mma::mma(s[n], qa[kk], kb);
+          mma::FragB vb;
+          mma::loadBt(vb, vTile + (c0 + n * 16) * ld + kk * 16, ld);
+          mma::mma(dp[n], da[kk], vb);
+        }
+      }
+#pragma unroll
+      for (int n = 0; n < chunkBlocks; ++n) {
+#pragma unroll
+        for (int e = 0; e < mma::kAccElems; ++e) {
+          const int sl = mma::accSlot(e);
+          float slope;
+          const float x = capScore(dims, s[n].v[e] * scaleLog2, &slope);
+          const bool seen =
+              !masked || visible(dims, w0 + mma::slotRow(sl), j0 + n * 16 + mma::accCol(e));
+          const float p = seen ? exp2f(x - lseLog2[sl]) : 0.0f;
+          s[n].v[e] = p * (dp[n].v[e] - rowD[sl]) * slope;
+        }
+        mma::FragA dsHigh;
+        mma::FragA dsLow;
+        mma::accToASplit(dsHigh, dsLow, s[n], waveScratch);
+#pragma unroll
+        for (int m = 0; m < steps; ++m) {
+          mma::FragB kb;
+          mma::loadB(kb, kTile + (c0 + n * 16) * ld + m * 16, ld);
+          mma::mma(acc[m], dsHigh, kb);
+          mma::mma(acc[m], dsLow, kb);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int n = 0; n < steps; ++n) {
+#pragma unroll
+    for (int e = 0; e < mma::kAccElems; ++e) {
+      const int i = w0 + mma::slotRow(mma::accSlot(e));
+      const int c = n * 16 + mma::accCol(e);
+      if (i < dims.seq && c < dims.headDim) {
+        dq[rowOffset(dims, dims.heads, b, i, h) + c] = floatToBf16(acc[n].v[e] * scale);
+      }
+    }
+  }
+#else
+  unusedWithoutMatrixCores(dout, q, k, v, out, logsumexp, dims, scale, rowDot, dq);
+#endif
+}
+
+// Per query head h: dk_j = scale · Σ_i ds_ij q_i, dv_j = Σ_i p_ij dout_i over visible i, into
+// the f32 partials (B, S, heads, hd), as attentionDkDvKernel. grid (ceil(S / 64), heads, B);
+// dynamic shared memory MmaShared<HDP>::dkDv.
+template <int HDP>
+__global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
+    attentionDkDvMmaKernel(const hip_bfloat16* dout, const hip_bfloat16* q, const hip_bfloat16* k,
+                           const hip_bfloat16* v, const float* logsumexp, const float* rowDot,
+                           Dims dims, float scale, float* dkPartial, float* dvPartial) {
+#if defined(LORASCOPE_GPU_MMA)
+  constexpr int ld = kMmaLd<HDP>;
+  constexpr int steps = HDP / 16;
+  constexpr int queries = kDkDvQueries<HDP>;
+  // K and V tiles, then per stage: Q and dO tiles, logsumexp (log2 units) and D; then scratch.
+  extern __shared__ __align__(16) unsigned char dkDvShared[];
+  auto* kTile = reinterpret_cast<hip_bfloat16*>(dkDvShared);
+  hip_bfloat16* vTile = kTile + kMmaBlockRows * ld;
+  unsigned char* stages = dkDvShared + 2 * kMmaBlockRows * ld * sizeof(hip_bfloat16);
+  auto* scratch = reinterpret_cast<hip_bfloat16*>(stages + kStages * MmaShared<HDP>::queryStage);
+  const auto qTileOf = [&](int stage) {
+    return reinterpret_cast<hip_bfloat16*>(stages + stage * MmaShared<HDP>::queryStage);
+  };
+  const auto lseTileOf = [&](int stage) {
+    return reinterpret_cast<float*>(qTileOf(stage) + 2 * queries * ld);
+  };
+
+  const int wave = static_cast<int>(threadIdx.x) / gpu::kWaveSize;
+  hip_bfloat16* waveScratch = scratch + wave * kMmaScratch;
+  const int k0 = static_cast<int>(blockIdx.x) * kMmaBlockRows;
+  const int kw0 = k0 + wave * 16;  // this wave's first key row
+  const int h = static_cast<int>(blockIdx.y);
+  const int b = static_cast<int>(blockIdx.z);
+  const int kvh = h / (dims.heads / dims.kvHeads);
+  const long long qStride = static_cast<long long>(dims.heads) * dims.headDim;
+  const long long kvStride = static_cast<long long>(dims.kvHeads) * dims.headDim;
+  const float scaleLog2 = scale * kLog2e;
+
+  const int blockKeys = min(kMmaBlockRows, dims.seq - k0);
+  loadTileBf16<HDP>(kTile, k + rowOffset(dims, dims.kvHeads, b, 0, kvh), kvStride, k0, blockKeys,
+                    kMmaBlockRows, dims.headDim);
+  loadTileBf16<HDP>(vTile, v + rowOffset(dims, dims.kvHeads, b, 0, kvh), kvStride, k0, blockKeys,
+                    kMmaBlockRows, dims.headDim);
+  mma::FragC dkAcc[steps];
+  mma::FragC dvAcc[steps];
+#pragma unroll
+  for (int n = 0; n < steps; ++n) {
+    mma::zero(dkAcc[n]);
+    mma::zero(dvAcc[n]);
+  }
+
+  const hip_bfloat16* qBase = q + rowOffset(dims, dims.heads, b, 0, h);
+  const hip_bfloat16* doBase = dout + rowOffset(dims, dims.heads, b, 0, h);
+  const long long statBase = (static_cast<long long>(b) * dims.heads + h) * dims.seq;
+  const int queryEnd =
+      dims.window > 0 ? min(dims.seq, k0 + kMmaBlockRows - 1 + dims.window) : dims.seq;
+  const auto stageQueries = [&](int t0, int stage) {
+    const int rows = min(queries, dims.seq - t0);
+    loadTileBf16<HDP>(qTileOf(stage), qBase, qStride, t0, rows, queries, dims.headDim);
+    loadTileBf16<HDP>(qTileOf(stage) + queries * ld, doBase, qStride, t0, rows, queries,
+                      dims.headDim);
+    float* lse = lseTileOf(stage);
+    for (int r = static_cast<int>(threadIdx.x); r < queries; r += static_cast<int>(blockDim.x)) {
+      // Rows past the end get p = 0 (their Q and dO are zero too).
+      lse[r] = r < rows ? logsumexp[statBase + t0 + r] * kLog2e : INFINITY;
+      lse[queries + r] = r < rows ? rowDot[statBase + t0 + r] : 0.0f;
+    }
+  };
+  if (kStages > 1) {
+    stageQueries(k0, 0);  // in the same group as K and V above
+  }
+  mma::copyAsyncCommit();
+  int stage = 0;
+  for (int t0 = k0; t0 < queryEnd; t0 += queries, stage = (stage + 1) % kStages) {
+    __syncthreads();  // as in the forward kernel
+    if (kStages == 1) {
+      stageQueries(t0, 0);
+    } else if (t0 + queries < queryEnd) {
+      stageQueries(t0 + queries, (stage + 1) % kStages);
+    }
+    mma::copyAsyncCommit();
+    mma::copyAsyncWait<kStages - 1>();
+    __syncthreads();
+    const hip_bfloat16* qTile = qTileOf(stage);
+    const hip_bfloat16* doTile = qTile + queries * ld;
+    const float* lseTile = lseTileOf(stage);
+    const float* dTile = lseTile + queries;
+    if (kw0 >= dims.seq || t0 + queries - 1 < kw0 ||
+        (dims.window > 0 && t0 >= kw0 + 15 + dims.window)) {
+      continue;
+    }
+    const bool masked = t0 < kw0 + 15 || t0 + queries > dims.seq ||
+                        (dims.window > 0 && t0 + queries - 1 >= kw0 + dims.window);
+#pragma unroll
+    for (int qs = 0; qs < queries / 16; ++qs) {
+      const int i0 = t0 + qs * 16;
+      if (i0 + 15 < kw0) {
+        continue;  // these queries precede every key of the wave
+      }
+      mma::FragC s;   // K·Qᵀ: rows are keys, columns queries
+      mma::FragC dp;  // V·dOᵀ
+      mma::zero(s);
+      mma::zero(dp);
+#pragma unroll
+      for (int kk = 0; kk < steps; ++kk) {
+        mma::FragA ka;
+        mma::loadA(ka, kTile + wave * 16 * ld + kk * 16, ld);
+        mma::FragB qb;
+        mma::loadBt(qb, qTile + qs * 16 * ld + kk * 16, ld);
+        mma::mma(s, ka, qb);
+        mma::FragA va;
+        mma::loadA(va, vTile + wave * 16 * ld + kk * 16, ld);
+        mma::FragB db;
+        mma::loadBt(db, doTile + qs * 16 * ld + kk * 16, ld);
+        mma::mma(dp, va, db);
+      }
+#pragma unroll
+      for (int e = 0; e < mma::kAccElems; ++e) {
+        const int r = qs * 16 + mma::accCol(e);  // the query's row in the tile
+        float slope;
+        const float x = capScore(dims, s.v[e] * scaleLog2, &slope);
+        const bool seen = !masked || visible(dims, t0 + r, kw0 + mma::slotRow(mma::accSlot(e)));
+        const float p = seen ? exp2f(x - lseTile[r]) : 0.0f;
+        s.v[e] = p;
+        dp.v[e] = p * (dp.v[e] - dTile[r]) * slope;
+      }
+      mma::FragA high;
+      mma::FragA low;
+      mma::accToASplit(high, low, s, waveScratch);
+#pragma unroll
+      for (int n = 0; n < steps; ++n) {
+        mma::FragB dob;
+        mma::loadB(dob, doTile + qs * 16 * ld + n * 16, ld);
+        mma::mma(dvAcc[n], high, dob);
+        mma::mma(dvAcc[n], low, dob);
+      }
+      mma::accToASplit(high, low, dp, waveScratch);
+#pragma unroll
+      for (int n = 0; n < steps; ++n) {
+        mma::FragB qb;
+        mma::loadB(qb, qTile + qs * 16 * ld + n * 16, ld);
+        mma::mma(dkAcc[n], high, qb);
+        mma::mma(dkAcc[n], low, qb);
+      }
+    }
+  }
+#pragma unroll
+  for (int n = 0; n < steps; ++n) {
+#pragma unroll
+    for (int e = 0; e < mma::kAccElems; ++e) {
+      const int j = kw0 + mma::slotRow(mma::accSlot(e));
+      const int c = n * 16 + mma::accCol(e);
+      if (j < dims.seq && c < dims.headDim) {
+        const long long at = rowOffset(dims, dims.heads, b, j, h) + c;
+        dkPartial[at] = dkAcc[n].v[e] * scale;
+        dvPartial[at] = dvAcc[n].v[e];
+      }
+    }
+  }
+#else
+  unusedWithoutMatrixCores(dout, q, k, v, logsumexp, rowDot, dims, scale, dkPartial, dvPartial);
+#endif
+}
+
+// The matrix-core kernels' grid: 64 rows per block (forward, dq: query rows; dk/dv: key rows).
+dim3 mmaGrid(const AttentionShape& s) {
+  return dim3(static_cast<unsigned>((s.seq + kMmaBlockRows - 1) / kMmaBlockRows),
+              static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch));
+}
+
+dim3 mmaBlock() {
+  return dim3(static_cast<unsigned>(kMmaWaves * currentMatrixCores().waveSize));
+}
+
+// Past 48 KiB of dynamic shared memory NVIDIA wants the kernel's consent, per device (AMD's
+// kernels stay within 64 KiB, which needs none). Asked once per kernel and device, so that a
+// step captured as a graph later makes no such call.
+template <typename... Params>
+void allowSharedBytes(void (*kernel)(Params...), std::size_t bytes) {
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> allowed;
+  int device = 0;
+  LORASCOPE_HIP_CHECK(hipGetDevice(&device));
+  const auto* function = reinterpret_cast<const void*>(kernel);
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (allowed.count({function, device}) == 0) {
+    LORASCOPE_HIP_CHECK(hipFuncSetAttribute(function, hipFuncAttributeMaxDynamicSharedMemorySize,
+                                            static_cast<int>(bytes)));
+    allowed.insert({function, device});
+  }
+}
+
+template <int HDP>
+void launchForwardMma(const std::uint16_t* q, const std::uint16_t* k, const std::uint16_t* v,
+                      const AttentionShape& shape, float scale, std::uint16_t* out,
+                      float* logsumexp, hipStream_t stream) {
+  constexpr std::size_t shared = MmaShared<HDP>::keyLoop;
+  allowSharedBytes(attentionForwardMmaKernel<HDP>, shared);
+  launch("attention_forward", attentionForwardMmaKernel<HDP>, mmaGrid(shape), mmaBlock(), shared,
+         stream, asBf16(q), asBf16(k), asBf16(v), toDims(shape), scale * kLog2e, asBf16(out),
+         logsumexp);
+}
+
+template <int HDP>
+void launchBackwardMma(const std::uint16_t* dout, const std::uint16_t* q, const std::uint16_t* k,
+                       const std::uint16_t* v, const std::uint16_t* out, const float* logsumexp,
+                       const AttentionShape& shape, float scale, AttentionBackwardScratch scratch,
+                       std::uint16_t* dq, hipStream_t stream) {
+  allowSharedBytes(attentionDqMmaKernel<HDP>, MmaShared<HDP>::keyLoop);
+  launch("attention_backward", attentionDqMmaKernel<HDP>, mmaGrid(shape), mmaBlock(),
+         MmaShared<HDP>::keyLoop, stream, asBf16(dout), asBf16(q), asBf16(k), asBf16(v),
+         asBf16(out), logsumexp, toDims(shape), scale, scratch.rowDot, asBf16(dq));
+  constexpr std::size_t shared = MmaShared<HDP>::dkDv;
+  allowSharedBytes(attentionDkDvMmaKernel<HDP>, shared);
+  launch("attention_backward", attentionDkDvMmaKernel<HDP>, mmaGrid(shape), mmaBlock(), shared,
+         stream, asBf16(dout), asBf16(q), asBf16(k), asBf16(v), logsumexp, scratch.rowDot,
+         toDims(shape), scale, scratch.dkPartial, scratch.dvPartial);
+}
+
+}  // namespace
+
+void forwardMatrixCores(const std::uint16_t* q, const std::uint16_t* k, const std::uint16_t* v,
+                        const AttentionShape& shape, float scale, std::uint16_t* out,
+                        float* logsumexp, hipStream_t stream) {
+  if (shape.headDim <= 64) {
+    launchForwardMma<64>(q, k, v, shape, scale, out, logsumexp, stream);
+  } else {
+    launchForwardMma<128>(q, k, v, shape, scale, out, logsumexp, stream);
+  }
+}
+
+void backwardMatrixCores(const std::uint16_t* dout, const std::uint16_t* q, const std::uint16_t* k,
+                         const std::uint16_t* v, const std::uint16_t* out, const float* logsumexp,
+                         const AttentionShape& shape, float scale, AttentionBackwardScratch scratch,
+                         std::uint16_t* dq, hipStream_t stream) {
+  // D = rowsum(dout ∘ out) comes from the dq kernel.
+  if (shape.headDim <= 64) {
+    launchBackwardMma<64>(dout, q, k, v, out, logsumexp, shape, scale, scratch, dq, stream);
+  } else {
+    launchBackwardMma<128>(dout, q, k, v, out, logsumexp, shape, scale, scratch, dq, stream);
+  }
+}
+
+}  // namespace lorascope::compute::hip::attention
