@@ -163,7 +163,8 @@ json parseLine(std::string_view line, std::string& type) {
       }
       return true;
     });
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number no double holds (1e400)
     throw ProtocolError(std::string("not valid JSON: ") + e.what());
   }
   if (!root.is_object()) {

@@ -256,7 +256,8 @@ ParsedProfile parseProfile(std::string_view jsonText, const std::string& source)
   json root;
   try {
     root = json::parse(jsonText);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, and out_of_range for a number no double holds (1e400)
     r.fail("", std::string("not valid JSON: ") + e.what());
   }
   if (!root.is_object()) {

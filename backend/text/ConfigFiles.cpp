@@ -33,6 +33,9 @@ nlohmann::json parseJsonText(std::string_view text, const std::string& source) {
     return nlohmann::json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
     throw TextError(source + ": malformed JSON (byte " + std::to_string(e.byte) + "): " + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    // A number no double holds (1e400) is out_of_range, not a parse_error; it names no byte.
+    throw TextError(source + ": malformed JSON: " + e.what());
   }
 }
 

@@ -94,6 +94,17 @@ TEST_CASE(startNested100000LevelsIsRejectedAtParseTime) {
   COMPARE(rejection(fine).text, std::string("<accepted>"));
 }
 
+TEST_CASE(numberBeyondADoubleIsAnErrorEventNotACrash) {
+  // nlohmann reports 1e400 as out_of_range, not as a parse error: it used to end the engine.
+  const std::string line = R"({"v":1,"type":"start","config":{"max_steps":1e400}})";
+  VERIFY2(rejection(line).contains("not valid JSON"), rejection(line).text.c_str());
+  int code = -1;
+  const auto errors = errorsOf(serve(line + "\n", code));
+  COMPARE(code, 0);
+  COMPARE(errors.size(), std::size_t{1});
+  VERIFY(errors[0].message.find("number overflow") != std::string::npos);
+}
+
 TEST_CASE(protocolVersionAbove2To32DoesNotWrap) {
   // 2^32 + 1 used to be read as int 1 and accepted.
   VERIFY(rejection(R"({"v":4294967297,"type":"stop"})").contains("protocol version 4294967297"));

@@ -116,6 +116,7 @@ TEST_CASE(pytorchAllocConfIsMappedOntoOurAllocator) {
 
 TEST_CASE(schemaErrorsNameFileAndField) {
   VERIFY(errorOf("{not json").contains("user.json: not valid JSON"));
+  VERIFY(errorOf(R"({"name": "x", "version": 1e400})").contains("user.json: not valid JSON"));
   VERIFY(errorOf("[1]").contains("must be a JSON object"));
   VERIFY(errorOf(R"({"description": "d"})").contains("name: missing"));
   VERIFY(errorOf(R"({"name": "x", "description": "d", "colour": "red"})")

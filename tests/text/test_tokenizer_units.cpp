@@ -122,6 +122,13 @@ TEST_CASE(malformedAndTruncatedJsonNameTheFile) {
   writeText(path, full.substr(0, full.size() / 2));
   std::string message = errorOf([&] { Tokenizer::fromFile(path); });
   VERIFY2(contains(message, path.string()) && contains(message, "malformed JSON"), message.c_str());
+  // A number no double holds is nlohmann's out_of_range, not a parse error (found by
+  // fuzz_tokenizer_json: it ended the program).
+  writeText(path, R"({"model": {"type": "BPE", "vocab": {}}, "added_tokens": [{"id": 5E999}]})");
+  message = errorOf([&] { Tokenizer::fromFile(path); });
+  VERIFY2(contains(message, path.string()) && contains(message, "malformed JSON") &&
+              contains(message, "number overflow"),
+          message.c_str());
   writeText(path, "[1, 2, 3]");
   message = errorOf([&] { Tokenizer::fromFile(path); });
   VERIFY2(contains(message, "top level must be a JSON object"), message.c_str());
