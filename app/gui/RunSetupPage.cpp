@@ -42,12 +42,12 @@
 #include "model/DeviceWeights.h"   // defines: placedWeightBytes, WeightQuantization
 #include "model/MemoryEstimate.h"  // defines: estimateTrainingMemory
 #include "model/ModelFolder.h"     // defines: ModelFolder
-#include "text/ChatTemplate.h"     // defines: ChatTemplate
-#include "text/Tokenizer.h"        // defines: Tokenizer
-#include "train/CheckpointError.h"
+#include "runs/RunFileError.h"
+#include "runs/RunFolder.h"         // defines: checkOutputFolder
+#include "text/ChatTemplate.h"      // defines: ChatTemplate
+#include "text/Tokenizer.h"         // defines: Tokenizer
 #include "train/DemoDataset.h"      // defines: ensureDemoDataset
 #include "train/DemoModel.h"        // defines: defaultCacheDir, ensureDemoModel
-#include "train/RunDirectory.h"     // defines: checkOutputFolder
 #include "widgets/ControlsPanel.h"  // defines: ControlSpec
 #include "widgets/Format.h"         // defines: formatBytes, toPath
 #include "widgets/LengthHistogram.h"
@@ -377,7 +377,7 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   grid->setRowStretch(1, 1);
   sourceForm_ = form;
   trainingRows_ = {modelRow, modelInfo_, dataRow, dataInfo_, histogram_, estimate_};
-  // A named run folder is checked as it is typed (train::checkOutputFolder: new, empty or a run).
+  // A named run folder is checked as it is typed (runs::checkOutputFolder: new, empty or a run).
   connect(runName_, &QLineEdit::textChanged, this, &RunSetupPage::updateProblems);
 }
 
@@ -1054,10 +1054,10 @@ QStringList RunSetupPage::problems() const {
     // The folder a named run goes into: one that holds a run is the resume question of Start;
     // one that holds anything else is refused here, as the engine would refuse it.
     try {
-      train::checkOutputFolder(
+      runs::checkOutputFolder(
           widgets::toPath(QDir(outputEdit_->text().trimmed()).filePath(name)),
           usesDemo() ? std::filesystem::path() : widgets::toPath(modelEdit_->text().trimmed()));
-    } catch (const train::CheckpointError& e) {
+    } catch (const runs::RunFileError& e) {
       out << tr("Output folder: %1").arg(QString::fromUtf8(e.what()));
     }
   }

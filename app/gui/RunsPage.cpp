@@ -19,10 +19,9 @@
 #include <stdexcept>
 
 #include "common/OsError.h"               // defines: pathText
-#include "compute/Tensor.h"               // defines: deviceName
 #include "external/ExternalSupervisor.h"  // defines: commandLine
 #include "external/SupervisedRun.h"
-#include "train/RunDirectory.h"
+#include "runs/RunFolder.h"
 #include "widgets/Format.h"  // defines: toPath
 
 namespace lorascope::app {
@@ -84,17 +83,17 @@ namespace {
 
 // The last step of the folder's metrics.jsonl (its loss, its device) and its best evaluation.
 void readMetrics(RunSummary& run, const std::filesystem::path& dir) {
-  const std::filesystem::path metrics = dir / train::kMetricsFile;
+  const std::filesystem::path metrics = dir / runs::kMetricsFile;
   if (!std::filesystem::exists(metrics)) {
     return;
   }
-  const std::vector<train::StepMetrics> steps = train::RunDirectory::readMetrics(metrics);
+  const std::vector<runs::StepRecord> steps = runs::readStepRecords(metrics);
   if (!steps.empty()) {
     run.steps = steps.back().step;
     run.lastLoss = steps.back().loss;
-    run.device = QString::fromLatin1(compute::deviceName(steps.back().device));
+    run.device = QString::fromStdString(steps.back().device);
   }
-  for (const train::StepMetrics& m : steps) {
+  for (const runs::StepRecord& m : steps) {
     if (m.eval && std::isfinite(m.eval->loss) &&
         (!run.bestEvalLoss || m.eval->loss < *run.bestEvalLoss)) {
       run.bestEvalLoss = m.eval->loss;
@@ -112,7 +111,7 @@ void readSupervisedSummary(RunSummary& run) {
   run.commandLine = QString::fromStdString(
       external::commandLine(command.command.program, command.command.arguments));
   run.profile = QString::fromStdString(command.profile);
-  std::ifstream in(dir / train::kRunConfigFile, std::ios::binary);
+  std::ifstream in(dir / runs::kRunConfigFile, std::ios::binary);
   run.created = QString::fromStdString(
       nlohmann::json::parse(in, nullptr, false).value("created", std::string()));
   readMetrics(run, dir);
@@ -138,7 +137,7 @@ void readSupervisedSummary(RunSummary& run) {
 }  // namespace
 
 std::optional<RunSummary> readRunSummary(const QString& dir) {
-  if (!QFileInfo::exists(QDir(dir).filePath(QString::fromLatin1(train::kRunConfigFile)))) {
+  if (!QFileInfo::exists(QDir(dir).filePath(QString::fromLatin1(runs::kRunConfigFile)))) {
     return std::nullopt;
   }
   RunSummary run;
@@ -154,7 +153,7 @@ std::optional<RunSummary> readRunSummary(const QString& dir) {
     return run;
   }
   try {
-    const train::RunDirectory folder = train::RunDirectory::open(widgets::toPath(dir));
+    const runs::RunFolder folder = runs::RunFolder::open(widgets::toPath(dir));
     const nlohmann::json& config = folder.config();
     const nlohmann::json training = config.value("training", nlohmann::json::object());
     run.totalSteps = training.value("max_steps", std::int64_t{0});
@@ -194,15 +193,15 @@ std::vector<RunSummary> listRuns(const QString& folder) {
 }
 
 std::vector<engine::TimedEvent> metricsAsEvents(const QString& runDir) {
-  const std::filesystem::path file = widgets::toPath(runDir) / train::kMetricsFile;
+  const std::filesystem::path file = widgets::toPath(runDir) / runs::kMetricsFile;
   if (!std::filesystem::exists(file)) {
     throw std::runtime_error(common::pathText(file) +
                              ": no such file (the run has no completed step)");
   }
   std::vector<engine::TimedEvent> events;
   double seconds = 0;
-  std::optional<train::EvalMetrics> best;
-  for (const train::StepMetrics& m : train::RunDirectory::readMetrics(file)) {
+  std::optional<runs::EvalRecord> best;
+  for (const runs::StepRecord& m : runs::readStepRecords(file)) {
     seconds += m.seconds;
     engine::StepEvent step;
     step.step = m.step;

@@ -24,7 +24,7 @@
 #include "common/OsError.h"  // defines: pathText
 #include "job/Generation.h"
 #include "job/TrainRunConfig.h"  // defines: settingsFromJson
-#include "train/RunDirectory.h"
+#include "runs/RunFolder.h"
 #include "widgets/Format.h"  // defines: toPath
 
 namespace lorascope::app {
@@ -89,14 +89,14 @@ QString summary(const job::GenerationResult& r) {
 // the run's settings do not read.
 std::optional<model::WeightQuantization> runQuantization(const QString& adapter) {
   std::filesystem::path run = widgets::toPath(QDir::cleanPath(adapter));
-  if (run.filename() == train::kFinalAdapterDir)
+  if (run.filename() == runs::kFinalAdapterDir)
     run = run.parent_path();
-  else if (run.parent_path().filename() == train::kCheckpointsDir)
+  else if (run.parent_path().filename() == runs::kCheckpointsDir)
     run = run.parent_path().parent_path();
-  const std::filesystem::path config = run / train::kRunConfigFile;
+  const std::filesystem::path config = run / runs::kRunConfigFile;
   if (!std::filesystem::exists(config))
     return std::nullopt;
-  const train::RunDirectory folder = train::RunDirectory::open(run);
+  const runs::RunFolder folder = runs::RunFolder::open(run);
   return job::settingsFromJson(folder.config().at("training"), common::pathText(config))
       .train.quantization;
 }

@@ -196,7 +196,7 @@ class CommandHost::Launcher : public CommandLauncher {
 namespace {
 
 // The rule of the folder a supervised run writes into, as for LoRAscope's own runs
-// (train/RunDirectory.h, checkOutputFolder): new, empty, or a supervised command's run (resumed).
+// (runs/RunFolder.h, checkOutputFolder): new, empty, or a supervised command's run (resumed).
 void checkRunFolder(const fs::path& dir) {
   std::error_code error;
   const fs::file_status status = fs::status(dir, error);

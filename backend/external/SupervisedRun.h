@@ -2,7 +2,7 @@
 //   config.json    {"kind": "supervised_command", "command": {...}, "command_line", "profile",
 //                  "created", "training": {"profile"}}: what ran, to show and to resume it
 //   events.jsonl   every event, one protocol line each (engine/Protocol.h)
-//   metrics.jsonl  one line per announced step, in train/RunDirectory.h's format
+//   metrics.jsonl  one line per announced step, in runs/StepRecord.h's format
 //   command.log    the command's output lines; probe-N.jsonl the probe's events of attempt N
 // The Runs page lists such a folder (status, steps, last loss, incidents), shows its curves from
 // metrics.jsonl and resumes it: the command again, with the resume argument at its newest
@@ -25,8 +25,8 @@ inline constexpr const char* kSupervisedRunKind = "supervised_command";
 inline constexpr const char* kEventsFile = "events.jsonl";
 inline constexpr const char* kMetricsFile = "metrics.jsonl";
 
-// One metrics.jsonl line (no newline) in the format train/RunDirectory.h writes and reads
-// (RunDirectory::readMetrics: the Runs page, Show charts): the step, its loss (null when not a
+// One metrics.jsonl line (no newline) in the format of runs/StepRecord.h
+// (runs::readStepRecords: the Runs page, Show charts): the step, its loss (null when not a
 // number), learning rate, gradient norm, batch and accumulation (0: unknown), the seconds since
 // the step before and the device ("gpu" once a GPU reading came, else "cpu").
 std::string metricsLine(const engine::StepEvent& step, double seconds, bool gpu);

@@ -168,7 +168,7 @@ class TrainingJob : public engine::EngineJob {
     reportStartToggles(sink);
     // The run's metrics so far (cut back to the step it resumes from), read once.
     const std::vector<train::StepMetrics> history =
-        train::RunDirectory::readMetrics(run_.dir() / train::kMetricsFile);
+        runs::readStepRecords(run_.dir() / runs::kMetricsFile);
     replayMirroredStep(config, history, sink);
     restoreEarlyStopping(history);
     findPendingEvaluation(history);

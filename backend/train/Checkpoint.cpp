@@ -4,15 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "common/DurableFile.h"
 #include "common/OsError.h"
-#include "common/OsFile.h"
 #include "model/ModelError.h"
 #include "model/Safetensors.h"
 #include "train/CheckpointError.h"
@@ -111,35 +108,6 @@ json toJson(const MicroBatchChange& c) {
 }
 
 }  // namespace
-
-std::string readRunFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw CheckpointError(common::pathText(path),
-                          "cannot be opened (missing? an incomplete checkpoint?)");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void appendRunFile(const fs::path& path, std::string_view bytes) {
-  try {
-    common::OutputFile file(path, common::OutputFile::Mode::Append);
-    file.write(bytes);
-    file.close();
-  } catch (const common::OsError& e) {
-    throw CheckpointError(common::pathText(path), e.detail());
-  }
-}
-
-json readRunJson(const fs::path& path) {
-  const json doc = json::parse(readRunFile(path), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
-    throw CheckpointError(common::pathText(path), "is not a well-formed JSON object");
-  }
-  return doc;
-}
 
 std::vector<LoraMoments> zeroMoments(const LoraAdapter& adapter) {
   std::vector<LoraMoments> out;

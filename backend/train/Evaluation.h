@@ -16,19 +16,13 @@
 #include <optional>
 #include <vector>
 
-#include "train/Batching.h"  // defines: TokenizedExample, Sequence
+#include "runs/StepRecord.h"  // defines: EvalRecord
+#include "train/Batching.h"   // defines: TokenizedExample, Sequence
 
 namespace lorascope::train {
 
-// The held-out loss after optimizer step `step`.
-struct EvalMetrics {
-  std::int64_t step = 0;
-  double loss = 0.0;                 // mean over the set's predicted tokens
-  std::int64_t sequences = 0;        // sequences evaluated
-  std::int64_t batches = 0;          // forward passes (micro-batches) they took
-  std::int64_t predictedTokens = 0;  // tokens the loss is over
-  double seconds = 0.0;              // wall time of the evaluation
-};
+// The held-out loss after optimizer step `step` (the step record's evaluation).
+using EvalMetrics = runs::EvalRecord;
 
 // Moves a seeded share of `examples` (⌈fraction × n⌉, at least 1, and at least one example is
 // left to train on) out of `examples` into the returned held-out set; both keep dataset order.

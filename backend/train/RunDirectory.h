@@ -1,14 +1,8 @@
-// train/RunDirectory.h — the folder a training run writes, as the design lays it out:
-//   config.json            everything needed to reproduce the run (written once, atomically)
-//   metrics.jsonl          one JSON line per optimizer step, appended with one write() each
-//   events.out.tfevents.*  the same steps as TensorBoard scalars (train/TfEvents.h)
-//   trainer_state.json     Hugging Face Trainer's state and log_history, as of the newest
-//                          checkpoint (train/HfLogs.h)
-//   checkpoints/step-N/    checkpoint folders (train/Checkpoint.h), assembled under a temp
-//                          name and renamed when complete; the last K are kept
-//   adapter/               the final adapter in PEFT's format, with a README.md model card
-//   run.lock               the writer's lock (common/FileLock.h): who trains the run now
-// A crash at any moment leaves complete checkpoints and at most a torn last metrics line.
+// train/RunDirectory.h — writing the folder of a training run (runs/RunFolder.h lays it out and
+// reads it): config.json once, metrics.jsonl and the TensorBoard events per step, checkpoints
+// with their rotation, Hugging Face's trainer_state.json, the final adapter and its model card,
+// all under the folder's writer lock. A crash at any moment leaves complete checkpoints and at
+// most a torn last metrics line.
 #pragma once
 
 #include <cstdint>
@@ -23,27 +17,18 @@
 #include <nlohmann/json.hpp>
 
 #include "common/FileLock.h"
+#include "runs/RunFolder.h"  // defines: the folder's names, checkOutputFolder, RunFolder
 #include "train/Checkpoint.h"
 #include "train/TrainLoop.h"  // defines: StepMetrics
 
 namespace lorascope::train {
 
-inline constexpr const char* kRunConfigFile = "config.json";
-inline constexpr const char* kMetricsFile = "metrics.jsonl";
-inline constexpr const char* kCheckpointsDir = "checkpoints";
-inline constexpr const char* kFinalAdapterDir = "adapter";
-inline constexpr const char* kRunLockFile = common::kRunLockFile;
-
-// The rule of a new run's folder (--out): it is new, empty, or a LoRAscope run folder (one whose
-// config.json is a run config: what RunDirectory::create reuses or refuses to overwrite, and the
-// window offers to resume); and it is neither the model's folder `modelDir` nor inside it (empty:
-// no model to keep out of). Anything else is refused, since the run writes config.json and
-// folders into it: throws CheckpointError naming the folder and what it holds.
-void checkOutputFolder(const std::filesystem::path& dir, const std::filesystem::path& modelDir);
-
-// One line of metrics.jsonl.
-nlohmann::json toJson(const StepMetrics& m);
-StepMetrics stepMetricsFromJson(const nlohmann::json& j);  // throws nlohmann::json::exception
+using runs::checkOutputFolder;
+using runs::kCheckpointsDir;
+using runs::kFinalAdapterDir;
+using runs::kMetricsFile;
+using runs::kRunConfigFile;
+using runs::kRunLockFile;
 
 // FNV-1a, 64 bit: a stable fingerprint (not a security measure). Pass the previous result as
 // `hash` to continue over several pieces.
@@ -72,8 +57,8 @@ class RunDirectory {
   // (Access::Write) when another writer holds it.
   static RunDirectory open(const std::filesystem::path& dir, Access access = Access::Read);
 
-  const std::filesystem::path& dir() const { return dir_; }
-  const nlohmann::json& config() const { return config_; }
+  const std::filesystem::path& dir() const { return folder_.dir(); }
+  const nlohmann::json& config() const { return folder_.config(); }
   const std::string& configHash() const { return configHash_; }
   std::string baseModel() const;  // the model folder (config.json's model_path)
   // What adapters record as base_model_name_or_path: the Hugging Face id the run's model was
@@ -83,9 +68,6 @@ class RunDirectory {
   // Appends one line and hands it to the kernel (one write(), so a crash tears at most it), and
   // the step's TensorBoard event to the event file.
   void appendMetrics(const StepMetrics& metrics) const;
-  // Lines of a metrics file; a torn (unparseable, unterminated) last line is skipped. Throws
-  // CheckpointError naming the line for a malformed line elsewhere.
-  static std::vector<StepMetrics> readMetrics(const std::filesystem::path& file);
   // Adds an evaluation run after its step's line was written (one cut short by a pause or stop,
   // run again before the next step): the step's last line gains it (the file rewritten durably),
   // and the event file an eval/loss event at that step. Throws CheckpointError when no line holds
@@ -98,8 +80,10 @@ class RunDirectory {
   // Writes checkpoints/step-N (N = state.step) and then deletes all but the newest `keepLast`
   // complete checkpoints (keepLast ≤ 0 keeps all). Returns the folder.
   std::filesystem::path saveCheckpoint(const TrainerState& state, int keepLast) const;
-  std::vector<std::int64_t> checkpointSteps() const;  // complete ones, ascending
-  std::filesystem::path checkpointDir(std::int64_t step) const;
+  std::vector<std::int64_t> checkpointSteps() const { return folder_.checkpointSteps(); }
+  std::filesystem::path checkpointDir(std::int64_t step) const {
+    return folder_.checkpointDir(step);
+  }
   // The newest intact checkpoint, or the one of `step`; checks the config hash against
   // config.json, and the checksums and values of every file. Without `step`, a damaged newest
   // checkpoint falls back to the newest intact one and `onFallback` hears which were skipped
@@ -113,15 +97,13 @@ class RunDirectory {
   // last step of metrics.jsonl when unset): base model, LoRA settings, dataset, steps, loss.
   void writeModelCard(const std::filesystem::path& dir, const LoraAdapter& adapter,
                       std::optional<std::int64_t> step = std::nullopt) const;
-  std::filesystem::path finalAdapterDir() const { return dir_ / kFinalAdapterDir; }
+  std::filesystem::path finalAdapterDir() const { return folder_.finalAdapterDir(); }
 
  private:
-  RunDirectory(std::filesystem::path dir, nlohmann::json config,
-               std::shared_ptr<const common::FileLock> lock);
+  RunDirectory(runs::RunFolder folder, std::shared_ptr<const common::FileLock> lock);
 
-  std::filesystem::path dir_;
+  runs::RunFolder folder_;
   std::shared_ptr<const common::FileLock> lock_;  // held for Access::Write; shared by copies
-  nlohmann::json config_;
   std::string configHash_;
 };
 

@@ -370,7 +370,7 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
   metrics.predictedTokens = predicted;
   metrics.microBatch = microBatch_;
   metrics.accumulation = micro;
-  metrics.device = backend_->capabilities().device;
+  metrics.device = compute::deviceName(backend_->capabilities().device);
   return metrics;
 }
 

@@ -34,6 +34,7 @@
 #include "model/DeviceWeights.h"  // defines: WeightQuantization
 #include "model/ModelConfig.h"
 #include "model/ModelFolder.h"  // defines: ModelWeights
+#include "runs/StepRecord.h"    // defines: StepRecord
 #include "train/Batching.h"
 #include "train/Checkpoint.h"  // defines: TrainerState, LoraMoments, MicroBatchChange (types only)
 #include "train/Evaluation.h"  // defines: EvalMetrics
@@ -81,40 +82,9 @@ class NonFiniteTraining : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// What one optimizer step did (the metrics.jsonl line and the GUI's step event).
-struct StepMetrics {
-  std::int64_t step = 0;   // optimizer steps completed, this one included
-  std::int64_t epoch = 0;  // the epoch the step's data came from
-  double loss = 0.0;       // mean over the step's predicted tokens (before the update)
-  double learningRate = 0.0;
-  double gradNorm = 0.0;  // before clipping
-  // The run's speed: real tokens (padding excluded) over the step cycle, the wall-clock time since
-  // the previous step completed (everything between the steps included), as the run delivers it.
-  double tokensPerS = 0.0;
-  double seconds = 0.0;            // the step's own time: its batches, passes, clipping and update
-  double cycleSeconds = 0.0;       // since the previous step completed (TrainLoop::restartCycle)
-  double computeTokensPerS = 0.0;  // real tokens / seconds: the step's compute alone
-  std::int64_t tokens = 0;         // input tokens processed (padding excluded)
-  std::int64_t positions = 0;      // positions computed: each micro-batch's rows x its longest
-  std::int64_t predictedTokens = 0;  // tokens the loss is over
-  std::int64_t microBatch = 0;
-  std::int64_t accumulation = 0;
-  compute::Device device = compute::Device::Cpu;  // where the step ran
-  // Set when the loss or gradient norm was not finite and the update was skipped: what happened
-  // and how many such steps in a row stop the run (for a warning line or an incident).
-  std::string nonFinite;
-  // The held-out loss after this step, when the run evaluated here (eval-every, the last step).
-  std::optional<EvalMetrics> eval;
-  // Where `seconds` went, in milliseconds (LORASCOPE_STEP_TIMING's breakdown; not in the metrics
-  // file): building the micro-batches, their forward and backward passes (with the loss read),
-  // clipping (the gradient norm read) and the AdamW update's launch.
-  struct Stages {
-    double batchesMs = 0.0;
-    double passesMs = 0.0;
-    double clipMs = 0.0;
-    double updateMs = 0.0;
-  } stages;
-};
+// What one optimizer step did: the run folder's step record (the metrics.jsonl line and the
+// protocol's step event; runs/StepRecord.h).
+using StepMetrics = runs::StepRecord;
 
 // TrainLoop::snapshotState's answer: the trainer state after a completed step, its adapter and
 // moments still on their way to the host. Independent of the loop once made (another thread may

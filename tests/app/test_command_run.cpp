@@ -207,7 +207,7 @@ class TestCommandRun : public QObject {
       train::StepMetrics m;
       m.step = step;
       m.loss = 3.0 - 0.1 * step;
-      metrics << train::toJson(m).dump() << "\n";
+      metrics << runs::toJson(m).dump() << "\n";
     }
     metrics.close();
     std::ofstream(dir / "events.jsonl")

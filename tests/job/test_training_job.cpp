@@ -135,14 +135,14 @@ class TestTrainingJob : public QObject {
     // without its evaluation.
     const std::filesystem::path metricsPath =
         std::filesystem::path(out.toStdString()) / "metrics.jsonl";
-    std::vector<train::StepMetrics> lines = train::RunDirectory::readMetrics(metricsPath);
+    std::vector<train::StepMetrics> lines = runs::readStepRecords(metricsPath);
     QCOMPARE(lines.size(), std::size_t{3});
     QVERIFY(lines[2].eval.has_value());
     const double evalLoss = lines[2].eval->loss;
     std::string cut;
     for (train::StepMetrics& m : lines) {
       m.eval.reset();
-      cut += train::toJson(m).dump() + "\n";
+      cut += runs::toJson(m).dump() + "\n";
     }
     common::writeFileDurably(metricsPath, cut);
 
@@ -159,7 +159,7 @@ class TestTrainingJob : public QObject {
     QCOMPARE(resumed.events->order.size(), std::size_t{1});
     QCOMPARE(resumed.events->order.front(), std::string("eval 3"));
     QCOMPARE(announced->step, std::int64_t{4});
-    lines = train::RunDirectory::readMetrics(metricsPath);
+    lines = runs::readStepRecords(metricsPath);
     QVERIFY(lines.size() >= 4);  // step 4 is announced once step 5 has run (the async mirror)
     QVERIFY(lines[2].eval.has_value());
     QCOMPARE(lines[2].eval->loss, evalLoss);

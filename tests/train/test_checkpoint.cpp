@@ -361,7 +361,7 @@ TEST_CASE(runUnderNonAsciiNamesResumesAndNamesItsFiles) {
       lstest::utf8Text(step / "optimizer.safetensors") + ": is missing"));
   writeText(runDir / "metrics.jsonl", "{\"step\": \"not a step\"}\n");
   VERIFY(throwsNaming<CheckpointError>(
-      [&] { RunDirectory::readMetrics(runDir / "metrics.jsonl"); },
+      [&] { runs::readStepRecords(runDir / "metrics.jsonl"); },
       lstest::utf8Text(runDir / "metrics.jsonl") + ":1: malformed metrics line"));
 }
 
@@ -460,7 +460,7 @@ TEST_CASE(failedRunBeforeItsFirstCheckpointLeavesAReusableFolder) {
   {
     const RunDirectory again = RunDirectory::create(dir, runConfig());
     VERIFY(!fs::exists(dir / "metrics.jsonl"));
-    VERIFY(RunDirectory::readMetrics(again.dir() / "metrics.jsonl").empty());
+    VERIFY(runs::readStepRecords(again.dir() / "metrics.jsonl").empty());
     // Once it holds a checkpoint, it is a run to resume, not to overwrite.
     const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
     again.saveCheckpoint(richState(folder.config(), 2), 0);
@@ -552,7 +552,7 @@ TEST_CASE(metricsToleratesATornLastLine) {
   const fs::path file = path("metrics") / "metrics.jsonl";
   const std::string complete = readText(file);
   writeText(file, complete + "{\"step\": 4, \"loss\": 0.");  // a crash mid-line
-  const auto read = RunDirectory::readMetrics(file);
+  const auto read = runs::readStepRecords(file);
   COMPARE(read.size(), std::size_t{3});
   COMPARE(read[2].step, std::int64_t{3});
   VERIFY(read[0].loss == metricsOf(1).loss);  // doubles round-trip exactly
@@ -560,13 +560,12 @@ TEST_CASE(metricsToleratesATornLastLine) {
   COMPARE(read[2].predictedTokens, std::int64_t{80});
 
   run.truncateMetricsAfter(2);  // a resume from step 2 drops later lines and the torn tail
-  COMPARE(RunDirectory::readMetrics(file).size(), std::size_t{2});
+  COMPARE(runs::readStepRecords(file).size(), std::size_t{2});
   run.appendMetrics(metricsOf(3));
-  COMPARE(RunDirectory::readMetrics(file).back().step, std::int64_t{3});
+  COMPARE(runs::readStepRecords(file).back().step, std::int64_t{3});
 
   writeText(file, "{\"step\": 1}\n" + complete);  // a bad line that is not the last
-  VERIFY(
-      throwsNaming<CheckpointError>([&] { RunDirectory::readMetrics(file); }, "metrics.jsonl:1"));
+  VERIFY(throwsNaming<CheckpointError>([&] { runs::readStepRecords(file); }, "metrics.jsonl:1"));
 }
 
 TEST_CASE(createRefusesAnExistingRun) {
@@ -624,7 +623,7 @@ TEST_CASE(resumeFromDiskIsBitIdentical) {
   train::TrainLoop resumed(*backend, folder.config(), folder.weights(), data, config,
                            std::move(state));
   resumed.run([&](const train::StepMetrics& m) { reopened.appendMetrics(m); });
-  const auto metrics = RunDirectory::readMetrics(path("resume") / "metrics.jsonl");
+  const auto metrics = runs::readStepRecords(path("resume") / "metrics.jsonl");
   COMPARE(metrics.size(), losses.size());
   for (std::size_t i = 0; i < losses.size(); ++i) {
     COMPARE(metrics[i].step, static_cast<std::int64_t>(i + 1));

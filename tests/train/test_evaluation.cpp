@@ -156,7 +156,7 @@ TEST_CASE(evalLinesReachEveryLog) {
   two.eval->seconds = 0.5;
   run.appendMetrics(one);
   run.appendMetrics(two);
-  const auto read = train::RunDirectory::readMetrics(run.dir() / train::kMetricsFile);
+  const auto read = runs::readStepRecords(run.dir() / train::kMetricsFile);
   COMPARE(read.size(), std::size_t{2});
   VERIFY(!read[0].eval);
   VERIFY(read[1].eval && read[1].eval->loss == 2.25 && read[1].eval->predictedTokens == 40);

@@ -669,8 +669,8 @@ void caseEngine(Checks& checks) {
   step();
   std::string devices;
   for (const train::StepMetrics& m :
-       train::RunDirectory::readMetrics(tmp.path() / "run" / train::kMetricsFile)) {
-    devices += std::string(devices.empty() ? "" : ",") + compute::deviceName(m.device);
+       runs::readStepRecords(tmp.path() / "run" / train::kMetricsFile)) {
+    devices += std::string(devices.empty() ? "" : ",") + m.device;
   }
   checks.expect(job->finished() && devices == "gpu,gpu,cpu,cpu,gpu",
                 "metrics.jsonl records where each of the 5 steps ran: " + devices);

@@ -1,0 +1,78 @@
+// runs/StepRecord.h — what one optimizer step did, and its one JSON form: the metrics.jsonl line
+// of a run folder. The trainer fills it (train::StepMetrics is this type), the run job announces
+// it, HfLogs and TfEvents derive their records from it, and the Runs page reads it back.
+//
+// The line's keys: step, loss, lr, grad_norm, tokens_per_s, micro_batch, accumulation, epoch,
+// seconds, cycle_seconds, compute_tokens_per_s, tokens, positions, predicted_tokens, device;
+// non_finite when the step was skipped; eval_loss, eval_predicted_tokens, eval_sequences,
+// eval_batches, eval_seconds when the run evaluated after it. JSON has no NaN: a loss or norm
+// that is not finite is written as null. Lines of older versions lack later keys; reading fills
+// them as those versions meant them (stepRecordFromJson says how).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lorascope::runs {
+
+// The held-out loss after optimizer step `step`.
+struct EvalRecord {
+  std::int64_t step = 0;
+  double loss = 0.0;                 // mean over the set's predicted tokens
+  std::int64_t sequences = 0;        // sequences evaluated
+  std::int64_t batches = 0;          // forward passes (micro-batches) they took
+  std::int64_t predictedTokens = 0;  // tokens the loss is over
+  double seconds = 0.0;              // wall time of the evaluation
+};
+
+struct StepRecord {
+  std::int64_t step = 0;   // optimizer steps completed, this one included
+  std::int64_t epoch = 0;  // the epoch the step's data came from
+  double loss = 0.0;       // mean over the step's predicted tokens (before the update)
+  double learningRate = 0.0;
+  double gradNorm = 0.0;  // before clipping
+  // The run's speed: real tokens (padding excluded) over the step cycle, the wall-clock time since
+  // the previous step completed (everything between the steps included), as the run delivers it.
+  double tokensPerS = 0.0;
+  double seconds = 0.0;            // the step's own time: its batches, passes, clipping and update
+  double cycleSeconds = 0.0;       // since the previous step completed (TrainLoop::restartCycle)
+  double computeTokensPerS = 0.0;  // real tokens / seconds: the step's compute alone
+  std::int64_t tokens = 0;         // input tokens processed (padding excluded)
+  std::int64_t positions = 0;      // positions computed: each micro-batch's rows x its longest
+  std::int64_t predictedTokens = 0;  // tokens the loss is over
+  std::int64_t microBatch = 0;
+  std::int64_t accumulation = 0;
+  // Where the step ran: "cpu" or "gpu" (compute::deviceName of the backend's device).
+  std::string device = "cpu";
+  // Set when the loss or gradient norm was not finite and the update was skipped: what happened
+  // and how many such steps in a row stop the run (for a warning line or an incident).
+  std::string nonFinite;
+  // The held-out loss after this step, when the run evaluated here (eval-every, the last step).
+  std::optional<EvalRecord> eval;
+  // Where `seconds` went, in milliseconds (LORASCOPE_STEP_TIMING's breakdown; not in the metrics
+  // file): building the micro-batches, their forward and backward passes (with the loss read),
+  // clipping (the gradient norm read) and the AdamW update's launch.
+  struct Stages {
+    double batchesMs = 0.0;
+    double passesMs = 0.0;
+    double clipMs = 0.0;
+    double updateMs = 0.0;
+  } stages;
+};
+
+// One line of metrics.jsonl (without the newline), and back. stepRecordFromJson throws
+// nlohmann::json::exception for a line that is not a step record.
+nlohmann::json toJson(const StepRecord& record);
+StepRecord stepRecordFromJson(const nlohmann::json& line);
+
+// The lines of a metrics file (none when it does not exist); a torn (unparseable, unterminated)
+// last line is skipped, as a crash leaves it. Throws RunFileError naming the file and line for a
+// malformed line elsewhere.
+std::vector<StepRecord> readStepRecords(const std::filesystem::path& file);
+
+}  // namespace lorascope::runs

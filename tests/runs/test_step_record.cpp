@@ -1,0 +1,117 @@
+// test_step_record.cpp — the metrics.jsonl line of a step: written byte for byte as before, read
+// back whole, and lines of older versions read as those versions meant them.
+#include "TempDir.h"
+#include "TestRunner.h"
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+
+#include "ExpectError.h"
+#include "runs/RunFileError.h"
+#include "runs/StepRecord.h"
+
+using namespace lorascope;
+namespace fs = std::filesystem;
+
+namespace {
+
+runs::StepRecord sampleRecord() {
+  runs::StepRecord r;
+  r.step = 12;
+  r.epoch = 1;
+  r.loss = 2.5;
+  r.learningRate = 0.0002;
+  r.gradNorm = 0.75;
+  r.tokensPerS = 1500.0;
+  r.seconds = 0.5;
+  r.cycleSeconds = 0.625;
+  r.computeTokensPerS = 1875.0;
+  r.tokens = 900;
+  r.positions = 1024;
+  r.predictedTokens = 640;
+  r.microBatch = 2;
+  r.accumulation = 4;
+  r.device = "gpu";
+  return r;
+}
+
+void writeText(const fs::path& file, const std::string& text) {
+  std::ofstream(file, std::ios::binary) << text;
+}
+
+}  // namespace
+
+TEST_CASE(aStepIsWrittenAsTheLineMetricsFilesHold) {
+  // The keys and their order are what every metrics.jsonl since the step cycle holds (sorted:
+  // nlohmann's object order); a change here breaks the files other tools read.
+  COMPARE(runs::toJson(sampleRecord()).dump(),
+          std::string("{\"accumulation\":4,\"compute_tokens_per_s\":1875.0,\"cycle_seconds\":0.625,"
+                      "\"device\":\"gpu\",\"epoch\":1,\"grad_norm\":0.75,\"loss\":2.5,"
+                      "\"lr\":0.0002,\"micro_batch\":2,\"positions\":1024,\"predicted_tokens\":640,"
+                      "\"seconds\":0.5,\"step\":12,\"tokens\":900,\"tokens_per_s\":1500.0}"));
+}
+
+TEST_CASE(aStepWithEvaluationAndASkippedUpdateRoundTrips) {
+  runs::StepRecord r = sampleRecord();
+  r.loss = std::numeric_limits<double>::quiet_NaN();
+  r.nonFinite = "loss is nan: update skipped (1 of 3 in a row stop the run)";
+  r.eval = runs::EvalRecord{12, 1.875, 6, 3, 320, 0.25};
+  const nlohmann::json line = runs::toJson(r);
+  VERIFY(line.dump().find("\"loss\":null") != std::string::npos);  // JSON has no NaN
+  const runs::StepRecord back = runs::stepRecordFromJson(nlohmann::json::parse(line.dump()));
+  VERIFY(std::isnan(back.loss));
+  COMPARE(back.nonFinite, r.nonFinite);
+  COMPARE(back.step, r.step);
+  COMPARE(back.device, std::string("gpu"));
+  COMPARE(back.cycleSeconds, r.cycleSeconds);
+  VERIFY(back.eval.has_value());
+  COMPARE(back.eval->step, std::int64_t{12});
+  COMPARE(back.eval->loss, 1.875);
+  COMPARE(back.eval->sequences, std::int64_t{6});
+  COMPARE(back.eval->batches, std::int64_t{3});
+  COMPARE(back.eval->predictedTokens, std::int64_t{320});
+  COMPARE(back.eval->seconds, 0.25);
+}
+
+TEST_CASE(linesOfOlderVersionsReadAsTheyWereMeant) {
+  // The first metrics lines: no epoch, timing, token counts or device.
+  const runs::StepRecord first = runs::stepRecordFromJson(
+      nlohmann::json::parse(R"({"step":3,"loss":1.5,"lr":0.001,"grad_norm":0.5,"tokens_per_s":800,)"
+                            R"("micro_batch":1,"accumulation":8})"));
+  COMPARE(first.step, std::int64_t{3});
+  COMPARE(first.epoch, std::int64_t{0});
+  COMPARE(first.device, std::string("cpu"));  // runs could not move between devices then
+  COMPARE(first.positions, std::int64_t{0});
+  COMPARE(first.computeTokensPerS, 800.0);  // tokens_per_s was the compute's
+  // Before the step cycle: the cycle was the step's own time.
+  const runs::StepRecord timed = runs::stepRecordFromJson(
+      nlohmann::json::parse(R"({"step":4,"loss":1.5,"lr":0.001,"grad_norm":0.5,"tokens_per_s":800,)"
+                            R"("micro_batch":1,"accumulation":8,"seconds":0.25,"device":"gpu"})"));
+  COMPARE(timed.cycleSeconds, 0.25);
+  COMPARE(timed.device, std::string("gpu"));
+  VERIFY(!timed.eval.has_value());
+  // A line without a required key is no step record.
+  VERIFY(lorascope::test::throwsWith<nlohmann::json::exception>(
+      [] { runs::stepRecordFromJson(nlohmann::json::parse(R"({"step":1,"loss":1})")); }, {"lr"}));
+}
+
+TEST_CASE(aMetricsFileIsReadUpToATornLastLine) {
+  const lstest::TempDir tmp;
+  const fs::path file = tmp.path() / "metrics.jsonl";
+  VERIFY(runs::readStepRecords(file).empty());  // no file: no steps yet
+  std::string text;
+  for (std::int64_t step = 1; step <= 3; ++step) {
+    runs::StepRecord r = sampleRecord();
+    r.step = step;
+    text += runs::toJson(r).dump() + "\n";
+  }
+  writeText(file, text + "{\"step\": 4, \"loss\": 0.");  // a crash mid-line
+  const std::vector<runs::StepRecord> steps = runs::readStepRecords(file);
+  COMPARE(steps.size(), std::size_t{3});
+  COMPARE(steps.back().step, std::int64_t{3});
+  writeText(file, "{\"step\": 1}\n" + text);  // a bad line that is not the last
+  VERIFY(lorascope::test::throwsWith<runs::RunFileError>(
+      [&] { runs::readStepRecords(file); },
+      {lstest::utf8Text(file) + ":1: malformed metrics line"}));
+}
