@@ -49,7 +49,7 @@
 #include "train/DemoModel.h"        // defines: defaultCacheDir, ensureDemoModel
 #include "train/RunDirectory.h"     // defines: checkOutputFolder
 #include "widgets/ControlsPanel.h"  // defines: ControlSpec
-#include "widgets/Format.h"         // defines: formatBytes, toPath
+#include "widgets/DisplayText.h"    // defines: formatBytes, toPath
 #include "widgets/LengthHistogram.h"
 
 namespace lorascope::app {

@@ -23,7 +23,7 @@
 #include "external/ExternalSupervisor.h"  // defines: commandLine
 #include "external/SupervisedRun.h"
 #include "train/RunDirectory.h"
-#include "widgets/Format.h"  // defines: toPath
+#include "widgets/DisplayText.h"  // defines: toPath
 
 namespace lorascope::app {
 namespace {
