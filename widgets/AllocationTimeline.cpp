@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "widgets/Format.h"
+#include "widgets/DisplayText.h"
 
 namespace lorascope::widgets {
 namespace {

@@ -11,7 +11,7 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
-#include "widgets/Format.h"  // defines: toggleValueText, rungText, counted
+#include "widgets/DisplayText.h"  // defines: toggleValueText, rungText, counted
 
 namespace lorascope::widgets {
 

@@ -11,7 +11,7 @@
 #include <numeric>
 #include <type_traits>
 
-#include "widgets/Format.h"
+#include "widgets/DisplayText.h"
 #include "widgets/IncidentBanner.h"
 
 namespace lorascope::widgets {

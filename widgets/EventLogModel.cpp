@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <type_traits>
 
-#include "widgets/Format.h"
+#include "widgets/DisplayText.h"
 
 namespace lorascope::widgets {
 

@@ -14,7 +14,7 @@
 #include <stdexcept>
 
 #include "common/DurableFile.h"
-#include "widgets/Format.h"
+#include "widgets/DisplayText.h"
 
 namespace lorascope::widgets {
 

@@ -12,7 +12,7 @@
 #include <array>
 #include <cmath>
 
-#include "widgets/Format.h"
+#include "widgets/DisplayText.h"
 
 namespace lorascope::widgets {
 namespace {

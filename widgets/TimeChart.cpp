@@ -15,7 +15,7 @@
 #include <QValueAxis>
 #include <cmath>
 
-#include "widgets/Format.h"
+#include "widgets/DisplayText.h"
 
 namespace lorascope::widgets {
 

@@ -45,9 +45,9 @@
 #include "profiles/ProfileStore.h"
 #include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
+#include "widgets/DisplayText.h"  // defines: pathToQString, toPath
 #include "widgets/EventLogModel.h"
 #include "widgets/EventLogPanel.h"
-#include "widgets/Format.h"  // defines: pathToQString, toPath
 #include "widgets/MemoryMapPanel.h"
 #include "widgets/ProfileBar.h"
 

@@ -11,7 +11,7 @@
 #include "gui/Background.h"         // defines: runInBackground
 #include "telemetry/HeldOutside.h"  // defines: diagnoseHeldOutside
 #include "telemetry/Sampler.h"
-#include "widgets/Format.h"  // defines: formatBytes
+#include "widgets/DisplayText.h"  // defines: formatBytes
 
 namespace lorascope::app {
 

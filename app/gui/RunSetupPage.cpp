@@ -49,7 +49,7 @@
 #include "train/DemoDataset.h"      // defines: ensureDemoDataset
 #include "train/DemoModel.h"        // defines: defaultCacheDir, ensureDemoModel
 #include "widgets/ControlsPanel.h"  // defines: ControlSpec
-#include "widgets/Format.h"         // defines: formatBytes, toPath
+#include "widgets/DisplayText.h"    // defines: formatBytes, toPath
 #include "widgets/LengthHistogram.h"
 
 namespace lorascope::app {

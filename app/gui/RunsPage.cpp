@@ -22,7 +22,7 @@
 #include "external/ExternalSupervisor.h"  // defines: commandLine
 #include "external/SupervisedRun.h"
 #include "runs/RunFolder.h"
-#include "widgets/Format.h"  // defines: toPath
+#include "widgets/DisplayText.h"  // defines: toPath
 
 namespace lorascope::app {
 namespace {

@@ -25,7 +25,7 @@
 #include "job/Generation.h"
 #include "job/TrainRunConfig.h"  // defines: settingsFromJson
 #include "runs/RunFolder.h"
-#include "widgets/Format.h"  // defines: toPath
+#include "widgets/DisplayText.h"  // defines: toPath
 
 namespace lorascope::app {
 

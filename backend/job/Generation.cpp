@@ -18,8 +18,8 @@
 #include "text/ChatTemplate.h"
 #include "text/Tokenizer.h"
 #include "train/Lora.h"
-#include "train/PeftExport.h"  // defines: readPeftAdapter, checkAdapterFitsModel
-#include "train/Philox.h"      // defines: uniformFloat
+#include "train/PeftExport.h"   // defines: readPeftAdapter, checkAdapterFitsModel
+#include "train/RandomDraws.h"  // defines: uniformFloat
 #include "train/RunDirectory.h"
 
 namespace lorascope::job {

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/EnumNames.h"
+#include "common/MappedFile.h"
+#include "common/OsError.h"  // defines: OsError, pathFromUtf8
 #include "model/ModelError.h"
 
 namespace lorascope::model {
@@ -179,8 +181,22 @@ SafetensorsHeader parseSafetensorsHeader(std::span<const std::byte> file,
   return header;
 }
 
+namespace {
+
+std::shared_ptr<const common::MappedFile> mapModelFile(const std::string& path) {
+  try {
+    return common::MappedFile::openReadOnly(common::pathFromUtf8(path));
+  } catch (const common::OsError& e) {
+    throw ModelError(path, e.detail());
+  }
+}
+
+}  // namespace
+
 SafetensorsFile::SafetensorsFile(const std::string& path)
-    : file_(MappedFile::open(path)), header_(parseSafetensorsHeader(file_->bytes(), path)) {}
+    : path_(path),
+      file_(mapModelFile(path)),
+      header_(parseSafetensorsHeader(file_->bytes(), path)) {}
 
 const SafetensorsEntry* SafetensorsFile::find(const std::string& name) const {
   const auto it = header_.tensors.find(name);

@@ -14,7 +14,10 @@
 #include <vector>
 
 #include "compute/Tensor.h"  // defines: DType, Shape, Tensor
-#include "model/MappedFile.h"
+
+namespace lorascope::common {
+class MappedFile;
+}
 
 namespace lorascope::model {
 
@@ -47,12 +50,15 @@ struct SafetensorsHeader {
 SafetensorsHeader parseSafetensorsHeader(std::span<const std::byte> file,
                                          const std::string& fileName);
 
-// One mapped safetensors file and its validated header.
+// One safetensors file mapped read-only (common/MappedFile.h: weights are used straight from
+// the mapping, so opening a 15 GB model reads its headers, not its data) and its validated header.
 class SafetensorsFile {
  public:
+  // Throws ModelError naming `path` (UTF-8) when it cannot be opened or mapped, or for a bad
+  // header.
   explicit SafetensorsFile(const std::string& path);
 
-  const std::string& path() const { return file_->path(); }
+  const std::string& path() const { return path_; }
   const SafetensorsHeader& header() const { return header_; }
   const SafetensorsEntry* find(const std::string& name) const;
 
@@ -63,7 +69,8 @@ class SafetensorsFile {
   compute::Tensor tensor(const SafetensorsEntry& entry) const;
 
  private:
-  std::shared_ptr<const MappedFile> file_;
+  std::string path_;
+  std::shared_ptr<const common::MappedFile> file_;  // a tensor() shares ownership of it
   SafetensorsHeader header_;
 };
 

@@ -1,5 +1,5 @@
 // OpTiming.cpp — the on/off switch and the scopes of per-op timing, the same in every flavour. The
-// brackets and takeOpTimes() are the flavour's: hip/OpTiming.cpp, or NoGpuEvents.cpp in the cpu
+// brackets and takeOpTimes() are the flavour's: hip/OpTimer.cpp, or NoGpuEvents.cpp in the cpu
 // flavour.
 #include "runtime/OpTiming.h"
 

@@ -6,8 +6,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "compute/Backend.h"  // defines: kIgnoreTarget
-#include "train/Philox.h"     // defines: uniformBelow
+#include "compute/Backend.h"    // defines: kIgnoreTarget
+#include "train/RandomDraws.h"  // defines: uniformBelow
 
 namespace lorascope::train {
 namespace {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/DurableFile.h"
-#include "train/Philox.h"
+#include "train/RandomDraws.h"
 
 namespace lorascope::train {
 namespace fs = std::filesystem;

@@ -11,11 +11,11 @@
 #include "common/DurableFile.h"
 #include "common/OsError.h"   // defines: pathFromUtf8
 #include "common/Platform.h"  // defines: environmentVariable
+#include "compute/Philox.h"   // defines: compute::philox4x32
 #include "model/Projections.h"
 #include "train/DemoBaseAdapter.h"
 #include "train/Merge.h"
 #include "train/PeftExport.h"
-#include "train/Philox.h"
 #include "train/SafetensorsWriter.h"
 
 namespace lorascope::train {
@@ -84,7 +84,8 @@ std::vector<float> normalValues(std::int64_t count, std::uint64_t stream, double
     double sum = 0.0;
     for (std::uint64_t block = 0; block < 3; ++block) {
       for (std::uint32_t word :
-           philox4x32(kWeightSeed, stream, static_cast<std::uint64_t>(i) * 3 + block)) {
+           compute::philox4x32(kWeightSeed, stream, static_cast<std::uint64_t>(i) * 3 + block)
+               .word) {
         sum += static_cast<double>(word >> 8) * kTwoToMinus24;
       }
     }

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "train/Philox.h"
+#include "train/RandomDraws.h"
 
 namespace lorascope::train {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "train/Philox.h"
+#include "train/RandomDraws.h"
 
 namespace lorascope::train {
 

@@ -37,7 +37,7 @@
 #include "train/RunDirectory.h"
 #include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
-#include "widgets/Format.h"  // defines: toPath
+#include "widgets/DisplayText.h"  // defines: toPath
 #include "widgets/LengthHistogram.h"
 #include "widgets/ProfileBar.h"
 #include "widgets/TimeChart.h"

@@ -24,7 +24,7 @@
 #include "train/DemoModel.h"
 #include "train/Lora.h"
 #include "train/PeftExport.h"
-#include "train/Philox.h"
+#include "train/RandomDraws.h"
 #include "train/RunDirectory.h"
 #include "train/TrainGraph.h"  // defines: modelLoraSites
 

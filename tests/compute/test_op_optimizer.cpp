@@ -12,7 +12,7 @@
 #include "compute/Errors.h"
 #include "train/LoraDropout.h"
 #include "train/Optimizer.h"
-#include "train/Philox.h"
+#include "train/RandomDraws.h"
 
 using namespace lorascope::train;
 using lorascope::compute::Backend;

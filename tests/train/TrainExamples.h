@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "train/Batching.h"  // defines: TokenizedExample
-#include "train/Philox.h"    // defines: uniformBelow
+#include "train/Batching.h"     // defines: TokenizedExample
+#include "train/RandomDraws.h"  // defines: uniformBelow
 
 namespace lorascope::test {
 

@@ -12,7 +12,7 @@
 
 #include "model/ModelFolder.h"
 #include "train/Lora.h"
-#include "train/Philox.h"
+#include "train/RandomDraws.h"
 #include "train/TrainGraph.h"  // defines: modelLoraSites
 
 namespace lorascope::test {

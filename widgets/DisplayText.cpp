@@ -1,5 +1,5 @@
-// widgets/Format.cpp — byte sizes, engine times, "n/a".
-#include "widgets/Format.h"
+// widgets/DisplayText.cpp — byte sizes, engine times, "n/a", toggles and rungs in words, paths.
+#include "widgets/DisplayText.h"
 
 #include <QCoreApplication>
 

@@ -1,5 +1,5 @@
-// widgets/Format.h — how numbers read on screen: byte sizes, engine times, and "n/a" for a metric
-// the engine did not report (never a made-up zero).
+// widgets/DisplayText.h — how numbers read on screen: byte sizes, engine times, and "n/a" for a
+// metric the engine did not report (never a made-up zero).
 #pragma once
 
 #include <QString>

@@ -1,4 +1,4 @@
-// hip/OpTiming.cpp — per-op timing in the hip flavours: the event brackets and their sums (the
+// hip/OpTimer.cpp — per-op timing in the hip flavours: the event brackets and their sums (the
 // on/off flag is in ../OpTiming.cpp, shared with the cpu flavour).
 #include "runtime/OpTiming.h"
 
