@@ -15,8 +15,8 @@ root="${1:-$(cd "$(dirname "$0")/.." && pwd)}"
 cd "$root"
 
 # Bottom to top. backend/<name> folders are named by <name>; top-level folders by their path.
-LAYERS=(common gpu memory runtime compute parity model jinja text data profiles telemetry runs
-        engine external train job widgets app/cli app/gui)
+LAYERS=(common settings gpu memory runtime compute parity model jinja text data profiles telemetry
+        runs engine external train job widgets app/cli app/gui)
 # Files of backend/ allowed to include Qt headers: none.
 QT_ALLOWED='^$'
 

@@ -10,6 +10,8 @@
 #include <QPushButton>
 #include <QSpinBox>
 #include <QVBoxLayout>
+#include <algorithm>
+#include <climits>
 
 #include "widgets/DisplayText.h"  // defines: toggleValueText, rungText, counted
 
@@ -29,6 +31,45 @@ QString noBatchText() {
 }
 
 }  // namespace
+
+std::vector<ControlSpec> liveControls(const settings::Registry& registry) {
+  std::vector<ControlSpec> rows;
+  for (const settings::Setting& setting : registry.all()) {
+    if (setting.apply != settings::Apply::Live || !setting.toggle) {
+      continue;
+    }
+    ControlSpec row;
+    row.toggle = *setting.toggle;
+    row.label = QString::fromStdString(setting.label);
+    row.help = QString::fromStdString(setting.option.help);
+    row.live = true;
+    const settings::OptionSpec& value = setting.toggleValue;
+    switch (value.type) {
+      case settings::OptionType::Bool:
+        row.editor = ControlSpec::Editor::Check;
+        break;
+      case settings::OptionType::Integer:
+        row.editor = ControlSpec::Editor::Number;
+        row.min = static_cast<int>(value.min);
+        row.max = static_cast<int>(std::min<double>(value.max, INT_MAX));
+        break;
+      default:
+        row.editor = ControlSpec::Editor::Choice;
+        if (!setting.toggleValues.empty()) {
+          for (const auto& [choice, toggleValue] : setting.toggleValues) {
+            row.choices.append({QString::fromStdString(choice), toggleValue});
+          }
+        } else {
+          for (const std::string& choice : setting.toggleValue.choices) {
+            row.choices.append({QString::fromStdString(choice), nlohmann::json(choice)});
+          }
+        }
+        break;
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
 
 ControlsPanel::ApplyMode ControlsPanel::applyMode(Toggle toggle) const {
   return row(toggle).spec.live ? ApplyMode::Live : ApplyMode::Restart;

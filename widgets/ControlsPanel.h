@@ -1,7 +1,7 @@
 // widgets/ControlsPanel.h — the run's live options, one row per engine toggle: micro-batch size
 // (with the effective batch), device (CPU fallback), serialize, blocking launches, GEMM backend,
-// allocator policy. The rows come from the app (ControlSpec, made from the option table in
-// backend/job/RunOptions.h): label, help, editor and range are not written here.
+// allocator policy. The rows are the settings registry's live settings (liveControls(), from
+// backend/settings/Registry.h): label, help, editor and range are not written here.
 //
 // A change sends a SetToggleCommand and the row says "pending" until the engine confirms it with
 // a ToggleAppliedEvent; the editor then shows what the engine applied (which is also how changes
@@ -27,6 +27,7 @@
 #include <optional>
 #include <vector>
 
+#include "settings/Registry.h"  // defines: Registry
 #include "widgets/EngineTypes.h"
 
 class QLabel;
@@ -46,6 +47,9 @@ struct ControlSpec {
   bool live = true;  // applied at the next step; false: the engine restarts to apply it
 };
 
+// The rows of the registry's live settings (Apply::Live with a toggle), in the registry's order.
+std::vector<ControlSpec> liveControls(const settings::Registry& registry = settings::registry());
+
 class ControlsPanel : public QWidget {
   Q_OBJECT
 
@@ -53,7 +57,8 @@ class ControlsPanel : public QWidget {
   enum class ApplyMode { Live, Restart };
   enum class Status { NotReported, Pending, Applied, Refused, NotApplicable };
 
-  explicit ControlsPanel(const std::vector<ControlSpec>& controls, QWidget* parent = nullptr);
+  explicit ControlsPanel(const std::vector<ControlSpec>& controls = liveControls(),
+                         QWidget* parent = nullptr);
 
   bool hasControl(engine::Toggle toggle) const { return rows_.count(toggle) != 0; }
   ApplyMode applyMode(engine::Toggle toggle) const;

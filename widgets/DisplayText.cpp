@@ -4,6 +4,7 @@
 #include <QCoreApplication>
 
 #include "common/Format.h"
+#include "settings/Registry.h"  // defines: registry (the toggles' names)
 
 namespace lorascope::widgets {
 
@@ -34,24 +35,10 @@ QString notAvailable() {
 }
 
 QString toggleName(engine::Toggle toggle) {
-  using engine::Toggle;
-  switch (toggle) {
-    case Toggle::Serialize:
-      return QCoreApplication::translate("lorascope::widgets", "serialized kernels");
-    case Toggle::Blocking:
-      return QCoreApplication::translate("lorascope::widgets", "blocking launches");
-    case Toggle::MicroBatch:
-      return QCoreApplication::translate("lorascope::widgets", "micro-batch");
-    case Toggle::CpuFallback:
-      return QCoreApplication::translate("lorascope::widgets", "CPU fallback");
-    case Toggle::GemmBackend:
-      return QCoreApplication::translate("lorascope::widgets", "GEMM backend");
-    case Toggle::AllocatorPolicy:
-      return QCoreApplication::translate("lorascope::widgets", "allocator policy");
-    case Toggle::ActivationCheckpointing:
-      return QCoreApplication::translate("lorascope::widgets", "activation checkpointing");
-  }
-  return QString::fromLatin1(engine::toString(toggle));
+  const settings::Setting* setting = settings::registry().findToggle(toggle);
+  return setting != nullptr && !setting->eventName.empty()
+             ? QString::fromStdString(setting->eventName)
+             : QString::fromStdString(toggle.name());
 }
 
 QString toggleValueText(const nlohmann::json& value) {

@@ -21,6 +21,7 @@
 namespace lorascope::widgets {
 
 using namespace lorascope::profiles;
+using settings::Toggle;
 
 ProfileEditorDialog::ProfileEditorDialog(const ProfileStore& store, const Profile& initial,
                                          QWidget* parent)
@@ -64,17 +65,18 @@ ProfileEditorDialog::ProfileEditorDialog(const ProfileStore& store, const Profil
   });
 
   const LiveToggles& t = initial.toggles;
-  serialize_ = triState(t.serialize);
-  blocking_ = triState(t.blocking);
-  cpuFallback_ = triState(t.cpuFallback);
-  activationCheckpointing_ = triState(t.activationCheckpointing);
+  serialize_ = triState(toggleValue(t, Toggle::Serialize));
+  blocking_ = triState(toggleValue(t, Toggle::Blocking));
+  cpuFallback_ = triState(toggleValue(t, Toggle::CpuFallback));
+  activationCheckpointing_ = triState(toggleValue(t, Toggle::ActivationCheckpointing));
   microBatch_ = new QSpinBox(this);
   microBatch_->setRange(0, 4096);
   microBatch_->setSpecialValueText(tr("unchanged"));
-  microBatch_->setValue(t.microBatch.value_or(0));
+  microBatch_->setValue(toggleValue(t, Toggle::MicroBatch).value_or(0).get<int>());
   gemm_ = new QComboBox(this);
   gemm_->addItems({tr("unchanged"), tr("vendor BLAS"), tr("built-in")});
-  gemm_->setCurrentIndex(t.gemm ? (*t.gemm == GemmBackend::Vendor ? 1 : 2) : 0);
+  const std::optional<nlohmann::json> gemm = toggleValue(t, Toggle::GemmBackend);
+  gemm_->setCurrentIndex(gemm ? (*gemm == settings::gemmName(settings::Gemm::Vendor) ? 1 : 2) : 0);
   allocatorMode_ = new QComboBox(this);
   allocatorMode_->addItems({tr("unchanged"), tr("caching"), tr("planned arena")});
   allocatorMode_->setCurrentIndex(
@@ -85,9 +87,10 @@ ProfileEditorDialog::ProfileEditorDialog(const ProfileStore& store, const Profil
   maxSplitMb_->setSpecialValueText(tr("unchanged"));
   maxSplitMb_->setValue(static_cast<int>(initial.allocator.maxSplitSizeBytes.value_or(0) >> 20));
   ladderRung_ = new QComboBox(this);
-  for (LadderRung rung : {LadderRung::None, LadderRung::BuiltinGemm, LadderRung::Serialize,
-                          LadderRung::SmallerBatch, LadderRung::Cpu}) {
-    ladderRung_->addItem(QString::fromLatin1(toString(rung)), static_cast<int>(rung));
+  for (auto rung = settings::Rung::VendorBlas; rung <= settings::Rung::Cpu;
+       rung = settings::Rung(static_cast<int>(rung) + 1)) {
+    ladderRung_->addItem(QString::fromLatin1(settings::rungProfileName(rung)),
+                         static_cast<int>(rung));
   }
   ladderRung_->setCurrentIndex(static_cast<int>(initial.ladderRung));
 
@@ -145,18 +148,18 @@ ProfileEditorDialog::ProfileEditorDialog(const ProfileStore& store, const Profil
   revalidate();
 }
 
-QComboBox* ProfileEditorDialog::triState(const std::optional<bool>& value) {
+QComboBox* ProfileEditorDialog::triState(const std::optional<nlohmann::json>& value) {
   auto* combo = new QComboBox(this);
   combo->addItems({tr("unchanged"), tr("on"), tr("off")});
-  combo->setCurrentIndex(value ? (*value ? 1 : 2) : 0);
+  combo->setCurrentIndex(value ? (*value == true ? 1 : 2) : 0);
   return combo;
 }
 
-std::optional<bool> ProfileEditorDialog::triStateValue(const QComboBox* combo) {
-  if (combo->currentIndex() == 0) {
-    return std::nullopt;
+void ProfileEditorDialog::setFromTriState(LiveToggles& toggles, const settings::Toggle& toggle,
+                                          const QComboBox* combo) {
+  if (combo->currentIndex() != 0) {
+    toggles[toggle] = combo->currentIndex() == 1;
   }
-  return combo->currentIndex() == 1;
 }
 
 void ProfileEditorDialog::addEnvironmentRow(const QString& variable, const QString& value) {
@@ -183,15 +186,16 @@ Profile ProfileEditorDialog::profile() const {
           environment_->item(r, ValueColumn)->text().toStdString();
     }
   }
-  p.toggles.serialize = triStateValue(serialize_);
-  p.toggles.blocking = triStateValue(blocking_);
-  p.toggles.cpuFallback = triStateValue(cpuFallback_);
-  p.toggles.activationCheckpointing = triStateValue(activationCheckpointing_);
+  setFromTriState(p.toggles, Toggle::Serialize, serialize_);
+  setFromTriState(p.toggles, Toggle::Blocking, blocking_);
+  setFromTriState(p.toggles, Toggle::CpuFallback, cpuFallback_);
+  setFromTriState(p.toggles, Toggle::ActivationCheckpointing, activationCheckpointing_);
   if (microBatch_->value() > 0) {
-    p.toggles.microBatch = microBatch_->value();
+    p.toggles[Toggle::MicroBatch] = microBatch_->value();
   }
   if (gemm_->currentIndex() > 0) {
-    p.toggles.gemm = gemm_->currentIndex() == 1 ? GemmBackend::Vendor : GemmBackend::Builtin;
+    p.toggles[Toggle::GemmBackend] = settings::gemmName(
+        gemm_->currentIndex() == 1 ? settings::Gemm::Vendor : settings::Gemm::BuiltIn);
   }
   if (allocatorMode_->currentIndex() > 0) {
     p.allocator.mode =
@@ -200,7 +204,7 @@ Profile ProfileEditorDialog::profile() const {
   if (maxSplitMb_->value() > 0) {
     p.allocator.maxSplitSizeBytes = static_cast<std::uint64_t>(maxSplitMb_->value()) << 20;
   }
-  p.ladderRung = static_cast<LadderRung>(ladderRung_->currentData().toInt());
+  p.ladderRung = static_cast<settings::Rung>(ladderRung_->currentData().toInt());
   p.engine = engine_;
   return p;
 }

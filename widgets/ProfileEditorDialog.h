@@ -51,8 +51,9 @@ class ProfileEditorDialog : public QDialog {
   void revalidate();
 
  private:
-  QComboBox* triState(const std::optional<bool>& value);
-  static std::optional<bool> triStateValue(const QComboBox* combo);
+  QComboBox* triState(const std::optional<nlohmann::json>& value);
+  static void setFromTriState(profiles::LiveToggles& toggles, const settings::Toggle& toggle,
+                              const QComboBox* combo);
 
   const profiles::ProfileStore& store_;
   std::string originalName_;         // a renamed user profile replaces its old file

@@ -79,24 +79,28 @@ namespace {
 // What a profile sets over the run options, as the setup page says it under the profile's name.
 QString profileNote(const profiles::Profile& p) {
   QStringList sets;
+  using settings::Toggle;
   const profiles::LiveToggles& t = p.toggles;
-  if (t.microBatch) {
+  auto on = [&](const Toggle& toggle, const nlohmann::json& value) {
+    return profiles::toggleValue(t, toggle) == value;
+  };
+  if (const auto microBatch = profiles::toggleValue(t, Toggle::MicroBatch)) {
     sets << QObject::tr("micro-batch %1 (the effective batch stays: more accumulation)")
-                .arg(*t.microBatch);
+                .arg(microBatch->get<int>());
   }
-  if (t.activationCheckpointing && *t.activationCheckpointing) {
+  if (on(Toggle::ActivationCheckpointing, true)) {
     sets << QObject::tr("activation checkpointing on");
   }
-  if (t.serialize && *t.serialize) {
+  if (on(Toggle::Serialize, true)) {
     sets << QObject::tr("serialized kernels");
   }
-  if (t.blocking && *t.blocking) {
+  if (on(Toggle::Blocking, true)) {
     sets << QObject::tr("blocking launches");
   }
-  if (t.cpuFallback && *t.cpuFallback) {
+  if (on(Toggle::CpuFallback, true)) {
     sets << QObject::tr("the CPU as the device");
   }
-  if (t.gemm && *t.gemm == profiles::GemmBackend::Builtin) {
+  if (on(Toggle::GemmBackend, settings::gemmName(settings::Gemm::BuiltIn))) {
     sets << QObject::tr("the built-in GEMM");
   }
   if (!p.environment.empty()) {
@@ -150,7 +154,7 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   });
   exporter_ = new RunExporter(engineProgram(), this);
 
-  controls_ = new widgets::ControlsPanel(liveControls(), this);
+  controls_ = new widgets::ControlsPanel(widgets::liveControls(), this);
   auto* controlsDock = new QDockWidget(tr("Controls"), this);
   controlsDock->setObjectName(QStringLiteral("controlsDock"));
   controlsDock->setWidget(controls_);

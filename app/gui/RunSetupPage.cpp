@@ -37,19 +37,18 @@
 #include "gui/Background.h"  // defines: runInBackground
 #include "gui/CommandSetup.h"
 #include "job/AutoBatch.h"         // defines: trainingShape
-#include "job/RunOptions.h"        // defines: runOptions
 #include "job/TrainRunConfig.h"    // defines: defaultSettings
 #include "model/DeviceWeights.h"   // defines: placedWeightBytes, WeightQuantization
 #include "model/MemoryEstimate.h"  // defines: estimateTrainingMemory
 #include "model/ModelFolder.h"     // defines: ModelFolder
 #include "runs/RunFileError.h"
-#include "runs/RunFolder.h"         // defines: checkOutputFolder
-#include "text/ChatTemplate.h"      // defines: ChatTemplate
-#include "text/Tokenizer.h"         // defines: Tokenizer
-#include "train/DemoDataset.h"      // defines: ensureDemoDataset
-#include "train/DemoModel.h"        // defines: defaultCacheDir, ensureDemoModel
-#include "widgets/ControlsPanel.h"  // defines: ControlSpec
-#include "widgets/DisplayText.h"    // defines: formatBytes, toPath
+#include "runs/RunFolder.h"       // defines: checkOutputFolder
+#include "settings/Registry.h"    // defines: registry (the run settings)
+#include "text/ChatTemplate.h"    // defines: ChatTemplate
+#include "text/Tokenizer.h"       // defines: Tokenizer
+#include "train/DemoDataset.h"    // defines: ensureDemoDataset
+#include "train/DemoModel.h"      // defines: defaultCacheDir, ensureDemoModel
+#include "widgets/DisplayText.h"  // defines: formatBytes, toPath
 #include "widgets/LengthHistogram.h"
 
 namespace lorascope::app {
@@ -208,7 +207,7 @@ RunSetupPage::RunSetupPage(QWidget* parent) : QWidget(parent) {
   auto* optionColumn = new QVBoxLayout(optionsPanel);
   optionColumn->setContentsMargins(0, 0, 0, 0);
   std::vector<std::string> groups;
-  for (const job::RunOption& option : job::runOptions()) {
+  for (const settings::Setting& option : settings::registry().all()) {
     if (std::find(groups.begin(), groups.end(), option.group) == groups.end()) {
       groups.push_back(option.group);
     }
@@ -382,10 +381,10 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
 }
 
 QWidget* RunSetupPage::buildEditor(const std::string& name) {
-  const job::RunOption& option = *job::findRunOption(name);
-  const job::OptionSpec& spec = option.spec;
+  const settings::Setting& option = *settings::registry().find(name);
+  const settings::OptionSpec& spec = option.option;
   QString tip = QString::fromStdString(spec.help);
-  if (option.apply == job::ApplyMode::Live) {
+  if (option.apply == settings::Apply::Live) {
     tip += tr(" Live: the Controls dock changes it during a run.");
   }
   if (name == "profile") {
@@ -405,7 +404,7 @@ QWidget* RunSetupPage::buildEditor(const std::string& name) {
   }
   QWidget* editor = nullptr;
   switch (spec.type) {
-    case job::OptionType::Integer: {
+    case settings::OptionType::Integer: {
       auto* box = makeSpinBox(static_cast<int>(spec.min) - (spec.special.empty() ? 0 : 1),
                               static_cast<int>(std::min<double>(spec.max, INT_MAX)), tip);
       if (!spec.special.empty()) {
@@ -420,7 +419,7 @@ QWidget* RunSetupPage::buildEditor(const std::string& name) {
       editor = box;
       break;
     }
-    case job::OptionType::Real: {
+    case settings::OptionType::Real: {
       auto* box = new RealSpinBox(spec.min, spec.max);
       if (!spec.zeroMeans.empty() && spec.min == 0) {
         box->setSpecialValueText(QString::fromStdString(spec.zeroMeans));
@@ -429,19 +428,19 @@ QWidget* RunSetupPage::buildEditor(const std::string& name) {
       editor = box;
       break;
     }
-    case job::OptionType::Text: {
+    case settings::OptionType::Text: {
       auto* edit = new QLineEdit;
       connect(edit, &QLineEdit::textChanged, this, &RunSetupPage::updateEstimate);
       editor = edit;
       break;
     }
-    case job::OptionType::Bool: {
+    case settings::OptionType::Bool: {
       editor = new QCheckBox(QString::fromStdString(option.label));
       connect(static_cast<QCheckBox*>(editor), &QCheckBox::toggled, this,
               &RunSetupPage::updateEstimate);
       break;
     }
-    case job::OptionType::Choice: {
+    case settings::OptionType::Choice: {
       auto* combo = new QComboBox;
       for (const std::string& choice : spec.choices) {
         if (name == "device" && choice == "gpu") {
@@ -453,7 +452,7 @@ QWidget* RunSetupPage::buildEditor(const std::string& name) {
       editor = combo;
       break;
     }
-    case job::OptionType::List: {
+    case settings::OptionType::List: {
       editor = new QWidget;
       auto* grid = new QGridLayout(editor);
       grid->setContentsMargins(0, 0, 0, 0);
@@ -483,22 +482,22 @@ QWidget* RunSetupPage::registerEditor(const std::string& name, QWidget* editor,
 QWidget* RunSetupPage::buildOptionBox(const std::string& group) {
   auto* box = new QGroupBox(QString::fromStdString(group));
   auto* form = new QFormLayout(box);
-  for (const job::RunOption& option : job::runOptions()) {
+  for (const settings::Setting& option : settings::registry().all()) {
     if (option.group != group) {
       continue;
     }
-    QWidget* editor = buildEditor(option.spec.name);
-    if (option.spec.type == job::OptionType::Bool) {
+    QWidget* editor = buildEditor(option.option.name);
+    if (option.option.type == settings::OptionType::Bool) {
       form->addRow(editor);
     } else {
       form->addRow(QString::fromStdString(option.label), editor);
     }
-    if (option.spec.name == "grad-accum") {
+    if (option.option.name == "grad-accum") {
       effectiveBatch_ = new QLabel;
       effectiveBatch_->setObjectName(QStringLiteral("setupEffectiveBatch"));
       form->addRow(tr("Effective batch"), effectiveBatch_);
     }
-    if (option.spec.name == "profile") {
+    if (option.option.name == "profile") {
       profileNote_ = new QLabel;
       profileNote_->setObjectName(QStringLiteral("profileNote"));
       profileNote_->setWordWrap(true);
@@ -519,9 +518,9 @@ QSpinBox* RunSetupPage::spinBox(const std::string& option) const {
 
 // The editor's value as the command line writes it.
 std::string RunSetupPage::optionText(const std::string& name) const {
-  const job::RunOption& option = *job::findRunOption(name);
+  const settings::Setting& option = *settings::registry().find(name);
   QWidget* w = editor(name);
-  if (option.spec.type == job::OptionType::List) {
+  if (option.option.type == settings::OptionType::List) {
     std::string targets;
     for (train::LoraModule module : train::kAllLoraModules) {
       if (targets_.at(train::shortName(module))->isChecked()) {
@@ -531,8 +530,8 @@ std::string RunSetupPage::optionText(const std::string& name) const {
     return targets;
   }
   if (auto* box = qobject_cast<QSpinBox*>(w)) {
-    const bool special = !option.spec.special.empty() && box->value() == box->minimum();
-    return special ? option.spec.special : std::to_string(box->value());
+    const bool special = !option.option.special.empty() && box->value() == box->minimum();
+    return special ? option.option.special : std::to_string(box->value());
   }
   if (auto* real = qobject_cast<QDoubleSpinBox*>(w)) {
     return QString::number(real->value(), 'g', 10).toStdString();
@@ -542,7 +541,7 @@ std::string RunSetupPage::optionText(const std::string& name) const {
   }
   if (auto* combo = qobject_cast<QComboBox*>(w)) {
     const std::string value = combo->currentData().toString().toStdString();
-    return value.empty() && name == "profile" ? option.spec.defaultText : value;  // none known
+    return value.empty() && name == "profile" ? option.option.defaultText : value;  // none known
   }
   return qobject_cast<QLineEdit*>(w)->text().trimmed().toStdString();
 }
@@ -551,17 +550,17 @@ void RunSetupPage::setOptionText(const std::string& name, const std::string& tex
   if (name == "profile") {
     return;  // the profile bar's choice: defaults and saved settings do not override it
   }
-  const job::RunOption& option = *job::findRunOption(name);
+  const settings::Setting& option = *settings::registry().find(name);
   QWidget* w = editor(name);
   const QString value = QString::fromStdString(text);
-  if (option.spec.type == job::OptionType::List) {
+  if (option.option.type == settings::OptionType::List) {
     const QStringList chosen = value.split(QLatin1Char(','));
     for (const auto& [target, check] : targets_) {
       check->setChecked(chosen.contains(QString::fromStdString(target)));
     }
   } else if (auto* box = qobject_cast<QSpinBox*>(w)) {
-    box->setValue(!option.spec.special.empty() && text == option.spec.special ? box->minimum()
-                                                                              : value.toInt());
+    box->setValue(!option.option.special.empty() && text == option.option.special ? box->minimum()
+                                                                                  : value.toInt());
   } else if (auto* real = qobject_cast<QDoubleSpinBox*>(w)) {
     real->setValue(value.toDouble());
   } else if (auto* check = qobject_cast<QCheckBox*>(w)) {
@@ -696,8 +695,8 @@ void RunSetupPage::setOutputDir(const QString& dir) {
 }
 
 void RunSetupPage::restoreDefaults() {
-  for (const job::RunOption& option : job::runOptions()) {
-    setOptionText(option.spec.name, option.defaultFor(usesDemo()));
+  for (const settings::Setting& option : settings::registry().all()) {
+    setOptionText(option.option.name, option.defaultFor(usesDemo()));
   }
   updateEstimate();
 }
@@ -720,16 +719,17 @@ void RunSetupPage::restoreSettings() {
   const bool commandMode = settings.value(QStringLiteral("setup/command_mode"), false).toBool();
   setDemo(demo);  // the source's defaults, then what was saved over them
   const QVariantMap options = saved.toMap();
-  for (const job::RunOption& option : job::runOptions()) {
-    const QString key = QString::fromStdString(option.spec.name);
+  for (const settings::Setting& option : settings::registry().all()) {
+    const QString key = QString::fromStdString(option.option.name);
     if (!options.contains(key)) {
       continue;
     }
     const std::string text = options.value(key).toString().toStdString();
     try {
-      job::parseOptionValue(option.spec, text);  // a value saved by another version may not fit
-      setOptionText(option.spec.name, text);
-    } catch (const job::UsageError&) {
+      settings::parseOptionValue(option.option,
+                                 text);  // a value saved by another version may not fit
+      setOptionText(option.option.name, text);
+    } catch (const settings::UsageError&) {
     }
   }
   if (commandMode) {
@@ -961,18 +961,20 @@ QString RunSetupPage::memoryEstimateText() const {
       nf4 ? (gpu ? inspection_.nf4GpuWeightBytes : inspection_.nf4CpuWeightBytes)
           : (gpu ? 2 * static_cast<std::uint64_t>(inspection_.parameters.total)
                  : inspection_.weightBytes);
-  // The profile's toggles take precedence over the options (job/RunOptions.h, "profile").
+  // The profile's toggles take precedence over the options (settings/Registry.h, "profile").
   const QString profile = profile_ != nullptr ? profile_->currentText() : QString();
   QString byProfile;
   if (const auto it = profileToggles_.find(profile); it != profileToggles_.end()) {
-    if (it->microBatch && *it->microBatch != settings.train.microBatchSize) {
+    using settings::Toggle;
+    const auto microBatch = profiles::toggleValue(*it, Toggle::MicroBatch);
+    if (microBatch && *microBatch != settings.train.microBatchSize) {
       settings.train.microBatchSize =
-          std::min<std::int64_t>(*it->microBatch, settings.train.effectiveBatch());
+          std::min<std::int64_t>(microBatch->get<std::int64_t>(), settings.train.effectiveBatch());
       byProfile = tr(" (%1's)").arg(profile);
     }
-    if (it->activationCheckpointing &&
-        *it->activationCheckpointing != settings.train.activationCheckpointing) {
-      settings.train.activationCheckpointing = *it->activationCheckpointing;
+    const auto checkpointing = profiles::toggleValue(*it, Toggle::ActivationCheckpointing);
+    if (checkpointing && *checkpointing != settings.train.activationCheckpointing) {
+      settings.train.activationCheckpointing = checkpointing->get<bool>();
       byProfile = tr(" (%1's)").arg(profile);
     }
   }
@@ -1062,10 +1064,10 @@ QStringList RunSetupPage::problems() const {
     }
   }
   // Every option's value passes the table's checks (the trainer's own).
-  for (const job::RunOption& option : job::runOptions()) {
+  for (const settings::Setting& option : settings::registry().all()) {
     try {
-      job::parseOptionValue(option.spec, optionText(option.spec.name));
-    } catch (const job::UsageError& e) {
+      settings::parseOptionValue(option.option, optionText(option.option.name));
+    } catch (const settings::UsageError& e) {
       out << tr("%1: %2").arg(QString::fromStdString(option.label), QString::fromUtf8(e.what()));
     }
   }
@@ -1080,48 +1082,10 @@ void RunSetupPage::updateProblems() {
 std::map<std::string, std::string> RunSetupPage::options() const {
   // Every option, as typed; the engine applies them in any order (steps 0 = by epochs).
   std::map<std::string, std::string> o;
-  for (const job::RunOption& option : job::runOptions()) {
-    o[option.spec.name] = optionText(option.spec.name);
+  for (const settings::Setting& option : settings::registry().all()) {
+    o[option.option.name] = optionText(option.option.name);
   }
   return o;
-}
-
-std::vector<widgets::ControlSpec> liveControls() {
-  std::vector<widgets::ControlSpec> rows;
-  for (const job::RunOption& option : job::runOptions()) {
-    if (option.apply != job::ApplyMode::Live || !option.toggle) {
-      continue;
-    }
-    widgets::ControlSpec row;
-    row.toggle = *option.toggle;
-    row.label = QString::fromStdString(option.label);
-    row.help = QString::fromStdString(option.spec.help);
-    row.live = true;
-    switch (option.spec.type) {
-      case job::OptionType::Bool:
-        row.editor = widgets::ControlSpec::Editor::Check;
-        break;
-      case job::OptionType::Integer:
-        row.editor = widgets::ControlSpec::Editor::Number;
-        row.min = static_cast<int>(option.spec.min);
-        row.max = static_cast<int>(std::min<double>(option.spec.max, INT_MAX));
-        break;
-      default:
-        row.editor = widgets::ControlSpec::Editor::Choice;
-        if (!option.toggleValues.empty()) {
-          for (const auto& [choice, value] : option.toggleValues) {
-            row.choices.append({QString::fromStdString(choice), value});
-          }
-        } else {
-          for (const std::string& choice : option.spec.choices) {
-            row.choices.append({QString::fromStdString(choice), nlohmann::json(choice)});
-          }
-        }
-        break;
-    }
-    rows.push_back(std::move(row));
-  }
-  return rows;
 }
 
 std::optional<nlohmann::json> RunSetupPage::runConfig() const {

@@ -43,7 +43,6 @@ class QSpinBox;
 
 namespace lorascope::widgets {
 class LengthHistogram;
-struct ControlSpec;
 }  // namespace lorascope::widgets
 
 namespace lorascope::app {
@@ -191,8 +190,5 @@ class RunSetupPage : public QWidget {
   QLabel* estimate_;
   QLabel* problems_;
 };
-
-// The controls dock's rows: the option table's live options (widgets/ControlsPanel.h).
-std::vector<widgets::ControlSpec> liveControls();
 
 }  // namespace lorascope::app

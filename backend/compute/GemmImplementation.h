@@ -1,8 +1,9 @@
-// GemmImplementation.h — which GEMM a backend's matmul runs on. Kept apart from Backend.h and
-// C++17-clean because the GPU GEMM's headers, which nvcc compiles, name it too.
+// GemmImplementation.h — which GEMM a backend's matmul runs on: the one GEMM choice of the
+// settings registry (settings/Ladder.h), which is C++17-clean because the GPU GEMM's headers, which
+// nvcc compiles, name it too.
 #pragma once
 
-#include <cstdint>
+#include "settings/Ladder.h"  // defines: Gemm
 
 namespace lorascope::compute {
 
@@ -10,7 +11,7 @@ namespace lorascope::compute {
 // BuiltIn: the project's tiled GEMM kernel, which needs nothing but the runtime; it is the rung of
 // the recovery ladder after a vendor BLAS failure such as HIPBLAS_STATUS_INTERNAL_ERROR.
 // The CPU backend has only OpenBLAS and records the choice without acting on it.
-enum class GemmImplementation : std::uint8_t { Vendor, BuiltIn };
+using GemmImplementation = settings::Gemm;
 
 // "vendor" or "built-in", for logs and the UI.
 inline const char* gemmImplementationName(GemmImplementation impl) {

@@ -99,14 +99,6 @@ class Fields {
 };
 
 // The wire names of the enums, one table each (both directions; dense, in declaration order).
-constexpr common::EnumName<Toggle> kToggleNames[] = {
-    {Toggle::Serialize, "serialize"},
-    {Toggle::Blocking, "blocking"},
-    {Toggle::MicroBatch, "micro_batch"},
-    {Toggle::CpuFallback, "cpu_fallback"},
-    {Toggle::GemmBackend, "gemm_backend"},
-    {Toggle::AllocatorPolicy, "allocator_policy"},
-    {Toggle::ActivationCheckpointing, "activation_checkpointing"}};
 constexpr common::EnumName<RunState> kStateNames[] = {
     {RunState::Idle, "idle"},         {RunState::Starting, "starting"},
     {RunState::Running, "running"},   {RunState::Paused, "paused"},
@@ -116,37 +108,22 @@ constexpr common::EnumName<LogLevel> kLevelNames[] = {{LogLevel::Debug, "debug"}
                                                       {LogLevel::Info, "info"},
                                                       {LogLevel::Warning, "warning"},
                                                       {LogLevel::Error, "error"}};
-static_assert(common::coversEnum(kToggleNames) && common::coversEnum(kStateNames) &&
-              common::coversEnum(kLevelNames));
+static_assert(common::coversEnum(kStateNames) && common::coversEnum(kLevelNames));
 
-// Checks a toggle's value against its type; the engine may rely on it after decoding.
-void checkToggleValue(const Fields& f, Toggle toggle, const json& value) {
-  switch (toggle) {
-    case Toggle::MicroBatch:
-      if (!value.is_number_integer() || value.get<std::int64_t>() < 1 ||
-          value.get<std::int64_t>() > 4096) {
-        f.fail("value", "micro_batch must be a whole number from 1 to 4096");
-      }
-      return;
-    case Toggle::GemmBackend:
-      if (value != "vendor" && value != "builtin") {
-        f.fail("value", "gemm_backend must be \"vendor\" or \"builtin\"");
-      }
-      return;
-    case Toggle::AllocatorPolicy:
-      if (value != "caching" && value != "arena") {
-        f.fail("value", "allocator_policy must be \"caching\" or \"arena\"");
-      }
-      return;
-    case Toggle::Serialize:
-    case Toggle::Blocking:
-    case Toggle::CpuFallback:
-    case Toggle::ActivationCheckpointing:
-      if (!value.is_boolean()) {
-        f.fail("value", std::string(toString(toggle)) + " must be true or false");
-      }
-      return;
+// The toggle named by the message's "toggle", its value checked against the toggle's type (the
+// settings registry's); the engine may rely on it after decoding.
+Toggle checkedToggle(const Fields& f) {
+  const std::string name = f.string("toggle");
+  const settings::Setting* setting = settings::registry().findToggle(name);
+  if (setting == nullptr) {
+    f.fail("toggle",
+           "unknown value '" + name + "' (one of " + settings::registry().toggleNames() + ")");
   }
+  if (const std::string problem = settings::toggleValueProblem(*setting, f.at("value"));
+      !problem.empty()) {
+    f.fail("value", name + " " + problem);
+  }
+  return *setting->toggle;
 }
 
 // Deeper nesting than any message needs is refused while parsing: copying, dumping and
@@ -205,8 +182,8 @@ json optionalToJson(const std::optional<double>& v) {
 
 }  // namespace
 
-const char* toString(Toggle toggle) {
-  return common::enumName(kToggleNames, toggle);
+const char* toString(const Toggle& toggle) {
+  return toggle.name().c_str();
 }
 
 const char* toString(RunState state) {
@@ -286,8 +263,7 @@ Command decodeCommand(std::string_view line) {
   if (type == "switch_profile")
     return SwitchProfileCommand{f.string("name")};
   if (type == "set") {
-    const Toggle toggle = f.choice("toggle", kToggleNames);
-    checkToggleValue(f, toggle, f.at("value"));
+    const Toggle toggle = checkedToggle(f);
     return SetToggleCommand{toggle, root["value"]};
   }
   throw ProtocolError("unknown command type '" + type + "'");
@@ -496,15 +472,13 @@ TimedEvent decodeEvent(std::string_view line) {
   } else if (type == "incident") {
     out.event = IncidentEvent{f.string("what"), f.string("action"), f.integer("step")};
   } else if (type == "toggle_applied") {
-    const Toggle toggle = f.choice("toggle", kToggleNames);
-    checkToggleValue(f, toggle, f.at("value"));
+    const Toggle toggle = checkedToggle(f);
     out.event =
         ToggleAppliedEvent{toggle, root["value"], f.integer("step"),
                            f.has("detail") ? f.string("detail") : std::string(),
                            f.has("not_applicable") ? f.string("not_applicable") : std::string()};
   } else if (type == "toggle_refused") {
-    const Toggle toggle = f.choice("toggle", kToggleNames);
-    checkToggleValue(f, toggle, f.at("value"));
+    const Toggle toggle = checkedToggle(f);
     out.event = ToggleRefusedEvent{toggle, root["value"], f.string("reason"), f.integer("step")};
   } else if (type == "eval") {
     out.event =

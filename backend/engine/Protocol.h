@@ -19,6 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "settings/Registry.h"  // defines: Toggle
+
 namespace lorascope::engine {
 
 inline constexpr int kProtocolVersion = 1;
@@ -30,16 +32,10 @@ class ProtocolError : public std::runtime_error {
 
 // ---- Commands --------------------------------------------------------------------------------
 
-enum class Toggle {
-  Serialize,                // bool
-  Blocking,                 // bool
-  MicroBatch,               // int ≥ 1
-  CpuFallback,              // bool
-  GemmBackend,              // "vendor" | "builtin"
-  AllocatorPolicy,          // "caching" | "arena"
-  ActivationCheckpointing,  // bool
-};
-const char* toString(Toggle toggle);
+// A live setting by its wire name ("micro_batch"); the settings registry (settings/Registry.h)
+// lists the toggles and the values each takes, and decoding checks against it.
+using Toggle = settings::Toggle;
+const char* toString(const Toggle& toggle);  // its wire name
 
 struct StartCommand {
   nlohmann::json runConfig;  // object; its schema belongs to the trainer

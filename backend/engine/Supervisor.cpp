@@ -274,62 +274,50 @@ void Supervisor::undoRung() {
                                             std::string(runtime::rungName(rung_)) + ")"});
     return;
   }
-  using runtime::RecoveryRung;
   const RungStep step = rungSteps_.back();
   rungSteps_.pop_back();
-  const RecoveryRung from = rung_;
+  const runtime::RecoveryRung from = rung_;
   rung_ = step.previous;
   if (host_ != nullptr) {
-    const auto& t = profile_.toggles;
-    auto set = [this](Toggle toggle, nlohmann::json value) {
-      host_->send(SetToggleCommand{toggle, std::move(value)});
-    };
-    auto left = [&](RecoveryRung r) { return from >= r && rung_ < r; };
-    if (left(RecoveryRung::Cpu))
-      set(Toggle::CpuFallback, t.cpuFallback.value_or(false));
-    if (left(RecoveryRung::SmallerMicroBatch) && step.microBatch > 0)
-      set(Toggle::MicroBatch, step.microBatch);
-    if (left(RecoveryRung::Serialize)) {
-      set(Toggle::Serialize, t.serialize.value_or(false));
-      set(Toggle::Blocking, t.blocking.value_or(false));
+    // The settings of the rungs left, top rung first (the registry's Setting::ladder).
+    for (auto r = static_cast<int>(from); r > static_cast<int>(rung_); --r) {
+      for (const settings::Setting* s : settings::registry().setByRung(runtime::RecoveryRung(r))) {
+        if (s->ladder->halves) {
+          if (step.microBatch > 0)
+            host_->send(SetToggleCommand{*s->toggle, step.microBatch});
+        } else {
+          host_->send(SetToggleCommand{
+              *s->toggle,
+              profiles::toggleValue(profile_.toggles, *s->toggle).value_or(s->ladder->offValue)});
+        }
+      }
     }
-    if (left(RecoveryRung::BuiltinGemm))
-      set(Toggle::GemmBackend, t.gemm ? profiles::toString(*t.gemm) : "vendor");
   }
   publish(LadderEvent{runtime::rungName(rung_), runtime::rungName(from), "undone by the user",
                       lastStep_, static_cast<std::int64_t>(rungSteps_.size())});
 }
 
 void Supervisor::sendRungToggles(bool profileSwitch) {
-  using runtime::RecoveryRung;
-  const auto& t = profile_.toggles;
-  auto set = [this](Toggle toggle, nlohmann::json value) {
+  auto set = [this](const Toggle& toggle, nlohmann::json value) {
     host_->send(SetToggleCommand{toggle, std::move(value)});
   };
-  if (t.serialize)
-    set(Toggle::Serialize, *t.serialize);
-  if (t.blocking)
-    set(Toggle::Blocking, *t.blocking);
-  if (t.microBatch)
-    set(Toggle::MicroBatch, *t.microBatch);
-  if (t.cpuFallback && (*t.cpuFallback || profileSwitch))
-    set(Toggle::CpuFallback, *t.cpuFallback);
-  if (t.gemm)
-    set(Toggle::GemmBackend, profiles::toString(*t.gemm));
-  if (t.activationCheckpointing)
-    set(Toggle::ActivationCheckpointing, *t.activationCheckpointing);
-  // Rungs only ever add caution on top of the profile.
-  if (rung_ >= RecoveryRung::BuiltinGemm)
-    set(Toggle::GemmBackend, "builtin");
-  if (rung_ >= RecoveryRung::Serialize) {
-    set(Toggle::Serialize, true);
-    set(Toggle::Blocking, true);
+  for (const auto& [toggle, value] : profile_.toggles) {
+    if (toggle != Toggle::CpuFallback || value == true || profileSwitch) {
+      set(toggle, value);
+    }
   }
-  if (rung_ >= RecoveryRung::SmallerMicroBatch && lastMicroBatch_ > 1) {
-    set(Toggle::MicroBatch, lastMicroBatch_ / 2);
+  // Rungs only ever add caution on top of the profile: the settings of each rung up to this one,
+  // lowest first (the registry's Setting::ladder).
+  for (auto r = static_cast<int>(runtime::RecoveryRung::VendorBlas) + 1;
+       r <= static_cast<int>(rung_); ++r) {
+    for (const settings::Setting* s : settings::registry().setByRung(runtime::RecoveryRung(r))) {
+      if (!s->ladder->halves) {
+        set(*s->toggle, s->ladder->value);
+      } else if (lastMicroBatch_ > 1) {
+        set(*s->toggle, lastMicroBatch_ / 2);
+      }
+    }
   }
-  if (rung_ >= RecoveryRung::Cpu)
-    set(Toggle::CpuFallback, true);
 }
 
 void Supervisor::switchProfile(const std::string& name) {

@@ -17,22 +17,6 @@ namespace lorascope::external {
 namespace fs = std::filesystem;
 namespace {
 
-profiles::LadderRung ladderRungOf(runtime::RecoveryRung rung) {
-  switch (rung) {
-    case runtime::RecoveryRung::VendorBlas:
-      return profiles::LadderRung::None;
-    case runtime::RecoveryRung::BuiltinGemm:
-      return profiles::LadderRung::BuiltinGemm;
-    case runtime::RecoveryRung::Serialize:
-      return profiles::LadderRung::Serialize;
-    case runtime::RecoveryRung::SmallerMicroBatch:
-      return profiles::LadderRung::SmallerBatch;
-    case runtime::RecoveryRung::Cpu:
-      break;
-  }
-  return profiles::LadderRung::Cpu;
-}
-
 // fnmatch-style: * any run of characters but '/', ? one character.
 bool wildcardMatch(std::string_view pattern, std::string_view name) {
   std::size_t p = 0, n = 0, star = std::string_view::npos, mark = 0;
@@ -78,12 +62,15 @@ ExternalEnvironment mapProfileForExternal(const profiles::Profile& profile) {
   auto setIfAbsent = [&](const std::string& name, const std::string& value) {
     out.variables.emplace(name, value);
   };
-  const auto& t = profile.toggles;
-  if (t.gemm == profiles::GemmBackend::Builtin)
+  using settings::Toggle;
+  auto on = [&](const Toggle& toggle, const nlohmann::json& value) {
+    return profiles::toggleValue(profile.toggles, toggle) == value;
+  };
+  if (on(Toggle::GemmBackend, settings::gemmName(settings::Gemm::BuiltIn)))
     setIfAbsent("TORCH_BLAS_PREFER_HIPBLASLT", "0");
-  if (t.serialize.value_or(false))
+  if (on(Toggle::Serialize, true))
     setIfAbsent("AMD_SERIALIZE_KERNEL", "3");
-  if (t.blocking.value_or(false)) {
+  if (on(Toggle::Blocking, true)) {
     setIfAbsent("HIP_LAUNCH_BLOCKING", "1");
     setIfAbsent("CUDA_LAUNCH_BLOCKING", "1");
   }
@@ -105,22 +92,21 @@ ExternalEnvironment mapProfileForExternal(const profiles::Profile& profile) {
   }
   if (a.mode == profiles::AllocatorMode::Arena)
     out.notes.push_back("allocator mode arena is LoRAscope's own; PyTorch's allocator has none");
-  if (t.cpuFallback.value_or(false))
+  if (on(Toggle::CpuFallback, true))
     out.notes.push_back("cpu_fallback: LoRAscope cannot move an external trainer to the CPU");
-  if (t.activationCheckpointing.value_or(false))
+  if (on(Toggle::ActivationCheckpointing, true))
     out.notes.push_back(
         "activation_checkpointing is the trainer's own setting; LoRAscope cannot switch it");
-  if (t.microBatch)
+  if (profile.toggles.count(Toggle::MicroBatch) != 0)
     out.notes.push_back("micro_batch: an external trainer's batch changes through --batch-arg");
   return out;
 }
 
 const profiles::Profile* profileForRung(runtime::RecoveryRung rung) {
-  const profiles::LadderRung want = ladderRungOf(rung);
-  if (want == profiles::LadderRung::None)
+  if (rung == runtime::RecoveryRung::VendorBlas)
     return nullptr;
   for (const profiles::Profile& p : profiles::builtinProfiles()) {
-    if (p.ladderRung == want)  // the first of the rung: "Debug: serialize + blocking"
+    if (p.ladderRung == rung)  // the first of the rung: "Debug: serialize + blocking"
       return &p;
   }
   return nullptr;

@@ -277,79 +277,65 @@ class TrainingJob : public engine::EngineJob {
   std::string applyToggle(Toggle toggle, const json& value) override {
     announceMirrored();     // the confirmation's step is then the last one announced
     loop_->restartCycle();  // a device move, a rebuilt graph: the user's change, not the run's
-    switch (toggle) {
-      case Toggle::MicroBatch:
-        loop_->setMicroBatchSize(value.get<int>(), "user");
-        return {};
-      case Toggle::CpuFallback:
-        if (!value.get<bool>() && !gpuUnavailable_.empty()) {
-          throw std::runtime_error(gpuUnavailable_);
-        }
-        return moveRun(value.get<bool>() ? compute::Device::Cpu : compute::Device::Gpu);
-      case Toggle::Serialize:
-      case Toggle::Blocking: {
-        // Process-wide and live: the next launch sees it (runtime/LaunchControl.h). On the CPU
-        // it is kept for when the run is on the GPU (notApplicable() says so).
-        runtime::LaunchPolicy policy = runtime::launchControl().policy();
-        (toggle == Toggle::Serialize ? policy.serialize : policy.blocking) = value.get<bool>();
-        runtime::launchControl().setPolicy(policy);
-        return {};
-      }
-      case Toggle::GemmBackend:
-        // Throws UnsupportedOpError (the toggle is refused) for vendor in a build without one.
-        backend_->setGemmImplementation(value.get<std::string>() == "builtin"
-                                            ? compute::GemmImplementation::BuiltIn
-                                            : compute::GemmImplementation::Vendor);
-        return {};
-      case Toggle::AllocatorPolicy:
-        arenaMode_ = value.get<std::string>() == "arena";
-        if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
-          return applyAllocatorMode(*allocator);
-        }
-        return {};
-      case Toggle::ActivationCheckpointing: {
-        // At this step boundary: the graph is rebuilt with the option, the adapter and the
-        // optimizer state carry over, and the next step stores (or recomputes) activations.
-        const bool on = value.get<bool>();
-        if (on == settings_.train.activationCheckpointing) {
-          return {};
-        }
-        loop_->setActivationCheckpointing(on, weights_);
-        settings_.train.activationCheckpointing = on;
-        return std::string(on ? "activations recomputed in backward" : "activations stored") +
-               " from step " + std::to_string(loop_->completedSteps() + 1);
-      }
+    if (toggle == Toggle::MicroBatch) {
+      loop_->setMicroBatchSize(value.get<int>(), "user");
+      return {};
     }
-    throw std::logic_error("unknown toggle");
+    if (toggle == Toggle::CpuFallback) {
+      if (!value.get<bool>() && !gpuUnavailable_.empty()) {
+        throw std::runtime_error(gpuUnavailable_);
+      }
+      return moveRun(value.get<bool>() ? compute::Device::Cpu : compute::Device::Gpu);
+    }
+    if (toggle == Toggle::Serialize || toggle == Toggle::Blocking) {
+      // Process-wide and live: the next launch sees it (runtime/LaunchControl.h). On the CPU
+      // it is kept for when the run is on the GPU (notApplicable() says so).
+      runtime::LaunchPolicy policy = runtime::launchControl().policy();
+      (toggle == Toggle::Serialize ? policy.serialize : policy.blocking) = value.get<bool>();
+      runtime::launchControl().setPolicy(policy);
+      return {};
+    }
+    if (toggle == Toggle::GemmBackend) {
+      // Throws UnsupportedOpError (the toggle is refused) for vendor in a build without one.
+      backend_->setGemmImplementation(*settings::parseGemm(value.get<std::string>()));
+      return {};
+    }
+    if (toggle == Toggle::AllocatorPolicy) {
+      arenaMode_ = value.get<std::string>() == "arena";
+      if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
+        return applyAllocatorMode(*allocator);
+      }
+      return {};
+    }
+    if (toggle == Toggle::ActivationCheckpointing) {
+      // At this step boundary: the graph is rebuilt with the option, the adapter and the
+      // optimizer state carry over, and the next step stores (or recomputes) activations.
+      const bool on = value.get<bool>();
+      if (on == settings_.train.activationCheckpointing) {
+        return {};
+      }
+      loop_->setActivationCheckpointing(on, weights_);
+      settings_.train.activationCheckpointing = on;
+      return std::string(on ? "activations recomputed in backward" : "activations stored") +
+             " from step " + std::to_string(loop_->completedSteps() + 1);
+    }
+    // A toggle of the registry with no effect here: refused (the run stays as it was).
+    throw std::runtime_error("this engine has no effect for the toggle " + toggle.name());
   }
 
-  // What does nothing where the run computes now, and why: the GPU's launch settings, GEMM
-  // choice and allocator on a CPU run (kept for when it moves to a GPU); the CPU fallback where
-  // there is no GPU to come back to.
+  // What does nothing where the run computes now, and why: on a CPU run the settings the registry
+  // marks GPU-only (Setting::cpuNote: launch settings, GEMM choice, allocator), kept for when it
+  // moves to a GPU; the CPU fallback where there is no GPU to come back to.
   std::string notApplicable(Toggle toggle) const override {
-    switch (toggle) {
-      case Toggle::Serialize:
-      case Toggle::Blocking:
-        return onGpu() ? std::string()
-                       : "this run computes on the CPU, which makes no GPU launches; the value "
-                         "is kept for when the run is on a GPU";
-      case Toggle::GemmBackend:
-        return onGpu() ? std::string()
-                       : "this run computes on the CPU, which multiplies with OpenBLAS; the "
-                         "value is kept for when the run is on a GPU";
-      case Toggle::AllocatorPolicy:
-        return onGpu() ? std::string()
-                       : "this run computes on the CPU, which has no device allocator; the "
-                         "value is kept for when the run is on a GPU";
-      case Toggle::CpuFallback:
-        return gpuUnavailable_.empty()
-                   ? std::string()
-                   : "the run can only compute on the CPU here: " + gpuUnavailable_;
-      case Toggle::MicroBatch:
-      case Toggle::ActivationCheckpointing:
-        break;
+    if (toggle == Toggle::CpuFallback && !gpuUnavailable_.empty()) {
+      return "the run can only compute on the CPU here: " + gpuUnavailable_;
     }
-    return {};
+    const settings::Setting* setting = settings::registry().findToggle(toggle);
+    if (onGpu() || setting == nullptr || setting->cpuNote.empty()) {
+      return {};
+    }
+    return "this run computes on the CPU, " + setting->cpuNote +
+           "; the value is kept for when the run is on a GPU";
   }
 
   CheckpointEvent checkpoint() override {
@@ -915,9 +901,7 @@ class TrainingJob : public engine::EngineJob {
     const runtime::LaunchPolicy launch = runtime::launchControl().policy();
     applied(Toggle::Serialize, launch.serialize);
     applied(Toggle::Blocking, launch.blocking);
-    applied(Toggle::GemmBackend,
-            backend_->gemmImplementation() == compute::GemmImplementation::BuiltIn ? "builtin"
-                                                                                   : "vendor");
+    applied(Toggle::GemmBackend, settings::gemmName(backend_->gemmImplementation()));
     applied(Toggle::AllocatorPolicy, arenaMode_ ? "arena" : "caching");
   }
 

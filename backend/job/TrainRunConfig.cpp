@@ -62,7 +62,7 @@ void applyOptions(TrainRunSettings& settings, const std::map<std::string, std::s
 json settingsToJson(const TrainRunSettings& s) {
   json j = json::object();
   for (const RunOption& option : runOptions()) {
-    j[json::json_pointer(option.configKey)] = option.get(s);
+    j[json::json_pointer(option.setting.configKey)] = option.get(s);
   }
   j["adamw"]["beta1"] = s.train.adamw.beta1;
   j["adamw"]["beta2"] = s.train.adamw.beta2;
@@ -76,8 +76,8 @@ TrainRunSettings settingsFromJson(const json& j, const std::string& file) {
   try {
     TrainRunSettings s = defaultSettings(false);
     for (const RunOption& option : runOptions()) {
-      const json::json_pointer key(option.configKey);
-      if (!j.contains(key) && option.optionalInConfig) {
+      const json::json_pointer key(option.setting.configKey);
+      if (!j.contains(key) && option.setting.optionalInConfig) {
         continue;  // a run made before the option existed: its default
       }
       if (option.spec.name == "batch-size") {

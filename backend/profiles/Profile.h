@@ -14,6 +14,11 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "settings/Ladder.h"    // defines: Rung
+#include "settings/Registry.h"  // defines: Toggle
+
 namespace lorascope::profiles {
 
 // A profile file is malformed: names the file, the field (JSON path) and the problem.
@@ -22,22 +27,19 @@ class ProfileError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class GemmBackend { Vendor, Builtin };
 enum class AllocatorMode { Caching, Arena };
 
-// The recovery ladder, in the order the supervisor climbs it.
-enum class LadderRung { None, BuiltinGemm, Serialize, SmallerBatch, Cpu };
+// The toggles a profile sets, each with its value as the engine takes it ("builtin", 2, true): the
+// settings registry's toggles that have a profile key (settings/Registry.h). A toggle the profile
+// does not list keeps its current value.
+using LiveToggles = std::map<settings::Toggle, nlohmann::json>;
 
-// Unset fields leave the current value alone.
-struct LiveToggles {
-  std::optional<bool> serialize;
-  std::optional<bool> blocking;
-  std::optional<int> microBatch;
-  std::optional<bool> cpuFallback;
-  std::optional<GemmBackend> gemm;
-  std::optional<bool> activationCheckpointing;
-  bool operator==(const LiveToggles&) const = default;
-};
+// The value the profile gives `toggle`, if any.
+inline std::optional<nlohmann::json> toggleValue(const LiveToggles& toggles,
+                                                 const settings::Toggle& toggle) {
+  const auto it = toggles.find(toggle);
+  return it == toggles.end() ? std::nullopt : std::optional<nlohmann::json>(it->second);
+}
 
 struct AllocatorSettings {
   std::optional<AllocatorMode> mode;
@@ -77,7 +79,7 @@ struct Profile {
   std::map<std::string, std::string> externalEnvironment = {};
   LiveToggles toggles;
   AllocatorSettings allocator;
-  LadderRung ladderRung = LadderRung::None;
+  settings::Rung ladderRung = settings::Rung::VendorBlas;  // its rung on the recovery ladder
   EngineLocation engine;
   bool builtin = false;
 };
@@ -93,9 +95,7 @@ struct ParsedProfile {
   std::vector<ProfileNote> notes;
 };
 
-const char* toString(GemmBackend gemm);
 const char* toString(AllocatorMode mode);
-const char* toString(LadderRung rung);
 const char* toString(EnginePaths paths);
 
 }  // namespace lorascope::profiles

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -10,6 +11,7 @@
 
 #include "common/EnumNames.h"
 #include "profiles/Environment.h"
+#include "settings/Registry.h"  // defines: registry, toggleValueProblem
 
 namespace lorascope::profiles {
 namespace {
@@ -27,19 +29,11 @@ std::string shownKey(const std::string& key) {
 }
 
 // The names of the enums in profile files, one table each (both directions).
-constexpr common::EnumName<GemmBackend> kGemmNames[] = {{GemmBackend::Vendor, "vendor"},
-                                                        {GemmBackend::Builtin, "builtin"}};
 constexpr common::EnumName<AllocatorMode> kModeNames[] = {{AllocatorMode::Caching, "caching"},
                                                           {AllocatorMode::Arena, "arena"}};
-constexpr common::EnumName<LadderRung> kRungNames[] = {{LadderRung::None, "none"},
-                                                       {LadderRung::BuiltinGemm, "builtin_gemm"},
-                                                       {LadderRung::Serialize, "serialize"},
-                                                       {LadderRung::SmallerBatch, "smaller_batch"},
-                                                       {LadderRung::Cpu, "cpu"}};
 constexpr common::EnumName<EnginePaths> kEnginePathNames[] = {
     {EnginePaths::Same, "same"}, {EnginePaths::Wsl, "wsl"}, {EnginePaths::Prefixes, "prefixes"}};
-static_assert(common::coversEnum(kGemmNames) && common::coversEnum(kModeNames) &&
-              common::coversEnum(kRungNames) && common::coversEnum(kEnginePathNames));
+static_assert(common::coversEnum(kModeNames) && common::coversEnum(kEnginePathNames));
 
 class Reader {
  public:
@@ -110,28 +104,22 @@ class Reader {
   std::string source_;
 };
 
+// The keys of "toggles" and the values they take are the settings registry's (a setting's
+// profileKey and its toggle's value type).
 LiveToggles readToggles(const Reader& r, const json& t) {
-  r.onlyKeys(
-      t, "toggles",
-      {"serialize", "blocking", "micro_batch", "cpu_fallback", "gemm", "activation_checkpointing"});
+  const settings::Registry& registry = settings::registry();
   LiveToggles toggles;
-  if (t.contains("serialize"))
-    toggles.serialize = r.boolean(t["serialize"], "toggles.serialize");
-  if (t.contains("blocking"))
-    toggles.blocking = r.boolean(t["blocking"], "toggles.blocking");
-  if (t.contains("micro_batch")) {
-    toggles.microBatch =
-        static_cast<int>(r.integer(t["micro_batch"], "toggles.micro_batch", 1, 4096));
-  }
-  if (t.contains("cpu_fallback")) {
-    toggles.cpuFallback = r.boolean(t["cpu_fallback"], "toggles.cpu_fallback");
-  }
-  if (t.contains("gemm")) {
-    toggles.gemm = r.choice(t["gemm"], "toggles.gemm", kGemmNames);
-  }
-  if (t.contains("activation_checkpointing")) {
-    toggles.activationCheckpointing =
-        r.boolean(t["activation_checkpointing"], "toggles.activation_checkpointing");
+  for (const auto& [key, value] : t.items()) {
+    const settings::Setting* setting = registry.findProfileKey(key);
+    if (setting == nullptr) {
+      r.fail("toggles." + shownKey(key),
+             "unknown key (the keys here: " + registry.profileKeys() + ")");
+    }
+    if (const std::string problem = settings::toggleValueProblem(*setting, value);
+        !problem.empty()) {
+      r.fail("toggles." + key, problem);
+    }
+    toggles[*setting->toggle] = value;
   }
   return toggles;
 }
@@ -294,7 +282,12 @@ ParsedProfile parseProfile(std::string_view jsonText, const std::string& source)
     readEnvironment(r, r.object(root, "environment", "environment"), out);
   }
   if (root.contains("ladder_rung")) {
-    p.ladderRung = r.choice(root["ladder_rung"], "ladder_rung", kRungNames);
+    const std::string rung = r.string(root["ladder_rung"], "ladder_rung");
+    const std::optional<settings::Rung> parsed = settings::parseRungProfileName(rung);
+    if (!parsed) {
+      r.fail("ladder_rung", "'" + rung + "' is not one of: " + settings::rungProfileNameList());
+    }
+    p.ladderRung = *parsed;
   }
   if (root.contains("engine")) {
     p.engine = readEngine(r, r.object(root, "engine", "engine"));
@@ -312,18 +305,13 @@ std::string profileToJson(const Profile& p) {
   if (!environment.empty())
     root["environment"] = environment;
   json t = json::object();
-  if (p.toggles.serialize)
-    t["serialize"] = *p.toggles.serialize;
-  if (p.toggles.blocking)
-    t["blocking"] = *p.toggles.blocking;
-  if (p.toggles.microBatch)
-    t["micro_batch"] = *p.toggles.microBatch;
-  if (p.toggles.cpuFallback)
-    t["cpu_fallback"] = *p.toggles.cpuFallback;
-  if (p.toggles.gemm)
-    t["gemm"] = toString(*p.toggles.gemm);
-  if (p.toggles.activationCheckpointing) {
-    t["activation_checkpointing"] = *p.toggles.activationCheckpointing;
+  for (const auto& [toggle, value] : p.toggles) {
+    const settings::Setting* setting = settings::registry().findToggle(toggle);
+    if (setting == nullptr || setting->profileKey.empty()) {
+      throw std::logic_error("profile '" + p.name + "' sets " + toggle.name() +
+                             ", which profiles do not set");
+    }
+    t[setting->profileKey] = value;
   }
   if (!t.empty())
     root["toggles"] = t;
@@ -340,7 +328,7 @@ std::string profileToJson(const Profile& p) {
   }
   if (!a.empty())
     root["allocator"] = a;
-  root["ladder_rung"] = toString(p.ladderRung);
+  root["ladder_rung"] = settings::rungProfileName(p.ladderRung);
   if (p.engine != EngineLocation{}) {
     json e = {{"paths", toString(p.engine.paths)}};
     if (!p.engine.launcher.empty())
@@ -352,14 +340,8 @@ std::string profileToJson(const Profile& p) {
   return root.dump(2) + "\n";
 }
 
-const char* toString(GemmBackend gemm) {
-  return common::enumName(kGemmNames, gemm);
-}
 const char* toString(AllocatorMode mode) {
   return common::enumName(kModeNames, mode);
-}
-const char* toString(LadderRung rung) {
-  return common::enumName(kRungNames, rung);
 }
 const char* toString(EnginePaths paths) {
   return common::enumName(kEnginePathNames, paths);

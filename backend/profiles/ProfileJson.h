@@ -9,6 +9,8 @@
 //   "environment": {"GPU_MAX_HW_QUEUES": "4", "PYTORCH_HIP_ALLOC_CONF": "max_split_size_mb:512"},
 //   "toggles": {"serialize": false, "blocking": false, "micro_batch": 2, "cpu_fallback": false,
 //               "gemm": "vendor" | "builtin", "activation_checkpointing": true},
+//                                     the keys and their values are the settings registry's
+//                                     (settings/Registry.h: Setting::profileKey, toggleValue)
 //   "allocator": {"mode": "caching" | "arena", "max_split_size_mb": 512,
 //                 "garbage_collection_threshold": 0.8, "roundup_power2_divisions": 4},
 //   "ladder_rung": "none" | "builtin_gemm" | "serialize" | "smaller_batch" | "cpu"

@@ -223,22 +223,6 @@ const char* categoryName(ErrorCategory category) {
   return "unknown";
 }
 
-const char* rungName(RecoveryRung rung) {
-  switch (rung) {
-    case RecoveryRung::VendorBlas:
-      return "vendor_blas";
-    case RecoveryRung::BuiltinGemm:
-      return "builtin_gemm";
-    case RecoveryRung::Serialize:
-      return "serialize";
-    case RecoveryRung::SmallerMicroBatch:
-      return "smaller_micro_batch";
-    case RecoveryRung::Cpu:
-      break;
-  }
-  return "cpu";
-}
-
 ErrorClass classifyError(std::string_view errorName, std::string_view message,
                          std::string_view op) {
   // The engine's watchdog reports its hangs under the category name "hang" (the word alone is too

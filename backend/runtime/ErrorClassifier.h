@@ -11,6 +11,8 @@
 #include <string>
 #include <string_view>
 
+#include "settings/Ladder.h"  // defines: Rung, rungName
+
 namespace lorascope::runtime {
 
 enum class ErrorCategory : std::uint8_t {
@@ -27,13 +29,10 @@ enum class ErrorCategory : std::uint8_t {
   Unknown,
 };
 
-enum class RecoveryRung : std::uint8_t {
-  VendorBlas = 0,  // the default: vendor BLAS, full speed
-  BuiltinGemm = 1,
-  Serialize = 2,  // serialize + blocking launches
-  SmallerMicroBatch = 3,
-  Cpu = 4,
-};
+// The recovery ladder is the settings registry's (settings/Ladder.h): the rungs, their names, and
+// (Setting::ladder) what each rung sets.
+using RecoveryRung = settings::Rung;
+using settings::rungName;  // "vendor_blas", "builtin_gemm", ...
 
 struct ErrorClass {
   ErrorCategory category = ErrorCategory::Unknown;
@@ -45,7 +44,6 @@ struct ErrorClass {
 };
 
 const char* categoryName(ErrorCategory category);  // "out_of_memory", "illegal_address", ...
-const char* rungName(RecoveryRung rung);           // "vendor_blas", "builtin_gemm", ...
 
 // `errorName`: hipGetErrorName / BLAS status name; `message`: the runtime's text or a log line;
 // `op`: the op that raised it, when known (a GEMM's illegal address points at the BLAS).

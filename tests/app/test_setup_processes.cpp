@@ -20,8 +20,8 @@
 
 #include "gui/ProcessesPage.h"
 #include "gui/RunSetupPage.h"
-#include "job/RunOptions.h"      // defines: findRunOption
 #include "job/TrainRunConfig.h"  // defines: applyOptions, defaultSettings
+#include "settings/Registry.h"   // defines: registry (the run settings)
 #include "train/DemoModel.h"     // defines: ensureDemoModel
 #include "widgets/ControlsPanel.h"
 #include "widgets/LengthHistogram.h"
@@ -216,7 +216,7 @@ class TestSetupProcesses : public QObject {
     page.maxStepsEditor()->setValue(123);
     const std::map<std::string, std::string> options = page.options();
     for (const auto& [name, value] : options) {
-      QVERIFY2(job::findRunOption(name) != nullptr, name.c_str());
+      QVERIFY2(settings::registry().find(name) != nullptr, name.c_str());
     }
     job::TrainRunSettings settings = job::defaultSettings(false);
     job::applyOptions(settings, options);  // throws on a value the trainer rejects
@@ -230,15 +230,15 @@ class TestSetupProcesses : public QObject {
   void everyOptionHasAnEditorAndEveryLiveOneADockRow() {
     app::RunSetupPage page;
     const std::map<std::string, std::string> options = page.options();
-    const std::vector<widgets::ControlSpec> rows = app::liveControls();
-    for (const job::RunOption& option : job::runOptions()) {
-      const std::string& name = option.spec.name;
+    const std::vector<widgets::ControlSpec> rows = widgets::liveControls();
+    for (const settings::Setting& option : settings::registry().all()) {
+      const std::string& name = option.option.name;
       QVERIFY2(page.editor(name) != nullptr, name.c_str());
       QVERIFY2(options.count(name) == 1, name.c_str());
       const bool inDock = std::any_of(rows.begin(), rows.end(), [&](const auto& row) {
         return option.toggle && row.toggle == *option.toggle;
       });
-      QVERIFY2(inDock == (option.apply == job::ApplyMode::Live), name.c_str());
+      QVERIFY2(inDock == (option.apply == settings::Apply::Live), name.c_str());
     }
     widgets::ControlsPanel dock(rows);
     QVERIFY(dock.hasControl(engine::Toggle::MicroBatch));
@@ -273,14 +273,15 @@ class TestSetupProcesses : public QObject {
   void realOptionsAreSpinBoxesWithTheTablesRange() {
     app::RunSetupPage page;
     page.setDemo(false);
-    for (const job::RunOption& option : job::runOptions()) {
-      if (option.spec.type != job::OptionType::Real) {
+    for (const settings::Setting& setting : settings::registry().all()) {
+      const settings::OptionSpec& spec = setting.option;
+      if (spec.type != settings::OptionType::Real) {
         continue;
       }
-      auto* box = qobject_cast<QDoubleSpinBox*>(page.editor(option.spec.name));
-      QVERIFY2(box != nullptr, option.spec.name.c_str());
-      QCOMPARE(box->minimum(), option.spec.min);
-      QCOMPARE(box->maximum(), option.spec.max);
+      auto* box = qobject_cast<QDoubleSpinBox*>(page.editor(spec.name));
+      QVERIFY2(box != nullptr, spec.name.c_str());
+      QCOMPARE(box->minimum(), spec.min);
+      QCOMPARE(box->maximum(), spec.max);
     }
     auto* lr = qobject_cast<QDoubleSpinBox*>(page.editor("lr"));
     QCOMPARE(lr->value(), job::defaultSettings(false).train.adamw.learningRate);

@@ -6,6 +6,7 @@
 
 #include "job/RunOptions.h"
 #include "job/TrainRunConfig.h"
+#include "train/Lora.h"  // defines: kAllLoraModules, shortName
 
 using namespace lorascope;
 using job::OptionType;
@@ -73,7 +74,8 @@ class TestRunOptions : public QObject {
       QVERIFY2(help.find("  " + job::optionForm(option.spec) + "\n") != std::string::npos,
                name.c_str());
       QVERIFY2(synopsis.find("[--" + name) != std::string::npos, name.c_str());
-      QVERIFY2(option.spec.help.size() > 10 && !option.label.empty() && !option.group.empty(),
+      QVERIFY2(option.spec.help.size() > 10 && !option.setting.label.empty() &&
+                   !option.setting.group.empty(),
                name.c_str());
       // The run's config.json keeps it: a changed value survives settingsToJson → FromJson.
       job::TrainRunSettings settings = job::defaultSettings(false);
@@ -81,7 +83,7 @@ class TestRunOptions : public QObject {
       job::applyOptions(settings, std::map<std::string, std::string>{{name, value}});
       QVERIFY2(option.get(settings) != before, name.c_str());
       const json training = job::settingsToJson(settings);
-      QVERIFY2(training.contains(json::json_pointer(option.configKey)), name.c_str());
+      QVERIFY2(training.contains(json::json_pointer(option.setting.configKey)), name.c_str());
       const job::TrainRunSettings back = job::settingsFromJson(training, "config.json");
       QVERIFY2(option.get(back) == option.get(settings), name.c_str());
       // The default parses and is what defaultSettings holds.
@@ -92,17 +94,31 @@ class TestRunOptions : public QObject {
   }
 
   void liveOptionsNameTheirToggle() {
-    std::set<engine::Toggle> toggles;
+    std::set<settings::Toggle> toggles;
     for (const RunOption& option : job::runOptions()) {
-      QCOMPARE(option.toggle.has_value(), option.apply == job::ApplyMode::Live);
-      if (option.toggle) {
-        QVERIFY(toggles.insert(*option.toggle).second);  // one option per toggle
+      const settings::Setting& setting = option.setting;
+      if (setting.apply == settings::Apply::Live) {
+        QVERIFY(setting.toggle.has_value());  // the Controls dock changes it through its toggle
+      }
+      if (setting.toggle) {
+        QVERIFY(toggles.insert(*setting.toggle).second);  // one option per toggle
       }
     }
-    // Every toggle but activation checkpointing (fixed when a run starts) is an option's.
-    QCOMPARE(toggles.size(), std::size_t{6});
-    QVERIFY(!toggles.count(engine::Toggle::ActivationCheckpointing));
-    QCOMPARE(job::findRunOption("activation-checkpointing")->apply, job::ApplyMode::Restart);
+    // Every toggle is an option's; activation checkpointing is one that profiles set, not the
+    // Controls dock (the Setup page fixes it when a run starts).
+    QCOMPARE(toggles.size(), std::size_t{7});
+    QVERIFY(toggles.count(settings::Toggle::ActivationCheckpointing));
+    QVERIFY(job::findRunOption("activation-checkpointing")->setting.apply ==
+            settings::Apply::Restart);
+  }
+
+  // The targets the registry offers are the trainer's LoRA modules, named as it names them.
+  void targetChoicesAreTheTrainersModules() {
+    std::vector<std::string> modules;
+    for (train::LoraModule module : train::kAllLoraModules) {
+      modules.emplace_back(train::shortName(module));
+    }
+    QVERIFY(job::findRunOption("targets")->spec.choices == modules);
   }
 
   void optionsApplyInAnyOrder() {
@@ -169,8 +185,8 @@ class TestRunOptions : public QObject {
   void aConfigFromBeforeTheNewerOptionsTakesTheirDefaults() {
     json training = job::settingsToJson(job::defaultSettings(false));
     for (const RunOption& option : job::runOptions()) {
-      if (option.optionalInConfig) {
-        training.erase(option.configKey.substr(1));
+      if (option.setting.optionalInConfig) {
+        training.erase(option.setting.configKey.substr(1));
       }
     }
     training.erase("auto_micro_batch");

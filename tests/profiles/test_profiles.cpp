@@ -16,6 +16,8 @@
 #include "profiles/SwitchPlan.h"
 
 using namespace lorascope::profiles;
+using lorascope::settings::Toggle;
+namespace settings = lorascope::settings;
 
 namespace {
 
@@ -62,13 +64,13 @@ TEST_CASE(builtinsCarryTheirSettings) {
   const Profile& debug = builtin("Debug: serialize + blocking");
   COMPARE(debug.environment.at("AMD_SERIALIZE_KERNEL"), std::string("3"));
   COMPARE(debug.environment.at("HIP_LAUNCH_BLOCKING"), std::string("1"));
-  VERIFY(*debug.toggles.serialize && *debug.toggles.blocking);
+  VERIFY(debug.toggles.at(Toggle::Serialize) == true && debug.toggles.at(Toggle::Blocking) == true);
   const Profile& low = builtin("Low VRAM");
-  COMPARE(*low.toggles.microBatch, 1);
-  VERIFY(*low.toggles.activationCheckpointing);
+  COMPARE(low.toggles.at(Toggle::MicroBatch), nlohmann::json(1));
+  VERIFY(low.toggles.at(Toggle::ActivationCheckpointing) == true);
   COMPARE(*low.allocator.mode, AllocatorMode::Arena);
-  COMPARE(*builtin("Built-in GEMM").toggles.gemm, GemmBackend::Builtin);
-  COMPARE(builtin("CPU only").ladderRung, LadderRung::Cpu);
+  COMPARE(builtin("Built-in GEMM").toggles.at(Toggle::GemmBackend), nlohmann::json("builtin"));
+  COMPARE(builtin("CPU only").ladderRung, settings::Rung::Cpu);
 }
 
 TEST_CASE(forbiddenVariablesAreRefusedByName) {
@@ -122,14 +124,15 @@ TEST_CASE(schemaErrorsNameFileAndField) {
   VERIFY(errorOf(R"({"name": "x", "description": "d", "colour": "red"})")
              .contains("colour: unknown key"));
   VERIFY(errorOf(R"({"name": "x", "description": "d", "toggles": {"serialise": true}})")
-             .contains("toggles.serialise: unknown key (the keys here: serialize, blocking,"));
+             .contains("toggles.serialise: unknown key (the keys here: micro_batch, "
+                       "activation_checkpointing, cpu_fallback, serialize, blocking, gemm)"));
   VERIFY(errorOf(R"({"name": "x", "env": {}})")
              .contains("env: unknown key (the keys here: version, name, description, rationale, "
                        "environment, toggles, allocator, ladder_rung, engine)"));
   VERIFY(errorOf(R"({"name": "x", "description": "d", "toggles": {"micro_batch": 0}})")
              .contains("toggles.micro_batch: must be a whole number from 1"));
   VERIFY(errorOf(R"({"name": "x", "description": "d", "toggles": {"gemm": "fast"}})")
-             .contains("'fast' is not one of: vendor, builtin"));
+             .contains("toggles.gemm: must be \"vendor\" or \"builtin\", not \"fast\""));
   VERIFY(errorOf(R"({"name": "x", "description": "d", "ladder_rung": 3})")
              .contains("ladder_rung: must be a string"));
   VERIFY(errorOf(R"({"version": 2, "name": "x", "description": "d"})").contains("newer LoRAscope"));
@@ -275,11 +278,11 @@ TEST_CASE(switchingEnvironmentRestartsTheEngineButTogglesDoNot) {
   VERIFY(toDebug.restartEngine);
   COMPARE(toDebug.environmentChanges.size(), std::size_t{2});
   COMPARE(toDebug.environmentChanges[0], std::string("AMD_SERIALIZE_KERNEL: (unset) → 3"));
-  VERIFY(*toDebug.toggles.serialize);
+  VERIFY(toDebug.toggles.at(Toggle::Serialize) == true);
 
   const SwitchPlan toGemm = planSwitch(defaultProfile(), builtin("Built-in GEMM"));
   VERIFY(!toGemm.restartEngine);
-  COMPARE(*toGemm.toggles.gemm, GemmBackend::Builtin);
+  COMPARE(toGemm.toggles.at(Toggle::GemmBackend), nlohmann::json("builtin"));
 }
 
 TEST_CASE(injectionVariablesOversizedValuesAndDuplicateNamesAreRefused) {

@@ -13,7 +13,6 @@
 #include <QTemporaryDir>
 
 #include "RecordedStream.h"
-#include "gui/RunSetupPage.h"  // defines: liveControls (the option table's live options)
 #include "profiles/Builtins.h"
 #include "widgets/ControlsPanel.h"
 #include "widgets/ProfileBar.h"
@@ -36,7 +35,7 @@ class TestControlsProfiles : public QObject {
 
  private slots:
   void togglesWaitForTheEnginesConfirmation() {
-    ControlsPanel panel(app::liveControls());
+    ControlsPanel panel(widgets::liveControls());
     QVERIFY(!panel.editor(Toggle::Serialize)->isEnabled());  // no engine yet
     panel.setEngineAvailable(true);
     QCOMPARE(panel.status(Toggle::Serialize), ControlsPanel::Status::NotReported);
@@ -58,7 +57,7 @@ class TestControlsProfiles : public QObject {
   // The recovery ladder's row: the rung and why from the supervisor's LadderEvent; Undo, enabled
   // while a step down can be undone, sends UndoRungCommand.
   void theLadderRowShowsTheRungAndUndoes() {
-    ControlsPanel panel(app::liveControls());
+    ControlsPanel panel(widgets::liveControls());
     panel.setEngineAvailable(true);
     QVERIFY(!panel.canUndoRung());
     // In plain words, not the rungs' ids.
@@ -85,7 +84,7 @@ class TestControlsProfiles : public QObject {
 
   // The user's change is refused: the row shows the reason and the editor goes back.
   void aRefusedToggleShowsItsReasonAndReverts() {
-    ControlsPanel panel(app::liveControls());
+    ControlsPanel panel(widgets::liveControls());
     panel.setEngineAvailable(true);
     panel.handleEvent({0, ToggleAppliedEvent{Toggle::GemmBackend, "builtin", 0}});
     auto* combo = qobject_cast<QComboBox*>(panel.editor(Toggle::GemmBackend));
@@ -107,7 +106,7 @@ class TestControlsProfiles : public QObject {
 
   // A GPU setting on a CPU run is disabled, with the engine's reason as tooltip.
   void aToggleThatDoesNotApplyHereIsDisabledWithTheReason() {
-    ControlsPanel panel(app::liveControls());
+    ControlsPanel panel(widgets::liveControls());
     panel.setEngineAvailable(true);
     const std::string why = "this run computes on the CPU, which makes no GPU launches";
     panel.handleEvent({0, ToggleAppliedEvent{Toggle::Serialize, false, 0, "", why}});
@@ -125,7 +124,7 @@ class TestControlsProfiles : public QObject {
   }
 
   void anotherValueStaysPendingUntilItsOwnConfirmation() {
-    ControlsPanel panel(app::liveControls());
+    ControlsPanel panel(widgets::liveControls());
     panel.setEngineAvailable(true);
     QSignalSpy commands(&panel, &ControlsPanel::commandRequested);
     auto* spin = qobject_cast<QSpinBox*>(panel.editor(Toggle::MicroBatch));
@@ -142,7 +141,7 @@ class TestControlsProfiles : public QObject {
   }
 
   void changesMadeByTheEngineShowWithoutARequest() {
-    ControlsPanel panel(app::liveControls());
+    ControlsPanel panel(widgets::liveControls());
     const auto stream = testing::readStream("synthetic_gpu_run.jsonl");
     for (const TimedEvent& e : stream) {
       panel.handleEvent(e);
@@ -158,7 +157,7 @@ class TestControlsProfiles : public QObject {
 
   // A supervised trainer that reports no batch (no probe, no --batch-arg): unknown, not 0.
   void anUnreportedBatchIsUnknown() {
-    ControlsPanel panel(app::liveControls());
+    ControlsPanel panel(widgets::liveControls());
     StepEvent step;
     step.step = 1;
     step.microBatch = 0;
