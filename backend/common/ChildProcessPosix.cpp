@@ -23,6 +23,7 @@
 #include <sstream>
 
 #include "common/ChildProcess.h"
+#include "common/ChildProcessParts.h"
 
 extern char** environ;
 
@@ -119,21 +120,12 @@ ChildProcess::ChildProcess(const ChildOptions& options) : impl_(std::make_unique
   }
   argv.push_back(nullptr);
 
-  std::vector<std::string> envText;
+  std::vector<std::string_view> current;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const std::string_view entry(*e);
-    const std::string_view name = entry.substr(0, entry.find('='));
-    bool overridden = false;
-    for (const auto& [key, value] : options.environment) {
-      overridden = overridden || key == name;
-    }
-    if (!overridden) {
-      envText.emplace_back(entry);
-    }
+    current.emplace_back(*e);
   }
-  for (const auto& [key, value] : options.environment) {
-    envText.push_back(key + "=" + value);
-  }
+  std::vector<std::string> envText = child::environmentWith(
+      current, options.environment, [](std::string_view a, std::string_view b) { return a == b; });
   std::vector<char*> envp;
   for (std::string& e : envText) {
     envp.push_back(e.data());
@@ -344,24 +336,28 @@ std::string ChildProcess::signalName(int signal) {
   return "signal " + std::to_string(signal);
 }
 
-std::string findExecutable(const std::string& name) {
-  if (name.empty())
-    return "";
-  auto executable = [](const std::string& path) {
-    std::error_code error;
-    return std::filesystem::is_regular_file(path, error) && ::access(path.c_str(), X_OK) == 0;
-  };
-  if (name.find('/') != std::string::npos)
-    return executable(name) ? name : "";
+namespace child {
+
+const char kPathListSeparator = ':';
+
+std::string searchPath() {
   const char* path = std::getenv("PATH");
-  std::istringstream dirs(path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    const std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
-    if (executable(candidate))
-      return candidate;
-  }
-  return "";
+  return path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
 }
+
+bool namesFolder(const std::string& name) {
+  return name.find('/') != std::string::npos;
+}
+
+std::string executableAt(const std::filesystem::path& candidate) {
+  std::error_code error;
+  return std::filesystem::is_regular_file(candidate, error) &&
+                 ::access(candidate.c_str(), X_OK) == 0
+             ? candidate.string()
+             : "";
+}
+
+}  // namespace child
 
 std::string currentExecutablePath() {
   std::array<char, PATH_MAX> path{};

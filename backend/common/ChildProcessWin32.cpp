@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "common/ChildProcess.h"
+#include "common/ChildProcessParts.h"
 #include "common/Win32Text.h"
 
 namespace lorascope::common {
@@ -70,23 +71,18 @@ bool sameName(std::wstring_view a, std::wstring_view b) {
 
 // This process's environment with `overrides` set on top, as a sorted UTF-16 block.
 std::wstring environmentBlock(const std::vector<std::pair<std::string, std::string>>& overrides) {
-  std::vector<std::wstring> entries;
-  if (wchar_t* block = ::GetEnvironmentStringsW()) {
-    for (const wchar_t* e = block; *e != L'\0'; e += std::wcslen(e) + 1) {
-      const std::wstring_view entry(e);
-      // "=C:=C:\\dir" entries name drives; their name starts after the first character.
-      const std::wstring_view name = entry.substr(0, entry.find(L'=', 1));
-      const bool overridden = std::any_of(overrides.begin(), overrides.end(), [&](const auto& o) {
-        return sameName(wideFromUtf8(o.first), name);
-      });
-      if (!overridden) {
-        entries.emplace_back(entry);
-      }
-    }
-    ::FreeEnvironmentStringsW(block);
-  }
+  std::vector<std::pair<std::wstring, std::wstring>> wideOverrides;
   for (const auto& [key, value] : overrides) {
-    entries.push_back(wideFromUtf8(key) + L"=" + wideFromUtf8(value));
+    wideOverrides.emplace_back(wideFromUtf8(key), wideFromUtf8(value));
+  }
+  std::vector<std::wstring_view> current;
+  wchar_t* own = ::GetEnvironmentStringsW();
+  for (const wchar_t* e = own; e != nullptr && *e != L'\0'; e += std::wcslen(e) + 1) {
+    current.emplace_back(e);
+  }
+  std::vector<std::wstring> entries = child::environmentWith(current, wideOverrides, sameName);
+  if (own != nullptr) {
+    ::FreeEnvironmentStringsW(own);  // after environmentWith copied what `current` views
   }
   std::sort(entries.begin(), entries.end(), [](const std::wstring& a, const std::wstring& b) {
     return std::lexicographical_compare(
@@ -370,17 +366,23 @@ std::string ChildProcess::signalName(int signal) {
   return text;
 }
 
-std::string findExecutable(const std::string& name) {
-  if (name.empty())
-    return "";
-  auto executable = [](const std::filesystem::path& path) {
-    std::error_code error;
-    return std::filesystem::is_regular_file(path, error);
-  };
+namespace child {
+
+const char kPathListSeparator = ';';
+
+std::string searchPath() {
+  const wchar_t* path = ::_wgetenv(L"PATH");
+  return path != nullptr ? utf8FromWide(path) : "";
+}
+
+bool namesFolder(const std::string& name) {
+  return name.find_first_of("/\\:") != std::string::npos;
+}
+
+std::string executableAt(const std::filesystem::path& candidate) {
   // A name without an extension is tried with each of PATHEXT's, as cmd.exe does.
   std::vector<std::wstring> extensions{L""};
-  const std::filesystem::path given(wideFromUtf8(name));
-  if (!given.has_extension()) {
+  if (!candidate.has_extension()) {
     const wchar_t* pathext = ::_wgetenv(L"PATHEXT");
     std::wistringstream list(pathext != nullptr ? pathext : L".COM;.EXE;.BAT;.CMD");
     for (std::wstring ext; std::getline(list, ext, L';');) {
@@ -388,27 +390,17 @@ std::string findExecutable(const std::string& name) {
         extensions.push_back(ext);
     }
   }
-  auto withExtension = [&](const std::filesystem::path& base) -> std::string {
-    for (const std::wstring& ext : extensions) {
-      std::filesystem::path candidate = base;
-      candidate += ext;
-      if (executable(candidate))
-        return utf8FromWide(candidate.native());
-    }
-    return "";
-  };
-  if (name.find_first_of("/\\:") != std::string::npos)
-    return withExtension(given);
-  const wchar_t* path = ::_wgetenv(L"PATH");
-  std::wistringstream dirs(path != nullptr ? path : L"");
-  for (std::wstring dir; std::getline(dirs, dir, L';');) {
-    const std::string found =
-        withExtension(std::filesystem::path(dir.empty() ? std::wstring(L".") : dir) / given);
-    if (!found.empty())
-      return found;
+  for (const std::wstring& ext : extensions) {
+    std::filesystem::path file = candidate;
+    file += ext;
+    std::error_code error;
+    if (std::filesystem::is_regular_file(file, error))
+      return utf8FromWide(file.native());
   }
   return "";
 }
+
+}  // namespace child
 
 std::string currentExecutablePath() {
   std::wstring path(MAX_PATH, L'\0');

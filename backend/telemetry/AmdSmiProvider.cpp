@@ -2,9 +2,7 @@
 // device metrics and the processes on each.
 #include "telemetry/AmdSmiProvider.h"
 
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 
 #include "telemetry/TextFiles.h"  // defines: readProcessName
 
@@ -17,15 +15,6 @@ constexpr std::uint32_t kMaxSockets = 64;
 constexpr std::uint32_t kMaxProcesses = 1024;
 const char* const kProcRoot = "/proc";
 
-std::string formatBdf(Bdf bdf) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%04x:%02x:%02x.%x",
-                static_cast<unsigned>((bdf >> 16) & 0xffffffffu),
-                static_cast<unsigned>((bdf >> 8) & 0xffu),
-                static_cast<unsigned>((bdf >> 3) & 0x1fu), static_cast<unsigned>(bdf & 0x7u));
-  return text;
-}
-
 std::optional<double> percent(std::uint32_t value) {
   return value <= 100 ? std::optional(static_cast<double>(value)) : std::nullopt;
 }
@@ -37,13 +26,8 @@ std::vector<std::string> AmdSmiProvider::defaultLibraryNames() {
 }
 
 AmdSmiProvider::AmdSmiProvider(std::vector<std::string> libraryNames, std::string kfdNode)
-    : libraryNames_(std::move(libraryNames)), kfdNode_(std::move(kfdNode)) {}
-
-AmdSmiProvider::~AmdSmiProvider() {
-  if (initialised_ && api_.shutDown != nullptr) {
-    api_.shutDown();
-  }
-}
+    : SmiProvider({"amd-smi", "amdsmi_init", "amdsmi status"}, std::move(libraryNames),
+                  std::move(kfdNode)) {}
 
 std::vector<SymbolSpec> AmdSmiProvider::symbolTable() {
   return {
@@ -66,41 +50,20 @@ std::vector<SymbolSpec> AmdSmiProvider::symbolTable() {
   };
 }
 
-std::string AmdSmiProvider::statusText(int status) const {
-  const char* text = nullptr;
-  if (api_.statusString != nullptr && api_.statusString(status, &text) == kSuccess &&
-      text != nullptr) {
-    return text;
+std::string AmdSmiProvider::versionProblem() const {
+  Version version{};
+  if (api_.libVersion(&version) == kSuccess && version.major == kCheckedLibraryMajor) {
+    return {};
   }
-  return "amdsmi status " + std::to_string(status);
+  return loadResult().libraryName + " is version " + std::to_string(version.major) + "." +
+         std::to_string(version.minor) + ", whose structs were not checked (this build knows " +
+         "version " + std::to_string(kCheckedLibraryMajor) + ", ROCm 6.4)";
 }
 
 bool AmdSmiProvider::init() {
-  load_ = library_.open(libraryNames_, symbolTable());
-  if (!load_.loaded) {
-    lastError_ = "amd-smi unavailable: " + load_.error;
+  if (!openLibrary(symbolTable(), kInitAmdGpus, [this] { return versionProblem(); })) {
     return false;
   }
-  Version version{};
-  if (api_.libVersion(&version) != kSuccess || version.major != kCheckedLibraryMajor) {
-    lastError_ = "amd-smi unavailable: " + load_.libraryName + " is version " +
-                 std::to_string(version.major) + "." + std::to_string(version.minor) +
-                 ", whose structs were not checked (this build knows version " +
-                 std::to_string(kCheckedLibraryMajor) + ", ROCm 6.4)";
-    return false;
-  }
-  if (!std::filesystem::exists(kfdNode_)) {
-    lastError_ = "no AMD compute device: " + kfdNode_ +
-                 " is absent (amdgpu driver not loaded, or not passed into this container)";
-    return false;
-  }
-  const int status = api_.init(kInitAmdGpus);
-  if (status != kSuccess) {
-    lastError_ = "amdsmi_init failed: " + statusText(status) +
-                 " (is the amdgpu driver loaded and /dev/kfd readable?)";
-    return false;
-  }
-  initialised_ = true;
   std::vector<Handle> sockets(kMaxSockets);
   std::uint32_t socketCount = kMaxSockets;
   if (api_.socketHandles(&socketCount, sockets.data()) != kSuccess) {
@@ -130,9 +93,7 @@ bool AmdSmiProvider::init() {
     lastError_ = "amd-smi found no AMD GPU";
     return false;
   }
-  devices_.clear();
-  for (std::size_t i = 0; i < processors_.size(); ++i) {
-    DeviceInfo info{static_cast<int>(i), "AMD GPU " + std::to_string(i), "", name()};
+  listDevices(processors_.size(), [this](std::size_t i, DeviceInfo& info) {
     AsicInfo asic{};
     if (api_.asicInfo != nullptr && api_.asicInfo(processors_[i], &asic) == kSuccess) {
       asic.marketName[kMaxStringLength - 1] = '\0';
@@ -140,30 +101,17 @@ bool AmdSmiProvider::init() {
         info.name = asic.marketName;
       }
     }
-    Bdf bdf = 0;
+    Bdf bdf = 0;  // amdsmi_bdf_t: function 3 bits, device 5, bus 8, domain 48
     if (api_.deviceBdf != nullptr && api_.deviceBdf(processors_[i], &bdf) == kSuccess) {
-      info.busId = formatBdf(bdf);
+      info.busId = pciBusId(bdf >> 16, bdf >> 8, bdf >> 3, bdf);
     }
-    devices_.push_back(std::move(info));
-  }
-  lastError_.clear();
+  });
   return true;
 }
 
 DeviceReading AmdSmiProvider::readDevice(std::size_t index) const {
-  DeviceReading r;
-  r.index = static_cast<int>(index);
   const Handle p = processors_[index];
-  const auto memory = [&](auto fn, int type) -> std::optional<std::uint64_t> {
-    std::uint64_t bytes = 0;
-    return fn(p, type, &bytes) == kSuccess ? std::optional(bytes) : std::nullopt;
-  };
-  r.vramTotalBytes = memory(api_.memoryTotal, kMemTypeVram);
-  r.vramUsedBytes = memory(api_.memoryUsage, kMemTypeVram);
-  r.visibleVramTotalBytes = memory(api_.memoryTotal, kMemTypeVisVram);
-  r.visibleVramUsedBytes = memory(api_.memoryUsage, kMemTypeVisVram);
-  r.gttTotalBytes = memory(api_.memoryTotal, kMemTypeGtt);
-  r.gttUsedBytes = memory(api_.memoryUsage, kMemTypeGtt);
+  DeviceReading r = readMemory(index, p, {kMemTypeVram, kMemTypeVisVram, kMemTypeGtt});
   EngineUsage usage{};
   if (api_.activity != nullptr && api_.activity(p, &usage) == kSuccess) {
     r.busyPercent = percent(usage.gfxActivity);
@@ -225,10 +173,7 @@ void AmdSmiProvider::readProcesses(std::size_t index, Snapshot& out) const {
 }
 
 bool AmdSmiProvider::refresh(Snapshot& out) {
-  out.devices.clear();
-  out.processes.clear();
-  if (!initialised_ || processors_.empty()) {
-    lastError_ = "amd-smi is not initialised";
+  if (!beginRefresh(out)) {
     return false;
   }
   for (std::size_t i = 0; i < processors_.size(); ++i) {

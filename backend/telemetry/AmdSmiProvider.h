@@ -14,45 +14,31 @@
 #include <string>
 #include <vector>
 
-#include "telemetry/AmdSmiAbi.h"
-#include "telemetry/DynamicLibrary.h"
-#include "telemetry/Provider.h"
+#include "telemetry/AmdSmiAbi.h"    // defines: amdsmi::Api
+#include "telemetry/SmiProvider.h"  // defines: SmiProvider
 
 namespace lorascope::telemetry {
 
-class AmdSmiProvider : public Provider {
+class AmdSmiProvider : public SmiProvider<amdsmi::Api> {
  public:
   // `libraryNames`: the file names tried in order; `kfdNode`: the device node whose absence
   // means no AMD compute device (no driver, or not passed into a container).
   explicit AmdSmiProvider(std::vector<std::string> libraryNames = defaultLibraryNames(),
                           std::string kfdNode = "/dev/kfd");
-  ~AmdSmiProvider() override;
 
   static std::vector<std::string> defaultLibraryNames();
 
-  std::string name() const override { return "amd-smi"; }
   bool init() override;
-  std::vector<DeviceInfo> devices() const override { return devices_; }
   bool refresh(Snapshot& out) override;
-  std::string lastError() const override { return lastError_; }
-
-  const LoadResult& loadResult() const { return load_; }
 
  private:
   std::vector<SymbolSpec> symbolTable();
-  std::string statusText(int status) const;
+  // Empty when the library's major version is the one whose structs were checked.
+  std::string versionProblem() const;
   DeviceReading readDevice(std::size_t index) const;
   void readProcesses(std::size_t index, Snapshot& out) const;
 
-  std::vector<std::string> libraryNames_;
-  std::string kfdNode_;
-  DynamicLibrary library_;
-  LoadResult load_;
-  amdsmi::Api api_;
   std::vector<amdsmi::Handle> processors_;  // AMD GPUs, in the library's order
-  std::vector<DeviceInfo> devices_;
-  std::string lastError_;
-  bool initialised_ = false;
 };
 
 }  // namespace lorascope::telemetry

@@ -2,9 +2,7 @@
 #include "telemetry/RocmSmiProvider.h"
 #include "common/Platform.h"  // defines: kOsFamily
 
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
 
 #include "telemetry/TextFiles.h"  // defines: readProcessName
 
@@ -36,16 +34,6 @@ std::optional<std::uint64_t> currentFrequencyAt(const unsigned char* bytes, std:
   return hz;
 }
 
-// "0000:03:00.0" from rocm-smi's BDFID (domain << 32 | bus << 8 | device << 3 | function).
-std::string formatBdf(std::uint64_t bdfid) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%04x:%02x:%02x.%x",
-                static_cast<unsigned>((bdfid >> 32) & 0xffffffffu),
-                static_cast<unsigned>((bdfid >> 8) & 0xffu),
-                static_cast<unsigned>((bdfid >> 3) & 0x1fu), static_cast<unsigned>(bdfid & 0x7u));
-  return text;
-}
-
 }  // namespace
 
 std::optional<std::uint64_t> decodeRsmiCurrentFrequencyHz(const unsigned char* bytes,
@@ -70,13 +58,7 @@ std::vector<std::string> RocmSmiProvider::defaultLibraryNames() {
 }
 
 RocmSmiProvider::RocmSmiProvider(std::vector<std::string> libraryNames)
-    : libraryNames_(std::move(libraryNames)) {}
-
-RocmSmiProvider::~RocmSmiProvider() {
-  if (initialised_ && api_.shutDown != nullptr) {
-    api_.shutDown();
-  }
-}
+    : SmiProvider({"rocm-smi", "rsmi_init", "rsmi status"}, std::move(libraryNames), kKfdNode) {}
 
 std::vector<SymbolSpec> RocmSmiProvider::symbolTable() {
   return {
@@ -101,70 +83,32 @@ std::vector<SymbolSpec> RocmSmiProvider::symbolTable() {
   };
 }
 
-std::string RocmSmiProvider::statusText(int status) const {
-  const char* text = nullptr;
-  if (api_.statusString != nullptr && api_.statusString(status, &text) == kSuccess &&
-      text != nullptr) {
-    return text;
-  }
-  return "rsmi status " + std::to_string(status);
-}
-
 bool RocmSmiProvider::init() {
-  load_ = library_.open(libraryNames_, symbolTable());
-  if (!load_.loaded) {
-    lastError_ = "rocm-smi unavailable: " + load_.error;
+  if (!openLibrary(symbolTable(), 0)) {
     return false;
   }
-  // Without the KFD device node rsmi_init can only fail, and ROCm 5 prints its exception to the
-  // terminal on the way; a missing node is the plain answer.
-  if (!std::filesystem::exists(kKfdNode)) {
-    lastError_ = std::string("no AMD compute device: ") + kKfdNode +
-                 " is absent (amdgpu driver not loaded, or not passed into this container)";
-    return false;
-  }
-  const int status = api_.init(0);
-  if (status != kSuccess) {
-    lastError_ = "rsmi_init failed: " + statusText(status) +
-                 " (is the amdgpu driver loaded and /dev/kfd readable?)";
-    return false;
-  }
-  initialised_ = true;
   std::uint32_t count = 0;
   if (api_.numMonitorDevices(&count) != kSuccess || count == 0) {
     lastError_ = "rocm-smi found no AMD GPU";
     return false;
   }
-  devices_.clear();
-  for (std::uint32_t i = 0; i < count; ++i) {
-    DeviceInfo info{static_cast<int>(i), "AMD GPU " + std::to_string(i), "", name()};
+  listDevices(count, [this](std::size_t index, DeviceInfo& info) {
+    const auto i = static_cast<std::uint32_t>(index);
     char text[256] = {};
     if (api_.deviceName != nullptr && api_.deviceName(i, text, sizeof(text)) == kSuccess) {
       info.name = text;
     }
+    // BDFID: domain << 32 | bus << 8 | device << 3 | function.
     std::uint64_t bdfid = 0;
     if (api_.pciId != nullptr && api_.pciId(i, &bdfid) == kSuccess) {
-      info.busId = formatBdf(bdfid);
+      info.busId = pciBusId(bdfid >> 32, bdfid >> 8, bdfid >> 3, bdfid);
     }
-    devices_.push_back(std::move(info));
-  }
-  lastError_.clear();
+  });
   return true;
 }
 
 DeviceReading RocmSmiProvider::readDevice(std::uint32_t index) const {
-  DeviceReading r;
-  r.index = static_cast<int>(index);
-  const auto memory = [&](auto fn, int type) -> std::optional<std::uint64_t> {
-    std::uint64_t bytes = 0;
-    return fn(index, type, &bytes) == kSuccess ? std::optional(bytes) : std::nullopt;
-  };
-  r.vramTotalBytes = memory(api_.memoryTotal, kMemTypeVram);
-  r.vramUsedBytes = memory(api_.memoryUsage, kMemTypeVram);
-  r.visibleVramTotalBytes = memory(api_.memoryTotal, kMemTypeVisVram);
-  r.visibleVramUsedBytes = memory(api_.memoryUsage, kMemTypeVisVram);
-  r.gttTotalBytes = memory(api_.memoryTotal, kMemTypeGtt);
-  r.gttUsedBytes = memory(api_.memoryUsage, kMemTypeGtt);
+  DeviceReading r = readMemory(index, index, {kMemTypeVram, kMemTypeVisVram, kMemTypeGtt});
   const auto percent = [&](auto fn) -> std::optional<double> {
     std::uint32_t value = 0;
     if (fn == nullptr || fn(index, &value) != kSuccess || value > 100) {
@@ -256,10 +200,7 @@ void RocmSmiProvider::readProcesses(Snapshot& out) const {
 }
 
 bool RocmSmiProvider::refresh(Snapshot& out) {
-  out.devices.clear();
-  out.processes.clear();
-  if (!initialised_ || devices_.empty()) {
-    lastError_ = "rocm-smi is not initialised";
+  if (!beginRefresh(out)) {
     return false;
   }
   for (std::uint32_t i = 0; i < devices_.size(); ++i) {

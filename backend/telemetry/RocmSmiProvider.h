@@ -18,9 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "telemetry/DynamicLibrary.h"
-#include "telemetry/Provider.h"
-#include "telemetry/RocmSmiAbi.h"
+#include "telemetry/RocmSmiAbi.h"   // defines: rsmi::Api
+#include "telemetry/SmiProvider.h"  // defines: SmiProvider
 
 namespace lorascope::telemetry {
 
@@ -30,39 +29,23 @@ namespace lorascope::telemetry {
 std::optional<std::uint64_t> decodeRsmiCurrentFrequencyHz(const unsigned char* bytes,
                                                           std::size_t size);
 
-class RocmSmiProvider : public Provider {
+class RocmSmiProvider : public SmiProvider<rsmi::Api> {
  public:
   // `libraryNames`: the file names tried in order; the default is the versioned names of ROCm
   // 7 down to 5, then the unversioned one and /opt/rocm/lib.
   explicit RocmSmiProvider(std::vector<std::string> libraryNames = defaultLibraryNames());
-  ~RocmSmiProvider() override;
 
   static std::vector<std::string> defaultLibraryNames();
 
-  std::string name() const override { return "rocm-smi"; }
   bool init() override;
-  std::vector<DeviceInfo> devices() const override { return devices_; }
   bool refresh(Snapshot& out) override;
-  std::string lastError() const override { return lastError_; }
-
-  // After init(): the library that opened and the optional symbols it lacks (for `devices`).
-  const LoadResult& loadResult() const { return load_; }
 
  private:
   using ProcessInfo = rsmi::ProcessInfo;
   std::vector<SymbolSpec> symbolTable();
-  std::string statusText(int status) const;
   DeviceReading readDevice(std::uint32_t index) const;
   void readProcesses(Snapshot& out) const;
   std::vector<std::uint32_t> processDevices(std::uint32_t pid) const;
-
-  std::vector<std::string> libraryNames_;
-  DynamicLibrary library_;
-  LoadResult load_;
-  rsmi::Api api_;
-  std::vector<DeviceInfo> devices_;
-  std::string lastError_;
-  bool initialised_ = false;
 };
 
 }  // namespace lorascope::telemetry

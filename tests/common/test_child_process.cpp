@@ -5,19 +5,22 @@
 // Win32 side quotes a UTF-16 command line; the child reads it back through
 // common::commandLineArguments, as lorascope-train does); kill() ends it and reads as SIGKILL;
 // abandonOutput() ends a read blocked on a silent child; waitForExit() leaves the exit code to
-// wait(); a missing program is an error naming it. On the Qt-free runner with a main() of its own
-// (the child modes), so the Windows build runs the Win32 implementation with it.
+// wait(); a missing program is an error naming it; findExecutable searches the PATH it is given. On
+// the Qt-free runner with a main() of its own (the child modes), so the Windows build runs the
+// Win32 implementation with it.
 #include "TestRunner.h"
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/ChildProcess.h"
+#include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "common/Platform.h"
 
 namespace common = lorascope::common;
@@ -147,6 +150,26 @@ TEST_CASE(aMissingProgramIsNamed) {
   }
 }
 
+TEST_CASE(findExecutableSearchesPath) {
+  const std::filesystem::path program = common::pathFromUtf8(self());
+  const std::string folder = common::pathText(program.parent_path());
+  const std::string name = common::pathText(program.filename());
+  const char separator = common::kOsFamily == common::OsFamily::Windows ? ';' : ':';
+  // In a child, so that PATH is the one given: a folder without the program, then its own.
+  const std::string path = "/nonexistent/lorascope" + std::string(1, separator) + folder;
+  common::ChildProcess child(
+      {self(), {"--find", name, "lorascope-no-such-program"}, {{"PATH", path}}});
+  child.closeInput();
+  const std::string output = withoutCarriageReturns(readAll(child, false));
+  child.wait();
+  VERIFY2(
+      output == "[" + self() + "]\n[]\n",
+      "the program is found in PATH's second folder, a missing one is not (got '" + output + "')");
+  VERIFY2(common::findExecutable(self()) == self(), "a name with a folder is taken as it is");
+  VERIFY2(common::findExecutable(folder + "/lorascope-no-such-program").empty(),
+          "and is not searched for");
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "--echo") {
@@ -156,6 +179,12 @@ int main(int argc, char** argv) {
     const std::vector<std::string> arguments = common::commandLineArguments(argc, argv);
     for (std::size_t i = 1; i < arguments.size(); ++i) {
       std::cout << "[" << arguments[i] << "]\n";
+    }
+    return 0;
+  }
+  if (mode == "--find") {
+    for (int i = 2; i < argc; ++i) {
+      std::cout << "[" << common::findExecutable(argv[i]) << "]\n";
     }
     return 0;
   }

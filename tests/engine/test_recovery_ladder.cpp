@@ -56,6 +56,8 @@ class FakeLauncher : public EngineLauncher {
 };
 
 // The supervisor under test with its launcher, its clock and what it published.
+const nlohmann::json kRunConfig = {{"out", "/runs/x"}, {"demo", true}};
+
 struct Rig {
   explicit Rig(SupervisorPolicy policy = {})
       : supervisor(
@@ -70,6 +72,11 @@ struct Rig {
     supervisor.engineEvent(engineId(), TimedEvent{engineTimeMs, std::move(event)});
   }
   void running(std::int64_t step = 0) { report(StateEvent{RunState::Running, step, ""}); }
+  // The run started, and its engine says it runs.
+  void startRunning() {
+    supervisor.send(StartCommand{kRunConfig});
+    running();
+  }
   void step(std::int64_t n, int microBatch = 4, bool replayed = false) {
     StepEvent s{n, 1.0, 1e-4, 1.0, 10.0, microBatch, 1};
     s.replayed = replayed;
@@ -101,8 +108,6 @@ struct Rig {
   std::vector<TimedEvent> published;
   Supervisor supervisor;
 };
-
-const nlohmann::json kRunConfig = {{"out", "/runs/x"}, {"demo", true}};
 
 bool sentToggle(const EngineRecord& engine, Toggle toggle, const nlohmann::json& value) {
   for (const Command& c : engine.sent) {
@@ -165,8 +170,7 @@ class TestRecoveryLadder : public QObject {
     SupervisorPolicy policy;
     policy.hangTimeoutMs = 1000;
     Rig rig(policy);
-    rig.supervisor.send(StartCommand{kRunConfig});
-    rig.running();
+    rig.startRunning();
     QCOMPARE(rig.supervisor.hangDeadlineMs(), std::optional<std::int64_t>(1000));
     rig.advance(999);
     QVERIFY(!rig.engine().killed);
@@ -199,8 +203,7 @@ class TestRecoveryLadder : public QObject {
     SupervisorPolicy policy;
     policy.hangTimeoutMs = 1000;
     Rig rig(policy);
-    rig.supervisor.send(StartCommand{kRunConfig});
-    rig.running();
+    rig.startRunning();
     for (int reading = 0; reading < 50; ++reading) {  // a 20 s step, read every 400 ms
       rig.advance(400);
       rig.report(ProgressEvent{});
@@ -223,8 +226,7 @@ class TestRecoveryLadder : public QObject {
 
   void replayedStepsAreDroppedAndTimeNeverRunsBack() {
     Rig rig;
-    rig.supervisor.send(StartCommand{kRunConfig});
-    rig.running();
+    rig.startRunning();
     for (int n = 1; n <= 5; ++n) {
       rig.nowMs += 100;
       rig.step(n);
@@ -290,8 +292,7 @@ class TestRecoveryLadder : public QObject {
 
   void aStickyErrorIsClassifiedByWhatTheEngineReported() {
     Rig rig;
-    rig.supervisor.send(StartCommand{kRunConfig});
-    rig.running();
+    rig.startRunning();
     rig.step(1);
     rig.report(ErrorEvent{"blas", "gemm_lora_up", 15,
                           "rocBLAS error: HIPBLAS_STATUS_INTERNAL_ERROR", "", true});
@@ -310,8 +311,7 @@ class TestRecoveryLadder : public QObject {
   void withTheLadderStoppedItRestartsOnTheSameRung() {
     Rig rig;
     rig.supervisor.setClimbLadder(false);
-    rig.supervisor.send(StartCommand{kRunConfig});
-    rig.running();
+    rig.startRunning();
     rig.crash();
     QCOMPARE(rig.supervisor.restarts(), 1);
     QCOMPARE(rig.supervisor.rung(), RecoveryRung::VendorBlas);
@@ -364,8 +364,7 @@ class TestRecoveryLadder : public QObject {
   // likely sender (the OOM killer when host memory was nearly full), the same rung, a resume.
   void killedFromOutsideStaysOnTheRungAndNamesTheSender() {
     Rig rig;
-    rig.supervisor.send(StartCommand{kRunConfig});
-    rig.running();
+    rig.startRunning();
     rig.step(1);
     MemoryEvent nearlyFull;
     nearlyFull.hostAvailableBytes = std::uint64_t{100} << 20;  // 100 MiB left
@@ -406,8 +405,7 @@ class TestRecoveryLadder : public QObject {
   // back to the profile's values.
   void theLastStepDownCanBeUndone() {
     Rig rig;
-    rig.supervisor.send(StartCommand{kRunConfig});
-    rig.running();
+    rig.startRunning();
     rig.step(1, 8);
     rig.crash();  // unrecognised: serialize
     QCOMPARE(rig.supervisor.rung(), RecoveryRung::Serialize);
@@ -454,8 +452,7 @@ class TestRecoveryLadder : public QObject {
 
   void aProfileWithAnotherEnvironmentStopsAndResumesInIt() {
     Rig rig;
-    rig.supervisor.send(StartCommand{kRunConfig});
-    rig.running();
+    rig.startRunning();
     rig.step(1);
     rig.supervisor.send(SwitchProfileCommand{"Debug: serialize + blocking"});
     QVERIFY(std::holds_alternative<StopCommand>(rig.engine().sent.back()));

@@ -1,5 +1,6 @@
-// TrainTestUtil.h — shared helpers of the trainer tests: the tiny reference model folders, an
-// adapter whose B is non-zero (so every LoRA gradient is informative), and comparisons.
+// TrainTestUtil.h — shared helpers of the trainer tests: the tiny reference model folders, the
+// small run most of them train, an adapter whose B is non-zero (so every LoRA gradient is
+// informative), and comparisons.
 #pragma once
 
 #include "TestRunner.h"
@@ -14,6 +15,7 @@
 #include "train/Lora.h"
 #include "train/RandomDraws.h"
 #include "train/TrainGraph.h"  // defines: modelLoraSites
+#include "train/TrainLoop.h"   // defines: TrainConfig
 
 namespace lorascope::test {
 
@@ -21,6 +23,22 @@ inline const std::string kModelDataDir = LORASCOPE_MODEL_DATA_DIR;
 
 inline model::ModelFolder openFixture(const std::string& name) {
   return model::ModelFolder::open(kModelDataDir + "/" + name);
+}
+
+// The small run: LoRA rank 4 (alpha 8, dropout 0.1), AdamW at 1e-2, 2 x 2 sequences of up to 12
+// tokens a step, 6 steps, seed 1234.
+inline train::TrainConfig smallTrainConfig() {
+  train::TrainConfig c{.lora = {},
+                       .adamw = {.learningRate = 1e-2},
+                       .maxSteps = 6,
+                       .microBatchSize = 2,
+                       .gradAccumulation = 2,
+                       .maxSeqLen = 12,
+                       .seed = 1234};
+  c.lora.rank = 4;
+  c.lora.alpha = 8;
+  c.lora.dropout = 0.1;
+  return c;
 }
 
 // createLoraAdapter's A, and B drawn uniform(−0.2, 0.2) from Philox stream 999 of `seed`.

@@ -23,20 +23,6 @@ using train::TrainLoop;
 
 namespace {
 
-TrainConfig smallConfig() {
-  TrainConfig c;
-  c.lora.rank = 4;
-  c.lora.alpha = 8;
-  c.lora.dropout = 0.1;
-  c.adamw.learningRate = 1e-2;
-  c.microBatchSize = 2;
-  c.gradAccumulation = 2;
-  c.maxSteps = 6;
-  c.maxSeqLen = 12;
-  c.seed = 1234;
-  return c;
-}
-
 EvalMetrics evalAt(std::int64_t step, double loss) {
   EvalMetrics e;
   e.step = step;
@@ -85,7 +71,7 @@ TEST_CASE(heldOutLossIsTheForwardLoss) {
   const auto held = syntheticExamples(5, 9);
   const auto sequences = train::evaluationSequences(held, 12);
   TrainLoop loop(*backend, folder.config(), folder.weights(), syntheticExamples(8, 1),
-                 smallConfig());
+                 smallTrainConfig());
   const EvalMetrics eval = loop.evaluate(sequences);
   // A fresh adapter (B = 0) leaves the model as it is: the held-out loss is the base model's,
   // token-weighted over the whole set.
@@ -109,9 +95,9 @@ TEST_CASE(evaluatingDoesNotChangeTraining) {
   auto backend = compute::createCpuBackend();
   const auto sequences = train::evaluationSequences(syntheticExamples(5, 9), 12);
   TrainLoop plain(*backend, folder.config(), folder.weights(), syntheticExamples(10, 1),
-                  smallConfig());
+                  smallTrainConfig());
   TrainLoop evaluated(*backend, folder.config(), folder.weights(), syntheticExamples(10, 1),
-                      smallConfig());
+                      smallTrainConfig());
   std::vector<double> evalLosses;
   while (!plain.finished()) {
     const auto a = plain.step();

@@ -27,14 +27,12 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// The small run without dropout or accumulation, at the default seed.
 train::TrainConfig smallConfig() {
-  train::TrainConfig c;
-  c.lora.rank = 4;
-  c.lora.alpha = 8;
-  c.adamw.learningRate = 1e-2;
-  c.microBatchSize = 2;
-  c.maxSteps = 6;
-  c.maxSeqLen = 12;
+  train::TrainConfig c = smallTrainConfig();
+  c.lora.dropout = 0.0;
+  c.gradAccumulation = 1;
+  c.seed = train::TrainConfig{}.seed;
   return c;
 }
 

@@ -29,20 +29,20 @@ std::vector<TokenizedExample> examples(int count, std::uint64_t seed) {
   return syntheticExamples(count, seed);
 }
 
+// The small run with weight decay and a cosine schedule after 2 warm-up steps.
 TrainConfig smallConfig() {
-  TrainConfig c;
-  c.lora.rank = 4;
-  c.lora.alpha = 8;
-  c.lora.dropout = 0.1;
-  c.adamw.learningRate = 1e-2;
+  TrainConfig c = smallTrainConfig();
   c.adamw.weightDecay = 0.01;
   c.schedule = train::ScheduleKind::Cosine;
   c.warmupSteps = 2;
-  c.microBatchSize = 2;
-  c.gradAccumulation = 2;
-  c.maxSteps = 6;
-  c.maxSeqLen = 12;
-  c.seed = 1234;
+  return c;
+}
+
+// The small run over three whole epochs instead of its 6 steps.
+TrainConfig threeEpochs() {
+  TrainConfig c = smallConfig();
+  c.maxSteps = 0;
+  c.epochs = 3;
   return c;
 }
 
@@ -86,9 +86,8 @@ TEST_CASE(sameSeedGivesBitIdenticalRuns) {
 TEST_CASE(resumeFromStateIsBitIdentical) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
-  TrainConfig config = smallConfig();
-  config.maxSteps = 0;
-  config.epochs = 3;  // 10 sequences / 4 per step: 3 steps per epoch, the last one of 2
+  // 10 sequences / 4 per step: 3 steps per epoch, the last one of 2
+  const TrainConfig config = threeEpochs();
   TrainLoop uninterrupted(*backend, folder.config(), folder.weights(), examples(10, 2), config);
   const auto all = runAll(uninterrupted);
   COMPARE(all.size(), std::size_t{9});
@@ -121,9 +120,8 @@ TEST_CASE(moveToAnotherBackendContinuesBitForBit) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto first = compute::createCpuBackend();
   auto second = compute::createCpuBackend();
-  TrainConfig config = smallConfig();
-  config.maxSteps = 0;
-  config.epochs = 3;  // 3 steps per epoch: the move after step 4 is inside epoch 1
+  // 3 steps per epoch: the move after step 4 is inside epoch 1
+  const TrainConfig config = threeEpochs();
   TrainLoop unmoved(*first, folder.config(), folder.weights(), examples(10, 2), config);
   const auto all = runAll(unmoved);
   // Read now: state() copies the adapter from unmoved's backend, which is `first`.
@@ -297,9 +295,8 @@ TEST_CASE(lengthGroupedOrderIsASeededPermutationOfSortedGroups) {
 TEST_CASE(resumeContinuesTheLengthGroupedOrder) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
-  TrainConfig config = smallConfig();
-  config.maxSteps = 0;
-  config.epochs = 3;  // 21 sequences / 4 per step: 6 steps per epoch, the last one of 1
+  // 21 sequences / 4 per step: 6 steps per epoch, the last one of 1
+  TrainConfig config = threeEpochs();
   config.groupByLength = true;
   TrainLoop uninterrupted(*backend, folder.config(), folder.weights(), examples(21, 4), config);
   const auto all = runAll(uninterrupted);

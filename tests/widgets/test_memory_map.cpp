@@ -33,6 +33,22 @@ nlohmann::json fixtureSnapshot() {
   return snaps.at(0).snapshot;
 }
 
+// The snapshot recorded on an H100 after step 7 (fixtures/README.md).
+nlohmann::json h100Snapshot() {
+  const auto snaps =
+      testing::eventsOfType<SnapshotEvent>(testing::readStream("h100_gpu_run.jsonl"));
+  return snaps.at(0).snapshot;
+}
+
+// `panel` at 1100 x 700 on screen showing h100Snapshot(); false when the panel refused it.
+bool showH100Snapshot(MemoryMapPanel& panel) {
+  panel.resize(1100, 700);
+  panel.show();
+  const bool shown = panel.showSnapshot(h100Snapshot(), QStringLiteral("test")).isEmpty();
+  QCoreApplication::processEvents();
+  return shown;
+}
+
 }  // namespace
 
 class TestMemoryMap : public QObject {
@@ -132,13 +148,8 @@ class TestMemoryMap : public QObject {
   // The H100 snapshot: every segment is a readable row under its owner's header, and any block —
   // the smallest included — can be zoomed to until it is wide enough to point at.
   void theRecordedH100SnapshotIsReadableAndZoomsToOneBlock() {
-    const auto snaps =
-        testing::eventsOfType<SnapshotEvent>(testing::readStream("h100_gpu_run.jsonl"));
     MemoryMapPanel panel;
-    panel.resize(1100, 700);
-    panel.show();
-    QVERIFY(panel.showSnapshot(snaps.at(0).snapshot, QStringLiteral("test")).isEmpty());
-    QCoreApplication::processEvents();
+    QVERIFY(showH100Snapshot(panel));
     widgets::MemoryMapView& view = *panel.view();
     const widgets::MemorySnapshot& s = view.snapshot();
     std::size_t rows = 0;
@@ -190,13 +201,8 @@ class TestMemoryMap : public QObject {
   // activations cached in free segments instead of saying "activations 0 B" alone, and the free
   // rows' header says what they were cached for.
   void rowsAreToScaleAndTheCachedActivationsAreCounted() {
-    const auto snaps =
-        testing::eventsOfType<SnapshotEvent>(testing::readStream("h100_gpu_run.jsonl"));
     MemoryMapPanel panel;
-    panel.resize(1100, 700);
-    panel.show();
-    QVERIFY(panel.showSnapshot(snaps.at(0).snapshot, QStringLiteral("test")).isEmpty());
-    QCoreApplication::processEvents();
+    QVERIFY(showH100Snapshot(panel));
     const widgets::MemoryMapView& view = *panel.view();
     const widgets::MemorySnapshot& s = view.snapshot();
     int small = -1;
@@ -443,9 +449,7 @@ class TestMemoryMap : public QObject {
              qPrintable(timeline->summaryText()));
     QVERIFY(!timeline->summaryText().contains("older recording"));
     QVERIFY(note->isHidden());
-    const auto snaps =
-        testing::eventsOfType<SnapshotEvent>(testing::readStream("h100_gpu_run.jsonl"));
-    QVERIFY(panel.showSnapshot(snaps.at(0).snapshot, QStringLiteral("test")).isEmpty());
+    QVERIFY(panel.showSnapshot(h100Snapshot(), QStringLiteral("test")).isEmpty());
     QVERIFY(timeline->hasTrace());
     QVERIFY(note->isVisible());
     QVERIFY(note->text().contains("allocations and frees"));
