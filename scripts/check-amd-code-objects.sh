@@ -1,19 +1,33 @@
 #!/usr/bin/env bash
-# check-amd-code-objects.sh [--all] BUILD_DIR — fails unless every HIP kernel object of a hip-amd
+# check-amd-code-objects.sh [--all] [--no-spill REGEX] BUILD_DIR — fails unless every HIP kernel
+# object of a hip-amd
 # build carries a code object for each target the build compiled (LORASCOPE_AMD_COMPILED_TARGETS:
 # the requested LORASCOPE_AMD_TARGETS less those the toolchain could not compile). With --all it
 # also fails when any requested target was dropped (CI: the users' default targets must all build).
 # Prints one line per kernel object and a line per target, then the register spills: every kernel
 # whose code object for a target spills VGPRs or SGPRs to scratch memory (the AMDGPU metadata's
 # .vgpr_spill_count and .sgpr_spill_count, read with llvm-readelf), with its scratch bytes per
-# lane. Spills are reported, not failed: no AMD GPU here measures what they cost.
+# lane. Spills are reported; with --no-spill it also fails when a kernel whose name (demangled,
+# e.g. attention::attentionForwardMmaKernel<128>) matches REGEX spills VGPRs for any target (CI:
+# the matrix-core attention kernels, Note [registers on RDNA] in compute/hip/attention_mma.hip).
 set -euo pipefail
 all=0
-if [[ "${1:-}" == "--all" ]]; then
-  all=1
+no_spill=""
+while [[ "${1:-}" == --* ]]; do
+  case "$1" in
+    --all) all=1 ;;
+    --no-spill)
+      no_spill="${2:?--no-spill needs a REGEX}"
+      shift
+      ;;
+    *)
+      echo "check-amd-code-objects: unknown option $1" >&2
+      exit 2
+      ;;
+  esac
   shift
-fi
-build="${1:?usage: check-amd-code-objects.sh [--all] BUILD_DIR}"
+done
+build="${1:?usage: check-amd-code-objects.sh [--all] [--no-spill REGEX] BUILD_DIR}"
 cache_value() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
 requested="$(cache_value LORASCOPE_AMD_TARGETS)"
 targets="$(cache_value LORASCOPE_AMD_COMPILED_TARGETS)"
@@ -89,6 +103,10 @@ if [[ -n "$dropped" ]]; then
 fi
 if [[ -z "$readelf" ]]; then
   echo "register spills: not read (no llvm-readelf next to $compiler or on PATH)"
+  if [[ -n "$no_spill" ]]; then
+    echo "check-amd-code-objects: --no-spill needs llvm-readelf to read the spills" >&2
+    exit 1
+  fi
 elif [[ ! -s "$scratch/spills" ]]; then
   echo "register spills: none, in any kernel for any target"
 else
@@ -100,11 +118,24 @@ else
   while read -r target object name vgpr sgpr bytes; do
     kernel="$("$demangle" <<<"$name" | sed -E 's/^void //; s/\(anonymous namespace\):://; s/^lorascope::compute::hip:://; s/\(.*//')"
     echo "$object $kernel $target $vgpr $sgpr $bytes"
-  done <"$scratch/spills" | awk '
+  done <"$scratch/spills" >"$scratch/named"
+  awk '
     $4 > 0 { key = $1 " " $2; if (!(key in line)) order[n++] = key; line[key] = line[key] sprintf(" %s %s/%s,", $3, $4, $6) }
     $4 == 0 { sgprOnly[$3] += 1 }
     END {
       for (i = 0; i < n; ++i) { text = line[order[i]]; sub(/,$/, "", text); print "  " order[i] ":" text }
       for (t in sgprOnly) printf "  %s: %d kernels spill only SGPRs (into VGPR lanes, no scratch)\n", t, sgprOnly[t]
-    }'
+    }' "$scratch/named"
+  if [[ -n "$no_spill" ]]; then
+    forbidden="$(awk -v re="$no_spill" '$4 > 0 && $2 ~ re { print "  " $2 " on " $3 ": " $4 " VGPRs" }' \
+      "$scratch/named")"
+    if [[ -n "$forbidden" ]]; then
+      echo "check-amd-code-objects: kernels matching /$no_spill/ spill VGPRs to scratch:" >&2
+      echo "$forbidden" >&2
+      exit 1
+    fi
+  fi
+fi
+if [[ -n "$no_spill" ]]; then
+  echo "register spills: none in the kernels matching /$no_spill/, for any target"
 fi

@@ -266,6 +266,8 @@ static_assert(sizeof(hip_bfloat16) == sizeof(std::uint16_t), "bf16 must be 16 bi
 //   accSlot(e)              which of the lane's kAccRowSlots rows element e lies in (constexpr)
 //   slotRow(s), accCol(e)   the row of slot s and the column of element e for this lane
 //   rowMax(x), rowSum(x)    x combined over the lanes that hold the same rows (per slot)
+//   kRegisterTight          the target's operands crowd its registers: kernels keep fewer
+//                           fragments live (RDNA 3/4)
 // The lane's rows (slotRow) are the same in every accumulator of a wave, so per-row state (a
 // softmax's running max) is kAccRowSlots floats per lane.
 #if defined(LORASCOPE_GPU_DEVICE_CODE)
@@ -283,6 +285,7 @@ struct FragC {
 };
 inline constexpr int kAccElems = 8;
 inline constexpr int kAccRowSlots = 2;
+inline constexpr bool kRegisterTight = false;  // see the AMD section
 __device__ constexpr int accSlot(int e) {
   return (e >> 1) & 1;
 }
@@ -411,6 +414,15 @@ inline constexpr int kAccElems = 8;
 #else
 inline constexpr int kOperandK = 4;
 inline constexpr int kAccElems = 4;
+#endif
+// Register-tight: RDNA's operands are 2-4 times MFMA's per lane (gfx11's lanes 16-31 repeat
+// lanes 0-15), and AMDGPU's scheduler, hoisting a pass's operand loads, spilled the attention
+// kernels' 64-key passes there (66-440 VGPRs per lane on gfx11, up to 75 on gfx12). Kernels on
+// such targets keep fewer operands in registers (attention_mma.hip, Note [registers on RDNA]).
+#if defined(__GFX11__) || defined(__GFX12__)
+inline constexpr bool kRegisterTight = true;
+#else
+inline constexpr bool kRegisterTight = false;
 #endif
 typedef short OperandVector __attribute__((ext_vector_type(kOperandK)));
 typedef float AccVector __attribute__((ext_vector_type(kAccElems)));

@@ -18,6 +18,21 @@
 // the vector path's separate row-dot kernel. K/V (forward, dq)
 // and Q/dO (dk/dv) tiles stream through kStages buffers: on NVIDIA the next tile's cp.async copies
 // run while the current one is multiplied.
+//
+// Note [registers on RDNA]. WMMA's operands on RDNA are large per lane (gfx11: 16 bf16, lanes
+// 16-31 repeating lanes 0-15; gfx12: 8; MFMA: 4), and AMDGPU's scheduler hoists a pass's operand
+// loads ahead of their products: the layout that suits NVIDIA and CDNA spilled 66-440 VGPRs per
+// lane on gfx11 and up to 75 on gfx12 (ROCm 6.4's clang). On the targets the portability header
+// marks register-tight (gpu::mma::kRegisterTight), with the same arithmetic:
+// - forward and dq keep no A operands of their rows in registers: Q (and dO) stay in the dynamic
+//   buffer where they were staged and are read at each use, and keys stream through a static
+//   K/V buffer (tightKeyTiles) in tiles of kTightKeys = 32, one softmax (or dq) pass per tile;
+// - the soft-cap test is taken once per pass (capScoresWithDp), and masked scores become −inf
+//   before exp2 rather than selecting after it, so that no per-element branch splits the pass;
+// - dk/dv at head dim 128 runs its query loop twice, accumulating half the head dim each time
+//   (dk and dv of 16 keys × 128 dims alone would take 128 of a lane's 256 VGPRs).
+// Every kernel then spills nothing on gfx1100-gfx1151 and gfx1200/1201; NVIDIA and CDNA compile
+// as before. CI fails when one spills again (check-amd-code-objects.sh --no-spill).
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -47,6 +62,8 @@ template <int HDP>
 constexpr int kDkDvQueries = HDP >= 128 ? 32 : 64;
 
 constexpr int kStages = gpu::kAsyncCopyStages;  // buffers per streamed tile
+// Register-tight targets (Note [registers on RDNA]): keys per streamed tile and softmax pass.
+[[maybe_unused]] constexpr int kTightKeys = 32;
 
 // Dynamic shared memory of the matrix-core kernels, in bytes (NVIDIA lets them past 48 KiB on
 // request; AMD's single-buffered layout stays within its 64 KiB).
@@ -96,6 +113,52 @@ __device__ void loadTileBf16(hip_bfloat16* dst, const hip_bfloat16* src, long lo
         (r < rows && c < headDim) ? src[(t0 + r) * tokenStride + c] : floatToBf16(0.0f);
   }
 }
+
+// Register-tight targets only: the K and V tiles of kTightKeys rows each that the forward and dq
+// kernels stream keys through, beside the dynamic buffer (which keeps the block's Q and dO tiles
+// there). Static, so the host's MmaShared sizes are those of every target.
+template <int HDP>
+__device__ hip_bfloat16* tightKeyTiles() {
+  __shared__ __align__(16) hip_bfloat16 keyTiles[2 * kTightKeys * kMmaLd<HDP>];
+  return keyTiles;
+}
+
+// Register-tight targets only: s ← capScore(s·scaleLog2) over a pass's N score tiles and, with
+// dp, dp ← (dp − D)·slope (D = dOf(n, e)), the soft-cap test taken once per pass: per element, its
+// tanh branches split the unrolled pass into ~100 blocks across which AMDGPU keeps every
+// accumulator live.
+template <int N, typename DOf>
+__device__ inline void capScoresWithDp(const Dims& d, mma::FragC* s, mma::FragC* dp,
+                                       float scaleLog2, DOf dOf) {
+  if (d.softcap > 0.0f) {
+#pragma unroll
+    for (int n = 0; n < N; ++n) {
+#pragma unroll
+      for (int e = 0; e < mma::kAccElems; ++e) {
+        float slope;
+        s[n].v[e] = capScore(d, s[n].v[e] * scaleLog2, &slope);
+        if (dp != nullptr) {
+          dp[n].v[e] = (dp[n].v[e] - dOf(n, e)) * slope;
+        }
+      }
+    }
+  } else {
+#pragma unroll
+    for (int n = 0; n < N; ++n) {
+#pragma unroll
+      for (int e = 0; e < mma::kAccElems; ++e) {
+        s[n].v[e] *= scaleLog2;
+        if (dp != nullptr) {
+          dp[n].v[e] -= dOf(n, e);
+        }
+      }
+    }
+  }
+}
+template <int N>
+__device__ inline void capScores(const Dims& d, mma::FragC (&s)[N], float scaleLog2) {
+  capScoresWithDp<N>(d, s, nullptr, scaleLog2, [](int, int) { return 0.0f; });
+}
 #endif
 
 // grid (ceil(S / 64), heads, B), block kMmaWaves waves.
@@ -106,10 +169,13 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
 #if defined(LORASCOPE_GPU_MMA)
   constexpr int ld = kMmaLd<HDP>;
   constexpr int steps = HDP / 16;
-  constexpr int keyBlocks = kMmaKeys / 16;
+  constexpr bool tight = mma::kRegisterTight;
+  constexpr int tileKeys = tight ? kTightKeys : kMmaKeys;  // keys per tile and softmax pass
+  constexpr int keyBlocks = tileKeys / 16;
   constexpr int slots = mma::kAccRowSlots;
   constexpr int tileElems = kMmaKeys * ld;
   // Stage s: K tile at tiles + 2s·tileElems, V tile after it; the waves' scratch after the last.
+  // Register-tight targets keep Q in the first K tile and stream K and V through tightKeyTiles.
   extern __shared__ __align__(16) unsigned char forwardShared[];
   auto* tiles = reinterpret_cast<hip_bfloat16*>(forwardShared);
   hip_bfloat16* scratch = tiles + kStages * 2 * tileElems;
@@ -124,16 +190,20 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   const long long qStride = static_cast<long long>(dims.heads) * dims.headDim;
   const long long kvStride = static_cast<long long>(dims.kvHeads) * dims.headDim;
 
-  // Q through shared memory into A operands, kept for the whole key loop.
+  // Q through shared memory into A operands, kept for the whole key loop (register-tight
+  // targets read them from the staged tile at each use instead).
   loadTileBf16<HDP>(tiles, q + rowOffset(dims, dims.heads, b, 0, h), qStride, r0,
                     min(kMmaBlockRows, dims.seq - r0), kMmaBlockRows, dims.headDim);
   mma::copyAsyncCommit();
   mma::copyAsyncWait<0>();
   __syncthreads();
+  const hip_bfloat16* qRows = tiles + wave * 16 * ld;
   mma::FragA qa[steps];
+  if constexpr (!tight) {
 #pragma unroll
-  for (int kk = 0; kk < steps; ++kk) {
-    mma::loadA(qa[kk], tiles + wave * 16 * ld + kk * 16, ld);
+    for (int kk = 0; kk < steps; ++kk) {
+      mma::loadA(qa[kk], qRows + kk * 16, ld);
+    }
   }
   mma::FragC o[steps];
 #pragma unroll
@@ -152,12 +222,15 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   const hip_bfloat16* vBase = v + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const int keyEnd = min(r0 + kMmaBlockRows, dims.seq);
   const int firstKey = firstVisibleKey(dims, r0);
+  hip_bfloat16* keyTiles = tiles;
+  if constexpr (tight) {
+    keyTiles = tightKeyTiles<HDP>();
+  }
   const auto stageKeys = [&](int t0, int stage) {
-    const int rows = min(kMmaKeys, dims.seq - t0);
-    loadTileBf16<HDP>(tiles + 2 * stage * tileElems, kBase, kvStride, t0, rows, kMmaKeys,
-                      dims.headDim);
-    loadTileBf16<HDP>(tiles + (2 * stage + 1) * tileElems, vBase, kvStride, t0, rows, kMmaKeys,
-                      dims.headDim);
+    const int rows = min(tileKeys, dims.seq - t0);
+    hip_bfloat16* kDst = tight ? keyTiles : tiles + 2 * stage * tileElems;
+    loadTileBf16<HDP>(kDst, kBase, kvStride, t0, rows, tileKeys, dims.headDim);
+    loadTileBf16<HDP>(kDst + tileKeys * ld, vBase, kvStride, t0, rows, tileKeys, dims.headDim);
   };
   __syncthreads();  // Q's staging is read
   if (kStages > 1) {
@@ -165,27 +238,27 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
     mma::copyAsyncCommit();
   }
   int stage = 0;
-  for (int t0 = firstKey; t0 < keyEnd; t0 += kMmaKeys, stage = (stage + 1) % kStages) {
+  for (int t0 = firstKey; t0 < keyEnd; t0 += tileKeys, stage = (stage + 1) % kStages) {
     // With two stages the next tile streams in while this one is multiplied; with one, this
     // tile is loaded now. The first barrier frees the buffer the load overwrites.
     __syncthreads();
     if (kStages == 1) {
       stageKeys(t0, 0);
-    } else if (t0 + kMmaKeys < keyEnd) {
-      stageKeys(t0 + kMmaKeys, (stage + 1) % kStages);
+    } else if (t0 + tileKeys < keyEnd) {
+      stageKeys(t0 + tileKeys, (stage + 1) % kStages);
     }
     mma::copyAsyncCommit();
     mma::copyAsyncWait<kStages - 1>();
     __syncthreads();
-    const hip_bfloat16* kTile = tiles + 2 * stage * tileElems;
-    const hip_bfloat16* vTile = kTile + tileElems;
+    const hip_bfloat16* kTile = tight ? keyTiles : tiles + 2 * stage * tileElems;
+    const hip_bfloat16* vTile = kTile + tileKeys * ld;
     // Waves whose rows see none of these keys (all before the diagonal, or all past the
     // window's start, or rows past the end) skip the tile.
     if (w0 >= dims.seq || t0 > w0 + 15 ||
-        (dims.window > 0 && t0 + kMmaKeys - 1 <= w0 - dims.window)) {
+        (dims.window > 0 && t0 + tileKeys - 1 <= w0 - dims.window)) {
       continue;
     }
-    const bool masked = t0 + kMmaKeys - 1 > w0 || t0 + kMmaKeys > dims.seq ||
+    const bool masked = t0 + tileKeys - 1 > w0 || t0 + tileKeys > dims.seq ||
                         (dims.window > 0 && t0 <= w0 + 15 - dims.window);
     mma::FragC s[keyBlocks];
 #pragma unroll
@@ -194,11 +267,16 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
     }
 #pragma unroll
     for (int kk = 0; kk < steps; ++kk) {
+      mma::FragA streamed;
+      if constexpr (tight) {
+        mma::loadA(streamed, qRows + kk * 16, ld);
+      }
+      const mma::FragA& qk = tight ? streamed : qa[kk];
 #pragma unroll
       for (int n = 0; n < keyBlocks; ++n) {
         mma::FragB kb;
         mma::loadBt(kb, kTile + n * 16 * ld + kk * 16, ld);
-        mma::mma(s[n], qa[kk], kb);
+        mma::mma(s[n], qk, kb);
       }
     }
     float tileMax[slots];
@@ -206,13 +284,19 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
     for (int sl = 0; sl < slots; ++sl) {
       tileMax[sl] = -INFINITY;
     }
+    if constexpr (tight) {
+      capScores(dims, s, scaleLog2);
+    }
 #pragma unroll
     for (int n = 0; n < keyBlocks; ++n) {
 #pragma unroll
       for (int e = 0; e < mma::kAccElems; ++e) {
         const int sl = mma::accSlot(e);
-        float slope;
-        float x = capScore(dims, s[n].v[e] * scaleLog2, &slope);
+        float x = s[n].v[e];
+        if constexpr (!tight) {
+          float slope;
+          x = capScore(dims, x * scaleLog2, &slope);
+        }
         if (masked && !visible(dims, w0 + mma::slotRow(sl), t0 + n * 16 + mma::accCol(e))) {
           x = -INFINITY;
         }
@@ -297,10 +381,15 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
 #if defined(LORASCOPE_GPU_MMA)
   constexpr int ld = kMmaLd<HDP>;
   constexpr int steps = HDP / 16;
-  constexpr int chunkBlocks = kDqKeyChunk<HDP> / 16;
+  constexpr bool tight = mma::kRegisterTight;
+  constexpr int tileKeys = tight ? kTightKeys : kMmaKeys;
+  constexpr int chunkKeys = tight ? kTightKeys : kDqKeyChunk<HDP>;  // keys per register pass
+  constexpr int chunkBlocks = chunkKeys / 16;
   constexpr int slots = mma::kAccRowSlots;
   constexpr int tileElems = kMmaKeys * ld;
-  extern __shared__ __align__(16) unsigned char dqShared[];  // as the forward kernel's
+  // As the forward kernel's; register-tight targets keep Q and dO in the first K and V tiles and
+  // stream K and V through tightKeyTiles (which holds out for the row dot first).
+  extern __shared__ __align__(16) unsigned char dqShared[];
   auto* tiles = reinterpret_cast<hip_bfloat16*>(dqShared);
   hip_bfloat16* scratch = tiles + kStages * 2 * tileElems;
 
@@ -323,18 +412,28 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   mma::copyAsyncCommit();
   mma::copyAsyncWait<0>();
   __syncthreads();
+  const hip_bfloat16* qRows = tiles + wave * 16 * ld;
+  const hip_bfloat16* doRows = tiles + tileElems + wave * 16 * ld;
   mma::FragA qa[steps];
   mma::FragA da[steps];
+  hip_bfloat16* keyTiles = tiles;
+  hip_bfloat16* outTile = tiles;
+  if constexpr (tight) {
+    static_assert(2 * kTightKeys == kMmaBlockRows, "out's tile takes the K and V tiles' place");
+    keyTiles = tightKeyTiles<HDP>();
+    outTile = keyTiles;
+  } else {
 #pragma unroll
-  for (int kk = 0; kk < steps; ++kk) {
-    mma::loadA(qa[kk], tiles + wave * 16 * ld + kk * 16, ld);
-    mma::loadA(da[kk], tiles + tileElems + wave * 16 * ld + kk * 16, ld);
+    for (int kk = 0; kk < steps; ++kk) {
+      mma::loadA(qa[kk], tiles + wave * 16 * ld + kk * 16, ld);
+      mma::loadA(da[kk], tiles + tileElems + wave * 16 * ld + kk * 16, ld);
+    }
   }
   // D_i = dout_i · out_i: out takes Q's place, two lanes per row sum half the head dim each.
   __shared__ float rowDotTile[kMmaBlockRows];
   const long long statBase = (static_cast<long long>(b) * dims.heads + h) * dims.seq;
   __syncthreads();
-  loadTileBf16<HDP>(tiles, out + rowOffset(dims, dims.heads, b, 0, h), qStride, r0, blockRows,
+  loadTileBf16<HDP>(outTile, out + rowOffset(dims, dims.heads, b, 0, h), qStride, r0, blockRows,
                     kMmaBlockRows, dims.headDim);
   mma::copyAsyncCommit();
   mma::copyAsyncWait<0>();
@@ -342,7 +441,7 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   for (int t = static_cast<int>(threadIdx.x); t < 2 * kMmaBlockRows;
        t += static_cast<int>(blockDim.x)) {
     const int r = t / 2;
-    const hip_bfloat16* outRow = tiles + r * ld + (t % 2) * (HDP / 2);
+    const hip_bfloat16* outRow = outTile + r * ld + (t % 2) * (HDP / 2);
     const hip_bfloat16* doRow = tiles + tileElems + r * ld + (t % 2) * (HDP / 2);
     float sum = 0.0f;
     for (int c = 0; c < HDP / 2; ++c) {  // the padding is zero
@@ -376,11 +475,10 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   const int keyEnd = min(r0 + kMmaBlockRows, dims.seq);
   const int firstKey = firstVisibleKey(dims, r0);
   const auto stageKeys = [&](int t0, int stage) {
-    const int rows = min(kMmaKeys, dims.seq - t0);
-    loadTileBf16<HDP>(tiles + 2 * stage * tileElems, kBase, kvStride, t0, rows, kMmaKeys,
-                      dims.headDim);
-    loadTileBf16<HDP>(tiles + (2 * stage + 1) * tileElems, vBase, kvStride, t0, rows, kMmaKeys,
-                      dims.headDim);
+    const int rows = min(tileKeys, dims.seq - t0);
+    hip_bfloat16* kDst = tight ? keyTiles : tiles + 2 * stage * tileElems;
+    loadTileBf16<HDP>(kDst, kBase, kvStride, t0, rows, tileKeys, dims.headDim);
+    loadTileBf16<HDP>(kDst + tileKeys * ld, vBase, kvStride, t0, rows, tileKeys, dims.headDim);
   };
   __syncthreads();  // the staging of out and dO is read
   if (kStages > 1) {
@@ -388,26 +486,26 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
     mma::copyAsyncCommit();
   }
   int stage = 0;
-  for (int t0 = firstKey; t0 < keyEnd; t0 += kMmaKeys, stage = (stage + 1) % kStages) {
+  for (int t0 = firstKey; t0 < keyEnd; t0 += tileKeys, stage = (stage + 1) % kStages) {
     __syncthreads();  // as in the forward kernel
     if (kStages == 1) {
       stageKeys(t0, 0);
-    } else if (t0 + kMmaKeys < keyEnd) {
-      stageKeys(t0 + kMmaKeys, (stage + 1) % kStages);
+    } else if (t0 + tileKeys < keyEnd) {
+      stageKeys(t0 + tileKeys, (stage + 1) % kStages);
     }
     mma::copyAsyncCommit();
     mma::copyAsyncWait<kStages - 1>();
     __syncthreads();
-    const hip_bfloat16* kTile = tiles + 2 * stage * tileElems;
-    const hip_bfloat16* vTile = kTile + tileElems;
+    const hip_bfloat16* kTile = tight ? keyTiles : tiles + 2 * stage * tileElems;
+    const hip_bfloat16* vTile = kTile + tileKeys * ld;
 #pragma unroll
-    for (int c0 = 0; c0 < kMmaKeys; c0 += kDqKeyChunk<HDP>) {
+    for (int c0 = 0; c0 < tileKeys; c0 += chunkKeys) {
       const int j0 = t0 + c0;  // the chunk's first key
       if (w0 >= dims.seq || j0 > w0 + 15 ||
-          (dims.window > 0 && j0 + kDqKeyChunk<HDP> - 1 <= w0 - dims.window)) {
+          (dims.window > 0 && j0 + chunkKeys - 1 <= w0 - dims.window)) {
         continue;
       }
-      const bool masked = j0 + kDqKeyChunk<HDP> - 1 > w0 || j0 + kDqKeyChunk<HDP> > dims.seq ||
+      const bool masked = j0 + chunkKeys - 1 > w0 || j0 + chunkKeys > dims.seq ||
                           (dims.window > 0 && j0 <= w0 + 15 - dims.window);
       mma::FragC s[chunkBlocks];
       mma::FragC dp[chunkBlocks];
@@ -416,29 +514,64 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
         mma::zero(s[n]);
         mma::zero(dp[n]);
       }
+      if constexpr (tight) {  // one A operand live at a time: Q·Kᵀ, then dO·Vᵀ
 #pragma unroll
-      for (int kk = 0; kk < steps; ++kk) {
+        for (int kk = 0; kk < steps; ++kk) {
+          mma::FragA a;
+          mma::loadA(a, qRows + kk * 16, ld);
 #pragma unroll
-        for (int n = 0; n < chunkBlocks; ++n) {
-          mma::FragB kb;
-          mma::loadBt(kb, kTile + (c0 + n * 16) * ld + kk * 16, ld);
-          mma::mma(s[n], qa[kk], kb);
-          mma::FragB vb;
-          mma::loadBt(vb, vTile + (c0 + n * 16) * ld + kk * 16, ld);
-          mma::mma(dp[n], da[kk], vb);
+          for (int n = 0; n < chunkBlocks; ++n) {
+            mma::FragB kb;
+            mma::loadBt(kb, kTile + (c0 + n * 16) * ld + kk * 16, ld);
+            mma::mma(s[n], a, kb);
+          }
         }
+#pragma unroll
+        for (int kk = 0; kk < steps; ++kk) {
+          mma::FragA a;
+          mma::loadA(a, doRows + kk * 16, ld);
+#pragma unroll
+          for (int n = 0; n < chunkBlocks; ++n) {
+            mma::FragB vb;
+            mma::loadBt(vb, vTile + (c0 + n * 16) * ld + kk * 16, ld);
+            mma::mma(dp[n], a, vb);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int kk = 0; kk < steps; ++kk) {
+#pragma unroll
+          for (int n = 0; n < chunkBlocks; ++n) {
+            mma::FragB kb;
+            mma::loadBt(kb, kTile + (c0 + n * 16) * ld + kk * 16, ld);
+            mma::mma(s[n], qa[kk], kb);
+            mma::FragB vb;
+            mma::loadBt(vb, vTile + (c0 + n * 16) * ld + kk * 16, ld);
+            mma::mma(dp[n], da[kk], vb);
+          }
+        }
+      }
+      if constexpr (tight) {  // s: capped scores, dp: (dO·Vᵀ − D)·slope
+        capScoresWithDp<chunkBlocks>(dims, s, dp, scaleLog2,
+                                     [&](int, int e) { return rowD[mma::accSlot(e)]; });
       }
 #pragma unroll
       for (int n = 0; n < chunkBlocks; ++n) {
 #pragma unroll
         for (int e = 0; e < mma::kAccElems; ++e) {
           const int sl = mma::accSlot(e);
-          float slope;
-          const float x = capScore(dims, s[n].v[e] * scaleLog2, &slope);
-          const bool seen =
-              !masked || visible(dims, w0 + mma::slotRow(sl), j0 + n * 16 + mma::accCol(e));
-          const float p = seen ? exp2f(x - lseLog2[sl]) : 0.0f;
-          s[n].v[e] = p * (dp[n].v[e] - rowD[sl]) * slope;
+          if constexpr (tight) {
+            const bool seen =
+                !masked || visible(dims, w0 + mma::slotRow(sl), j0 + n * 16 + mma::accCol(e));
+            s[n].v[e] = exp2f(seen ? s[n].v[e] - lseLog2[sl] : -INFINITY) * dp[n].v[e];
+          } else {
+            float slope;
+            const float x = capScore(dims, s[n].v[e] * scaleLog2, &slope);
+            const bool seen =
+                !masked || visible(dims, w0 + mma::slotRow(sl), j0 + n * 16 + mma::accCol(e));
+            const float p = seen ? exp2f(x - lseLog2[sl]) : 0.0f;
+            s[n].v[e] = p * (dp[n].v[e] - rowD[sl]) * slope;
+          }
         }
         mma::FragA dsHigh;
         mma::FragA dsLow;
@@ -481,6 +614,10 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   constexpr int ld = kMmaLd<HDP>;
   constexpr int steps = HDP / 16;
   constexpr int queries = kDkDvQueries<HDP>;
+  // Register-tight targets at head dim 128 (64 fits as it is): the dk and dv accumulators in two
+  // passes over the queries, a half of the head dim each (the scores are computed twice).
+  constexpr bool tight = mma::kRegisterTight && HDP >= 128;
+  constexpr int passSteps = tight ? steps / 2 : steps;
   // K and V tiles, then per stage: Q and dO tiles, logsumexp (log2 units) and D; then scratch.
   extern __shared__ __align__(16) unsigned char dkDvShared[];
   auto* kTile = reinterpret_cast<hip_bfloat16*>(dkDvShared);
@@ -510,119 +647,132 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
                     kMmaBlockRows, dims.headDim);
   loadTileBf16<HDP>(vTile, v + rowOffset(dims, dims.kvHeads, b, 0, kvh), kvStride, k0, blockKeys,
                     kMmaBlockRows, dims.headDim);
-  mma::FragC dkAcc[steps];
-  mma::FragC dvAcc[steps];
-#pragma unroll
-  for (int n = 0; n < steps; ++n) {
-    mma::zero(dkAcc[n]);
-    mma::zero(dvAcc[n]);
-  }
-
   const hip_bfloat16* qBase = q + rowOffset(dims, dims.heads, b, 0, h);
   const hip_bfloat16* doBase = dout + rowOffset(dims, dims.heads, b, 0, h);
   const long long statBase = (static_cast<long long>(b) * dims.heads + h) * dims.seq;
   const int queryEnd =
       dims.window > 0 ? min(dims.seq, k0 + kMmaBlockRows - 1 + dims.window) : dims.seq;
-  const auto stageQueries = [&](int t0, int stage) {
-    const int rows = min(queries, dims.seq - t0);
-    loadTileBf16<HDP>(qTileOf(stage), qBase, qStride, t0, rows, queries, dims.headDim);
-    loadTileBf16<HDP>(qTileOf(stage) + queries * ld, doBase, qStride, t0, rows, queries,
-                      dims.headDim);
-    float* lse = lseTileOf(stage);
-    for (int r = static_cast<int>(threadIdx.x); r < queries; r += static_cast<int>(blockDim.x)) {
-      // Rows past the end get p = 0 (their Q and dO are zero too).
-      lse[r] = r < rows ? logsumexp[statBase + t0 + r] * kLog2e : INFINITY;
-      lse[queries + r] = r < rows ? rowDot[statBase + t0 + r] : 0.0f;
+#pragma unroll 1
+  for (int d0 = 0; d0 < steps; d0 += passSteps) {  // the first head-dim block of this pass
+    mma::FragC dkAcc[passSteps];
+    mma::FragC dvAcc[passSteps];
+#pragma unroll
+    for (int n = 0; n < passSteps; ++n) {
+      mma::zero(dkAcc[n]);
+      mma::zero(dvAcc[n]);
     }
-  };
-  if (kStages > 1) {
-    stageQueries(k0, 0);  // in the same group as K and V above
-  }
-  mma::copyAsyncCommit();
-  int stage = 0;
-  for (int t0 = k0; t0 < queryEnd; t0 += queries, stage = (stage + 1) % kStages) {
-    __syncthreads();  // as in the forward kernel
-    if (kStages == 1) {
-      stageQueries(t0, 0);
-    } else if (t0 + queries < queryEnd) {
-      stageQueries(t0 + queries, (stage + 1) % kStages);
+    const auto stageQueries = [&](int t0, int stage) {
+      const int rows = min(queries, dims.seq - t0);
+      loadTileBf16<HDP>(qTileOf(stage), qBase, qStride, t0, rows, queries, dims.headDim);
+      loadTileBf16<HDP>(qTileOf(stage) + queries * ld, doBase, qStride, t0, rows, queries,
+                        dims.headDim);
+      float* lse = lseTileOf(stage);
+      for (int r = static_cast<int>(threadIdx.x); r < queries; r += static_cast<int>(blockDim.x)) {
+        // Rows past the end get p = 0 (their Q and dO are zero too).
+        lse[r] = r < rows ? logsumexp[statBase + t0 + r] * kLog2e : INFINITY;
+        lse[queries + r] = r < rows ? rowDot[statBase + t0 + r] : 0.0f;
+      }
+    };
+    if (kStages > 1) {
+      stageQueries(k0, 0);  // in the same group as K and V above
     }
     mma::copyAsyncCommit();
-    mma::copyAsyncWait<kStages - 1>();
-    __syncthreads();
-    const hip_bfloat16* qTile = qTileOf(stage);
-    const hip_bfloat16* doTile = qTile + queries * ld;
-    const float* lseTile = lseTileOf(stage);
-    const float* dTile = lseTile + queries;
-    if (kw0 >= dims.seq || t0 + queries - 1 < kw0 ||
-        (dims.window > 0 && t0 >= kw0 + 15 + dims.window)) {
-      continue;
+    int stage = 0;
+    for (int t0 = k0; t0 < queryEnd; t0 += queries, stage = (stage + 1) % kStages) {
+      __syncthreads();  // as in the forward kernel
+      if (kStages == 1) {
+        stageQueries(t0, 0);
+      } else if (t0 + queries < queryEnd) {
+        stageQueries(t0 + queries, (stage + 1) % kStages);
+      }
+      mma::copyAsyncCommit();
+      mma::copyAsyncWait<kStages - 1>();
+      __syncthreads();
+      const hip_bfloat16* qTile = qTileOf(stage);
+      const hip_bfloat16* doTile = qTile + queries * ld;
+      const float* lseTile = lseTileOf(stage);
+      const float* dTile = lseTile + queries;
+      if (kw0 >= dims.seq || t0 + queries - 1 < kw0 ||
+          (dims.window > 0 && t0 >= kw0 + 15 + dims.window)) {
+        continue;
+      }
+      const bool masked = t0 < kw0 + 15 || t0 + queries > dims.seq ||
+                          (dims.window > 0 && t0 + queries - 1 >= kw0 + dims.window);
+#pragma unroll
+      for (int qs = 0; qs < queries / 16; ++qs) {
+        const int i0 = t0 + qs * 16;
+        if (i0 + 15 < kw0) {
+          continue;  // these queries precede every key of the wave
+        }
+        mma::FragC s;   // K·Qᵀ: rows are keys, columns queries
+        mma::FragC dp;  // V·dOᵀ
+        mma::zero(s);
+        mma::zero(dp);
+#pragma unroll
+        for (int kk = 0; kk < steps; ++kk) {
+          mma::FragA ka;
+          mma::loadA(ka, kTile + wave * 16 * ld + kk * 16, ld);
+          mma::FragB qb;
+          mma::loadBt(qb, qTile + qs * 16 * ld + kk * 16, ld);
+          mma::mma(s, ka, qb);
+          mma::FragA va;
+          mma::loadA(va, vTile + wave * 16 * ld + kk * 16, ld);
+          mma::FragB db;
+          mma::loadBt(db, doTile + qs * 16 * ld + kk * 16, ld);
+          mma::mma(dp, va, db);
+        }
+        if constexpr (tight) {  // s: capped scores, dp: (V·dOᵀ − D)·slope
+          capScoresWithDp<1>(dims, &s, &dp, scaleLog2,
+                             [&](int, int e) { return dTile[qs * 16 + mma::accCol(e)]; });
+        }
+#pragma unroll
+        for (int e = 0; e < mma::kAccElems; ++e) {
+          const int r = qs * 16 + mma::accCol(e);  // the query's row in the tile
+          if constexpr (tight) {
+            const bool seen = !masked || visible(dims, t0 + r, kw0 + mma::slotRow(mma::accSlot(e)));
+            const float p = exp2f(seen ? s.v[e] - lseTile[r] : -INFINITY);
+            s.v[e] = p;
+            dp.v[e] = p * dp.v[e];
+          } else {
+            float slope;
+            const float x = capScore(dims, s.v[e] * scaleLog2, &slope);
+            const bool seen = !masked || visible(dims, t0 + r, kw0 + mma::slotRow(mma::accSlot(e)));
+            const float p = seen ? exp2f(x - lseTile[r]) : 0.0f;
+            s.v[e] = p;
+            dp.v[e] = p * (dp.v[e] - dTile[r]) * slope;
+          }
+        }
+        mma::FragA high;
+        mma::FragA low;
+        mma::accToASplit(high, low, s, waveScratch);
+#pragma unroll
+        for (int n = 0; n < passSteps; ++n) {
+          mma::FragB dob;
+          mma::loadB(dob, doTile + qs * 16 * ld + (d0 + n) * 16, ld);
+          mma::mma(dvAcc[n], high, dob);
+          mma::mma(dvAcc[n], low, dob);
+        }
+        mma::accToASplit(high, low, dp, waveScratch);
+#pragma unroll
+        for (int n = 0; n < passSteps; ++n) {
+          mma::FragB qb;
+          mma::loadB(qb, qTile + qs * 16 * ld + (d0 + n) * 16, ld);
+          mma::mma(dkAcc[n], high, qb);
+          mma::mma(dkAcc[n], low, qb);
+        }
+      }
     }
-    const bool masked = t0 < kw0 + 15 || t0 + queries > dims.seq ||
-                        (dims.window > 0 && t0 + queries - 1 >= kw0 + dims.window);
 #pragma unroll
-    for (int qs = 0; qs < queries / 16; ++qs) {
-      const int i0 = t0 + qs * 16;
-      if (i0 + 15 < kw0) {
-        continue;  // these queries precede every key of the wave
-      }
-      mma::FragC s;   // K·Qᵀ: rows are keys, columns queries
-      mma::FragC dp;  // V·dOᵀ
-      mma::zero(s);
-      mma::zero(dp);
-#pragma unroll
-      for (int kk = 0; kk < steps; ++kk) {
-        mma::FragA ka;
-        mma::loadA(ka, kTile + wave * 16 * ld + kk * 16, ld);
-        mma::FragB qb;
-        mma::loadBt(qb, qTile + qs * 16 * ld + kk * 16, ld);
-        mma::mma(s, ka, qb);
-        mma::FragA va;
-        mma::loadA(va, vTile + wave * 16 * ld + kk * 16, ld);
-        mma::FragB db;
-        mma::loadBt(db, doTile + qs * 16 * ld + kk * 16, ld);
-        mma::mma(dp, va, db);
-      }
+    for (int n = 0; n < passSteps; ++n) {
 #pragma unroll
       for (int e = 0; e < mma::kAccElems; ++e) {
-        const int r = qs * 16 + mma::accCol(e);  // the query's row in the tile
-        float slope;
-        const float x = capScore(dims, s.v[e] * scaleLog2, &slope);
-        const bool seen = !masked || visible(dims, t0 + r, kw0 + mma::slotRow(mma::accSlot(e)));
-        const float p = seen ? exp2f(x - lseTile[r]) : 0.0f;
-        s.v[e] = p;
-        dp.v[e] = p * (dp.v[e] - dTile[r]) * slope;
-      }
-      mma::FragA high;
-      mma::FragA low;
-      mma::accToASplit(high, low, s, waveScratch);
-#pragma unroll
-      for (int n = 0; n < steps; ++n) {
-        mma::FragB dob;
-        mma::loadB(dob, doTile + qs * 16 * ld + n * 16, ld);
-        mma::mma(dvAcc[n], high, dob);
-        mma::mma(dvAcc[n], low, dob);
-      }
-      mma::accToASplit(high, low, dp, waveScratch);
-#pragma unroll
-      for (int n = 0; n < steps; ++n) {
-        mma::FragB qb;
-        mma::loadB(qb, qTile + qs * 16 * ld + n * 16, ld);
-        mma::mma(dkAcc[n], high, qb);
-        mma::mma(dkAcc[n], low, qb);
-      }
-    }
-  }
-#pragma unroll
-  for (int n = 0; n < steps; ++n) {
-#pragma unroll
-    for (int e = 0; e < mma::kAccElems; ++e) {
-      const int j = kw0 + mma::slotRow(mma::accSlot(e));
-      const int c = n * 16 + mma::accCol(e);
-      if (j < dims.seq && c < dims.headDim) {
-        const long long at = rowOffset(dims, dims.heads, b, j, h) + c;
-        dkPartial[at] = dkAcc[n].v[e] * scale;
-        dvPartial[at] = dvAcc[n].v[e];
+        const int j = kw0 + mma::slotRow(mma::accSlot(e));
+        const int c = (d0 + n) * 16 + mma::accCol(e);
+        if (j < dims.seq && c < dims.headDim) {
+          const long long at = rowOffset(dims, dims.heads, b, j, h) + c;
+          dkPartial[at] = dkAcc[n].v[e] * scale;
+          dvPartial[at] = dvAcc[n].v[e];
+        }
       }
     }
   }
