@@ -103,6 +103,10 @@ if [[ -n "$dropped" ]]; then
 fi
 if [[ -z "$readelf" ]]; then
   echo "register spills: not read (no llvm-readelf next to $compiler or on PATH)"
+  if [[ -n "$no_spill" ]]; then
+    echo "check-amd-code-objects: --no-spill needs llvm-readelf to read the spills" >&2
+    exit 1
+  fi
 elif [[ ! -s "$scratch/spills" ]]; then
   echo "register spills: none, in any kernel for any target"
 else

@@ -63,7 +63,7 @@ constexpr int kDkDvQueries = HDP >= 128 ? 32 : 64;
 
 constexpr int kStages = gpu::kAsyncCopyStages;  // buffers per streamed tile
 // Register-tight targets (Note [registers on RDNA]): keys per streamed tile and softmax pass.
-constexpr int kTightKeys = 32;
+[[maybe_unused]] constexpr int kTightKeys = 32;
 
 // Dynamic shared memory of the matrix-core kernels, in bytes (NVIDIA lets them past 48 KiB on
 // request; AMD's single-buffered layout stays within its 64 KiB).
