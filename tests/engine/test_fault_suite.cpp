@@ -32,8 +32,8 @@
 #include <random>
 #include <thread>
 
+#include "CpuOnlyProfile.h"
 #include "engine/SupervisorHost.h"
-#include "profiles/Builtins.h"
 
 using namespace lorascope::engine;
 
@@ -102,14 +102,6 @@ std::string faultPlan(std::mt19937& rng) {
     }
   }
   return plan;
-}
-
-const lorascope::profiles::Profile& cpuOnlyProfile() {
-  for (const auto& profile : lorascope::profiles::builtinProfiles()) {
-    if (profile.name == "CPU only")
-      return profile;
-  }
-  return lorascope::profiles::defaultProfile();
 }
 
 double median(std::vector<qint64> values) {
@@ -193,7 +185,7 @@ void TestFaultSuite::run(const QString& out, SupervisorPolicy policy, std::mt199
   // function returns; between the two no event loop runs.
   QObject scope;
   std::function<void(const TimedEvent&)> onEvent;
-  SupervisorHost supervisor(LORASCOPE_TRAIN, cpuOnlyProfile(), policy,
+  SupervisorHost supervisor(LORASCOPE_TRAIN, lstest::cpuOnlyProfile(), policy,
                             HostListener{[&](const TimedEvent& timed) {
                                            // From the supervisor's thread to this one, as the GUI's
                                            // adapter does.

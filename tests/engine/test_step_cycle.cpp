@@ -17,8 +17,8 @@
 #include <mutex>
 #include <numeric>
 
+#include "CpuOnlyProfile.h"
 #include "engine/SupervisorHost.h"
-#include "profiles/Builtins.h"
 
 using namespace lorascope::engine;
 
@@ -26,14 +26,6 @@ namespace {
 
 constexpr int kSteps = 120;  // a window long enough that a late line at its ends counts little
 constexpr int kWarmup = 5;   // steps left out: the first ones touch everything for the first time
-
-const lorascope::profiles::Profile& cpuOnlyProfile() {
-  for (const auto& profile : lorascope::profiles::builtinProfiles()) {
-    if (profile.name == "CPU only")
-      return profile;
-  }
-  return lorascope::profiles::defaultProfile();
-}
 
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -64,7 +56,7 @@ class TestStepCycle : public QObject {
     const QString out = scratch_.filePath("run");
     {
       SupervisorHost supervisor(
-          LORASCOPE_TRAIN, cpuOnlyProfile(), SupervisorPolicy{},
+          LORASCOPE_TRAIN, lstest::cpuOnlyProfile(), SupervisorPolicy{},
           HostListener{[&](const TimedEvent& timed) {
                          const Clock::time_point now = Clock::now();
                          const std::lock_guard lock(mutex);
