@@ -2,11 +2,20 @@
 #include "widgets/DisplayText.h"
 
 #include <QCoreApplication>
+#include <utility>
 
 #include "common/Format.h"
 #include "settings/Registry.h"  // defines: registry (the toggles' names)
 
 namespace lorascope::widgets {
+namespace {
+
+// Text of the widgets' own, in the user's language where a translation exists.
+QString translated(const char* text) {
+  return QCoreApplication::translate("lorascope::widgets", text);
+}
+
+}  // namespace
 
 QString formatBytes(std::uint64_t bytes) {
   return QString::fromStdString(common::formatBytes(bytes));
@@ -31,7 +40,7 @@ QString formatTimeMs(std::int64_t timeMs) {
 }
 
 QString notAvailable() {
-  return QCoreApplication::translate("lorascope::widgets", "n/a");
+  return translated("n/a");
 }
 
 QString toggleName(engine::Toggle toggle) {
@@ -43,26 +52,25 @@ QString toggleName(engine::Toggle toggle) {
 
 QString toggleValueText(const nlohmann::json& value) {
   if (value.is_boolean()) {
-    return value.get<bool>() ? QCoreApplication::translate("lorascope::widgets", "on")
-                             : QCoreApplication::translate("lorascope::widgets", "off");
+    return value.get<bool>() ? translated("on") : translated("off");
   }
   return QString::fromStdString(value.is_string() ? value.get<std::string>() : value.dump());
 }
 
 QString rungText(const std::string& rung) {
-  const auto tr = [](const char* text) {
-    return QCoreApplication::translate("lorascope::widgets", text);
+  static constexpr std::pair<const char*, const char*> kWords[] = {
+      {"vendor_blas", QT_TRANSLATE_NOOP("lorascope::widgets", "the profile's own settings")},
+      {"builtin_gemm", QT_TRANSLATE_NOOP("lorascope::widgets",
+                                         "LoRAscope's built-in GEMM instead of the vendor BLAS")},
+      {"serialize",
+       QT_TRANSLATE_NOOP("lorascope::widgets", "serialized kernels and blocking launches")},
+      {"smaller_micro_batch", QT_TRANSLATE_NOOP("lorascope::widgets", "a smaller micro-batch")},
+      {"cpu", QT_TRANSLATE_NOOP("lorascope::widgets", "the CPU instead of the GPU")},
   };
-  if (rung == "vendor_blas")
-    return tr("the profile's own settings");
-  if (rung == "builtin_gemm")
-    return tr("LoRAscope's built-in GEMM instead of the vendor BLAS");
-  if (rung == "serialize")
-    return tr("serialized kernels and blocking launches");
-  if (rung == "smaller_micro_batch")
-    return tr("a smaller micro-batch");
-  if (rung == "cpu")
-    return tr("the CPU instead of the GPU");
+  for (const auto& [id, words] : kWords) {
+    if (rung == id)
+      return translated(words);
+  }
   return QString::fromStdString(rung);
 }
 
