@@ -29,6 +29,7 @@
 #include <QTimer>
 #include <QTreeWidget>
 
+#include "AppTestHome.h"
 #include "engine/InProcessHost.h"
 #include "engine/IsolatedHost.h"
 #include "engine/SupervisorHost.h"
@@ -77,7 +78,8 @@ class TestAppEndToEnd : public QObject {
   Q_OBJECT
 
  private:
-  QTemporaryDir home_;
+  // The demo model and dataset are written here too, not into the user's cache.
+  lstest::AppTestHome home_{QStringLiteral("test_app_e2e")};
 
   // Drives the window from the setup page to a stopped run with a checkpoint in the run folder.
   void trainAndStop(app::MainWindow& window, widgets::EngineClient& host) {
@@ -144,15 +146,6 @@ class TestAppEndToEnd : public QObject {
   }
 
  private slots:
-  void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
-    // The demo model and dataset are written here, not into the user's cache.
-    qputenv("LORASCOPE_CACHE_DIR", home_.filePath(QStringLiteral("cache")).toUtf8());
-    QCoreApplication::setOrganizationName(QStringLiteral("LoRAscopeTest"));
-    QCoreApplication::setApplicationName(QStringLiteral("test_app_e2e"));
-  }
-
   void init() { QSettings().clear(); }  // each test is a first start
 
   void inProcessHostTrainsTheDemo() {

@@ -22,6 +22,7 @@
 #include <QToolButton>
 
 #include "../widgets/RecordedStream.h"
+#include "AppTestHome.h"
 #include "compute/BuildInfo.h"
 #include "gui/GpuCheckDialog.h"
 #include "gui/MainWindow.h"
@@ -42,18 +43,9 @@ class TestAppShell : public QObject {
   Q_OBJECT
 
  private:
-  QTemporaryDir config_;
+  lstest::AppTestHome home_{QStringLiteral("test_app_shell")};
 
  private slots:
-  void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);             // QSettings go to a test location
-    qputenv("XDG_CONFIG_HOME", config_.path().toUtf8());  // user profiles too
-    qputenv("LORASCOPE_CACHE_DIR", config_.filePath("cache").toUtf8());  // the demo model
-    QCoreApplication::setOrganizationName(QStringLiteral("LoRAscopeTest"));
-    QCoreApplication::setApplicationName(QStringLiteral("test_app_shell"));
-    QSettings().clear();
-  }
-
   void aboutFactsComeFromTheBuild() {
     const widgets::AboutFacts facts = app::collectAboutFacts();
     QCOMPARE(facts.version, QString::fromStdString(compute::buildInfo().version));
@@ -179,7 +171,7 @@ class TestAppShell : public QObject {
     testing::RecordingEngineClient engine;
     window.setEngine(&engine);
     engine.setConnected(true);
-    const QString runFolder = config_.filePath("runs/r1");
+    const QString runFolder = home_.filePath(QStringLiteral("runs/r1"));
     window.setRunConfig({{"demo", true}, {"out", runFolder.toStdString()}});
     window.startAction()->trigger();
     QCOMPARE(window.runFolder(), runFolder);

@@ -28,6 +28,7 @@
 #include <QValueAxis>
 
 #include "../widgets/RecordedStream.h"
+#include "AppTestHome.h"
 #include "gui/GpuCheckDialog.h"
 #include "gui/MainWindow.h"
 #include "gui/TryItPage.h"
@@ -60,18 +61,9 @@ class TestWindowIncidents : public QObject {
   Q_OBJECT
 
  private:
-  QTemporaryDir config_;
+  lstest::AppTestHome home_{QStringLiteral("test_window_incidents")};
 
  private slots:
-  void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);  // QSettings go to a test location
-    qputenv("XDG_CONFIG_HOME", config_.path().toUtf8());
-    qputenv("LORASCOPE_CACHE_DIR", config_.filePath("cache").toUtf8());
-    QCoreApplication::setOrganizationName(QStringLiteral("LoRAscopeTest"));
-    QCoreApplication::setApplicationName(QStringLiteral("test_window_incidents"));
-    QSettings().clear();
-  }
-
   // The recording with the injected hang (hang@adamw#5): the engine reported it 10.5 s after
   // step 4, while step 5 ran.
   void aRecordedHangIsARowABannerAndABand() {

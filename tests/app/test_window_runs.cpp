@@ -29,6 +29,7 @@
 #include <QValueAxis>
 
 #include "../widgets/RecordedStream.h"
+#include "AppTestHome.h"
 #include "gui/MainWindow.h"
 #include "gui/RunSetupPage.h"
 #include "gui/RunsPage.h"
@@ -112,7 +113,7 @@ class TestWindowRuns : public QObject {
   Q_OBJECT
 
  private:
-  QTemporaryDir home_;
+  lstest::AppTestHome home_{QStringLiteral("test_window_runs")};
 
   // The window on the demo with `engine` connected, Start enabled.
   void prepare(app::MainWindow& window, testing::RecordingEngineClient& engine) {
@@ -134,15 +135,6 @@ class TestWindowRuns : public QObject {
   }
 
  private slots:
-  void initTestCase() {
-    QStandardPaths::setTestModeEnabled(true);
-    qputenv("XDG_CONFIG_HOME", home_.filePath(QStringLiteral("config")).toUtf8());
-    qputenv("XDG_DATA_HOME", home_.filePath(QStringLiteral("data")).toUtf8());
-    qputenv("LORASCOPE_CACHE_DIR", home_.filePath(QStringLiteral("cache")).toUtf8());
-    QCoreApplication::setOrganizationName(QStringLiteral("LoRAscopeTest"));
-    QCoreApplication::setApplicationName(QStringLiteral("test_window_runs"));
-  }
-
   void init() { QSettings().clear(); }
 
   // Item 1. The profile chosen on the bar during a run becomes Setup's and the next run's (its
