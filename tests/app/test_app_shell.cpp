@@ -42,9 +42,6 @@ using namespace lorascope::engine;
 class TestAppShell : public QObject {
   Q_OBJECT
 
- private:
-  lstest::AppTestHome home_{QStringLiteral("test_app_shell")};
-
  private slots:
   void aboutFactsComeFromTheBuild() {
     const widgets::AboutFacts facts = app::collectAboutFacts();
@@ -283,6 +280,9 @@ class TestAppShell : public QObject {
                qPrintable(QStringLiteral("legend cut: ") + legend));
     }
   }
+
+ private:
+  lstest::AppTestHome home_{QStringLiteral("test_app_shell")};  // made before any test runs
 };
 
 QTEST_MAIN(TestAppShell)

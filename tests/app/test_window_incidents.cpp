@@ -60,9 +60,6 @@ QStringList logRows(const widgets::EventLogModel& log, const QString& text) {
 class TestWindowIncidents : public QObject {
   Q_OBJECT
 
- private:
-  lstest::AppTestHome home_{QStringLiteral("test_window_incidents")};
-
  private slots:
   // The recording with the injected hang (hang@adamw#5): the engine reported it 10.5 s after
   // step 4, while step 5 ran.
@@ -295,6 +292,9 @@ class TestWindowIncidents : public QObject {
       }
     }
   }
+
+ private:
+  lstest::AppTestHome home_{QStringLiteral("test_window_incidents")};  // made before any test runs
 };
 
 QTEST_MAIN(TestWindowIncidents)
