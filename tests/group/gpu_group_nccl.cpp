@@ -1,0 +1,229 @@
+// gpu_group_nccl.cpp — the group through the real NCCL (RCCL) path on the GPU machine (label gpu).
+//
+//   gpu_group_nccl collectives [--model DIR]
+//       one rank: the library loads, the group forms through its rendezvous file, a bucketed sum
+//       over device memory, a broadcast and a barrier leave the values as they must, and the
+//       calls of a 35 MB sum are timed (one rank moves no data);
+//   gpu_group_nccl train [--model DIR]
+//       one rank: the GPU trainer joined to a NCCL group of 1 follows the trainer alone;
+//   gpu_group_nccl rank R SIZE DEVICE RENDEZVOUS [--model DIR]
+//       rank R of SIZE processes, one per GPU (scripts/gpu-check.sh group starts them, with
+//       NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 for the socket transport): each runs the trainer
+//       alone on its GPU, then as its rank, and checks that the group's curve is the one-GPU curve
+//       (1e-5 relative) and that every rank ends with the adapter rank 0 broadcasts.
+// Without a GPU (cpu flavour, no device, no library) it prints SKIP and exits 77.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "GpuOrSkip.h"
+#include "TrainExamples.h"
+#include "group/NcclCollective.h"
+#include "model/DeviceWeights.h"  // defines: placeWeights
+#include "model/ModelFolder.h"
+#include "train/TrainLoop.h"
+
+using namespace lorascope;
+
+namespace {
+
+std::string modelDir = std::string(LORASCOPE_MODEL_DATA_DIR) + "/llama_f32_legacy_rope";
+
+struct Failed {
+  std::string what;
+};
+void check(bool ok, const std::string& what) {
+  if (!ok) {
+    throw Failed{what};
+  }
+}
+
+std::filesystem::path freshRendezvous(const std::string& name) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("lorascope-" + name + "-" +
+                     std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::filesystem::remove(path);
+  return path;
+}
+
+int collectives() {
+  auto backend = test::requireGpu();
+  const group::CollectiveLibrary library = group::probeCollectiveLibrary();
+  if (!library.available) {
+    throw test::NoGpu{library.name + " cannot be loaded: " + library.reason};
+  }
+  std::printf("%s %s loaded\n", library.name.c_str(), library.version.c_str());
+  const auto rendezvous = freshRendezvous("nccl-1");
+  auto group = group::openNcclGroup({0, 1, 0, rendezvous, 60'000});
+  check(std::filesystem::file_size(rendezvous) == 128, "the unique id is 128 bytes on the disk");
+  std::filesystem::remove(rendezvous);
+
+  std::vector<float> values(1000);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    values[i] = 0.25f * static_cast<float>(i) - 7.0f;
+  }
+  compute::Tensor t = backend->upload(values, compute::DType::F32, {1000});
+  backend->synchronize();
+  group::allReduceBucketed(*group, t.as<float>(), 1000, 256 * sizeof(float));  // 4 buckets
+  check(backend->download(t) == values, "a sum over one rank leaves the values");
+  group->broadcast(t.as<float>(), 1000, 0);
+  group->barrier();
+  check(backend->download(t) == values, "a broadcast from the only rank leaves them");
+
+  const std::int64_t big = 35 << 20 >> 2;  // 35 MB of f32 gradients
+  compute::Tensor g = backend->empty(compute::DType::F32, {big});
+  backend->fillZero(std::vector<compute::Tensor*>{&g});
+  backend->synchronize();
+  group::allReduceBucketed(*group, g.as<float>(), static_cast<std::size_t>(big));  // warm-up
+  const auto start = std::chrono::steady_clock::now();
+  constexpr int kRounds = 20;
+  for (int i = 0; i < kRounds; ++i) {
+    group::allReduceBucketed(*group, g.as<float>(), static_cast<std::size_t>(big));
+  }
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+      kRounds;
+  // One rank moves no data: this is the cost of the calls and the waits, which every step of a
+  // group pays on top of the transfer.
+  std::printf("bucketed sum of 35 MB (2 buckets of 25 MiB) over 1 rank, no transfer: %.3f ms\n",
+              ms);
+  std::printf("PASS: collectives over %s, 1 rank\n", group->name().c_str());
+  return 0;
+}
+
+train::TrainConfig config() {
+  train::TrainConfig c;
+  c.lora.rank = 8;
+  c.lora.alpha = 16;
+  c.lora.dropout = 0.1;
+  c.adamw.learningRate = 5e-3;
+  c.microBatchSize = 2;
+  c.gradAccumulation = 4;
+  c.maxSteps = 50;
+  c.maxSeqLen = 16;
+  c.seed = 31;
+  return c;
+}
+
+struct Curve {
+  std::vector<double> losses;
+  train::LoraAdapter adapter;
+};
+
+Curve train(compute::Backend& backend, const model::ModelFolder& folder,
+            group::Collective* collective) {
+  const model::ModelWeights placed = model::placeWeights(backend, folder.weights());
+  train::TrainLoop loop(backend, folder.config(), placed, test::syntheticExamples(64, 9), config());
+  if (collective != nullptr) {
+    loop.joinGroup(*collective);
+  }
+  Curve curve;
+  while (!loop.finished()) {
+    curve.losses.push_back(loop.step().loss);
+  }
+  curve.adapter = loop.state().adapter;
+  return curve;
+}
+
+void compareCurves(const Curve& got, const Curve& want, double tolerance) {
+  check(got.losses.size() == want.losses.size(), "the same number of steps");
+  double worst = 0.0;
+  for (std::size_t i = 0; i < want.losses.size(); ++i) {
+    worst = std::max(worst, std::fabs(got.losses[i] - want.losses[i]) / std::fabs(want.losses[i]));
+  }
+  std::printf(
+      "%zu steps: largest relative loss difference %.3g (tolerance %.0e); loss %.6f -> "
+      "%.6f\n",
+      want.losses.size(), worst, tolerance, want.losses.front(), want.losses.back());
+  check(worst <= tolerance, "the group's curve is the one-GPU curve");
+}
+
+int trainOneRank() {
+  auto backend = test::requireGpu();
+  const model::ModelFolder folder = model::ModelFolder::open(modelDir);
+  const Curve alone = train(*backend, folder, nullptr);
+  const auto rendezvous = freshRendezvous("nccl-train");
+  auto group = group::openNcclGroup({0, 1, 0, rendezvous, 60'000});
+  std::filesystem::remove(rendezvous);
+  const Curve grouped = train(*backend, folder, group.get());
+  compareCurves(grouped, alone, 1e-6);
+  std::printf("PASS: the GPU trainer in a %s group of 1 follows the trainer alone\n",
+              group->name().c_str());
+  return 0;
+}
+
+int rank(int r, int size, int device, const std::filesystem::path& rendezvous) {
+  std::unique_ptr<compute::Backend> backend;
+  try {
+    backend = compute::createGpuBackend(device);
+  } catch (const compute::NoGpuError& e) {
+    throw test::NoGpu{e.what()};
+  }
+  const model::ModelFolder folder = model::ModelFolder::open(modelDir);
+  const Curve alone = train(*backend, folder, nullptr);
+  auto group = group::openNcclGroup({r, size, device, rendezvous, 120'000});
+  const auto start = std::chrono::steady_clock::now();
+  const Curve grouped = train(*backend, folder, group.get());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("rank %d of %d (GPU %d), %s: %zu steps in %.2f s\n", r, size, device,
+              group->name().c_str(), grouped.losses.size(), seconds);
+  compareCurves(grouped, alone, 1e-5);
+  // Every rank holds rank 0's adapter: rank 0 broadcasts its B of the first site, the others
+  // compare.
+  const std::vector<float>& b = grouped.adapter.weights.front().b;
+  compute::Tensor t =
+      backend->upload(b, compute::DType::F32, {static_cast<std::int64_t>(b.size())});
+  backend->synchronize();
+  group->broadcast(t.as<float>(), b.size(), 0);
+  check(backend->download(t) == b, "rank " + std::to_string(r) + " holds rank 0's adapter");
+  group->barrier();
+  std::printf("PASS: rank %d of %d\n", r, size);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--model") {
+      modelDir = args[i + 1];
+      args.erase(args.begin() + static_cast<std::ptrdiff_t>(i),
+                 args.begin() + static_cast<std::ptrdiff_t>(i) + 2);
+      break;
+    }
+  }
+  const std::string mode = args.empty() ? "collectives" : args[0];
+  try {
+    if (mode == "collectives") {
+      return collectives();
+    }
+    if (mode == "train") {
+      return trainOneRank();
+    }
+    if (mode == "rank" && args.size() == 5) {
+      return rank(std::stoi(args[1]), std::stoi(args[2]), std::stoi(args[3]), args[4]);
+    }
+    std::fprintf(stderr,
+                 "usage: gpu_group_nccl collectives | train | rank R SIZE DEVICE RENDEZVOUS "
+                 "[--model DIR]\n");
+    return 2;
+  } catch (const test::NoGpu& none) {
+    return test::skipWithoutGpu("gpu_group_nccl", none.reason);
+  } catch (const Failed& f) {
+    std::printf("FAIL: %s\n", f.what.c_str());
+    return 1;
+  } catch (const std::exception& e) {
+    const group::CollectiveLibrary library = group::probeCollectiveLibrary();
+    if (!library.available) {
+      return test::skipWithoutGpu("gpu_group_nccl", library.reason);
+    }
+    std::printf("FAIL: %s\n", e.what());
+    return 1;
+  }
+}
