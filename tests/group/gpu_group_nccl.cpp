@@ -22,6 +22,7 @@
 
 #include "GpuOrSkip.h"
 #include "TrainExamples.h"
+#include "group/GroupCheck.h"
 #include "group/NcclCollective.h"
 #include "model/DeviceWeights.h"  // defines: placeWeights
 #include "model/ModelFolder.h"
@@ -52,27 +53,15 @@ std::filesystem::path freshRendezvous(const std::string& name) {
 
 int collectives() {
   auto backend = test::requireGpu();
-  const group::CollectiveLibrary library = group::probeCollectiveLibrary();
-  if (!library.available) {
-    throw test::NoGpu{library.name + " cannot be loaded: " + library.reason};
-  }
-  std::printf("%s %s loaded\n", library.name.c_str(), library.version.c_str());
   const auto rendezvous = freshRendezvous("nccl-1");
-  auto group = group::openNcclGroup({0, 1, 0, rendezvous, 60'000});
-  check(std::filesystem::file_size(rendezvous) == 128, "the unique id is 128 bytes on the disk");
-  std::filesystem::remove(rendezvous);
-
-  std::vector<float> values(1000);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    values[i] = 0.25f * static_cast<float>(i) - 7.0f;
+  group::GroupOfOneCheck one = group::checkGroupOfOne(*backend, 0, rendezvous);
+  if (!one.ran) {
+    throw test::NoGpu{one.detail};
   }
-  compute::Tensor t = backend->upload(values, compute::DType::F32, {1000});
-  backend->synchronize();
-  group::allReduceBucketed(*group, t.as<float>(), 1000, 256 * sizeof(float));  // 4 buckets
-  check(backend->download(t) == values, "a sum over one rank leaves the values");
-  group->broadcast(t.as<float>(), 1000, 0);
-  group->barrier();
-  check(backend->download(t) == values, "a broadcast from the only rank leaves them");
+  std::printf("%s\n", one.detail.c_str());
+  check(one.passed, "the group of one's collectives");
+  check(!std::filesystem::exists(rendezvous), "the rendezvous file is removed once read");
+  group::Collective* group = one.group.get();
 
   const std::int64_t big = 35 << 20 >> 2;  // 35 MB of f32 gradients
   compute::Tensor g = backend->empty(compute::DType::F32, {big});
