@@ -92,9 +92,11 @@
 #                                  2 GPUs or more (nvidia-h200-x2), two processes, one per GPU,
 #                                  first over NCCL's default transports, then over its socket
 #                                  transport alone (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1), each
-#                                  rank's curve against the one-GPU curve. NCCL refuses two ranks
-#                                  on one GPU, so one GPU runs the one-rank checks only and says
-#                                  so. Report in $OUT/group.txt
+#                                  rank's curve against the one-GPU curve, then the trainer's
+#                                  tokens/s alone and as 2 ranks on the Qwen2.5-0.5B and
+#                                  Llama-3.2-1B shapes (micro-batch 8 x 512 per GPU). NCCL refuses
+#                                  two ranks on one GPU, so one GPU runs the one-rank checks only
+#                                  and says so. Report in $OUT/group.txt
 #   scripts/gpu-check.sh torchrun-nccl
 #                                  there (2 GPUs: the nvidia-h200-x2 kind): a 2-process torchrun job
 #                                  of tests/external/scripts/ddp_train.py (DistributedDataParallel,
@@ -496,6 +498,18 @@ run_group() {
       done
       grep -hE "NET/Socket|Using network|via P2P|via SHM" "$out"/rank*-"$transport".txt | sort -u |
         head -6 | tee -a "$report" || true
+    done
+    local shape
+    for shape in qwen2.5-0.5b llama-3.2-1b; do
+      echo "--- scaling, $shape: the trainer's loop alone and as rank 0 and 1 of 2" | tee -a "$report"
+      local rendezvous pids=() r
+      rendezvous=$(mktemp -u)
+      for r in 0 1; do
+        "$program" scale "$shape" "$r" 2 "$r" "$rendezvous" >"$out/scale-$shape-rank$r.txt" 2>&1 &
+        pids+=($!)
+      done
+      for r in 0 1; do wait "${pids[$r]}" || status=1; done
+      grep -hE "tokens/s|FAIL" "$out"/scale-"$shape"-rank*.txt | tee -a "$report"
     done
   fi
   echo "gpu-check: group $( ((status == 0)) && echo passed || echo FAILED)" | tee -a "$report"

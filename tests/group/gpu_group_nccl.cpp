@@ -10,7 +10,13 @@
 //       rank R of SIZE processes, one per GPU (scripts/gpu-check.sh group starts them, with
 //       NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 for the socket transport): each runs the trainer
 //       alone on its GPU, then as its rank, and checks that the group's curve is the one-GPU curve
-//       (1e-5 relative) and that every rank ends with the adapter rank 0 broadcasts.
+//       (1e-5 relative) and that every rank ends with the adapter rank 0 broadcasts;
+//   gpu_group_nccl scale SHAPE R SIZE DEVICE RENDEZVOUS
+//       rank R of SIZE on a random model of SHAPE (qwen2.5-0.5b, llama-3.2-1b; bench's
+//       RandomModel.h), micro-batch 8 × 512 tokens per GPU: the trainer alone (one micro-batch a
+//       step), then the group (one micro-batch per rank a step); tokens/s over the step cycle of
+//       20 timed steps after 3, both printed by rank 0 with their ratio. The trainer's loop
+//       (TrainLoop::step), not the engine's: the product's loop does not run a group yet.
 // Without a GPU (cpu flavour, no device, no library) it prints SKIP and exits 77.
 #include <chrono>
 #include <cmath>
@@ -21,11 +27,13 @@
 #include <vector>
 
 #include "GpuOrSkip.h"
+#include "RandomModel.h"  // defines: randomWeights, randomData
 #include "TrainExamples.h"
 #include "group/GroupCheck.h"
 #include "group/NcclCollective.h"
 #include "model/DeviceWeights.h"  // defines: placeWeights
 #include "model/ModelFolder.h"
+#include "model/ReferenceShapes.h"
 #include "train/TrainLoop.h"
 
 using namespace lorascope;
@@ -175,6 +183,62 @@ int rank(int r, int size, int device, const std::filesystem::path& rendezvous) {
   return 0;
 }
 
+// Real tokens per second over `steps` step cycles after `warmup` steps of `loop`.
+double tokensPerSecond(train::TrainLoop& loop, int warmup, int steps) {
+  for (int i = 0; i < warmup; ++i) {
+    loop.step();
+  }
+  std::int64_t tokens = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps; ++i) {
+    tokens += loop.step().tokens;
+  }
+  return static_cast<double>(tokens) /
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int scale(const std::string& shape, int r, int size, int device,
+          const std::filesystem::path& rendezvous) {
+  const std::optional<model::ModelConfig> modelConfig = model::referenceShape(shape);
+  check(modelConfig.has_value(), "a reference shape: " + shape);
+  std::unique_ptr<compute::Backend> backend;
+  try {
+    backend = compute::createGpuBackend(device);
+  } catch (const compute::NoGpuError& e) {
+    throw test::NoGpu{e.what()};
+  }
+  const model::ModelWeights weights = bench::randomWeights(*backend, *modelConfig);
+  constexpr int kWarmup = 3, kSteps = 20;
+  constexpr std::int64_t kMicro = 8, kSeq = 512;
+  train::TrainConfig c;
+  c.lora.rank = 8;
+  c.lora.alpha = 16;
+  c.adamw.learningRate = 2e-4;
+  c.microBatchSize = kMicro;
+  c.maxSeqLen = kSeq;
+  c.maxSteps = kWarmup + kSteps;
+  const auto data = bench::randomData(*modelConfig, kMicro * size * (kWarmup + kSteps), kSeq);
+  double alone = 0.0;
+  {
+    train::TrainLoop loop(*backend, *modelConfig, weights, data, c);
+    alone = tokensPerSecond(loop, kWarmup, kSteps);
+  }
+  auto group = group::openNcclGroup({r, size, device, rendezvous, 120'000});
+  c.gradAccumulation = size;  // one micro-batch per rank a step
+  train::TrainLoop loop(*backend, *modelConfig, weights, data, c);
+  loop.joinGroup(*group);
+  const double grouped = tokensPerSecond(loop, kWarmup, kSteps);
+  if (r == 0) {
+    std::printf(
+        "%s, micro-batch %lld x %lld per GPU: 1 GPU %.0f tokens/s, %d GPUs (%s) %.0f "
+        "tokens/s, %.2fx\n",
+        shape.c_str(), static_cast<long long>(kMicro), static_cast<long long>(kSeq), alone, size,
+        group->name().c_str(), grouped, grouped / alone);
+  }
+  group->barrier();
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -195,12 +259,15 @@ int main(int argc, char** argv) {
     if (mode == "train") {
       return trainOneRank();
     }
+    if (mode == "scale" && args.size() == 6) {
+      return scale(args[1], std::stoi(args[2]), std::stoi(args[3]), std::stoi(args[4]), args[5]);
+    }
     if (mode == "rank" && args.size() == 5) {
       return rank(std::stoi(args[1]), std::stoi(args[2]), std::stoi(args[3]), args[4]);
     }
     std::fprintf(stderr,
-                 "usage: gpu_group_nccl collectives | train | rank R SIZE DEVICE RENDEZVOUS "
-                 "[--model DIR]\n");
+                 "usage: gpu_group_nccl collectives | train | rank R SIZE DEVICE RENDEZVOUS | "
+                 "scale SHAPE R SIZE DEVICE RENDEZVOUS [--model DIR]\n");
     return 2;
   } catch (const test::NoGpu& none) {
     return test::skipWithoutGpu("gpu_group_nccl", none.reason);
