@@ -1,8 +1,9 @@
 // test_group_training.cpp — the trainer's data parallelism on CPU backends, one thread per rank
 // over the in-process collective: a group of 2 (and 3, where one rank gets no micro-batch of a
 // step) follows one rank's loss curve with dropout on, every rank ends with the same adapter,
-// a group continues a one-rank run's state (and so does a group of another size), and a rank's
-// failure ends its peers' step with an error naming it.
+// a group continues a one-rank run's state (and so does a group of another size), a group
+// resumed on the same size continues bit for bit, and a rank's failure ends its peers' step with
+// an error naming it.
 #include "TestRunner.h"
 
 #include <functional>
@@ -175,6 +176,22 @@ TEST_CASE(aGroupOfAnySizeContinuesTheState) {
   COMPARE(trio[0].error, std::string());
   VERIFY(sameCurve(trio[2].steps, alone.steps, 4));
   VERIFY(closeAdapters(trio[1].state.adapter, alone.state.adapter));
+}
+
+// A group stopped after 3 steps and resumed from its state on the same number of ranks continues
+// bit for bit: the same shares, the same sums in the same order.
+TEST_CASE(resumeOnTheSameGroupSizeIsBitIdentical) {
+  const std::vector<RankRun> uninterrupted = runGroup(2);
+  const std::vector<RankRun> stopped = runGroup(2, 3);
+  COMPARE(stopped[0].state.step, std::int64_t{3});
+  const std::vector<RankRun> resumed = runGroup(2, 0, stopped[0].state);
+  COMPARE(resumed[0].error, std::string());
+  COMPARE(resumed[0].steps.size(), uninterrupted[0].steps.size() - 3);
+  for (std::size_t i = 0; i < resumed[0].steps.size(); ++i) {
+    VERIFY(resumed[0].steps[i].loss == uninterrupted[0].steps[i + 3].loss);
+    VERIFY(resumed[1].steps[i].gradNorm == uninterrupted[1].steps[i + 3].gradNorm);
+  }
+  VERIFY(identicalAdapters(resumed[1].state.adapter, uninterrupted[1].state.adapter));
 }
 
 // Rank 1 fails before its third step: rank 0's third step ends with an error naming it, and
