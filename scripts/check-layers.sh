@@ -16,7 +16,7 @@ cd "$root"
 
 # Bottom to top. backend/<name> folders are named by <name>; top-level folders by their path.
 LAYERS=(common settings gpu memory runtime compute parity model jinja text data profiles telemetry
-        runs engine external train job widgets app/cli app/gui)
+        runs group engine external train job widgets app/cli app/gui)
 # Files of backend/ allowed to include Qt headers: none.
 QT_ALLOWED='^$'
 

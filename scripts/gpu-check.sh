@@ -85,6 +85,18 @@
 #                                  compare_steps.py) into $OUT/supervised; LORASCOPE_TRAIN as for
 #                                  supervise (required: no build there). Tar $OUT: it holds more
 #                                  files than come back one by one.
+#   scripts/gpu-check.sh group [PROGRAM]
+#                                  there: the data-parallel group through the real NCCL path
+#                                  (tests/group/gpu_group_nccl: PROGRAM, a hip-nvidia build carried
+#                                  in, or built there): one rank's collectives and trainer; with
+#                                  2 GPUs or more (nvidia-h200-x2), two processes, one per GPU,
+#                                  first over NCCL's default transports, then over its socket
+#                                  transport alone (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1), each
+#                                  rank's curve against the one-GPU curve, then the trainer's
+#                                  tokens/s alone and as 2 ranks on the Qwen2.5-0.5B and
+#                                  Llama-3.2-1B shapes (micro-batch 8 x 512 per GPU). NCCL refuses
+#                                  two ranks on one GPU, so one GPU runs the one-rank checks only
+#                                  and says so. Report in $OUT/group.txt
 #   scripts/gpu-check.sh torchrun-nccl
 #                                  there (2 GPUs: the nvidia-h200-x2 kind): a 2-process torchrun job
 #                                  of tests/external/scripts/ddp_train.py (DistributedDataParallel,
@@ -439,6 +451,71 @@ run_torchrun_nccl() {
   exit "$status"
 }
 
+run_group() {
+  local out="${OUT:-$repo/gpu-check-results}" program=${1:-} status=0
+  mkdir -p "$out"
+  local report=$out/group.txt
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
+  if [[ -z $program ]]; then
+    cmake --preset hip-nvidia -DLORASCOPE_BUILD_GUI=OFF \
+      -DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include" >"$out/configure.log" 2>&1 ||
+      { tail -40 "$out/configure.log"; exit 1; }
+    cmake --build build/hip-nvidia --target gpu_group_nccl --parallel "$(nproc)" \
+      >"$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+    program=build/hip-nvidia/tests/group/gpu_group_nccl
+  fi
+  # libnccl.so.2 of the CUDA toolkit, where the loader may not look by itself.
+  export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  local model=tests/model/data/llama_f32_legacy_rope
+  for mode in collectives train; do
+    echo "--- 1 rank: gpu_group_nccl $mode" | tee -a "$report"
+    "$program" "$mode" --model "$model" 2>&1 | tee -a "$report" || status=1
+  done
+  local gpus
+  gpus=$(nvidia-smi -L | wc -l)
+  if ((gpus < 2)); then
+    echo "--- 2 ranks: not run: this machine has $gpus GPU, and NCCL refuses two ranks on one" \
+      "GPU; the two-process checks (default and socket transport) need nvidia-h200-x2" |
+      tee -a "$report"
+  else
+    local transport
+    for transport in default socket; do
+      echo "--- 2 ranks, 2 processes, GPUs 0 and 1, transport: $transport" | tee -a "$report"
+      local rendezvous pids=() r
+      rendezvous=$(mktemp -u)
+      for r in 0 1; do
+        if [[ $transport == socket ]]; then
+          NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET \
+            "$program" rank "$r" 2 "$r" "$rendezvous" --model "$model" >"$out/rank$r-$transport.txt" 2>&1 &
+        else
+          "$program" rank "$r" 2 "$r" "$rendezvous" --model "$model" >"$out/rank$r-$transport.txt" 2>&1 &
+        fi
+        pids+=($!)
+      done
+      for r in 0 1; do
+        wait "${pids[$r]}" || status=1
+        grep -E "^(rank|PASS|FAIL|[0-9]+ steps)" "$out/rank$r-$transport.txt" | tee -a "$report"
+      done
+      grep -hE "NET/Socket|Using network|via P2P|via SHM" "$out"/rank*-"$transport".txt | sort -u |
+        head -6 | tee -a "$report" || true
+    done
+    local shape
+    for shape in qwen2.5-0.5b llama-3.2-1b; do
+      echo "--- scaling, $shape: the trainer's loop alone and as rank 0 and 1 of 2" | tee -a "$report"
+      local rendezvous pids=() r
+      rendezvous=$(mktemp -u)
+      for r in 0 1; do
+        "$program" scale "$shape" "$r" 2 "$r" "$rendezvous" >"$out/scale-$shape-rank$r.txt" 2>&1 &
+        pids+=($!)
+      done
+      for r in 0 1; do wait "${pids[$r]}" || status=1; done
+      grep -hE "tokens/s|FAIL" "$out"/scale-"$shape"-rank*.txt | tee -a "$report"
+    done
+  fi
+  echo "gpu-check: group $( ((status == 0)) && echo passed || echo FAILED)" | tee -a "$report"
+  exit "$status"
+}
+
 run_generate() {
   local out="${OUT:-$repo/gpu-check-results}"
   mkdir -p "$out"
@@ -577,6 +654,7 @@ case "${1:-}" in
   supervise) run_supervise ;;
   trainers) run_trainers ;;
   torchrun-nccl) run_torchrun_nccl ;;
+  group) run_group "${2:-}" ;;
   parity)
     shift
     run_parity "$@"

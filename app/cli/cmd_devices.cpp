@@ -1,5 +1,6 @@
 // cli/cmd_devices.cpp — `lorascope-train devices [--json] [--watch] [--count N]
-// [--interval-ms MS]`: build facts, the GPUs the HIP runtime reports, and live readings from the
+// [--interval-ms MS]`: build facts, the GPUs the HIP runtime reports, the collective library of
+// several GPUs (NCCL/RCCL, loaded or why not), and live readings from the
 // telemetry providers (NVML, rocm-smi, amdgpu sysfs, host) with "who holds the VRAM". --watch
 // redraws like a small nvtop until Ctrl-C or for --count samples; with --json it prints one JSON
 // object per sample (JSON lines). No GPU is a normal answer (exit 0).
@@ -14,6 +15,7 @@
 #include "common/Format.h"
 #include "common/Platform.h"
 #include "compute/BuildInfo.h"
+#include "group/NcclCollective.h"  // defines: probeCollectiveLibrary
 #include "job/CliArgs.h"
 #include "telemetry/HeldOutside.h"  // defines: diagnoseHeldOutside
 #include "telemetry/Providers.h"    // defines: openProviders
@@ -197,6 +199,26 @@ std::optional<long> positiveOption(const job::CliArgs& args, const std::string& 
   throw job::UsageError("--" + name + " needs a positive whole number (got '" + *text + "')");
 }
 
+// The collective library of training on several GPUs (--gpus): NCCL or RCCL, loaded at run time.
+json collectiveJson() {
+  const group::CollectiveLibrary library = group::probeCollectiveLibrary();
+  json out = {{"library", library.name}, {"available", library.available}};
+  if (library.available) {
+    out["version"] = library.version;
+  } else {
+    out["reason"] = library.reason;
+  }
+  return out;
+}
+
+std::string collectiveText() {
+  const group::CollectiveLibrary library = group::probeCollectiveLibrary();
+  if (library.available) {
+    return "Several GPUs: " + library.name + " " + library.version + " loaded\n";
+  }
+  return "Several GPUs: " + library.name + " unavailable: " + library.reason + "\n";
+}
+
 json inventoryJson(const compute::GpuInventory& inventory) {
   const compute::BuildInfo& info = compute::buildInfo();
   json out = {{"version", info.version},
@@ -215,6 +237,7 @@ json inventoryJson(const compute::GpuInventory& inventory) {
                               {"compute_units", d.computeUnits},
                               {"wave_size", d.waveSize}});
   }
+  out["collective"] = collectiveJson();
   return out;
 }
 
@@ -304,7 +327,7 @@ int runDevices(const Args& args) {
   const compute::GpuInventory inventory = compute::queryGpuInventory();
   const tel::ProviderSet set = tel::openProviders();
   if (!parsed.has("json")) {
-    std::cout << compute::describeBuildAndDevices(inventory);
+    std::cout << compute::describeBuildAndDevices(inventory) << collectiveText();
   } else if (watching) {
     std::cout << json{{"inventory", inventoryJson(inventory)}}.dump() << std::endl;
   }

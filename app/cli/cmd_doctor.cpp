@@ -10,7 +10,9 @@
 //   7. parity        every op against the CPU on this GPU: the parity suite of backend/parity
 //                    (lorascope_parity) with the tests' tolerances, vendor and built-in GEMM
 //   8. smoke         20 steps of the demo on the GPU and on the CPU; the losses agree within 1%
-// Steps 7–8 are skipped, saying why, where there is no usable GPU (the cpu build, no device).
+//   9. collective    NCCL/RCCL (several GPUs) as a group of one on GPU 0: loads, forms, sums;
+//                    a warning at worst, since one GPU trains without it (group/GroupCheck.h)
+// Steps 7–9 are skipped, saying why, where there is no usable GPU (the cpu build, no device).
 // Exit: 0 when no check failed (warnings and skips included), 1 otherwise.
 #include <algorithm>
 #include <chrono>
@@ -32,6 +34,7 @@
 #include "compute/Backend.h"
 #include "compute/BuildInfo.h"
 #include "compute/Errors.h"
+#include "group/GroupCheck.h"
 #include "job/CliArgs.h"
 #include "job/TrainRunConfig.h"
 #include "model/DeviceWeights.h"
@@ -664,6 +667,41 @@ Check checkSmoke(compute::Backend* gpu, const std::string& noGpuReason) {
   return c;
 }
 
+// --- 9. several GPUs ---------------------------------------------------------------------------
+
+// The collective library data parallelism runs on (NCCL, RCCL), as a group of one on GPU 0. A
+// warning, never a failure: training on one GPU does not use it.
+Check checkCollective(compute::Backend* gpu, const std::string& noGpuReason) {
+  Check c{"collective", "Several GPUs: NCCL/RCCL on this GPU", Verdict::Pass, "", {}, {}, {}};
+  if (gpu == nullptr) {
+    c.verdict = Verdict::Skip;
+    c.summary = "skipped: " + noGpuReason;
+    return c;
+  }
+  const fs::path rendezvous =
+      train::defaultCacheDir() / (".lorascope-doctor-group" + common::tempSuffix());
+  fs::create_directories(rendezvous.parent_path());
+  const group::GroupOfOneCheck one = group::checkGroupOfOne(*gpu, 0, rendezvous);
+  std::error_code ignored;
+  fs::remove(rendezvous, ignored);
+  c.summary = one.detail;
+  c.data = {{"library", one.library.name},
+            {"available", one.library.available},
+            {"version", one.library.version},
+            {"passed", one.passed}};
+  if (!one.passed) {
+    c.verdict = Verdict::Warn;
+    c.fixes.push_back(one.ran ? "attach `lorascope-train doctor --bundle FILE` to a bug report; "
+                                "training on one GPU does not use " +
+                                    one.library.name
+                              : "install " + one.library.name +
+                                    " (NVIDIA: libnccl.so.2 of the CUDA toolkit or the "
+                                    "nvidia-nccl package; AMD: ROCm's RCCL, librccl.so.1) to "
+                                    "train on several GPUs; one GPU trains without it");
+  }
+  return c;
+}
+
 }  // namespace
 
 const job::CommandSpec& doctorCommand() {
@@ -776,6 +814,7 @@ int runDoctor(const Args& args) {
                               "report"},
                              {}});
   }
+  report.checks.push_back(checkCollective(gpu.get(), noGpuReason));
   gpu.reset();
 
   if (json) {

@@ -28,4 +28,14 @@ std::string formatBytes(std::uint64_t bytes) {
   return std::string(text, end) + " " + kUnits[unit];
 }
 
+std::string_view trimBlanks(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
 }  // namespace lorascope::common

@@ -110,6 +110,18 @@ inline cublasStatus_t requireFullPrecisionReduction(cublasHandle_t handle) {
 }  // namespace lorascope::gpu
 #endif
 
+// Collectives: NCCL, whose API RCCL repeats name for name, so the calls need no mapping; only in
+// the translation unit that loads the library at run time (group/NcclCollective.cpp, compiled
+// with LORASCOPE_COLLECTIVES). nccl.h ships with CUDA 13 (and the nvidia-nccl packages).
+#if defined(LORASCOPE_COLLECTIVES)
+#include <nccl.h>
+#define LORASCOPE_HAVE_COLLECTIVES 1
+namespace lorascope::gpu {
+inline constexpr const char* kCollectiveLibraryName = "NCCL";
+inline constexpr const char* kCollectiveLibraryFiles[] = {"libnccl.so.2", "libnccl.so"};
+}  // namespace lorascope::gpu
+#endif
+
 namespace lorascope::gpu {
 
 inline constexpr const char* kPlatformName = "NVIDIA (CUDA via HIP portability header)";
@@ -175,6 +187,28 @@ inline hipblasStatus_t requireFullPrecisionReduction(hipblasHandle_t) {
   return HIPBLAS_STATUS_SUCCESS;
 }
 }  // namespace lorascope::gpu
+#endif
+
+// Collectives: RCCL, NCCL's API (see the NVIDIA branch). Debian packages its header as
+// librccl-dev; a ROCm without it (the CI chroot's pinned ROCm 6.4 packages have none) builds a
+// group that says so instead of loading the library.
+#if defined(LORASCOPE_COLLECTIVES)
+namespace lorascope::gpu {
+inline constexpr const char* kCollectiveLibraryName = "RCCL";
+}  // namespace lorascope::gpu
+#if __has_include(<rccl/rccl.h>)
+#include <rccl/rccl.h>
+#define LORASCOPE_HAVE_COLLECTIVES 1
+namespace lorascope::gpu {
+inline constexpr const char* kCollectiveLibraryFiles[] = {"librccl.so.1", "librccl.so"};
+}  // namespace lorascope::gpu
+#else
+namespace lorascope::gpu {
+inline constexpr const char* kNoCollectivesReason =
+    "this build was compiled without RCCL's header (rccl/rccl.h, Debian's librccl-dev), so it "
+    "cannot form a group; rebuild with ROCm's RCCL installed";
+}  // namespace lorascope::gpu
+#endif
 #endif
 
 namespace lorascope::gpu {

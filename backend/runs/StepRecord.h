@@ -56,7 +56,8 @@ struct StepRecord {
   std::optional<EvalRecord> eval;
   // Where `seconds` went, in milliseconds (LORASCOPE_STEP_TIMING's breakdown; not in the metrics
   // file): building the micro-batches, their forward and backward passes (with the loss read),
-  // clipping (the gradient norm read) and the AdamW update's launch.
+  // clipping (the gradient norm read; in a data-parallel group, the sum over the ranks before it)
+  // and the AdamW update's launch.
   struct Stages {
     double batchesMs = 0.0;
     double passesMs = 0.0;

@@ -8,20 +8,11 @@
 #include <sstream>
 
 #include "common/EnumNames.h"
+#include "common/Format.h"   // defines: trimBlanks
 #include "common/OsError.h"  // defines: pathText
 
 namespace lorascope::runtime {
 namespace {
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
 
 // The spec's spelling of each kind (both directions).
 constexpr common::EnumName<FaultKind> kKindNames[] = {
@@ -101,7 +92,7 @@ FaultConfig parseFaultSpec(std::string_view spec) {
   bool kindsGiven = false;
   while (!spec.empty()) {
     const std::size_t comma = spec.find(',');
-    const std::string_view entry = trim(spec.substr(0, comma));
+    const std::string_view entry = common::trimBlanks(spec.substr(0, comma));
     spec = comma == std::string_view::npos ? std::string_view{} : spec.substr(comma + 1);
     if (entry.empty()) {
       continue;
@@ -125,7 +116,7 @@ FaultConfig parseFaultSpec(std::string_view spec) {
         std::string_view kinds = entry.substr(eq + 1);
         while (!kinds.empty()) {
           const std::size_t bar = kinds.find('|');
-          config.randomKinds.push_back(parseKind(trim(kinds.substr(0, bar)), entry));
+          config.randomKinds.push_back(parseKind(common::trimBlanks(kinds.substr(0, bar)), entry));
           kinds = bar == std::string_view::npos ? std::string_view{} : kinds.substr(bar + 1);
         }
       } else {

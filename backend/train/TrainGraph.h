@@ -129,6 +129,9 @@ class TrainGraph {
   LossSum forwardLoss(const model::ForwardInput& input);
   // The accumulated gradients, one per adapter site in the adapter's order.
   std::vector<LoraGradient> gradients();
+  // Every gradient in one flat f32 buffer (the padding between sites stays zero): what a
+  // data-parallel group sums over its ranks (train/GroupStep.cpp).
+  compute::Tensor& gradientBuffer() { return grads_; }
 
   // Global-norm clipping of the accumulated gradients (train::clipGradNorm's rule, the norm over
   // every A and B gradient in site order); returns the norm before clipping.

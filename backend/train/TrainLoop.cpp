@@ -297,8 +297,10 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
   double lossSum = 0.0;
   std::int64_t tokens = 0;
   std::int64_t positions = 0;
-  std::int64_t micro = 0;
-  for (std::int64_t first = 0; first < taken; first += microBatch_, ++micro) {
+  const std::int64_t microBatches = ceilDiv(taken, microBatch_);
+  const auto [firstMicro, endMicro] = microBatchesOfThisRank(microBatches);
+  for (std::int64_t micro = firstMicro; micro < endMicro; ++micro) {
+    const std::int64_t first = micro * microBatch_;
     const std::int64_t n = std::min(microBatch_, taken - first);
     const auto building = Clock::now();
     const MicroBatch mb =
@@ -314,6 +316,9 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
   }
 
   const auto clipping = Clock::now();
+  if (group_ != nullptr) {
+    reduceOverGroup(lossSum, tokens, positions);  // once per optimizer step, before the update
+  }
   const double gradNorm = graph_->clipGradients(config_.maxGradNorm);
   const auto clipped = Clock::now();
   stages.clipMs = ms(clipping, clipped);
@@ -369,7 +374,7 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
   metrics.stages = stages;
   metrics.predictedTokens = predicted;
   metrics.microBatch = microBatch_;
-  metrics.accumulation = micro;
+  metrics.accumulation = microBatches;
   metrics.device = compute::deviceName(backend_->capabilities().device);
   return metrics;
 }

@@ -28,9 +28,11 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compute/Backend.h"
+#include "group/Collective.h"
 #include "model/DeviceWeights.h"  // defines: WeightQuantization
 #include "model/ModelConfig.h"
 #include "model/ModelFolder.h"  // defines: ModelWeights
@@ -131,6 +133,14 @@ class TrainLoop {
   // Steps until totalSteps() or cancellation; returns false when cancelled.
   bool run(const StepCallback& onStep, const std::atomic<bool>* cancel = nullptr);
 
+  // Data parallelism: from the next step this loop is rank collective.rank() of a group whose
+  // ranks run the same loop (same config, data and state). Each step runs this rank's share of the
+  // step's micro-batches (group/RankPlan.h, Note [micro-batches are the unit of work]) and sums
+  // the gradients and the loss over the group once, before clipping and the update, so every rank
+  // updates the same way (train/GroupStep.cpp). The collective must outlive the loop; its
+  // failures leave the step as cancellation does (the state is the last completed step's).
+  void joinGroup(group::Collective& collective) { group_ = &collective; }
+
   // Takes effect at the next step; accumulation becomes ⌈effective / microBatch⌉.
   void setMicroBatchSize(std::int64_t microBatch, const std::string& reason);
 
@@ -179,6 +189,11 @@ class TrainLoop {
   std::unique_ptr<TrainGraph> graphOn(compute::Backend& backend, const model::ModelWeights& weights,
                                       const GraphOptions& options) const;
   const std::vector<std::int64_t>& orderOf(std::int64_t epoch);
+  // The group's part of a step (train/GroupStep.cpp): this rank's micro-batches of the step's
+  // `microBatches`, and the sum over the ranks of the gradients and of the step's loss sum, real
+  // tokens and positions.
+  std::pair<std::int64_t, std::int64_t> microBatchesOfThisRank(std::int64_t microBatches) const;
+  void reduceOverGroup(double& lossSum, std::int64_t& tokens, std::int64_t& positions);
 
   compute::Backend* backend_;  // where the run computes; moveTo changes it
   const model::ModelConfig& modelConfig_;
@@ -192,7 +207,8 @@ class TrainLoop {
   std::unique_ptr<TrainGraph> graph_;
   std::int64_t orderEpoch_ = -1;
   std::vector<std::int64_t> order_;
-  std::int64_t nonFiniteInARow_ = 0;  // steps whose update was skipped, up to the last one
+  std::int64_t nonFiniteInARow_ = 0;    // steps whose update was skipped, up to the last one
+  group::Collective* group_ = nullptr;  // data parallelism: joinGroup
   // When the last step completed: the start of the next one's cycle (none: restartCycle).
   std::optional<std::chrono::steady_clock::time_point> lastCompleted_;
 };

@@ -1,6 +1,7 @@
 // test_cli_devices.cpp — `lorascope-train devices` end to end: exit 0 and a plain
 // "none" with every provider's reason on a machine without a GPU; --json carries the host's
-// memory and the providers' reasons; --count N --json prints the inventory then N sample lines;
+// memory and the providers' reasons, and the collective library of several GPUs or why there is
+// none; --count N --json prints the inventory then N sample lines;
 // a bad option is a usage error (exit 2) naming it.
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -58,6 +59,22 @@ class TestCliDevices : public QObject {
       const QJsonObject metrics = devices[0].toObject()["metrics"].toObject();
       QVERIFY(metrics.contains("vram_used_bytes"));
     }
+  }
+
+  // The collective library of several GPUs: loaded with its version, or the reason it is not
+  // (the cpu flavour says a group needs a hip build).
+  void collectiveLibraryIsNamed() {
+    const Result r = runDevices({"--json"});
+    QCOMPARE(r.exitCode, 0);
+    const QJsonObject collective = QJsonDocument::fromJson(r.out)["collective"].toObject();
+    QVERIFY(!collective["library"].toString().isEmpty());
+    if (collective["available"].toBool()) {
+      QVERIFY(!collective["version"].toString().isEmpty());
+    } else {
+      QVERIFY(!collective["reason"].toString().isEmpty());
+    }
+    const Result text = runDevices({});
+    QVERIFY(text.out.contains("Several GPUs: "));
   }
 
   void withoutAGpuSaysNoneAndExitsZero() {

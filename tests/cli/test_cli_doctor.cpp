@@ -1,5 +1,6 @@
 // test_cli_doctor.cpp — `lorascope-train doctor` as a user runs it (a child process):
-//   - on this build without a GPU the GPU steps (parity, smoke test) are skipped and say why,
+//   - on this build without a GPU the GPU steps (parity, smoke test, the collective library) are
+//     skipped and say why,
 //     the report leads with "no GPU found: this is what runs on the CPU", and the verdict is a
 //     pass on the CPU only with exit 0;
 //   - the support bundle (--bundle) opens with tar(1) and holds the files it promises, and none
@@ -57,7 +58,7 @@ class TestCliDoctor : public QObject {
                          QProcessEnvironment::systemEnvironment());
     const QJsonObject report = QJsonDocument::fromJson(r.out).object();
     QVERIFY2(!report.isEmpty(), r.out.constData());
-    QCOMPARE(report.value(QStringLiteral("checks")).toArray().size(), 8);
+    QCOMPARE(report.value(QStringLiteral("checks")).toArray().size(), 9);
     if (checkById(report, QStringLiteral("build"))
             .value(QStringLiteral("data"))
             .toObject()
@@ -65,7 +66,8 @@ class TestCliDoctor : public QObject {
             .toString() != QStringLiteral("cpu")) {
       QSKIP("a GPU build: whether its steps run depends on the machine");
     }
-    for (const QString& id : {QStringLiteral("parity"), QStringLiteral("smoke")}) {
+    for (const QString& id :
+         {QStringLiteral("parity"), QStringLiteral("smoke"), QStringLiteral("collective")}) {
       const QJsonObject c = checkById(report, id);
       QCOMPARE(c.value(QStringLiteral("verdict")).toString(), QStringLiteral("skip"));
       QVERIFY2(c.value(QStringLiteral("summary"))
@@ -91,7 +93,7 @@ class TestCliDoctor : public QObject {
     QVERIFY2(text.startsWith(QStringLiteral("no GPU found: this is what runs on the CPU (the cpu "
                                             "build has no GPU code)\nLoRAscope doctor: ")),
              qPrintable(text));
-    QVERIFY2(text.contains(QStringLiteral("\nverdict: PASS on the CPU only (no GPU was checked) (8 "
+    QVERIFY2(text.contains(QStringLiteral("\nverdict: PASS on the CPU only (no GPU was checked) (9 "
                                           "checks: 0 failed,")),
              qPrintable(text));
     QCOMPARE(r.exitCode, 0);

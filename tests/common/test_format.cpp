@@ -1,7 +1,7 @@
 // test_format.cpp — common::formatBytes, the one byte formatter of messages, reports and widgets:
 // plain bytes below 1 KiB, two decimals in binary units above, and a value that would read
 // 1024.00 moved up a unit. (Locale independence comes from std::to_chars, which the standard
-// defines without a locale.)
+// defines without a locale.) Also trimBlanks, the trimming of a typed list's entries.
 #include "TestRunner.h"
 
 #include <cstdint>
@@ -47,4 +47,12 @@ TEST_CASE(aValueReading1024MovesUpAUnit) {
 
 TEST_CASE(largestCountsStayInPiB) {
   COMPARE(formatBytes(UINT64_MAX), std::string("16384.00 PiB"));
+}
+
+// A list entry a user typed loses its blanks at both ends, nothing inside it.
+TEST_CASE(trimBlanksKeepsTheInside) {
+  using lorascope::common::trimBlanks;
+  COMPARE(std::string(trimBlanks(" \t0, 1 \t")), std::string("0, 1"));
+  COMPARE(std::string(trimBlanks("oom@step#3")), std::string("oom@step#3"));
+  COMPARE(std::string(trimBlanks(" \t ")), std::string());
 }
