@@ -1,8 +1,10 @@
 # MingwToolchain.cmake — cross-compiling for 64-bit Windows with Debian's mingw-w64 (the posix
 # thread model: std::thread and std::mutex over winpthreads), for the mingw preset.
 #
-# Libraries are looked up only in the mingw-w64 sysroot and in LORASCOPE_MINGW_DEPS (OpenBLAS,
-# PCRE2, utf8proc, nlohmann_json as built by scripts/mingw-deps.sh; default build/mingw-deps).
+# Libraries are looked up only in the mingw-w64 sysroot, in LORASCOPE_MINGW_DEPS (OpenBLAS,
+# PCRE2, utf8proc, nlohmann_json as built by scripts/mingw-deps.sh; default build/mingw-deps) and
+# in LORASCOPE_MINGW_QT (Qt 6 for mingw as built by scripts/mingw-qt.sh; default build/mingw-qt),
+# whose moc, rcc and uic are the host's (QT_HOST_PATH, default /usr: Debian's qt6-base-dev-tools).
 # Programs link libgcc, libstdc++ and winpthread statically, so a .exe runs under Wine or on
 # Windows with no DLL beside it. CTest runs the test programs through wine64.
 set(CMAKE_SYSTEM_NAME Windows)
@@ -18,10 +20,19 @@ if(NOT LORASCOPE_MINGW_DEPS)
 endif()
 set(LORASCOPE_MINGW_DEPS "${LORASCOPE_MINGW_DEPS}" CACHE PATH
     "Prefix of the mingw builds of OpenBLAS, PCRE2, utf8proc, nlohmann_json (scripts/mingw-deps.sh)")
-# try_compile projects see the same prefix.
-list(APPEND CMAKE_TRY_COMPILE_PLATFORM_VARIABLES LORASCOPE_MINGW_DEPS)
+if(NOT LORASCOPE_MINGW_QT)
+  get_filename_component(LORASCOPE_MINGW_QT "${CMAKE_CURRENT_LIST_DIR}/../build/mingw-qt" ABSOLUTE)
+endif()
+set(LORASCOPE_MINGW_QT "${LORASCOPE_MINGW_QT}" CACHE PATH
+    "Prefix of Qt 6 built for mingw (scripts/mingw-qt.sh)")
+if(NOT QT_HOST_PATH)
+  set(QT_HOST_PATH /usr CACHE PATH "The host's Qt, whose moc, rcc and uic build for Windows")
+endif()
+# try_compile projects see the same prefixes.
+list(APPEND CMAKE_TRY_COMPILE_PLATFORM_VARIABLES LORASCOPE_MINGW_DEPS LORASCOPE_MINGW_QT
+     QT_HOST_PATH)
 
-set(CMAKE_FIND_ROOT_PATH /usr/${_mingw} ${LORASCOPE_MINGW_DEPS})
+set(CMAKE_FIND_ROOT_PATH /usr/${_mingw} ${LORASCOPE_MINGW_DEPS} ${LORASCOPE_MINGW_QT})
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE ONLY)

@@ -5,13 +5,15 @@
 #         when present and are not dependencies. scripts/check-deb.sh builds it from a cpu build,
 #         installs it into a clean Debian 12 chroot, runs it and removes it.
 #   NSIS  the Windows installer, a 64-bit NSIS 3 installer (makensis runs on Linux too: Debian's
-#         nsis package). From the mingw cross-build (preset mingw, no GUI): lorascope-train.exe,
+#         nsis package). From the mingw cross-build (preset mingw): lorascope-train.exe,
 #         self-contained (libstdc++, winpthread and the mingw libraries linked statically), with
-#         bin/ on PATH on request. scripts/check-windows-installer.sh builds it and installs,
-#         runs and uninstalls it under Wine. From a native build with the GUI (MSVC or MinGW
-#         with Qt 6 and OpenBLAS) also lorascope.exe, Qt's DLLs and plugins (windeployqt, through
-#         Qt's deploy script) and a Start-menu entry: that form is UNTESTED, no Windows machine
-#         has built it yet.
+#         bin/ on PATH on request; with the GUI (Qt from scripts/mingw-qt.sh) also lorascope.exe,
+#         the Qt DLLs and plugins of installers/WindowsQt.cmake, Qt's licence texts and where its
+#         sources come from, and Start-menu entries for the app and for that notice.
+#         scripts/check-windows-installer.sh builds it and installs, runs and uninstalls it under
+#         Wine. From a native build with the GUI (MSVC with Qt 6 and OpenBLAS from vcpkg) Qt's
+#         files come from windeployqt, through Qt's deploy script: that form is UNTESTED, no
+#         Windows machine has built it yet.
 set(CPACK_PACKAGE_NAME lorascope)
 set(CPACK_PACKAGE_VENDOR "The LoRAscope developers")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
@@ -55,7 +57,16 @@ set(CPACK_NSIS_URL_INFO_ABOUT ${LORASCOPE_REPOSITORY_URL})
 set(CPACK_NSIS_HELP_LINK ${LORASCOPE_REPOSITORY_URL})
 set(CPACK_NSIS_MODIFY_PATH ON)  # lorascope-train on PATH
 set(CPACK_NSIS_ENABLE_UNINSTALL_BEFORE_INSTALL ON)
-if(WIN32 AND LORASCOPE_BUILD_GUI)
+if(WIN32 AND LORASCOPE_BUILD_GUI AND MINGW)
+  include(${CMAKE_CURRENT_LIST_DIR}/WindowsQt.cmake)  # Qt's DLLs, plugins and licence, listed
+  set(CPACK_NSIS_MUI_ICON ${PROJECT_BINARY_DIR}/app/lorascope.ico)  # the installer's own icon
+  set(CPACK_NSIS_MUI_UNIICON ${PROJECT_BINARY_DIR}/app/lorascope.ico)
+  # Beside the app's entry, the notice of Qt's licence and sources (the LGPL asks for both).
+  set(CPACK_NSIS_CREATE_ICONS_EXTRA
+      "CreateShortCut '$SMPROGRAMS\\$STARTMENU_FOLDER\\Qt licence and sources.lnk' '$INSTDIR\\share\\doc\\LoRAscope\\qt\\SOURCES.txt'")
+  set(CPACK_NSIS_DELETE_ICONS_EXTRA
+      "Delete '$SMPROGRAMS\\$MUI_TEMP\\Qt licence and sources.lnk'")
+elseif(WIN32 AND LORASCOPE_BUILD_GUI)
   # Qt's DLLs and plugins beside lorascope.exe (Qt 6.4's form of the deploy script API), and the
   # compiler's runtime.
   qt_generate_deploy_app_script(TARGET lorascope FILENAME_VARIABLE _lorascope_deploy_script

@@ -14,7 +14,10 @@
 #                                    Windows cross-build tested under Wine (preset mingw), nsis
 #                                    (makensis, for its installer), and Debian's source index
 #                                    (deb-src), from which scripts/mingw-deps.sh builds its
-#                                    third-party libraries
+#                                    third-party libraries and scripts/mingw-qt.sh Qt; xdotool,
+#                                    x11-apps (xwd) and netpbm, with which
+#                                    scripts/check-windows-gui.sh drives and photographs
+#                                    lorascope.exe under Wine
 #   scripts/install-deps.sh --list   prints the package names (one a line) and exits
 set -euo pipefail
 
@@ -40,7 +43,7 @@ for option in "$@"; do
     --hip) packages+=(debootstrap zstd) ;;
     --sanitize) packages+=(clang-15) ;;
     --windows)
-      packages+=(g++-mingw-w64-x86-64-posix wine64 dpkg-dev nsis)
+      packages+=(g++-mingw-w64-x86-64-posix wine64 dpkg-dev nsis xdotool x11-apps netpbm)
       windows=true
       ;;
     --list) list=true ;;

@@ -94,7 +94,8 @@ RunsMove moveLegacyRuns() {
 }
 
 QString engineProgram() {
-  return QDir(QApplication::applicationDirPath()).filePath(QStringLiteral("lorascope-train"));
+  return QDir(QApplication::applicationDirPath())
+      .filePath(QStringLiteral("lorascope-train" LORASCOPE_EXECUTABLE_SUFFIX));
 }
 
 }  // namespace lorascope::app
