@@ -2,10 +2,11 @@
 # mingw-qt.sh — Qt 6 for the Windows cross-build's GUI (preset mingw): the host's Qt version
 # (6.4.2 on Debian 12) built for x86_64-w64-mingw32 as DLLs, with the host's moc, rcc and uic
 # (QT_HOST_PATH=/usr, Debian's qt6-base-dev-tools):
-#   qtbase   Core, Gui, Widgets, Test; the platform plugins windows, offscreen and minimal; the
-#            windowsvista style. No SQL, network, D-Bus, OpenGL, Vulkan, print support, XML,
-#            concurrent, ICU or zstd; PNG only among the image formats; text through DirectWrite
-#            (no FreeType). Its bundled zlib, libpng, PCRE2, HarfBuzz and double-conversion.
+#   qtbase   Core, Gui, Widgets, Test; the platform plugins windows and minimal (offscreen needs
+#            FreeType on Windows: the tests use windows, on Xvfb); the windowsvista style. No SQL,
+#            network, D-Bus, OpenGL, Vulkan, print support, XML, concurrent, ICU or zstd; PNG only
+#            among the image formats; text through DirectWrite (no FreeType). Its bundled zlib,
+#            libpng, PCRE2, HarfBuzz and double-conversion.
 #   qtcharts line charts and value axes (what widgets/ draws), no OpenGL.
 # Every DLL and plugin links libgcc, libstdc++ and winpthread statically (-static at link time),
 # so the deployed folder needs no compiler runtime. Compiled with -Os (Qt's optimize_size), which
