@@ -187,9 +187,11 @@ qt_cmake() {  # qt_cmake NAME SRC [options...]: configure, build and install int
       { tail -n 60 "$work/$name.configure.log"; fail "configuring $name failed (log above)"; }
     touch "$work/$name.configured"
   fi
+  # A failed build is configured afresh next time (a resumed one may have lost its inputs).
   cmake --build "$work/build-$name" --parallel "$jobs" >"$work/$name.build.log" 2>&1 ||
     { grep -B2 -A20 -m3 'error:' "$work/$name.build.log" || tail -n 60 "$work/$name.build.log"
-      fail "building $name failed (log above)"; }
+      rm -f "$work/$name.configured"
+      fail "building $name failed (log above; the next run configures it afresh)"; }
   cmake --install "$work/build-$name" >"$work/$name.install.log" 2>&1 ||
     { tail -n 40 "$work/$name.install.log"; fail "installing $name failed (log above)"; }
   touch "$work/$name.installed"
