@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <numbers>
 #include <sstream>
 #include <string>
 
@@ -37,7 +38,7 @@ double learningRateAt(int step) {  // 10 warm-up steps, then cosine decay
   const double peak = 2e-4;
   if (step < 10)
     return rounded(peak * (step + 1) / 10.0);
-  return rounded(peak * 0.5 * (1.0 + std::cos(M_PI * (step - 10) / (kSteps - 10))));
+  return rounded(peak * 0.5 * (1.0 + std::cos(std::numbers::pi * (step - 10) / (kSteps - 10))));
 }
 
 nlohmann::json snapshotJson() {
