@@ -66,7 +66,7 @@ class TestSetupProcesses : public QObject {
     QVERIFY2(page.problems().isEmpty(), qPrintable(page.problems().join('\n')));
     const auto config = page.runConfig();
     QVERIFY(config.has_value());
-    QCOMPARE((*config)["demo"], true);
+    QCOMPARE((*config)["demo"].get<bool>(), true);
     QVERIFY(!config->contains("model"));
     QVERIFY(QString::fromStdString((*config)["out"]).contains(QStringLiteral("/runs/demo-")));
   }

@@ -150,7 +150,7 @@ class TestWindowRuns : public QObject {
     QVERIFY(bar->button(QStringLiteral("Balanced"))->isChecked());
 
     window.startAction()->trigger();
-    QCOMPARE(lastStart(engine).runConfig["options"]["profile"], "Balanced");
+    QCOMPARE(lastStart(engine).runConfig["options"]["profile"].get<std::string>(), "Balanced");
     window.handleEvent({0, StateEvent{RunState::Running, 0, ""}});
     window.handleEvent({1, ToggleAppliedEvent{Toggle::MicroBatch, 8, 0}});
     window.handleEvent({2, ToggleAppliedEvent{Toggle::GemmBackend, "vendor", 0}});
@@ -188,8 +188,8 @@ class TestWindowRuns : public QObject {
     window.startAction()->trigger();
     QCOMPARE(engine.sent.size(), sentBefore + 1);
     const nlohmann::json options = lastStart(engine).runConfig["options"];
-    QCOMPARE(options["profile"], "Low VRAM");
-    QCOMPARE(options["gemm-backend"], "vendor");
+    QCOMPARE(options["profile"].get<std::string>(), "Low VRAM");
+    QCOMPARE(options["gemm-backend"].get<std::string>(), "vendor");
     QVERIFY(bar->button(QStringLiteral("Low VRAM"))->isChecked());
     QCOMPARE(window.controls()->status(Toggle::MicroBatch), ControlsPanel::Status::NotReported);
     QCOMPARE(window.controls()->status(Toggle::GemmBackend), ControlsPanel::Status::NotReported);
@@ -225,7 +225,7 @@ class TestWindowRuns : public QObject {
     window.runsPage()->selectRun(runDir);
     QTRY_VERIFY(window.runsPage()->resumeButton()->isEnabled());
     window.runsPage()->resumeButton()->click();
-    QCOMPARE(lastStart(engine).runConfig["resume"], true);
+    QCOMPARE(lastStart(engine).runConfig["resume"].get<bool>(), true);
     Dashboard* dashboard = window.dashboard();
     QCOMPARE(dashboard->runCount(), 1);
     QCOMPARE(dashboard->runName(0), QStringLiteral("stopped"));
