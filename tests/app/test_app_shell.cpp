@@ -130,7 +130,8 @@ class TestAppShell : public QObject {
     QVERIFY(window.startAction()->isEnabled());
     window.startAction()->trigger();
     QCOMPARE(engine.sent.size(), std::size_t{1});
-    QCOMPARE(std::get<StartCommand>(engine.sent[0]).runConfig["model"], "/models/demo");
+    QCOMPARE(std::get<StartCommand>(engine.sent[0]).runConfig["model"].get<std::string>(),
+             "/models/demo");
     emit engine.eventReceived({10, StateEvent{RunState::Running, 0, ""}});
     QVERIFY(!window.startAction()->isEnabled());
     QVERIFY(window.pauseAction()->isEnabled() && window.stopAction()->isEnabled());

@@ -248,7 +248,7 @@ class TestSetupProcesses : public QObject {
     job::TrainRunSettings a = job::defaultSettings(true), b = job::defaultSettings(true);
     job::applyOptions(a, options);
     job::applyOptions(b, reversed);
-    QCOMPARE(job::settingsToJson(a), job::settingsToJson(b));
+    QCOMPARE(job::settingsToJson(a).dump(), job::settingsToJson(b).dump());
   }
 
   // Group by length (a boolean of the table) is a check box on the setup page, off by default,

@@ -173,7 +173,7 @@ class TestWindowRuns : public QObject {
     window.handleEvent({401, ToggleAppliedEvent{Toggle::MicroBatch, 1, 3}});
     window.controls()->requestToggle(Toggle::GemmBackend, "builtin");
     window.handleEvent({402, ToggleAppliedEvent{Toggle::GemmBackend, "builtin", 3}});
-    QCOMPARE(*window.controls()->appliedValue(Toggle::MicroBatch), nlohmann::json(1));
+    QCOMPARE(window.controls()->appliedValue(Toggle::MicroBatch)->dump(), nlohmann::json(1).dump());
     window.handleEvent({500, step(40, 8.0)});  // a long run: its step axis to 50
     window.handleEvent({600, StateEvent{RunState::Finished, 40, ""}});
     QVERIFY(bar->button(QStringLiteral("Low VRAM"))->isChecked());
@@ -330,16 +330,19 @@ class TestWindowRuns : public QObject {
     QVERIFY(controls->editor(Toggle::AllocatorPolicy)->isEnabled());
     QCOMPARE(window.openRecording(testing::fixturePath(QStringLiteral("h100_gpu_run.jsonl"))),
              QString());
-    QCOMPARE(*controls->appliedValue(Toggle::AllocatorPolicy), nlohmann::json("arena"));
-    QCOMPARE(*controls->appliedValue(Toggle::MicroBatch), nlohmann::json(8));
+    QCOMPARE(controls->appliedValue(Toggle::AllocatorPolicy)->dump(),
+             nlohmann::json("arena").dump());
+    QCOMPARE(controls->appliedValue(Toggle::MicroBatch)->dump(), nlohmann::json(8).dump());
     QVERIFY(!controls->editor(Toggle::AllocatorPolicy)->isEnabled());
     QVERIFY(controls->shownRecording().contains(QStringLiteral("h100_gpu_run.jsonl")));
     // The live run goes on meanwhile, into its own state.
     window.handleEvent({3, ToggleAppliedEvent{Toggle::Serialize, true, 1}});
-    QCOMPARE(*controls->appliedValue(Toggle::Serialize), nlohmann::json(false));  // recorded
+    QCOMPARE(controls->appliedValue(Toggle::Serialize)->dump(),
+             nlohmann::json(false).dump());  // recorded
     window.dashboard()->showRun(window.dashboard()->liveRun());
-    QCOMPARE(*controls->appliedValue(Toggle::AllocatorPolicy), nlohmann::json("caching"));
-    QCOMPARE(*controls->appliedValue(Toggle::Serialize), nlohmann::json(true));
+    QCOMPARE(controls->appliedValue(Toggle::AllocatorPolicy)->dump(),
+             nlohmann::json("caching").dump());
+    QCOMPARE(controls->appliedValue(Toggle::Serialize)->dump(), nlohmann::json(true).dump());
     QVERIFY(controls->editor(Toggle::AllocatorPolicy)->isEnabled());
     QVERIFY(controls->shownRecording().isEmpty());
   }
