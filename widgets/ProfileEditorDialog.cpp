@@ -17,11 +17,11 @@
 
 #include "profiles/Environment.h"
 #include "profiles/ProfileJson.h"
+#include "settings/Registry.h"  // defines: registry (the toggles a profile sets)
 
 namespace lorascope::widgets {
 
 using namespace lorascope::profiles;
-using settings::Toggle;
 
 ProfileEditorDialog::ProfileEditorDialog(const ProfileStore& store, const Profile& initial,
                                          QWidget* parent)
@@ -64,19 +64,13 @@ ProfileEditorDialog::ProfileEditorDialog(const ProfileStore& store, const Profil
     }
   });
 
-  const LiveToggles& t = initial.toggles;
-  serialize_ = triState(toggleValue(t, Toggle::Serialize));
-  blocking_ = triState(toggleValue(t, Toggle::Blocking));
-  cpuFallback_ = triState(toggleValue(t, Toggle::CpuFallback));
-  activationCheckpointing_ = triState(toggleValue(t, Toggle::ActivationCheckpointing));
-  microBatch_ = new QSpinBox(this);
-  microBatch_->setRange(0, 4096);
-  microBatch_->setSpecialValueText(tr("unchanged"));
-  microBatch_->setValue(toggleValue(t, Toggle::MicroBatch).value_or(0).get<int>());
-  gemm_ = new QComboBox(this);
-  gemm_->addItems({tr("unchanged"), tr("vendor BLAS"), tr("built-in")});
-  const std::optional<nlohmann::json> gemm = toggleValue(t, Toggle::GemmBackend);
-  gemm_->setCurrentIndex(gemm ? (*gemm == settings::gemmName(settings::Gemm::Vendor) ? 1 : 2) : 0);
+  // One editor per toggle a profile may set: the settings registry's (Setting::profileKey).
+  for (const settings::Setting& setting : settings::registry().all()) {
+    if (!setting.profileKey.empty()) {
+      toggleEditors_.emplace_back(
+          &setting, toggleEditor(setting, toggleValue(initial.toggles, *setting.toggle)));
+    }
+  }
   allocatorMode_ = new QComboBox(this);
   allocatorMode_->addItems({tr("unchanged"), tr("caching"), tr("planned arena")});
   allocatorMode_->setCurrentIndex(
@@ -98,12 +92,11 @@ ProfileEditorDialog::ProfileEditorDialog(const ProfileStore& store, const Profil
   form->addRow(tr("&Name"), name_);
   form->addRow(tr("&Description"), description_);
   form->addRow(tr("&Rationale"), rationale_);
-  form->addRow(tr("Serialize kernels"), serialize_);
-  form->addRow(tr("Blocking launches"), blocking_);
-  form->addRow(tr("Micro-batch size"), microBatch_);
-  form->addRow(tr("CPU fallback"), cpuFallback_);
-  form->addRow(tr("GEMM backend"), gemm_);
-  form->addRow(tr("Activation checkpointing"), activationCheckpointing_);
+  for (const auto& [setting, editor] : toggleEditors_) {
+    QString label = QString::fromStdString(setting->eventName);  // "micro-batch", "CPU fallback"
+    label[0] = label[0].toUpper();
+    form->addRow(label, editor);
+  }
   form->addRow(tr("Allocator"), allocatorMode_);
   form->addRow(tr("Max split size"), maxSplitMb_);
   form->addRow(tr("Recovery ladder rung"), ladderRung_);
@@ -138,28 +131,64 @@ ProfileEditorDialog::ProfileEditorDialog(const ProfileStore& store, const Profil
   for (QLineEdit* edit : {name_, description_}) {
     connect(edit, &QLineEdit::textChanged, this, &ProfileEditorDialog::revalidate);
   }
-  for (QComboBox* combo : {serialize_, blocking_, cpuFallback_, gemm_, activationCheckpointing_,
-                           allocatorMode_, ladderRung_}) {
+  for (QComboBox* combo : {allocatorMode_, ladderRung_}) {
     connect(combo, &QComboBox::currentIndexChanged, this, &ProfileEditorDialog::revalidate);
   }
-  for (QSpinBox* spin : {microBatch_, maxSplitMb_}) {
-    connect(spin, &QSpinBox::valueChanged, this, &ProfileEditorDialog::revalidate);
-  }
+  connect(maxSplitMb_, &QSpinBox::valueChanged, this, &ProfileEditorDialog::revalidate);
   revalidate();
 }
 
-QComboBox* ProfileEditorDialog::triState(const std::optional<nlohmann::json>& value) {
+namespace {
+
+// A choice's value as the toggle takes it: on/off as true/false, a name as itself.
+nlohmann::json choiceValue(const QVariant& item) {
+  return item.typeId() == QMetaType::Bool ? nlohmann::json(item.toBool())
+                                          : nlohmann::json(item.toString().toStdString());
+}
+
+}  // namespace
+
+// "unchanged" first: a profile sets only the toggles it names.
+QWidget* ProfileEditorDialog::toggleEditor(const settings::Setting& setting,
+                                           const std::optional<nlohmann::json>& value) {
+  const settings::OptionSpec& spec = setting.toggleValue;
+  if (spec.type == settings::OptionType::Integer) {
+    auto* spin = new QSpinBox(this);
+    spin->setRange(static_cast<int>(spec.min) - 1, static_cast<int>(spec.max));
+    spin->setSpecialValueText(tr("unchanged"));  // the minimum
+    spin->setValue(value ? value->get<int>() : spin->minimum());
+    connect(spin, &QSpinBox::valueChanged, this, &ProfileEditorDialog::revalidate);
+    return spin;
+  }
   auto* combo = new QComboBox(this);
-  combo->addItems({tr("unchanged"), tr("on"), tr("off")});
-  combo->setCurrentIndex(value ? (*value == true ? 1 : 2) : 0);
+  combo->addItem(tr("unchanged"));
+  if (spec.type == settings::OptionType::Bool) {
+    combo->addItem(tr("on"), true);
+    combo->addItem(tr("off"), false);
+  } else {
+    for (const std::string& choice : spec.choices) {
+      combo->addItem(QString::fromStdString(choice), QString::fromStdString(choice));
+    }
+  }
+  for (int i = 1; value && i < combo->count(); ++i) {
+    if (choiceValue(combo->itemData(i)) == *value) {
+      combo->setCurrentIndex(i);
+    }
+  }
+  connect(combo, &QComboBox::currentIndexChanged, this, &ProfileEditorDialog::revalidate);
   return combo;
 }
 
-void ProfileEditorDialog::setFromTriState(LiveToggles& toggles, const settings::Toggle& toggle,
-                                          const QComboBox* combo) {
-  if (combo->currentIndex() != 0) {
-    toggles[toggle] = combo->currentIndex() == 1;
+std::optional<nlohmann::json> ProfileEditorDialog::toggleEditorValue(const QWidget* editor) {
+  if (const auto* spin = qobject_cast<const QSpinBox*>(editor)) {
+    return spin->value() == spin->minimum() ? std::nullopt
+                                            : std::optional<nlohmann::json>(spin->value());
   }
+  const auto* combo = qobject_cast<const QComboBox*>(editor);
+  if (combo->currentIndex() == 0) {
+    return std::nullopt;
+  }
+  return choiceValue(combo->currentData());
 }
 
 void ProfileEditorDialog::addEnvironmentRow(const QString& variable, const QString& value) {
@@ -186,16 +215,10 @@ Profile ProfileEditorDialog::profile() const {
           environment_->item(r, ValueColumn)->text().toStdString();
     }
   }
-  setFromTriState(p.toggles, Toggle::Serialize, serialize_);
-  setFromTriState(p.toggles, Toggle::Blocking, blocking_);
-  setFromTriState(p.toggles, Toggle::CpuFallback, cpuFallback_);
-  setFromTriState(p.toggles, Toggle::ActivationCheckpointing, activationCheckpointing_);
-  if (microBatch_->value() > 0) {
-    p.toggles[Toggle::MicroBatch] = microBatch_->value();
-  }
-  if (gemm_->currentIndex() > 0) {
-    p.toggles[Toggle::GemmBackend] = settings::gemmName(
-        gemm_->currentIndex() == 1 ? settings::Gemm::Vendor : settings::Gemm::BuiltIn);
+  for (const auto& [setting, editor] : toggleEditors_) {
+    if (const std::optional<nlohmann::json> value = toggleEditorValue(editor)) {
+      p.toggles[*setting->toggle] = *value;
+    }
   }
   if (allocatorMode_->currentIndex() > 0) {
     p.allocator.mode =

@@ -10,9 +10,13 @@
 #include <QDialog>
 #include <QString>
 #include <QStringList>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "profiles/Profile.h"
 #include "profiles/ProfileStore.h"
+#include "settings/Registry.h"  // defines: Setting
 
 class QComboBox;
 class QLabel;
@@ -51,9 +55,10 @@ class ProfileEditorDialog : public QDialog {
   void revalidate();
 
  private:
-  QComboBox* triState(const std::optional<nlohmann::json>& value);
-  static void setFromTriState(profiles::LiveToggles& toggles, const settings::Toggle& toggle,
-                              const QComboBox* combo);
+  QWidget* toggleEditor(const settings::Setting& setting,
+                        const std::optional<nlohmann::json>& value);
+  static std::optional<nlohmann::json> toggleEditorValue(
+      const QWidget* editor);  // unset: unchanged
 
   const profiles::ProfileStore& store_;
   std::string originalName_;         // a renamed user profile replaces its old file
@@ -62,12 +67,8 @@ class ProfileEditorDialog : public QDialog {
   QLineEdit* description_;
   QPlainTextEdit* rationale_;
   QTableWidget* environment_;
-  QComboBox* serialize_;
-  QComboBox* blocking_;
-  QSpinBox* microBatch_;
-  QComboBox* cpuFallback_;
-  QComboBox* gemm_;
-  QComboBox* activationCheckpointing_;
+  // The toggles' editors, in the registry's order.
+  std::vector<std::pair<const settings::Setting*, QWidget*>> toggleEditors_;
   QComboBox* allocatorMode_;
   QSpinBox* maxSplitMb_;
   QComboBox* ladderRung_;

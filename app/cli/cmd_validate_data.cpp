@@ -17,8 +17,8 @@
 #include "common/Platform.h"  // defines: isTerminal
 #include "data/Validator.h"   // defines: validateDataset, ValidateOptions
 #include "job/CliArgs.h"
-#include "job/RunOptions.h"  // defines: findRunOption
-#include "model/HfCache.h"   // defines: resolveModel
+#include "model/HfCache.h"      // defines: resolveModel
+#include "settings/Registry.h"  // defines: registry (the run settings)
 
 namespace lorascope::cli {
 
@@ -39,10 +39,10 @@ std::size_t parseMaxSeqLen(const std::string& text) {
   return value;
 }
 
-// train's default max_seq_len (backend/job/RunOptions.cpp), so that the report without
+// train's default max_seq_len (the settings registry's), so that the report without
 // --max-seq-len is the one a run with the same defaults sees.
 const std::string& trainMaxSeqLen() {
-  return job::findRunOption("max-seq-len")->spec.defaultText;
+  return settings::registry().find("max-seq-len")->option.defaultText;
 }
 
 std::optional<data::Format> parseFormat(const std::string& text) {

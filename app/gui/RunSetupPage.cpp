@@ -2,11 +2,9 @@
 #include "gui/RunSetupPage.h"
 
 #include <QButtonGroup>
-#include <QCheckBox>
 #include <QComboBox>
 #include <QDateTime>
 #include <QDir>
-#include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
@@ -19,7 +17,6 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRadioButton>
-#include <QRegularExpression>
 #include <QResizeEvent>
 #include <QScrollArea>
 #include <QSettings>
@@ -28,14 +25,13 @@
 #include <QStyle>
 #include <QVBoxLayout>
 #include <algorithm>
-#include <climits>
-#include <cmath>
 
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "data/Validator.h"  // defines: validateDataset
 #include "gui/AppPaths.h"    // defines: defaultRunsDir, legacyRunsDir
 #include "gui/Background.h"  // defines: runInBackground
 #include "gui/CommandSetup.h"
+#include "gui/SettingsForm.h"
 #include "job/AutoBatch.h"         // defines: trainingShape
 #include "job/TrainRunConfig.h"    // defines: defaultSettings
 #include "model/DeviceWeights.h"   // defines: placedWeightBytes, WeightQuantization
@@ -72,54 +68,6 @@ QString countText(std::int64_t count) {
 
 // "1 error", "3 errors" (the app is not translated, so plurals are spelled out here).
 using widgets::counted;
-
-QSpinBox* makeSpinBox(int min, int max, const QString& tip) {
-  auto* box = new QSpinBox;
-  box->setRange(min, max);
-  box->setToolTip(tip);
-  box->setAccelerated(true);
-  return box;
-}
-
-// The editor of a real-valued option: shows the value as a number the command line takes
-// (2e-4 as 0.0002, 1e-9 as 1e-09), accepts what its parser accepts, and steps by ×2 / ÷2 over a
-// range that spans decades (the learning rate, alpha, the gradient norm) or by a hundredth of the
-// range elsewhere (dropout, weight decay).
-class RealSpinBox : public QDoubleSpinBox {
- public:
-  RealSpinBox(double min, double max) {
-    setDecimals(12);  // QDoubleSpinBox rounds values to its decimals: 1e-9 must survive
-    setRange(min, max);
-    setAccelerated(true);
-    logarithmic_ = max >= 1000 * (min > 0 ? min : 1.0);
-    const double step = (max - min) / 100;
-    setSingleStep(logarithmic_ ? 1.0 : std::pow(10.0, std::round(std::log10(step))));
-  }
-  QString textFromValue(double value) const override { return QString::number(value, 'g', 6); }
-  double valueFromText(const QString& text) const override { return text.trimmed().toDouble(); }
-  QValidator::State validate(QString& text, int& /*pos*/) const override {
-    bool ok = false;
-    const double value = text.trimmed().toDouble(&ok);
-    if (!ok) {
-      // Half-typed numbers ("", "-", "1e", "2.") may still become one.
-      static const QRegularExpression partial(QStringLiteral("^\\s*-?[0-9]*\\.?[0-9]*(e-?)?$"));
-      return partial.match(text).hasMatch() ? QValidator::Intermediate : QValidator::Invalid;
-    }
-    return value >= minimum() && value <= maximum() ? QValidator::Acceptable
-                                                    : QValidator::Intermediate;
-  }
-  void stepBy(int steps) override {
-    if (!logarithmic_) {
-      QDoubleSpinBox::stepBy(steps);
-      return;
-    }
-    const double from = value() > 0 ? value() : singleStep();
-    setValue(std::clamp(from * std::pow(2.0, steps), minimum(), maximum()));
-  }
-
- private:
-  bool logarithmic_ = false;
-};
 
 // A line edit with a Browse… button that fills it from a file dialog.
 QWidget* withBrowse(QLineEdit* edit, const std::function<QString()>& choose,
@@ -202,19 +150,31 @@ RunSetupPage::RunSetupPage(QWidget* parent) : QWidget(parent) {
   auto* sourceBox = new QGroupBox(tr("What to train"));
   auto* sourceGrid = new QGridLayout(sourceBox);
   buildSourceBox(sourceGrid);
-  // The option table's groups: LoRA, Training, Checkpoints, Device (with the profile).
-  auto* optionsPanel = new QWidget;
-  auto* optionColumn = new QVBoxLayout(optionsPanel);
-  optionColumn->setContentsMargins(0, 0, 0, 0);
-  std::vector<std::string> groups;
-  for (const settings::Setting& option : settings::registry().all()) {
-    if (std::find(groups.begin(), groups.end(), option.group) == groups.end()) {
-      groups.push_back(option.group);
-    }
-  }
-  for (const std::string& group : groups) {
-    optionColumn->addWidget(buildOptionBox(group));
-  }
+  // The settings registry's groups: LoRA, Training, Evaluation, Checkpoints, Device; the profile
+  // is a choice of the profiles this window knows (setProfiles), not free text, and choosing one
+  // switches the engine's profile (the profile bar's buttons do the same).
+  profile_ = new QComboBox;
+  form_ = new SettingsForm({{"profile", profile_}});
+  profile_->setToolTip(profile_->toolTip() +
+                       tr(" Choosing one switches the engine to it now; it restarts when the "
+                          "environment differs."));
+  connect(profile_, &QComboBox::activated, this,
+          [this](int index) { emit profileChosen(profile_->itemText(index)); });
+  connect(profile_, &QComboBox::currentIndexChanged, this, [this] {
+    updateProfileNote();
+    updateEstimate();  // the profile's micro-batch and checkpointing are the run's
+  });
+  connect(form_, &SettingsForm::edited, this, &RunSetupPage::updateEstimate);
+  effectiveBatch_ = new QLabel;
+  effectiveBatch_->setObjectName(QStringLiteral("setupEffectiveBatch"));
+  form_->addRowBelow("grad-accum", tr("Effective batch"), effectiveBatch_);
+  profileNote_ = new QLabel;
+  profileNote_->setObjectName(QStringLiteral("profileNote"));
+  profileNote_->setWordWrap(true);
+  form_->addRowBelow("profile", QString(), profileNote_);
+  seqLenEditor()->setSingleStep(128);
+  setDevices({}, false);  // one "gpu" entry per GPU, from setDevices
+  QWidget* optionsPanel = form_;
   boxes_ = {sourceBox, optionsPanel};
   placeBoxes(true);
   connect(seqLenEditor(), &QSpinBox::editingFinished, this, &RunSetupPage::validateDataset);
@@ -380,197 +340,12 @@ void RunSetupPage::buildSourceBox(QGridLayout* grid) {
   connect(runName_, &QLineEdit::textChanged, this, &RunSetupPage::updateProblems);
 }
 
-QWidget* RunSetupPage::buildEditor(const std::string& name) {
-  const settings::Setting& option = *settings::registry().find(name);
-  const settings::OptionSpec& spec = option.option;
-  QString tip = QString::fromStdString(spec.help);
-  if (option.apply == settings::Apply::Live) {
-    tip += tr(" Live: the Controls dock changes it during a run.");
-  }
-  if (name == "profile") {
-    // The profiles this window knows (setProfiles), not free text; choosing one switches the
-    // engine's profile (the profile bar's buttons do the same).
-    profile_ = new QComboBox;
-    connect(profile_, &QComboBox::activated, this,
-            [this](int index) { emit profileChosen(profile_->itemText(index)); });
-    connect(profile_, &QComboBox::currentIndexChanged, this, [this] {
-      updateProfileNote();
-      updateEstimate();  // the profile's micro-batch and checkpointing are the run's
-    });
-    tip +=
-        tr(" Choosing one switches the engine to it now; it restarts when the environment "
-           "differs.");
-    return registerEditor(name, profile_, tip);
-  }
-  QWidget* editor = nullptr;
-  switch (spec.type) {
-    case settings::OptionType::Integer: {
-      auto* box = makeSpinBox(static_cast<int>(spec.min) - (spec.special.empty() ? 0 : 1),
-                              static_cast<int>(std::min<double>(spec.max, INT_MAX)), tip);
-      if (!spec.special.empty()) {
-        box->setSpecialValueText(QString::fromStdString(spec.special));  // min − 1: "auto"
-      } else if (!spec.zeroMeans.empty() && spec.min == 0) {
-        box->setSpecialValueText(QString::fromStdString(spec.zeroMeans));
-      }
-      if (name == "max-seq-len") {
-        box->setSingleStep(128);
-      }
-      connect(box, &QSpinBox::valueChanged, this, &RunSetupPage::updateEstimate);
-      editor = box;
-      break;
-    }
-    case settings::OptionType::Real: {
-      auto* box = new RealSpinBox(spec.min, spec.max);
-      if (!spec.zeroMeans.empty() && spec.min == 0) {
-        box->setSpecialValueText(QString::fromStdString(spec.zeroMeans));
-      }
-      connect(box, &QDoubleSpinBox::valueChanged, this, &RunSetupPage::updateEstimate);
-      editor = box;
-      break;
-    }
-    case settings::OptionType::Text: {
-      auto* edit = new QLineEdit;
-      connect(edit, &QLineEdit::textChanged, this, &RunSetupPage::updateEstimate);
-      editor = edit;
-      break;
-    }
-    case settings::OptionType::Bool: {
-      editor = new QCheckBox(QString::fromStdString(option.label));
-      connect(static_cast<QCheckBox*>(editor), &QCheckBox::toggled, this,
-              &RunSetupPage::updateEstimate);
-      break;
-    }
-    case settings::OptionType::Choice: {
-      auto* combo = new QComboBox;
-      for (const std::string& choice : spec.choices) {
-        if (name == "device" && choice == "gpu") {
-          continue;  // one entry per GPU, from setDevices
-        }
-        combo->addItem(QString::fromStdString(choice), QString::fromStdString(choice));
-      }
-      connect(combo, &QComboBox::currentIndexChanged, this, &RunSetupPage::updateEstimate);
-      editor = combo;
-      break;
-    }
-    case settings::OptionType::List: {
-      editor = new QWidget;
-      auto* grid = new QGridLayout(editor);
-      grid->setContentsMargins(0, 0, 0, 0);
-      int column = 0;
-      for (train::LoraModule module : train::kAllLoraModules) {
-        auto* check = new QCheckBox(QString::fromLatin1(train::shortName(module)));
-        check->setToolTip(QString::fromLatin1(train::modulePath(module)));
-        targets_[train::shortName(module)] = check;
-        grid->addWidget(check, column / 4, column % 4);
-        ++column;
-        connect(check, &QCheckBox::toggled, this, &RunSetupPage::updateEstimate);
-      }
-      break;
-    }
-  }
-  return registerEditor(name, editor, tip);
-}
-
-QWidget* RunSetupPage::registerEditor(const std::string& name, QWidget* editor,
-                                      const QString& tip) {
-  editor->setToolTip(tip);
-  editor->setObjectName(QString::fromStdString(name));
-  editors_[name] = editor;
-  return editor;
-}
-
-QWidget* RunSetupPage::buildOptionBox(const std::string& group) {
-  auto* box = new QGroupBox(QString::fromStdString(group));
-  auto* form = new QFormLayout(box);
-  for (const settings::Setting& option : settings::registry().all()) {
-    if (option.group != group) {
-      continue;
-    }
-    QWidget* editor = buildEditor(option.option.name);
-    if (option.option.type == settings::OptionType::Bool) {
-      form->addRow(editor);
-    } else {
-      form->addRow(QString::fromStdString(option.label), editor);
-    }
-    if (option.option.name == "grad-accum") {
-      effectiveBatch_ = new QLabel;
-      effectiveBatch_->setObjectName(QStringLiteral("setupEffectiveBatch"));
-      form->addRow(tr("Effective batch"), effectiveBatch_);
-    }
-    if (option.option.name == "profile") {
-      profileNote_ = new QLabel;
-      profileNote_->setObjectName(QStringLiteral("profileNote"));
-      profileNote_->setWordWrap(true);
-      form->addRow(QString(), profileNote_);
-    }
-  }
-  return box;
-}
-
 QWidget* RunSetupPage::editor(const std::string& option) const {
-  const auto it = editors_.find(option);
-  return it == editors_.end() ? nullptr : it->second;
+  return form_->editor(option);
 }
 
 QSpinBox* RunSetupPage::spinBox(const std::string& option) const {
-  return qobject_cast<QSpinBox*>(editor(option));
-}
-
-// The editor's value as the command line writes it.
-std::string RunSetupPage::optionText(const std::string& name) const {
-  const settings::Setting& option = *settings::registry().find(name);
-  QWidget* w = editor(name);
-  if (option.option.type == settings::OptionType::List) {
-    std::string targets;
-    for (train::LoraModule module : train::kAllLoraModules) {
-      if (targets_.at(train::shortName(module))->isChecked()) {
-        targets += (targets.empty() ? "" : ",") + std::string(train::shortName(module));
-      }
-    }
-    return targets;
-  }
-  if (auto* box = qobject_cast<QSpinBox*>(w)) {
-    const bool special = !option.option.special.empty() && box->value() == box->minimum();
-    return special ? option.option.special : std::to_string(box->value());
-  }
-  if (auto* real = qobject_cast<QDoubleSpinBox*>(w)) {
-    return QString::number(real->value(), 'g', 10).toStdString();
-  }
-  if (auto* check = qobject_cast<QCheckBox*>(w)) {
-    return check->isChecked() ? "true" : "false";
-  }
-  if (auto* combo = qobject_cast<QComboBox*>(w)) {
-    const std::string value = combo->currentData().toString().toStdString();
-    return value.empty() && name == "profile" ? option.option.defaultText : value;  // none known
-  }
-  return qobject_cast<QLineEdit*>(w)->text().trimmed().toStdString();
-}
-
-void RunSetupPage::setOptionText(const std::string& name, const std::string& text) {
-  if (name == "profile") {
-    return;  // the profile bar's choice: defaults and saved settings do not override it
-  }
-  const settings::Setting& option = *settings::registry().find(name);
-  QWidget* w = editor(name);
-  const QString value = QString::fromStdString(text);
-  if (option.option.type == settings::OptionType::List) {
-    const QStringList chosen = value.split(QLatin1Char(','));
-    for (const auto& [target, check] : targets_) {
-      check->setChecked(chosen.contains(QString::fromStdString(target)));
-    }
-  } else if (auto* box = qobject_cast<QSpinBox*>(w)) {
-    box->setValue(!option.option.special.empty() && text == option.option.special ? box->minimum()
-                                                                                  : value.toInt());
-  } else if (auto* real = qobject_cast<QDoubleSpinBox*>(w)) {
-    real->setValue(value.toDouble());
-  } else if (auto* check = qobject_cast<QCheckBox*>(w)) {
-    check->setChecked(text == "true");
-  } else if (auto* combo = qobject_cast<QComboBox*>(w)) {
-    const int index = combo->findData(value);
-    combo->setCurrentIndex(index >= 0 ? index : 0);
-  } else {
-    qobject_cast<QLineEdit*>(w)->setText(value);
-  }
+  return form_->spinBox(option);
 }
 
 void RunSetupPage::setDevices(const QStringList& gpus, bool canTrainOnGpu) {
@@ -609,8 +384,8 @@ QString RunSetupPage::profileName() const {
   return profile_->currentText();
 }
 
-// Not remembered between sessions (setOptionText skips it): the engine starts on the default
-// profile, and so does this choice.
+// Not remembered between sessions (the form leaves the page's own editors alone): the engine starts
+// on the default profile, and so does this choice.
 void RunSetupPage::setProfile(const QString& name) {
   const int index = profile_->findText(name);
   if (index < 0 || index == profile_->currentIndex()) {
@@ -695,9 +470,7 @@ void RunSetupPage::setOutputDir(const QString& dir) {
 }
 
 void RunSetupPage::restoreDefaults() {
-  for (const settings::Setting& option : settings::registry().all()) {
-    setOptionText(option.option.name, option.defaultFor(usesDemo()));
-  }
+  form_->setDefaults(usesDemo());
   updateEstimate();
 }
 
@@ -718,20 +491,7 @@ void RunSetupPage::restoreSettings() {
   settings.endGroup();
   const bool commandMode = settings.value(QStringLiteral("setup/command_mode"), false).toBool();
   setDemo(demo);  // the source's defaults, then what was saved over them
-  const QVariantMap options = saved.toMap();
-  for (const settings::Setting& option : settings::registry().all()) {
-    const QString key = QString::fromStdString(option.option.name);
-    if (!options.contains(key)) {
-      continue;
-    }
-    const std::string text = options.value(key).toString().toStdString();
-    try {
-      settings::parseOptionValue(option.option,
-                                 text);  // a value saved by another version may not fit
-      setOptionText(option.option.name, text);
-    } catch (const settings::UsageError&) {
-    }
-  }
+  form_->restore(saved.toMap());
   if (commandMode) {
     commandSetup_->restore(QString());  // the last command run, with its fields
     setCommandMode(true);
@@ -1063,14 +823,8 @@ QStringList RunSetupPage::problems() const {
       out << tr("Output folder: %1").arg(QString::fromUtf8(e.what()));
     }
   }
-  // Every option's value passes the table's checks (the trainer's own).
-  for (const settings::Setting& option : settings::registry().all()) {
-    try {
-      settings::parseOptionValue(option.option, optionText(option.option.name));
-    } catch (const settings::UsageError& e) {
-      out << tr("%1: %2").arg(QString::fromStdString(option.label), QString::fromUtf8(e.what()));
-    }
-  }
+  // Every option's value passes the registry's checks (the trainer's own).
+  out << form_->problems();
   return out;
 }
 
@@ -1081,11 +835,7 @@ void RunSetupPage::updateProblems() {
 
 std::map<std::string, std::string> RunSetupPage::options() const {
   // Every option, as typed; the engine applies them in any order (steps 0 = by epochs).
-  std::map<std::string, std::string> o;
-  for (const settings::Setting& option : settings::registry().all()) {
-    o[option.option.name] = optionText(option.option.name);
-  }
-  return o;
+  return form_->values();
 }
 
 std::optional<nlohmann::json> RunSetupPage::runConfig() const {

@@ -6,9 +6,9 @@
 // Choosing a model folder inspects it (architecture, parameter count, the memory LoRA training
 // needs at these settings); choosing a dataset validates it with the model's tokenizer (counts,
 // issues, the token-length histogram). Both run on a thread of their own with progress, and a
-// result that arrives after the choice changed again is dropped. The settings' editors come from
-// the option table (backend/job/RunOptions.h): one per option, grouped as the table groups them,
-// with its range, default, help and the live/restart mark. Errors are shown on the page and
+// result that arrives after the choice changed again is dropped. The settings' editors are a form
+// over the settings registry (gui/SettingsForm.h): one per setting, grouped as the registry groups
+// them, with its range, default, help and the live/restart mark. Errors are shown on the page and
 // listed by problems(); Start stays disabled while there are any. The values are remembered
 // (QSettings "setup/"); the first start preselects the demo, so one click trains something.
 #pragma once
@@ -29,7 +29,6 @@
 #include "model/ModelLayout.h"  // defines: ParameterCounts
 #include "profiles/Profile.h"   // defines: LiveToggles
 
-class QCheckBox;
 class QComboBox;
 class QFormLayout;
 class QGridLayout;
@@ -67,6 +66,7 @@ struct DatasetValidation {
 };
 
 class CommandSetup;
+class SettingsForm;
 
 class RunSetupPage : public QWidget {
   Q_OBJECT
@@ -139,12 +139,7 @@ class RunSetupPage : public QWidget {
   void buildSourceBox(QGridLayout* grid);
   void placeBoxes(bool twoColumns);
   void resizeEvent(QResizeEvent* event) override;
-  QWidget* buildOptionBox(const std::string& group);
-  QWidget* buildEditor(const std::string& option);
-  QWidget* registerEditor(const std::string& option, QWidget* editor, const QString& tip);
   QSpinBox* spinBox(const std::string& option) const;
-  std::string optionText(const std::string& option) const;
-  void setOptionText(const std::string& option, const std::string& text);
   void restoreSettings();
   void inspectModel();
   void validateDataset();
@@ -180,8 +175,7 @@ class RunSetupPage : public QWidget {
   widgets::LengthHistogram* histogram_;
   QLineEdit* outputEdit_;
   QLineEdit* runName_;
-  std::map<std::string, QWidget*> editors_;    // by option name
-  std::map<std::string, QCheckBox*> targets_;  // by short name ("q", …, "down")
+  SettingsForm* form_ = nullptr;  // the options column
   QLabel* effectiveBatch_ = nullptr;
   QComboBox* profile_ = nullptr;
   QLabel* profileNote_ = nullptr;
