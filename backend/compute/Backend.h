@@ -345,10 +345,14 @@ class Backend {
   virtual std::shared_ptr<std::byte[]> pinnedHost(std::size_t bytes);
   // sums.lossSum += Σ losses.   losses f32 (any shape)   sums (kStepSumsWords) f32: a StepSums
   virtual void accumulateLoss(const Tensor& losses, Tensor& sums);
-  // Finishes gradients accumulated unscaled: sums.gradSquares = Σ g² over the list; the norm is
-  // √gradSquares · gradScale; sums.finite = 1 when lossSum and that norm are finite, else 0;
-  // every g ← g · gradScale · c, where c = maxGradNorm / (norm + 1e-6) when maxGradNorm > 0 and
-  // that is < 1 (train::clipFactor's rule), else 1.
+  // lmHeadCrossEntropy() with the loss weight read from scalars.gradScale (device memory).
+  virtual void lmHeadCrossEntropyAt(const Tensor& h, const Tensor& weight,
+                                    std::span<const std::int32_t> targets, const Tensor& scalars,
+                                    Tensor& losses, Tensor& dh, float logitSoftcap = 0.0f);
+  // Global-norm clipping without a host read: sums.gradSquares = Σ g² over the list, the norm
+  // its root; sums.finite = 1 when lossSum and the norm are finite, else 0; every g ← g · c with
+  // c = maxGradNorm / (norm + 1e-6) when maxGradNorm > 0 and that is < 1 (train::clipFactor's
+  // rule, in the same double arithmetic), else unchanged.
   //   grads f32   scalars (kStepScalarsWords) f32: a StepScalars   sums as above
   virtual void clipScaledGradients(std::span<Tensor* const> grads, const Tensor& scalars,
                                    Tensor& sums);

@@ -97,19 +97,24 @@ void Backend::clipScaledGradients(std::span<Tensor* const> grads, const Tensor& 
   for (const Tensor* g : grads) {
     s.gradSquares = host::addSumOfSquares(g->as<float>(), g->numel(), s.gradSquares);
   }
-  const double norm = std::sqrt(s.gradSquares) * sc.gradScale;
+  const double norm = std::sqrt(s.gradSquares);
   s.finite = std::isfinite(s.lossSum) && std::isfinite(norm) ? 1.0 : 0.0;
-  double factor = sc.gradScale;
-  if (sc.maxGradNorm > 0.0f) {
+  if (sc.maxGradNorm > 0.0) {
     const double coefficient = sc.maxGradNorm / (norm + 1e-6);
     if (coefficient < 1.0) {
-      factor *= coefficient;
+      for (Tensor* g : grads) {
+        host::scale(g->as<float>(), g->numel(), static_cast<float>(coefficient));
+      }
     }
   }
-  for (Tensor* g : grads) {
-    host::scale(g->as<float>(), g->numel(), static_cast<float>(factor));
-  }
   store(s, sums);
+}
+
+void Backend::lmHeadCrossEntropyAt(const Tensor& h, const Tensor& weight,
+                                   std::span<const std::int32_t> targets, const Tensor& scalars,
+                                   Tensor& losses, Tensor& dh, float logitSoftcap) {
+  checkStepScalarsArgs("lm_head_cross_entropy", capabilities(), scalars);
+  lmHeadCrossEntropy(h, weight, targets, scalarsOf(scalars).gradScale, losses, dh, logitSoftcap);
 }
 
 void Backend::adamwIfFinite(std::span<const AdamWTensors> tensors, const Tensor& scalars,

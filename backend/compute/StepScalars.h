@@ -12,18 +12,17 @@ namespace lorascope::compute {
 // What the host sets before each step (Backend::copyIn from pinned memory): the values that were
 // kernel arguments in an eager step, read by the kernels from here instead.
 struct StepScalars {
-  AdamWScalars adamw;        // this step's learning rate and bias corrections
-  float maxGradNorm = 0.0f;  // ≤ 0: no clipping
-  float gradScale = 1.0f;    // 1 / the tokens predicted in the step: the loss weight of a token
+  AdamWScalars adamw;      // this step's learning rate and bias corrections
+  float gradScale = 1.0f;  // 1 / the tokens predicted in the step: the loss weight of a token
   // The high 32 bits of every dropout mask's Philox stream (train/LoraDropout.h: the step).
   std::uint32_t dropoutStreamHigh = 0;
-  std::uint32_t unused = 0;  // keeps the size a multiple of 8 bytes
+  double maxGradNorm = 0.0;  // ≤ 0: no clipping (a double, as the eager step computes with it)
 };
 
 // What the step leaves for the host (Backend::copyOut into pinned memory, read after the step).
 struct StepSums {
   double lossSum = 0.0;      // Σ token losses of the step's micro-batches (unscaled)
-  double gradSquares = 0.0;  // Σ g² of the unscaled accumulated gradients
+  double gradSquares = 0.0;  // Σ g² of the accumulated gradients: the norm²
   double finite = 0.0;       // 1 when the loss and the gradient norm were finite (update applied)
   double unused = 0.0;
 };

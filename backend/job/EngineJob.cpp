@@ -780,6 +780,11 @@ class TrainingJob : public engine::EngineJob {
     if (!m.nonFinite.empty()) {
       sink_(engine::TimedEvent{0, engine::IncidentEvent{m.nonFinite, "update skipped", m.step}});
     }
+    if (!m.graphFallback.empty()) {  // train/StepGraphs.h: the step ran eagerly instead
+      sink_(engine::TimedEvent{
+          0, engine::IncidentEvent{m.graphFallback, "graph mode off; the run continues eagerly",
+                                   m.step}});
+    }
     return stepEvent(m, false);
   }
   // takeMirrored's step, through the sink (from calls that return other events).

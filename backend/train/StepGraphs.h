@@ -13,10 +13,12 @@
 // - Per-step values: the AdamW scalars (learning rate, bias corrections), the loss weight
 //   1/predicted and the dropout stream's step live in device memory (compute/StepScalars.h),
 //   copied from pinned memory at the start of the step.
-// - Host reads: the loss sums on the device; the gradients are accumulated unscaled and clipping
-//   scales them by 1/predicted and the clip coefficient on the device (norm never read); the
-//   update runs only when the loss and norm are finite (a device flag). The host reads loss, norm
-//   and flag once, after the step, in one copy (compute::StepSums).
+// - Host reads: the loss sums on the device, the lm-head reads the loss weight from device memory,
+//   clipping computes the norm and its factor on the device (the norm is never read there), and
+//   the update runs only when the loss and norm are finite (a device flag). The host reads loss,
+//   norm and flag once, after the step, in one copy (compute::StepSums). With the shapes of the
+//   eager step, a graph computes what it computes, bit for bit; padding changes the products'
+//   shapes, and with them, at times, the last bit of a rounding.
 // - Memory: blocks allocated while capturing come from the allocator's graph pool, which nothing
 //   but captures uses (memory/DeviceAllocator.h); it is released with the graphs.
 // The first step of a shape runs its ops eagerly (a warm-up: vendor GEMM plans, kernel attributes

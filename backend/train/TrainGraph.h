@@ -136,7 +136,8 @@ class TrainGraph {
   // Accumulates into the LoRA gradients the gradient of gradScale · Σ token losses of `input`
   // (labels required). Returns the unscaled loss sum. Throws TrainingCancelled when `cancel`
   // becomes true; the gradients are then partial and must be zeroed.
-  // With `deferred`, the returned sum is 0 (it is in deferred->sums) and the key's step is unused.
+  // With `deferred`, the returned sum is 0 (it is in deferred->sums), gradScale is read from
+  // deferred->scalars and the key's step is unused.
   LossSum forwardBackward(const model::ForwardInput& input, float gradScale, const DropoutKey& key,
                           const std::atomic<bool>* cancel = nullptr,
                           const DeferredPass* deferred = nullptr);
@@ -154,7 +155,7 @@ class TrainGraph {
   // One AdamW step (train::adamwScalars) over every A and B with its gradient and moments.
   void adamwStep(const AdamWConfig& config, double learningRate, std::int64_t step);
   // Graph mode's clipping and update: Backend::clipScaledGradients over every gradient in site
-  // order (the gradients were accumulated with gradScale 1), then Backend::adamwIfFinite.
+  // order, then Backend::adamwIfFinite.
   void clipAndUpdateOnBackend(const compute::Tensor& scalars, compute::Tensor& sums);
   // The weights changed outside adamwStep (a graph's update): the products' copy is remade before
   // the next pass reads it, inside that pass.

@@ -104,7 +104,7 @@ StepMetrics TrainLoop::graphStep(const std::atomic<bool>* cancel) {
   const float gradScale = 1.0f / static_cast<float>(r.predicted);
   compute::StepScalars& scalars = stepGraphs_->scalars();
   scalars.adamw = adamwScalars(config_.adamw, lr, state_.step + 1);
-  scalars.maxGradNorm = static_cast<float>(config_.maxGradNorm);
+  scalars.maxGradNorm = config_.maxGradNorm;
   scalars.gradScale = gradScale;
   scalars.dropoutStreamHigh = dropoutStreamHigh(state_.step);
   const auto built = Clock::now();
@@ -116,7 +116,7 @@ StepMetrics TrainLoop::graphStep(const std::atomic<bool>* cancel) {
     for (std::int64_t m = 0; m < shape.microBatches; ++m) {
       const DeferredPass pass{targets[static_cast<std::size_t>(m)], &stepGraphs_->deviceScalars(),
                               &stepGraphs_->deviceSums(), &stepGraphs_->deviceRowLengths(shape)};
-      graph_->forwardBackward(inputs[static_cast<std::size_t>(m)], 1.0f, {config_.seed, 0, m},
+      graph_->forwardBackward(inputs[static_cast<std::size_t>(m)], gradScale, {config_.seed, 0, m},
                               cancel, &pass);
     }
     graph_->clipAndUpdateOnBackend(stepGraphs_->deviceScalars(), stepGraphs_->deviceSums());
@@ -125,7 +125,7 @@ StepMetrics TrainLoop::graphStep(const std::atomic<bool>* cancel) {
   metrics.stages.passesMs = ms(built, Clock::now());
   const compute::StepSums sums = stepGraphs_->sums();
   const double loss = sums.lossSum / static_cast<double>(r.predicted);
-  const double gradNorm = std::sqrt(sums.gradSquares) * gradScale;
+  const double gradNorm = std::sqrt(sums.gradSquares);
   metrics.nonFinite = checkFinite(loss, gradNorm);
   if (sums.finite == 1.0) {  // the device applied the update
     hostStateStale_ = true;

@@ -10,8 +10,9 @@
 #include "compute/Bf16.h"
 #include "compute/BuildInfo.h"
 #include "compute/Errors.h"
-#include "compute/Nf4.h"           // defines: nf4::quantize, nf4::dequantize
-#include "compute/hip/HipCheck.h"  // defines: LORASCOPE_HIP_CHECK
+#include "compute/Nf4.h"             // defines: nf4::quantize, nf4::dequantize
+#include "compute/hip/HipCapture.h"  // defines: HipBackend::Capture, PinnedRanges
+#include "compute/hip/HipCheck.h"    // defines: LORASCOPE_HIP_CHECK
 #include "runtime/LaunchControl.h"
 
 namespace lorascope::compute {

@@ -80,6 +80,9 @@ class HipBackend final : public Backend {
   void addLowRankProduct(const Tensor& lhsT, const Tensor& w, bool transposeW, float scale,
                          Tensor& y) override;
 
+  void lmHeadCrossEntropyAt(const Tensor& h, const Tensor& weight,
+                            std::span<const std::int32_t> targets, const Tensor& scalars,
+                            Tensor& losses, Tensor& dh, float logitSoftcap) override;
   void copyIn(std::span<const std::byte> host, Tensor& dst) override;
   void copyOut(const Tensor& src, std::span<std::byte> host) override;
   std::shared_ptr<std::byte[]> pinnedHost(std::size_t bytes) override;
@@ -112,6 +115,11 @@ class HipBackend final : public Backend {
   memory::DeviceAllocator* deviceAllocator() override { return allocator_.get(); }
 
  private:
+  // lmHeadCrossEntropy and its graph-mode twin: the scale given, or read from device memory.
+  void lmHeadLoss(const Tensor& h, const Tensor& weight, std::span<const std::int32_t> targets,
+                  float gradScale, const float* gradScaleOnDevice, Tensor& losses, Tensor& dh,
+                  float logitSoftcap);
+
   int deviceIndex_;
   hipStream_t stream_ = nullptr;
   // downloadAsync's side stream (created on first use) and its pinned host buffers.

@@ -3,43 +3,13 @@
 // host values made capturable, the allocator's graph pool, pinned host memory and the replay.
 #include <algorithm>
 #include <cstring>
-#include <map>
-#include <mutex>
 
 #include "compute/Errors.h"
-#include "compute/hip/HipBackend.h"
+#include "compute/hip/HipCapture.h"
 #include "compute/hip/HipCheck.h"  // defines: LORASCOPE_HIP_CHECK, checkLaunch
 #include "runtime/LaunchControl.h"
 
 namespace lorascope::compute::hip {
-
-// The ranges pinnedHost() handed out and that are still alive: a copy from one of them is a live
-// input of a captured graph. Shared with the buffers' deleters, which may run on any thread.
-class PinnedRanges {
- public:
-  void add(const std::byte* begin, std::size_t bytes) {
-    const std::lock_guard lock(mutex_);
-    ranges_[begin] = bytes;
-  }
-  void remove(const std::byte* begin) {
-    const std::lock_guard lock(mutex_);
-    ranges_.erase(begin);
-  }
-  bool contains(const void* p, std::size_t bytes) const {
-    const auto* q = static_cast<const std::byte*>(p);
-    const std::lock_guard lock(mutex_);
-    auto it = ranges_.upper_bound(q);
-    if (it == ranges_.begin()) {
-      return false;
-    }
-    --it;
-    return q >= it->first && q + bytes <= it->first + it->second;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::map<const std::byte*, std::size_t> ranges_;
-};
 
 namespace {
 
@@ -51,9 +21,6 @@ struct PinnedFree {
   }
 };
 
-// Constant host values a capture copies: bump-allocated from pinned blocks the graph keeps.
-constexpr std::size_t kStagingBlockBytes = std::size_t{4} << 20;
-
 std::shared_ptr<std::byte[]> allocatePinned(std::size_t bytes) {
   void* p = nullptr;
   LORASCOPE_HIP_CHECK(hipHostMalloc(&p, std::max<std::size_t>(bytes, 1), hipHostMallocDefault));
@@ -64,28 +31,23 @@ std::shared_ptr<std::byte[]> allocatePinned(std::size_t bytes) {
 
 }  // namespace
 
-struct HipBackend::Capture {
-  std::vector<std::shared_ptr<std::byte[]>> staging;
-  std::size_t used = kStagingBlockBytes;  // of staging.back(); full: a new block first
-
-  const std::byte* stage(const void* host, std::size_t bytes) {
-    const std::size_t aligned = (bytes + 255) / 256 * 256;
-    if (aligned > kStagingBlockBytes) {
-      staging.push_back(allocatePinned(aligned));
-      used = kStagingBlockBytes;  // the next one starts a block of its own
-      std::memcpy(staging.back().get(), host, bytes);
-      return staging.back().get();
-    }
-    if (used + aligned > kStagingBlockBytes) {
-      staging.push_back(allocatePinned(kStagingBlockBytes));
-      used = 0;
-    }
-    std::byte* at = staging.back().get() + used;
-    used += aligned;
-    std::memcpy(at, host, bytes);
-    return at;
+const std::byte* HipBackend::Capture::stage(const void* host, std::size_t bytes) {
+  const std::size_t aligned = (bytes + 255) / 256 * 256;
+  if (aligned > kStagingBlockBytes) {
+    staging.push_back(allocatePinned(aligned));
+    used = kStagingBlockBytes;  // the next one starts a block of its own
+    std::memcpy(staging.back().get(), host, bytes);
+    return staging.back().get();
   }
-};
+  if (used + aligned > kStagingBlockBytes) {
+    staging.push_back(allocatePinned(kStagingBlockBytes));
+    used = 0;
+  }
+  std::byte* at = staging.back().get() + used;
+  used += aligned;
+  std::memcpy(at, host, bytes);
+  return at;
+}
 
 namespace {
 

@@ -104,19 +104,19 @@ __global__ void accumulateLossKernel(const float* values, long long count, StepS
   }
 }
 
-// One thread: the norm of the scaled gradients, the finite flag and the factor every gradient is
-// multiplied by (train::clipFactor's rule, with the loss weight gradScale folded in).
+// One thread: the gradient norm, the finite flag and the factor every gradient is multiplied by
+// (train::clipFactor's rule in its double arithmetic; 1 when nothing is clipped).
 __global__ void clipFactorKernel(const StepScalars* scalars, StepSums* sums, float* factor) {
-  const double norm = sqrt(sums->gradSquares) * scalars->gradScale;
+  const double norm = sqrt(sums->gradSquares);
   sums->finite = isfinite(sums->lossSum) && isfinite(norm) ? 1.0 : 0.0;
-  double f = scalars->gradScale;
-  if (scalars->maxGradNorm > 0.0f) {
+  float f = 1.0f;
+  if (scalars->maxGradNorm > 0.0) {
     const double coefficient = scalars->maxGradNorm / (norm + 1e-6);
     if (coefficient < 1.0) {
-      f *= coefficient;
+      f = static_cast<float>(coefficient);
     }
   }
-  *factor = static_cast<float>(f);
+  *factor = f;
 }
 
 __global__ void scaleByKernel(const TensorChunk* chunks, const float* factor) {
