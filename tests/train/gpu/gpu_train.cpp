@@ -765,6 +765,53 @@ std::string graphRuns(const std::vector<train::StepMetrics>& metrics, std::size_
   return runs;
 }
 
+// The engine job with --graph on a GPU demo run: the toggle off and on again at step
+// boundaries, confirmed; an injected fault in a replay becomes an incident and graph mode's
+// toggle_applied false; the run goes on.
+void caseGraphEngine(Checks& checks) {
+  TempDir tmp("graph-engine");
+  const nlohmann::json config = {
+      {"demo", true},
+      {"out", (tmp.path() / "run").string()},
+      {"options", {{"device", "gpu"}, {"steps", 9}, {"checkpoint-every", 0}, {"graph", true}}}};
+  std::vector<engine::TimedEvent> events;
+  const std::unique_ptr<engine::EngineJob> job = job::createTrainingJob(
+      config, [&events](const engine::TimedEvent& e) { events.push_back(e); });
+  engine::CancelFlag cancel;
+  job->runStep(cancel);
+  job->runStep(cancel);
+  job->runStep(cancel);
+  const std::string off = job->applyToggle(engine::Toggle::Graph, false);
+  checks.expect(off == "eager steps from step 4", "graph off after step 3: \"" + off + "\"");
+  job->runStep(cancel);
+  const std::string on = job->applyToggle(engine::Toggle::Graph, true);
+  checks.expect(on == "graph mode from step 5", "graph on after step 4: \"" + on + "\"");
+  // Steps 5 (warm-up) and 6 (captured: the replay is step_graph #1), 7 (#2) faults.
+  runtime::launchControl().faults().configure(runtime::parseFaultSpec("oom@step_graph#2"));
+  for (int i = 0; i < 5; ++i) {
+    job->runStep(cancel);
+  }
+  job->settle();
+  runtime::launchControl().faults().configure({});
+  std::string incident;
+  bool confirmedOff = false;
+  for (const engine::TimedEvent& e : events) {
+    if (const auto* i = std::get_if<engine::IncidentEvent>(&e.event)) {
+      if (i->what.find("graph mode off") != std::string::npos) {
+        incident = i->what + " → " + i->action + " (step " + std::to_string(i->step) + ")";
+      }
+    }
+    if (const auto* t = std::get_if<engine::ToggleAppliedEvent>(&e.event)) {
+      confirmedOff = confirmedOff ||
+                     (t->toggle == engine::Toggle::Graph && t->value == false && !incident.empty());
+    }
+  }
+  checks.expect(incident.find("step 7") != std::string::npos,
+                "the fault in step 7's replay is an incident: " + incident);
+  checks.expect(confirmedOff, "and graph mode is confirmed off after it");
+  checks.expect(job->finished(), "the run finishes its 9 steps");
+}
+
 void caseGraph(Checks& checks) {
   constexpr std::int64_t kSteps = 50;
   constexpr double kGraphTolerance = 1e-3;  // Done-when of issue 26: within 1e-3 relative
@@ -850,6 +897,7 @@ void caseGraph(Checks& checks) {
     expectCurve(checks, "graph mode with two faults vs eager, 50 steps", lossesOf(faulted), eager,
                 kGraphTolerance);
   }
+  caseGraphEngine(checks);
 }
 
 }  // namespace
