@@ -15,6 +15,7 @@
 
 #include "compute/AdamWScalars.h"
 #include "compute/GemmImplementation.h"
+#include "compute/StepScalars.h"
 #include "compute/Tensor.h"
 
 namespace lorascope::memory {
@@ -66,6 +67,19 @@ struct AttentionOptions {
   float scale = 1.0f;       // scores s = scale · q·k
   std::int64_t window = 0;  // query i sees keys i − window < j ≤ i; 0 = every j ≤ i
   float softcap = 0.0f;     // s ← softcap·tanh(s / softcap) before the softmax; 0 = off
+};
+
+// Ops captured between Backend::beginCapture and endCapture, replayed as one launch (whole-step
+// graph mode: Note [whole-step graphs] in train/StepGraphs.h). Holds what its replays read that
+// the capture made: pinned copies of host values, and its blocks of the allocator's graph pool.
+class CapturedOps {
+ public:
+  virtual ~CapturedOps() = default;
+  // Runs every captured op again, in order, on the backend's stream, with the addresses and
+  // arguments they had at capture: one launch, "step_graph" to the watchdog, the queue tracker
+  // and the fault injector. Returns once queued. Throws GpuError (or an injected fault) when the
+  // launch fails; nothing ran then.
+  virtual void replay() = 0;
 };
 
 // A download in flight (Backend::downloadAsync): the values its tensors had when it was asked
@@ -313,6 +327,62 @@ class Backend {
   // out and added by a second kernel).
   virtual void addLowRankProduct(const Tensor& lhsT, const Tensor& w, bool transposeW, float scale,
                                  Tensor& y);
+
+  // --- Steps without host reads (graph mode) ----------------------------------------------------
+  // The per-step values live in device memory (compute/StepScalars.h) and the step's results are
+  // read once, after it. The defaults work on host memory (the CPU backend, which runs these
+  // steps too, uncaptured); a GPU backend launches kernels.
+
+  // Copies host bytes into `dst` (any dtype, exactly dst.bytes()) in stream order. While
+  // capturing, a source in pinnedHost() memory is read again at every replay (a live input); any
+  // other source is copied now and replays copy that copy (a constant).
+  virtual void copyIn(std::span<const std::byte> host, Tensor& dst);
+  // Copies `src` into host bytes (exactly src.bytes()) in stream order; the host may read them
+  // after synchronize(). While capturing, `host` must be pinnedHost() memory.
+  virtual void copyOut(const Tensor& src, std::span<std::byte> host);
+  // Host memory that captured copies read or write at every replay: pinned on a GPU (plain
+  // memory elsewhere). Zeroed; lives as long as the returned pointer's last copy.
+  virtual std::shared_ptr<std::byte[]> pinnedHost(std::size_t bytes);
+  // sums.lossSum += Σ losses.   losses f32 (any shape)   sums (kStepSumsWords) f32: a StepSums
+  virtual void accumulateLoss(const Tensor& losses, Tensor& sums);
+  // lmHeadCrossEntropy() with the loss weight read from scalars.gradScale (device memory).
+  virtual void lmHeadCrossEntropyAt(const Tensor& h, const Tensor& weight,
+                                    std::span<const std::int32_t> targets, const Tensor& scalars,
+                                    Tensor& losses, Tensor& dh, float logitSoftcap = 0.0f);
+  // Global-norm clipping without a host read: sums.gradSquares = Σ g² over the list, the norm
+  // its root; sums.finite = 1 when lossSum and the norm are finite, else 0; every g ← g · c with
+  // c = maxGradNorm / (norm + 1e-6) when maxGradNorm > 0 and that is < 1 (train::clipFactor's
+  // rule, in the same double arithmetic), else unchanged.
+  //   grads f32   scalars (kStepScalarsWords) f32: a StepScalars   sums as above
+  virtual void clipScaledGradients(std::span<Tensor* const> grads, const Tensor& scalars,
+                                   Tensor& sums);
+  // adamw() with scalars.adamw, applied only when sums.finite is 1 (nothing changes otherwise).
+  virtual void adamwIfFinite(std::span<const AdamWTensors> tensors, const Tensor& scalars,
+                             const Tensor& sums);
+  // The mask dropoutMask() draws for an unpadded micro-batch of rows of rowLength positions,
+  // written into a mask padded to `seq` positions per row: element (row·seq + t, f) of `mask`
+  // (rows·seq, F) is element (row·rowLength + t)·F + f of the mask of stream
+  // (scalars.dropoutStreamHigh << 32) | streamLow; positions t ≥ rowLength (padding) get 0.
+  // rowLength is rowLengths[micro], an int32 in device memory (an f32-typed tensor of 4-byte
+  // words: the per-step lengths of graph mode's micro-batches).
+  virtual void dropoutMaskAt(Tensor& mask, std::uint64_t seed, std::uint32_t streamLow,
+                             const Tensor& scalars, std::int64_t seq, const Tensor& rowLengths,
+                             std::int64_t micro, double p);
+
+  // Whole-step capture (CUDA/HIP graphs). A backend that cannot capture (the CPU) answers false
+  // and throws UnsupportedOpError from beginCapture.
+  virtual bool canCapture() const { return false; }
+  // From here until endCapture, ops issued on this thread are recorded, not run: no op may read
+  // back to the host or wait (download, synchronize, downloadAsync throw), and every block
+  // allocated comes from the allocator's graph pool, which is the captures' alone.
+  virtual void beginCapture();
+  // The recorded ops, ready to replay. Throws GpuError when the capture failed (an op that cannot
+  // be captured); the capture has ended either way.
+  virtual std::unique_ptr<CapturedOps> endCapture();
+  // Ends a capture that an exception interrupted and drops what it recorded; a no-op otherwise.
+  virtual void abandonCapture() {}
+  // The graph pool's memory goes back to the ordinary cache (after every CapturedOps is gone).
+  virtual void releaseCaptureMemory() {}
 };
 
 // Target id that cross-entropy skips (PyTorch's ignore_index default, used by HF labels).
@@ -370,6 +440,14 @@ void checkTensorListArgs(const char* op, const BackendCapabilities& caps,
 void checkAdamWArgs(const BackendCapabilities& caps, std::span<const AdamWTensors> tensors);
 void checkDropoutMaskArgs(const BackendCapabilities& caps, const Tensor& mask, double p);
 void checkConvertArgs(const BackendCapabilities& caps, const Tensor& src, const Tensor& dst);
+// Shared argument checks of the graph-mode step ops; `op` names the op in the error.
+void checkStepScalarsArgs(const char* op, const BackendCapabilities& caps, const Tensor& scalars);
+void checkStepSumsArgs(const char* op, const BackendCapabilities& caps, const Tensor& sums);
+void checkCopyArgs(const char* op, const BackendCapabilities& caps, const Tensor& tensor,
+                   std::size_t bytes);
+void checkDropoutMaskAtArgs(const BackendCapabilities& caps, const Tensor& mask,
+                            const Tensor& scalars, std::int64_t seq, const Tensor& rowLengths,
+                            std::int64_t micro, double p);
 void checkLmHeadCrossEntropyArgs(const BackendCapabilities& caps, const Tensor& h,
                                  const Tensor& weight, std::size_t targets, const Tensor& losses,
                                  const Tensor& dh);

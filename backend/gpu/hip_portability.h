@@ -76,6 +76,17 @@
 #define hipEventElapsedTime cudaEventElapsedTime
 #define hipErrorNotReady cudaErrorNotReady
 
+// Graphs (whole-step graph mode: compute/hip/HipBackend.cpp)
+#define hipGraph_t cudaGraph_t
+#define hipGraphExec_t cudaGraphExec_t
+#define hipStreamBeginCapture cudaStreamBeginCapture
+#define hipStreamEndCapture cudaStreamEndCapture
+#define hipStreamCaptureModeRelaxed cudaStreamCaptureModeRelaxed
+#define hipGraphInstantiateWithFlags cudaGraphInstantiateWithFlags
+#define hipGraphLaunch cudaGraphLaunch
+#define hipGraphExecDestroy cudaGraphExecDestroy
+#define hipGraphDestroy cudaGraphDestroy
+
 // bf16: both vendors' types hold the 16 bits of a bfloat16 and convert to/from float.
 using hip_bfloat16 = __nv_bfloat16;
 

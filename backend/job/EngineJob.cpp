@@ -154,6 +154,9 @@ class TrainingJob : public engine::EngineJob {
       logLine()("allocator-policy arena: " +
                 applyToggle(Toggle::AllocatorPolicy, settings_.allocatorPolicy));
     }
+    if (settings_.graph) {
+      loop_->setStepMode(train::StepMode::Graph);
+    }
     sink(engine::TimedEvent{
         0, engine::LogEvent{
                engine::LogLevel::Info,
@@ -306,6 +309,18 @@ class TrainingJob : public engine::EngineJob {
         return applyAllocatorMode(*allocator);
       }
       return {};
+    }
+    if (toggle == Toggle::Graph) {
+      // At this step boundary (train/StepGraphs.h): off drops the graphs and their memory; on
+      // captures the next step's shape after one warm-up step. On the CPU the steps stay eager.
+      const bool on = value.get<bool>();
+      if (on == (loop_->stepMode() == train::StepMode::Graph)) {
+        return {};
+      }
+      loop_->setStepMode(on ? train::StepMode::Graph : train::StepMode::Eager);
+      settings_.graph = on;
+      return std::string(on ? "graph mode" : "eager steps") + " from step " +
+             std::to_string(loop_->completedSteps() + 1);
     }
     if (toggle == Toggle::ActivationCheckpointing) {
       // At this step boundary: the graph is rebuilt with the option, the adapter and the
@@ -780,6 +795,13 @@ class TrainingJob : public engine::EngineJob {
     if (!m.nonFinite.empty()) {
       sink_(engine::TimedEvent{0, engine::IncidentEvent{m.nonFinite, "update skipped", m.step}});
     }
+    if (!m.graphFallback.empty()) {  // train/StepGraphs.h: the step ran eagerly instead
+      settings_.graph = false;
+      sink_(engine::TimedEvent{
+          0, engine::IncidentEvent{m.graphFallback, "graph mode off; the run continues eagerly",
+                                   m.step}});
+      confirmToggle(sink_, Toggle::Graph, false);
+    }
     return stepEvent(m, false);
   }
   // takeMirrored's step, through the sink (from calls that return other events).
@@ -903,6 +925,7 @@ class TrainingJob : public engine::EngineJob {
     applied(Toggle::Blocking, launch.blocking);
     applied(Toggle::GemmBackend, settings::gemmName(backend_->gemmImplementation()));
     applied(Toggle::AllocatorPolicy, arenaMode_ ? "arena" : "caching");
+    applied(Toggle::Graph, loop_->stepMode() == train::StepMode::Graph);
   }
 
   static std::unique_ptr<telemetry::Sampler> openSampler() {

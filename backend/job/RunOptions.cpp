@@ -118,6 +118,8 @@ std::vector<Access> accessors() {
        [](auto& s, auto& v) { s.gemmBackend = v.template get<std::string>(); }},
       {"allocator-policy", [](auto& s) { return json(s.allocatorPolicy); },
        [](auto& s, auto& v) { s.allocatorPolicy = v.template get<std::string>(); }},
+      {"graph", [](auto& s) { return json(s.graph); },
+       [](auto& s, auto& v) { s.graph = v.template get<bool>(); }},
       {"profile", [](auto& s) { return json(s.profile); },
        [](auto& s, auto& v) { s.profile = v.template get<std::string>(); }},
   };

@@ -32,6 +32,7 @@ struct TrainRunSettings {
   bool blockingLaunches = false;
   std::string gemmBackend = "vendor";       // vendor | builtin
   std::string allocatorPolicy = "caching";  // caching | arena
+  bool graph = false;                       // whole-step graph mode (train/StepGraphs.h)
   // Validation (train/Evaluation.h): a held-out dataset file, or a seeded share of the data.
   std::string evalData;                    // "" = none; absolute in config.json
   double evalSplit = 0.0;                  // fraction of the examples held out; 0 = none

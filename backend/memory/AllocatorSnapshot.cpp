@@ -10,7 +10,7 @@ DeviceAllocator::FreeStats DeviceAllocator::freeStats() const {
   FreeStats out;
   out.cachedFreeBytes =
       static_cast<std::size_t>(stats_.reservedBytes.current - stats_.allocatedBytes.current);
-  for (const FreeSet* set : {&smallFree_, &largeFree_, &arenaFree_}) {
+  for (const FreeSet* set : {&smallFree_, &largeFree_, &arenaFree_, &graphFree_}) {
     if (!set->empty()) {
       out.largestFreeBlockBytes = std::max(out.largestFreeBlockBytes, (*set->rbegin())->bytes);
     }
@@ -101,6 +101,7 @@ nlohmann::json DeviceAllocator::snapshot() const {
       }
       const char* pool = segment->pool == Pool::Small   ? "small"
                          : segment->pool == Pool::Arena ? "arena"
+                         : segment->pool == Pool::Graph ? "graph"
                                                         : "large";
       segments.push_back({
           {"address", segment->address},

@@ -69,22 +69,39 @@ Allocation DeviceAllocator::allocate(std::size_t bytes, Owner owner) {
   const std::size_t blockBytes = roundedBlockBytes(bytes, policy_.roundupPower2Divisions);
   const Pool pool = isSmallBlock(blockBytes) ? Pool::Small : Pool::Large;
   Block* block = nullptr;
-  if (policy_.mode == AllocatorMode::Arena && usesArena(owner)) {
+  if (capturing_) {
+    block = findFreeBlock(Pool::Graph, blockBytes);
+    if (block != nullptr) {
+      eraseFree(block);
+    } else {
+      block = newSegment(Pool::Graph, segmentBytesFor(blockBytes));
+      if (block == nullptr) {
+        ++stats_.allocRetryCount;
+        releaseIdleSegments(kUnlimitedSplit, false, false);
+        block = newSegment(Pool::Graph, segmentBytesFor(blockBytes));
+      }
+    }
+    if (block == nullptr) {
+      throwOutOfMemory(bytes, owner);
+    }
+  } else if (policy_.mode == AllocatorMode::Arena && usesArena(owner)) {
     block = findFreeBlock(Pool::Arena, blockBytes);
     if (block == nullptr) {
       ++stats_.arenaOverflowCount;
     }
   }
-  if (block == nullptr) {
-    block = findFreeBlock(pool, blockBytes);
-  }
-  if (block != nullptr) {
-    eraseFree(block);
-  } else {
-    block = allocateFromDevice(pool, blockBytes);
-  }
-  if (block == nullptr) {
-    throwOutOfMemory(bytes, owner);
+  if (!capturing_) {
+    if (block == nullptr) {
+      block = findFreeBlock(pool, blockBytes);
+    }
+    if (block != nullptr) {
+      eraseFree(block);
+    } else {
+      block = allocateFromDevice(pool, blockBytes);
+    }
+    if (block == nullptr) {
+      throwOutOfMemory(bytes, owner);
+    }
   }
   takeBlock(block, blockBytes, bytes, owner);
   trace(TraceAction::Alloc, block->address, block->bytes, owner);
@@ -257,6 +274,8 @@ DeviceAllocator::FreeSet& DeviceAllocator::freeSet(Pool pool) {
       return smallFree_;
     case Pool::Arena:
       return arenaFree_;
+    case Pool::Graph:
+      return graphFree_;
     case Pool::Large:
       break;
   }
@@ -297,7 +316,8 @@ bool DeviceAllocator::releaseIdleSegments(std::size_t targetBytes, bool oversize
   for (const auto& [address, segment] : segments_) {
     const Block* first = segment->first;
     const bool whole = !first->allocated && first->next == nullptr;
-    if (whole && segment->pool != Pool::Arena && (!oversizeOnly || isOversize(segment->bytes))) {
+    if (whole && segment->pool != Pool::Arena && segment->pool != Pool::Graph &&
+        (!oversizeOnly || isOversize(segment->bytes))) {
       idle.push_back(segment.get());
     }
   }
@@ -391,9 +411,28 @@ void DeviceAllocator::reserveArena(std::size_t bytes) {
   insertFree(block);
 }
 
+void DeviceAllocator::beginGraphCapture() {
+  const std::lock_guard lock(mutex_);
+  capturing_ = true;
+}
+
+void DeviceAllocator::endGraphCapture() {
+  const std::lock_guard lock(mutex_);
+  capturing_ = false;
+}
+
+void DeviceAllocator::releaseGraphPool() {
+  const std::lock_guard lock(mutex_);
+  demoteSegments(Pool::Graph);
+}
+
 void DeviceAllocator::demoteArenaSegments() {
+  demoteSegments(Pool::Arena);
+}
+
+void DeviceAllocator::demoteSegments(Pool from) {
   for (const auto& [address, segment] : segments_) {
-    if (segment->pool != Pool::Arena) {
+    if (segment->pool != from) {
       continue;
     }
     std::vector<Block*> freeBlocks;
@@ -420,7 +459,7 @@ void DeviceAllocator::throwOutOfMemory(std::size_t requested, Owner owner) {
   details.allocatedBytes = static_cast<std::size_t>(stats_.allocatedBytes.current);
   details.reservedUnallocatedBytes =
       static_cast<std::size_t>(stats_.reservedBytes.current - stats_.allocatedBytes.current);
-  for (const FreeSet* set : {&smallFree_, &largeFree_, &arenaFree_}) {
+  for (const FreeSet* set : {&smallFree_, &largeFree_, &arenaFree_, &graphFree_}) {
     if (!set->empty()) {
       details.largestFreeBlockBytes =
           std::max(details.largestFreeBlockBytes, (*set->rbegin())->bytes);

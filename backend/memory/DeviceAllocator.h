@@ -18,6 +18,12 @@
 //   activation and workspace block comes from it (best fit, split, merge inside) and it is never
 //   released while the mode lasts, so steady state asks the device for nothing. A block that does
 //   not fit falls back to the pools and is counted as an arena overflow.
+// - Graph pool (whole-step graph mode, Note [whole-step graphs] in train/StepGraphs.h): between
+//   beginGraphCapture() and endGraphCapture() every block comes from segments of its own, and a
+//   block of those segments, freed at any time, is handed out again only to a later capture: the
+//   captured ops write those addresses at every replay, so nothing else may hold them. Reuse
+//   inside the pool is safe because captures and replays run on the one stream, in order.
+//   releaseGraphPool() (once no captured graph is left) gives the segments to the ordinary cache.
 // - Allocation ladder: cached block -> (gc threshold: release idle segments) -> new segment ->
 //   release oversize cached blocks, new segment -> release every cached segment, new segment
 //   (counted as a retry) -> OutOfMemoryError with the numbers and a remedy.
@@ -76,6 +82,12 @@ class DeviceAllocator {
   void beginStep(std::int64_t step);
   AllocatorPolicy policy() const;
 
+  // The graph pool (above): allocations from the pool while a capture lasts.
+  void beginGraphCapture();
+  void endGraphCapture();
+  // Its segments join the ordinary cache (the caller has dropped every captured graph).
+  void releaseGraphPool();
+
   // Gives every cached segment that holds no live block back to the device.
   void emptyCache();
   AllocatorStats stats() const;
@@ -91,7 +103,7 @@ class DeviceAllocator {
   DeviceMemoryInfo deviceInfo() const { return device_->info(); }
 
  private:
-  enum class Pool : std::uint8_t { Small, Large, Arena };
+  enum class Pool : std::uint8_t { Small, Large, Arena, Graph };
   struct Segment;
   struct Block {
     std::uintptr_t address = 0;
@@ -134,6 +146,7 @@ class DeviceAllocator {
   void applyPolicy(const AllocatorPolicy& policy);
   void reserveArena(std::size_t bytes);
   void demoteArenaSegments();
+  void demoteSegments(Pool from);  // every segment of `from` becomes a Large one
   [[noreturn]] void throwOutOfMemory(std::size_t requested, Owner owner);
   enum class TraceAction : std::uint8_t { Alloc, Free, SegmentAlloc, SegmentFree };
   struct TraceEntry {
@@ -165,8 +178,9 @@ class DeviceAllocator {
   std::uint64_t tick_ = 0;
   std::map<std::uintptr_t, std::unique_ptr<Segment>> segments_;
   std::map<std::uintptr_t, std::unique_ptr<Block>> blocks_;  // every block, by address
-  FreeSet smallFree_, largeFree_, arenaFree_;
-  AllocatorStats stats_;  // incremental parts; stats() adds the computed ones
+  FreeSet smallFree_, largeFree_, arenaFree_, graphFree_;
+  bool capturing_ = false;  // beginGraphCapture() .. endGraphCapture()
+  AllocatorStats stats_;    // incremental parts; stats() adds the computed ones
   const std::chrono::steady_clock::time_point createdAt_ = std::chrono::steady_clock::now();
   std::deque<TraceEntry> trace_;  // oldest first, at most kTraceCapacity
 };

@@ -54,6 +54,14 @@ struct StepRecord {
   std::string nonFinite;
   // The held-out loss after this step, when the run evaluated here (eval-every, the last step).
   std::optional<EvalRecord> eval;
+  // Graph mode (Note [whole-step graphs] in train/StepGraphs.h; not in the metrics file): how
+  // this step ran — "" eager, "warm-up" (a new shape's first step, its ops run eagerly),
+  // "captured" (captured, then replayed), "replayed", "deferred" (graph mode's step without
+  // capture).
+  std::string graph;
+  // Set when graph mode failed in this step (a capture or launch error, an injected fault) and
+  // the loop left it: what failed. The step itself then ran eagerly.
+  std::string graphFallback;
   // Where `seconds` went, in milliseconds (LORASCOPE_STEP_TIMING's breakdown; not in the metrics
   // file): building the micro-batches, their forward and backward passes (with the loss read),
   // clipping (the gradient norm read; in a data-parallel group, the sum over the ranks before it)

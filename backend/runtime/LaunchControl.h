@@ -54,6 +54,12 @@ class LaunchControl {
   void endStep();
   bool inStep() const { return inStep_.load(std::memory_order_relaxed); }
 
+  // While a backend captures a graph (train/StepGraphs.h), launches are recorded, not run: the
+  // hooks around them skip what needs a running launch (queue events, op timing, the serialize
+  // and blocking waits). The graph's replay is one launch, tracked as "step_graph".
+  void setCapturing(bool capturing) { capturing_.store(capturing, std::memory_order_relaxed); }
+  bool capturing() const { return capturing_.load(std::memory_order_relaxed); }
+
   FaultInjector& faults() { return faults_; }
   QueueTracker& queues() { return queues_; }
   Watchdog& watchdog() { return watchdog_; }
@@ -74,6 +80,7 @@ class LaunchControl {
   std::atomic<bool> serialize_{false};
   std::atomic<bool> blocking_{false};
   std::atomic<bool> inStep_{false};
+  std::atomic<bool> capturing_{false};
   NowMs nowMs_;
   std::atomic<std::int64_t> stageEndedMs_{0};
   FaultInjector faults_;

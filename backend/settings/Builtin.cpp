@@ -231,6 +231,12 @@ void addBuiltinSettings(Registry& r) {
                    "stops steady-state fragmentation."),
       "Allocator policy", "Device", "/allocator_policy");
   toggle(Toggle::AllocatorPolicy, "", "allocator policy", "which has no device allocator");
+  add(boolOption("graph", "false",
+                 "Whole-step graph mode: each optimizer step, all its micro-batches, is captured "
+                 "once per step shape as a CUDA/HIP graph and replayed as one launch. A failed "
+                 "capture or replay leaves it: that step and the rest of the run are eager."),
+      "Graph mode", "Device", "/graph");
+  toggle(Toggle::Graph, "graph", "graph mode", "which has nothing to capture");
   add({.name = "profile",
        .type = OptionType::Text,
        .help = "The profile the run starts with (`lorascope-train profile list`): the GPU "

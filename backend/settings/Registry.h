@@ -51,6 +51,7 @@ class Toggle {
   static const Toggle GemmBackend;              // "vendor" | "builtin"
   static const Toggle AllocatorPolicy;          // "caching" | "arena"
   static const Toggle ActivationCheckpointing;  // bool
+  static const Toggle Graph;                    // bool
 
  private:
   std::string name_;
@@ -63,6 +64,7 @@ inline const Toggle Toggle::CpuFallback{"cpu_fallback"};
 inline const Toggle Toggle::GemmBackend{"gemm_backend"};
 inline const Toggle Toggle::AllocatorPolicy{"allocator_policy"};
 inline const Toggle Toggle::ActivationCheckpointing{"activation_checkpointing"};
+inline const Toggle Toggle::Graph{"graph"};
 
 enum class Apply {
   Live,     // the Controls dock changes it during a run (the engine applies it at the next step)

@@ -6,12 +6,20 @@
 
 namespace lorascope::train {
 
+std::uint32_t dropoutStreamHigh(std::int64_t step) {
+  constexpr std::uint32_t kDropoutTag = std::uint32_t{1} << 31;
+  return kDropoutTag | (static_cast<std::uint32_t>(step) & 0x7FFFFFFFu);
+}
+
+std::uint32_t dropoutStreamLow(const DropoutKey& key, int layer, LoraModule module) {
+  return ((static_cast<std::uint32_t>(key.microBatch) & 0xFFFu) << 20) |
+         ((static_cast<std::uint32_t>(layer) & 0xFFFFu) << 4) |
+         (static_cast<std::uint32_t>(module) & 0xFu);
+}
+
 std::uint64_t dropoutStream(const DropoutKey& key, int layer, LoraModule module) {
-  constexpr std::uint64_t kDropoutTag = std::uint64_t{1} << 63;
-  return kDropoutTag | ((static_cast<std::uint64_t>(key.step) & 0x7FFFFFFFu) << 32) |
-         ((static_cast<std::uint64_t>(key.microBatch) & 0xFFFu) << 20) |
-         ((static_cast<std::uint64_t>(layer) & 0xFFFFu) << 4) |
-         (static_cast<std::uint64_t>(module) & 0xFu);
+  return (static_cast<std::uint64_t>(dropoutStreamHigh(key.step)) << 32) |
+         dropoutStreamLow(key, layer, module);
 }
 
 std::vector<float> dropoutMask(const DropoutKey& key, int layer, LoraModule module, double p,

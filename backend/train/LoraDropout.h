@@ -23,6 +23,10 @@ struct DropoutKey {
 // Stream layout (bit 63 set, so it never meets the small LoRA-init streams layer·16 + module):
 //   bits 62..32 step, 31..20 micro-batch, 19..4 layer, 3..0 module.
 std::uint64_t dropoutStream(const DropoutKey& key, int layer, LoraModule module);
+// Its two halves: the high 32 bits (the tag and the step) and the low 32 (micro-batch, layer,
+// module). Graph mode keeps the high half in device memory (compute/StepScalars.h).
+std::uint32_t dropoutStreamHigh(std::int64_t step);
+std::uint32_t dropoutStreamLow(const DropoutKey& key, int layer, LoraModule module);
 
 // Inverted dropout mask of `count` elements: 0 with probability p, else 1/(1 − p), element i
 // being uniformFloat(seed, dropoutStream(...), i) < p. On the host; a backend makes the same mask

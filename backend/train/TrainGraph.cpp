@@ -392,14 +392,23 @@ double TrainGraph::clipGradients(double maxNorm) {
   return norm;
 }
 
-void TrainGraph::adamwStep(const AdamWConfig& config, double learningRate, std::int64_t step) {
-  const compute::AdamWScalars scalars = adamwScalars(config, learningRate, step);
+std::vector<compute::AdamWTensors> TrainGraph::adamwTensors() {
   std::vector<compute::AdamWTensors> tensors;
   for (Site& s : sites_) {
     tensors.push_back({&s.a, &s.gradA, &s.firstA, &s.secondA});
     tensors.push_back({&s.b, &s.gradB, &s.firstB, &s.secondB});
   }
-  backend_.adamw(tensors, scalars);
+  return tensors;
+}
+
+void TrainGraph::adamwStep(const AdamWConfig& config, double learningRate, std::int64_t step) {
+  backend_.adamw(adamwTensors(), adamwScalars(config, learningRate, step));
+  gemmParamsStale_ = true;
+}
+
+void TrainGraph::clipAndUpdateOnBackend(const Tensor& scalars, Tensor& sums) {
+  backend_.clipScaledGradients(gradientTensors(), scalars, sums);
+  backend_.adamwIfFinite(adamwTensors(), scalars, sums);
   gemmParamsStale_ = true;
 }
 
@@ -505,7 +514,13 @@ void TrainGraph::checkCancel() const {
 Tensor TrainGraph::dropoutMask(int layer, Projection projection, std::int64_t tokens,
                                std::int64_t features) {
   Tensor mask = backend_.empty(backend_.capabilities().activationDType, {tokens, features});
-  backend_.dropoutMask(mask, key_.seed, dropoutStream(key_, layer, projection), lora_.dropout);
+  if (deferred_ != nullptr) {
+    backend_.dropoutMaskAt(mask, key_.seed, dropoutStreamLow(key_, layer, projection),
+                           *deferred_->scalars, layout_->seq, *deferred_->rowLengths,
+                           key_.microBatch, lora_.dropout);
+  } else {
+    backend_.dropoutMask(mask, key_.seed, dropoutStream(key_, layer, projection), lora_.dropout);
+  }
   return mask;
 }
 
@@ -539,7 +554,8 @@ LossSum TrainGraph::forwardLoss(const model::ForwardInput& in) {
 }
 
 LossSum TrainGraph::forwardBackward(const model::ForwardInput& in, float gradScale,
-                                    const DropoutKey& key, const std::atomic<bool>* cancel) {
+                                    const DropoutKey& key, const std::atomic<bool>* cancel,
+                                    const DeferredPass* deferred) {
   // Everything a pass allocates lives until the pass ends (ops tag their own scratch as
   // workspace).
   const memory::OwnerScope owner(memory::Owner::Activations);
@@ -554,6 +570,7 @@ LossSum TrainGraph::forwardBackward(const model::ForwardInput& in, float gradSca
   layout_ = &layout;
   key_ = key;
   dropoutActive_ = lora_.dropout > 0.0;
+  deferred_ = deferred;
   cancel_ = cancel;
   refreshGemmWeights();
   const std::size_t layers = weights_.layers.size();
@@ -577,7 +594,13 @@ LossSum TrainGraph::forwardBackward(const model::ForwardInput& in, float gradSca
                                xs[l], xs[l + 1], hook.state->acts, &hook);
   }
   Tensor dx = backend_.empty(act, {tokens, config_.hiddenSize});  // (T, H) ∂loss/∂ residual
-  const LossSum loss = headLoss(xs[layers], model::shiftedTargets(in), gradScale, &dx);
+  if (deferred != nullptr && deferred->targets.size() != static_cast<std::size_t>(tokens)) {
+    throw std::invalid_argument("forwardBackward: " + std::to_string(deferred->targets.size()) +
+                                " deferred targets for " + std::to_string(tokens) + " tokens");
+  }
+  const LossSum loss = deferred != nullptr
+                           ? headLoss(xs[layers], deferred->targets, gradScale, &dx, deferred->sums)
+                           : headLoss(xs[layers], model::shiftedTargets(in), gradScale, &dx);
 
   Tensor recomputed = checkpointing ? backend_.empty(act, {tokens, config_.hiddenSize}) : Tensor();
   for (std::size_t l = layers; l-- > 0;) {
@@ -590,11 +613,12 @@ LossSum TrainGraph::forwardBackward(const model::ForwardInput& in, float gradSca
     layerBackward(static_cast<int>(l), state, xs[l], dx, l > 0);
   }
   layout_ = nullptr;
+  deferred_ = nullptr;
   return loss;
 }
 
 LossSum TrainGraph::headLoss(const Tensor& x, std::span<const std::int32_t> targets,
-                             float gradScale, Tensor* dx) {
+                             float gradScale, Tensor* dx, Tensor* sums) {
   checkCancel();
   const compute::DType act = backend_.capabilities().activationDType;
   const std::int64_t tokens = x.dim(0);
@@ -604,13 +628,26 @@ LossSum TrainGraph::headLoss(const Tensor& x, std::span<const std::int32_t> targ
   backend_.rmsnormForward(x, weights_.finalNorm, eps, h, rstd);
   Tensor losses = backend_.empty(compute::DType::F32, {tokens});
   Tensor dh = dx != nullptr ? backend_.empty(act, x.shape()) : Tensor();
-  backend_.lmHeadCrossEntropy(h, weights_.lmHead, targets, gradScale, losses, dh,
-                              static_cast<float>(config_.finalLogitSoftcap));
+  if (deferred_ != nullptr) {  // graph mode: the loss weight is in device memory
+    backend_.lmHeadCrossEntropyAt(h, weights_.lmHead, targets, *deferred_->scalars, losses, dh,
+                                  static_cast<float>(config_.finalLogitSoftcap));
+  } else {
+    backend_.lmHeadCrossEntropy(h, weights_.lmHead, targets, gradScale, losses, dh,
+                                static_cast<float>(config_.finalLogitSoftcap));
+  }
   if (dx != nullptr) {
     backend_.rmsnormBackward(dh, x, weights_.finalNorm, rstd, *dx);
   }
-  const std::vector<float> values = backend_.download(losses);
   LossSum sum;
+  if (sums != nullptr) {  // graph mode: summed on the backend, read after the step
+    backend_.accumulateLoss(losses, *sums);
+    sum.predictedTokens =
+        static_cast<std::int64_t>(std::count_if(targets.begin(), targets.end(), [](std::int32_t t) {
+          return t != compute::kIgnoreTarget;
+        }));
+    return sum;
+  }
+  const std::vector<float> values = backend_.download(losses);
   for (std::size_t i = 0; i < targets.size(); ++i) {
     if (targets[i] != compute::kIgnoreTarget) {
       sum.sum += values[i];

@@ -103,6 +103,19 @@ class PendingLoraState {
   std::vector<LoraSlices> slices_;  // per site, in the adapter's order
 };
 
+// A pass of a step whose host reads wait until the step's end (graph mode: train/StepGraphs.h):
+// the loss is added to sums on the backend instead of read back, the targets come from `targets`
+// (already shifted; pinned memory, re-read at every replay of a captured step), and dropout masks
+// take the step from scalars (compute/StepScalars.h) instead of the key and are drawn as the
+// eager pass of the unpadded micro-batch draws them (Backend::dropoutMaskAt: its row length is
+// rowLengths[key.microBatch]).
+struct DeferredPass {
+  std::span<const std::int32_t> targets;  // (batch·seq): shifted labels, −100 where none
+  const compute::Tensor* scalars = nullptr;
+  compute::Tensor* sums = nullptr;
+  const compute::Tensor* rowLengths = nullptr;  // int32 per micro-batch of the step
+};
+
 class TrainGraph {
  public:
   // The adapter's sites must fit the model (layer < layers, in/out of the projection).
@@ -123,8 +136,11 @@ class TrainGraph {
   // Accumulates into the LoRA gradients the gradient of gradScale · Σ token losses of `input`
   // (labels required). Returns the unscaled loss sum. Throws TrainingCancelled when `cancel`
   // becomes true; the gradients are then partial and must be zeroed.
+  // With `deferred`, the returned sum is 0 (it is in deferred->sums), gradScale is read from
+  // deferred->scalars and the key's step is unused.
   LossSum forwardBackward(const model::ForwardInput& input, float gradScale, const DropoutKey& key,
-                          const std::atomic<bool>* cancel = nullptr);
+                          const std::atomic<bool>* cancel = nullptr,
+                          const DeferredPass* deferred = nullptr);
   // Loss only, without dropout (evaluation and finite differences).
   LossSum forwardLoss(const model::ForwardInput& input);
   // The accumulated gradients, one per adapter site in the adapter's order.
@@ -138,6 +154,12 @@ class TrainGraph {
   double clipGradients(double maxNorm);
   // One AdamW step (train::adamwScalars) over every A and B with its gradient and moments.
   void adamwStep(const AdamWConfig& config, double learningRate, std::int64_t step);
+  // Graph mode's clipping and update: Backend::clipScaledGradients over every gradient in site
+  // order, then Backend::adamwIfFinite.
+  void clipAndUpdateOnBackend(const compute::Tensor& scalars, compute::Tensor& sums);
+  // The weights changed outside adamwStep (a graph's update): the products' copy is remade before
+  // the next pass reads it, inside that pass.
+  void markWeightsChanged() { gemmParamsStale_ = true; }
   // The backend's A and B into `adapter`, and its moments into `moments` (resized to fit); the
   // sites are the graph's (the adapter it was built from).
   void downloadAdapter(LoraAdapter& adapter);
@@ -172,13 +194,15 @@ class TrainGraph {
   // products read the f32 weights.
   void refreshGemmWeights();
   LossSum headLoss(const compute::Tensor& x, std::span<const std::int32_t> targets, float gradScale,
-                   compute::Tensor* dx);
+                   compute::Tensor* dx, compute::Tensor* sums = nullptr);
   void checkCancel() const;
   // (tokens, features) inverted-dropout mask of this projection under the current key.
   compute::Tensor dropoutMask(int layer, model::Projection projection, std::int64_t tokens,
                               std::int64_t features);
   // Every gradient tensor, A then B of each site in order (the clipping norm's order).
   std::vector<compute::Tensor*> gradientTensors();
+  // Every (A or B, gradient, moments) in site order: AdamW's list.
+  std::vector<compute::AdamWTensors> adamwTensors();
   std::vector<LoraSlices> slices() const;
 
   compute::Backend& backend_;
@@ -198,6 +222,7 @@ class TrainGraph {
   const model::SequenceLayout* layout_ = nullptr;
   DropoutKey key_;
   bool dropoutActive_ = false;
+  const DeferredPass* deferred_ = nullptr;  // graph mode: masks as Backend::dropoutMaskAt draws
   const std::atomic<bool>* cancel_ = nullptr;
 };
 

@@ -237,7 +237,8 @@ void TrainLoop::setMicroBatchSize(std::int64_t microBatch, const std::string& re
 }
 
 void TrainLoop::moveTo(compute::Backend& backend, const model::ModelWeights& weights) {
-  syncState();  // until here the old backend's adapter and moments are the current ones
+  stepGraphs_.reset();  // the graphs are the old backend's
+  syncState();          // until here the old backend's adapter and moments are the current ones
   std::unique_ptr<TrainGraph> graph = graphOn(backend, weights, graph_->options());
   graph_ = std::move(graph);  // the old backend's tensors of this loop are released here
   backend_ = &backend;
@@ -247,6 +248,7 @@ void TrainLoop::setActivationCheckpointing(bool on, const model::ModelWeights& w
   if (graph_->options().activationCheckpointing == on) {
     return;
   }
+  stepGraphs_.reset();  // they hold the old graph's activations' shapes and tensors
   syncState();
   GraphOptions options = graph_->options();
   options.activationCheckpointing = on;
@@ -266,117 +268,152 @@ const std::vector<std::int64_t>& TrainLoop::orderOf(std::int64_t epoch) {
 }
 
 StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
+  std::string fallback;
+  if ((stepMode_ == StepMode::Deferred && group_ == nullptr) || graphActive()) {
+    try {
+      return graphStep(cancel);
+    } catch (const TrainingCancelled&) {
+      throw;
+    } catch (const NonFiniteTraining&) {
+      throw;
+    } catch (const std::exception& e) {
+      // Nothing of the step has changed the state (the update is the graph's last op, and a
+      // failed capture or launch ran nothing): the step runs again eagerly.
+      fallback = std::string("graph mode off: ") + e.what() +
+                 "; this step and the rest of the run are eager";
+      leaveGraphMode();
+    }
+  }
+  StepMetrics metrics = eagerStep(cancel);
+  metrics.graphFallback = std::move(fallback);
+  return metrics;
+}
+
+TrainLoop::StepRows TrainLoop::takeRows() {
+  // The allocator's step boundary: a queued policy change takes effect, new blocks carry the step.
+  if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
+    allocator->beginStep(state_.step + 1);
+  }
+  StepRows r;
+  const auto count = static_cast<std::int64_t>(sequences_.size());
+  r.epoch = state_.epoch;
+  r.cursor = state_.dataCursor;
+  if (r.cursor >= count) {
+    ++r.epoch;
+    r.cursor = 0;
+  }
+  const std::vector<std::int64_t>& order = orderOf(r.epoch);
+  r.taken = std::min(config_.effectiveBatch(), count - r.cursor);
+  for (std::int64_t i = r.cursor; i < r.cursor + r.taken; ++i) {
+    r.rows.push_back(&sequences_[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])]);
+    r.predicted += r.rows.back()->predictedTokens;
+  }
+  return r;
+}
+
+std::string TrainLoop::checkFinite(double loss, double gradNorm) {
+  if (std::isfinite(loss) && std::isfinite(gradNorm)) {
+    nonFiniteInARow_ = 0;
+    return {};
+  }
+  // An update from a NaN or infinite gradient would poison every weight and moment for good.
+  const std::string what = "step " + std::to_string(state_.step + 1) + ": loss " +
+                           std::to_string(loss) + ", gradient norm " + std::to_string(gradNorm) +
+                           " (not finite)";
+  if (++nonFiniteInARow_ >= config_.nonFiniteStepLimit) {
+    --nonFiniteInARow_;  // this step did not complete; the state is the last completed one's
+    throw NonFiniteTraining(
+        what + "; " + std::to_string(config_.nonFiniteStepLimit) +
+        " steps in a row were not finite, so training stopped. The adapter is the last finite "
+        "step's (the skipped steps did not change it). Check the base model with "
+        "`lorascope-train inspect-model MODEL --check` (a NaN weight gives a NaN loss), then "
+        "lower the learning rate or raise max grad norm's clipping");
+  }
+  return what + "; the update was skipped (" + std::to_string(nonFiniteInARow_) + " of " +
+         std::to_string(config_.nonFiniteStepLimit) + " in a row stop the run)";
+}
+
+double TrainLoop::learningRate() const {
+  const Schedule schedule{config_.schedule, config_.warmupSteps, totalSteps_};
+  return config_.adamw.learningRate * scheduleFactor(schedule, state_.step);
+}
+
+StepMetrics TrainLoop::completeStep(const StepRows& r, StepMetrics metrics,
+                                    std::chrono::steady_clock::time_point start) {
+  using Clock = std::chrono::steady_clock;
+  state_.epoch = r.epoch;
+  state_.dataCursor = r.cursor + r.taken;
+  state_.tokensSeen += r.predicted;
+  ++state_.step;
+  const auto completed = Clock::now();
+  const double seconds = std::chrono::duration<double>(completed - start).count();
+  const double cycle =
+      std::chrono::duration<double>(completed - lastCompleted_.value_or(start)).count();
+  lastCompleted_ = completed;
+  metrics.step = state_.step;
+  metrics.epoch = r.epoch;
+  metrics.seconds = seconds;
+  metrics.cycleSeconds = cycle;
+  metrics.tokensPerS = cycle > 0 ? static_cast<double>(metrics.tokens) / cycle : 0.0;
+  metrics.computeTokensPerS = seconds > 0 ? static_cast<double>(metrics.tokens) / seconds : 0.0;
+  metrics.predictedTokens = r.predicted;
+  metrics.microBatch = microBatch_;
+  metrics.device = compute::deviceName(backend_->capabilities().device);
+  return metrics;
+}
+
+StepMetrics TrainLoop::eagerStep(const std::atomic<bool>* cancel) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   const auto ms = [](Clock::time_point from, Clock::time_point to) {
     return std::chrono::duration<double, std::milli>(to - from).count();
   };
-  StepMetrics::Stages stages;
-  // The allocator's step boundary: a queued policy change takes effect, new blocks carry the step.
-  if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
-    allocator->beginStep(state_.step + 1);
-  }
-  const auto count = static_cast<std::int64_t>(sequences_.size());
-  std::int64_t epoch = state_.epoch;
-  std::int64_t cursor = state_.dataCursor;
-  if (cursor >= count) {
-    ++epoch;
-    cursor = 0;
-  }
-  const std::vector<std::int64_t>& order = orderOf(epoch);
-  const std::int64_t taken = std::min(config_.effectiveBatch(), count - cursor);
-  std::vector<const Sequence*> rows;
-  std::int64_t predicted = 0;
-  for (std::int64_t i = cursor; i < cursor + taken; ++i) {
-    rows.push_back(&sequences_[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])]);
-    predicted += rows.back()->predictedTokens;
-  }
+  StepMetrics metrics;
+  StepMetrics::Stages& stages = metrics.stages;
+  const StepRows r = takeRows();
 
   graph_->zeroGradients();
-  const float gradScale = 1.0f / static_cast<float>(predicted);
+  const float gradScale = 1.0f / static_cast<float>(r.predicted);
   double lossSum = 0.0;
-  std::int64_t tokens = 0;
-  std::int64_t positions = 0;
-  const std::int64_t microBatches = ceilDiv(taken, microBatch_);
+  const std::int64_t microBatches = ceilDiv(r.taken, microBatch_);
   const auto [firstMicro, endMicro] = microBatchesOfThisRank(microBatches);
   for (std::int64_t micro = firstMicro; micro < endMicro; ++micro) {
     const std::int64_t first = micro * microBatch_;
-    const std::int64_t n = std::min(microBatch_, taken - first);
+    const std::int64_t n = std::min(microBatch_, r.taken - first);
     const auto building = Clock::now();
-    const MicroBatch mb =
-        collate(std::span<const Sequence* const>(rows.data() + first, static_cast<std::size_t>(n)));
+    const MicroBatch mb = collate(
+        std::span<const Sequence* const>(r.rows.data() + first, static_cast<std::size_t>(n)));
     const model::ForwardInput input{mb.batch, mb.seq, mb.ids, mb.labels};
     const auto built = Clock::now();
     lossSum +=
         graph_->forwardBackward(input, gradScale, {config_.seed, state_.step, micro}, cancel).sum;
-    tokens += mb.realTokens;
-    positions += mb.positions();
+    metrics.tokens += mb.realTokens;
+    metrics.positions += mb.positions();
     stages.batchesMs += ms(building, built);
     stages.passesMs += ms(built, Clock::now());
   }
 
   const auto clipping = Clock::now();
   if (group_ != nullptr) {
-    reduceOverGroup(lossSum, tokens, positions);  // once per optimizer step, before the update
+    // once per optimizer step, before the update
+    reduceOverGroup(lossSum, metrics.tokens, metrics.positions);
   }
   const double gradNorm = graph_->clipGradients(config_.maxGradNorm);
   const auto clipped = Clock::now();
   stages.clipMs = ms(clipping, clipped);
-  const Schedule schedule{config_.schedule, config_.warmupSteps, totalSteps_};
-  const double lr = config_.adamw.learningRate * scheduleFactor(schedule, state_.step);
-  const double loss = lossSum / static_cast<double>(predicted);
-  std::string nonFinite;
-  if (std::isfinite(loss) && std::isfinite(gradNorm)) {
+  const double lr = learningRate();
+  const double loss = lossSum / static_cast<double>(r.predicted);
+  metrics.nonFinite = checkFinite(loss, gradNorm);
+  if (metrics.nonFinite.empty()) {
     graph_->adamwStep(config_.adamw, lr, state_.step + 1);
     hostStateStale_ = true;
-    nonFiniteInARow_ = 0;
-  } else {
-    // An update from a NaN or infinite gradient would poison every weight and moment for good.
-    const std::string what = "step " + std::to_string(state_.step + 1) + ": loss " +
-                             std::to_string(loss) + ", gradient norm " + std::to_string(gradNorm) +
-                             " (not finite)";
-    if (++nonFiniteInARow_ >= config_.nonFiniteStepLimit) {
-      --nonFiniteInARow_;  // this step did not complete; the state is the last completed one's
-      throw NonFiniteTraining(
-          what + "; " + std::to_string(config_.nonFiniteStepLimit) +
-          " steps in a row were not finite, so training stopped. The adapter is the last finite "
-          "step's (the skipped steps did not change it). Check the base model with "
-          "`lorascope-train inspect-model MODEL --check` (a NaN weight gives a NaN loss), then "
-          "lower the learning rate or raise max grad norm's clipping");
-    }
-    nonFinite = what + "; the update was skipped (" + std::to_string(nonFiniteInARow_) + " of " +
-                std::to_string(config_.nonFiniteStepLimit) + " in a row stop the run)";
   }
-
-  state_.epoch = epoch;
-  state_.dataCursor = cursor + taken;
-  state_.tokensSeen += predicted;
-  ++state_.step;
-  const auto completed = Clock::now();
-  stages.updateMs = ms(clipped, completed);
-  const double seconds = std::chrono::duration<double>(completed - start).count();
-  const double cycle =
-      std::chrono::duration<double>(completed - lastCompleted_.value_or(start)).count();
-  lastCompleted_ = completed;
-  StepMetrics metrics;
-  metrics.step = state_.step;
-  metrics.epoch = epoch;
+  stages.updateMs = ms(clipped, Clock::now());
   metrics.loss = loss;
-  metrics.nonFinite = std::move(nonFinite);
   metrics.learningRate = lr;
   metrics.gradNorm = gradNorm;
-  metrics.seconds = seconds;
-  metrics.cycleSeconds = cycle;
-  metrics.tokensPerS = cycle > 0 ? static_cast<double>(tokens) / cycle : 0.0;
-  metrics.computeTokensPerS = seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0;
-  metrics.tokens = tokens;
-  metrics.positions = positions;
-  metrics.stages = stages;
-  metrics.predictedTokens = predicted;
-  metrics.microBatch = microBatch_;
   metrics.accumulation = microBatches;
-  metrics.device = compute::deviceName(backend_->capabilities().device);
-  return metrics;
+  return completeStep(r, std::move(metrics), start);
 }
 
 EvalMetrics TrainLoop::evaluate(std::span<const Sequence> sequences,

@@ -42,6 +42,7 @@
 #include "train/Evaluation.h"  // defines: EvalMetrics
 #include "train/Lora.h"
 #include "train/Optimizer.h"
+#include "train/StepGraphs.h"
 #include "train/TrainGraph.h"
 
 namespace lorascope::train {
@@ -108,6 +109,13 @@ class PendingTrainerState {
   std::optional<PendingLoraState> lora_;
 };
 
+// How TrainLoop::step runs a step.
+enum class StepMode : std::uint8_t {
+  Eager,     // op by op, reading the loss and gradient norm as they come
+  Graph,     // whole-step graphs (train/StepGraphs.h) where the backend can capture; else Eager
+  Deferred,  // graph mode's step (fixed shapes, device-side scalars) without capture
+};
+
 class TrainLoop {
  public:
   using StepCallback = std::function<void(const StepMetrics&)>;
@@ -140,6 +148,16 @@ class TrainLoop {
   // updates the same way (train/GroupStep.cpp). The collective must outlive the loop; its
   // failures leave the step as cancellation does (the state is the last completed step's).
   void joinGroup(group::Collective& collective) { group_ = &collective; }
+
+  // From the next step on. Leaving Graph drops the captured graphs and gives their memory back.
+  // Graph on a backend that cannot capture (the CPU) runs eager steps.
+  void setStepMode(StepMode mode);
+  StepMode stepMode() const { return stepMode_; }
+  // Whether the next step runs as a graph: Graph, on a backend that can capture, alone (a rank
+  // of a group steps eagerly: its gradient sum sits between the backward and the update).
+  bool graphActive() const {
+    return stepMode_ == StepMode::Graph && backend_->canCapture() && group_ == nullptr;
+  }
 
   // Takes effect at the next step; accumulation becomes ⌈effective / microBatch⌉.
   void setMicroBatchSize(std::int64_t microBatch, const std::string& reason);
@@ -194,6 +212,26 @@ class TrainLoop {
   // tokens and positions.
   std::pair<std::int64_t, std::int64_t> microBatchesOfThisRank(std::int64_t microBatches) const;
   void reduceOverGroup(double& lossSum, std::int64_t& tokens, std::int64_t& positions);
+  // The sequences of the next step (and the allocator's step boundary).
+  struct StepRows {
+    std::int64_t epoch = 0;
+    std::int64_t cursor = 0;
+    std::int64_t taken = 0;
+    std::int64_t predicted = 0;
+    std::vector<const Sequence*> rows;
+  };
+  StepRows takeRows();
+  double learningRate() const;  // of the step about to run
+  // "" for a finite loss and norm; else the warning, counting the steps in a row (throws
+  // NonFiniteTraining at the limit).
+  std::string checkFinite(double loss, double gradNorm);
+  // The state after a completed step and the metrics' timing, step and batch fields.
+  StepMetrics completeStep(const StepRows& rows, StepMetrics metrics,
+                           std::chrono::steady_clock::time_point start);
+  StepMetrics eagerStep(const std::atomic<bool>* cancel);
+  // Graph mode's step (train/TrainLoopGraph.cpp): captured, replayed or deferred.
+  StepMetrics graphStep(const std::atomic<bool>* cancel);
+  void leaveGraphMode();
 
   compute::Backend* backend_;  // where the run computes; moveTo changes it
   const model::ModelConfig& modelConfig_;
@@ -211,6 +249,9 @@ class TrainLoop {
   group::Collective* group_ = nullptr;  // data parallelism: joinGroup
   // When the last step completed: the start of the next one's cycle (none: restartCycle).
   std::optional<std::chrono::steady_clock::time_point> lastCompleted_;
+  StepMode stepMode_ = StepMode::Eager;
+  // Graph mode's graphs and pinned buffers; declared after graph_, so destroyed before its tensors.
+  std::unique_ptr<StepGraphs> stepGraphs_;
 };
 
 }  // namespace lorascope::train

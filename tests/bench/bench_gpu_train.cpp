@@ -7,7 +7,7 @@
 //   bench_gpu_train --shape qwen2.5-0.5b|llama-3.2-1b|tiny [--gemm vendor|built-in]
 //                   [--warmup N] [--steps N] [--profile-steps N] [--batch B] [--seq S]
 //                   [--checkpointing] [--device gpu|cpu] [--json FILE] [--label NAME]
-//                   [--mirror N]
+//                   [--mirror N] [--graph]
 //   bench_gpu_train --model DIR [--quantize none|nf4] [the options above but --shape]
 //
 // --model reads a Hugging Face model folder instead (safetensors through model::ModelFolder) and
@@ -40,6 +40,9 @@
 // step's big shapes (B·S tokens × the MLP's, the attention projections' and an lm-head chunk's
 // widths), each timed over 20 runs after 3 warm-ups (--gemm vendor on a GPU only).
 // limit tokens/s = ceiling / F; a configuration's share = its tokens/s / limit.
+//
+// --graph: whole-step graph mode (train/StepGraphs.h): the first warm-up step runs eagerly, the
+// second is captured, every later step is one replayed graph.
 //
 // --mirror N: the state mirror's cost at N step boundaries each way, after the profiled steps
 // (Note [asynchronous state mirror] in job/EngineJob.cpp): what the engine thread spent between
@@ -102,6 +105,7 @@ struct Options {
   std::int64_t batch = 8;
   std::int64_t seq = 512;
   bool checkpointing = false;
+  bool graph = false;  // --graph: whole-step graph mode
   bool cpu = false;
   std::string json;
   std::string label;     // --label: the "impl" of the JSON line (default lorascope-GEMM)
@@ -115,7 +119,7 @@ struct Options {
                "usage: bench_gpu_train --shape qwen2.5-0.5b|llama-3.2-1b|tiny "
                "[--gemm vendor|built-in] [--warmup N] [--steps N] [--profile-steps N] "
                "[--batch B] [--seq S] [--checkpointing] [--device gpu|cpu] [--json FILE] "
-               "[--label NAME] [--mirror N]\n"
+               "[--label NAME] [--mirror N] [--graph]\n"
                "       bench_gpu_train --model DIR [--quantize none|nf4] [the same options]\n",
                problem.c_str());
   std::exit(2);
@@ -163,6 +167,10 @@ Options parseOptions(int argc, char** argv) {
     const std::string flag = argv[i];
     if (flag == "--checkpointing") {
       o.checkpointing = true;
+      continue;
+    }
+    if (flag == "--graph") {
+      o.graph = true;
       continue;
     }
     if (i + 1 >= argc) {
@@ -504,6 +512,9 @@ Result runBenchmark(const Options& o, compute::Backend& backend) {
   }
   train::TrainLoop loop(backend, config, weights,
                         bench::randomData(config, o.batch * totalSteps, o.seq), tc);
+  if (o.graph) {
+    loop.setStepMode(train::StepMode::Graph);
+  }
   r.warmupSeconds = runSteps(loop, backend, o.warmup, r.memory, r.lastLoss);
   r.timedSeconds = runSteps(loop, backend, o.steps, r.memory, r.lastLoss, &r.stepSeconds);
   runtime::gpu::setOpTiming(true);
@@ -550,9 +561,10 @@ std::string gibText(std::optional<std::uint64_t> bytes) {
 }
 
 void printReport(const Options& o, const Result& r) {
-  std::printf("%s, %s GEMM, B%lld x S%lld, LoRA r8 x 7, checkpointing %s, on %s\n", o.shape.c_str(),
-              compute::gemmImplementationName(o.gemm), static_cast<long long>(o.batch),
-              static_cast<long long>(o.seq), o.checkpointing ? "on" : "off", r.device.c_str());
+  std::printf("%s, %s GEMM, B%lld x S%lld, LoRA r8 x 7, checkpointing %s, %s steps, on %s\n",
+              o.shape.c_str(), compute::gemmImplementationName(o.gemm),
+              static_cast<long long>(o.batch), static_cast<long long>(o.seq),
+              o.checkpointing ? "on" : "off", o.graph ? "graph" : "eager", r.device.c_str());
   std::printf("  weights built in %.1f s; %d warm-up steps %.2f s\n", r.buildSeconds, o.warmup,
               r.warmupSeconds);
   const double medianStep = median(r.stepSeconds);
@@ -639,6 +651,7 @@ nlohmann::json resultJson(const Options& o, const Result& r) {
       {"batch", o.batch},
       {"seq", o.seq},
       {"checkpointing", o.checkpointing},
+      {"graph", o.graph},
       {"warmup_steps", o.warmup},
       {"timed_steps", o.steps},
       {"profiled_steps", o.profileSteps},

@@ -56,6 +56,32 @@ class TestDeviceAllocator : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, DeviceAllocator(device(64), policy));
   }
 
+  // Blocks a capture allocated are its graph's addresses: only a later capture gets them again,
+  // whether they were freed during the capture or after it; releaseGraphPool hands them on.
+  void graphPoolIsTheCapturesAlone() {
+    DeviceAllocator allocator(device(256));
+    allocator.beginGraphCapture();
+    const Allocation scratch = allocator.allocate(3 * kMiB, Owner::Activations);
+    allocator.deallocate(scratch.address);  // freed inside the capture: reused inside it
+    const Allocation again = allocator.allocate(3 * kMiB, Owner::Activations);
+    QCOMPARE(again.address, scratch.address);
+    const Allocation small = allocator.allocate(4096, Owner::Workspace);
+    allocator.endGraphCapture();
+    allocator.deallocate(again.address);  // freed after the capture: still the graph's
+    allocator.deallocate(small.address);
+    const Allocation eager = allocator.allocate(3 * kMiB, Owner::Activations);
+    const Allocation eagerSmall = allocator.allocate(4096, Owner::Workspace);
+    QVERIFY(eager.address != scratch.address);
+    QVERIFY(eagerSmall.address != small.address);
+    allocator.emptyCache();  // the graph's segments stay reserved
+    allocator.beginGraphCapture();
+    QCOMPARE(allocator.allocate(3 * kMiB, Owner::Activations).address, scratch.address);
+    allocator.endGraphCapture();
+    QVERIFY(allocator.snapshot().dump().find("\"pool\":\"graph\"") != std::string::npos);
+    allocator.releaseGraphPool();
+    QVERIFY(allocator.snapshot().dump().find("\"pool\":\"graph\"") == std::string::npos);
+  }
+
   void packsSmallRequestsIntoOneSegment() {
     DeviceAllocator allocator(device(64));
     const Allocation a = allocator.allocate(1000, Owner::Lora);

@@ -10,8 +10,9 @@
 #include "compute/Bf16.h"
 #include "compute/BuildInfo.h"
 #include "compute/Errors.h"
-#include "compute/Nf4.h"           // defines: nf4::quantize, nf4::dequantize
-#include "compute/hip/HipCheck.h"  // defines: LORASCOPE_HIP_CHECK
+#include "compute/Nf4.h"             // defines: nf4::quantize, nf4::dequantize
+#include "compute/hip/HipCapture.h"  // defines: HipBackend::Capture, PinnedRanges
+#include "compute/hip/HipCheck.h"    // defines: LORASCOPE_HIP_CHECK
 #include "runtime/LaunchControl.h"
 
 namespace lorascope::compute {
@@ -34,8 +35,7 @@ Tensor uploadIndices(HipBackend& backend, std::span<const std::int32_t> values) 
   static_assert(sizeof(std::int32_t) == sizeof(float));
   Tensor t = backend.empty(DType::F32, {static_cast<std::int64_t>(values.size())});
   if (!values.empty()) {
-    LORASCOPE_HIP_CHECK(hipMemcpyAsync(t.data(), values.data(), values.size_bytes(),
-                                       hipMemcpyHostToDevice, backend.stream()));
+    backend.copyHostToDeviceAsync(t.data(), values.data(), values.size_bytes());
   }
   return t;
 }
@@ -173,6 +173,7 @@ HipBackend::HipBackend(int deviceIndex) : deviceIndex_(deviceIndex) {
   LORASCOPE_HIP_CHECK(hipSetDevice(deviceIndex_));
   LORASCOPE_HIP_CHECK(hipStreamCreateWithFlags(&stream_, hipStreamNonBlocking));
   pinned_ = std::make_shared<PinnedHostPool>();
+  pinnedRanges_ = std::make_shared<PinnedRanges>();
   // The queue-depth chart's and the hang report's name for it.
   runtime::launchControl().queues().nameStream(reinterpret_cast<std::uintptr_t>(stream_),
                                                "compute");
@@ -186,6 +187,7 @@ HipBackend::HipBackend(int deviceIndex) : deviceIndex_(deviceIndex) {
 }
 
 HipBackend::~HipBackend() {
+  abandonCapture();
   if (stream_ != nullptr) {
     (void)hipStreamSynchronize(stream_);
     runtime::launchControl().queues().forgetStream(reinterpret_cast<std::uintptr_t>(stream_));
@@ -211,17 +213,18 @@ Tensor HipBackend::empty(DType dtype, const Shape& shape) {
                 dtype, shape, Device::Gpu);
 }
 
-namespace {
-
 // Copies host bytes into a fresh tensor. A cached block may still be read by queued kernels on
-// `stream`; hipMemcpy runs on the null stream, which a non-blocking stream does not order
-// against, so `stream` is drained first.
-void copyHostToDevice(Tensor& t, const void* host, std::size_t bytes, hipStream_t stream) {
-  LORASCOPE_HIP_CHECK(hipStreamSynchronize(stream));
+// the stream; hipMemcpy runs on the null stream, which a non-blocking stream does not order
+// against, so the stream is drained first. While capturing (the tensor is the graph pool's, and
+// nothing may wait), a stream-ordered copy of a constant instead.
+void HipBackend::copyHostToDevice(Tensor& t, const void* host, std::size_t bytes) {
+  if (capturing()) {
+    copyHostToDeviceAsync(t.data(), host, bytes);
+    return;
+  }
+  LORASCOPE_HIP_CHECK(hipStreamSynchronize(stream_));
   LORASCOPE_HIP_CHECK(hipMemcpy(t.data(), host, bytes, hipMemcpyHostToDevice));
 }
-
-}  // namespace
 
 Tensor HipBackend::upload(std::span<const float> values, DType dtype, const Shape& shape) {
   if (static_cast<std::int64_t>(values.size()) != numelOf(shape)) {
@@ -235,17 +238,17 @@ Tensor HipBackend::upload(std::span<const float> values, DType dtype, const Shap
   if (dtype == DType::NF4) {  // quantised on the host, where the load-time quantiser runs
     std::vector<std::byte> packed(t.bytes());
     nf4::quantize(values.data(), DType::F32, t.numel(), packed.data());
-    copyHostToDevice(t, packed.data(), packed.size(), stream_);
+    copyHostToDevice(t, packed.data(), packed.size());
     return t;
   }
   if (dtype == DType::F32) {
-    copyHostToDevice(t, values.data(), values.size_bytes(), stream_);
+    copyHostToDevice(t, values.data(), values.size_bytes());
   } else {
     std::vector<std::uint16_t> bits(values.size());
     for (std::size_t i = 0; i < values.size(); ++i) {
       bits[i] = floatToBf16(values[i]);
     }
-    copyHostToDevice(t, bits.data(), bits.size() * sizeof(std::uint16_t), stream_);
+    copyHostToDevice(t, bits.data(), bits.size() * sizeof(std::uint16_t));
   }
   return t;
 }
@@ -256,11 +259,12 @@ Tensor HipBackend::uploadRaw(std::span<const std::byte> bytes, DType dtype, cons
     throw ShapeError("uploadRaw: f16 tensors are not supported on the GPU yet (convert to bf16)");
   }
   Tensor t = empty(dtype, shape);
-  copyHostToDevice(t, bytes.data(), bytes.size(), stream_);
+  copyHostToDevice(t, bytes.data(), bytes.size());
   return t;
 }
 
 std::vector<float> HipBackend::download(const Tensor& tensor) {
+  requireNotCapturing("download");
   LORASCOPE_HIP_CHECK(hipStreamSynchronize(stream_));
   std::vector<float> out(static_cast<std::size_t>(tensor.numel()));
   if (tensor.dtype() == DType::F32) {
@@ -290,6 +294,7 @@ std::vector<float> HipBackend::download(const Tensor& tensor) {
 // which waits for the copies through an event.
 std::unique_ptr<PendingDownload> HipBackend::downloadAsync(std::span<const Tensor* const> tensors) {
   checkDownloadAsyncArgs(caps_, tensors);
+  requireNotCapturing("downloadAsync");
   std::vector<Tensor> copies;
   std::vector<std::size_t> counts;
   std::size_t totalBytes = 0;
@@ -314,6 +319,7 @@ std::unique_ptr<PendingDownload> HipBackend::downloadAsync(std::span<const Tenso
 }
 
 void HipBackend::synchronize() {
+  requireNotCapturing("synchronize");
   LORASCOPE_HIP_CHECK(hipStreamSynchronize(stream_));
 }
 
@@ -324,6 +330,7 @@ std::optional<DeviceMemoryUse> HipBackend::deviceMemoryUse() const {
 }
 
 void HipBackend::releaseCachedMemory() {
+  requireNotCapturing("releaseCachedMemory");
   // Freed blocks are reused in stream order, so kernels queued before their release may still
   // read them: drain the stream before the segments go back to the driver.
   LORASCOPE_HIP_CHECK(hipStreamSynchronize(stream_));

@@ -17,6 +17,7 @@ namespace lorascope::compute::hip {
 bool isBf16Weight(const char* op, const Tensor& weight);
 
 class PinnedHostPool;
+class PinnedRanges;
 
 class HipBackend final : public Backend {
  public:
@@ -79,10 +80,46 @@ class HipBackend final : public Backend {
   void addLowRankProduct(const Tensor& lhsT, const Tensor& w, bool transposeW, float scale,
                          Tensor& y) override;
 
+  void lmHeadCrossEntropyAt(const Tensor& h, const Tensor& weight,
+                            std::span<const std::int32_t> targets, const Tensor& scalars,
+                            Tensor& losses, Tensor& dh, float logitSoftcap) override;
+  void copyIn(std::span<const std::byte> host, Tensor& dst) override;
+  void copyOut(const Tensor& src, std::span<std::byte> host) override;
+  std::shared_ptr<std::byte[]> pinnedHost(std::size_t bytes) override;
+  void accumulateLoss(const Tensor& losses, Tensor& sums) override;
+  void clipScaledGradients(std::span<Tensor* const> grads, const Tensor& scalars,
+                           Tensor& sums) override;
+  void adamwIfFinite(std::span<const AdamWTensors> tensors, const Tensor& scalars,
+                     const Tensor& sums) override;
+  void dropoutMaskAt(Tensor& mask, std::uint64_t seed, std::uint32_t streamLow,
+                     const Tensor& scalars, std::int64_t seq, const Tensor& rowLengths,
+                     std::int64_t micro, double p) override;
+  bool canCapture() const override { return true; }
+  void beginCapture() override;
+  std::unique_ptr<CapturedOps> endCapture() override;
+  void abandonCapture() override;
+  void releaseCaptureMemory() override;
+
+  // A host-to-device copy in stream order. While capturing, a source outside pinnedHost() memory
+  // is first copied into pinned memory the capture keeps (a constant of the graph); a pinned one
+  // is read at every replay. Outside a capture, a pageable source is staged by the runtime before
+  // the call returns, so it may go away at once.
+  void copyHostToDeviceAsync(void* dst, const void* src, std::size_t bytes);
+  bool capturing() const { return capture_ != nullptr; }
+  // upload's copy into a fresh tensor (see HipBackend.cpp).
+  void copyHostToDevice(Tensor& t, const void* host, std::size_t bytes);
+  // Throws UnsupportedOpError naming `op` while capturing (an op that waits or reads back).
+  void requireNotCapturing(const char* op) const;
+
   hipStream_t stream() const { return stream_; }
   memory::DeviceAllocator* deviceAllocator() override { return allocator_.get(); }
 
  private:
+  // lmHeadCrossEntropy and its graph-mode twin: the scale given, or read from device memory.
+  void lmHeadLoss(const Tensor& h, const Tensor& weight, std::span<const std::int32_t> targets,
+                  float gradScale, const float* gradScaleOnDevice, Tensor& losses, Tensor& dh,
+                  float logitSoftcap);
+
   int deviceIndex_;
   hipStream_t stream_ = nullptr;
   // downloadAsync's side stream (created on first use) and its pinned host buffers.
@@ -93,6 +130,11 @@ class HipBackend final : public Backend {
   GemmImplementation gemmImplementation_ = GemmImplementation::BuiltIn;  // the constructor's pick
   std::unique_ptr<VendorBlas> vendorBlas_;  // bound to stream_; created by the first vendor matmul
   Tensor nf4Tables_;  // (kNf4TableFloats) f32: the NF4 and dynamic codes, uploaded on first use
+  // The capture in progress (beginCapture .. endCapture): the pinned copies of constant host
+  // values its ops read. The pinnedHost() ranges, by address, for copyHostToDeviceAsync.
+  struct Capture;
+  std::unique_ptr<Capture> capture_;
+  std::shared_ptr<PinnedRanges> pinnedRanges_;
 };
 
 // Copies host indices (ids, positions, targets) to the device, ordered before the kernels that

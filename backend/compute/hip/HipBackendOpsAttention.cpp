@@ -83,6 +83,21 @@ void HipBackend::attentionBackward(const Tensor& dout, const Tensor& q, const Te
 void HipBackend::lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
                                     std::span<const std::int32_t> targets, float gradScale,
                                     Tensor& losses, Tensor& dh, float logitSoftcap) {
+  lmHeadLoss(h, weight, targets, gradScale, nullptr, losses, dh, logitSoftcap);
+}
+
+void HipBackend::lmHeadCrossEntropyAt(const Tensor& h, const Tensor& weight,
+                                      std::span<const std::int32_t> targets, const Tensor& scalars,
+                                      Tensor& losses, Tensor& dh, float logitSoftcap) {
+  checkStepScalarsArgs("lm_head_cross_entropy", caps_, scalars);
+  lmHeadLoss(h, weight, targets, 0.0f, &static_cast<const StepScalars*>(scalars.data())->gradScale,
+             losses, dh, logitSoftcap);
+}
+
+void HipBackend::lmHeadLoss(const Tensor& h, const Tensor& weight,
+                            std::span<const std::int32_t> targets, float gradScale,
+                            const float* gradScaleOnDevice, Tensor& losses, Tensor& dh,
+                            float logitSoftcap) {
   constexpr const char* op = "lm_head_cross_entropy";
   checkLmHeadCrossEntropyArgs(caps_, h, weight, targets.size(), losses, dh);
   const bool weightIsBf16 = isBf16Weight(op, weight);
@@ -132,8 +147,8 @@ void HipBackend::lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
   lmHeadLosses(state, rows, targetIds, kIgnoreTarget, losses.as<float>(), stream_);
   if (withGradient) {
     lmHeadFinishGradient(dhSum.as<float>(), rows, hidden, weight.data(), weightIsBf16, targetIds,
-                         kIgnoreTarget, logitSoftcap, state, gradScale, dh.as<std::uint16_t>(),
-                         stream_);
+                         kIgnoreTarget, logitSoftcap, state, gradScale, gradScaleOnDevice,
+                         dh.as<std::uint16_t>(), stream_);
   }
 }
 

@@ -2,6 +2,7 @@
 // into chunks, uploads the chunk table (a few KiB) on the backend's stream and launches once;
 // and convert, the LoRA weights' bf16 copy after each update.
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "compute/hip/HipBackend.h"
@@ -38,9 +39,7 @@ Tensor uploadChunks(HipBackend& backend, const std::vector<TensorChunk>& chunks)
   static_assert(sizeof(TensorChunk) % sizeof(float) == 0);
   const auto words = static_cast<std::int64_t>(chunks.size() * sizeof(TensorChunk) / sizeof(float));
   Tensor table = backend.empty(DType::F32, {words});
-  LORASCOPE_HIP_CHECK(hipMemcpyAsync(table.data(), chunks.data(),
-                                     chunks.size() * sizeof(TensorChunk), hipMemcpyHostToDevice,
-                                     backend.stream()));
+  backend.copyHostToDeviceAsync(table.data(), chunks.data(), chunks.size() * sizeof(TensorChunk));
   return table;
 }
 
@@ -73,6 +72,7 @@ double HipBackend::sumOfSquares(std::span<const Tensor* const> tensors) {
   Tensor sum = empty(DType::F32, {2});
   hip::sumOfSquares(tableOf(table), count, static_cast<double*>(partials.data()),
                     static_cast<double*>(sum.data()), stream_);
+  requireNotCapturing("sum_of_squares");  // the norm is read here: clipScaledGradients instead
   double result = 0.0;
   LORASCOPE_HIP_CHECK(
       hipMemcpyAsync(&result, sum.data(), sizeof(double), hipMemcpyDeviceToHost, stream_));
@@ -90,13 +90,30 @@ void HipBackend::scaleInPlace(std::span<Tensor* const> tensors, float factor) {
   hip::scaleInPlace(tableOf(table), static_cast<std::int64_t>(chunks.size()), factor, stream_);
 }
 
-void HipBackend::adamw(std::span<const AdamWTensors> tensors, const AdamWScalars& scalars) {
-  checkAdamWArgs(caps_, tensors);
+namespace {
+
+std::vector<TensorChunk> adamwChunks(std::span<const AdamWTensors> tensors) {
   std::vector<TensorChunk> chunks;
   for (const AdamWTensors& t : tensors) {
     appendChunks(chunks, {t.param->as<float>(), t.grad->as<float>(), t.firstMoment->as<float>(),
                           t.secondMoment->as<float>(), t.param->numel()});
   }
+  return chunks;
+}
+
+const StepScalars* scalarsOf(const Tensor& scalars) {
+  return static_cast<const StepScalars*>(scalars.data());
+}
+
+StepSums* sumsOf(Tensor& sums) {
+  return static_cast<StepSums*>(sums.data());
+}
+
+}  // namespace
+
+void HipBackend::adamw(std::span<const AdamWTensors> tensors, const AdamWScalars& scalars) {
+  checkAdamWArgs(caps_, tensors);
+  const std::vector<TensorChunk> chunks = adamwChunks(tensors);
   if (chunks.empty()) {
     return;
   }
@@ -109,6 +126,56 @@ void HipBackend::dropoutMask(Tensor& mask, std::uint64_t seed, std::uint64_t phi
   checkDropoutMaskArgs(caps_, mask, p);
   hip::dropoutMask(mask.data(), mask.dtype() == DType::BF16, mask.numel(), seed, philoxStream,
                    static_cast<float>(p), static_cast<float>(1.0 / (1.0 - p)), stream_);
+}
+
+// --- Graph-mode step ops: the step's scalars and sums stay in device memory ------------------
+
+void HipBackend::accumulateLoss(const Tensor& losses, Tensor& sums) {
+  checkStepSumsArgs("accumulate_loss", caps_, sums);
+  const std::array<const Tensor*, 1> list{&losses};
+  checkTensorListArgs("accumulate_loss", caps_, std::span<const Tensor* const>(list));
+  hip::accumulateLoss(losses.as<float>(), losses.numel(), sumsOf(sums), stream_);
+}
+
+void HipBackend::clipScaledGradients(std::span<Tensor* const> grads, const Tensor& scalars,
+                                     Tensor& sums) {
+  checkTensorListArgs("clip_scaled_gradients", caps_, grads);
+  checkStepScalarsArgs("clip_scaled_gradients", caps_, scalars);
+  checkStepSumsArgs("clip_scaled_gradients", caps_, sums);
+  const std::vector<TensorChunk> chunks = chunksOf(grads);
+  if (chunks.empty()) {
+    return;
+  }
+  const auto count = static_cast<std::int64_t>(chunks.size());
+  const Tensor table = uploadChunks(*this, chunks);
+  Tensor partials = empty(DType::F32, {2 * count});  // doubles, as in sumOfSquares
+  Tensor factor = empty(DType::F32, {1});
+  hip::clipScaled(tableOf(table), count, static_cast<double*>(partials.data()), scalarsOf(scalars),
+                  sumsOf(sums), factor.as<float>(), stream_);
+}
+
+void HipBackend::adamwIfFinite(std::span<const AdamWTensors> tensors, const Tensor& scalars,
+                               const Tensor& sums) {
+  checkAdamWArgs(caps_, tensors);
+  checkStepScalarsArgs("adamw_if_finite", caps_, scalars);
+  checkStepSumsArgs("adamw_if_finite", caps_, sums);
+  const std::vector<TensorChunk> chunks = adamwChunks(tensors);
+  if (chunks.empty()) {
+    return;
+  }
+  const Tensor table = uploadChunks(*this, chunks);
+  hip::adamwIfFinite(tableOf(table), static_cast<std::int64_t>(chunks.size()), scalarsOf(scalars),
+                     static_cast<const StepSums*>(sums.data()), stream_);
+}
+
+void HipBackend::dropoutMaskAt(Tensor& mask, std::uint64_t seed, std::uint32_t streamLow,
+                               const Tensor& scalars, std::int64_t seq, const Tensor& rowLengths,
+                               std::int64_t micro, double p) {
+  checkDropoutMaskAtArgs(caps_, mask, scalars, seq, rowLengths, micro, p);
+  hip::dropoutMaskPadded(mask.data(), mask.dtype() == DType::BF16, mask.dim(0) / seq, seq,
+                         mask.dim(1), seed, streamLow, &scalarsOf(scalars)->dropoutStreamHigh,
+                         rowLengths.as<std::int32_t>() + micro, static_cast<float>(p),
+                         static_cast<float>(1.0 / (1.0 - p)), stream_);
 }
 
 // The LoRA weights' bf16 copy: one kernel over the whole (flat) weight buffer.

@@ -49,10 +49,11 @@ void lmHeadLosses(LmHeadRowState state, std::int64_t rows, const std::int32_t* t
 
 // dh (rows, hidden) bf16 = gradScale · (dhSum / running sum − slope·weight[target]), 0 for
 // ignored rows; slope = 1 − (target logit / softcap)² when capped, else 1; weight (vocab,
-// hidden) bf16 or f32.
+// hidden) bf16 or f32. With gradScaleOnDevice (graph mode) the scale is read from there.
 void lmHeadFinishGradient(const float* dhSum, std::int64_t rows, std::int64_t hidden,
                           const void* weight, bool weightIsBf16, const std::int32_t* targets,
                           std::int32_t ignoreTarget, float softcap, LmHeadRowState state,
-                          float gradScale, std::uint16_t* dh, hipStream_t stream);
+                          float gradScale, const float* gradScaleOnDevice, std::uint16_t* dh,
+                          hipStream_t stream);
 
 }  // namespace lorascope::compute::hip

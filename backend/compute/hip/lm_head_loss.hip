@@ -93,8 +93,9 @@ __global__ void lmHeadFinishGradientKernel(const float* dhSum, long long hidden,
                                            const WeightT* weight, const std::int32_t* targets,
                                            std::int32_t ignoreTarget, float softcap,
                                            LmHeadRowState state, float gradScale,
-                                           hip_bfloat16* dh) {
+                                           const float* gradScaleOnDevice, hip_bfloat16* dh) {
   const long long row = blockIdx.x;
+  const float scale = gradScaleOnDevice != nullptr ? *gradScaleOnDevice : gradScale;
   const std::int32_t target = targets[row];
   const bool ignored = target == ignoreTarget;
   const float inverseSum = 1.0f / state.runningSum[row];
@@ -103,8 +104,8 @@ __global__ void lmHeadFinishGradientKernel(const float* dhSum, long long hidden,
   const float targetSlope = 1.0f - capped * capped;
   for (long long d = threadIdx.x; d < hidden; d += blockDim.x) {
     const float g = ignored ? 0.0f
-                            : gradScale * (dhSum[row * hidden + d] * inverseSum -
-                                           targetSlope * gpu::loadFloat(targetRow, d));
+                            : scale * (dhSum[row * hidden + d] * inverseSum -
+                                       targetSlope * gpu::loadFloat(targetRow, d));
     dh[row * hidden + d] = gpu::floatToBf16(g);
   }
 }
@@ -157,7 +158,8 @@ void lmHeadLosses(LmHeadRowState state, std::int64_t rows, const std::int32_t* t
 void lmHeadFinishGradient(const float* dhSum, std::int64_t rows, std::int64_t hidden,
                           const void* weight, bool weightIsBf16, const std::int32_t* targets,
                           std::int32_t ignoreTarget, float softcap, LmHeadRowState state,
-                          float gradScale, std::uint16_t* dh, hipStream_t stream) {
+                          float gradScale, const float* gradScaleOnDevice, std::uint16_t* dh,
+                          hipStream_t stream) {
   if (rows == 0) {
     return;
   }
@@ -166,11 +168,11 @@ void lmHeadFinishGradient(const float* dhSum, std::int64_t rows, std::int64_t hi
   if (weightIsBf16) {
     launch("lm_head_cross_entropy", lmHeadFinishGradientKernel<hip_bfloat16>, grid,
            dim3(kThreadsPerRow), 0, stream, dhSum, hidden, static_cast<const hip_bfloat16*>(weight),
-           targets, ignoreTarget, softcap, state, gradScale, out);
+           targets, ignoreTarget, softcap, state, gradScale, gradScaleOnDevice, out);
   } else {
     launch("lm_head_cross_entropy", lmHeadFinishGradientKernel<float>, grid, dim3(kThreadsPerRow),
            0, stream, dhSum, hidden, static_cast<const float*>(weight), targets, ignoreTarget,
-           softcap, state, gradScale, out);
+           softcap, state, gradScale, gradScaleOnDevice, out);
   }
 }
 

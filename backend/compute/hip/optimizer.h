@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "compute/AdamWScalars.h"
+#include "compute/StepScalars.h"
 #include "gpu/hip_portability.h"  // defines: hipStream_t
 
 namespace lorascope::compute::hip {
@@ -38,5 +39,21 @@ void adamw(const TensorChunk* chunks, std::int64_t chunkCount, const AdamWScalar
 // mask (count) f32 or bf16: element i = dropoutFromWord(word i mod 4 of Philox block i / 4).
 void dropoutMask(void* mask, bool maskIsBf16, std::int64_t count, std::uint64_t seed,
                  std::uint64_t philoxStream, float p, float keep, hipStream_t stream);
+// Backend::dropoutMaskAt: mask (rows·seq, features); streamHigh and rowLength in device memory.
+void dropoutMaskPadded(void* mask, bool maskIsBf16, std::int64_t rows, std::int64_t seq,
+                       std::int64_t features, std::uint64_t seed, std::uint32_t streamLow,
+                       const std::uint32_t* streamHigh, const std::int32_t* rowLength, float p,
+                       float keep, hipStream_t stream);
+
+// Graph mode (Backend.h, "Steps without host reads"): scalars and sums in device memory.
+// adamw over the chunks with scalars->adamw, only when sums->finite is 1.
+void adamwIfFinite(const TensorChunk* chunks, std::int64_t chunkCount, const StepScalars* scalars,
+                   const StepSums* sums, hipStream_t stream);
+// sums->lossSum += Σ values (count).
+void accumulateLoss(const float* values, std::int64_t count, StepSums* sums, hipStream_t stream);
+// sums->gradSquares = Σ x² over the chunks (partials: chunkCount doubles), sums->finite and
+// *factor (one device float) as Backend::clipScaledGradients says, then x ·= *factor.
+void clipScaled(const TensorChunk* chunks, std::int64_t chunkCount, double* partials,
+                const StepScalars* scalars, StepSums* sums, float* factor, hipStream_t stream);
 
 }  // namespace lorascope::compute::hip

@@ -66,6 +66,9 @@ namespace gpu {
 LaunchStatus beforeLaunch(const char* op, hipStream_t stream) {
   LaunchControl& control = launchControl();
   control.enterOp(op, reinterpret_cast<StreamHandle>(stream));
+  if (control.capturing()) {
+    return {hipSuccess, ""};  // recorded, not run: nothing to wait for or time
+  }
   if (control.policy().serialize) {
     if (const hipError_t error = hipDeviceSynchronize(); error != hipSuccess) {
       return {error, "serialize: device sync before launch"};
@@ -82,6 +85,9 @@ LaunchStatus beforeLaunch(const char* op, hipStream_t stream) {
 LaunchStatus afterLaunch(const char* op, hipStream_t stream, hipError_t launchError) {
   if (launchError != hipSuccess) {
     return {launchError, "launch"};
+  }
+  if (launchControl().capturing()) {
+    return {hipSuccess, ""};  // the replay's launch is the one the queue tracker sees
   }
   // Before the queue tracker's event, so the bracket holds the op's kernels alone.
   if (opTimingEnabled()) {

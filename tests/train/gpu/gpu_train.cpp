@@ -24,6 +24,10 @@
 //   gpu_train families Qwen3, Mistral (sliding window), Gemma 2 and Gemma 3: 20 steps on the GPU
 //                      from lora_training.py's adapter and data follow the CPU run on the same
 //                      bf16-rounded weights; the distance to PyTorch's fp32 curve is reported
+//   gpu_train graph    whole-step graph mode: 50 steps captured and replayed follow the eager
+//                      run within 1e-3; switching to eager and back and a micro-batch change at
+//                      step boundaries; an injected fault in a replay and in a capture each
+//                      leave graph mode, say so, and run the step eagerly on the same curve
 // Exit: 0 all checks passed, 1 a check failed, 77 no GPU (SKIP with the reason).
 #include <algorithm>
 #include <cmath>
@@ -725,19 +729,218 @@ void caseToggles(Checks& checks) {
   checks.expect(job->finished(), "the run finishes with serialize, blocking and the built-in GEMM");
 }
 
+// --- graph ------------------------------------------------------------------------------------
+
+// Whole-step graph mode (train/StepGraphs.h) against eager steps on the same GPU: 50 steps of the
+// parity run (dropout on, two micro-batches per step) with the graph captured at step 2 and
+// replayed after; a switch to eager and back, and a micro-batch change (a new shape) in the
+// middle; an injected fault in a replay and one in a capture: each leaves graph mode, says so,
+// and the step runs eagerly on the same curve.
+std::vector<train::StepMetrics> stepMetrics(train::TrainLoop& loop, std::int64_t steps) {
+  std::vector<train::StepMetrics> out;
+  for (std::int64_t i = 0; i < steps && !loop.finished(); ++i) {
+    out.push_back(loop.step());
+    if (!out.back().graphFallback.empty()) {
+      std::printf("note step %lld: %s\n", static_cast<long long>(out.back().step),
+                  out.back().graphFallback.c_str());
+    }
+  }
+  return out;
+}
+
+std::vector<double> lossesOf(const std::vector<train::StepMetrics>& metrics) {
+  std::vector<double> losses;
+  for (const train::StepMetrics& m : metrics) {
+    losses.push_back(m.loss);
+  }
+  return losses;
+}
+
+std::string graphRuns(const std::vector<train::StepMetrics>& metrics, std::size_t first,
+                      std::size_t count) {
+  std::string runs;
+  for (std::size_t i = first; i < std::min(metrics.size(), first + count); ++i) {
+    runs += (runs.empty() ? "" : ",") + (metrics[i].graph.empty() ? "eager" : metrics[i].graph);
+  }
+  return runs;
+}
+
+// The engine job with --graph on a GPU demo run: the toggle off and on again at step
+// boundaries, confirmed; an injected fault in a replay becomes an incident and graph mode's
+// toggle_applied false; the run goes on.
+void caseGraphEngine(Checks& checks) {
+  TempDir tmp("graph-engine");
+  const nlohmann::json config = {
+      {"demo", true},
+      {"out", (tmp.path() / "run").string()},
+      {"options", {{"device", "gpu"}, {"steps", 9}, {"checkpoint-every", 0}, {"graph", true}}}};
+  std::vector<engine::TimedEvent> events;
+  const std::unique_ptr<engine::EngineJob> job = job::createTrainingJob(
+      config, [&events](const engine::TimedEvent& e) { events.push_back(e); });
+  engine::CancelFlag cancel;
+  job->runStep(cancel);
+  job->runStep(cancel);
+  job->runStep(cancel);
+  const std::string off = job->applyToggle(engine::Toggle::Graph, false);
+  checks.expect(off == "eager steps from step 4", "graph off after step 3: \"" + off + "\"");
+  job->runStep(cancel);
+  const std::string on = job->applyToggle(engine::Toggle::Graph, true);
+  checks.expect(on == "graph mode from step 5", "graph on after step 4: \"" + on + "\"");
+  // Steps 5 (warm-up) and 6 (captured: the replay is step_graph #1), 7 (#2) faults.
+  runtime::launchControl().faults().configure(runtime::parseFaultSpec("oom@step_graph#2"));
+  for (int i = 0; i < 5; ++i) {
+    job->runStep(cancel);
+  }
+  job->settle();
+  runtime::launchControl().faults().configure({});
+  std::string incident;
+  bool confirmedOff = false;
+  for (const engine::TimedEvent& e : events) {
+    if (const auto* i = std::get_if<engine::IncidentEvent>(&e.event)) {
+      if (i->what.find("graph mode off") != std::string::npos) {
+        incident = i->what + " → " + i->action + " (step " + std::to_string(i->step) + ")";
+      }
+    }
+    if (const auto* t = std::get_if<engine::ToggleAppliedEvent>(&e.event)) {
+      confirmedOff = confirmedOff ||
+                     (t->toggle == engine::Toggle::Graph && t->value == false && !incident.empty());
+    }
+  }
+  checks.expect(incident.find("step 7") != std::string::npos,
+                "the fault in step 7's replay is an incident: " + incident);
+  checks.expect(confirmedOff, "and graph mode is confirmed off after it");
+  checks.expect(job->finished(), "the run finishes its 9 steps");
+}
+
+// runData() with every example 16 tokens long (its tokens repeated): no micro-batch is padded, so
+// graph mode's steps have the eager steps' shapes.
+std::vector<train::TokenizedExample> fullLengthData() {
+  std::vector<train::TokenizedExample> out = runData();
+  for (train::TokenizedExample& e : out) {
+    const std::size_t n = e.ids.size();
+    for (std::size_t t = n; t < 16; ++t) {
+      e.ids.push_back(e.ids[t % n]);
+      e.labels.push_back(e.ids.back());
+    }
+  }
+  return out;
+}
+
+void caseGraph(Checks& checks) {
+  constexpr std::int64_t kSteps = 50;
+  // With the eager steps' shapes a graph computes what they compute (issue 26: within 1e-3).
+  constexpr double kGraphTolerance = 1e-3;
+  // Padded to 16 positions where eager pads to the micro-batch's longest row, the products'
+  // shapes differ, and with them at times the last bit of a rounding, which 50 steps of this tiny
+  // model at lr 5e-3 amplify (1.7e-3 on the H200): the bf16 tolerance of the parity case.
+  constexpr double kPaddedTolerance = kLossTolerance;
+  auto gpu = test::requireGpu();
+  std::printf("note GPU: %s\n", gpu->capabilities().name.c_str());
+  checks.expect(gpu->canCapture(), "the GPU backend can capture");
+  const model::ModelFolder folder = openFixture("qwen2_bf16_sharded_linear_rope");
+  const model::ModelWeights placed = model::placeWeights(*gpu, folder.weights());
+  std::vector<double> eager;
+  {
+    train::TrainLoop loop(*gpu, folder.config(), placed, runData(), runConfig(kSteps));
+    eager = runSteps(loop, kSteps);
+  }
+  {
+    train::TrainLoop loop(*gpu, folder.config(), placed, runData(), runConfig(kSteps));
+    loop.setStepMode(train::StepMode::Graph);
+    const std::vector<train::StepMetrics> graph = stepMetrics(loop, kSteps);
+    expectCurve(checks, "graph mode vs eager, 50 steps, padded", lossesOf(graph), eager,
+                kPaddedTolerance);
+    const std::string runs = graphRuns(graph, 0, 4);
+    checks.expect(runs == "warm-up,captured,replayed,replayed", "how the first steps ran: " + runs);
+    std::size_t replayed = 0;
+    for (const train::StepMetrics& m : graph) {
+      replayed += m.graph == "replayed" ? 1 : 0;
+    }
+    checks.expect(replayed == kSteps - 2, format("%.0f of 50 steps replayed", double(replayed)));
+  }
+  std::vector<double> eagerMicro1;  // the eager run with micro-batch 1 from step 21
+  {
+    train::TrainLoop loop(*gpu, folder.config(), placed, runData(), runConfig(kSteps));
+    eagerMicro1 = runSteps(loop, 20);
+    loop.setMicroBatchSize(1, "graph case");
+    for (const double loss : runSteps(loop, kSteps)) {
+      eagerMicro1.push_back(loss);
+    }
+  }
+  {  // toggles at step boundaries
+    train::TrainLoop loop(*gpu, folder.config(), placed, runData(), runConfig(kSteps));
+    loop.setStepMode(train::StepMode::Graph);
+    std::vector<train::StepMetrics> mixed = stepMetrics(loop, 10);
+    loop.setStepMode(train::StepMode::Eager);  // the graph toggle off: eager from the next step
+    for (const auto& m : stepMetrics(loop, 5)) {
+      mixed.push_back(m);
+    }
+    loop.setStepMode(train::StepMode::Graph);  // on again: a new warm-up and capture
+    for (const auto& m : stepMetrics(loop, 5)) {
+      mixed.push_back(m);
+    }
+    loop.setMicroBatchSize(1, "graph case");  // another shape: warm-up and capture again
+    for (const auto& m : stepMetrics(loop, kSteps)) {
+      mixed.push_back(m);
+    }
+    expectCurve(checks, "graph, eager, graph, micro-batch 1 vs the same eagerly, 50 steps",
+                lossesOf(mixed), eagerMicro1, kPaddedTolerance);
+    const std::string runs = graphRuns(mixed, 9, 8) + " | " + graphRuns(mixed, 20, 3);
+    checks.expect(runs ==
+                      "replayed,eager,eager,eager,eager,eager,warm-up,captured | "
+                      "warm-up,captured,replayed",
+                  "toggled at steps 10, 15 and 20: " + runs);
+  }
+  {  // an injected fault in the third replay, then one in a capture
+    runtime::LaunchControl& control = runtime::launchControl();
+    train::TrainLoop loop(*gpu, folder.config(), placed, runData(), runConfig(kSteps));
+    loop.setStepMode(train::StepMode::Graph);
+    control.faults().configure(runtime::parseFaultSpec("blas@step_graph#3"));
+    std::vector<train::StepMetrics> faulted = stepMetrics(loop, 6);
+    const train::StepMetrics& hit = faulted[3];  // step 4: the third replay
+    checks.expect(hit.graphFallback.find("graph mode off") != std::string::npos &&
+                      hit.graphFallback.find("injected") != std::string::npos && hit.graph.empty(),
+                  "step 4's replay faulted and ran eagerly: \"" + hit.graphFallback + "\"");
+    checks.expect(loop.stepMode() == train::StepMode::Eager && faulted[5].graph.empty(),
+                  "graph mode is off after the fault");
+    // The adamw launch of step 7 (graph mode on again: a warm-up) is eager; step 8's is captured.
+    control.faults().configure(runtime::parseFaultSpec("blas@adamw#2"));
+    loop.setStepMode(train::StepMode::Graph);
+    for (const auto& m : stepMetrics(loop, kSteps)) {
+      faulted.push_back(m);
+    }
+    control.faults().configure({});
+    const train::StepMetrics& captureHit = faulted[7];
+    checks.expect(captureHit.graphFallback.find("graph mode off") != std::string::npos &&
+                      captureHit.graph.empty(),
+                  "step 8's capture faulted and ran eagerly: \"" + captureHit.graphFallback + "\"");
+    expectCurve(checks, "graph mode with two faults vs eager, 50 steps", lossesOf(faulted), eager,
+                kPaddedTolerance);
+  }
+  {  // the eager steps' shapes: the same numbers
+    train::TrainLoop eagerLoop(*gpu, folder.config(), placed, fullLengthData(), runConfig(kSteps));
+    const std::vector<double> want = runSteps(eagerLoop, kSteps);
+    train::TrainLoop loop(*gpu, folder.config(), placed, fullLengthData(), runConfig(kSteps));
+    loop.setStepMode(train::StepMode::Graph);
+    expectCurve(checks, "graph mode vs eager, 50 steps, unpadded",
+                lossesOf(stepMetrics(loop, kSteps)), want, kGraphTolerance);
+  }
+  caseGraphEngine(checks);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::map<std::string, std::function<void(Checks&)>> cases = {
-      {"weights", caseWeights},  {"parity", caseParity},   {"resume", caseResume},
-      {"mirror", caseMirror},    {"export", caseExport},   {"move", caseMove},
-      {"engine", caseEngine},    {"toggles", caseToggles}, {"qlora", caseQlora},
-      {"families", caseFamilies}};
+      {"weights", caseWeights},   {"parity", caseParity},   {"resume", caseResume},
+      {"mirror", caseMirror},     {"export", caseExport},   {"move", caseMove},
+      {"engine", caseEngine},     {"toggles", caseToggles}, {"qlora", caseQlora},
+      {"families", caseFamilies}, {"graph", caseGraph}};
   const auto it = argc == 2 ? cases.find(argv[1]) : cases.end();
   if (it == cases.end()) {
     std::fprintf(stderr,
                  "usage: gpu_train "
-                 "weights|parity|resume|mirror|export|move|engine|toggles|qlora|families\n");
+                 "weights|parity|resume|mirror|export|move|engine|toggles|qlora|families|graph\n");
     return 2;
   }
   Checks checks;

@@ -1,0 +1,159 @@
+// train/StepGraphs.cpp — the shapes' pinned inputs, the warm-up / capture / replay sequence and
+// the scalars and sums around each step (Note [whole-step graphs] in StepGraphs.h).
+#include "train/StepGraphs.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "memory/DeviceAllocator.h"  // defines: OwnerScope
+
+namespace lorascope::train {
+
+std::int64_t graphSeqLength(std::int64_t longest, std::int64_t maxSeqLen) {
+  constexpr std::int64_t kBucket = 64;
+  const std::int64_t rounded = (longest + kBucket - 1) / kBucket * kBucket;
+  return std::max(longest, std::min(rounded, maxSeqLen));
+}
+
+struct StepGraphs::Entry {
+  StepShape shape;
+  std::vector<std::shared_ptr<std::byte[]>> ids, targets;  // per micro-batch, rows·seq int32
+  std::shared_ptr<std::byte[]> rowLengths;                 // microBatches int32
+  compute::Tensor deviceRowLengths;
+  int eagerRuns = 0;
+  std::unique_ptr<compute::CapturedOps> graph;
+};
+
+StepGraphs::StepGraphs(compute::Backend& backend)
+    : backend_(backend),
+      hostScalars_(backend.pinnedHost(sizeof(compute::StepScalars))),
+      hostSums_(backend.pinnedHost(sizeof(compute::StepSums))) {
+  const memory::OwnerScope owner(memory::Owner::Optimizer);
+  deviceScalars_ = backend.empty(compute::DType::F32, {compute::kStepScalarsWords});
+  deviceSums_ = backend.empty(compute::DType::F32, {compute::kStepSumsWords});
+  new (hostScalars_.get()) compute::StepScalars();
+}
+
+StepGraphs::~StepGraphs() {
+  const bool captured = capturedShapes() > 0;
+  entries_.clear();  // each graph waits for its replay in flight
+  if (captured) {
+    try {
+      backend_.releaseCaptureMemory();
+    } catch (const std::exception&) {
+      // A lost device: its memory goes with the process; a destructor cannot report.
+    }
+  }
+}
+
+std::size_t StepGraphs::capturedShapes() const {
+  return static_cast<std::size_t>(std::count_if(entries_.begin(), entries_.end(),
+                                                [](const auto& e) { return e->graph != nullptr; }));
+}
+
+StepGraphs::Entry& StepGraphs::entryOf(const StepShape& shape) {
+  for (const auto& e : entries_) {
+    if (e->shape == shape) {
+      return *e;
+    }
+  }
+  if (entries_.size() >= kMaxShapes) {
+    // A shape beyond the budget: the graphs captured so far go (their pool stays cached for the
+    // next captures) and the new shape starts over.
+    backend_.synchronize();
+    entries_.clear();
+  }
+  auto entry = std::make_unique<Entry>();
+  entry->shape = shape;
+  const auto bytes = static_cast<std::size_t>(shape.rows * shape.seq) * sizeof(std::int32_t);
+  for (std::int64_t m = 0; m < shape.microBatches; ++m) {
+    entry->ids.push_back(backend_.pinnedHost(bytes));
+    entry->targets.push_back(backend_.pinnedHost(bytes));
+  }
+  const auto lengthBytes = static_cast<std::size_t>(shape.microBatches) * sizeof(std::int32_t);
+  entry->rowLengths = backend_.pinnedHost(lengthBytes);
+  {
+    const memory::OwnerScope owner(memory::Owner::Optimizer);
+    entry->deviceRowLengths = backend_.empty(compute::DType::F32, {shape.microBatches});
+  }
+  entries_.push_back(std::move(entry));
+  return *entries_.back();
+}
+
+namespace {
+
+std::span<std::int32_t> int32s(const std::shared_ptr<std::byte[]>& buffer, const StepShape& s) {
+  return {reinterpret_cast<std::int32_t*>(buffer.get()), static_cast<std::size_t>(s.rows * s.seq)};
+}
+
+}  // namespace
+
+std::span<std::int32_t> StepGraphs::ids(const StepShape& shape, std::int64_t micro) {
+  return int32s(entryOf(shape).ids.at(static_cast<std::size_t>(micro)), shape);
+}
+
+std::span<std::int32_t> StepGraphs::targets(const StepShape& shape, std::int64_t micro) {
+  return int32s(entryOf(shape).targets.at(static_cast<std::size_t>(micro)), shape);
+}
+
+std::span<std::int32_t> StepGraphs::rowLengths(const StepShape& shape) {
+  return {reinterpret_cast<std::int32_t*>(entryOf(shape).rowLengths.get()),
+          static_cast<std::size_t>(shape.microBatches)};
+}
+
+const compute::Tensor& StepGraphs::deviceRowLengths(const StepShape& shape) {
+  return entryOf(shape).deviceRowLengths;
+}
+
+compute::StepScalars& StepGraphs::scalars() {
+  return *reinterpret_cast<compute::StepScalars*>(hostScalars_.get());
+}
+
+compute::StepSums StepGraphs::sums() const {
+  compute::StepSums s;
+  std::memcpy(&s, hostSums_.get(), sizeof s);
+  return s;
+}
+
+void StepGraphs::issueWrapped(Entry& entry, const std::function<void()>& issue) {
+  backend_.copyIn(std::span<const std::byte>(hostScalars_.get(), sizeof(compute::StepScalars)),
+                  deviceScalars_);
+  backend_.copyIn(std::span<const std::byte>(
+                      entry.rowLengths.get(),
+                      static_cast<std::size_t>(entry.shape.microBatches) * sizeof(std::int32_t)),
+                  entry.deviceRowLengths);
+  std::vector<compute::Tensor*> sums{&deviceSums_};
+  backend_.fillZero(sums);
+  issue();
+  backend_.copyOut(deviceSums_, std::span<std::byte>(hostSums_.get(), sizeof(compute::StepSums)));
+}
+
+StepGraphs::Run StepGraphs::run(const StepShape& shape, const std::function<void()>& issue) {
+  Entry& entry = entryOf(shape);
+  if (!backend_.canCapture()) {
+    issueWrapped(entry, issue);
+    return Run::Uncaptured;
+  }
+  if (entry.graph) {
+    entry.graph->replay();
+    return Run::Replayed;
+  }
+  if (entry.eagerRuns == 0) {
+    issueWrapped(entry, issue);
+    ++entry.eagerRuns;
+    return Run::WarmUp;
+  }
+  backend_.beginCapture();
+  try {
+    issueWrapped(entry, issue);
+    entry.graph = backend_.endCapture();
+  } catch (...) {
+    backend_.abandonCapture();
+    throw;
+  }
+  entry.graph->replay();
+  return Run::Captured;
+}
+
+}  // namespace lorascope::train

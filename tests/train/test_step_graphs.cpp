@@ -1,0 +1,173 @@
+// test_step_graphs.cpp — graph mode's step without capture (StepMode::Deferred, what a GPU
+// captures: train/StepGraphs.h) against the eager step on the CPU: padded fixed shapes, the loss
+// summed on the backend, clipping with the loss weight folded in, the update guarded by a device
+// flag and the dropout stream's step read from device memory give the eager run's curve.
+// The capture itself runs on the GPU: tests/train/gpu/gpu_train.cpp's graph case.
+#include "TestRunner.h"
+
+#include <cmath>
+#include <limits>
+
+#include "TrainExamples.h"
+#include "TrainTestUtil.h"
+#include "compute/Errors.h"
+#include "train/LoraDropout.h"
+#include "train/StepGraphs.h"
+#include "train/TrainLoop.h"
+
+using namespace lorascope;
+using namespace lorascope::test;
+using train::StepMetrics;
+using train::StepMode;
+using train::TrainConfig;
+using train::TrainLoop;
+
+namespace {
+
+// Dropout on, two micro-batches per step, 10 examples of 4 per step: the third step of each epoch
+// takes the last 2 (a shorter step, another shape), and lengths vary so micro-batches pad.
+TrainConfig config(std::int64_t steps) {
+  TrainConfig c;
+  c.lora.rank = 4;
+  c.lora.alpha = 8;
+  c.lora.dropout = 0.1;
+  c.adamw.learningRate = 1e-2;
+  c.adamw.weightDecay = 0.01;
+  c.schedule = train::ScheduleKind::Cosine;
+  c.warmupSteps = 2;
+  c.microBatchSize = 2;
+  c.gradAccumulation = 2;
+  c.maxSteps = steps;
+  c.maxSeqLen = 12;
+  c.maxGradNorm = 0.05;  // small: clipping acts on most steps
+  c.seed = 1234;
+  return c;
+}
+
+std::vector<StepMetrics> steps(TrainLoop& loop, int n) {
+  std::vector<StepMetrics> out;
+  for (int i = 0; i < n && !loop.finished(); ++i) {
+    out.push_back(loop.step());
+  }
+  return out;
+}
+
+bool closeRelative(double got, double want, double tolerance) {
+  return std::fabs(got - want) <= tolerance * std::fabs(want);
+}
+
+// The same curve: the deferred step sums in another order and scales once instead of per
+// micro-batch, so it agrees to float rounding, not bit for bit.
+bool sameCurve(const std::vector<StepMetrics>& got, const std::vector<StepMetrics>& want) {
+  if (got.size() != want.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!closeRelative(got[i].loss, want[i].loss, 1e-5) ||
+        !closeRelative(got[i].gradNorm, want[i].gradNorm, 1e-4) ||
+        got[i].tokens != want[i].tokens || got[i].predictedTokens != want[i].predictedTokens) {
+      lstest::warning("step %zu: loss %.9g vs %.9g, norm %.9g vs %.9g, tokens %lld vs %lld", i + 1,
+                      got[i].loss, want[i].loss, got[i].gradNorm, want[i].gradNorm,
+                      static_cast<long long>(got[i].tokens),
+                      static_cast<long long>(want[i].tokens));
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE(deferredStepsFollowTheEagerCurve) {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  TrainLoop eager(*backend, folder.config(), folder.weights(), syntheticExamples(10, 1), config(9));
+  TrainLoop deferred(*backend, folder.config(), folder.weights(), syntheticExamples(10, 1),
+                     config(9));
+  deferred.setStepMode(StepMode::Deferred);
+  const auto want = steps(eager, 9);
+  const auto got = steps(deferred, 9);
+  VERIFY(sameCurve(got, want));
+  for (const StepMetrics& m : got) {
+    COMPARE(m.graph, std::string("deferred"));
+    VERIFY(m.graphFallback.empty());
+    VERIFY(m.positions >= m.tokens);
+  }
+  // The adapters after nine updates: the same to float rounding.
+  const auto& a = deferred.state().adapter.weights;
+  const auto& b = eager.state().adapter.weights;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    VERIFY(closeRelativeToMax(a[i].a, b[i].a, 1e-4, "A of site " + std::to_string(i)));
+    VERIFY(closeRelativeToMax(a[i].b, b[i].b, 1e-4, "B of site " + std::to_string(i)));
+  }
+}
+
+TEST_CASE(switchingModesAtStepBoundariesKeepsTheCurve) {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  TrainLoop eager(*backend, folder.config(), folder.weights(), syntheticExamples(10, 1), config(8));
+  TrainLoop mixed(*backend, folder.config(), folder.weights(), syntheticExamples(10, 1), config(8));
+  const auto want = steps(eager, 8);
+  std::vector<StepMetrics> got = steps(mixed, 2);
+  mixed.setStepMode(StepMode::Deferred);
+  for (const StepMetrics& m : steps(mixed, 3)) {
+    got.push_back(m);
+  }
+  mixed.setMicroBatchSize(1, "test");  // another shape in the middle of the mode
+  mixed.setMicroBatchSize(2, "test");
+  mixed.setStepMode(StepMode::Eager);
+  for (const StepMetrics& m : steps(mixed, 3)) {
+    got.push_back(m);
+  }
+  VERIFY(sameCurve(got, want));
+  COMPARE(got[2].graph, std::string("deferred"));
+  COMPARE(got[7].graph, std::string());
+}
+
+TEST_CASE(graphModeOnTheCpuRunsEagerSteps) {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  VERIFY(!backend->canCapture());
+  TrainLoop loop(*backend, folder.config(), folder.weights(), syntheticExamples(10, 1), config(2));
+  loop.setStepMode(StepMode::Graph);
+  VERIFY(!loop.graphActive());
+  const StepMetrics m = loop.step();
+  COMPARE(m.graph, std::string());  // eager: the CPU cannot capture
+  VERIFY(throwsNaming<compute::UnsupportedOpError>([&] { backend->beginCapture(); },
+                                                   "not applicable"));
+}
+
+TEST_CASE(aNonFiniteDeferredStepChangesNothing) {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  TrainConfig c = config(4);
+  c.adamw.learningRate = std::numeric_limits<double>::max();  // the first update overflows
+  c.warmupSteps = 0;
+  c.schedule = train::ScheduleKind::Constant;
+  TrainLoop loop(*backend, folder.config(), folder.weights(), syntheticExamples(10, 1), c);
+  loop.setStepMode(StepMode::Deferred);
+  loop.step();  // the update makes the weights infinite or NaN
+  const train::LoraAdapter before = loop.state().adapter;
+  const StepMetrics second = loop.step();
+  VERIFY(!second.nonFinite.empty());
+  VERIFY(second.nonFinite.find("update was skipped") != std::string::npos);
+  const train::LoraAdapter& after = loop.state().adapter;
+  for (std::size_t i = 0; i < after.weights.size(); ++i) {
+    // NaN != NaN: compare the bytes
+    VERIFY(bitIdentical(after.weights[i].a, before.weights[i].a));
+    VERIFY(bitIdentical(after.weights[i].b, before.weights[i].b));
+  }
+}
+
+TEST_CASE(paddedLengthsAndDropoutStreamHalves) {
+  COMPARE(train::graphSeqLength(1, 512), std::int64_t{64});
+  COMPARE(train::graphSeqLength(64, 512), std::int64_t{64});
+  COMPARE(train::graphSeqLength(65, 512), std::int64_t{128});
+  COMPARE(train::graphSeqLength(500, 512), std::int64_t{512});
+  COMPARE(train::graphSeqLength(11, 12), std::int64_t{12});
+  const train::DropoutKey key{7, 1234567, 3};
+  const std::uint64_t whole = train::dropoutStream(key, 21, train::LoraModule::Up);
+  COMPARE(whole >> 32, std::uint64_t{train::dropoutStreamHigh(key.step)});
+  COMPARE(whole & 0xFFFFFFFFu,
+          std::uint64_t{train::dropoutStreamLow(key, 21, train::LoraModule::Up)});
+}
