@@ -18,10 +18,11 @@
 #include <QVBoxLayout>
 #include <climits>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 
-#include "common/OsError.h"      // defines: pathText
-#include "job/TrainRunConfig.h"  // defines: settingsFromJson
+#include "common/OsError.h"  // defines: pathText
 #include "runs/RunFolder.h"
 #include "widgets/DisplayText.h"  // defines: toPath
 
@@ -84,8 +85,8 @@ QString summary(const engine::AnswerEndEvent& end) {
 
 // The --quantize of the run that holds `adapter` (the run folder, its adapter/ or one of its
 // checkpoints/step-N), or nothing when the folder is not in a run. Throws naming config.json when
-// the run's settings do not read.
-std::optional<model::WeightQuantization> runQuantization(const QString& adapter) {
+// the run's setting does not read (absent: a run made before the option, as stored).
+std::optional<std::string> runQuantization(const QString& adapter) {
   std::filesystem::path run = widgets::toPath(QDir::cleanPath(adapter));
   if (run.filename() == runs::kFinalAdapterDir)
     run = run.parent_path();
@@ -94,9 +95,17 @@ std::optional<model::WeightQuantization> runQuantization(const QString& adapter)
   const std::filesystem::path config = run / runs::kRunConfigFile;
   if (!std::filesystem::exists(config))
     return std::nullopt;
-  const runs::RunFolder folder = runs::RunFolder::open(run);
-  return job::settingsFromJson(folder.config().at("training"), common::pathText(config))
-      .train.quantization;
+  const nlohmann::json& settings = runs::RunFolder::open(run).config();
+  const auto training = settings.find("training");
+  if (training == settings.end() || !training->is_object())
+    throw std::runtime_error(common::pathText(config) + ": no \"training\" settings");
+  const auto quantize = training->find("quantize");
+  if (quantize == training->end())
+    return "none";
+  if (!quantize->is_string() || (*quantize != "none" && *quantize != "nf4"))
+    throw std::runtime_error(common::pathText(config) +
+                             ": \"training\".\"quantize\" is not \"none\" or \"nf4\"");
+  return quantize->get<std::string>();
 }
 
 }  // namespace
@@ -288,7 +297,7 @@ void TryItPage::suggest(const QString& modelDir, const QString& runFolder) {
 void TryItPage::followAdapterRun() {
   if (baseWeightsChosen_)
     return;
-  model::WeightQuantization quantization = model::WeightQuantization::None;
+  std::string quantization = "none";
   const QString adapter = adapter_->text().trimmed();
   if (!adapter.isEmpty()) {
     try {
@@ -297,8 +306,7 @@ void TryItPage::followAdapterRun() {
       status_->setText(tr("Base weights: %1; choose them by hand.").arg(e.what()));
     }
   }
-  baseWeights_->setCurrentIndex(
-      baseWeights_->findData(QString::fromLatin1(model::quantizationName(quantization))));
+  baseWeights_->setCurrentIndex(baseWeights_->findData(QString::fromStdString(quantization)));
 }
 
 void TryItPage::stop() {

@@ -14,7 +14,7 @@
 // This program (the window's stand-in) stays up throughout. Plain C++: it builds and runs on the
 // GPU machine, which has no Qt (scripts/gpu-check.sh run: ctest -L gpu).
 //
-// Usage: try_it_engine_fault cpu|gpu
+// Usage: try_it_engine_fault cpu|gpu [LORASCOPE_TRAIN]   (default: the one built beside it)
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -110,6 +110,7 @@ GenerateCommand generation(std::int64_t id, const std::filesystem::path& model,
 
 int main(int argc, char** argv) {
   const std::string device = argc > 1 ? argv[1] : "cpu";
+  const std::string engineProgram = argc > 2 ? argv[2] : LORASCOPE_TRAIN;
   const std::string program = device == "gpu" ? "gpu_try_it_fault" : "try_it_engine_fault";
   if (device == "gpu" && test::gpuOrSkip(program) == nullptr)
     return test::kSkipExitCode;
@@ -121,7 +122,7 @@ int main(int argc, char** argv) {
   profiles::Profile faulty = profiles::defaultProfile();
   faulty.environment["LORASCOPE_FAULTS"] = "illegal_address@attention_cached#40";
   Events events;
-  auto host = std::make_unique<SupervisorHost>(LORASCOPE_TRAIN, faulty, SupervisorPolicy{},
+  auto host = std::make_unique<SupervisorHost>(engineProgram, faulty, SupervisorPolicy{},
                                                events.listener());
   std::size_t at = 0;
   const auto ended = [&](std::int64_t id) {
@@ -162,7 +163,7 @@ int main(int argc, char** argv) {
 
   // 3. SIGSEGV while generating, on an engine without fault rules (the rule above would fire in
   // it too, at its own 40th launch).
-  host = std::make_unique<SupervisorHost>(LORASCOPE_TRAIN, profiles::defaultProfile(),
+  host = std::make_unique<SupervisorHost>(engineProgram, profiles::defaultProfile(),
                                           SupervisorPolicy{}, events.listener());
   check(engineStarted(), "an engine without fault rules started");
   const std::int64_t pid = host->engineProcessId();
