@@ -53,11 +53,11 @@ expect fail "widgets/Chip.cpp:1: includes \"compute/Tensor.h\": compute is behin
 rm "$tree/widgets/Chip.cpp"
 
 # An include on the list still to move passes in its file only.
-header backend/job/RunOptions.h
-source_file app/gui/RunSetupPage.cpp "job/RunOptions.h"
+header backend/job/TrainRunConfig.h
+source_file app/gui/RunSetupPage.cpp "job/TrainRunConfig.h"
 expect pass ""
-source_file app/gui/Other.cpp "job/RunOptions.h"
-expect fail "app/gui/Other.cpp:1: includes \"job/RunOptions.h\": job is behind the engine boundary"
+source_file app/gui/Other.cpp "job/TrainRunConfig.h"
+expect fail "app/gui/Other.cpp:1: includes \"job/TrainRunConfig.h\": job is behind the engine boundary"
 rm "$tree/app/gui/Other.cpp" "$tree/app/gui/RunSetupPage.cpp"
 
 source_file widgets/Readings.cpp "telemetry/Sampler.h"
