@@ -95,7 +95,8 @@ std::optional<std::string> runQuantization(const QString& adapter) {
   const std::filesystem::path config = run / runs::kRunConfigFile;
   if (!std::filesystem::exists(config))
     return std::nullopt;
-  const nlohmann::json& settings = runs::RunFolder::open(run).config();
+  const runs::RunFolder folder = runs::RunFolder::open(run);
+  const nlohmann::json& settings = folder.config();
   const auto training = settings.find("training");
   if (training == settings.end() || !training->is_object())
     throw std::runtime_error(common::pathText(config) + ": no \"training\" settings");
