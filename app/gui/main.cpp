@@ -10,6 +10,7 @@
 #include "gui/AppPaths.h"
 #include "gui/EngineAdapter.h"
 #include "gui/MainWindow.h"
+#include "gui/TryItPage.h"
 #include "profiles/Builtins.h"
 #include "profiles/ProfileStore.h"
 #include "widgets/EventLogModel.h"
