@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# check-layers.sh — the include graph of the source tree has no upward edge.
+# check-layers.sh — the include graph of the source tree has no upward edge, and the GUI stays on
+# its side of the engine boundary.
 #
 # Folders are ranked bottom to top (LAYERS below, the order docs/ARCHITECTURE.md explains). A file
 # may include headers of its own folder and of folders ranked below it; an include of a folder
-# ranked above it is an upward edge and fails the check. Also fails: a Qt header included
+# ranked above it is an upward edge and fails the check. The GUI's folders (app/gui, widgets) are
+# held to more than a rank: ALLOWED lists what each may include, and an include of any other
+# folder fails — compute, train and job above all: the GPU and the run are the engine's, reached
+# through engine/Protocol's commands and events, so that a GPU fault costs an engine process,
+# never the window (docs/ARCHITECTURE.md, "The engine boundary"). Also fails: a Qt header included
 # anywhere in backend/ (QT_ALLOWED names exceptions; there are none: the backend is plain C++ and
 # Qt starts with widgets/ and the app's engine adapter, app/gui/EngineAdapter), and a header of the
 # backends' insides (compute/cpu/, compute/hip/) included outside backend/compute (their public
@@ -19,6 +24,24 @@ LAYERS=(common settings gpu memory runtime compute parity model jinja text data 
         runs group engine external train job widgets app/cli app/gui)
 # Files of backend/ allowed to include Qt headers: none.
 QT_ALLOWED='^$'
+# What the GUI's folders may include besides their own: the engine (protocol and hosts), external
+# (the host of a supervised command), profiles, the settings registry, run folders (runs),
+# telemetry (the processes page's readings), common, and model/data/text for CPU-only inspection
+# and validation (the setup page). A folder not named here does not exist yet (settings, runs)
+# until it lands; naming it early costs nothing.
+declare -A ALLOWED=(
+  [widgets]="common engine profiles settings"
+  [app/gui]="common engine external profiles settings runs telemetry model data text widgets"
+)
+# Never from the GUI's folders, whatever ALLOWED says: the GPU and the run.
+BEHIND_ENGINE="compute train job"
+# Includes across the boundary that are still to move ("FILE INCLUDE"), each with where it goes;
+# the list only shrinks, and an include not on it fails. None of them touches a GPU.
+BOUNDARY_PENDING=(
+  "app/gui/RunSetupPage.cpp job/TrainRunConfig.h"  # a run's settings: to backend/settings
+  "app/gui/RunSetupPage.cpp train/DemoModel.h"     # the demo, made on the CPU to inspect it
+  "app/gui/RunSetupPage.cpp train/DemoDataset.h"   # (moves with it out of train)
+)
 
 declare -A rank
 for i in "${!LAYERS[@]}"; do rank[${LAYERS[$i]}]=$i; done
@@ -75,6 +98,18 @@ while IFS= read -r file; do
     if ((rank[$to] > rank[$from])); then
       echo "$file:$number: includes \"$include\": $from may not include $to (ranked above it)"
       failures=$((failures + 1))
+    elif [[ -n "${ALLOWED[$from]:-}" ]]; then
+      pending=" ${BOUNDARY_PENDING[*]/%/ |} "
+      if [[ "$pending" == *" $file $include |"* ]]; then
+        :  # on the list of includes still to move
+      elif [[ " $BEHIND_ENGINE " == *" $to "* ]]; then
+        echo "$file:$number: includes \"$include\": $to is behind the engine boundary: the GPU" \
+          "and the run belong to the engine process (send engine/Protocol commands)"
+        failures=$((failures + 1))
+      elif [[ " ${ALLOWED[$from]} " != *" $to "* ]]; then
+        echo "$file:$number: includes \"$include\": $from may include only ${ALLOWED[$from]}"
+        failures=$((failures + 1))
+      fi
     fi
   done < <(grep -n '^[[:space:]]*#[[:space:]]*include "' "$file" || true)
   if [[ "$file" == backend/* && ! "$file" =~ $QT_ALLOWED ]] &&
@@ -85,7 +120,9 @@ while IFS= read -r file; do
 done < <(find backend widgets app -type f \( -name '*.h' -o -name '*.cpp' -o -name '*.hip' \) | sort)
 
 if ((failures > 0)); then
-  echo "check-layers: $failures upward include(s) or tests/ header(s); see LAYERS in scripts/check-layers.sh"
+  echo "check-layers: $failures upward or disallowed include(s) or tests/ header(s); see LAYERS" \
+    "and ALLOWED in scripts/check-layers.sh"
   exit 1
 fi
-echo "check-layers: no upward include among ${#LAYERS[@]} layers"
+echo "check-layers: no upward include among ${#LAYERS[@]} layers; app/gui and widgets within" \
+  "their allow-lists"

@@ -159,6 +159,15 @@
 #                                  e.g. group-by-length: each program also runs with each on,
 #                                  interleaved), LOOP_OUT (default $OUT). Results in
 #                                  summary.txt and runs.jsonl.
+#   scripts/gpu-check.sh try-it [DIR]
+#                                  there: Try it's GPU fault test (ctest gpu_try_it_fault, also in
+#                                  `run`): Try it's supervised engine generating on the GPU, an
+#                                  injected illegal address and a SIGSEGV while generating; each
+#                                  ends the generation as failed, restarts the engine, and the
+#                                  caller stays up and generates again (tests/engine/
+#                                  try_it_engine_fault.cpp). DIR holds lorascope-train and
+#                                  try_it_engine_fault built here for hip-nvidia (stripped) and
+#                                  carried; none: both are built there. The log in $OUT/try-it.txt.
 # The device call is: run(command="scripts/gpu-check.sh run", carry=[".device"]).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -216,6 +225,26 @@ configure_device_build() {
   cmake --preset hip-nvidia -B build/device -DLORASCOPE_BUILD_GUI=OFF \
     -DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include" >"$out/configure.log" 2>&1 ||
     { tail -40 "$out/configure.log"; exit 1; }
+}
+
+run_try_it() {
+  local out="${OUT:-$repo/gpu-check-results}" dir="${1:-}"
+  mkdir -p "$out"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
+  if [[ -z "$dir" ]]; then
+    configure_device_build "$out"
+    cmake --build build/device --target lorascope-train try_it_engine_fault \
+      --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
+      { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
+    rm -f "$out/build.log" "$out/configure.log"
+    dir=build/device
+    cp build/device/app/lorascope-train build/device/tests/engine/try_it_engine_fault "$dir"/
+  fi
+  # utf8proc travels in .device/lib (prepare); cuBLAS is the toolkit's.
+  LD_LIBRARY_PATH="$repo/.device/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$dir/try_it_engine_fault" gpu "$(cd "$dir" && pwd)/lorascope-train" 2>&1 |
+    tee "$out/try-it.txt"
+  exit "${PIPESTATUS[0]}"
 }
 
 run_parity() {
@@ -652,6 +681,7 @@ case "${1:-}" in
     run_memory "$@"
     ;;
   supervise) run_supervise ;;
+  try-it) run_try_it "${2:-}" ;;
   trainers) run_trainers ;;
   torchrun-nccl) run_torchrun_nccl ;;
   group) run_group "${2:-}" ;;
@@ -662,7 +692,7 @@ case "${1:-}" in
   *)
     echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | parity [OP ...] | doctor |" \
       "record [PROGRAM] | loop [NAME=PROGRAM ...] | bench [SHAPE ...] | memory [ARGS] |" \
-      "supervise | trainers | torchrun-nccl |" \
+      "supervise | trainers | torchrun-nccl | try-it [DIR] |" \
       "hf RUN_DIR TEMPLATES_DIR | qlora | generate | mirror | peft-adapter BASE_DIR ADAPTER_DIR..." >&2
     exit 2
     ;;

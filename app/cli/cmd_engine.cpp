@@ -1,6 +1,7 @@
 // cli/cmd_engine.cpp — `lorascope-train engine`: the isolated engine. Commands arrive as JSON
 // lines on stdin, events leave as JSON lines on stdout; an IsolatedHost starts it (under the
-// Supervisor: the GUI with a profile's environment, `lorascope-train train` with its own). Not
+// Supervisor: the GUI with a profile's environment, `lorascope-train train` with its own). It
+// trains (start) and generates (generate: the GUI's Try it page has an engine of its own). Not
 // meant to be typed by hand.
 #include <iostream>
 
@@ -9,15 +10,19 @@
 #include "engine/StdioEngine.h"
 #include "job/CliArgs.h"
 #include "job/EngineJob.h"
+#include "job/GenerationService.h"  // defines: createGenerationRunner
 
 namespace lorascope::cli {
 
 engine::HelloEvent engineHello() {
   const compute::BuildInfo& info = compute::buildInfo();
   engine::HelloEvent hello{engine::kProtocolVersion, info.version, info.flavour, {}};
-  for (const compute::GpuDeviceInfo& d : compute::queryGpuInventory().devices) {
+  const compute::GpuInventory inventory = compute::queryGpuInventory();
+  for (const compute::GpuDeviceInfo& d : inventory.devices) {
     hello.devices.push_back({d.name, d.architecture, d.totalBytes});
   }
+  hello.gpuRuntime = inventory.runtime;
+  hello.noDeviceReason = inventory.unavailableReason;
   return hello;
 }
 
@@ -40,7 +45,8 @@ int runEngine(const Args& args) {
     throw job::UsageError("unexpected argument '" + parsed.positional()[0] + "'");
   }
   std::ios::sync_with_stdio(false);
-  return engine::serveEngineOverStreams(job::createTrainingJob, engineHello(), std::cin, std::cout);
+  return engine::serveEngineOverStreams(job::createTrainingJob, engineHello(), std::cin, std::cout,
+                                        job::createGenerationRunner());
 }
 
 }  // namespace lorascope::cli

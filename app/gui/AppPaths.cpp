@@ -7,7 +7,7 @@
 #include <QFileInfo>
 #include <QStandardPaths>
 
-#include "compute/BuildInfo.h"  // defines: buildInfo
+#include "common/Build.h"  // defines: buildInfo
 
 // Q_INIT_RESOURCE must be called from the global namespace; the resources live in a static
 // library, so nothing would pull them into the program otherwise.
@@ -29,7 +29,7 @@ QString applicationId() {
 
 void setApplicationNames() {
   QCoreApplication::setApplicationName(kName);
-  QCoreApplication::setApplicationVersion(QString::fromStdString(compute::buildInfo().version));
+  QCoreApplication::setApplicationVersion(QString::fromStdString(common::buildInfo().version));
   // QSettings falls back to the organisation domain when the name is empty, so settings stay in
   // LoRAscope/LoRAscope.conf while QStandardPaths leaves the empty organisation out.
   QCoreApplication::setOrganizationName(QString());

@@ -28,7 +28,7 @@
 #include <QVBoxLayout>
 #include <functional>
 
-#include "compute/BuildInfo.h"
+#include "common/Build.h"  // defines: buildInfo
 #include "external/CommandHost.h"
 #include "external/SupervisedRun.h"
 #include "gui/AppPaths.h"  // defines: engineProgram
@@ -56,22 +56,27 @@ namespace lorascope::app {
 using namespace lorascope::engine;
 
 widgets::AboutFacts collectAboutFacts() {
-  const compute::BuildInfo& info = compute::buildInfo();
-  const compute::GpuInventory inventory = compute::queryGpuInventory();
+  const common::BuildInfo& info = common::buildInfo();
   widgets::AboutFacts facts;
   facts.version = QString::fromStdString(info.version);
   facts.flavour = QString::fromStdString(info.flavour);
   facts.gpuTargets = QString::fromStdString(info.gpuTargets);
-  facts.gpuRuntime = QString::fromStdString(inventory.runtime);
-  facts.noDeviceReason = QString::fromStdString(inventory.unavailableReason);
-  for (const compute::GpuDeviceInfo& d : inventory.devices) {
+  facts.noDeviceReason = QObject::tr("not reported yet: the engine lists the GPUs as it starts");
+  return facts;
+}
+
+void addEngineFacts(widgets::AboutFacts& facts, const engine::HelloEvent& hello) {
+  facts.gpuRuntime = QString::fromStdString(hello.gpuRuntime);
+  facts.noDeviceReason = QString::fromStdString(hello.noDeviceReason);
+  facts.devices.clear();
+  for (std::size_t i = 0; i < hello.devices.size(); ++i) {
+    const engine::DeviceSummary& d = hello.devices[i];
     facts.devices << QStringLiteral("%1: %2 [%3], %4 MiB")
-                         .arg(d.index)
+                         .arg(i)
                          .arg(QString::fromStdString(d.name),
                               QString::fromStdString(d.architecture))
                          .arg(d.totalBytes >> 20);
   }
-  return facts;
 }
 
 namespace {
@@ -145,6 +150,7 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   pages_->addTab(eventLogPanel_, tr("&Log and incidents"));
   tryIt_ = new TryItPage(this);
   tryIt_->restoreSettings();
+  tryIt_->setProfile(engineProfile_);
   pages_->addTab(tryIt_, tr("&Try it"));
   setCentralWidget(pages_);
   // The Try it page starts from the setup's model and the newest run (until the user edits them).
@@ -648,6 +654,7 @@ void MainWindow::sendCommand(const Command& command) {
     // The profile bar's click: Setup shows it too, and the next run starts with it.
     const QString name = QString::fromStdString(sw->name);
     setup_->setProfile(name);
+    tryIt_->setProfile(name);
     if (engine_ == trainingEngine_) {
       engineProfile_ = name;
     }
@@ -658,6 +665,7 @@ void MainWindow::sendCommand(const Command& command) {
 
 void MainWindow::chooseProfile(const QString& name) {
   setup_->setProfile(name);
+  tryIt_->setProfile(name);
   profileBar_->select(name);
   syncEngineProfile();
 }
@@ -717,6 +725,8 @@ void MainWindow::handleEvent(const TimedEvent& timed) {
     stateLabel_->setText(stateText());
   } else if (const auto* hello = std::get_if<HelloEvent>(&timed.event);
              hello != nullptr && engine_ == trainingEngine_) {
+    addEngineFacts(facts_, *hello);  // the About box and the setup page list its GPUs
+    setup_->setDevices(facts_.devices, facts_.flavour != QLatin1String("cpu"));
     QStringList devices;
     for (const DeviceSummary& d : hello->devices) {
       devices << QString::fromStdString(d.name);

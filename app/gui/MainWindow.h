@@ -55,8 +55,10 @@ class RunsPage;
 struct RunSummary;
 class TryItPage;
 
-// The facts of this build and its GPUs, as the About box shows them.
+// The facts of this build, as the About box shows them; its GPUs come from the engine's hello
+// (addEngineFacts): the window asks no GPU runtime itself.
 widgets::AboutFacts collectAboutFacts();
+void addEngineFacts(widgets::AboutFacts& facts, const engine::HelloEvent& hello);
 
 class EngineAdapter;
 
@@ -86,6 +88,7 @@ class MainWindow : public QMainWindow {
   widgets::ControlsPanel* controls() const { return controls_; }
   widgets::ProfileBar* profileBar() const { return profileBar_; }
   widgets::EventLogModel* eventLog() const { return eventLog_; }
+  const widgets::AboutFacts& aboutFacts() const { return facts_; }
   RunSetupPage* setupPage() const { return setup_; }
   RunsPage* runsPage() const { return runs_; }
   ProcessesPage* processesPage() const { return processes_; }

@@ -32,10 +32,9 @@
 #include "gui/Background.h"  // defines: runInBackground
 #include "gui/CommandSetup.h"
 #include "gui/SettingsForm.h"
-#include "job/AutoBatch.h"         // defines: trainingShape
 #include "job/TrainRunConfig.h"    // defines: defaultSettings
 #include "model/DeviceWeights.h"   // defines: placedWeightBytes, WeightQuantization
-#include "model/MemoryEstimate.h"  // defines: estimateTrainingMemory
+#include "model/MemoryEstimate.h"  // defines: estimateTrainingMemory, shapeOnDevice
 #include "model/ModelFolder.h"     // defines: ModelFolder
 #include "runs/RunFileError.h"
 #include "runs/RunFolder.h"       // defines: checkOutputFolder
@@ -742,7 +741,9 @@ QString RunSetupPage::memoryEstimateText() const {
   const std::int64_t tokens = t.microBatchSize * t.maxSeqLen;
   const model::TrainingMemory m = model::estimateTrainingMemory(
       *inspection_.config,
-      job::trainingShape(t, gpu ? compute::Device::Gpu : compute::Device::Cpu, weights), tokens);
+      model::shapeOnDevice(gpu, weights, t.lora.rank, t.lora.targets, t.activationCheckpointing,
+                           t.quantization == model::WeightQuantization::Nf4),
+      tokens);
   using widgets::formatBytes;
   return tr("<b>%1</b> peak on the %2 at micro-batch %3 × %4 tokens, r %5 on %6 projections%7: "
             "weights %8, LoRA %9 (%10 parameters) with gradients and AdamW %11, saved "

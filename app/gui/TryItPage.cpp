@@ -1,4 +1,4 @@
-// gui/TryItPage.cpp — the form, the two answer panes, and the worker that fills them.
+// gui/TryItPage.cpp — the form, the two answer panes, and the engine's events that fill them.
 #include "gui/TryItPage.h"
 
 #include <QComboBox>
@@ -15,15 +15,14 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSpinBox>
-#include <QThread>
 #include <QVBoxLayout>
 #include <climits>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 
 #include "common/OsError.h"  // defines: pathText
-#include "job/Generation.h"
-#include "job/TrainRunConfig.h"  // defines: settingsFromJson
 #include "runs/RunFolder.h"
 #include "widgets/DisplayText.h"  // defines: toPath
 
@@ -77,17 +76,17 @@ QString whitespaceText(const QString& text) {
   return QObject::tr("%1 and %2").arg(parts.join(QStringLiteral(", ")), last);
 }
 
-QString summary(const job::GenerationResult& r) {
+QString summary(const engine::AnswerEndEvent& end) {
   return QObject::tr("%1 tokens (%2), %3 tokens/s")
-      .arg(r.ids.size())
-      .arg(QString::fromStdString(r.stopReason))
-      .arg(r.tokensPerS, 0, 'f', 1);
+      .arg(end.tokens)
+      .arg(QString::fromStdString(end.stopReason))
+      .arg(end.tokensPerS, 0, 'f', 1);
 }
 
 // The --quantize of the run that holds `adapter` (the run folder, its adapter/ or one of its
 // checkpoints/step-N), or nothing when the folder is not in a run. Throws naming config.json when
-// the run's settings do not read.
-std::optional<model::WeightQuantization> runQuantization(const QString& adapter) {
+// the run's setting does not read (absent: a run made before the option, as stored).
+std::optional<std::string> runQuantization(const QString& adapter) {
   std::filesystem::path run = widgets::toPath(QDir::cleanPath(adapter));
   if (run.filename() == runs::kFinalAdapterDir)
     run = run.parent_path();
@@ -97,8 +96,17 @@ std::optional<model::WeightQuantization> runQuantization(const QString& adapter)
   if (!std::filesystem::exists(config))
     return std::nullopt;
   const runs::RunFolder folder = runs::RunFolder::open(run);
-  return job::settingsFromJson(folder.config().at("training"), common::pathText(config))
-      .train.quantization;
+  const nlohmann::json& settings = folder.config();
+  const auto training = settings.find("training");
+  if (training == settings.end() || !training->is_object())
+    throw std::runtime_error(common::pathText(config) + ": no \"training\" settings");
+  const auto quantize = training->find("quantize");
+  if (quantize == training->end())
+    return "none";
+  if (!quantize->is_string() || (*quantize != "none" && *quantize != "nf4"))
+    throw std::runtime_error(common::pathText(config) +
+                             ": \"training\".\"quantize\" is not \"none\" or \"nf4\"");
+  return quantize->get<std::string>();
 }
 
 }  // namespace
@@ -215,11 +223,14 @@ TryItPage::TryItPage(QWidget* parent) : QWidget(parent) {
   updateButtons();
 }
 
-TryItPage::~TryItPage() {
-  if (worker_ != nullptr) {
-    cancel_->store(true);
-    worker_->wait();  // the worker posts to this page: it must end first
-  }
+TryItPage::~TryItPage() = default;
+
+void TryItPage::setProfile(const QString& name) {
+  if (name == profile_)
+    return;
+  profile_ = name;
+  if (engine_ != nullptr)
+    engine_->send(engine::SwitchProfileCommand{name.toStdString()});
 }
 
 void TryItPage::restoreSettings() {
@@ -287,7 +298,7 @@ void TryItPage::suggest(const QString& modelDir, const QString& runFolder) {
 void TryItPage::followAdapterRun() {
   if (baseWeightsChosen_)
     return;
-  model::WeightQuantization quantization = model::WeightQuantization::None;
+  std::string quantization = "none";
   const QString adapter = adapter_->text().trimmed();
   if (!adapter.isEmpty()) {
     try {
@@ -296,18 +307,17 @@ void TryItPage::followAdapterRun() {
       status_->setText(tr("Base weights: %1; choose them by hand.").arg(e.what()));
     }
   }
-  baseWeights_->setCurrentIndex(
-      baseWeights_->findData(QString::fromLatin1(model::quantizationName(quantization))));
+  baseWeights_->setCurrentIndex(baseWeights_->findData(QString::fromStdString(quantization)));
 }
 
 void TryItPage::stop() {
-  if (cancel_)
-    cancel_->store(true);
+  if (generating_)
+    engine_->send(engine::CancelGenerationCommand{generationId_});
 }
 
 void TryItPage::updateButtons() {
-  generate_->setEnabled(worker_ == nullptr);
-  stop_->setEnabled(worker_ != nullptr);
+  generate_->setEnabled(!generating_);
+  stop_->setEnabled(generating_);
 }
 
 void TryItPage::append(bool adapter, const QString& piece) {
@@ -356,36 +366,35 @@ bool TryItPage::eventFilter(QObject* watched, QEvent* event) {
 }
 
 void TryItPage::done(const QString& status) {
+  generating_ = false;
   status_->setText(status);
+  updateButtons();
+  emit finished();
+}
+
+void TryItPage::showStatus() {
+  status_->setText(statusLine_ + summaries_ + (generating_ ? tr(" — generating…") : QString()));
 }
 
 void TryItPage::generate() {
-  if (worker_ != nullptr)
+  if (generating_)
     return;
-  const std::string model = model_->text().trimmed().toStdString();
-  const std::string adapter = adapter_->text().trimmed().toStdString();
-  const std::string prompt = prompt_->toPlainText().toStdString();
-  if (model.empty() || prompt.empty()) {
-    status_->setText(model.empty() ? tr("Choose a model folder first.")
-                                   : tr("Write a prompt first."));
+  const QString model = model_->text().trimmed();
+  const QString prompt = prompt_->toPlainText();
+  if (model.isEmpty() || prompt.isEmpty()) {
+    status_->setText(model.isEmpty() ? tr("Choose a model folder first.")
+                                     : tr("Write a prompt first."));
     return;
   }
+  if (engine_ == nullptr) {
+    if (!makeEngine_) {
+      status_->setText(tr("No engine to generate with."));
+      return;
+    }
+    engine_ = makeEngine_(profile_);
+    connect(engine_.get(), &widgets::EngineClient::eventReceived, this, &TryItPage::handleEvent);
+  }
   saveSettings();  // what was asked is kept, also through a crash
-  const std::string system = system_->text().toStdString();
-  const std::string device = device_->currentText().toStdString();
-  const std::string baseWeights = baseWeights_->currentData().toString().toStdString();
-  // The combo holds only names parseQuantization knows.
-  const model::WeightQuantization quantization =
-      model::parseQuantization(baseWeights).value_or(model::WeightQuantization::None);
-  job::SamplingOptions sampling;
-  sampling.maxNewTokens = maxNewTokens_->value();
-  sampling.temperature = temperature_->value();
-  sampling.topP = topP_->value();
-  sampling.seed = static_cast<std::uint64_t>(seed_->value());
-  const QString key =
-      QString::fromStdString(model + "\n" + adapter + "\n" + device + "\n" + baseWeights);
-  auto generator = std::make_shared<std::shared_ptr<job::TextGenerator>>(
-      key == loadedKey_ ? generator_ : nullptr);
   for (auto [pane, note] : {std::pair{baseAnswer_, baseNote_}, {adapterAnswer_, adapterNote_}}) {
     pane->clear();
     QTextOption option = pane->document()->defaultTextOption();
@@ -394,67 +403,62 @@ void TryItPage::generate() {
     pane->document()->setDefaultTextOption(option);
     note->setVisible(false);
   }
-  if (adapter.empty())
+  const QString adapter = adapter_->text().trimmed();
+  if (adapter.isEmpty())
     adapterAnswer_->setPlaceholderText(tr("No adapter chosen: only the base model answers."));
-  cancel_ = std::make_shared<std::atomic<bool>>(false);
-  auto post = [this](std::function<void()> f) {
-    QMetaObject::invokeMethod(this, std::move(f), Qt::QueuedConnection);
-  };
-  worker_ = QThread::create([=, this, cancel = cancel_] {
-    try {
-      if (!*generator) {
-        post([this] { status_->setText(tr("Loading the model…")); });
-        *generator = std::make_shared<job::TextGenerator>(
-            model, adapter, device,
-            [&](const std::string& line) {
-              post([this, line] { status_->setText(QString::fromStdString(line)); });
-            },
-            quantization);
-      }
-      job::TextGenerator& g = **generator;
-      const std::vector<std::int32_t> ids = g.promptIds(prompt, system, true);
-      QString status =
-          QString::fromStdString(g.describe()) + tr(", %1 prompt tokens").arg(ids.size());
-      post([this, status] { status_->setText(status + tr(" — generating…")); });
-      for (const bool withAdapter : {false, true}) {
-        if (withAdapter && !g.hasAdapter())
-          break;
-        g.setAdapterEnabled(withAdapter);
-        const job::GenerationResult result = g.generate(
-            ids, sampling,
-            [&](const std::string& piece) {
-              post([this, withAdapter, text = QString::fromStdString(piece)] {
-                append(withAdapter, text);
-              });
-              return true;
-            },
-            {}, cancel.get());
-        if (result.stopReason != "stopped")  // a stopped answer is short by request
-          post([this, withAdapter] { answerEnded(withAdapter); });
-        status += (withAdapter ? tr(" · adapter: ") : tr(" · base: ")) + summary(result);
-        if (result.stopReason == "stopped")
-          break;
-      }
-      post([this, status] { done(status); });
-    } catch (const std::exception& e) {
-      post([this, message = QString::fromStdString(e.what())] {
-        done(tr("Could not generate: %1").arg(message));
-      });
-    }
-  });
-  worker_->setParent(this);  // freed with the page, which waits for it first
-  connect(worker_, &QThread::finished, this, [this, generator, key] {
-    if (*generator) {
-      generator_ = *generator;
-      loadedKey_ = key;
-    }
-    worker_->deleteLater();
-    worker_ = nullptr;
-    updateButtons();
-    emit finished();
-  });
-  worker_->start();
+  engine::GenerateCommand command;
+  command.id = ++generationId_;
+  command.model = model.toStdString();
+  command.adapter = adapter.toStdString();
+  command.device = device_->currentText().toStdString();
+  command.baseWeights = baseWeights_->currentData().toString().toStdString();
+  command.system = system_->text().toStdString();
+  command.prompt = prompt.toStdString();
+  command.maxNewTokens = maxNewTokens_->value();
+  command.temperature = temperature_->value();
+  command.topP = topP_->value();
+  command.seed = static_cast<std::uint64_t>(seed_->value());
+  generating_ = true;
+  statusLine_ = tr("Starting…");
+  summaries_.clear();
+  showStatus();
   updateButtons();
+  engine_->send(command);
+}
+
+void TryItPage::handleEvent(const engine::TimedEvent& timed) {
+  const auto ours = [this](std::int64_t id) { return generating_ && id == generationId_; };
+  if (const auto* status = std::get_if<engine::GenerationStatusEvent>(&timed.event)) {
+    if (ours(status->id)) {
+      statusLine_ = QString::fromStdString(status->text);
+      showStatus();
+    }
+  } else if (const auto* token = std::get_if<engine::TokenEvent>(&timed.event)) {
+    if (ours(token->id))
+      append(token->answer == engine::Answer::Adapter, QString::fromStdString(token->text));
+  } else if (const auto* end = std::get_if<engine::AnswerEndEvent>(&timed.event)) {
+    if (!ours(end->id))
+      return;
+    const bool adapter = end->answer == engine::Answer::Adapter;
+    if (end->stopReason != "stopped")  // a stopped answer is short by request
+      answerEnded(adapter);
+    summaries_ += (adapter ? tr(" · adapter: ") : tr(" · base: ")) + summary(*end);
+    showStatus();
+  } else if (const auto* generation = std::get_if<engine::GenerationEndEvent>(&timed.event)) {
+    if (!ours(generation->id))
+      return;
+    if (generation->outcome == engine::GenerationOutcome::Failed)
+      done(tr("Could not generate: %1").arg(QString::fromStdString(generation->message)));
+    else
+      done(statusLine_ + summaries_);
+  } else if (const auto* incident = std::get_if<engine::IncidentEvent>(&timed.event)) {
+    // The engine died (the generation's failed end came first): what happened, and that a new
+    // engine takes the next Generate.
+    status_->setText(
+        status_->text() + QLatin1Char('\n') +
+        tr("The generation engine stopped: %1 → %2.")
+            .arg(QString::fromStdString(incident->what), QString::fromStdString(incident->action)));
+  }
 }
 
 }  // namespace lorascope::app

@@ -1,6 +1,7 @@
 // gui/main.cpp — lorascope, the desktop app: the main window attached to a supervised, isolated
-// engine (lorascope-train, which sits beside this program). The setup page preselects the
-// built-in demo on first start, so one click on Start trains something.
+// engine (lorascope-train, which sits beside this program), and the Try it page to a second one.
+// The setup page preselects the built-in demo on first start, so one click on Start trains
+// something.
 #include <QApplication>
 #include <QCommandLineParser>
 #include <string_view>
@@ -9,10 +10,22 @@
 #include "gui/AppPaths.h"
 #include "gui/EngineAdapter.h"
 #include "gui/MainWindow.h"
+#include "gui/TryItPage.h"
 #include "profiles/Builtins.h"
+#include "profiles/ProfileStore.h"
 #include "widgets/EventLogModel.h"
 
 namespace {
+
+// The profile named `name` (built-in or the user's), else the default one.
+lorascope::profiles::Profile profileNamed(const QString& name) {
+  using lorascope::profiles::ProfileStore;
+  for (const auto& parsed : ProfileStore(ProfileStore::defaultUserDir()).load().profiles) {
+    if (QString::fromStdString(parsed.profile.name) == name)
+      return parsed.profile;
+  }
+  return lorascope::profiles::defaultProfile();
+}
 
 void describeCommandLine(QCommandLineParser& parser) {
   parser.setApplicationDescription(QStringLiteral(
@@ -66,6 +79,15 @@ int main(int argc, char** argv) {
   lorascope::app::MainWindow window(lorascope::app::collectAboutFacts());
   window.setEngineProgram(engineProgram);
   window.setEngine(&engine);
+  // Try it generates in an engine of its own, made at its first Generate (gui/TryItPage.h).
+  window.tryItPage()->setEngineFactory([engineProgram](const QString& profile) {
+    return std::make_unique<lorascope::app::EngineAdapter>(
+        [&](lorascope::engine::HostListener listener) {
+          return std::make_unique<lorascope::engine::SupervisorHost>(
+              engineProgram.toStdString(), profileNamed(profile),
+              lorascope::engine::SupervisorPolicy{}, std::move(listener));
+        });
+  });
   auto log = [&window](lorascope::engine::LogLevel level, const QString& text) {
     window.eventLog()->handleEvent({0, lorascope::engine::LogEvent{level, text.toStdString()}});
   };

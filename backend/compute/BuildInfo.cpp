@@ -1,17 +1,9 @@
-// BuildInfo.cpp — the build facts recorded by CMake and their one-text summary.
+// BuildInfo.cpp — the build facts and the GPUs in one text.
 #include "compute/BuildInfo.h"
 
 #include <sstream>
 
-#include "lorascope_build_config.h"  // generated: LORASCOPE_VERSION, LORASCOPE_FLAVOUR, ...
-
 namespace lorascope::compute {
-
-const BuildInfo& buildInfo() {
-  static const BuildInfo info{LORASCOPE_VERSION, LORASCOPE_FLAVOUR, LORASCOPE_GPU_TARGETS,
-                              LORASCOPE_COMPILER};
-  return info;
-}
 
 std::string describeBuildAndDevices(const GpuInventory& inventory) {
   const BuildInfo& info = buildInfo();

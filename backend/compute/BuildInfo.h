@@ -1,20 +1,18 @@
-// BuildInfo.h — facts about this build (version, flavour, GPU targets) and the GPUs the HIP
-// runtime reports, shared by the About dialog and `lorascope-train --version` / `devices`.
+// BuildInfo.h — facts about this build (common/Build.h: version, flavour, GPU targets) and the GPUs
+// the HIP runtime reports, shared by `lorascope-train --version` / `devices`, doctor and the
+// engine's hello event (from which the About dialog lists the GPUs).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "common/Build.h"
+
 namespace lorascope::compute {
 
-struct BuildInfo {
-  std::string version;     // "0.1.0"
-  std::string flavour;     // "cpu", "hip-amd" or "hip-nvidia"
-  std::string gpuTargets;  // "gfx1030;gfx90a", "sm_90" or "" for cpu
-  std::string compiler;    // e.g. "GNU 12.2.0"
-};
-const BuildInfo& buildInfo();
+using common::BuildInfo;
+using common::buildInfo;
 
 struct GpuDeviceInfo {
   int index = 0;

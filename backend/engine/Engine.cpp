@@ -98,6 +98,13 @@ void Engine::post(Command command) {
         std::holds_alternative<PauseCommand>(command)) {
       cancel_.raise();
     }
+    if (const auto* cancel = std::get_if<CancelGenerationCommand>(&command)) {
+      if (generatingId_ == cancel->id) {
+        generationCancel_ = true;
+      } else {
+        cancelledGenerations_.insert(cancel->id);  // queued, or already over
+      }
+    }
     queue_.push_back(std::move(command));
   }
   wake_.notify_one();
@@ -108,6 +115,7 @@ void Engine::shutdown() {
     const std::lock_guard lock(mutex_);
     shutdownRequested_ = true;
     cancel_.raise();
+    generationCancel_ = true;
   }
   wake_.notify_one();
 }
@@ -117,6 +125,7 @@ void Engine::closeInput() {
     const std::lock_guard lock(mutex_);
     inputClosed_ = true;
     cancel_.raise();
+    generationCancel_ = true;
   }
   wake_.notify_one();
 }
@@ -166,6 +175,12 @@ int Engine::run() {
       cancel_.clear();
     }
     for (Command& command : commands) {
+      if (const auto* generation = std::get_if<GenerateCommand>(&command)) {
+        if (!generate(*generation)) {
+          return kExitStickyError;  // the device context is abandoned with the process
+        }
+        continue;
+      }
       handle(command);
     }
     if (inputClosed) {
@@ -222,11 +237,54 @@ int Engine::run() {
   }
 }
 
+bool Engine::generate(const GenerateCommand& command) {
+  const auto fail = [&](const std::string& why) {
+    publish(GenerationEndEvent{command.id, GenerationOutcome::Failed, why});
+  };
+  if (!options_.generate) {
+    fail("this engine does not generate text");
+    return true;
+  }
+  if (job_) {
+    fail("a training run is in progress in this engine; generate when it is over");
+    return true;
+  }
+  {
+    const std::lock_guard lock(mutex_);
+    generatingId_ = command.id;
+    generationCancel_ =
+        cancelledGenerations_.erase(command.id) > 0 || inputClosed_ || shutdownRequested_;
+  }
+  struct Done {
+    Engine* engine;
+    ~Done() {
+      const std::lock_guard lock(engine->mutex_);
+      engine->generatingId_.reset();
+    }
+  } done{this};
+  try {
+    publish(options_.generate(
+        command, [this](const TimedEvent& e) { publish(e.event); }, generationCancel_));
+  } catch (const StickyDeviceError& e) {
+    ErrorEvent error = e.event();
+    error.sticky = true;
+    publish(error);
+    fail(e.what());
+    return false;
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+  return true;
+}
+
 void Engine::handle(Command& command) {
   const std::string type(commandType(command));
   auto refuse = [&](const std::string& why) {
     publish(ErrorEvent{"command", type, 0, "'" + type + "' refused: " + why, "", false});
   };
+  if (std::holds_alternative<CancelGenerationCommand>(command)) {
+    return;  // acted on as it was posted; a generation already over needs nothing
+  }
   if (auto* start = std::get_if<StartCommand>(&command)) {
     if (job_) {
       return refuse("a run is already in progress; stop it first");

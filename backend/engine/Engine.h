@@ -7,6 +7,9 @@
 // step is published as a sticky "hang" error naming the op, then EngineOptions::onHang runs (the
 // isolated engine exits, so that its supervisor restarts it at once).
 //
+// A generate command runs on the engine thread while no run is in progress (EngineOptions::
+// generate); cancel_generation ends it at its next token, acted on as it is posted.
+//
 // Commands that change the run (set, checkpoint_now, request_snapshot, pause, stop) are applied
 // at the next step boundary; stop and pause also raise the job's cancellation flag so a step in
 // progress notices within one op and ends early (the job then reports no step, and nothing is
@@ -22,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "engine/Protocol.h"
@@ -119,6 +123,14 @@ class EngineJob {
   virtual void pollInstruments() {}
 };
 
+// Runs one generate command on the engine thread (job/GenerationService.h): reports its status,
+// tokens and answer ends through `sink`, stops at the next token once `cancel` is true, and
+// returns the generation's end (done or stopped, with its summary). Throws StickyDeviceError when
+// the device is unusable (the engine reports it and exits, its supervisor starts a new one) and
+// std::exception for any other failure (reported as the generation's failed end).
+using GenerationRunner = std::function<GenerationEndEvent(
+    const GenerateCommand& command, const EventSink& sink, const std::atomic<bool>& cancel)>;
+
 struct EngineOptions {
   int samplePeriodMs = 400;  // the sampler's period: 2.5 readings a second
   // Between readings the sampler polls the job this often (pollInstruments), so that a reading's
@@ -129,6 +141,8 @@ struct EngineOptions {
   // A ProgressEvent with each reading in which a running job moved (InstrumentEvents::progressed):
   // the supervisor's hang watchdog waits for progress, not for the step events (the stdio engine).
   bool reportProgress = false;
+  // What runs generate commands; none: they are refused (a failed generation_end says why).
+  GenerationRunner generate = {};
 };
 
 // Builds the job for a start command; throws std::exception with a user-facing message (bad
@@ -155,6 +169,8 @@ class Engine {
  private:
   void publish(Event event);
   void handle(Command& command);
+  // Runs one generation to its end event; false after a sticky device error (the engine exits).
+  bool generate(const GenerateCommand& command);
   void setState(RunState state, const std::string& detail = {});
   void finishRun(RunState state, const std::string& detail);
   void sampleLoop();
@@ -174,6 +190,11 @@ class Engine {
   bool inputClosed_ = false;
 
   CancelFlag cancel_;
+  // The generation running on the engine thread (under mutex_), those cancelled before they ran,
+  // and the flag the running one polls.
+  std::optional<std::int64_t> generatingId_;
+  std::set<std::int64_t> cancelledGenerations_;
+  std::atomic<bool> generationCancel_{false};
   // Written by the engine thread under jobMutex_; the sampler reads it under jobMutex_.
   std::unique_ptr<EngineJob> job_;
   std::mutex jobMutex_;

@@ -136,6 +136,13 @@ Command EnginePathTranslator::toEngine(Command command) const {
       }
     }
   }
+  if (auto* generation = std::get_if<GenerateCommand>(&command)) {
+    // A model may be a Hugging Face id, which names no folder here: kept as it is.
+    if (std::error_code error;
+        std::filesystem::exists(common::pathFromUtf8(generation->model), error))
+      generation->model = toEngine(generation->model);
+    generation->adapter = toEngine(generation->adapter);
+  }
   return command;
 }
 

@@ -3,9 +3,9 @@
 // distribution's own files as \\wsl.localhost\<distro>\home\...), or under other prefixes (the
 // Linux stand-in launcher of the tests). Paths are UTF-8 text, as they travel in the protocol.
 // The commands that carry paths (StartCommand's run configuration: out, model_path, data_path,
-// mirror, fault_dir, model, data) go one way, the events that carry paths (CheckpointEvent) come
-// back the other way; a relative path is made absolute on this side first, since the engine
-// runs in another working directory.
+// mirror, fault_dir, model, data; GenerateCommand's model folder and adapter) go one way, the
+// events that carry paths (CheckpointEvent) come back the other way; a relative path is made
+// absolute on this side first, since the engine runs in another working directory.
 #pragma once
 
 #include <filesystem>

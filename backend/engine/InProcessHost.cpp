@@ -3,10 +3,12 @@
 
 namespace lorascope::engine {
 
-InProcessHost::InProcessHost(JobFactory factory, HelloEvent hello, HostListener listener)
+InProcessHost::InProcessHost(JobFactory factory, HelloEvent hello, HostListener listener,
+                             EngineOptions options)
     : listener_(std::move(listener)) {
   engine_ = std::make_unique<Engine>(
-      std::move(factory), [this](const TimedEvent& e) { listener_.event(e); }, std::move(hello));
+      std::move(factory), [this](const TimedEvent& e) { listener_.event(e); }, std::move(hello),
+      std::move(options));
   running_ = true;
   thread_ = std::thread([this] {
     if (listener_.connectedChanged)

@@ -14,7 +14,8 @@ namespace lorascope::engine {
 
 class InProcessHost : public EngineHost {
  public:
-  InProcessHost(JobFactory factory, HelloEvent hello, HostListener listener);
+  InProcessHost(JobFactory factory, HelloEvent hello, HostListener listener,
+                EngineOptions options = {});
   ~InProcessHost() override;  // stops the engine thread (no checkpoint: send stop first)
 
   void send(const Command& command) override;

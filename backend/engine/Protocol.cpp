@@ -108,7 +108,46 @@ constexpr common::EnumName<LogLevel> kLevelNames[] = {{LogLevel::Debug, "debug"}
                                                       {LogLevel::Info, "info"},
                                                       {LogLevel::Warning, "warning"},
                                                       {LogLevel::Error, "error"}};
-static_assert(common::coversEnum(kStateNames) && common::coversEnum(kLevelNames));
+constexpr common::EnumName<Answer> kAnswerNames[] = {{Answer::Base, "base"},
+                                                     {Answer::Adapter, "adapter"}};
+constexpr common::EnumName<GenerationOutcome> kOutcomeNames[] = {
+    {GenerationOutcome::Done, "done"},
+    {GenerationOutcome::Stopped, "stopped"},
+    {GenerationOutcome::Failed, "failed"}};
+static_assert(common::coversEnum(kStateNames) && common::coversEnum(kLevelNames) &&
+              common::coversEnum(kAnswerNames) && common::coversEnum(kOutcomeNames));
+
+// A generate command, checked so that the engine may rely on its values.
+GenerateCommand decodeGenerate(const Fields& f) {
+  GenerateCommand c;
+  c.id = f.integer("id");
+  c.model = f.string("model");
+  if (c.model.empty())
+    f.fail("model", "must name a model folder or a Hugging Face id");
+  c.adapter = f.string("adapter");
+  c.device = f.string("device");
+  if (c.device != "cpu" && c.device != "gpu" && c.device != "auto")
+    f.fail("device", "must be \"cpu\", \"gpu\" or \"auto\"");
+  c.baseWeights = f.string("base_weights");
+  if (c.baseWeights != "none" && c.baseWeights != "nf4")
+    f.fail("base_weights", "must be \"none\" or \"nf4\"");
+  c.system = f.string("system");
+  c.prompt = f.string("prompt");
+  c.maxNewTokens = f.integer("max_new_tokens");
+  if (c.maxNewTokens < 1 || c.maxNewTokens > 1'000'000)
+    f.fail("max_new_tokens", "must be a whole number from 1 to 1000000");
+  c.temperature = f.number("temperature");
+  if (!(c.temperature >= 0))
+    f.fail("temperature", "must be a number ≥ 0");
+  c.topP = f.number("top_p");
+  if (!(c.topP > 0 && c.topP <= 1))
+    f.fail("top_p", "must be a number in (0, 1]");
+  const std::int64_t seed = f.integer("seed");
+  if (seed < 0)
+    f.fail("seed", "must be a whole number ≥ 0");
+  c.seed = static_cast<std::uint64_t>(seed);
+  return c;
+}
 
 // The toggle named by the message's "toggle", its value checked against the toggle's type (the
 // settings registry's); the engine may rely on it after decoding.
@@ -194,6 +233,14 @@ const char* toString(LogLevel level) {
   return common::enumName(kLevelNames, level);
 }
 
+const char* toString(Answer answer) {
+  return common::enumName(kAnswerNames, answer);
+}
+
+const char* toString(GenerationOutcome outcome) {
+  return common::enumName(kOutcomeNames, outcome);
+}
+
 std::string_view commandType(const Command& command) {
   return std::visit(Overloaded{[](const StartCommand&) { return "start"; },
                                [](const PauseCommand&) { return "pause"; },
@@ -203,27 +250,34 @@ std::string_view commandType(const Command& command) {
                                [](const SwitchProfileCommand&) { return "switch_profile"; },
                                [](const CheckpointNowCommand&) { return "checkpoint_now"; },
                                [](const RequestSnapshotCommand&) { return "request_snapshot"; },
-                               [](const UndoRungCommand&) { return "undo_rung"; }},
+                               [](const UndoRungCommand&) { return "undo_rung"; },
+                               [](const GenerateCommand&) { return "generate"; },
+                               [](const CancelGenerationCommand&) { return "cancel_generation"; }},
                     command);
 }
 
 std::string_view eventType(const Event& event) {
-  return std::visit(
-      Overloaded{[](const HelloEvent&) { return "hello"; },
-                 [](const StateEvent&) { return "state"; }, [](const StepEvent&) { return "step"; },
-                 [](const MemoryEvent&) { return "memory"; },
-                 [](const QueueEvent&) { return "queue"; },
-                 [](const SnapshotEvent&) { return "snapshot"; },
-                 [](const LogEvent&) { return "log"; }, [](const ErrorEvent&) { return "error"; },
-                 [](const CheckpointEvent&) { return "checkpoint"; },
-                 [](const IncidentEvent&) { return "incident"; },
-                 [](const ToggleAppliedEvent&) { return "toggle_applied"; },
-                 [](const ToggleRefusedEvent&) { return "toggle_refused"; },
-                 [](const EvalEvent&) { return "eval"; },
-                 [](const ProfileSwitchEvent&) { return "profile_switch"; },
-                 [](const LadderEvent&) { return "ladder"; },
-                 [](const ProgressEvent&) { return "progress"; }},
-      event);
+  return std::visit(Overloaded{[](const HelloEvent&) { return "hello"; },
+                               [](const StateEvent&) { return "state"; },
+                               [](const StepEvent&) { return "step"; },
+                               [](const MemoryEvent&) { return "memory"; },
+                               [](const QueueEvent&) { return "queue"; },
+                               [](const SnapshotEvent&) { return "snapshot"; },
+                               [](const LogEvent&) { return "log"; },
+                               [](const ErrorEvent&) { return "error"; },
+                               [](const CheckpointEvent&) { return "checkpoint"; },
+                               [](const IncidentEvent&) { return "incident"; },
+                               [](const ToggleAppliedEvent&) { return "toggle_applied"; },
+                               [](const ToggleRefusedEvent&) { return "toggle_refused"; },
+                               [](const EvalEvent&) { return "eval"; },
+                               [](const ProfileSwitchEvent&) { return "profile_switch"; },
+                               [](const LadderEvent&) { return "ladder"; },
+                               [](const ProgressEvent&) { return "progress"; },
+                               [](const GenerationStatusEvent&) { return "generation_status"; },
+                               [](const TokenEvent&) { return "token"; },
+                               [](const AnswerEndEvent&) { return "answer_end"; },
+                               [](const GenerationEndEvent&) { return "generation_end"; }},
+                    event);
 }
 
 std::string encodeCommand(const Command& command) {
@@ -234,7 +288,21 @@ std::string encodeCommand(const Command& command) {
                    out["toggle"] = toString(c.toggle);
                    out["value"] = c.value;
                  },
-                 [&](const SwitchProfileCommand& c) { out["name"] = c.name; }, [](const auto&) {}},
+                 [&](const SwitchProfileCommand& c) { out["name"] = c.name; },
+                 [&](const GenerateCommand& c) {
+                   out.update({{"id", c.id},
+                               {"model", c.model},
+                               {"adapter", c.adapter},
+                               {"device", c.device},
+                               {"base_weights", c.baseWeights},
+                               {"system", c.system},
+                               {"prompt", c.prompt},
+                               {"max_new_tokens", c.maxNewTokens},
+                               {"temperature", c.temperature},
+                               {"top_p", c.topP},
+                               {"seed", c.seed}});
+                 },
+                 [&](const CancelGenerationCommand& c) { out["id"] = c.id; }, [](const auto&) {}},
       command);
   return dumpLine(out);
 }
@@ -266,6 +334,10 @@ Command decodeCommand(std::string_view line) {
     const Toggle toggle = checkedToggle(f);
     return SetToggleCommand{toggle, root["value"]};
   }
+  if (type == "generate")
+    return decodeGenerate(f);
+  if (type == "cancel_generation")
+    return CancelGenerationCommand{f.integer("id")};
   throw ProtocolError("unknown command type '" + type + "'");
 }
 
@@ -283,6 +355,10 @@ std::string encodeEvent(const TimedEvent& timed) {
                                         {"architecture", d.architecture},
                                         {"total_bytes", d.totalBytes}});
             }
+            if (!e.gpuRuntime.empty())
+              out["gpu_runtime"] = e.gpuRuntime;
+            if (!e.noDeviceReason.empty())
+              out["no_device_reason"] = e.noDeviceReason;
           },
           [&](const StateEvent& e) {
             out["state"] = toString(e.state);
@@ -391,7 +467,23 @@ std::string encodeEvent(const TimedEvent& timed) {
                         {"step", e.step},
                         {"undoable", e.undoable}});
           },
-          [](const ProgressEvent&) {}},
+          [](const ProgressEvent&) {},
+          [&](const GenerationStatusEvent& e) {
+            out.update({{"id", e.id}, {"text", e.text}});
+          },
+          [&](const TokenEvent& e) {
+            out.update({{"id", e.id}, {"answer", toString(e.answer)}, {"text", e.text}});
+          },
+          [&](const AnswerEndEvent& e) {
+            out.update({{"id", e.id},
+                        {"answer", toString(e.answer)},
+                        {"tokens", e.tokens},
+                        {"stop_reason", e.stopReason},
+                        {"tokens_per_s", e.tokensPerS}});
+          },
+          [&](const GenerationEndEvent& e) {
+            out.update({{"id", e.id}, {"outcome", toString(e.outcome)}, {"message", e.message}});
+          }},
       timed.event);
   return dumpLine(out);
 }
@@ -415,6 +507,10 @@ TimedEvent decodeEvent(std::string_view line) {
       e.devices.push_back({df.string("name"), df.string("architecture"),
                            static_cast<std::uint64_t>(df.integer("total_bytes"))});
     }
+    if (f.has("gpu_runtime"))
+      e.gpuRuntime = f.string("gpu_runtime");
+    if (f.has("no_device_reason"))
+      e.noDeviceReason = f.string("no_device_reason");
     out.event = std::move(e);
   } else if (type == "state") {
     out.event = StateEvent{f.choice("state", kStateNames), f.integer("step"), f.string("detail")};
@@ -492,6 +588,17 @@ TimedEvent decodeEvent(std::string_view line) {
                             f.integer("undoable")};
   } else if (type == "progress") {
     out.event = ProgressEvent{};
+  } else if (type == "generation_status") {
+    out.event = GenerationStatusEvent{f.integer("id"), f.string("text")};
+  } else if (type == "token") {
+    out.event = TokenEvent{f.integer("id"), f.choice("answer", kAnswerNames), f.string("text")};
+  } else if (type == "answer_end") {
+    out.event =
+        AnswerEndEvent{f.integer("id"), f.choice("answer", kAnswerNames), f.integer("tokens"),
+                       f.string("stop_reason"), f.number("tokens_per_s")};
+  } else if (type == "generation_end") {
+    out.event = GenerationEndEvent{f.integer("id"), f.choice("outcome", kOutcomeNames),
+                                   f.string("message")};
   } else {
     throw ProtocolError("unknown event type '" + type + "'");
   }

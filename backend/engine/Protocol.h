@@ -55,9 +55,33 @@ struct RequestSnapshotCommand {};
 // Steps back the last rung the recovery ladder took (the supervisor's; a bare engine refuses it).
 struct UndoRungCommand {};
 
-using Command = std::variant<StartCommand, PauseCommand, ResumeCommand, StopCommand,
-                             SetToggleCommand, SwitchProfileCommand, CheckpointNowCommand,
-                             RequestSnapshotCommand, UndoRungCommand>;
+// Text from a model, with and without an adapter (the Try it page): the engine loads the model
+// (kept for the next command with the same model, adapter, device and base weights), then
+// streams the base model's answer and the adapter's as token events, each closed by an
+// answer_end, and the whole by a generation_end. Generation runs in the engine's process, so a
+// GPU fault there costs the engine (its supervisor restarts it), never the window.
+struct GenerateCommand {
+  std::int64_t id = 0;         // chosen by the sender; every event of this generation carries it
+  std::string model;           // a model folder or a Hugging Face id
+  std::string adapter;         // a run folder or a PEFT adapter folder; "" for the base only
+  std::string device = "cpu";  // "cpu" | "gpu" | "auto"
+  std::string baseWeights = "none";  // "none" (as stored) | "nf4" (as a QLoRA run trained on)
+  std::string system;                // the system message, "" for none
+  std::string prompt;                // the user's message, through the model's chat template
+  std::int64_t maxNewTokens = 128;   // 1..1,000,000
+  double temperature = 0;            // ≥ 0; 0 is greedy
+  double topP = 1;                   // (0, 1]
+  std::uint64_t seed = 0;
+};
+// Ends generation `id` at its next token (its answers so far stay, outcome "stopped").
+struct CancelGenerationCommand {
+  std::int64_t id = 0;
+};
+
+using Command =
+    std::variant<StartCommand, PauseCommand, ResumeCommand, StopCommand, SetToggleCommand,
+                 SwitchProfileCommand, CheckpointNowCommand, RequestSnapshotCommand,
+                 UndoRungCommand, GenerateCommand, CancelGenerationCommand>;
 
 // ---- Events ----------------------------------------------------------------------------------
 
@@ -68,9 +92,14 @@ struct DeviceSummary {
 };
 struct HelloEvent {
   int protocolVersion = kProtocolVersion;
-  std::string version;  // LoRAscope version
-  std::string flavour;  // cpu | hip-amd | hip-nvidia
-  std::vector<DeviceSummary> devices;
+  std::string version;                 // LoRAscope version
+  std::string flavour;                 // cpu | hip-amd | hip-nvidia
+  std::vector<DeviceSummary> devices;  // in the runtime's order: device 0 first
+  // What the GPU runtime is ("CUDA 13.0 via HIP portability header"), and why `devices` is empty
+  // when it is: the About dialog's GPU lines (the window asks no GPU runtime itself). Optional on
+  // the wire ("gpu_runtime", "no_device_reason"), empty when not said.
+  std::string gpuRuntime = {};
+  std::string noDeviceReason = {};
 };
 
 enum class RunState { Idle, Starting, Running, Paused, Stopping, Finished, Failed };
@@ -223,6 +252,38 @@ struct LadderEvent {
   std::int64_t undoable = 0;
 };
 
+// ---- Generation (GenerateCommand) ----
+enum class Answer { Base, Adapter };  // which of the two answers an event belongs to
+const char* toString(Answer answer);
+// What the generation is doing, in words: the model's load lines, then "Qwen2.5-0.5B on cpu
+// (fp32), adapter RUN/adapter, 14 prompt tokens".
+struct GenerationStatusEvent {
+  std::int64_t id = 0;
+  std::string text;
+};
+// A piece of an answer, whole UTF-8, as soon as it is decoded.
+struct TokenEvent {
+  std::int64_t id = 0;
+  Answer answer = Answer::Base;
+  std::string text;
+};
+struct AnswerEndEvent {
+  std::int64_t id = 0;
+  Answer answer = Answer::Base;
+  std::int64_t tokens = 0;  // new tokens (an end-of-sequence id included)
+  std::string stopReason;   // "eos", "max-new-tokens" or "stopped"
+  double tokensPerS = 0;    // new tokens after the first, per second
+};
+enum class GenerationOutcome { Done, Stopped, Failed };
+const char* toString(GenerationOutcome outcome);
+// The generation's last event. Failed: `message` says why (a model folder that does not open, a
+// GPU fault; when the engine died, its supervisor sends this for it).
+struct GenerationEndEvent {
+  std::int64_t id = 0;
+  GenerationOutcome outcome = GenerationOutcome::Done;
+  std::string message;
+};
+
 // The running step moved since the engine's previous instrument reading (an op launched, returned
 // or completed on the GPU, or a stage between steps ended): what the supervisor's hang watchdog
 // waits for, so that a step made slow by a loaded machine is not taken for a hung one. The stdio
@@ -232,7 +293,8 @@ struct ProgressEvent {};
 using Event =
     std::variant<HelloEvent, StateEvent, StepEvent, MemoryEvent, QueueEvent, SnapshotEvent,
                  LogEvent, ErrorEvent, CheckpointEvent, IncidentEvent, ToggleAppliedEvent,
-                 ToggleRefusedEvent, EvalEvent, ProfileSwitchEvent, LadderEvent, ProgressEvent>;
+                 ToggleRefusedEvent, EvalEvent, ProfileSwitchEvent, LadderEvent, ProgressEvent,
+                 GenerationStatusEvent, TokenEvent, AnswerEndEvent, GenerationEndEvent>;
 
 // An event with the engine's clock (ms since the engine started), the charts' shared time axis.
 struct TimedEvent {

@@ -14,7 +14,8 @@ namespace lorascope::engine {
 // Serves one engine until its input ends; returns the process exit code: 0, or
 // kExitStickyError after a sticky device error (return it from main at once). Unties `in` from
 // any output stream: `out` is written and flushed by the event writers alone, under their lock.
+// `generate` runs generate commands (none: they are refused).
 int serveEngineOverStreams(JobFactory factory, HelloEvent hello, std::istream& in,
-                           std::ostream& out);
+                           std::ostream& out, GenerationRunner generate = {});
 
 }  // namespace lorascope::engine

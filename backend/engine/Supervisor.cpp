@@ -1,6 +1,8 @@
 // engine/Supervisor.cpp — incidents, the recovery ladder and resumption from the state mirror.
 #include "engine/Supervisor.h"
 
+#include <utility>
+
 #include "profiles/Builtins.h"
 #include "profiles/ProfileStore.h"
 #include "profiles/SwitchPlan.h"
@@ -103,6 +105,14 @@ void Supervisor::send(const Command& command) {
   if (!host_ && !planned_) {
     startEngine();  // the last one could not start or was released: try again
   }
+  if (const auto* generation = std::get_if<GenerateCommand>(&command)) {
+    if (!host_) {
+      publish(GenerationEndEvent{generation->id, GenerationOutcome::Failed,
+                                 "the engine is restarting; generate again in a moment"});
+      return;
+    }
+    generating_ = generation->id;
+  }
   if (host_)
     host_->send(command);
   if (host_ && std::holds_alternative<StartCommand>(command)) {
@@ -155,6 +165,10 @@ void Supervisor::engineEvent(int engineId, const TimedEvent& timed) {
     hangDeadlineMs_ = now + policy_.hangTimeoutMs;
   } else if (const auto* error = std::get_if<ErrorEvent>(&timed.event); error && error->sticky) {
     lastStickyError_ = *error;  // the engine exits after a sticky error; onExit recovers
+    generationDied_ = generating_.has_value();
+  } else if (const auto* end = std::get_if<GenerationEndEvent>(&timed.event);
+             end && end->id == generating_) {
+    generating_.reset();
   }
   publish_(TimedEvent{toSupervisorTime(timed.timeMs), timed.event});
 }
@@ -179,8 +193,18 @@ void Supervisor::engineExited(int engineId, const EngineExit& exit) {
   onExit(exit);
 }
 
+bool Supervisor::endOpenGeneration(const EngineExit& exit) {
+  if (!generating_)
+    return false;
+  publish(GenerationEndEvent{*generating_, GenerationOutcome::Failed,
+                             describeExit(exit) + " while generating"});
+  generating_.reset();
+  return true;
+}
+
 void Supervisor::onExit(const EngineExit& exit) {
   retireEngine();
+  generationDied_ = endOpenGeneration(exit) || generationDied_;
   if (planned_) {
     const PlannedRestart planned = *planned_;
     planned_.reset();
@@ -222,13 +246,19 @@ void Supervisor::onExit(const EngineExit& exit) {
       : lastStickyError_ ? runtime::classifyError(lastStickyError_->category,
                                                   lastStickyError_->message, lastStickyError_->op)
                          : runtime::classifyError("", exit.stderrTail);
-  recover(error, describeExit(exit) + " after step " + std::to_string(lastStep_));
+  recover(error, describeExit(exit) + (generationDied_ && !running_
+                                           ? std::string(" while generating")
+                                           : " after step " + std::to_string(lastStep_)));
 }
 
 void Supervisor::recover(const runtime::ErrorClass& error, const std::string& what) {
   lastStickyError_.reset();
+  const bool generation = std::exchange(generationDied_, false);
   if (!runConfig_ || !running_) {
-    publish(IncidentEvent{what, "no run was in progress; the engine was restarted", lastStep_});
+    publish(IncidentEvent{what + " (" + runtime::categoryName(error.category) + ")",
+                          generation ? "the engine was restarted; generate again"
+                                     : "no run was in progress; the engine was restarted",
+                          lastStep_});
     startEngine();
     return;
   }

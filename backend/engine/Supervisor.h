@@ -9,7 +9,9 @@
 // or undo its last step (UndoRungCommand). An engine killed by a signal from outside (the OOM
 // killer, a user's kill) is restarted on the same rung, with the likely sender named.
 // Switching to a profile whose environment differs restarts the engine the same way; a switch is
-// a ProfileSwitchEvent, not an incident.
+// a ProfileSwitchEvent, not an incident. A generation (GenerateCommand: the Try it page's engine)
+// is not resumed: when its engine dies, the supervisor ends it (a failed generation_end naming
+// how the engine died), records the incident and starts a new engine for the next one.
 //
 // This class is the logic only, plain C++ and single-threaded: every call comes from one thread,
 // time comes from an injected clock, engines come from an EngineLauncher, and what the engines
@@ -102,6 +104,8 @@ class Supervisor {
   void resumeRun();
   void onExit(const EngineExit& exit);
   void recover(const runtime::ErrorClass& error, const std::string& what);
+  // Ends the generation the dead engine left open, if any; true when there was one.
+  bool endOpenGeneration(const EngineExit& exit);
   void switchProfile(const std::string& name);
   // The profile's toggles and the rung's. A profile's cpu_fallback off is sent only when the user
   // switches to that profile: at a start or a restart it would move a run the user chose to train
@@ -134,6 +138,8 @@ class Supervisor {
   std::int64_t lastStep_ = 0;
   int lastMicroBatch_ = 0;
   std::optional<ErrorEvent> lastStickyError_;
+  std::optional<std::int64_t> generating_;  // the generation sent and not ended yet
+  bool generationDied_ = false;             // the exit being recovered from ended one
   // The engine's last state was Starting: it prepares the run (model, data, chat template) and
   // has run no GPU step; a crash then is a HostCrash (runtime/ErrorClassifier.h).
   bool preparing_ = false;

@@ -29,20 +29,9 @@ std::uint64_t freeBytesFor(compute::Backend& backend) {
 
 model::TrainingShape trainingShape(const train::TrainConfig& config, compute::Device device,
                                    std::uint64_t weightsBytes) {
-  model::TrainingShape shape;
-  shape.weightsBytes = weightsBytes;
-  shape.loraRank = config.lora.rank;
-  shape.targets.clear();
-  for (train::LoraModule module : config.lora.targets) {
-    shape.targets.insert(static_cast<model::Projection>(module));  // the same order (Lora.h)
-  }
-  const bool gpu = device == compute::Device::Gpu;
-  shape.activationDTypeBytes = gpu ? 2 : 4;  // the backends' activation dtypes: bf16, f32
-  shape.activationCheckpointing = config.activationCheckpointing;
-  shape.lossChunkFloats = gpu ? model::kLossChunkFloats : model::kCpuLossChunkFloats;
-  shape.lossChunkBytesPerLogit = gpu ? 6 : 4;
-  shape.nf4Workspace = gpu && config.quantization == model::WeightQuantization::Nf4;
-  return shape;
+  return model::shapeOnDevice(device == compute::Device::Gpu, weightsBytes, config.lora.rank,
+                              config.lora.targets, config.activationCheckpointing,
+                              config.quantization == model::WeightQuantization::Nf4);
 }
 
 std::string setAllocatorPolicy(memory::DeviceAllocator& allocator, bool arena,

@@ -3,6 +3,7 @@
 #include "model/MemoryEstimate.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace lorascope::model {
 
@@ -155,6 +156,21 @@ memory::MemoryModel plannerModel(const ModelConfig& c, const TrainingShape& shap
     return transientBytes(c, shape, tokens);
   };
   return model;
+}
+
+TrainingShape shapeOnDevice(bool onGpu, std::uint64_t weightsBytes, std::int64_t loraRank,
+                            std::set<Projection> targets, bool activationCheckpointing,
+                            bool nf4Weights) {
+  TrainingShape shape;
+  shape.weightsBytes = weightsBytes;
+  shape.loraRank = loraRank;
+  shape.targets = std::move(targets);
+  shape.activationDTypeBytes = onGpu ? 2 : 4;  // the backends' activation dtypes: bf16, f32
+  shape.activationCheckpointing = activationCheckpointing;
+  shape.lossChunkFloats = onGpu ? kLossChunkFloats : kCpuLossChunkFloats;
+  shape.lossChunkBytesPerLogit = onGpu ? 6 : 4;
+  shape.nf4Workspace = onGpu && nf4Weights;
+  return shape;
 }
 
 }  // namespace lorascope::model

@@ -79,6 +79,13 @@ struct TrainingMemory {
 };
 
 // A step over `tokens` tokens (micro-batch × sequence length).
+// A run's shape on the device it trains on: on a GPU bf16 activations, the GPU's loss chunk and
+// (NF4 projections) the dequantisation workspace; on the CPU f32 and the CPU's chunk. What
+// `--batch-size auto` (job/AutoBatch.h) and the setup page's estimate both start from.
+TrainingShape shapeOnDevice(bool onGpu, std::uint64_t weightsBytes, std::int64_t loraRank,
+                            std::set<Projection> targets, bool activationCheckpointing,
+                            bool nf4Weights);
+
 TrainingMemory estimateTrainingMemory(const ModelConfig& config, const TrainingShape& shape,
                                       std::int64_t tokens);
 

@@ -23,7 +23,7 @@
 
 #include "../widgets/RecordedStream.h"
 #include "AppTestHome.h"
-#include "compute/BuildInfo.h"
+#include "common/Build.h"  // defines: buildInfo
 #include "gui/GpuCheckDialog.h"
 #include "gui/MainWindow.h"
 #include "gui/RunSetupPage.h"
@@ -43,11 +43,27 @@ class TestAppShell : public QObject {
   Q_OBJECT
 
  private slots:
-  void aboutFactsComeFromTheBuild() {
+  // The build's facts from the build; its GPUs from the engine's hello (the window asks no GPU
+  // runtime itself), which also gives the setup page its GPUs.
+  void aboutFactsComeFromTheBuildAndTheEngine() {
     const widgets::AboutFacts facts = app::collectAboutFacts();
-    QCOMPARE(facts.version, QString::fromStdString(compute::buildInfo().version));
-    QCOMPARE(facts.flavour, QString::fromStdString(compute::buildInfo().flavour));
-    QVERIFY(!facts.devices.isEmpty() || !facts.noDeviceReason.isEmpty());
+    QCOMPARE(facts.version, QString::fromStdString(common::buildInfo().version));
+    QCOMPARE(facts.flavour, QString::fromStdString(common::buildInfo().flavour));
+    QVERIFY(facts.devices.isEmpty() && !facts.noDeviceReason.isEmpty());
+    app::MainWindow window(facts);
+    testing::RecordingEngineClient engine;
+    window.setEngine(&engine);
+    engine.setConnected(true);
+    engine::HelloEvent hello{engine::kProtocolVersion,
+                             "0.1.0",
+                             "hip-nvidia",
+                             {{"NVIDIA H200", "sm_90", std::uint64_t{143771} << 20}}};
+    hello.gpuRuntime = "CUDA 13.0 via HIP portability header";
+    engine.play({{0, hello}});
+    QCOMPARE(window.aboutFacts().devices,
+             QStringList{QStringLiteral("0: NVIDIA H200 [sm_90], 143771 MiB")});
+    QCOMPARE(window.aboutFacts().gpuRuntime,
+             QStringLiteral("CUDA 13.0 via HIP portability header"));
   }
 
   void aboutDialogSaysNoneWhenThereIsNoGpu() {

@@ -1,5 +1,6 @@
 // test_try_it.cpp — the Try it page on the built-in demo model (tokenizer, chat template) with a
-// random PEFT adapter: both answers stream into their panes from the worker thread and differ,
+// random PEFT adapter, generating through an engine (here in-process: the engine loop with the
+// generation runner the engine process has): both answers stream into their panes and differ,
 // equal `job::TextGenerator`'s greedy text, and Stop ends a long generation (on the untrained demo
 // model, which never stops) early; "Base weights: NF4 4-bit" answers on the NF4 base (both panes),
 // and a run trained with --quantize nf4 preselects it. The fields survive the window closing
@@ -17,9 +18,13 @@
 #include <QTemporaryDir>
 #include <fstream>
 
+#include "engine/InProcessHost.h"
+#include "gui/EngineAdapter.h"
 #include "gui/TryItPage.h"
+#include "job/EngineJob.h"  // defines: createTrainingJob
 #include "job/Generation.h"
-#include "job/TrainRunConfig.h"  // defines: settingsToJson
+#include "job/GenerationService.h"  // defines: createGenerationRunner
+#include "job/TrainRunConfig.h"     // defines: settingsToJson
 #include "model/ModelFolder.h"
 #include "train/DemoModel.h"
 #include "train/Lora.h"
@@ -43,6 +48,19 @@ QString greedyText(const std::filesystem::path& model, const std::filesystem::pa
   greedy.maxNewTokens = 12;
   return QString::fromStdString(
       generator.generate(generator.promptIds(prompt, "", true), greedy).text);
+}
+
+// The engine loop on a thread of this process, with the generation runner of `lorascope-train
+// engine` (test_try_it_faults drives the engine process).
+app::TryItPage::EngineFactory inProcessEngine() {
+  return [](const QString&) {
+    return std::make_unique<app::EngineAdapter>([](engine::HostListener listener) {
+      engine::EngineOptions options;
+      options.generate = job::createGenerationRunner();
+      return std::make_unique<engine::InProcessHost>(job::createTrainingJob, engine::HelloEvent{},
+                                                     std::move(listener), std::move(options));
+    });
+  };
 }
 
 }  // namespace
@@ -75,6 +93,7 @@ class TestTryIt : public QObject {
 
   void baseAndAdapterAnswersStreamSideBySide() {
     app::TryItPage page;
+    page.setEngineFactory(inProcessEngine());
     page.suggest(QString::fromStdString(model_.string()),
                  QString::fromStdString(adapter_.string()));
     page.promptEdit()->setPlainText(QStringLiteral("Name three colours."));
@@ -105,6 +124,7 @@ class TestTryIt : public QObject {
   // adapter's answer differs from its answer on the stored base for the same prompt.
   void nf4BaseWeightsAnswerOnTheNf4Base() {
     app::TryItPage page;
+    page.setEngineFactory(inProcessEngine());
     page.suggest(QString::fromStdString(model_.string()),
                  QString::fromStdString(adapter_.string()));
     QCOMPARE(page.baseWeights()->currentData().toString(), QStringLiteral("none"));
@@ -201,6 +221,7 @@ class TestTryIt : public QObject {
 
   void stopEndsAGenerationEarly() {
     app::TryItPage page;
+    page.setEngineFactory(inProcessEngine());
     page.suggest(QString::fromStdString(untrained_.string()), {});
     page.promptEdit()->setPlainText(QStringLiteral("Tell a long story."));
     page.maxNewTokens()->setValue(8000);

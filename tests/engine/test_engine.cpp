@@ -335,3 +335,120 @@ TEST_CASE(commandsWithoutARunAreRefused) {
   TRY_VERIFY(!h.all<ErrorEvent>().empty());
   VERIFY(h.all<ErrorEvent>()[0].message.find("no run is in progress") != std::string::npos);
 }
+
+namespace {
+
+// A stand-in generation runner: a token every millisecond until cancelled (or `throws`).
+EngineOptions generating(std::function<void()> throws = {}) {
+  EngineOptions options;
+  options.generate = [throws](const GenerateCommand& command, const EventSink& sink,
+                              const std::atomic<bool>& cancel) {
+    for (int i = 0;; ++i) {
+      if (throws && i == 3)
+        throws();
+      if (cancel.load())
+        return GenerationEndEvent{command.id, GenerationOutcome::Stopped, "stopped"};
+      sink({0, TokenEvent{command.id, Answer::Base, "x"}});
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  };
+  return options;
+}
+
+GenerateCommand generateCommand(std::int64_t id) {
+  GenerateCommand command;
+  command.id = id;
+  command.model = "/models/demo";
+  return command;
+}
+
+}  // namespace
+
+// Tokens stream as they come; cancel_generation ends the generation at its next token.
+TEST_CASE(aGenerationStreamsUntilCancelled) {
+  Harness h({.totalSteps = 3}, generating());
+  h.engine().post(generateCommand(4));
+  TRY_VERIFY(h.all<TokenEvent>().size() >= 3);
+  h.engine().post(CancelGenerationCommand{3});  // another generation's: ignored
+  h.engine().post(CancelGenerationCommand{4});
+  TRY_VERIFY(!h.all<GenerationEndEvent>().empty());
+  const GenerationEndEvent end = h.all<GenerationEndEvent>().front();
+  COMPARE(end.id, std::int64_t{4});
+  COMPARE(end.outcome, GenerationOutcome::Stopped);
+  VERIFY(h.all<ErrorEvent>().empty());  // a cancel after the end needs no answer either
+  for (const TokenEvent& token : h.all<TokenEvent>())
+    COMPARE(token.id, std::int64_t{4});
+}
+
+// A cancel posted before its generation runs stops it before its first token (and a later cancel
+// of another generation does not undo it).
+TEST_CASE(aGenerationCancelledBeforeItRunsMakesNoToken) {
+  Harness h({.totalSteps = 3}, generating());
+  h.engine().post(generateCommand(8));  // keeps the engine thread busy until cancelled
+  TRY_VERIFY(!h.all<TokenEvent>().empty());
+  h.engine().post(generateCommand(9));
+  h.engine().post(CancelGenerationCommand{9});
+  h.engine().post(CancelGenerationCommand{8});
+  TRY_VERIFY(h.all<GenerationEndEvent>().size() == 2);
+  for (const GenerationEndEvent& end : h.all<GenerationEndEvent>())
+    COMPARE(end.outcome, GenerationOutcome::Stopped);
+  for (const TokenEvent& token : h.all<TokenEvent>())
+    COMPARE(token.id, std::int64_t{8});
+}
+
+// The engine generates while no run is in progress, and only with a runner.
+TEST_CASE(aGenerationIsRefusedDuringARunOrWithoutARunner) {
+  {
+    Harness h({.totalSteps = 1000, .gated = true}, generating());
+    h.engine().post(StartCommand{nlohmann::json::object()});
+    TRY_VERIFY(h.sawState(RunState::Running));
+    h.engine().post(generateCommand(1));
+    h.gate().grant(5);  // a step ends: the engine takes its commands
+    TRY_VERIFY(!h.all<GenerationEndEvent>().empty());
+    const GenerationEndEvent end = h.all<GenerationEndEvent>().front();
+    COMPARE(end.outcome, GenerationOutcome::Failed);
+    VERIFY2(end.message.find("a training run is in progress") != std::string::npos,
+            end.message.c_str());
+    h.engine().post(StopCommand{});
+    h.gate().grant(1000);
+  }
+  Harness bare({.totalSteps = 3});
+  bare.engine().post(generateCommand(2));
+  TRY_VERIFY(!bare.all<GenerationEndEvent>().empty());
+  VERIFY(bare.all<GenerationEndEvent>().front().message.find("does not generate") !=
+         std::string::npos);
+}
+
+// A sticky device error while generating: reported as sticky, the generation failed, and run()
+// returns kExitStickyError (the process exits; its supervisor starts another).
+TEST_CASE(aStickyErrorInGenerationEndsTheEngine) {
+  std::atomic<int> code{-1};
+  std::vector<TimedEvent> events;
+  std::mutex mutex;
+  Engine engine(
+      [](const nlohmann::json&, const EventSink&) -> std::unique_ptr<EngineJob> { return nullptr; },
+      [&](const TimedEvent& e) {
+        const std::lock_guard lock(mutex);
+        events.push_back(e);
+      },
+      HelloEvent{}, generating([] {
+        throw StickyDeviceError(ErrorEvent{"illegal_address", "attention_cached", 0,
+                                           "an illegal memory access was encountered", "", false});
+      }));
+  std::thread thread([&] { code = engine.run(); });
+  engine.post(generateCommand(5));
+  thread.join();
+  COMPARE(code.load(), kExitStickyError);
+  const std::lock_guard lock(mutex);
+  bool sticky = false;
+  bool failed = false;
+  for (const TimedEvent& e : events) {
+    if (const auto* error = std::get_if<ErrorEvent>(&e.event))
+      sticky = sticky || (error->sticky && error->op == "attention_cached");
+    if (const auto* end = std::get_if<GenerationEndEvent>(&e.event))
+      failed = end->outcome == GenerationOutcome::Failed &&
+               end->message == "an illegal memory access was encountered";
+  }
+  VERIFY(sticky);
+  VERIFY(failed);
+}

@@ -191,3 +191,89 @@ TEST_CASE(protocolErrorBecomesAnErrorEventQuotingTheLine) {
     VERIFY(!event.advice.empty());
   }
 }
+
+// Try it's vocabulary: generate (every field), cancel_generation, and the four events of a
+// generation, each carrying its id.
+TEST_CASE(generationRoundTrips) {
+  GenerateCommand generate;
+  generate.id = 12;
+  generate.model = "/models/Łukasz/qwen";
+  generate.adapter = "/runs/demo";
+  generate.device = "gpu";
+  generate.baseWeights = "nf4";
+  generate.system = "Be brief.";
+  generate.prompt = "Name three colours.\nThen a fourth.";
+  generate.maxNewTokens = 64;
+  generate.temperature = 0.7;
+  generate.topP = 0.9;
+  generate.seed = 42;
+  const auto back = std::get<GenerateCommand>(decodeCommand(encodeCommand(generate)));
+  COMPARE(back.id, std::int64_t{12});
+  COMPARE(back.model, generate.model);
+  COMPARE(back.adapter, generate.adapter);
+  COMPARE(back.device, std::string("gpu"));
+  COMPARE(back.baseWeights, std::string("nf4"));
+  COMPARE(back.system, generate.system);
+  COMPARE(back.prompt, generate.prompt);
+  COMPARE(back.maxNewTokens, std::int64_t{64});
+  COMPARE(back.temperature, 0.7);
+  COMPARE(back.topP, 0.9);
+  COMPARE(back.seed, std::uint64_t{42});
+  COMPARE(
+      std::get<CancelGenerationCommand>(decodeCommand(encodeCommand(CancelGenerationCommand{12})))
+          .id,
+      std::int64_t{12});
+
+  const std::vector<Event> events = {
+      GenerationStatusEvent{12, "demo on cpu (fp32), 14 prompt tokens"},
+      TokenEvent{12, Answer::Adapter, "BLUE"}, AnswerEndEvent{12, Answer::Base, 5, "eos", 40.5},
+      GenerationEndEvent{12, GenerationOutcome::Failed, "an illegal memory access"}};
+  for (const Event& e : events) {
+    const std::string line = encodeEvent({3, e});
+    COMPARE(encodeEvent(decodeEvent(line)), line);
+  }
+  const auto token = std::get<TokenEvent>(decodeEvent(encodeEvent({0, events[1]})).event);
+  COMPARE(token.answer, Answer::Adapter);
+  COMPARE(token.text, std::string("BLUE"));
+  const auto answer = std::get<AnswerEndEvent>(decodeEvent(encodeEvent({0, events[2]})).event);
+  COMPARE(answer.stopReason, std::string("eos"));
+  COMPARE(answer.tokens, std::int64_t{5});
+  const auto end = std::get<GenerationEndEvent>(decodeEvent(encodeEvent({0, events[3]})).event);
+  COMPARE(end.outcome, GenerationOutcome::Failed);
+  VERIFY(encodeEvent({0, events[3]}).find("\"outcome\":\"failed\"") != std::string::npos);
+}
+
+TEST_CASE(generateCommandsAreChecked) {
+  const std::string good =
+      R"("id":1,"model":"m","adapter":"","device":"cpu","base_weights":"none","system":"",)"
+      R"("prompt":"hi","temperature":0,"top_p":1,"seed":0)";
+  const auto line = [&](const std::string& extra) {
+    return R"({"v":1,"type":"generate",)" + good + "," + extra + "}";
+  };
+  COMPARE(std::get<GenerateCommand>(decodeCommand(line(R"("max_new_tokens":8)"))).maxNewTokens,
+          std::int64_t{8});
+  VERIFY(rejection(line(R"("max_new_tokens":0)")).contains("max_new_tokens: must be a whole"));
+  VERIFY(rejection(R"({"v":1,"type":"generate","id":1})").contains("model: missing"));
+  VERIFY(rejection(R"({"v":1,"type":"generate","id":1,"model":"","adapter":"","device":"cpu"})")
+             .contains("model: must name a model folder"));
+  VERIFY(rejection(R"({"v":1,"type":"generate","id":1,"model":"m","adapter":"","device":"tpu"})")
+             .contains("device: must be \"cpu\", \"gpu\" or \"auto\""));
+  std::string badTopP = line(R"("max_new_tokens":8)");
+  badTopP.replace(badTopP.find(R"("top_p":1)"), 9, R"("top_p":0)");
+  VERIFY(rejection(badTopP).contains("top_p: must be a number in (0, 1]"));
+  VERIFY(rejection(R"({"v":1,"type":"cancel_generation"})").contains("id: missing"));
+}
+
+// The hello event's GPU runtime and the reason for no GPU: on the wire only when said.
+TEST_CASE(helloCarriesTheGpuRuntimeWhenSaid) {
+  HelloEvent hello{kProtocolVersion, "0.1.0", "hip-nvidia", {{"NVIDIA H200", "sm_90", 1ull << 30}}};
+  VERIFY(encodeEvent({0, hello}).find("gpu_runtime") == std::string::npos);
+  hello.gpuRuntime = "CUDA 13.0 via HIP portability header";
+  hello.noDeviceReason = "";
+  const auto back = std::get<HelloEvent>(decodeEvent(encodeEvent({0, hello})).event);
+  COMPARE(back.gpuRuntime, hello.gpuRuntime);
+  HelloEvent none{kProtocolVersion, "0.1.0", "cpu", {}};
+  none.noDeviceReason = "this is the cpu build";
+  COMPARE(std::get<HelloEvent>(decodeEvent(encodeEvent({0, none})).event).noDeviceReason,
+          std::string("this is the cpu build"));
+}

@@ -4,7 +4,8 @@
 // for hangTimeoutMs" on the injected clock; restarts are bounded; replayed steps are dropped and
 // event times never run backwards; an engine that cannot start is not restarted in a loop. A kill
 // from outside stays on its rung and names the likely sender; a step down can be undone; a profile
-// switch is its own event, not an incident.
+// switch is its own event, not an incident. A generation whose engine dies is ended as failed and
+// the next engine takes the next one; a generation the engine ended is not ended again.
 #include <QtTest>
 
 #include <map>
@@ -108,6 +109,14 @@ struct Rig {
   std::vector<TimedEvent> published;
   Supervisor supervisor;
 };
+
+GenerateCommand generation(std::int64_t id, std::string device = "cpu") {
+  GenerateCommand command;
+  command.id = id;
+  command.model = "/models/demo";
+  command.device = std::move(device);
+  return command;
+}
 
 bool sentToggle(const EngineRecord& engine, Toggle toggle, const nlohmann::json& value) {
   for (const Command& c : engine.sent) {
@@ -345,6 +354,50 @@ class TestRecoveryLadder : public QObject {
     rig.supervisor.send(StartCommand{kRunConfig});
     QCOMPARE(rig.launcher.engines.size(), std::size_t{2});
     QVERIFY(std::holds_alternative<StartCommand>(rig.engine().sent.at(0)));
+  }
+
+  // Try it's engine: a crash while generating ends that generation (failed, naming the signal),
+  // restarts the engine without climbing the ladder, and the next generate goes to the new one.
+  void aGenerationWhoseEngineDiesIsEndedAndTheNextGoesToANewEngine() {
+    Rig rig;
+    rig.supervisor.send(generation(7));
+    QVERIFY(std::holds_alternative<GenerateCommand>(rig.engine().sent.back()));
+    rig.report(TokenEvent{7, Answer::Base, "Once"});
+    rig.crash("SIGSEGV");
+    const auto ends = rig.all<GenerationEndEvent>();
+    QCOMPARE(ends.size(), std::size_t{1});
+    QCOMPARE(ends.front().id, std::int64_t{7});
+    QCOMPARE(ends.front().outcome, GenerationOutcome::Failed);
+    QVERIFY2(ends.front().message.find("SIGSEGV") != std::string::npos,
+             ends.front().message.c_str());
+    const IncidentEvent incident = rig.all<IncidentEvent>().back();
+    QVERIFY2(incident.what.find("while generating") != std::string::npos, incident.what.c_str());
+    QVERIFY2(incident.action.find("generate again") != std::string::npos, incident.action.c_str());
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{2});
+    QCOMPARE(rig.supervisor.rung(), RecoveryRung::VendorBlas);
+    QVERIFY(rig.engine().sent.empty());  // nothing resumed: the user generates again
+    rig.supervisor.send(generation(8));
+    QCOMPARE(std::get<GenerateCommand>(rig.engine().sent.back()).id, std::int64_t{8});
+  }
+
+  // A sticky GPU error while generating: the engine ends the generation itself, then exits; the
+  // supervisor sends no second end, and its incident is a generation's.
+  void aStickyErrorInGenerationEndsItOnce() {
+    Rig rig;
+    rig.supervisor.send(generation(3, "gpu"));
+    rig.report(ErrorEvent{"illegal_address", "attention_cached", 0,
+                          "an illegal memory access was encountered", "", true});
+    rig.report(GenerationEndEvent{3, GenerationOutcome::Failed,
+                                  "an illegal memory access was encountered"});
+    EngineExit exit;
+    exit.exitCode = kExitStickyError;
+    rig.supervisor.engineExited(rig.engineId(), exit);
+    QCOMPARE(rig.all<GenerationEndEvent>().size(), std::size_t{1});
+    const IncidentEvent incident = rig.all<IncidentEvent>().back();
+    QVERIFY2(incident.what.find("exited with code 3 while generating") != std::string::npos,
+             incident.what.c_str());
+    QVERIFY2(incident.action.find("generate again") != std::string::npos, incident.action.c_str());
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{2});
   }
 
   void anIdleEngineThatExitsIsReplaced() {
