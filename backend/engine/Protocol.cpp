@@ -225,24 +225,7 @@ std::string encodeEvent(const TimedEvent& timed) {
             out["step"] = e.step;
             out["detail"] = e.detail;
           },
-          [&](const StepEvent& e) {
-            out.update({{"step", e.step},
-                        {"loss", e.loss},
-                        {"lr", e.learningRate},
-                        {"grad_norm", e.gradNorm},
-                        {"tokens_per_s", e.tokensPerS},
-                        {"micro_batch", e.microBatch},
-                        {"accumulation", e.accumulation}});
-            if (e.replayed) {
-              out["replayed"] = true;
-            }
-            if (e.totalSteps > 0) {
-              out["total_steps"] = e.totalSteps;
-            }
-            if (e.computeTokensPerS > 0) {
-              out["compute_tokens_per_s"] = e.computeTokensPerS;
-            }
-          },
+          [&](const StepEvent& e) { out.update(runs::toJson(e)); },
           [&](const MemoryEvent& e) {
             out.update({{"allocated_bytes", optionalToJson(e.allocatedBytes)},
                         {"reserved_bytes", optionalToJson(e.reservedBytes)},
@@ -351,16 +334,7 @@ TimedEvent decodeEvent(std::string_view line) {
   } else if (type == "state") {
     out.event = StateEvent{f.choice("state", kStateNames), f.integer("step"), f.string("detail")};
   } else if (type == "step") {
-    out.event = StepEvent{f.integer("step"),
-                          f.numberOrNaN("loss"),
-                          f.number("lr"),
-                          f.numberOrNaN("grad_norm"),
-                          f.number("tokens_per_s"),
-                          static_cast<int>(f.integer("micro_batch")),
-                          static_cast<int>(f.integer("accumulation")),
-                          f.booleanOr("replayed", false),
-                          f.integerOr("total_steps", 0),
-                          f.numberOr("compute_tokens_per_s", 0)};
+    out.event = runs::readStepRecord(f);
   } else if (type == "memory") {
     out.event = MemoryEvent{f.optionalUnsigned("allocated_bytes"),
                             f.optionalUnsigned("reserved_bytes"),
@@ -420,6 +394,11 @@ TimedEvent decodeEvent(std::string_view line) {
     throw ProtocolError("unknown event type '" + type + "'");
   }
   return out;
+}
+
+EvalEvent evalEvent(const runs::EvalRecord& eval, const runs::EvalRecord& best) {
+  return EvalEvent{eval.step, eval.loss, eval.predictedTokens, eval.sequences, eval.seconds,
+                   best.loss, best.step};
 }
 
 ErrorEvent protocolErrorEvent(const ProtocolError& error, std::string_view line) {

@@ -721,9 +721,7 @@ class TrainingJob : public engine::EngineJob {
   void announceEvaluation(const train::EvalMetrics& eval) {
     const bool stop = earlyStopping_.observe(eval);
     const train::EvalMetrics best = *earlyStopping_.best();
-    sink_(engine::TimedEvent{
-        0, engine::EvalEvent{eval.step, eval.loss, eval.predictedTokens, eval.sequences,
-                             eval.seconds, best.loss, best.step}});
+    sink_(engine::TimedEvent{0, engine::evalEvent(eval, best)});
     if (stop && !loop_->finished()) {
       stoppedEarly_ = true;
       logLine()(earlyStopText(best));
@@ -789,18 +787,12 @@ class TrainingJob : public engine::EngineJob {
     }
   }
 
-  // A step's metrics as the engine announces them.
+  // A step's record as the engine announces it: the record, replayed or not, with the run's steps.
   StepEvent stepEvent(const train::StepMetrics& m, bool replayed) const {
-    return StepEvent{m.step,
-                     m.loss,
-                     m.learningRate,
-                     m.gradNorm,
-                     m.tokensPerS,
-                     static_cast<int>(m.microBatch),
-                     static_cast<int>(m.accumulation),
-                     replayed,
-                     loop_->totalSteps(),
-                     m.computeTokensPerS};
+    StepEvent announced = m;
+    announced.replayed = replayed;
+    announced.totalSteps = loop_->totalSteps();
+    return announced;
   }
 
   // Time the call `work` takes into `slot` (milliseconds), and mark the stage's end as the run's
