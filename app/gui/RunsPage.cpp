@@ -203,23 +203,13 @@ std::vector<engine::TimedEvent> metricsAsEvents(const QString& runDir) {
   std::optional<runs::EvalRecord> best;
   for (const runs::StepRecord& m : runs::readStepRecords(file)) {
     seconds += m.seconds;
-    engine::StepEvent step;
-    step.step = m.step;
-    step.loss = m.loss;
-    step.learningRate = m.learningRate;
-    step.gradNorm = m.gradNorm;
-    step.tokensPerS = m.tokensPerS;
-    step.microBatch = static_cast<int>(m.microBatch);
-    step.accumulation = static_cast<int>(m.accumulation);
-    events.push_back({static_cast<std::int64_t>(seconds * 1000.0), step});
+    events.push_back({static_cast<std::int64_t>(seconds * 1000.0), m});  // as it was announced
     if (m.eval) {  // the held-out loss beside it, as the engine announced it
       seconds += m.eval->seconds;
       if (!best || m.eval->loss < best->loss)
         best = m.eval;
       events.push_back(
-          {static_cast<std::int64_t>(seconds * 1000.0),
-           engine::EvalEvent{m.step, m.eval->loss, m.eval->predictedTokens, m.eval->sequences,
-                             m.eval->seconds, best->loss, best->step}});
+          {static_cast<std::int64_t>(seconds * 1000.0), engine::evalEvent(*m.eval, *best)});
     }
   }
   return events;

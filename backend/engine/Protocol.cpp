@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "common/EnumNames.h"
+#include "common/JsonReader.h"
 
 namespace lorascope::engine {
 namespace {
@@ -23,79 +24,16 @@ struct Overloaded : F... {
 template <class... F>
 Overloaded(F...) -> Overloaded<F...>;
 
-// Reads fields of one message; every failure names the message type and the field.
-class Fields {
+[[noreturn]] void throwProtocolError(const std::string& message) {
+  throw ProtocolError(message);
+}
+
+// Reads the fields of one message (common/JsonReader.h); every failure is a ProtocolError naming
+// the message type and the field.
+class Fields : public common::JsonReader {
  public:
-  Fields(const json& object, std::string type) : object_(object), type_(std::move(type)) {}
-
-  [[noreturn]] void fail(const std::string& field, const std::string& problem) const {
-    throw ProtocolError("'" + type_ + "' message: " + field + ": " + problem);
-  }
-  const json& at(const char* field) const {
-    const auto it = object_.find(field);
-    if (it == object_.end()) {
-      fail(field, "missing");
-    }
-    return *it;
-  }
-  bool has(const char* field) const { return object_.contains(field); }
-  std::string string(const char* field) const {
-    const json& v = at(field);
-    if (!v.is_string())
-      fail(field, "must be a string");
-    return v.get<std::string>();
-  }
-  std::int64_t integer(const char* field) const {
-    const json& v = at(field);
-    if (!v.is_number_integer())
-      fail(field, "must be a whole number");
-    if (v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)) {
-      fail(field, "too large");
-    }
-    return v.get<std::int64_t>();
-  }
-  double number(const char* field) const {
-    const json& v = at(field);
-    if (!v.is_number())
-      fail(field, "must be a number");
-    return v.get<double>();
-  }
-  bool boolean(const char* field) const {
-    const json& v = at(field);
-    if (!v.is_boolean())
-      fail(field, "must be true or false");
-    return v.get<bool>();
-  }
-  std::optional<std::uint64_t> optionalBytes(const char* field) const {
-    if (!has(field) || at(field).is_null())
-      return std::nullopt;
-    const json& v = at(field);
-    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
-      fail(field, "must be a byte count ≥ 0 or null");
-    }
-    return v.get<std::uint64_t>();
-  }
-  // A number that may be null on the wire: JSON has no NaN, and a step's loss may be one.
-  double numberOrNaN(const char* field) const {
-    return at(field).is_null() ? std::numeric_limits<double>::quiet_NaN() : number(field);
-  }
-  std::optional<double> optionalNumber(const char* field) const {
-    if (!has(field) || at(field).is_null())
-      return std::nullopt;
-    return number(field);
-  }
-  template <typename Enum, std::size_t N>
-  Enum choice(const char* field, const common::EnumName<Enum> (&names)[N]) const {
-    const std::string text = string(field);
-    if (const std::optional<Enum> value = common::parseEnum(names, text)) {
-      return *value;
-    }
-    fail(field, "unknown value '" + text + "' (one of " + common::enumNameList(names) + ")");
-  }
-
- private:
-  const json& object_;
-  std::string type_;
+  Fields(const json& object, const std::string& type)
+      : JsonReader(object, "'" + type + "' message: ", throwProtocolError) {}
 };
 
 // The wire names of the enums, one table each (both directions; dense, in declaration order).
@@ -312,9 +250,7 @@ Command decodeCommand(std::string_view line) {
   const json root = parseLine(line, type);
   const Fields f(root, type);
   if (type == "start") {
-    if (!f.at("config").is_object())
-      f.fail("config", "must be an object");
-    return StartCommand{root["config"]};
+    return StartCommand{f.object("config").value()};
   }
   if (type == "pause")
     return PauseCommand{};
@@ -365,24 +301,7 @@ std::string encodeEvent(const TimedEvent& timed) {
             out["step"] = e.step;
             out["detail"] = e.detail;
           },
-          [&](const StepEvent& e) {
-            out.update({{"step", e.step},
-                        {"loss", e.loss},
-                        {"lr", e.learningRate},
-                        {"grad_norm", e.gradNorm},
-                        {"tokens_per_s", e.tokensPerS},
-                        {"micro_batch", e.microBatch},
-                        {"accumulation", e.accumulation}});
-            if (e.replayed) {
-              out["replayed"] = true;
-            }
-            if (e.totalSteps > 0) {
-              out["total_steps"] = e.totalSteps;
-            }
-            if (e.computeTokensPerS > 0) {
-              out["compute_tokens_per_s"] = e.computeTokensPerS;
-            }
-          },
+          [&](const StepEvent& e) { out.update(runs::toJson(e)); },
           [&](const MemoryEvent& e) {
             out.update({{"allocated_bytes", optionalToJson(e.allocatedBytes)},
                         {"reserved_bytes", optionalToJson(e.reservedBytes)},
@@ -498,14 +417,10 @@ TimedEvent decodeEvent(std::string_view line) {
     if (protocol < 0 || protocol > INT32_MAX)
       f.fail("protocol", "out of range");
     HelloEvent e{static_cast<int>(protocol), f.string("version"), f.string("flavour"), {}};
-    if (!f.at("devices").is_array())
-      f.fail("devices", "must be an array");
-    for (const json& d : root["devices"]) {
-      if (!d.is_object())
-        f.fail("devices", "entries must be objects");
-      const Fields df(d, "hello.devices");
-      e.devices.push_back({df.string("name"), df.string("architecture"),
-                           static_cast<std::uint64_t>(df.integer("total_bytes"))});
+    for (std::size_t i = 0; i < f.array("devices").size(); ++i) {
+      const common::JsonReader device = f.element("devices", i);
+      e.devices.push_back({device.string("name"), device.string("architecture"),
+                           static_cast<std::uint64_t>(device.integer("total_bytes"))});
     }
     if (f.has("gpu_runtime"))
       e.gpuRuntime = f.string("gpu_runtime");
@@ -515,49 +430,34 @@ TimedEvent decodeEvent(std::string_view line) {
   } else if (type == "state") {
     out.event = StateEvent{f.choice("state", kStateNames), f.integer("step"), f.string("detail")};
   } else if (type == "step") {
-    out.event = StepEvent{f.integer("step"),
-                          f.numberOrNaN("loss"),
-                          f.number("lr"),
-                          f.numberOrNaN("grad_norm"),
-                          f.number("tokens_per_s"),
-                          static_cast<int>(f.integer("micro_batch")),
-                          static_cast<int>(f.integer("accumulation")),
-                          f.has("replayed") && f.boolean("replayed"),
-                          f.has("total_steps") ? f.integer("total_steps") : 0,
-                          f.has("compute_tokens_per_s") ? f.number("compute_tokens_per_s") : 0};
+    out.event = runs::readStepRecord(f);
   } else if (type == "memory") {
-    out.event = MemoryEvent{f.optionalBytes("allocated_bytes"),
-                            f.optionalBytes("reserved_bytes"),
-                            f.optionalBytes("largest_free_bytes"),
+    out.event = MemoryEvent{f.optionalUnsigned("allocated_bytes"),
+                            f.optionalUnsigned("reserved_bytes"),
+                            f.optionalUnsigned("largest_free_bytes"),
                             f.optionalNumber("fragmentation"),
-                            f.optionalBytes("driver_used_bytes"),
-                            f.optionalBytes("driver_total_bytes"),
-                            f.optionalBytes("held_outside_bytes"),
-                            f.optionalBytes("host_rss_bytes"),
-                            f.optionalBytes("host_available_bytes"),
-                            f.optionalBytes("largest_request_bytes"),
-                            f.optionalBytes("inactive_split_bytes"),
-                            f.optionalBytes("largest_free_at_peak_bytes"),
-                            f.optionalBytes("inactive_split_at_peak_bytes")};
+                            f.optionalUnsigned("driver_used_bytes"),
+                            f.optionalUnsigned("driver_total_bytes"),
+                            f.optionalUnsigned("held_outside_bytes"),
+                            f.optionalUnsigned("host_rss_bytes"),
+                            f.optionalUnsigned("host_available_bytes"),
+                            f.optionalUnsigned("largest_request_bytes"),
+                            f.optionalUnsigned("inactive_split_bytes"),
+                            f.optionalUnsigned("largest_free_at_peak_bytes"),
+                            f.optionalUnsigned("inactive_split_at_peak_bytes")};
   } else if (type == "queue") {
     QueueEvent e;
-    if (!f.at("streams").is_array())
-      f.fail("streams", "must be an array");
-    for (const json& q : root["streams"]) {
-      if (!q.is_object())
-        f.fail("streams", "entries must be objects");
-      const Fields qf(q, "queue.streams");
-      QueueDepth depth{qf.string("stream"), qf.integer("depth")};
-      if (qf.has("peak")) {
-        depth.peak = qf.integer("peak");
+    for (std::size_t i = 0; i < f.array("streams").size(); ++i) {
+      const common::JsonReader stream = f.element("streams", i);
+      QueueDepth depth{stream.string("stream"), stream.integer("depth")};
+      if (stream.has("peak")) {
+        depth.peak = stream.integer("peak");
       }
       e.streams.push_back(std::move(depth));
     }
     out.event = std::move(e);
   } else if (type == "snapshot") {
-    if (!f.at("snapshot").is_object())
-      f.fail("snapshot", "must be an object");
-    out.event = SnapshotEvent{root["snapshot"]};
+    out.event = SnapshotEvent{f.object("snapshot").value()};
   } else if (type == "log") {
     out.event = LogEvent{f.choice("level", kLevelNames), f.string("text")};
   } else if (type == "error") {
@@ -569,10 +469,8 @@ TimedEvent decodeEvent(std::string_view line) {
     out.event = IncidentEvent{f.string("what"), f.string("action"), f.integer("step")};
   } else if (type == "toggle_applied") {
     const Toggle toggle = checkedToggle(f);
-    out.event =
-        ToggleAppliedEvent{toggle, root["value"], f.integer("step"),
-                           f.has("detail") ? f.string("detail") : std::string(),
-                           f.has("not_applicable") ? f.string("not_applicable") : std::string()};
+    out.event = ToggleAppliedEvent{toggle, root["value"], f.integer("step"),
+                                   f.stringOr("detail", ""), f.stringOr("not_applicable", "")};
   } else if (type == "toggle_refused") {
     const Toggle toggle = checkedToggle(f);
     out.event = ToggleRefusedEvent{toggle, root["value"], f.string("reason"), f.integer("step")};
@@ -603,6 +501,11 @@ TimedEvent decodeEvent(std::string_view line) {
     throw ProtocolError("unknown event type '" + type + "'");
   }
   return out;
+}
+
+EvalEvent evalEvent(const runs::EvalRecord& eval, const runs::EvalRecord& best) {
+  return EvalEvent{eval.step, eval.loss, eval.predictedTokens, eval.sequences, eval.seconds,
+                   best.loss, best.step};
 }
 
 ErrorEvent protocolErrorEvent(const ProtocolError& error, std::string_view line) {

@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runs/StepRecord.h"
 #include "settings/Registry.h"  // defines: Toggle
 
 namespace lorascope::engine {
@@ -110,27 +111,9 @@ struct StateEvent {
   std::string detail;
 };
 
-struct StepEvent {
-  std::int64_t step = 0;
-  double loss = 0;
-  double learningRate = 0;
-  double gradNorm = 0;
-  // Real tokens (padding excluded) over the step cycle: the wall-clock time since the previous
-  // step completed, everything between the steps included. The run's speed.
-  double tokensPerS = 0;
-  int microBatch = 1;
-  int accumulation = 1;
-  // Sent again by an engine that resumed from the state mirror: the step was completed (and
-  // mirrored) by an engine that may have died before announcing it. The supervisor passes it on
-  // only when it has not seen that step.
-  bool replayed = false;
-  // The run's step count, for progress and time left; optional on the wire ("total_steps"),
-  // 0 when not known.
-  std::int64_t totalSteps = 0;
-  // Real tokens over the step's own time (its compute, without what runs between the steps);
-  // optional on the wire ("compute_tokens_per_s"), 0 when not known.
-  double computeTokensPerS = 0;
-};
+// A completed step, announced: the run's step record itself (runs/StepRecord.h), with
+// `replayed` and `totalSteps` set by the announcer; on the wire the record's one JSON form.
+using StepEvent = runs::StepRecord;
 
 // The held-out loss after a step (--eval-data / --eval-split), beside that step's training loss.
 struct EvalEvent {
@@ -142,6 +125,8 @@ struct EvalEvent {
   double bestLoss = 0;  // the lowest eval loss of the run so far (this one included)
   std::int64_t bestStep = 0;
 };
+// An evaluation as the engine announces it, beside the best of the run so far.
+EvalEvent evalEvent(const runs::EvalRecord& eval, const runs::EvalRecord& best);
 
 // Three memory readings kept apart (DESIGN: honest numbers); unset = not available here.
 struct MemoryEvent {

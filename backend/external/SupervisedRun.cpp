@@ -105,20 +105,13 @@ std::optional<fs::path> resumableCheckpoint(const SupervisedCommand& command) {
 }
 
 std::string metricsLine(const engine::StepEvent& step, double seconds, bool gpu) {
-  // JSON has no NaN: nlohmann writes a loss or norm that is not a number as null.
-  return json{{"step", step.step},
-              {"loss", step.loss},
-              {"lr", step.learningRate},
-              {"grad_norm", step.gradNorm},
-              {"tokens_per_s", step.tokensPerS},
-              {"micro_batch", step.microBatch},
-              {"accumulation", step.accumulation},
-              {"epoch", 0},
-              {"seconds", seconds},
-              {"tokens", 0},
-              {"predicted_tokens", 0},
-              {"device", gpu ? "gpu" : "cpu"}}
-      .dump();
+  runs::StepRecord line = step;  // the step as announced, with what the run folder adds
+  line.seconds = seconds;
+  line.cycleSeconds = seconds;
+  line.device = gpu ? "gpu" : "cpu";
+  line.replayed = false;
+  line.totalSteps = 0;
+  return runs::toJson(line).dump();
 }
 
 std::int64_t lastRecordedStep(const fs::path& dir) {

@@ -18,12 +18,13 @@
 
 #include "engine/Protocol.h"  // defines: StepEvent
 #include "external/LaunchPlan.h"
+#include "runs/RunFolder.h"  // defines: kMetricsFile
 
 namespace lorascope::external {
 
 inline constexpr const char* kSupervisedRunKind = "supervised_command";
 inline constexpr const char* kEventsFile = "events.jsonl";
-inline constexpr const char* kMetricsFile = "metrics.jsonl";
+using runs::kMetricsFile;
 
 // One metrics.jsonl line (no newline) in the format of runs/StepRecord.h
 // (runs::readStepRecords: the Runs page, Show charts): the step, its loss (null when not a

@@ -1,8 +1,6 @@
 // runs/StepRecord.cpp — the metrics.jsonl line of a step, written and read.
 #include "runs/StepRecord.h"
 
-#include <limits>
-
 #include "common/OsError.h"  // defines: pathText
 #include "runs/RunFileError.h"
 
@@ -20,7 +18,6 @@ json toJson(const StepRecord& m) {
               {"epoch", m.epoch},
               {"seconds", m.seconds},
               {"cycle_seconds", m.cycleSeconds},
-              {"compute_tokens_per_s", m.computeTokensPerS},
               {"tokens", m.tokens},
               {"positions", m.positions},
               {"predicted_tokens", m.predictedTokens},
@@ -36,44 +33,50 @@ json toJson(const StepRecord& m) {
     out["eval_batches"] = m.eval->batches;
     out["eval_seconds"] = m.eval->seconds;
   }
+  if (m.computeTokensPerS > 0) {  // 0: not known (a supervised command's step)
+    out["compute_tokens_per_s"] = m.computeTokensPerS;
+  }
+  if (m.replayed) {
+    out["replayed"] = true;
+  }
+  if (m.totalSteps > 0) {
+    out["total_steps"] = m.totalSteps;
+  }
   return out;
 }
 
-namespace {
-double numberOrNaN(const json& j, const char* key) {
-  const json& v = j.at(key);
-  return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
-}
-}  // namespace
-
-StepRecord stepRecordFromJson(const json& j) {
+StepRecord readStepRecord(const common::JsonReader& f) {
   StepRecord m;
-  m.step = j.at("step").get<std::int64_t>();
-  m.loss = numberOrNaN(j, "loss");
-  m.learningRate = j.at("lr").get<double>();
-  m.gradNorm = numberOrNaN(j, "grad_norm");
-  m.nonFinite = j.value("non_finite", std::string());
-  m.tokensPerS = j.at("tokens_per_s").get<double>();
-  m.microBatch = j.at("micro_batch").get<std::int64_t>();
-  m.accumulation = j.at("accumulation").get<std::int64_t>();
-  m.epoch = j.value("epoch", std::int64_t{0});
-  m.seconds = j.value("seconds", 0.0);
-  // Lines written before the step cycle was measured: tokens_per_s was the compute's.
-  m.cycleSeconds = j.value("cycle_seconds", m.seconds);
-  m.computeTokensPerS = j.value("compute_tokens_per_s", m.tokensPerS);
-  m.tokens = j.value("tokens", std::int64_t{0});
-  m.predictedTokens = j.value("predicted_tokens", std::int64_t{0});
-  m.positions = j.value("positions", std::int64_t{0});  // 0: a line from before it was written
+  m.step = f.integer("step");
+  m.loss = f.numberOrNaN("loss");
+  m.learningRate = f.number("lr");
+  m.gradNorm = f.numberOrNaN("grad_norm");
+  m.nonFinite = f.stringOr("non_finite", "");
+  m.tokensPerS = f.number("tokens_per_s");
+  m.microBatch = f.integer("micro_batch");
+  m.accumulation = f.integer("accumulation");
+  m.replayed = f.booleanOr("replayed", false);
+  m.totalSteps = f.integerOr("total_steps", 0);
+  m.epoch = f.integerOr("epoch", 0);
+  m.seconds = f.numberOr("seconds", 0.0);
+  // Lines written before the step cycle was measured: tokens_per_s was the compute's. Since,
+  // the compute's figure is there whenever it is known.
+  const bool cycleMeasured = f.has("cycle_seconds");
+  m.cycleSeconds = f.numberOr("cycle_seconds", m.seconds);
+  m.computeTokensPerS = f.numberOr("compute_tokens_per_s", cycleMeasured ? 0.0 : m.tokensPerS);
+  m.tokens = f.integerOr("tokens", 0);
+  m.predictedTokens = f.integerOr("predicted_tokens", 0);
+  m.positions = f.integerOr("positions", 0);  // 0: a line from before it was written
   // Lines written before runs could move between devices were all CPU steps.
-  m.device = j.value("device", "cpu") == "gpu" ? "gpu" : "cpu";
-  if (j.contains("eval_loss")) {
+  m.device = f.stringOr("device", "cpu") == "gpu" ? "gpu" : "cpu";
+  if (f.has("eval_loss")) {
     EvalRecord eval;
     eval.step = m.step;
-    eval.loss = numberOrNaN(j, "eval_loss");
-    eval.predictedTokens = j.value("eval_predicted_tokens", std::int64_t{0});
-    eval.sequences = j.value("eval_sequences", std::int64_t{0});
-    eval.batches = j.value("eval_batches", std::int64_t{0});
-    eval.seconds = j.value("eval_seconds", 0.0);
+    eval.loss = f.numberOrNaN("eval_loss");
+    eval.predictedTokens = f.integerOr("eval_predicted_tokens", 0);
+    eval.sequences = f.integerOr("eval_sequences", 0);
+    eval.batches = f.integerOr("eval_batches", 0);
+    eval.seconds = f.numberOr("eval_seconds", 0.0);
     m.eval = eval;
   }
   return m;
@@ -96,14 +99,22 @@ std::vector<StepRecord> readStepRecords(const std::filesystem::path& file) {
     if (line.empty()) {
       continue;
     }
+    // A torn last line (a crash mid-write) is skipped; a bad line elsewhere is an error.
+    const std::string where = common::pathText(file) + ":" + std::to_string(lineNumber);
+    const json parsed = json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!terminated && (parsed.is_discarded() || !parsed.is_object()))
+      break;
+    const auto malformed = [&](const std::string& problem) {
+      throw RunFileError(where, "malformed metrics line: " + problem);
+    };
     try {
-      out.push_back(stepRecordFromJson(json::parse(line)));
-    } catch (const json::exception& e) {
-      if (!terminated) {
-        break;  // the torn last line of a crash
-      }
-      throw RunFileError(common::pathText(file) + ":" + std::to_string(lineNumber),
-                         std::string("malformed metrics line: ") + e.what());
+      if (parsed.is_discarded())
+        malformed("not JSON");
+      out.push_back(readStepRecord(common::JsonReader(parsed, "", malformed)));
+    } catch (const RunFileError&) {
+      if (!terminated)
+        break;
+      throw;
     }
   }
   return out;

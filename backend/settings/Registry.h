@@ -13,10 +13,10 @@
 // The CLI's parser and --help (job/RunOptions.h), config.json (job/TrainRunConfig.h), the
 // protocol's checks (engine/Protocol.cpp), profile files (profiles/ProfileJson.cpp), the Controls
 // dock (widgets/ControlsPanel), the Setup page's options (app/gui/RunSetupPage), the supervisor's
-// rung plan (engine/Supervisor.cpp) and the engine's "not applicable" (job/EngineJob.cpp) read
-// this table; none of them lists the settings again. A new toggle is one entry here plus its
-// effect (job/EngineJob.cpp's applyToggle, and the run's field in job/RunOptions.cpp when a run
-// keeps it).
+// rung plan (engine/Supervisor.cpp) and the engine's "not applicable" (job/DevicePlacement.cpp)
+// read this table; none of them lists the settings again. A new toggle is one entry here plus its
+// effect (job/RunToggles.cpp's apply, and the run's field in job/RunOptions.cpp when a run keeps
+// it).
 #pragma once
 
 #include <compare>

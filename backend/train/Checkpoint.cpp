@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/DurableFile.h"
+#include "common/JsonReader.h"
 #include "common/OsError.h"
 #include "model/ModelError.h"
 #include "model/Safetensors.h"
@@ -26,17 +27,10 @@ namespace {
 constexpr const char* kFirstMomentSuffix = ".exp_avg";
 constexpr const char* kSecondMomentSuffix = ".exp_avg_sq";
 
-template <typename T>
-T requireField(const json& doc, const char* name, const std::string& file) {
-  if (!doc.contains(name)) {
-    throw CheckpointError(file, std::string("field '") + name + "' is missing");
-  }
-  try {
-    return doc.at(name).get<T>();
-  } catch (const json::exception&) {
-    throw CheckpointError(
-        file, std::string("field '") + name + "' has the wrong type: " + doc.at(name).dump());
-  }
+// The fields of a run file (common/JsonReader.h), failures naming the file.
+common::JsonReader fieldsOf(const json& doc, const std::string& file) {
+  return common::JsonReader(
+      doc, "", [file](const std::string& problem) { throw CheckpointError(file, problem); });
 }
 
 std::vector<float> readF32(const model::SafetensorsFile& file, const std::string& name,
@@ -182,7 +176,8 @@ fs::path checkpointStateFile(const fs::path& dir) {
 
 std::string checkpointConfigHash(const fs::path& dir) {
   const fs::path path = checkpointStateFile(dir);
-  return requireField<std::string>(readRunJson(path), "config_hash", common::pathText(path));
+  const json doc = readRunJson(path);
+  return fieldsOf(doc, common::pathText(path)).string("config_hash");
 }
 
 TrainerState readCheckpoint(const fs::path& dir,
@@ -198,13 +193,14 @@ TrainerState readCheckpoint(const fs::path& dir,
                                          doc.at("checksum").dump() +
                                          "): the file changed after it was written");
   }
-  const int version = requireField<int>(doc, "format_version", stateFile);
+  const common::JsonReader fields = fieldsOf(doc, stateFile);
+  const std::int64_t version = fields.integer("format_version");
   if (version != kTrainerStateFormatVersion) {
     throw CheckpointError(stateFile, "format_version " + std::to_string(version) + " is not the " +
                                          std::to_string(kTrainerStateFormatVersion) +
                                          " this build reads (written by another version?)");
   }
-  const std::string hash = requireField<std::string>(doc, "config_hash", stateFile);
+  const std::string hash = fields.string("config_hash");
   if (expectedConfigHash && hash != *expectedConfigHash) {
     throw CheckpointError(stateFile, "config hash " + hash +
                                          " differs from the run's config.json (" +
@@ -213,34 +209,26 @@ TrainerState readCheckpoint(const fs::path& dir,
                                          "restore config.json or start a new run");
   }
   TrainerState state;
-  state.step = requireField<std::int64_t>(doc, "step", stateFile);
-  state.epoch = requireField<std::int64_t>(doc, "epoch", stateFile);
-  state.dataCursor = requireField<std::int64_t>(doc, "data_cursor", stateFile);
-  state.tokensSeen = requireField<std::int64_t>(doc, "tokens_seen", stateFile);
-  const json rng = requireField<json>(doc, "rng", stateFile);
-  state.seed = requireField<std::uint64_t>(rng, "seed", stateFile);
-  state.rngOffset = requireField<std::uint64_t>(rng, "offset", stateFile);
+  state.step = fields.integer("step");
+  state.epoch = fields.integer("epoch");
+  state.dataCursor = fields.integer("data_cursor");
+  state.tokensSeen = fields.integer("tokens_seen");
+  const common::JsonReader rng = fields.object("rng");
+  state.seed = rng.unsignedInteger("seed");
+  state.rngOffset = rng.unsignedInteger("offset");
   if (state.step < 0 || state.epoch < 0 || state.dataCursor < 0 || state.tokensSeen < 0) {
     throw CheckpointError(stateFile,
                           "step, epoch, data_cursor and tokens_seen must not be negative");
   }
-  const json history = requireField<json>(doc, "micro_batch_history", stateFile);
-  if (!history.is_array()) {
-    throw CheckpointError(stateFile, "field 'micro_batch_history' must be an array");
-  }
-  for (const json& c : history) {
-    if (!c.is_object()) {
-      throw CheckpointError(stateFile, "micro_batch_history entries must be objects");
-    }
-    const MicroBatchChange change{requireField<std::int64_t>(c, "step", stateFile),
-                                  requireField<std::int64_t>(c, "micro_batch", stateFile),
-                                  requireField<std::int64_t>(c, "accumulation", stateFile),
-                                  c.value("reason", std::string())};
+  for (std::size_t i = 0; i < fields.array("micro_batch_history").size(); ++i) {
+    const common::JsonReader c = fields.element("micro_batch_history", i);
+    const MicroBatchChange change{c.integer("step"), c.integer("micro_batch"),
+                                  c.integer("accumulation"), c.stringOr("reason", "")};
     // A micro-batch of 0 divided by zero (SIGFPE) and a negative one crashed a resume.
     if (change.microBatch < 1 || change.microBatch > kMaxMicroBatch || change.accumulation < 1 ||
         change.accumulation > kMaxMicroBatch || change.step < 0 || change.step > state.step ||
         (!state.microBatchHistory.empty() && change.step < state.microBatchHistory.back().step)) {
-      throw CheckpointError(stateFile, "micro_batch_history entry " + c.dump() +
+      throw CheckpointError(stateFile, "micro_batch_history entry " + c.value().dump() +
                                            " is impossible (micro_batch and accumulation ≥ 1, "
                                            "steps ascending up to the checkpoint's step)");
     }

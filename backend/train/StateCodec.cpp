@@ -2,15 +2,22 @@
 #include "train/StateCodec.h"
 
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "common/JsonReader.h"
+
 namespace lorascope::train {
 namespace {
 
 using nlohmann::json;
+
+[[noreturn]] void throwStateCodecError(const std::string& message) {
+  throw StateCodecError(message);
+}
 
 class Reader {
  public:
@@ -117,43 +124,49 @@ TrainerState decodeTrainerState(std::span<const std::byte> bytes) {
   if (length > bytes.size())
     throw StateCodecError("mirrored trainer state: bad header length");
   const auto headerBytes = r.take(static_cast<std::size_t>(length), "its header");
+  const json h = json::parse(
+      std::string(reinterpret_cast<const char*>(headerBytes.data()), headerBytes.size()), nullptr,
+      /*allow_exceptions=*/false);
+  if (h.is_discarded())
+    throw StateCodecError("mirrored trainer state: malformed header: not JSON");
+  const common::JsonReader header(h, "mirrored trainer state: header: ", throwStateCodecError);
   TrainerState s;
-  try {
-    const json h = json::parse(
-        std::string(reinterpret_cast<const char*>(headerBytes.data()), headerBytes.size()));
-    s.step = h.at("step");
-    s.epoch = h.at("epoch");
-    s.dataCursor = h.at("data_cursor");
-    s.seed = h.at("seed");
-    s.rngOffset = h.at("rng_offset");
-    s.tokensSeen = h.at("tokens_seen");
-    const json& lora = h.at("lora");
-    s.adapter.config.rank = lora.at("rank");
-    s.adapter.config.alpha = lora.at("alpha");
-    s.adapter.config.dropout = lora.at("dropout");
-    s.adapter.config.useRslora = lora.at("rslora");
-    s.adapter.config.targets.clear();
-    for (const json& site : h.at("sites")) {
-      LoraWeights w;
-      w.site = {site.at(0).get<int>(), static_cast<LoraModule>(site.at(1).get<int>()),
-                site.at(2).get<std::int64_t>(), site.at(3).get<std::int64_t>()};
-      const std::size_t aCount = site.at(4), bCount = site.at(5);
-      w.a = r.floats(aCount, "LoRA A");
-      w.b = r.floats(bCount, "LoRA B");
-      LoraMoments m;
-      m.firstA = r.floats(aCount, "AdamW moments");
-      m.secondA = r.floats(aCount, "AdamW moments");
-      m.firstB = r.floats(bCount, "AdamW moments");
-      m.secondB = r.floats(bCount, "AdamW moments");
-      s.adapter.config.targets.insert(w.site.module);
-      s.adapter.weights.push_back(std::move(w));
-      s.moments.push_back(std::move(m));
-    }
-    for (const json& c : h.at("history")) {
-      s.microBatchHistory.push_back({c.at(0), c.at(1), c.at(2), c.at(3)});
-    }
-  } catch (const json::exception& e) {
-    throw StateCodecError(std::string("mirrored trainer state: malformed header: ") + e.what());
+  s.step = header.integer("step");
+  s.epoch = header.integer("epoch");
+  s.dataCursor = header.integer("data_cursor");
+  s.seed = header.unsignedInteger("seed");
+  s.rngOffset = header.unsignedInteger("rng_offset");
+  s.tokensSeen = header.integer("tokens_seen");
+  const common::JsonReader lora = header.object("lora");
+  s.adapter.config.rank = static_cast<int>(lora.integer("rank", 1, kMaxLoraRank));
+  s.adapter.config.alpha = lora.number("alpha");
+  s.adapter.config.dropout = lora.number("dropout");
+  s.adapter.config.useRslora = lora.boolean("rslora");
+  s.adapter.config.targets.clear();
+  constexpr auto kModuleCount = static_cast<std::int64_t>(std::size(kAllLoraModules));
+  for (std::size_t i = 0; i < header.array("sites").size(); ++i) {
+    // [layer, module, in features, out features, A's floats, B's floats]
+    const common::JsonRow site = header.row("sites", i);
+    LoraWeights w;
+    w.site = {static_cast<int>(site.integer(0, 0, std::numeric_limits<int>::max())),
+              static_cast<LoraModule>(site.integer(1, 0, kModuleCount - 1)), site.integer(2),
+              site.integer(3)};
+    const std::size_t aCount = site.unsignedInteger(4), bCount = site.unsignedInteger(5);
+    w.a = r.floats(aCount, "LoRA A");
+    w.b = r.floats(bCount, "LoRA B");
+    LoraMoments m;
+    m.firstA = r.floats(aCount, "AdamW moments");
+    m.secondA = r.floats(aCount, "AdamW moments");
+    m.firstB = r.floats(bCount, "AdamW moments");
+    m.secondB = r.floats(bCount, "AdamW moments");
+    s.adapter.config.targets.insert(w.site.module);
+    s.adapter.weights.push_back(std::move(w));
+    s.moments.push_back(std::move(m));
+  }
+  for (std::size_t i = 0; i < header.array("history").size(); ++i) {
+    // [step, micro-batch, accumulation, reason]
+    const common::JsonRow c = header.row("history", i);
+    s.microBatchHistory.push_back({c.integer(0), c.integer(1), c.integer(2), c.string(3)});
   }
   if (!r.atEnd())
     throw StateCodecError("mirrored trainer state: trailing bytes");

@@ -196,7 +196,7 @@ class TrainLoop {
   // to release or replace the backend's copies (a move to another device).
   void syncState();
   // state(), without waiting for the backend: what the state mirror writes while the next step
-  // runs (Note [asynchronous state mirror] in job/EngineJob.cpp). On a GPU the adapter and
+  // runs (Note [asynchronous state mirror] in job/StepCommit.h). On a GPU the adapter and
   // moments are copied on the device and downloaded on a side stream; the host copy state() keeps
   // is not brought up to date.
   PendingTrainerState snapshotState();

@@ -16,6 +16,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A line read as metrics.jsonl's and the protocol's readers read it (their errors aside).
+runs::StepRecord readLine(const std::string& text) {
+  const nlohmann::json line = nlohmann::json::parse(text);
+  return runs::readStepRecord(common::JsonReader(line, "line: "));
+}
+
 runs::StepRecord sampleRecord() {
   runs::StepRecord r;
   r.step = 12;
@@ -59,7 +65,7 @@ TEST_CASE(aStepWithEvaluationAndASkippedUpdateRoundTrips) {
   r.eval = runs::EvalRecord{12, 1.875, 6, 3, 320, 0.25};
   const nlohmann::json line = runs::toJson(r);
   VERIFY(line.dump().find("\"loss\":null") != std::string::npos);  // JSON has no NaN
-  const runs::StepRecord back = runs::stepRecordFromJson(nlohmann::json::parse(line.dump()));
+  const runs::StepRecord back = readLine(line.dump());
   VERIFY(std::isnan(back.loss));
   COMPARE(back.nonFinite, r.nonFinite);
   COMPARE(back.step, r.step);
@@ -76,24 +82,46 @@ TEST_CASE(aStepWithEvaluationAndASkippedUpdateRoundTrips) {
 
 TEST_CASE(linesOfOlderVersionsReadAsTheyWereMeant) {
   // The first metrics lines: no epoch, timing, token counts or device.
-  const runs::StepRecord first = runs::stepRecordFromJson(
-      nlohmann::json::parse(R"({"step":3,"loss":1.5,"lr":0.001,"grad_norm":0.5,"tokens_per_s":800,)"
-                            R"("micro_batch":1,"accumulation":8})"));
+  const runs::StepRecord first =
+      readLine(R"({"step":3,"loss":1.5,"lr":0.001,"grad_norm":0.5,"tokens_per_s":800,)"
+               R"("micro_batch":1,"accumulation":8})");
   COMPARE(first.step, std::int64_t{3});
   COMPARE(first.epoch, std::int64_t{0});
   COMPARE(first.device, std::string("cpu"));  // runs could not move between devices then
   COMPARE(first.positions, std::int64_t{0});
   COMPARE(first.computeTokensPerS, 800.0);  // tokens_per_s was the compute's
   // Before the step cycle: the cycle was the step's own time.
-  const runs::StepRecord timed = runs::stepRecordFromJson(
-      nlohmann::json::parse(R"({"step":4,"loss":1.5,"lr":0.001,"grad_norm":0.5,"tokens_per_s":800,)"
-                            R"("micro_batch":1,"accumulation":8,"seconds":0.25,"device":"gpu"})"));
+  const runs::StepRecord timed =
+      readLine(R"({"step":4,"loss":1.5,"lr":0.001,"grad_norm":0.5,"tokens_per_s":800,)"
+               R"("micro_batch":1,"accumulation":8,"seconds":0.25,"device":"gpu"})");
   COMPARE(timed.cycleSeconds, 0.25);
+  COMPARE(timed.computeTokensPerS, 800.0);
+  // Since the cycle is measured, a line or event without the compute's figure does not know it.
+  const runs::StepRecord unknown =
+      readLine(R"({"step":5,"loss":1.5,"lr":0.001,"grad_norm":0.5,"tokens_per_s":800,)"
+               R"("micro_batch":0,"accumulation":0,"seconds":0.25,"cycle_seconds":0.25})");
+  COMPARE(unknown.computeTokensPerS, 0.0);
   COMPARE(timed.device, std::string("gpu"));
   VERIFY(!timed.eval.has_value());
-  // A line without a required key is no step record.
-  VERIFY(lorascope::test::throwsWith<nlohmann::json::exception>(
-      [] { runs::stepRecordFromJson(nlohmann::json::parse(R"({"step":1,"loss":1})")); }, {"lr"}));
+  // A line without a required key, or with one of the wrong type, is no step record.
+  VERIFY(lorascope::test::throwsWith<common::JsonError>([] { readLine(R"({"step":1,"loss":1})"); },
+                                                        {"line: lr: missing"}));
+  VERIFY(lorascope::test::throwsWith<common::JsonError>(
+      [] {
+        readLine(R"({"step":1,"loss":1,"lr":0.1,"grad_norm":1,"tokens_per_s":5,)"
+                 R"("micro_batch":2.5,"accumulation":1})");
+      },
+      {"line: micro_batch: must be a whole number"}));
+}
+
+TEST_CASE(anAnnouncementAddsReplayedAndTotalStepsOnlyWhenSet) {
+  runs::StepRecord r = sampleRecord();
+  VERIFY(!runs::toJson(r).contains("replayed") && !runs::toJson(r).contains("total_steps"));
+  r.replayed = true;
+  r.totalSteps = 100;
+  const runs::StepRecord back = readLine(runs::toJson(r).dump());
+  VERIFY(back.replayed);
+  COMPARE(back.totalSteps, std::int64_t{100});
 }
 
 TEST_CASE(aMetricsFileIsReadUpToATornLastLine) {
@@ -113,5 +141,9 @@ TEST_CASE(aMetricsFileIsReadUpToATornLastLine) {
   writeText(file, "{\"step\": 1}\n" + text);  // a bad line that is not the last
   VERIFY(lorascope::test::throwsWith<runs::RunFileError>(
       [&] { runs::readStepRecords(file); },
-      {lstest::utf8Text(file) + ":1: malformed metrics line"}));
+      {lstest::utf8Text(file) + ":1: malformed metrics line: loss: missing"}));
+  writeText(file, text + "not json\n" + text);
+  VERIFY(lorascope::test::throwsWith<runs::RunFileError>(
+      [&] { runs::readStepRecords(file); },
+      {lstest::utf8Text(file) + ":4: malformed metrics line: not JSON"}));
 }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <nlohmann/json.hpp>
+
 #include "train/StateCodec.h"
 
 using namespace lorascope::train;
@@ -71,4 +73,54 @@ TEST_CASE(truncatedOrDamagedBytesAreRefused) {
   std::vector<std::byte> badHeader = bytes;
   badHeader[8] = std::byte{'#'};  // the header's first character: no longer JSON
   VERIFY_THROWS_EXCEPTION(StateCodecError, decodeTrainerState(badHeader));
+}
+
+namespace {
+
+// The bytes of `state` with its JSON header edited by `edit` (the floats after it unchanged).
+std::vector<std::byte> withEditedHeader(const TrainerState& state,
+                                        void (*edit)(nlohmann::json& header)) {
+  const std::vector<std::byte> bytes = encodeTrainerState(state);
+  std::uint64_t length = 0;
+  std::memcpy(&length, bytes.data(), sizeof length);
+  nlohmann::json header = nlohmann::json::parse(
+      std::string(reinterpret_cast<const char*>(bytes.data() + sizeof length), length));
+  edit(header);
+  const std::string text = header.dump();
+  const std::uint64_t newLength = text.size();
+  std::vector<std::byte> out(sizeof newLength + text.size());
+  std::memcpy(out.data(), &newLength, sizeof newLength);
+  std::memcpy(out.data() + sizeof newLength, text.data(), text.size());
+  out.insert(out.end(), bytes.begin() + static_cast<std::ptrdiff_t>(sizeof length + length),
+             bytes.end());
+  return out;
+}
+
+std::string refusalOf(const std::vector<std::byte>& bytes) {
+  try {
+    decodeTrainerState(bytes);
+  } catch (const StateCodecError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE(aHeaderOfTheWrongShapeIsRefusedNamingTheField) {
+  // The header is read strictly (common/JsonReader.h): nothing is converted on the way.
+  COMPARE(refusalOf(withEditedHeader(sampleState(), [](nlohmann::json& h) { h["step"] = 17.5; })),
+          std::string("mirrored trainer state: header: step: must be a whole number"));
+  COMPARE(refusalOf(withEditedHeader(sampleState(),
+                                     [](nlohmann::json& h) { h["lora"]["rslora"] = "no"; })),
+          std::string("mirrored trainer state: header: lora.rslora: must be true or false"));
+  COMPARE(
+      refusalOf(withEditedHeader(sampleState(), [](nlohmann::json& h) { h["sites"][1][1] = 99; })),
+      std::string("mirrored trainer state: header: sites[1][1]: must be a whole number "
+                  "from 0 to 6"));
+  COMPARE(refusalOf(withEditedHeader(sampleState(), [](nlohmann::json& h) { h.erase("seed"); })),
+          std::string("mirrored trainer state: header: seed: missing"));
+  // The unedited header still reads.
+  COMPARE(decodeTrainerState(withEditedHeader(sampleState(), [](nlohmann::json&) {})).step,
+          std::int64_t{17});
 }

@@ -1,0 +1,60 @@
+// job/RunOpening.h — the run job's opening stage: the start command's config made into a run.
+// A new run's folder is created with its config.json (the settings from the command's options);
+// a resumed one is opened for writing, its settings read back, its data checked against the
+// fingerprint it started with, and its state taken from the newest of its state mirror and its
+// newest checkpoint (or the checkpoint asked for), the metrics cut back to it.
+//
+// The start command's config is job/EngineJob.h's; every malformed field is a UsageError naming
+// it ("start: \"demo\" must be true or false, got \"yes\"").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "compute/Backend.h"
+#include "engine/Engine.h"  // defines: EventSink
+#include "job/RunDevice.h"  // defines: DeviceLog
+#include "job/TrainRunConfig.h"
+#include "model/ModelConfig.h"
+#include "train/RunDirectory.h"
+#include "train/TrainingData.h"
+
+namespace lorascope::job {
+
+// What the start command asks besides the run: whether it resumes, and from where.
+struct StartRequest {
+  bool resume = false;            // "resume": from the newest checkpoint
+  bool resumeFromMirror = false;  // "resume_from_mirror" (the supervisor's): the mirror if newer
+  std::optional<std::int64_t> checkpoint;        // "checkpoint": that step's instead
+  std::optional<std::int64_t> announcedThrough;  // "announced_through" (the supervisor's)
+
+  bool resumes() const { return resume || resumeFromMirror; }
+  static StartRequest of(const nlohmann::json& config);  // throws UsageError naming the field
+};
+
+// The run a start command names, opened: its settings, the device it computes on (opened before a
+// new run's folder is made, so that a start that cannot get its device leaves none behind) and its
+// folder, held for writing.
+struct OpenedRun {
+  TrainRunSettings settings;
+  std::unique_ptr<compute::Backend> backend;
+  train::RunDirectory run;
+};
+OpenedRun openRun(const nlohmann::json& config, const DeviceLog& log);
+
+// The run's training data, checked against the model (its vocabulary, its positions); what was
+// lost or is doubtful goes to `sink` as warnings.
+train::TrainingData loadRunData(const OpenedRun& opened, const model::ModelConfig& model,
+                                const engine::EventSink& sink);
+
+// The state a resumed run continues from (none: a fresh run, or a resumed one without a
+// checkpoint), the run's metrics cut back to it. A damaged newest checkpoint falls back to an
+// older one, said through `sink`.
+std::optional<train::TrainerState> resumeState(const StartRequest& request, const OpenedRun& opened,
+                                               const engine::EventSink& sink);
+
+}  // namespace lorascope::job
