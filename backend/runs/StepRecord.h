@@ -71,10 +71,10 @@ struct StepRecord {
   // this step ran — "" eager, "warm-up" (a new shape's first step, its ops run eagerly),
   // "captured" (captured, then replayed), "replayed", "deferred" (graph mode's step without
   // capture).
-  std::string graph;
+  std::string graph{};
   // Set when graph mode failed in this step (a capture or launch error, an injected fault) and
   // the loop left it: what failed. The step itself then ran eagerly.
-  std::string graphFallback;
+  std::string graphFallback{};
   // Where `seconds` went, in milliseconds (LORASCOPE_STEP_TIMING's breakdown; not in JSON):
   // building the micro-batches, their forward and backward passes (with the loss read), clipping
   // (the gradient norm read; in a data-parallel group, the sum over the ranks before it) and the
