@@ -106,7 +106,7 @@ class TestRunOptions : public QObject {
     }
     // Every toggle is an option's; activation checkpointing is one that profiles set, not the
     // Controls dock (the Setup page fixes it when a run starts).
-    QCOMPARE(toggles.size(), std::size_t{7});
+    QCOMPARE(toggles.size(), std::size_t{8});
     QVERIFY(toggles.count(settings::Toggle::ActivationCheckpointing));
     QVERIFY(job::findRunOption("activation-checkpointing")->setting.apply ==
             settings::Apply::Restart);

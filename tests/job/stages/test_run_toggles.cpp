@@ -16,7 +16,7 @@ TEST_CASE(theRunStartsWithEveryToggleConfirmedAndTakesLiveChanges) {
   job::RunToggles toggles(*loop, placement, demo.opened.settings, sink.sink());
   toggles.reportStart();
   const std::vector<engine::ToggleAppliedEvent> confirmed = sink.all<engine::ToggleAppliedEvent>();
-  COMPARE(confirmed.size(), std::size_t{7});
+  COMPARE(confirmed.size(), std::size_t{8});
   COMPARE(confirmed[0].toggle, engine::Toggle::MicroBatch);
   COMPARE(confirmed[0].value.get<int>(), 2);
   COMPARE(confirmed[2].toggle, engine::Toggle::CpuFallback);
@@ -26,6 +26,7 @@ TEST_CASE(theRunStartsWithEveryToggleConfirmedAndTakesLiveChanges) {
     const bool inapplicable =
         e.toggle == engine::Toggle::Serialize || e.toggle == engine::Toggle::Blocking ||
         e.toggle == engine::Toggle::GemmBackend || e.toggle == engine::Toggle::AllocatorPolicy ||
+        e.toggle == engine::Toggle::Graph ||
         (e.toggle == engine::Toggle::CpuFallback && !placement.gpuUnavailable().empty());
     VERIFY2(inapplicable == !e.notApplicable.empty(), engine::toString(e.toggle));
   }
