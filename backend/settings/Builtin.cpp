@@ -1,6 +1,8 @@
 // settings/Builtin.cpp — the built-in run settings, in the order --help and the Setup page show
 // them. Each entry: the option, the GUI's label and group, its config.json key; the live ones
 // also their toggle, profile key, CPU applicability and ladder rung (settings/Registry.h).
+#include <climits>
+
 #include "settings/Registry.h"
 
 namespace lorascope::settings {
