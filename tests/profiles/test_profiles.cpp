@@ -123,9 +123,10 @@ TEST_CASE(schemaErrorsNameFileAndField) {
   VERIFY(errorOf(R"({"description": "d"})").contains("name: missing"));
   VERIFY(errorOf(R"({"name": "x", "description": "d", "colour": "red"})")
              .contains("colour: unknown key"));
-  VERIFY(errorOf(R"({"name": "x", "description": "d", "toggles": {"serialise": true}})")
-             .contains("toggles.serialise: unknown key (the keys here: micro_batch, "
-                       "activation_checkpointing, cpu_fallback, serialize, blocking, gemm, graph)"));
+  VERIFY(
+      errorOf(R"({"name": "x", "description": "d", "toggles": {"serialise": true}})")
+          .contains("toggles.serialise: unknown key (the keys here: micro_batch, "
+                    "activation_checkpointing, cpu_fallback, serialize, blocking, gemm, graph)"));
   VERIFY(errorOf(R"({"name": "x", "env": {}})")
              .contains("env: unknown key (the keys here: version, name, description, rationale, "
                        "environment, toggles, allocator, ladder_rung, engine)"));
