@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -163,8 +164,15 @@ int main(int argc, char** argv) {
 
   // 3. SIGSEGV while generating, on an engine without fault rules (the rule above would fire in
   // it too, at its own 40th launch).
-  host = std::make_unique<SupervisorHost>(engineProgram, profiles::defaultProfile(),
-                                          SupervisorPolicy{}, events.listener());
+  // Under AddressSanitizer (the sanitize build) the engine's SIGSEGV would be caught by ASan's
+  // own handler, which reports it and exits with code 1; a user's engine dies by the signal.
+  profiles::Profile plain = profiles::defaultProfile();
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  plain.environment["ASAN_OPTIONS"] =
+      (asan != nullptr && *asan != '\0' ? std::string(asan) + ":" : std::string()) +
+      "handle_segv=0";
+  host =
+      std::make_unique<SupervisorHost>(engineProgram, plain, SupervisorPolicy{}, events.listener());
   check(engineStarted(), "an engine without fault rules started");
   const std::int64_t pid = host->engineProcessId();
   host->send(generation(3, model, device, 8000));
