@@ -65,6 +65,15 @@ __global__ void sumPartialsKernel(const double* partials, long long count, doubl
   }
 }
 
+// Note [optimizer without FMA]
+// This file is compiled without contracting a·b + c into fused multiply-adds (nvcc -fmad=false,
+// clang -ffp-contract=off: backend/compute/CMakeLists.txt), so every product and sum below is
+// rounded on its own, in host::adamw's order (compute/cpu/optimizer.cpp). With contraction on,
+// the compiler fused the AdamW update differently in adamwKernel, whose scalars are a kernel
+// argument, and adamwIfFiniteKernel, which reads them from memory: graph mode's steps drifted from
+// eager steps by a last bit of the moments from the second step on (H200: the first step, whose
+// moments start at 0, agreed; after step 2, 332 LoRA weights differed, with every gradient and
+// the norm equal; the 50-step loss curves were 1.15e-3 apart).
 __device__ void adamwChunk(const TensorChunk& c, const AdamWScalars& s) {
   for (long long i = threadIdx.x; i < c.count; i += blockDim.x) {
     const float g = c.grad[i];

@@ -828,11 +828,14 @@ std::vector<train::TokenizedExample> fullLengthData() {
 
 void caseGraph(Checks& checks) {
   constexpr std::int64_t kSteps = 50;
-  // With the eager steps' shapes a graph computes what they compute (issue 26: within 1e-3).
-  constexpr double kGraphTolerance = 1e-3;
+  // With the eager steps' shapes a graph computes what they compute, bit for bit (issue 26 asks
+  // within 1e-3; until the optimizer kernels were compiled without FMA contraction, Note
+  // [optimizer without FMA] in compute/hip/optimizer.hip, they were 1.15e-3 apart).
+  constexpr double kGraphTolerance = 0.0;
   // Padded to 16 positions where eager pads to the micro-batch's longest row, the products'
   // shapes differ, and with them at times the last bit of a rounding, which 50 steps of this tiny
-  // model at lr 5e-3 amplify (1.7e-3 on the H200): the bf16 tolerance of the parity case.
+  // model at lr 5e-3 amplify (7e-4 on the H200, 2.1e-3 with the faults below): the bf16
+  // tolerance of the parity case.
   constexpr double kPaddedTolerance = kLossTolerance;
   auto gpu = test::requireGpu();
   std::printf("note GPU: %s\n", gpu->capabilities().name.c_str());
@@ -922,7 +925,7 @@ void caseGraph(Checks& checks) {
     const std::vector<double> want = runSteps(eagerLoop, kSteps);
     train::TrainLoop loop(*gpu, folder.config(), placed, fullLengthData(), runConfig(kSteps));
     loop.setStepMode(train::StepMode::Graph);
-    expectCurve(checks, "graph mode vs eager, 50 steps, unpadded",
+    expectCurve(checks, "graph mode vs eager, 50 steps, unpadded, bit for bit",
                 lossesOf(stepMetrics(loop, kSteps)), want, kGraphTolerance);
   }
   caseGraphEngine(checks);
