@@ -4,20 +4,25 @@
 # the built-in demo (trained on the CPU), that run resumed on the dashboard, the dashboard and
 # memory map replaying a run recorded on an NVIDIA H100 (tests/widgets/fixtures/h100_gpu_run.jsonl,
 # made by `scripts/gpu-check.sh record`), and the dashboard replaying the same run with an injected
-# hang (h100_gpu_hang.jsonl). Runs the window under Xvfb when xvfb-run is installed (Debian: xvfb),
-# else with Qt's offscreen platform; both render the same widgets. Needs a cpu build with the GUI
-# (target
-# lorascope_screenshots).
+# hang (h100_gpu_hang.jsonl), and the runs page listing a supervised command: `lorascope-train
+# train --demo` run from the setup page's "Run a command" (a real trainer, its step lines read with
+# a regex). Runs the window under Xvfb when xvfb-run is installed (Debian: xvfb), else with Qt's
+# offscreen platform; both render the same widgets. Needs a cpu build with the GUI (targets
+# lorascope_screenshots and lorascope-train).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build/cpu}"
 tool="$build/tests/app/lorascope_screenshots"
+trainer="$build/app/lorascope-train"
 out="$root/docs/screenshots"
 steps="${SCREENSHOT_STEPS:-30}"
-if [[ ! -x "$tool" ]]; then
-  echo "screenshots.sh: $tool not found; build it: cmake --build $build --target lorascope_screenshots" >&2
-  exit 1
-fi
+for program in "$tool" "$trainer"; do
+  if [[ ! -x "$program" ]]; then
+    echo "screenshots.sh: $program not found; build it: cmake --build $build --target" \
+      "lorascope_screenshots lorascope-train" >&2
+    exit 1
+  fi
+done
 mkdir -p "$out"
 cache="$(mktemp -d)"
 trap 'rm -rf "$cache"' EXIT
@@ -25,9 +30,9 @@ export LORASCOPE_CACHE_DIR="$cache"  # the demo model is written here, not into 
 fixture="$root/tests/widgets/fixtures/h100_gpu_run.jsonl"
 hang="$root/tests/widgets/fixtures/h100_gpu_hang.jsonl"
 if command -v xvfb-run >/dev/null; then
-  xvfb-run -a -s "-screen 0 1280x800x24" "$tool" "$out" "$fixture" "$steps" light "$hang"
+  xvfb-run -a -s "-screen 0 1280x800x24" "$tool" "$out" "$fixture" "$steps" light "$hang" "$trainer"
 else
-  QT_QPA_PLATFORM=offscreen "$tool" "$out" "$fixture" "$steps" light "$hang"
+  QT_QPA_PLATFORM=offscreen "$tool" "$out" "$fixture" "$steps" light "$hang" "$trainer"
 fi
 if command -v optipng >/dev/null; then
   optipng -quiet -o2 "$out"/*.png

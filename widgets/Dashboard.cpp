@@ -559,6 +559,7 @@ void Dashboard::onStep(double x, const StepEvent& step) {
   loss_->addSample(Loss, x, step.loss);
   loss_->addSample(LossAverage, x, average);
   loss_->addSample(LearningRate, x, step.learningRate);
+  lastEpoch_ = step.epoch;
   // A supervised command may report neither (its output has no such number): not a zero.
   if (step.tokensPerS > 0) {
     throughput_->addSample(TokensPerS, x, step.tokensPerS);
@@ -638,8 +639,13 @@ void Dashboard::addMarker(const TimedEvent& at, MarkerKind kind, const QString& 
   markers_.push_back({at.timeMs, kind, text, xOf(at)});
 }
 
+QString Dashboard::epochText() const {
+  return lastEpoch_ ? widgets::epochText(*lastEpoch_) : QString();
+}
+
 void Dashboard::refresh() {
   refreshTimer_.stop();
+  loss_->setNote(epochText());
   const double endS = std::max(10.0, lastX_);
   for (TimeChart* chart : charts()) {
     chart->refresh(0.0, endS);
@@ -654,6 +660,7 @@ void Dashboard::clearCharts() {
   markers_.clear();
   incidents_->clear();
   lastQueue_.reset();
+  lastEpoch_.reset();
   toggleValues_.clear();
   startValues_.clear();
   startChanges_.clear();

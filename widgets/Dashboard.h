@@ -1,5 +1,5 @@
 // widgets/Dashboard.h — the live dashboard: loss and its moving average with the learning rate
-// and the held-out eval loss,
+// and the held-out eval loss (and the latest step's epoch, when the run's trainer counts one),
 // tokens/s, VRAM (driver used, our reserved, our allocated, held outside this run, host RAM),
 // the allocator's fragmentation as it matters (largest free block against the step's largest
 // request, inactive-split bytes, the largest free block at the step's peak), queue depth per stream
@@ -108,6 +108,10 @@ class Dashboard : public QStackedWidget {
   // Commands the user sent: a new run starts an entry of its own in the run selector.
   void noteCommand(const lorascope::engine::Command& command);
   void refresh();  // the tick; public so tests and the bench drive it without waiting
+  // "epoch 0.333" at the end of the loss chart's legend row: the shown run's epochs done after its
+  // latest step, as its trainer counts them (runs::StepRecord::epoch); "" when its steps carry
+  // none.
+  QString epochText() const;
   void clear();
 
  signals:
@@ -163,6 +167,8 @@ class Dashboard : public QStackedWidget {
   QLabel* hostRamNote_;
   IncidentBanner* incidents_;
   std::optional<engine::QueueEvent> lastQueue_;  // what was queued when a hang is reported
+  // The epoch of the shown run's latest step, when its trainer counts one: the loss chart's note.
+  std::optional<double> lastEpoch_;
   std::vector<ChartMarker> markers_;
   std::map<std::string, int> streamSeries_;  // stream name → queue_ series index
   QStringList undrawnStreams_;

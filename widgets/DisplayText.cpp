@@ -2,6 +2,7 @@
 #include "widgets/DisplayText.h"
 
 #include <QCoreApplication>
+#include <cmath>
 #include <utility>
 
 #include "common/Format.h"
@@ -72,6 +73,11 @@ QString rungText(const std::string& rung) {
       return translated(words);
   }
   return QString::fromStdString(rung);
+}
+
+QString epochText(double epoch) {
+  // 'g' to three digits shows 0.333 and 12.5; from 1000 on, every digit (not 1.23e+03).
+  return translated("epoch %1").arg(QString::number(epoch, 'g', std::abs(epoch) < 1000 ? 3 : 12));
 }
 
 QString counted(std::int64_t count, const QString& singular, const QString& plural) {

@@ -30,6 +30,10 @@ QString toggleValueText(const nlohmann::json& value);
 // A recovery-ladder rung ("vendor_blas", "builtin_gemm", …) in plain words: what the run uses.
 QString rungText(const std::string& rung);
 
+// "epoch 0.333", "epoch 2": a step's epoch as its trainer counts it (runs::StepRecord::epoch), to
+// three significant digits (a Trainer's fraction) and a whole one as it is.
+QString epochText(double epoch);
+
 // "1 sequence", "8 sequences": a count with the noun's singular or plural.
 QString counted(std::int64_t count, const QString& singular, const QString& plural);
 

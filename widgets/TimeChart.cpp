@@ -320,8 +320,19 @@ void TimeChart::updateLabel(int /*series*/) {
                             .toHtmlEscaped()
                             .replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
   }
+  if (!note_.isEmpty()) {
+    entries << QStringLiteral("<span style='white-space:nowrap'>%1</span>")
+                   .arg(note_.toHtmlEscaped().replace(QLatin1Char(' '), QStringLiteral("&nbsp;")));
+  }
   valueRow_->setText(QStringLiteral("<b>%1</b> &nbsp; ").arg(title_.toHtmlEscaped()) +
                      entries.join(QStringLiteral(" &nbsp; ")));
+}
+
+void TimeChart::setNote(const QString& note) {
+  if (note != note_) {
+    note_ = note;
+    updateLabel(0);
+  }
 }
 
 QString TimeChart::legendText() const {
@@ -419,6 +430,7 @@ void TimeChart::setTimeAxisTitle(const QString& title) {
 }
 
 void TimeChart::clear() {
+  note_.clear();
   for (auto& s : series_) {
     s->decimator.clear();
     s->points.clear();

@@ -75,6 +75,9 @@ class TimeChart : public QWidget {
 
   QLineSeries* lineSeries(int series) const;
   QString valueText(int series) const;  // "loss 1.832" / "driver used n/a"
+  // A reading that is no series, after the series' in the legend row ("epoch 0.33"); "" for none.
+  void setNote(const QString& note);
+  QString note() const { return note_; }
   // The legend row as shown: the chart's title, then every series' valueText, whole (the row
   // wraps, it never elides).
   QString legendText() const;
@@ -98,6 +101,7 @@ class TimeChart : public QWidget {
   QValueAxis* leftAxis_;
   QValueAxis* rightAxis_ = nullptr;
   QString title_;  // heads the legend row
+  QString note_;   // ends it
   QLabel* valueRow_;
   std::vector<std::unique_ptr<Series>> series_;
 };

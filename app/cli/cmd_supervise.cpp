@@ -54,7 +54,7 @@ const job::CommandSpec& superviseCommand() {
               {.name = "parser",
                .type = OptionType::Text,
                .help = "how progress is read from the output: hf, tqdm, kohya, lightning, or "
-                       "regex:PATTERN with named groups step, loss, lr",
+                       "regex:PATTERN with named groups step, loss, lr, epoch",
                .defaultText = "hf",
                .valueName = "FORMAT"},
               {.name = "resume-arg",
@@ -151,6 +151,8 @@ void printEvent(const engine::TimedEvent& timed) {
             std::cout << " lr " << e.learningRate;
           if (e.microBatch > 0)
             std::cout << " batch " << e.microBatch;
+          if (e.epoch)
+            std::cout << " epoch " << *e.epoch;
           std::cout << "\n";
         } else if constexpr (std::is_same_v<T, engine::ErrorEvent>) {
           std::cout << "lorascope: error [" << e.category << "]: " << e.message

@@ -99,10 +99,14 @@ class Progress {
         elapsed / static_cast<double>(std::max<std::int64_t>(1, m.step - firstStep_));
     const std::int64_t total = std::max(m.totalSteps, m.step);
     const double eta = perStep * static_cast<double>(total - m.step);
+    char epoch[32] = "";
+    if (m.epoch) {
+      std::snprintf(epoch, sizeof epoch, "  epoch %.3g", *m.epoch);
+    }
     char line[256];
     std::snprintf(line, sizeof line,
-                  "step %lld/%lld  loss %.4f  lr %.2e  grad %.3f  %.0f tok/s  ETA %s",
-                  static_cast<long long>(m.step), static_cast<long long>(total), m.loss,
+                  "step %lld/%lld%s  loss %.4f  lr %.2e  grad %.3f  %.0f tok/s  ETA %s",
+                  static_cast<long long>(m.step), static_cast<long long>(total), epoch, m.loss,
                   m.learningRate, m.gradNorm, m.tokensPerS, formatSeconds(eta).c_str());
     if (!terminal_) {
       std::cout << line << std::endl;

@@ -43,7 +43,7 @@ CommandSetup::CommandSetup(QWidget* parent) : QGroupBox(tr("Run a command"), par
                      QStringLiteral("regex:step (?<step>\\d+) loss (?<loss>[0-9.e+-]+)")});
   parser_->setToolTip(
       tr("How progress is read from the output: hf, tqdm, kohya, lightning, or "
-         "regex:PATTERN with named groups step, loss, lr"));
+         "regex:PATTERN with named groups step, loss, lr, epoch"));
   resume_ = new QLineEdit;
   resume_->setPlaceholderText(tr("--resume_from_checkpoint {checkpoint_dir}"));
   resume_->setToolTip(tr("Added on a restart, {checkpoint_dir} being the newest checkpoint"));

@@ -22,7 +22,7 @@
 #include "external/ExternalSupervisor.h"  // defines: commandLine
 #include "external/SupervisedRun.h"
 #include "runs/RunFolder.h"
-#include "widgets/DisplayText.h"  // defines: toPath
+#include "widgets/DisplayText.h"  // defines: toPath, epochText
 
 namespace lorascope::app {
 namespace {
@@ -91,6 +91,7 @@ void readMetrics(RunSummary& run, const std::filesystem::path& dir) {
   if (!steps.empty()) {
     run.steps = steps.back().step;
     run.lastLoss = steps.back().loss;
+    run.lastEpoch = steps.back().epoch;
     run.device = QString::fromStdString(steps.back().device);
   }
   for (const runs::StepRecord& m : steps) {
@@ -319,8 +320,11 @@ void RunsPage::refresh() {
     item->setData(0, kDirRole, run.dir);
     item->setText(Name, run.name);
     item->setText(Status, statusText(run));
-    item->setText(Steps, run.totalSteps > 0 ? tr("%1 of %2").arg(run.steps).arg(run.totalSteps)
-                                            : QString::number(run.steps));
+    const QString steps = run.totalSteps > 0 ? tr("%1 of %2").arg(run.steps).arg(run.totalSteps)
+                                             : QString::number(run.steps);
+    item->setText(Steps, run.lastEpoch
+                             ? tr("%1 · %2").arg(steps, widgets::epochText(*run.lastEpoch))
+                             : steps);
     item->setText(LastLoss, run.lastLoss ? QString::number(*run.lastLoss, 'f', 4) : tr("—"));
     item->setText(BestEvalLoss,
                   run.bestEvalLoss

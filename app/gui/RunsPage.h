@@ -1,13 +1,13 @@
 // gui/RunsPage.h — the runs in the runs folder (the setup page's output folder; by default
 // ~/.local/share/LoRAscope/runs, gui/AppPaths.h), one row each: name, status (finished, stopped
-// at a checkpoint, or no checkpoint yet), steps done of the total, the last loss, the profile it
-// started with, the device and when it was created (local time). A supervised command's run
-// (external/SupervisedRun.h) is listed too, its status with its incidents; resuming it runs the
-// command again with its resume argument. A run can be opened (its curves, from
-// metrics.jsonl, join the dashboard's run selector) or resumed from its newest checkpoint; an
-// event recording (the engine's JSON lines, as scripts/record_gpu_run.py writes them) opens the
-// same way. Everything is read from the run folders themselves (train/RunDirectory.h): the page
-// keeps no list of its own.
+// at a checkpoint, or no checkpoint yet), steps done of the total (and the last step's epoch,
+// when its trainer counts one), the last loss, the profile it started with, the device and when it
+// was created (local time). A supervised command's run (external/SupervisedRun.h) is listed too,
+// its status with its incidents; resuming it runs the command again with its resume argument. A run
+// can be opened (its curves, from metrics.jsonl, join the dashboard's run selector) or resumed from
+// its newest checkpoint; an event recording (the engine's JSON lines, as scripts/record_gpu_run.py
+// writes them) opens the same way. Everything is read from the run folders themselves
+// (train/RunDirectory.h): the page keeps no list of its own.
 #pragma once
 
 #include <QString>
@@ -35,6 +35,7 @@ struct RunSummary {
   std::int64_t totalSteps = 0;      // config.json's max_steps (0: by epochs)
   std::int64_t checkpointStep = 0;  // the newest complete checkpoint (0: none)
   std::optional<double> lastLoss;
+  std::optional<double> lastEpoch;  // the last step's epoch, when its trainer counts one
   // The held-out loss (--eval-data / --eval-split): the lowest of the run's evaluations and its
   // step; unset when the run evaluated nothing.
   std::optional<double> bestEvalLoss;

@@ -197,6 +197,7 @@ void ExternalSupervisor::progress(const Progress& parsed) {
   step.loss = *p.loss;
   step.learningRate = p.learningRate.value_or(0);
   step.gradNorm = p.gradNorm.value_or(std::nan(""));
+  step.epoch = p.epoch;
   step.microBatch = command_.batchArgument.empty() ? 0 : batch_;
   step.accumulation = 0;  // unknown
   step.totalSteps = p.totalSteps.value_or(parser_->totalSteps().value_or(0));

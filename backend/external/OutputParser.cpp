@@ -57,6 +57,13 @@ std::optional<std::int64_t> whole(std::string_view text) {
   return value;
 }
 
+// An epoch count as a trainer prints it: a number that is finite and not negative.
+std::optional<double> epochCount(std::optional<double> value) {
+  if (value && std::isfinite(*value) && *value >= 0)
+    return value;
+  return std::nullopt;
+}
+
 // "a=1, b=2" (tqdm's postfix, separator '=') or "'a': 1, 'b': 2" (a Python dict's body, ':'):
 // keys without their quotes, values trimmed.
 std::map<std::string, std::string> keyValues(std::string_view text, char separator) {
@@ -256,20 +263,27 @@ class LightningParser : public OutputParser {
  public:
   std::optional<Progress> parse(std::string_view line) override {
     if (auto frame = parseRichFrame(line))
-      return held_.draw(frame->epoch * frame->total + frame->n, frame->n, values(frame->metrics));
+      return held_.draw(frame->epoch * frame->total + frame->n, frame->n,
+                        values(frame->metrics, frame->epoch, frame->n, frame->total));
     auto bar = parseBar(line);
     if (!bar || bar->description.rfind("Epoch ", 0) != 0)
       return std::nullopt;
     const auto epoch = whole(std::string_view(bar->description).substr(6));
     if (!epoch)
       return std::nullopt;
-    return held_.draw(*epoch * bar->total.value_or(0) + bar->n, bar->n, values(bar->postfix));
+    return held_.draw(*epoch * bar->total.value_or(0) + bar->n, bar->n,
+                      values(bar->postfix, *epoch, bar->n, bar->total.value_or(0)));
   }
   std::optional<Progress> finish() override { return held_.release(); }
 
  private:
-  static Progress values(const std::map<std::string, std::string>& metrics) {
+  // The bar's epoch (0-based) and its batch n of total: epochs done, as a Trainer counts them.
+  static Progress values(const std::map<std::string, std::string>& metrics, std::int64_t epoch,
+                         std::int64_t n, std::int64_t total) {
     Progress p;
+    if (total > 0) {
+      p.epoch = static_cast<double>(epoch) + static_cast<double>(n) / static_cast<double>(total);
+    }
     p.loss = firstNumber(metrics, {"train_loss_step", "train_loss", "loss", "train_loss_epoch"});
     p.learningRate = firstNumber(metrics, {"lr", "learning_rate", "lr-AdamW", "lr-Adam"});
     return p;
@@ -298,6 +312,7 @@ class HfParser : public OutputParser {
         return std::nullopt;
       p.learningRate = firstNumber(values, {"learning_rate", "lr"});
       p.gradNorm = firstNumber(values, {"grad_norm"});
+      p.epoch = epochCount(firstNumber(values, {"epoch"}));
       if (auto step = values.find("step"); step != values.end() && whole(step->second)) {
         p.step = whole(step->second);
       } else {
@@ -331,6 +346,8 @@ class RegexParser : public OutputParser {
         p.loss = number(value);
       else if (name == "lr")
         p.learningRate = number(value);
+      else if (name == "epoch")
+        p.epoch = epochCount(number(value));
     }
     if (!p.step && !p.loss)
       return std::nullopt;
@@ -382,7 +399,7 @@ std::unique_ptr<OutputParser> makeOutputParser(const std::string& spec) {
     if (pattern.empty())
       throw ExternalError(
           "--parser regex: the pattern is empty (regex:PATTERN with named groups "
-          "step, loss, lr)");
+          "step, loss, lr, epoch)");
     try {
       text::Regex regex(pattern, "--parser regex");
       const auto names = regex.groupNames();

@@ -17,7 +17,7 @@
 //   train_loss=2.31]"
 //              and the last frame of its rich bar "Epoch 2/4 ━━━━ 50/100 0:00:10 • ... loss: 2.31";
 //              the global step is epoch × batches per epoch + the batch
-//   regex:P    a PCRE2 pattern with named groups step, loss, lr (at least step or loss)
+//   regex:P    a PCRE2 pattern with named groups step, loss, lr, epoch (at least step or loss)
 // A bar is redrawn many times within a step, and trainers (accelerate's and diffusers' examples,
 // kohya, Lightning) advance it before they set that step's loss in its postfix: the bar's step is
 // announced with the last loss drawn for it, once the bar moves on or the output ends (finish()).
@@ -49,6 +49,9 @@ struct Progress {
   std::optional<double> loss;
   std::optional<double> learningRate;
   std::optional<double> gradNorm;
+  // Epochs done, as the trainer counts them: a Trainer dict's 'epoch' (0.33: a third into the
+  // first), Lightning's bar epoch plus the fraction of its batches, a regex's epoch group.
+  std::optional<double> epoch;
   std::optional<double> evalLoss;
   // The step was counted from this process's own output (hf dicts without a 'step' key), so it
   // starts at 1 again in a process resumed from a checkpoint.

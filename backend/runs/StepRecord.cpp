@@ -1,6 +1,8 @@
 // runs/StepRecord.cpp — the metrics.jsonl line of a step, written and read.
 #include "runs/StepRecord.h"
 
+#include <cmath>
+
 #include "common/OsError.h"  // defines: pathText
 #include "runs/RunFileError.h"
 
@@ -15,13 +17,22 @@ json toJson(const StepRecord& m) {
               {"tokens_per_s", m.tokensPerS},
               {"micro_batch", m.microBatch},
               {"accumulation", m.accumulation},
-              {"epoch", m.epoch},
               {"seconds", m.seconds},
               {"cycle_seconds", m.cycleSeconds},
               {"tokens", m.tokens},
               {"positions", m.positions},
               {"predicted_tokens", m.predictedTokens},
               {"device", m.device}};
+  // A whole epoch is written as an integer, as our trainer's lines have always held it; one that
+  // is not finite is not known.
+  if (m.epoch && std::isfinite(*m.epoch)) {
+    const double whole = std::floor(*m.epoch);
+    if (whole == *m.epoch && std::abs(whole) < 1e15) {  // exact in an int64
+      out["epoch"] = static_cast<std::int64_t>(whole);
+    } else {
+      out["epoch"] = *m.epoch;
+    }
+  }
   // JSON has no NaN: a loss or norm that is not finite is written as null, with the reason.
   if (!m.nonFinite.empty()) {
     out["non_finite"] = m.nonFinite;
@@ -57,7 +68,9 @@ StepRecord readStepRecord(const common::JsonReader& f) {
   m.accumulation = f.integer("accumulation");
   m.replayed = f.booleanOr("replayed", false);
   m.totalSteps = f.integerOr("total_steps", 0);
-  m.epoch = f.integerOr("epoch", 0);
+  if (f.has("epoch")) {  // absent: not known (a supervised command's step, the first versions)
+    m.epoch = f.number("epoch");
+  }
   m.seconds = f.numberOr("seconds", 0.0);
   // Lines written before the step cycle was measured: tokens_per_s was the compute's. Since,
   // the compute's figure is there whenever it is known.

@@ -3,8 +3,8 @@
 // (engine::StepEvent is this type too), metrics.jsonl holds one per line, HfLogs and TfEvents
 // derive their records from it, and the Runs page reads it back.
 //
-// The JSON keys: step, loss, lr, grad_norm, tokens_per_s, micro_batch, accumulation, epoch,
-// seconds, cycle_seconds, tokens, positions, predicted_tokens, device;
+// The JSON keys: step, loss, lr, grad_norm, tokens_per_s, micro_batch, accumulation, seconds,
+// cycle_seconds, tokens, positions, predicted_tokens, device; epoch when known;
 // non_finite when the step was skipped; eval_loss, eval_predicted_tokens, eval_sequences,
 // eval_batches, eval_seconds when the run evaluated after it; compute_tokens_per_s when known;
 // replayed and total_steps only when set (an announcement's, never in a metrics line the trainer
@@ -54,11 +54,15 @@ struct StepRecord {
   // Announcing only: the run's step count, for progress and time left; 0 when not known.
   std::int64_t totalSteps = 0;
   double computeTokensPerS = 0.0;  // real tokens / seconds: the step's compute alone; 0: unknown
-  std::int64_t epoch = 0;          // the epoch the step's data came from
-  double seconds = 0.0;            // the step's own time: its batches, passes, clipping and update
-  double cycleSeconds = 0.0;       // since the previous step completed (TrainLoop::restartCycle)
-  std::int64_t tokens = 0;         // input tokens processed (padding excluded)
-  std::int64_t positions = 0;      // positions computed: each micro-batch's rows x its longest
+  // Epochs done after this step, when the trainer counts them, as a Hugging Face Trainer logs them
+  // (0.33: a third into the first): ours from its data cursor, a supervised command's as its
+  // output says. Metrics lines of versions before this held our trainer's 0-based epoch index
+  // (a whole number) under the same key.
+  std::optional<double> epoch{};
+  double seconds = 0.0;        // the step's own time: its batches, passes, clipping and update
+  double cycleSeconds = 0.0;   // since the previous step completed (TrainLoop::restartCycle)
+  std::int64_t tokens = 0;     // input tokens processed (padding excluded)
+  std::int64_t positions = 0;  // positions computed: each micro-batch's rows x its longest
   std::int64_t predictedTokens = 0;  // tokens the loss is over
   // Where the step ran: "cpu" or "gpu" (compute::deviceName of the backend's device).
   std::string device = "cpu";

@@ -9,7 +9,7 @@ namespace lorascope::train {
 using nlohmann::json;
 
 json hfLogEntry(const StepMetrics& m) {
-  return {{"epoch", static_cast<double>(m.epoch)},
+  return {{"epoch", m.epoch.value_or(0.0)},
           {"grad_norm", m.gradNorm},
           {"learning_rate", m.learningRate},
           {"loss", m.loss},
@@ -19,7 +19,7 @@ json hfLogEntry(const StepMetrics& m) {
 json hfEvalLogEntry(const StepMetrics& m) {
   const EvalMetrics& e = *m.eval;
   const double perSecond = e.seconds > 0 ? 1.0 / e.seconds : 0.0;
-  return {{"epoch", static_cast<double>(m.epoch)},
+  return {{"epoch", m.epoch.value_or(0.0)},
           {"eval_loss", e.loss},
           {"eval_runtime", e.seconds},
           {"eval_samples_per_second", static_cast<double>(e.sequences) * perSecond},
@@ -85,7 +85,7 @@ TfEvent tfEventOf(const StepMetrics& m) {
   event.scalars = {{"train/loss", static_cast<float>(m.loss)},
                    {"train/learning_rate", static_cast<float>(m.learningRate)},
                    {"train/grad_norm", static_cast<float>(m.gradNorm)},
-                   {"train/epoch", static_cast<float>(m.epoch)},
+                   {"train/epoch", static_cast<float>(m.epoch.value_or(0.0))},
                    {"train/tokens_per_s", static_cast<float>(m.tokensPerS)}};
   if (m.eval) {
     event.scalars.push_back({"eval/loss", static_cast<float>(m.eval->loss)});  // as HF's Trainer

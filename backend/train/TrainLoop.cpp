@@ -351,7 +351,11 @@ StepMetrics TrainLoop::completeStep(const StepRows& r, StepMetrics metrics,
       std::chrono::duration<double>(completed - lastCompleted_.value_or(start)).count();
   lastCompleted_ = completed;
   metrics.step = state_.step;
-  metrics.epoch = r.epoch;
+  // Epochs done after this step, as a Hugging Face Trainer logs them: the epoch its data came from
+  // and the fraction of that epoch's sequences taken so far (0.4: four tenths into the first).
+  const auto count = static_cast<std::int64_t>(sequences_.size());
+  metrics.epoch = static_cast<double>(r.epoch * count + state_.dataCursor) /
+                  static_cast<double>(std::max<std::int64_t>(count, 1));
   metrics.seconds = seconds;
   metrics.cycleSeconds = cycle;
   metrics.tokensPerS = cycle > 0 ? static_cast<double>(metrics.tokens) / cycle : 0.0;

@@ -8,13 +8,17 @@
 //
 // Also: that run's dashboard in a 1024×700 window, and HANG_RECORDING (the same run recorded with
 // an injected hang, tests/widgets/fixtures/h100_gpu_hang.jsonl) replayed: its incident banner.
+// With TRAINER (the lorascope-train program): `TRAINER train --demo` run as a supervised command
+// from the setup page's "Run a command", and the runs page listing it.
 //
-// usage: lorascope_screenshots OUT_DIR RECORDING [STEPS] [dark|light] [HANG_RECORDING]
+// usage: lorascope_screenshots OUT_DIR RECORDING [STEPS] [dark|light] [HANG_RECORDING [TRAINER]]
 #include <QApplication>
+#include <QComboBox>
 #include <QDir>
 #include <QDockWidget>
 #include <QElapsedTimer>
 #include <QImage>
+#include <QLineEdit>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -27,6 +31,7 @@
 #include <cstdio>
 
 #include "engine/InProcessHost.h"
+#include "gui/CommandSetup.h"
 #include "gui/EngineAdapter.h"
 #include "gui/MainWindow.h"
 #include "gui/RunSetupPage.h"
@@ -78,7 +83,7 @@ int main(int argc, char** argv) {
   if (args.size() < 3) {
     std::fprintf(stderr,
                  "usage: lorascope_screenshots OUT_DIR RECORDING [STEPS] [dark|light] "
-                 "[HANG_RECORDING]\n");
+                 "[HANG_RECORDING [TRAINER]]\n");
     return 2;
   }
   const QDir out(args[1]);
@@ -155,6 +160,40 @@ int main(int argc, char** argv) {
   ok = save(&window, out.filePath(QStringLiteral("resumed.png"))) && ok;
   window.pages()->setCurrentWidget(window.runsPage());
   window.runsPage()->selectRun(runFolder);
+
+  // A supervised command (Setup → Run a command, TRAINER given): `lorascope-train train --demo`,
+  // a real trainer in a process of its own, its step lines read with a regex (step, epoch, loss,
+  // lr); its own run folder outside the runs folder. The runs page lists the command's run.
+  if (args.size() > 6) {
+    QTemporaryDir trainerOut;
+    setup->setCommandMode(true);
+    app::CommandSetup* command = setup->commandSetup();
+    command->commandEdit()->setText(
+        QStringLiteral("%1 train --demo --steps 20 --out %2")
+            .arg(args[6], trainerOut.filePath(QStringLiteral("demo-under-supervise"))));
+    command->parserEdit()->setCurrentText(
+        QStringLiteral("regex:^step (?<step>\\d+)/\\d+  epoch (?<epoch>\\S+)  loss (?<loss>\\S+)  "
+                       "lr (?<lr>\\S+)"));
+    if (!waitFor([&] { return window.startAction()->isEnabled(); })) {
+      std::fprintf(stderr, "screenshots: the command cannot start: %s\n",
+                   qPrintable(setup->problems().join(QStringLiteral("; "))));
+      return 1;
+    }
+    window.startAction()->trigger();
+    const QString commandRun = window.runFolder();
+    if (!waitFor([&] {
+          return window.dashboard()->lossChart()->decimator(0).sampleCount() >= 20 &&
+                 window.startAction()->isEnabled();
+        })) {
+      std::fprintf(stderr, "screenshots: the supervised command did not finish in time\n");
+      return 1;
+    }
+    window.pages()->setCurrentWidget(window.runsPage());
+    window.runsPage()->refresh();
+    window.runsPage()->selectRun(commandRun);
+    ok = save(&window, out.filePath(QStringLiteral("runs-command.png"))) && ok;
+    setup->setCommandMode(false);
+  }
 
   // The dashboard and the memory map replay the run recorded on a GPU (Runs → Open recording).
   // The controls dock (which would show the recording's toggles) is hidden: the charts get the

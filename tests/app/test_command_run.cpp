@@ -6,7 +6,8 @@
 // problem on the page and Start stays disabled; the model, dataset and estimate rows are hidden
 // for a command. A command's run says what it does not report (tokens/s), starts with fresh axes
 // and a fresh Controls dock, and the status bar says why the profile buttons are off while it
-// runs; after it the window drives the trainer again.
+// runs; after it the window drives the trainer again. The epoch a Trainer's dicts give is shown
+// on the loss chart and the Runs page.
 #include <QtTest>
 
 #include <QAbstractButton>
@@ -34,6 +35,8 @@
 #include "gui/MainWindow.h"
 #include "gui/RunSetupPage.h"
 #include "gui/RunsPage.h"
+#include "runs/RunFolder.h"  // defines: kMetricsFile
+#include "runs/StepRecord.h"
 #include "train/RunDirectory.h"
 #include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
@@ -43,6 +46,21 @@
 #include "widgets/TimeChart.h"
 
 using namespace lorascope;
+
+namespace {
+
+// Setup → Run a command: print_format.py FORMAT under `python`, read with --parser FORMAT; Start.
+void startPrintFormat(app::MainWindow& window, const QString& python, const QString& format) {
+  app::RunSetupPage* setup = window.setupPage();
+  setup->setCommandMode(true);
+  setup->commandSetup()->commandEdit()->setText(
+      python + " " + QStringLiteral(LORASCOPE_PRINT_FORMAT) + " " + format);
+  setup->commandSetup()->parserEdit()->setCurrentText(format);
+  QTRY_VERIFY(window.startAction()->isEnabled());
+  window.startAction()->trigger();
+}
+
+}  // namespace
 
 class TestCommandRun : public QObject {
   Q_OBJECT
@@ -137,13 +155,7 @@ class TestCommandRun : public QObject {
     window.dashboard()->refresh();
     QCOMPARE(window.controls()->status(Toggle::GemmBackend),
              widgets::ControlsPanel::Status::Applied);
-    app::RunSetupPage* setup = window.setupPage();
-    setup->setCommandMode(true);
-    setup->commandSetup()->commandEdit()->setText(python + " " +
-                                                  QStringLiteral(LORASCOPE_PRINT_FORMAT) + " tqdm");
-    setup->commandSetup()->parserEdit()->setCurrentText(QStringLiteral("tqdm"));
-    QTRY_VERIFY(window.startAction()->isEnabled());
-    window.startAction()->trigger();
+    startPrintFormat(window, python, QStringLiteral("tqdm"));
     QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->lossChart()->decimator(0).sampleCount() >= 1,
                              60'000);
     window.dashboard()->refresh();
@@ -182,6 +194,55 @@ class TestCommandRun : public QObject {
     // After it the window drives the trainer again: the buttons are on, no "no engine".
     QTRY_VERIFY(window.profileBar()->button(QStringLiteral("Balanced"))->isEnabled());
     QVERIFY2(!statusText().contains(QStringLiteral("no engine")), qPrintable(statusText()));
+  }
+
+  // Item "grad_norm and epoch shown when parsed" of issue 27: a Trainer's log dicts carry
+  // 'epoch' (print_format.py hf prints 0.20 … 1.00, one fifth an epoch a step): the epoch goes
+  // through the step record (metrics.jsonl) to the loss chart's legend and the Runs page.
+  void aCommandRunShowsTheEpochItsOutputGives() {
+    const QString python = QStandardPaths::findExecutable(QStringLiteral("python3"));
+    if (python.isEmpty())
+      QSKIP("needs python3");
+    app::MainWindow window(widgets::AboutFacts{});
+    startPrintFormat(window, python, QStringLiteral("hf"));
+    QTRY_COMPARE_WITH_TIMEOUT(window.dashboard()->lossChart()->decimator(0).sampleCount(),
+                              std::size_t{5}, 60'000);
+    QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), 60'000);  // it finished
+    window.dashboard()->refresh();
+    widgets::TimeChart* loss = window.dashboard()->lossChart();
+    QCOMPARE(loss->note(), QStringLiteral("epoch 1"));  // the last dict's 'epoch': 1.00
+    QVERIFY2(loss->legendText().endsWith(QStringLiteral("epoch 1")),
+             qPrintable(loss->legendText()));
+    QCOMPARE(loss->valueText(widgets::Dashboard::Loss), QStringLiteral("loss 2.1000"));
+    // In the run's metrics.jsonl: a fractional epoch as the dict gave it.
+    const QString runDir = window.runFolder();
+    const std::vector<runs::StepRecord> records =
+        runs::readStepRecords(widgets::toPath(runDir) / runs::kMetricsFile);
+    QCOMPARE(records.size(), std::size_t{5});
+    QCOMPARE(records[1].epoch.value_or(-1.0), 0.4);
+    // The Runs page: its steps with the last one's epoch.
+    app::RunsPage* runs = window.runsPage();
+    runs->refresh();
+    runs->selectRun(runDir);
+    QTreeWidgetItem* row = runs->table()->currentItem();
+    QVERIFY(row != nullptr);
+    int stepsColumn = -1;
+    for (int c = 0; c < runs->table()->columnCount(); ++c) {
+      if (runs->table()->headerItem()->text(c) == QStringLiteral("Steps"))
+        stepsColumn = c;
+    }
+    QCOMPARE(row->text(stepsColumn), QStringLiteral("5 · epoch 1"));
+    // Show charts: the curve back from metrics.jsonl, with its epoch.
+    runs->openButton()->click();
+    window.dashboard()->refresh();
+    QCOMPARE(window.dashboard()->epochText(), QStringLiteral("epoch 1"));
+    // A command whose output gives no epoch (tqdm bars) shows none.
+    startPrintFormat(window, python, QStringLiteral("tqdm"));
+    QTRY_VERIFY_WITH_TIMEOUT(window.dashboard()->lossChart()->decimator(0).sampleCount() >= 1,
+                             60'000);
+    window.dashboard()->refresh();
+    QCOMPARE(loss->note(), QString());
+    QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), 60'000);
   }
 
   // Resume on a supervised run that stopped: the command again in the same folder, its first

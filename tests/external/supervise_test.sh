@@ -4,7 +4,8 @@
 #   formats  bad input is an error before anything runs (a command that does not exist, a regex
 #            that does not compile, a profile with a forbidden variable); loss and step are read
 #            from each built-in format (scripts/print_format.py) and a user regex, into a run
-#            folder (config.json, metrics.jsonl); --resume DIR reruns a run's command
+#            folder (config.json, metrics.jsonl), with the epoch hf and lightning give; --resume
+#            DIR reruns a run's command
 #   torch    a real PyTorch training on the CPU (scripts/tiny_train.py): loss parsed; an injected
 #            HIPBLAS_STATUS_INTERNAL_ERROR restarts it with the next profile and the resume
 #            argument at the newest checkpoint; a hang is caught by --hang-after; the probe's
@@ -123,6 +124,14 @@ if [[ $mode == formats ]]; then
     [[ $(wc -l <"$work/$format/metrics.jsonl") == 5 ]] || fail "$format: metrics.jsonl"
     echo "ok: --parser $format: $got"
   done
+  # The epoch the output gives (hf's 'epoch': 0.60, Lightning's epoch 0 at batch 3 of 5): in the
+  # step line and the metrics line; a format that gives none has none.
+  for format in hf lightning; do
+    grep -q '^lorascope: step 3\(/5\)\? loss 2.3 .*epoch 0.6$' "$work/$format.out" &&
+      grep -q '"epoch":0.6,' "$work/$format/metrics.jsonl" || fail "$format: no epoch 0.6 at step 3"
+  done
+  ! grep -q epoch "$work/tqdm.out" "$work/tqdm/metrics.jsonl" || fail "tqdm: an epoch it never gave"
+  echo "ok: epoch 0.6 at step 3 from hf and lightning, none from tqdm"
 
   # --resume DIR: the run's command again, resuming from its newest checkpoint; steps go on.
   mkdir -p "$work/ck/checkpoint-2"

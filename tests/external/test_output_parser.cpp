@@ -1,8 +1,8 @@
 // test_output_parser.cpp — external/OutputParser: each built-in format reads step, loss and lr
-// from its trainer's own lines (the formats as the trainers print them; whole recorded runs are
-// test_trainer_fixtures'), a bar's step is announced once with its last loss, lines without
-// progress give nothing, rank prefixes are recognised, and a bad --parser is an error naming the
-// problem.
+// (and the epoch, where the format gives one) from its trainer's own lines (the formats as the
+// trainers print them; whole recorded runs are test_trainer_fixtures'), a bar's step is announced
+// once with its last loss, lines without progress give nothing, rank prefixes are recognised, and a
+// bad --parser is an error naming the problem.
 #include <QtTest>
 
 #include "external/OutputParser.h"
@@ -93,6 +93,7 @@ class TestOutputParser : public QObject {
     QVERIFY(r);
     QCOMPARE(*r->step, std::int64_t{250});
     QCOMPARE(*r->loss, 2.31);
+    QCOMPARE(*r->epoch, 2.5);  // epoch 2 (0-based), batch 50 of 100
   }
   void lightningRichFrame() {
     auto p = makeOutputParser("lightning");
@@ -103,6 +104,32 @@ class TestOutputParser : public QObject {
     QVERIFY(r);
     QCOMPARE(*r->step, std::int64_t{12});
     QCOMPARE(*r->loss, 0.346);
+    QCOMPARE(*r->epoch, 2.0);
+  }
+  // Lines from the recorded runs of fixtures/recorded (transformers 5.17, Lightning 2.6): the
+  // epoch as the trainer counts it, absent where a format has none.
+  void theEpochOfRecordedTrainerLines() {
+    auto hf = makeOutputParser("hf");
+    const auto first = hf->parse(  // hf_notqdm.stdout, line 1; its log_history says 0.015625
+        "{'loss': '9.037', 'grad_norm': '0.1503', 'learning_rate': '0.001', 'epoch': '0.01562'}");
+    QVERIFY(first && first->epoch);
+    QCOMPARE(*first->epoch, 0.01562);
+    QVERIFY(!hf->parse("{'loss': '9.035', 'grad_norm': '0.1433'}")->epoch);
+    QVERIFY(!hf->parse("{'loss': '9.035', 'epoch': 'nan'}")->epoch);  // not a count: unknown
+    auto lightning = makeOutputParser("lightning");  // lightning_tqdm.stdout: 6 batches an epoch
+    QVERIFY(!lightning->parse(
+        "Epoch 0:  83%|████████▎ | 5/6 [00:00<00:00, 24.62it/s, train_loss=2.050]"));
+    const auto five = lightning->parse(
+        "Epoch 0: 100%|██████████| 6/6 [00:00<00:00, 28.93it/s, train_loss=0.464]");
+    QVERIFY(five && *five->step == 5);
+    QCOMPARE(*five->epoch, 5.0 / 6.0);
+    const auto six = lightning->finish();
+    QVERIFY(six && *six->step == 6);
+    QCOMPARE(*six->epoch, 1.0);
+    auto tqdm = makeOutputParser("tqdm");  // accelerate.stderr's bar: no epoch in it
+    QVERIFY(
+        !tqdm->parse("Steps:   8%|▊         | 1/12 [00:00<00:04,  2.59it/s, loss=0.88, lr=0.01]"));
+    QVERIFY(!tqdm->finish()->epoch);
   }
   void rankPrefixes() {
     const auto zero = splitRankPrefix("[rank0]: {'loss': 1.0}");
@@ -118,6 +145,12 @@ class TestOutputParser : public QObject {
     QVERIFY(r);
     QCOMPARE(*r->step, std::int64_t{7});
     QCOMPARE(*r->loss, 0.75);
+    QVERIFY(!r->epoch);
+    auto withEpoch =
+        makeOutputParser("regex:it (?<step>\\d+) \\(epoch (?<epoch>[0-9.]+)\\): (?<loss>[0-9.]+)");
+    const auto e = withEpoch->parse("it 7 (epoch 1.75): 0.5");
+    QVERIFY(e && e->epoch);
+    QCOMPARE(*e->epoch, 1.75);
     QVERIFY(!p->parse("nothing here"));
     auto unnumbered = makeOutputParser("regex:objective (?<loss>[0-9.]+)");
     const auto counted = unnumbered->parse("objective 0.5");

@@ -86,7 +86,7 @@ TEST_CASE(linesOfOlderVersionsReadAsTheyWereMeant) {
       readLine(R"({"step":3,"loss":1.5,"lr":0.001,"grad_norm":0.5,"tokens_per_s":800,)"
                R"("micro_batch":1,"accumulation":8})");
   COMPARE(first.step, std::int64_t{3});
-  COMPARE(first.epoch, std::int64_t{0});
+  VERIFY(!first.epoch.has_value());           // not recorded: not known
   COMPARE(first.device, std::string("cpu"));  // runs could not move between devices then
   COMPARE(first.positions, std::int64_t{0});
   COMPARE(first.computeTokensPerS, 800.0);  // tokens_per_s was the compute's
@@ -122,6 +122,25 @@ TEST_CASE(anAnnouncementAddsReplayedAndTotalStepsOnlyWhenSet) {
   const runs::StepRecord back = readLine(runs::toJson(r).dump());
   VERIFY(back.replayed);
   COMPARE(back.totalSteps, std::int64_t{100});
+}
+
+TEST_CASE(anEpochIsWrittenOnlyWhenKnownAndRoundTrips) {
+  // A supervised command's step whose output says no epoch: no key, and none read back.
+  runs::StepRecord r = sampleRecord();
+  r.epoch.reset();
+  VERIFY(!runs::toJson(r).contains("epoch"));
+  VERIFY(!readLine(runs::toJson(r).dump()).epoch.has_value());
+  // A Hugging Face Trainer's fractional epoch, as its log dict printed it ('epoch': '0.3333').
+  r.epoch = 0.3333;
+  VERIFY(runs::toJson(r).dump().find("\"epoch\":0.3333,") != std::string::npos);
+  COMPARE(readLine(runs::toJson(r).dump()).epoch.value_or(-1.0), 0.3333);
+  // A whole epoch stays an integer in the line, as our trainer's have always held it.
+  r.epoch = 2.0;
+  VERIFY(runs::toJson(r).dump().find("\"epoch\":2,") != std::string::npos);
+  COMPARE(readLine(runs::toJson(r).dump()).epoch.value_or(-1.0), 2.0);
+  // Not finite is not known (JSON has no NaN).
+  r.epoch = std::numeric_limits<double>::quiet_NaN();
+  VERIFY(!runs::toJson(r).contains("epoch"));
 }
 
 TEST_CASE(aMetricsFileIsReadUpToATornLastLine) {

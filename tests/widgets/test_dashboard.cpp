@@ -392,6 +392,33 @@ class TestDashboard : public QObject {
   }
 
   // A toggle marks a change: the start state a run reports, and a value reported again, do not.
+  // The epoch of the shown run's latest step ends the loss chart's legend row ("epoch 0.333", as
+  // a Trainer's dict gave it); a run whose steps carry none shows none, and showing an earlier
+  // run shows its own.
+  void theEpochIsShownWhenTheStepCarriesOne() {
+    Dashboard d;
+    d.noteCommand(StartCommand{{{"out", "/runs/a"}}});
+    StepEvent step{1, 2.0, 1e-4, 0.5, 0.0, 0, 0};
+    step.epoch = 0.3333;
+    d.handleEvent({100, step});
+    d.refresh();
+    QCOMPARE(d.epochText(), QStringLiteral("epoch 0.333"));
+    QVERIFY2(d.lossChart()->legendText().endsWith(QStringLiteral("epoch 0.333")),
+             qPrintable(d.lossChart()->legendText()));
+    step.step = 2;
+    step.epoch = 2.0;  // a whole one, as it is
+    d.handleEvent({200, step});
+    d.refresh();
+    QCOMPARE(d.lossChart()->note(), QStringLiteral("epoch 2"));
+    d.noteCommand(StartCommand{{{"out", "/runs/b"}}});
+    d.handleEvent({100, StepEvent{1, 2.0, 1e-4, 0.5, 0.0, 0, 0}});
+    d.refresh();
+    QCOMPARE(d.lossChart()->note(), QString());
+    QVERIFY(!d.lossChart()->legendText().contains(QStringLiteral("epoch")));
+    d.showRun(0);
+    QCOMPARE(d.lossChart()->note(), QStringLiteral("epoch 2"));
+  }
+
   void onlyToggleChangesAreMarked() {
     Dashboard d;
     d.noteCommand(StartCommand{{{"out", "/runs/a"}}});
