@@ -1,11 +1,14 @@
 // widgets/DashboardIncidents.cpp — the dashboard's incidents: the words of the banner and the
 // markers of errors, incidents and hangs (the rest of Dashboard is in Dashboard.cpp).
 //
-// A hang is told from what the dashboard saw itself, so that its step, its length and the queue
-// agree with the charts: the engine's watchdog reports it while step N+1 runs, after step N; the
-// band covers step N+1 on the step axis (N to N+1) and the seconds without progress on the time
-// axis, and the text names step N+1, the seconds since step N, how long step N took, the op and
-// the last queue reading. The engine's own report follows it.
+// A hang is told from what the dashboard saw itself, so that its length and the queue agree with
+// the charts: the engine's watchdog reports it while step H runs, after the last step shown, N
+// (H is N+1, or N+2 when step N+1 had finished but was not yet saved and announced; the error
+// event names H); the band covers N to H on the step axis and the seconds without progress on the
+// time axis, and the text names step H, the seconds since step N, how long step N took, the op
+// and the last queue reading. The engine's own report follows it.
+#include <algorithm>
+
 #include <QStringList>
 
 #include "widgets/Dashboard.h"
@@ -90,7 +93,9 @@ void Dashboard::noteIncident(const TimedEvent& timed) {
                 tr("%1 error: %2").arg(text(error->category), text(error->message)));
       return;
     }
-    const std::int64_t hungStep = lastStep_ + 1;
+    // The engine names the step that hangs; it can be one past the next step shown, which had
+    // finished but was not yet saved and announced when the hang began.
+    const std::int64_t hungStep = std::max(error->step, lastStep_ + 1);
     const std::int64_t sinceMs = lastStep_ > 0 ? lastStepMs_ : *runStartMs_;
     const std::int64_t stuckMs = timed.timeMs - sinceMs;
     const QString after =

@@ -344,6 +344,9 @@ std::string encodeEvent(const TimedEvent& timed) {
                         {"message", e.message},
                         {"advice", e.advice},
                         {"sticky", e.sticky}});
+            if (e.step > 0) {
+              out["step"] = e.step;
+            }
           },
           [&](const CheckpointEvent& e) {
             out["path"] = e.path;
@@ -461,8 +464,12 @@ TimedEvent decodeEvent(std::string_view line) {
   } else if (type == "log") {
     out.event = LogEvent{f.choice("level", kLevelNames), f.string("text")};
   } else if (type == "error") {
-    out.event = ErrorEvent{f.string("category"), f.string("op"),     f.integer("code"),
-                           f.string("message"),  f.string("advice"), f.boolean("sticky")};
+    ErrorEvent e{f.string("category"), f.string("op"),     f.integer("code"),
+                 f.string("message"),  f.string("advice"), f.boolean("sticky")};
+    if (f.has("step")) {
+      e.step = f.integer("step", 0, std::numeric_limits<std::int64_t>::max());
+    }
+    out.event = std::move(e);
   } else if (type == "checkpoint") {
     out.event = CheckpointEvent{f.string("path"), f.integer("step")};
   } else if (type == "incident") {

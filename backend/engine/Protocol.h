@@ -180,6 +180,10 @@ struct ErrorEvent {
   std::string message;
   std::string advice;
   bool sticky = false;  // the GPU context is unusable: the engine must restart
+  // The step it happened in when the engine knows it (a hang: the step the watchdog saw begin,
+  // which can be one past the last step announced, since a step is announced once it is saved);
+  // 0 when not known. Sent as "step" only when known.
+  std::int64_t step = 0;
 };
 
 struct CheckpointEvent {

@@ -67,8 +67,8 @@ engine::InstrumentEvents RunInstruments::sample() {
   lastActivitySeenMs_ = activity;
   if (const std::optional<runtime::HangReport>& hang = reading.hang) {
     out.hang = engine::ErrorEvent{
-        runtime::categoryName(hang->error.category),        hang->op, 0, hang->message,
-        "the engine restarts from the last completed step", true};
+        runtime::categoryName(hang->error.category),        hang->op, 0,         hang->message,
+        "the engine restarts from the last completed step", true,     hang->step};
   }
   return out;
 }

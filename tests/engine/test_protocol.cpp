@@ -58,7 +58,8 @@ TEST_CASE(everyEventRoundTrips) {
       ProfileSwitchEvent{"Low VRAM", "applied at the next step", 9},
       LadderEvent{"serialize", "vendor_blas", "engine killed by SIGSEGV", 9, 1},
       QueueEvent{{{"compute", 0, 712}}},
-      ProgressEvent{}};
+      ProgressEvent{},
+      ErrorEvent{"hang", "adamw", 0, "hang in step 5", "restart", true, 5}};
   for (const Event& e : events) {
     const TimedEvent timed{1234, e};
     const std::string line = encodeEvent(timed);
@@ -67,6 +68,13 @@ TEST_CASE(everyEventRoundTrips) {
     COMPARE(back.event.index(), e.index());
     COMPARE(encodeEvent(back), line);
   }
+  // An error's step travels as "step" when known; without it (not known, or an older engine's
+  // line) it reads as 0.
+  COMPARE(std::get<ErrorEvent>(decodeEvent(encodeEvent({7, events.back()})).event).step,
+          std::int64_t{5});
+  const std::string blas = encodeEvent({7, events[8]});
+  VERIFY(blas.find("\"step\"") == std::string::npos);
+  COMPARE(std::get<ErrorEvent>(decodeEvent(blas).event).step, std::int64_t{0});
   // A reading's peak travels as "peak"; an older engine's line without it reads as its depth.
   const auto queue = std::get<QueueEvent>(decodeEvent(encodeEvent({7, events[18]})).event);
   COMPARE(queue.streams[0].peakOrDepth(), std::int64_t{712});

@@ -10,6 +10,7 @@
 
 #include "RecordedStream.h"
 #include "widgets/Dashboard.h"
+#include "widgets/IncidentBanner.h"
 #include "widgets/SeriesDecimator.h"
 
 using namespace lorascope;
@@ -417,6 +418,35 @@ class TestDashboard : public QObject {
     QVERIFY(!d.lossChart()->legendText().contains(QStringLiteral("epoch")));
     d.showRun(0);
     QCOMPARE(d.lossChart()->note(), QStringLiteral("epoch 2"));
+  }
+
+  // The engine names the step that hangs; when the step before it finished but was not yet saved
+  // and announced, that is two past the last step shown, and the band spans both.
+  void aHangIsInTheStepTheEngineNames() {
+    Dashboard d;
+    d.noteCommand(StartCommand{{{"out", "/runs/a"}}});
+    d.handleEvent({1000, StepEvent{3, 2.0, 1e-4, 1.0, 100.0, 1, 8}});
+    d.handleEvent(
+        {11300, ErrorEvent{"hang", "adamw", 0, "hang in step 5: no progress", "", true, 5}});
+    d.refresh();
+    const QString text = d.incidentBanner()->shownText();
+    QVERIFY2(text.contains(QStringLiteral("Hang in step 5: no step for 10.3 s after step 3")),
+             qPrintable(text));
+    const auto hang = std::find_if(d.markers().begin(), d.markers().end(), [](const auto& m) {
+      return m.kind == widgets::MarkerKind::Incident;
+    });
+    QVERIFY(hang != d.markers().end());
+    QCOMPARE(hang->x, 5.0);
+    QCOMPARE(hang->spanFromX.value_or(-1.0), 3.0);
+    QCOMPARE(hang->label, QStringLiteral("step 5 hung: 10.3 s"));
+    // An engine that names no step (an older recording): the step after the last one shown.
+    Dashboard older;
+    older.noteCommand(StartCommand{{{"out", "/runs/b"}}});
+    older.handleEvent({1000, StepEvent{3, 2.0, 1e-4, 1.0, 100.0, 1, 8}});
+    older.handleEvent({11300, ErrorEvent{"hang", "adamw", 0, "hang in step 4", "", true}});
+    older.refresh();
+    QVERIFY2(older.incidentBanner()->shownText().contains(QStringLiteral("Hang in step 4: ")),
+             qPrintable(older.incidentBanner()->shownText()));
   }
 
   void onlyToggleChangesAreMarked() {
