@@ -23,6 +23,9 @@ inline constexpr OsFamily kOsFamily = OsFamily::Posix;
 #endif
 
 std::uint32_t currentProcessId();
+// The process that started this one (its parent), 0 when the system does not tell. After the
+// parent ends, POSIX names whoever adopted the orphan; Windows keeps the dead parent's id.
+std::uint32_t parentProcessId();
 // False only when no process with `pid` exists (one owned by another user still counts).
 bool processExists(std::uint32_t pid);
 

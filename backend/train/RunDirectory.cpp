@@ -7,6 +7,7 @@
 
 #include "common/DurableFile.h"
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
+#include "common/Platform.h"
 #include "compute/BuildInfo.h"
 #include "train/CheckpointError.h"
 #include "train/HfLogs.h"
@@ -72,12 +73,26 @@ void removeStaleStaging(const fs::path& dir) {
   }
 }
 
-// The writer's lock of a run folder (none for a folder no one may write), or CheckpointError
-// naming who holds it.
-std::shared_ptr<const common::FileLock> lockForWriting(const fs::path& dir) {
+// The writer's lock of a run folder (none for a folder no one may write, or one this process's
+// supervisor holds for it: `lockHolder`), or CheckpointError naming who holds it.
+std::shared_ptr<const common::FileLock> lockForWriting(const fs::path& dir,
+                                                       RunDirectory::LockHolderPid lockHolder) {
   try {
     return std::make_shared<common::FileLock>(dir / kRunLockFile);
   } catch (const common::LockBusy& e) {
+    const std::uint32_t holder = e.holder().pid;
+    if (lockHolder && holder == *lockHolder && holder != 0) {
+      const std::uint32_t parent = common::parentProcessId();
+      if (holder == parent)
+        return nullptr;  // the supervisor that started this engine holds it for the run
+      throw CheckpointError(common::pathText(dir),
+                            "is in use: " + e.holder().describe() +
+                                " holds its lock and is not this engine's supervisor (its parent "
+                                "is pid " +
+                                std::to_string(parent) +
+                                "); a run has one writer at a time. Wait for it to end, or stop "
+                                "it, then try again");
+    }
     throw CheckpointError(common::pathText(dir),
                           "is in use: " + e.holder().describe() +
                               " trains or exports this run (a run has one writer at a time). "
@@ -93,7 +108,8 @@ std::shared_ptr<const common::FileLock> lockForWriting(const fs::path& dir) {
 
 }  // namespace
 
-RunDirectory RunDirectory::create(const fs::path& dir, const json& config) {
+RunDirectory RunDirectory::create(const fs::path& dir, const json& config,
+                                  LockHolderPid lockHolder) {
   if (!config.is_object() || !config.contains("model_path") ||
       !config.at("model_path").is_string()) {
     throw std::invalid_argument("run config must be an object with a \"model_path\" string");
@@ -116,7 +132,7 @@ RunDirectory RunDirectory::create(const fs::path& dir, const json& config) {
   // that trains there now is the first thing to hear of); config.json comes before the
   // checkpoints folder, so that a run killed in between leaves a folder that is a run or empty.
   fs::create_directories(dir);
-  std::shared_ptr<const common::FileLock> lock = lockForWriting(dir);
+  std::shared_ptr<const common::FileLock> lock = lockForWriting(dir, lockHolder);
   const fs::path configPath = dir / kRunConfigFile;
   const bool reused = fs::exists(configPath);
   if (reused && holdsProgress(dir)) {
@@ -136,11 +152,11 @@ RunDirectory RunDirectory::create(const fs::path& dir, const json& config) {
   return RunDirectory(runs::RunFolder(dir, config), std::move(lock));
 }
 
-RunDirectory RunDirectory::open(const fs::path& dir, Access access) {
+RunDirectory RunDirectory::open(const fs::path& dir, Access access, LockHolderPid lockHolder) {
   runs::RunFolder folder = runs::RunFolder::open(dir);
   std::shared_ptr<const common::FileLock> lock;
   if (access == Access::Write) {
-    lock = lockForWriting(dir);
+    lock = lockForWriting(dir, lockHolder);
   }
   removeStaleStaging(dir);
   return RunDirectory(std::move(folder), std::move(lock));

@@ -47,15 +47,23 @@ class RunDirectory {
   // live. A second writer is refused with CheckpointError naming the holder's process id and
   // start time; a lock left by a process that was killed is taken over (the system dropped it).
   enum class Access { Read, Write };
+  // A writer takes the lock itself, unless its supervisor holds it for it: an engine whose
+  // supervisor keeps the run locked across engine restarts (engine/RunFolderLock.h) is given the
+  // supervisor's process id, `lockHolder`. The lock must then be held by that process and that
+  // process must be this one's parent; a lock held by anyone else is refused as a second writer
+  // is, and a lock no one holds is taken as without a supervisor.
+  using LockHolderPid = std::optional<std::uint32_t>;
 
   // Creates `dir` (and parents) and writes config.json, for writing (Access::Write). `config`
   // must be an object holding "model_path" (recorded as base_model_name_or_path of every
   // adapter). Throws CheckpointError when dir is no folder for a run (checkOutputFolder), already
   // holds a run with progress (resume it or choose another folder), or is locked.
-  static RunDirectory create(const std::filesystem::path& dir, const nlohmann::json& config);
+  static RunDirectory create(const std::filesystem::path& dir, const nlohmann::json& config,
+                             LockHolderPid lockHolder = std::nullopt);
   // Opens an existing run (reads config.json). Throws CheckpointError when it is not one, or
   // (Access::Write) when another writer holds it.
-  static RunDirectory open(const std::filesystem::path& dir, Access access = Access::Read);
+  static RunDirectory open(const std::filesystem::path& dir, Access access = Access::Read,
+                           LockHolderPid lockHolder = std::nullopt);
 
   const std::filesystem::path& dir() const { return folder_.dir(); }
   const nlohmann::json& config() const { return folder_.config(); }
@@ -103,7 +111,8 @@ class RunDirectory {
   RunDirectory(runs::RunFolder folder, std::shared_ptr<const common::FileLock> lock);
 
   runs::RunFolder folder_;
-  std::shared_ptr<const common::FileLock> lock_;  // held for Access::Write; shared by copies
+  // Held for Access::Write (unless the supervisor holds it); shared by copies.
+  std::shared_ptr<const common::FileLock> lock_;
   std::string configHash_;
 };
 
