@@ -105,7 +105,12 @@ void Supervisor::resumeRun() {
 void Supervisor::send(const Command& command) {
   Command forwarded = command;  // a start tells the engine who holds the run's lock
   if (auto* start = std::get_if<StartCommand>(&forwarded)) {
-    holdRunLock(start->runConfig);
+    if (running_ && runLock_ && !runLock_->covers(start->runConfig)) {
+      // The engine refuses a start while a run is in progress: that run keeps its folder locked.
+      start->runConfig.erase("run_lock_holder");
+    } else {
+      holdRunLock(start->runConfig);
+    }
     runConfig_ = start->runConfig;
     running_ = true;  // an engine that dies while it starts the run is recovered too
     restarts_ = 0;
