@@ -58,6 +58,10 @@ std::uint32_t parentProcessId() {
   return static_cast<std::uint32_t>(::getppid());
 }
 
+bool parentRuns(std::uint32_t parent) {
+  return parentProcessId() == parent;
+}
+
 bool processExists(std::uint32_t pid) {
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH;
 }

@@ -97,6 +97,10 @@ std::uint32_t parentProcessId() {
   return parent;
 }
 
+bool parentRuns(std::uint32_t parent) {
+  return processExists(parent);
+}
+
 bool processExists(std::uint32_t pid) {
   const HANDLE process = ::OpenProcess(SYNCHRONIZE | PROCESS_QUERY_LIMITED_INFORMATION, FALSE, pid);
   if (process == nullptr) {

@@ -51,7 +51,9 @@ class RunDirectory {
   // supervisor keeps the run locked across engine restarts (engine/RunFolderLock.h) is given the
   // supervisor's process id, `lockHolder`. The lock must then be held by that process and that
   // process must be this one's parent; a lock held by anyone else is refused as a second writer
-  // is, and a lock no one holds is taken as without a supervisor.
+  // is, and a lock no one holds is taken as without a supervisor. Should the supervisor end while
+  // this writer lives (the system then drops its lock), the next write takes the lock over, or,
+  // when another process took it first, is refused with CheckpointError naming that process.
   using LockHolderPid = std::optional<std::uint32_t>;
 
   // Creates `dir` (and parents) and writes config.json, for writing (Access::Write). `config`
@@ -108,11 +110,18 @@ class RunDirectory {
   std::filesystem::path finalAdapterDir() const { return folder_.finalAdapterDir(); }
 
  private:
-  RunDirectory(runs::RunFolder folder, std::shared_ptr<const common::FileLock> lock);
+  struct Writer;  // the writer's hold on the folder: its lock, or its supervisor's
+  RunDirectory(runs::RunFolder folder, std::shared_ptr<Writer> writer);
+  // The writer's hold on `dir`: its own lock, or (`lockHolder`) its supervisor's; none for a
+  // folder no one may write. Throws CheckpointError naming who holds it otherwise.
+  static std::shared_ptr<Writer> lockForWriting(const std::filesystem::path& dir,
+                                                LockHolderPid lockHolder);
+  // Before each write: a writer whose supervisor held the lock for it and has ended takes the
+  // lock over (or throws CheckpointError when another process holds it now).
+  void checkWriter() const;
 
   runs::RunFolder folder_;
-  // Held for Access::Write (unless the supervisor holds it); shared by copies.
-  std::shared_ptr<const common::FileLock> lock_;
+  std::shared_ptr<Writer> writer_;  // for Access::Write; shared by copies
   std::string configHash_;
 };
 
