@@ -23,6 +23,11 @@ LockBusy::LockBusy(const std::filesystem::path& path, LockHolder holder)
     : std::runtime_error(pathText(path) + ": held by " + holder.describe()),
       holder_(std::move(holder)) {}
 
+bool FileLock::removeFile() const {
+  std::error_code error;
+  return std::filesystem::remove(path_, error) && !error;
+}
+
 std::string lockHolderText(std::uint32_t pid) {
   using namespace std::chrono;
   const auto now = floor<seconds>(system_clock::now());

@@ -45,11 +45,16 @@ class FileLock {
   // records this process and the time in it. Throws LockBusy when it is held, OsError when the
   // file cannot be opened or written.
   explicit FileLock(const std::filesystem::path& path);
-  ~FileLock();  // releases it (the file stays: removing it would race with the next holder)
+  ~FileLock();  // releases it (the file stays, unless removeFile removed it before)
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;
 
   const std::filesystem::path& path() const { return path_; }
+  // Removes the lock file while the lock is still held (released as ever, by the destructor):
+  // for a holder that gives up a folder it made, to leave nothing behind. The next one to ask
+  // makes a new file; one that had opened this file before and locks it after the release sees
+  // that it is gone and locks the new one. False when it could not be removed (it stays).
+  bool removeFile() const;
 
  private:
   std::filesystem::path path_;
@@ -63,6 +68,8 @@ LockHolder parseLockHolder(const std::string& text);
 // taken the lock may not have written its record yet (or the previous holder's is still there):
 // asked again for up to a second while the record names no live process.
 LockHolder currentLockHolder(const std::function<std::string()>& readRecord);
+// How often a lock is tried again when the file it locked turns out removed (removeFile).
+inline constexpr int kLockAttempts = 10;
 // The byte of the file that is locked: past the record, because a Windows lock also keeps other
 // processes from reading the bytes it covers.
 inline constexpr std::uint64_t kLockedByteOffset = std::uint64_t{1} << 30;

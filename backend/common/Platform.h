@@ -23,6 +23,13 @@ inline constexpr OsFamily kOsFamily = OsFamily::Posix;
 #endif
 
 std::uint32_t currentProcessId();
+// The process that started this one (its parent), 0 when the system does not tell. After the
+// parent ends, POSIX names whoever adopted the orphan; Windows keeps the dead parent's id.
+std::uint32_t parentProcessId();
+// Whether `parent`, the process that started this one, still runs. POSIX: this process has not
+// been handed to another parent, which happens as the parent ends (before anyone reaps it);
+// Windows: `parent` has not ended.
+bool parentRuns(std::uint32_t parent);
 // False only when no process with `pid` exists (one owned by another user still counts).
 bool processExists(std::uint32_t pid);
 

@@ -1,5 +1,5 @@
-// common/PlatformPosix.cpp — Platform.h on POSIX: getpid/kill(0), isatty, getrusage, sigaction,
-// getpwuid, getgroups/getgrgid, stat/access, uname.
+// common/PlatformPosix.cpp — Platform.h on POSIX: getpid/getppid/kill(0), isatty, getrusage,
+// sigaction, getpwuid, getgroups/getgrgid, stat/access, uname.
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>  // kill
@@ -52,6 +52,14 @@ std::optional<std::string> environmentVariable(const char* name) {
 
 std::uint32_t currentProcessId() {
   return static_cast<std::uint32_t>(::getpid());
+}
+
+std::uint32_t parentProcessId() {
+  return static_cast<std::uint32_t>(::getppid());
+}
+
+bool parentRuns(std::uint32_t parent) {
+  return parentProcessId() == parent;
 }
 
 bool processExists(std::uint32_t pid) {

@@ -1,11 +1,13 @@
-// common/PlatformWin32.cpp — Platform.h on Windows: GetCurrentProcessId/OpenProcess,
-// GetConsoleMode, GetProcessMemoryInfo (the peak working set), SetConsoleCtrlHandler,
-// GetUserNameW, the USERPROFILE and APPDATA variables read as UTF-16, RtlGetVersion; the
-// command line as UTF-16 (CommandLineToArgvW).
+// common/PlatformWin32.cpp — Platform.h on Windows: GetCurrentProcessId/OpenProcess, the
+// parent's id from a process snapshot (CreateToolhelp32Snapshot), GetConsoleMode,
+// GetProcessMemoryInfo (the peak working set), SetConsoleCtrlHandler, GetUserNameW, the
+// USERPROFILE and APPDATA variables read as UTF-16, RtlGetVersion; the command line as UTF-16
+// (CommandLineToArgvW).
 #include <windows.h>
 // windows.h first: psapi.h and shellapi.h need its types.
 #include <psapi.h>
 #include <shellapi.h>
+#include <tlhelp32.h>
 
 #include <atomic>
 #include <cstring>
@@ -73,6 +75,30 @@ std::optional<std::string> environmentVariable(const char* name) {
 
 std::uint32_t currentProcessId() {
   return static_cast<std::uint32_t>(::GetCurrentProcessId());
+}
+
+std::uint32_t parentProcessId() {
+  const HANDLE snapshot = ::CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
+  if (snapshot == INVALID_HANDLE_VALUE) {
+    return 0;
+  }
+  const DWORD self = ::GetCurrentProcessId();
+  PROCESSENTRY32W entry{};
+  entry.dwSize = sizeof entry;
+  std::uint32_t parent = 0;
+  for (BOOL more = ::Process32FirstW(snapshot, &entry); more;
+       more = ::Process32NextW(snapshot, &entry)) {
+    if (entry.th32ProcessID == self) {
+      parent = static_cast<std::uint32_t>(entry.th32ParentProcessID);
+      break;
+    }
+  }
+  ::CloseHandle(snapshot);
+  return parent;
+}
+
+bool parentRuns(std::uint32_t parent) {
+  return processExists(parent);
 }
 
 bool processExists(std::uint32_t pid) {

@@ -45,7 +45,9 @@ Supervisor::Supervisor(EngineLauncher& launcher, profiles::Profile profile, Supe
       nowMs_(std::move(nowMs)),
       startedMs_(nowMs_()) {}
 
-Supervisor::~Supervisor() = default;
+Supervisor::~Supervisor() {
+  host_.reset();  // the engine ends before the run's lock is let go
+}
 
 void Supervisor::start() {
   if (!host_)
@@ -78,10 +80,22 @@ void Supervisor::retireEngine() {
   host_.reset();
 }
 
+void Supervisor::holdRunLock(nlohmann::json& config) {
+  const bool here = profile_.engine.launcher.empty();  // the engine is this process's child
+  if (runLock_ && (!here || !runLock_->covers(config)))
+    runLock_.reset();
+  if (!runLock_ && here)
+    runLock_ = launcher_.holdRunFolder(config);
+  config.erase("run_lock_holder");  // only ever this supervisor's word
+  if (runLock_)
+    config["run_lock_holder"] = runLock_->holder();
+}
+
 // A new engine picks the run up from the state mirror, on the current rung.
 void Supervisor::resumeRun() {
-  startEngine();
   nlohmann::json config = *runConfig_;
+  holdRunLock(config);
+  startEngine();
   config["resume_from_mirror"] = true;
   config["announced_through"] = lastStep_;  // the engine replays the completed steps after it
   host_->send(StartCommand{config});
@@ -89,7 +103,14 @@ void Supervisor::resumeRun() {
 }
 
 void Supervisor::send(const Command& command) {
-  if (const auto* start = std::get_if<StartCommand>(&command)) {
+  Command forwarded = command;  // a start tells the engine who holds the run's lock
+  if (auto* start = std::get_if<StartCommand>(&forwarded)) {
+    if (running_ && runLock_ && !runLock_->covers(start->runConfig)) {
+      // The engine refuses a start while a run is in progress: that run keeps its folder locked.
+      start->runConfig.erase("run_lock_holder");
+    } else {
+      holdRunLock(start->runConfig);
+    }
     runConfig_ = start->runConfig;
     running_ = true;  // an engine that dies while it starts the run is recovered too
     restarts_ = 0;
@@ -114,7 +135,7 @@ void Supervisor::send(const Command& command) {
     generating_ = generation->id;
   }
   if (host_)
-    host_->send(command);
+    host_->send(forwarded);
   if (host_ && std::holds_alternative<StartCommand>(command)) {
     sendRungToggles();  // a new run starts on the current rung's toggles and the profile's
   }
@@ -150,6 +171,7 @@ void Supervisor::engineEvent(int engineId, const TimedEvent& timed) {
     } else if (state->state == RunState::Finished ||
                (state->state == RunState::Failed && !lastStickyError_)) {
       running_ = false;  // a sticky failure is followed by the engine's exit and a recovery
+      runLock_.reset();  // before the end is told: whoever hears it may take the folder
     }
     if (state->state == RunState::Running) {
       hangDeadlineMs_ = now + policy_.hangTimeoutMs;
@@ -223,6 +245,7 @@ void Supervisor::onExit(const EngineExit& exit) {
     lastStickyError_.reset();
     if (running_) {
       running_ = false;
+      runLock_.reset();
       publish(StateEvent{RunState::Failed, lastStep_, describeExit(exit)});
     }
     return;
@@ -264,6 +287,7 @@ void Supervisor::recover(const runtime::ErrorClass& error, const std::string& wh
   }
   if (restarts_ >= policy_.maxRestarts) {
     running_ = false;
+    runLock_.reset();
     publish(IncidentEvent{what,
                           "gave up after " + std::to_string(restarts_) +
                               " restarts; the last completed step is saved",

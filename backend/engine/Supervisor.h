@@ -8,6 +8,9 @@
 // optimizer step: no completed step is lost. Restarts are bounded; the user can stop the ladder
 // or undo its last step (UndoRungCommand). An engine killed by a signal from outside (the OOM
 // killer, a user's kill) is restarted on the same rung, with the likely sender named.
+// The run's folder stays locked from its start to its end, across the restarts: the supervisor
+// holds its run.lock for the engines it starts (EngineLauncher::holdRunFolder, RunFolderLock.h),
+// so no other trainer takes the folder while one engine is dead and the next not yet running.
 // Switching to a profile whose environment differs restarts the engine the same way; a switch is
 // a ProfileSwitchEvent, not an incident. A generation (GenerateCommand: the Try it page's engine)
 // is not resumed: when its engine dies, the supervisor ends it (a failed generation_end naming
@@ -29,6 +32,7 @@
 #include "engine/Engine.h"  // defines: EventSink
 #include "engine/EngineHost.h"
 #include "engine/IsolatedHost.h"  // defines: EngineExit
+#include "engine/RunFolderLock.h"
 #include "profiles/Profile.h"
 #include "runtime/ErrorClassifier.h"
 #include "runtime/QueueTracker.h"  // defines: NowMs
@@ -53,6 +57,14 @@ class EngineLauncher {
   virtual std::unique_ptr<SupervisableHost> launch(
       int engineId, const std::map<std::string, std::string>& environment,
       const profiles::EngineLocation& location) = 0;
+  // The lock of the run `start` names, to be held by the supervisor for the run's engines, which
+  // are this process's children (they check that their parent holds it); nullptr where engines
+  // take it themselves (the default: stand-in engines) or it is not taken (RunFolderLock::take).
+  // Asked only for engines that run here, not through a launcher: an engine inside WSL2 is no
+  // child of this process and takes the lock itself.
+  virtual std::unique_ptr<RunFolderLock> holdRunFolder(const nlohmann::json& /*start*/) {
+    return nullptr;
+  }
 };
 
 class Supervisor {
@@ -101,6 +113,9 @@ class Supervisor {
 
   void startEngine();
   void retireEngine();
+  // The run folder's lock for the engine about to be given `config` (a start, or a resume after
+  // a restart): kept when held already, taken when not; `config` says who holds it.
+  void holdRunLock(nlohmann::json& config);
   void resumeRun();
   void onExit(const EngineExit& exit);
   void recover(const runtime::ErrorClass& error, const std::string& what);
@@ -133,6 +148,7 @@ class Supervisor {
   std::optional<std::int64_t> hangDeadlineMs_;
 
   std::optional<nlohmann::json> runConfig_;  // the start command's config, for restarts
+  std::unique_ptr<RunFolderLock> runLock_;   // held from the run's start to its end
   bool running_ = false;  // a run is in progress: started, not finished, not failed for good
   std::optional<PlannedRestart> planned_;  // the exit in progress is one we asked for
   std::int64_t lastStep_ = 0;

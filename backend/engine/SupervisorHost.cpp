@@ -34,6 +34,11 @@ class SupervisorHost::ProcessLauncher : public EngineLauncher {
     return host;
   }
 
+  // The engines are this process's children: it holds their run's lock across their restarts.
+  std::unique_ptr<RunFolderLock> holdRunFolder(const nlohmann::json& start) override {
+    return RunFolderLock::take(start);
+  }
+
  private:
   SupervisorHost& owner_;
   std::string program_;

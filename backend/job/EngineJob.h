@@ -12,6 +12,8 @@
 //                                                 state mirror when it is newer
 //   "announced_through": N                        (added by the supervisor) the last step it
 //                                                 passed on: completed steps after it are replayed
+//   "run_lock_holder": PID                        (added by the supervisor) it holds the run
+//                                                 folder's lock for this engine, its child
 // Option names are those of `lorascope-train train` (see its --help).
 #pragma once
 

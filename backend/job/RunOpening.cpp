@@ -2,6 +2,7 @@
 #include "job/RunOpening.h"
 
 #include <filesystem>
+#include <limits>
 #include <map>
 
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
@@ -75,6 +76,12 @@ StartRequest StartRequest::of(const json& config) {
   StartRequest request;
   request.resume = optionalFlag(config, "resume");
   request.resumeFromMirror = optionalFlag(config, "resume_from_mirror");
+  if (const auto holder = optionalCount(config, "run_lock_holder")) {
+    if (*holder == 0 || *holder > std::numeric_limits<std::uint32_t>::max())
+      throw UsageError("start: \"run_lock_holder\" must be a process id, got " +
+                       std::to_string(*holder));
+    request.runLockHolder = static_cast<std::uint32_t>(*holder);
+  }
   if (!request.resumes())
     return request;  // the rest is a resume's
   if (config.contains("checkpoint")) {
@@ -89,9 +96,10 @@ StartRequest StartRequest::of(const json& config) {
 
 OpenedRun openRun(const json& config, const DeviceLog& log) {
   const std::string out = requiredString(config, "out");
-  if (StartRequest::of(config).resumes()) {
-    train::RunDirectory run =
-        train::RunDirectory::open(common::pathFromUtf8(out), train::RunDirectory::Access::Write);
+  const StartRequest request = StartRequest::of(config);
+  if (request.resumes()) {
+    train::RunDirectory run = train::RunDirectory::open(
+        common::pathFromUtf8(out), train::RunDirectory::Access::Write, request.runLockHolder);
     TrainRunSettings settings = settingsFromJson(
         run.config().at("training"), common::pathText(run.dir() / train::kRunConfigFile));
     if (config.contains("device")) {
@@ -123,7 +131,8 @@ OpenedRun openRun(const json& config, const DeviceLog& log) {
   std::unique_ptr<compute::Backend> backend = openBackend(settings.device, log);
   // The protocol's paths are UTF-8 text: pathFromUtf8, not a narrow (ANSI on Windows) path.
   train::RunDirectory run = train::RunDirectory::create(
-      common::pathFromUtf8(out), newRunConfig(modelPath, dataPath, demo, settings));
+      common::pathFromUtf8(out), newRunConfig(modelPath, dataPath, demo, settings),
+      request.runLockHolder);
   return OpenedRun{std::move(settings), std::move(backend), std::move(run)};
 }
 

@@ -31,6 +31,9 @@ struct StartRequest {
   bool resumeFromMirror = false;  // "resume_from_mirror" (the supervisor's): the mirror if newer
   std::optional<std::int64_t> checkpoint;        // "checkpoint": that step's instead
   std::optional<std::int64_t> announcedThrough;  // "announced_through" (the supervisor's)
+  // "run_lock_holder" (the supervisor's): the process that holds the run folder's lock for this
+  // engine, its parent (train/RunDirectory.h checks both); none: the engine takes the lock.
+  std::optional<std::uint32_t> runLockHolder;
 
   bool resumes() const { return resume || resumeFromMirror; }
   static StartRequest of(const nlohmann::json& config);  // throws UsageError naming the field
@@ -38,7 +41,7 @@ struct StartRequest {
 
 // The run a start command names, opened: its settings, the device it computes on (opened before a
 // new run's folder is made, so that a start that cannot get its device leaves none behind) and its
-// folder, held for writing.
+// folder, held for writing (the lock taken, or held by the supervisor the command names).
 struct OpenedRun {
   TrainRunSettings settings;
   std::unique_ptr<compute::Backend> backend;

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <mutex>
 
 #include "common/DurableFile.h"
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
+#include "common/Platform.h"
 #include "compute/BuildInfo.h"
 #include "train/CheckpointError.h"
 #include "train/HfLogs.h"
@@ -41,8 +43,16 @@ std::string runConfigHash(const json& config) {
   return fnv1a64Text(fnv1a64(relevant.dump()));
 }
 
-RunDirectory::RunDirectory(runs::RunFolder folder, std::shared_ptr<const common::FileLock> lock)
-    : folder_(std::move(folder)), lock_(std::move(lock)), configHash_(runConfigHash(config())) {}
+struct RunDirectory::Writer {
+  std::mutex mutex;
+  std::unique_ptr<const common::FileLock> lock;  // this process's own
+  LockHolderPid supervisor;  // else: the parent that holds the lock for this process
+};
+
+RunDirectory::RunDirectory(runs::RunFolder folder, std::shared_ptr<Writer> writer)
+    : folder_(std::move(folder)),
+      writer_(std::move(writer)),
+      configHash_(runConfigHash(config())) {}
 
 namespace {
 
@@ -72,16 +82,39 @@ void removeStaleStaging(const fs::path& dir) {
   }
 }
 
-// The writer's lock of a run folder (none for a folder no one may write), or CheckpointError
-// naming who holds it.
-std::shared_ptr<const common::FileLock> lockForWriting(const fs::path& dir) {
+std::string inUse(const common::LockHolder& holder) {
+  return "is in use: " + holder.describe() +
+         " trains or exports this run (a run has one writer at a time). Wait for it to end, or "
+         "stop it, then try again";
+}
+
+}  // namespace
+
+// The writer's hold on a run folder: its lock, or (`lockHolder`) the lock its supervisor holds
+// for it; none for a folder no one may write. CheckpointError naming who holds it otherwise.
+std::shared_ptr<RunDirectory::Writer> RunDirectory::lockForWriting(const fs::path& dir,
+                                                                   LockHolderPid lockHolder) {
+  auto writer = std::make_shared<Writer>();
   try {
-    return std::make_shared<common::FileLock>(dir / kRunLockFile);
+    writer->lock = std::make_unique<common::FileLock>(dir / kRunLockFile);
+    return writer;
   } catch (const common::LockBusy& e) {
-    throw CheckpointError(common::pathText(dir),
-                          "is in use: " + e.holder().describe() +
-                              " trains or exports this run (a run has one writer at a time). "
-                              "Wait for it to end, or stop it, then try again");
+    const std::uint32_t holder = e.holder().pid;
+    if (lockHolder && holder == *lockHolder && holder != 0) {
+      const std::uint32_t parent = common::parentProcessId();
+      if (holder == parent) {
+        writer->supervisor = holder;  // the supervisor that started this engine holds it
+        return writer;
+      }
+      throw CheckpointError(common::pathText(dir),
+                            "is in use: " + e.holder().describe() +
+                                " holds its lock and is not this engine's supervisor (its parent "
+                                "is pid " +
+                                std::to_string(parent) +
+                                "); a run has one writer at a time. Wait for it to end, or stop "
+                                "it, then try again");
+    }
+    throw CheckpointError(common::pathText(dir), inUse(e.holder()));
   } catch (const common::OsError& e) {
     // A folder no one may write (a read-only copy of a run, to export from) has no writer to
     // keep out; a writer's own writes then fail with their own errors.
@@ -91,9 +124,28 @@ std::shared_ptr<const common::FileLock> lockForWriting(const fs::path& dir) {
   }
 }
 
-}  // namespace
+void RunDirectory::checkWriter() const {
+  if (!writer_)
+    return;
+  const std::lock_guard hold(writer_->mutex);
+  if (writer_->lock || !writer_->supervisor || common::parentRuns(*writer_->supervisor))
+    return;
+  // The supervisor ended, and the system dropped its lock with it.
+  try {
+    writer_->lock = std::make_unique<common::FileLock>(dir() / kRunLockFile);
+  } catch (const common::LockBusy& e) {
+    throw CheckpointError(common::pathText(dir()),
+                          "is in use: " + e.holder().describe() +
+                              " took this run when this engine's supervisor (pid " +
+                              std::to_string(*writer_->supervisor) +
+                              ") ended; this engine writes no more into it");
+  } catch (const common::OsError& e) {
+    throw CheckpointError(common::pathText(dir()), "cannot take the run's lock: " + e.detail());
+  }
+}
 
-RunDirectory RunDirectory::create(const fs::path& dir, const json& config) {
+RunDirectory RunDirectory::create(const fs::path& dir, const json& config,
+                                  LockHolderPid lockHolder) {
   if (!config.is_object() || !config.contains("model_path") ||
       !config.at("model_path").is_string()) {
     throw std::invalid_argument("run config must be an object with a \"model_path\" string");
@@ -116,7 +168,7 @@ RunDirectory RunDirectory::create(const fs::path& dir, const json& config) {
   // that trains there now is the first thing to hear of); config.json comes before the
   // checkpoints folder, so that a run killed in between leaves a folder that is a run or empty.
   fs::create_directories(dir);
-  std::shared_ptr<const common::FileLock> lock = lockForWriting(dir);
+  std::shared_ptr<Writer> writer = lockForWriting(dir, lockHolder);
   const fs::path configPath = dir / kRunConfigFile;
   const bool reused = fs::exists(configPath);
   if (reused && holdsProgress(dir)) {
@@ -133,17 +185,17 @@ RunDirectory RunDirectory::create(const fs::path& dir, const json& config) {
   removeStaleStaging(dir);
   common::writeFileDurably(configPath, config.dump(2) + "\n");
   fs::create_directories(dir / kCheckpointsDir);
-  return RunDirectory(runs::RunFolder(dir, config), std::move(lock));
+  return RunDirectory(runs::RunFolder(dir, config), std::move(writer));
 }
 
-RunDirectory RunDirectory::open(const fs::path& dir, Access access) {
+RunDirectory RunDirectory::open(const fs::path& dir, Access access, LockHolderPid lockHolder) {
   runs::RunFolder folder = runs::RunFolder::open(dir);
-  std::shared_ptr<const common::FileLock> lock;
+  std::shared_ptr<Writer> writer;
   if (access == Access::Write) {
-    lock = lockForWriting(dir);
+    writer = lockForWriting(dir, lockHolder);
   }
   removeStaleStaging(dir);
-  return RunDirectory(std::move(folder), std::move(lock));
+  return RunDirectory(std::move(folder), std::move(writer));
 }
 
 std::string RunDirectory::baseModel() const {
@@ -181,11 +233,13 @@ void RunDirectory::writeModelCard(const fs::path& dir, const LoraAdapter& adapte
 }
 
 void RunDirectory::appendMetrics(const StepMetrics& metrics) const {
+  checkWriter();
   appendRunFile(dir() / kMetricsFile, runs::toJson(metrics).dump() + "\n");
   appendTfEvent(tfEventsPath(dir()), tfEventOf(metrics));
 }
 
 void RunDirectory::recordEvaluation(const EvalMetrics& eval) const {
+  checkWriter();
   const fs::path path = dir() / kMetricsFile;
   std::vector<StepMetrics> lines = runs::readStepRecords(path);
   const auto last = std::find_if(lines.rbegin(), lines.rend(),
@@ -205,6 +259,7 @@ void RunDirectory::recordEvaluation(const EvalMetrics& eval) const {
 }
 
 void RunDirectory::truncateMetricsAfter(std::int64_t step) const {
+  checkWriter();
   const fs::path path = dir() / kMetricsFile;
   if (!fs::exists(path)) {
     return;
@@ -220,6 +275,7 @@ void RunDirectory::truncateMetricsAfter(std::int64_t step) const {
 }
 
 fs::path RunDirectory::saveCheckpoint(const TrainerState& state, int keepLast) const {
+  checkWriter();
   const fs::path root = dir() / kCheckpointsDir;
   fs::create_directories(root);
   // Leftovers of a crash mid-checkpoint are incomplete by construction.
@@ -310,6 +366,7 @@ TrainerState RunDirectory::loadCheckpoint(
 }
 
 void RunDirectory::saveFinalAdapter(const LoraAdapter& adapter) const {
+  checkWriter();
   const fs::path target = finalAdapterDir();
   const fs::path staging = dir() / ("." + std::string(kFinalAdapterDir) + common::tempSuffix());
   fs::remove_all(staging);

@@ -47,15 +47,25 @@ class RunDirectory {
   // live. A second writer is refused with CheckpointError naming the holder's process id and
   // start time; a lock left by a process that was killed is taken over (the system dropped it).
   enum class Access { Read, Write };
+  // A writer takes the lock itself, unless its supervisor holds it for it: an engine whose
+  // supervisor keeps the run locked across engine restarts (engine/RunFolderLock.h) is given the
+  // supervisor's process id, `lockHolder`. The lock must then be held by that process and that
+  // process must be this one's parent; a lock held by anyone else is refused as a second writer
+  // is, and a lock no one holds is taken as without a supervisor. Should the supervisor end while
+  // this writer lives (the system then drops its lock), the next write takes the lock over, or,
+  // when another process took it first, is refused with CheckpointError naming that process.
+  using LockHolderPid = std::optional<std::uint32_t>;
 
   // Creates `dir` (and parents) and writes config.json, for writing (Access::Write). `config`
   // must be an object holding "model_path" (recorded as base_model_name_or_path of every
   // adapter). Throws CheckpointError when dir is no folder for a run (checkOutputFolder), already
   // holds a run with progress (resume it or choose another folder), or is locked.
-  static RunDirectory create(const std::filesystem::path& dir, const nlohmann::json& config);
+  static RunDirectory create(const std::filesystem::path& dir, const nlohmann::json& config,
+                             LockHolderPid lockHolder = std::nullopt);
   // Opens an existing run (reads config.json). Throws CheckpointError when it is not one, or
   // (Access::Write) when another writer holds it.
-  static RunDirectory open(const std::filesystem::path& dir, Access access = Access::Read);
+  static RunDirectory open(const std::filesystem::path& dir, Access access = Access::Read,
+                           LockHolderPid lockHolder = std::nullopt);
 
   const std::filesystem::path& dir() const { return folder_.dir(); }
   const nlohmann::json& config() const { return folder_.config(); }
@@ -100,10 +110,18 @@ class RunDirectory {
   std::filesystem::path finalAdapterDir() const { return folder_.finalAdapterDir(); }
 
  private:
-  RunDirectory(runs::RunFolder folder, std::shared_ptr<const common::FileLock> lock);
+  struct Writer;  // the writer's hold on the folder: its lock, or its supervisor's
+  RunDirectory(runs::RunFolder folder, std::shared_ptr<Writer> writer);
+  // The writer's hold on `dir`: its own lock, or (`lockHolder`) its supervisor's; none for a
+  // folder no one may write. Throws CheckpointError naming who holds it otherwise.
+  static std::shared_ptr<Writer> lockForWriting(const std::filesystem::path& dir,
+                                                LockHolderPid lockHolder);
+  // Before each write: a writer whose supervisor held the lock for it and has ended takes the
+  // lock over (or throws CheckpointError when another process holds it now).
+  void checkWriter() const;
 
   runs::RunFolder folder_;
-  std::shared_ptr<const common::FileLock> lock_;  // held for Access::Write; shared by copies
+  std::shared_ptr<Writer> writer_;  // for Access::Write; shared by copies
   std::string configHash_;
 };
 

@@ -357,16 +357,20 @@ int main() {
   }
 
   // One writer per run folder: while the run trains, a second trainer, a resume and an export are
-  // refused with the lock holder's process id; the run itself goes on and stops as asked.
+  // refused with the lock holder's process id, that of the `train` the user started (its engine's
+  // supervisor, which holds the lock across engine restarts); the run itself goes on and stops as
+  // asked.
   {
     std::vector<std::string> args = demoInto(scratch / "locked");
     args[2] = "100000";  // --steps: it trains until it is stopped
     Run second, resumed, exported;
     bool checked = false;
+    std::int64_t holder = 0;
     const Run run = train(args, {}, [&](const std::string& line, std::int64_t trainPid) {
       if (checked || line.rfind("step 2/", 0) != 0)
         return;
       checked = true;
+      holder = trainPid;
       second = train(demoInto(scratch / "locked"));
       resumed = train({"--resume", (scratch / "locked").string()});
       exported = command("export", {(scratch / "locked").string()});
@@ -377,10 +381,11 @@ int main() {
     for (const auto& [what, refused] :
          {std::pair{"a second train --out", &second}, std::pair{"train --resume", &resumed},
           std::pair{"export", &exported}}) {
-      check(refused->exitCode == 1 && contains(refused->output, "is in use: pid ") &&
+      check(refused->exitCode == 1 &&
+                contains(refused->output, "is in use: pid " + std::to_string(holder) + ",") &&
                 contains(refused->output, ", since ") &&
                 contains(refused->output, "a run has one writer at a time"),
-            std::string(what) + " of a run that trains is refused naming the holder",
+            std::string(what) + " of a run that trains is refused naming the train process",
             refused->output);
     }
     // Each step once, in order: no second writer added lines (they read 1,1,2,2,...).

@@ -2,8 +2,10 @@
 // run folder): a second lock of the same file is refused, in this process and from another one,
 // and the refusal names the holder's process id and start time; a lock whose holder was killed
 // is taken over by the next one, which rewrites the record; a record of a process that is gone,
-// with no lock held, is no obstacle. With this program as its own child (the holder to kill), on
-// the Qt-free runner, so that the Windows build runs the LockFileEx side under Wine.
+// with no lock held, is no obstacle; a lock file its holder removed is no lock. A child's parent
+// is this process (the engine's check of the supervisor that holds its run's lock). With this
+// program as its own child (the holder to kill), on the Qt-free runner, so that the Windows build
+// runs the LockFileEx side under Wine.
 #include "TestRunner.h"
 
 #include <chrono>
@@ -91,6 +93,38 @@ TEST_CASE(aKilledHoldersLockIsTakenOver) {
   COMPARE(common::parseLockHolder(readAll(path)).pid, common::currentProcessId());
 }
 
+// A holder that gives up a folder it made removes the lock file while it still holds it
+// (RunFolderLock): the path is then free at once, and one that had opened the old file before
+// and locks it after the release locks the path's new file instead, not the removed one.
+TEST_CASE(aRemovedLockFileIsNoLock) {
+  lstest::TempDir tmp;
+  const fs::path path = tmp.path() / "run.lock";
+  std::optional<common::FileLock> leaving(std::in_place, path);
+  VERIFY(leaving->removeFile());
+  VERIFY(!fs::exists(path));
+  const common::FileLock next(path);  // a new file at the path
+  COMPARE(common::parseLockHolder(readAll(path)).pid, common::currentProcessId());
+  leaving.reset();
+  try {
+    common::FileLock third(path);
+    FAIL("the new file's lock is held");
+  } catch (const common::LockBusy& e) {
+    COMPARE(e.holder().pid, common::currentProcessId());
+  }
+}
+
+// The engine's check of its supervisor: a child's parent is this process.
+TEST_CASE(aChildsParentIsThisProcess) {
+  common::ChildProcess child({common::currentExecutablePath(), {"--parent"}, {}});
+  std::string said;
+  char buffer[64];
+  for (std::size_t n; (n = child.readOutput(buffer)) > 0;)
+    said.append(buffer, n);
+  COMPARE(child.wait().exitCode, 0);
+  // Digits, then a line end ("\r\n" in a Windows console's text mode).
+  COMPARE(said.substr(0, said.find_first_of("\r\n")), std::to_string(common::currentProcessId()));
+}
+
 TEST_CASE(aStaleRecordWithoutALockIsNoObstacle) {
   lstest::TempDir tmp;
   const fs::path path = tmp.path() / "run.lock";
@@ -116,6 +150,10 @@ TEST_CASE(theRecordIsReadDefensively) {
 int main(int argc, char** argv) {
   if (argc > 2 && std::string(argv[1]) == "--hold") {
     return holdingChild(argv[2]);
+  }
+  if (argc > 1 && std::string(argv[1]) == "--parent") {
+    std::cout << common::parentProcessId() << std::endl;
+    return 0;
   }
   return lstest::runTests(argc, argv);
 }

@@ -33,6 +33,7 @@
 #include <thread>
 
 #include "CpuOnlyProfile.h"
+#include "DemoRun.h"
 #include "engine/SupervisorHost.h"
 
 using namespace lorascope::engine;
@@ -47,15 +48,7 @@ const std::map<std::string, int> kInjected{
 constexpr std::uint32_t kSeed = 20261126;
 
 nlohmann::json demoRun(const QString& out) {
-  return {{"demo", true},
-          {"out", out.toStdString()},
-          {"options",
-           {{"steps", kSteps},
-            {"batch-size", 2},
-            {"grad-accum", 1},
-            {"max-seq-len", 80},
-            {"lora-r", 4},
-            {"checkpoint-every", 10}}}};
+  return lstest::demoRun(out.toStdString(), kSteps, 10);
 }
 
 // Busy threads on every core (at least two) while alive: a machine as loaded as a desktop beside

@@ -5,12 +5,15 @@
 // event times never run backwards; an engine that cannot start is not restarted in a loop. A kill
 // from outside stays on its rung and names the likely sender; a step down can be undone; a profile
 // switch is its own event, not an incident. A generation whose engine dies is ended as failed and
-// the next engine takes the next one; a generation the engine ended is not ended again.
+// the next engine takes the next one; a generation the engine ended is not ended again. The run's
+// folder stays locked by the supervisor from the run's start to its end.
 #include <QtTest>
 
+#include <filesystem>
 #include <map>
 #include <memory>
 
+#include "common/Platform.h"
 #include "engine/Supervisor.h"
 #include "profiles/Builtins.h"
 
@@ -53,7 +56,11 @@ class FakeLauncher : public EngineLauncher {
     engines.push_back(record);
     return std::make_unique<FakeEngine>(record);
   }
+  std::unique_ptr<RunFolderLock> holdRunFolder(const nlohmann::json& start) override {
+    return lockRuns ? RunFolderLock::take(start) : nullptr;
+  }
   std::vector<std::shared_ptr<EngineRecord>> engines;
+  bool lockRuns = false;  // hold the runs' locks, as the launcher of child processes does
 };
 
 // The supervisor under test with its launcher, its clock and what it published.
@@ -116,6 +123,26 @@ GenerateCommand generation(std::int64_t id, std::string device = "cpu") {
   command.model = "/models/demo";
   command.device = std::move(device);
   return command;
+}
+
+// Who holds the lock of run folder `dir` now (0: no one; it is taken and let go at once).
+std::uint32_t lockHolderOf(const std::string& dir) {
+  try {
+    const lorascope::common::FileLock probe(std::filesystem::path(dir) /
+                                            lorascope::common::kRunLockFile);
+    return 0;
+  } catch (const lorascope::common::LockBusy& e) {
+    return e.holder().pid;
+  }
+}
+
+// What the last start command sent to `engine` says about the lock's holder (null: nothing).
+nlohmann::json toldHolder(const EngineRecord& engine) {
+  for (auto c = engine.sent.rbegin(); c != engine.sent.rend(); ++c) {
+    if (const auto* start = std::get_if<StartCommand>(&*c))
+      return start->runConfig.value("run_lock_holder", nlohmann::json());
+  }
+  return "no start";
 }
 
 bool sentToggle(const EngineRecord& engine, Toggle toggle, const nlohmann::json& value) {
@@ -297,6 +324,56 @@ class TestRecoveryLadder : public QObject {
     QVERIFY(rig.all<IncidentEvent>().back().action.find("gave up after 2 restarts") !=
             std::string::npos);
     QCOMPARE(rig.all<StateEvent>().back().state, RunState::Failed);
+  }
+
+  // The supervisor holds the run folder's lock for its engines: taken at the start and told to
+  // the engine, kept across a crash and told to the next one, kept through a start the engine
+  // refuses while the run goes on, let go as the run ends, before the end is passed on.
+  void theRunFolderStaysLockedFromItsStartToItsEnd() {
+    QTemporaryDir dir;
+    const std::string out = dir.filePath("run").toStdString();
+    const std::string other = dir.filePath("other").toStdString();
+    const nlohmann::json self = lorascope::common::currentProcessId();
+    // Made here: a folder the lock made is removed at the end when the run wrote nothing into it,
+    // as these stand-in engines do.
+    QVERIFY(std::filesystem::create_directory(out));
+    Rig rig;
+    rig.launcher.lockRuns = true;
+    rig.supervisor.send(StartCommand{{{"out", out}, {"demo", true}}});
+    rig.running();
+    QCOMPARE(nlohmann::json(lockHolderOf(out)), self);
+    QCOMPARE(toldHolder(rig.engine()), self);
+    rig.step(1);
+    rig.crash();
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{2});
+    QCOMPARE(nlohmann::json(lockHolderOf(out)), self);
+    QCOMPARE(toldHolder(rig.engine()), self);
+    rig.running(1);
+    rig.supervisor.send(StartCommand{{{"out", other}, {"demo", true}}});
+    QCOMPARE(toldHolder(rig.engine()), nlohmann::json());
+    QCOMPARE(nlohmann::json(lockHolderOf(out)), self);
+    QVERIFY(!std::filesystem::exists(other));
+    rig.supervisor.engineEvent(rig.engineId(),
+                               TimedEvent{0, StateEvent{RunState::Finished, 2, ""}});
+    QCOMPARE(lockHolderOf(out), std::uint32_t{0});
+  }
+
+  void aRunGivenUpLetsItsFolderGo() {
+    QTemporaryDir dir;
+    const std::string out = dir.filePath("run").toStdString();
+    SupervisorPolicy policy;
+    policy.maxRestarts = 1;
+    QVERIFY(std::filesystem::create_directory(out));
+    Rig rig(policy);
+    rig.launcher.lockRuns = true;
+    rig.supervisor.send(StartCommand{{{"out", out}, {"demo", true}}});
+    rig.running();
+    rig.crash();
+    QCOMPARE(lockHolderOf(out), lorascope::common::currentProcessId());
+    rig.running();
+    rig.crash();
+    QCOMPARE(rig.all<StateEvent>().back().state, RunState::Failed);
+    QCOMPARE(lockHolderOf(out), std::uint32_t{0});
   }
 
   void aStickyErrorIsClassifiedByWhatTheEngineReported() {

@@ -5,7 +5,8 @@
 #            that does not compile, a profile with a forbidden variable); loss and step are read
 #            from each built-in format (scripts/print_format.py) and a user regex, into a run
 #            folder (config.json, metrics.jsonl), with the epoch hf and lightning give; --resume
-#            DIR reruns a run's command
+#            DIR reruns a run's command; one writer per run folder, also while the command
+#            restarts
 #   torch    a real PyTorch training on the CPU (scripts/tiny_train.py): loss parsed; an injected
 #            HIPBLAS_STATUS_INTERNAL_ERROR restarts it with the next profile and the resume
 #            argument at the newest checkpoint; a hang is caught by --hang-after; the probe's
@@ -108,6 +109,23 @@ if [[ $mode == formats ]]; then
   grep -q "busy: is in use: pid $first, since .* supervises this run" "$work/err" ||
     fail "$(cat "$work/err")"
   echo "ok: a second supervise of a running run refused, naming pid $first"
+
+  # Across a restart too: the command's first attempt dies by a signal; its second, started by
+  # the same supervise, tries a second supervise of the folder, which supervise (its parent, the
+  # lock's holder all along) keeps out. Once supervise has ended, the folder is free.
+  "$bin" supervise --telemetry=false --out "$work/held" -- sh -c '
+    if [ ! -e "$1/held.first" ]; then : >"$1/held.first"; kill -9 $$; fi
+    echo "$PPID" >"$1/held.sup"
+    "$2" supervise --telemetry=false --out "$1/held" -- true 2>"$1/held.err"
+    echo $? >"$1/held.rc"' sh "$work" "$bin" >/dev/null 2>&1 || fail "held: exit $?"
+  [[ -s $work/held.rc && $(cat "$work/held.rc") != 0 ]] ||
+    fail "a second supervise during the restarted attempt was accepted: $(cat "$work/held.err")"
+  grep -q "held: is in use: pid $(cat "$work/held.sup"), since .* supervises this run" \
+    "$work/held.err" || fail "$(cat "$work/held.err")"
+  grep -q '"type":"incident"' "$work/held/events.jsonl" || fail "held: the command was not restarted"
+  "$bin" supervise --telemetry=false --out "$work/held" -- true >/dev/null 2>"$work/err" ||
+    fail "the folder stayed locked after supervise ended: $(cat "$work/err")"
+  echo "ok: the run stays locked by supervise across the command's restart, free after it"
 
   want="1:2.5 2:2.4 3:2.3 4:2.2 5:2.1"
   for format in hf tqdm kohya lightning regex; do
