@@ -3,8 +3,8 @@
 # page on first start, the runs page and the dashboard in a 1024×700 window after real steps of
 # the built-in demo (trained on the CPU), that run resumed on the dashboard, the dashboard and
 # memory map replaying a run recorded on an NVIDIA H100 (tests/widgets/fixtures/h100_gpu_run.jsonl,
-# made by `scripts/gpu-check.sh record`), and the dashboard replaying the same run with an injected
-# hang (h100_gpu_hang.jsonl), and the runs page listing a supervised command: `lorascope-train
+# made by `scripts/gpu-check.sh record`), and the dashboard replaying that run recorded again on an
+# NVIDIA H200 with an injected hang (h200_gpu_hang.jsonl), and the runs page listing a supervised command: `lorascope-train
 # train --demo` run from the setup page's "Run a command" (a real trainer, its step lines read with
 # a regex). Runs the window under Xvfb when xvfb-run is installed (Debian: xvfb), else with Qt's
 # offscreen platform; both render the same widgets. Needs a cpu build with the GUI (targets
@@ -28,7 +28,7 @@ cache="$(mktemp -d)"
 trap 'rm -rf "$cache"' EXIT
 export LORASCOPE_CACHE_DIR="$cache"  # the demo model is written here, not into ~/.cache
 fixture="$root/tests/widgets/fixtures/h100_gpu_run.jsonl"
-hang="$root/tests/widgets/fixtures/h100_gpu_hang.jsonl"
+hang="$root/tests/widgets/fixtures/h200_gpu_hang.jsonl"
 if command -v xvfb-run >/dev/null; then
   xvfb-run -a -s "-screen 0 1280x800x24" "$tool" "$out" "$fixture" "$steps" light "$hang" "$trainer"
 else

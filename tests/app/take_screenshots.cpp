@@ -7,7 +7,7 @@
 // scripts/gpu-check.sh record), opened as the runs page's "Open recording…" opens it.
 //
 // Also: that run's dashboard in a 1024×700 window, and HANG_RECORDING (the same run recorded with
-// an injected hang, tests/widgets/fixtures/h100_gpu_hang.jsonl) replayed: its incident banner.
+// an injected hang, tests/widgets/fixtures/h200_gpu_hang.jsonl) replayed: its incident banner.
 // With TRAINER (the lorascope-train program): `TRAINER train --demo` run as a supervised command
 // from the setup page's "Run a command", and the runs page listing it.
 //

@@ -133,6 +133,31 @@ class TestWindowIncidents : public QObject {
              qPrintable(QStringLiteral("%1 → %2").arg(*timed->spanFromX).arg(timed->x)));
   }
 
+  // The hang recorded again on an H200 with today's engine: a step is announced once its state is
+  // saved, so step 4 had finished but was not announced when step 5 hung; the engine's error names
+  // step 5, and so do the banner, the band (from step 3 to 5) and the engine's own report.
+  void aHangAfterAStepNotYetAnnouncedNamesTheEnginesStep() {
+    app::MainWindow window(app::collectAboutFacts());
+    window.resize(1280, 820);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QVERIFY(window.openRecording(testing::fixturePath("h200_gpu_hang.jsonl")).isEmpty());
+    window.dashboard()->refresh();
+    const QString text = window.dashboard()->incidentBanner()->shownText();
+    QVERIFY2(text.contains(QStringLiteral("Hang in step 5: no step for 10.3 s after step 3")),
+             qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("The engine reported: hang in step 5:")),
+             qPrintable(text));
+    const auto hang = std::find_if(
+        window.dashboard()->markers().begin(), window.dashboard()->markers().end(),
+        [](const widgets::ChartMarker& m) { return m.kind == widgets::MarkerKind::Incident; });
+    QVERIFY(hang != window.dashboard()->markers().end());
+    QCOMPARE(hang->x, 5.0);
+    QCOMPARE(hang->spanFromX.value_or(-1.0), 3.0);
+    QCOMPARE(hang->label, QStringLiteral("step 5 hung: 10.3 s"));
+    QCOMPARE(logRows(*window.eventLog(), QStringLiteral("hang in step 5")).size(), 1);
+  }
+
   // A live incident (the supervisor's restart) and a refused toggle: each a banner line and a
   // row; the banner shows the newest two and counts the rest.
   void liveIncidentsAndRefusalsAreBannersAndRows() {
