@@ -586,6 +586,7 @@ QString MainWindow::openRecording(const QString& file) {
 
 void MainWindow::setEngineProgram(const QString& program) {
   exporter_->setProgram(program);
+  setup_->setTrainProgram(program);
 }
 
 void MainWindow::chooseExportDestination(bool merged) {
