@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/EnumNames.h"
+#include "memory/AllocatorPolicy.h"  // defines: kAllocatorModeNames, modeName
 #include "profiles/Environment.h"
 #include "settings/Registry.h"  // defines: registry, toggleValueProblem
 
@@ -28,12 +29,11 @@ std::string shownKey(const std::string& key) {
   return plain ? key : json(key).dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// The names of the enums in profile files, one table each (both directions).
-constexpr common::EnumName<AllocatorMode> kModeNames[] = {{AllocatorMode::Caching, "caching"},
-                                                          {AllocatorMode::Arena, "arena"}};
+// The names of the enums in profile files, one table each (both directions); the allocator's
+// modes are memory/AllocatorPolicy.h's.
 constexpr common::EnumName<EnginePaths> kEnginePathNames[] = {
     {EnginePaths::Same, "same"}, {EnginePaths::Wsl, "wsl"}, {EnginePaths::Prefixes, "prefixes"}};
-static_assert(common::coversEnum(kModeNames) && common::coversEnum(kEnginePathNames));
+static_assert(common::coversEnum(kEnginePathNames));
 
 class Reader {
  public:
@@ -130,7 +130,7 @@ AllocatorSettings readAllocator(const Reader& r, const json& a) {
       {"mode", "max_split_size_mb", "garbage_collection_threshold", "roundup_power2_divisions"});
   AllocatorSettings s;
   if (a.contains("mode")) {
-    s.mode = r.choice(a["mode"], "allocator.mode", kModeNames);
+    s.mode = r.choice(a["mode"], "allocator.mode", memory::kAllocatorModeNames);
   }
   if (a.contains("max_split_size_mb")) {
     s.maxSplitSizeBytes = static_cast<std::uint64_t>(r.integer(
@@ -317,7 +317,7 @@ std::string profileToJson(const Profile& p) {
     root["toggles"] = t;
   json a = json::object();
   if (p.allocator.mode)
-    a["mode"] = toString(*p.allocator.mode);
+    a["mode"] = memory::modeName(*p.allocator.mode);
   if (p.allocator.maxSplitSizeBytes)
     a["max_split_size_mb"] = *p.allocator.maxSplitSizeBytes >> 20;
   if (p.allocator.garbageCollectionThreshold) {
@@ -340,9 +340,6 @@ std::string profileToJson(const Profile& p) {
   return root.dump(2) + "\n";
 }
 
-const char* toString(AllocatorMode mode) {
-  return common::enumName(kModeNames, mode);
-}
 const char* toString(EnginePaths paths) {
   return common::enumName(kEnginePathNames, paths);
 }
