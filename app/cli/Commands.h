@@ -15,6 +15,7 @@ namespace lorascope::cli {
 using Args = std::vector<std::string>;
 
 int runBench(const Args& args);         // cmd_bench.cpp
+int runDemo(const Args& args);          // cmd_demo.cpp
 int runDevices(const Args& args);       // cmd_devices.cpp
 int runDoctor(const Args& args);        // cmd_doctor.cpp (+ cmd_doctor_bundle.cpp)
 int runEngine(const Args& args);        // cmd_engine.cpp
@@ -35,6 +36,7 @@ std::vector<std::int32_t> parseIdList(const std::string& option, const std::stri
 // How an engine of this build introduces itself (version, flavour, devices); cmd_engine.cpp.
 engine::HelloEvent engineHello();
 const job::CommandSpec& benchCommand();
+const job::CommandSpec& demoCommand();
 const job::CommandSpec& devicesCommand();
 const job::CommandSpec& doctorCommand();
 const job::CommandSpec& engineCommand();

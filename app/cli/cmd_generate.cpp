@@ -12,7 +12,7 @@
 #include "cli/Commands.h"
 #include "job/CliArgs.h"
 #include "job/Generation.h"
-#include "model/DeviceWeights.h"  // defines: parseQuantization
+#include "model/WeightQuantization.h"  // defines: parseQuantization
 
 namespace lorascope::cli {
 

@@ -17,11 +17,11 @@
 #include "cli/Commands.h"
 #include "common/Format.h"
 #include "job/CliArgs.h"
-#include "model/DeviceWeights.h"  // defines: WeightQuantization, placedWeightBytes
 #include "model/MemoryEstimate.h"
 #include "model/ModelFolder.h"
 #include "model/ModelLayout.h"
 #include "model/Projections.h"
+#include "model/WeightQuantization.h"  // defines: WeightQuantization, placedWeightBytes
 
 namespace lorascope::cli {
 namespace {

@@ -26,6 +26,7 @@ const std::vector<Subcommand>& subcommands() {
   namespace cli = lorascope::cli;
   static const std::vector<Subcommand> table = {
       {cli::runBench, cli::benchCommand()},
+      {cli::runDemo, cli::demoCommand()},
       {cli::runDevices, cli::devicesCommand()},
       {cli::runDoctor, cli::doctorCommand()},
       {cli::runEngine, cli::engineCommand()},

@@ -423,11 +423,16 @@ void MainWindow::startCommand() {
     const profiles::Profile profile =
         external::findProfile(setup_->commandSetup()->profileName().toStdString());
     setup_->saveSettings();  // also remembers the command's fields
-    launchCommand(
-        *command, profile,
-        QDir(setup_->outputDir())
-            .filePath(QStringLiteral("command-") +
-                      QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"))));
+    // A folder of its own, also for a second command started within the same second (which
+    // would otherwise append its steps to the first's metrics.jsonl).
+    const QDir runs(setup_->outputDir());
+    const QString name = QStringLiteral("command-") +
+                         QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+    QString runDir = runs.filePath(name);
+    for (int n = 2; QFileInfo::exists(runDir); ++n) {
+      runDir = runs.filePath(name + QLatin1Char('-') + QString::number(n));
+    }
+    launchCommand(*command, profile, runDir);
   } catch (const external::ExternalError& e) {
     logLine(LogLevel::Error, QString::fromStdString(e.what()));
     pages_->setCurrentWidget(setup_);
@@ -586,6 +591,7 @@ QString MainWindow::openRecording(const QString& file) {
 
 void MainWindow::setEngineProgram(const QString& program) {
   exporter_->setProgram(program);
+  setup_->setTrainProgram(program);
 }
 
 void MainWindow::chooseExportDestination(bool merged) {

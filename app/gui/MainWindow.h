@@ -75,7 +75,8 @@ class MainWindow : public QMainWindow {
   void setEngine(widgets::EngineClient* engine);
   // A run configuration Start sends instead of the setup page's (the trainer's schema).
   void setRunConfig(nlohmann::json config);
-  // lorascope-train, which exports runs (default: beside this program).
+  // lorascope-train, which exports runs and writes the demo the setup page inspects (default:
+  // beside this program).
   void setEngineProgram(const QString& program);
 
   // The run folder of the last run started here ("" before the first).

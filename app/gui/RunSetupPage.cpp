@@ -14,6 +14,7 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
+#include <QProcess>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QRadioButton>
@@ -25,24 +26,26 @@
 #include <QStyle>
 #include <QVBoxLayout>
 #include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
 
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "data/Validator.h"  // defines: validateDataset
-#include "gui/AppPaths.h"    // defines: defaultRunsDir, legacyRunsDir
+#include "gui/AppPaths.h"    // defines: defaultRunsDir, engineProgram, legacyRunsDir
 #include "gui/Background.h"  // defines: runInBackground
 #include "gui/CommandSetup.h"
 #include "gui/SettingsForm.h"
-#include "job/TrainRunConfig.h"    // defines: defaultSettings
-#include "model/DeviceWeights.h"   // defines: placedWeightBytes, WeightQuantization
-#include "model/MemoryEstimate.h"  // defines: estimateTrainingMemory, shapeOnDevice
-#include "model/ModelFolder.h"     // defines: ModelFolder
+#include "model/MemoryEstimate.h"      // defines: estimateTrainingMemory, shapeOnDevice
+#include "model/ModelFolder.h"         // defines: ModelFolder
+#include "model/Projections.h"         // defines: kProjectionNames
+#include "model/WeightQuantization.h"  // defines: placedWeightBytes, WeightQuantization
 #include "runs/RunFileError.h"
 #include "runs/RunFolder.h"       // defines: checkOutputFolder
 #include "settings/Registry.h"    // defines: registry (the run settings)
 #include "text/ChatTemplate.h"    // defines: ChatTemplate
 #include "text/Tokenizer.h"       // defines: Tokenizer
-#include "train/DemoDataset.h"    // defines: ensureDemoDataset
-#include "train/DemoModel.h"      // defines: defaultCacheDir, ensureDemoModel
 #include "widgets/DisplayText.h"  // defines: formatBytes, toPath
 #include "widgets/LengthHistogram.h"
 
@@ -88,13 +91,51 @@ QWidget* withBrowse(QLineEdit* edit, const std::function<QString()>& choose,
   return row;
 }
 
-ModelInspection inspectFolder(const QString& dir, bool demo) {
+// The built-in demo's model folder and dataset, as `lorascope-train demo --json` writes them into
+// the cache (when absent) and names them: the demo base is assembled by the trainer, which the
+// window does not link. Throws std::runtime_error naming the program and what went wrong.
+struct DemoFiles {
+  std::string model;
+  std::string data;
+};
+
+DemoFiles demoFiles(const QString& trainProgram) {
+  constexpr int kTimeoutMs = 300'000;  // the first assembly takes about a second
+  QProcess process;
+  process.start(trainProgram, {QStringLiteral("demo"), QStringLiteral("--json")});
+  const auto fail = [&trainProgram](const QString& why) {
+    return std::runtime_error(QObject::tr("The demo could not be prepared by %1 demo: %2")
+                                  .arg(QDir::toNativeSeparators(trainProgram), why.trimmed())
+                                  .toStdString());
+  };
+  if (!process.waitForStarted(kTimeoutMs)) {
+    throw fail(process.errorString());
+  }
+  if (!process.waitForFinished(kTimeoutMs)) {
+    process.kill();
+    process.waitForFinished();
+    throw fail(QObject::tr("no answer after %1 s").arg(kTimeoutMs / 1000));
+  }
+  const QString errors = QString::fromUtf8(process.readAllStandardError());
+  if (process.exitStatus() != QProcess::NormalExit || process.exitCode() != 0) {
+    throw fail(errors.isEmpty() ? QObject::tr("it ended with exit code %1").arg(process.exitCode())
+                                : errors);
+  }
+  const QByteArray answer = process.readAllStandardOutput();
+  try {
+    const nlohmann::json files = nlohmann::json::parse(answer.toStdString());
+    return {files.at("model").get<std::string>(), files.at("data").get<std::string>()};
+  } catch (const nlohmann::json::exception& e) {
+    throw fail(QObject::tr("its answer is not {\"model\": DIR, \"data\": FILE} (%1): %2")
+                   .arg(QString::fromUtf8(e.what()), QString::fromUtf8(answer.left(200))));
+  }
+}
+
+ModelInspection inspectFolder(const QString& dir, bool demo, const QString& trainProgram) {
   ModelInspection out;
   out.dir = dir;
   try {
-    const std::string path =
-        demo ? common::pathText(train::ensureDemoModel(train::defaultCacheDir()))
-             : dir.toStdString();
+    const std::string path = demo ? demoFiles(trainProgram).model : dir.toStdString();
     out.dir = QString::fromStdString(path);
     // A folder, or a Hugging Face id found offline in the hub cache (its snapshot folder).
     const model::ModelFolder folder = model::ModelFolder::open(path);
@@ -112,14 +153,13 @@ ModelInspection inspectFolder(const QString& dir, bool demo) {
   return out;
 }
 
-DatasetValidation validateFile(const QString& file, bool demo, const QString& modelDir,
-                               std::size_t maxSeqLen, const ReportProgress& report) {
+DatasetValidation validateFile(const QString& file, bool demo, const QString& trainProgram,
+                               const QString& modelDir, std::size_t maxSeqLen,
+                               const ReportProgress& report) {
   DatasetValidation out;
   out.file = file;
   try {
-    const std::string path =
-        demo ? common::pathText(train::ensureDemoDataset(train::defaultCacheDir()))
-             : file.toStdString();
+    const std::string path = demo ? demoFiles(trainProgram).data : file.toStdString();
     out.file = QString::fromStdString(path);
     std::optional<data::ExampleEncoder> encoder;
     if (!modelDir.isEmpty()) {
@@ -141,7 +181,7 @@ DatasetValidation validateFile(const QString& file, bool demo, const QString& mo
 
 }  // namespace
 
-RunSetupPage::RunSetupPage(QWidget* parent) : QWidget(parent) {
+RunSetupPage::RunSetupPage(QWidget* parent) : QWidget(parent), trainProgram_(engineProgram()) {
   auto* content = new QWidget;
   auto* columns = new QGridLayout(content);
   columns_ = columns;
@@ -520,6 +560,16 @@ QString RunSetupPage::effectiveModelDir() const {
   return usesDemo() ? inspection_.dir : modelEdit_->text().trimmed();
 }
 
+void RunSetupPage::setTrainProgram(const QString& program) {
+  if (program == trainProgram_) {
+    return;
+  }
+  trainProgram_ = program;
+  if (usesDemo()) {
+    inspectModel();
+  }
+}
+
 void RunSetupPage::inspectModel() {
   const bool demo = usesDemo();
   const QString dir = modelEdit_->text().trimmed();
@@ -535,7 +585,11 @@ void RunSetupPage::inspectModel() {
   modelInfo_->setText(tr("Inspecting %1 …").arg(demo ? tr("the demo model") : dir));
   updateProblems();
   runInBackground<ModelInspection>(
-      this, [dir, demo](const ReportProgress&) { return inspectFolder(dir, demo); }, [](int) {},
+      this,
+      [dir, demo, program = trainProgram_](const ReportProgress&) {
+        return inspectFolder(dir, demo, program);
+      },
+      [](int) {},
       [this, generation](ModelInspection result) {
         if (generation != inspectGeneration_) {
           return;  // the choice changed while this ran
@@ -573,8 +627,8 @@ void RunSetupPage::validateDataset() {
   updateProblems();
   runInBackground<DatasetValidation>(
       this,
-      [file, demo, modelDir, maxSeqLen](const ReportProgress& report) {
-        return validateFile(file, demo, modelDir, maxSeqLen, report);
+      [file, demo, program = trainProgram_, modelDir, maxSeqLen](const ReportProgress& report) {
+        return validateFile(file, demo, program, modelDir, maxSeqLen, report);
       },
       [this, generation](int permille) {
         if (generation == validateGeneration_) {
@@ -707,15 +761,52 @@ QString RunSetupPage::memoryEstimateText() const {
   if (!inspection_.config) {
     return QString();
   }
-  job::TrainRunSettings settings = job::defaultSettings(usesDemo());
+  // The run's shape from the form's values, each checked by the settings registry as the engine
+  // will check it (a micro-batch of auto shows the default it starts from).
+  const std::map<std::string, std::string> values = options();  // every setting's
+  const auto value = [&values](const std::string& name, const std::string* text = nullptr) {
+    return settings::parseOptionValue(settings::registry().find(name)->option,
+                                      text != nullptr ? *text : values.at(name));
+  };
+  bool gpu = false;
+  bool nf4 = false;
+  bool checkpointing = false;
+  std::int64_t microBatch = 0;
+  std::int64_t effectiveBatch = 0;
+  std::int64_t maxSeqLen = 0;
+  std::int64_t rank = 0;
+  std::set<model::Projection> targets;
   try {
-    job::applyOptions(settings, options());
-  } catch (const job::UsageError&) {
+    if (!form_->problems().isEmpty()) {
+      throw settings::UsageError("a value the registry refuses");
+    }
+    // The device the run will use: bf16 activations and weights on a GPU, f32 on the CPU.
+    gpu = value("device").get<std::string>() != "cpu";
+    nf4 = model::parseQuantization(value("quantize").get<std::string>()) ==
+          model::WeightQuantization::Nf4;
+    nlohmann::json batch = value("batch-size");
+    if (batch.is_string()) {  // auto
+      const std::string start = settings::registry().find("batch-size")->defaultFor(usesDemo());
+      batch = value("batch-size", &start);
+    }
+    microBatch = batch.get<std::int64_t>();
+    effectiveBatch = microBatch * value("grad-accum").get<std::int64_t>();
+    maxSeqLen = value("max-seq-len").get<std::int64_t>();
+    rank = value("lora-r").get<std::int64_t>();
+    checkpointing = value("activation-checkpointing").get<bool>();
+    for (const nlohmann::json& name : value("targets")) {
+      for (const model::ProjectionNames& names : model::kProjectionNames) {
+        if (name.get<std::string>() == names.shortName) {
+          targets.insert(names.projection);
+        }
+      }
+    }
+    if (targets.empty()) {
+      throw settings::UsageError("no LoRA targets");
+    }
+  } catch (const settings::UsageError&) {
     return tr("(no estimate until the settings are valid)");
   }
-  // The device the run will use: bf16 activations and weights on a GPU, f32 on the CPU.
-  const bool gpu = settings.device != "cpu";
-  const bool nf4 = settings.train.quantization == model::WeightQuantization::Nf4;
   const std::uint64_t weights =
       nf4 ? (gpu ? inspection_.nf4GpuWeightBytes : inspection_.nf4CpuWeightBytes)
           : (gpu ? 2 * static_cast<std::uint64_t>(inspection_.parameters.total)
@@ -725,35 +816,30 @@ QString RunSetupPage::memoryEstimateText() const {
   QString byProfile;
   if (const auto it = profileToggles_.find(profile); it != profileToggles_.end()) {
     using settings::Toggle;
-    const auto microBatch = profiles::toggleValue(*it, Toggle::MicroBatch);
-    if (microBatch && *microBatch != settings.train.microBatchSize) {
-      settings.train.microBatchSize =
-          std::min<std::int64_t>(microBatch->get<std::int64_t>(), settings.train.effectiveBatch());
+    const auto profileBatch = profiles::toggleValue(*it, Toggle::MicroBatch);
+    if (profileBatch && *profileBatch != microBatch) {
+      microBatch = std::min<std::int64_t>(profileBatch->get<std::int64_t>(), effectiveBatch);
       byProfile = tr(" (%1's)").arg(profile);
     }
-    const auto checkpointing = profiles::toggleValue(*it, Toggle::ActivationCheckpointing);
-    if (checkpointing && *checkpointing != settings.train.activationCheckpointing) {
-      settings.train.activationCheckpointing = checkpointing->get<bool>();
+    const auto profileCheckpointing = profiles::toggleValue(*it, Toggle::ActivationCheckpointing);
+    if (profileCheckpointing && *profileCheckpointing != checkpointing) {
+      checkpointing = profileCheckpointing->get<bool>();
       byProfile = tr(" (%1's)").arg(profile);
     }
   }
-  const train::TrainConfig& t = settings.train;
-  const std::int64_t tokens = t.microBatchSize * t.maxSeqLen;
   const model::TrainingMemory m = model::estimateTrainingMemory(
-      *inspection_.config,
-      model::shapeOnDevice(gpu, weights, t.lora.rank, t.lora.targets, t.activationCheckpointing,
-                           t.quantization == model::WeightQuantization::Nf4),
-      tokens);
+      *inspection_.config, model::shapeOnDevice(gpu, weights, rank, targets, checkpointing, nf4),
+      microBatch * maxSeqLen);
   using widgets::formatBytes;
   return tr("<b>%1</b> peak on the %2 at micro-batch %3 × %4 tokens, r %5 on %6 projections%7: "
             "weights %8, LoRA %9 (%10 parameters) with gradients and AdamW %11, saved "
             "activations %12, transient %13")
       .arg(formatBytes(m.peakBytes), gpu ? tr("GPU") : tr("CPU"))
-      .arg(t.microBatchSize)
-      .arg(t.maxSeqLen)
-      .arg(t.lora.rank)
-      .arg(t.lora.targets.size())
-      .arg(QString(t.activationCheckpointing ? tr(", checkpointing") : QString()) +
+      .arg(microBatch)
+      .arg(maxSeqLen)
+      .arg(rank)
+      .arg(targets.size())
+      .arg(QString(checkpointing ? tr(", checkpointing") : QString()) +
            (nf4 ? tr(", 4-bit base weights") : QString()) + byProfile)
       .arg(formatBytes(m.weightsBytes), formatBytes(m.loraBytes), countText(m.loraParameters),
            formatBytes(m.loraGradBytes + m.optimizerBytes), formatBytes(m.savedBytes),

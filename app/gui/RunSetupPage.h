@@ -83,6 +83,10 @@ class RunSetupPage : public QWidget {
   void setCommandMode(bool on);
   CommandSetup* commandSetup() const { return commandSetup_; }
   QString effectiveModelDir() const;  // the demo's cache folder or the chosen one
+  // lorascope-train (default: beside this program), whose `demo` command writes the built-in
+  // demo into the cache and names it: the demo base is the trainer's to assemble, and the window
+  // links no trainer. Setting it inspects the demo again when it is chosen.
+  void setTrainProgram(const QString& program);
   QStringList problems() const;
   // Options as `lorascope-train train` takes them (long name → text).
   std::map<std::string, std::string> options() const;
@@ -159,6 +163,7 @@ class RunSetupPage : public QWidget {
   DatasetValidation validation_;
   bool inspecting_ = false;
   bool validating_ = false;
+  QString trainProgram_;       // lorascope-train: the demo's files (setTrainProgram)
   int inspectGeneration_ = 0;  // a result from an older generation is stale
   int validateGeneration_ = 0;
 

@@ -63,6 +63,17 @@ const std::array<float, 256>& dynamicCode();
 // Bytes of an NF4 tensor of `numel` weights (header and whole groups).
 std::size_t storageBytes(std::int64_t numel);
 
+// The groups of `numel` weights (the last one padded), and where group `group` starts.
+inline std::int64_t groupsOf(std::int64_t numel) {
+  return (numel + kGroupWeights - 1) / kGroupWeights;
+}
+inline std::byte* groupStart(std::byte* packed, std::int64_t group) {
+  return packed + kHeaderBytes + static_cast<std::size_t>(group) * kGroupBytes;
+}
+inline const std::byte* groupStart(const std::byte* packed, std::int64_t group) {
+  return packed + kHeaderBytes + static_cast<std::size_t>(group) * kGroupBytes;
+}
+
 // Index of the value of `table` (ascending, `size` values) nearest to v; ties go to the lower.
 int nearestIndex(const float* table, int size, float v);
 

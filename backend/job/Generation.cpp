@@ -10,11 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/OsError.h"       // defines: pathFromUtf8, pathText
-#include "job/CliArgs.h"          // defines: UsageError
-#include "model/DeviceWeights.h"  // defines: quantizationName
-#include "model/JsonFile.h"       // defines: readJsonFile
-#include "model/KvCache.h"        // defines: CachedDecoder
+#include "common/OsError.h"            // defines: pathFromUtf8, pathText
+#include "job/CliArgs.h"               // defines: UsageError
+#include "model/JsonFile.h"            // defines: readJsonFile
+#include "model/KvCache.h"             // defines: CachedDecoder
+#include "model/WeightQuantization.h"  // defines: quantizationName
 #include "text/ChatTemplate.h"
 #include "text/Tokenizer.h"
 #include "train/Lora.h"

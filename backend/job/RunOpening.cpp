@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "common/JsonReader.h"
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "engine/StateMirror.h"
 #include "job/CliArgs.h"    // defines: UsageError
@@ -100,18 +101,22 @@ OpenedRun openRun(const json& config, const DeviceLog& log) {
   if (request.resumes()) {
     train::RunDirectory run = train::RunDirectory::open(
         common::pathFromUtf8(out), train::RunDirectory::Access::Write, request.runLockHolder);
-    TrainRunSettings settings = settingsFromJson(
-        run.config().at("training"), common::pathText(run.dir() / train::kRunConfigFile));
+    // The run's config.json, read back through the one strict reader (common/JsonReader.h).
+    const std::string configFile = common::pathText(run.dir() / train::kRunConfigFile);
+    const common::JsonReader recorded(
+        run.config(), configFile + ": ",
+        [](const std::string& message) { throw UsageError(message); });
+    TrainRunSettings settings = settingsFromJson(recorded.object("training").value(), configFile);
     if (config.contains("device")) {
       // This session only: config.json keeps the device the run started with.
       settings.device = requiredString(config, "device");
     }
     std::unique_ptr<compute::Backend> backend = openBackend(settings.device, log);
-    const std::string dataPath = run.config().at("data_path").get<std::string>();
-    const std::string recorded = run.config().value("data_fingerprint", "");
-    if (const std::string now = fileFingerprint(dataPath); now != recorded) {
+    const std::string dataPath = recorded.string("data_path");
+    const std::string fingerprint = recorded.stringOr("data_fingerprint", "");
+    if (const std::string now = fileFingerprint(dataPath); now != fingerprint) {
       throw std::runtime_error(dataPath + ": the data file changed since the run started (" + now +
-                               ", recorded " + recorded + "); restore it or start a new run");
+                               ", recorded " + fingerprint + "); restore it or start a new run");
     }
     return OpenedRun{std::move(settings), std::move(backend), std::move(run)};
   }

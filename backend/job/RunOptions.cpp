@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "job/TrainRunConfig.h"   // defines: TrainRunSettings
-#include "model/DeviceWeights.h"  // defines: quantizationName, parseQuantization
+#include "job/TrainRunConfig.h"        // defines: TrainRunSettings
+#include "model/WeightQuantization.h"  // defines: quantizationName, parseQuantization
 
 namespace lorascope::job {
 using nlohmann::json;

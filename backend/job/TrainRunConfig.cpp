@@ -1,12 +1,15 @@
 // job/TrainRunConfig.cpp — options (job/RunOptions.h) ↔ TrainConfig ↔ config.json.
 #include "job/TrainRunConfig.h"
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <stdexcept>
 
+#include "common/JsonReader.h"
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "compute/BuildInfo.h"
 #include "job/RunOptions.h"
@@ -74,6 +77,10 @@ json settingsToJson(const TrainRunSettings& s) {
 
 TrainRunSettings settingsFromJson(const json& j, const std::string& file) {
   try {
+    // The fields besides the options through the one strict reader: its failures name the field
+    // ("adamw.beta1: must be a number") and land in the message below.
+    const common::JsonReader training(
+        j, "", [](const std::string& message) { throw std::invalid_argument(message); });
     TrainRunSettings s = defaultSettings(false);
     for (const RunOption& option : runOptions()) {
       const json::json_pointer key(option.setting.configKey);
@@ -83,6 +90,12 @@ TrainRunSettings settingsFromJson(const json& j, const std::string& file) {
       if (option.spec.name == "batch-size") {
         continue;  // micro_batch_size and auto_micro_batch, below
       }
+      if (!j.contains(key)) {
+        std::string field =
+            key.to_string().substr(1);  // "/lora/r" → lora.r, as the reader names it
+        std::replace(field.begin(), field.end(), '/', '.');
+        throw std::invalid_argument(field + ": missing");
+      }
       // Types and choices are checked, not ranges: a run keeps the values it was started with
       // when a later version narrows a range (TrainConfig::validate still checks below).
       OptionSpec unbounded = option.spec;
@@ -90,11 +103,12 @@ TrainRunSettings settingsFromJson(const json& j, const std::string& file) {
       option.set(s, checkOptionValue(unbounded, j.at(key)));
     }
     train::AdamWConfig& adamw = s.train.adamw;
-    adamw.beta1 = j.at("adamw").at("beta1").get<double>();
-    adamw.beta2 = j.at("adamw").at("beta2").get<double>();
-    adamw.epsilon = j.at("adamw").at("epsilon").get<double>();
-    s.train.microBatchSize = j.at("micro_batch_size").get<std::int64_t>();
-    s.autoMicroBatch = j.value("auto_micro_batch", false);  // absent before --batch-size auto
+    const common::JsonReader adamwFields = training.object("adamw");
+    adamw.beta1 = adamwFields.number("beta1");
+    adamw.beta2 = adamwFields.number("beta2");
+    adamw.epsilon = adamwFields.number("epsilon");
+    s.train.microBatchSize = training.integer("micro_batch_size");
+    s.autoMicroBatch = training.booleanOr("auto_micro_batch", false);  // before --batch-size auto
     s.train.validate();
     return s;
   } catch (const std::exception& e) {

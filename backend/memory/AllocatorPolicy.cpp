@@ -25,17 +25,15 @@ constexpr common::EnumName<Owner> kOwnerNames[] = {{Owner::Weights, "weights"},
                                                    {Owner::Other, "other"}};
 static_assert(common::coversEnum(kOwnerNames) && std::size(kOwnerNames) == kOwnerCount);
 
-constexpr common::EnumName<AllocatorMode> kModeNames[] = {{AllocatorMode::Caching, "caching"},
-                                                          {AllocatorMode::Arena, "arena"}};
-static_assert(common::coversEnum(kModeNames));
+static_assert(common::coversEnum(kAllocatorModeNames));
 
 // The mode named `text`; throws std::invalid_argument starting with `context`.
 AllocatorMode parseMode(std::string_view text, const char* context) {
-  if (const std::optional<AllocatorMode> mode = common::parseEnum(kModeNames, text)) {
+  if (const std::optional<AllocatorMode> mode = common::parseEnum(kAllocatorModeNames, text)) {
     return *mode;
   }
   throw std::invalid_argument(std::string(context) + ": mode must be " +
-                              common::enumNameList(kModeNames, " or ") + ", got '" +
+                              common::enumNameList(kAllocatorModeNames, " or ") + ", got '" +
                               std::string(text) + "'");
 }
 
@@ -46,7 +44,7 @@ const char* ownerName(Owner owner) {
 }
 
 const char* modeName(AllocatorMode mode) {
-  return common::enumName(kModeNames, mode);
+  return common::enumName(kAllocatorModeNames, mode);
 }
 
 void validatePolicy(const AllocatorPolicy& policy) {

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/EnumNames.h"
+
 namespace lorascope::memory {
 
 // Size classes. The values follow PyTorch's CUDACachingAllocator, whose reasons hold for us too.
@@ -32,6 +34,10 @@ enum class AllocatorMode : std::uint8_t {
   Caching,  // PyTorch-style caching: segments are kept and reused, split and merged
   Arena,    // caching plus one planned arena that serves every activation/workspace block
 };
+// The modes' names, in PYTORCH_*_ALLOC_CONF mappings, profile files ("allocator": {"mode"}) and
+// the allocator-policy setting's values (settings/Builtin.cpp).
+inline constexpr common::EnumName<AllocatorMode> kAllocatorModeNames[] = {
+    {AllocatorMode::Caching, "caching"}, {AllocatorMode::Arena, "arena"}};
 const char* modeName(AllocatorMode mode);
 
 struct AllocatorPolicy {

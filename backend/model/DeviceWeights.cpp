@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -11,7 +10,6 @@
 #include "compute/Convert.h"         // defines: widenToFloat
 #include "compute/Nf4.h"             // defines: nf4::quantize, nf4::storageBytes
 #include "memory/DeviceAllocator.h"  // defines: OwnerScope
-#include "model/Projections.h"       // defines: kAllProjections, projectionTensorName
 
 namespace lorascope::model {
 namespace {
@@ -69,20 +67,6 @@ Tensor placeOne(compute::Backend& backend, const Tensor& t) {
 
 }  // namespace
 
-const char* quantizationName(WeightQuantization quantization) {
-  return quantization == WeightQuantization::Nf4 ? "nf4" : "none";
-}
-
-std::optional<WeightQuantization> parseQuantization(std::string_view name) {
-  if (name == "none") {
-    return WeightQuantization::None;
-  }
-  if (name == "nf4") {
-    return WeightQuantization::Nf4;
-  }
-  return std::nullopt;
-}
-
 ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights,
                           const PlaceProgress& progress, WeightQuantization quantization) {
   const compute::Device device = backend.capabilities().device;
@@ -119,29 +103,6 @@ ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights
     }
   });
   return placed;
-}
-
-std::uint64_t placedWeightBytes(const ModelFolder& folder, compute::Device device,
-                                WeightQuantization quantization) {
-  std::set<std::string> projections;
-  if (quantization == WeightQuantization::Nf4) {
-    for (std::int64_t layer = 0; layer < folder.config().numLayers; ++layer) {
-      for (const Projection p : kAllProjections) {
-        projections.insert(projectionTensorName(layer, p, "weight"));
-      }
-    }
-  }
-  std::uint64_t bytes = 0;
-  for (const StoredTensor& t : folder.tensors()) {
-    const std::int64_t numel = compute::numelOf(t.shape);
-    if (projections.contains(t.name)) {
-      bytes += compute::nf4::storageBytes(numel);
-    } else {
-      const DType placedAs = device == compute::Device::Gpu ? DType::BF16 : t.dtype;
-      bytes += compute::storageBytes(placedAs, numel);
-    }
-  }
-  return bytes;
 }
 
 ModelWeights roundedAsOnGpu(compute::Backend& cpu, const ModelWeights& weights) {

@@ -17,18 +17,12 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
-#include <string_view>
 
 #include "compute/Backend.h"
-#include "model/ModelFolder.h"  // defines: ModelWeights
+#include "model/ModelFolder.h"         // defines: ModelWeights
+#include "model/WeightQuantization.h"  // defines: WeightQuantization
 
 namespace lorascope::model {
-
-// How the frozen projections are held: as stored (None) or quantised to NF4 at load (QLoRA).
-enum class WeightQuantization { None, Nf4 };
-const char* quantizationName(WeightQuantization quantization);  // "none", "nf4"
-std::optional<WeightQuantization> parseQuantization(std::string_view name);
 
 // Called after each tensor with the stored bytes placed so far and in all (for a progress bar).
 using PlaceProgress = std::function<void(std::uint64_t doneBytes, std::uint64_t totalBytes)>;
@@ -38,12 +32,6 @@ using PlaceProgress = std::function<void(std::uint64_t doneBytes, std::uint64_t 
 ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights,
                           const PlaceProgress& progress = {},
                           WeightQuantization quantization = WeightQuantization::None);
-
-// The bytes the frozen weights of `folder` take once placed on `device` with `quantization`:
-// as stored on the CPU, bf16 on a GPU, and compute::nf4::storageBytes for each quantised
-// projection. What the memory model (model/MemoryEstimate.h) counts as the weights.
-std::uint64_t placedWeightBytes(const ModelFolder& folder, compute::Device device,
-                                WeightQuantization quantization);
 
 // The weights with the values a GPU backend computes on (f32/f16 rounded to bf16, bf16 as
 // stored), as bf16 tensors of `cpu`: the CPU reference for a GPU run of an f32 model

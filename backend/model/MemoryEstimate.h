@@ -36,8 +36,8 @@
 #include <set>
 
 #include "memory/MicroBatchPlanner.h"  // defines: MemoryModel
-#include "model/Forward.h"             // defines: Projection
 #include "model/ModelConfig.h"
+#include "model/Projections.h"  // defines: Projection
 
 namespace lorascope::model {
 

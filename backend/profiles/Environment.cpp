@@ -155,8 +155,7 @@ AllocatorSettings parseAllocConf(std::string_view conf, const std::string& where
   }
   AllocatorSettings settings;
   if (present.count("mode")) {
-    settings.mode =
-        policy.mode == memory::AllocatorMode::Arena ? AllocatorMode::Arena : AllocatorMode::Caching;
+    settings.mode = policy.mode;
   }
   if (present.count("max_split_size_mb"))
     settings.maxSplitSizeBytes = policy.maxSplitBytes;

@@ -16,8 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "settings/Ladder.h"    // defines: Rung
-#include "settings/Registry.h"  // defines: Toggle
+#include "memory/AllocatorPolicy.h"  // defines: AllocatorMode
+#include "settings/Ladder.h"         // defines: Rung
+#include "settings/Registry.h"       // defines: Toggle
 
 namespace lorascope::profiles {
 
@@ -27,7 +28,8 @@ class ProfileError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class AllocatorMode { Caching, Arena };
+// The allocator's mode is the allocator's own enum (caching, or caching plus a planned arena).
+using AllocatorMode = memory::AllocatorMode;
 
 // The toggles a profile sets, each with its value as the engine takes it ("builtin", 2, true): the
 // settings registry's toggles that have a profile key (settings/Registry.h). A toggle the profile
@@ -95,7 +97,6 @@ struct ParsedProfile {
   std::vector<ProfileNote> notes;
 };
 
-const char* toString(AllocatorMode mode);
 const char* toString(EnginePaths paths);
 
 }  // namespace lorascope::profiles

@@ -33,10 +33,10 @@
 
 #include "compute/Backend.h"
 #include "group/Collective.h"
-#include "model/DeviceWeights.h"  // defines: WeightQuantization
 #include "model/ModelConfig.h"
-#include "model/ModelFolder.h"  // defines: ModelWeights
-#include "runs/StepRecord.h"    // defines: StepRecord
+#include "model/ModelFolder.h"         // defines: ModelWeights
+#include "model/WeightQuantization.h"  // defines: WeightQuantization
+#include "runs/StepRecord.h"           // defines: StepRecord
 #include "train/Batching.h"
 #include "train/Checkpoint.h"  // defines: TrainerState, LoraMoments, MicroBatchChange (types only)
 #include "train/Evaluation.h"  // defines: EvalMetrics

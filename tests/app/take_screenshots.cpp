@@ -105,6 +105,7 @@ int main(int argc, char** argv) {
   if (args.size() > 4 && args[4] == QLatin1String("dark")) {
     app::applyColorScheme(app::ColorScheme::Dark);
   }
+  window.setEngineProgram(QStringLiteral(LORASCOPE_TRAIN));  // the demo's files (`demo`)
   window.setEngine(&host);
   window.resize(1280, 800);
   window.show();

@@ -83,6 +83,7 @@ class TestAppEndToEnd : public QObject {
 
   // Drives the window from the setup page to a stopped run with a checkpoint in the run folder.
   void trainAndStop(app::MainWindow& window, widgets::EngineClient& host) {
+    window.setEngineProgram(QStringLiteral(LORASCOPE_TRAIN));  // the demo's files (`demo`)
     window.setEngine(&host);
     app::RunSetupPage* setup = window.setupPage();
     QVERIFY(setup->usesDemo());  // preselected on first start
@@ -132,6 +133,7 @@ class TestAppEndToEnd : public QObject {
   // `steps` steps reached the dashboard.
   void startDemoRun(app::MainWindow& window, widgets::EngineClient& host, int steps) {
     window.show();
+    window.setEngineProgram(QStringLiteral(LORASCOPE_TRAIN));  // the demo's files (`demo`)
     window.setEngine(&host);
     app::RunSetupPage* setup = window.setupPage();
     QTRY_VERIFY_WITH_TIMEOUT(!setup->isBusy(), kTimeoutMs);

@@ -118,6 +118,7 @@ class TestAppPaths : public QObject {
   void aSavedOldOutputFolderFollowsTheRuns() {
     QSettings().setValue(QStringLiteral("setup/out"), app::legacyRunsDir());
     app::RunSetupPage page;
+    page.setTrainProgram(QStringLiteral(LORASCOPE_TRAIN));  // the demo's files (`demo`)
     QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
     const auto config = page.runConfig();
     QVERIFY2(config.has_value(), qPrintable(page.problems().join('\n')));
@@ -128,6 +129,7 @@ class TestAppPaths : public QObject {
     const QString mine = home_.filePath(QStringLiteral("my-runs"));
     QSettings().setValue(QStringLiteral("setup/out"), mine);
     app::RunSetupPage other;
+    other.setTrainProgram(QStringLiteral(LORASCOPE_TRAIN));
     QTRY_VERIFY_WITH_TIMEOUT(!other.isBusy(), kTimeoutMs);
     const auto otherConfig = other.runConfig();
     QVERIFY(otherConfig.has_value());

@@ -61,6 +61,7 @@ class TestSetupProcesses : public QObject {
 
   void firstStartPreselectsTheDemo() {
     app::RunSetupPage page;
+    page.setTrainProgram(QStringLiteral(LORASCOPE_TRAIN));
     QVERIFY(page.usesDemo());
     QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
     QVERIFY2(page.problems().isEmpty(), qPrintable(page.problems().join('\n')));
@@ -69,6 +70,30 @@ class TestSetupProcesses : public QObject {
     QCOMPARE((*config)["demo"].get<bool>(), true);
     QVERIFY(!config->contains("model"));
     QVERIFY(QString::fromStdString((*config)["out"]).contains(QStringLiteral("/runs/demo-")));
+  }
+
+  // The demo's files come from `lorascope-train demo` (the window links no trainer): the page
+  // inspects the folder it names, the one the trainer writes into the cache; without the program
+  // the error names it.
+  void theDemoComesFromTheTrainProgram() {
+    app::RunSetupPage page;
+    const QString missing = home_.filePath(QStringLiteral("no-such-lorascope-train"));
+    page.setTrainProgram(missing);
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
+    QVERIFY(!page.inspection().config.has_value());
+    QVERIFY2(page.modelSummary().contains(QStringLiteral("The demo could not be prepared by ")) &&
+                 page.modelSummary().contains(QDir::toNativeSeparators(missing)),
+             qPrintable(page.modelSummary()));
+    QVERIFY(!page.problems().isEmpty());
+    page.setTrainProgram(QStringLiteral(LORASCOPE_TRAIN));
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
+    QVERIFY2(page.inspection().config.has_value(), qPrintable(page.modelSummary()));
+    QCOMPARE(QFileInfo(page.inspection().dir).canonicalFilePath(),
+             QFileInfo(demoModel_).canonicalFilePath());
+    QVERIFY(page.validation().report.has_value());
+    QVERIFY(!page.histogram()->bins().empty());  // validated with the demo's tokenizer
+    QVERIFY2(page.memoryEstimateText().contains(QStringLiteral("peak on the CPU")),
+             qPrintable(page.memoryEstimateText()));
   }
 
   void aMissingModelFolderIsAClearError() {

@@ -117,6 +117,7 @@ class TestWindowRuns : public QObject {
 
   // The window on the demo with `engine` connected, Start enabled.
   void prepare(app::MainWindow& window, testing::RecordingEngineClient& engine) {
+    window.setEngineProgram(QStringLiteral(LORASCOPE_TRAIN));  // the demo's files (`demo`)
     window.setEngine(&engine);
     engine.setConnected(true);
     app::RunSetupPage* setup = window.setupPage();

@@ -201,6 +201,35 @@ class TestRunOptions : public QObject {
     broken["lora"].erase("r");
     QVERIFY_THROWS_EXCEPTION(job::UsageError, job::settingsFromJson(broken, "old/config.json"));
   }
+
+  // config.json's "training" is read back strictly (common/JsonReader.h): a field of the wrong
+  // type, which the JSON library would have converted (true as 1.0, 2.5 as 2), is refused naming
+  // the file and the field.
+  void aResumedConfigIsReadStrictlyNamingTheField() {
+    const json training = job::settingsToJson(job::defaultSettings(false));
+    const auto refusal = [](const json& bad) {
+      try {
+        job::settingsFromJson(bad, "run/config.json");
+      } catch (const job::UsageError& e) {
+        return std::string(e.what());
+      }
+      return std::string("accepted");
+    };
+    const std::string prefix = "run/config.json: \"training\" does not hold valid settings: ";
+    json bad = training;
+    bad["adamw"]["beta1"] = true;
+    QCOMPARE(refusal(bad), prefix + "adamw.beta1: must be a number");
+    bad = training;
+    bad["micro_batch_size"] = 2.5;
+    QCOMPARE(refusal(bad), prefix + "micro_batch_size: must be a whole number");
+    bad = training;
+    bad["auto_micro_batch"] = "no";
+    QCOMPARE(refusal(bad), prefix + "auto_micro_batch: must be true or false");
+    bad = training;
+    bad["lora"].erase("r");
+    QCOMPARE(refusal(bad), prefix + "lora.r: missing");
+    QCOMPARE(refusal(training), std::string("accepted"));
+  }
 };
 
 QTEST_GUILESS_MAIN(TestRunOptions)
