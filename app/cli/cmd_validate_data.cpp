@@ -113,8 +113,8 @@ const job::CommandSpec& validateDataCommand() {
       .operands = "FILE",
       .summary =
           "A dataset report (formats, issues, duplicates, token lengths). Exit 0 when the report "
-          "is "
-          "produced, even with bad lines; 1 when FILE or the tokenizer cannot be read.",
+          "is produced and at least one example is usable, even with bad lines; 2 when no "
+          "example is (the report is still printed); 1 when FILE or the tokenizer cannot be read.",
       .options =
           {
               {.name = "model",
@@ -195,6 +195,13 @@ int runValidateData(const Args& args) {
     std::cout << report.toText();
     std::cout << "Validated in "
               << std::chrono::duration_cast<std::chrono::milliseconds>(elapsed).count() << " ms\n";
+  }
+  if (report.validExamples == 0) {
+    // A run on this file would have nothing to train on: a script checking the data before a long
+    // run must see that, not exit 0.
+    std::cerr << "lorascope-train validate-data: " << parsed.positional().front()
+              << ": no usable example (every record has an error; the report above lists them)\n";
+    return 2;
   }
   return 0;
 }
