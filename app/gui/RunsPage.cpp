@@ -200,17 +200,23 @@ std::vector<engine::TimedEvent> metricsAsEvents(const QString& runDir) {
                              ": no such file (the run has no completed step)");
   }
   std::vector<engine::TimedEvent> events;
+  // The run's time, as the live dashboard's axis counts it: each step's cycle (the wall-clock
+  // time since the step before completed, an evaluation between them included; pauses not).
+  // Lines written before cycles were recorded have the step's own time and the evaluation's.
   double seconds = 0;
   std::optional<runs::EvalRecord> best;
   for (const runs::StepRecord& m : runs::readStepRecords(file)) {
-    seconds += m.seconds;
-    events.push_back({static_cast<std::int64_t>(seconds * 1000.0), m});  // as it was announced
+    const bool cycled = m.cycleSeconds > 0.0;
+    seconds += cycled ? m.cycleSeconds : m.seconds;
+    events.push_back({std::llround(seconds * 1000.0), m});  // as it was announced
     if (m.eval) {  // the held-out loss beside it, as the engine announced it
-      seconds += m.eval->seconds;
+      const double evaluated = seconds + m.eval->seconds;
+      if (!cycled) {
+        seconds = evaluated;  // with cycles, the next step's holds the evaluation's time
+      }
       if (!best || m.eval->loss < best->loss)
         best = m.eval;
-      events.push_back(
-          {static_cast<std::int64_t>(seconds * 1000.0), engine::evalEvent(*m.eval, *best)});
+      events.push_back({std::llround(evaluated * 1000.0), engine::evalEvent(*m.eval, *best)});
     }
   }
   return events;
