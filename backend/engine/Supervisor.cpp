@@ -72,11 +72,13 @@ std::int64_t Supervisor::toSupervisorTime(std::int64_t engineTimeMs) {
 void Supervisor::startEngine() {
   engineStartedMs_ = elapsedMs();
   preparing_ = false;
+  unansweredStarts_.clear();
   host_ = launcher_.launch(++engineId_, profile_.environment, profile_.engine);
 }
 
 void Supervisor::retireEngine() {
   hangDeadlineMs_.reset();
+  unansweredStarts_.clear();  // a start the engine died before answering was not taken
   host_.reset();
 }
 
@@ -91,6 +93,23 @@ void Supervisor::holdRunLock(nlohmann::json& config) {
     config["run_lock_holder"] = runLock_->holder();
 }
 
+void Supervisor::adoptRun(nlohmann::json config) {
+  runConfig_ = std::move(config);
+  running_ = true;  // an engine that dies while it starts the run is recovered too
+  restarts_ = 0;
+  lastStep_ = 0;  // a new run: its steps are new, replayed or not
+  lastStickyError_.reset();
+}
+
+void Supervisor::startAnswered(bool taken) {
+  if (unansweredStarts_.empty())
+    return;
+  std::optional<nlohmann::json> pending = std::move(unansweredStarts_.front());
+  unansweredStarts_.pop_front();
+  if (taken && pending)
+    adoptRun(std::move(*pending));
+}
+
 // A new engine picks the run up from the state mirror, on the current rung.
 void Supervisor::resumeRun() {
   nlohmann::json config = *runConfig_;
@@ -99,23 +118,28 @@ void Supervisor::resumeRun() {
   config["resume_from_mirror"] = true;
   config["announced_through"] = lastStep_;  // the engine replays the completed steps after it
   host_->send(StartCommand{config});
+  unansweredStarts_.emplace_back();  // the run's own
   sendRungToggles();
 }
 
 void Supervisor::send(const Command& command) {
-  Command forwarded = command;  // a start tells the engine who holds the run's lock
+  Command forwarded = command;              // a start tells the engine who holds the run's lock
+  std::optional<nlohmann::json> undecided;  // a start the engine's answer decides
   if (auto* start = std::get_if<StartCommand>(&forwarded)) {
-    if (running_ && runLock_ && !runLock_->covers(start->runConfig)) {
-      // The engine refuses a start while a run is in progress: that run keeps its folder locked.
-      start->runConfig.erase("run_lock_holder");
-    } else {
+    if (!running_) {
       holdRunLock(start->runConfig);
+      adoptRun(start->runConfig);
+    } else {
+      // The engine refuses a start while a run is in progress (unansweredStarts_): the run keeps
+      // its config, its restarts and its folder's lock, which a start of another folder is not
+      // told of.
+      if (runLock_ && runLock_->covers(start->runConfig)) {
+        holdRunLock(start->runConfig);
+      } else {
+        start->runConfig.erase("run_lock_holder");
+      }
+      undecided = start->runConfig;
     }
-    runConfig_ = start->runConfig;
-    running_ = true;  // an engine that dies while it starts the run is recovered too
-    restarts_ = 0;
-    lastStep_ = 0;  // a new run: its steps are new, replayed or not
-    lastStickyError_.reset();
   } else if (const auto* sw = std::get_if<SwitchProfileCommand>(&command)) {
     switchProfile(sw->name);
     return;
@@ -137,6 +161,7 @@ void Supervisor::send(const Command& command) {
   if (host_)
     host_->send(forwarded);
   if (host_ && std::holds_alternative<StartCommand>(command)) {
+    unansweredStarts_.push_back(std::move(undecided));
     sendRungToggles();  // a new run starts on the current rung's toggles and the profile's
   }
 }
@@ -164,6 +189,8 @@ void Supervisor::engineEvent(int engineId, const TimedEvent& timed) {
     hostMemory_ = runtime::HostMemory{*memory->hostAvailableBytes, hostTotalBytes()};
   }
   if (const auto* state = std::get_if<StateEvent>(&timed.event)) {
+    if (state->state == RunState::Starting)
+      startAnswered(true);
     preparing_ = state->state == RunState::Starting;
     if (state->state == RunState::Running || state->state == RunState::Paused ||
         state->state == RunState::Starting) {
@@ -185,6 +212,9 @@ void Supervisor::engineEvent(int engineId, const TimedEvent& timed) {
     lastStep_ = step->step;
     lastMicroBatch_ = step->microBatch;
     hangDeadlineMs_ = now + policy_.hangTimeoutMs;
+  } else if (const auto* refusal = std::get_if<ErrorEvent>(&timed.event);
+             refusal && refusal->category == "command" && refusal->op == "start") {
+    startAnswered(false);
   } else if (const auto* error = std::get_if<ErrorEvent>(&timed.event); error && error->sticky) {
     lastStickyError_ = *error;  // the engine exits after a sticky error; onExit recovers
     generationDied_ = generating_.has_value();

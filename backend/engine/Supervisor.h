@@ -11,6 +11,9 @@
 // The run's folder stays locked from its start to its end, across the restarts: the supervisor
 // holds its run.lock for the engines it starts (EngineLauncher::holdRunFolder, RunFolderLock.h),
 // so no other trainer takes the folder while one engine is dead and the next not yet running.
+// A start sent while a run is in progress becomes the run only if the engine takes it (the run
+// had just ended); one the engine refuses changes nothing of the run that goes on, which a crash
+// then resumes.
 // Switching to a profile whose environment differs restarts the engine the same way; a switch is
 // a ProfileSwitchEvent, not an incident. A generation (GenerateCommand: the Try it page's engine)
 // is not resumed: when its engine dies, the supervisor ends it (a failed generation_end naming
@@ -22,6 +25,7 @@
 // thread of its own with real child processes; tests drive it directly with a manual clock.
 #pragma once
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -116,6 +120,10 @@ class Supervisor {
   // The run folder's lock for the engine about to be given `config` (a start, or a resume after
   // a restart): kept when held already, taken when not; `config` says who holds it.
   void holdRunLock(nlohmann::json& config);
+  // Makes `config` the supervised run's: what a restart resumes, its restarts and steps anew.
+  void adoptRun(nlohmann::json config);
+  // The running engine's answer to the oldest start it has not answered: taken or refused.
+  void startAnswered(bool taken);
   void resumeRun();
   void onExit(const EngineExit& exit);
   void recover(const runtime::ErrorClass& error, const std::string& what);
@@ -148,7 +156,14 @@ class Supervisor {
   std::optional<std::int64_t> hangDeadlineMs_;
 
   std::optional<nlohmann::json> runConfig_;  // the start command's config, for restarts
-  std::unique_ptr<RunFolderLock> runLock_;   // held from the run's start to its end
+  // The starts sent to the running engine and not answered yet, oldest first; the engine answers
+  // each in turn, with a `starting` state when it takes it or a refusal (an error of category
+  // "command" about "start") when a run is in progress. A start sent while a run is in progress
+  // keeps its config here and becomes the run only when the engine takes it (the run had ended,
+  // its end not heard yet): a refused one changes nothing of the run that goes on. A start sent
+  // with no run in progress was adopted as it was sent (nullopt here).
+  std::deque<std::optional<nlohmann::json>> unansweredStarts_;
+  std::unique_ptr<RunFolderLock> runLock_;  // held from the run's start to its end
   bool running_ = false;  // a run is in progress: started, not finished, not failed for good
   std::optional<PlannedRestart> planned_;  // the exit in progress is one we asked for
   std::int64_t lastStep_ = 0;

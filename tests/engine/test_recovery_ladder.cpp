@@ -6,7 +6,9 @@
 // from outside stays on its rung and names the likely sender; a step down can be undone; a profile
 // switch is its own event, not an incident. A generation whose engine dies is ended as failed and
 // the next engine takes the next one; a generation the engine ended is not ended again. The run's
-// folder stays locked by the supervisor from the run's start to its end.
+// folder stays locked by the supervisor from the run's start to its end. A start the engine
+// refuses while a run goes on changes nothing of that run; one it takes as the run ends is the
+// run from then on.
 #include <QtTest>
 
 #include <filesystem>
@@ -143,6 +145,28 @@ nlohmann::json toldHolder(const EngineRecord& engine) {
       return start->runConfig.value("run_lock_holder", nlohmann::json());
   }
   return "no start";
+}
+
+// The last start command sent to `engine` (a default one when none was sent).
+StartCommand lastStart(const EngineRecord& engine) {
+  for (auto c = engine.sent.rbegin(); c != engine.sent.rend(); ++c) {
+    if (const auto* start = std::get_if<StartCommand>(&*c))
+      return *start;
+  }
+  return {};
+}
+
+// Run /runs/a started (the engine answering as it does), crashed after step 1 and resumed: it
+// trains, at step 2, after one restart.
+void trainRunAAfterARestart(Rig& rig) {
+  rig.supervisor.send(StartCommand{{{"out", "/runs/a"}, {"demo", true}}});
+  rig.report(StateEvent{RunState::Starting, 0, ""});
+  rig.running();
+  rig.step(1);
+  rig.crash();
+  rig.report(StateEvent{RunState::Starting, 1, ""});
+  rig.running(1);
+  rig.step(2);
 }
 
 bool sentToggle(const EngineRecord& engine, Toggle toggle, const nlohmann::json& value) {
@@ -356,6 +380,54 @@ class TestRecoveryLadder : public QObject {
     rig.supervisor.engineEvent(rig.engineId(),
                                TimedEvent{0, StateEvent{RunState::Finished, 2, ""}});
     QCOMPARE(lockHolderOf(out), std::uint32_t{0});
+  }
+
+  // A second start while run A trains: the engine refuses it ("a run is already in progress").
+  // A crash after that resumes A, not the refused start's folder, on A's count of restarts, and
+  // A's steps go on.
+  void aRefusedStartChangesNothingOfTheRunThatGoesOn() {
+    Rig rig;
+    trainRunAAfterARestart(rig);
+    rig.supervisor.send(StartCommand{{{"out", "/runs/b"}, {"demo", true}}});
+    QCOMPARE(lastStart(rig.engine()).runConfig["out"], "/runs/b");  // the engine decides
+    rig.report(ErrorEvent{"command", "start", 0,
+                          "'start' refused: a run is already in progress; stop it first", "",
+                          false});
+    QCOMPARE(rig.supervisor.restarts(), 1);
+    rig.step(3);
+    rig.crash("SIGKILL");
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{3});
+    const nlohmann::json resumed = lastStart(rig.engine()).runConfig;
+    QCOMPARE(resumed["out"], "/runs/a");
+    QCOMPARE(resumed["resume_from_mirror"], true);
+    QCOMPARE(resumed["announced_through"], 3);
+    QCOMPARE(rig.supervisor.restarts(), 2);
+    rig.report(StateEvent{RunState::Starting, 3, ""});
+    rig.running(3);
+    rig.step(4);
+    std::vector<std::int64_t> steps;
+    for (const StepEvent& s : rig.all<StepEvent>())
+      steps.push_back(s.step);
+    QCOMPARE(steps, (std::vector<std::int64_t>{1, 2, 3, 4}));
+  }
+
+  // A start sent just after a stop, before the engine's end of the run is heard: the engine takes
+  // it (its run has ended), and from then on it is the run a crash resumes, with no restarts yet.
+  void aStartTheEngineTakesAsTheRunEndsIsTheRunFromThenOn() {
+    Rig rig;
+    trainRunAAfterARestart(rig);
+    rig.supervisor.send(StopCommand{});
+    rig.supervisor.send(StartCommand{{{"out", "/runs/b"}, {"demo", true}}});
+    rig.report(StateEvent{RunState::Finished, 2, "stopped by the user"});
+    rig.report(StateEvent{RunState::Starting, 0, ""});
+    rig.running();
+    QCOMPARE(rig.supervisor.restarts(), 0);
+    rig.step(1);
+    rig.crash();
+    const nlohmann::json resumed = lastStart(rig.engine()).runConfig;
+    QCOMPARE(resumed["out"], "/runs/b");
+    QCOMPARE(resumed["announced_through"], 1);
+    QCOMPARE(rig.supervisor.restarts(), 1);
   }
 
   void aRunGivenUpLetsItsFolderGo() {

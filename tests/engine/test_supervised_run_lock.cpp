@@ -5,7 +5,8 @@
 // window and `train`); the engines are started through a stand-in program that waits while a gate
 // file exists and then becomes lorascope-train, so the gap between an engine's death and the next
 // one's start lasts as long as the test needs, with no race. Also: the engine refuses a holder
-// that is not its parent, and a start the engine refuses leaves no folder behind.
+// that is not its parent, a start the engine refuses leaves no folder behind, and a second start
+// it refuses while a run trains is not what the supervisor resumes after a crash.
 #include <QFile>
 #include <QProcess>
 #include <QTemporaryDir>
@@ -160,6 +161,54 @@ class TestSupervisedRunLock : public QObject {
                  said.contains("is not this engine's supervisor"),
              said.constData());
     QVERIFY(!QFile::exists(out + "/config.json"));
+  }
+
+  // A second start while run A trains, into another folder: the engine refuses it. The engine is
+  // then SIGKILLed: the supervisor resumes A (its folder, its steps, each once), not the refused
+  // start's folder, which is never made.
+  void aStartRefusedWhileARunTrainsIsNotWhatACrashResumes() {
+    const QString out = scratch_.filePath("first");
+    const QString other = scratch_.filePath("second");
+    SupervisorPolicy policy;
+    policy.climbLadder = false;  // the ladder's rungs are GPU settings
+    lorascope::testing::EventLog log;
+    SupervisorHost supervisor(LORASCOPE_TRAIN, lstest::cpuOnlyProfile(), policy, log.listener());
+    QTRY_VERIFY_WITH_TIMEOUT(supervisor.isConnected(), 60'000);
+    supervisor.send(StartCommand{lstest::demoRun(out.toStdString(), 1000, 2)});  // stopped below
+    QTRY_VERIFY_WITH_TIMEOUT(log.all<StepEvent>().size() >= 2, 300'000);
+    supervisor.send(StartCommand{demoRun(other)});
+    const auto refused = [&log] {
+      for (const ErrorEvent& e : log.all<ErrorEvent>()) {
+        if (e.category == "command" && e.op == "start")
+          return e.message.find("a run is already in progress") != std::string::npos;
+      }
+      return false;
+    };
+    QTRY_VERIFY_WITH_TIMEOUT(refused(), 120'000);
+    const std::int64_t engine = supervisor.engineProcessId();
+    QVERIFY(engine != 0);
+    QCOMPARE(::kill(pid_t(engine), SIGKILL), 0);
+    QTRY_VERIFY_WITH_TIMEOUT(!log.all<IncidentEvent>().empty(), 60'000);
+    const IncidentEvent incident = log.all<IncidentEvent>().front();
+    QVERIFY2(incident.action.find("resumed the run") != std::string::npos, incident.action.c_str());
+    // A's steps go on after the kill; then it is stopped.
+    const std::size_t before = log.all<StepEvent>().size();
+    QTRY_VERIFY_WITH_TIMEOUT(
+        log.all<StepEvent>().size() >= before + 2 || log.hasState(RunState::Failed), 300'000);
+    QVERIFY2(!log.hasState(RunState::Failed), "the run resumed after the kill failed");
+    supervisor.send(StopCommand{});
+    QTRY_VERIFY_WITH_TIMEOUT(log.hasState(RunState::Finished) || log.hasState(RunState::Failed),
+                             300'000);
+    QVERIFY(!log.hasState(RunState::Failed));
+    std::map<std::int64_t, int> times;
+    for (const StepEvent& s : log.all<StepEvent>())
+      ++times[s.step];
+    QCOMPARE(times.rbegin()->first, std::int64_t(times.size()));  // 1..N, none missing
+    for (const auto& [step, count] : times)
+      QVERIFY2(count == 1, qPrintable(QString("step %1 completed %2 times").arg(step).arg(count)));
+    QCOMPARE(supervisor.restarts(), 1);
+    QVERIFY(QFileInfo::exists(out + "/config.json"));
+    QVERIFY(!QFileInfo::exists(other));
   }
 
   // A start the engine refuses (no such model) leaves no folder behind, though the supervisor
