@@ -27,6 +27,7 @@
 #include "external/CommandHost.h"
 #include "external/SupervisedRun.h"
 #include "job/CliArgs.h"
+#include "runs/RunFolder.h"  // defines: unusedFolder
 
 namespace lorascope::cli {
 namespace fs = std::filesystem;
@@ -128,13 +129,15 @@ const job::CommandSpec& superviseCommand() {
 
 namespace {
 
+// Named by the time, and a folder of its own also for a second `supervise` started within the
+// same second in the same place.
 std::string defaultOutDir() {
   const std::time_t now = std::time(nullptr);
   char text[64];
   // std::gmtime: gmtime_r is POSIX's only (check-os-headers.sh); the CLI asks once, on its main
   // thread.
   std::strftime(text, sizeof text, "lorascope-supervise-%Y%m%d-%H%M%S", std::gmtime(&now));
-  return text;
+  return common::pathText(runs::unusedFolder(text));
 }
 
 void printEvent(const engine::TimedEvent& timed) {

@@ -43,6 +43,7 @@
 #include "gui/TryItPage.h"
 #include "profiles/Builtins.h"
 #include "profiles/ProfileStore.h"
+#include "runs/RunFolder.h"  // defines: unusedFolder
 #include "widgets/ControlsPanel.h"
 #include "widgets/Dashboard.h"
 #include "widgets/DisplayText.h"  // defines: pathToQString, toPath
@@ -383,10 +384,7 @@ void MainWindow::startRun() {
   setup_->saveSettings();
   const QString out = QString::fromStdString(config->value("out", std::string()));
   if (QFileInfo::exists(QDir(out).filePath(QStringLiteral("config.json")))) {
-    QString freeName;
-    for (int n = 2; freeName.isEmpty() || QFileInfo::exists(freeName); ++n) {
-      freeName = QStringLiteral("%1-%2").arg(out).arg(n);
-    }
+    const QString freeName = widgets::pathToQString(runs::unusedFolder(widgets::toPath(out)));
     switch (askAboutExistingRun(out, freeName)) {
       case ExistingRunChoice::Resume:
         resumeRun(out);
@@ -425,13 +423,10 @@ void MainWindow::startCommand() {
     setup_->saveSettings();  // also remembers the command's fields
     // A folder of its own, also for a second command started within the same second (which
     // would otherwise append its steps to the first's metrics.jsonl).
-    const QDir runs(setup_->outputDir());
     const QString name = QStringLiteral("command-") +
                          QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
-    QString runDir = runs.filePath(name);
-    for (int n = 2; QFileInfo::exists(runDir); ++n) {
-      runDir = runs.filePath(name + QLatin1Char('-') + QString::number(n));
-    }
+    const QString runDir = widgets::pathToQString(
+        runs::unusedFolder(widgets::toPath(QDir(setup_->outputDir()).filePath(name))));
     launchCommand(*command, profile, runDir);
   } catch (const external::ExternalError& e) {
     logLine(LogLevel::Error, QString::fromStdString(e.what()));

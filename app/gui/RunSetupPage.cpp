@@ -42,11 +42,11 @@
 #include "model/Projections.h"         // defines: kProjectionNames
 #include "model/WeightQuantization.h"  // defines: placedWeightBytes, WeightQuantization
 #include "runs/RunFileError.h"
-#include "runs/RunFolder.h"       // defines: checkOutputFolder
+#include "runs/RunFolder.h"       // defines: checkOutputFolder, unusedFolder
 #include "settings/Registry.h"    // defines: registry (the run settings)
 #include "text/ChatTemplate.h"    // defines: ChatTemplate
 #include "text/Tokenizer.h"       // defines: Tokenizer
-#include "widgets/DisplayText.h"  // defines: formatBytes, toPath
+#include "widgets/DisplayText.h"  // defines: formatBytes, pathToQString, toPath
 #include "widgets/LengthHistogram.h"
 
 namespace lorascope::app {
@@ -929,21 +929,24 @@ std::optional<nlohmann::json> RunSetupPage::runConfig() const {
   if (!problems().isEmpty()) {
     return std::nullopt;
   }
-  QString name = runName_->text().trimmed();
+  const QDir outputDir(outputEdit_->text().trimmed());
+  const QString name = runName_->text().trimmed();
+  QString out = outputDir.filePath(name);
   if (name.isEmpty()) {
+    // Named by the time: a folder of its own, also for a run started within the same second as
+    // the one before (which made its folder: the new one would be offered to resume it).
     const QString source =
         usesDemo() ? QStringLiteral("demo")
                    : QFileInfo(modelEdit_->text().trimmed()).fileName().replace(' ', '_');
-    name = source + QLatin1Char('-') +
-           QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"));
+    out = widgets::pathToQString(runs::unusedFolder(widgets::toPath(outputDir.filePath(
+        source + QLatin1Char('-') +
+        QDateTime::currentDateTime().toString(QStringLiteral("yyyyMMdd-HHmmss"))))));
   }
   nlohmann::json options = nlohmann::json::object();
   for (const auto& [key, value] : this->options()) {
     options[key] = value;
   }
-  nlohmann::json config = {
-      {"out", QDir(outputEdit_->text().trimmed()).filePath(name).toStdString()},
-      {"options", options}};
+  nlohmann::json config = {{"out", out.toStdString()}, {"options", options}};
   if (usesDemo()) {
     config["demo"] = true;
   } else {

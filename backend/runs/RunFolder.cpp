@@ -54,6 +54,16 @@ std::string checkpointFolderName(std::int64_t step) {
   return kStepPrefix + std::to_string(step);
 }
 
+fs::path unusedFolder(const fs::path& wanted) {
+  std::error_code ec;  // a folder that cannot be looked at is left to the folder rule to name
+  fs::path candidate = wanted;
+  for (int n = 2; fs::exists(fs::symlink_status(candidate, ec)); ++n) {
+    candidate = wanted;
+    candidate += "-" + std::to_string(n);
+  }
+  return candidate;
+}
+
 bool isRunConfig(const fs::path& configPath) {
   try {
     const json config = readRunJson(configPath);

@@ -38,6 +38,12 @@ inline constexpr const char* kRunLockFile = common::kRunLockFile;
 // folders into it: throws RunFileError naming the folder and what it holds.
 void checkOutputFolder(const std::filesystem::path& dir, const std::filesystem::path& modelDir);
 
+// `wanted` when nothing is there, or else the first of wanted-2, wanted-3, ... with nothing
+// there: the folder of a new run or command named by the time of its start, so that one started
+// within the same second as the one before gets a folder of its own (the first's would otherwise
+// be resumed, taken over or refused by the folder rule).
+std::filesystem::path unusedFolder(const std::filesystem::path& wanted);
+
 // Whether `configPath` is a LoRAscope run's config.json (a JSON object with a "model_path"
 // string), not a model's or anything else's.
 bool isRunConfig(const std::filesystem::path& configPath);

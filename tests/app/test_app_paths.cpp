@@ -137,6 +137,33 @@ class TestAppPaths : public QObject {
                 .startsWith(mine + QLatin1Char('/')));
   }
 
+  // A run with no name typed is named by the time of its start. One started within the same
+  // second as the run before it, which made its folder, gets a folder of its own (-2), not the
+  // first's (which the window would offer to resume).
+  void twoRunsStartedWithinOneSecondGetTwoFolders() {
+    QSettings().setValue(QStringLiteral("setup/out"),
+                         home_.filePath(QStringLiteral("same-second")));
+    app::RunSetupPage page;
+    page.setTrainProgram(QStringLiteral(LORASCOPE_TRAIN));
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
+    const auto outOf = [&page] {
+      const auto config = page.runConfig();
+      return config ? QString::fromStdString((*config)["out"].get<std::string>()) : QString();
+    };
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      const QString first = outOf();
+      QVERIFY2(!first.isEmpty(), qPrintable(page.problems().join('\n')));
+      QVERIFY(QDir().mkpath(first));  // the first run's folder, as its start makes it
+      const QString second = outOf();
+      if (!second.startsWith(first))
+        continue;  // the clock passed a second between the two: again
+      QCOMPARE(second, first + QStringLiteral("-2"));
+      QVERIFY(!QFileInfo::exists(second));
+      return;
+    }
+    QFAIL("no two starts fell within one second in 5 attempts");
+  }
+
   void theEngineIsBesideTheProgram() {
     QCOMPARE(app::engineProgram(),
              QDir(QApplication::applicationDirPath()).filePath(QStringLiteral("lorascope-train")));

@@ -88,6 +88,16 @@ TEST_CASE(aNewRunGoesIntoANewEmptyOrRunFolderOutsideTheModel) {
       {"is not empty and is not a LoRAscope run: it holds todo.txt"}));
 }
 
+TEST_CASE(aFolderNamedByTheTimeTakesTheFirstUnusedSuffix) {
+  const lstest::TempDir tmp;
+  const fs::path wanted = tmp.path() / "demo-20261129-073000";
+  COMPARE(runs::unusedFolder(wanted), wanted);
+  fs::create_directories(wanted);
+  COMPARE(runs::unusedFolder(wanted), tmp.path() / "demo-20261129-073000-2");
+  writeText(tmp.path() / "demo-20261129-073000-2", "a file is there too");
+  COMPARE(runs::unusedFolder(wanted), tmp.path() / "demo-20261129-073000-3");
+}
+
 TEST_CASE(runFilesAreAppendedAndReadWhole) {
   const lstest::TempDir tmp;
   const fs::path file = tmp.path() / "events.jsonl";
