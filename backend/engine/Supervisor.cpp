@@ -106,8 +106,10 @@ void Supervisor::startAnswered(bool taken) {
     return;
   std::optional<nlohmann::json> pending = std::move(unansweredStarts_.front());
   unansweredStarts_.pop_front();
-  if (taken && pending)
+  if (taken && pending) {
     adoptRun(std::move(*pending));
+    sendRungToggles();  // held back from the run in progress, which it would have changed
+  }
 }
 
 // A new engine picks the run up from the state mirror, on the current rung.
@@ -161,8 +163,12 @@ void Supervisor::send(const Command& command) {
   if (host_)
     host_->send(forwarded);
   if (host_ && std::holds_alternative<StartCommand>(command)) {
+    // A new run starts on the current rung's toggles and the profile's; a start the engine may
+    // refuse gets them when it is taken: sent now they would reach the run in progress (the
+    // smaller micro-batch rung would halve its micro-batch again).
+    if (!undecided)
+      sendRungToggles();
     unansweredStarts_.push_back(std::move(undecided));
-    sendRungToggles();  // a new run starts on the current rung's toggles and the profile's
   }
 }
 

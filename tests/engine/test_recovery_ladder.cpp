@@ -388,12 +388,15 @@ class TestRecoveryLadder : public QObject {
   void aRefusedStartChangesNothingOfTheRunThatGoesOn() {
     Rig rig;
     trainRunAAfterARestart(rig);
+    const std::size_t sentBefore = rig.engine().sent.size();
     rig.supervisor.send(StartCommand{{{"out", "/runs/b"}, {"demo", true}}});
     QCOMPARE(lastStart(rig.engine()).runConfig["out"], "/runs/b");  // the engine decides
     rig.report(ErrorEvent{"command", "start", 0,
                           "'start' refused: a run is already in progress; stop it first", "",
                           false});
     QCOMPARE(rig.supervisor.restarts(), 1);
+    // The start alone went to the engine: no rung's toggles for A's run to apply again.
+    QCOMPARE(rig.engine().sent.size(), sentBefore + 1);
     rig.step(3);
     rig.crash("SIGKILL");
     QCOMPARE(rig.launcher.engines.size(), std::size_t{3});
@@ -419,9 +422,12 @@ class TestRecoveryLadder : public QObject {
     rig.supervisor.send(StopCommand{});
     rig.supervisor.send(StartCommand{{{"out", "/runs/b"}, {"demo", true}}});
     rig.report(StateEvent{RunState::Finished, 2, "stopped by the user"});
+    QVERIFY(std::holds_alternative<StartCommand>(rig.engine().sent.back()));  // toggles wait
     rig.report(StateEvent{RunState::Starting, 0, ""});
     rig.running();
     QCOMPARE(rig.supervisor.restarts(), 0);
+    // Taken: the new run gets the rung's toggles (the SIGSEGV moved the ladder a rung down).
+    QVERIFY(std::holds_alternative<SetToggleCommand>(rig.engine().sent.back()));
     rig.step(1);
     rig.crash();
     const nlohmann::json resumed = lastStart(rig.engine()).runConfig;
