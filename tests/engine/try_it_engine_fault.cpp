@@ -199,7 +199,9 @@ int main(int argc, char** argv) {
   // 4. An op that never returns while generating.
   profiles::Profile hanging = profiles::defaultProfile();
   hanging.environment["LORASCOPE_FAULTS"] = "hang@attention_cached#40";
-  hanging.environment["LORASCOPE_WATCHDOG"] = "2,5";  // grace 2 s; 5 s for the first generations
+  // Grace 2 s, 5 s for an engine's first generations on the CPU; a GPU's first generations load
+  // their kernels inside the watched generation, so they get a minute there.
+  hanging.environment["LORASCOPE_WATCHDOG"] = device == "gpu" ? "10,60" : "2,5";
   host = std::make_unique<SupervisorHost>(engineProgram, hanging, SupervisorPolicy{},
                                           events.listener());
   check(engineStarted(), "an engine with a hang rule started");
