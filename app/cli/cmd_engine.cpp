@@ -10,7 +10,7 @@
 #include "engine/StdioEngine.h"
 #include "job/CliArgs.h"
 #include "job/EngineJob.h"
-#include "job/GenerationService.h"  // defines: createGenerationRunner
+#include "job/GenerationService.h"  // defines: createGenerationRunner, generationHangCheck
 
 namespace lorascope::cli {
 
@@ -46,7 +46,7 @@ int runEngine(const Args& args) {
   }
   std::ios::sync_with_stdio(false);
   return engine::serveEngineOverStreams(job::createTrainingJob, engineHello(), std::cin, std::cout,
-                                        job::createGenerationRunner());
+                                        job::createGenerationRunner(), job::generationHangCheck());
 }
 
 }  // namespace lorascope::cli

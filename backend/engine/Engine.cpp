@@ -56,17 +56,22 @@ void Engine::sampleLoop() {
     {
       const std::lock_guard lock(jobMutex_);
       polling = job_ != nullptr;
-      if (!job_) {
-        if (readingDue) {
-          nextReading = Clock::now() + period;
-        }
-        continue;
-      }
-      if (!readingDue) {
+      if (job_ && !readingDue) {
         job_->pollInstruments();
         continue;
       }
-      reading = job_->sampleInstruments();
+      if (job_) {
+        reading = job_->sampleInstruments();
+      }
+    }
+    if (!polling) {  // no job: a generation, if one runs, is watched
+      if (readingDue) {
+        nextReading = Clock::now() + period;
+        if (std::optional<ErrorEvent> hang = checkGeneration()) {
+          publishHang(std::move(*hang));
+        }
+      }
+      continue;
     }
     nextReading += period;
     if (nextReading < Clock::now()) {  // a slow reading: the next one a full period from now
@@ -82,12 +87,33 @@ void Engine::sampleLoop() {
       publish(ProgressEvent{});
     }
     if (reading.hang && state_ == RunState::Running && !hangPublished_.exchange(true)) {
-      reading.hang->sticky = true;
-      publish(*reading.hang);
-      if (options_.onHang) {
-        options_.onHang();
-      }
+      publishHang(std::move(*reading.hang));
     }
+  }
+}
+
+std::optional<ErrorEvent> Engine::checkGeneration() {
+  if (!options_.generationHang) {
+    return std::nullopt;
+  }
+  {
+    const std::lock_guard lock(mutex_);
+    if (!generatingId_) {
+      return std::nullopt;
+    }
+  }
+  std::optional<ErrorEvent> hang = options_.generationHang();
+  if (!hang || hangPublished_.exchange(true)) {
+    return std::nullopt;
+  }
+  return hang;
+}
+
+void Engine::publishHang(ErrorEvent hang) {
+  hang.sticky = true;
+  publish(hang);
+  if (options_.onHang) {
+    options_.onHang();
   }
 }
 
@@ -249,6 +275,7 @@ bool Engine::generate(const GenerateCommand& command) {
     fail("a training run is in progress in this engine; generate when it is over");
     return true;
   }
+  hangPublished_ = false;  // before the sampler sees the generation
   {
     const std::lock_guard lock(mutex_);
     generatingId_ = command.id;

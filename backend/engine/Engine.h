@@ -8,7 +8,9 @@
 // isolated engine exits, so that its supervisor restarts it at once).
 //
 // A generate command runs on the engine thread while no run is in progress (EngineOptions::
-// generate); cancel_generation ends it at its next token, acted on as it is posted.
+// generate); cancel_generation ends it at its next token, acted on as it is posted. While it
+// runs the sampler reads EngineOptions::generationHang: a hang in generation is published and
+// ends in onHang as a step's does.
 //
 // Commands that change the run (set, checkpoint_now, request_snapshot, pause, stop) are applied
 // at the next step boundary; stop and pause also raise the job's cancellation flag so a step in
@@ -131,6 +133,11 @@ class EngineJob {
 using GenerationRunner = std::function<GenerationEndEvent(
     const GenerateCommand& command, const EventSink& sink, const std::atomic<bool>& cancel)>;
 
+// The watchdog's verdict while a generation runs (job/GenerationService.h): a hang error when an
+// op of the generation is over its budget. Called on the sampler thread, concurrently with the
+// generation.
+using GenerationHangCheck = std::function<std::optional<ErrorEvent>()>;
+
 struct EngineOptions {
   int samplePeriodMs = 400;  // the sampler's period: 2.5 readings a second
   // Between readings the sampler polls the job this often (pollInstruments), so that a reading's
@@ -143,6 +150,8 @@ struct EngineOptions {
   bool reportProgress = false;
   // What runs generate commands; none: they are refused (a failed generation_end says why).
   GenerationRunner generate = {};
+  // Read every samplePeriodMs while a generation runs; none: a generation is not watched.
+  GenerationHangCheck generationHang = {};
 };
 
 // Builds the job for a start command; throws std::exception with a user-facing message (bad
@@ -174,6 +183,10 @@ class Engine {
   void setState(RunState state, const std::string& detail = {});
   void finishRun(RunState state, const std::string& detail);
   void sampleLoop();
+  // The sampler's reading while a generation runs: its hang error, if any, not published yet.
+  std::optional<ErrorEvent> checkGeneration();
+  // Publishes a hang as the sticky error (once per step or generation), then runs onHang.
+  void publishHang(ErrorEvent hang);
   void startSampler();
   void stopSampler();
 
@@ -204,7 +217,8 @@ class Engine {
   std::mutex samplerMutex_;
   std::condition_variable samplerWake_;
   bool samplerStop_ = false;
-  std::atomic<bool> hangPublished_{false};  // the running step's hang is out; cleared per step
+  // The running step's (or generation's) hang is out; cleared per step and per generation.
+  std::atomic<bool> hangPublished_{false};
 };
 
 }  // namespace lorascope::engine

@@ -11,7 +11,8 @@
 namespace lorascope::engine {
 
 int serveEngineOverStreams(JobFactory factory, HelloEvent hello, std::istream& in,
-                           std::ostream& out, GenerationRunner generate) {
+                           std::ostream& out, GenerationRunner generate,
+                           GenerationHangCheck generationHang) {
   // A stream tied to `out` flushes it before every read: the reader thread would then flush
   // `out` beside the writer, outside outMutex. With sync_with_stdio(false) (lorascope-train
   // engine) that race on the buffer duplicated bytes ("{{" at the start of a line).
@@ -26,6 +27,7 @@ int serveEngineOverStreams(JobFactory factory, HelloEvent hello, std::istream& i
   EngineOptions options;
   options.reportProgress = true;  // for the supervisor's hang watchdog
   options.generate = std::move(generate);
+  options.generationHang = std::move(generationHang);
   options.onHang = [&] {
     const std::lock_guard lock(outMutex);  // the report is written and flushed
     std::_Exit(kExitStickyError);

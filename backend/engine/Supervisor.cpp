@@ -254,8 +254,11 @@ void Supervisor::engineExited(int engineId, const EngineExit& exit) {
 bool Supervisor::endOpenGeneration(const EngineExit& exit) {
   if (!generating_)
     return false;
-  publish(GenerationEndEvent{*generating_, GenerationOutcome::Failed,
-                             describeExit(exit) + " while generating"});
+  // A hang's report came before the exit (the engine cannot end a generation it is stuck in).
+  publish(GenerationEndEvent{
+      *generating_, GenerationOutcome::Failed,
+      describeExit(exit) + " while generating" +
+          (lastStickyError_ ? ": " + lastStickyError_->message : std::string())});
   generating_.reset();
   return true;
 }

@@ -127,7 +127,8 @@ class Supervisor {
   void resumeRun();
   void onExit(const EngineExit& exit);
   void recover(const runtime::ErrorClass& error, const std::string& what);
-  // Ends the generation the dead engine left open, if any; true when there was one.
+  // Ends the generation the dead engine left open, if any, naming the sticky error it reported
+  // before it exited (a hang); true when there was one.
   bool endOpenGeneration(const EngineExit& exit);
   void switchProfile(const std::string& name);
   // The profile's toggles and the rung's. A profile's cpu_fallback off is sent only when the user

@@ -1,19 +1,42 @@
 // job/GenerationService.cpp — one loaded generator, two answers, device errors sorted.
 #include "job/GenerationService.h"
 
+#include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "compute/Errors.h"         // defines: GpuError
 #include "job/Generation.h"         // defines: TextGenerator
+#include "job/RunInstruments.h"     // defines: hangErrorEvent
 #include "memory/AllocatorStats.h"  // defines: OutOfMemoryError
 #include "runtime/ErrorClassifier.h"
 #include "runtime/FaultInjection.h"  // defines: InjectedFault
+#include "runtime/LaunchControl.h"
 
 namespace lorascope::job {
 namespace {
 
 using engine::Answer;
+
+// An answer is being generated, watched by the runtime's watchdog (set once launchControl() has
+// been opened on the engine thread, so that the sampler never opens it first).
+std::atomic<bool> watching{false};
+
+// The watchdog checks from construction to destruction (runtime::LaunchControl::beginGeneration).
+class WatchedGeneration {
+ public:
+  WatchedGeneration() {
+    runtime::launchControl().beginGeneration();
+    watching = true;
+  }
+  ~WatchedGeneration() {
+    watching = false;
+    runtime::launchControl().endStep();
+  }
+  WatchedGeneration(const WatchedGeneration&) = delete;
+  WatchedGeneration& operator=(const WatchedGeneration&) = delete;
+};
 
 struct LoadedGenerator {
   std::string key;  // model, adapter, device and base weights it was loaded for
@@ -49,6 +72,7 @@ engine::GenerationEndEvent generate(LoadedGenerator& loaded, const engine::Gener
     if (answer == Answer::Adapter && !g.hasAdapter())
       break;
     g.setAdapterEnabled(answer == Answer::Adapter);
+    const WatchedGeneration watched;
     const GenerationResult result = g.generate(
         ids, sampling,
         [&](const std::string& piece) {
@@ -97,6 +121,17 @@ engine::GenerationRunner createGenerationRunner() {
       *loaded = {};  // a smaller model, the CPU or the NF4 base may fit
       throw;
     }
+  };
+}
+
+engine::GenerationHangCheck generationHangCheck() {
+  return []() -> std::optional<engine::ErrorEvent> {
+    if (!watching)
+      return std::nullopt;
+    const std::optional<runtime::HangReport> hang = runtime::launchControl().checkHang();
+    if (!hang)
+      return std::nullopt;
+    return hangErrorEvent(*hang, "the engine restarts; generate again");
   };
 }
 

@@ -43,6 +43,16 @@ bool readAllocator(compute::Backend& backend, engine::MemoryEvent& event) {
 
 }  // namespace
 
+engine::ErrorEvent hangErrorEvent(const runtime::HangReport& hang, const std::string& advice) {
+  return engine::ErrorEvent{runtime::categoryName(hang.error.category),
+                            hang.op,
+                            0,
+                            hang.message,
+                            advice,
+                            true,
+                            hang.step};
+}
+
 RunInstruments::RunInstruments(const DevicePlacement& placement)
     : RunInstruments(placement, openSampler()) {}
 
@@ -65,10 +75,8 @@ engine::InstrumentEvents RunInstruments::sample() {
   const std::int64_t activity = runtime::launchControl().lastActivityMs();
   out.progressed = activity > lastActivitySeenMs_;
   lastActivitySeenMs_ = activity;
-  if (const std::optional<runtime::HangReport>& hang = reading.hang) {
-    out.hang = engine::ErrorEvent{
-        runtime::categoryName(hang->error.category),        hang->op, 0,         hang->message,
-        "the engine restarts from the last completed step", true,     hang->step};
+  if (reading.hang) {
+    out.hang = hangErrorEvent(*reading.hang, "the engine restarts from the last completed step");
   }
   return out;
 }

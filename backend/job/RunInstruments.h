@@ -11,14 +11,19 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "engine/Engine.h"  // defines: InstrumentEvents, EventSink
 #include "job/DevicePlacement.h"
+#include "runtime/Watchdog.h"  // defines: HangReport
 #include "telemetry/Sampler.h"
 #include "train/TrainLoop.h"
 
 namespace lorascope::job {
+
+// The watchdog's report as the engine's sticky hang error; `advice` says what happens next.
+engine::ErrorEvent hangErrorEvent(const runtime::HangReport& hang, const std::string& advice);
 
 class RunInstruments {
  public:

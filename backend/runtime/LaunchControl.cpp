@@ -5,11 +5,12 @@
 
 namespace lorascope::runtime {
 
-LaunchControl::LaunchControl(std::shared_ptr<EventApi> events, FaultConfig faults, NowMs nowMs)
+LaunchControl::LaunchControl(std::shared_ptr<EventApi> events, FaultConfig faults, NowMs nowMs,
+                             WatchdogConfig watchdog)
     : nowMs_(nowMs),
       faults_(std::move(faults)),
       queues_(std::move(events), nowMs),
-      watchdog_({}, nowMs) {}
+      watchdog_(watchdog, nowMs) {}
 
 void LaunchControl::setPolicy(LaunchPolicy policy) {
   serialize_.store(policy.serialize);
@@ -39,6 +40,13 @@ void LaunchControl::beginStep(std::int64_t step) {
 
 void LaunchControl::endStep() {
   inStep_.store(false, std::memory_order_relaxed);
+  watchdog_.noteProgress();
+}
+
+void LaunchControl::beginGeneration() {
+  watchdog_.noteStepBegun(0);
+  inStep_.store(true, std::memory_order_relaxed);
+  watchdog_.noteHostOp("generation_begin");
   watchdog_.noteProgress();
 }
 
@@ -91,7 +99,8 @@ HostOpScope::~HostOpScope() {
 }
 
 LaunchControl& launchControl() {
-  static LaunchControl control(platformEventApi(), faultConfigFromEnvironment());
+  static LaunchControl control(platformEventApi(), faultConfigFromEnvironment(), steadyClockMs(),
+                               watchdogConfigFromEnvironment());
   return control;
 }
 

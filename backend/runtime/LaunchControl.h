@@ -25,8 +25,8 @@ struct LaunchPolicy {
   bool operator==(const LaunchPolicy&) const = default;
 };
 
-// One reading of the sampler: the queues, and a hang report when a step runs and an op is over
-// its budget.
+// One reading of the sampler: the queues, and a hang report when a step (or a generation) runs
+// and an op is over its budget.
 struct InstrumentReading {
   std::vector<StreamQueueSample> queues;
   std::optional<HangReport> hang;
@@ -34,8 +34,8 @@ struct InstrumentReading {
 
 class LaunchControl {
  public:
-  LaunchControl(std::shared_ptr<EventApi> events, FaultConfig faults,
-                NowMs nowMs = steadyClockMs());
+  LaunchControl(std::shared_ptr<EventApi> events, FaultConfig faults, NowMs nowMs = steadyClockMs(),
+                WatchdogConfig watchdog = {});
 
   // Live: the next launch sees it. The engine calls it at a step boundary.
   void setPolicy(LaunchPolicy policy);
@@ -52,6 +52,10 @@ class LaunchControl {
   // the step about to run; the watchdog checks from here to endStep().
   void beginStep(std::int64_t step);
   void endStep();
+  // A generation (the Try it page's) begins: the watchdog checks from here to endStep() as in a
+  // step, with the same budgets (an engine's first generations count as its first steps: their
+  // kernels load), and its report names no step.
+  void beginGeneration();
   bool inStep() const { return inStep_.load(std::memory_order_relaxed); }
 
   // While a backend captures a graph (train/StepGraphs.h), launches are recorded, not run: the
@@ -99,7 +103,8 @@ class HostOpScope {
 };
 
 // The process-wide instance: HIP events in the hip flavours (none in cpu builds), faults from
-// LORASCOPE_FAULTS. The first call throws FaultSpecError when that variable is malformed.
+// LORASCOPE_FAULTS, the watchdog's budgets from LORASCOPE_WATCHDOG. The first call throws
+// FaultSpecError (std::invalid_argument for LORASCOPE_WATCHDOG) when one is malformed.
 LaunchControl& launchControl();
 
 // The platform's events for the queue tracker: HIP events in the hip flavours, nullptr in cpu.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
@@ -16,7 +17,37 @@ std::string seconds(std::int64_t ms) {
   std::snprintf(text, sizeof text, "%.1f s", static_cast<double>(ms) / 1000.0);
   return text;
 }
+
+std::int64_t parseSeconds(const std::string& text, const std::string& spec) {
+  std::size_t used = 0;
+  double value = 0.0;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !(value > 0.0) || value > 86'400.0) {
+    throw std::invalid_argument(std::string(kWatchdogEnvVar) + ": '" + spec +
+                                "' is not GRACE_S[,FIRST_STEPS_S], seconds above 0 (e.g. 10,120)");
+  }
+  return static_cast<std::int64_t>(value * 1000.0 + 0.5);
+}
 }  // namespace
+
+WatchdogConfig parseWatchdogSpec(const std::string& spec) {
+  WatchdogConfig config;
+  const std::size_t comma = spec.find(',');
+  config.graceMs = parseSeconds(spec.substr(0, comma), spec);
+  if (comma != std::string::npos) {
+    config.firstStepsMs = parseSeconds(spec.substr(comma + 1), spec);
+  }
+  return config;
+}
+
+WatchdogConfig watchdogConfigFromEnvironment() {
+  const char* spec = std::getenv(kWatchdogEnvVar);
+  return spec == nullptr || *spec == '\0' ? WatchdogConfig{} : parseWatchdogSpec(spec);
+}
 
 Watchdog::Watchdog(WatchdogConfig config, NowMs nowMs)
     : nowMs_(std::move(nowMs)), lastProgressMs_(nowMs_()) {
@@ -121,8 +152,9 @@ std::optional<HangReport> Watchdog::check(const QueueView& queues) const {
   // An op that always returned at once (an asynchronous launch) or was never seen has the grace
   // alone as its budget: "the longest it took before, 0.0 s" would read as a measurement.
   const std::string budget =
-      firstSteps ? "the first " + std::to_string(config_.firstSteps) + " steps' budget of " +
-                       seconds(report.budgetMs)
+      firstSteps
+          ? "the first " + std::to_string(config_.firstSteps) +
+                (step_ > 0 ? " steps'" : " generations'") + " budget of " + seconds(report.budgetMs)
       : report.expectedMs >= kShortestShownMs
           ? "its budget of " + seconds(report.budgetMs) + " (the longest it took before, " +
                 seconds(report.expectedMs) + ", + " + seconds(config_.graceMs) + ")"

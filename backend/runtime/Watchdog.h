@@ -5,7 +5,8 @@
 // The report names the op at the head of the queue (or the op the host is stuck in, when nothing
 // is queued), its stream, the queues' state and the seconds stuck, so the engine can say what hung
 // and the supervisor can restart it with something to say. Pure logic with an injectable clock;
-// the engine's sampler thread calls check() while a step runs (runtime/LaunchControl.h).
+// the engine's sampler thread calls check() while a step or a generation runs
+// (runtime/LaunchControl.h).
 #pragma once
 
 #include <atomic>
@@ -26,6 +27,14 @@ struct WatchdogConfig {
   std::int64_t firstStepsMs = 120'000;
   std::int64_t firstSteps = 2;
 };
+
+// LORASCOPE_WATCHDOG=GRACE_S[,FIRST_STEPS_S] (seconds, decimals allowed; e.g. "10,120", the
+// default) sets the grace and the first steps' budget of this process's watchdog.
+inline constexpr const char* kWatchdogEnvVar = "LORASCOPE_WATCHDOG";
+// The budgets of `spec`; throws std::invalid_argument naming the variable and the accepted form.
+WatchdogConfig parseWatchdogSpec(const std::string& spec);
+// The budgets in LORASCOPE_WATCHDOG, or the defaults when it is unset or blank.
+WatchdogConfig watchdogConfigFromEnvironment();
 
 struct HangReport {
   std::string op;
@@ -61,7 +70,8 @@ class Watchdog {
   // The trainer made progress (an op returned on the host). The host's op, if any, has taken
   // as long as it has been in: its longest time is kept for its budget.
   void noteProgress();
-  // A step begins: progress, and the count of steps this process has begun.
+  // A step begins (0: a generation, which has no step): progress, and the count of steps this
+  // process has begun.
   void noteStepBegun(std::int64_t step);
   // The op the host is about to run and the stream it launches on (0: none, a host op);
   // `op` must outlive the run (launches pass string literals). Lock-free: called per launch.

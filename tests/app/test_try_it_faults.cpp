@@ -6,7 +6,8 @@
 // Generate works again on the new engine (its answer, sampled with the same seed, is the start of
 // the text streamed before the fault: each engine counts launches afresh, and 4 new tokens make 16
 // of them); the window stays up, and the trainer's engine hears nothing of it. try_it_engine_fault
-// runs the same engine without Qt (and on the GPU: gpu_try_it_fault).
+// runs the same engine without Qt (and on the GPU: gpu_try_it_fault). The same again with a hang
+// (LORASCOPE_FAULTS=hang@attention_cached#40): the engine's watchdog names it, the engine exits.
 #include <QtTest>
 
 #include <QLabel>
@@ -42,6 +43,24 @@ class TestTryItFaults : public QObject {
   }
 
   void aGpuFaultRestartsTheEngineAndTheWindowStays() {
+    faultRestartsTheEngineAndTheWindowStays(
+        {{"LORASCOPE_FAULTS", "illegal_address@attention_cached#40"}},
+        QStringLiteral("an illegal memory access"));
+  }
+
+  // An op that never returns (its watchdog's budgets shortened to seconds): the page names the
+  // hang, and the rest goes as for the illegal address.
+  void aHangRestartsTheEngineAndTheWindowStays() {
+    faultRestartsTheEngineAndTheWindowStays(
+        {{"LORASCOPE_FAULTS", "hang@attention_cached#40"}, {"LORASCOPE_WATCHDOG", "2,5"}},
+        QStringLiteral("while generating: hang: no progress"));
+  }
+
+ private:
+  // Generates through an engine with `environment`: the generation fails, the status names
+  // `named` and the restart, and Generate works again on the new engine.
+  void faultRestartsTheEngineAndTheWindowStays(
+      const std::map<std::string, std::string>& environment, const QString& named) {
     app::MainWindow window(widgets::AboutFacts{});
     testing::RecordingEngineClient trainer;
     window.setEngine(&trainer);
@@ -49,9 +68,10 @@ class TestTryItFaults : public QObject {
     window.show();
     QVERIFY(QTest::qWaitForWindowExposed(&window));
     app::TryItPage* page = window.tryItPage();
-    page->setEngineFactory([](const QString&) {
+    page->setEngineFactory([environment](const QString&) {
       profiles::Profile profile = profiles::defaultProfile();
-      profile.environment["LORASCOPE_FAULTS"] = "illegal_address@attention_cached#40";
+      for (const auto& [name, value] : environment)
+        profile.environment[name] = value;
       return std::make_unique<app::EngineAdapter>([&](engine::HostListener listener) {
         return std::make_unique<engine::SupervisorHost>(
             LORASCOPE_TRAIN, profile, engine::SupervisorPolicy{}, std::move(listener));
@@ -68,7 +88,7 @@ class TestTryItFaults : public QObject {
     page->generateButton()->click();
     QVERIFY(finished.wait(300000));
     QVERIFY2(page->status()->text().startsWith(QStringLiteral("Could not generate: ")) &&
-                 page->status()->text().contains(QStringLiteral("an illegal memory access")),
+                 page->status()->text().contains(named),
              qPrintable(page->status()->text()));
     QTRY_VERIFY2_WITH_TIMEOUT(
         page->status()->text().contains(QStringLiteral("The generation engine stopped")) &&
@@ -95,7 +115,6 @@ class TestTryItFaults : public QObject {
     }
   }
 
- private:
   QTemporaryDir dir_;
   std::filesystem::path model_;
 };

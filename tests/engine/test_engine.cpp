@@ -477,3 +477,39 @@ TEST_CASE(aStickyErrorInGenerationEndsTheEngine) {
   VERIFY(sticky);
   VERIFY(failed);
 }
+
+// The sampler watches a generation as it watches a step: the hang check's report (asked only
+// while a generation runs) is published once, sticky, and onHang runs; a generation that ends
+// before its check reports one is not a hang.
+TEST_CASE(aHangInGenerationIsPublishedOnceAsStickyAndOnHangRuns) {
+  std::atomic<int> checks{0};
+  std::atomic<int> onHangCalls{0};
+  std::atomic<bool> hung{false};
+  EngineOptions options = generating();
+  options.samplePeriodMs = 10;
+  options.onHang = [&] { ++onHangCalls; };
+  options.generationHang = [&]() -> std::optional<ErrorEvent> {
+    ++checks;
+    if (!hung)
+      return std::nullopt;
+    return ErrorEvent{"hang", "attention_cached", 0, "hang: no progress for 10.0 s", "", false};
+  };
+  Harness h({.totalSteps = 3}, std::move(options));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  COMPARE(checks.load(), 0);  // nothing generates: nothing is checked
+  h.engine().post(generateCommand(6));
+  TRY_VERIFY(checks.load() >= 3);
+  VERIFY(h.all<ErrorEvent>().empty());
+  hung = true;
+  TRY_COMPARE(onHangCalls.load(), 1);
+  const int checksAtHang = checks.load();
+  TRY_VERIFY(checks.load() > checksAtHang + 3);  // checked on, reported no more
+  const auto errors = h.all<ErrorEvent>();
+  COMPARE(errors.size(), std::size_t{1});
+  COMPARE(errors[0].category, std::string("hang"));
+  COMPARE(errors[0].op, std::string("attention_cached"));
+  VERIFY(errors[0].sticky);
+  COMPARE(onHangCalls.load(), 1);
+  h.engine().post(CancelGenerationCommand{6});
+  TRY_VERIFY(!h.all<GenerationEndEvent>().empty());
+}

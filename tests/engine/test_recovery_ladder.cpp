@@ -555,6 +555,29 @@ class TestRecoveryLadder : public QObject {
     QCOMPARE(rig.launcher.engines.size(), std::size_t{2});
   }
 
+  // A hang while generating: the engine reports it and exits, stuck in the op, without ending
+  // the generation; the supervisor ends it as failed with the hang's report.
+  void aHangInGenerationEndsItNamingTheHang() {
+    Rig rig;
+    rig.supervisor.send(generation(4));
+    rig.report(ErrorEvent{"hang", "attention_cached", 0,
+                          "hang: no progress for 10.2 s, over its budget of 10.0 s", "", true});
+    EngineExit exit;
+    exit.exitCode = kExitStickyError;
+    rig.supervisor.engineExited(rig.engineId(), exit);
+    const auto ends = rig.all<GenerationEndEvent>();
+    QCOMPARE(ends.size(), std::size_t{1});
+    QCOMPARE(ends.front().outcome, GenerationOutcome::Failed);
+    QCOMPARE(ends.front().message,
+             std::string("the engine process exited with code 3 while generating: hang: no "
+                         "progress for 10.2 s, over its budget of 10.0 s"));
+    const IncidentEvent incident = rig.all<IncidentEvent>().back();
+    QVERIFY2(incident.what.find("while generating (hang)") != std::string::npos,
+             incident.what.c_str());
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{2});
+    QCOMPARE(rig.supervisor.rung(), RecoveryRung::VendorBlas);
+  }
+
   void anIdleEngineThatExitsIsReplaced() {
     Rig rig;
     EngineExit clean;

@@ -10,7 +10,12 @@
 //      the first one streamed before the fault (each engine counts launches afresh: asking for 4
 //      tokens makes 16 of them, so the rule does not fire again);
 //   3. the engine is killed by SIGSEGV while generating: the supervisor ends that generation as
-//      failed, naming the signal, and a third generation on the next engine works.
+//      failed, naming the signal, and a third generation on the next engine works;
+//   4. LORASCOPE_FAULTS makes the 40th cached-attention launch hang (it never returns) and
+//      LORASCOPE_WATCHDOG shortens the watchdog's budgets to seconds: the engine reports the hang
+//      in 'attention_cached' (no step) and exits, the supervisor ends the generation as failed
+//      naming the hang, restarts the engine and says "generate again", and the next generation
+//      gives the same answer as before.
 // This program (the window's stand-in) stays up throughout. Plain C++: it builds and runs on the
 // GPU machine, which has no Qt (scripts/gpu-check.sh run: ctest -L gpu).
 //
@@ -189,6 +194,41 @@ int main(int argc, char** argv) {
   const std::optional<GenerationEndEvent> fourth = ended(4);
   check(fourth && fourth->outcome == GenerationOutcome::Done && events.baseText(4) == again,
         "a generation after the crash gives the same answer");
+  host.reset();
+
+  // 4. An op that never returns while generating.
+  profiles::Profile hanging = profiles::defaultProfile();
+  hanging.environment["LORASCOPE_FAULTS"] = "hang@attention_cached#40";
+  // Grace 2 s, 5 s for an engine's first generations on the CPU; a GPU's first generations load
+  // their kernels inside the watched generation, so they get a minute there.
+  hanging.environment["LORASCOPE_WATCHDOG"] = device == "gpu" ? "10,60" : "2,5";
+  host = std::make_unique<SupervisorHost>(engineProgram, hanging, SupervisorPolicy{},
+                                          events.listener());
+  check(engineStarted(), "an engine with a hang rule started");
+  host->send(generation(5, model, device, 30));
+  const std::optional<ErrorEvent> hang =
+      events.waitFor<ErrorEvent>(at, [](const ErrorEvent& e) { return e.sticky; });
+  check(hang && hang->category == "hang" && hang->op == "attention_cached" && hang->step == 0 &&
+            hang->message.find("'attention_cached'") != std::string::npos,
+        "the engine reports the hang in the op, in no step: " +
+            (hang ? hang->category + " in '" + hang->op + "': " + hang->message
+                  : std::string("no error")));
+  const std::optional<GenerationEndEvent> hung = ended(5);
+  check(hung && hung->outcome == GenerationOutcome::Failed &&
+            hung->message.find("while generating: hang") != std::string::npos,
+        "the hung generation ends as failed, naming the hang: " +
+            (hung ? hung->message : std::string("no end")));
+  const std::optional<IncidentEvent> hangRestart = incident();
+  check(hangRestart && hangRestart->what.find("while generating (hang)") != std::string::npos &&
+            hangRestart->action.find("generate again") != std::string::npos,
+        "the supervisor restarts the hung engine and says so: " +
+            (hangRestart ? hangRestart->what + " -> " + hangRestart->action
+                         : std::string("no incident")));
+  check(engineStarted(), "a new engine started after the hang");
+  host->send(generation(6, model, device, 4));
+  const std::optional<GenerationEndEvent> sixth = ended(6);
+  check(sixth && sixth->outcome == GenerationOutcome::Done && events.baseText(6) == again,
+        "a generation after the hang gives the same answer: \"" + events.baseText(6) + "\"");
   std::printf("%s: %d failed\n", program.c_str(), failures);
   return failures == 0 ? 0 : 1;
 }

@@ -209,6 +209,53 @@ class TestWatchdog : public QObject {
     QCOMPARE(report->stream, std::string("host"));
   }
 
+  // A generation is watched from beginGeneration() to endStep(), with the first steps' budget for
+  // an engine's first generations, and its report names no step.
+  void aGenerationIsWatchedLikeAStep() {
+    FakeClock clock;
+    LaunchControl control(nullptr, {}, clock.fn(), {2'000, 5'000, 1});
+    control.enterOp("attention_cached");
+    clock.nowMs += 60'000;
+    QVERIFY(!control.checkHang().has_value());  // no generation, no step: nothing is checked
+    control.beginGeneration();
+    control.enterOp("attention_cached");
+    clock.nowMs += 4'999;
+    QVERIFY(!control.checkHang().has_value());  // the first generation: the 5 s budget
+    clock.nowMs += 1;
+    const auto report = control.checkHang();
+    QVERIFY(report.has_value());
+    QCOMPARE(report->op, std::string("attention_cached"));
+    QCOMPARE(report->step, std::int64_t{0});
+    QVERIFY2(report->message.starts_with("hang: no progress for 5.0 s, over the first 1 "
+                                         "generations' budget of 5.0 s"),
+             report->message.c_str());
+    control.endStep();
+    QVERIFY(!control.checkHang().has_value());
+    control.beginGeneration();  // the second: the op's longest time (the 5 s above) + the grace
+    control.enterOp("attention_cached");
+    clock.nowMs += 6'999;
+    QVERIFY(!control.checkHang().has_value());
+    clock.nowMs += 1;
+    QCOMPARE(control.checkHang()->budgetMs, std::int64_t{7'000});
+  }
+
+  // LORASCOPE_WATCHDOG's GRACE_S[,FIRST_STEPS_S]; a bad value names the variable.
+  void theBudgetsParseFromTheirSpec() {
+    QCOMPARE(parseWatchdogSpec("2").graceMs, std::int64_t{2'000});
+    QCOMPARE(parseWatchdogSpec("2").firstStepsMs, WatchdogConfig{}.firstStepsMs);
+    const WatchdogConfig both = parseWatchdogSpec("0.5,30");
+    QCOMPARE(both.graceMs, std::int64_t{500});
+    QCOMPARE(both.firstStepsMs, std::int64_t{30'000});
+    for (const char* bad : {"", "x", "0", "-1", "2,", "2,x", "1s", "2,3,4"}) {
+      try {
+        parseWatchdogSpec(bad);
+        QFAIL(bad);
+      } catch (const std::invalid_argument& e) {
+        QVERIFY2(std::string(e.what()).starts_with("LORASCOPE_WATCHDOG: '"), e.what());
+      }
+    }
+  }
+
   // The CPU backend's ops go through the process-wide LaunchControl like GPU launches: the
   // watchdog sees them and fault rules fire on them.
   void cpuBackendOpsReachTheWatchdogAndTheFaultInjector() {
