@@ -53,7 +53,8 @@ class FileLock {
   // Removes the lock file while the lock is still held (released as ever, by the destructor):
   // for a holder that gives up a folder it made, to leave nothing behind. The next one to ask
   // makes a new file; one that had opened this file before and locks it after the release sees
-  // that it is gone and locks the new one. False when it could not be removed (it stays).
+  // that it is gone and locks the new one. On Windows the name stays until the release (the file
+  // is delete-pending: no one can open it) and goes with it. False when it could not be removed.
   bool removeFile() const;
 
  private:
