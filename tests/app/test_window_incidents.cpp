@@ -55,6 +55,14 @@ QStringList logRows(const widgets::EventLogModel& log, const QString& text) {
   return rows;
 }
 
+// The dashboard's first incident marker (a hang's band), or null.
+const widgets::ChartMarker* incidentMarker(const widgets::Dashboard& dashboard) {
+  const auto found = std::find_if(
+      dashboard.markers().begin(), dashboard.markers().end(),
+      [](const widgets::ChartMarker& m) { return m.kind == widgets::MarkerKind::Incident; });
+  return found == dashboard.markers().end() ? nullptr : &*found;
+}
+
 }  // namespace
 
 class TestWindowIncidents : public QObject {
@@ -94,10 +102,8 @@ class TestWindowIncidents : public QObject {
     QVERIFY2(text.contains(QStringLiteral(
                  "Stuck in op 'adamw'; nothing was queued on the GPU (compute 0 in flight)")),
              qPrintable(text));
-    const auto hang = std::find_if(
-        window.dashboard()->markers().begin(), window.dashboard()->markers().end(),
-        [](const widgets::ChartMarker& m) { return m.kind == widgets::MarkerKind::Incident; });
-    QVERIFY(hang != window.dashboard()->markers().end());
+    const widgets::ChartMarker* hang = incidentMarker(*window.dashboard());
+    QVERIFY(hang != nullptr);
     QCOMPARE(hang->x, 5.0);
     QVERIFY(hang->spanFromX.has_value());
     QCOMPARE(*hang->spanFromX, 4.0);
@@ -125,10 +131,8 @@ class TestWindowIncidents : public QObject {
 
     // On the time axis the band covers the seconds without a step.
     window.dashboard()->setXAxis(widgets::Dashboard::XAxis::Time);
-    const auto timed = std::find_if(
-        window.dashboard()->markers().begin(), window.dashboard()->markers().end(),
-        [](const widgets::ChartMarker& m) { return m.kind == widgets::MarkerKind::Incident; });
-    QVERIFY(timed != window.dashboard()->markers().end() && timed->spanFromX.has_value());
+    const widgets::ChartMarker* timed = incidentMarker(*window.dashboard());
+    QVERIFY(timed != nullptr && timed->spanFromX.has_value());
     QVERIFY2(std::abs(timed->x - *timed->spanFromX - 10.518) < 0.01,
              qPrintable(QStringLiteral("%1 → %2").arg(*timed->spanFromX).arg(timed->x)));
   }
@@ -148,10 +152,8 @@ class TestWindowIncidents : public QObject {
              qPrintable(text));
     QVERIFY2(text.contains(QStringLiteral("The engine reported: hang in step 5:")),
              qPrintable(text));
-    const auto hang = std::find_if(
-        window.dashboard()->markers().begin(), window.dashboard()->markers().end(),
-        [](const widgets::ChartMarker& m) { return m.kind == widgets::MarkerKind::Incident; });
-    QVERIFY(hang != window.dashboard()->markers().end());
+    const widgets::ChartMarker* hang = incidentMarker(*window.dashboard());
+    QVERIFY(hang != nullptr);
     QCOMPARE(hang->x, 5.0);
     QCOMPARE(hang->spanFromX.value_or(-1.0), 3.0);
     QCOMPARE(hang->label, QStringLiteral("step 5 hung: 10.3 s"));
