@@ -4,11 +4,11 @@
 #   1. cpack builds lorascope_<version>_amd64.deb from an existing cpu build (BUILD_DIR, default
 #      build/cpu; the two programs and the man pages are brought up to date first);
 #   2. a Debian 12 (bookworm) minbase chroot made by debootstrap, holding only this check's own
-#      tools (Xvfb, xwininfo, xwd, netpbm), is unpacked from /var/cache/lorascope/ (made there
-#      first when missing: ~2 minutes);
+#      tools (Xvfb, xwininfo, xwd, netpbm), is unpacked from /var/cache/lorascope/ (LORASCOPE_CACHE
+#      overrides it, as for .ci/run's other caches; made there first when missing: ~2 minutes);
 #   3. apt installs the .deb without its Recommends (so the Depends dpkg-shlibdeps computed must
 #      suffice), resolving them from Debian's archive (downloaded packages are kept in
-#      /var/cache/lorascope/apt-archives for the next run);
+#      the cache's apt-archives/ for the next run);
 #   4. from the installed paths: lorascope-train --version, train --demo --steps 5, doctor (when
 #      the program has that command), the man pages, the bash completion; the GUI under Xvfb —
 #      its window is mapped, it started its engine (/usr/bin/lorascope-train engine) — and a
@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(realpath "${1:-build/cpu}")
-cache=/var/cache/lorascope
+cache="${LORASCOPE_CACHE:-/var/cache/lorascope}"
 tarball=$cache/debian12-chroot.tar.zst
 apt_archives=$cache/apt-archives
 out=$build/check-deb

@@ -26,6 +26,8 @@ packages=(
   # Every compile goes through ccache when it is installed (CMakeLists.txt): a rebuild of the same
   # sources, in this clone or another, is a cache hit.
   ccache
+  # The linker of native builds when installed (CMakeLists.txt, LORASCOPE_MOLD)
+  mold
   qt6-base-dev qt6-base-dev-tools qt6-charts-dev libqt6opengl6-dev libgl-dev
   nlohmann-json3-dev libopenblas-dev libpcre2-dev libutf8proc-dev
   xvfb xauth
