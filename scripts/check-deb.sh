@@ -123,7 +123,15 @@ echo "man pages and bash completion: installed and working"
 echo "the GUI under Xvfb:"
 in_root_background Xvfb "$display" -screen 0 1400x900x24 -nolisten tcp >"$out/xvfb.log" 2>&1
 xvfb_pid=$!
-sleep 1
+# Xvfb takes its time on a busy machine (its first start in a new chroot compiles the keymap):
+# the GUI, which aborts without a display, starts once the server answers (a run from nothing
+# failed here after a fixed 1 s wait).
+for _ in $(seq 60); do
+  in_root xwininfo -display "$display" -root >/dev/null 2>&1 && break
+  sleep 0.5
+done
+in_root xwininfo -display "$display" -root >/dev/null 2>&1 ||
+  fail "Xvfb did not answer on $display after 30 s (see $out/xvfb.log)"
 in_root_background DISPLAY="$display" /usr/bin/lorascope >"$out/gui.log" 2>&1
 gui_pid=$!
 window=""
