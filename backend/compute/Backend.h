@@ -67,6 +67,11 @@ struct AttentionOptions {
   float scale = 1.0f;       // scores s = scale · q·k
   std::int64_t window = 0;  // query i sees keys i − window < j ≤ i; 0 = every j ≤ i
   float softcap = 0.0f;     // s ← softcap·tanh(s / softcap) before the softmax; 0 = off
+  // Rows that pack several documents (train/Batching.h, Note [document packing]): (B, S) host,
+  // the first key query (b, i) sees, its document's start in the row: 0 ≤ start ≤ i, and
+  // non-decreasing along a row (checkDocumentStarts), so that a tile's first query bounds the
+  // keys its queries see. Empty: one document per row (every start 0). Also for the backward.
+  std::span<const std::int32_t> documentStarts = {};
 };
 
 // Ops captured between Backend::beginCapture and endCapture, replayed as one launch (whole-step
@@ -412,6 +417,10 @@ void checkEmbeddingArgs(const BackendCapabilities& caps, const Tensor& table, st
                         const Tensor& out);
 void checkRopeArgs(const BackendCapabilities& caps, const Tensor& x, std::size_t positions,
                    const Tensor& invFreq);
+// Throws ShapeError naming `op` when `starts` is not (batch, seq), or a start is outside
+// [0, its token's offset], or falls along a row (AttentionOptions::documentStarts).
+void checkDocumentStarts(const char* op, std::span<const std::int32_t> starts, std::int64_t batch,
+                         std::int64_t seq);
 void checkAttentionArgs(const BackendCapabilities& caps, const Tensor& q, const Tensor& k,
                         const Tensor& v, const Tensor& out, const Tensor& logsumexp);
 void checkAttentionCachedArgs(const BackendCapabilities& caps, const Tensor& q, const Tensor& k,

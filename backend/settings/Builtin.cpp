@@ -114,8 +114,15 @@ void addBuiltinSettings(Registry& r) {
       "Seed", "Training", "/seed");
   add(boolOption("shuffle", "true", "Shuffle the examples each epoch."), "Shuffle examples",
       "Training", "/shuffle");
-  add(boolOption("packing", "false", "Pack several short examples into one sequence (no padding)."),
-      "Pack short examples", "Training", "/packing");
+  // A Bool until document packing: --packing alone (and true in older config.json) is causal.
+  add(choiceOption("packing", {"off", "causal", "documents"}, "off",
+                   "Pack several short examples into one sequence (little padding). causal "
+                   "(--packing alone): in dataset order, each example seeing those packed before "
+                   "it. documents: each example attends only to itself, its positions start at "
+                   "0, and the packs are filled to 95% or more (loss and gradients those of the "
+                   "unpacked run)."),
+      "Packing", "Training", "/packing")
+      .option.flagValue = "causal";
   add(boolOption("group-by-length", "false",
                  "Put examples of similar length into the same batches (each epoch's order, from "
                  "the seed, like Hugging Face's group_by_length), so that far less padding is "
