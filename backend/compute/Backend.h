@@ -203,7 +203,8 @@ class Backend {
 
   // Causal self-attention with grouped KV heads (GQA): query head h reads KV head
   // h / (heads / kvHeads); out = softmax(cap(scale · q·kᵀ) + mask) · v, the mask causal and, with
-  // a window W, hiding keys j ≤ i − W; cap(s) = softcap·tanh(s / softcap) when softcap > 0.
+  // a window W, hiding keys j ≤ i − W, and with document starts, keys before the query's
+  // document's start; cap(s) = softcap·tanh(s / softcap) when softcap > 0.
   //   q   (B, S, heads, hd)    k, v (B, S, kvHeads, hd)    activation dtype
   //   out (B, S, heads, hd)    activation dtype
   //   logsumexp (B, heads, S)  f32: log Σ_j exp(cap(scale · q·k_j)) over the visible keys, saved
@@ -255,7 +256,7 @@ class Backend {
   // head are summed over the query heads of its group in a fixed order. Outputs are overwritten.
   //   dout, q, out (B, S, heads, hd)   k, v (B, S, kvHeads, hd)   logsumexp (B, heads, S) f32
   //   dq (B, S, heads, hd)   dk, dv (B, S, kvHeads, hd)            activation dtype
-  // The window and soft-capping of `options` are the forward's.
+  // The window, document starts and soft-capping of `options` are the forward's.
   virtual void attentionBackward(const Tensor& dout, const Tensor& q, const Tensor& k,
                                  const Tensor& v, const Tensor& out, const Tensor& logsumexp,
                                  const AttentionOptions& options, Tensor& dq, Tensor& dk,
