@@ -118,9 +118,9 @@ void addBuiltinSettings(Registry& r) {
   add(choiceOption("packing", {"off", "causal", "documents"}, "off",
                    "Pack several short examples into one sequence (little padding). causal "
                    "(--packing alone): in dataset order, each example seeing those packed before "
-                   "it. documents: each example attends only to itself, its positions start at "
-                   "0, and the packs are filled to 95% or more (loss and gradients those of the "
-                   "unpacked run)."),
+                   "it. documents: each example attends only to itself and its positions start "
+                   "at 0 (loss and gradients those of the unpacked run); the packs are filled by "
+                   "best fit (98-99% real tokens on alpaca-style data)."),
       "Packing", "Training", "/packing")
       .option.flagValue = "causal";
   add(boolOption("group-by-length", "false",
