@@ -270,8 +270,10 @@ void SettingsForm::restore(const QVariantMap& saved) {
     }
     const std::string value = saved.value(key).toString().toStdString();
     try {
-      settings::parseOptionValue(setting.option, value);
-      setText(setting.option.name, value);
+      // As parsed: a value saved before the option grew choices ("true" for --packing) is shown
+      // as the choice it now means.
+      setText(setting.option.name,
+              settings::optionText(settings::parseOptionValue(setting.option, value)));
     } catch (const settings::UsageError&) {
     }
   }

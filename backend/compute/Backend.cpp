@@ -137,6 +137,27 @@ void checkAttentionArgs(const BackendCapabilities& caps, const Tensor& q, const 
   requireDType(op, "logsumexp", logsumexp, DType::F32);
 }
 
+void checkDocumentStarts(const char* op, std::span<const std::int32_t> starts, std::int64_t batch,
+                         std::int64_t seq) {
+  if (static_cast<std::int64_t>(starts.size()) != batch * seq) {
+    throw ShapeError(std::string(op) + ": " + std::to_string(starts.size()) +
+                     " document starts for batch " + std::to_string(batch) + " × seq " +
+                     std::to_string(seq));
+  }
+  for (std::int64_t b = 0; b < batch; ++b) {
+    for (std::int64_t i = 0; i < seq; ++i) {
+      const std::int32_t start = starts[static_cast<std::size_t>(b * seq + i)];
+      const std::int32_t before = i > 0 ? starts[static_cast<std::size_t>(b * seq + i - 1)] : 0;
+      if (start < before || start > i) {
+        throw ShapeError(std::string(op) + ": document start " + std::to_string(start) +
+                         " of token " + std::to_string(i) + " in row " + std::to_string(b) +
+                         " is not within [" + std::to_string(before) + ", " + std::to_string(i) +
+                         "] (starts rise along a row and never pass their token)");
+      }
+    }
+  }
+}
+
 void checkAttentionCachedArgs(const BackendCapabilities& caps, const Tensor& q, const Tensor& k,
                               const Tensor& v, const Tensor& out) {
   constexpr const char* op = "attention_cached";

@@ -67,6 +67,11 @@ struct AttentionOptions {
   float scale = 1.0f;       // scores s = scale · q·k
   std::int64_t window = 0;  // query i sees keys i − window < j ≤ i; 0 = every j ≤ i
   float softcap = 0.0f;     // s ← softcap·tanh(s / softcap) before the softmax; 0 = off
+  // Rows that pack several documents (train/Batching.h, Note [document packing]): (B, S) host,
+  // the first key query (b, i) sees, its document's start in the row: 0 ≤ start ≤ i, and
+  // non-decreasing along a row (checkDocumentStarts), so that a tile's first query bounds the
+  // keys its queries see. Empty: one document per row (every start 0). Also for the backward.
+  std::span<const std::int32_t> documentStarts = {};
 };
 
 // Ops captured between Backend::beginCapture and endCapture, replayed as one launch (whole-step
@@ -198,7 +203,8 @@ class Backend {
 
   // Causal self-attention with grouped KV heads (GQA): query head h reads KV head
   // h / (heads / kvHeads); out = softmax(cap(scale · q·kᵀ) + mask) · v, the mask causal and, with
-  // a window W, hiding keys j ≤ i − W; cap(s) = softcap·tanh(s / softcap) when softcap > 0.
+  // a window W, hiding keys j ≤ i − W, and with document starts, keys before the query's
+  // document's start; cap(s) = softcap·tanh(s / softcap) when softcap > 0.
   //   q   (B, S, heads, hd)    k, v (B, S, kvHeads, hd)    activation dtype
   //   out (B, S, heads, hd)    activation dtype
   //   logsumexp (B, heads, S)  f32: log Σ_j exp(cap(scale · q·k_j)) over the visible keys, saved
@@ -250,7 +256,7 @@ class Backend {
   // head are summed over the query heads of its group in a fixed order. Outputs are overwritten.
   //   dout, q, out (B, S, heads, hd)   k, v (B, S, kvHeads, hd)   logsumexp (B, heads, S) f32
   //   dq (B, S, heads, hd)   dk, dv (B, S, kvHeads, hd)            activation dtype
-  // The window and soft-capping of `options` are the forward's.
+  // The window, document starts and soft-capping of `options` are the forward's.
   virtual void attentionBackward(const Tensor& dout, const Tensor& q, const Tensor& k,
                                  const Tensor& v, const Tensor& out, const Tensor& logsumexp,
                                  const AttentionOptions& options, Tensor& dq, Tensor& dk,
@@ -412,6 +418,10 @@ void checkEmbeddingArgs(const BackendCapabilities& caps, const Tensor& table, st
                         const Tensor& out);
 void checkRopeArgs(const BackendCapabilities& caps, const Tensor& x, std::size_t positions,
                    const Tensor& invFreq);
+// Throws ShapeError naming `op` when `starts` is not (batch, seq), or a start is outside
+// [0, its token's offset], or falls along a row (AttentionOptions::documentStarts).
+void checkDocumentStarts(const char* op, std::span<const std::int32_t> starts, std::int64_t batch,
+                         std::int64_t seq);
 void checkAttentionArgs(const BackendCapabilities& caps, const Tensor& q, const Tensor& k,
                         const Tensor& v, const Tensor& out, const Tensor& logsumexp);
 void checkAttentionCachedArgs(const BackendCapabilities& caps, const Tensor& q, const Tensor& k,

@@ -66,7 +66,8 @@ AutoMicroBatch::AutoMicroBatch(const TrainRunSettings& settings, compute::Backen
   }
   // The weights are already on the device: the free memory read below is what is left.
   request_.model = model::plannerModel(config, trainingShape(t, backend.capabilities().device, 0));
-  request_.sequenceLength = t.packing ? t.maxSeqLen : std::min(longest, t.maxSeqLen);
+  request_.sequenceLength =
+      t.packing != train::Packing::Off ? t.maxSeqLen : std::min(longest, t.maxSeqLen);
   request_.effectiveBatch = t.effectiveBatch();
   request_.freeBytes = freeBytesFor(backend);
   request_.safetyMargin = settings.memoryMargin;

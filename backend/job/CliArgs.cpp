@@ -1,6 +1,7 @@
 // job/CliArgs.cpp — option tables: parsing and checking values, --help and synopses.
 #include "job/CliArgs.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 #include <system_error>
@@ -72,6 +73,9 @@ std::string optionForm(const OptionSpec& spec) {
   if (spec.type == OptionType::Bool) {
     return "--" + spec.name + "/--no-" + spec.name;
   }
+  if (!spec.flagValue.empty()) {  // --packing [off|causal|documents]/--no-packing
+    return "--" + spec.name + " [" + optionPlaceholder(spec) + "]/--no-" + spec.name;
+  }
   return "--" + spec.name + " " + optionPlaceholder(spec);
 }
 
@@ -81,7 +85,8 @@ std::string synopsis(const CommandSpec& command) {
     out += " " + command.operands;
   }
   for (const OptionSpec& spec : command.options) {
-    out += " [" + (spec.type == OptionType::Bool ? "--" + spec.name : optionForm(spec)) + "]";
+    const bool flag = spec.type == OptionType::Bool || !spec.flagValue.empty();
+    out += " [" + (flag ? "--" + spec.name : optionForm(spec)) + "]";
   }
   return out;
 }
@@ -134,7 +139,8 @@ CliArgs::CliArgs(const std::vector<std::string>& args, const CommandSpec& comman
     // Checked here; kept as typed (bools as true/false), so that numbers keep their digits.
     const json value = parseOptionValue(spec, text);
     std::erase_if(given_, [&](const auto& entry) { return entry.first == spec.name; });
-    given_.emplace_back(spec.name, spec.type == OptionType::Bool ? optionText(value) : text);
+    const bool flag = spec.type == OptionType::Bool || !spec.flagValue.empty();
+    given_.emplace_back(spec.name, flag ? optionText(value) : text);
     values_[spec.name] = given_.back().second;
   };
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -152,7 +158,8 @@ CliArgs::CliArgs(const std::vector<std::string>& args, const CommandSpec& comman
     const OptionSpec* spec = find(name);
     if (spec == nullptr && name.rfind("no-", 0) == 0 && eq == std::string::npos) {
       const OptionSpec* negated = find(name.substr(3));
-      if (negated != nullptr && negated->type == OptionType::Bool) {
+      if (negated != nullptr &&
+          (negated->type == OptionType::Bool || !negated->flagValue.empty())) {
         store(*negated, "false");
         continue;
       }
@@ -162,13 +169,13 @@ CliArgs::CliArgs(const std::vector<std::string>& args, const CommandSpec& comman
     }
     if (eq != std::string::npos) {
       store(*spec, arg.substr(eq + 1));
-    } else if (spec->type == OptionType::Bool) {
-      // --flag, or --flag true|false (the form older scripts use).
-      if (i + 1 < args.size() && boolWord(args[i + 1])) {
-        store(*spec, args[++i]);
-      } else {
-        store(*spec, "true");
-      }
+    } else if (spec->type == OptionType::Bool || !spec->flagValue.empty()) {
+      // --flag, or --flag true|false (the form older scripts use), or --flag CHOICE.
+      const bool valueFollows =
+          i + 1 < args.size() &&
+          (boolWord(args[i + 1]) || std::find(spec->choices.begin(), spec->choices.end(),
+                                              args[i + 1]) != spec->choices.end());
+      store(*spec, valueFollows ? args[++i] : "true");
     } else if (i + 1 < args.size()) {
       store(*spec, args[++i]);
     } else {

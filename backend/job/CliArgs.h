@@ -5,7 +5,7 @@
 // same description parses the command line, checks each value (errors name the option), and
 // writes the command's --help and the synopsis in `lorascope-train --help`. Booleans are written
 // --flag / --no-flag (also --flag=true, --flag false); other options --name VALUE or
-// --name=VALUE.
+// --name=VALUE; a choice with a flag value (OptionSpec::flagValue) either way.
 #pragma once
 
 #include <map>

@@ -152,8 +152,10 @@ train::TrainingData loadRunData(const OpenedRun& opened, const model::ModelConfi
   train::checkTokenIdsFit(data, common::pathFromUtf8(run.baseModel()), model.vocabSize);
   for (const std::string& problem : data.firstProblems)
     warn(sink, problem);
+  // Document packing restarts the positions at each example: only causal packing runs them on.
   if (const std::string warning = train::positionsWarning(
-          data, settings.train.maxSeqLen, settings.train.packing, model.maxPositionEmbeddings);
+          data, settings.train.maxSeqLen, settings.train.packing == train::Packing::Causal,
+          model.maxPositionEmbeddings);
       !warning.empty()) {
     warn(sink, warning);
   }

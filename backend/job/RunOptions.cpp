@@ -86,8 +86,10 @@ std::vector<Access> accessors() {
        [](auto& s, auto& v) { s.train.seed = static_cast<std::uint64_t>(whole(v)); }},
       {"shuffle", [](auto& s) { return json(s.train.shuffle); },
        [](auto& s, auto& v) { s.train.shuffle = v.template get<bool>(); }},
-      {"packing", [](auto& s) { return json(s.train.packing); },
-       [](auto& s, auto& v) { s.train.packing = v.template get<bool>(); }},
+      {"packing", [](auto& s) { return json(train::packingName(s.train.packing)); },
+       [](auto& s, auto& v) {
+         s.train.packing = train::parsePacking(v.template get<std::string>());
+       }},
       {"group-by-length", [](auto& s) { return json(s.train.groupByLength); },
        [](auto& s, auto& v) { s.train.groupByLength = v.template get<bool>(); }},
       {"activation-checkpointing", [](auto& s) { return json(s.train.activationCheckpointing); },

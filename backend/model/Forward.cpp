@@ -114,13 +114,15 @@ LayerActivations::LayerActivations(Backend& backend, const ModelConfig& c, std::
 }
 
 SequenceLayout makeSequenceLayout(Backend& backend, const ModelConfig& c, std::int64_t batch,
-                                  std::int64_t seq) {
+                                  std::int64_t seq, std::span<const std::int32_t> documentStarts) {
   SequenceLayout layout;
   layout.batch = batch;
   layout.seq = seq;
   layout.positions.resize(static_cast<std::size_t>(batch * seq));
+  layout.documentStarts.assign(documentStarts.begin(), documentStarts.end());
   for (std::size_t t = 0; t < layout.positions.size(); ++t) {
-    layout.positions[t] = static_cast<std::int32_t>(static_cast<std::int64_t>(t) % seq);
+    const std::int32_t start = documentStarts.empty() ? 0 : documentStarts[t];
+    layout.positions[t] = static_cast<std::int32_t>(static_cast<std::int64_t>(t) % seq) - start;
   }
   const compute::Shape half{c.headDim / 2};
   layout.invFreq = backend.upload(ropeInverseFrequencies(c), compute::DType::F32, half);
@@ -217,6 +219,9 @@ void checkForwardInput(const ModelConfig& /*config*/, const ForwardInput& in) {
     throw compute::ShapeError("forward: " + std::to_string(in.labels.size()) + " labels for " +
                               std::to_string(tokens) + " ids");
   }
+  if (!in.documentStarts.empty()) {
+    compute::checkDocumentStarts("forward", in.documentStarts, in.batch, in.seq);
+  }
 }
 
 std::vector<std::int32_t> shiftedTargets(const ForwardInput& in) {
@@ -235,7 +240,7 @@ ForwardResult forward(Backend& backend, const ModelConfig& c, const ModelWeights
   checkForwardInput(c, in);
   const std::int64_t tokens = in.batch * in.seq;
   const compute::DType act = backend.capabilities().activationDType;
-  const SequenceLayout layout = makeSequenceLayout(backend, c, in.batch, in.seq);
+  const SequenceLayout layout = makeSequenceLayout(backend, c, in.batch, in.seq, in.documentStarts);
   LayerActivations acts(backend, c, in.batch, in.seq);
   Tensor x = backend.empty(act, {tokens, c.hiddenSize});  // (T, H) residual stream
   Tensor next = backend.empty(act, {tokens, c.hiddenSize});

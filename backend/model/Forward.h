@@ -20,6 +20,10 @@ struct ForwardInput {
   std::int64_t seq = 0;
   std::span<const std::int32_t> ids;     // (batch, seq) row-major
   std::span<const std::int32_t> labels;  // (batch, seq) or empty for no loss; −100 = ignore
+  // (batch, seq) or empty: where each token's document starts in its row, for rows that pack
+  // several examples apart (train/Batching.h, Note [document packing]). A token attends only to
+  // its document, and its RoPE position counts from the document's start.
+  std::span<const std::int32_t> documentStarts = {};
 };
 
 struct ForwardResult {
@@ -73,13 +77,14 @@ class KvCache;  // model/KvCache.h
 struct SequenceLayout {
   std::int64_t batch = 0;
   std::int64_t seq = 0;
-  std::vector<std::int32_t> positions;  // (batch·seq): t mod seq
-  compute::Tensor invFreq;              // (hd/2) f32 on the backend
-  compute::Tensor invFreqLocal;         // (hd/2) f32: Gemma 3's sliding layers; else undefined
-  float attentionScale = 1.0f;          // 1/√hd, or query_pre_attn_scalar^−½ (Gemma)
-  float attentionSoftcap = 0.0f;        // Gemma 2's attn_logit_softcapping; 0 = off
-  std::int64_t slidingWindow = 0;       // on the sliding layers
-  std::vector<bool> slidingLayers;      // (layers)
+  std::vector<std::int32_t> positions;       // (batch·seq): t mod seq, less its document's start
+  std::vector<std::int32_t> documentStarts;  // (batch·seq) or empty: ForwardInput's
+  compute::Tensor invFreq;                   // (hd/2) f32 on the backend
+  compute::Tensor invFreqLocal;              // (hd/2) f32: Gemma 3's sliding layers; else undefined
+  float attentionScale = 1.0f;               // 1/√hd, or query_pre_attn_scalar^−½ (Gemma)
+  float attentionSoftcap = 0.0f;             // Gemma 2's attn_logit_softcapping; 0 = off
+  std::int64_t slidingWindow = 0;            // on the sliding layers
+  std::vector<bool> slidingLayers;           // (layers)
   // Generation (batch 1): the earlier positions' keys and values. The layer's k and v are then
   // the cache's next rows, and attention reads the whole cache (model/KvCache.h).
   const KvCache* cache = nullptr;
@@ -89,12 +94,17 @@ struct SequenceLayout {
                                                                                     : invFreq;
   }
   compute::AttentionOptions attentionOf(int layer) const {
-    return {attentionScale, slidingLayers[static_cast<std::size_t>(layer)] ? slidingWindow : 0,
-            attentionSoftcap};
+    compute::AttentionOptions options{
+        attentionScale, slidingLayers[static_cast<std::size_t>(layer)] ? slidingWindow : 0,
+        attentionSoftcap};
+    options.documentStarts = documentStarts;
+    return options;
   }
 };
+// `documentStarts`: ForwardInput's (checked by checkForwardInput).
 SequenceLayout makeSequenceLayout(compute::Backend& backend, const ModelConfig& config,
-                                  std::int64_t batch, std::int64_t seq);
+                                  std::int64_t batch, std::int64_t seq,
+                                  std::span<const std::int32_t> documentStarts = {});
 
 // One decoder layer: xOut = layer(xIn), both (T, H) and distinct; fills `acts`. `hook` may be
 // null (plain inference).

@@ -10,7 +10,10 @@
 // case scales q up so the softmax is sharp and the online max does the work. A last case checks
 // that the GPU refuses a head dim beyond its kernels (320) by name. The last five cases add
 // sliding windows (5, 17, 100, 300 keys) and soft-capped scores (caps 3, 5, 50). One case runs
-// the GPU backward twice and wants the same bits (no atomics).
+// the GPU backward twice and wants the same bits (no atomics). The document cases pack each row
+// with documents of 1 to 2·L tokens (train/Batching.h, Note [document packing]): starts inside
+// and on the kernels' 64-row blocks and 16-row waves, at both head dims of the matrix cores and
+// 256 on the vector kernels, with a window and a soft-cap, and a case of one-token documents.
 //
 // Tolerances: both backends see identical bf16 inputs and compute in fp32; the outputs out, dq,
 // dk, dv are rounded to bf16 once on the GPU (relative error ≤ 2^-9 ≈ 2e-3), so they get the
@@ -37,16 +40,45 @@ constexpr Tolerance kGradient{4e-3, 8e-3, 1e-5};
 
 struct AttentionCase {
   std::int64_t batch, seq, heads, kvHeads, headDim;
-  float qStddev;            // 1: scores of order 1; larger: a sharp softmax
-  std::int64_t window = 0;  // sliding window (Mistral, Gemma); 0 = full causal
-  float softcap = 0.0f;     // score soft-capping (Gemma 2); 0 = off
+  float qStddev;                    // 1: scores of order 1; larger: a sharp softmax
+  std::int64_t window = 0;          // sliding window (Mistral, Gemma); 0 = full causal
+  float softcap = 0.0f;             // score soft-capping (Gemma 2); 0 = off
+  std::int64_t documentLength = 0;  // > 0: rows pack documents of 1 .. 2× this many tokens
 };
 
 struct AttentionInputs {
   compute::Shape qShape, kvShape, statShape;
   std::vector<float> q, k, v, dout;
-  compute::AttentionOptions options{1.0f};
+  std::vector<std::int32_t> documentStarts;  // (B, S) or empty
+  float scale = 1.0f;
+  std::int64_t window = 0;
+  float softcap = 0.0f;
+  compute::AttentionOptions options() const {
+    compute::AttentionOptions o{scale, window, softcap};
+    o.documentStarts = documentStarts;
+    return o;
+  }
 };
+
+// Each row of (batch, seq) cut into documents of 1 .. 2·length tokens drawn from `rng`: every
+// token's document's start.
+std::vector<std::int32_t> packedDocumentStarts(std::mt19937& rng, std::int64_t batch,
+                                               std::int64_t seq, std::int64_t length) {
+  std::uniform_int_distribution<std::int64_t> lengths(1, 2 * length);
+  std::vector<std::int32_t> starts(static_cast<std::size_t>(batch * seq));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    std::int64_t start = 0;
+    std::int64_t next = lengths(rng);
+    for (std::int64_t i = 0; i < seq; ++i) {
+      if (i == next) {
+        start = i;
+        next = i + lengths(rng);
+      }
+      starts[static_cast<std::size_t>(b * seq + i)] = static_cast<std::int32_t>(start);
+    }
+  }
+  return starts;
+}
 
 AttentionInputs makeInputs(std::mt19937& rng, const AttentionCase& c) {
   AttentionInputs in;
@@ -59,7 +91,12 @@ AttentionInputs makeInputs(std::mt19937& rng, const AttentionCase& c) {
   in.k = roundTo(DType::BF16, randomNormal(rng, kvCount, 0.0f, 1.0f));
   in.v = roundTo(DType::BF16, randomNormal(rng, kvCount, 0.0f, 1.0f));
   in.dout = roundTo(DType::BF16, randomNormal(rng, qCount, 0.0f, 1.0f));
-  in.options = {1.0f / std::sqrt(static_cast<float>(c.headDim)), c.window, c.softcap};
+  in.scale = 1.0f / std::sqrt(static_cast<float>(c.headDim));
+  in.window = c.window;
+  in.softcap = c.softcap;
+  if (c.documentLength > 0) {
+    in.documentStarts = packedDocumentStarts(rng, c.batch, c.seq, c.documentLength);
+  }
   return in;
 }
 
@@ -81,7 +118,7 @@ std::vector<Comparison> runForward(Backend& cpu, Backend& gpu, const AttentionIn
     const QkvTensors qkv = uploadQkv(be, in);
     Tensor out = be.empty(be.capabilities().activationDType, in.qShape);
     Tensor lse = be.empty(DType::F32, in.statShape);
-    be.attentionForward(qkv.q, qkv.k, qkv.v, in.options, out, lse);
+    be.attentionForward(qkv.q, qkv.k, qkv.v, in.options(), out, lse);
     outputs[b][0] = be.download(out);
     outputs[b][1] = be.download(lse);
   }
@@ -98,7 +135,7 @@ std::vector<Comparison> runBackward(Backend& cpu, Backend& gpu, const AttentionI
     const QkvTensors qkv = uploadQkv(cpu, in);
     Tensor out = cpu.empty(DType::F32, in.qShape);
     Tensor lse = cpu.empty(DType::F32, in.statShape);
-    cpu.attentionForward(qkv.q, qkv.k, qkv.v, in.options, out, lse);
+    cpu.attentionForward(qkv.q, qkv.k, qkv.v, in.options(), out, lse);
     outValues = roundTo(DType::BF16, cpu.download(out));
     lseValues = cpu.download(lse);
   }
@@ -114,7 +151,7 @@ std::vector<Comparison> runBackward(Backend& cpu, Backend& gpu, const AttentionI
     Tensor dq = be.empty(act, in.qShape);
     Tensor dk = be.empty(act, in.kvShape);
     Tensor dv = be.empty(act, in.kvShape);
-    be.attentionBackward(dout, qkv.q, qkv.k, qkv.v, out, lse, in.options, dq, dk, dv);
+    be.attentionBackward(dout, qkv.q, qkv.k, qkv.v, out, lse, in.options(), dq, dk, dv);
     grads[b][0] = be.download(dq);
     grads[b][1] = be.download(dk);
     grads[b][2] = be.download(dv);
@@ -133,13 +170,13 @@ std::vector<Comparison> runBackwardTwice(Backend& gpu, const AttentionInputs& in
   const Tensor dout = gpu.upload(in.dout, act, in.qShape);
   Tensor out = gpu.empty(act, in.qShape);
   Tensor lse = gpu.empty(DType::F32, in.statShape);
-  gpu.attentionForward(qkv.q, qkv.k, qkv.v, in.options, out, lse);
+  gpu.attentionForward(qkv.q, qkv.k, qkv.v, in.options(), out, lse);
   std::vector<float> grads[2][3];
   for (auto& run : grads) {
     Tensor dq = gpu.empty(act, in.qShape);
     Tensor dk = gpu.empty(act, in.kvShape);
     Tensor dv = gpu.empty(act, in.kvShape);
-    gpu.attentionBackward(dout, qkv.q, qkv.k, qkv.v, out, lse, in.options, dq, dk, dv);
+    gpu.attentionBackward(dout, qkv.q, qkv.k, qkv.v, out, lse, in.options(), dq, dk, dv);
     run[0] = gpu.download(dq);
     run[1] = gpu.download(dk);
     run[2] = gpu.download(dv);
@@ -232,6 +269,14 @@ std::vector<ParityCase> attentionCases() {
       {1, 1024, 4, 2, 64, 1.0f, 300, 50.0f},
       {1, 300, 4, 2, 256, 4.0f, 0, 5.0f},
       {2, 130, 4, 1, 80, 4.0f, 17, 3.0f},
+      // Packed documents (block-diagonal causal attention), Qwen2.5-0.5B's heads at its packed
+      // length, Llama's head dim, the vector kernels' 256, with a window and a soft-cap.
+      {2, 512, 14, 2, 64, 1.0f, 0, 0.0f, 120},
+      {1, 300, 8, 4, 128, 1.0f, 0, 0.0f, 40},
+      {1, 300, 4, 2, 256, 4.0f, 0, 0.0f, 70},
+      {2, 300, 4, 2, 64, 1.0f, 17, 0.0f, 30},
+      {1, 200, 4, 1, 80, 4.0f, 0, 3.0f, 50},
+      {1, 77, 4, 2, 64, 1.0f, 0, 0.0f, 1},
   };
   std::vector<ParityCase> cases;
   for (const AttentionCase& c : shapes) {
@@ -246,6 +291,9 @@ std::vector<ParityCase> attentionCases() {
     }
     if (c.softcap > 0.0f) {
       shape += " softcap=" + std::to_string(static_cast<int>(c.softcap));
+    }
+    if (c.documentLength > 0) {
+      shape += " documents~" + std::to_string(c.documentLength);
     }
     cases.push_back({"attention_forward", shape, kBf16Output,
                      [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {

@@ -191,6 +191,9 @@ json parseOptionValue(const OptionSpec& spec, const std::string& text) {
           return text;
         }
       }
+      if (const auto flag = boolWord(text); flag && !spec.flagValue.empty()) {
+        return *flag ? spec.flagValue : spec.choices.front();
+      }
       reject(spec, "one of " + joinedText(spec.choices, ", "), text);
     case OptionType::List:
       if (!text.empty() && text.front() == '[') {

@@ -43,6 +43,10 @@ struct OptionSpec {
   std::string unit = {};       // "tokens", "optimizer steps", "sequences", …; "" when none
   std::string valueName = {};  // the help's placeholder (N, DIR); derived from the type when empty
   bool emptyAllowed = false;   // Text: "" is a value (none given), not a missing one
+  // Choice: the choice `--name` alone means, so that the option is also written as a flag (a
+  // setting that was a Bool and grew more values: --packing is causal). --no-name and the words
+  // of a boolean then mean choices[0] (false) and this (true), in files as on the command line.
+  std::string flagValue = {};
 
   bool hasRange() const {
     return max >= min && (type == OptionType::Integer || type == OptionType::Real);

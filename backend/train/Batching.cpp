@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -34,21 +35,40 @@ void fisherYates(std::span<std::int64_t> items, std::uint64_t seed, std::uint64_
 
 }  // namespace
 
-SequenceSet buildSequences(std::span<const TokenizedExample> examples, std::int64_t maxSeqLen,
-                           bool packing) {
+const char* packingName(Packing packing) {
+  switch (packing) {
+    case Packing::Off:
+      return "off";
+    case Packing::Causal:
+      return "causal";
+    case Packing::Documents:
+      break;
+  }
+  return "documents";
+}
+
+Packing parsePacking(const std::string& word) {
+  for (const Packing p : {Packing::Off, Packing::Causal, Packing::Documents}) {
+    if (word == packingName(p)) {
+      return p;
+    }
+  }
+  throw std::invalid_argument("unknown packing '" + word + "' (off, causal or documents)");
+}
+
+namespace {
+
+// Examples cut to maxSeqLen that have a trained token left, in dataset order.
+struct CutExamples {
+  std::vector<Sequence> kept;  // ids, labels; predictedTokens counted
+  std::int64_t dropped = 0;
+};
+CutExamples cutExamples(std::span<const TokenizedExample> examples, std::int64_t maxSeqLen) {
   if (maxSeqLen < 2) {
     throw std::invalid_argument("max_seq_len must be at least 2 tokens, got " +
                                 std::to_string(maxSeqLen));
   }
-  SequenceSet out;
-  Sequence pack;
-  auto flush = [&] {
-    if (!pack.ids.empty()) {
-      pack.predictedTokens = countPredicted(pack.labels);
-      out.sequences.push_back(std::move(pack));
-      pack = Sequence{};
-    }
-  };
+  CutExamples out;
   for (std::size_t i = 0; i < examples.size(); ++i) {
     const TokenizedExample& e = examples[i];
     if (e.ids.empty() || e.ids.size() != e.labels.size()) {
@@ -56,28 +76,109 @@ SequenceSet buildSequences(std::span<const TokenizedExample> examples, std::int6
           "example " + std::to_string(i) + " has " + std::to_string(e.ids.size()) + " ids and " +
           std::to_string(e.labels.size()) + " labels; they must be equal and non-zero");
     }
-    const auto length = static_cast<std::size_t>(
+    const auto length = static_cast<std::ptrdiff_t>(
         std::min<std::int64_t>(static_cast<std::int64_t>(e.ids.size()), maxSeqLen));
-    std::vector<std::int32_t> labels(e.labels.begin(), e.labels.begin() + length);
-    if (countPredicted(labels) == 0) {
-      ++out.droppedExamples;
+    Sequence s{{e.ids.begin(), e.ids.begin() + length},
+               {e.labels.begin(), e.labels.begin() + length}};
+    s.predictedTokens = countPredicted(s.labels);
+    if (s.predictedTokens == 0) {
+      ++out.dropped;
       continue;
     }
-    if (!packing) {
-      out.sequences.push_back(
-          {{e.ids.begin(), e.ids.begin() + length}, labels, countPredicted(labels)});
-      continue;
-    }
-    if (static_cast<std::int64_t>(pack.ids.size() + length) > maxSeqLen) {
-      flush();
-    }
-    if (!pack.ids.empty()) {
-      labels.front() = compute::kIgnoreTarget;  // see Note [packing]
-    }
-    pack.ids.insert(pack.ids.end(), e.ids.begin(), e.ids.begin() + length);
-    pack.labels.insert(pack.labels.end(), labels.begin(), labels.end());
+    out.kept.push_back(std::move(s));
   }
-  flush();
+  return out;
+}
+
+// Appends `example` to `pack`; its first label becomes −100 when it is not the pack's first
+// (Note [packing]).
+void appendToPack(Sequence& pack, const Sequence& example, bool recordStart) {
+  if (recordStart) {
+    pack.documentStarts.push_back(static_cast<std::int32_t>(pack.ids.size()));
+  }
+  const bool first = pack.ids.empty();
+  pack.ids.insert(pack.ids.end(), example.ids.begin(), example.ids.end());
+  pack.labels.insert(pack.labels.end(), example.labels.begin(), example.labels.end());
+  if (!first) {
+    pack.labels[pack.labels.size() - example.labels.size()] = compute::kIgnoreTarget;
+  }
+}
+
+// Note [packing]: greedy, in dataset order.
+std::vector<Sequence> packGreedily(const std::vector<Sequence>& examples, std::int64_t maxSeqLen) {
+  std::vector<Sequence> packs;
+  Sequence pack;
+  for (const Sequence& e : examples) {
+    if (static_cast<std::int64_t>(pack.ids.size() + e.ids.size()) > maxSeqLen) {
+      packs.push_back(std::move(pack));
+      pack = Sequence{};
+    }
+    appendToPack(pack, e, false);
+  }
+  if (!pack.ids.empty()) {
+    packs.push_back(std::move(pack));
+  }
+  return packs;
+}
+
+// Note [document packing]: best-fit decreasing over each window of kPackWindow examples. A window
+// this long leaves its last few packs part-filled among hundreds of full ones; a longer one would
+// only move examples further from their place in the data.
+constexpr std::int64_t kPackWindow = 1024;
+
+std::vector<Sequence> packBestFit(const std::vector<Sequence>& examples, std::int64_t maxSeqLen) {
+  std::vector<Sequence> packs;
+  const auto count = static_cast<std::int64_t>(examples.size());
+  for (std::int64_t first = 0; first < count; first += kPackWindow) {
+    std::vector<std::int64_t> window(
+        static_cast<std::size_t>(std::min(kPackWindow, count - first)));
+    std::iota(window.begin(), window.end(), first);
+    const auto length = [&](std::int64_t i) {
+      return static_cast<std::int64_t>(examples[static_cast<std::size_t>(i)].ids.size());
+    };
+    std::stable_sort(window.begin(), window.end(),
+                     [&](std::int64_t a, std::int64_t b) { return length(a) > length(b); });
+    std::set<std::pair<std::int64_t, std::size_t>> room;  // (tokens free, pack) of open packs
+    for (const std::int64_t i : window) {
+      const std::int64_t n = length(i);
+      std::size_t pack = packs.size();
+      if (const auto fit = room.lower_bound({n, std::size_t{0}}); fit != room.end()) {
+        pack = fit->second;
+        room.erase(fit);
+      } else {
+        packs.emplace_back();
+      }
+      appendToPack(packs[pack], examples[static_cast<std::size_t>(i)], true);
+      const std::int64_t left = maxSeqLen - static_cast<std::int64_t>(packs[pack].ids.size());
+      if (left > 0) {
+        room.insert({left, pack});
+      }
+    }
+  }
+  return packs;
+}
+
+}  // namespace
+
+SequenceSet buildSequences(std::span<const TokenizedExample> examples, std::int64_t maxSeqLen,
+                           Packing packing) {
+  CutExamples cut = cutExamples(examples, maxSeqLen);
+  SequenceSet out;
+  out.droppedExamples = cut.dropped;
+  switch (packing) {
+    case Packing::Off:
+      out.sequences = std::move(cut.kept);
+      return out;
+    case Packing::Causal:
+      out.sequences = packGreedily(cut.kept, maxSeqLen);
+      break;
+    case Packing::Documents:
+      out.sequences = packBestFit(cut.kept, maxSeqLen);
+      break;
+  }
+  for (Sequence& s : out.sequences) {
+    s.predictedTokens = countPredicted(s.labels);
+  }
   return out;
 }
 
@@ -150,7 +251,24 @@ MicroBatch collate(std::span<const Sequence* const> rows) {
   const auto seq = static_cast<std::size_t>(mb.seq);
   mb.ids.assign(rows.size() * seq, 0);
   mb.labels.assign(rows.size() * seq, compute::kIgnoreTarget);
+  const bool documents = std::any_of(rows.begin(), rows.end(),
+                                     [](const Sequence* s) { return !s->documentStarts.empty(); });
+  if (documents) {
+    mb.documentStarts.assign(rows.size() * seq, 0);
+  }
   for (std::size_t r = 0; r < rows.size(); ++r) {
+    if (documents) {
+      // Each start holds from its token to the next start; the last one through the padding.
+      const std::vector<std::int32_t>& starts = rows[r]->documentStarts;
+      for (std::size_t d = 0; d < starts.size(); ++d) {
+        const std::size_t end =
+            d + 1 < starts.size() ? static_cast<std::size_t>(starts[d + 1]) : seq;
+        std::fill(mb.documentStarts.begin() +
+                      static_cast<std::ptrdiff_t>(r * seq + static_cast<std::size_t>(starts[d])),
+                  mb.documentStarts.begin() + static_cast<std::ptrdiff_t>(r * seq + end),
+                  starts[d]);
+      }
+    }
     std::copy(rows[r]->ids.begin(), rows[r]->ids.end(), mb.ids.begin() + r * seq);
     std::copy(rows[r]->labels.begin(), rows[r]->labels.end(), mb.labels.begin() + r * seq);
     mb.predictedTokens += rows[r]->predictedTokens;

@@ -1,13 +1,29 @@
 // train/Batching.h — from tokenized examples to micro-batches: sequences (one example, or several
 // packed), the seeded order of each epoch, and padding into a (batch, seq) block.
 //
-// Note [packing]: with packing on, whole examples (each cut to maxSeqLen) are placed greedily, in
-// dataset order, into sequences of at most maxSeqLen tokens. The first label of every example
-// after the first in a pack is set to −100, so the tokens predicted are exactly those of the
-// unpacked examples (the last token of one example never predicts the first of the next).
-// Attention is causal over the whole pack and positions run on across examples, as in
+// Note [packing]: with packing causal (--packing), whole examples (each cut to maxSeqLen) are
+// placed greedily, in dataset order, into sequences of at most maxSeqLen tokens. The first label
+// of every example after the first in a pack is set to −100, so the tokens predicted are exactly
+// those of the unpacked examples (the last token of one example never predicts the first of the
+// next). Attention is causal over the whole pack and positions run on across examples, as in
 // transformers' group_texts and TRL's ConstantLengthDataset; per-example attention masks are
 // not applied.
+//
+// Note [document packing]: with packing documents, the packed examples do not see each other:
+//   - each pack records where its examples start (Sequence::documentStarts); collate gives every
+//     token its example's start in the row (MicroBatch::documentStarts), which the attention ops
+//     take as the first key the token may see (block-diagonal causal attention,
+//     Backend::AttentionOptions) and from which the RoPE positions restart at 0 for each example
+//     (model::makeSequenceLayout). The first label of each example after the first is −100 as
+//     above, so loss and gradients are those of the examples run one per row, padded.
+//   - the packs are filled by best-fit decreasing over windows of examples in dataset order
+//     (kPackWindow in Batching.cpp): a window's examples longest first, each into the pack it fills
+//     most tightly (the fullest one with room; ties to the older pack), else into a new pack. On
+//     alpaca-style data the greedy packing in dataset order leaves about a quarter of the
+//     positions as padding (77% real); this fills 98-99%.
+//   - the packs are a function of the examples' lengths alone (no seed, no epoch), so a resumed
+//     run rebuilds the same packs; each epoch visits them in the order epochOrder or
+//     lengthGroupedOrder gives from (seed, epoch), as any sequences.
 //
 // Note [length grouping]: with group-by-length on, an epoch's order puts sequences of similar
 // length together, so that a micro-batch, padded to its longest row (collate), computes little
@@ -30,6 +46,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace lorascope::train {
@@ -46,7 +63,19 @@ struct Sequence {
   std::vector<std::int32_t> ids;
   std::vector<std::int32_t> labels;
   std::int64_t predictedTokens = 0;  // t with labels[t+1] != −100
+  // Packing::Documents: where each packed example begins (0 first, rising); empty otherwise.
+  std::vector<std::int32_t> documentStarts = {};
 };
+
+// How examples become sequences (the --packing setting).
+enum class Packing : std::uint8_t {
+  Off,        // one example per sequence
+  Causal,     // Note [packing]: greedy, in dataset order; attention over the whole pack
+  Documents,  // Note [document packing]: best-fit decreasing; each example attends to itself
+};
+const char* packingName(Packing packing);  // "off", "causal", "documents"
+// Throws std::invalid_argument naming the word when it is none of packingName's.
+Packing parsePacking(const std::string& word);
 
 struct SequenceSet {
   std::vector<Sequence> sequences;
@@ -56,7 +85,7 @@ struct SequenceSet {
 // Throws std::invalid_argument naming the example whose ids and labels differ in length or that
 // is empty, and for maxSeqLen < 2.
 SequenceSet buildSequences(std::span<const TokenizedExample> examples, std::int64_t maxSeqLen,
-                           bool packing);
+                           Packing packing);
 
 // The order in which epoch `epoch` visits `count` sequences: a Fisher–Yates shuffle drawn from
 // Philox stream shuffleStream(epoch) of `seed`, or 0..count−1 when shuffle is off.
@@ -77,6 +106,9 @@ struct MicroBatch {
   std::int64_t seq = 0;
   std::vector<std::int32_t> ids;     // (batch, seq)
   std::vector<std::int32_t> labels;  // (batch, seq)
+  // With rows of Packing::Documents: (batch, seq), the row offset where each token's example
+  // begins (padding: the row's last example's); empty when no row has documentStarts.
+  std::vector<std::int32_t> documentStarts;
   std::int64_t predictedTokens = 0;
   std::int64_t realTokens = 0;                            // tokens that are not padding
   std::int64_t positions() const { return batch * seq; }  // computed, padding included

@@ -54,7 +54,7 @@ std::vector<TokenizedExample> splitForEvaluation(std::vector<TokenizedExample>& 
 
 std::vector<Sequence> evaluationSequences(const std::vector<TokenizedExample>& examples,
                                           std::int64_t maxSeqLen) {
-  SequenceSet set = buildSequences(examples, maxSeqLen, false);
+  SequenceSet set = buildSequences(examples, maxSeqLen, Packing::Off);
   if (set.sequences.empty()) {
     throw std::invalid_argument(
         "the evaluation set has no example with a predicted token within "

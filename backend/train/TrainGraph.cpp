@@ -535,7 +535,7 @@ LossSum TrainGraph::forwardLoss(const model::ForwardInput& in) {
   const std::int64_t tokens = in.batch * in.seq;
   const compute::DType act = backend_.capabilities().activationDType;
   const model::SequenceLayout layout =
-      model::makeSequenceLayout(backend_, config_, in.batch, in.seq);
+      model::makeSequenceLayout(backend_, config_, in.batch, in.seq, in.documentStarts);
   dropoutActive_ = false;
   cancel_ = nullptr;
   refreshGemmWeights();
@@ -566,7 +566,7 @@ LossSum TrainGraph::forwardBackward(const model::ForwardInput& in, float gradSca
   const std::int64_t tokens = in.batch * in.seq;
   const compute::DType act = backend_.capabilities().activationDType;
   const model::SequenceLayout layout =
-      model::makeSequenceLayout(backend_, config_, in.batch, in.seq);
+      model::makeSequenceLayout(backend_, config_, in.batch, in.seq, in.documentStarts);
   layout_ = &layout;
   key_ = key;
   dropoutActive_ = lora_.dropout > 0.0;

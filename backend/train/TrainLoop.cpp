@@ -387,7 +387,7 @@ StepMetrics TrainLoop::eagerStep(const std::atomic<bool>* cancel) {
     const auto building = Clock::now();
     const MicroBatch mb = collate(
         std::span<const Sequence* const>(r.rows.data() + first, static_cast<std::size_t>(n)));
-    const model::ForwardInput input{mb.batch, mb.seq, mb.ids, mb.labels};
+    const model::ForwardInput input{mb.batch, mb.seq, mb.ids, mb.labels, mb.documentStarts};
     const auto built = Clock::now();
     lossSum +=
         graph_->forwardBackward(input, gradScale, {config_.seed, state_.step, micro}, cancel).sum;

@@ -60,7 +60,7 @@ struct TrainConfig {
   double maxGradNorm = 1.0;           // ≤ 0: no clipping
   std::uint64_t seed = 42;
   bool shuffle = true;
-  bool packing = false;
+  Packing packing = Packing::Off;  // train/Batching.h, Notes [packing], [document packing]
   // Each epoch's order groups sequences of similar length into the steps' effective batches
   // (train/Batching.h, Note [length grouping]): less padding computed.
   bool groupByLength = false;

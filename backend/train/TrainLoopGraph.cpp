@@ -58,6 +58,11 @@ StepMetrics TrainLoop::graphStep(const std::atomic<bool>* cancel) {
   const auto ms = [](Clock::time_point from, Clock::time_point to) {
     return std::chrono::duration<double, std::milli>(to - from).count();
   };
+  if (config_.packing == Packing::Documents) {
+    // The captured ops would keep one step's document starts and positions (host arrays
+    // uploaded at capture): step() falls back to eager steps, saying so.
+    throw std::invalid_argument("document packing is not captured (its starts change each step)");
+  }
   StepMetrics metrics;
   const StepRows r = takeRows();
   std::int64_t longest = 0;

@@ -38,7 +38,8 @@ void checkTokenIdsFit(const TrainingData& data, const std::filesystem::path& mod
                       std::int64_t vocabSize);
 
 // Why the run will train positions the model never saw (empty: it will not): max_seq_len beyond
-// max_position_embeddings, and an example that long or packing to fill it. The setup page warns
+// max_position_embeddings, and an example that long or (causal) packing to fill it; `packing`:
+// positions run on across packed examples (Note [packing]). The setup page warns
 // of the setting alone; a run warns when its data reaches past the model's positions.
 std::string positionsWarning(const TrainingData& data, std::int64_t maxSeqLen, bool packing,
                              std::int64_t maxPositions);

@@ -7,6 +7,7 @@
 #include <QtTest>
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QFile>
@@ -335,6 +336,28 @@ class TestSetupProcesses : public QObject {
     app::RunSetupPage again;
     QVERIFY(!again.usesDemo());
     QCOMPARE(again.microBatchEditor()->value(), 3);
+  }
+
+  // Packing was a check box ("true"/"false" remembered) before it grew the documents choice: a
+  // remembered "true" shows causal, and documents is remembered as such.
+  void packingRememberedAsABooleanShowsItsChoice() {
+    {
+      QSettings settings;
+      settings.setValue(QStringLiteral("setup/demo"), false);
+      settings.setValue(QStringLiteral("setup/options"),
+                        QVariantMap{{QStringLiteral("packing"), QStringLiteral("true")}});
+    }
+    {
+      app::RunSetupPage page;
+      auto* packing = qobject_cast<QComboBox*>(page.editor("packing"));
+      QVERIFY(packing != nullptr);
+      QCOMPARE(packing->currentData().toString(), QStringLiteral("causal"));
+      packing->setCurrentIndex(packing->findData(QStringLiteral("documents")));
+      QCOMPARE(page.options().at("packing"), std::string("documents"));
+      page.saveSettings();
+    }
+    app::RunSetupPage again;
+    QCOMPARE(again.options().at("packing"), std::string("documents"));
   }
 
   void histogramCountsExamplesPastTheLimit() {

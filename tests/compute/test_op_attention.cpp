@@ -1,7 +1,8 @@
 // test_op_attention.cpp — the CPU causal GQA attention (compute/cpu/attention.cpp): forward
 // against a naive double softmax (outputs and log-sum-exp), backward against a matrix-form double
 // reference and finite differences (plain causal, with sliding windows shorter and longer than a
-// 64-row tile, and with soft-capped scores), and the shape check. Its GPU twin is checked in
+// 64-row tile, with soft-capped scores, and with rows that pack documents apart), and the shape
+// and document-start checks. Its GPU twin is checked in
 // backend/parity/cases_attention.cpp.
 #include <QtTest>
 
@@ -23,11 +24,32 @@ namespace {
 struct AttnCase {
   int b = 2, s = 7, h = 4, kv = 2, d = 6;
   float scale = 0.4f;
-  int window = 0;        // 0: full causal
-  float softcap = 0.0f;  // 0: off
-  AttentionOptions options() const { return {scale, window, softcap}; }
-  bool visible(int i, int j) const { return j <= i && (window == 0 || i - j < window); }
+  int window = 0;                         // 0: full causal
+  float softcap = 0.0f;                   // 0: off
+  std::vector<std::int32_t> starts = {};  // (b, s) document starts; empty: one document per row
+  AttentionOptions options() const {
+    AttentionOptions o{scale, window, softcap};
+    o.documentStarts = starts;
+    return o;
+  }
+  bool visible(int row, int i, int j) const {
+    const bool sameDocument = starts.empty() || j >= starts[row * s + i];
+    return j <= i && (window == 0 || i - j < window) && sameDocument;
+  }
 };
+
+// `c` with its rows packing documents that begin at `begins` (each row its own list, from 0).
+AttnCase withDocuments(AttnCase c, const std::vector<std::vector<int>>& begins) {
+  c.starts.assign(static_cast<std::size_t>(c.b * c.s), 0);
+  for (int b = 0; b < c.b; ++b) {
+    for (int i = 0; i < c.s; ++i) {
+      for (const int begin : begins[b])
+        if (begin <= i)
+          c.starts[b * c.s + i] = begin;
+    }
+  }
+  return c;
+}
 
 // Matrix-form reference: S = cap(scale·QKᵀ), P = softmax(S + mask), dP = dO·Vᵀ,
 // dS = P ⊙ (dP − rowsum(dO⊙O)) ⊙ cap', dQ = scale·dS·K, dK = scale·dSᵀ·Q, dV = Pᵀ·dO, in double,
@@ -54,7 +76,7 @@ void referenceAttentionBackward(const AttnCase& c, const std::vector<float>& q,
       for (int i = 0; i < c.s; ++i) {
         double mx = -INFINITY, sum = 0;
         for (int j = 0; j <= i; ++j) {
-          if (!c.visible(i, j))
+          if (!c.visible(b, i, j))
             continue;
           double dot = 0;
           for (int x = 0; x < c.d; ++x)
@@ -69,10 +91,10 @@ void referenceAttentionBackward(const AttnCase& c, const std::vector<float>& q,
           mx = std::max(mx, score);
         }
         for (int j = 0; j <= i; ++j)
-          if (c.visible(i, j))
+          if (c.visible(b, i, j))
             sum += (p[i * c.s + j] = std::exp(p[i * c.s + j] - mx));
         for (int j = 0; j <= i; ++j)
-          p[i * c.s + j] = c.visible(i, j) ? p[i * c.s + j] / sum : 0.0;
+          p[i * c.s + j] = c.visible(b, i, j) ? p[i * c.s + j] / sum : 0.0;
       }
       for (int i = 0; i < c.s; ++i) {
         std::vector<double> o(static_cast<std::size_t>(c.d), 0.0);
@@ -156,10 +178,15 @@ class TestOpAttention : public QObject {
 
 void TestOpAttention::attentionBackwardMatchesMatrixReference() {
   auto be = createCpuBackend();
-  for (const AttnCase c :
+  for (const AttnCase& c :
        {AttnCase{}, AttnCase{1, 9, 3, 3, 4, 0.5f}, AttnCase{2, 5, 4, 1, 8, 0.3f},
         AttnCase{2, 9, 4, 2, 6, 0.4f, 3}, AttnCase{1, 150, 2, 1, 8, 0.4f, 70},
-        AttnCase{1, 150, 2, 2, 8, 0.4f, 0, 2.0f}, AttnCase{2, 70, 4, 2, 4, 1.5f, 20, 1.5f}}) {
+        AttnCase{1, 150, 2, 2, 8, 0.4f, 0, 2.0f}, AttnCase{2, 70, 4, 2, 4, 1.5f, 20, 1.5f},
+        // Packed documents: one of a single token, starts inside and on 64-row tiles, a row of
+        // one document; with a window and with soft-capping.
+        withDocuments(AttnCase{2, 150, 4, 2, 8, 0.4f}, {{0, 37, 64, 65, 130}, {0}}),
+        withDocuments(AttnCase{2, 150, 2, 1, 8, 0.4f, 20}, {{0, 5, 100}, {0, 63, 64, 149}}),
+        withDocuments(AttnCase{1, 70, 4, 2, 4, 1.5f, 0, 1.5f}, {{0, 3, 4, 40}})}) {
     const std::size_t nq = static_cast<std::size_t>(c.b * c.s * c.h * c.d);
     const std::size_t nk = static_cast<std::size_t>(c.b * c.s * c.kv * c.d);
     const auto q = randomValues(nq, 1), k = randomValues(nk, 2), v = randomValues(nk, 3);
@@ -184,8 +211,9 @@ void TestOpAttention::attentionBackwardMatchesMatrixReference() {
 void TestOpAttention::attentionBackwardMatchesFiniteDifferences() {
   // L = Σ dout ⊙ attention(q, k, v); central differences over a few elements of q, k and v.
   auto be = createCpuBackend();
-  // Plain causal, then a window of 3 with scores capped at 2.
-  for (const AttnCase c : {AttnCase{1, 5, 4, 2, 4, 0.5f}, AttnCase{1, 5, 4, 2, 4, 1.5f, 3, 2.0f}})
+  // Plain causal, then a window of 3 with scores capped at 2, then two documents in the row.
+  for (const AttnCase& c : {AttnCase{1, 5, 4, 2, 4, 0.5f}, AttnCase{1, 5, 4, 2, 4, 1.5f, 3, 2.0f},
+                            withDocuments(AttnCase{1, 5, 4, 2, 4, 0.5f}, {{0, 2}})})
     checkFiniteDifferences(*be, c);
 }
 
@@ -244,6 +272,21 @@ void TestOpAttention::attentionBackwardRejectsMismatchedShapes() {
   QVERIFY(throwsWith<ShapeError>(
       [&] { be->attentionBackward(out, q, k, k, out, lse, 1.0f, dq, badDk, dv); },
       {"attention_backward: dk"}));
+  // Document starts: one per query, never past their token, never falling along a row.
+  AttentionOptions documents(1.0f);
+  const std::vector<std::int32_t> short3 = {0, 0, 0};
+  const std::vector<std::int32_t> past = {0, 2, 2, 2};
+  const std::vector<std::int32_t> falling = {0, 1, 0, 0};
+  documents.documentStarts = short3;
+  QVERIFY(throwsWith<ShapeError>([&] { be->attentionForward(q, k, k, documents, out, lse); },
+                                 {"attention_forward: 3 document starts for batch 1 × seq 4"}));
+  documents.documentStarts = past;
+  QVERIFY(throwsWith<ShapeError>([&] { be->attentionForward(q, k, k, documents, out, lse); },
+                                 {"document start 2 of token 1 in row 0"}));
+  documents.documentStarts = falling;
+  QVERIFY(throwsWith<ShapeError>(
+      [&] { be->attentionBackward(out, q, k, k, out, lse, documents, dq, dv, dv); },
+      {"attention_backward: document start 0 of token 2 in row 0"}));
 }
 
 // Generation's attention over a KV cache (Backend::attentionCached): the last `queries` rows of a

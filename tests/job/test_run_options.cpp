@@ -156,6 +156,23 @@ class TestRunOptions : public QObject {
             "false");
   }
 
+  // packing was a Bool before document packing: a config.json with true or false resumes causal
+  // or off, and is written back with the choice's name.
+  void packingFromBeforeDocumentsReadsAsBefore() {
+    json training = job::settingsToJson(job::defaultSettings(false));
+    QCOMPARE(training.at("packing"), json("off"));
+    training["packing"] = true;
+    job::TrainRunSettings s = job::settingsFromJson(training, "config.json");
+    QVERIFY(s.train.packing == train::Packing::Causal);
+    QCOMPARE(job::settingsToJson(s).at("packing"), json("causal"));
+    training["packing"] = false;
+    QVERIFY(job::settingsFromJson(training, "config.json").train.packing == train::Packing::Off);
+    training["packing"] = "documents";
+    s = job::settingsFromJson(training, "config.json");
+    QVERIFY(s.train.packing == train::Packing::Documents);
+    QCOMPARE(job::settingsToJson(s).at("packing"), json("documents"));
+  }
+
   void badValuesNameTheOption() {
     auto message = [](const std::vector<std::string>& args) {
       try {
@@ -176,10 +193,26 @@ class TestRunOptions : public QObject {
              std::string("--memory-margin needs a number in [0, 0.9), got '0.9'"));
     QCOMPARE(message({"--batch-size", "auto"}), std::string("accepted"));
     // A boolean takes a following true/false, and leaves any other word to the positionals.
-    QVERIFY(!job::CliArgs({"--packing", "false"}, job::trainCommand()).has("packing"));
-    const job::CliArgs maybe({"--packing", "maybe"}, job::trainCommand());
-    QVERIFY(maybe.has("packing"));
+    QVERIFY(!job::CliArgs({"--shuffle", "false"}, job::trainCommand()).has("shuffle"));
+    const job::CliArgs maybe({"--shuffle", "maybe"}, job::trainCommand());
+    QVERIFY(maybe.has("shuffle"));
     QCOMPARE(maybe.positional(), std::vector<std::string>{"maybe"});
+    // A choice with a flag value (--packing): alone it is that value, --no-packing and false the
+    // first choice, and it takes a following choice or boolean word, leaving others.
+    const auto packing = [](const std::vector<std::string>& args) {
+      return job::CliArgs(args, job::trainCommand()).value("packing").value_or("absent");
+    };
+    QCOMPARE(packing({"--packing"}), std::string("causal"));
+    QCOMPARE(packing({"--packing", "documents"}), std::string("documents"));
+    QCOMPARE(packing({"--packing=documents"}), std::string("documents"));
+    QCOMPARE(packing({"--packing", "true"}), std::string("causal"));
+    QCOMPARE(packing({"--packing", "false"}), std::string("off"));
+    QCOMPARE(packing({"--no-packing"}), std::string("off"));
+    const job::CliArgs word({"--packing", "maybe"}, job::trainCommand());
+    QCOMPARE(word.value("packing").value_or(""), std::string("causal"));
+    QCOMPARE(word.positional(), std::vector<std::string>{"maybe"});
+    QCOMPARE(message({"--packing=sideways"}),
+             std::string("--packing needs one of off, causal, documents, got 'sideways'"));
   }
 
   void aConfigFromBeforeTheNewerOptionsTakesTheirDefaults() {

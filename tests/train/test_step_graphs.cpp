@@ -1,7 +1,8 @@
 // test_step_graphs.cpp — graph mode's step without capture (StepMode::Deferred, what a GPU
 // captures: train/StepGraphs.h) against the eager step on the CPU: padded fixed shapes, the loss
 // summed on the backend, clipping with the loss weight folded in, the update guarded by a device
-// flag and the dropout stream's step read from device memory give the eager run's curve.
+// flag and the dropout stream's step read from device memory give the eager run's curve; a
+// document-packed run leaves graph mode for eager steps.
 // The capture itself runs on the GPU: tests/train/gpu/gpu_train.cpp's graph case.
 #include "TestRunner.h"
 
@@ -135,6 +136,27 @@ TEST_CASE(graphModeOnTheCpuRunsEagerSteps) {
   COMPARE(m.graph, std::string());  // eager: the CPU cannot capture
   VERIFY(throwsNaming<compute::UnsupportedOpError>([&] { backend->beginCapture(); },
                                                    "not applicable"));
+}
+
+// Graph mode keeps no document starts (they change every step): a document-packed run leaves it
+// at its first step, says why, and steps eagerly on the eager run's curve.
+TEST_CASE(documentPackingLeavesGraphModeForEagerSteps) {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  TrainConfig packed = config(3);
+  packed.packing = train::Packing::Documents;
+  TrainLoop eager(*backend, folder.config(), folder.weights(), syntheticExamples(10, 1), packed);
+  TrainLoop deferred(*backend, folder.config(), folder.weights(), syntheticExamples(10, 1), packed);
+  deferred.setStepMode(StepMode::Deferred);
+  const auto want = steps(eager, 3);
+  const auto got = steps(deferred, 3);
+  VERIFY2(got[0].graphFallback.find("document packing is not captured") != std::string::npos,
+          got[0].graphFallback.c_str());
+  VERIFY(deferred.stepMode() == StepMode::Eager);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    COMPARE(got[i].graph, std::string());
+    VERIFY(got[i].loss == want[i].loss);
+  }
 }
 
 TEST_CASE(aNonFiniteDeferredStepChangesNothing) {

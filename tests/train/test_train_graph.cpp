@@ -1,17 +1,20 @@
 // test_train_graph.cpp — the LoRA training graph on the tiny Llama/Qwen2 fixtures:
 // gradients of every A and B against central finite differences (with and without dropout),
 // activation checkpointing bit-identical to keeping every layer, the gradient independent of the
-// micro-batch split, a zero-B adapter reproducing the model's forward loss, cancellation,
-// errors for inputs that do not fit, and optimizer steps on the backend equal to the host's.
+// micro-batch split, a document-packed batch equal to its examples run unpacked, a zero-B adapter
+// reproducing the model's forward loss, cancellation, errors for inputs that do not fit, and
+// optimizer steps on the backend equal to the host's.
 #include "TestRunner.h"
 
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
+#include "TrainExamples.h"
 #include "TrainTestUtil.h"
 #include "compute/Errors.h"
 #include "model/Forward.h"
+#include "train/Batching.h"
 
 using namespace lorascope;
 using namespace lorascope::test;
@@ -206,6 +209,65 @@ TEST_CASE(gradientDoesNotDependOnMicroBatchSplit) {
     VERIFY(
         closeRelativeToMax(b[s].b, a[s].b, 1e-5, train::peftKey(adapter.weights[s].site, false)));
   }
+}
+
+TEST_DATA(documentPackedBatchEqualsItsExamplesUnpacked) {
+  lstest::addColumn<std::string>("fixture");
+  lstest::newRow("llama (llama3 rope)") << "llama_f32_legacy_rope";
+  lstest::newRow("qwen3 (q/k norms)") << "qwen3_f32";
+  lstest::newRow("mistral (sliding window 5)") << "mistral_f32_sliding";
+  lstest::newRow("gemma2 (soft-caps)") << "gemma2_f32";
+}
+
+// train/Batching.h, Note [document packing]: 12 examples packed into rows of 32 tokens, each
+// example seeing only itself with positions from 0, give the loss and every LoRA gradient of the
+// 12 examples as 12 padded rows; causal packing (where they see each other) does not.
+TEST_CASE(documentPackedBatchEqualsItsExamplesUnpacked) {
+  FETCH(std::string, fixture);
+  const model::ModelFolder folder = openFixture(fixture);
+  auto backend = compute::createCpuBackend();
+  const train::LoraAdapter adapter = adapterWithNonZeroB(folder.config(), smallLora(), 11);
+  const auto examples =
+      syntheticExamples(12, 4, static_cast<std::uint64_t>(folder.config().vocabSize));
+  struct Result {
+    LossSum loss;
+    std::vector<train::LoraGradient> grads;
+    std::int64_t rows = 0;
+  };
+  const auto run = [&](train::Packing packing) {
+    const train::SequenceSet set = train::buildSequences(examples, 32, packing);
+    std::vector<const train::Sequence*> rows;
+    for (const train::Sequence& s : set.sequences)
+      rows.push_back(&s);
+    const train::MicroBatch mb = train::collate(rows);
+    TrainGraph graph(*backend, folder.config(), folder.weights(), adapter);
+    Result r;
+    r.loss = graph.forwardBackward({mb.batch, mb.seq, mb.ids, mb.labels, mb.documentStarts},
+                                   1.0f / static_cast<float>(mb.predictedTokens), {});
+    r.grads = graph.gradients();
+    r.rows = mb.batch;
+    return r;
+  };
+  const Result unpacked = run(train::Packing::Off);
+  const Result documents = run(train::Packing::Documents);
+  const Result causal = run(train::Packing::Causal);
+  COMPARE(unpacked.rows, std::int64_t{12});
+  VERIFY2(documents.rows < 8, lstest::format("%lld rows", static_cast<long long>(documents.rows)));
+  COMPARE(documents.loss.predictedTokens, unpacked.loss.predictedTokens);
+  VERIFY2(
+      std::fabs(documents.loss.sum - unpacked.loss.sum) < 1e-5 * unpacked.loss.sum,
+      lstest::format("loss sum %.9g packed, %.9g unpacked", documents.loss.sum, unpacked.loss.sum));
+  for (std::size_t s = 0; s < unpacked.grads.size(); ++s) {
+    VERIFY(closeRelativeToMax(documents.grads[s].a, unpacked.grads[s].a, 1e-5,
+                              train::peftKey(adapter.weights[s].site, true)));
+    VERIFY(closeRelativeToMax(documents.grads[s].b, unpacked.grads[s].b, 1e-5,
+                              train::peftKey(adapter.weights[s].site, false)));
+  }
+  // Not vacuous: with causal packing the examples see each other and the loss moves by five
+  // times the tolerance above or more (gemma2's tiny fixture: 1.5e-4 of it).
+  COMPARE(causal.loss.predictedTokens, unpacked.loss.predictedTokens);
+  VERIFY2(std::fabs(causal.loss.sum - unpacked.loss.sum) > 5e-5 * unpacked.loss.sum,
+          lstest::format("causal %.9g, unpacked %.9g", causal.loss.sum, unpacked.loss.sum));
 }
 
 TEST_CASE(zeroBAdapterReproducesModelForward) {

@@ -1,6 +1,7 @@
 // test_train_loop.cpp — the optimizer-step loop on the tiny Llama fixture: bit-identical runs from
 // the same seed, bit-identical resume from a saved TrainerState, micro-batch size changes that
-// keep the effective batch (and the trajectory), packing, seeded epoch order (and its
+// keep the effective batch (and the trajectory), packing (document packing's fill, and its run
+// continued bit for bit by a resumed run), seeded epoch order (and its
 // length-grouped form, continued bit for bit by a resumed run), learning on
 // repeated data, per-step metrics, cancellation, config errors, a host state that follows the
 // backend's adapter and moments, and the state mirror's snapshot of a step taken before the next
@@ -183,8 +184,8 @@ TEST_CASE(microBatchChangeKeepsEffectiveBatch) {
 
 TEST_CASE(packingKeepsPredictedTokens) {
   const auto data = examples(20, 4);
-  const train::SequenceSet plain = train::buildSequences(data, 16, false);
-  const train::SequenceSet packed = train::buildSequences(data, 16, true);
+  const train::SequenceSet plain = train::buildSequences(data, 16, train::Packing::Off);
+  const train::SequenceSet packed = train::buildSequences(data, 16, train::Packing::Causal);
   COMPARE(plain.sequences.size(), data.size());
   VERIFY(packed.sequences.size() < plain.sequences.size());
   std::int64_t plainTokens = 0, packedTokens = 0;
@@ -202,9 +203,91 @@ TEST_CASE(packingKeepsPredictedTokens) {
     total += e.ids.size();
   COMPARE(packedLength, total);
   // Truncation to 3 tokens leaves examples with 2+ masked prompt labels nothing to train.
-  const train::SequenceSet cut = train::buildSequences(data, 3, false);
+  const train::SequenceSet cut = train::buildSequences(data, 3, train::Packing::Off);
   VERIFY(cut.droppedExamples > 0);
   COMPARE(cut.sequences.size() + static_cast<std::size_t>(cut.droppedExamples), data.size());
+}
+
+namespace {
+
+// `count` examples of an alpaca-style dataset's lengths: q(u) = 64·e^(2.59·u) tokens for u uniform
+// in [0, 1) (Philox stream 6 of `seed`), cut to 512 as train cuts them. The quartiles (122, 233,
+// 445) and the fifth at 512 are those of the alpaca_en_demo fixture under a Qwen2-style
+// tokenizer (quartiles 122, 244, 446; p95 at the 512 cut). The first 20 labels are a prompt.
+std::vector<TokenizedExample> alpacaLengthExamples(int count, std::uint64_t seed) {
+  std::vector<TokenizedExample> out;
+  for (int e = 0; e < count; ++e) {
+    const double u = train::uniformFloat(seed, 6, static_cast<std::uint64_t>(e));
+    const auto length =
+        std::min<std::size_t>(512, static_cast<std::size_t>(64 * std::exp(2.59 * u)));
+    TokenizedExample ex;
+    for (std::size_t t = 0; t < length; ++t) {
+      ex.ids.push_back(static_cast<std::int32_t>(t % 300));
+      ex.labels.push_back(t < 20 ? -100 : ex.ids.back());
+    }
+    out.push_back(std::move(ex));
+  }
+  return out;
+}
+
+}  // namespace
+
+// Note [document packing]: every example once, whole, in a pack of at most max_seq_len whose
+// starts mark it; the packs the same on every call (a resumed run rebuilds them); and ≥ 95% of
+// the positions of micro-batches of 8 real tokens, in the epochs' shuffled order, on alpaca-like
+// lengths (greedy causal packing reaches about 77% there).
+TEST_CASE(documentPackingFillsItsPacksWithWholeExamples) {
+  const auto data = alpacaLengthExamples(1500, 9);  // two best-fit windows
+  const train::SequenceSet set = train::buildSequences(data, 512, train::Packing::Documents);
+  COMPARE(set.droppedExamples, std::int64_t{0});
+  COMPARE(train::buildSequences(data, 512, train::Packing::Documents).sequences.size(),
+          set.sequences.size());
+  std::multiset<std::size_t> examplesSeen, examplesGiven;
+  std::int64_t predicted = 0, predictedGiven = 0;
+  for (const TokenizedExample& e : data) {
+    examplesGiven.insert(e.ids.size());
+    predictedGiven += static_cast<std::int64_t>(e.ids.size()) - 20;
+  }
+  for (const train::Sequence& s : set.sequences) {
+    VERIFY(s.ids.size() <= 512 && s.labels.size() == s.ids.size());
+    VERIFY(!s.documentStarts.empty() && s.documentStarts.front() == 0);
+    for (std::size_t d = 0; d < s.documentStarts.size(); ++d) {
+      const std::size_t begin = static_cast<std::size_t>(s.documentStarts[d]);
+      const std::size_t end = d + 1 < s.documentStarts.size()
+                                  ? static_cast<std::size_t>(s.documentStarts[d + 1])
+                                  : s.ids.size();
+      VERIFY(end > begin);
+      examplesSeen.insert(end - begin);
+      COMPARE(s.ids[begin], std::int32_t{0});  // each example starts at its first token
+      COMPARE(s.labels[begin], std::int32_t{-100});
+    }
+    predicted += s.predictedTokens;
+  }
+  VERIFY(examplesSeen == examplesGiven);
+  COMPARE(predicted, predictedGiven);
+  const auto count = static_cast<std::int64_t>(set.sequences.size());
+  const auto causal = train::buildSequences(data, 512, train::Packing::Causal).sequences;
+  for (std::int64_t epoch = 0; epoch < 3; ++epoch) {
+    const double fill = fillOf(set.sequences, train::epochOrder(count, 42, epoch, true), 8);
+    const double greedy = fillOf(
+        causal, train::epochOrder(static_cast<std::int64_t>(causal.size()), 42, epoch, true), 8);
+    lstest::info("epoch %lld: fill %.4f with document packing, %.4f with causal packing",
+                 static_cast<long long>(epoch), fill, greedy);
+    VERIFY2(fill >= 0.95 && fill > greedy + 0.1,
+            lstest::format("epoch %lld: fill %.4f documents, %.4f causal",
+                           static_cast<long long>(epoch), fill, greedy));
+  }
+  // collate gives each token its example's start; the padding keeps the row's last one.
+  const train::Sequence* rows[] = {&set.sequences[0], &set.sequences.back()};
+  const train::MicroBatch mb = train::collate(rows);
+  COMPARE(mb.documentStarts.size(), mb.ids.size());
+  const train::Sequence& last = set.sequences.back();
+  for (std::int64_t t = 0; t < mb.seq; ++t) {
+    std::int32_t want = 0;
+    for (const std::int32_t start : last.documentStarts)
+      want = start <= t ? start : want;
+    COMPARE(mb.documentStarts[static_cast<std::size_t>(mb.seq + t)], want);
+  }
 }
 
 TEST_CASE(epochOrderIsASeededPermutation) {
@@ -332,6 +415,32 @@ TEST_CASE(resumeContinuesTheLengthGroupedOrder) {
   VERIFY(sameAdapter(resumed.state().adapter, uninterrupted.state().adapter));
 }
 
+// A run with document packing, saved mid-epoch and resumed, rebuilds the same packs and continues
+// the uninterrupted run bit for bit.
+TEST_CASE(resumeContinuesADocumentPackedRun) {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  TrainConfig config = threeEpochs();
+  config.packing = train::Packing::Documents;
+  TrainLoop uninterrupted(*backend, folder.config(), folder.weights(), examples(30, 4), config);
+  const auto all = runAll(uninterrupted);
+  VERIFY(uninterrupted.sequenceCount() < 30);  // packed
+  TrainLoop interrupted(*backend, folder.config(), folder.weights(), examples(30, 4), config);
+  const std::size_t first = all.size() / 2;
+  for (std::size_t i = 0; i < first; ++i)
+    interrupted.step();
+  TrainLoop resumed(*backend, folder.config(), folder.weights(), examples(30, 4), config,
+                    interrupted.state());
+  const auto rest = runAll(resumed);
+  COMPARE(rest.size(), all.size() - first);
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    COMPARE(rest[i].tokens, all[i + first].tokens);
+    COMPARE(rest[i].positions, all[i + first].positions);
+    VERIFY(rest[i].loss == all[i + first].loss);
+  }
+  VERIFY(sameAdapter(resumed.state().adapter, uninterrupted.state().adapter));
+}
+
 TEST_CASE(lossDropsOnRepeatedData) {
   const model::ModelFolder folder = openFixture("qwen2_f32_tied");
   auto backend = compute::createCpuBackend();
@@ -341,7 +450,7 @@ TEST_CASE(lossDropsOnRepeatedData) {
   config.epochs = 15;
   config.adamw.learningRate = 2e-2;
   config.activationCheckpointing = true;
-  config.packing = true;
+  config.packing = train::Packing::Causal;
   TrainLoop loop(*backend, folder.config(), folder.weights(), examples(4, 5), config);
   const auto metrics = runAll(loop);
   VERIFY2(metrics.back().loss < 0.5 * metrics.front().loss,

@@ -32,6 +32,15 @@ std::vector<float> widenToFloat(const Tensor& t) {
   return out;
 }
 
+// The kernels' masking of `options`, its document starts checked against q (B, S, heads, hd).
+cpu::AttentionMasking maskingOf(const char* op, const AttentionOptions& options, const Tensor& q) {
+  if (!options.documentStarts.empty()) {
+    checkDocumentStarts(op, options.documentStarts, q.dim(0), q.dim(1));
+  }
+  return {options.scale, options.window, options.softcap,
+          options.documentStarts.empty() ? nullptr : options.documentStarts.data()};
+}
+
 class CpuBackend final : public Backend {
  public:
   CpuBackend() { caps_ = {Device::Cpu, DType::F32, "cpu (fp32)"}; }
@@ -173,7 +182,7 @@ class CpuBackend final : public Backend {
     checkAttentionArgs(caps_, q, k, v, out, logsumexp);
     cpu::attentionForward(q.as<float>(), k.as<float>(), v.as<float>(),
                           {q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)},
-                          {options.scale, options.window, options.softcap}, out.as<float>(),
+                          maskingOf("attention_forward", options, q), out.as<float>(),
                           logsumexp.as<float>());
   }
 
@@ -240,7 +249,7 @@ class CpuBackend final : public Backend {
     cpu::attentionBackward(dout.as<float>(), q.as<float>(), k.as<float>(), v.as<float>(),
                            out.as<float>(), logsumexp.as<float>(),
                            {q.dim(0), q.dim(1), q.dim(2), k.dim(2), q.dim(3)},
-                           {options.scale, options.window, options.softcap}, dq.as<float>(),
+                           maskingOf("attention_backward", options, q), dq.as<float>(),
                            dk.as<float>(), dv.as<float>());
   }
 

@@ -1,8 +1,10 @@
 // cpu/attention.cpp — causal GQA attention as blocked GEMMs through OpenBLAS.
 //
-// A tile is kQueryBlock query rows of one (batch, head) against the keys its rows can see: 0 ..
-// the tile's last row, or with a sliding window of W from the first row's first visible key
-// (first − W + 1) on (the masked keys outside that span are never computed). A head's slice
+// A tile is kQueryBlock query rows of one (batch, head) against the keys its rows can see: from
+// the first row's first visible key (0; first − W + 1 with a sliding window of W; its document's
+// start with packed documents; the latest of these) to the tile's last row. The first visible
+// key never falls from row to row, so the keys before the first row's are masked for every row
+// and never computed. A head's slice
 // of q (batch, seq, heads, headDim) is a strided matrix (leading dimension heads·headDim), and a
 // query head reads its KV head's slice the same way: GQA costs no copy of K or V.
 //
@@ -65,10 +67,26 @@ struct Tile {
   std::int64_t keys = 0;      // keyEnd − keyStart, keyEnd = first + rows (its last row's keys)
 };
 
-Tile tileAt(std::int64_t block, std::int64_t seq, std::int64_t window) {
+// What bounds the keys of a row of the batch: the window, and its documents' starts (seq) or null.
+struct RowMask {
+  std::int64_t window = 0;
+  const std::int32_t* documentStarts = nullptr;
+
+  std::int64_t firstKey(std::int64_t i) const {  // the first key query i sees
+    const std::int64_t windowed = window > 0 ? std::max<std::int64_t>(0, i - window + 1) : 0;
+    return documentStarts != nullptr ? std::max<std::int64_t>(windowed, documentStarts[i])
+                                     : windowed;
+  }
+};
+RowMask rowMask(const AttentionMasking& masking, std::int64_t b, std::int64_t seq) {
+  return {masking.window,
+          masking.documentStarts != nullptr ? masking.documentStarts + b * seq : nullptr};
+}
+
+Tile tileAt(std::int64_t block, std::int64_t seq, const RowMask& mask) {
   const std::int64_t first = block * kQueryBlock;
   const std::int64_t rows = std::min(kQueryBlock, seq - first);
-  const std::int64_t keyStart = window > 0 ? std::max<std::int64_t>(0, first - window + 1) : 0;
+  const std::int64_t keyStart = mask.firstKey(first);
   return {first, rows, keyStart, first + rows - keyStart};
 }
 
@@ -77,9 +95,8 @@ struct KeySpan {
   std::int64_t begin = 0;
   std::int64_t end = 0;
 };
-KeySpan visibleKeys(const Tile& t, std::int64_t i, std::int64_t window) {
-  const std::int64_t firstKey = window > 0 ? std::max<std::int64_t>(0, i - window + 1) : 0;
-  return {firstKey - t.keyStart, i + 1 - t.keyStart};
+KeySpan visibleKeys(const Tile& t, std::int64_t i, const RowMask& mask) {
+  return {mask.firstKey(i) - t.keyStart, i + 1 - t.keyStart};
 }
 
 // s ← cap·tanh(s / cap) over one row's visible scores.
@@ -123,7 +140,6 @@ void attentionForward(const float* q, const float* k, const float* v, AttentionD
                       AttentionMasking masking, float* out, float* logsumexp) {
   const OpTimer timer(CpuOp::AttentionForward);
   const float scale = masking.scale, softcap = masking.softcap;
-  const std::int64_t window = masking.window;
   // Plain copies, not structured bindings: the lambda below captures them (clang 15 cannot).
   const std::int64_t batch = dims.batch, seq = dims.seq, heads = dims.heads;
   const std::int64_t kvHeads = dims.kvHeads, headDim = dims.headDim;
@@ -132,9 +148,10 @@ void attentionForward(const float* q, const float* k, const float* v, AttentionD
   const std::int64_t kvRow = kvHeads * headDim;
   const std::int64_t blocks = (seq + kQueryBlock - 1) / kQueryBlock;
   parallelFor(batch * heads * blocks, [=](std::int64_t item) {
-    // The last tiles (the most keys) first, so that the items handed out last are the cheapest.
-    const Tile t = tileAt(blocks - 1 - item % blocks, seq, window);
     const std::int64_t b = item / blocks / heads;
+    const RowMask mask = rowMask(masking, b, seq);
+    // The last tiles (the most keys) first, so that the items handed out last are the cheapest.
+    const Tile t = tileAt(blocks - 1 - item % blocks, seq, mask);
     const std::int64_t h = item / blocks % heads;
     const std::int64_t tokenAt = (b * seq + t.first) * qRow + h * headDim;
     const float* kHead = k + (b * seq + t.keyStart) * kvRow + h / group * headDim;
@@ -144,7 +161,7 @@ void attentionForward(const float* q, const float* k, const float* v, AttentionD
           scale, 0.0f);
     float* inverseSums = threadScratch(1, t.rows);
     for (std::int64_t r = 0; r < t.rows; ++r) {
-      const KeySpan span = visibleKeys(t, t.first + r, window);
+      const KeySpan span = visibleKeys(t, t.first + r, mask);
       if (softcap > 0.0f) {
         softcapRow(probs + r * t.keys, span, softcap);
       }
@@ -166,7 +183,6 @@ void attentionBackward(const float* dout, const float* q, const float* k, const 
                        AttentionMasking masking, float* dq, float* dk, float* dv) {
   const OpTimer timer(CpuOp::AttentionBackward);
   const float scale = masking.scale, softcap = masking.softcap;
-  const std::int64_t window = masking.window;
   // Plain copies, not structured bindings: the lambda below captures them (clang 15 cannot).
   const std::int64_t batch = dims.batch, seq = dims.seq, heads = dims.heads;
   const std::int64_t kvHeads = dims.kvHeads, headDim = dims.headDim;
@@ -184,6 +200,7 @@ void attentionBackward(const float* dout, const float* q, const float* k, const 
   parallelFor(batch * heads, [=](std::int64_t item) {
     const std::int64_t b = item / heads;
     const std::int64_t h = item % heads;
+    const RowMask mask = rowMask(masking, b, seq);
     const std::int64_t kvAt = b * seq * kvRow + h / group * headDim;
     const std::int64_t ldKv = direct ? kvRow : headDim;
     float* dkHead = direct ? dk + kvAt : partial + item * 2 * headFloats;
@@ -193,7 +210,7 @@ void attentionBackward(const float* dout, const float* q, const float* k, const 
       std::fill_n(dvHead + j * ldKv, headDim, 0.0f);
     }
     for (std::int64_t block = 0; block < blocks; ++block) {
-      const Tile t = tileAt(block, seq, window);
+      const Tile t = tileAt(block, seq, mask);
       const std::int64_t tokenAt = (b * seq + t.first) * qRow + h * headDim;
       const std::int64_t keyAt = kvAt + t.keyStart * kvRow;  // the tile's first key in k, v
       const std::int64_t keyGradAt = t.keyStart * ldKv;      // ... in dkHead, dvHead
@@ -205,7 +222,7 @@ void attentionBackward(const float* dout, const float* q, const float* k, const 
             {t.rows, t.keys, headDim}, 1.0f, 0.0f);
       for (std::int64_t r = 0; r < t.rows; ++r) {
         const std::int64_t i = t.first + r;
-        const KeySpan span = visibleKeys(t, i, window);
+        const KeySpan span = visibleKeys(t, i, mask);
         const float lse = logsumexp[(b * heads + h) * seq + i];
         const float rowDot = dot(dout + tokenAt + r * qRow, out + tokenAt + r * qRow, headDim);
         float* p = probs + r * t.keys;

@@ -1,5 +1,6 @@
 // cpu/attention.h — causal grouped-query self-attention (fp32), forward and backward, with an
-// optional sliding window and tanh soft-capping of the scores: the reference for the GPU kernels.
+// optional sliding window, documents packed apart and tanh soft-capping of the scores: the
+// reference for the GPU kernels.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,9 @@ struct AttentionMasking {
   float scale = 1.0f;
   std::int64_t window = 0;  // query i sees keys i − window < j ≤ i; 0 = every j ≤ i
   float softcap = 0.0f;     // scores s ← softcap·tanh(s / softcap); 0 = off
+  // (batch, seq) or null: query i of row b sees only keys j ≥ documentStarts[b·seq + i], which
+  // never falls along a row (Backend::AttentionOptions::documentStarts); null = every start 0.
+  const std::int32_t* documentStarts = nullptr;
 };
 
 // q (batch, seq, heads, headDim), k and v (batch, seq, kvHeads, headDim)

@@ -29,6 +29,17 @@ AttentionShape attentionShape(const char* op, const Tensor& q, const Tensor& k,
   return shape;
 }
 
+// The document starts of `options` on the device (checked against q first), or an undefined
+// tensor when the rows hold one document each. Uploaded with the launch, as RoPE's positions.
+Tensor deviceDocumentStarts(HipBackend& backend, const char* op, const AttentionOptions& options,
+                            const Tensor& q) {
+  if (options.documentStarts.empty()) {
+    return {};
+  }
+  checkDocumentStarts(op, options.documentStarts, q.dim(0), q.dim(1));
+  return uploadIndices(backend, options.documentStarts);
+}
+
 // A (rows, cols) tensor over `bytesOffset` bytes into t's storage. It does not own the memory
 // (the matmul calls below see only a slice of a weight or a scratch block): valid while t lives.
 Tensor sliceView(const Tensor& t, std::size_t bytesOffset, DType dtype, std::int64_t rows,
@@ -43,9 +54,11 @@ Tensor sliceView(const Tensor& t, std::size_t bytesOffset, DType dtype, std::int
 void HipBackend::attentionForward(const Tensor& q, const Tensor& k, const Tensor& v,
                                   const AttentionOptions& options, Tensor& out, Tensor& logsumexp) {
   checkAttentionArgs(caps_, q, k, v, out, logsumexp);
-  hip::attentionForward(q.as<std::uint16_t>(), k.as<std::uint16_t>(), v.as<std::uint16_t>(),
-                        attentionShape("attention_forward", q, k, options), options.scale,
-                        out.as<std::uint16_t>(), logsumexp.as<float>(), stream_);
+  AttentionShape shape = attentionShape("attention_forward", q, k, options);
+  const Tensor starts = deviceDocumentStarts(*this, "attention_forward", options, q);
+  shape.documentStarts = starts.defined() ? starts.as<std::int32_t>() : nullptr;
+  hip::attentionForward(q.as<std::uint16_t>(), k.as<std::uint16_t>(), v.as<std::uint16_t>(), shape,
+                        options.scale, out.as<std::uint16_t>(), logsumexp.as<float>(), stream_);
 }
 
 void HipBackend::attentionCached(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -66,7 +79,9 @@ void HipBackend::attentionBackward(const Tensor& dout, const Tensor& q, const Te
                                    const AttentionOptions& options, Tensor& dq, Tensor& dk,
                                    Tensor& dv) {
   checkAttentionBackwardArgs(caps_, dout, q, k, v, out, logsumexp, dq, dk, dv);
-  const AttentionShape shape = attentionShape("attention_backward", q, k, options);
+  AttentionShape shape = attentionShape("attention_backward", q, k, options);
+  const Tensor starts = deviceDocumentStarts(*this, "attention_backward", options, q);
+  shape.documentStarts = starts.defined() ? starts.as<std::int32_t>() : nullptr;
   const float scale = options.scale;
   // Per-query-head dk/dv partials, summed over each KV group by the last kernel (no atomics).
   const memory::OwnerScope owner(memory::Owner::Workspace);

@@ -1,5 +1,5 @@
 // hip/attention.h — launchers of the causal GQA attention kernels (bf16 in/out, fp32 math), with
-// an optional sliding window and soft-capping of the scores.
+// an optional sliding window, documents packed apart and soft-capping of the scores.
 // Plain C++ declarations, callable from host code; hip/attention.hip defines them. CPU twin:
 // cpu/attention.cpp. Shapes and the contract are those of Backend::attentionForward/Backward.
 #pragma once
@@ -26,6 +26,9 @@ struct AttentionShape {
   std::int64_t headDim = 0;  // 1 .. kMaxAttentionHeadDim
   std::int64_t window = 0;   // query i sees keys i − window < j ≤ i; 0 = full causal
   float softcap = 0.0f;      // scores ← softcap·tanh(scores / softcap); 0 = off
+  // (B, S) int32 on the device, or null: query i of row b sees only keys j ≥ its document's start
+  // documentStarts[b·S + i], which never falls along a row (Backend::AttentionOptions).
+  const std::int32_t* documentStarts = nullptr;
 };
 
 enum class AttentionKernels {

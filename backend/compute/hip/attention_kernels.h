@@ -5,8 +5,15 @@
 //   hip/attention_mma.hip     matrix cores through gpu::mma: head dims up to 128
 // Both implement the same causal GQA attention, in the same units: scores in log2 units (q or k
 // pre-scaled by scale·log2 e), logsumexp stored in natural units as Backend.h specifies, an
-// optional sliding window and tanh soft-capping, and a backward (FA2) that writes per-query-head
-// dk/dv partials which the dispatcher's group sum adds up in a fixed order (no atomics).
+// optional sliding window, rows that pack documents apart, tanh soft-capping, and a backward (FA2)
+// that writes per-query-head dk/dv partials which the dispatcher's group sum adds up in a fixed
+// order (no atomics).
+//
+// Packed documents: query i sees key j only when j ≥ its document's start (one int per query,
+// read from Dims::documentStarts). Starts never fall along a row, so a block of queries sees no
+// key before its first query's start (the key loops begin there, skipping whole tiles), and a
+// block of keys is seen by no query past the first whose start lies beyond its last key (the
+// query loops end there: queriesSeeingKeysEnd).
 // Include only from those three .hip translation units.
 #pragma once
 
@@ -29,13 +36,19 @@ struct Dims {
   int heads;
   int kvHeads;
   int headDim;
-  int window;     // sliding window in keys; 0 = full causal
-  float softcap;  // 0 = off
+  int window;                 // sliding window in keys; 0 = full causal
+  float softcap;              // 0 = off
+  const int* documentStarts;  // (B, S) or null: AttentionShape::documentStarts
 };
 
-// Whether query row i sees key row j.
-__device__ inline bool visible(const Dims& d, int i, int j) {
-  return j <= i && (d.window <= 0 || i - j < d.window);
+// The start of the document of query row i in batch row b (0 without packed documents).
+__device__ inline int documentStart(const Dims& d, int b, int i) {
+  return d.documentStarts != nullptr ? d.documentStarts[static_cast<long long>(b) * d.seq + i] : 0;
+}
+
+// Whether query row i, whose document starts at `start`, sees key row j.
+__device__ inline bool visible(const Dims& d, int i, int j, int start) {
+  return j <= i && j >= start && (d.window <= 0 || i - j < d.window);
 }
 
 // A score in log2 units (q or k pre-scaled by scale·log2 e), soft-capped when the model caps:
@@ -50,9 +63,32 @@ __device__ inline float capScore(const Dims& d, float scoreLog2, float* slope) {
   return d.softcap * th * kLog2e;
 }
 
-// The first key a row block starting at r0 can see.
-__device__ inline int firstVisibleKey(const Dims& d, int r0) {
-  return d.window > 0 ? max(0, r0 - d.window + 1) : 0;
+// The first key a row block of batch row b starting at query r0 can see: the window's and its
+// first query's document's start bound it.
+__device__ inline int firstVisibleKey(const Dims& d, int b, int r0) {
+  const int windowed = d.window > 0 ? max(0, r0 - d.window + 1) : 0;
+  return max(windowed, documentStart(d, b, min(r0, d.seq - 1)));
+}
+
+// The end of the queries of batch row b that see any key up to lastKey: the first query past
+// lastKey whose document starts after it (a binary search over the rising starts; the same loads
+// in every thread), or S without packed documents.
+__device__ inline int queriesSeeingKeysEnd(const Dims& d, int b, int lastKey) {
+  if (d.documentStarts == nullptr) {
+    return d.seq;
+  }
+  const int* starts = d.documentStarts + static_cast<long long>(b) * d.seq;
+  int lo = min(lastKey + 1, d.seq);  // queries up to lastKey start at or before it
+  int hi = d.seq;
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (starts[mid] > lastKey) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
 }
 
 // Token stride of a (B, S, n, hd) tensor and the offset of (batch b, token t, head n).
@@ -88,7 +124,8 @@ inline Dims toDims(const AttentionShape& s) {
           static_cast<int>(s.kvHeads),
           static_cast<int>(s.headDim),
           static_cast<int>(std::min<std::int64_t>(s.window, s.seq)),
-          s.softcap};
+          s.softcap,
+          s.documentStarts};
 }
 
 struct MatrixCores {

@@ -15,7 +15,10 @@
 // soft-capping are applied per accumulator element in fp32, in the same units (log2) as the vector
 // kernels; the dk/dv partials and their group sum are those kernels' too, so the backward
 // stays free of atomics. The dq kernel also computes D = rowsum(dO ∘ O) for its rows, in place of
-// the vector path's separate row-dot kernel. K/V (forward, dq)
+// the vector path's separate row-dot kernel. Packed documents (attention_kernels.h) cost a
+// shared int per query row (rowStarts; in dk/dv one per streamed query beside its logsumexp) and
+// two wave-uniform bounds: tiles before a wave's first start are skipped, and only tiles that
+// reach before its last start are masked element by element. K/V (forward, dq)
 // and Q/dO (dk/dv) tiles stream through kStages buffers: on NVIDIA the next tile's cp.async copies
 // run while the current one is multiplied.
 //
@@ -73,9 +76,11 @@ struct MmaShared {
   static constexpr std::size_t scratch = kMmaWaves * kMmaScratch * sizeof(std::uint16_t);
   // forward, dq: kStages × (K and V tiles of kMmaKeys rows), then the waves' scratch
   static constexpr std::size_t keyLoop = kStages * 2 * kMmaKeys * row + scratch;
-  // dk/dv: K and V tiles of the block's keys, kStages × (Q and dO tiles, logsumexp and D), scratch
+  // dk/dv: K and V tiles of the block's keys, kStages × (Q and dO tiles, logsumexp, D and the
+  // document starts), scratch
   static constexpr std::size_t queries = kDkDvQueries<HDP>;
-  static constexpr std::size_t queryStage = 2 * queries * row + 2 * queries * sizeof(float);
+  static constexpr std::size_t queryStage =
+      2 * queries * row + 2 * queries * sizeof(float) + queries * sizeof(int);
   static constexpr std::size_t dkDv = 2 * kMmaBlockRows * row + kStages * queryStage + scratch;
 };
 
@@ -121,6 +126,15 @@ template <int HDP>
 __device__ hip_bfloat16* tightKeyTiles() {
   __shared__ __align__(16) hip_bfloat16 keyTiles[2 * kTightKeys * kMmaLd<HDP>];
   return keyTiles;
+}
+
+// The document starts of a block's kMmaBlockRows query rows from r0 (rows past the end: the last
+// row's), one int per row in shared memory; read after the next barrier.
+__device__ inline void stageRowStarts(const Dims& d, int b, int r0, int* rowStarts) {
+  for (int r = static_cast<int>(threadIdx.x); r < kMmaBlockRows;
+       r += static_cast<int>(blockDim.x)) {
+    rowStarts[r] = documentStart(d, b, min(r0 + r, d.seq - 1));
+  }
 }
 
 // Register-tight targets only: s ← capScore(s·scaleLog2) over a pass's N score tiles and, with
@@ -194,9 +208,14 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   // targets read them from the staged tile at each use instead).
   loadTileBf16<HDP>(tiles, q + rowOffset(dims, dims.heads, b, 0, h), qStride, r0,
                     min(kMmaBlockRows, dims.seq - r0), kMmaBlockRows, dims.headDim);
+  __shared__ int rowStarts[kMmaBlockRows];
+  stageRowStarts(dims, b, r0, rowStarts);
   mma::copyAsyncCommit();
   mma::copyAsyncWait<0>();
   __syncthreads();
+  const int* waveStarts = rowStarts + wave * 16;
+  const int firstStart = waveStarts[0];  // the wave's rows see no key before this
+  const int lastStart = waveStarts[15];  // ... and every key from this on (up to the diagonal)
   const hip_bfloat16* qRows = tiles + wave * 16 * ld;
   mma::FragA qa[steps];
   if constexpr (!tight) {
@@ -221,7 +240,7 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   const hip_bfloat16* kBase = k + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const hip_bfloat16* vBase = v + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const int keyEnd = min(r0 + kMmaBlockRows, dims.seq);
-  const int firstKey = firstVisibleKey(dims, r0);
+  const int firstKey = firstVisibleKey(dims, b, r0);
   hip_bfloat16* keyTiles = tiles;
   if constexpr (tight) {
     keyTiles = tightKeyTiles<HDP>();
@@ -253,12 +272,12 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
     const hip_bfloat16* kTile = tight ? keyTiles : tiles + 2 * stage * tileElems;
     const hip_bfloat16* vTile = kTile + tileKeys * ld;
     // Waves whose rows see none of these keys (all before the diagonal, or all past the
-    // window's start, or rows past the end) skip the tile.
-    if (w0 >= dims.seq || t0 > w0 + 15 ||
+    // window's start or their documents' starts, or rows past the end) skip the tile.
+    if (w0 >= dims.seq || t0 > w0 + 15 || t0 + tileKeys - 1 < firstStart ||
         (dims.window > 0 && t0 + tileKeys - 1 <= w0 - dims.window)) {
       continue;
     }
-    const bool masked = t0 + tileKeys - 1 > w0 || t0 + tileKeys > dims.seq ||
+    const bool masked = t0 + tileKeys - 1 > w0 || t0 + tileKeys > dims.seq || t0 < lastStart ||
                         (dims.window > 0 && t0 <= w0 + 15 - dims.window);
     mma::FragC s[keyBlocks];
 #pragma unroll
@@ -297,7 +316,8 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
           float slope;
           x = capScore(dims, x * scaleLog2, &slope);
         }
-        if (masked && !visible(dims, w0 + mma::slotRow(sl), t0 + n * 16 + mma::accCol(e))) {
+        if (masked && !visible(dims, w0 + mma::slotRow(sl), t0 + n * 16 + mma::accCol(e),
+                               waveStarts[mma::slotRow(sl)])) {
           x = -INFINITY;
         }
         s[n].v[e] = x;
@@ -307,7 +327,7 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
     float shift[slots];
 #pragma unroll
     for (int sl = 0; sl < slots; ++sl) {
-      // As in the vector kernel: a row that has seen no key yet (window) shifts by 0.
+      // As in the vector kernel: a row that has seen no key yet (window, documents) shifts by 0.
       const float newMax = fmaxf(runningMax[sl], mma::rowMax(tileMax[sl]));
       shift[sl] = newMax == -INFINITY ? 0.0f : newMax;
       const float rescale = exp2f(runningMax[sl] - shift[sl]);
@@ -409,9 +429,14 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
                     kMmaBlockRows, dims.headDim);
   loadTileBf16<HDP>(tiles + tileElems, dout + rowOffset(dims, dims.heads, b, 0, h), qStride, r0,
                     blockRows, kMmaBlockRows, dims.headDim);
+  __shared__ int rowStarts[kMmaBlockRows];
+  stageRowStarts(dims, b, r0, rowStarts);
   mma::copyAsyncCommit();
   mma::copyAsyncWait<0>();
   __syncthreads();
+  const int* waveStarts = rowStarts + wave * 16;
+  const int firstStart = waveStarts[0];  // as in the forward kernel
+  const int lastStart = waveStarts[15];
   const hip_bfloat16* qRows = tiles + wave * 16 * ld;
   const hip_bfloat16* doRows = tiles + tileElems + wave * 16 * ld;
   mma::FragA qa[steps];
@@ -473,7 +498,7 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   const hip_bfloat16* kBase = k + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const hip_bfloat16* vBase = v + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const int keyEnd = min(r0 + kMmaBlockRows, dims.seq);
-  const int firstKey = firstVisibleKey(dims, r0);
+  const int firstKey = firstVisibleKey(dims, b, r0);
   const auto stageKeys = [&](int t0, int stage) {
     const int rows = min(tileKeys, dims.seq - t0);
     hip_bfloat16* kDst = tight ? keyTiles : tiles + 2 * stage * tileElems;
@@ -501,11 +526,11 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
 #pragma unroll
     for (int c0 = 0; c0 < tileKeys; c0 += chunkKeys) {
       const int j0 = t0 + c0;  // the chunk's first key
-      if (w0 >= dims.seq || j0 > w0 + 15 ||
+      if (w0 >= dims.seq || j0 > w0 + 15 || j0 + chunkKeys - 1 < firstStart ||
           (dims.window > 0 && j0 + chunkKeys - 1 <= w0 - dims.window)) {
         continue;
       }
-      const bool masked = j0 + chunkKeys - 1 > w0 || j0 + chunkKeys > dims.seq ||
+      const bool masked = j0 + chunkKeys - 1 > w0 || j0 + chunkKeys > dims.seq || j0 < lastStart ||
                           (dims.window > 0 && j0 <= w0 + 15 - dims.window);
       mma::FragC s[chunkBlocks];
       mma::FragC dp[chunkBlocks];
@@ -562,13 +587,15 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
           const int sl = mma::accSlot(e);
           if constexpr (tight) {
             const bool seen =
-                !masked || visible(dims, w0 + mma::slotRow(sl), j0 + n * 16 + mma::accCol(e));
+                !masked || visible(dims, w0 + mma::slotRow(sl), j0 + n * 16 + mma::accCol(e),
+                                   waveStarts[mma::slotRow(sl)]);
             s[n].v[e] = exp2f(seen ? s[n].v[e] - lseLog2[sl] : -INFINITY) * dp[n].v[e];
           } else {
             float slope;
             const float x = capScore(dims, s[n].v[e] * scaleLog2, &slope);
             const bool seen =
-                !masked || visible(dims, w0 + mma::slotRow(sl), j0 + n * 16 + mma::accCol(e));
+                !masked || visible(dims, w0 + mma::slotRow(sl), j0 + n * 16 + mma::accCol(e),
+                                   waveStarts[mma::slotRow(sl)]);
             const float p = seen ? exp2f(x - lseLog2[sl]) : 0.0f;
             s[n].v[e] = p * (dp[n].v[e] - rowD[sl]) * slope;
           }
@@ -618,7 +645,8 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   // passes over the queries, a half of the head dim each (the scores are computed twice).
   constexpr bool tight = mma::kRegisterTight && HDP >= 128;
   constexpr int passSteps = tight ? steps / 2 : steps;
-  // K and V tiles, then per stage: Q and dO tiles, logsumexp (log2 units) and D; then scratch.
+  // K and V tiles, then per stage: Q and dO tiles, logsumexp (log2 units), D and the queries'
+  // document starts; then scratch.
   extern __shared__ __align__(16) unsigned char dkDvShared[];
   auto* kTile = reinterpret_cast<hip_bfloat16*>(dkDvShared);
   hip_bfloat16* vTile = kTile + kMmaBlockRows * ld;
@@ -650,8 +678,10 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   const hip_bfloat16* qBase = q + rowOffset(dims, dims.heads, b, 0, h);
   const hip_bfloat16* doBase = dout + rowOffset(dims, dims.heads, b, 0, h);
   const long long statBase = (static_cast<long long>(b) * dims.heads + h) * dims.seq;
-  const int queryEnd =
-      dims.window > 0 ? min(dims.seq, k0 + kMmaBlockRows - 1 + dims.window) : dims.seq;
+  // As in the vector kernel: the window and the documents' starts end the queries early.
+  const int lastKey = min(k0 + kMmaBlockRows, dims.seq) - 1;
+  const int queryEnd = min(queriesSeeingKeysEnd(dims, b, lastKey),
+                           dims.window > 0 ? min(dims.seq, lastKey + dims.window) : dims.seq);
 #pragma unroll 1
   for (int d0 = 0; d0 < steps; d0 += passSteps) {  // the first head-dim block of this pass
     mma::FragC dkAcc[passSteps];
@@ -667,10 +697,12 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
       loadTileBf16<HDP>(qTileOf(stage) + queries * ld, doBase, qStride, t0, rows, queries,
                         dims.headDim);
       float* lse = lseTileOf(stage);
+      int* starts = reinterpret_cast<int*>(lse + 2 * queries);
       for (int r = static_cast<int>(threadIdx.x); r < queries; r += static_cast<int>(blockDim.x)) {
         // Rows past the end get p = 0 (their Q and dO are zero too).
         lse[r] = r < rows ? logsumexp[statBase + t0 + r] * kLog2e : INFINITY;
         lse[queries + r] = r < rows ? rowDot[statBase + t0 + r] : 0.0f;
+        starts[r] = r < rows ? documentStart(dims, b, t0 + r) : dims.seq;
       }
     };
     if (kStages > 1) {
@@ -692,11 +724,15 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
       const hip_bfloat16* doTile = qTile + queries * ld;
       const float* lseTile = lseTileOf(stage);
       const float* dTile = lseTile + queries;
-      if (kw0 >= dims.seq || t0 + queries - 1 < kw0 ||
+      const int* startTile = reinterpret_cast<const int*>(lseTile + 2 * queries);
+      // Skipped when no query of the tile sees the wave's keys: all before them, all past the
+      // window, or all in documents that start after them (starts rise: the first is the least).
+      if (kw0 >= dims.seq || t0 + queries - 1 < kw0 || startTile[0] > kw0 + 15 ||
           (dims.window > 0 && t0 >= kw0 + 15 + dims.window)) {
         continue;
       }
       const bool masked = t0 < kw0 + 15 || t0 + queries > dims.seq ||
+                          startTile[queries - 1] > kw0 ||
                           (dims.window > 0 && t0 + queries - 1 >= kw0 + dims.window);
 #pragma unroll
       for (int qs = 0; qs < queries / 16; ++qs) {
@@ -729,14 +765,16 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
         for (int e = 0; e < mma::kAccElems; ++e) {
           const int r = qs * 16 + mma::accCol(e);  // the query's row in the tile
           if constexpr (tight) {
-            const bool seen = !masked || visible(dims, t0 + r, kw0 + mma::slotRow(mma::accSlot(e)));
+            const bool seen =
+                !masked || visible(dims, t0 + r, kw0 + mma::slotRow(mma::accSlot(e)), startTile[r]);
             const float p = exp2f(seen ? s.v[e] - lseTile[r] : -INFINITY);
             s.v[e] = p;
             dp.v[e] = p * dp.v[e];
           } else {
             float slope;
             const float x = capScore(dims, s.v[e] * scaleLog2, &slope);
-            const bool seen = !masked || visible(dims, t0 + r, kw0 + mma::slotRow(mma::accSlot(e)));
+            const bool seen =
+                !masked || visible(dims, t0 + r, kw0 + mma::slotRow(mma::accSlot(e)), startTile[r]);
             const float p = seen ? exp2f(x - lseTile[r]) : 0.0f;
             s.v[e] = p;
             dp.v[e] = p * (dp.v[e] - dTile[r]) * slope;

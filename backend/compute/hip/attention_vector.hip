@@ -19,9 +19,11 @@
 //   keys streamed) and one for dk/dv (a key row per group and query head, queries streamed),
 //   which writes per-query-head partials; a last kernel sums them over the KV group in a fixed
 //   order. No atomics, so the gradients are bit-identical from run to run.
-// - Sliding window W: query i sees keys i − W < j ≤ i; the key (or query) loops start and end
-//   where a block's rows can see anything. Soft-capping turns a score s into c·tanh(s / c) before
-//   the softmax; the backward multiplies ds by ∂/∂s = 1 − tanh².
+// - Sliding window W: query i sees keys i − W < j ≤ i; packed documents: keys from the query's
+//   document's start on (a register per query row; a shared int per streamed query in dk/dv). The
+//   key (or query) loops start and end where a block's rows can see anything. Soft-capping turns
+//   a score s into c·tanh(s / c) before the softmax; the backward multiplies ds by
+//   ∂/∂s = 1 − tanh².
 #include <cstdint>
 
 #include "compute/hip/attention_kernels.h"  // defines: Dims, visible, capScore, rowOffset
@@ -144,6 +146,7 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kForwardLaneDims)
   const int kvh = h / (dims.heads / dims.kvHeads);
   const bool valid = i < dims.seq;
   const int iLoad = valid ? i : dims.seq - 1;  // rows past the end compute, but never store
+  const int start = documentStart(dims, b, iLoad);
 
   float4 qr[chunks];
   loadLaneChunks<HDP, kForwardLaneDims>(qr, q + rowOffset(dims, dims.heads, b, iLoad, h),
@@ -160,7 +163,7 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kForwardLaneDims)
   const hip_bfloat16* kBase = k + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const hip_bfloat16* vBase = v + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const int keyEnd = min(r0 + kRowsPerBlock, dims.seq);  // the block's last row sees keys < this
-  for (int t0 = firstVisibleKey(dims, r0); t0 < keyEnd; t0 += tileRows) {
+  for (int t0 = firstVisibleKey(dims, b, r0); t0 < keyEnd; t0 += tileRows) {
     __syncthreads();  // the previous tile is no longer read
     const int rows = min(tileRows, dims.seq - t0);
     loadTile<HDP>(reinterpret_cast<float*>(kTile), kBase, kvStride, t0, rows, dims.headDim);
@@ -175,12 +178,12 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kForwardLaneDims)
         float slope;
         const float score =
             capScore(dims, groupDot<HDP, kForwardLaneDims>(qr, kTile + j * HDP / 4, lane), &slope);
-        s[jj] = visible(dims, i, t0 + j) ? score : -INFINITY;  // also drops keys ≥ seq
+        s[jj] = visible(dims, i, t0 + j, start) ? score : -INFINITY;  // also drops keys ≥ seq
         subMax = fmaxf(subMax, s[jj]);
       }
-      // Without a window key 0 is visible to every row and newMax is finite from the first
-      // sub-chunk on; with one, a row may have seen no key yet (newMax −inf): shift by 0 then,
-      // so that rescale and p are 0 rather than NaN.
+      // Without a window or packed documents the first key is visible to every row and newMax is
+      // finite from the first sub-chunk on; with them, a row may have seen no key yet (newMax
+      // −inf): shift by 0 then, so that rescale and p are 0 rather than NaN.
       const float newMax = fmaxf(runningMax, subMax);
       const float shift = newMax == -INFINITY ? 0.0f : newMax;
       const float rescale = exp2f(runningMax - shift);
@@ -249,6 +252,7 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims<HDP>)
   const int kvh = h / (dims.heads / dims.kvHeads);
   const bool valid = i < dims.seq;
   const int iLoad = valid ? i : dims.seq - 1;
+  const int start = documentStart(dims, b, iLoad);
 
   const float scaleLog2 = scale * kLog2e;
   float4 qr[chunks];
@@ -270,7 +274,7 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims<HDP>)
   const hip_bfloat16* kBase = k + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const hip_bfloat16* vBase = v + rowOffset(dims, dims.kvHeads, b, 0, kvh);
   const int keyEnd = min(r0 + kRowsPerBlock, dims.seq);
-  for (int t0 = firstVisibleKey(dims, r0); t0 < keyEnd; t0 += tileRows) {
+  for (int t0 = firstVisibleKey(dims, b, r0); t0 < keyEnd; t0 += tileRows) {
     __syncthreads();
     const int rows = min(tileRows, dims.seq - t0);
     loadTile<HDP>(reinterpret_cast<float*>(kTile), kBase, kvStride, t0, rows, dims.headDim);
@@ -282,7 +286,7 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims<HDP>)
       const float s = capScore(
           dims, groupDot<HDP, kBackwardLaneDims<HDP>>(qr, kTile + j * HDP / 4, lane), &slope);
       const float dp = groupDot<HDP, kBackwardLaneDims<HDP>>(dor, vTile + j * HDP / 4, lane);
-      const float p = visible(dims, i, t0 + j) ? exp2f(s - lseLog2) : 0.0f;
+      const float p = visible(dims, i, t0 + j, start) ? exp2f(s - lseLog2) : 0.0f;
       addScaledRow<HDP, kBackwardLaneDims<HDP>>(acc, p * (dp - rowD) * slope, kTile + j * HDP / 4,
                                                 lane);
     }
@@ -307,6 +311,7 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims<HDP>)
   __shared__ float4 doTile[kTileFloats / 4];
   __shared__ float lseTile[tileRows];  // log2 units
   __shared__ float dTile[tileRows];
+  __shared__ int startTile[tileRows];  // the queries' documents' starts
 
   const int lane = static_cast<int>(threadIdx.x) % groupLanes;
   const int k0 = static_cast<int>(blockIdx.x) * kRowsPerBlock;
@@ -337,9 +342,11 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims<HDP>)
   const hip_bfloat16* doBase = dout + rowOffset(dims, dims.heads, b, 0, h);
   const long long statBase = (static_cast<long long>(b) * dims.heads + h) * dims.seq;
   // Queries before the block's first key see none of its keys; with a window, neither do those
-  // W or more rows after its last key.
-  const int queryEnd =
-      dims.window > 0 ? min(dims.seq, k0 + kRowsPerBlock - 1 + dims.window) : dims.seq;
+  // W or more rows after its last key, nor, with packed documents, those whose document starts
+  // after it.
+  const int lastKey = min(k0 + kRowsPerBlock, dims.seq) - 1;
+  const int queryEnd = min(queriesSeeingKeysEnd(dims, b, lastKey),
+                           dims.window > 0 ? min(dims.seq, lastKey + dims.window) : dims.seq);
   for (int t0 = k0; t0 < queryEnd; t0 += tileRows) {
     __syncthreads();
     const int rows = min(tileRows, dims.seq - t0);
@@ -348,6 +355,7 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims<HDP>)
     for (int r = static_cast<int>(threadIdx.x); r < rows; r += static_cast<int>(blockDim.x)) {
       lseTile[r] = logsumexp[statBase + t0 + r] * kLog2e;
       dTile[r] = rowDot[statBase + t0 + r];
+      startTile[r] = documentStart(dims, b, t0 + r);
     }
     __syncthreads();
     for (int r = 0; r < rows; ++r) {
@@ -355,7 +363,7 @@ __global__ void __launch_bounds__(kRowsPerBlock* HDP / kBackwardLaneDims<HDP>)
       const float s = capScore(
           dims, groupDot<HDP, kBackwardLaneDims<HDP>>(kr, qTile + r * HDP / 4, lane), &slope);
       const float dp = groupDot<HDP, kBackwardLaneDims<HDP>>(vr, doTile + r * HDP / 4, lane);
-      const float p = visible(dims, t0 + r, j) ? exp2f(s - lseTile[r]) : 0.0f;
+      const float p = visible(dims, t0 + r, j, startTile[r]) ? exp2f(s - lseTile[r]) : 0.0f;
       addScaledRow<HDP, kBackwardLaneDims<HDP>>(dvAcc, p, doTile + r * HDP / 4, lane);
       addScaledRow<HDP, kBackwardLaneDims<HDP>>(dkAcc, p * (dp - dTile[r]) * slope,
                                                 qTile + r * HDP / 4, lane);

@@ -5,6 +5,9 @@
 //   gpu_train parity   50 optimizer steps on the GPU follow the CPU run (tiny Llama and tiny
 //                      Qwen2, bf16 weights, so both sides compute on the same numbers), with the
 //                      vendor GEMM and with the built-in one
+//   gpu_train documents --packing documents: 30 steps of examples packed apart (RoPE positions
+//                      from each example's start, the masked attention kernels forward and
+//                      backward) on the GPU follow the CPU run, for the tiny Llama and Qwen2
 //   gpu_train resume   a GPU run checkpointed at step 15 and resumed on a fresh backend continues
 //                      the uninterrupted run's curve
 //   gpu_train mirror   the state mirror's snapshot (TrainLoop::snapshotState): taken at a step
@@ -328,6 +331,31 @@ void caseParity(Checks& checks) {
                       " GEMM: GPU vs CPU losses",
                   runSteps(loop, kSteps), reference, kLossTolerance);
     }
+  }
+}
+
+// --- documents ------------------------------------------------------------------------------
+
+// Packs of up to 32 tokens hold two to eight of runData's examples; the CPU run is the reference
+// that tests/train holds equal to the examples run unpacked.
+void caseDocuments(Checks& checks) {
+  constexpr std::int64_t kSteps = 30;
+  auto gpu = test::requireGpu();
+  train::TrainConfig config = runConfig(kSteps);
+  config.maxSeqLen = 32;
+  config.packing = train::Packing::Documents;
+  for (const char* name : {"llama_bf16_sharded_tied", "qwen2_bf16_sharded_linear_rope"}) {
+    const model::ModelFolder folder = openFixture(name);
+    auto cpu = compute::createCpuBackend();
+    train::TrainLoop reference(*cpu, folder.config(), folder.weights(), runData(), config);
+    const std::vector<double> want = runSteps(reference, kSteps);
+    const model::ModelWeights placed = model::placeWeights(*gpu, folder.weights());
+    train::TrainLoop loop(*gpu, folder.config(), placed, runData(), config);
+    checks.expect(loop.sequenceCount() < 20,
+                  std::string(name) + format(": 40 examples in %.0f packs",
+                                             static_cast<double>(loop.sequenceCount())));
+    expectCurve(checks, std::string(name) + ", packing documents: GPU vs CPU losses",
+                runSteps(loop, kSteps), want, kLossTolerance);
   }
 }
 
@@ -938,12 +966,13 @@ int main(int argc, char** argv) {
       {"weights", caseWeights},   {"parity", caseParity},   {"resume", caseResume},
       {"mirror", caseMirror},     {"export", caseExport},   {"move", caseMove},
       {"engine", caseEngine},     {"toggles", caseToggles}, {"qlora", caseQlora},
-      {"families", caseFamilies}, {"graph", caseGraph}};
+      {"families", caseFamilies}, {"graph", caseGraph},     {"documents", caseDocuments}};
   const auto it = argc == 2 ? cases.find(argv[1]) : cases.end();
   if (it == cases.end()) {
     std::fprintf(stderr,
                  "usage: gpu_train "
-                 "weights|parity|resume|mirror|export|move|engine|toggles|qlora|families|graph\n");
+                 "weights|parity|resume|mirror|export|move|engine|toggles|qlora|families|graph|"
+                 "documents\n");
     return 2;
   }
   Checks checks;
