@@ -5,7 +5,7 @@ alpaca-style dataset, timed from outside (scripts/gpu-check.sh loop runs it on t
 
     bench_engine_loop.py OUT_DIR --data FILE --program NAME=LORASCOPE_TRAIN [--program ...]
                          [--kernel-bench BENCH_GPU_TRAIN] [--shape qwen2.5-0.5b] [--runs 3]
-                         [--steps 40] [--warmup 5] [--batch 8] [--seq 512] [--packing]
+                         [--steps 40] [--warmup 5] [--batch 8] [--seq 512] [--packing [causal|documents]]
                          [--compare OPTION ...] [--device gpu|cpu]
 
 1. The model: a random folder of the shape (the config of Qwen/Qwen2.5-0.5B), built by
@@ -90,8 +90,8 @@ def one_run(program, args, model, out_dir, log_path, env, extra_options):
     engine = Engine(program, log_path, dict(env, LORASCOPE_STEP_TIMING="1"))
     options = {"steps": args.steps, "batch-size": args.batch, "grad-accum": 1,
                "max-seq-len": args.seq, "checkpoint-every": 0, "device": args.device}
-    if args.packing:
-        options["packing"] = True
+    if args.packing != "off":
+        options["packing"] = args.packing
     options.update(extra_options)
     started = time.monotonic()
     engine.send({"type": "start", "config": {"model": model, "data": args.data, "out": out_dir,
@@ -160,7 +160,9 @@ def main():
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--seq", type=int, default=512)
-    parser.add_argument("--packing", action="store_true")
+    # --packing alone is causal packing, as lorascope-train's own flag
+    parser.add_argument("--packing", nargs="?", const="causal", default="off",
+                        choices=("off", "causal", "documents"))
     parser.add_argument("--compare", action="append", default=[], metavar="OPTION",
                         help="also run each program with this boolean run option on")
     parser.add_argument("--device", default="gpu", choices=["gpu", "cpu"])
@@ -203,9 +205,10 @@ def main():
                 lines.write(json.dumps(result) + "\n")
     model_text = (f"{args.shape} (random, saved by transformers)" if not args.model else
                   os.path.basename(os.path.normpath(args.model)))
+    packed = "" if args.packing == "off" else f" packed ({args.packing})"
     summary = [f"The product's loop: `lorascope-train engine` over stdio, {model_text}, "
                f"{os.path.basename(args.data)}, B{args.batch} x "
-               f"S{args.seq}{' packed' if args.packing else ''}, steps {args.warmup + 1}-"
+               f"S{args.seq}{packed}, steps {args.warmup + 1}-"
                f"{args.steps} of {args.steps}, {args.runs} runs each, interleaved, on {device}.",
                "Medians of the runs (spread min-max):"]
     for name, _, _ in configurations:

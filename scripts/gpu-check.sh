@@ -155,7 +155,7 @@
 #                                  after=build/nv/lorascope-train); none: lorascope-train and
 #                                  bench_gpu_train are built there. LOOP_BENCH: a carried
 #                                  bench_gpu_train; LOOP_RUNS (3), LOOP_STEPS (40), LOOP_PACKING=1
-#                                  (--packing), LOOP_COMPARE="OPTION ..." (boolean run options,
+#                                  (--packing: causal) or =documents (--packing documents), LOOP_COMPARE="OPTION ..." (boolean run options,
 #                                  e.g. group-by-length: each program also runs with each on,
 #                                  interleaved), LOOP_OUT (default $OUT). Results in
 #                                  summary.txt and runs.jsonl.
@@ -299,7 +299,15 @@ run_loop() {
     args+=(--program "$program")
   done
   [[ -n "$bench" ]] && args+=(--kernel-bench "$bench")
-  [[ "${LOOP_PACKING:-0}" == 1 ]] && args+=(--packing)
+  case "${LOOP_PACKING:-0}" in
+    0 | off) ;;
+    1 | causal) args+=(--packing causal) ;;
+    documents) args+=(--packing documents) ;;
+    *)
+      echo "gpu-check: LOOP_PACKING must be 0, 1, causal or documents (got '$LOOP_PACKING')" >&2
+      exit 2
+      ;;
+  esac
   local option
   for option in ${LOOP_COMPARE:-}; do
     args+=(--compare "$option")
