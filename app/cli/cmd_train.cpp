@@ -1,7 +1,8 @@
 // cli/cmd_train.cpp — `lorascope-train train`: a LoRA run into a run folder.
 //   train --model DIR --data FILE --out RUN_DIR [options]   a new run
 //   train --demo [--out RUN_DIR] [options]                  the built-in demo model and dataset
-//   train --resume RUN_DIR [--checkpoint N] [--device D]    continue a run from its checkpoint
+//   train --resume RUN_DIR [--checkpoint N] [--device D | --gpus LIST]
+//                                                           continue a run from its checkpoint
 // --device cpu|gpu|auto is recorded in config.json as asked; a resumed run may name another
 // (the state moves with it), and every metrics line says where its step ran.
 //
@@ -17,6 +18,8 @@
 // A progress bar on a terminal (step/total, loss, tokens/s, ETA), one line per step otherwise;
 // with --json, stdout carries only the engine's events, one JSON line each (engine/Protocol.h:
 // state, step, checkpoint, log, incident, ...; lines of this command become log events).
+// --gpus 0,1 (or all) trains on several GPUs: the supervisor starts one engine per GPU, rank 0
+// writing the run (engine/Supervisor.h); the output is rank 0's.
 // Ctrl-C / SIGTERM: the step in progress is abandoned (nothing completed is lost), the last
 // completed step is checkpointed, exit 130 (128 + SIGINT, as shells report an interrupted
 // program). The engine sits in a process group of its own, so the terminal's Ctrl-C reaches only
@@ -214,6 +217,17 @@ json resumedRunStart(const job::CliArgs& parsed) {
   if (const auto device = parsed.value("device")) {
     job::checkDeviceOption(*device);
     start["device"] = *device;
+  }
+  if (const auto gpus = parsed.value("gpus")) {
+    // The GPUs of this session (a group that lost one continues on the others); the supervisor
+    // checks them against the machine.
+    job::TrainRunSettings checked;
+    job::applyOptions(checked, std::map<std::string, std::string>{{"gpus", *gpus}});
+    if (start.contains("device")) {
+      throw job::UsageError("--resume with --gpus " + *gpus + " and --device " +
+                            start["device"].get<std::string>() + ": give one of them");
+    }
+    start["gpus"] = checked.gpus;
   }
   if (const auto text = parsed.value("checkpoint")) {
     std::size_t used = 0;
@@ -468,9 +482,9 @@ int runTrain(const Args& args) {
   const job::CliArgs parsed(args, job::trainCommand());
   if (parsed.value("resume")) {
     for (const auto& [name, value] : parsed.given()) {
-      if (job::findRunOption(name) != nullptr && name != "device") {
+      if (job::findRunOption(name) != nullptr && name != "device" && name != "gpus") {
         throw job::UsageError("--resume continues with the run's own settings (config.json); --" +
-                              name + " cannot change them (only --device can)");
+                              name + " cannot change them (only --device and --gpus can)");
       }
     }
   }

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <limits>
 #include <stdexcept>
 
 #include "common/Format.h"  // defines: trimBlanks
@@ -65,6 +66,14 @@ std::string gpuListText(const std::vector<int>& devices) {
     text += (text.empty() ? "" : ",") + std::to_string(d);
   }
   return text;
+}
+
+std::string normalGpuList(std::string_view text) {
+  const std::string_view list = common::trimBlanks(text);
+  if (list.empty() || list == "all") {
+    return std::string(list);
+  }
+  return gpuListText(parseGpuList(text, std::numeric_limits<int>::max()));
 }
 
 RankShare shareOfRank(std::int64_t microBatches, int rank, int size) {

@@ -33,6 +33,10 @@ namespace lorascope::group {
 std::vector<int> parseGpuList(std::string_view text, int available);
 // The list as `--gpus` spells it: "0,1".
 std::string gpuListText(const std::vector<int>& devices);
+// A `--gpus` value checked for its words without a machine to count GPUs on: "" (no list) and
+// "all" as they are, indices as gpuListText spells them ("1, 0" → "1,0"). Throws
+// std::invalid_argument as parseGpuList does (a word that is not an index, a repeat).
+std::string normalGpuList(std::string_view text);
 
 // A rank's micro-batches of one step (Note [micro-batches are the unit of work]).
 struct RankShare {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "group/RankPlan.h"            // defines: normalGpuList
 #include "job/TrainRunConfig.h"        // defines: TrainRunSettings
 #include "model/WeightQuantization.h"  // defines: quantizationName, parseQuantization
 
@@ -16,6 +17,15 @@ namespace {
 
 std::int64_t whole(const json& v) {
   return v.get<std::int64_t>();
+}
+
+// --gpus with its words checked (the machine's GPUs are checked when the run starts).
+std::string checkedGpus(const std::string& text) {
+  try {
+    return group::normalGpuList(text);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
 }
 
 struct Access {
@@ -122,6 +132,8 @@ std::vector<Access> accessors() {
        [](auto& s, auto& v) { s.allocatorPolicy = v.template get<std::string>(); }},
       {"graph", [](auto& s) { return json(s.graph); },
        [](auto& s, auto& v) { s.graph = v.template get<bool>(); }},
+      {"gpus", [](auto& s) { return json(s.gpus); },
+       [](auto& s, auto& v) { s.gpus = checkedGpus(v.template get<std::string>()); }},
       {"profile", [](auto& s) { return json(s.profile); },
        [](auto& s, auto& v) { s.profile = v.template get<std::string>(); }},
   };
@@ -166,7 +178,8 @@ const CommandSpec& trainCommand() {
     c.summary =
         "LoRA training into a run folder: --model DIR --data FILE --out RUN_DIR for a new run, "
         "--demo for the built-in demo model and dataset, or --resume RUN_DIR to continue a run "
-        "from its checkpoint (--device may change). Options come from the command line over a "
+        "from its checkpoint (--device or --gpus may change). Options come from the command line "
+        "over a "
         "--config file (a JSON object keyed by option name) over the defaults (the demo has its "
         "own; shown as 'demo'). Ctrl-C checkpoints and exits with status 130.";
     c.options = {

@@ -6,7 +6,8 @@
 //   - --config files and the GUI's start command (keys are the option names),
 //   - the "training" object of config.json (settingsToJson / settingsFromJson).
 // Options apply independently of their order: no option's setter touches another's field; the
-// one rule between two options (epochs given without steps runs by epochs) is applied after all.
+// rules between two options (epochs given without steps runs by epochs; a --gpus list makes the
+// device gpu) are applied after all.
 #pragma once
 
 #include <functional>

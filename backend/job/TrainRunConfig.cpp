@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 #include "common/JsonReader.h"
@@ -31,6 +32,7 @@ void applyOptions(TrainRunSettings& settings,
                   const std::vector<std::pair<std::string, std::string>>& options) {
   bool epochs = false;
   bool steps = false;
+  std::optional<std::string> device;
   for (const auto& [name, value] : options) {
     const RunOption* option = findRunOption(name);
     if (option == nullptr) {
@@ -39,9 +41,19 @@ void applyOptions(TrainRunSettings& settings,
     option->set(settings, parseOptionValue(option->spec, value));
     epochs = epochs || name == "epochs";
     steps = steps || name == "steps";
+    if (name == "device") {
+      device = settings.device;
+    }
   }
   if (epochs && !steps) {
     settings.train.maxSteps = 0;  // by epochs, also where the defaults limit the steps (demo)
+  }
+  if (!settings.gpus.empty()) {
+    if (device && *device != "gpu") {
+      throw UsageError("--gpus " + settings.gpus + " trains on GPUs; --device " + *device +
+                       " contradicts it (leave --device out, or give --device gpu)");
+    }
+    settings.device = "gpu";  // the group's ranks each compute on their GPU
   }
   if (!settings.evalData.empty() && settings.evalSplit > 0.0) {
     throw UsageError(

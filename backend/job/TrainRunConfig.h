@@ -22,6 +22,10 @@ struct TrainRunSettings {
   std::int64_t checkpointEvery = 50;  // optimizer steps; 0 = only at the end
   int keepCheckpoints = 3;            // ≤ 0 keeps all
   std::string device = "cpu";  // as asked: cpu, gpu or auto (each step's metrics say where it ran)
+  // --gpus: the GPUs of a data-parallel group ("0,1", "all"; group/RankPlan.h), checked for its
+  // words here and against the machine's GPUs when the run starts; "" = one device, as `device`
+  // says. A list makes `device` gpu.
+  std::string gpus;
   // --batch-size auto: the micro-batch is planned from free memory when the run starts (the
   // effective batch, micro-batch × accumulation as configured, is kept); memoryMargin is the
   // fraction of free memory kept back.

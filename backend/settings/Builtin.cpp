@@ -246,6 +246,18 @@ void addBuiltinSettings(Registry& r) {
                  "capture or replay leaves it: that step and the rest of the run are eager."),
       "Graph mode", "Device", "/graph");
   toggle(Toggle::Graph, "graph", "graph mode", "which has nothing to capture");
+  // Restart only: the group is formed when the run starts (group/RankPlan.h, engine/Supervisor.h).
+  add(OptionSpec{.name = "gpus",
+                 .type = OptionType::Text,
+                 .help = "Train on several GPUs, one engine per GPU (data parallel over NCCL on "
+                         "NVIDIA, RCCL on AMD; Linux only): device indices such as 0,1, or all. "
+                         "Each GPU computes its share of every step; the loss curve is one GPU's "
+                         "at the same effective batch. Empty: one GPU or the CPU, as --device "
+                         "says.",
+                 .valueName = "LIST",
+                 .emptyAllowed = true},
+      "GPUs", "Device", "/gpus")
+      .optionalInConfig = true;
   add({.name = "profile",
        .type = OptionType::Text,
        .help = "The profile the run starts with (`lorascope-train profile list`): the GPU "

@@ -37,7 +37,11 @@ std::string otherValue(const RunOption& option) {
     case OptionType::List:
       return option.spec.choices.front();
     case OptionType::Text:
-      // free text: a held-out file where the default is none, else another name (a profile's)
+      // free text: a held-out file where the default is none, else another name (a profile's);
+      // the GPU list's words are checked
+      if (option.spec.name == "gpus") {
+        return "0,1";
+      }
       return fallback.empty() ? "held-out.jsonl" : fallback + "other";
   }
   return fallback;
@@ -119,6 +123,37 @@ class TestRunOptions : public QObject {
       modules.emplace_back(train::shortName(module));
     }
     QVERIFY(job::findRunOption("targets")->spec.choices == modules);
+  }
+
+  // --gpus: its words checked (the machine's GPUs are checked when the run starts), a list makes
+  // the device gpu, and --device cpu beside one is refused.
+  void gpusListAGroupOnGpus() {
+    job::TrainRunSettings settings = job::defaultSettings(false);
+    QCOMPARE(settings.gpus, std::string());
+    job::applyOptions(settings, std::map<std::string, std::string>{{"gpus", " 1, 0 "}});
+    QCOMPARE(settings.gpus, std::string("1,0"));
+    QCOMPARE(settings.device, std::string("gpu"));
+    job::applyOptions(settings, std::map<std::string, std::string>{{"gpus", "all"}});
+    QCOMPARE(settings.gpus, std::string("all"));
+    const auto refusal = [](const std::map<std::string, std::string>& options) {
+      job::TrainRunSettings s = job::defaultSettings(false);
+      try {
+        job::applyOptions(s, options);
+      } catch (const job::UsageError& e) {
+        return std::string(e.what());
+      }
+      return std::string("accepted");
+    };
+    QCOMPARE(refusal({{"gpus", "0,0"}}),
+             std::string("--gpus \"0,0\": GPU 0 is named twice; each GPU runs one rank"));
+    QCOMPARE(refusal({{"gpus", "0,x"}}),
+             std::string("--gpus \"0,x\": \"x\" is not a GPU index (0, 1, ...); use e.g. 0,1 "
+                         "or all"));
+    QCOMPARE(refusal({{"gpus", "0,1"}, {"device", "cpu"}}),
+             std::string("--gpus 0,1 trains on GPUs; --device cpu contradicts it (leave --device "
+                         "out, or give --device gpu)"));
+    QCOMPARE(refusal({{"gpus", "0,1"}, {"device", "gpu"}}), std::string("accepted"));
+    QVERIFY(job::findRunOption("gpus")->setting.apply == settings::Apply::Restart);
   }
 
   void optionsApplyInAnyOrder() {
