@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "common/OsError.h"  // defines: pathText
+#include "common/OsError.h"   // defines: pathText
+#include "common/Platform.h"  // defines: environmentVariable
 #include "compute/Errors.h"
 #include "job/AutoBatch.h"
 #include "job/DevicePlacement.h"
@@ -31,21 +32,49 @@ using engine::StepEvent;
 using engine::Toggle;
 using nlohmann::json;
 
+// The fault ledger of a rank: rank 0's is the run's (kFaultLedgerFile); another rank keeps its
+// own beside it, written only when LORASCOPE_FAULTS is set (an empty config leaves no file).
+std::string faultLedgerFile(int rank) {
+  return rank == 0 ? std::string(kFaultLedgerFile)
+                   : "faults.rank" + std::to_string(rank) + ".ledger";
+}
+
+// LORASCOPE_FAULTS for this rank: every rank's, or only that of LORASCOPE_FAULTS_RANK when it is
+// set (a fault injected in one rank of a group).
+runtime::FaultConfig faultsOfRank(int rank) {
+  const std::optional<std::string> only = common::environmentVariable("LORASCOPE_FAULTS_RANK");
+  if (only && !only->empty() && *only != std::to_string(rank)) {
+    return {};
+  }
+  return runtime::faultConfigFromEnvironment();
+}
+
+// A collective that failed or hung, as the sticky error that ends this rank's engine: a time-out
+// is a hang naming the collective (group/GroupRecovery.h); the supervisor restarts the group.
+engine::ErrorEvent collectiveErrorEvent(const group::CollectiveError& failed) {
+  return engine::ErrorEvent{failed.timedOut() ? "hang" : "collective",
+                            group::collectiveOpName(failed.op()),
+                            0,
+                            failed.what(),
+                            "the group restarts from its newest state",
+                            true};
+}
+
 class TrainingJob : public engine::EngineJob {
  public:
-  TrainingJob(const json& config, const engine::EventSink& sink)
+  TrainingJob(const json& config, const engine::EventSink& sink, const RankOpener& opener)
       : sink_(sink),
         request_(StartRequest::of(config)),
-        opened_(openRun(config, logLine())),
+        opened_(openRun(config, logLine(), opener)),
         settings_(opened_.settings),
         run_(opened_.run),
         folder_(model::ModelFolder::open(run_.baseModel())),
-        faultLedger_(run_.dir() / kFaultLedgerFile),
+        faultLedger_(run_.dir() / faultLedgerFile(opened_.rank)),
         placement_(std::move(opened_.backend), folder_, settings_, logLine()),
         instruments_(placement_) {
     // LORASCOPE_FAULTS: each rule fires once per run, however often the engine restarts.
     runtime::FaultInjector& faults = runtime::launchControl().faults();
-    faults.configure(faultLedger_.begin(runtime::faultConfigFromEnvironment()));
+    faults.configure(faultLedger_.begin(faultsOfRank(opened_.rank)));
     faults.setObserver([this](const runtime::FiredFault& fault) { faultLedger_.record(fault); });
     train::TrainingData data = loadRunData(opened_, folder_.config(), sink);
     evaluation_.emplace(settings_, run_, folder_.config().vocabSize, data.examples, sink);
@@ -54,11 +83,16 @@ class TrainingJob : public engine::EngineJob {
     loop_ = std::make_unique<train::TrainLoop>(placement_.backend(), folder_.config(),
                                                placement_.weights(), data.examples, settings_.train,
                                                std::move(resume));
+    if (opened_.group) {
+      loop_->joinGroup(*opened_.group);
+    }
     if (settings_.autoMicroBatch) {
       autoBatch_.emplace(settings_, placement_.backend(), folder_.config(), data.examples);
       autoBatch_->apply(*loop_, logLine());
     }
-    commit_.emplace(run_, loop_->state(), request_.resume && !request_.resumeFromMirror, sink);
+    if (writes()) {
+      commit_.emplace(run_, loop_->state(), request_.resume && !request_.resumeFromMirror, sink);
+    }
     toggles_.emplace(*loop_, placement_, settings_, sink);
     // The stability options the run starts with, as their toggles would set them.
     applyLaunchOptions(settings_, placement_.backend());
@@ -76,8 +110,11 @@ class TrainingJob : public engine::EngineJob {
               std::to_string(loop_->state().adapter.parameterCount()) +
               " LoRA parameters, micro-batch " + std::to_string(loop_->microBatchSize()) + " x " +
               std::to_string(loop_->accumulation()) + ", chat template " + data.chatTemplate +
-              ", on " + placement_.backend().capabilities().name);
+              ", on " + placement_.backend().capabilities().name + groupText());
     toggles_->reportStart();
+    if (!writes()) {
+      return;  // Note [rank 0 writes]: rank 0 replays, evaluates and keeps early stopping
+    }
     // The run's metrics so far (cut back to the step it resumes from), read once.
     const std::vector<train::StepMetrics> history =
         runs::readStepRecords(run_.dir() / runs::kMetricsFile);
@@ -92,7 +129,7 @@ class TrainingJob : public engine::EngineJob {
   ~TrainingJob() override { runtime::launchControl().faults().setObserver(nullptr); }
 
   std::optional<StepEvent> runStep(const CancelFlag& cancel) override {
-    if (evaluation_->pending() && (!runPendingEvaluation(cancel) || finished())) {
+    if (writes() && evaluation_->pending() && (!runPendingEvaluation(cancel) || finished())) {
       return take();  // cut short again (it runs when the run goes on), or stopped early
     }
     train::StepMetrics m;
@@ -112,6 +149,8 @@ class TrainingJob : public engine::EngineJob {
       m = loop_->step(cancel.flag());
     } catch (const train::TrainingCancelled&) {
       return take();  // the step before, as the engine pauses or stops
+    } catch (const group::CollectiveError& failed) {
+      throw engine::StickyDeviceError(collectiveErrorEvent(failed));
     } catch (const runtime::InjectedFault& fault) {
       if (fault.kind() == runtime::FaultKind::OutOfMemory) {
         return recoverFromOutOfMemory(fault.op(), fault.what());
@@ -123,12 +162,17 @@ class TrainingJob : public engine::EngineJob {
       return recoverFromOutOfMemory("allocate", oom.what());
     } catch (const train::NonFiniteTraining&) {
       // The last finite state becomes the newest checkpoint, so that a resume starts there.
-      run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints);
+      if (writes()) {
+        run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints);
+      }
       throw;
     }
     outOfMemoryRetries_ = 0;
     timing_.report(m, sink_);
     timing_ = {};
+    if (!writes()) {
+      return std::nullopt;  // Note [rank 0 writes]: rank 0 announces the group's steps
+    }
     // Note [asynchronous state mirror] (job/StepCommit.h): the step before was written while
     // this one ran.
     std::optional<StepEvent> previous;
@@ -174,7 +218,15 @@ class TrainingJob : public engine::EngineJob {
   std::int64_t completedSteps() const override { return loop_->completedSteps(); }
 
   std::string applyToggle(Toggle toggle, const json& value) override {
-    commit_->announce(loop_->totalSteps());  // the confirmation's step is the last one announced
+    if (opened_.group && toggle == Toggle::CpuFallback && value == true) {
+      throw std::runtime_error(
+          "a run on a group of GPUs does not move to the CPU during the run: every rank sums its "
+          "gradients over its GPU's collective. The recovery ladder's CPU rung restarts the run as "
+          "one engine on the CPU; or stop and resume with --device cpu");
+    }
+    if (commit_) {
+      commit_->announce(loop_->totalSteps());  // the confirmation's step is the last announced
+    }
     loop_->restartCycle();  // a device move, a rebuilt graph: the user's change, not the run's
     return toggles_->apply(toggle, value);
   }
@@ -183,6 +235,9 @@ class TrainingJob : public engine::EngineJob {
   }
 
   engine::CheckpointEvent checkpoint() override {
+    if (!writes()) {
+      return engine::CheckpointEvent{"", loop_->state().step};  // rank 0 writes the checkpoints
+    }
     commit_->announce(loop_->totalSteps());
     const fs::path dir = run_.saveCheckpoint(loop_->state(), settings_.keepCheckpoints);
     if (finished())
@@ -196,6 +251,17 @@ class TrainingJob : public engine::EngineJob {
   std::optional<engine::MemoryEvent> memory() override { return instruments_.memory(); }
 
  private:
+  // Note [rank 0 writes] (group/RankPlan.h): one engine alone, or rank 0 of a group.
+  bool writes() const { return opened_.writes(); }
+
+  std::string groupText() const {
+    if (!opened_.group) {
+      return "";
+    }
+    return ", rank " + std::to_string(opened_.rank) + " of " +
+           std::to_string(opened_.group->size()) + " (" + opened_.group->name() + ")";
+  }
+
   DeviceLog logLine() const {
     return [sink = sink_](const std::string& line) {
       sink(engine::TimedEvent{0, engine::LogEvent{engine::LogLevel::Info, line}});
@@ -203,6 +269,9 @@ class TrainingJob : public engine::EngineJob {
   }
 
   std::optional<StepEvent> take() {
+    if (!commit_) {
+      return std::nullopt;
+    }
     std::optional<StepEvent> step = commit_->take(loop_->totalSteps());
     if (step && !step->graphFallback.empty()) {
       toggles_->leaveGraphMode(*step);  // announced before the step that ran eagerly instead
@@ -238,6 +307,13 @@ class TrainingJob : public engine::EngineJob {
   // Out of memory is handled in place (DevicePlacement.h: recoverFromOutOfMemory), and the step
   // is retried by the next call.
   std::optional<StepEvent> recoverFromOutOfMemory(const std::string& op, const std::string& what) {
+    if (opened_.group) {
+      // A rank that lowered its micro-batch alone would compute another share of the step than
+      // its peers: the group restarts on the ladder's rung for out of memory, every rank alike.
+      throw engine::StickyDeviceError(engine::ErrorEvent{
+          "out_of_memory", op, 0, what,
+          "the group restarts from its newest state on the recovery ladder's next rung", true});
+    }
     const std::string action =
         job::recoverFromOutOfMemory(++outOfMemoryRetries_, placement_, *loop_,
                                     autoBatch_ ? &*autoBatch_ : nullptr, logLine(), what);
@@ -266,7 +342,12 @@ class TrainingJob : public engine::EngineJob {
 
 std::unique_ptr<engine::EngineJob> createTrainingJob(const json& config,
                                                      const engine::EventSink& sink) {
-  return std::make_unique<TrainingJob>(config, sink);
+  return std::make_unique<TrainingJob>(config, sink, defaultRankOpener());
+}
+
+std::unique_ptr<engine::EngineJob> createRankJob(const json& config, const engine::EventSink& sink,
+                                                 const RankOpener& opener) {
+  return std::make_unique<TrainingJob>(config, sink, opener);
 }
 
 }  // namespace lorascope::job

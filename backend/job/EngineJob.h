@@ -14,18 +14,30 @@
 //                                                 passed on: completed steps after it are replayed
 //   "run_lock_holder": PID                        (added by the supervisor) it holds the run
 //                                                 folder's lock for this engine, its child
+//   "group": {"rank": R, "size": N,               (added by the supervisor) this engine is rank R
+//             "device": D, "rendezvous": FILE}    of a data-parallel group of N, on GPU D, the
+//                                                 group's id passed through FILE; ranks other
+//                                                 than 0 write nothing to the run (Note [rank 0
+//                                                 writes] in group/RankPlan.h) and announce no
+//                                                 steps; a failed or hung collective, and out of
+//                                                 memory, are sticky errors that restart the group
 // Option names are those of `lorascope-train train` (see its --help).
 #pragma once
 
 #include <memory>
 
 #include "engine/Engine.h"
+#include "job/RunOpening.h"  // defines: RankOpener
 
 namespace lorascope::job {
 
 // The engine's job factory for training runs. Throws std::exception with a user-facing message.
 std::unique_ptr<engine::EngineJob> createTrainingJob(const nlohmann::json& config,
                                                      const engine::EventSink& sink);
+// The same with the rank's device and group from `opener` (tests: CPU backends, in-process group).
+std::unique_ptr<engine::EngineJob> createRankJob(const nlohmann::json& config,
+                                                 const engine::EventSink& sink,
+                                                 const RankOpener& opener);
 
 // The state mirror of a run directory.
 inline constexpr const char* kStateMirrorFile = "state.mirror";

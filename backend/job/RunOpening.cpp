@@ -6,10 +6,14 @@
 #include <map>
 
 #include "common/JsonReader.h"
-#include "common/OsError.h"  // defines: pathFromUtf8, pathText
+#include "common/OsError.h"     // defines: pathFromUtf8, pathText
+#include "compute/BuildInfo.h"  // defines: queryGpuInventory
+#include "compute/Errors.h"     // defines: NoGpuError
 #include "engine/StateMirror.h"
-#include "job/CliArgs.h"    // defines: UsageError
-#include "job/EngineJob.h"  // defines: kStateMirrorFile
+#include "group/NcclCollective.h"
+#include "group/RankPlan.h"  // defines: parseGpuList
+#include "job/CliArgs.h"     // defines: UsageError
+#include "job/EngineJob.h"   // defines: kStateMirrorFile
 #include "train/DemoDataset.h"
 #include "train/DemoModel.h"
 #include "train/StateCodec.h"
@@ -71,6 +75,114 @@ void warn(const engine::EventSink& sink, const std::string& line) {
   sink(engine::TimedEvent{0, engine::LogEvent{engine::LogLevel::Warning, line}});
 }
 
+// The start's "group": {"rank": R, "size": N, "device": D, "rendezvous": FILE}.
+RankSpec rankSpecOf(const json& group) {
+  const auto count = [&](const char* key) -> int {
+    const auto it = group.find(key);
+    if (it == group.end() || !it->is_number_integer() || it->get<std::int64_t>() < 0 ||
+        it->get<std::int64_t>() > 4096) {
+      throw UsageError(std::string("start: \"group\" needs \"") + key +
+                       "\", a whole number from 0 to 4096, got " +
+                       (it == group.end() ? std::string("none") : it->dump()));
+    }
+    return it->get<int>();
+  };
+  if (!group.is_object()) {
+    throw UsageError("start: \"group\" must be an object (rank, size, device, rendezvous)");
+  }
+  RankSpec spec{count("rank"), count("size"), count("device"), ""};
+  if (spec.size < 1 || spec.rank >= spec.size) {
+    throw UsageError("start: \"group\": rank " + std::to_string(spec.rank) +
+                     " is outside a group of " + std::to_string(spec.size));
+  }
+  if (spec.size > 1) {
+    const auto it = group.find("rendezvous");
+    if (it == group.end() || !it->is_string() || it->get<std::string>().empty()) {
+      throw UsageError("start: \"group\" of " + std::to_string(spec.size) +
+                       " ranks needs \"rendezvous\", the path of its rendezvous file");
+    }
+    spec.rendezvous = it->get<std::string>();
+  }
+  return spec;
+}
+
+// The device the run computes on: the rank's GPU in a group; the one GPU of --gpus for an engine
+// that runs alone (an in-process host: only a supervisor forms a group); else --device's.
+std::unique_ptr<compute::Backend> openDevice(const TrainRunSettings& settings,
+                                             const StartRequest& request, const RankOpener& opener,
+                                             const DeviceLog& log) {
+  if (request.group) {
+    return opener.backend(*request.group);
+  }
+  if (settings.gpus.empty()) {
+    return openBackend(settings.device, log);
+  }
+  std::vector<int> devices;
+  try {
+    devices = group::parseGpuList(settings.gpus,
+                                  static_cast<int>(compute::queryGpuInventory().devices.size()));
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  if (devices.size() > 1) {
+    throw UsageError("--gpus " + settings.gpus +
+                     ": a group of GPUs is formed by the engine supervisor (lorascope-train "
+                     "train, the window), one engine per GPU; this engine runs alone");
+  }
+  return opener.backend(RankSpec{0, 1, devices.front(), ""});
+}
+
+// The group a rank joins once its run is open (rank 0) or before it opens it (the others): none
+// for a group of one. The barrier: every rank has joined, so rank 0's folder is there to read.
+std::unique_ptr<group::Collective> joinGroup(const StartRequest& request,
+                                             const RankOpener& opener) {
+  if (!request.group || request.group->size < 2) {
+    return nullptr;
+  }
+  std::unique_ptr<group::Collective> collective = opener.join(*request.group);
+  collective->barrier();
+  return collective;
+}
+
+// --batch-size auto plans one card's free memory; every rank of a group must run the same
+// micro-batch (its share of each step is counted in micro-batches).
+void checkGroupSettings(const TrainRunSettings& settings, const StartRequest& request) {
+  if (request.group && request.group->size > 1 && settings.autoMicroBatch) {
+    throw UsageError(
+        "--batch-size auto plans one GPU's free memory, and every GPU of a group "
+        "must run the same micro-batch: give --batch-size a number with --gpus " +
+        settings.gpus);
+  }
+}
+
+// A run's settings as its config.json recorded them, its data checked against the fingerprint
+// it started with.
+TrainRunSettings recordedSettings(const train::RunDirectory& run) {
+  const std::string configFile = common::pathText(run.dir() / train::kRunConfigFile);
+  const common::JsonReader recorded(run.config(), configFile + ": ",
+                                    [](const std::string& message) { throw UsageError(message); });
+  TrainRunSettings settings = settingsFromJson(recorded.object("training").value(), configFile);
+  const std::string dataPath = recorded.string("data_path");
+  const std::string fingerprint = recorded.stringOr("data_fingerprint", "");
+  if (const std::string now = fileFingerprint(dataPath); now != fingerprint) {
+    throw std::runtime_error(dataPath + ": the data file changed since the run started (" + now +
+                             ", recorded " + fingerprint + "); restore it or start a new run");
+  }
+  return settings;
+}
+
+// A rank other than 0: its GPU, the group, then the run rank 0 opened, to read.
+OpenedRun openAsRank(const std::string& out, const StartRequest& request,
+                     const RankOpener& opener) {
+  std::unique_ptr<compute::Backend> backend = opener.backend(*request.group);
+  std::unique_ptr<group::Collective> collective = joinGroup(request, opener);
+  train::RunDirectory run =
+      train::RunDirectory::open(common::pathFromUtf8(out), train::RunDirectory::Access::Read);
+  TrainRunSettings settings = recordedSettings(run);
+  return OpenedRun{std::move(settings), std::move(backend), std::move(run), request.group->rank,
+                   std::move(collective)};
+}
+
 }  // namespace
 
 StartRequest StartRequest::of(const json& config) {
@@ -82,6 +194,9 @@ StartRequest StartRequest::of(const json& config) {
       throw UsageError("start: \"run_lock_holder\" must be a process id, got " +
                        std::to_string(*holder));
     request.runLockHolder = static_cast<std::uint32_t>(*holder);
+  }
+  if (config.contains("group")) {
+    request.group = rankSpecOf(config["group"]);
   }
   if (!request.resumes())
     return request;  // the rest is a resume's
@@ -95,30 +210,27 @@ StartRequest StartRequest::of(const json& config) {
   return request;
 }
 
-OpenedRun openRun(const json& config, const DeviceLog& log) {
+OpenedRun openRun(const json& config, const DeviceLog& log, const RankOpener& opener) {
   const std::string out = requiredString(config, "out");
   const StartRequest request = StartRequest::of(config);
+  if (request.group && request.group->rank > 0) {
+    return openAsRank(out, request, opener);
+  }
   if (request.resumes()) {
     train::RunDirectory run = train::RunDirectory::open(
         common::pathFromUtf8(out), train::RunDirectory::Access::Write, request.runLockHolder);
     // The run's config.json, read back through the one strict reader (common/JsonReader.h).
-    const std::string configFile = common::pathText(run.dir() / train::kRunConfigFile);
-    const common::JsonReader recorded(
-        run.config(), configFile + ": ",
-        [](const std::string& message) { throw UsageError(message); });
-    TrainRunSettings settings = settingsFromJson(recorded.object("training").value(), configFile);
-    if (config.contains("device")) {
+    TrainRunSettings settings = recordedSettings(run);
+    if (config.contains("device") && !request.group) {
       // This session only: config.json keeps the device the run started with.
       settings.device = requiredString(config, "device");
+      settings.gpus.clear();  // a device asked for now is one device
     }
-    std::unique_ptr<compute::Backend> backend = openBackend(settings.device, log);
-    const std::string dataPath = recorded.string("data_path");
-    const std::string fingerprint = recorded.stringOr("data_fingerprint", "");
-    if (const std::string now = fileFingerprint(dataPath); now != fingerprint) {
-      throw std::runtime_error(dataPath + ": the data file changed since the run started (" + now +
-                               ", recorded " + fingerprint + "); restore it or start a new run");
-    }
-    return OpenedRun{std::move(settings), std::move(backend), std::move(run)};
+    checkGroupSettings(settings, request);
+    std::unique_ptr<compute::Backend> backend = openDevice(settings, request, opener, log);
+    std::unique_ptr<group::Collective> collective = joinGroup(request, opener);
+    return OpenedRun{std::move(settings), std::move(backend), std::move(run), 0,
+                     std::move(collective)};
   }
   const bool demo = optionalFlag(config, "demo");
   std::string modelPath, dataPath;
@@ -132,13 +244,33 @@ OpenedRun openRun(const json& config, const DeviceLog& log) {
   }
   TrainRunSettings settings = defaultSettings(demo);
   applyOptions(settings, optionsOf(config));
+  checkGroupSettings(settings, request);
   // Before the folder is made, so that a start that cannot get its device leaves none behind.
-  std::unique_ptr<compute::Backend> backend = openBackend(settings.device, log);
+  std::unique_ptr<compute::Backend> backend = openDevice(settings, request, opener, log);
   // The protocol's paths are UTF-8 text: pathFromUtf8, not a narrow (ANSI on Windows) path.
   train::RunDirectory run = train::RunDirectory::create(
       common::pathFromUtf8(out), newRunConfig(modelPath, dataPath, demo, settings),
       request.runLockHolder);
-  return OpenedRun{std::move(settings), std::move(backend), std::move(run)};
+  std::unique_ptr<group::Collective> collective = joinGroup(request, opener);
+  return OpenedRun{std::move(settings), std::move(backend), std::move(run), 0,
+                   std::move(collective)};
+}
+
+const RankOpener& defaultRankOpener() {
+  static const RankOpener opener{
+      [](const RankSpec& spec) -> std::unique_ptr<compute::Backend> {
+        try {
+          return compute::createGpuBackend(spec.device);
+        } catch (const compute::NoGpuError& e) {
+          throw std::runtime_error("GPU " + std::to_string(spec.device) + " is not usable: " +
+                                   e.what() + " (lorascope-train devices lists the GPUs)");
+        }
+      },
+      [](const RankSpec& spec) {
+        return group::openNcclGroup({spec.rank, spec.size, spec.device,
+                                     common::pathFromUtf8(spec.rendezvous), kCollectiveTimeoutMs});
+      }};
+  return opener;
 }
 
 train::TrainingData loadRunData(const OpenedRun& opened, const model::ModelConfig& model,
@@ -187,7 +319,7 @@ std::optional<train::TrainerState> resumeState(const StartRequest& request, cons
       }
     }
   }
-  if (state)
+  if (state && opened.writes())
     run.truncateMetricsAfter(state->step);
   return state;
 }

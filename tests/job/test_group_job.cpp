@@ -1,0 +1,216 @@
+// test_group_job.cpp — the training job as a rank of a data-parallel group (job/EngineJob.h's
+// "group"), on CPU backends joined by the in-process group (the real NCCL group needs GPUs:
+// tests/group/gpu_group_nccl). Two ranks train the demo run: rank 0 writes the run (metrics,
+// state mirror, checkpoints, final adapter) and announces its steps, rank 1 reads the run rank 0
+// made and writes and announces nothing (Note [rank 0 writes] in group/RankPlan.h), and the
+// group's curve is one engine's. A malformed "group" is refused naming the field; --batch-size
+// auto is refused for a group; a dead peer's collective ends a rank's step as a sticky error.
+#include "TestRunner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "ExpectError.h"
+#include "TempDir.h"
+#include "group/InProcessCollective.h"
+#include "job/EngineJob.h"
+
+using namespace lorascope;
+using nlohmann::json;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+json demoRun(const std::string& out) {
+  return {{"demo", true},
+          {"out", out},
+          {"options",
+           {{"steps", 4},
+            {"batch-size", 2},
+            {"grad-accum", 2},
+            {"max-seq-len", 80},
+            {"lora-r", 4},
+            {"checkpoint-every", 2},
+            {"lora-dropout", 0.1}}}};
+}
+
+json asRank(json config, int rank, int size) {
+  config["group"] = {{"rank", rank}, {"size", size}, {"device", rank}, {"rendezvous", "unused"}};
+  return config;
+}
+
+// What one engine's job did: the steps it announced (returned or through its sink), its
+// checkpoint event, and its error.
+struct RankRun {
+  std::vector<double> losses;
+  std::vector<std::int64_t> announced;
+  engine::CheckpointEvent checkpoint;
+  std::string error;
+};
+
+RankRun runJob(const json& config, const job::RankOpener& opener) {
+  RankRun run;
+  std::mutex mutex;
+  const engine::EventSink sink = [&](const engine::TimedEvent& timed) {
+    if (const auto* step = std::get_if<engine::StepEvent>(&timed.event)) {
+      const std::lock_guard lock(mutex);
+      run.announced.push_back(step->step);
+      run.losses.push_back(step->loss);
+    }
+  };
+  try {
+    std::unique_ptr<engine::EngineJob> job = job::createRankJob(config, sink, opener);
+    engine::CancelFlag cancel;
+    while (!job->finished()) {
+      if (std::optional<engine::StepEvent> step = job->runStep(cancel)) {
+        sink(engine::TimedEvent{0, *step});
+      }
+    }
+    run.checkpoint = job->checkpoint();
+  } catch (const std::exception& e) {
+    run.error = e.what();
+  }
+  return run;
+}
+
+// CPU backends and an in-process group of `size` for the ranks' openers.
+struct CpuGroup {
+  explicit CpuGroup(int size) : members(group::makeInProcessGroup(size, 120'000)) {}
+  job::RankOpener opener() {
+    return {[](const job::RankSpec&) { return compute::createCpuBackend(); },
+            [this](const job::RankSpec& spec) {
+              return std::move(members.at(static_cast<std::size_t>(spec.rank)));
+            }};
+  }
+  std::vector<std::unique_ptr<group::Collective>> members;
+};
+
+std::size_t linesOf(const fs::path& file) {
+  std::ifstream in(file);
+  std::size_t lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    lines += line.empty() ? 0 : 1;
+  }
+  return lines;
+}
+
+// The names of a folder's entries; TensorBoard's event file without its time and host.
+std::vector<std::string> namesIn(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    names.push_back(name.starts_with("events.out.tfevents.") ? "events.out.tfevents" : name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+lstest::TempDir& cache() {
+  static lstest::TempDir dir;
+  return dir;
+}
+
+void useDemoCache() {
+  VERIFY(cache().isValid());
+  lstest::setEnvironment("LORASCOPE_CACHE_DIR", lstest::utf8Text(cache().path()));
+}
+
+}  // namespace
+
+TEST_CASE(rankZeroWritesTheRunAndRankOneOnlyTrains) {
+  useDemoCache();
+  lstest::TempDir dir;
+  const std::string alone = dir.filePath("alone"), grouped = dir.filePath("grouped");
+  const RankRun one = runJob(demoRun(alone), job::defaultRankOpener());
+  VERIFY2(one.error.empty(), one.error.c_str());
+
+  CpuGroup cpus(2);
+  const job::RankOpener opener = cpus.opener();
+  RankRun ranks[2];
+  std::thread peer([&] { ranks[1] = runJob(asRank(demoRun(grouped), 1, 2), opener); });
+  ranks[0] = runJob(asRank(demoRun(grouped), 0, 2), opener);
+  peer.join();
+  VERIFY2(ranks[0].error.empty(), ranks[0].error.c_str());
+  VERIFY2(ranks[1].error.empty(), ranks[1].error.c_str());
+
+  // Rank 0 announces every step once; rank 1 none, and it names no checkpoint.
+  COMPARE(ranks[0].announced, (std::vector<std::int64_t>{1, 2, 3, 4}));
+  VERIFY(ranks[1].announced.empty());
+  VERIFY(!ranks[0].checkpoint.path.empty());
+  COMPARE(ranks[1].checkpoint.path, std::string());
+  COMPARE(ranks[1].checkpoint.step, std::int64_t{4});
+  // One writer: a metrics line per step, the checkpoints and files one engine leaves.
+  COMPARE(linesOf(fs::path(grouped) / "metrics.jsonl"), std::size_t{4});
+  COMPARE(namesIn(fs::path(grouped) / "checkpoints"), namesIn(fs::path(alone) / "checkpoints"));
+  COMPARE(namesIn(grouped), namesIn(alone));
+  // The group's curve is one engine's (the micro-batches split between the ranks, dropout on).
+  COMPARE(ranks[0].losses.size(), one.losses.size());
+  for (std::size_t i = 0; i < one.losses.size(); ++i) {
+    VERIFY2(
+        std::fabs(ranks[0].losses[i] - one.losses[i]) <= 1e-4 * std::fabs(one.losses[i]),
+        lstest::format("step %zu: group %.8f, alone %.8f", i + 1, ranks[0].losses[i], one.losses[i])
+            .c_str());
+  }
+}
+
+TEST_CASE(aMalformedGroupIsRefusedNamingTheField) {
+  useDemoCache();
+  lstest::TempDir dir;
+  json config = demoRun(dir.filePath("run"));
+  config["group"] = {{"rank", 2}, {"size", 2}, {"device", 0}, {"rendezvous", "x"}};
+  COMPARE(runJob(config, job::defaultRankOpener()).error,
+          std::string("start: \"group\": rank 2 is outside a group of 2"));
+  config["group"] = {{"rank", 0}, {"size", 2}, {"device", 0}};
+  COMPARE(runJob(config, job::defaultRankOpener()).error,
+          std::string("start: \"group\" of 2 ranks needs \"rendezvous\", the path of its "
+                      "rendezvous file"));
+  config["group"] = {{"rank", "0"}, {"size", 2}, {"device", 0}, {"rendezvous", "x"}};
+  VERIFY(lstest::Message{runJob(config, job::defaultRankOpener()).error}.contains(
+      "\"group\" needs \"rank\""));
+}
+
+TEST_CASE(autoMicroBatchIsRefusedForAGroup) {
+  useDemoCache();
+  lstest::TempDir dir;
+  json config = demoRun(dir.filePath("run"));
+  config["options"]["batch-size"] = "auto";
+  config["options"]["gpus"] = "0,1";
+  CpuGroup cpus(2);
+  const RankRun refused = runJob(asRank(config, 0, 2), cpus.opener());
+  VERIFY(lstest::Message{refused.error}.contains("--batch-size auto"));
+  VERIFY(lstest::Message{refused.error}.contains("give --batch-size a number"));
+  VERIFY(!fs::exists(dir.path() / "run"));  // refused before the folder is made
+}
+
+TEST_CASE(aDeadPeerEndsTheStepAsAStickyCollectiveError) {
+  useDemoCache();
+  lstest::TempDir dir;
+  const std::string out = dir.filePath("run");
+  CpuGroup cpus(2);
+  group::Collective* peer = cpus.members[1].get();
+  const job::RankOpener opener = cpus.opener();
+  std::string sticky;
+  std::thread rank1([&] {
+    // Rank 1 joins, then dies before the first step's sum.
+    std::unique_ptr<group::Collective> own = opener.join({1, 2, 1, "unused"});
+    own->barrier();
+    group::failInProcessRank(*peer, 1, "killed by SIGKILL");
+  });
+  try {
+    std::unique_ptr<engine::EngineJob> job = job::createRankJob(
+        asRank(demoRun(out), 0, 2), [](const engine::TimedEvent&) {}, opener);
+    engine::CancelFlag cancel;
+    job->runStep(cancel);
+  } catch (const engine::StickyDeviceError& e) {
+    sticky = e.event().category + " " + e.event().op + ": " + e.what();
+  }
+  rank1.join();
+  VERIFY2(lstest::Message{sticky}.contains("collective all_reduce: "), sticky.c_str());
+  VERIFY2(lstest::Message{sticky}.contains("killed by SIGKILL"), sticky.c_str());
+}
