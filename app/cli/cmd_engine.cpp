@@ -8,6 +8,7 @@
 #include "cli/Commands.h"
 #include "compute/BuildInfo.h"
 #include "engine/StdioEngine.h"
+#include "group/NcclCollective.h"  // defines: probeCollectiveLibrary
 #include "job/CliArgs.h"
 #include "job/EngineJob.h"
 #include "job/GenerationService.h"  // defines: createGenerationRunner, generationHangCheck
@@ -23,6 +24,12 @@ engine::HelloEvent engineHello() {
   }
   hello.gpuRuntime = inventory.runtime;
   hello.noDeviceReason = inventory.unavailableReason;
+  const group::CollectiveLibrary library = group::probeCollectiveLibrary();
+  if (library.available) {
+    hello.collectiveLibrary = library.name + " " + library.version;
+  } else {
+    hello.noCollectiveReason = library.reason;
+  }
   return hello;
 }
 

@@ -55,6 +55,13 @@ constexpr common::EnumName<GenerationOutcome> kOutcomeNames[] = {
 static_assert(common::coversEnum(kStateNames) && common::coversEnum(kLevelNames) &&
               common::coversEnum(kAnswerNames) && common::coversEnum(kOutcomeNames));
 
+// The card of a memory or queue reading (the GPU's device index), when the reading names one.
+std::optional<int> cardOf(const Fields& f) {
+  if (!f.has("card"))
+    return std::nullopt;
+  return static_cast<int>(f.integer("card", 0, 4096));
+}
+
 // A generate command, checked so that the engine may rely on its values.
 GenerateCommand decodeGenerate(const Fields& f) {
   GenerateCommand c;
@@ -295,6 +302,10 @@ std::string encodeEvent(const TimedEvent& timed) {
               out["gpu_runtime"] = e.gpuRuntime;
             if (!e.noDeviceReason.empty())
               out["no_device_reason"] = e.noDeviceReason;
+            if (!e.collectiveLibrary.empty())
+              out["collective_library"] = e.collectiveLibrary;
+            if (!e.noCollectiveReason.empty())
+              out["no_collective_reason"] = e.noCollectiveReason;
           },
           [&](const StateEvent& e) {
             out["state"] = toString(e.state);
@@ -321,6 +332,8 @@ std::string encodeEvent(const TimedEvent& timed) {
                 out[key] = **value;
               }
             }
+            if (e.card)
+              out["card"] = *e.card;
           },
           [&](const QueueEvent& e) {
             out["streams"] = json::array();
@@ -331,6 +344,8 @@ std::string encodeEvent(const TimedEvent& timed) {
               }
               out["streams"].push_back(std::move(stream));
             }
+            if (e.card)
+              out["card"] = *e.card;
           },
           [&](const SnapshotEvent& e) { out["snapshot"] = e.snapshot; },
           [&](const LogEvent& e) {
@@ -429,6 +444,10 @@ TimedEvent decodeEvent(std::string_view line) {
       e.gpuRuntime = f.string("gpu_runtime");
     if (f.has("no_device_reason"))
       e.noDeviceReason = f.string("no_device_reason");
+    if (f.has("collective_library"))
+      e.collectiveLibrary = f.string("collective_library");
+    if (f.has("no_collective_reason"))
+      e.noCollectiveReason = f.string("no_collective_reason");
     out.event = std::move(e);
   } else if (type == "state") {
     out.event = StateEvent{f.choice("state", kStateNames), f.integer("step"), f.string("detail")};
@@ -447,7 +466,8 @@ TimedEvent decodeEvent(std::string_view line) {
                             f.optionalUnsigned("largest_request_bytes"),
                             f.optionalUnsigned("inactive_split_bytes"),
                             f.optionalUnsigned("largest_free_at_peak_bytes"),
-                            f.optionalUnsigned("inactive_split_at_peak_bytes")};
+                            f.optionalUnsigned("inactive_split_at_peak_bytes"),
+                            cardOf(f)};
   } else if (type == "queue") {
     QueueEvent e;
     for (std::size_t i = 0; i < f.array("streams").size(); ++i) {
@@ -458,6 +478,7 @@ TimedEvent decodeEvent(std::string_view line) {
       }
       e.streams.push_back(std::move(depth));
     }
+    e.card = cardOf(f);
     out.event = std::move(e);
   } else if (type == "snapshot") {
     out.event = SnapshotEvent{f.object("snapshot").value()};

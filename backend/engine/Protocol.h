@@ -101,6 +101,12 @@ struct HelloEvent {
   // the wire ("gpu_runtime", "no_device_reason"), empty when not said.
   std::string gpuRuntime = {};
   std::string noDeviceReason = {};
+  // The collective library a group of GPUs would run on ("NCCL 2.28.9"), or why there is none
+  // (group/NcclCollective.h: the cpu flavour, Windows, a library that does not load): what the
+  // supervisor checks a start with several GPUs against. Optional on the wire
+  // ("collective_library", "no_collective_reason"), empty when not said.
+  std::string collectiveLibrary = {};
+  std::string noCollectiveReason = {};
 };
 
 enum class RunState { Idle, Starting, Running, Paused, Stopping, Finished, Failed };
@@ -148,6 +154,9 @@ struct MemoryEvent {
   std::optional<std::uint64_t> inactiveSplitBytes = {};
   std::optional<std::uint64_t> largestFreeAtPeakBytes = {};
   std::optional<std::uint64_t> inactiveSplitAtPeakBytes = {};
+  // The GPU (device index) of the reading, set by the supervisor of a group of GPUs on every
+  // rank's readings (engine/Supervisor.h); unset for a run on one device. Optional on the wire.
+  std::optional<int> card = {};
 };
 
 struct QueueDepth {
@@ -160,6 +169,7 @@ struct QueueDepth {
 };
 struct QueueEvent {
   std::vector<QueueDepth> streams;
+  std::optional<int> card = {};  // as MemoryEvent::card
 };
 
 struct SnapshotEvent {

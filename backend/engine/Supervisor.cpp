@@ -11,14 +11,6 @@
 namespace lorascope::engine {
 namespace {
 
-std::string describeExit(const EngineExit& exit) {
-  if (exit.failedToStart)
-    return "the engine process could not be started";
-  return exit.crashed ? "the engine process was killed by a signal" +
-                            (exit.signal.empty() ? std::string() : " (" + exit.signal + ")")
-                      : "the engine process exited with code " + std::to_string(exit.exitCode);
-}
-
 // The host's RAM, for telling the out-of-memory killer from other kills (0: unknown).
 std::uint64_t hostTotalBytes() {
   static const std::uint64_t total = [] {
@@ -34,6 +26,14 @@ std::uint64_t hostTotalBytes() {
 
 }  // namespace
 
+std::string Supervisor::describeExit(const EngineExit& exit) {
+  if (exit.failedToStart)
+    return "the engine process could not be started";
+  return exit.crashed ? "the engine process was killed by a signal" +
+                            (exit.signal.empty() ? std::string() : " (" + exit.signal + ")")
+                      : "the engine process exited with code " + std::to_string(exit.exitCode);
+}
+
 Supervisor::Supervisor(EngineLauncher& launcher, profiles::Profile profile, SupervisorPolicy policy,
                        EventSink publish, std::function<void(bool)> connectedChanged,
                        runtime::NowMs nowMs)
@@ -47,6 +47,7 @@ Supervisor::Supervisor(EngineLauncher& launcher, profiles::Profile profile, Supe
 
 Supervisor::~Supervisor() {
   host_.reset();  // the engine ends before the run's lock is let go
+  retireRanks();
 }
 
 void Supervisor::start() {
@@ -56,7 +57,7 @@ void Supervisor::start() {
 
 std::unique_ptr<SupervisableHost> Supervisor::releaseEngine() {
   hangDeadlineMs_.reset();
-  ++engineId_;  // whatever it still reports is no longer ours
+  engineId_ = ++launches_;  // whatever it still reports is no longer ours
   return std::move(host_);
 }
 
@@ -73,7 +74,8 @@ void Supervisor::startEngine() {
   engineStartedMs_ = elapsedMs();
   preparing_ = false;
   unansweredStarts_.clear();
-  host_ = launcher_.launch(++engineId_, profile_.environment, profile_.engine);
+  engineId_ = ++launches_;
+  host_ = launcher_.launch(engineId_, profile_.environment, profile_.engine);
 }
 
 void Supervisor::retireEngine() {
@@ -119,6 +121,8 @@ void Supervisor::resumeRun() {
   startEngine();
   config["resume_from_mirror"] = true;
   config["announced_through"] = lastStep_;  // the engine replays the completed steps after it
+  if (!groupDevices_.empty())
+    formGroup(config);
   host_->send(StartCommand{config});
   unansweredStarts_.emplace_back();  // the run's own
   sendRungToggles();
@@ -127,8 +131,38 @@ void Supervisor::resumeRun() {
 void Supervisor::send(const Command& command) {
   Command forwarded = command;              // a start tells the engine who holds the run's lock
   std::optional<nlohmann::json> undecided;  // a start the engine's answer decides
+  bool groupStart = false;                  // a start of a run on several GPUs
+  if (inGroup() && running_) {
+    if (const std::string why = refusedInGroup(command); !why.empty()) {
+      const std::string type(commandType(command));
+      if (const auto* set = std::get_if<SetToggleCommand>(&command)) {
+        publish(ToggleRefusedEvent{set->toggle, set->value, why, lastStep_});
+      } else {
+        publish(ErrorEvent{"command", type, 0, "'" + type + "' refused: " + why,
+                           "stop the run and resume it", false});
+      }
+      return;
+    }
+  }
   if (auto* start = std::get_if<StartCommand>(&forwarded)) {
     if (!running_) {
+      groupDevices_.clear();
+      if (const std::optional<std::string> gpus = gpusOfStart(start->runConfig)) {
+        if (!hello_) {
+          startAwaitingHello_ = *start;  // sent again once the engine says what it has
+          if (!host_ && !planned_)
+            startEngine();
+          return;
+        }
+        std::string problem;
+        std::vector<int> devices = groupDevicesFor(*gpus, problem);
+        if (!problem.empty()) {
+          refuseStart(problem);
+          return;
+        }
+        groupDevices_ = std::move(devices);
+        groupStart = true;
+      }
       holdRunLock(start->runConfig);
       adoptRun(start->runConfig);
     } else {
@@ -160,8 +194,12 @@ void Supervisor::send(const Command& command) {
     }
     generating_ = generation->id;
   }
+  if (host_ && groupStart)
+    formGroup(std::get<StartCommand>(forwarded).runConfig);
   if (host_)
     host_->send(forwarded);
+  if (std::holds_alternative<SetToggleCommand>(command))
+    sendToRanks(command);
   if (host_ && std::holds_alternative<StartCommand>(command)) {
     // A new run starts on the current rung's toggles and the profile's; a start the engine may
     // refuse gets them when it is taken: sent now they would reach the run in progress (the
@@ -178,8 +216,11 @@ void Supervisor::engineConnected(int engineId, bool connected) {
 }
 
 void Supervisor::engineEvent(int engineId, const TimedEvent& timed) {
-  if (engineId != engineId_)
+  if (engineId != engineId_) {
+    if (Rank* rank = rankOf(engineId))
+      rankEvent(*rank, timed);
     return;
+  }
   const std::int64_t now = elapsedMs();
   if (std::holds_alternative<ProgressEvent>(timed.event)) {
     if (hangDeadlineMs_) {
@@ -194,6 +235,11 @@ void Supervisor::engineEvent(int engineId, const TimedEvent& timed) {
       memory && memory->hostAvailableBytes) {
     hostMemory_ = runtime::HostMemory{*memory->hostAvailableBytes, hostTotalBytes()};
   }
+  if (inGroup() && (std::holds_alternative<MemoryEvent>(timed.event) ||
+                    std::holds_alternative<QueueEvent>(timed.event))) {
+    publishReading(groupDevices_.front(), timed);  // rank 0's reading, tagged with its card
+    return;
+  }
   if (const auto* state = std::get_if<StateEvent>(&timed.event)) {
     if (state->state == RunState::Starting)
       startAnswered(true);
@@ -204,6 +250,7 @@ void Supervisor::engineEvent(int engineId, const TimedEvent& timed) {
     } else if (state->state == RunState::Finished ||
                (state->state == RunState::Failed && !lastStickyError_)) {
       running_ = false;  // a sticky failure is followed by the engine's exit and a recovery
+      retireRanks();     // rank 0's run is over: the others may wait in a collective on it
       runLock_.reset();  // before the end is told: whoever hears it may take the folder
     }
     if (state->state == RunState::Running) {
@@ -229,6 +276,14 @@ void Supervisor::engineEvent(int engineId, const TimedEvent& timed) {
     generating_.reset();
   }
   publish_(TimedEvent{toSupervisorTime(timed.timeMs), timed.event});
+  if (const auto* hello = std::get_if<HelloEvent>(&timed.event)) {
+    hello_ = *hello;
+    if (startAwaitingHello_) {
+      const StartCommand start = std::move(*startAwaitingHello_);
+      startAwaitingHello_.reset();
+      send(start);
+    }
+  }
 }
 
 void Supervisor::checkHang() {
@@ -246,8 +301,11 @@ void Supervisor::checkHang() {
 }
 
 void Supervisor::engineExited(int engineId, const EngineExit& exit) {
-  if (engineId != engineId_)
+  if (engineId != engineId_) {
+    if (Rank* rank = rankOf(engineId))
+      rankExited(*rank, exit);
     return;
+  }
   onExit(exit);
 }
 
@@ -269,6 +327,13 @@ void Supervisor::onExit(const EngineExit& exit) {
   if (planned_) {
     const PlannedRestart planned = *planned_;
     planned_.reset();
+    if (planned.error && inGroup() && running_) {
+      if (!planned.groupFault)
+        groupFaults_.push_back(group::RankFault{0, *planned.error, std::nullopt, false});
+      recoverGroup(planned.what);
+      return;
+    }
+    retireRanks();  // a profile switch restarts every rank
     if (planned.error) {
       recover(*planned.error, planned.what);
     } else if (planned.resume && runConfig_) {
@@ -284,6 +349,7 @@ void Supervisor::onExit(const EngineExit& exit) {
     lastStickyError_.reset();
     if (running_) {
       running_ = false;
+      retireRanks();
       runLock_.reset();
       publish(StateEvent{RunState::Failed, lastStep_, describeExit(exit)});
     }
@@ -308,12 +374,19 @@ void Supervisor::onExit(const EngineExit& exit) {
       : lastStickyError_ ? runtime::classifyError(lastStickyError_->category,
                                                   lastStickyError_->message, lastStickyError_->op)
                          : runtime::classifyError("", exit.stderrTail);
+  if (inGroup() && running_) {
+    groupFaults_.push_back(lastStickyError_ ? faultOfError(0, *lastStickyError_)
+                                            : group::RankFault{0, error, std::nullopt, false});
+    recoverGroup(describeExit(exit) + " (rank 0) after step " + std::to_string(lastStep_));
+    return;
+  }
   recover(error, describeExit(exit) + (generationDied_ && !running_
                                            ? std::string(" while generating")
                                            : " after step " + std::to_string(lastStep_)));
 }
 
-void Supervisor::recover(const runtime::ErrorClass& error, const std::string& what) {
+void Supervisor::recover(const runtime::ErrorClass& error, const std::string& what,
+                         std::optional<runtime::RecoveryRung> groupRung) {
   lastStickyError_.reset();
   const bool generation = std::exchange(generationDied_, false);
   if (!runConfig_ || !running_) {
@@ -337,7 +410,9 @@ void Supervisor::recover(const runtime::ErrorClass& error, const std::string& wh
   ++restarts_;
   const runtime::RecoveryRung before = rung_;
   if (policy_.climbLadder) {
-    if (auto next = runtime::nextRung(rung_, error)) {
+    if (groupRung) {
+      rung_ = *groupRung;
+    } else if (auto next = runtime::nextRung(rung_, error)) {
       rung_ = *next;
     }
   }
@@ -377,9 +452,9 @@ void Supervisor::undoRung() {
       for (const settings::Setting* s : settings::registry().setByRung(runtime::RecoveryRung(r))) {
         if (s->ladder->halves) {
           if (step.microBatch > 0)
-            host_->send(SetToggleCommand{*s->toggle, step.microBatch});
+            sendToAllRanks(SetToggleCommand{*s->toggle, step.microBatch});
         } else {
-          host_->send(SetToggleCommand{
+          sendToAllRanks(SetToggleCommand{
               *s->toggle,
               profiles::toggleValue(profile_.toggles, *s->toggle).value_or(s->ladder->offValue)});
         }
@@ -392,7 +467,7 @@ void Supervisor::undoRung() {
 
 void Supervisor::sendRungToggles(bool profileSwitch) {
   auto set = [this](const Toggle& toggle, nlohmann::json value) {
-    host_->send(SetToggleCommand{toggle, std::move(value)});
+    sendToAllRanks(SetToggleCommand{toggle, std::move(value)});  // every rank computes alike
   };
   for (const auto& [toggle, value] : profile_.toggles) {
     if (toggle != Toggle::CpuFallback || value == true || profileSwitch) {

@@ -19,6 +19,23 @@
 // is not resumed: when its engine dies, the supervisor ends it (a failed generation_end naming
 // how the engine died), records the incident and starts a new engine for the next one.
 //
+// A group of GPUs (a start whose run names several with --gpus: the start's options, its own
+// "gpus" on a resume, or the resumed run's config.json) is formed here, once the engine's hello
+// has said which GPUs and which collective library this machine has (a start waits for it): the
+// list is checked against them (a repeat, a GPU the machine lacks, no NCCL/RCCL: the start is
+// refused with the reason), then the running engine becomes rank 0 and one more engine is started
+// per other GPU, each told its rank, the group's size, its GPU and a fresh rendezvous file (the
+// start's "group", job/EngineJob.h), and each told that this supervisor holds the run's lock.
+// Rank 0's events are the run's; the other ranks' memory and queue readings are passed on tagged
+// with their card (rank 0's too), their warnings and errors named by rank, the rest dropped (Note
+// [rank 0 writes] in group/RankPlan.h). One rank's exit, crash, sticky error or hang ends every
+// other rank and restarts them all from the newest state through group::planGroupRecovery: the
+// ladder applies to every rank, the CPU rung makes the run one engine on the CPU, and a GPU that
+// disappears stops the run with the choice to continue on the others (its failed state says how).
+// Toggles reach every rank; stop, checkpoints, snapshots and generation go to rank 0, and the
+// other ranks are ended once rank 0's run is over. Pausing a group and changing its micro-batch
+// during the run are refused (the ranks must change at the same step; a restart does that).
+//
 // This class is the logic only, plain C++ and single-threaded: every call comes from one thread,
 // time comes from an injected clock, engines come from an EngineLauncher, and what the engines
 // report is handed in by the caller (engineEvent, engineExited). SupervisorHost runs it on a
@@ -37,6 +54,7 @@
 #include "engine/EngineHost.h"
 #include "engine/IsolatedHost.h"  // defines: EngineExit
 #include "engine/RunFolderLock.h"
+#include "group/GroupRecovery.h"  // defines: RankFault
 #include "profiles/Profile.h"
 #include "runtime/ErrorClassifier.h"
 #include "runtime/QueueTracker.h"  // defines: NowMs
@@ -104,6 +122,10 @@ class Supervisor {
   bool isConnected() const { return host_ != nullptr && host_->isConnected(); }
   // The running engine's process id, 0 when none runs.
   std::int64_t engineProcessId() const { return host_ ? host_->processId() : 0; }
+  // The GPUs of the running group, rank r on groupDevices()[r]; empty for one engine.
+  const std::vector<int>& groupDevices() const { return groupDevices_; }
+  // Ends the group's other ranks (after rank 0 was released: they may wait in a collective on it).
+  void releaseRanks() { retireRanks(); }
   void setClimbLadder(bool climb) { policy_.climbLadder = climb; }
 
  private:
@@ -112,7 +134,15 @@ class Supervisor {
   struct PlannedRestart {
     std::optional<runtime::ErrorClass> error;  // hang: recover from it; none: profile switch
     std::string what;
-    bool resume = false;  // a run was in progress when the restart was planned
+    bool resume = false;      // a run was in progress when the restart was planned
+    bool groupFault = false;  // another rank failed: groupFaults_ holds why
+  };
+  // A rank of the group other than rank 0 (which is host_).
+  struct Rank {
+    int engineId = 0;
+    int rank = 0;
+    std::unique_ptr<SupervisableHost> host;
+    bool sticky = false;  // it reported a sticky error (its fault is in groupFaults_)
   };
 
   void startEngine();
@@ -126,7 +156,38 @@ class Supervisor {
   void startAnswered(bool taken);
   void resumeRun();
   void onExit(const EngineExit& exit);
-  void recover(const runtime::ErrorClass& error, const std::string& what);
+  // `groupRung`: the rung a group's plan chose (group::planGroupRecovery), else the ladder's next.
+  void recover(const runtime::ErrorClass& error, const std::string& what,
+               std::optional<runtime::RecoveryRung> groupRung = std::nullopt);
+  // ---- the group (Supervisor.h's paragraph on groups; SupervisorGroup.cpp)
+  bool inGroup() const { return groupDevices_.size() > 1; }
+  // The GPUs a start asks for, when it asks ("0,1", "all").
+  static std::optional<std::string> gpusOfStart(const nlohmann::json& config);
+  // The GPUs of `gpus` on this machine (the engine's hello); a problem names the value and why.
+  std::vector<int> groupDevicesFor(const std::string& gpus, std::string& problem) const;
+  // A start refused before any engine ran it.
+  void refuseStart(const std::string& problem);
+  // Makes `config` rank 0's start of the group on groupDevices_ and starts the other ranks.
+  void formGroup(nlohmann::json& config);
+  // Ends and drops the other ranks; removes the rendezvous file.
+  void retireRanks();
+  void sendToRanks(const Command& command);  // the ranks besides rank 0
+  void sendToAllRanks(const Command& command);
+  // A memory or queue reading of the group's GPU `card`, passed on tagged with it.
+  void publishReading(int card, const TimedEvent& timed);
+  // A rank's sticky error as its fault (a collective's error names the collective).
+  static group::RankFault faultOfError(int rank, const ErrorEvent& error);
+  static std::string describeExit(const EngineExit& exit);
+  Rank* rankOf(int engineId);
+  void rankEvent(Rank& rank, const TimedEvent& event);
+  void rankExited(Rank& rank, const EngineExit& exit);
+  // A rank failed: every rank ends, and the group restarts through group::planGroupRecovery.
+  void rankFailed(const std::string& what);
+  // A rank's run failed for good (its start was refused): every rank ends, the run fails.
+  void failGroupRun(const std::string& why);
+  void recoverGroup(const std::string& what);
+  // A command a group cannot take (pause; a micro-batch change): why, else "".
+  std::string refusedInGroup(const Command& command) const;
   // Ends the generation the dead engine left open, if any, naming the sticky error it reported
   // before it exited (a hang); true when there was one.
   bool endOpenGeneration(const EngineExit& exit);
@@ -176,6 +237,17 @@ class Supervisor {
   // has run no GPU step; a crash then is a HostCrash (runtime/ErrorClassifier.h).
   bool preparing_ = false;
   runtime::RecoveryRung rung_ = runtime::RecoveryRung::VendorBlas;
+  // The group: the engines' hello (the GPUs and the collective library), a start waiting for it,
+  // the run's GPUs (rank r on groupDevices_[r]; empty: one engine), the ranks besides rank 0, the
+  // group's rendezvous file and the faults of the group being ended, in the order seen.
+  std::optional<HelloEvent> hello_;
+  std::optional<StartCommand> startAwaitingHello_;
+  std::vector<int> groupDevices_;
+  std::vector<Rank> ranks_;
+  std::string rendezvous_;
+  int groupsFormed_ = 0;
+  std::vector<group::RankFault> groupFaults_;
+  int launches_ = 0;  // engines launched, rank 0 and the others: each one's id
   // Each step down the ladder took, newest last, for undo: the rung before and the micro-batch
   // the run had then.
   struct RungStep {

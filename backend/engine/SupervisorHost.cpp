@@ -123,7 +123,8 @@ void SupervisorHost::loop() {
     }
   }
   // The engine shuts down here, while its reports can still be queued (they are not served).
-  supervisor_->releaseEngine().reset();
+  supervisor_->releaseEngine().reset();  // rank 0 first: it checkpoints as its input ends
+  supervisor_->releaseRanks();           // then a group's other ranks
   connected_ = false;
   processId_ = 0;
 }

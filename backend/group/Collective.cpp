@@ -19,6 +19,16 @@ const char* collectiveOpName(CollectiveOp op) {
   return "unknown";
 }
 
+std::optional<CollectiveOp> parseCollectiveOp(std::string_view name) {
+  for (const CollectiveOp op : {CollectiveOp::AllReduce, CollectiveOp::Broadcast,
+                                CollectiveOp::Barrier, CollectiveOp::Init}) {
+    if (name == collectiveOpName(op)) {
+      return op;
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<Bucket> bucketsOf(std::size_t count, std::size_t bucketElements) {
   const std::size_t size = std::max<std::size_t>(bucketElements, 1);
   std::vector<Bucket> buckets;

@@ -15,14 +15,18 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lorascope::group {
 
 enum class CollectiveOp : std::uint8_t { AllReduce, Broadcast, Barrier, Init };
 const char* collectiveOpName(CollectiveOp op);  // "all_reduce", "broadcast", "barrier", "init"
+// The collective a name stands for (a rank's error event names it); none for any other word.
+std::optional<CollectiveOp> parseCollectiveOp(std::string_view name);
 
 // A collective that failed or timed out on this rank: the message names the collective, the
 // rank and the group's size, and what the library or the other ranks said.

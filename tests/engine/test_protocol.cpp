@@ -285,3 +285,35 @@ TEST_CASE(helloCarriesTheGpuRuntimeWhenSaid) {
   COMPARE(std::get<HelloEvent>(decodeEvent(encodeEvent({0, none})).event).noDeviceReason,
           std::string("this is the cpu build"));
 }
+
+// The collective library (or why there is none) and a reading's card: on the wire only when said;
+// a card outside 0..4096 is refused.
+TEST_CASE(helloNamesTheCollectiveLibraryAndReadingsTheirCard) {
+  HelloEvent hello{kProtocolVersion, "0.1.0", "hip-nvidia", {}};
+  VERIFY(encodeEvent({0, hello}).find("collective") == std::string::npos);
+  hello.collectiveLibrary = "NCCL 2.28.9";
+  COMPARE(std::get<HelloEvent>(decodeEvent(encodeEvent({0, hello})).event).collectiveLibrary,
+          std::string("NCCL 2.28.9"));
+  HelloEvent none{kProtocolVersion, "0.1.0", "cpu", {}};
+  none.noCollectiveReason = "this lorascope-train is the cpu flavour";
+  COMPARE(std::get<HelloEvent>(decodeEvent(encodeEvent({0, none})).event).noCollectiveReason,
+          none.noCollectiveReason);
+
+  MemoryEvent memory;
+  memory.allocatedBytes = 5;
+  VERIFY(encodeEvent({0, memory}).find("card") == std::string::npos);
+  VERIFY(!std::get<MemoryEvent>(decodeEvent(encodeEvent({0, memory})).event).card);
+  memory.card = 3;
+  COMPARE(std::get<MemoryEvent>(decodeEvent(encodeEvent({0, memory})).event).card,
+          std::optional<int>(3));
+  QueueEvent queue{{{"compute", 2}}, 1};
+  COMPARE(std::get<QueueEvent>(decodeEvent(encodeEvent({0, queue})).event).card,
+          std::optional<int>(1));
+  std::string refused = "<accepted>";
+  try {
+    decodeEvent(R"({"v":1,"t_ms":5,"type":"queue","streams":[],"card":-1})");
+  } catch (const ProtocolError& e) {
+    refused = e.what();
+  }
+  VERIFY2(lstest::Message{refused}.contains("card"), refused.c_str());
+}

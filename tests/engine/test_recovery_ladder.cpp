@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 
+#include "StandInEngines.h"
 #include "common/Platform.h"
 #include "engine/Supervisor.h"
 #include "profiles/Builtins.h"
@@ -24,51 +25,13 @@ using lorascope::runtime::RecoveryRung;
 
 namespace {
 
-// What the supervisor did to one stand-in engine.
-struct EngineRecord {
-  int id = 0;
-  std::map<std::string, std::string> environment;
-  std::vector<Command> sent;
-  bool killed = false;
-  bool inputClosed = false;
-  bool connected = true;
-};
-
-class FakeEngine : public SupervisableHost {
- public:
-  explicit FakeEngine(std::shared_ptr<EngineRecord> record) : record_(std::move(record)) {}
-  void send(const Command& command) override { record_->sent.push_back(command); }
-  bool isConnected() const override { return record_->connected; }
-  void closeInput() override { record_->inputClosed = true; }
-  void kill() override { record_->killed = true; }
-  std::int64_t processId() const override { return 1000 + record_->id; }
-
- private:
-  std::shared_ptr<EngineRecord> record_;
-};
-
-class FakeLauncher : public EngineLauncher {
- public:
-  std::unique_ptr<SupervisableHost> launch(int engineId,
-                                           const std::map<std::string, std::string>& environment,
-                                           const lorascope::profiles::EngineLocation&) override {
-    auto record = std::make_shared<EngineRecord>();
-    record->id = engineId;
-    record->environment = environment;
-    engines.push_back(record);
-    return std::make_unique<FakeEngine>(record);
-  }
-  std::unique_ptr<RunFolderLock> holdRunFolder(const nlohmann::json& start) override {
-    return lockRuns ? RunFolderLock::take(start) : nullptr;
-  }
-  std::vector<std::shared_ptr<EngineRecord>> engines;
-  bool lockRuns = false;  // hold the runs' locks, as the launcher of child processes does
-};
+using lorascope::test::EngineRecord;
+using lorascope::test::FakeLauncher;
 
 // The supervisor under test with its launcher, its clock and what it published.
 const nlohmann::json kRunConfig = {{"out", "/runs/x"}, {"demo", true}};
 
-struct Rig {
+struct Rig : lorascope::test::SupervisorRigBase {
   explicit Rig(SupervisorPolicy policy = {})
       : supervisor(
             launcher, lorascope::profiles::defaultProfile(), policy,
@@ -103,19 +66,6 @@ struct Rig {
     nowMs += ms;
     supervisor.checkHang();
   }
-  template <typename T>
-  std::vector<T> all() const {
-    std::vector<T> out;
-    for (const TimedEvent& e : published) {
-      if (const auto* t = std::get_if<T>(&e.event))
-        out.push_back(*t);
-    }
-    return out;
-  }
-
-  std::int64_t nowMs = 0;
-  FakeLauncher launcher;
-  std::vector<TimedEvent> published;
   Supervisor supervisor;
 };
 
