@@ -94,9 +94,14 @@
 #                                  transport alone (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1), each
 #                                  rank's curve against the one-GPU curve, then the trainer's
 #                                  tokens/s alone and as 2 ranks on the Qwen2.5-0.5B and
-#                                  Llama-3.2-1B shapes (micro-batch 8 x 512 per GPU). NCCL refuses
-#                                  two ranks on one GPU, so one GPU runs the one-rank checks only
-#                                  and says so. Report in $OUT/group.txt
+#                                  Llama-3.2-1B shapes (micro-batch 8 x 512 per GPU), then the
+#                                  product as a user runs it: `lorascope-train train --demo --gpus
+#                                  0,1` (one engine per GPU under the supervisor) against `--gpus 0`
+#                                  at the same effective batch, 50 steps, each loss within 1e-3
+#                                  relative (tests/group/compare_curves.py; LORASCOPE_TRAIN: a
+#                                  hip-nvidia lorascope-train carried in, else built there). NCCL
+#                                  refuses two ranks on one GPU, so one GPU runs the one-rank checks
+#                                  only and says so. Report in $OUT/group.txt
 #   scripts/gpu-check.sh torchrun-nccl
 #                                  there (2 GPUs: the nvidia-h200-x2 kind): a 2-process torchrun job
 #                                  of tests/external/scripts/ddp_train.py (DistributedDataParallel,
@@ -497,7 +502,7 @@ run_group() {
     cmake --preset hip-nvidia -DLORASCOPE_BUILD_GUI=OFF \
       -DLORASCOPE_EXTRA_INCLUDE_DIR="$repo/.device/include" >"$out/configure.log" 2>&1 ||
       { tail -40 "$out/configure.log"; exit 1; }
-    cmake --build build/hip-nvidia --target gpu_group_nccl --parallel "$(nproc)" \
+    cmake --build build/hip-nvidia --target gpu_group_nccl lorascope-train --parallel "$(nproc)" \
       >"$out/build.log" 2>&1 || { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
     program=build/hip-nvidia/tests/group/gpu_group_nccl
   fi
@@ -512,7 +517,8 @@ run_group() {
   gpus=$(nvidia-smi -L | wc -l)
   if ((gpus < 2)); then
     echo "--- 2 ranks: not run: this machine has $gpus GPU, and NCCL refuses two ranks on one" \
-      "GPU; the two-process checks (default and socket transport) need nvidia-h200-x2" |
+      "GPU; the two-process checks (default and socket transport), the scaling and" \
+      "lorascope-train train --gpus 0,1 against --gpus 0 need nvidia-h200-x2" |
       tee -a "$report"
   else
     local transport
@@ -548,6 +554,20 @@ run_group() {
       for r in 0 1; do wait "${pids[$r]}" || status=1; done
       grep -hE "tokens/s|FAIL" "$out"/scale-"$shape"-rank*.txt | tee -a "$report"
     done
+    # The product: the supervisor forms the group (one engine per GPU), rank 0 writes the run.
+    local train_bin=${LORASCOPE_TRAIN:-$(dirname "$program")/../../app/lorascope-train}
+    local demo=(train --demo --steps 50 --batch-size 4 --grad-accum 2 --lora-dropout 0.1 --seed 7
+      --checkpoint-every 0)
+    local gpus_list
+    for gpus_list in 0 0,1; do
+      local run=$out/train-gpus-${gpus_list//,/-}  # no comma: $OUT's names come back plain
+      echo "--- lorascope-train ${demo[*]} --gpus $gpus_list" | tee -a "$report"
+      rm -rf "$run"
+      "$train_bin" "${demo[@]}" --gpus "$gpus_list" --out "$run" >"$run.txt" 2>&1 || status=1
+      tail -3 "$run.txt" | tee -a "$report"
+    done
+    python3 tests/group/compare_curves.py "$out/train-gpus-0/metrics.jsonl" \
+      "$out/train-gpus-0-1/metrics.jsonl" 1e-3 | tee -a "$report" || status=1
   fi
   echo "gpu-check: group $( ((status == 0)) && echo passed || echo FAILED)" | tee -a "$report"
   exit "$status"
