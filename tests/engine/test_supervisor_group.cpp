@@ -276,6 +276,28 @@ TEST_CASE(aStickyErrorClimbsTheLadderForEveryRank) {
   }
 }
 
+// Note [the CPU rung of a group]: the ladder's last rung restarts the run as one engine on the CPU.
+TEST_CASE(theCpuRungIsOneEngineOnTheCpu) {
+  Rig rig;
+  rig.startGroup("/runs/x", "0,1", 2);
+  std::size_t rank0 = 0;
+  while (rig.supervisor.rung() != RecoveryRung::Cpu && rig.supervisor.restarts() < 6) {
+    rig.exited(rank0 + 1, "SIGSEGV");  // rank 1 crashes, with nothing its runtime said
+    rig.exited(rank0, "SIGKILL");      // rank 0, ended by the supervisor, exits
+    rank0 += 2;
+  }
+  COMPARE(rig.supervisor.rung(), RecoveryRung::Cpu);
+  COMPARE(rig.launcher.engines.size(), rank0 + 1);  // one engine, no other rank
+  const json start = lastStart(rig.engine(rank0));
+  VERIFY(!start.contains("group"));
+  COMPARE(start["device"], json("cpu"));
+  VERIFY(rig.supervisor.groupDevices().empty());
+  VERIFY(sentAny(rig.engine(rank0), [](const Command& c) {
+    const auto* set = std::get_if<SetToggleCommand>(&c);
+    return set && set->toggle == Toggle::CpuFallback && set->value == true;
+  }));
+}
+
 TEST_CASE(aHungCollectiveIsAHangNamingIt) {
   Rig rig;
   rig.startGroup("/runs/x", "0,1", 2);
