@@ -88,6 +88,7 @@ void Supervisor::refuseStart(const std::string& problem) {
 
 void Supervisor::formGroup(nlohmann::json& config) {
   retireRanks();
+  groupFaults_.clear();  // a new group: the faults of the last one were acted on
   const int size = static_cast<int>(groupDevices_.size());
   nlohmann::json spec = {{"rank", 0}, {"size", size}, {"device", groupDevices_.front()}};
   if (size > 1) {
@@ -222,6 +223,15 @@ void Supervisor::rankExited(Rank& rank, const EngineExit& exit) {
 
 void Supervisor::rankFailed(const std::string& what) {
   retireRanks();
+  if (planned_ && planned_->error) {
+    // Rank 0 is being ended already (its hang): that came first, and decides with this.
+    if (!planned_->groupFault) {
+      groupFaults_.insert(groupFaults_.begin(),
+                          group::RankFault{0, *planned_->error, std::nullopt, false});
+      planned_->groupFault = true;
+    }
+    return;
+  }
   if (host_ == nullptr) {
     recoverGroup(what);  // rank 0 is gone already
     return;

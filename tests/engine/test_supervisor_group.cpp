@@ -276,6 +276,25 @@ TEST_CASE(aStickyErrorClimbsTheLadderForEveryRank) {
   }
 }
 
+// Rank 0 makes no progress: the watchdog ends it, and its peer's failed collective, reported
+// before rank 0's exit, is a consequence: the hang decides, every rank restarts.
+TEST_CASE(aHungRankZeroDecidesThoughItsPeerFailsFirst) {
+  Rig rig;
+  rig.startGroup("/runs/x", "0,1", 2);
+  rig.step(0, 2);
+  rig.nowMs += SupervisorPolicy{}.hangTimeoutMs + 1;
+  rig.supervisor.checkHang();
+  VERIFY(rig.engine(0).killed);
+  rig.failWith(1, "collective", "all_reduce", "rank 0 left the group");
+  COMPARE(rig.launcher.engines.size(), std::size_t{2});  // rank 0 has not exited yet
+  rig.exited(0, "SIGKILL");
+  const IncidentEvent incident = onlyIncident(rig);
+  expectIn(incident.what, "(hang) after step 2");
+  expectIn(incident.what, "rank 0 (GPU 0): hang");
+  COMPARE(rig.launcher.engines.size(), std::size_t{4});
+  COMPARE(lastStart(rig.engine(3))["group"]["rank"], json(1));
+}
+
 // Note [the CPU rung of a group]: the ladder's last rung restarts the run as one engine on the CPU.
 TEST_CASE(theCpuRungIsOneEngineOnTheCpu) {
   Rig rig;
