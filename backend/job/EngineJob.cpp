@@ -86,6 +86,9 @@ class TrainingJob : public engine::EngineJob {
     if (opened_.group) {
       loop_->joinGroup(*opened_.group);
     }
+    if (request_.group) {
+      instruments_.readCard(request_.group->device);  // its own card's readings
+    }
     if (settings_.autoMicroBatch) {
       autoBatch_.emplace(settings_, placement_.backend(), folder_.config(), data.examples);
       autoBatch_->apply(*loop_, logLine());

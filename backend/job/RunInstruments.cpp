@@ -98,14 +98,16 @@ std::optional<engine::MemoryEvent> RunInstruments::memory() const {
       event.hostAvailableBytes = snapshot->host->ramAvailableBytes;
       any = true;
     }
-    // The first device a GPU provider lists: the one a single-GPU run uses.
-    if (!snapshot->devices.empty() && !event.driverUsedBytes) {
-      const telemetry::DeviceReading& device = snapshot->devices.front();
-      event.driverUsedBytes = device.vramUsedBytes;
-      event.driverTotalBytes = device.vramTotalBytes;
-      if (device.vramUsedBytes && event.reservedBytes) {
+    // The first device a GPU provider lists (the one a single-GPU run uses), or the rank's card.
+    const auto device = std::find_if(
+        snapshot->devices.begin(), snapshot->devices.end(),
+        [&](const telemetry::DeviceReading& d) { return !card_ || d.index == *card_; });
+    if (device != snapshot->devices.end() && !event.driverUsedBytes) {
+      event.driverUsedBytes = device->vramUsedBytes;
+      event.driverTotalBytes = device->vramTotalBytes;
+      if (device->vramUsedBytes && event.reservedBytes) {
         event.heldOutsideBytes =
-            *device.vramUsedBytes - std::min(*device.vramUsedBytes, *event.reservedBytes);
+            *device->vramUsedBytes - std::min(*device->vramUsedBytes, *event.reservedBytes);
       }
       any = true;
     }

@@ -40,6 +40,11 @@ class RunInstruments {
   void poll();
   // Also on the sampler thread; none when nothing is readable.
   std::optional<engine::MemoryEvent> memory() const;
+  // The driver's readings of GPU `device` (a rank of a group: its own card) instead of the first
+  // GPU the provider lists. The provider's index is taken for the runtime's: they agree where the
+  // runtime orders the GPUs by PCI bus, as CUDA does for identical cards and ROCm does. Call
+  // before the sampler thread reads.
+  void readCard(int device) { card_ = device; }
   // The device allocator's segments and blocks (PyTorch's snapshot layout); a CPU run has none.
   std::optional<engine::SnapshotEvent> snapshot() const;
 
@@ -47,6 +52,7 @@ class RunInstruments {
   const DevicePlacement& placement_;
   std::unique_ptr<telemetry::Sampler> sampler_;
   std::int64_t lastActivitySeenMs_ = 0;  // sample()'s (the sampler thread's) last reading
+  std::optional<int> card_;              // readCard's; none: the first GPU listed
 };
 
 // What ran between the last completed step and the next one's compute, in milliseconds; with

@@ -36,3 +36,49 @@ TEST_CASE(aCpuRunHasNoQueueNoAllocatorAndShowsProgressOnce) {
   VERIFY2(lstest::Message{sink.logText()}.contains("step timing 7: cycle 12.00 ms = step 10.00 ms"),
           sink.logText().c_str());
 }
+
+namespace {
+
+// Two GPUs with their used VRAM: 100 MiB on GPU 0, 300 MiB on GPU 1.
+class TwoGpus : public telemetry::Provider {
+ public:
+  std::string name() const override { return "two-gpus"; }
+  bool init() override { return true; }
+  std::vector<telemetry::DeviceInfo> devices() const override {
+    return {{0, "gpu0", "", "two-gpus"}, {1, "gpu1", "", "two-gpus"}};
+  }
+  std::string lastError() const override { return ""; }
+  bool refresh(telemetry::Snapshot& out) override {
+    out.devices.resize(2);
+    for (int i = 0; i < 2; ++i) {
+      out.devices[static_cast<std::size_t>(i)].index = i;
+      out.devices[static_cast<std::size_t>(i)].vramUsedBytes = (100ull + 200ull * i) << 20;
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+// A rank of a group reports its own card's driver readings (job/RunInstruments.h: readCard);
+// one engine alone, the first GPU's.
+TEST_CASE(aRankReadsItsOwnCard) {
+  stagetest::DemoRun demo;
+  job::DevicePlacement placement(std::move(demo.opened.backend), *demo.folder, demo.opened.settings,
+                                 [](const std::string&) {});
+  const auto readingOf = [&](std::optional<int> card) {
+    auto sampler = std::make_unique<telemetry::Sampler>(
+        std::vector<std::shared_ptr<telemetry::Provider>>{std::make_shared<TwoGpus>()});
+    sampler->start();
+    VERIFY(sampler->waitForSamples(1, std::chrono::seconds(30)));
+    job::RunInstruments instruments(placement, std::move(sampler));
+    if (card) {
+      instruments.readCard(*card);
+    }
+    const std::optional<engine::MemoryEvent> memory = instruments.memory();
+    return memory ? memory->driverUsedBytes : std::nullopt;
+  };
+  COMPARE(readingOf(std::nullopt), std::optional<std::uint64_t>(100ull << 20));
+  COMPARE(readingOf(1), std::optional<std::uint64_t>(300ull << 20));
+  COMPARE(readingOf(5), std::optional<std::uint64_t>());  // not listed: no driver reading
+}
