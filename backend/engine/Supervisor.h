@@ -186,7 +186,8 @@ class Supervisor {
   // A rank's run failed for good (its start was refused): every rank ends, the run fails.
   void failGroupRun(const std::string& why);
   void recoverGroup(const std::string& what);
-  // A command a group cannot take (pause; a micro-batch change): why, else "".
+  // A command a group cannot take (pause; a micro-batch change, also by undoing the ladder's
+  // smaller micro-batch): why, else "".
   std::string refusedInGroup(const Command& command) const;
   // Ends the generation the dead engine left open, if any, naming the sticky error it reported
   // before it exited (a hang); true when there was one.

@@ -172,10 +172,23 @@ std::string Supervisor::refusedInGroup(const Command& command) const {
     return "a run on several GPUs does not pause: its ranks would stop at different steps, and "
            "those still running would wait in their collective for the others";
   }
+  const std::string together =
+      "a run on several GPUs changes its micro-batch only when its ranks restart together, so "
+      "that every rank computes the same share of each step";
   if (const auto* set = std::get_if<SetToggleCommand>(&command);
       set && set->toggle == Toggle::MicroBatch) {
-    return "a run on several GPUs changes its micro-batch only when its ranks restart together, "
-           "so that every rank computes the same share of each step";
+    return together;
+  }
+  if (std::holds_alternative<UndoRungCommand>(command) && !rungSteps_.empty()) {
+    // Stepping back over the rung that halved the micro-batch would change it during the run.
+    for (int r = static_cast<int>(rungSteps_.back().previous) + 1; r <= static_cast<int>(rung_);
+         ++r) {
+      for (const settings::Setting* s : settings::registry().setByRung(runtime::RecoveryRung(r))) {
+        if (s->ladder->halves) {
+          return together;
+        }
+      }
+    }
   }
   return "";
 }

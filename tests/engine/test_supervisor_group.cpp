@@ -356,6 +356,27 @@ TEST_CASE(rankZerosEndEndsTheOtherRanks) {
   COMPARE(rig.launcher.engines.size(), std::size_t{2});
 }
 
+// Out of memory on one rank: every rank restarts on the smaller micro-batch rung with the half
+// micro-batch; undoing that rung during the run is refused (it would change the micro-batch).
+TEST_CASE(outOfMemoryHalvesEveryRanksMicroBatchAndItsUndoWaits) {
+  Rig rig;
+  rig.startGroup("/runs/x", "0,1", 2);
+  rig.peerFailsAfterStep(3, 1, "out_of_memory", "allocate", "hipErrorOutOfMemory: out of memory");
+  COMPARE(rig.supervisor.rung(), RecoveryRung::SmallerMicroBatch);
+  for (std::size_t e : {std::size_t{2}, std::size_t{3}}) {
+    VERIFY(sentAny(rig.engine(e), [](const Command& c) {
+      const auto* set = std::get_if<SetToggleCommand>(&c);
+      return set && set->toggle == Toggle::MicroBatch && set->value == 2;  // half of 4
+    }));
+  }
+  rig.report(2, StateEvent{RunState::Running, 3, ""});
+  const std::size_t sent = rig.engine(2).sent.size();
+  rig.supervisor.send(UndoRungCommand{});
+  COMPARE(rig.engine(2).sent.size(), sent);
+  COMPARE(rig.supervisor.rung(), RecoveryRung::SmallerMicroBatch);
+  expectIn(rig.all<ErrorEvent>().back().message, "'undo_rung' refused: a run on several GPUs");
+}
+
 TEST_CASE(aGroupTakesTogglesOnEveryRankAndRefusesPauseAndMicroBatch) {
   Rig rig;
   rig.startGroup("/runs/x", "0,1", 2);
