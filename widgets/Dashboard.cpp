@@ -189,6 +189,21 @@ Dashboard::Dashboard(QWidget* parent) : QStackedWidget(parent) {
   header->addStretch();
   header->addWidget(markerLegend);
   header->addWidget(xAxisSelector_);
+  cardLabel_ = new QLabel(tr("Card:"), header_);
+  cardSelector_ = new QComboBox(header_);
+  cardSelector_->setObjectName(QStringLiteral("cardSelector"));
+  cardSelector_->setToolTip(
+      tr("This run trains on several GPUs: the memory, fragmentation and queue charts show the "
+         "chosen GPU's readings"));
+  cardSelector_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  connect(cardSelector_, &QComboBox::activated, this, [this](int index) {
+    shownCard_ = cardSelector_->itemData(index).toInt();
+    redraw();
+  });
+  header->insertWidget(2, cardLabel_);
+  header->insertWidget(3, cardSelector_);
+  cardLabel_->setVisible(false);  // until a reading names its card
+  cardSelector_->setVisible(false);
   runSelector_->setParent(header_);
   xAxisSelector_->setParent(header_);
   header_->setVisible(false);  // nothing to choose until a run exists
@@ -326,6 +341,9 @@ double Dashboard::xOf(const TimedEvent& timed) {
 }
 
 void Dashboard::plot(const TimedEvent& timed) {
+  if (!showsReadingOf(timed.event)) {
+    return;  // another card's reading
+  }
   const double x = xOf(timed);
   lastX_ = std::max(lastX_, x);
   std::visit(
@@ -507,6 +525,7 @@ void Dashboard::showRun(int run) {
   }
   shownRun_ = run;
   runSelector_->setCurrentIndex(run);
+  shownCard_.reset();  // another run's cards
   redraw();
   emit shownRunChanged(run);
 }
@@ -571,6 +590,28 @@ void Dashboard::onStep(double x, const StepEvent& step) {
   } else {
     throughput_->markUnavailable(GradNorm, tr("not reported"));
   }
+}
+
+bool Dashboard::showsReadingOf(const Event& event) {
+  std::optional<int> card;
+  if (const auto* memory = std::get_if<MemoryEvent>(&event)) {
+    card = memory->card;
+  } else if (const auto* queue = std::get_if<QueueEvent>(&event)) {
+    card = queue->card;
+  }
+  if (!card) {
+    return true;
+  }
+  if (!shownCard_) {
+    shownCard_ = *card;
+  }
+  if (cardSelector_->findData(*card) < 0) {
+    cardSelector_->addItem(tr("GPU %1").arg(*card), *card);
+    cardLabel_->setVisible(true);
+    cardSelector_->setVisible(true);
+    cardSelector_->setCurrentIndex(cardSelector_->findData(*shownCard_));
+  }
+  return *card == *shownCard_;
 }
 
 void Dashboard::onMemory(double x, const MemoryEvent& m) {
@@ -671,6 +712,9 @@ void Dashboard::clearCharts() {
   lastStepMs_ = 0;
   stepDurationMs_ = 0;
   lastX_ = 0.0;
+  cardSelector_->clear();  // the cards come back with the readings drawn
+  cardLabel_->setVisible(false);
+  cardSelector_->setVisible(false);
   setRunOnCpu(false);  // the run's hello or its toggles say where it computes
   showPage(0);
 }

@@ -20,6 +20,11 @@
 // with the value it had, or reported as the state a run (or a resume) starts with, is not one;
 // what the start state changed (a profile's micro-batch) is marked once, at its last value.
 //
+// A run on several GPUs (engine/Supervisor.h: every rank's memory and queue readings name their
+// card) gets a card selector beside the run selector: the memory, allocator and queue charts show
+// the chosen card's readings (the first card heard from until one is chosen); loss, throughput
+// and markers are the run's.
+//
 // Incidents (widgets/DashboardIncidents.cpp): each error, incident and refusal of the run shown is
 // written out in the banner above the charts (widgets/IncidentBanner.h) besides its marker; a hang
 // is drawn as a band from the last completed step to the report, with the step that hung and how
@@ -81,6 +86,9 @@ class Dashboard : public QStackedWidget {
   const std::vector<engine::TimedEvent>& runEvents(int run) const;
   QComboBox* runSelector() const { return runSelector_; }
   QComboBox* xAxisSelector() const { return xAxisSelector_; }
+  // The cards of the shown run's readings (hidden for a run on one device), and the one drawn.
+  QComboBox* cardSelector() const { return cardSelector_; }
+  std::optional<int> shownCard() const { return shownCard_; }
   TimeChart* lossChart() const { return loss_; }
   TimeChart* throughputChart() const { return throughput_; }
   TimeChart* memoryChart() const { return memory_; }
@@ -144,6 +152,9 @@ class Dashboard : public QStackedWidget {
   void plotResume(const ResumeMark& mark);
   void markStartChanges();
   void onStep(double x, const engine::StepEvent& step);
+  // Whether a reading is drawn: one of no card (a run on one device) or of the shown card. Lists
+  // its card in the card selector.
+  bool showsReadingOf(const engine::Event& event);
   void onMemory(double x, const engine::MemoryEvent& memory);
   void onQueue(double x, const engine::QueueEvent& queue);
   void setRunOnCpu(bool onCpu);
@@ -195,6 +206,9 @@ class Dashboard : public QStackedWidget {
   double lastX_ = 0.0;
   QComboBox* runSelector_;
   QComboBox* xAxisSelector_;
+  QLabel* cardLabel_;
+  QComboBox* cardSelector_;
+  std::optional<int> shownCard_;  // none: the first card heard from is chosen
   QTimer refreshTimer_;
 };
 

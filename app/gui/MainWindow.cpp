@@ -720,7 +720,7 @@ void MainWindow::handleEvent(const TimedEvent& timed) {
     hasCheckpoint_ = true;
     updateActions();
   } else if (const auto* memory = std::get_if<MemoryEvent>(&timed.event)) {
-    processes_->setOurReservedBytes(memory->reservedBytes);
+    processes_->setOurReservedBytes(memory->reservedBytes, memory->card);
   } else if (const auto* step = std::get_if<StepEvent>(&timed.event)) {
     step_ = step->step;
     stateLabel_->setText(stateText());

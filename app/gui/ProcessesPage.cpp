@@ -86,6 +86,16 @@ void ProcessesPage::startSampling(telemetry::ProviderSet providers) {
   refresh();
 }
 
+void ProcessesPage::setOurReservedBytes(std::optional<std::uint64_t> bytes,
+                                        std::optional<int> card) {
+  if (!card) {
+    ourReservedByCard_.clear();
+    ourReservedBytes_ = bytes;
+  } else {
+    ourReservedByCard_[*card] = bytes.value_or(0);
+  }
+}
+
 void ProcessesPage::refresh() {
   if (!sampler_) {
     return;
@@ -149,7 +159,10 @@ void ProcessesPage::show(const std::vector<ProviderReadings>& readings,
       telemetry::HeldOutsideInput input;
       input.device = device;
       input.processes = r.snapshot.processes;
-      input.ourReservedBytes = ourReservedBytes_.value_or(0);
+      const auto onCard = ourReservedByCard_.find(device.index);
+      input.ourReservedBytes = ourReservedByCard_.empty()           ? ourReservedBytes_.value_or(0)
+                               : onCard != ourReservedByCard_.end() ? onCard->second
+                                                                    : 0;
       input.ourPid = ourPid_;
       input.provider = r.provider;
       const telemetry::HeldOutsideReport report = telemetry::diagnoseHeldOutside(input);

@@ -8,6 +8,7 @@
 #include <QTimer>
 #include <QWidget>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,9 +40,12 @@ class ProcessesPage : public QWidget {
   explicit ProcessesPage(bool live, QWidget* parent = nullptr);
   ~ProcessesPage() override;
 
-  // The engine's process and what its allocator has reserved (the last memory event).
+  // The engine's process and what its allocator has reserved (the last memory event). A run on
+  // several GPUs reports each card's (`card`: its device index); each device's diagnosis then
+  // counts the reservation on that card only. A reading without a card (one device) ends that.
   void setOurProcess(std::uint32_t pid) { ourPid_ = pid; }
-  void setOurReservedBytes(std::optional<std::uint64_t> bytes) { ourReservedBytes_ = bytes; }
+  void setOurReservedBytes(std::optional<std::uint64_t> bytes,
+                           std::optional<int> card = std::nullopt);
 
   // Renders readings (the seam tests feed).
   void show(const std::vector<ProviderReadings>& readings,
@@ -61,6 +65,7 @@ class ProcessesPage : public QWidget {
   QTimer timer_;
   std::uint32_t ourPid_ = 0;
   std::optional<std::uint64_t> ourReservedBytes_;
+  std::map<int, std::uint64_t> ourReservedByCard_;  // a run on several GPUs: per device index
   QLabel* diagnosis_;
   QTableWidget* table_;
   QLabel* sources_;

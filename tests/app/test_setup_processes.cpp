@@ -392,6 +392,28 @@ class TestSetupProcesses : public QObject {
     QVERIFY2(diagnosis.contains(QStringLiteral("PID 200 python3")), qPrintable(diagnosis));
   }
 
+  // A run on several GPUs: each device's diagnosis counts what this run reserved on that card.
+  void processesPageCountsEachCardsReservation() {
+    app::ProcessesPage page(/*live=*/false);
+    page.setOurReservedBytes(1 * kGiB);  // an earlier run on one device: replaced below
+    page.setOurReservedBytes(2 * kGiB, 0);
+    page.setOurReservedBytes(5 * kGiB, 1);
+    telemetry::Snapshot gpus;
+    for (int i = 0; i < 2; ++i) {
+      telemetry::DeviceReading device;
+      device.index = i;
+      device.vramTotalBytes = 80 * kGiB;
+      device.vramUsedBytes = (i == 0 ? 10 : 9) * kGiB;
+      gpus.devices.push_back(device);
+    }
+    page.show({{"nvml", gpus}}, {});
+    const QString diagnosis = page.diagnosisText();
+    QVERIFY2(diagnosis.contains(QStringLiteral("8.00 GiB are held outside this run")),
+             qPrintable(diagnosis));  // device 0: 10 − 2
+    QVERIFY2(diagnosis.contains(QStringLiteral("4.00 GiB are held outside this run")),
+             qPrintable(diagnosis));  // device 1: 9 − 5
+  }
+
   void processesPageSaysWhenThereIsNoGpu() {
     app::ProcessesPage page(/*live=*/false);
     telemetry::Snapshot host;

@@ -245,6 +245,45 @@ class TestDashboard : public QObject {
         "Fragmentation hurts when the largest free block is smaller than the largest request"));
   }
 
+  // A run on several GPUs: the card selector lists the cards its readings name, and the memory
+  // and queue charts show one card's readings, the first card heard from until another is chosen.
+  void readingsOfSeveralCardsAreDrawnOneCardAtATime() {
+    Dashboard d;
+    d.handleEvent({50, StepEvent{1, 3.0, 1e-4, 1.0, 10.0, 1, 1}});
+    QVERIFY(!d.cardSelector()->isVisibleTo(&d));  // readings without a card: one device
+    const auto reading = [](int card, double gib) {
+      MemoryEvent m;
+      m.allocatedBytes = static_cast<std::uint64_t>(gib * (1ull << 30));
+      m.card = card;
+      return m;
+    };
+    d.handleEvent({100, reading(1, 3.0)});
+    d.handleEvent({110, reading(0, 1.0)});
+    d.handleEvent({120, QueueEvent{{{"compute", 5}}, 0}});
+    d.handleEvent({200, reading(1, 3.5)});
+    d.refresh();
+    QVERIFY(d.cardSelector()->isVisibleTo(&d));
+    QCOMPARE(d.cardSelector()->count(), 2);
+    QCOMPARE(d.cardSelector()->currentText(), QStringLiteral("GPU 1"));
+    const auto allocated = [&] {
+      std::vector<double> values;
+      const QLineSeries* line = d.memoryChart()->lineSeries(Dashboard::Allocated);
+      for (int i = 0; i < line->count(); ++i) {
+        values.push_back(line->at(i).y());
+      }
+      return values;
+    };
+    QCOMPARE(allocated(), (std::vector<double>{3.0, 3.5}));
+    QCOMPARE(d.queueChart()->seriesCount(), 0);  // GPU 0's queue reading is not GPU 1's
+
+    emit d.cardSelector()->activated(d.cardSelector()->findData(0));
+    QCOMPARE(d.shownCard(), std::optional<int>(0));
+    QCOMPARE(d.cardSelector()->currentText(), QStringLiteral("GPU 0"));
+    QCOMPARE(allocated(), (std::vector<double>{1.0}));
+    QCOMPARE(d.queueChart()->lineSeries(0)->count(), 1);
+    QCOMPARE(d.lossChart()->lineSeries(Dashboard::Loss)->count(), 1);  // the run's, unchanged
+  }
+
   // The held-out loss sits beside the training loss of the same step, on the step axis.
   void evalLossIsDrawnAtItsStep() {
     Dashboard d;
