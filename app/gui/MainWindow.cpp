@@ -728,6 +728,7 @@ void MainWindow::handleEvent(const TimedEvent& timed) {
              hello != nullptr && engine_ == trainingEngine_) {
     addEngineFacts(facts_, *hello);  // the About box and the setup page list its GPUs
     setup_->setDevices(facts_.devices, facts_.flavour != QLatin1String("cpu"));
+    setup_->setGroupUnavailable(QString::fromStdString(hello->noCollectiveReason));
     QStringList devices;
     for (const DeviceSummary& d : hello->devices) {
       devices << QString::fromStdString(d.name);

@@ -405,6 +405,17 @@ void RunSetupPage::setDevices(const QStringList& gpus, bool canTrainOnGpu) {
   }
 }
 
+void RunSetupPage::setGroupUnavailable(const QString& reason) {
+  auto* gpus = qobject_cast<QLineEdit*>(editor("gpus"));
+  if (!reason.isEmpty()) {
+    gpus->clear();
+  }
+  gpus->setEnabled(reason.isEmpty());
+  gpus->setToolTip(reason.isEmpty()
+                       ? QString::fromStdString(settings::registry().find("gpus")->option.help)
+                       : tr("Not here: %1").arg(reason));
+}
+
 void RunSetupPage::setProfiles(const QStringList& names, const QString& current,
                                const QMap<QString, QString>& notes,
                                const QMap<QString, profiles::LiveToggles>& toggles) {

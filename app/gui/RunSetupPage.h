@@ -113,6 +113,10 @@ class RunSetupPage : public QWidget {
 
   // GPUs this build can see (listed, but the CPU build trains on the CPU only).
   void setDevices(const QStringList& gpus, bool canTrainOnGpu);
+  // Why this engine cannot form a group of GPUs (its hello's no_collective_reason: the cpu
+  // flavour, Windows, no NCCL/RCCL), "" when it can: the GPUs field is then cleared and disabled,
+  // the reason its tooltip.
+  void setGroupUnavailable(const QString& reason);
   // The profiles to choose from; for each what it sets over the options ("sets micro-batch 1,
   // …"), shown under the choice, and its toggles, which the memory estimate follows.
   void setProfiles(const QStringList& names, const QString& current,

@@ -360,6 +360,24 @@ class TestSetupProcesses : public QObject {
     QCOMPARE(again.options().at("packing"), std::string("documents"));
   }
 
+  // The GPUs field (--gpus) says why a group cannot form here (the engine's hello: the cpu
+  // flavour, Windows) and takes no list; where it can, it is the registry's editor again.
+  void gpusFieldSaysWhyNoGroupFormsHere() {
+    app::RunSetupPage page;
+    auto* gpus = qobject_cast<QLineEdit*>(page.editor("gpus"));
+    QVERIFY(gpus != nullptr);
+    gpus->setText(QStringLiteral("0,1"));
+    const QString why = QStringLiteral(
+        "training on several GPUs is Linux only: NCCL and RCCL have no Windows build");
+    page.setGroupUnavailable(why);
+    QVERIFY(!gpus->isEnabled());
+    QVERIFY(gpus->toolTip().contains(why));
+    QCOMPARE(page.options().at("gpus"), std::string());
+    page.setGroupUnavailable(QString());
+    QVERIFY(gpus->isEnabled());
+    QVERIFY(gpus->toolTip().contains(QStringLiteral("one engine per GPU")));
+  }
+
   void histogramCountsExamplesPastTheLimit() {
     widgets::LengthHistogram histogram;
     histogram.setBins({{16, 24, 5}, {24, 32, 3}, {32, 48, 2}, {48, 64, 1}});
