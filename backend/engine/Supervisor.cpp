@@ -165,6 +165,13 @@ void Supervisor::send(const Command& command) {
       }
       holdRunLock(start->runConfig);
       adoptRun(start->runConfig);
+    } else if (gpusOfStart(start->runConfig)) {
+      // A group is formed only for a start taken at once: one the engine answered later would
+      // reach rank 0 alone.
+      publish(ErrorEvent{"command", "start", 0,
+                         "'start' refused: a run is already in progress; stop it first", "",
+                         false});
+      return;
     } else {
       // The engine refuses a start while a run is in progress (unansweredStarts_): the run keeps
       // its config, its restarts and its folder's lock, which a start of another folder is not

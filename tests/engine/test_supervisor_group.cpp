@@ -377,6 +377,19 @@ TEST_CASE(outOfMemoryHalvesEveryRanksMicroBatchAndItsUndoWaits) {
   expectIn(rig.all<ErrorEvent>().back().message, "'undo_rung' refused: a run on several GPUs");
 }
 
+// A start on several GPUs while a run goes on is refused here: the engine would answer it only
+// once the run ended, and it would reach rank 0 alone.
+TEST_CASE(aGroupStartDuringARunIsRefused) {
+  Rig rig;
+  rig.report(0, helloWith(2));
+  rig.supervisor.send(StartCommand{{{"out", "/runs/a"}, {"demo", true}}});
+  rig.report(0, StateEvent{RunState::Running, 0, ""});
+  rig.supervisor.send(StartCommand{groupRun("/runs/b", "0,1")});
+  COMPARE(rig.launcher.engines.size(), std::size_t{1});
+  COMPARE(lastStart(rig.engine(0))["out"], json("/runs/a"));
+  expectIn(rig.all<ErrorEvent>().back().message, "a run is already in progress");
+}
+
 TEST_CASE(aGroupTakesTogglesOnEveryRankAndRefusesPauseAndMicroBatch) {
   Rig rig;
   rig.startGroup("/runs/x", "0,1", 2);
