@@ -32,6 +32,7 @@
 // other rank and restarts them all from the newest state through group::planGroupRecovery: the
 // ladder applies to every rank, the CPU rung makes the run one engine on the CPU, and a GPU that
 // disappears stops the run with the choice to continue on the others (its failed state says how).
+// A rank whose engine cannot start the run fails it, with its reason.
 // Toggles reach every rank; stop, checkpoints, snapshots and generation go to rank 0, and the
 // other ranks are ended once rank 0's run is over. Pausing a group and changing its micro-batch
 // during the run are refused (the ranks must change at the same step; a restart does that).
@@ -142,7 +143,8 @@ class Supervisor {
     int engineId = 0;
     int rank = 0;
     std::unique_ptr<SupervisableHost> host;
-    bool sticky = false;  // it reported a sticky error (its fault is in groupFaults_)
+    bool sticky = false;        // it reported a sticky error (its fault is in groupFaults_)
+    bool startRefused = false;  // its engine could not start the run (its error said why)
   };
 
   void startEngine();

@@ -208,11 +208,14 @@ void Supervisor::rankEvent(Rank& rank, const TimedEvent& timed) {
       rank.sticky = true;  // its exit follows; the group recovers then
       groupFaults_.push_back(faultOfError(rank.rank, *error));
     }
+    rank.startRefused = rank.startRefused || (!error->sticky && error->op == "start");
   } else if (const auto* log = std::get_if<LogEvent>(&timed.event);
              log && (log->level == LogLevel::Warning || log->level == LogLevel::Error)) {
     publish_(TimedEvent{toSupervisorTime(timed.timeMs), LogEvent{log->level, who + log->text}});
   } else if (const auto* state = std::get_if<StateEvent>(&timed.event);
-             state && state->state == RunState::Failed && !rank.sticky && running_) {
+             state && state->state == RunState::Failed && rank.startRefused && running_) {
+    // Rank 0 waits for it to join: the run cannot start. A rank's step that failed without a
+    // sticky error (non-finite training) fails rank 0's too, which ends the run as one engine's.
     failGroupRun(who + state->detail);
   }
   // Its steps, checkpoints, states and toggles are rank 0's too (Note [rank 0 writes]).

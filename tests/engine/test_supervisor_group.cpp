@@ -377,6 +377,32 @@ TEST_CASE(outOfMemoryHalvesEveryRanksMicroBatchAndItsUndoWaits) {
   expectIn(rig.all<ErrorEvent>().back().message, "'undo_rung' refused: a run on several GPUs");
 }
 
+// A rank whose engine cannot start the run (its GPU, the collective library) fails the run: rank 0
+// would wait for it to join. A rank's failed step without a sticky error is rank 0's to report.
+TEST_CASE(aRankThatCannotStartFailsTheRun) {
+  Rig rig;
+  rig.startGroup("/runs/x", "0,1", 2);
+  rig.report(1, ErrorEvent{"training", "step", 0, "non-finite loss", "", false});
+  rig.report(1, StateEvent{RunState::Failed, 0, "non-finite loss"});
+  VERIFY(!rig.engine(0).killed);
+
+  Rig refused;
+  refused.startGroup("/runs/x", "0,1", 2);
+  refused.report(1,
+                 ErrorEvent{"input", "start", 0, "GPU 1 is not usable: out of memory", "", false});
+  refused.report(1, StateEvent{RunState::Failed, 0, "GPU 1 is not usable: out of memory"});
+  VERIFY(refused.engine(0).killed);
+  VERIFY(refused.engine(1).killed);
+  const auto states = refused.all<StateEvent>();
+  COMPARE(states.back().state, RunState::Failed);
+  COMPARE(states.back().detail, std::string("rank 1 (GPU 1): GPU 1 is not usable: out of memory"));
+  refused.exited(0, "SIGKILL");
+  COMPARE(refused.supervisor.restarts(), 0);
+  COMPARE(refused.all<IncidentEvent>().size(), std::size_t{0});
+  COMPARE(refused.launcher.engines.size(), std::size_t{3});  // a fresh engine, ready, alone
+  VERIFY(lastStart(refused.engine(2)).is_null());
+}
+
 // A start on several GPUs while a run goes on is refused here: the engine would answer it only
 // once the run ended, and it would reach rank 0 alone.
 TEST_CASE(aGroupStartDuringARunIsRefused) {
