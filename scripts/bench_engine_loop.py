@@ -4,11 +4,14 @@ over its stdio protocol as the window drives it, on a real Hugging Face-shaped m
 alpaca-style dataset, timed from outside (scripts/gpu-check.sh loop runs it on the GPU machine).
 
     bench_engine_loop.py OUT_DIR --data FILE --program NAME=LORASCOPE_TRAIN [--program ...]
-                         [--kernel-bench BENCH_GPU_TRAIN] [--shape qwen2.5-0.5b] [--runs 3]
-                         [--steps 40] [--warmup 5] [--batch 8] [--seq 512] [--packing [causal|documents]]
-                         [--compare OPTION ...] [--device gpu|cpu]
+                         [--kernel-bench BENCH_GPU_TRAIN] [--shape qwen2.5-0.5b|llama-3.2-1b]
+                         [--runs 3] [--steps 40] [--warmup 5] [--batch 8] [--seq 512]
+                         [--packing [causal|documents]] [--compare OPTION ...]
+                         [--torch compile|compile-plain|eager|eager-plain ...] [--device gpu|cpu]
 
-1. The model: a random folder of the shape (the config of Qwen/Qwen2.5-0.5B), built by
+1. The model: a random folder of the shape (the config of Qwen/Qwen2.5-0.5B or
+   meta-llama/Llama-3.2-1B as scripts/reference/bench_lora_gpu_torch.py builds it, so both sides
+   train the same model), built by
    transformers and written with save_pretrained (bf16 safetensors), with the built-in demo
    model's byte-level tokenizer (a one-step CPU demo run writes it into the cache). Speed does not
    depend on the weights' values.
@@ -31,7 +34,12 @@ alpaca-style dataset, timed from outside (scripts/gpu-check.sh loop runs it on t
      longest row) that are real tokens, when the program writes it;
    - the engine's breakdown ("step timing" log lines): the median of each stage in ms.
 4. With --kernel-bench: bench_gpu_train on the same folder, B x S, every position a real token
-   (fully packed random ids), once per run: the kernel-only figure, named as such.
+   (fully packed random ids), once per run: the kernel-only figure, named as such, and the
+   physical limit (the model's FLOPs per token at the vendor GEMM's rate it measures).
+5. With --torch IMPL: the PyTorch reference (scripts/reference/bench_lora_gpu_torch.py, every
+   position a real token, one process per run) once per run, interleaved; the summary gives
+   each program's delivered real tokens/s and peak reserved memory (the highest reserved_bytes
+   of its memory events) over PyTorch's.
 OUT_DIR gets runs.jsonl (one line per run) and summary.txt: per program the median of the runs
 and their spread (min-max); with --keep-events also each run's event log.
 """
@@ -48,16 +56,16 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference")
 os.environ.setdefault("RECORD_SHAPE", "tiny")  # record_gpu_run's Engine only; no torch import
 from record_gpu_run import Engine, demo_model_folder  # noqa: E402
 
-SHAPES = {
-    # Qwen/Qwen2.5-0.5B's config.json values.
-    "qwen2.5-0.5b": dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
-                         num_attention_heads=14, num_key_value_heads=2, vocab_size=151936,
-                         max_position_embeddings=32768, rms_norm_eps=1e-6, rope_theta=1000000.0,
-                         tie_word_embeddings=True, hidden_act="silu"),
-}
+# The shapes are the reference benchmark's (scripts/reference/bench_lora_gpu_torch.py), so the
+# loop and PyTorch train the same model.
+SHAPES = ("qwen2.5-0.5b", "llama-3.2-1b")
+# --torch NAME: the reference's impl names (bench_gpu_train's BENCH_IMPLS) → its --mode, --lora.
+TORCH = {"compile": ("compile", "peft"), "compile-plain": ("compile", "plain"),
+         "eager": ("eager", "peft"), "eager-plain": ("eager", "plain")}
 TIMING = re.compile(r"step timing (\d+): cycle ([\d.]+) ms = step ([\d.]+) ms \(batches ([\d.]+), "
                     r"passes ([\d.]+), clip ([\d.]+), update ([\d.]+)\) \+ between steps "
                     r"(-?[\d.]+) ms \(mirror wait ([\d.]+), evaluation ([\d.]+), metrics "
@@ -68,13 +76,13 @@ STAGES = ["cycle", "step", "batches", "passes", "clip", "update", "between", "mi
 
 
 def write_model(folder, shape, demo_model):
+    sys.path.insert(0, REFERENCE)
+    import bench_lora_gpu_torch as reference  # imports torch: only where a model is made
     import torch
-    from transformers import AutoModelForCausalLM, Qwen2Config
-    config = Qwen2Config(**SHAPES[shape], torch_dtype="bfloat16")
     device = "cuda" if torch.cuda.is_available() else "cpu"
     torch.manual_seed(0)
     with torch.device(device):
-        model = AutoModelForCausalLM.from_config(config, torch_dtype=torch.bfloat16)
+        model = reference.SHAPES[shape][1](reference.make_config(shape)).to(torch.bfloat16)
     model.save_pretrained(folder, safe_serialization=True)
     del model
     for name in os.listdir(demo_model):
@@ -113,6 +121,8 @@ def one_run(program, args, model, out_dir, log_path, env, extra_options):
     counted = range(first + 1, last + 1)
     gaps = [1000 * (arrived[k] - arrived[k - 1]) for k in counted]
     own = [1000 * metrics[k]["seconds"] for k in counted]
+    reserved = [e["reserved_bytes"] for e in engine.events
+                if e.get("type") == "memory" and e.get("reserved_bytes") is not None]
     tokens = [metrics[k]["tokens"] for k in counted]
     positions = [metrics[k].get("positions", 0) for k in counted]
     stages = {name: [] for name in STAGES}
@@ -132,6 +142,7 @@ def one_run(program, args, model, out_dir, log_path, env, extra_options):
         "fill": median(tokens) / (args.batch * args.seq),
         "computed_fill": sum(tokens) / sum(positions) if all(positions) else None,
         "stages_ms": {name: median(v) for name, v in stages.items() if v},
+        "peak_reserved_gib": max(reserved) / 1024 ** 3 if reserved else None,
         "run_wall_s": wall,
     }
 
@@ -141,7 +152,24 @@ def kernel_only(bench, args, model, json_path):
                     "--warmup", "3", "--steps", "20", "--profile-steps", "0", "--json", json_path,
                     "--label", "kernel-only"], check=True, stdout=subprocess.DEVNULL)
     with open(json_path) as f:
-        return json.loads(f.read().strip().splitlines()[-1])["tokens_per_s"]
+        result = json.loads(f.read().strip().splitlines()[-1])
+    ceiling, flops = result.get("gemm_ceiling_tflops"), result.get("flops_per_token")
+    # The physical limit as bench_gpu_summary.py computes it: FLOPs per token at the vendor
+    # GEMM's rate measured on this card.
+    return {"tokens_per_s": result["tokens_per_s"],
+            "limit_tokens_per_s": ceiling * 1e12 / flops if ceiling and flops else None}
+
+
+def torch_reference(name, args, json_path):
+    mode, lora = TORCH[name]
+    subprocess.run([sys.executable, os.path.join(REFERENCE, "bench_lora_gpu_torch.py"),
+                    "--shape", args.shape, "--mode", mode, "--lora", lora, "--batch",
+                    str(args.batch), "--seq", str(args.seq), "--json", json_path], check=True,
+                   stdout=subprocess.DEVNULL)
+    with open(json_path) as f:
+        result = json.loads(f.read().strip().splitlines()[-1])
+    return {"tokens_per_s": result["tokens_per_s"],
+            "peak_reserved_gib": result["peak_reserved_gib"]}
 
 
 def spread(values):
@@ -154,7 +182,7 @@ def main():
     parser.add_argument("--data", required=True)
     parser.add_argument("--program", action="append", required=True, help="NAME=LORASCOPE_TRAIN")
     parser.add_argument("--kernel-bench")
-    parser.add_argument("--shape", default="qwen2.5-0.5b", choices=sorted(SHAPES))
+    parser.add_argument("--shape", default="qwen2.5-0.5b", choices=SHAPES)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=5)
@@ -165,6 +193,9 @@ def main():
                         choices=("off", "causal", "documents"))
     parser.add_argument("--compare", action="append", default=[], metavar="OPTION",
                         help="also run each program with this boolean run option on")
+    parser.add_argument("--torch", action="append", default=[], choices=sorted(TORCH),
+                        help="also run scripts/reference/bench_lora_gpu_torch.py on the shape "
+                             "(every position a real token), interleaved")
     parser.add_argument("--device", default="gpu", choices=["gpu", "cpu"])
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--model", help="an existing model folder instead of a random one")
@@ -199,10 +230,17 @@ def main():
                 lines.write(json.dumps(result) + "\n")
                 lines.flush()
             if args.kernel_bench:
-                result = {"program": "kernel-only", "run": run + 1, "tokens_per_s": kernel_only(
-                    args.kernel_bench, args, model, os.path.join(args.out, "kernel.jsonl"))}
+                result = dict(kernel_only(args.kernel_bench, args, model,
+                                          os.path.join(args.out, "kernel.jsonl")),
+                              program="kernel-only", run=run + 1)
                 results.append(result)
                 lines.write(json.dumps(result) + "\n")
+            for name in args.torch:
+                result = dict(torch_reference(name, args, os.path.join(args.out, "torch.jsonl")),
+                              program=f"torch-{name}", run=run + 1)
+                results.append(result)
+                lines.write(json.dumps(result) + "\n")
+                lines.flush()
     model_text = (f"{args.shape} (random, saved by transformers)" if not args.model else
                   os.path.basename(os.path.normpath(args.model)))
     packed = "" if args.packing == "off" else f" packed ({args.packing})"
@@ -226,7 +264,9 @@ def main():
             f"({100 * median(field('fill')):.0f}% of the positions)"
             + ("" if None in field("computed_fill") else
                f"; {100 * median(field('computed_fill')):.1f}% of the positions computed are real "
-               f"tokens"))
+               f"tokens")
+            + ("" if None in field("peak_reserved_gib") else
+               f"; peak reserved {max(field('peak_reserved_gib')):.2f} GiB (memory events)"))
         stages = {}
         for r in runs:
             for stage, value in r["stages_ms"].items():
@@ -234,11 +274,33 @@ def main():
         if stages:
             summary.append("    engine breakdown, ms (median of the runs' medians): " + ", ".join(
                 f"{stage} {median(v):.2f}" for stage, v in stages.items()))
-    kernel = [r["tokens_per_s"] for r in results if r["program"] == "kernel-only"]
+    kernel = [r for r in results if r["program"] == "kernel-only"]
     if kernel:
+        tokens = [r["tokens_per_s"] for r in kernel]
         summary.append(f"  kernel-only (bench_gpu_train --model, every position a real token, "
-                       f"each step between two device syncs): {median(kernel):.0f} tokens/s "
-                       f"({spread(kernel)})")
+                       f"each step between two device syncs): {median(tokens):.0f} tokens/s "
+                       f"({spread(tokens)})")
+    limits = [r["limit_tokens_per_s"] for r in kernel if r.get("limit_tokens_per_s")]
+    for name in args.torch:
+        runs = [r for r in results if r["program"] == f"torch-{name}"]
+        tokens = median([r["tokens_per_s"] for r in runs])
+        reserved = max(r["peak_reserved_gib"] for r in runs)
+        summary.append(f"  PyTorch {name} (scripts/reference/bench_lora_gpu_torch.py, every "
+                       f"position a real token): {tokens:.0f} tokens/s "
+                       f"({spread([r['tokens_per_s'] for r in runs])}); peak reserved "
+                       f"{reserved:.2f} GiB")
+        for label, _, _ in configurations:
+            ours = [r for r in results if r["program"] == label]
+            delivered = median([r["delivered_tokens_per_s"] for r in ours])
+            peaks = [r["peak_reserved_gib"] for r in ours if r["peak_reserved_gib"] is not None]
+            summary.append(f"    {label} delivered / PyTorch {name}: {delivered / tokens:.2f}x"
+                           + (f"; reserved {max(peaks) / reserved:.2f}x" if peaks else ""))
+    if limits:
+        summary.append(f"  physical limit (FLOPs per token at the vendor GEMM's measured rate): "
+                       f"{median(limits):.0f} tokens/s; " + "; ".join(
+                           f"{label} delivers "
+                           f"{100 * median([r['delivered_tokens_per_s'] for r in results if r['program'] == label]) / median(limits):.1f}%"
+                           for label, _, _ in configurations))
     text = "\n".join(summary)
     print(text)
     with open(os.path.join(args.out, "summary.txt"), "w") as f:

@@ -149,7 +149,8 @@
 #                                  (scripts/bench_engine_loop.py): `lorascope-train engine` over
 #                                  stdio on a random Qwen2.5-0.5B-shaped folder saved by
 #                                  transformers and the alpaca fixture (LOOP_DATA, default
-#                                  shared/fixtures/datasets/alpaca_en_demo.json), B8 x S512:
+#                                  ../shared/fixtures/datasets/alpaca_en_demo.json, which prepare
+#                                  copies into .device/data), B8 x S512:
 #                                  delivered real tokens/s over the wall clock between step
 #                                  events, the step cycle against the step's own time, the shown
 #                                  and the compute-only tokens/s, the engine's breakdown of each
@@ -160,10 +161,16 @@
 #                                  after=build/nv/lorascope-train); none: lorascope-train and
 #                                  bench_gpu_train are built there. LOOP_BENCH: a carried
 #                                  bench_gpu_train; LOOP_RUNS (3), LOOP_STEPS (40), LOOP_PACKING=1
-#                                  (--packing: causal) or =documents (--packing documents), LOOP_COMPARE="OPTION ..." (boolean run options,
-#                                  e.g. group-by-length: each program also runs with each on,
-#                                  interleaved), LOOP_OUT (default $OUT). Results in
-#                                  summary.txt and runs.jsonl.
+#                                  (--packing: causal) or =documents (--packing documents),
+#                                  LOOP_COMPARE="OPTION ..." (boolean run options, e.g. graph:
+#                                  each program also runs with each on, interleaved),
+#                                  LOOP_SHAPES (default qwen2.5-0.5b; also llama-3.2-1b: each in
+#                                  its own folder under the output), LOOP_TORCH="IMPL ..." (PyTorch
+#                                  beside it, interleaved: compile, compile-plain, eager,
+#                                  eager-plain; the ratios and the share of the physical limit
+#                                  in the summary), LOOP_DATA (a dataset carried in, e.g. in
+#                                  .device/: shared/ does not travel), LOOP_OUT (default $OUT).
+#                                  Results in summary.txt and runs.jsonl.
 #   scripts/gpu-check.sh try-it [DIR]
 #                                  there: Try it's GPU fault test (ctest gpu_try_it_fault, also in
 #                                  `run`): Try it's supervised engine generating on the GPU, an
@@ -189,7 +196,10 @@ prepare() {
   cp /usr/include/utf8proc.h .device/include/
   mkdir -p .device/lib
   cp -L /usr/lib/x86_64-linux-gnu/libutf8proc.so.2 .device/lib/
-  echo "gpu-check: headers and libraries for the device machine are in .device/ (git-ignored)"
+  # The loop benchmark's dataset: ../shared does not travel to the device machine.
+  mkdir -p .device/data
+  cp ../shared/fixtures/datasets/alpaca_en_demo.json .device/data/
+  echo "gpu-check: headers, libraries and data for the device machine are in .device/ (git-ignored)"
 }
 
 run_checks() {
@@ -313,14 +323,24 @@ run_loop() {
       exit 2
       ;;
   esac
-  local option
+  local option impl shape status=0
   for option in ${LOOP_COMPARE:-}; do
     args+=(--compare "$option")
   done
-  LD_LIBRARY_PATH="$repo/.device/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
-    python3 scripts/bench_engine_loop.py "$out" \
-    --data "${LOOP_DATA:-shared/fixtures/datasets/alpaca_en_demo.json}" \
-    --runs "${LOOP_RUNS:-3}" --steps "${LOOP_STEPS:-40}" "${args[@]}"
+  for impl in ${LOOP_TORCH:-}; do
+    args+=(--torch "$impl")
+  done
+  local shapes
+  read -ra shapes <<<"${LOOP_SHAPES:-qwen2.5-0.5b}"
+  for shape in "${shapes[@]}"; do
+    local shape_out="$out"
+    ((${#shapes[@]} == 1)) || shape_out="$out/$shape"
+    LD_LIBRARY_PATH="$repo/.device/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+      python3 scripts/bench_engine_loop.py "$shape_out" --shape "$shape" \
+      --data "${LOOP_DATA:-.device/data/alpaca_en_demo.json}" \
+      --runs "${LOOP_RUNS:-3}" --steps "${LOOP_STEPS:-40}" "${args[@]}" || status=1
+  done
+  exit "$status"
 }
 
 run_doctor() {
