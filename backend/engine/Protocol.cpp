@@ -347,7 +347,11 @@ std::string encodeEvent(const TimedEvent& timed) {
             if (e.card)
               out["card"] = *e.card;
           },
-          [&](const SnapshotEvent& e) { out["snapshot"] = e.snapshot; },
+          [&](const SnapshotEvent& e) {
+            out["snapshot"] = e.snapshot;
+            if (e.card)
+              out["card"] = *e.card;
+          },
           [&](const LogEvent& e) {
             out["level"] = toString(e.level);
             out["text"] = e.text;
@@ -481,7 +485,7 @@ TimedEvent decodeEvent(std::string_view line) {
     e.card = cardOf(f);
     out.event = std::move(e);
   } else if (type == "snapshot") {
-    out.event = SnapshotEvent{f.object("snapshot").value()};
+    out.event = SnapshotEvent{f.object("snapshot").value(), cardOf(f)};
   } else if (type == "log") {
     out.event = LogEvent{f.choice("level", kLevelNames), f.string("text")};
   } else if (type == "error") {

@@ -174,6 +174,10 @@ struct QueueEvent {
 
 struct SnapshotEvent {
   nlohmann::json snapshot;  // the allocator's snapshot: segments and blocks
+  // The GPU whose allocator it is, set by the supervisor of a group of GPUs on every rank's
+  // snapshot (engine/Supervisor.h); unset for a run on one device, and in recordings made before
+  // groups: those are the one device's. Optional on the wire ("card").
+  std::optional<int> card = {};
 };
 
 enum class LogLevel { Debug, Info, Warning, Error };

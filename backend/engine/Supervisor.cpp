@@ -205,8 +205,9 @@ void Supervisor::send(const Command& command) {
     formGroup(std::get<StartCommand>(forwarded).runConfig);
   if (host_)
     host_->send(forwarded);
-  if (std::holds_alternative<SetToggleCommand>(command))
-    sendToRanks(command);
+  if (std::holds_alternative<SetToggleCommand>(command) ||
+      std::holds_alternative<RequestSnapshotCommand>(command))
+    sendToRanks(command);  // every rank computes alike; every card's memory map is asked for
   if (host_ && std::holds_alternative<StartCommand>(command)) {
     // A new run starts on the current rung's toggles and the profile's; a start the engine may
     // refuse gets them when it is taken: sent now they would reach the run in progress (the
@@ -242,9 +243,8 @@ void Supervisor::engineEvent(int engineId, const TimedEvent& timed) {
       memory && memory->hostAvailableBytes) {
     hostMemory_ = runtime::HostMemory{*memory->hostAvailableBytes, hostTotalBytes()};
   }
-  if (inGroup() && (std::holds_alternative<MemoryEvent>(timed.event) ||
-                    std::holds_alternative<QueueEvent>(timed.event))) {
-    publishReading(groupDevices_.front(), timed);  // rank 0's reading, tagged with its card
+  if (inGroup() && isOfCard(timed.event)) {
+    publishOfCard(groupDevices_.front(), timed);  // rank 0's, tagged with its card
     return;
   }
   if (const auto* state = std::get_if<StateEvent>(&timed.event)) {

@@ -26,15 +26,16 @@
 // refused with the reason), then the running engine becomes rank 0 and one more engine is started
 // per other GPU, each told its rank, the group's size, its GPU and a fresh rendezvous file (the
 // start's "group", job/EngineJob.h), and each told that this supervisor holds the run's lock.
-// Rank 0's events are the run's; the other ranks' memory and queue readings are passed on tagged
-// with their card (rank 0's too), their warnings and errors named by rank, the rest dropped (Note
-// [rank 0 writes] in group/RankPlan.h). One rank's exit, crash, sticky error or hang ends every
-// other rank and restarts them all from the newest state through group::planGroupRecovery: the
-// ladder applies to every rank, the CPU rung makes the run one engine on the CPU, and a GPU that
-// disappears stops the run with the choice to continue on the others (its failed state says how).
-// A rank whose engine cannot start the run fails it, with its reason.
-// Toggles reach every rank; stop, checkpoints, snapshots and generation go to rank 0, and the
-// other ranks are ended once rank 0's run is over. Pausing a group and changing its micro-batch
+// Rank 0's events are the run's; the other ranks' memory and queue readings and allocator snapshots
+// are passed on tagged with their card (rank 0's too), their warnings and errors named by rank, the
+// rest dropped (Note [rank 0 writes] in group/RankPlan.h). One rank's exit, crash, sticky error or
+// hang ends every other rank and restarts them all from the newest state through
+// group::planGroupRecovery: the ladder applies to every rank, the CPU rung makes the run one engine
+// on the CPU, and a GPU that disappears stops the run with the choice to continue on the others
+// (its failed state says how). A rank whose engine cannot start the run fails it, with its reason.
+// Toggles and snapshot requests reach every rank (each card's memory map comes back tagged with
+// it); stop, checkpoints and generation go to rank 0, and the other ranks are ended once rank 0's
+// run is over. Pausing a group and changing its micro-batch
 // during the run are refused (the ranks must change at the same step; a restart does that).
 //
 // This class is the logic only, plain C++ and single-threaded: every call comes from one thread,
@@ -175,8 +176,10 @@ class Supervisor {
   void retireRanks();
   void sendToRanks(const Command& command);  // the ranks besides rank 0
   void sendToAllRanks(const Command& command);
-  // A memory or queue reading of the group's GPU `card`, passed on tagged with it.
-  void publishReading(int card, const TimedEvent& timed);
+  // A memory or queue reading or an allocator snapshot: what a group's rank passes on tagged with
+  // its GPU; publishOfCard passes it on tagged with the group's GPU `card`.
+  static bool isOfCard(const Event& event);
+  void publishOfCard(int card, const TimedEvent& timed);
   // A rank's sticky error as its fault (a collective's error names the collective).
   static group::RankFault faultOfError(int rank, const ErrorEvent& error);
   static std::string describeExit(const EngineExit& exit);

@@ -147,13 +147,19 @@ Supervisor::Rank* Supervisor::rankOf(int engineId) {
   return nullptr;
 }
 
-void Supervisor::publishReading(int card, const TimedEvent& timed) {
+bool Supervisor::isOfCard(const Event& event) {
+  return std::holds_alternative<MemoryEvent>(event) || std::holds_alternative<QueueEvent>(event) ||
+         std::holds_alternative<SnapshotEvent>(event);
+}
+
+void Supervisor::publishOfCard(int card, const TimedEvent& timed) {
   Event event = timed.event;
-  if (auto* memory = std::get_if<MemoryEvent>(&event)) {
-    memory->card = card;
-  } else if (auto* queue = std::get_if<QueueEvent>(&event)) {
-    queue->card = card;
-  }
+  std::visit(
+      [card](auto& e) {
+        if constexpr (requires { e.card; })
+          e.card = card;
+      },
+      event);
   publish_(TimedEvent{toSupervisorTime(timed.timeMs), std::move(event)});
 }
 
@@ -197,9 +203,8 @@ void Supervisor::rankEvent(Rank& rank, const TimedEvent& timed) {
   const int device = groupDevices_.at(static_cast<std::size_t>(rank.rank));
   const std::string who =
       "rank " + std::to_string(rank.rank) + " (GPU " + std::to_string(device) + "): ";
-  if (std::holds_alternative<MemoryEvent>(timed.event) ||
-      std::holds_alternative<QueueEvent>(timed.event)) {
-    publishReading(device, timed);
+  if (isOfCard(timed.event)) {
+    publishOfCard(device, timed);
   } else if (const auto* error = std::get_if<ErrorEvent>(&timed.event)) {
     ErrorEvent named = *error;
     named.message = who + named.message;

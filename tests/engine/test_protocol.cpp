@@ -317,3 +317,31 @@ TEST_CASE(helloNamesTheCollectiveLibraryAndReadingsTheirCard) {
   }
   VERIFY2(lstest::Message{refused}.contains("card"), refused.c_str());
 }
+
+// A group's snapshots name their card (engine/Supervisor.h); one without a card, as a run on one
+// device and the recordings made before groups send it, reads as one with none (that device's).
+TEST_CASE(aSnapshotNamesItsCardOnlyInAGroup) {
+  const nlohmann::json segments = {
+      {"segments",
+       {{{"address", 4096}, {"total_size", 2048}, {"blocks", nlohmann::json::array()}}}}};
+  const std::string tagged = encodeEvent({40, SnapshotEvent{segments, 1}});
+  VERIFY2(lstest::Message{tagged}.contains("\"card\":1"), tagged.c_str());
+  const auto back = std::get<SnapshotEvent>(decodeEvent(tagged).event);
+  COMPARE(back.card, std::optional<int>(1));
+  COMPARE(back.snapshot, segments);
+
+  const std::string untagged = encodeEvent({40, SnapshotEvent{segments}});
+  VERIFY(untagged.find("card") == std::string::npos);
+  COMPARE(std::get<SnapshotEvent>(decodeEvent(untagged).event).card, std::optional<int>());
+  // A line as an engine before groups wrote it.
+  const auto old = std::get<SnapshotEvent>(
+      decodeEvent(R"({"v":1,"t_ms":7,"type":"snapshot","snapshot":{"segments":[]}})").event);
+  VERIFY(!old.card);
+  std::string refused = "<accepted>";
+  try {
+    decodeEvent(R"({"v":1,"t_ms":7,"type":"snapshot","snapshot":{"segments":[]},"card":"1"})");
+  } catch (const ProtocolError& e) {
+    refused = e.what();
+  }
+  VERIFY2(lstest::Message{refused}.contains("card"), refused.c_str());
+}

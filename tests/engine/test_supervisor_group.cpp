@@ -2,10 +2,11 @@
 // stand-in engines and a manual clock: a start with --gpus waits for the engine's hello, is checked
 // against its GPUs and collective library (refused with the reason), then starts one engine per
 // GPU, each told its rank, the group's size, its GPU, the same fresh rendezvous file and the lock's
-// holder; rank 0's steps are the run's, every rank's readings carry its card; one rank's crash,
-// sticky error or hang ends every rank and restarts them all from the newest state (no step lost,
-// the ladder applied to all, a hung collective named); a lost GPU stops with the choice to go on
-// with the others; rank 0's end ends the others; pause and micro-batch changes are refused.
+// holder; rank 0's steps are the run's, every rank's readings and snapshots carry its card, and a
+// snapshot request reaches every rank; one rank's crash, sticky error or hang ends every rank and
+// restarts them all from the newest state (no step lost, the ladder applied to all, a hung
+// collective named); a lost GPU stops with the choice to go on with the others; rank 0's end ends
+// the others; pause and micro-batch changes are refused.
 #include "TestRunner.h"
 
 #include <filesystem>
@@ -220,6 +221,35 @@ TEST_CASE(rankZerosStepsAreTheRunsAndEveryReadingNamesItsCard) {
   const auto logs = rig.all<LogEvent>();
   COMPARE(logs.size(), std::size_t{1});
   COMPARE(logs[0].text, std::string("rank 1 (GPU 0): 3 examples truncated"));
+}
+
+// The memory map of every card: a snapshot request reaches every rank, and each rank's answer is
+// passed on tagged with its GPU; a run on one engine keeps its snapshots untagged.
+TEST_CASE(aSnapshotRequestReachesEveryRankAndEachAnswerNamesItsCard) {
+  Rig rig;
+  rig.startGroup("/runs/x", "1,0", 2);
+  rig.supervisor.send(RequestSnapshotCommand{});
+  for (std::size_t e : {std::size_t{0}, std::size_t{1}}) {
+    VERIFY(sentAny(rig.engine(e), [](const Command& c) {
+      return std::holds_alternative<RequestSnapshotCommand>(c);
+    }));
+  }
+  rig.report(1, SnapshotEvent{{{"segments", json::array({{{"total_size", 1}}})}}});
+  rig.report(0, SnapshotEvent{{{"segments", json::array()}}});
+  const auto snapshots = rig.all<SnapshotEvent>();
+  COMPARE(snapshots.size(), std::size_t{2});
+  COMPARE(snapshots[0].card, std::optional<int>(0));  // rank 1 runs on GPU 0
+  COMPARE(snapshots[0].snapshot["segments"].size(), std::size_t{1});
+  COMPARE(snapshots[1].card, std::optional<int>(1));
+  COMPARE(snapshots[1].snapshot["segments"].size(), std::size_t{0});
+
+  Rig one;
+  one.supervisor.send(StartCommand{{{"out", "/runs/y"}, {"demo", true}}});
+  one.report(0, StateEvent{RunState::Running, 0, ""});
+  one.supervisor.send(RequestSnapshotCommand{});
+  COMPARE(one.launcher.engines.size(), std::size_t{1});
+  one.report(0, SnapshotEvent{{{"segments", json::array()}}});
+  COMPARE(one.all<SnapshotEvent>().at(0).card, std::optional<int>());
 }
 
 TEST_CASE(oneRankDyingEndsAndRestartsEveryRankWithNoLostStep) {
