@@ -606,7 +606,7 @@ bool Dashboard::showsReadingOf(const Event& event) {
     shownCard_ = *card;
   }
   if (cardSelector_->findData(*card) < 0) {
-    cardSelector_->addItem(tr("GPU %1").arg(*card), *card);
+    cardSelector_->addItem(cardName(*card), *card);
     cardLabel_->setVisible(true);
     cardSelector_->setVisible(true);
     cardSelector_->setCurrentIndex(cardSelector_->findData(*shownCard_));

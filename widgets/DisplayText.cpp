@@ -80,6 +80,10 @@ QString epochText(double epoch) {
   return translated("epoch %1").arg(QString::number(epoch, 'g', std::abs(epoch) < 1000 ? 3 : 12));
 }
 
+QString cardName(int card) {
+  return translated("GPU %1").arg(card);
+}
+
 QString counted(std::int64_t count, const QString& singular, const QString& plural) {
   return QStringLiteral("%1 %2").arg(count).arg(count == 1 ? singular : plural);
 }

@@ -34,6 +34,10 @@ QString rungText(const std::string& rung);
 // three significant digits (a Trainer's fraction) and a whole one as it is.
 QString epochText(double epoch);
 
+// "GPU 1": a card of a run on several GPUs (a reading's or snapshot's card, engine/Protocol.h), as
+// the dashboard's and the memory map's card selectors name it.
+QString cardName(int card);
+
 // "1 sequence", "8 sequences": a count with the noun's singular or plural.
 QString counted(std::int64_t count, const QString& singular, const QString& plural);
 

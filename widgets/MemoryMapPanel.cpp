@@ -2,15 +2,18 @@
 #include "widgets/MemoryMapPanel.h"
 
 #include <QAction>
+#include <QComboBox>
 #include <QFile>
 #include <QFileDialog>
 #include <QGridLayout>
+#include <QHBoxLayout>
 #include <QLabel>
 #include <QMessageBox>
 #include <QScrollArea>
 #include <QToolBar>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "common/DurableFile.h"
@@ -42,6 +45,17 @@ MemoryMapPanel::MemoryMapPanel(QWidget* parent) : QWidget(parent) {
   open_->setToolTip(tr("Show a snapshot saved earlier (the page freezes)"));
   connect(save_, &QAction::triggered, this, &MemoryMapPanel::saveWithDialog);
   connect(open_, &QAction::triggered, this, &MemoryMapPanel::openWithDialog);
+  cardLabel_ = new QLabel(tr("Card:"), this);
+  cardSelector_ = new QComboBox(this);
+  cardSelector_->setObjectName(QStringLiteral("memoryMapCardSelector"));
+  cardSelector_->setToolTip(
+      tr("This run trains on several GPUs, each with its own allocator: the map shows the chosen "
+         "GPU's snapshot"));
+  cardSelector_->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+  cardLabel_->setBuddy(cardSelector_);
+  connect(cardSelector_, &QComboBox::activated, this,
+          [this](int index) { showCard(cardSelector_->itemData(index).toInt()); });
+  showCardSelector(false);  // until a second card has sent a snapshot
 
   summary_ = new QLabel(tr("No snapshot yet: one is taken every %1 s while a run is active, or "
                            "open a saved one.")
@@ -79,7 +93,11 @@ MemoryMapPanel::MemoryMapPanel(QWidget* parent) : QWidget(parent) {
 
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(toolbar);
-  layout->addWidget(summary_);
+  auto* cardAndSummary = new QHBoxLayout;  // the card beside what its snapshot holds
+  cardAndSummary->addWidget(cardLabel_);
+  cardAndSummary->addWidget(cardSelector_);
+  cardAndSummary->addWidget(summary_, 1);
+  layout->addLayout(cardAndSummary);
   layout->addLayout(legend);
   layout->addWidget(timeline_);
   layout->addWidget(timelineNote_);
@@ -124,6 +142,9 @@ void MemoryMapPanel::requestSnapshotIfLive() {
 void MemoryMapPanel::handleEvent(const TimedEvent& timed) {
   if (const auto* state = std::get_if<StateEvent>(&timed.event)) {
     runActive_ = state->state == RunState::Running || state->state == RunState::Paused;
+    if (state->state == RunState::Starting && !isFrozen()) {
+      forgetCards();  // a new run (or its restart, perhaps on fewer GPUs): its cards come anew
+    }
   } else if (const auto* hello = std::get_if<HelloEvent>(&timed.event)) {
     setRunOnCpu(hello->flavour == "cpu");
   } else if (const auto* applied = std::get_if<ToggleAppliedEvent>(&timed.event)) {
@@ -135,8 +156,12 @@ void MemoryMapPanel::handleEvent(const TimedEvent& timed) {
       return;
     }
     try {
-      display(parseMemorySnapshot(snap->snapshot),
-              tr("live, at %1").arg(formatTimeMs(timed.timeMs)));
+      MemorySnapshot snapshot = parseMemorySnapshot(snap->snapshot);
+      if (!cardsAreLive_) {
+        forgetCards();  // a recording's or a file's, shown frozen until now
+        cardsAreLive_ = true;
+      }
+      take(std::move(snapshot), snap->card, tr("live, at %1").arg(formatTimeMs(timed.timeMs)));
     } catch (const SnapshotError& e) {
       summary_->setText(tr("The engine sent a snapshot this version cannot read: %1")
                             .arg(QString::fromUtf8(e.what())));
@@ -157,6 +182,49 @@ void MemoryMapPanel::setRunOnCpu(bool onCpu) {
   }
 }
 
+void MemoryMapPanel::take(MemorySnapshot snapshot, std::optional<int> card, const QString& source) {
+  if (!card) {
+    forgetCards();  // one device's
+    display(std::move(snapshot), source);
+    return;
+  }
+  if (!shownCard_) {
+    shownCard_ = *card;
+  }
+  if (cardSelector_->findData(*card) < 0) {
+    cardSelector_->addItem(cardName(*card), *card);
+    cardSelector_->setCurrentIndex(cardSelector_->findData(*shownCard_));
+    showCardSelector(cardSelector_->count() > 1);
+  }
+  Shown& shown = cards_[*card];
+  shown = Shown{std::move(snapshot), tr("%1, %2").arg(cardName(*card), source)};
+  if (*card == *shownCard_) {
+    display(shown.snapshot, shown.source);
+  }
+}
+
+void MemoryMapPanel::showCard(int card) {
+  const auto shown = cards_.find(card);
+  if (shown == cards_.end()) {
+    return;
+  }
+  shownCard_ = card;
+  cardSelector_->setCurrentIndex(cardSelector_->findData(card));
+  display(shown->second.snapshot, shown->second.source);
+}
+
+void MemoryMapPanel::showCardSelector(bool show) {
+  cardLabel_->setVisible(show);
+  cardSelector_->setVisible(show);
+}
+
+void MemoryMapPanel::forgetCards() {
+  cards_.clear();
+  shownCard_.reset();
+  cardSelector_->clear();
+  showCardSelector(false);
+}
+
 void MemoryMapPanel::display(MemorySnapshot snapshot, const QString& source) {
   summary_->setText(tr("%1 segments, %2 blocks, %3 reserved (%4)")
                         .arg(snapshot.segments.size())
@@ -173,6 +241,7 @@ void MemoryMapPanel::display(MemorySnapshot snapshot, const QString& source) {
 }
 
 void MemoryMapPanel::clearSnapshot(const QString& why) {
+  forgetCards();
   summary_->setText(why);
   source_.clear();
   timeline_->clear();
@@ -241,15 +310,44 @@ QString MemoryMapPanel::openSnapshot(const QString& path) {
 }
 
 QString MemoryMapPanel::showSnapshot(const nlohmann::json& document, const QString& source) {
-  try {
-    MemorySnapshot snapshot = parseMemorySnapshot(document);
-    setFrozen(true);
-    display(std::move(snapshot), source);
-  } catch (const nlohmann::json::exception& e) {
-    return tr("not a snapshot: %1").arg(QString::fromUtf8(e.what()));
-  } catch (const SnapshotError& e) {
-    return QString::fromUtf8(e.what());
+  return showSnapshots({SnapshotEvent{document}}, source);
+}
+
+QString MemoryMapPanel::showSnapshots(const std::vector<SnapshotEvent>& snapshots,
+                                      const QString& source) {
+  // What stays shown once they have arrived one after the other (take): the last of each card,
+  // in the order the cards were first heard from, or the last one when it names no card.
+  std::vector<const SnapshotEvent*> kept;
+  for (const SnapshotEvent& event : snapshots) {
+    const auto same = std::find_if(kept.begin(), kept.end(),
+                                   [&](const SnapshotEvent* k) { return k->card == event.card; });
+    if (!event.card || (!kept.empty() && !kept.front()->card)) {
+      kept.assign(1, &event);
+    } else if (same != kept.end()) {
+      *same = &event;
+    } else {
+      kept.push_back(&event);
+    }
   }
+  std::vector<MemorySnapshot> parsed;
+  for (const SnapshotEvent* event : kept) {
+    // All are read before any is shown: one that cannot be leaves the page as it was.
+    try {
+      parsed.push_back(parseMemorySnapshot(event->snapshot));
+    } catch (const nlohmann::json::exception& e) {
+      return tr("not a snapshot: %1").arg(QString::fromUtf8(e.what()));
+    } catch (const SnapshotError& e) {
+      return event->card
+                 ? tr("%1's snapshot: %2").arg(cardName(*event->card), QString::fromUtf8(e.what()))
+                 : QString::fromUtf8(e.what());
+    }
+  }
+  forgetCards();
+  cardsAreLive_ = false;
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    take(std::move(parsed[i]), kept[i]->card, source);
+  }
+  setFrozen(true);
   return {};
 }
 

@@ -561,15 +561,15 @@ QString MainWindow::openRecording(const QString& file) {
     return QString::fromUtf8(e.what());
   }
   const QString name = QFileInfo(file).fileName();
-  std::optional<TimedEvent> snapshot;
+  std::vector<SnapshotEvent> snapshots;  // a run on several GPUs recorded each card's
   for (const TimedEvent& e : events) {
-    if (std::holds_alternative<SnapshotEvent>(e.event)) {
-      snapshot = e;
+    if (const auto* snapshot = std::get_if<SnapshotEvent>(&e.event)) {
+      snapshots.push_back(*snapshot);
     }
   }
-  if (snapshot) {
-    const QString problem = memoryMap_->showSnapshot(
-        std::get<SnapshotEvent>(snapshot->event).snapshot, tr("from the recording %1").arg(name));
+  if (!snapshots.empty()) {
+    const QString problem =
+        memoryMap_->showSnapshots(snapshots, tr("from the recording %1").arg(name));
     if (!problem.isEmpty()) {
       return tr("%1: its snapshot cannot be shown: %2").arg(file, problem);
     }

@@ -2,6 +2,7 @@
 //   - a hang replayed from the H100 recording (Runs → Open recording…) is a row in Log and
 //     incidents, a banner on the dashboard whose step agrees with its marker, and a band on the
 //     step axis with its length; the memory map lets go of the previous recording's snapshot;
+//   - a recording of a run on two GPUs shows each card's memory map through a card selector;
 //   - live incidents and refusals are banners and rows too;
 //   - Try it: Ctrl+Return in the prompt generates although Start has the same keys, and an answer
 //     of blank lines says so under its pane;
@@ -14,7 +15,9 @@
 
 #include <QAction>
 #include <QChart>
+#include <QComboBox>
 #include <QDockWidget>
+#include <QFile>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
@@ -135,6 +138,53 @@ class TestWindowIncidents : public QObject {
     QVERIFY(timed != nullptr && timed->spanFromX.has_value());
     QVERIFY2(std::abs(timed->x - *timed->spanFromX - 10.518) < 0.01,
              qPrintable(QStringLiteral("%1 → %2").arg(*timed->spanFromX).arg(timed->x)));
+  }
+
+  // A recording of a run on two GPUs (its snapshot as each rank's, tagged with its card, made
+  // here from the H100 recording's) shows each card's memory map through the card selector; the
+  // next recording, which holds none, lets go of both.
+  void aRecordingOfTwoGpusShowsEachCardsMemoryMap() {
+    QTemporaryDir dir;
+    const QString recording = dir.filePath(QStringLiteral("two_gpus.jsonl"));
+    QFile in(testing::fixturePath("h100_gpu_run.jsonl"));
+    QFile out(recording);
+    QVERIFY(in.open(QIODevice::ReadOnly) && out.open(QIODevice::WriteOnly));
+    std::size_t segments = 0;
+    while (!in.atEnd()) {
+      const QByteArray line = in.readLine().trimmed();
+      TimedEvent timed = decodeEvent(line.toStdString());
+      if (auto* snapshot = std::get_if<SnapshotEvent>(&timed.event)) {
+        segments = snapshot->snapshot["segments"].size();
+        snapshot->card = 0;
+        out.write(encodeEvent(timed).c_str());
+        out.write("\n");
+        snapshot->card = 1;  // rank 1's, with one segment fewer
+        snapshot->snapshot["segments"].erase(0);
+      }
+      out.write(encodeEvent(timed).c_str());
+      out.write("\n");
+    }
+    out.close();
+    QVERIFY(segments > 1);
+
+    app::MainWindow window(app::collectAboutFacts());
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QCOMPARE(window.openRecording(recording), QString());
+    window.pages()->setCurrentWidget(window.memoryMap());
+    widgets::MemoryMapPanel* map = window.memoryMap();
+    QVERIFY(map->cardSelector()->isVisible());
+    QCOMPARE(map->cardSelector()->currentText(), QStringLiteral("GPU 0"));
+    QCOMPARE(map->view()->snapshot().segments.size(), segments);
+    map->cardSelector()->setFocus();
+    QTest::keyClick(map->cardSelector(), Qt::Key_Down);
+    QCOMPARE(map->view()->snapshot().segments.size(), segments - 1);
+    QVERIFY2(map->summaryText().contains("GPU 1, from the recording two_gpus.jsonl"),
+             qPrintable(map->summaryText()));
+
+    QCOMPARE(window.openRecording(testing::fixturePath("h100_gpu_hang.jsonl")), QString());
+    QVERIFY(!map->hasSnapshot());
+    QVERIFY(!map->cardSelector()->isVisible());
   }
 
   // The hang recorded again on an H200 with today's engine: a step is announced once its state is

@@ -1,9 +1,11 @@
 // test_memory_map.cpp — snapshots in PyTorch's layout are read with owner/step, blocks are drawn
 // to scale and explain themselves in a tooltip, a frozen map ignores live snapshots, snapshots
-// save and reopen, and live refresh asks the engine only while a run is active.
+// save and reopen, live refresh asks the engine only while a run is active, and a run on several
+// GPUs (or its recording) shows each card's snapshot through a card selector.
 #include <QtTest>
 
 #include <QAction>
+#include <QComboBox>
 #include <QLabel>
 #include <QTemporaryDir>
 
@@ -453,6 +455,83 @@ class TestMemoryMap : public QObject {
     QVERIFY(timeline->hasTrace());
     QVERIFY(note->isVisible());
     QVERIFY(note->text().contains("allocations and frees"));
+  }
+
+  // A run on several GPUs sends a snapshot per card (engine/Supervisor.h): a card selector appears
+  // once a second card has sent one, named as the dashboard names cards, and switching it shows
+  // that card's segments. A frozen page keeps every card's; a new run forgets them.
+  void eachCardsSnapshotIsShownThroughACardSelector() {
+    MemoryMapPanel panel;
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    QComboBox* selector = panel.cardSelector();
+    nlohmann::json smaller = fixtureSnapshot();
+    smaller["segments"].erase(2);
+    panel.handleEvent({1000, SnapshotEvent{fixtureSnapshot(), 1}});
+    QVERIFY(!selector->isVisibleTo(&panel));  // one card: nothing to choose
+    QCOMPARE(panel.view()->snapshot().segments.size(), std::size_t{3});
+    panel.handleEvent({1010, SnapshotEvent{smaller, 0}});
+    QVERIFY(selector->isVisibleTo(&panel));
+    QCOMPARE(selector->count(), 2);
+    QCOMPARE(selector->currentText(), QStringLiteral("GPU 1"));  // the first heard from
+    QCOMPARE(panel.view()->snapshot().segments.size(), std::size_t{3});
+    QVERIFY2(panel.summaryText().contains("GPU 1, live"), qPrintable(panel.summaryText()));
+
+    selector->setFocus();
+    QTest::keyClick(selector, Qt::Key_Down);  // the user picks GPU 0
+    QCOMPARE(panel.shownCard(), std::optional<int>(0));
+    QCOMPARE(panel.view()->snapshot().segments.size(), std::size_t{2});
+    QVERIFY2(panel.summaryText().contains("GPU 0, live"), qPrintable(panel.summaryText()));
+
+    panel.setFrozen(true);  // both cards stay as they were
+    panel.handleEvent({3000, SnapshotEvent{fixtureSnapshot(), 0}});
+    panel.handleEvent({0, StateEvent{RunState::Starting, 0, ""}});
+    QTest::keyClick(selector, Qt::Key_Up);
+    QCOMPARE(panel.view()->snapshot().segments.size(), std::size_t{3});
+    QTest::keyClick(selector, Qt::Key_Down);
+    QCOMPARE(panel.view()->snapshot().segments.size(), std::size_t{2});
+    panel.setFrozen(false);
+    panel.handleEvent({0, StateEvent{RunState::Starting, 0, ""}});  // the next run
+    QVERIFY(!selector->isVisibleTo(&panel));
+    QCOMPARE(selector->count(), 0);
+    panel.handleEvent({1010, SnapshotEvent{smaller, 0}});
+    panel.handleEvent({1010, SnapshotEvent{fixtureSnapshot(), 1}});
+    QCOMPARE(panel.shownCard(), std::optional<int>(0));  // chosen afresh: the first heard from
+    panel.handleEvent({1000, SnapshotEvent{fixtureSnapshot()}});  // a run on one device
+    QVERIFY(!selector->isVisibleTo(&panel));
+    QCOMPARE(panel.view()->snapshot().segments.size(), std::size_t{3});
+  }
+
+  // A recording of a run on several GPUs shows the last snapshot of each card, frozen; one that
+  // cannot be read is named by its card and leaves the page as it was; live snapshots, once the
+  // page is unfrozen, replace the recording's cards.
+  void aRecordingShowsTheLastSnapshotOfEachCard() {
+    MemoryMapPanel panel;
+    nlohmann::json smaller = fixtureSnapshot();
+    smaller["segments"].erase(2);
+    nlohmann::json smallest = smaller;
+    smallest["segments"].erase(1);
+    QCOMPARE(panel.showSnapshots({SnapshotEvent{fixtureSnapshot(), 2}, SnapshotEvent{smaller, 3},
+                                  SnapshotEvent{smallest, 2}},
+                                 QStringLiteral("from the recording r.jsonl")),
+             QString());
+    QVERIFY(panel.isFrozen());
+    QCOMPARE(panel.cardSelector()->count(), 2);
+    QCOMPARE(panel.cardSelector()->itemText(1), QStringLiteral("GPU 3"));
+    QCOMPARE(panel.shownCard(), std::optional<int>(2));
+    QCOMPARE(panel.view()->snapshot().segments.size(), std::size_t{1});  // card 2's last
+    QVERIFY(panel.summaryText().contains("GPU 2, from the recording r.jsonl"));
+    const QString problem = panel.showSnapshots(
+        {SnapshotEvent{smaller, 0}, SnapshotEvent{{{"segments", 3}}, 1}}, QStringLiteral("x"));
+    QVERIFY2(problem.contains("GPU 1's snapshot"), qPrintable(problem));
+    QCOMPARE(panel.cardSelector()->count(), 2);  // as it was
+    QCOMPARE(panel.view()->snapshot().segments.size(), std::size_t{1});
+    // Unfrozen, the live run's cards replace the recording's.
+    panel.setFrozen(false);
+    panel.handleEvent({1000, SnapshotEvent{smaller, 0}});
+    QCOMPARE(panel.cardSelector()->count(), 1);
+    QCOMPARE(panel.shownCard(), std::optional<int>(0));
+    QCOMPARE(panel.view()->snapshot().segments.size(), std::size_t{2});
   }
 
   // The app sends no request it knows will be refused: a CPU run has no allocator to snapshot.
