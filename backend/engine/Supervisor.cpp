@@ -144,6 +144,12 @@ void Supervisor::send(const Command& command) {
       return;
     }
   }
+  if (auto* start = std::get_if<StartCommand>(&forwarded); start && engineGoingAway()) {
+    // The engine is stopping to be replaced (a profile switch, a sticky error): sent to it the
+    // start would be lost; the next engine takes it once it says hello.
+    startAwaitingHello_ = *start;
+    return;
+  }
   if (auto* start = std::get_if<StartCommand>(&forwarded)) {
     if (!running_) {
       groupDevices_.clear();
@@ -216,6 +222,10 @@ void Supervisor::send(const Command& command) {
       sendRungToggles();
     unansweredStarts_.push_back(std::move(undecided));
   }
+}
+
+bool Supervisor::engineGoingAway() const {
+  return host_ && (planned_ || lastStickyError_);
 }
 
 void Supervisor::engineConnected(int engineId, bool connected) {
@@ -360,6 +370,13 @@ void Supervisor::onExit(const EngineExit& exit) {
       runLock_.reset();
       publish(StateEvent{RunState::Failed, lastStep_, describeExit(exit)});
     }
+    if (startAwaitingHello_) {  // no engine will say hello: say so rather than hold it
+      startAwaitingHello_.reset();
+      publish(
+          ErrorEvent{"command", "start", 0,
+                     "'start' not taken: the engine could not start (" + describeExit(exit) + ")",
+                     "start again to try once more", false});
+    }
     return;
   }
   if (!running_ && !exit.crashed && exit.exitCode == 0) {
@@ -412,6 +429,8 @@ void Supervisor::recover(const runtime::ErrorClass& error, const std::string& wh
                               " restarts; the last completed step is saved",
                           lastStep_});
     publish(StateEvent{RunState::Failed, lastStep_, "too many engine failures"});
+    if (startAwaitingHello_)
+      startEngine();  // a start sent meanwhile: the next engine takes it when it says hello
     return;
   }
   ++restarts_;

@@ -164,6 +164,8 @@ class Supervisor {
                std::optional<runtime::RecoveryRung> groupRung = std::nullopt);
   // ---- the group (Supervisor.h's paragraph on groups; SupervisorGroup.cpp)
   bool inGroup() const { return groupDevices_.size() > 1; }
+  // The engine is stopping to be replaced: a profile switch's restart, or a sticky error's exit.
+  bool engineGoingAway() const;
   // The GPUs a start asks for, when it asks ("0,1", "all").
   static std::optional<std::string> gpusOfStart(const nlohmann::json& config);
   // The GPUs of `gpus` on this machine (the engine's hello); a problem names the value and why.
@@ -243,9 +245,10 @@ class Supervisor {
   // has run no GPU step; a crash then is a HostCrash (runtime/ErrorClassifier.h).
   bool preparing_ = false;
   runtime::RecoveryRung rung_ = runtime::RecoveryRung::VendorBlas;
-  // The group: the engines' hello (the GPUs and the collective library), a start waiting for it,
-  // the run's GPUs (rank r on groupDevices_[r]; empty: one engine), the ranks besides rank 0, the
-  // group's rendezvous file and the faults of the group being ended, in the order seen.
+  // The engines' hello (the GPUs and the collective library) and a start waiting for the next
+  // one (a group's start before any hello; a start sent while the engine is being replaced). The
+  // group: the run's GPUs (rank r on groupDevices_[r]; empty: one engine), the ranks besides rank
+  // 0, the group's rendezvous file and the faults of the group being ended, in the order seen.
   std::optional<HelloEvent> hello_;
   std::optional<StartCommand> startAwaitingHello_;
   std::vector<int> groupDevices_;

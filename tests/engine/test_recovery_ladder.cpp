@@ -8,7 +8,8 @@
 // the next engine takes the next one; a generation the engine ended is not ended again. The run's
 // folder stays locked by the supervisor from the run's start to its end. A start the engine
 // refuses while a run goes on changes nothing of that run; one it takes as the run ends is the
-// run from then on.
+// run from then on. A start sent while the engine is being replaced (a profile switch, a sticky
+// error) reaches the next engine.
 #include <QtTest>
 
 #include <filesystem>
@@ -656,6 +657,39 @@ class TestRecoveryLadder : public QObject {
     const auto* start = std::get_if<StartCommand>(&rig.engine().sent.at(0));
     QVERIFY(start != nullptr && start->runConfig.value("resume_from_mirror", false));
     QCOMPARE(rig.supervisor.restarts(), 0);  // a switch is not a failure
+  }
+
+  // A start sent while a profile switch replaces the idle engine reaches the next engine (once it
+  // says hello), in the new profile's environment; the stopping engine never sees it.
+  void aStartDuringAProfileSwitchGoesToTheNextEngine() {
+    Rig rig;
+    rig.supervisor.send(SwitchProfileCommand{"Debug: serialize + blocking"});
+    QVERIFY(rig.engine().inputClosed);
+    rig.supervisor.send(StartCommand{kRunConfig});
+    QVERIFY(std::get_if<StartCommand>(&rig.engine().sent.back()) == nullptr);
+    rig.supervisor.engineExited(rig.engineId(), EngineExit{});
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{2});
+    QCOMPARE(rig.engine().environment.at("AMD_SERIALIZE_KERNEL"), std::string("3"));
+    rig.report(HelloEvent{});
+    QCOMPARE(lastStart(rig.engine()).runConfig.value("out", ""), std::string("/runs/x"));
+    for (const Command& c : rig.launcher.engines.front()->sent)
+      QVERIFY(!std::holds_alternative<StartCommand>(c));
+  }
+
+  // After a sticky error the engine exits to be recovered: a start sent before it is gone goes
+  // to the engine that replaces it, which answers it (here: the run resumed goes on, so it is
+  // refused there with the engine's reason), instead of vanishing with the old one.
+  void aStartAfterAStickyErrorGoesToTheRecoveredEngine() {
+    Rig rig;
+    rig.startRunning();
+    rig.step(1);
+    rig.report(ErrorEvent{"blas", "matmul", 0, "HIPBLAS_STATUS_INTERNAL_ERROR", "", true});
+    rig.supervisor.send(StartCommand{{{"out", "/runs/b"}, {"demo", true}}});
+    QCOMPARE(lastStart(rig.engine()).runConfig.value("out", ""), std::string("/runs/x"));
+    rig.supervisor.engineExited(rig.engineId(), EngineExit{});
+    QCOMPARE(rig.launcher.engines.size(), std::size_t{2});
+    rig.report(HelloEvent{});
+    QCOMPARE(lastStart(rig.engine()).runConfig.value("out", ""), std::string("/runs/b"));
   }
 
  private:
