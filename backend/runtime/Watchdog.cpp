@@ -149,6 +149,13 @@ std::optional<HangReport> Watchdog::check(const QueueView& queues) const {
     return std::nullopt;
   }
   report.error = classifyHang();
+  if (step_ == 0) {  // a generation: no run, no micro-batch to make smaller
+    report.error.advice =
+        "The generation made no progress within the hang limit; the engine is restarted: "
+        "generate again. Fewer new tokens or a shorter prompt shorten each op; serialized, "
+        "blocking launches (AMD_SERIALIZE_KERNEL=3, or CUDA_LAUNCH_BLOCKING=1 on NVIDIA, in "
+        "lorascope-train generate's environment) show which op hangs.";
+  }
   // An op that always returned at once (an asynchronous launch) or was never seen has the grace
   // alone as its budget: "the longest it took before, 0.0 s" would read as a measurement.
   const std::string budget =

@@ -210,7 +210,7 @@ class TestWatchdog : public QObject {
   }
 
   // A generation is watched from beginGeneration() to endStep(), with the first steps' budget for
-  // an engine's first generations, and its report names no step.
+  // an engine's first generations, and its report names no step and advises on generating.
   void aGenerationIsWatchedLikeAStep() {
     FakeClock clock;
     LaunchControl control(nullptr, {}, clock.fn(), {2'000, 5'000, 1});
@@ -228,6 +228,10 @@ class TestWatchdog : public QObject {
     QCOMPARE(report->step, std::int64_t{0});
     QVERIFY2(report->message.starts_with("hang: no progress for 5.0 s, over the first 1 "
                                          "generations' budget of 5.0 s"),
+             report->message.c_str());
+    // Its advice speaks of generating, not of a run's micro-batches.
+    QVERIFY2(report->message.find("generate again") != std::string::npos &&
+                 report->message.find("micro-batch") == std::string::npos,
              report->message.c_str());
     control.endStep();
     QVERIFY(!control.checkHang().has_value());
