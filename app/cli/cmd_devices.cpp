@@ -52,7 +52,7 @@ tel::HeldOutsideReport heldOutside(const Reading& r, const tel::DeviceReading& d
   in.device = device;
   in.processes = r.snapshot->processes;
   in.ourReservedBytes = 0;  // `devices` runs no training: our allocator holds nothing
-  in.ourPid = common::currentProcessId();
+  in.ourPids = {common::currentProcessId()};
   in.provider = r.provider->name();
   return tel::diagnoseHeldOutside(in);
 }

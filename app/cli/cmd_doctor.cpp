@@ -443,7 +443,7 @@ Check checkMemoryHeld() {
           input.processes.push_back(p);
         }
       }
-      input.ourPid = common::currentProcessId();
+      input.ourPids = {common::currentProcessId()};
       input.provider = provider->name();
       const telemetry::HeldOutsideReport held = telemetry::diagnoseHeldOutside(input);
       c.lines.push_back(provider->name() + " GPU " + std::to_string(d.index) + ": " + held.summary);

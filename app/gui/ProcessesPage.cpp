@@ -8,6 +8,7 @@
 #include <QVBoxLayout>
 #include <algorithm>
 
+#include "common/Platform.h"        // defines: processTree
 #include "gui/Background.h"         // defines: runInBackground
 #include "telemetry/HeldOutside.h"  // defines: diagnoseHeldOutside
 #include "telemetry/Sampler.h"
@@ -16,6 +17,10 @@
 namespace lorascope::app {
 
 namespace {
+
+std::uint32_t windowPid() {
+  return static_cast<std::uint32_t>(QCoreApplication::applicationPid());
+}
 
 // The table refreshes at 1 Hz: VRAM holders change on the scale of seconds, and a faster table is
 // hard to read.
@@ -47,7 +52,8 @@ ProcessesPage::ProcessesPage(bool live, QWidget* parent) : QWidget(parent) {
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
   table_->setToolTip(
-      tr("Processes the GPU driver lists as holding device memory; bold = this run"));
+      tr("Processes the GPU driver lists as holding device memory; bold = "
+         "LoRAscope: this window and the engines it started"));
   sources_ = new QLabel;
   sources_->setWordWrap(true);
   sources_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -55,7 +61,7 @@ ProcessesPage::ProcessesPage(bool live, QWidget* parent) : QWidget(parent) {
   layout->addWidget(diagnosis_);
   layout->addWidget(table_, 1);
   layout->addWidget(sources_);
-  ourPid_ = static_cast<std::uint32_t>(QCoreApplication::applicationPid());
+  ourPids_ = {windowPid()};
 
   connect(&timer_, &QTimer::timeout, this, &ProcessesPage::refresh);
   if (live) {
@@ -110,6 +116,9 @@ void ProcessesPage::refresh() {
       readings.push_back({provider->name(), std::move(*snapshot)});
     }
   }
+  // The window and everything it started (the run's engine, each rank of a group, Try it's
+  // engine): what they hold is LoRAscope's, not another process's.
+  ourPids_ = common::processTree(windowPid());
   show(readings, providers_.unavailable);
 }
 
@@ -141,11 +150,13 @@ void ProcessesPage::show(const std::vector<ProviderReadings>& readings,
       table_->setItem(row, Pid, numberItem(QString::number(p.pid)));
       auto* name = new QTableWidgetItem(p.name.empty() ? tr("(not readable here)")
                                                        : QString::fromStdString(p.name));
-      if (p.pid == ourPid_) {
+      if (std::find(ourPids_.begin(), ourPids_.end(), p.pid) != ourPids_.end()) {
         QFont bold = name->font();
         bold.setBold(true);
         name->setFont(bold);
-        name->setText(tr("%1 — this run").arg(name->text()));
+        name->setText(
+            (p.pid == windowPid() ? tr("%1 — this window") : tr("%1 — LoRAscope's engine"))
+                .arg(name->text()));
       }
       table_->setItem(row, Name, name);
       table_->setItem(row, Device,
@@ -163,7 +174,7 @@ void ProcessesPage::show(const std::vector<ProviderReadings>& readings,
       input.ourReservedBytes = ourReservedByCard_.empty()           ? ourReservedBytes_.value_or(0)
                                : onCard != ourReservedByCard_.end() ? onCard->second
                                                                     : 0;
-      input.ourPid = ourPid_;
+      input.ourPids = ourPids_;
       input.provider = r.provider;
       const telemetry::HeldOutsideReport report = telemetry::diagnoseHeldOutside(input);
       QString text = tr("<b>Device %1</b> (%2): %3")

@@ -40,10 +40,11 @@ class ProcessesPage : public QWidget {
   explicit ProcessesPage(bool live, QWidget* parent = nullptr);
   ~ProcessesPage() override;
 
-  // The engine's process and what its allocator has reserved (the last memory event). A run on
-  // several GPUs reports each card's (`card`: its device index); each device's diagnosis then
-  // counts the reservation on that card only. A reading without a card (one device) ends that.
-  void setOurProcess(std::uint32_t pid) { ourPid_ = pid; }
+  // LoRAscope's processes (live: the window and every process below it, read at each refresh) and
+  // what the run's allocator has reserved (the last memory event). A run on several GPUs reports
+  // each card's (`card`: its device index); each device's diagnosis then counts the reservation
+  // on that card only. A reading without a card (one device) ends that.
+  void setOurProcesses(std::vector<std::uint32_t> pids) { ourPids_ = std::move(pids); }
   void setOurReservedBytes(std::optional<std::uint64_t> bytes,
                            std::optional<int> card = std::nullopt);
 
@@ -63,7 +64,7 @@ class ProcessesPage : public QWidget {
   telemetry::ProviderSet providers_;
   std::unique_ptr<telemetry::Sampler> sampler_;
   QTimer timer_;
-  std::uint32_t ourPid_ = 0;
+  std::vector<std::uint32_t> ourPids_;
   std::optional<std::uint64_t> ourReservedBytes_;
   std::map<int, std::uint64_t> ourReservedByCard_;  // a run on several GPUs: per device index
   QLabel* diagnosis_;

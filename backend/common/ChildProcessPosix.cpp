@@ -17,13 +17,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <map>
 #include <mutex>
-#include <sstream>
 
 #include "common/ChildProcess.h"
 #include "common/ChildProcessParts.h"
+#include "common/Platform.h"
 
 extern char** environ;
 
@@ -263,31 +261,9 @@ std::vector<std::int64_t> ChildProcess::processTree() const {
       return {};
     root = impl_->pid;
   }
-  // Linux: each /proc/<pid>/stat names the parent (the field after the parenthesised command,
-  // which may itself hold spaces and parentheses: read from the last ')').
-  std::multimap<std::int64_t, std::int64_t> children;
-  std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
-    const std::string name = entry.path().filename().string();
-    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    std::ifstream stat(entry.path() / "stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    const std::size_t close = text.rfind(')');
-    if (close == std::string::npos)
-      continue;
-    std::istringstream fields(text.substr(close + 1));
-    std::string state;
-    std::int64_t parent = 0;
-    if (fields >> state >> parent)
-      children.emplace(parent, std::stoll(name));
-  }
-  std::vector<std::int64_t> tree{root};
-  for (std::size_t i = 0; i < tree.size(); ++i) {
-    const auto [first, last] = children.equal_range(tree[i]);
-    for (auto it = first; it != last; ++it)
-      tree.push_back(it->second);
-  }
+  std::vector<std::int64_t> tree;
+  for (const std::uint32_t pid : lorascope::common::processTree(static_cast<std::uint32_t>(root)))
+    tree.push_back(pid);
   return tree;
 }
 

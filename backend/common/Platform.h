@@ -32,6 +32,10 @@ std::uint32_t parentProcessId();
 bool parentRuns(std::uint32_t parent);
 // False only when no process with `pid` exists (one owned by another user still counts).
 bool processExists(std::uint32_t pid);
+// `root` and every process below it (its children, theirs, ...) that still runs, root first:
+// Linux reads each /proc/<pid>/stat, Windows a process snapshot. Where the system lists no
+// processes: root alone.
+std::vector<std::uint32_t> processTree(std::uint32_t root);
 
 enum class StandardStream { Input, Output, Error };
 // Whether the stream is an interactive terminal (a console on Windows), not a file or a pipe.

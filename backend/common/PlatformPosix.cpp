@@ -14,6 +14,10 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
 
 #include "common/Platform.h"
 
@@ -56,6 +60,37 @@ std::uint32_t currentProcessId() {
 
 std::uint32_t parentProcessId() {
   return static_cast<std::uint32_t>(::getppid());
+}
+
+std::vector<std::uint32_t> processTree(std::uint32_t root) {
+  // Each /proc/<pid>/stat names the parent: the field after the parenthesised command, which may
+  // itself hold spaces and parentheses, so it is read from the last ')'.
+  std::multimap<std::uint32_t, std::uint32_t> children;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.size() > 9 ||
+        name.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    std::ifstream stat(entry.path() / "stat");
+    const std::string text((std::istreambuf_iterator<char>(stat)),
+                           std::istreambuf_iterator<char>());
+    const std::size_t close = text.rfind(')');
+    if (close == std::string::npos)
+      continue;
+    std::istringstream fields(text.substr(close + 1));
+    std::string state;
+    std::uint32_t parent = 0;
+    if (fields >> state >> parent)
+      children.emplace(parent, static_cast<std::uint32_t>(std::stoul(name)));
+  }
+  std::vector<std::uint32_t> tree{root};
+  for (std::size_t i = 0; i < tree.size(); ++i) {
+    const auto [first, last] = children.equal_range(tree[i]);
+    for (auto it = first; it != last; ++it)
+      tree.push_back(it->second);
+  }
+  return tree;
 }
 
 bool parentRuns(std::uint32_t parent) {

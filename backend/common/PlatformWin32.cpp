@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <map>
 
 #include "common/Platform.h"
 #include "common/Win32Text.h"
@@ -95,6 +96,31 @@ std::uint32_t parentProcessId() {
   }
   ::CloseHandle(snapshot);
   return parent;
+}
+
+std::vector<std::uint32_t> processTree(std::uint32_t root) {
+  std::vector<std::uint32_t> tree{root};
+  const HANDLE snapshot = ::CreateToolhelp32Snapshot(TH32CS_SNAPPROCESS, 0);
+  if (snapshot == INVALID_HANDLE_VALUE) {
+    return tree;
+  }
+  std::multimap<std::uint32_t, std::uint32_t> children;
+  PROCESSENTRY32W entry{};
+  entry.dwSize = sizeof entry;
+  for (BOOL more = ::Process32FirstW(snapshot, &entry); more;
+       more = ::Process32NextW(snapshot, &entry)) {
+    // As the snapshot says: Windows keeps a dead parent's id, which a newer process may reuse.
+    if (entry.th32ProcessID != entry.th32ParentProcessID)
+      children.emplace(static_cast<std::uint32_t>(entry.th32ParentProcessID),
+                       static_cast<std::uint32_t>(entry.th32ProcessID));
+  }
+  ::CloseHandle(snapshot);
+  for (std::size_t i = 0; i < tree.size(); ++i) {
+    const auto [first, last] = children.equal_range(tree[i]);
+    for (auto it = first; it != last; ++it)
+      tree.push_back(it->second);
+  }
+  return tree;
 }
 
 bool parentRuns(std::uint32_t parent) {

@@ -391,9 +391,9 @@ void CommandHost::telemetryTick() {
     int device = snapshot->devices.front().index;
     telemetry::HeldOutsideInput input;
     input.provider = name;
-    input.ourPid = static_cast<std::uint32_t>(tree.front());
+    input.ourPids = {static_cast<std::uint32_t>(tree.front())};
     telemetry::ProcessReading ours;
-    ours.pid = input.ourPid;
+    ours.pid = input.ourPids.front();
     for (const telemetry::ProcessReading& p : snapshot->processes) {
       const bool inTree = std::find(tree.begin(), tree.end(), std::int64_t{p.pid}) != tree.end();
       if (!inTree) {

@@ -60,8 +60,9 @@ HeldOutsideReport diagnoseHeldOutside(const HeldOutsideInput& in) {
     if (p.deviceIndex && *p.deviceIndex != in.device.index) {
       continue;
     }
-    if (p.pid == in.ourPid) {
-      r.ourProcessListedBytes = p.vramBytes;
+    if (std::find(in.ourPids.begin(), in.ourPids.end(), p.pid) != in.ourPids.end()) {
+      if (p.vramBytes)
+        r.ourProcessListedBytes = r.ourProcessListedBytes.value_or(0) + *p.vramBytes;
       continue;
     }
     r.otherProcesses.push_back(HeldBy{p.pid, p.name, p.vramBytes});
@@ -94,7 +95,7 @@ HeldOutsideReport diagnoseHeldOutside(const HeldOutsideInput& in) {
         "belongs to another device.";
   }
   if (r.ourRuntimeOverheadBytes) {
-    r.summary += " This process holds " + formatBytes(*r.ourRuntimeOverheadBytes) +
+    r.summary += " This run's processes hold " + formatBytes(*r.ourRuntimeOverheadBytes) +
                  " beyond the allocator (runtime context, kernels, library workspaces).";
   }
   if (!r.otherProcesses.empty()) {

@@ -21,7 +21,9 @@ struct HeldOutsideInput {
   DeviceReading device;                   // the driver's view of one device
   std::vector<ProcessReading> processes;  // what the provider lists (any device)
   std::uint64_t ourReservedBytes = 0;     // our allocator's reserved bytes on this device
-  std::uint32_t ourPid = 0;
+  // This run's processes: the engine (and, in the window, the window itself and every engine it
+  // started: common::processTree). What they hold is this run's, not held by another process.
+  std::vector<std::uint32_t> ourPids;
   std::string provider;  // "nvml", "rocm-smi", "amdgpu-sysfs": picks the advice
 };
 
@@ -35,8 +37,8 @@ struct HeldOutsideReport {
   std::optional<std::uint64_t> driverUsedBytes;
   std::uint64_t ourReservedBytes = 0;
   std::optional<std::uint64_t> heldOutsideBytes;  // driver used − our reserved (≥ 0)
-  // What the platform lists for this process, and the part of it outside our allocator (the
-  // runtime's context, kernels, library workspaces).
+  // What the platform lists for this run's processes, and the part of it outside our allocator
+  // (the runtime's context, kernels, library workspaces).
   std::optional<std::uint64_t> ourProcessListedBytes;
   std::optional<std::uint64_t> ourRuntimeOverheadBytes;
   std::vector<HeldBy> otherProcesses;              // largest first

@@ -33,6 +33,20 @@ namespace {
 
 constexpr int kTimeoutMs = 60'000;
 constexpr std::uint64_t kGiB = std::uint64_t{1} << 30;
+constexpr std::uint64_t kMiB = std::uint64_t{1} << 20;
+
+// Two 80 GiB cards, device 0 and 1, with the driver's used bytes of each.
+telemetry::Snapshot twoCards(std::uint64_t used0, std::uint64_t used1) {
+  telemetry::Snapshot gpus;
+  for (int i = 0; i < 2; ++i) {
+    telemetry::DeviceReading device;
+    device.index = i;
+    device.vramTotalBytes = 80 * kGiB;
+    device.vramUsedBytes = i == 0 ? used0 : used1;
+    gpus.devices.push_back(device);
+  }
+  return gpus;
+}
 
 void writeFile(const QString& path, const QByteArray& bytes) {
   QFile file(path);
@@ -389,7 +403,7 @@ class TestSetupProcesses : public QObject {
 
   void processesPageShowsWhoHoldsVram() {
     app::ProcessesPage page(/*live=*/false);
-    page.setOurProcess(100);
+    page.setOurProcesses({100});
     page.setOurReservedBytes(2 * kGiB);
     telemetry::Snapshot gpu;
     telemetry::DeviceReading device;
@@ -403,7 +417,7 @@ class TestSetupProcesses : public QObject {
     QCOMPARE(page.table()->rowCount(), 2);
     QCOMPARE(page.table()->item(0, 0)->text(), QStringLiteral("200"));  // largest first
     QCOMPARE(page.table()->item(0, 3)->text(), QStringLiteral("6.00 GiB"));
-    QVERIFY(page.table()->item(1, 1)->text().contains(QStringLiteral("this run")));
+    QVERIFY(page.table()->item(1, 1)->text().contains(QStringLiteral("LoRAscope's engine")));
     const QString diagnosis = page.diagnosisText();
     QVERIFY2(diagnosis.contains(QStringLiteral("8.00 GiB are held outside this run")),
              qPrintable(diagnosis));
@@ -416,20 +430,41 @@ class TestSetupProcesses : public QObject {
     page.setOurReservedBytes(1 * kGiB);  // an earlier run on one device: replaced below
     page.setOurReservedBytes(2 * kGiB, 0);
     page.setOurReservedBytes(5 * kGiB, 1);
-    telemetry::Snapshot gpus;
-    for (int i = 0; i < 2; ++i) {
-      telemetry::DeviceReading device;
-      device.index = i;
-      device.vramTotalBytes = 80 * kGiB;
-      device.vramUsedBytes = (i == 0 ? 10 : 9) * kGiB;
-      gpus.devices.push_back(device);
-    }
+    telemetry::Snapshot gpus = twoCards(10 * kGiB, 9 * kGiB);
     page.show({{"nvml", gpus}}, {});
     const QString diagnosis = page.diagnosisText();
     QVERIFY2(diagnosis.contains(QStringLiteral("8.00 GiB are held outside this run")),
              qPrintable(diagnosis));  // device 0: 10 − 2
     QVERIFY2(diagnosis.contains(QStringLiteral("4.00 GiB are held outside this run")),
              qPrintable(diagnosis));  // device 1: 9 − 5
+  }
+
+  // The window's own process tree is LoRAscope's: a group's rank engines (one per card) and Try
+  // it's engine are marked, and no card's diagnosis names them as another process.
+  void processesPageCountsEveryEngineOfTheWindowAsItsOwn() {
+    app::ProcessesPage page(/*live=*/false);
+    page.setOurProcesses({100, 101, 102});  // the window's tree: rank 0, rank 1, Try it's engine
+    page.setOurReservedBytes(2 * kGiB, 0);
+    page.setOurReservedBytes(2 * kGiB, 1);
+    telemetry::Snapshot gpus = twoCards(3 * kGiB, 3 * kGiB);
+    gpus.processes.push_back({100, 0, "lorascope-train", 2560 * kMiB, {}, {}, {}});
+    gpus.processes.push_back({101, 1, "lorascope-train", 2560 * kMiB, {}, {}, {}});
+    gpus.processes.push_back({102, 0, "lorascope-train", 256 * kMiB, {}, {}, {}});
+    gpus.processes.push_back({200, 1, "python3", 256 * kMiB, {}, {}, {}});
+    page.show({{"nvml", gpus}}, {});
+    int marked = 0;
+    for (int row = 0; row < page.table()->rowCount(); ++row)
+      marked += page.table()->item(row, 1)->text().contains(QStringLiteral("LoRAscope's engine"));
+    QCOMPARE(marked, 3);
+    const QString diagnosis = page.diagnosisText();
+    QVERIFY2(!diagnosis.contains(QStringLiteral("PID 100")) &&
+                 !diagnosis.contains(QStringLiteral("PID 101")) &&
+                 !diagnosis.contains(QStringLiteral("PID 102")),
+             qPrintable(diagnosis));
+    QVERIFY2(diagnosis.contains(QStringLiteral("PID 200 python3")), qPrintable(diagnosis));
+    // Card 0: its two engines hold 2.75 GiB, 0.75 of it beyond the run's allocator.
+    QVERIFY2(diagnosis.contains(QStringLiteral("This run's processes hold 768.00 MiB beyond")),
+             qPrintable(diagnosis));
   }
 
   void processesPageSaysWhenThereIsNoGpu() {

@@ -5,11 +5,13 @@
 // Win32 side quotes a UTF-16 command line; the child reads it back through
 // common::commandLineArguments, as lorascope-train does); kill() ends it and reads as SIGKILL;
 // abandonOutput() ends a read blocked on a silent child; waitForExit() leaves the exit code to
-// wait(); a missing program is an error naming it; findExecutable searches the PATH it is given. On
+// wait(); this process's tree (common::processTree) holds its child; a missing program is an error
+// naming it; findExecutable searches the PATH it is given. On
 // the Qt-free runner with a main() of its own (the child modes), so the Windows build runs the
 // Win32 implementation with it.
 #include "TestRunner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -109,6 +111,20 @@ TEST_CASE(killEndsItAsSigkill) {
   const common::ChildExit exit = child.wait();
   VERIFY2(exit.signaled && common::ChildProcess::signalName(exit.signal) == "SIGKILL",
           "kill() ends the child and reads as SIGKILL");
+}
+
+TEST_CASE(thisProcessTreeHoldsItsChild) {
+  common::ChildProcess child({self(), {"--sleep"}, {}});
+  const std::vector<std::int64_t> childTree = child.processTree();
+  VERIFY2(!childTree.empty(), "a running child's tree holds the child");
+  const std::vector<std::uint32_t> ours = common::processTree(common::currentProcessId());
+  VERIFY2(!ours.empty() && ours.front() == common::currentProcessId(),
+          "the tree starts at its root");
+  VERIFY2(std::find(ours.begin(), ours.end(), static_cast<std::uint32_t>(childTree.front())) !=
+              ours.end(),
+          "this process's tree holds the child it started");
+  child.kill();
+  child.wait();
 }
 
 TEST_CASE(abandonedOutputEndsABlockedRead) {

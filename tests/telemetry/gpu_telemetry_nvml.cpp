@@ -165,7 +165,7 @@ void checkOwnProcessIsListed(NvmlProvider& nvml) {
   in.device = during.devices[0];
   in.processes = during.processes;
   in.ourReservedBytes = kAllocationBytes;
-  in.ourPid = ourPid;
+  in.ourPids = {ourPid};
   in.provider = "nvml";
   const HeldOutsideReport report = diagnoseHeldOutside(in);
   std::cout << "held-outside report: " << report.summary << "\n";

@@ -20,7 +20,7 @@ HeldOutsideInput input(std::optional<std::uint64_t> usedBytes, std::uint64_t res
   in.device.vramTotalBytes = 20 * kGiB;
   in.device.vramUsedBytes = usedBytes;
   in.ourReservedBytes = reservedBytes;
-  in.ourPid = kOurPid;
+  in.ourPids = {kOurPid};
   in.provider = std::move(provider);
   return in;
 }

@@ -187,7 +187,7 @@ TEST_CASE(whoHoldsVramSaysWhatWindowsCannotSee) {
   tel::HeldOutsideInput in;
   in.device = s.devices[0];
   in.processes = s.processes;
-  in.ourPid = kOurPid;
+  in.ourPids = {kOurPid};
   in.ourReservedBytes = 4800 * kMiB;
   in.provider = provider.name();
   const tel::HeldOutsideReport report = tel::diagnoseHeldOutside(in);
