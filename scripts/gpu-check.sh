@@ -142,8 +142,8 @@
 #                                  (default 5). MIRROR_PROGRAMS=DIR: gpu_train and bench_gpu_train
 #                                  built here for hip-nvidia (stripped) and carried, run as they
 #                                  are instead of built there (gpu_train reads its fixtures from
-#                                  the source folder it was built in: link that path to this
-#                                  checkout first). About 3 minutes with the build, 1 without.
+#                                  this checkout: LORASCOPE_TEST_SOURCE_DIR). About 3 minutes
+#                                  with the build, 1 without.
 #   scripts/gpu-check.sh loop [NAME=PROGRAM ...]
 #                                  there: the product's loop timed from outside
 #                                  (scripts/bench_engine_loop.py): `lorascope-train engine` over
@@ -184,6 +184,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$(pwd)"
+# The test programs run directly below (gpu_train, gpu_group_nccl, ...) find tests/*/data here, as
+# CTest tells them (tests/support/TestPaths.h).
+export LORASCOPE_TEST_SOURCE_DIR="$repo"
 
 prepare() {
   mkdir -p .device/include

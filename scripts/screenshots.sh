@@ -27,6 +27,7 @@ mkdir -p "$out"
 cache="$(mktemp -d)"
 trap 'rm -rf "$cache"' EXIT
 export LORASCOPE_CACHE_DIR="$cache"  # the demo model is written here, not into ~/.cache
+export LORASCOPE_TEST_TRAIN="$trainer"  # the demo's files (tests/support/TestPaths.h)
 fixture="$root/tests/widgets/fixtures/h100_gpu_run.jsonl"
 hang="$root/tests/widgets/fixtures/h200_gpu_hang.jsonl"
 if command -v xvfb-run >/dev/null; then

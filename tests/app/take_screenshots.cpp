@@ -30,6 +30,7 @@
 #include <QTest>
 #include <cstdio>
 
+#include "TestPaths.h"
 #include "engine/InProcessHost.h"
 #include "gui/CommandSetup.h"
 #include "gui/EngineAdapter.h"
@@ -105,7 +106,8 @@ int main(int argc, char** argv) {
   if (args.size() > 4 && args[4] == QLatin1String("dark")) {
     app::applyColorScheme(app::ColorScheme::Dark);
   }
-  window.setEngineProgram(QStringLiteral(LORASCOPE_TRAIN));  // the demo's files (`demo`)
+  window.setEngineProgram(
+      QString::fromStdString(lstest::trainProgram()));  // the demo's files (`demo`)
   window.setEngine(&host);
   window.resize(1280, 800);
   window.show();

@@ -30,6 +30,7 @@
 #include <QTreeWidget>
 
 #include "AppTestHome.h"
+#include "TestPaths.h"
 #include "engine/InProcessHost.h"
 #include "engine/IsolatedHost.h"
 #include "engine/SupervisorHost.h"
@@ -83,7 +84,8 @@ class TestAppEndToEnd : public QObject {
 
   // Drives the window from the setup page to a stopped run with a checkpoint in the run folder.
   void trainAndStop(app::MainWindow& window, widgets::EngineClient& host) {
-    window.setEngineProgram(QStringLiteral(LORASCOPE_TRAIN));  // the demo's files (`demo`)
+    window.setEngineProgram(
+        QString::fromStdString(lstest::trainProgram()));  // the demo's files (`demo`)
     window.setEngine(&host);
     app::RunSetupPage* setup = window.setupPage();
     QVERIFY(setup->usesDemo());  // preselected on first start
@@ -133,7 +135,8 @@ class TestAppEndToEnd : public QObject {
   // `steps` steps reached the dashboard.
   void startDemoRun(app::MainWindow& window, widgets::EngineClient& host, int steps) {
     window.show();
-    window.setEngineProgram(QStringLiteral(LORASCOPE_TRAIN));  // the demo's files (`demo`)
+    window.setEngineProgram(
+        QString::fromStdString(lstest::trainProgram()));  // the demo's files (`demo`)
     window.setEngine(&host);
     app::RunSetupPage* setup = window.setupPage();
     QTRY_VERIFY_WITH_TIMEOUT(!setup->isBusy(), kTimeoutMs);
@@ -312,7 +315,7 @@ class TestAppEndToEnd : public QObject {
   // run goes on from its last completed step.
   void aKilledEngineIsAKillNotAStepDown() {
     app::EngineAdapter host([](HostListener listener) {
-      return std::make_unique<SupervisorHost>(LORASCOPE_TRAIN, profiles::defaultProfile(),
+      return std::make_unique<SupervisorHost>(lstest::trainProgram(), profiles::defaultProfile(),
                                               SupervisorPolicy{}, std::move(listener));
     });
     app::MainWindow window(app::collectAboutFacts());
@@ -352,12 +355,12 @@ class TestAppEndToEnd : public QObject {
   void isolatedHostTrainsAndExportsTheDemo() {
     app::EngineAdapter host([](HostListener listener) {
       auto isolated = std::make_unique<IsolatedHost>(
-          LORASCOPE_TRAIN, std::map<std::string, std::string>{}, std::move(listener));
+          lstest::trainProgram(), std::map<std::string, std::string>{}, std::move(listener));
       isolated->start();
       return isolated;
     });
     app::MainWindow window(app::collectAboutFacts());
-    window.setEngineProgram(QStringLiteral(LORASCOPE_TRAIN));
+    window.setEngineProgram(QString::fromStdString(lstest::trainProgram()));
     trainAndStop(window, host);
     if (QTest::currentTestFailed()) {
       return;

@@ -9,6 +9,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "TestPaths.h"
 #include "gui/AppPaths.h"
 #include "gui/RunSetupPage.h"
 
@@ -118,7 +119,8 @@ class TestAppPaths : public QObject {
   void aSavedOldOutputFolderFollowsTheRuns() {
     QSettings().setValue(QStringLiteral("setup/out"), app::legacyRunsDir());
     app::RunSetupPage page;
-    page.setTrainProgram(QStringLiteral(LORASCOPE_TRAIN));  // the demo's files (`demo`)
+    page.setTrainProgram(
+        QString::fromStdString(lstest::trainProgram()));  // the demo's files (`demo`)
     QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
     const auto config = page.runConfig();
     QVERIFY2(config.has_value(), qPrintable(page.problems().join('\n')));
@@ -129,7 +131,7 @@ class TestAppPaths : public QObject {
     const QString mine = home_.filePath(QStringLiteral("my-runs"));
     QSettings().setValue(QStringLiteral("setup/out"), mine);
     app::RunSetupPage other;
-    other.setTrainProgram(QStringLiteral(LORASCOPE_TRAIN));
+    other.setTrainProgram(QString::fromStdString(lstest::trainProgram()));
     QTRY_VERIFY_WITH_TIMEOUT(!other.isBusy(), kTimeoutMs);
     const auto otherConfig = other.runConfig();
     QVERIFY(otherConfig.has_value());
@@ -144,7 +146,7 @@ class TestAppPaths : public QObject {
     QSettings().setValue(QStringLiteral("setup/out"),
                          home_.filePath(QStringLiteral("same-second")));
     app::RunSetupPage page;
-    page.setTrainProgram(QStringLiteral(LORASCOPE_TRAIN));
+    page.setTrainProgram(QString::fromStdString(lstest::trainProgram()));
     QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
     const auto outOf = [&page] {
       const auto config = page.runConfig();

@@ -23,6 +23,7 @@
 
 #include "../widgets/RecordedStream.h"
 #include "AppTestHome.h"
+#include "TestPaths.h"
 #include "common/Build.h"  // defines: buildInfo
 #include "gui/GpuCheckDialog.h"
 #include "gui/MainWindow.h"
@@ -104,7 +105,7 @@ class TestAppShell : public QObject {
   // Help → Check this GPU runs `lorascope-train doctor` and offers its support bundle.
   void helpChecksThisGpuAndSavesTheBundle() {
     app::MainWindow window(app::collectAboutFacts());
-    window.setEngineProgram(QStringLiteral(LORASCOPE_TRAIN));
+    window.setEngineProgram(QString::fromStdString(lstest::trainProgram()));
     QAction* check = nullptr;
     for (QAction* action : window.menuBar()->actions().at(3)->menu()->actions()) {
       check = action->text() == QStringLiteral("&Check this GPU…") ? action : check;

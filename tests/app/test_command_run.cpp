@@ -30,6 +30,7 @@
 #include <fstream>
 
 #include "../widgets/RecordedStream.h"
+#include "TestPaths.h"
 #include "external/SupervisedRun.h"
 #include "gui/CommandSetup.h"
 #include "gui/MainWindow.h"
@@ -54,7 +55,9 @@ void startPrintFormat(app::MainWindow& window, const QString& python, const QStr
   app::RunSetupPage* setup = window.setupPage();
   setup->setCommandMode(true);
   setup->commandSetup()->commandEdit()->setText(
-      python + " " + QStringLiteral(LORASCOPE_PRINT_FORMAT) + " " + format);
+      python + " " +
+      QString::fromStdString(lstest::sourcePath("tests/external/scripts/print_format.py")) + " " +
+      format);
   setup->commandSetup()->parserEdit()->setCurrentText(format);
   QTRY_VERIFY(window.startAction()->isEnabled());
   window.startAction()->trigger();
@@ -82,7 +85,10 @@ class TestCommandRun : public QObject {
     const QString python = QStandardPaths::findExecutable(QStringLiteral("python3"));
     if (python.isEmpty())
       QSKIP("needs python3");
-    const QString line = python + " " + QStringLiteral(LORASCOPE_PRINT_FORMAT) + " tqdm";
+    const QString line =
+        python + " " +
+        QString::fromStdString(lstest::sourcePath("tests/external/scripts/print_format.py")) +
+        " tqdm";
     {
       app::MainWindow window(widgets::AboutFacts{});
       app::RunSetupPage* setup = window.setupPage();
@@ -258,7 +264,7 @@ class TestCommandRun : public QObject {
     std::filesystem::create_directories(widgets::toPath(folder.filePath("ck/checkpoint-3")));
     external::SupervisedCommand command;
     command.program = python.toStdString();
-    command.arguments = {LORASCOPE_PRINT_FORMAT, "hf"};
+    command.arguments = {lstest::sourcePath("tests/external/scripts/print_format.py"), "hf"};
     command.resumeArgument = "--resume {checkpoint_dir}";
     command.checkpointGlob = folder.filePath("ck/checkpoint-*").toStdString();
     std::ofstream(dir / "config.json")

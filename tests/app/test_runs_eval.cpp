@@ -5,6 +5,7 @@
 
 #include <QTemporaryDir>
 
+#include "TestPaths.h"
 #include "engine/Protocol.h"
 #include "gui/RunsPage.h"
 #include "train/RunDirectory.h"
@@ -19,8 +20,9 @@ class TestRunsEval : public QObject {
     QTemporaryDir dir;
     const std::string runDir = dir.filePath(QStringLiteral("run")).toStdString();
     const train::RunDirectory run = train::RunDirectory::create(
-        runDir, {{"model_path", std::string(LORASCOPE_MODEL_DATA_DIR) + "/mistral_f32"},
-                 {"training", {{"max_steps", 3}}}});
+        runDir,
+        {{"model_path", std::string(lstest::sourcePath("tests/model/data")) + "/mistral_f32"},
+         {"training", {{"max_steps", 3}}}});
     const double evalLosses[] = {2.5, 2.0, 2.25};
     for (int step = 1; step <= 3; ++step) {
       train::StepMetrics m;
@@ -61,8 +63,9 @@ class TestRunsEval : public QObject {
     QTemporaryDir dir;
     const std::string runDir = dir.filePath(QStringLiteral("run")).toStdString();
     const train::RunDirectory run = train::RunDirectory::create(
-        runDir, {{"model_path", std::string(LORASCOPE_MODEL_DATA_DIR) + "/mistral_f32"},
-                 {"training", {{"max_steps", 3}}}});
+        runDir,
+        {{"model_path", std::string(lstest::sourcePath("tests/model/data")) + "/mistral_f32"},
+         {"training", {{"max_steps", 3}}}});
     for (int step = 1; step <= 3; ++step) {
       train::StepMetrics m;
       m.step = step;

@@ -19,6 +19,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 
+#include "TestPaths.h"
 #include "gui/ProcessesPage.h"
 #include "gui/RunSetupPage.h"
 #include "job/TrainRunConfig.h"  // defines: applyOptions, defaultSettings
@@ -76,7 +77,7 @@ class TestSetupProcesses : public QObject {
 
   void firstStartPreselectsTheDemo() {
     app::RunSetupPage page;
-    page.setTrainProgram(QStringLiteral(LORASCOPE_TRAIN));
+    page.setTrainProgram(QString::fromStdString(lstest::trainProgram()));
     QVERIFY(page.usesDemo());
     QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
     QVERIFY2(page.problems().isEmpty(), qPrintable(page.problems().join('\n')));
@@ -100,7 +101,7 @@ class TestSetupProcesses : public QObject {
                  page.modelSummary().contains(QDir::toNativeSeparators(missing)),
              qPrintable(page.modelSummary()));
     QVERIFY(!page.problems().isEmpty());
-    page.setTrainProgram(QStringLiteral(LORASCOPE_TRAIN));
+    page.setTrainProgram(QString::fromStdString(lstest::trainProgram()));
     QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
     QVERIFY2(page.inspection().config.has_value(), qPrintable(page.modelSummary()));
     QCOMPARE(QFileInfo(page.inspection().dir).canonicalFilePath(),

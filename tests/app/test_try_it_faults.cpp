@@ -21,6 +21,7 @@
 #include <QTemporaryDir>
 
 #include "../widgets/RecordedStream.h"
+#include "TestPaths.h"
 #include "engine/SupervisorHost.h"
 #include "gui/EngineAdapter.h"
 #include "gui/MainWindow.h"
@@ -74,7 +75,7 @@ class TestTryItFaults : public QObject {
         profile.environment[name] = value;
       return std::make_unique<app::EngineAdapter>([&](engine::HostListener listener) {
         return std::make_unique<engine::SupervisorHost>(
-            LORASCOPE_TRAIN, profile, engine::SupervisorPolicy{}, std::move(listener));
+            lstest::trainProgram(), profile, engine::SupervisorPolicy{}, std::move(listener));
       });
     });
     window.pages()->setCurrentWidget(page);

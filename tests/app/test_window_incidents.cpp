@@ -32,6 +32,7 @@
 
 #include "../widgets/RecordedStream.h"
 #include "AppTestHome.h"
+#include "TestPaths.h"
 #include "gui/GpuCheckDialog.h"
 #include "gui/MainWindow.h"
 #include "gui/TryItPage.h"
@@ -328,7 +329,7 @@ class TestWindowIncidents : public QObject {
       QSKIP("a GPU build: its doctor checks the GPU this machine may have");
     }
     app::MainWindow window(facts);
-    window.setEngineProgram(QStringLiteral(LORASCOPE_TRAIN));
+    window.setEngineProgram(QString::fromStdString(lstest::trainProgram()));
     window.checkGpu();
     auto* dialog = window.findChild<app::GpuCheckDialog*>();
     QVERIFY(dialog != nullptr);

@@ -30,6 +30,7 @@
 
 #include "../widgets/RecordedStream.h"
 #include "AppTestHome.h"
+#include "TestPaths.h"
 #include "gui/MainWindow.h"
 #include "gui/RunSetupPage.h"
 #include "gui/RunsPage.h"
@@ -91,7 +92,7 @@ void writeRun(const QString& dir, std::int64_t steps, std::int64_t checkpoint,
               std::int64_t maxSteps) {
   const train::RunDirectory run = train::RunDirectory::create(
       dir.toStdString(),
-      {{"model_path", std::string(LORASCOPE_MODEL_DATA_DIR) + "/mistral_f32"},
+      {{"model_path", std::string(lstest::sourcePath("tests/model/data")) + "/mistral_f32"},
        {"training", {{"max_steps", maxSteps}, {"profile", "Balanced"}}},
        {"created", "2026-11-28T23:44:01Z"}});  // UTC, as job::newRunConfig writes it
   for (std::int64_t n = 1; n <= steps; ++n) {
@@ -117,7 +118,8 @@ class TestWindowRuns : public QObject {
 
   // The window on the demo with `engine` connected, Start enabled.
   void prepare(app::MainWindow& window, testing::RecordingEngineClient& engine) {
-    window.setEngineProgram(QStringLiteral(LORASCOPE_TRAIN));  // the demo's files (`demo`)
+    window.setEngineProgram(
+        QString::fromStdString(lstest::trainProgram()));  // the demo's files (`demo`)
     window.setEngine(&engine);
     engine.setConnected(true);
     app::RunSetupPage* setup = window.setupPage();

@@ -8,6 +8,7 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QtTest>
+#include "TestPaths.h"
 
 namespace {
 
@@ -19,7 +20,7 @@ struct Result {
 
 Result runDevices(const QStringList& args) {
   QProcess process;
-  process.start(QStringLiteral(LORASCOPE_TRAIN_EXE), QStringList{"devices"} + args);
+  process.start(QString::fromStdString(lstest::trainProgram()), QStringList{"devices"} + args);
   Result r;
   if (!process.waitForFinished(60000)) {
     process.kill();

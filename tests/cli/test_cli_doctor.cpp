@@ -15,10 +15,11 @@
 #include <QJsonObject>
 #include <QProcess>
 #include <QTemporaryDir>
+#include "TestPaths.h"
 
 namespace {
 
-const QString kTrain = QStringLiteral(LORASCOPE_TRAIN);
+const QString kTrain = QString::fromStdString(lstest::trainProgram());
 const QString kUser = QStringLiteral("doctortester");  // also the home folder's name
 
 struct Result {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "TestPaths.h"
 #include "engine/Engine.h"  // defines: kStoppedByUser
 #include "engine/Protocol.h"
 
@@ -18,7 +19,7 @@ using namespace lorascope;
 
 namespace {
 
-const QString kTrainExe = QStringLiteral(LORASCOPE_TRAIN_EXE);
+const QString kTrainExe = QString::fromStdString(lstest::trainProgram());
 constexpr int kTimeoutMs = 240000;
 
 QStringList outputLines(QProcess& process) {

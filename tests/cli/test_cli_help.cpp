@@ -6,13 +6,14 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "TestPaths.h"
 #include "job/RunOptions.h"
 
 using namespace lorascope;
 
 namespace {
 
-const QString kTrainExe = QStringLiteral(LORASCOPE_TRAIN_EXE);
+const QString kTrainExe = QString::fromStdString(lstest::trainProgram());
 
 struct Result {
   int exitCode = -1;

@@ -12,14 +12,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "TestPaths.h"
 #include "train/DemoModel.h"  // defines: demoTokenizerJson, demoTokenizerConfigJson
 
 using nlohmann::json;
 
 namespace {
 
-const QString kTrainExe = QStringLiteral(LORASCOPE_TRAIN_EXE);
-const std::string kDataDir = LORASCOPE_MODEL_DATA_DIR;
+const QString kTrainExe = QString::fromStdString(lstest::trainProgram());
+const std::string kDataDir = lstest::sourcePath("tests/model/data");
 
 json readJson(const std::string& path) {
   std::ifstream in(path);

@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "TestPaths.h"
 #include "common/ChildProcess.h"
 
 namespace fs = std::filesystem;
@@ -74,7 +75,7 @@ struct Run {
 Run command(const std::string& name, const std::vector<std::string>& args,
             const std::vector<std::pair<std::string, std::string>>& environment = {},
             const std::function<void(const std::string&, std::int64_t)>& onLine = {}) {
-  ChildOptions options{LORASCOPE_TRAIN, {name}, environment};
+  ChildOptions options{lstest::trainProgram(), {name}, environment};
   options.arguments.insert(options.arguments.end(), args.begin(), args.end());
   ChildProcess child(options);
   child.closeInput();

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "TestPaths.h"
 #include "common/ChildProcess.h"
 #include "common/OsError.h"  // defines: pathText
 #include "train/DemoDataset.h"
@@ -30,8 +31,9 @@ struct Output {
 };
 
 Output runTrainer(std::vector<std::string> arguments, const fs::path& cache) {
-  common::ChildProcess child(
-      {LORASCOPE_TRAIN, std::move(arguments), {{"LORASCOPE_CACHE_DIR", common::pathText(cache)}}});
+  common::ChildProcess child({lstest::trainProgram(),
+                              std::move(arguments),
+                              {{"LORASCOPE_CACHE_DIR", common::pathText(cache)}}});
   child.closeInput();
   Output o;
   std::thread errors([&] {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "OpTestUtil.h"
+#include "TestPaths.h"
 #include "compute/Backend.h"
 #include "compute/Bf16.h"
 #include "compute/Errors.h"
@@ -229,7 +230,7 @@ class TestNf4 : public QObject {
   // scripts/reference/nf4.py (PyTorch, from QLoRA's published code table and bitsandbytes'
   // published dynamic map) against this implementation, on the script's own weights.
   void matchesTheCommittedPyTorchReference() {
-    std::ifstream in(LORASCOPE_COMPUTE_DATA_DIR "/nf4_reference.json");
+    std::ifstream in(lstest::sourcePath("tests/compute/data/nf4_reference.json"));
     QVERIFY2(in.good(), "tests/compute/data/nf4_reference.json is missing");
     const nlohmann::json ref = nlohmann::json::parse(in);
     for (std::size_t i = 0; i < 16; ++i) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "TestPaths.h"
 #include "data/DatasetStream.h"
 #include "data/Issue.h"
 
@@ -15,7 +16,7 @@ namespace lorascope::data::test {
 
 // tests/data/data/<name> (committed fixtures).
 inline std::filesystem::path fixture(const std::string& name) {
-  return std::filesystem::path(LORASCOPE_DATA_TEST_DIR) / name;
+  return std::filesystem::path(lstest::sourcePath("tests/data/data")) / name;
 }
 
 // ../shared/fixtures/<relative>, or none when LORASCOPE_SHARED_FIXTURES is unset or the file is

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "TestPaths.h"
 #include "data/ExampleEncoder.h"
 
 using namespace lorascope::data;
@@ -16,12 +17,12 @@ using lorascope::text::Tokenizer;
 namespace {
 
 Tokenizer qwenTokenizer() {
-  return Tokenizer::fromFile(std::filesystem::path(LORASCOPE_TEXT_TEST_DIR) /
+  return Tokenizer::fromFile(std::filesystem::path(lstest::sourcePath("tests/text/data")) /
                              "qwen2_bpe.tokenizer.json");
 }
 
 Tokenizer llama3Tokenizer() {
-  return Tokenizer::fromFile(std::filesystem::path(LORASCOPE_TEXT_TEST_DIR) /
+  return Tokenizer::fromFile(std::filesystem::path(lstest::sourcePath("tests/text/data")) /
                              "llama3_bpe.tokenizer.json");
 }
 
@@ -192,9 +193,10 @@ TEST_CASE(prefixMismatchIsFlaggedAndTheStraddlingTokenMasked) {
   // newline_merge.tokenizer.json: byte-level BPE whose only merge is "\n\n". The alpaca prompt
   // ends in "### Response:\n"; a reply starting with "\n\n" turns that last "\n" into part of
   // a "\n\n" token, so the prompt's own tokens are no prefix of the whole conversation's.
-  const ExampleEncoder encoder(Tokenizer::fromFile(std::filesystem::path(LORASCOPE_DATA_TEST_DIR) /
-                                                   "newline_merge.tokenizer.json"),
-                               ChatTemplate::byName("alpaca"));
+  const ExampleEncoder encoder(
+      Tokenizer::fromFile(std::filesystem::path(lstest::sourcePath("tests/data/data")) /
+                          "newline_merge.tokenizer.json"),
+      ChatTemplate::byName("alpaca"));
   const std::vector<Message> messages{{"user", "Say hi."}, {"assistant", "\n\nHi."}};
   const auto& tok = encoder.tokenizer();
   const auto prompt = tok.encode(encoder.chatTemplate().render(toChat({messages[0]}), true));

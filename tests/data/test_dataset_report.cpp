@@ -9,6 +9,7 @@
 
 #include "DataTestUtil.h"
 #include "TempDir.h"
+#include "TestPaths.h"
 #include "data/LengthStats.h"
 #include "data/Validator.h"
 
@@ -20,9 +21,10 @@ using lorascope::text::Tokenizer;
 namespace {
 
 ExampleEncoder alpacaEncoder() {
-  return ExampleEncoder(Tokenizer::fromFile(std::filesystem::path(LORASCOPE_TEXT_TEST_DIR) /
-                                            "qwen2_bpe.tokenizer.json"),
-                        ChatTemplate::byName("alpaca"));
+  return ExampleEncoder(
+      Tokenizer::fromFile(std::filesystem::path(lstest::sourcePath("tests/text/data")) /
+                          "qwen2_bpe.tokenizer.json"),
+      ChatTemplate::byName("alpaca"));
 }
 
 // Token lengths of the valid examples of `path`, encoded without a length limit.

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "EventLog.h"
+#include "TestPaths.h"
 #include "engine/EnginePaths.h"
 #include "engine/IsolatedHost.h"
 #include "engine/SupervisorHost.h"
@@ -43,7 +44,8 @@ struct TwoSides {
   }
   profiles::EngineLocation location(const fs::path& mappedHost) const {
     profiles::EngineLocation l;
-    l.launcher = {STAND_IN_LAUNCHER, elsewhere.string(), host.string(), CRASHY_ENGINE, "engine"};
+    l.launcher = {lstest::sourcePath("tests/engine/launcher/stand-in-launcher.sh"),
+                  elsewhere.string(), host.string(), lstest::crashyEngine(), "engine"};
     l.paths = profiles::EnginePaths::Prefixes;
     l.prefixes = {{mappedHost.string(), view.string()}};
     return l;
@@ -63,7 +65,7 @@ class TestEngineLauncher : public QObject {
     profiles::Profile profile = profiles::defaultProfile();
     profile.engine = sides.location(sides.host);
     Recorder r;
-    SupervisorHost supervisor(CRASHY_ENGINE, profile, SupervisorPolicy{}, r.listener());
+    SupervisorHost supervisor(lstest::crashyEngine(), profile, SupervisorPolicy{}, r.listener());
     QTRY_VERIFY(supervisor.isConnected());
     const std::string mirror = (sides.host / "mirror").string();
     supervisor.send(
@@ -83,7 +85,7 @@ class TestEngineLauncher : public QObject {
     Recorder r;
     std::optional<EngineExit> exit;
     IsolatedHost host(
-        CRASHY_ENGINE, {}, r.listener(), [&](const EngineExit& e) { exit = e; }, location);
+        lstest::crashyEngine(), {}, r.listener(), [&](const EngineExit& e) { exit = e; }, location);
     host.start();
     QTRY_VERIFY(host.isConnected());
     host.send(StartCommand{{{"total_steps", 5},
@@ -102,7 +104,7 @@ class TestEngineLauncher : public QObject {
     Recorder r;
     std::optional<EngineExit> exit;
     IsolatedHost host(
-        CRASHY_ENGINE, {}, r.listener(), [&](const EngineExit& e) { exit = e; }, location);
+        lstest::crashyEngine(), {}, r.listener(), [&](const EngineExit& e) { exit = e; }, location);
     host.start();
     QTRY_VERIFY(exit.has_value());
     QVERIFY(exit->failedToStart);

@@ -34,6 +34,7 @@
 
 #include "CpuOnlyProfile.h"
 #include "DemoRun.h"
+#include "TestPaths.h"
 #include "engine/SupervisorHost.h"
 
 using namespace lorascope::engine;
@@ -178,7 +179,7 @@ void TestFaultSuite::run(const QString& out, SupervisorPolicy policy, std::mt199
   // function returns; between the two no event loop runs.
   QObject scope;
   std::function<void(const TimedEvent&)> onEvent;
-  SupervisorHost supervisor(LORASCOPE_TRAIN, lstest::cpuOnlyProfile(), policy,
+  SupervisorHost supervisor(lstest::trainProgram(), lstest::cpuOnlyProfile(), policy,
                             HostListener{[&](const TimedEvent& timed) {
                                            // From the supervisor's thread to this one, as the GUI's
                                            // adapter does.

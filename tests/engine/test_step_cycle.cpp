@@ -18,6 +18,7 @@
 #include <numeric>
 
 #include "CpuOnlyProfile.h"
+#include "TestPaths.h"
 #include "engine/SupervisorHost.h"
 
 using namespace lorascope::engine;
@@ -56,7 +57,7 @@ class TestStepCycle : public QObject {
     const QString out = scratch_.filePath("run");
     {
       SupervisorHost supervisor(
-          LORASCOPE_TRAIN, lstest::cpuOnlyProfile(), SupervisorPolicy{},
+          lstest::trainProgram(), lstest::cpuOnlyProfile(), SupervisorPolicy{},
           HostListener{[&](const TimedEvent& timed) {
                          const Clock::time_point now = Clock::now();
                          const std::lock_guard lock(mutex);

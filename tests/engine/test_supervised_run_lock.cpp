@@ -20,6 +20,7 @@
 #include "CpuOnlyProfile.h"
 #include "DemoRun.h"
 #include "EventLog.h"
+#include "TestPaths.h"
 #include "common/FileLock.h"
 #include "common/Platform.h"
 #include "engine/SupervisorHost.h"
@@ -49,7 +50,7 @@ std::optional<common::LockHolder> holderOf(const QString& folder) {
 // `lorascope-train ARGS`: its exit code and its stderr.
 std::pair<int, QString> runCli(const QStringList& arguments) {
   QProcess cli;
-  cli.start(LORASCOPE_TRAIN, arguments);
+  cli.start(QString::fromStdString(lstest::trainProgram()), arguments);
   if (!cli.waitForFinished(300'000))
     return {-1, "did not finish"};
   return {cli.exitCode(), QString::fromUtf8(cli.readAllStandardError())};
@@ -73,7 +74,7 @@ class TestSupervisedRunLock : public QObject {
     QFile script(stage_);
     QVERIFY(script.open(QIODevice::WriteOnly));
     script.write(QString("#!/bin/sh\nwhile [ -e '%1' ]; do sleep 0.05; done\nexec '%2' \"$@\"\n")
-                     .arg(gate_, LORASCOPE_TRAIN)
+                     .arg(gate_, QString::fromStdString(lstest::trainProgram()))
                      .toUtf8());
     script.close();
     QVERIFY(script.setPermissions(script.permissions() | QFile::ExeOwner));
@@ -147,7 +148,8 @@ class TestSupervisedRunLock : public QObject {
     QVERIFY(QDir().mkpath(out));
     const common::FileLock held(fs::path(out.toStdString()) / common::kRunLockFile);
     QProcess engine;
-    engine.start("sh", {"-c", "\"$0\" engine; exit $?", LORASCOPE_TRAIN});
+    engine.start("sh",
+                 {"-c", "\"$0\" engine; exit $?", QString::fromStdString(lstest::trainProgram())});
     QVERIFY(engine.waitForStarted());
     nlohmann::json start = demoRun(out);
     start["run_lock_holder"] = common::currentProcessId();
@@ -172,7 +174,8 @@ class TestSupervisedRunLock : public QObject {
     SupervisorPolicy policy;
     policy.climbLadder = false;  // the ladder's rungs are GPU settings
     lorascope::testing::EventLog log;
-    SupervisorHost supervisor(LORASCOPE_TRAIN, lstest::cpuOnlyProfile(), policy, log.listener());
+    SupervisorHost supervisor(lstest::trainProgram(), lstest::cpuOnlyProfile(), policy,
+                              log.listener());
     QTRY_VERIFY_WITH_TIMEOUT(supervisor.isConnected(), 60'000);
     supervisor.send(StartCommand{lstest::demoRun(out.toStdString(), 1000, 2)});  // stopped below
     QTRY_VERIFY_WITH_TIMEOUT(log.all<StepEvent>().size() >= 2, 300'000);
@@ -216,7 +219,7 @@ class TestSupervisedRunLock : public QObject {
   void aRefusedStartLeavesNoFolderBehind() {
     const QString out = scratch_.filePath("refused/deeper/run");
     lorascope::testing::EventLog log;
-    SupervisorHost supervisor(LORASCOPE_TRAIN, lstest::cpuOnlyProfile(), SupervisorPolicy{},
+    SupervisorHost supervisor(lstest::trainProgram(), lstest::cpuOnlyProfile(), SupervisorPolicy{},
                               log.listener());
     QTRY_VERIFY_WITH_TIMEOUT(supervisor.isConnected(), 60'000);
     supervisor.send(StartCommand{{{"model", scratch_.filePath("no-model").toStdString()},

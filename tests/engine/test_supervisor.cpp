@@ -8,6 +8,7 @@
 #include <QtTest>
 
 #include "EventLog.h"
+#include "TestPaths.h"
 #include "engine/SupervisorHost.h"
 #include "profiles/Builtins.h"
 
@@ -38,7 +39,7 @@ class TestSupervisor : public QObject {
     SupervisorPolicy policy;
     policy.hangTimeoutMs = 1500;
     Recorder r;
-    SupervisorHost supervisor(CRASHY_ENGINE, lorascope::profiles::defaultProfile(), policy,
+    SupervisorHost supervisor(lstest::crashyEngine(), lorascope::profiles::defaultProfile(), policy,
                               r.listener());
     QTRY_VERIFY(supervisor.isConnected());
 
@@ -81,7 +82,7 @@ class TestSupervisor : public QObject {
     SupervisorPolicy policy;
     policy.maxRestarts = 2;
     Recorder r;
-    SupervisorHost supervisor(CRASHY_ENGINE, lorascope::profiles::defaultProfile(), policy,
+    SupervisorHost supervisor(lstest::crashyEngine(), lorascope::profiles::defaultProfile(), policy,
                               r.listener());
     QTRY_VERIFY(supervisor.isConnected());
     nlohmann::json config = runConfig(dir, 20);
@@ -95,7 +96,7 @@ class TestSupervisor : public QObject {
   void aProfileWithAnotherEnvironmentRestartsAndResumes() {
     QTemporaryDir dir;
     Recorder r;
-    SupervisorHost supervisor(CRASHY_ENGINE, lorascope::profiles::defaultProfile(),
+    SupervisorHost supervisor(lstest::crashyEngine(), lorascope::profiles::defaultProfile(),
                               SupervisorPolicy{}, r.listener());
     QTRY_VERIFY(supervisor.isConnected());
     supervisor.send(StartCommand{runConfig(dir, 400)});

@@ -19,7 +19,8 @@
 // This program (the window's stand-in) stays up throughout. Plain C++: it builds and runs on the
 // GPU machine, which has no Qt (scripts/gpu-check.sh run: ctest -L gpu).
 //
-// Usage: try_it_engine_fault cpu|gpu [LORASCOPE_TRAIN]   (default: the one built beside it)
+// Usage: try_it_engine_fault cpu|gpu [LORASCOPE_TRAIN]   (default: the build's,
+// LORASCOPE_TEST_TRAIN)
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -34,6 +35,7 @@
 
 #include "GpuOrSkip.h"
 #include "TempDir.h"
+#include "TestPaths.h"
 #include "engine/SupervisorHost.h"
 #include "profiles/Builtins.h"
 #include "train/DemoModel.h"  // defines: writeUntrainedDemoModel
@@ -116,7 +118,7 @@ GenerateCommand generation(std::int64_t id, const std::filesystem::path& model,
 
 int main(int argc, char** argv) {
   const std::string device = argc > 1 ? argv[1] : "cpu";
-  const std::string engineProgram = argc > 2 ? argv[2] : LORASCOPE_TRAIN;
+  const std::string engineProgram = argc > 2 ? argv[2] : lstest::trainProgram();
   const std::string program = device == "gpu" ? "gpu_try_it_fault" : "try_it_engine_fault";
   if (device == "gpu" && test::gpuOrSkip(program) == nullptr)
     return test::kSkipExitCode;

@@ -8,6 +8,7 @@
 
 #include <fstream>
 
+#include "TestPaths.h"
 #include "engine/Protocol.h"
 #include "widgets/MemorySnapshot.h"
 
@@ -17,7 +18,8 @@ class TestProbeMemoryMap : public QObject {
   Q_OBJECT
  private slots:
   void aConvertedTorchSnapshotIsAMemoryMap() {
-    std::ifstream in(std::string(LORASCOPE_EXTERNAL_DATA) + "/torch_snapshot_converted.json");
+    std::ifstream in(std::string(lstest::sourcePath("tests/external/data")) +
+                     "/torch_snapshot_converted.json");
     QVERIFY(in.good());
     const nlohmann::json document = nlohmann::json::parse(in);
     const std::string line =

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "TestPaths.h"
 #include "external/ExternalSupervisor.h"
 #include "profiles/Builtins.h"
 
@@ -26,7 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kFixtures = LORASCOPE_FIXTURES;
+const fs::path kFixtures = lstest::sourcePath("tests/external/fixtures");
 
 struct NullRun : CommandRun {
   void terminate() override {}

@@ -28,6 +28,7 @@
 
 #include "GpuOrSkip.h"
 #include "RandomModel.h"  // defines: randomWeights, randomData
+#include "TestPaths.h"
 #include "TrainExamples.h"
 #include "group/GroupCheck.h"
 #include "group/NcclCollective.h"
@@ -40,7 +41,8 @@ using namespace lorascope;
 
 namespace {
 
-std::string modelDir = std::string(LORASCOPE_MODEL_DATA_DIR) + "/llama_f32_legacy_rope";
+std::string modelDir =
+    std::string(lstest::sourcePath("tests/model/data")) + "/llama_f32_legacy_rope";
 
 struct Failed {
   std::string what;

@@ -12,7 +12,8 @@
 #include "ExpectError.h"
 #include "GenerateReference.h"
 #include "LoraReference.h"  // tests/train: the QLoRA reference and its initial adapter
-#include "job/CliArgs.h"    // defines: UsageError
+#include "TestPaths.h"
+#include "job/CliArgs.h"  // defines: UsageError
 #include "job/Generation.h"
 #include "model/Forward.h"
 #include "model/ModelError.h"
@@ -23,7 +24,7 @@ using namespace lorascope;
 
 namespace {
 
-const std::string kModelDataDir = LORASCOPE_MODEL_DATA_DIR;
+const std::string kModelDataDir = lstest::sourcePath("tests/model/data");
 
 std::vector<std::int32_t> eosOf(const std::filesystem::path& dir) {
   const std::set<std::int32_t> ids = job::modelEosIds(dir);

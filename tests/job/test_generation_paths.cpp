@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ExpectError.h"
+#include "TestPaths.h"
 #include "job/CliArgs.h"  // defines: UsageError
 #include "job/Generation.h"
 
@@ -20,8 +21,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kModelData = LORASCOPE_MODEL_DATA_DIR;
-const fs::path kTextData = LORASCOPE_TEXT_DATA_DIR;
+const fs::path kModelData = lstest::sourcePath("tests/model/data");
+const fs::path kTextData = lstest::sourcePath("tests/text/data");
 
 nlohmann::json readJson(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

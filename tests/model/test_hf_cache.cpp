@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 
+#include "TestPaths.h"
 #include "model/HfCache.h"
 #include "model/ModelError.h"
 #include "model/ModelFolder.h"
@@ -18,7 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const fs::path kModelData = LORASCOPE_MODEL_DATA_DIR;
+const fs::path kModelData = lstest::sourcePath("tests/model/data");
 constexpr const char* kCommit = "0123456789abcdef0123456789abcdef01234567";
 
 model::EnvLookup envOf(std::map<std::string, std::string> values) {

@@ -12,6 +12,7 @@
 
 #include "ExpectError.h"
 #include "SafetensorsWriter.h"
+#include "TestPaths.h"
 #include "common/OsError.h"  // defines: pathFromUtf8, pathText
 #include "compute/Backend.h"
 #include "compute/Errors.h"
@@ -28,7 +29,7 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kDataDir = LORASCOPE_MODEL_DATA_DIR;
+const std::string kDataDir = lstest::sourcePath("tests/model/data");
 
 // A small valid Llama config: 1 layer, hidden 4, 2 heads of 2, 1 KV head, MLP 8, vocab 10.
 json tinyConfig() {

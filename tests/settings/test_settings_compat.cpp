@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "TestPaths.h"
 #include "job/TrainRunConfig.h"  // defines: settingsFromJson, settingsToJson
 #include "profiles/Builtins.h"
 #include "profiles/ProfileJson.h"
@@ -23,7 +24,7 @@ using settings::Toggle;
 namespace {
 
 std::string fixture(const std::string& name) {
-  return std::string(LORASCOPE_SETTINGS_FIXTURES) + "/" + name;
+  return std::string(lstest::sourcePath("tests/settings/fixtures")) + "/" + name;
 }
 
 std::string text(const std::string& name) {

@@ -7,14 +7,15 @@
 
 #include <unistd.h>
 
+#include "TestPaths.h"
 #include "telemetry/AmdSmiProvider.h"
 
 using namespace lorascope::telemetry;
 
 namespace {
-const std::string kFake = LORASCOPE_FAKE_AMD_SMI;
+const std::string kFake = lstest::fakeAmdSmi();
 // Any existing file stands in for /dev/kfd; the fixture library itself will do.
-const std::string kPresentNode = LORASCOPE_FAKE_AMD_SMI;
+const std::string kPresentNode = lstest::fakeAmdSmi();
 constexpr std::uint64_t kMiB = 1 << 20;
 }  // namespace
 

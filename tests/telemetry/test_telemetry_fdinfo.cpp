@@ -3,13 +3,14 @@
 // ignored, unreadable processes counted.
 #include <QtTest>
 
+#include "TestPaths.h"
 #include "telemetry/DrmFdinfo.h"
 
 using namespace lorascope::telemetry;
 
 namespace {
 const std::filesystem::path kProc =
-    std::filesystem::path(LORASCOPE_TELEMETRY_DATA) / "amdgpu-linux-6.8" / "proc";
+    std::filesystem::path(lstest::sourcePath("tests/telemetry/data")) / "amdgpu-linux-6.8" / "proc";
 constexpr std::uint64_t kMiB = 1 << 20;
 }  // namespace
 

@@ -2,6 +2,7 @@
 // exact values, this machine's live values, and missing or malformed lines.
 #include <QtTest>
 
+#include "TestPaths.h"
 #include "telemetry/HostProvider.h"
 #include "telemetry/TextFiles.h"
 
@@ -9,7 +10,7 @@ using namespace lorascope::telemetry;
 
 namespace {
 const std::filesystem::path kProc =
-    std::filesystem::path(LORASCOPE_TELEMETRY_DATA) / "amdgpu-linux-6.8" / "proc";
+    std::filesystem::path(lstest::sourcePath("tests/telemetry/data")) / "amdgpu-linux-6.8" / "proc";
 constexpr std::uint64_t kKiB = 1024;
 }  // namespace
 

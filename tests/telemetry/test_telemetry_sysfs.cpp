@@ -3,12 +3,13 @@
 // files left as n/a, processes attributed to the card by PCI slot.
 #include <QtTest>
 
+#include "TestPaths.h"
 #include "telemetry/AmdgpuSysfsProvider.h"
 
 using namespace lorascope::telemetry;
 
 namespace {
-const std::filesystem::path kData = LORASCOPE_TELEMETRY_DATA;
+const std::filesystem::path kData = lstest::sourcePath("tests/telemetry/data");
 const std::filesystem::path kLinux68 = kData / "amdgpu-linux-6.8";
 const std::filesystem::path kOdd = kData / "amdgpu-odd-values";
 constexpr std::uint64_t kMiB = 1 << 20;

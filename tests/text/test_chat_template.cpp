@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "TestPaths.h"
 #include "text/ChatTemplate.h"
 #include "text/Tokenizer.h"
 
@@ -232,8 +233,8 @@ TEST_CASE(rejectsUnknownNamesAndRoles) {
 
 // A rendered ChatML conversation tokenizes its markers as single special-token ids.
 TEST_CASE(renderedChatEncodesMarkersAsSpecialTokens) {
-  const Tokenizer tokenizer =
-      Tokenizer::fromFile(std::filesystem::path(LORASCOPE_TEXT_DATA) / "qwen2_bpe.tokenizer.json");
+  const Tokenizer tokenizer = Tokenizer::fromFile(
+      std::filesystem::path(lstest::sourcePath("tests/text/data")) / "qwen2_bpe.tokenizer.json");
   const std::string text = ChatTemplate::byName("chatml").render(kConversation, false);
   const auto ids = tokenizer.encode(text);
   const auto imStart = tokenizer.tokenId("<|im_start|>").value();

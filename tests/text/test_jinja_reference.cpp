@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "TestPaths.h"
 #include "text/ChatTemplate.h"
 
 namespace fs = std::filesystem;
@@ -46,7 +47,8 @@ int main() {
               << "\n";
     return 77;
   }
-  const fs::path referencePath = fs::path(LORASCOPE_TEXT_DATA) / "chat_template_reference.json";
+  const fs::path referencePath =
+      fs::path(lstest::sourcePath("tests/text/data")) / "chat_template_reference.json";
   const auto reference = nlohmann::ordered_json::parse(readFile(referencePath));
   std::cout << "reference: transformers " << reference.at("transformers").get<std::string>()
             << ", jinja2 " << reference.at("jinja2").get<std::string>() << "\n";

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "TestPaths.h"
 #include "text/StreamingEncoder.h"
 #include "text/Tokenizer.h"
 
@@ -23,7 +24,7 @@ using Json = nlohmann::json;
 
 namespace {
 
-const std::filesystem::path kData = LORASCOPE_TEXT_DATA;
+const std::filesystem::path kData = lstest::sourcePath("tests/text/data");
 
 // `bytes` of text mixing what the pipelines treat differently: words, contractions, digit runs,
 // punctuation, runs of spaces and tabs, newlines, accents, CJK, emoji and special tokens.

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "TestPaths.h"
 #include "text/Tokenizer.h"
 
 using lorascope::text::Tokenizer;
@@ -17,7 +18,7 @@ using Json = nlohmann::json;
 
 namespace {
 
-const std::filesystem::path kData = LORASCOPE_TEXT_DATA;
+const std::filesystem::path kData = lstest::sourcePath("tests/text/data");
 
 const Json& reference() {
   static const Json data = [] {

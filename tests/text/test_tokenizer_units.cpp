@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "TestPaths.h"
 #include "text/Tokenizer.h"
 
 using lorascope::text::TextError;
@@ -20,7 +21,7 @@ using Json = nlohmann::json;
 
 namespace {
 
-const std::filesystem::path kData = LORASCOPE_TEXT_DATA;
+const std::filesystem::path kData = lstest::sourcePath("tests/text/data");
 
 std::string readText(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "TestPaths.h"
 #include "model/ModelConfig.h"
 #include "model/Safetensors.h"
 #include "train/Batching.h"  // defines: TokenizedExample
@@ -24,7 +25,7 @@
 
 namespace lorascope::test {
 
-inline const std::string kTrainDataDir = LORASCOPE_TRAIN_DATA_DIR;
+inline const std::string kTrainDataDir = lstest::sourcePath("tests/train/data");
 
 // data/<name>/reference.json; throws naming the file when it is missing or not JSON.
 inline nlohmann::json readReference(const std::string& name) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "TestPaths.h"
 #include "model/ModelFolder.h"
 #include "train/Lora.h"
 #include "train/RandomDraws.h"
@@ -19,7 +20,7 @@
 
 namespace lorascope::test {
 
-inline const std::string kModelDataDir = LORASCOPE_MODEL_DATA_DIR;
+inline const std::string kModelDataDir = lstest::sourcePath("tests/model/data");
 
 inline model::ModelFolder openFixture(const std::string& name) {
   return model::ModelFolder::open(kModelDataDir + "/" + name);

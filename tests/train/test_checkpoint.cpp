@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "TestPaths.h"
 #include "TrainTestUtil.h"
 #include "common/OsError.h"   // defines: pathText
 #include "common/Platform.h"  // defines: currentProcessId
@@ -106,7 +107,8 @@ bool sameState(const TrainerState& a, const TrainerState& b) {
 
 nlohmann::json runConfig() {
   return {{"model_path", kModelDataDir + "/llama_f32_legacy_rope"},
-          {"data_path", std::string(LORASCOPE_TRAIN_DATA_DIR) + "/../../data/data/chat.jsonl"},
+          {"data_path",
+           std::string(lstest::sourcePath("tests/train/data")) + "/../../data/data/chat.jsonl"},
           {"lora", {{"r", 4}}},
           {"versions", {{"lorascope", "test"}}}};
 }
@@ -321,7 +323,7 @@ TEST_CASE(runUnderNonAsciiNamesResumesAndNamesItsFiles) {
   const fs::path home = tmp.nonAsciiFolder();
   fs::copy(fs::path(kModelDataDir) / "llama_f32_legacy_rope", home / "model",
            fs::copy_options::recursive);
-  fs::copy_file(fs::path(LORASCOPE_TRAIN_DATA_DIR) / "../../data/data/chat.jsonl",
+  fs::copy_file(fs::path(lstest::sourcePath("tests/train/data")) / "../../data/data/chat.jsonl",
                 home / "chat.jsonl");
   nlohmann::json config = runConfig();
   config["model_path"] = lstest::utf8Text(home / "model");

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "TestPaths.h"
 #include "TrainTestUtil.h"
 #include "common/OsError.h"  // defines: pathText
 #include "model/Forward.h"
@@ -278,7 +279,8 @@ TEST_CASE(aShortRunLearns) {
 // scripts/reference/peft_check.py loaded the demo folder with transformers 5.17: its tokenizer
 // gives our ids, its chat template our rendering, its forward our logits.
 TEST_CASE(transformersReadsTheDemoAsWeDo) {
-  const fs::path reference = fs::path(LORASCOPE_PEFT_REFERENCE_DIR) / "peft_check.json";
+  const fs::path reference =
+      fs::path(lstest::sourcePath("tests/train/peft_reference")) / "peft_check.json";
   if (!fs::exists(reference))
     SKIP("no committed reference (run scripts/reference/peft_check.py on the device machine)");
   std::ifstream in(reference);

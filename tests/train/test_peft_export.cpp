@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "TestPaths.h"
 #include "TrainTestUtil.h"
 #include "compute/Bf16.h"
 #include "model/Forward.h"
@@ -32,8 +33,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kPeftReferenceDir = LORASCOPE_PEFT_REFERENCE_DIR;
-const std::string kPeftFixtureDir = LORASCOPE_PEFT_FIXTURE_DIR;
+const std::string kPeftReferenceDir = lstest::sourcePath("tests/train/peft_reference");
+const std::string kPeftFixtureDir = lstest::buildPath("tests/train/peft_fixture");
 
 json readJson(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

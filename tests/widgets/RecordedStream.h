@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "TestPaths.h"
 #include "engine/Protocol.h"
 #include "widgets/EngineTypes.h"
 
@@ -14,7 +15,7 @@ namespace lorascope::testing {
 
 // tests/widgets/fixtures/<name>; the streams there are synthetic (make_synthetic_streams.cpp).
 inline QString fixturePath(const QString& name) {
-  return QStringLiteral(LORASCOPE_WIDGET_FIXTURES "/") + name;
+  return QString::fromStdString(lstest::sourcePath("tests/widgets/fixtures") + "/") + name;
 }
 
 inline std::vector<engine::TimedEvent> readStream(const QString& name) {

@@ -25,6 +25,7 @@
 #include "GenerateReference.h"
 #include "GpuOrSkip.h"
 #include "LoraReference.h"  // tests/train: the QLoRA reference and its initial adapter
+#include "TestPaths.h"
 #include "job/Generation.h"
 #include "model/DeviceWeights.h"
 #include "model/Forward.h"
@@ -35,7 +36,7 @@ using namespace lorascope;
 
 namespace {
 
-const std::string kModelDataDir = LORASCOPE_MODEL_DATA_DIR;
+const std::string kModelDataDir = lstest::sourcePath("tests/model/data");
 // A step whose reference logits have the best token this far (in logits) ahead of the second
 // must pick the same token in bf16: rounding moves logits of these models by a few hundredths.
 constexpr double kDecidedMargin = 0.25;

@@ -51,6 +51,7 @@
 
 #include "GpuOrSkip.h"
 #include "LoraReference.h"
+#include "TestPaths.h"
 #include "TrainExamples.h"
 #include "compute/Backend.h"
 #include "compute/Bf16.h"
@@ -74,7 +75,7 @@ using compute::GemmImplementation;
 
 namespace {
 
-const std::string kModelDataDir = LORASCOPE_MODEL_DATA_DIR;
+const std::string kModelDataDir = lstest::sourcePath("tests/model/data");
 
 // Losses of a GPU run (bf16 activations, fp32 accumulation) against the fp32 CPU run: at most
 // this fraction of the CPU loss apart at every step. bf16 keeps 8 significant bits (relative
