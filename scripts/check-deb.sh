@@ -121,7 +121,10 @@ completion=$(in_root bash -c 'source /usr/share/bash-completion/completions/lora
 echo "man pages and bash completion: installed and working"
 
 echo "the GUI under Xvfb:"
-in_root_background Xvfb "$display" -screen 0 1400x900x24 -nolisten tcp >"$out/xvfb.log" 2>&1
+# -noreset: an X server resets when its last client leaves, and a connection made during the
+# reset fails; the probe below is such a client (the GUI once failed "could not connect to
+# display" right after the probe had succeeded).
+in_root_background Xvfb "$display" -screen 0 1400x900x24 -nolisten tcp -noreset >"$out/xvfb.log" 2>&1
 xvfb_pid=$!
 # Xvfb takes its time on a busy machine (its first start in a new chroot compiles the keymap):
 # the GUI, which aborts without a display, starts once the server answers (a run from nothing

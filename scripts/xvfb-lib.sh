@@ -6,7 +6,8 @@ start_xvfb() {
   local log=$1 n
   for n in $(seq 90 170); do
     [[ -e /tmp/.X11-unix/X$n || -e /tmp/.X$n-lock ]] && continue
-    Xvfb ":$n" -screen 0 1400x900x24 -nolisten tcp >"$log" 2>&1 &
+    # -noreset: no server reset when the last client leaves (a client connecting then fails).
+    Xvfb ":$n" -screen 0 1400x900x24 -nolisten tcp -noreset >"$log" 2>&1 &
     xvfb_pid=$!
     for _ in $(seq 100); do
       if [[ -e /tmp/.X11-unix/X$n ]]; then
