@@ -2,9 +2,11 @@
 // the standard streams, in a job object that kills everything the child started when kill() is
 // called or this process goes away (the analogue of the POSIX process group), and in a console
 // process group of its own (CREATE_NEW_PROCESS_GROUP: a Ctrl-C on the console reaches only this
-// process, which decides what the child is told). Windows has no signals: a child ended by kill()
-// reads as "SIGKILL", one that crashed as its NTSTATUS ("access violation", "exception
-// 0xC0000409").
+// process, which decides what the child is told). A parent without a console (the window) starts
+// it with CREATE_NO_WINDOW: a console program such as lorascope-train.exe or a user's python.exe
+// would otherwise open a console window of its own beside the window for the run's length.
+// Windows has no signals: a child ended by kill() reads as "SIGKILL", one that crashed as its
+// NTSTATUS ("access violation", "exception 0xC0000409").
 #include <windows.h>
 // windows.h first: tlhelp32.h needs its types.
 #include <tlhelp32.h>
@@ -158,7 +160,13 @@ ChildProcess::ChildProcess(const ChildOptions& options) : impl_(std::make_unique
   startup.hStdError = childError;
   PROCESS_INFORMATION info{};
   // Suspended until it is in the job, so nothing it starts escapes the job.
-  const DWORD flags = CREATE_UNICODE_ENVIRONMENT | CREATE_NEW_PROCESS_GROUP | CREATE_SUSPENDED;
+  // With a console (the CLI, or an engine the window started), the child shares it, hidden or not,
+  // and terminate() reaches it with Ctrl-Break. Without one, the child's console is hidden; its
+  // own console children share that console rather than each opening a window.
+  DWORD consoleProcess = 0;
+  const bool haveConsole = ::GetConsoleProcessList(&consoleProcess, 1) != 0;
+  const DWORD flags = CREATE_UNICODE_ENVIRONMENT | CREATE_NEW_PROCESS_GROUP | CREATE_SUSPENDED |
+                      (haveConsole ? 0 : CREATE_NO_WINDOW);
   if (!::CreateProcessW(program.c_str(), commandLine.data(), nullptr, nullptr, TRUE, flags,
                         environment.data(), directory.empty() ? nullptr : directory.c_str(),
                         &startup, &info)) {
