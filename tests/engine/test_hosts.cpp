@@ -18,11 +18,13 @@ using lorascope::testing::EventLog;
 
 namespace {
 
-// Steps forever until stopped; each step takes about 20 ms.
+// Steps forever until stopped; each step is `ops` ops of at least 200 µs (100: 20 ms), and a
+// stop ends one within an op.
 class SlowJob : public EngineJob {
  public:
+  explicit SlowJob(int ops) : ops_(ops) {}
   std::optional<StepEvent> runStep(const CancelFlag& cancel) override {
-    for (int op = 0; op < 100; ++op) {
+    for (int op = 0; op < ops_; ++op) {
       if (cancel.raised())
         return std::nullopt;
       std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -37,11 +39,12 @@ class SlowJob : public EngineJob {
   std::optional<MemoryEvent> memory() override { return std::nullopt; }
 
  private:
+  int ops_;
   std::int64_t done_ = 0;
 };
 
-JobFactory slowJobs() {
-  return [](const nlohmann::json&, const EventSink&) { return std::make_unique<SlowJob>(); };
+JobFactory slowJobs(int ops = 100) {
+  return [ops](const nlohmann::json&, const EventSink&) { return std::make_unique<SlowJob>(ops); };
 }
 
 // Records how an isolated host's child ended.
@@ -69,15 +72,19 @@ class TestHosts : public QObject {
   void inProcessHostNeverBlocksSendAndReportsFromItsThread() {
     EventLog log;
     {
-      InProcessHost host(slowJobs(), HelloEvent{kProtocolVersion, "test", "cpu", {}},
+      InProcessHost host(slowJobs(2000), HelloEvent{kProtocolVersion, "test", "cpu", {}},
                          log.listener());
       QTRY_VERIFY(host.isConnected());
+      host.send(StartCommand{nlohmann::json::object()});
+      QTRY_VERIFY_WITH_TIMEOUT(log.all<StepEvent>().size() >= 1, 30'000);
+      // The second step is under way and lasts at least 0.4 s (2000 ops): a send() that waited for
+      // the trainer's next boundary would take about that long. One that only queues takes
+      // microseconds; 0.2 s leaves room for a busy machine to hold this thread off.
       QElapsedTimer timer;
       timer.start();
-      host.send(StartCommand{nlohmann::json::object()});
       host.send(SetToggleCommand{Toggle::Serialize, true});
-      QVERIFY2(timer.elapsed() < 20, "send() waited on the trainer");
-      QTRY_VERIFY(log.all<StepEvent>().size() >= 3);
+      QVERIFY2(timer.elapsed() < 200, "send() waited on the trainer");
+      QTRY_VERIFY_WITH_TIMEOUT(log.all<StepEvent>().size() >= 3, 30'000);
       host.send(StopCommand{});
       QTRY_VERIFY(log.hasState(RunState::Finished));
     }
