@@ -1,7 +1,8 @@
 // test_op_lm_head_loss.cpp — the CPU fused lm head + cross-entropy
 // (compute/cpu/lm_head_loss.cpp): losses equal the unfused matmul + cross-entropy, the hidden
 // gradient matches a double softmax reference over several vocabulary chunks with bf16 weights
-// and ignored rows, and bad targets and shapes are named. Its GPU twin is checked in
+// and ignored rows, only the predicted rows are computed (the rest, even non-finite, give 0), and
+// bad targets and shapes are named. Its GPU twin is checked in
 // backend/parity/cases_lm_head.cpp.
 #include <QtTest>
 
@@ -25,6 +26,7 @@ class TestOpLmHeadLoss : public QObject {
  private slots:
   void lmHeadLossMatchesUnfusedCrossEntropy();
   void lmHeadGradientMatchesSoftmaxReferenceOverChunks();
+  void lmHeadComputesThePredictedRowsAlone();
   void lmHeadRejectsBadTargetsAndShapes();
 };
 
@@ -97,6 +99,44 @@ void TestOpLmHeadLoss::lmHeadGradientMatchesSoftmaxReferenceOverChunks() {
     x /= gradScale;
   QVERIFY(closeTo(got, scaledWant, 2e-5));
   QCOMPARE(got[0], 0.0f);  // row 0 is ignored: a zero gradient row
+}
+
+void TestOpLmHeadLoss::lmHeadComputesThePredictedRowsAlone() {
+  // Note [predicted rows only]: the predicted rows of a batch give, bit for bit, what a batch of
+  // those rows alone gives; the ignored ones (here non-finite) give loss 0 and a zero gradient.
+  auto be = createCpuBackend();
+  const std::int64_t rows = 6, hidden = 8, vocab = 40;
+  auto h = randomValues(static_cast<std::size_t>(rows * hidden), 41);
+  const auto w = randomValues(static_cast<std::size_t>(vocab * hidden), 42, 0.5f);
+  const std::vector<std::int32_t> targets{kIgnoreTarget, 5, 39, kIgnoreTarget, 0, kIgnoreTarget};
+  for (const std::int64_t r : {0, 3, 5})
+    std::fill_n(h.begin() + r * hidden, hidden, r == 3 ? INFINITY : NAN);
+  const Tensor tw = be->upload(w, DType::F32, {vocab, hidden});
+  Tensor losses = be->empty(DType::F32, {rows}), dh = be->empty(DType::F32, {rows, hidden});
+  be->lmHeadCrossEntropy(be->upload(h, DType::F32, {rows, hidden}), tw, targets, 0.25f, losses, dh);
+  std::vector<float> alone;
+  for (const std::int64_t r : {1, 2, 4})
+    alone.insert(alone.end(), h.begin() + r * hidden, h.begin() + (r + 1) * hidden);
+  Tensor aloneLosses = be->empty(DType::F32, {3}), aloneDh = be->empty(DType::F32, {3, hidden});
+  be->lmHeadCrossEntropy(be->upload(alone, DType::F32, {3, hidden}), tw,
+                         std::vector<std::int32_t>{5, 39, 0}, 0.25f, aloneLosses, aloneDh);
+  const std::vector<float> gotLoss = be->download(losses), gotDh = be->download(dh);
+  const std::vector<float> wantLoss = be->download(aloneLosses), wantDh = be->download(aloneDh);
+  int predicted = 0;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const bool ignored = targets[static_cast<std::size_t>(r)] == kIgnoreTarget;
+    QCOMPARE(gotLoss[r], ignored ? 0.0f : wantLoss[predicted]);
+    for (std::int64_t x = 0; x < hidden; ++x)
+      QCOMPARE(gotDh[r * hidden + x], ignored ? 0.0f : wantDh[predicted * hidden + x]);
+    predicted += ignored ? 0 : 1;
+  }
+  // No predicted row at all: every loss and gradient is 0.
+  const std::vector<std::int32_t> none(static_cast<std::size_t>(rows), kIgnoreTarget);
+  be->lmHeadCrossEntropy(be->upload(h, DType::F32, {rows, hidden}), tw, none, 0.25f, losses, dh);
+  for (const float x : be->download(losses))
+    QCOMPARE(x, 0.0f);
+  for (const float x : be->download(dh))
+    QCOMPARE(x, 0.0f);
 }
 
 void TestOpLmHeadLoss::lmHeadRejectsBadTargetsAndShapes() {

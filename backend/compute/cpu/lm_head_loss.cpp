@@ -11,6 +11,14 @@
 // l = c·tanh(raw / c), enter the softmax capped and their weights in the dh product carry
 // ∂l/∂raw = 1 − (l / c)², the target's weight too. Rows are independent: the row
 // loops run in parallel (cpu/parallel.h), the GEMMs split into tiles.
+//
+// Note [predicted rows only]: a row whose target is ignored (−100: a prompt token under "train on
+// responses", padding, a sequence's or packed document's last token) has loss 0 and gradient 0,
+// whatever its logits. Training on alpaca-style records leaves half or more of the rows so, and
+// the lm-head is the model's widest product (Qwen2.5-0.5B: a 151,936 × 896 weight, a fifth of the
+// CPU step), so only the predicted rows enter the GEMMs: they are gathered into a compact block,
+// and their losses and gradient rows scattered back. Each row's result does not depend on the
+// rows beside it, so the compact product gives the rows the full one would.
 #include "compute/cpu/lm_head_loss.h"
 
 #include <algorithm>
@@ -41,19 +49,12 @@ void checkTargets(std::span<const std::int32_t> targets, std::int64_t vocab) {
   }
 }
 
-}  // namespace
-
-std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab) {
-  return std::clamp<std::int64_t>(kLmHeadChunkFloats / std::max<std::int64_t>(rows, 1), 1, vocab);
-}
-
-void lmHeadCrossEntropy(const float* h, const void* weight, DType weightDtype, LmHeadDims dims,
-                        std::span<const std::int32_t> targets, float gradScale, float softcap,
-                        float* losses, float* dh, LmHeadScratch& scratch) {
-  const OpTimer timer(CpuOp::LmHeadLoss);
+// lmHeadCrossEntropy over rows that may include ignored ones (their losses and dh rows 0).
+void everyRow(const float* h, const void* weight, DType weightDtype, LmHeadDims dims,
+              std::span<const std::int32_t> targets, float gradScale, float softcap, float* losses,
+              float* dh, LmHeadScratch& scratch) {
   // Plain copies, not structured bindings: the lambdas below capture them (clang 15 cannot).
   const std::int64_t rows = dims.rows, hidden = dims.hidden, vocab = dims.vocab;
-  checkTargets(targets, vocab);
   if (rows == 0) {
     return;
   }
@@ -146,6 +147,56 @@ void lmHeadCrossEntropy(const float* h, const void* weight, DType weightDtype, L
       }
     }
   });
+}
+
+}  // namespace
+
+std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab) {
+  return std::clamp<std::int64_t>(kLmHeadChunkFloats / std::max<std::int64_t>(rows, 1), 1, vocab);
+}
+
+void lmHeadCrossEntropy(const float* h, const void* weight, DType weightDtype, LmHeadDims dims,
+                        std::span<const std::int32_t> targets, float gradScale, float softcap,
+                        float* losses, float* dh, LmHeadScratch& scratch) {
+  const OpTimer timer(CpuOp::LmHeadLoss);
+  checkTargets(targets, dims.vocab);
+  const auto predicted = static_cast<std::int64_t>(std::count_if(
+      targets.begin(), targets.end(), [](std::int32_t t) { return t != kIgnoreTarget; }));
+  if (predicted == dims.rows) {
+    everyRow(h, weight, weightDtype, dims, targets, gradScale, softcap, losses, dh, scratch);
+    return;
+  }
+  // Note [predicted rows only]: gather, compute, scatter.
+  const std::int64_t hidden = dims.hidden;
+  const auto rowFloats = static_cast<std::size_t>(predicted * hidden);
+  scratch.rows.resize(rowFloats);
+  scratch.rowTargets.resize(static_cast<std::size_t>(predicted));
+  scratch.rowLosses.resize(static_cast<std::size_t>(predicted));
+  scratch.rowGrads.resize(dh != nullptr ? rowFloats : 0);
+  std::int64_t next = 0;
+  for (std::int64_t r = 0; r < dims.rows; ++r) {
+    if (targets[static_cast<std::size_t>(r)] != kIgnoreTarget) {
+      std::copy_n(h + r * hidden, hidden, scratch.rows.data() + next * hidden);
+      scratch.rowTargets[static_cast<std::size_t>(next++)] = targets[static_cast<std::size_t>(r)];
+    }
+  }
+  everyRow(scratch.rows.data(), weight, weightDtype, {predicted, hidden, dims.vocab},
+           scratch.rowTargets, gradScale, softcap, scratch.rowLosses.data(),
+           dh != nullptr ? scratch.rowGrads.data() : nullptr, scratch);
+  std::fill(losses, losses + dims.rows, 0.0f);
+  if (dh != nullptr) {
+    std::fill(dh, dh + dims.rows * hidden, 0.0f);
+  }
+  next = 0;
+  for (std::int64_t r = 0; r < dims.rows; ++r) {
+    if (targets[static_cast<std::size_t>(r)] != kIgnoreTarget) {
+      losses[r] = scratch.rowLosses[static_cast<std::size_t>(next)];
+      if (dh != nullptr) {
+        std::copy_n(scratch.rowGrads.data() + next * hidden, hidden, dh + r * hidden);
+      }
+      ++next;
+    }
+  }
 }
 
 }  // namespace lorascope::compute::cpu

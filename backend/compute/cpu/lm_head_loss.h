@@ -16,10 +16,15 @@ struct LmHeadDims {
   std::int64_t vocab = 0;   // V
 };
 
-// Scratch reused across calls: one (rows, chunk) block of logits and the matmul's widening block.
+// Scratch reused across calls: one (rows, chunk) block of logits, the matmul's widening block,
+// and the predicted rows' compact h, targets, losses and dh (Note [predicted rows only]).
 struct LmHeadScratch {
   std::vector<float> logits;
   std::vector<float> widened;
+  std::vector<float> rows;
+  std::vector<std::int32_t> rowTargets;
+  std::vector<float> rowLosses;
+  std::vector<float> rowGrads;
 };
 
 // Columns per vocabulary chunk for `rows` tokens: the logits block stays ≤ kLmHeadChunkFloats.
@@ -30,7 +35,8 @@ std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab);
 // ignore) -> losses (rows) f32; dh (rows, hidden) overwritten with the gradient of
 // gradScale · Σ losses, or skipped when dh is null. With softcap > 0 the logits are capped,
 // l ← softcap·tanh(l / softcap), before the softmax (Backend::lmHeadCrossEntropy). Throws
-// ShapeError naming the row and target when a target is outside [0, vocab) and not −100.
+// ShapeError naming the row and target when a target is outside [0, vocab) and not −100. Only
+// the rows whose target is not −100 are computed (Note [predicted rows only]).
 void lmHeadCrossEntropy(const float* h, const void* weight, DType weightDtype, LmHeadDims dims,
                         std::span<const std::int32_t> targets, float gradScale, float softcap,
                         float* losses, float* dh, LmHeadScratch& scratch);
