@@ -18,6 +18,13 @@ std::string seconds(std::int64_t ms) {
   return text;
 }
 
+// ms as LORASCOPE_WATCHDOG's seconds: "10", "2.5".
+std::string secondsSpec(std::int64_t ms) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", static_cast<double>(ms) / 1000.0);
+  return text;
+}
+
 std::int64_t parseSeconds(const std::string& text, const std::string& spec) {
   std::size_t used = 0;
   double value = 0.0;
@@ -178,10 +185,17 @@ std::optional<HangReport> Watchdog::check(const QueueView& queues) const {
                                          : " (which launches on stream " + report.stream + ")") +
                 " and has not returned for " + seconds(report.waitingMs) +
                 " (a host computation, a driver call or a lock that does not return)";
+  // The way out when the op was only slow (a first step on a small or busy GPU): the budgets are
+  // the user's to raise, and the report says how.
+  const std::string slowOnly = " If the op is only slow, " + std::string(kWatchdogEnvVar) + "=" +
+                               secondsSpec(config_.graceMs) + "," +
+                               secondsSpec(config_.firstStepsMs) +
+                               " (GRACE_S,FIRST_STEPS_S, today's budgets) with larger values in "
+                               "LoRAscope's environment gives it longer.";
   report.message = "hang" + (step_ > 0 ? " in step " + std::to_string(step_) : std::string()) +
                    ": no progress for " + seconds(idle) + ", over " + budget + "; " + where +
                    (queues.state.empty() ? "" : "; queues: " + queues.state) + ". " +
-                   report.error.advice;
+                   report.error.advice + slowOnly;
   return report;
 }
 
