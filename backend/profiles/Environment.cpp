@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "memory/AllocatorPolicy.h"
+#include "settings/WatchdogSpec.h"  // defines: kWatchdogEnvVar, parseWatchdogSpec
 
 namespace lorascope::profiles {
 namespace {
@@ -15,7 +16,7 @@ namespace {
 // and debugging switches. Anything else is refused with the reason, so that a profile cannot
 // smuggle in a library (HSA_TOOLS_LIB, CUDA_INJECTION64_PATH work like LD_PRELOAD) or change how
 // programs are found.
-constexpr std::array<std::string_view, 46> kAllowedVariables = {
+constexpr std::array<std::string_view, 47> kAllowedVariables = {
     // Device selection
     "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL", "CUDA_VISIBLE_DEVICES",
     "CUDA_DEVICE_ORDER",
@@ -35,6 +36,8 @@ constexpr std::array<std::string_view, 46> kAllowedVariables = {
     // CUDA runtime
     "CUDA_MODULE_LOADING", "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_CACHE_DISABLE",
     "CUDA_CACHE_MAXSIZE", "CUDA_AUTO_BOOST", "CUDA_FORCE_PTX_JIT", "CUDA_DISABLE_PTX_JIT",
+    // LoRAscope's engine: the hang watchdog's budgets (settings/WatchdogSpec.h)
+    settings::kWatchdogEnvVar,
     // Folklore (read by nothing; allowed so that the profile loads with a note saying so)
     "HIP_SERIALIZE_KERNEL", "HIP_DISABLE_IPC", "HIP_SERIALIZE_COPY"};
 
@@ -108,6 +111,13 @@ std::string whyValueIsForbidden(std::string_view name, std::string_view value) {
     return std::to_string(value.size()) +
            " bytes: longer than the operating system allows one environment variable (128 KiB "
            "with its name)";
+  }
+  if (name == settings::kWatchdogEnvVar) {  // the engine would refuse to start with it
+    try {
+      settings::parseWatchdogSpec(std::string(value));
+    } catch (const std::invalid_argument& e) {
+      return e.what();
+    }
   }
   return "";
 }

@@ -18,38 +18,7 @@ std::string seconds(std::int64_t ms) {
   return text;
 }
 
-// ms as LORASCOPE_WATCHDOG's seconds: "10", "2.5".
-std::string secondsSpec(std::int64_t ms) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", static_cast<double>(ms) / 1000.0);
-  return text;
-}
-
-std::int64_t parseSeconds(const std::string& text, const std::string& spec) {
-  std::size_t used = 0;
-  double value = 0.0;
-  try {
-    value = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != text.size() || !(value > 0.0) || value > 86'400.0) {
-    throw std::invalid_argument(std::string(kWatchdogEnvVar) + ": '" + spec +
-                                "' is not GRACE_S[,FIRST_STEPS_S], seconds above 0 (e.g. 10,120)");
-  }
-  return static_cast<std::int64_t>(value * 1000.0 + 0.5);
-}
 }  // namespace
-
-WatchdogConfig parseWatchdogSpec(const std::string& spec) {
-  WatchdogConfig config;
-  const std::size_t comma = spec.find(',');
-  config.graceMs = parseSeconds(spec.substr(0, comma), spec);
-  if (comma != std::string::npos) {
-    config.firstStepsMs = parseSeconds(spec.substr(comma + 1), spec);
-  }
-  return config;
-}
 
 WatchdogConfig watchdogConfigFromEnvironment() {
   const char* spec = std::getenv(kWatchdogEnvVar);
@@ -188,10 +157,9 @@ std::optional<HangReport> Watchdog::check(const QueueView& queues) const {
   // The way out when the op was only slow (a first step on a small or busy GPU): the budgets are
   // the user's to raise, and the report says how.
   const std::string slowOnly = " If the op is only slow, " + std::string(kWatchdogEnvVar) + "=" +
-                               secondsSpec(config_.graceMs) + "," +
-                               secondsSpec(config_.firstStepsMs) +
-                               " (GRACE_S,FIRST_STEPS_S, today's budgets) with larger values in "
-                               "LoRAscope's environment gives it longer.";
+                               settings::watchdogSpec(config_) +
+                               " (GRACE_S,FIRST_STEPS_S, today's budgets) with larger values, in "
+                               "the profile's environment or LoRAscope's, gives it longer.";
   report.message = "hang" + (step_ > 0 ? " in step " + std::to_string(step_) : std::string()) +
                    ": no progress for " + seconds(idle) + ", over " + budget + "; " + where +
                    (queues.state.empty() ? "" : "; queues: " + queues.state) + ". " +

@@ -18,21 +18,15 @@
 
 #include "runtime/ErrorClassifier.h"
 #include "runtime/QueueTracker.h"
+#include "settings/WatchdogSpec.h"  // defines: WatchdogConfig, kWatchdogEnvVar, parseWatchdogSpec
 
 namespace lorascope::runtime {
 
-struct WatchdogConfig {
-  std::int64_t graceMs = 10'000;  // beyond the longest the op has taken before
-  // The budget while the first `firstSteps` steps of this process run: at least this long.
-  std::int64_t firstStepsMs = 120'000;
-  std::int64_t firstSteps = 2;
-};
-
-// LORASCOPE_WATCHDOG=GRACE_S[,FIRST_STEPS_S] (seconds, decimals allowed; e.g. "10,120", the
-// default) sets the grace and the first steps' budget of this process's watchdog.
-inline constexpr const char* kWatchdogEnvVar = "LORASCOPE_WATCHDOG";
-// The budgets of `spec`; throws std::invalid_argument naming the variable and the accepted form.
-WatchdogConfig parseWatchdogSpec(const std::string& spec);
+// The budgets and LORASCOPE_WATCHDOG, their one spelling, are the settings': a profile sets the
+// variable too (profiles/Environment.cpp).
+using settings::kWatchdogEnvVar;
+using settings::parseWatchdogSpec;
+using settings::WatchdogConfig;
 // The budgets in LORASCOPE_WATCHDOG, or the defaults when it is unset or blank.
 WatchdogConfig watchdogConfigFromEnvironment();
 

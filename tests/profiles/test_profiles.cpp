@@ -14,6 +14,7 @@
 #include "profiles/ProfileJson.h"
 #include "profiles/ProfileStore.h"
 #include "profiles/SwitchPlan.h"
+#include "settings/WatchdogSpec.h"
 
 using namespace lorascope::profiles;
 using lorascope::settings::Toggle;
@@ -85,6 +86,23 @@ TEST_CASE(forbiddenVariablesAreRefusedByName) {
   VERIFY(whyVariableIsForbidden("HSA_OVERRIDE_GFX_VERSION").empty());
   VERIFY(whyVariableIsForbidden("MIOPEN_FIND_MODE").empty());
   VERIFY(!whyVariableIsForbidden("hip_visible_devices").empty());
+}
+
+TEST_CASE(aProfileSetsTheWatchdogBudgetsInTheirOneSpelling) {
+  // The way out that a hang report names: a profile gives a slow card's first steps longer. A
+  // value the engine could not read is refused when the profile loads, not when the engine starts.
+  const ParsedProfile parsed = parseProfile(R"({"name": "slow iGPU", "description": "d", )"
+                                            R"("environment": {"LORASCOPE_WATCHDOG": "30,600"}})",
+                                            "user.json");
+  COMPARE(parsed.profile.environment.at("LORASCOPE_WATCHDOG"), std::string("30,600"));
+  COMPARE(
+      settings::parseWatchdogSpec(parsed.profile.environment.at("LORASCOPE_WATCHDOG")).firstStepsMs,
+      std::int64_t{600'000});
+  const lstest::Message message = errorOf(R"({"name": "x", "description": "d", )"
+                                          R"("environment": {"LORASCOPE_WATCHDOG": "ten"}})");
+  VERIFY2(message.contains("user.json") && message.contains("environment.LORASCOPE_WATCHDOG") &&
+              message.contains("'ten' is not GRACE_S[,FIRST_STEPS_S]"),
+          message.text);
 }
 
 TEST_CASE(folkloreVariablesAreFlaggedWithTheRealAlternative) {

@@ -123,8 +123,8 @@ class TestWatchdog : public QObject {
     // The way out when the op was only slow: the variable, with today's budgets to raise.
     QVERIFY2(
         m.ends_with(" If the op is only slow, LORASCOPE_WATCHDOG=10,120 (GRACE_S,FIRST_STEPS_S, "
-                    "today's budgets) with larger values in LoRAscope's environment gives it "
-                    "longer."),
+                    "today's budgets) with larger values, in the profile's environment or "
+                    "LoRAscope's, gives it longer."),
         m.c_str());
   }
 
