@@ -6,15 +6,20 @@
 #
 # builds lorascope-train (cpu preset, no GUI; .device/include supplies the OpenBLAS/PCRE2 headers
 # that machine lacks, see scripts/gpu-check.sh prepare), then runs `lorascope-train bench` and
-# scripts/reference/bench_lora_torch.py for the tiny Llama and the Qwen2.5-0.5B shape, one model
-# per process so that each peak RSS is that model's own. Results go to $OUT (or ./bench-results).
+# scripts/reference/bench_lora_torch.py for the tiny Llama (STEPS timed steps, default 10) and the
+# Qwen2.5-0.5B shape (QWEN_STEPS, default 2), one model per process so that each peak RSS is that
+# model's own, BENCH_RUNS times (default 3), ours and PyTorch's interleaved. Results go to $OUT (or
+# ./bench-results): every table in bench.txt, and in bench-summary.txt the median tokens/s of the
+# runs at each thread count with their spread (min-max) and ours over PyTorch's
+# (scripts/reference/bench_cpu_summary.py).
 # LORASCOPE_TRAIN=PATH uses a lorascope-train built elsewhere instead (a Debian 12 cpu build runs
 # on that machine; it saves the device's build minutes): no configure, no build.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo="$(pwd)"
 out="${OUT:-$repo/bench-results}"
-steps="${1:-3}" threads="${2:-1,2,16}" qwen_steps="${3:-2}" qwen_threads="${4:-$threads}"
+steps="${1:-10}" threads="${2:-1,2,16}" qwen_steps="${3:-2}" qwen_threads="${4:-$threads}"
+runs="${BENCH_RUNS:-3}"
 mkdir -p "$out"
 bench="${LORASCOPE_TRAIN:-}"
 if [[ -z "$bench" ]]; then
@@ -31,10 +36,12 @@ elif [[ -d "$repo/.device/lib" ]]; then
   export LD_LIBRARY_PATH="$repo/.device/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|Flags" | cut -c1-300 >"$out/cpu.txt"
-{
+for run in $(seq "$runs"); do
+  echo "=== run $run of $runs ==="
   "$bench" bench --model tiny --threads "$threads" --steps "$steps" --profile
   python3 scripts/reference/bench_lora_torch.py --model tiny --threads "$threads" --steps "$steps"
   "$bench" bench --model qwen --threads "$qwen_threads" --steps "$qwen_steps" --profile
   python3 scripts/reference/bench_lora_torch.py --model qwen --threads "$qwen_threads" \
     --steps "$qwen_steps"
-} 2>&1 | tee "$out/bench.txt"
+done 2>&1 | tee "$out/bench.txt"
+python3 scripts/reference/bench_cpu_summary.py "$out/bench.txt" | tee "$out/bench-summary.txt"
