@@ -43,12 +43,13 @@
 #include "engine/InProcessHost.h"
 #include "engine/Protocol.h"  // defines: encodeEvent
 #include "engine/SupervisorHost.h"
+#include "external/LaunchPlan.h"    // defines: findProfile
+#include "external/OutputParser.h"  // defines: ExternalError
 #include "job/CliArgs.h"
 #include "job/EngineJob.h"
 #include "job/RunDevice.h"  // defines: checkDeviceOption
 #include "job/RunOptions.h"
 #include "job/TrainRunConfig.h"
-#include "profiles/ProfileStore.h"
 #include "train/DemoDataset.h"
 #include "train/DemoModel.h"
 #include "train/RunDirectory.h"
@@ -448,14 +449,12 @@ profiles::Profile runProfile(const json& start) {
     none.name = "command line";
     return none;
   }
-  for (profiles::ParsedProfile& p :
-       profiles::ProfileStore(profiles::ProfileStore::defaultUserDir()).load().profiles) {
-    if (p.profile.name == name) {
-      return std::move(p.profile);
-    }
+  // A built-in or saved profile's name, or a profile JSON file: as `supervise --profile` takes it.
+  try {
+    return external::findProfile(name);
+  } catch (const external::ExternalError& e) {
+    throw job::UsageError(std::string("--") + e.what());  // names the profiles there are
   }
-  throw job::UsageError("--profile: no profile named '" + name +
-                        "' (lorascope-train profile list shows them)");
 }
 
 RunHost openHost(EventQueue& events, bool asJson, profiles::Profile profile) {

@@ -260,10 +260,10 @@ void addBuiltinSettings(Registry& r) {
       .optionalInConfig = true;
   add({.name = "profile",
        .type = OptionType::Text,
-       .help = "The profile the run starts with (`lorascope-train profile list`): the GPU "
-               "runtime's environment and the toggles it sets, which take precedence over these "
-               "options; the recovery ladder adds caution on top. none: the options alone "
-               "decide.",
+       .help = "The profile the run starts with: a built-in or saved profile's name (the "
+               "window's profile bar), or a profile JSON file. Its GPU runtime environment and "
+               "the toggles it sets take precedence over these options; the recovery ladder "
+               "adds caution on top. none: the options alone decide.",
        .defaultText = "none",
        .valueName = "NAME"},
       "Profile", "Device", "/profile")

@@ -352,9 +352,29 @@ int main() {
     std::vector<std::string> unknown = demoInto(scratch / "unknown-profile");
     unknown.insert(unknown.end(), {"--profile", "No such profile"});
     const Run refused = train(unknown);
-    check(refused.exitCode == 2 && contains(refused.output, "no profile named 'No such profile'"),
-          "an unknown --profile exits 2 naming it", refused.output);
+    check(refused.exitCode == 2 &&
+              contains(refused.output, "no usable profile named 'No such profile'") &&
+              contains(refused.output, "'CPU only'"),
+          "an unknown --profile exits 2 naming it and the profiles there are", refused.output);
     check(!fs::exists(scratch / "unknown-profile"), "and leaves no run folder");
+    // A profile JSON file, as `supervise --profile` takes one: the run starts under it; one the
+    // profile rules refuse exits 2 naming the file and the field.
+    const fs::path file = scratch / "slow-gpu.json";
+    std::ofstream(file) << R"({"name": "slow GPU", "description": "longer hang budgets", )"
+                        << R"("environment": {"LORASCOPE_WATCHDOG": "30,600"}})";
+    std::vector<std::string> fromFile = demoInto(scratch / "profile-file");
+    fromFile.insert(fromFile.end(), {"--profile", file.string()});
+    const Run filed = train(fromFile);
+    check(filed.exitCode == 0 && contains(filed.output, "done: 8 steps"),
+          "a run with --profile FILE.json finishes", filed.output);
+    std::ofstream(scratch / "bad.json") << R"({"name": "bad", "description": "d", )"
+                                        << R"("environment": {"LORASCOPE_WATCHDOG": "ten"}})";
+    std::vector<std::string> badFile = demoInto(scratch / "bad-profile");
+    badFile.insert(badFile.end(), {"--profile", (scratch / "bad.json").string()});
+    const Run bad = train(badFile);
+    check(bad.exitCode == 2 && contains(bad.output, "bad.json") &&
+              contains(bad.output, "environment.LORASCOPE_WATCHDOG"),
+          "a profile file the rules refuse exits 2 naming the file and the field", bad.output);
   }
 
   // One writer per run folder: while the run trains, a second trainer, a resume and an export are
