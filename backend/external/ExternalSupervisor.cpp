@@ -67,6 +67,8 @@ void ExternalSupervisor::launch(bool resume) {
   probeSteps_ = false;
   heldProbeStep_.reset();
   rankSignal_.clear();
+  inRootCause_ = false;
+  rankSignalIsRootCause_ = false;
   relativeSteps_.reset();
   parser_ = makeOutputParser(command_.parser);  // a new process prints from its own start
   const LaunchSpec spec = planLaunch(command_, profile_, rung_, batch_, resume);
@@ -139,10 +141,16 @@ void ExternalSupervisor::outputLine(int attempt, bool errorStream, std::string_v
     }
   }
   // torchrun's report of a worker killed by a signal: "traceback : Signal 9 (SIGKILL) received
-  // by PID 4242". The launcher exits with code 1; the job died of the signal.
+  // by PID 4242". The launcher exits with code 1; the job died of the signal. Its report lists
+  // the workers it ended itself (SIGTERM) under "Failures:" before the one that died first under
+  // "Root Cause (first observed failure):"; the root cause's signal is the one named.
+  if (line.find("Root Cause (first observed failure)") != std::string_view::npos) {
+    inRootCause_ = true;
+  }
   if (const std::size_t at = line.find("Signal ");
       at != std::string_view::npos && line.find("received by PID", at) != std::string_view::npos &&
-      rankSignal_.empty()) {
+      (rankSignal_.empty() || (inRootCause_ && !rankSignalIsRootCause_))) {
+    rankSignalIsRootCause_ = inRootCause_;
     const std::string_view rest = line.substr(at + 7);
     const std::size_t open = rest.find('(');
     const std::size_t close = rest.find(')');

@@ -135,7 +135,9 @@ class ExternalSupervisor {
   std::optional<runtime::ErrorClass> failure_;  // the first GPU error line of this attempt
   std::string failureLine_;
   std::string stderrTail_;
-  std::string rankSignal_;  // torchrun reported a worker killed by this signal ("SIGKILL")
+  std::string rankSignal_;    // torchrun reported a worker killed by this signal ("SIGKILL")
+  bool inRootCause_ = false;  // torchrun's report has reached its root cause
+  bool rankSignalIsRootCause_ = false;
   bool hung_ = false;
   bool stopRequested_ = false;
   std::optional<std::int64_t> hangDeadlineMs_;

@@ -306,6 +306,24 @@ class TestExternalSupervisor : public QObject {
     QVERIFY(h.all<engine::IncidentEvent>().at(0).what.find("killed by SIGKILL") !=
             std::string::npos);
   }
+  // torchrun lists the worker it ended itself (SIGTERM) before the root cause, the worker that
+  // died first (SIGKILL, as recorded on two H200s): the incident names the root cause's signal.
+  void aRankKilledNamesTheRootCauseNotThePeerTorchrunEnded() {
+    QTemporaryDir dir;
+    makeCheckpoint(dir, "checkpoint-6");
+    Harness h(command(dir));
+    for (const char* line :
+         {"Failures:", "[1]:", "  rank      : 0 (local_rank: 0)", "  exitcode  : -15 (pid: 24237)",
+          "  traceback : Signal 15 (SIGTERM) received by PID 24237",
+          "Root Cause (first observed failure):", "[0]:", "  rank      : 1 (local_rank: 1)",
+          "  exitcode  : -9 (pid: 24238)",
+          "  traceback : Signal 9 (SIGKILL) received by PID 24238"}) {
+      h.supervisor->outputLine(1, true, line);
+    }
+    h.supervisor->exited(1, CommandExit{false, 1, ""});
+    const std::string what = h.all<engine::IncidentEvent>().at(0).what;
+    QVERIFY2(what.find("killed by SIGKILL") != std::string::npos, what.c_str());
+  }
   void aResumedBarCountingFromItsStartIsOffset() {
     QTemporaryDir dir;
     Harness h(command(dir));
