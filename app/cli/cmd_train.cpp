@@ -17,7 +17,10 @@
 //
 // A progress bar on a terminal (step/total, loss, tokens/s, ETA), one line per step otherwise;
 // with --json, stdout carries only the engine's events, one JSON line each (engine/Protocol.h:
-// state, step, checkpoint, log, incident, ...; lines of this command become log events).
+// state, step, checkpoint, log, incident, ...; lines of this command become log events), and
+// stdin takes the commands the window sends (a toggle, a snapshot request, checkpoint, pause,
+// resume, stop), one JSON line each: a script drives the run as the window does, e.g. on
+// every GPU of a group (scripts/record_gpu_run.py).
 // --gpus 0,1 (or all) trains on several GPUs: the supervisor starts one engine per GPU, rank 0
 // writing the run (engine/Supervisor.h); the output is rank 0's.
 // Ctrl-C / SIGTERM: the step in progress is abandoned (nothing completed is lost), the last
@@ -33,15 +36,18 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
+#include <utility>
 
 #include "cli/Commands.h"
 #include "common/ChildProcess.h"  // defines: currentExecutablePath
 #include "common/OsError.h"       // defines: pathFromUtf8, pathText
 #include "common/Platform.h"      // defines: InterruptCounter, isTerminal
 #include "engine/InProcessHost.h"
-#include "engine/Protocol.h"  // defines: encodeEvent
+#include "engine/Protocol.h"  // defines: decodeCommand, encodeEvent
 #include "engine/SupervisorHost.h"
 #include "external/LaunchPlan.h"    // defines: findProfile
 #include "external/OutputParser.h"  // defines: ExternalError
@@ -275,6 +281,57 @@ class EventQueue {
   std::deque<engine::TimedEvent> events_;
 };
 
+// With --json: the commands a script sends on stdin, read on a thread of their own and handed
+// to the main loop, which alone talks to the host. The reader is detached (a read of stdin
+// cannot be given up), so it holds its queue by a shared pointer; it ends at end of input.
+class StdinCommands {
+ public:
+  struct Entry {
+    std::optional<engine::Command> command;
+    std::string problem;  // the line was no command this run takes
+  };
+
+  StdinCommands() : queue_(std::make_shared<Queue>()) {
+    std::thread([queue = queue_] {
+      std::string line;
+      while (std::getline(std::cin, line)) {
+        if (line.find_first_not_of(" \t\r") == std::string::npos) {
+          continue;
+        }
+        Entry entry;
+        try {
+          engine::Command command = engine::decodeCommand(line);
+          if (std::holds_alternative<engine::StartCommand>(command) ||
+              std::holds_alternative<engine::GenerateCommand>(command) ||
+              std::holds_alternative<engine::CancelGenerationCommand>(command)) {
+            entry.problem = "stdin: this run has started and does not generate; ignored: " +
+                            line.substr(0, 200);
+          } else {
+            entry.command = std::move(command);
+          }
+        } catch (const std::exception& e) {
+          entry.problem = std::string("stdin: not an engine command (") + e.what() +
+                          "); ignored: " + line.substr(0, 200);
+        }
+        const std::lock_guard lock(queue->mutex);
+        queue->entries.push_back(std::move(entry));
+      }
+    }).detach();
+  }
+
+  std::deque<Entry> take() {
+    const std::lock_guard lock(queue_->mutex);
+    return std::exchange(queue_->entries, {});
+  }
+
+ private:
+  struct Queue {
+    std::mutex mutex;
+    std::deque<Entry> entries;
+  };
+  std::shared_ptr<Queue> queue_;
+};
+
 // Prints what the run does and tells when it is over.
 // With --json it prints nothing to stdout (the events themselves go there).
 class RunReport {
@@ -501,8 +558,21 @@ int runTrain(const Args& args) {
   run.host->send(engine::StartCommand{start});
 
   RunReport report(resumed, asJson);
+  std::optional<StdinCommands> commands;
+  if (asJson) {
+    commands.emplace();
+  }
   int signalsHandled = 0;
   for (bool over = false; !over;) {
+    if (commands) {
+      for (StdinCommands::Entry& entry : commands->take()) {
+        if (entry.command) {
+          run.host->send(std::move(*entry.command));
+        } else {
+          std::cerr << "warning: " << entry.problem << std::endl;
+        }
+      }
+    }
     if (const int signals = interrupts->count(); signals > signalsHandled) {
       // Each one asks again: a stop that reached an engine as it died is not lost.
       report.breakLine();

@@ -207,7 +207,9 @@ const CommandSpec& trainCommand() {
         settings::boolOption(
             "json", "false",
             "Print the engine's events, one JSON line each (backend/engine/Protocol.h), and "
-            "nothing else on stdout."),
+            "nothing else on stdout; read the engine's commands from stdin, one JSON line each "
+            "(set a toggle, request_snapshot, checkpoint, pause, resume, stop), as the window "
+            "sends them."),
     };
     c.sections.push_back(
         {"run", {"model", "data", "out", "demo", "resume", "checkpoint", "config", "json"}});

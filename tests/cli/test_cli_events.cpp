@@ -180,6 +180,47 @@ class TestCliEvents : public QObject {
     QCOMPARE(lastState->state, engine::RunState::Finished);
     QCOMPARE(lastState->detail, std::string(engine::kStoppedByUser));
   }
+
+  // With --json, stdin takes the window's commands: a toggle set after the first step is applied
+  // at a step boundary, a line that is no command is named on stderr and ignored, and stop ends
+  // the run as the window's Stop does (its checkpoint, exit 130).
+  void trainJsonTakesTheWindowsCommandsOnStdin() {
+    QProcess process;
+    process.start(kTrainExe, {"train", "--demo", "--steps", "100000", "--json", "--out",
+                              path(QStringLiteral("driven"))});
+    QVERIFY(process.waitForStarted());
+    QByteArray seen;
+    while (!seen.contains("\"type\":\"step\"")) {
+      QVERIFY2(process.waitForReadyRead(kTimeoutMs), seen.constData());
+      seen += process.readAllStandardOutput();
+    }
+    process.write(
+        "{\"v\":1,\"type\":\"set\",\"toggle\":\"serialize\",\"value\":true}\n"
+        "not a command\n"
+        "{\"v\":1,\"type\":\"stop\"}\n");
+    QVERIFY(process.waitForFinished(kTimeoutMs));
+    QCOMPARE(process.exitCode(), 130);
+    seen += process.readAllStandardOutput();
+    bool applied = false;
+    std::optional<engine::StateEvent> lastState;
+    for (const QByteArray& line : seen.trimmed().split('\n')) {
+      const engine::TimedEvent timed = engine::decodeEvent(line.toStdString());
+      if (const auto* toggle = std::get_if<engine::ToggleAppliedEvent>(&timed.event)) {
+        applied = applied || (toggle->toggle == engine::Toggle::Serialize && toggle->step >= 1 &&
+                              toggle->value == nlohmann::json(true));
+      } else if (const auto* state = std::get_if<engine::StateEvent>(&timed.event)) {
+        lastState = *state;
+      }
+    }
+    QVERIFY2(applied, seen.constData());
+    QVERIFY(lastState.has_value());
+    QCOMPARE(lastState->state, engine::RunState::Finished);
+    QCOMPARE(lastState->detail, std::string(engine::kStoppedByUser));
+    QVERIFY(lastState->step < 100000);
+    const QByteArray errors = process.readAllStandardError();
+    QVERIFY2(errors.contains("stdin: not an engine command") && errors.contains("not a command"),
+             errors.constData());
+  }
 };
 
 QTEST_MAIN(TestCliEvents)
