@@ -8,6 +8,7 @@ alpaca-style dataset, timed from outside (scripts/gpu-check.sh loop runs it on t
                          [--runs 3] [--steps 40] [--warmup 5] [--batch 8] [--seq 512]
                          [--packing [causal|documents]] [--compare OPTION ...]
                          [--torch compile|compile-plain|eager|eager-plain ...] [--device gpu|cpu]
+                         [--gpus LIST ...]
 
 1. The model: a random folder of the shape (the config of Qwen/Qwen2.5-0.5B or
    meta-llama/Llama-3.2-1B as scripts/reference/bench_lora_gpu_torch.py builds it, so both sides
@@ -15,6 +16,11 @@ alpaca-style dataset, timed from outside (scripts/gpu-check.sh loop runs it on t
    transformers and written with save_pretrained (bf16 safetensors), with the built-in demo
    model's byte-level tokenizer (a one-step CPU demo run writes it into the cache). Speed does not
    depend on the weights' values.
+   With --gpus LIST (repeatable, e.g. --gpus 0 --gpus 0,1): each program runs as a user starts a
+   run on those GPUs, `lorascope-train train --gpus LIST --json` (the supervisor, one engine per
+   GPU, each rank one micro-batch of B x S per step, its events on stdout), and each --torch
+   configuration on the same GPUs (torchrun + DistributedDataParallel for several); the summary
+   ends with each one's scaling over the first list.
 2. Each program (e.g. main's build as "before", this branch's as "after") trains RUNS times, the
    runs interleaved, each in a fresh engine; with --compare OPTION (a boolean run option, e.g.
    group-by-length; repeatable) each program also runs with that option on, as "NAME+OPTION",
@@ -94,16 +100,27 @@ def median(values):
     return statistics.median(values) if values else float("nan")
 
 
-def one_run(program, args, model, out_dir, log_path, env, extra_options):
-    engine = Engine(program, log_path, dict(env, LORASCOPE_STEP_TIMING="1"))
+def one_run(program, args, model, out_dir, log_path, env, extra_options, gpus=None):
     options = {"steps": args.steps, "batch-size": args.batch, "grad-accum": 1,
                "max-seq-len": args.seq, "checkpoint-every": 0, "device": args.device}
     if args.packing != "off":
         options["packing"] = args.packing
     options.update(extra_options)
+    env = dict(env, LORASCOPE_STEP_TIMING="1")
     started = time.monotonic()
-    engine.send({"type": "start", "config": {"model": model, "data": args.data, "out": out_dir,
-                                             "options": options}})
+    if gpus is None:
+        engine = Engine(program, log_path, env)
+        engine.send({"type": "start", "config": {"model": model, "data": args.data,
+                                                 "out": out_dir, "options": options}})
+    else:
+        # A group as a user starts one: `train --gpus` under the supervisor, one engine per GPU,
+        # each rank one micro-batch of B x S per step.
+        del options["device"]
+        options.update({"gpus": gpus, "grad-accum": len(gpus.split(","))})
+        command = ["train", "--model", model, "--data", args.data, "--out", out_dir, "--json"]
+        for name, value in options.items():
+            command += [f"--{name}"] if value is True else [f"--{name}", str(value)]
+        engine = Engine(program, log_path, env, command)
     end = engine.wait_for(lambda e: e.get("type") == "state" and e["state"] in ("finished",
                                                                                    "failed"),
                           args.timeout)
@@ -139,7 +156,7 @@ def one_run(program, args, model, out_dir, log_path, env, extra_options):
         "shown_tokens_per_s": median([shown[k] for k in counted]),
         "compute_tokens_per_s": median([t / (s / 1000) for t, s in zip(tokens, own)]),
         "real_tokens_per_step": median(tokens),
-        "fill": median(tokens) / (args.batch * args.seq),
+        "fill": median(tokens) / (args.batch * args.seq * (len(gpus.split(",")) if gpus else 1)),
         "computed_fill": sum(tokens) / sum(positions) if all(positions) else None,
         "stages_ms": {name: median(v) for name, v in stages.items() if v},
         "peak_reserved_gib": max(reserved) / 1024 ** 3 if reserved else None,
@@ -160,12 +177,18 @@ def kernel_only(bench, args, model, json_path):
             "limit_tokens_per_s": ceiling * 1e12 / flops if ceiling and flops else None}
 
 
-def torch_reference(name, args, json_path):
+def torch_reference(name, args, json_path, gpus=None):
     mode, lora = TORCH[name]
-    subprocess.run([sys.executable, os.path.join(REFERENCE, "bench_lora_gpu_torch.py"),
-                    "--shape", args.shape, "--mode", mode, "--lora", lora, "--batch",
-                    str(args.batch), "--seq", str(args.seq), "--json", json_path], check=True,
-                   stdout=subprocess.DEVNULL)
+    command = [sys.executable, os.path.join(REFERENCE, "bench_lora_gpu_torch.py"), "--shape",
+               args.shape, "--mode", mode, "--lora", lora, "--batch", str(args.batch), "--seq",
+               str(args.seq), "--json", json_path]
+    env = None
+    if gpus is not None:
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=gpus)
+        if "," in gpus:  # torchrun + DistributedDataParallel, one process per GPU, B x S each
+            command[1:1] = ["-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+                            str(len(gpus.split(",")))]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
     with open(json_path) as f:
         result = json.loads(f.read().strip().splitlines()[-1])
     return {"tokens_per_s": result["tokens_per_s"],
@@ -197,15 +220,27 @@ def main():
                         help="also run scripts/reference/bench_lora_gpu_torch.py on the shape "
                              "(every position a real token), interleaved")
     parser.add_argument("--device", default="gpu", choices=["gpu", "cpu"])
+    parser.add_argument("--gpus", action="append", default=[], metavar="LIST",
+                        help="run each program as `train --gpus LIST --json` (one engine per "
+                             "GPU, B x S per GPU) and each --torch on the same GPUs (torchrun + "
+                             "DDP for several); repeatable, e.g. --gpus 0 --gpus 0,1")
     parser.add_argument("--timeout", type=float, default=600)
     parser.add_argument("--model", help="an existing model folder instead of a random one")
     parser.add_argument("--keep-events", action="store_true", help="each run's events to OUT_DIR")
     args = parser.parse_args()
     programs = [p.split("=", 1) for p in args.program]
-    # (label, program, extra options): each program plain, then with each compared option on.
+    # (label, program, extra options, GPUs): each program plain, then with each compared option
+    # on; with --gpus, each of those on each GPU list, through `train --gpus`.
     configurations = [(name, program, {}) for name, program in programs] + [
         (f"{name}+{option}", program, {option: True})
         for name, program in programs for option in args.compare]
+    configurations = ([(label, program, extra, None) for label, program, extra in configurations]
+                      if not args.gpus else
+                      [(f"{label}@{gpus}", program, extra, gpus)
+                       for label, program, extra in configurations for gpus in args.gpus])
+    torch_runs = ([(f"torch-{name}", name, None) for name in args.torch] if not args.gpus else
+                  [(f"torch-{name}@{gpus}", name, gpus) for name in args.torch
+                   for gpus in args.gpus])
     os.makedirs(args.out, exist_ok=True)
     work = tempfile.mkdtemp(prefix="lorascope-loop-")
     env = dict(os.environ, LORASCOPE_CACHE_DIR=os.path.join(work, "cache"))
@@ -216,15 +251,18 @@ def main():
     device = args.device
     if shutil.which("nvidia-smi"):
         device = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                                capture_output=True, text=True).stdout.strip() or device
+                                capture_output=True, text=True).stdout.split("\n")[0].strip() or device
+        gpu_count = len(subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                                       text=True).stdout.strip().splitlines())
+        device = f"{gpu_count} x {device}" if gpu_count > 1 else device
     results = []
     with open(os.path.join(args.out, "runs.jsonl"), "w") as lines:
         for run in range(args.runs):
-            for name, program, extra in configurations:
-                label = f"{name}-{run + 1}"
+            for name, program, extra, gpus in configurations:
+                label = f"{name.replace('@', '-gpus-').replace(',', '-')}-{run + 1}"
                 result = one_run(program, args, model, os.path.join(work, f"run-{label}"),
                                  os.path.join(args.out if args.keep_events else work,
-                                              f"events-{label}.jsonl"), env, extra)
+                                              f"events-{label}.jsonl"), env, extra, gpus)
                 result.update(program=name, run=run + 1)
                 results.append(result)
                 lines.write(json.dumps(result) + "\n")
@@ -235,21 +273,25 @@ def main():
                               program="kernel-only", run=run + 1)
                 results.append(result)
                 lines.write(json.dumps(result) + "\n")
-            for name in args.torch:
-                result = dict(torch_reference(name, args, os.path.join(args.out, "torch.jsonl")),
-                              program=f"torch-{name}", run=run + 1)
+            for label, name, gpus in torch_runs:
+                result = dict(torch_reference(name, args, os.path.join(args.out, "torch.jsonl"),
+                                              gpus),
+                              program=label, run=run + 1)
                 results.append(result)
                 lines.write(json.dumps(result) + "\n")
                 lines.flush()
     model_text = (f"{args.shape} (random, saved by transformers)" if not args.model else
                   os.path.basename(os.path.normpath(args.model)))
     packed = "" if args.packing == "off" else f" packed ({args.packing})"
-    summary = [f"The product's loop: `lorascope-train engine` over stdio, {model_text}, "
+    loop = ("`lorascope-train engine` over stdio" if not args.gpus else
+            "`lorascope-train train --json --gpus LIST` (one engine per GPU under the supervisor, "
+            "B x S per GPU)")
+    summary = [f"The product's loop: {loop}, {model_text}, "
                f"{os.path.basename(args.data)}, B{args.batch} x "
                f"S{args.seq}{packed}, steps {args.warmup + 1}-"
                f"{args.steps} of {args.steps}, {args.runs} runs each, interleaved, on {device}.",
                "Medians of the runs (spread min-max):"]
-    for name, _, _ in configurations:
+    for name, _, _, _ in configurations:
         runs = [r for r in results if r["program"] == name]
         field = lambda key: [r[key] for r in runs]  # noqa: E731
         summary.append(
@@ -281,26 +323,45 @@ def main():
                        f"each step between two device syncs): {median(tokens):.0f} tokens/s "
                        f"({spread(tokens)})")
     limits = [r["limit_tokens_per_s"] for r in kernel if r.get("limit_tokens_per_s")]
-    for name in args.torch:
-        runs = [r for r in results if r["program"] == f"torch-{name}"]
+    for torch_label, name, gpus in torch_runs:
+        runs = [r for r in results if r["program"] == torch_label]
         tokens = median([r["tokens_per_s"] for r in runs])
         reserved = max(r["peak_reserved_gib"] for r in runs)
-        summary.append(f"  PyTorch {name} (scripts/reference/bench_lora_gpu_torch.py, every "
-                       f"position a real token): {tokens:.0f} tokens/s "
+        summary.append(f"  PyTorch {torch_label[6:]} (scripts/reference/bench_lora_gpu_torch.py"
+                       + (", torchrun + DDP" if gpus and "," in gpus else "") +
+                       f", every position a real token): {tokens:.0f} tokens/s "
                        f"({spread([r['tokens_per_s'] for r in runs])}); peak reserved "
                        f"{reserved:.2f} GiB")
-        for label, _, _ in configurations:
+        for label, _, _, our_gpus in configurations:
+            if our_gpus != gpus:
+                continue
             ours = [r for r in results if r["program"] == label]
             delivered = median([r["delivered_tokens_per_s"] for r in ours])
             peaks = [r["peak_reserved_gib"] for r in ours if r["peak_reserved_gib"] is not None]
-            summary.append(f"    {label} delivered / PyTorch {name}: {delivered / tokens:.2f}x"
+            summary.append(f"    {label} delivered / PyTorch {torch_label[6:]}: "
+                           f"{delivered / tokens:.2f}x"
                            + (f"; reserved {max(peaks) / reserved:.2f}x" if peaks else ""))
     if limits:
         summary.append(f"  physical limit (FLOPs per token at the vendor GEMM's measured rate): "
                        f"{median(limits):.0f} tokens/s; " + "; ".join(
                            f"{label} delivers "
                            f"{100 * median([r['delivered_tokens_per_s'] for r in results if r['program'] == label]) / median(limits):.1f}%"
-                           for label, _, _ in configurations))
+                           for label, _, _, _ in configurations))
+    if len(args.gpus) > 1:
+        # The scaling: each configuration's figure on each GPU list over its figure on the first.
+        summary.append(f"  scaling over GPUs {args.gpus[0]} (medians):")
+        groups = {}
+        for label, _, _, gpus in configurations:
+            groups.setdefault(label.rsplit("@", 1)[0], {})[gpus] = median(
+                [r["delivered_tokens_per_s"] for r in results if r["program"] == label])
+        for torch_label, _, gpus in torch_runs:
+            groups.setdefault(torch_label.rsplit("@", 1)[0], {})[gpus] = median(
+                [r["tokens_per_s"] for r in results if r["program"] == torch_label])
+        for name, by_gpus in groups.items():
+            base = by_gpus[args.gpus[0]]
+            summary.append(f"    {name}: " + "; ".join(
+                f"GPUs {gpus} {tokens:.0f} tokens/s = {tokens / base:.2f}x"
+                for gpus, tokens in by_gpus.items()))
     text = "\n".join(summary)
     print(text)
     with open(os.path.join(args.out, "summary.txt"), "w") as f:

@@ -168,7 +168,11 @@
 #                                  its own folder under the output), LOOP_TORCH="IMPL ..." (PyTorch
 #                                  beside it, interleaved: compile, compile-plain, eager,
 #                                  eager-plain; the ratios and the share of the physical limit
-#                                  in the summary), LOOP_DATA (a dataset carried in, e.g. in
+#                                  in the summary), LOOP_GPUS="LIST ..." (e.g. "0 0,1": each
+#                                  program as `train --gpus LIST --json`, B x S per GPU, and
+#                                  each LOOP_TORCH on those GPUs, torchrun + DDP for several;
+#                                  the scaling over the first list in the summary: the
+#                                  nvidia-h200-x2 kind), LOOP_DATA (a dataset carried in, e.g. in
 #                                  .device/: shared/ does not travel), LOOP_OUT (default $OUT).
 #                                  Results in summary.txt and runs.jsonl.
 #   scripts/gpu-check.sh try-it [DIR]
@@ -332,6 +336,10 @@ run_loop() {
   done
   for impl in ${LOOP_TORCH:-}; do
     args+=(--torch "$impl")
+  done
+  local gpus
+  for gpus in ${LOOP_GPUS:-}; do
+    args+=(--gpus "$gpus")
   done
   local shapes
   read -ra shapes <<<"${LOOP_SHAPES:-qwen2.5-0.5b}"
@@ -530,7 +538,7 @@ run_group() {
     program=build/hip-nvidia/tests/group/gpu_group_nccl
   fi
   # libnccl.so.2 of the CUDA toolkit, where the loader may not look by itself.
-  export LD_LIBRARY_PATH="/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH="$repo/.device/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   local model=tests/model/data/llama_f32_legacy_rope
   for mode in collectives train; do
     echo "--- 1 rank: gpu_group_nccl $mode" | tee -a "$report"

@@ -6,6 +6,8 @@ random model of a real model's shape, built from a config (nothing is downloaded
     python3 scripts/reference/bench_lora_gpu_torch.py --shape qwen2.5-0.5b --mode eager \
         [--lora peft|plain] [--warmup 3] [--steps 20] [--batch 8] [--seq 512] \
         [--json results.jsonl]
+    python3 -m torch.distributed.run --standalone --nproc-per-node 2 \
+        scripts/reference/bench_lora_gpu_torch.py --shape ... (the same options)
 
 Same work per step as LoRAscope's TrainLoop: bf16 frozen weights, PEFT LoRA r8 alpha 16 (no
 dropout, fp32 adapter weights) on q,k,v,o,gate,up,down of every layer, bf16 autocast, SDPA
@@ -22,6 +24,13 @@ run in bf16 under autocast like the frozen ones: the plain-LoRA twin of LoRAscop
 Timing: the device is synchronised after every step and each step timed alone; tokens/s is
 B x S over the median step (s_per_step), with the mean and the slowest step beside it, so one
 stall (a recompilation, an allocator flush) does not decide the number.
+
+Data parallel: started by torchrun (WORLD_SIZE > 1 in the environment), every process is a rank
+on cuda:LOCAL_RANK (NCCL), the model wrapped in PyTorch's DistributedDataParallel (its default
+buckets, the gradients all-reduced during the backward; with --mode compile the DDP model is
+compiled, as PyTorch advises), each rank its own B x S batches, B per GPU. tokens/s is the
+group's: WORLD_SIZE x B x S over rank 0's median step; rank 0 alone prints and writes --json
+("gpus": WORLD_SIZE).
 
 Memory: torch.cuda.max_memory_allocated / max_memory_reserved from the end of model building
 on (the bf16 weights included), and the driver's reading (total − free from
@@ -113,6 +122,11 @@ def main():
         parser.error("--steps and --warmup must be at least 1")
     if not torch.cuda.is_available():
         sys.exit("bench_lora_gpu_torch: no CUDA device visible to PyTorch")
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if world > 1:
+        torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
+        torch.distributed.init_process_group("nccl")
 
     model = build(args.shape, args.lora == "plain")
     # The fp32 initialisation is not part of training: drop its cache, then count from here on
@@ -122,9 +136,12 @@ def main():
     params = [p for p in model.parameters() if p.requires_grad]
     lora_params = sum(p.numel() for p in params)
     optimizer = torch.optim.AdamW(params, lr=LR, fused=True)
+    vocab, attention = model.config.vocab_size, model.config._attn_implementation
+    if world > 1:
+        model = torch.nn.parallel.DistributedDataParallel(
+            model, device_ids=[torch.cuda.current_device()])
     forward = torch.compile(model) if args.mode == "compile" else model
-    vocab = model.config.vocab_size
-    gen = torch.Generator(device="cuda").manual_seed(1)
+    gen = torch.Generator(device="cuda").manual_seed(1 + rank)
     # A few distinct batches, made before timing; every step has the same shape.
     batches = [torch.randint(0, vocab, (args.batch, args.seq), device="cuda", generator=gen)
                for _ in range(4)]
@@ -155,16 +172,21 @@ def main():
     median_s = statistics.median(step_s)
 
     free_bytes, total_bytes = torch.cuda.mem_get_info()
-    tokens_per_step = args.batch * args.seq
+    tokens_per_step = world * args.batch * args.seq
+    if world > 1:
+        torch.distributed.destroy_process_group()
+        if rank != 0:
+            return
     result = {
         "program": "bench_lora_gpu_torch.py",
         "impl": f"torch-{args.mode}" + ("-plain" if args.lora == "plain" else ""),
         "shape": args.shape,
         "gpu": torch.cuda.get_device_name(),
+        "gpus": world,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "peft": peft.__version__,
-        "attention": model.config._attn_implementation,
+        "attention": attention,
         "batch": args.batch,
         "seq": args.seq,
         "warmup_steps": args.warmup,
@@ -189,7 +211,7 @@ def main():
           f"{result['mean_s_per_step'] * 1000:.1f}, max {result['max_s_per_step'] * 1000:.1f}), loss {result['last_loss']:.3f}, "
           f"peak allocated {result['peak_allocated_gib']:.2f} GiB, reserved "
           f"{result['peak_reserved_gib']:.2f} GiB, driver {result['driver_used_gib']:.2f} GiB "
-          f"(warm-up {warmup_s:.1f} s, {result['gpu']})", flush=True)
+          f"(warm-up {warmup_s:.1f} s, {world} x {result['gpu']})", flush=True)
     if args.json:
         with open(args.json, "a", encoding="utf-8") as f:
             f.write(json.dumps(result) + "\n")
