@@ -7,13 +7,20 @@ there): it drives `lorascope-train engine` over its stdio protocol and keeps eve
 1. A random Qwen2.5-0.5B-shaped model folder (bf16 weights, the built-in demo's byte-level
    tokenizer: speed and memory do not depend on the weights' values) and a dataset of 256
    instruction records of over 512 tokens each, written into a scratch folder (RECORD_WORK).
-2. Run A, B8 x S512, 30 steps: an allocator snapshot after step 6 (the memory map and its
+2. Run A, B8 x S512, 30 steps (120 for a group, each step below times 4): an allocator snapshot after step 6 (the memory map and its
    allocation timeline), blocking launches from step 10 to 15 (queue depth should drop to <= 1),
    serialize from 15 to 20, the planned arena from step 23 (reserved before and after). Events go to OUT_DIR/gpu_run.jsonl, the snapshot alone to
    OUT_DIR/gpu_snapshot.json.
 3. Run B, the same run with LORASCOPE_FAULTS=hang@adamw#5: the optimizer launch of step 5 blocks
    forever; the engine's watchdog must name it within its budget (10 s after the op's longest
    time) and the engine exit with code 3. Events go to OUT_DIR/gpu_hang.jsonl.
+   RECORD_GPUS=LIST (e.g. 0,1; the nvidia-h200-x2 kind): both runs are a group as a user starts
+   one, `lorascope-train train --gpus LIST --json` (the supervisor, one engine per GPU, each rank
+   one micro-batch of B8 x S512 a step), driven over stdin with the same commands (the toggles
+   reach every rank; the snapshot request brings one snapshot per card, each kept as
+   OUT_DIR/gpu_snapshot_cardN.json); run B's hang is injected in the last rank alone
+   (LORASCOPE_FAULTS_RANK): its watchdog names it, the supervisor restarts the group from the
+   newest state and the run finishes, every step announced once (OUT_DIR/gpu_group_hang.jsonl).
 4. OUT_DIR/summary.txt: queue depth per phase (each reading's peak: the most launches in flight at
    one of the engine's polls since the previous reading) and per step, readings per second (also
    during the hang), the step cycle against the step's own time, reserved bytes around the arena
@@ -29,7 +36,12 @@ import tempfile
 import threading
 import time
 
-STEPS = 30  # run A's steps
+GPUS = os.environ.get("RECORD_GPUS", "")
+# A group's step of B8 x S512 per GPU is short (50 ms on two H200s), shorter than a command takes
+# to reach every rank: its run A is 4 times as long, each phase too.
+PHASE = 4 if GPUS else 1
+STEPS = 30 * PHASE  # run A's steps
+RANKS = len(GPUS.split(",")) if GPUS else 1
 # RECORD_SHAPE=tiny: a small model written without PyTorch, to try the driver on a CPU build.
 TINY = os.environ.get("RECORD_SHAPE") == "tiny"
 if TINY:
@@ -124,10 +136,11 @@ def write_dataset(path):
 
 
 class Engine:
-    """One `lorascope-train engine` process; every event line is kept with its arrival time."""
+    """One `lorascope-train engine` process (or another command of it whose stdout carries events,
+    e.g. `train ... --json`); every event line is kept with its arrival time."""
 
-    def __init__(self, program, log_path, env=None):
-        self.proc = subprocess.Popen([program, "engine"], stdin=subprocess.PIPE,
+    def __init__(self, program, log_path, env=None, command=("engine",)):
+        self.proc = subprocess.Popen([program, *command], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                      env=env)
         self.events, self.lock, self.bad_lines = [], threading.Lock(), []
@@ -190,6 +203,21 @@ def demo_model_folder(program, work, env):
                 if os.path.isdir(os.path.join(cache, d)))
 
 
+def start_run(program, log_path, env, model, data, out, steps):
+    """Run A or B: one engine over the protocol, or with RECORD_GPUS the group through `train`."""
+    if not GPUS:
+        engine = Engine(program, log_path, env)
+        engine.send(start_config(model, data, out, steps))
+        return engine
+    options = start_config(model, data, out, steps)["config"]["options"]
+    del options["device"]
+    options.update({"gpus": GPUS, "grad-accum": len(GPUS.split(","))})
+    command = ["train", "--model", model, "--data", data, "--out", out, "--json"]
+    for name, value in options.items():
+        command += [f"--{name}", str(value)]
+    return Engine(program, log_path, env, command)
+
+
 def start_config(model, data, out, steps):
     return {"type": "start", "config": {"model": model, "data": data, "out": out, "options": {
         "steps": steps, "batch-size": 8, "grad-accum": 1, "max-seq-len": 64 if TINY else 512,
@@ -223,15 +251,15 @@ def main():
     write_dataset(data)
 
     # Run A: the dashboard and the memory map.
-    a = Engine(program, os.path.join(out, "gpu_run.jsonl"), env)
-    a.send(start_config(model, data, os.path.join(work, "run-a"), STEPS))
+    a = start_run(program, os.path.join(out, "gpu_run.jsonl"), env, model, data,
+                  os.path.join(work, "run-a"), STEPS)
     phases = [(6, {"type": "request_snapshot"}),
               (10, {"type": "set", "toggle": "blocking", "value": True}),
               (15, {"type": "set", "toggle": "blocking", "value": False}),
               (15, {"type": "set", "toggle": "serialize", "value": True}),
               (20, {"type": "set", "toggle": "serialize", "value": False}),
               (23, {"type": "set", "toggle": "allocator_policy", "value": "arena"})]
-    for step, command in phases:
+    for step, command in ((step * PHASE, command) for step, command in phases):
         if not a.wait_step(step):
             summary.append(f"run A: step {step} never came")
             break
@@ -244,6 +272,17 @@ def main():
     if snapshot:
         with open(os.path.join(out, "gpu_snapshot.json"), "w") as f:
             json.dump(snapshot["snapshot"], f)
+    for e in events:
+        if e.get("type") == "snapshot" and "card" in e:
+            with open(os.path.join(out, f"gpu_snapshot_card{e['card']}.json"), "w") as f:
+                json.dump(e["snapshot"], f)
+    if GPUS:
+        cards = sorted({e.get("card", 0) for e in events if e.get("type") in ("memory", "queue")})
+        summary.append(f"group on GPUs {GPUS}: readings per card " + "; ".join(
+            f"card {c}: {sum(1 for e in events if e.get('type') == 'memory' and e.get('card', 0) == c)}"
+            f" memory, {sum(1 for e in events if e.get('type') == 'queue' and e.get('card', 0) == c)}"
+            f" queue, {sum(1 for e in events if e.get('type') == 'snapshot' and e.get('card') == c)}"
+            " snapshots" for c in cards))
     step_at = {e["step"]: e["t_ms"] for e in events if e.get("type") == "step"}
     applied = {(e["toggle"], json.dumps(e["value"])): e["t_ms"] for e in events
                if e.get("type") == "toggle_applied" and e["step"] > 0}
@@ -263,7 +302,7 @@ def main():
                 per_step.append(max(seen, default=-1))
         step_ms = [step_at[s] - step_at[s - 1] for s in sorted(step_at)
                    if s - 1 in step_at and start <= step_at[s - 1] and step_at[s] <= end]
-        compute_ms = [8 * 512 / e["tokens_per_s"] * 1000 for e in events
+        compute_ms = [8 * 512 * RANKS / e["tokens_per_s"] * 1000 for e in events
                       if e.get("type") == "step" and e.get("tokens_per_s") and
                       start < e["t_ms"] <= end]
         summary.append(
@@ -313,6 +352,40 @@ def main():
                        f"{sum(len(t) for t in traces)} allocation trace entries")
 
     # Run B: an injected hang in the optimizer of step 5.
+    if GPUS:
+        record_group_hang(program, out, env, model, data, work, summary)
+    else:
+        record_hang(program, out, env, model, data, work, summary)
+    with open(os.path.join(out, "summary.txt"), "w") as f:
+        f.write("\n".join(summary) + "\n")
+    print("\n".join(summary))
+
+
+def record_group_hang(program, out, env, model, data, work, summary):
+    """Run B of a group: the hang in the last rank's optimizer of step 5; the group restarts
+    from the newest state and finishes its 10 steps, each announced once."""
+    rank = len(GPUS.split(",")) - 1
+    b = start_run(program, os.path.join(out, "gpu_group_hang.jsonl"),
+                  dict(env, LORASCOPE_FAULTS="hang@adamw#5", LORASCOPE_FAULTS_RANK=str(rank)),
+                  model, data, os.path.join(work, "run-b"), 10)
+    end = b.wait_for(lambda e: e.get("type") == "state" and e["state"] in ("finished", "failed"),
+                     500)
+    try:
+        b.proc.wait(60)
+    except subprocess.TimeoutExpired:
+        b.proc.kill()
+    steps = [e["step"] for e in b.events if e.get("type") == "step"]
+    hang = next((e for e in b.events if e.get("type") == "error" and e["category"] == "hang"),
+                None)
+    incidents = [e for e in b.events if e.get("type") == "incident"]
+    summary.append(f"group hang in rank {rank}: error {hang['message'][:300] if hang else None!r}")
+    summary.append(f"group hang: incidents {[i['what'][:200] + ' -> ' + i['action'][:200] for i in incidents]}")
+    summary.append(f"group hang: steps announced {steps} (each once: "
+                   f"{sorted(steps) == list(range(1, 11))}); end {end['state'] if end else None} "
+                   f"{end.get('detail') if end else ''}; exit {b.proc.returncode}")
+
+
+def record_hang(program, out, env, model, data, work, summary):
     b = Engine(program, os.path.join(out, "gpu_hang.jsonl"),
                dict(env, LORASCOPE_FAULTS="hang@adamw#5"))
     b.send(start_config(model, data, os.path.join(work, "run-b"), 10))
@@ -334,9 +407,6 @@ def main():
     else:
         summary.append(f"hang: no report (last step {last_step}); exit {b.proc.returncode}; "
                        f"stderr {b.proc.stderr.read()[-2000:] if b.proc.stderr else ''}")
-    with open(os.path.join(out, "summary.txt"), "w") as f:
-        f.write("\n".join(summary) + "\n")
-    print("\n".join(summary))
 
 
 if __name__ == "__main__":
