@@ -347,7 +347,7 @@ def main():
         taken_after = max((e["step"] for e in events if e.get("type") == "step" and
                            e["t_ms"] <= snapshot["t_ms"]), default=0)
         summary.append(f"snapshot at the step boundary after step {taken_after} (requested "
-                       f"after step 6): {len(segs)} segments, "
+                       f"after step {6 * PHASE}): {len(segs)} segments, "
                        f"{sum(len(s['blocks']) for s in segs)} blocks, "
                        f"{sum(len(t) for t in traces)} allocation trace entries")
 

@@ -2,7 +2,8 @@
 //   - a hang replayed from the H100 recording (Runs → Open recording…) is a row in Log and
 //     incidents, a banner on the dashboard whose step agrees with its marker, and a band on the
 //     step axis with its length; the memory map lets go of the previous recording's snapshot;
-//   - a recording of a run on two GPUs shows each card's memory map through a card selector;
+//   - a run recorded on two H200s shows each card's readings and memory map through the card
+//     selectors, and its hang in rank 1 names the rank, restarts the group and loses no step;
 //   - live incidents and refusals are banners and rows too;
 //   - Try it: Ctrl+Return in the prompt generates although Start has the same keys, and an answer
 //     of blank lines says so under its pane;
@@ -20,6 +21,7 @@
 #include <QFile>
 #include <QLabel>
 #include <QLineEdit>
+#include <QLineSeries>
 #include <QMenuBar>
 #include <QPlainTextEdit>
 #include <QPushButton>
@@ -29,6 +31,8 @@
 #include <QTemporaryDir>
 #include <QToolButton>
 #include <QValueAxis>
+
+#include <map>
 
 #include "../widgets/RecordedStream.h"
 #include "AppTestHome.h"
@@ -141,51 +145,85 @@ class TestWindowIncidents : public QObject {
              qPrintable(QStringLiteral("%1 → %2").arg(*timed->spanFromX).arg(timed->x)));
   }
 
-  // A recording of a run on two GPUs (its snapshot as each rank's, tagged with its card, made
-  // here from the H100 recording's) shows each card's memory map through the card selector; the
-  // next recording, which holds none, lets go of both.
-  void aRecordingOfTwoGpusShowsEachCardsMemoryMap() {
-    QTemporaryDir dir;
-    const QString recording = dir.filePath(QStringLiteral("two_gpus.jsonl"));
-    QFile in(testing::fixturePath("h100_gpu_run.jsonl"));
-    QFile out(recording);
-    QVERIFY(in.open(QIODevice::ReadOnly) && out.open(QIODevice::WriteOnly));
-    std::size_t segments = 0;
+  // A run on two H200s recorded through `train --gpus 0,1` (tests/widgets/fixtures/README.md):
+  // the dashboard's card selector lists both cards and draws the chosen card's memory readings,
+  // the memory map's shows each card's own snapshot; the next recording, which holds none, lets
+  // go of both.
+  void aRecordedTwoGpuRunShowsEachCard() {
+    const QString recording = testing::fixturePath("h200x2_gpu_run.jsonl");
+    std::map<int, std::size_t> segments;  // each card's snapshot, as recorded
+    std::map<int, int> readings;          // each card's memory readings
+    QFile in(recording);
+    QVERIFY(in.open(QIODevice::ReadOnly));
     while (!in.atEnd()) {
-      const QByteArray line = in.readLine().trimmed();
-      TimedEvent timed = decodeEvent(line.toStdString());
-      if (auto* snapshot = std::get_if<SnapshotEvent>(&timed.event)) {
-        segments = snapshot->snapshot["segments"].size();
-        snapshot->card = 0;
-        out.write(encodeEvent(timed).c_str());
-        out.write("\n");
-        snapshot->card = 1;  // rank 1's, with one segment fewer
-        snapshot->snapshot["segments"].erase(0);
+      const TimedEvent timed = decodeEvent(in.readLine().trimmed().toStdString());
+      if (const auto* snapshot = std::get_if<SnapshotEvent>(&timed.event)) {
+        segments[snapshot->card.value_or(-1)] = snapshot->snapshot["segments"].size();
+      } else if (const auto* memory = std::get_if<MemoryEvent>(&timed.event)) {
+        ++readings[memory->card.value_or(-1)];
       }
-      out.write(encodeEvent(timed).c_str());
-      out.write("\n");
     }
-    out.close();
-    QVERIFY(segments > 1);
+    QCOMPARE(segments.size(), std::size_t{2});
+    QVERIFY(segments.at(0) != segments.at(1));
+    QVERIFY(readings.at(0) != readings.at(1) && !readings.contains(-1));
 
     app::MainWindow window(app::collectAboutFacts());
     window.show();
     QVERIFY(QTest::qWaitForWindowExposed(&window));
     QCOMPARE(window.openRecording(recording), QString());
+    widgets::Dashboard* dashboard = window.dashboard();
+    dashboard->refresh();
+    QComboBox* cards = dashboard->cardSelector();
+    QVERIFY(cards->isVisibleTo(dashboard));
+    QCOMPARE(cards->count(), 2);
+    const auto drawn = [&](int card) {
+      emit cards->activated(cards->findData(card));
+      dashboard->refresh();
+      return dashboard->memoryChart()->lineSeries(widgets::Dashboard::Allocated)->count();
+    };
+    const int first = drawn(0);
+    const int second = drawn(1);
+    QVERIFY2(first > 0 && second > 0 && first != second,
+             qPrintable(QStringLiteral("%1 and %2 points").arg(first).arg(second)));
+    QCOMPARE(cards->currentText(), QStringLiteral("GPU 1"));
+
     window.pages()->setCurrentWidget(window.memoryMap());
     widgets::MemoryMapPanel* map = window.memoryMap();
     QVERIFY(map->cardSelector()->isVisible());
-    QCOMPARE(map->cardSelector()->currentText(), QStringLiteral("GPU 0"));
-    QCOMPARE(map->view()->snapshot().segments.size(), segments);
+    QCOMPARE(map->cardSelector()->count(), 2);
     map->cardSelector()->setFocus();
+    QTest::keyClick(map->cardSelector(), Qt::Key_Up);
+    QCOMPARE(map->cardSelector()->currentText(), QStringLiteral("GPU 0"));
+    QCOMPARE(map->view()->snapshot().segments.size(), segments.at(0));
     QTest::keyClick(map->cardSelector(), Qt::Key_Down);
-    QCOMPARE(map->view()->snapshot().segments.size(), segments - 1);
-    QVERIFY2(map->summaryText().contains("GPU 1, from the recording two_gpus.jsonl"),
+    QCOMPARE(map->view()->snapshot().segments.size(), segments.at(1));
+    QVERIFY2(map->summaryText().contains("GPU 1, from the recording h200x2_gpu_run.jsonl"),
              qPrintable(map->summaryText()));
 
     QCOMPARE(window.openRecording(testing::fixturePath("h100_gpu_hang.jsonl")), QString());
     QVERIFY(!map->hasSnapshot());
     QVERIFY(!map->cardSelector()->isVisible());
+  }
+
+  // The same group with a hang injected in rank 1's optimizer (LORASCOPE_FAULTS_RANK=1), recorded
+  // on two H200s: the banner names the rank and its GPU, the group restarted from step 4, and
+  // step 5 was replayed, so every step of the run is on the chart once.
+  void aRecordedHangInRankOneNamesItsGpuAndLosesNoStep() {
+    app::MainWindow window(app::collectAboutFacts());
+    window.resize(1280, 820);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    QVERIFY(window.openRecording(testing::fixturePath("h200x2_group_hang.jsonl")).isEmpty());
+    window.dashboard()->refresh();
+    const QString text = window.dashboard()->incidentBanner()->shownText();
+    QVERIFY2(text.contains(QStringLiteral("rank 1 (GPU 1): hang in step 5")), qPrintable(text));
+    QVERIFY2(text.contains(QStringLiteral("all 2 ranks restart")), qPrintable(text));
+    const QLineSeries* loss = window.dashboard()->lossChart()->lineSeries(widgets::Dashboard::Loss);
+    std::vector<double> steps;
+    for (int i = 0; i < loss->count(); ++i) {
+      steps.push_back(loss->at(i).x());
+    }
+    QCOMPARE(steps, (std::vector<double>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
   }
 
   // The hang recorded again on an H200 with today's engine: a step is announced once its state is
