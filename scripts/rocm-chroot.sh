@@ -26,7 +26,7 @@ source_dir="$(cd "$here/.." && pwd)"
 cache="${LORASCOPE_CACHE:-/var/cache/lorascope}"
 mirror="${LORASCOPE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 package_list="$here/rocm-chroot.packages"
-recipe=1  # the version of build(): part of the tarball's name
+recipe=2  # the version of build(): part of the tarball's name
 # rocBLAS's Tensile kernels: /usr/lib/<triplet>/rocblas/<version>/library/*.
 rocblas_kernels='/usr/lib/x86_64-linux-gnu/rocblas/*/library/*'
 
@@ -35,7 +35,10 @@ die() {
   exit 1
 }
 
-pinned() { grep -v '^\s*\(#\|$\)' "$package_list"; }
+pinned() { grep -v '^\s*\(#\|$\|headers \)' "$package_list"; }
+# "headers NAME=VERSION" lines: packages whose headers alone are unpacked (not installed: their
+# dependencies cannot be, see rocm-chroot.packages).
+headers_only() { sed -n 's/^headers \+//p' "$package_list"; }
 
 tarball() {
   local hash
@@ -54,7 +57,7 @@ explain_missing() {
       echo "rocm-chroot: $name $version is gone from $mirror (unstable offers: ${offered:-nothing})." >&2
       found=1
     fi
-  done < <(pinned)
+  done < <(pinned && headers_only)
   if [[ $found -eq 1 ]]; then
     echo "rocm-chroot: update scripts/rocm-chroot.packages to versions that exist, or set" \
       "LORASCOPE_DEBIAN_MIRROR to a snapshot.debian.org/archive/debian/<date> that has them." >&2
@@ -95,11 +98,22 @@ EOF
     explain_missing "$root"
     die "installing the pinned packages failed (apt's last lines above)"
   fi
+  local spec
+  for spec in $(headers_only); do
+    if ! chroot "$root" bash -c "cd /tmp && apt-get download -q '$spec' && dpkg-deb -x ${spec%%=*}_*.deb /tmp/unpacked &&
+        cp -r /tmp/unpacked/usr/include/. /usr/include/ && rm -rf /tmp/unpacked ${spec%%=*}_*.deb" \
+      >>"$staging/install.log" 2>&1; then
+      tail -20 "$staging/install.log" >&2
+      explain_missing "$root"
+      die "unpacking the headers of $spec failed (apt's last lines above)"
+    fi
+  done
   mkdir -p "$root/etc/lorascope"
   local names
   names="$(pinned | cut -d= -f1)"
   # shellcheck disable=SC2086
   chroot "$root" dpkg-query -W -f '${Package}=${Version}\n' $names >"$root/etc/lorascope/rocm-packages.txt"
+  headers_only | sed 's/$/ (headers only)/' >>"$root/etc/lorascope/rocm-packages.txt"
   chroot "$root" apt-get clean
   rm -rf "$root"/var/lib/apt/lists/*
   if compgen -G "$root$rocblas_kernels" >/dev/null; then

@@ -201,8 +201,8 @@ inline hipblasStatus_t requireFullPrecisionReduction(hipblasHandle_t) {
 #endif
 
 // Collectives: RCCL, NCCL's API (see the NVIDIA branch). Debian packages its header as
-// librccl-dev; a ROCm without it (the CI chroot's pinned ROCm 6.4 packages have none) builds a
-// group that says so instead of loading the library.
+// librccl-dev (the CI chroot unpacks it, scripts/rocm-chroot.packages); a ROCm without it builds
+// a group that says so instead of loading the library.
 #if defined(LORASCOPE_COLLECTIVES)
 namespace lorascope::gpu {
 inline constexpr const char* kCollectiveLibraryName = "RCCL";

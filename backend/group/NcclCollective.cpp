@@ -23,6 +23,17 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// A communicator's asynchronous state that is an error. ncclInProgress (NCCL 2.14 on: a
+// nonblocking operation still running) is none; older headers, such as Debian's RCCL 5.4 (NCCL
+// 2.13's API), have no such state.
+bool asyncFailed(ncclResult_t async) {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 14, 0)
+  return async != ncclSuccess && async != ncclInProgress;
+#else
+  return async != ncclSuccess;
+#endif
+}
+
 // The library's entry points, resolved by name from the vendor's declarations.
 struct NcclApi {
   decltype(&ncclGetVersion) getVersion = nullptr;
@@ -77,8 +88,8 @@ class NcclCollective final : public Collective {
     if (comm_ != nullptr) {
       (aborted_ ? api().commAbort : api().commDestroy)(comm_);
     }
-    hipFree(scratch_);
-    hipStreamDestroy(stream_);
+    (void)hipFree(scratch_);  // a destructor has no one to tell
+    (void)hipStreamDestroy(stream_);
   }
   int rank() const override { return spec_.rank; }
   int size() const override { return spec_.size; }
@@ -126,7 +137,7 @@ class NcclCollective final : public Collective {
       }
       ncclResult_t async = ncclSuccess;
       api().commGetAsyncError(comm_, &async);
-      if (async != ncclSuccess && async != ncclInProgress) {
+      if (asyncFailed(async)) {
         aborted_ = true;
         throw CollectiveError(op, false, where(op) + ": " + api().getErrorString(async));
       }
@@ -219,8 +230,8 @@ std::unique_ptr<Collective> openNcclGroup(const NcclGroupSpec& spec) {
   ncclComm_t comm = nullptr;
   const ncclResult_t result = api().commInitRank(&comm, spec.size, id, spec.rank);
   if (result != ncclSuccess) {
-    hipFree(scratch);
-    hipStreamDestroy(stream);
+    (void)hipFree(scratch);  // the init's failure is the error reported
+    (void)hipStreamDestroy(stream);
     initFailed(spec, std::string("ncclCommInitRank: ") + api().getErrorString(result));
   }
   return std::make_unique<NcclCollective>(spec, comm, stream, scratch);
