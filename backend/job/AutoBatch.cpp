@@ -25,7 +25,29 @@ std::uint64_t freeBytesFor(compute::Backend& backend) {
   return *snapshot.host->ramAvailableBytes;
 }
 
+std::runtime_error noneFits(const std::string& deviceName, const memory::MicroBatchPlan& plan) {
+  return std::runtime_error("--batch-size auto on " + deviceName + ": " + plan.summary +
+                            " — try activation-checkpointing, a shorter max-seq-len or a lower "
+                            "lora-r, or free memory held by other processes");
+}
+
 }  // namespace
+
+GroupMicroBatch agreeOnMicroBatch(group::Collective& group, compute::Backend& backend,
+                                  std::int64_t planned) {
+  std::vector<float> slots(static_cast<std::size_t>(group.size()), 0.0f);
+  slots.at(static_cast<std::size_t>(group.rank())) = static_cast<float>(planned);
+  compute::Tensor plans =
+      backend.upload(slots, compute::DType::F32, {static_cast<std::int64_t>(slots.size())});
+  backend.synchronize();  // the collective reads what the upload wrote (group/Collective.h)
+  group.allReduceSum(plans.as<float>(), slots.size());
+  GroupMicroBatch agreed;
+  for (const float plan : backend.download(plans)) {
+    agreed.planned.push_back(static_cast<std::int64_t>(plan));
+  }
+  agreed.microBatch = *std::ranges::min_element(agreed.planned);
+  return agreed;
+}
 
 model::TrainingShape trainingShape(const train::TrainConfig& config, compute::Device device,
                                    std::uint64_t weightsBytes) {
@@ -57,7 +79,7 @@ std::string setAllocatorPolicy(memory::DeviceAllocator& allocator, bool arena,
 
 AutoMicroBatch::AutoMicroBatch(const TrainRunSettings& settings, compute::Backend& backend,
                                const model::ModelConfig& config,
-                               std::span<const train::TokenizedExample> examples)
+                               std::span<const train::TokenizedExample> examples, int ranks)
     : deviceName_(backend.capabilities().name) {
   const train::TrainConfig& t = settings.train;
   std::int64_t longest = 1;
@@ -69,6 +91,10 @@ AutoMicroBatch::AutoMicroBatch(const TrainRunSettings& settings, compute::Backen
   request_.sequenceLength =
       t.packing != train::Packing::Off ? t.maxSeqLen : std::min(longest, t.maxSeqLen);
   request_.effectiveBatch = t.effectiveBatch();
+  // At most the effective batch over the ranks, so that a step has at least one micro-batch per
+  // rank. An effective batch smaller than the group is refused before the run opens
+  // (job/RunOpening.cpp): the bound is at least 1.
+  request_.maxMicroBatch = t.effectiveBatch() / ranks;
   request_.freeBytes = freeBytesFor(backend);
   request_.safetyMargin = settings.memoryMargin;
 }
@@ -76,12 +102,34 @@ AutoMicroBatch::AutoMicroBatch(const TrainRunSettings& settings, compute::Backen
 void AutoMicroBatch::apply(train::TrainLoop& loop, const DeviceLog& log) {
   const memory::MicroBatchPlan plan = memory::planMicroBatch(request_);
   if (!plan.fits) {
-    throw std::runtime_error("--batch-size auto on " + deviceName_ + ": " + plan.summary +
-                             " — try activation-checkpointing, a shorter max-seq-len or a lower "
-                             "lora-r, or free memory held by other processes");
+    throw noneFits(deviceName_, plan);
   }
   loop.setMicroBatchSize(plan.microBatch, plan.summary);
   log("batch-size auto on " + deviceName_ + ": " + plan.summary);
+}
+
+void AutoMicroBatch::applyInGroup(train::TrainLoop& loop, group::Collective& group,
+                                  compute::Backend& backend, const DeviceLog& log) {
+  const memory::MicroBatchPlan plan = memory::planMicroBatch(request_);
+  // Exchanged before this rank may throw: its peers would wait in the sum until the time-out.
+  const GroupMicroBatch agreed = agreeOnMicroBatch(group, backend, plan.fits ? plan.microBatch : 0);
+  if (!plan.fits) {
+    throw noneFits(deviceName_, plan);
+  }
+  std::string plans;
+  for (std::size_t r = 0; r < agreed.planned.size(); ++r) {
+    plans += (r == 0 ? "rank " : ", rank ") + std::to_string(r) +
+             (static_cast<int>(r) == group.rank() ? " (" + deviceName_ + ")" : "") +
+             (agreed.planned[r] > 0 ? " plans " + std::to_string(agreed.planned[r]) : " fits none");
+  }
+  const std::string onGroup =
+      "batch-size auto on " + std::to_string(group.size()) + " GPUs: " + plans;
+  if (agreed.microBatch == 0) {
+    throw std::runtime_error(onGroup + "; the rank that fits none says by how much");
+  }
+  loop.setMicroBatchSize(agreed.microBatch, onGroup);
+  log(onGroup + "; the group runs micro-batch " + std::to_string(agreed.microBatch) + " x " +
+      std::to_string(loop.accumulation()) + " accumulation (this rank's " + plan.summary + ")");
 }
 
 bool AutoMicroBatch::stepDown(train::TrainLoop& loop, const DeviceLog& log) {

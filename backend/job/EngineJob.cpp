@@ -89,8 +89,13 @@ class TrainingJob : public engine::EngineJob {
     if (request_.group) {
       instruments_.readCard(request_.group->device);  // its own card's readings
     }
-    if (settings_.autoMicroBatch) {
-      autoBatch_.emplace(settings_, placement_.backend(), folder_.config(), data.examples);
+    if (settings_.autoMicroBatch && opened_.group) {
+      // No rank keeps the plan to step down: a group's out of memory restarts it.
+      AutoMicroBatch(settings_, placement_.backend(), folder_.config(), data.examples,
+                     opened_.group->size())
+          .applyInGroup(*loop_, *opened_.group, placement_.backend(), logLine());
+    } else if (settings_.autoMicroBatch) {
+      autoBatch_.emplace(settings_, placement_.backend(), folder_.config(), data.examples, 1);
       autoBatch_->apply(*loop_, logLine());
     }
     if (writes()) {
@@ -334,7 +339,7 @@ class TrainingJob : public engine::EngineJob {
   RunInstruments instruments_;
   std::optional<EvaluationSchedule> evaluation_;
   std::unique_ptr<train::TrainLoop> loop_;
-  std::optional<AutoMicroBatch> autoBatch_;  // --batch-size auto: plans the step-downs
+  std::optional<AutoMicroBatch> autoBatch_;  // --batch-size auto alone: plans the step-downs
   std::optional<StepCommit> commit_;         // waits for its write in flight as it goes
   std::optional<RunToggles> toggles_;
   StepTiming timing_;

@@ -144,14 +144,23 @@ std::unique_ptr<group::Collective> joinGroup(const StartRequest& request,
   return collective;
 }
 
-// --batch-size auto plans one card's free memory; every rank of a group must run the same
-// micro-batch (its share of each step is counted in micro-batches).
+// --batch-size auto in a group: every rank plans its own card and the group runs the smallest
+// plan, at most the effective batch over the ranks so that each rank computes at least one
+// micro-batch of every step (job/AutoBatch.h). An effective batch smaller than the group leaves
+// some rank none at any micro-batch.
 void checkGroupSettings(const TrainRunSettings& settings, const StartRequest& request) {
-  if (request.group && request.group->size > 1 && settings.autoMicroBatch) {
-    throw UsageError(
-        "--batch-size auto plans one GPU's free memory, and every GPU of a group "
-        "must run the same micro-batch: give --batch-size a number with --gpus " +
-        settings.gpus);
+  if (!request.group || !settings.autoMicroBatch) {
+    return;
+  }
+  const std::int64_t ranks = request.group->size;
+  const std::int64_t effective = settings.train.effectiveBatch();
+  if (effective < ranks) {
+    throw UsageError("--batch-size auto on " + std::to_string(ranks) +
+                     " GPUs needs an effective batch of at least " + std::to_string(ranks) +
+                     " sequences, one micro-batch per GPU; it is " + std::to_string(effective) +
+                     " (micro-batch " + std::to_string(settings.train.microBatchSize) + " x " +
+                     std::to_string(settings.train.gradAccumulation) +
+                     " accumulation): raise --grad-accum, or use fewer GPUs");
   }
 }
 

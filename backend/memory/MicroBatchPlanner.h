@@ -29,7 +29,7 @@ struct PlanRequest {
   MemoryModel model;
   std::int64_t sequenceLength = 0;  // tokens per sequence: the longest the loader produces
   std::int64_t effectiveBatch = 0;  // sequences per optimizer step
-  std::int64_t maxMicroBatch = 0;   // upper bound from the user; 0 = the effective batch
+  std::int64_t maxMicroBatch = 0;   // upper bound (a group's: effective / ranks); 0 = effective
   std::uint64_t freeBytes = 0;      // free VRAM now (driver reading)
   double safetyMargin = 0.10;       // fraction of free VRAM kept back for the unforeseen
 };

@@ -74,7 +74,8 @@ void addBuiltinSettings(Registry& r) {
         integerOption("batch-size", 1, 4096, "4", "sequences",
                       "Sequences per forward/backward pass (the micro-batch). auto: the "
                       "largest that fits the device's free memory, keeping the effective "
-                      "batch.");
+                      "batch; on several GPUs the smallest of their plans, at most the "
+                      "effective batch over the number of GPUs.");
     spec.special = "auto";
     Setting& o = add(spec, "Micro-batch", "Training", "/micro_batch_size");
     o.demoDefault = "8";

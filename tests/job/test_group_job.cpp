@@ -3,8 +3,10 @@
 // tests/group/gpu_group_nccl). Two ranks train the demo run: rank 0 writes the run (metrics,
 // state mirror, checkpoints, final adapter) and announces its steps, rank 1 reads the run rank 0
 // made and writes and announces nothing (Note [rank 0 writes] in group/RankPlan.h), and the
-// group's curve is one engine's. A malformed "group" is refused naming the field; --batch-size
-// auto is refused for a group; a dead peer's collective ends a rank's step as a sticky error.
+// group's curve is one engine's. With --batch-size auto the ranks run one plan, the smallest, that
+// leaves every rank a micro-batch of each step, and the curve is one engine's at that micro-batch;
+// an effective batch smaller than the group is refused. A malformed "group" is refused naming the
+// field; a dead peer's collective ends a rank's step as a sticky error.
 #include "TestRunner.h"
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include "ExpectError.h"
 #include "TempDir.h"
 #include "group/InProcessCollective.h"
+#include "job/AutoBatch.h"
 #include "job/EngineJob.h"
 
 using namespace lorascope;
@@ -45,13 +48,21 @@ json asRank(json config, int rank, int size) {
   return config;
 }
 
-// What one engine's job did: the steps it announced (returned or through its sink), its
-// checkpoint event, and its error.
+// What one engine's job did: the steps it announced (returned or through its sink), its log,
+// its checkpoint event, and its error.
 struct RankRun {
   std::vector<double> losses;
   std::vector<std::int64_t> announced;
+  std::vector<std::string> log;
   engine::CheckpointEvent checkpoint;
   std::string error;
+
+  // The first line of the log that contains `words`; empty when none does.
+  std::string line(const std::string& words) const {
+    const auto found = std::ranges::find_if(
+        log, [&](const std::string& l) { return l.find(words) != std::string::npos; });
+    return found == log.end() ? std::string() : *found;
+  }
 };
 
 RankRun runJob(const json& config, const job::RankOpener& opener) {
@@ -62,6 +73,9 @@ RankRun runJob(const json& config, const job::RankOpener& opener) {
       const std::lock_guard lock(mutex);
       run.announced.push_back(step->step);
       run.losses.push_back(step->loss);
+    } else if (const auto* log = std::get_if<engine::LogEvent>(&timed.event)) {
+      const std::lock_guard lock(mutex);
+      run.log.push_back(log->text);
     }
   };
   try {
@@ -111,6 +125,17 @@ std::vector<std::string> namesIn(const fs::path& dir) {
   return names;
 }
 
+// Rank 0's announced losses are one engine's, step by step, to the sum's rounding.
+void verifySameCurve(const RankRun& group, const RankRun& one) {
+  COMPARE(group.losses.size(), one.losses.size());
+  for (std::size_t i = 0; i < one.losses.size(); ++i) {
+    VERIFY2(
+        std::fabs(group.losses[i] - one.losses[i]) <= 1e-4 * std::fabs(one.losses[i]),
+        lstest::format("step %zu: group %.8f, alone %.8f", i + 1, group.losses[i], one.losses[i])
+            .c_str());
+  }
+}
+
 lstest::TempDir& cache() {
   static lstest::TempDir dir;
   return dir;
@@ -150,13 +175,7 @@ TEST_CASE(rankZeroWritesTheRunAndRankOneOnlyTrains) {
   COMPARE(namesIn(fs::path(grouped) / "checkpoints"), namesIn(fs::path(alone) / "checkpoints"));
   COMPARE(namesIn(grouped), namesIn(alone));
   // The group's curve is one engine's (the micro-batches split between the ranks, dropout on).
-  COMPARE(ranks[0].losses.size(), one.losses.size());
-  for (std::size_t i = 0; i < one.losses.size(); ++i) {
-    VERIFY2(
-        std::fabs(ranks[0].losses[i] - one.losses[i]) <= 1e-4 * std::fabs(one.losses[i]),
-        lstest::format("step %zu: group %.8f, alone %.8f", i + 1, ranks[0].losses[i], one.losses[i])
-            .c_str());
-  }
+  verifySameCurve(ranks[0], one);
 }
 
 TEST_CASE(aMalformedGroupIsRefusedNamingTheField) {
@@ -175,17 +194,71 @@ TEST_CASE(aMalformedGroupIsRefusedNamingTheField) {
       "\"group\" needs \"rank\""));
 }
 
-TEST_CASE(autoMicroBatchIsRefusedForAGroup) {
+TEST_CASE(autoMicroBatchInAGroupGivesEveryRankAShareAndOneEnginesCurve) {
+  useDemoCache();
+  lstest::TempDir dir;
+  // --batch-size auto keeps the effective batch, the demo's micro-batch 8 x 2 accumulation. Alone
+  // the plan would be all 16 at once (tens of MiB); two ranks plan at most 8, one micro-batch each.
+  json autoRun = demoRun(dir.filePath("auto"));
+  autoRun["options"]["batch-size"] = "auto";
+  autoRun["options"]["gpus"] = "0,1";
+  CpuGroup cpus(2);
+  const job::RankOpener opener = cpus.opener();
+  RankRun ranks[2];
+  std::thread peer([&] { ranks[1] = runJob(asRank(autoRun, 1, 2), opener); });
+  ranks[0] = runJob(asRank(autoRun, 0, 2), opener);
+  peer.join();
+  VERIFY2(ranks[0].error.empty(), ranks[0].error.c_str());
+  VERIFY2(ranks[1].error.empty(), ranks[1].error.c_str());
+
+  for (const RankRun& rank : ranks) {
+    const std::string agreed = rank.line("batch-size auto on 2 GPUs: ");
+    VERIFY2(lstest::Message{agreed}.contains("plans 8, rank 1") &&
+                lstest::Message{agreed}.contains(" plans 8; the group runs micro-batch 8 x 2 "),
+            agreed.c_str());
+    // Each rank's loop runs it: 2 micro-batches a step, one for each rank.
+    VERIFY(!rank.line("LoRA parameters, micro-batch 8 x 2, ").empty());
+  }
+  json alone = demoRun(dir.filePath("alone"));
+  alone["options"]["batch-size"] = 8;
+  const RankRun one = runJob(alone, job::defaultRankOpener());
+  VERIFY2(one.error.empty(), one.error.c_str());
+  verifySameCurve(ranks[0], one);
+}
+
+TEST_CASE(autoMicroBatchIsRefusedForAGroupLargerThanItsEffectiveBatch) {
   useDemoCache();
   lstest::TempDir dir;
   json config = demoRun(dir.filePath("run"));
   config["options"]["batch-size"] = "auto";
-  config["options"]["gpus"] = "0,1";
-  CpuGroup cpus(2);
-  const RankRun refused = runJob(asRank(config, 0, 2), cpus.opener());
-  VERIFY(lstest::Message{refused.error}.contains("--batch-size auto"));
-  VERIFY(lstest::Message{refused.error}.contains("give --batch-size a number"));
+  config["options"]["grad-accum"] = 1;
+  const RankRun refused = runJob(asRank(config, 0, 16), job::defaultRankOpener());
+  COMPARE(refused.error,
+          std::string("--batch-size auto on 16 GPUs needs an effective batch of at least 16 "
+                      "sequences, one micro-batch per GPU; it is 8 (micro-batch 8 x 1 "
+                      "accumulation): raise --grad-accum, or use fewer GPUs"));
   VERIFY(!fs::exists(dir.path() / "run"));  // refused before the folder is made
+}
+
+TEST_CASE(theGroupRunsTheSmallestOfItsRanksPlans) {
+  std::vector<std::unique_ptr<group::Collective>> members = group::makeInProcessGroup(3, 60'000);
+  const std::int64_t planned[3] = {16, 4, 8};
+  job::GroupMicroBatch agreed[3];
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      const std::unique_ptr<compute::Backend> cpu = compute::createCpuBackend();
+      agreed[r] =
+          job::agreeOnMicroBatch(*members.at(static_cast<std::size_t>(r)), *cpu, planned[r]);
+    });
+  }
+  for (std::thread& t : threads) {
+    t.join();
+  }
+  for (const job::GroupMicroBatch& rank : agreed) {
+    COMPARE(rank.planned, (std::vector<std::int64_t>{16, 4, 8}));
+    COMPARE(rank.microBatch, std::int64_t{4});
+  }
 }
 
 TEST_CASE(aDeadPeerEndsTheStepAsAStickyCollectiveError) {
