@@ -346,6 +346,9 @@ void Engine::handle(Command& command) {
     publish(job_->checkpoint());
     finishRun(RunState::Finished, kStoppedByUser);
   } else if (auto* set = std::get_if<SetToggleCommand>(&command)) {
+    if (job_->holdsToggle(set->toggle, set->value)) {
+      return;  // confirmed at the step boundary the job applies it at
+    }
     try {
       std::string detail = job_->applyToggle(set->toggle, set->value);
       publish(ToggleAppliedEvent{set->toggle, set->value, job_->completedSteps(), std::move(detail),

@@ -109,6 +109,11 @@ class EngineJob {
   // user-facing reason when the job cannot apply it. Returns what applying it did beyond taking
   // the value (the confirmation event's detail: a move between devices), or "".
   virtual std::string applyToggle(Toggle toggle, const nlohmann::json& value) = 0;
+  // Whether the job keeps this toggle to apply it at a step boundary of its own choosing,
+  // confirming (or refusing) it then through its events; the engine then neither applies nor
+  // confirms it. A rank of a group keeps the toggles that arrive once it has stepped, so that
+  // every rank applies each at the same boundary (job/EngineJob.cpp). Default: none.
+  virtual bool holdsToggle(Toggle /*toggle*/, const nlohmann::json& /*value*/) { return false; }
   // Why the toggle does nothing where the run computes now ("" when it applies): sent with its
   // confirmation, so the GUI disables the editor and says why.
   virtual std::string notApplicable(Toggle /*toggle*/) const { return {}; }

@@ -5,9 +5,11 @@
 // and the toggles.
 #include "job/EngineJob.h"
 
+#include <deque>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/OsError.h"   // defines: pathText
@@ -137,6 +139,7 @@ class TrainingJob : public engine::EngineJob {
   ~TrainingJob() override { runtime::launchControl().faults().setObserver(nullptr); }
 
   std::optional<StepEvent> runStep(const CancelFlag& cancel) override {
+    applyAgreedToggles();
     if (writes() && evaluation_->pending() && (!runPendingEvaluation(cancel) || finished())) {
       return take();  // cut short again (it runs when the run goes on), or stopped early
     }
@@ -154,7 +157,10 @@ class TrainingJob : public engine::EngineJob {
           allocator->resetPeakStats();  // the readings' "largest request", "at the peak": per step
         }
       });
+      loop_->setHeldCount(static_cast<std::int64_t>(heldToggles_.size()));
       m = loop_->step(cancel.flag());
+      agreedToggles_ = static_cast<std::size_t>(loop_->agreedCount());
+      stepped_ = true;
     } catch (const train::TrainingCancelled&) {
       return take();  // the step before, as the engine pauses or stops
     } catch (const group::CollectiveError& failed) {
@@ -241,6 +247,20 @@ class TrainingJob : public engine::EngineJob {
   std::string notApplicable(Toggle toggle) const override {
     return toggles_->notApplicable(toggle);
   }
+  // Note [toggles at one boundary]: a rank of a group keeps the toggles that arrive once it has
+  // stepped. The supervisor sends each to every rank at once, but one rank may read it a step
+  // before another; each step's sum over the group (TrainLoop::setHeldCount) finds how many every
+  // rank holds, and those are applied before the next step on every rank alike. Those that arrive
+  // before the first step (the ladder's toggles, sent with the start) apply at once, as on one
+  // engine.
+  bool holdsToggle(Toggle toggle, const json& value) override {
+    if (!opened_.group || opened_.group->size() < 2 || !stepped_ ||
+        (toggle == Toggle::CpuFallback && value == true)) {
+      return false;  // applied now, or refused by applyToggle
+    }
+    heldToggles_.emplace_back(toggle, value);
+    return true;
+  }
 
   engine::CheckpointEvent checkpoint() override {
     if (!writes()) {
@@ -259,6 +279,25 @@ class TrainingJob : public engine::EngineJob {
   std::optional<engine::MemoryEvent> memory() override { return instruments_.memory(); }
 
  private:
+  // Note [toggles at one boundary]: the held toggles every rank held at the last step's sum,
+  // applied and confirmed (or refused) as the engine does those it does not hold.
+  void applyAgreedToggles() {
+    for (; agreedToggles_ > 0 && !heldToggles_.empty(); --agreedToggles_) {
+      const auto [toggle, value] = std::move(heldToggles_.front());
+      heldToggles_.pop_front();
+      try {
+        std::string detail = applyToggle(toggle, value);
+        sink_(engine::TimedEvent{
+            0, engine::ToggleAppliedEvent{toggle, value, completedSteps(), std::move(detail),
+                                          notApplicable(toggle)}});
+      } catch (const std::exception& e) {
+        sink_(engine::TimedEvent{
+            0, engine::ToggleRefusedEvent{toggle, value, e.what(), completedSteps()}});
+      }
+    }
+    agreedToggles_ = 0;
+  }
+
   // Note [rank 0 writes] (group/RankPlan.h): one engine alone, or rank 0 of a group.
   bool writes() const { return opened_.writes(); }
 
@@ -344,6 +383,11 @@ class TrainingJob : public engine::EngineJob {
   std::optional<RunToggles> toggles_;
   StepTiming timing_;
   int outOfMemoryRetries_ = 0;  // in the step being retried
+  // Note [toggles at one boundary]: the toggles held, in the order they arrived; how many of
+  // them every rank held at the last step's sum; whether this engine has stepped.
+  std::deque<std::pair<Toggle, json>> heldToggles_;
+  std::size_t agreedToggles_ = 0;
+  bool stepped_ = false;
 };
 
 }  // namespace

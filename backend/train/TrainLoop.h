@@ -148,6 +148,15 @@ class TrainLoop {
   // updates the same way (train/GroupStep.cpp). The collective must outlive the loop; its
   // failures leave the step as cancellation does (the state is the last completed step's).
   void joinGroup(group::Collective& collective) { group_ = &collective; }
+  // An agreement the group's step carries (train/GroupStep.cpp): before a step, this rank's count
+  // of what every rank receives in the same order (the engine's held toggles); after it, the
+  // smallest count over the ranks (0 when the step did not reach its sum), so that every rank
+  // acts on that many at the same step boundary.
+  void setHeldCount(std::int64_t held) {
+    held_ = held;
+    agreed_ = 0;
+  }
+  std::int64_t agreedCount() const { return agreed_; }
 
   // From the next step on. Leaving Graph drops the captured graphs and gives their memory back.
   // Graph on a backend that cannot capture (the CPU) runs eager steps.
@@ -247,6 +256,8 @@ class TrainLoop {
   std::vector<std::int64_t> order_;
   std::int64_t nonFiniteInARow_ = 0;    // steps whose update was skipped, up to the last one
   group::Collective* group_ = nullptr;  // data parallelism: joinGroup
+  std::int64_t held_ = 0;               // setHeldCount
+  std::int64_t agreed_ = 0;
   // When the last step completed: the start of the next one's cycle (none: restartCycle).
   std::optional<std::chrono::steady_clock::time_point> lastCompleted_;
   StepMode stepMode_ = StepMode::Eager;

@@ -6,7 +6,8 @@
 // group's curve is one engine's. With --batch-size auto the ranks run one plan, the smallest, that
 // leaves every rank a micro-batch of each step, and the curve is one engine's at that micro-batch;
 // an effective batch smaller than the group is refused. A malformed "group" is refused naming the
-// field; a dead peer's collective ends a rank's step as a sticky error.
+// field; a dead peer's collective ends a rank's step as a sticky error. A toggle that reaches the
+// ranks before different steps applies on every rank at the same step boundary.
 #include "TestRunner.h"
 
 #include <algorithm>
@@ -53,6 +54,7 @@ json asRank(json config, int rank, int size) {
 struct RankRun {
   std::vector<double> losses;
   std::vector<std::int64_t> announced;
+  std::vector<std::int64_t> applied;  // the step of each toggle set true's confirmation
   std::vector<std::string> log;
   engine::CheckpointEvent checkpoint;
   std::string error;
@@ -65,7 +67,16 @@ struct RankRun {
   }
 };
 
-RankRun runJob(const json& config, const job::RankOpener& opener) {
+// A toggle the engine hands a rank's job before the step after `afterStep`, as Engine::handle
+// does: held by the job, or applied and confirmed at once.
+struct ToggleAt {
+  std::int64_t afterStep = 0;
+  engine::Toggle toggle = engine::Toggle::Serialize;
+  json value;
+};
+
+RankRun runJob(const json& config, const job::RankOpener& opener,
+               const std::vector<ToggleAt>& toggles = {}) {
   RankRun run;
   std::mutex mutex;
   const engine::EventSink sink = [&](const engine::TimedEvent& timed) {
@@ -76,12 +87,24 @@ RankRun runJob(const json& config, const job::RankOpener& opener) {
     } else if (const auto* log = std::get_if<engine::LogEvent>(&timed.event)) {
       const std::lock_guard lock(mutex);
       run.log.push_back(log->text);
+    } else if (const auto* applied = std::get_if<engine::ToggleAppliedEvent>(&timed.event);
+               applied && applied->toggle != engine::Toggle::CpuFallback &&
+               applied->value == true) {  // the test's toggles, not the run's starting values
+      const std::lock_guard lock(mutex);
+      run.applied.push_back(applied->step);
     }
   };
   try {
     std::unique_ptr<engine::EngineJob> job = job::createRankJob(config, sink, opener);
     engine::CancelFlag cancel;
     while (!job->finished()) {
+      for (const ToggleAt& t : toggles) {
+        if (t.afterStep == job->completedSteps() && !job->holdsToggle(t.toggle, t.value)) {
+          job->applyToggle(t.toggle, t.value);
+          sink(engine::TimedEvent{
+              0, engine::ToggleAppliedEvent{t.toggle, t.value, job->completedSteps()}});
+        }
+      }
       if (std::optional<engine::StepEvent> step = job->runStep(cancel)) {
         sink(engine::TimedEvent{0, *step});
       }
@@ -176,6 +199,30 @@ TEST_CASE(rankZeroWritesTheRunAndRankOneOnlyTrains) {
   COMPARE(namesIn(grouped), namesIn(alone));
   // The group's curve is one engine's (the micro-batches split between the ranks, dropout on).
   verifySameCurve(ranks[0], one);
+}
+
+// Note [toggles at one boundary]: the supervisor's toggle reaches rank 0 before step 2 and rank
+// 1 only before step 3; both apply it at the same boundary, after step 3, the first step whose sum
+// found it held by every rank. A toggle before the first step applies at once, on each rank.
+TEST_CASE(aToggleAppliesOnEveryRankAtTheSameBoundary) {
+  useDemoCache();
+  lstest::TempDir dir;
+  CpuGroup cpus(2);
+  const job::RankOpener opener = cpus.opener();
+  const json config = demoRun(dir.filePath("run"));
+  const ToggleAt first{0, engine::Toggle::Blocking, true};
+  RankRun ranks[2];
+  std::thread peer([&] {
+    ranks[1] =
+        runJob(asRank(config, 1, 2), opener, {first, ToggleAt{2, engine::Toggle::Serialize, true}});
+  });
+  ranks[0] =
+      runJob(asRank(config, 0, 2), opener, {first, ToggleAt{1, engine::Toggle::Serialize, true}});
+  peer.join();
+  VERIFY2(ranks[0].error.empty(), ranks[0].error.c_str());
+  VERIFY2(ranks[1].error.empty(), ranks[1].error.c_str());
+  COMPARE(ranks[0].applied, (std::vector<std::int64_t>{0, 3}));
+  COMPARE(ranks[1].applied, (std::vector<std::int64_t>{0, 3}));
 }
 
 TEST_CASE(aMalformedGroupIsRefusedNamingTheField) {
