@@ -62,7 +62,10 @@
 #                                  scripts/record_gpu_run.py: a real run driven over the engine's
 #                                  stdio protocol (queue depth, memory, toggles, a snapshot, an
 #                                  injected hang); the event streams, the snapshot and a summary go
-#                                  to $OUT (to be replayed here by scripts/screenshots.sh)
+#                                  to $OUT (to be replayed here by scripts/screenshots.sh).
+#                                  RECORD_GPUS=0,1 (the nvidia-h200-x2 kind): the same as a group,
+#                                  `train --gpus 0,1 --json` driven over stdin, the hang in rank 1
+#                                  (tests/widgets/fixtures/h200x2_*.jsonl)
 #   scripts/gpu-check.sh supervise
 #                                  there: build lorascope-train only, in the cpu flavour (the
 #                                  supervisor runs no GPU code of ours: PyTorch computes), and run
