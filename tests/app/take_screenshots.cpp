@@ -9,9 +9,11 @@
 // Also: that run's dashboard in a 1024×700 window, and HANG_RECORDING (the same run recorded with
 // an injected hang, tests/widgets/fixtures/h200_gpu_hang.jsonl) replayed: its incident banner.
 // With TRAINER (the lorascope-train program): `TRAINER train --demo` run as a supervised command
-// from the setup page's "Run a command", and the runs page listing it.
+// from the setup page's "Run a command", and the runs page listing it. With GROUP_RECORDING (a run
+// on two GPUs, tests/widgets/fixtures/h200x2_gpu_run.jsonl): its dashboard on the second card.
 //
-// usage: lorascope_screenshots OUT_DIR RECORDING [STEPS] [dark|light] [HANG_RECORDING [TRAINER]]
+// usage: lorascope_screenshots OUT_DIR RECORDING [STEPS] [dark|light]
+//                              [HANG_RECORDING [TRAINER [GROUP_RECORDING]]]
 #include <QApplication>
 #include <QComboBox>
 #include <QDir>
@@ -232,6 +234,19 @@ int main(int argc, char** argv) {
   // The recording of the same run with an injected hang (HANG_RECORDING): its banner and band.
   if (args.size() > 5 && !replay(args[5], QStringLiteral("dashboard-hang.png"))) {
     return 1;
+  }
+  // A run on two GPUs (GROUP_RECORDING): the card selector beside the run selector, on GPU 1.
+  if (args.size() > 7) {
+    const QString problem = window.openRecording(args[7]);
+    if (!problem.isEmpty()) {
+      std::fprintf(stderr, "screenshots: %s\n", qPrintable(problem));
+      return 1;
+    }
+    window.pages()->setCurrentWidget(window.dashboard());
+    QComboBox* cards = window.dashboard()->cardSelector();
+    emit cards->activated(cards->findData(1));
+    window.dashboard()->refresh();
+    ok = save(&window, out.filePath(QStringLiteral("dashboard-2gpus.png"))) && ok;
   }
   return ok ? 0 : 1;
 }
