@@ -5,6 +5,7 @@
 // and the toggles.
 #include "job/EngineJob.h"
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -157,9 +158,9 @@ class TrainingJob : public engine::EngineJob {
           allocator->resetPeakStats();  // the readings' "largest request", "at the peak": per step
         }
       });
-      loop_->setHeldCount(static_cast<std::int64_t>(heldToggles_.size()));
+      loop_->setHeldCount(static_cast<std::int64_t>(receivedToggles_));
       m = loop_->step(cancel.flag());
-      agreedToggles_ = static_cast<std::size_t>(loop_->agreedCount());
+      agreedToggles_ = std::max(agreedToggles_, static_cast<std::size_t>(loop_->agreedCount()));
       stepped_ = true;
     } catch (const train::TrainingCancelled&) {
       return take();  // the step before, as the engine pauses or stops
@@ -249,16 +250,20 @@ class TrainingJob : public engine::EngineJob {
   }
   // Note [toggles at one boundary]: a rank of a group keeps the toggles that arrive once it has
   // stepped. The supervisor sends each to every rank at once, but one rank may read it a step
-  // before another; each step's sum over the group (TrainLoop::setHeldCount) finds how many every
-  // rank holds, and those are applied before the next step on every rank alike. Those that arrive
-  // before the first step (the ladder's toggles, sent with the start) apply at once, as on one
-  // engine.
+  // before another; each step's sum over the group (TrainLoop::setHeldCount) finds how many
+  // toggles every rank has received, and the held ones among those are applied before the next
+  // step on every rank alike. Those that arrive before the first step (the ladder's toggles, sent
+  // with the start) apply at once, as on one engine, and are counted too: a toggle one rank
+  // applied at once and another held keeps the ranks' later toggles in step.
   bool holdsToggle(Toggle toggle, const json& value) override {
-    if (!opened_.group || opened_.group->size() < 2 || !stepped_ ||
-        (toggle == Toggle::CpuFallback && value == true)) {
+    if (!opened_.group || opened_.group->size() < 2) {
+      return false;
+    }
+    const std::size_t received = receivedToggles_++;
+    if (!stepped_ || (toggle == Toggle::CpuFallback && value == true)) {
       return false;  // applied now, or refused by applyToggle
     }
-    heldToggles_.emplace_back(toggle, value);
+    heldToggles_.push_back(HeldToggle{received, toggle, value});
     return true;
   }
 
@@ -279,23 +284,22 @@ class TrainingJob : public engine::EngineJob {
   std::optional<engine::MemoryEvent> memory() override { return instruments_.memory(); }
 
  private:
-  // Note [toggles at one boundary]: the held toggles every rank held at the last step's sum,
-  // applied and confirmed (or refused) as the engine does those it does not hold.
+  // Note [toggles at one boundary]: the held toggles that every rank had received by the last
+  // step's sum, applied and confirmed (or refused) as the engine does those it does not hold.
   void applyAgreedToggles() {
-    for (; agreedToggles_ > 0 && !heldToggles_.empty(); --agreedToggles_) {
-      const auto [toggle, value] = std::move(heldToggles_.front());
+    while (!heldToggles_.empty() && heldToggles_.front().received < agreedToggles_) {
+      const HeldToggle held = std::move(heldToggles_.front());
       heldToggles_.pop_front();
       try {
-        std::string detail = applyToggle(toggle, value);
+        std::string detail = applyToggle(held.toggle, held.value);
         sink_(engine::TimedEvent{
-            0, engine::ToggleAppliedEvent{toggle, value, completedSteps(), std::move(detail),
-                                          notApplicable(toggle)}});
+            0, engine::ToggleAppliedEvent{held.toggle, held.value, completedSteps(),
+                                          std::move(detail), notApplicable(held.toggle)}});
       } catch (const std::exception& e) {
         sink_(engine::TimedEvent{
-            0, engine::ToggleRefusedEvent{toggle, value, e.what(), completedSteps()}});
+            0, engine::ToggleRefusedEvent{held.toggle, held.value, e.what(), completedSteps()}});
       }
     }
-    agreedToggles_ = 0;
   }
 
   // Note [rank 0 writes] (group/RankPlan.h): one engine alone, or rank 0 of a group.
@@ -383,9 +387,16 @@ class TrainingJob : public engine::EngineJob {
   std::optional<RunToggles> toggles_;
   StepTiming timing_;
   int outOfMemoryRetries_ = 0;  // in the step being retried
-  // Note [toggles at one boundary]: the toggles held, in the order they arrived; how many of
-  // them every rank held at the last step's sum; whether this engine has stepped.
-  std::deque<std::pair<Toggle, json>> heldToggles_;
+  // Note [toggles at one boundary]: the toggles held, in the order they arrived, each with how
+  // many toggles had arrived before it; how many toggles have arrived (held or not); how many
+  // every rank had received at the last step's sum; whether this engine has stepped.
+  struct HeldToggle {
+    std::size_t received = 0;
+    Toggle toggle = Toggle::Serialize;
+    json value;
+  };
+  std::deque<HeldToggle> heldToggles_;
+  std::size_t receivedToggles_ = 0;
   std::size_t agreedToggles_ = 0;
   bool stepped_ = false;
 };

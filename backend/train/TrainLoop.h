@@ -149,9 +149,9 @@ class TrainLoop {
   // failures leave the step as cancellation does (the state is the last completed step's).
   void joinGroup(group::Collective& collective) { group_ = &collective; }
   // An agreement the group's step carries (train/GroupStep.cpp): before a step, this rank's count
-  // of what every rank receives in the same order (the engine's held toggles); after it, the
-  // smallest count over the ranks (0 when the step did not reach its sum), so that every rank
-  // acts on that many at the same step boundary.
+  // of what every rank receives in the same order (the engine's toggles); after it, the smallest
+  // count over the ranks (0 when the step did not reach its sum), so that every rank acts on that
+  // many at the same step boundary.
   void setHeldCount(std::int64_t held) {
     held_ = held;
     agreed_ = 0;

@@ -201,28 +201,42 @@ TEST_CASE(rankZeroWritesTheRunAndRankOneOnlyTrains) {
   verifySameCurve(ranks[0], one);
 }
 
-// Note [toggles at one boundary]: the supervisor's toggle reaches rank 0 before step 2 and rank
-// 1 only before step 3; both apply it at the same boundary, after step 3, the first step whose sum
-// found it held by every rank. A toggle before the first step applies at once, on each rank.
-TEST_CASE(aToggleAppliesOnEveryRankAtTheSameBoundary) {
-  useDemoCache();
+// The demo run as two ranks, each handed its toggles as the engine hands them; the steps of each
+// rank's confirmations of the toggles set true.
+std::vector<std::vector<std::int64_t>> togglesConfirmed(const std::vector<ToggleAt>& rank0,
+                                                        const std::vector<ToggleAt>& rank1) {
   lstest::TempDir dir;
   CpuGroup cpus(2);
   const job::RankOpener opener = cpus.opener();
   const json config = demoRun(dir.filePath("run"));
-  const ToggleAt first{0, engine::Toggle::Blocking, true};
   RankRun ranks[2];
-  std::thread peer([&] {
-    ranks[1] =
-        runJob(asRank(config, 1, 2), opener, {first, ToggleAt{2, engine::Toggle::Serialize, true}});
-  });
-  ranks[0] =
-      runJob(asRank(config, 0, 2), opener, {first, ToggleAt{1, engine::Toggle::Serialize, true}});
+  std::thread peer([&] { ranks[1] = runJob(asRank(config, 1, 2), opener, rank1); });
+  ranks[0] = runJob(asRank(config, 0, 2), opener, rank0);
   peer.join();
   VERIFY2(ranks[0].error.empty(), ranks[0].error.c_str());
   VERIFY2(ranks[1].error.empty(), ranks[1].error.c_str());
-  COMPARE(ranks[0].applied, (std::vector<std::int64_t>{0, 3}));
-  COMPARE(ranks[1].applied, (std::vector<std::int64_t>{0, 3}));
+  return {ranks[0].applied, ranks[1].applied};
+}
+
+// Note [toggles at one boundary]: the supervisor's toggle reaches rank 0 before step 2 and rank
+// 1 only before step 3; both apply it at the same boundary, after step 3, the first step whose sum
+// found it received by every rank. A toggle before the first step applies at once, on each rank.
+TEST_CASE(aToggleAppliesOnEveryRankAtTheSameBoundary) {
+  useDemoCache();
+  const ToggleAt first{0, engine::Toggle::Blocking, true};
+  COMPARE(togglesConfirmed({first, ToggleAt{1, engine::Toggle::Serialize, true}},
+                           {first, ToggleAt{2, engine::Toggle::Serialize, true}}),
+          (std::vector<std::vector<std::int64_t>>{{0, 3}, {0, 3}}));
+}
+
+// A toggle that rank 0 read before the first step (applied at once) and rank 1 after it (held)
+// still counts on both, so the next toggle, read before step 3 by both, applies at one boundary.
+TEST_CASE(aToggleAppliedAtOnceOnOneRankKeepsTheNextInStep) {
+  useDemoCache();
+  const ToggleAt serialize{2, engine::Toggle::Serialize, true};
+  COMPARE(togglesConfirmed({ToggleAt{0, engine::Toggle::Blocking, true}, serialize},
+                           {ToggleAt{1, engine::Toggle::Blocking, true}, serialize}),
+          (std::vector<std::vector<std::int64_t>>{{0, 3}, {2, 3}}));
 }
 
 TEST_CASE(aMalformedGroupIsRefusedNamingTheField) {
