@@ -158,7 +158,7 @@ class TrainingJob : public engine::EngineJob {
           allocator->resetPeakStats();  // the readings' "largest request", "at the peak": per step
         }
       });
-      loop_->setHeldCount(static_cast<std::int64_t>(receivedToggles_));
+      loop_->setReceivedCount(static_cast<std::int64_t>(receivedToggles_));
       m = loop_->step(cancel.flag());
       agreedToggles_ = std::max(agreedToggles_, static_cast<std::size_t>(loop_->agreedCount()));
       stepped_ = true;
@@ -250,7 +250,7 @@ class TrainingJob : public engine::EngineJob {
   }
   // Note [toggles at one boundary]: a rank of a group keeps the toggles that arrive once it has
   // stepped. The supervisor sends each to every rank at once, but one rank may read it a step
-  // before another; each step's sum over the group (TrainLoop::setHeldCount) finds how many
+  // before another; each step's sum over the group (TrainLoop::setReceivedCount) finds how many
   // toggles every rank has received, and the held ones among those are applied before the next
   // step on every rank alike. Those that arrive before the first step (the ladder's toggles, sent
   // with the start) apply at once, as on one engine, and are counted too: a toggle one rank

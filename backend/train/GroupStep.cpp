@@ -26,8 +26,8 @@ void TrainLoop::reduceOverGroup(double& lossSum, std::int64_t& tokens, std::int6
                            static_cast<std::size_t>(gradients.numel()));
   // The step's scalars in one small buffer of the backend's memory (where the collective reads),
   // each as a float and its rounding error, so that the loss sum keeps about a double's digits;
-  // then one slot per rank, this rank's holding its held count (setHeldCount: small integers,
-  // exact in a float), the others 0.
+  // then one slot per rank, this rank's holding its count (setReceivedCount: small integers, exact
+  // in a float), the others 0.
   const double values[3] = {lossSum, static_cast<double>(tokens), static_cast<double>(positions)};
   std::vector<float> split;
   for (const double v : values) {
@@ -35,9 +35,9 @@ void TrainLoop::reduceOverGroup(double& lossSum, std::int64_t& tokens, std::int6
     split.push_back(high);
     split.push_back(static_cast<float>(v - static_cast<double>(high)));
   }
-  const std::size_t heldAt = split.size();
-  split.resize(heldAt + static_cast<std::size_t>(group_->size()), 0.0f);
-  split[heldAt + static_cast<std::size_t>(group_->rank())] = static_cast<float>(held_);
+  const std::size_t countsAt = split.size();
+  split.resize(countsAt + static_cast<std::size_t>(group_->size()), 0.0f);
+  split[countsAt + static_cast<std::size_t>(group_->rank())] = static_cast<float>(received_);
   compute::Tensor scalars =
       backend_->upload(split, compute::DType::F32, {static_cast<std::int64_t>(split.size())});
   backend_->synchronize();
@@ -50,7 +50,7 @@ void TrainLoop::reduceOverGroup(double& lossSum, std::int64_t& tokens, std::int6
   tokens = std::llround(joined(1));
   positions = std::llround(joined(2));
   agreed_ = std::llround(
-      *std::min_element(sums.begin() + static_cast<std::ptrdiff_t>(heldAt), sums.end()));
+      *std::min_element(sums.begin() + static_cast<std::ptrdiff_t>(countsAt), sums.end()));
 }
 
 }  // namespace lorascope::train

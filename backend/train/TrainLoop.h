@@ -152,8 +152,8 @@ class TrainLoop {
   // of what every rank receives in the same order (the engine's toggles); after it, the smallest
   // count over the ranks (0 when the step did not reach its sum), so that every rank acts on that
   // many at the same step boundary.
-  void setHeldCount(std::int64_t held) {
-    held_ = held;
+  void setReceivedCount(std::int64_t received) {
+    received_ = received;
     agreed_ = 0;
   }
   std::int64_t agreedCount() const { return agreed_; }
@@ -256,7 +256,7 @@ class TrainLoop {
   std::vector<std::int64_t> order_;
   std::int64_t nonFiniteInARow_ = 0;    // steps whose update was skipped, up to the last one
   group::Collective* group_ = nullptr;  // data parallelism: joinGroup
-  std::int64_t held_ = 0;               // setHeldCount
+  std::int64_t received_ = 0;           // setReceivedCount
   std::int64_t agreed_ = 0;
   // When the last step completed: the start of the next one's cycle (none: restartCycle).
   std::optional<std::chrono::steady_clock::time_point> lastCompleted_;
