@@ -18,9 +18,9 @@
 // A progress bar on a terminal (step/total, loss, tokens/s, ETA), one line per step otherwise;
 // with --json, stdout carries only the engine's events, one JSON line each (engine/Protocol.h:
 // state, step, checkpoint, log, incident, ...; lines of this command become log events), and
-// stdin takes the commands the window sends (a toggle, a snapshot request, checkpoint, pause,
-// resume, stop), one JSON line each: a script drives the run as the window does, e.g. on
-// every GPU of a group (scripts/record_gpu_run.py).
+// stdin takes the commands the window sends (a toggle, a snapshot request, checkpoint_now,
+// pause, resume, stop, ...), one JSON line each: a script drives the run as the window does, e.g.
+// on every GPU of a group (scripts/record_gpu_run.py).
 // --gpus 0,1 (or all) trains on several GPUs: the supervisor starts one engine per GPU, rank 0
 // writing the run (engine/Supervisor.h); the output is rank 0's.
 // Ctrl-C / SIGTERM: the step in progress is abandoned (nothing completed is lost), the last

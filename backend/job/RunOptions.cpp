@@ -208,8 +208,8 @@ const CommandSpec& trainCommand() {
             "json", "false",
             "Print the engine's events, one JSON line each (backend/engine/Protocol.h), and "
             "nothing else on stdout; read the engine's commands from stdin, one JSON line each "
-            "(set a toggle, request_snapshot, checkpoint, pause, resume, stop), as the window "
-            "sends them."),
+            "(set, request_snapshot, checkpoint_now, pause, resume, switch_profile, undo_rung, "
+            "stop), as the window sends them."),
     };
     c.sections.push_back(
         {"run", {"model", "data", "out", "demo", "resume", "checkpoint", "config", "json"}});
