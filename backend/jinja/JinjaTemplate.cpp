@@ -29,6 +29,16 @@ class Renderer {
     installGlobals(scopes_.back());
   }
 
+  // `set ns.a = ns` (or through a list, a dict or a bound method) makes a cycle of shared
+  // references that would outlive the render; namespaces are the only values changed after they
+  // are made, so every cycle runs through one, and emptying them all frees it.
+  ~Renderer() {
+    for (const Value& ns : namespaces_)
+      ns.mutableDict().entries.clear();
+  }
+  Renderer(const Renderer&) = delete;
+  Renderer& operator=(const Renderer&) = delete;
+
   std::string run(const Body& body, const nlohmann::ordered_json& context) {
     Dict& top = scopes_.back();
     if (context.is_object()) {
@@ -83,8 +93,9 @@ class Renderer {
         d.set(key, value);
       return Value(std::move(d));
     };
-    globals.set("namespace",
-                function("namespace", [makeDict](CallArgs& a) { return makeDict(a, true); }));
+    globals.set("namespace", function("namespace", [this, makeDict](CallArgs& a) {
+                  return namespaces_.emplace_back(makeDict(a, true));
+                }));
     globals.set("dict", function("dict", [makeDict](CallArgs& a) { return makeDict(a, false); }));
     globals.set(
         "strftime_now", function("strftime_now", [](CallArgs& a) {
@@ -428,7 +439,8 @@ class Renderer {
   const std::string& origin_;
   const JinjaLimits& limits_;
   jinja::SizeLimits sizes_;
-  std::vector<Dict> scopes_;  // [0] globals and context, [1] the template's top level, ...
+  std::vector<Dict> scopes_;       // [0] globals and context, [1] the template's top level, ...
+  std::vector<Value> namespaces_;  // every namespace() this render made, emptied at its end
   std::size_t iterations_ = 0;
   int depth_ = 0;
   int line_ = 1;

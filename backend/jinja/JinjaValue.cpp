@@ -391,6 +391,8 @@ bool dumpJson(const Value& value, const JsonDumpOptions& options, int level, std
       return true;
     }
     case Value::Kind::Mapping: {
+      if (value.asDict().isNamespace)
+        return false;  // Python: "Object of type Namespace is not JSON serializable"
       auto entries = value.asDict().entries;
       if (entries.empty()) {
         out += "{}";

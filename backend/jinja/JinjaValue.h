@@ -162,7 +162,7 @@ struct JsonDumpOptions {
   std::optional<std::pair<std::string, std::string>> separators;
 };
 // Python's json.dumps with these options; nullopt for a value json cannot hold (Undefined,
-// a callable).
+// a callable, a namespace).
 std::optional<std::string> toJsonText(const Value& value, const JsonDumpOptions& options);
 
 // Python ==, as Jinja compares (1 == 1.0; Undefined equals only Undefined).
