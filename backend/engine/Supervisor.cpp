@@ -443,6 +443,10 @@ void Supervisor::recover(const runtime::ErrorClass& error, const std::string& wh
     }
   }
   const bool steppedDown = rung_ != before;
+  if (halvesReached(before) || (error.category == runtime::ErrorCategory::OutOfMemory &&
+                                halvesReached(runtime::RecoveryRung::VendorBlas))) {
+    rungMicroBatch_ = lastMicroBatch_ > 1 ? lastMicroBatch_ / 2 : lastMicroBatch_;
+  }
   publish(IncidentEvent{what + " (" + runtime::categoryName(error.category) + ")",
                         std::string("restarted the engine on ") +
                             (steppedDown ? "rung " : "the same rung ") + runtime::rungName(rung_) +
@@ -472,6 +476,8 @@ void Supervisor::undoRung() {
   rungSteps_.pop_back();
   const runtime::RecoveryRung from = rung_;
   rung_ = step.previous;
+  if (!halvesReached(runtime::RecoveryRung::VendorBlas))
+    rungMicroBatch_ = 0;
   if (host_ != nullptr) {
     // The settings of the rungs left, top rung first (the registry's Setting::ladder).
     for (auto r = static_cast<int>(from); r > static_cast<int>(rung_); --r) {
@@ -491,6 +497,18 @@ void Supervisor::undoRung() {
                       lastStep_, static_cast<std::int64_t>(rungSteps_.size())});
 }
 
+// Whether a rung above `from`, up to the current one, halves the micro-batch (the registry's
+// Setting::ladder).
+bool Supervisor::halvesReached(runtime::RecoveryRung from) const {
+  for (auto r = static_cast<int>(from) + 1; r <= static_cast<int>(rung_); ++r) {
+    for (const settings::Setting* s : settings::registry().setByRung(runtime::RecoveryRung(r))) {
+      if (s->ladder->halves)
+        return true;
+    }
+  }
+  return false;
+}
+
 void Supervisor::sendRungToggles(bool profileSwitch) {
   auto set = [this](const Toggle& toggle, nlohmann::json value) {
     sendToAllRanks(SetToggleCommand{toggle, std::move(value)});  // every rank computes alike
@@ -507,8 +525,8 @@ void Supervisor::sendRungToggles(bool profileSwitch) {
     for (const settings::Setting* s : settings::registry().setByRung(runtime::RecoveryRung(r))) {
       if (!s->ladder->halves) {
         set(*s->toggle, s->ladder->value);
-      } else if (lastMicroBatch_ > 1) {
-        set(*s->toggle, lastMicroBatch_ / 2);
+      } else if (rungMicroBatch_ > 0) {
+        set(*s->toggle, rungMicroBatch_);
       }
     }
   }

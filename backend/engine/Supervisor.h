@@ -204,6 +204,7 @@ class Supervisor {
   // switches to that profile: at a start or a restart it would move a run the user chose to train
   // on the CPU (the run's device option decides there).
   void sendRungToggles(bool profileSwitch = false);
+  bool halvesReached(runtime::RecoveryRung from) const;
   void undoRung();
   void moveRung(runtime::RecoveryRung to, const std::string& why);
   void publish(Event event);
@@ -238,6 +239,10 @@ class Supervisor {
   std::optional<PlannedRestart> planned_;  // the exit in progress is one we asked for
   std::int64_t lastStep_ = 0;
   int lastMicroBatch_ = 0;
+  // The micro-batch the rung that halves it chose: half the run's when the ladder reached that
+  // rung or an out-of-memory happened on it; 0 below it. Restarts and profile switches send this,
+  // not half the micro-batch of the moment (which would halve it again every time).
+  int rungMicroBatch_ = 0;
   std::optional<ErrorEvent> lastStickyError_;
   std::optional<std::int64_t> generating_;  // the generation sent and not ended yet
   bool generationDied_ = false;             // the exit being recovered from ended one

@@ -129,6 +129,16 @@ bool sentToggle(const EngineRecord& engine, Toggle toggle, const nlohmann::json&
   return false;
 }
 
+// A run at micro-batch 8 climbs to the smaller-micro-batch rung one crash at a time.
+void climbToSmallerMicroBatch(Rig& rig) {
+  rig.supervisor.send(StartCommand{kRunConfig});
+  while (rig.supervisor.rung() < RecoveryRung::SmallerMicroBatch) {
+    rig.running();
+    rig.step(1, 8);
+    rig.crash();
+  }
+}
+
 }  // namespace
 
 class TestRecoveryLadder : public QObject {
@@ -435,14 +445,38 @@ class TestRecoveryLadder : public QObject {
 
   void theSmallerMicroBatchRungHalvesTheLastOne() {
     Rig rig;
-    rig.supervisor.send(StartCommand{kRunConfig});
-    // Climb to the smaller-micro-batch rung one crash at a time.
-    while (rig.supervisor.rung() < RecoveryRung::SmallerMicroBatch) {
-      rig.running();
-      rig.step(1, 8);
-      rig.crash();
-    }
+    climbToSmallerMicroBatch(rig);
     QVERIFY(sentToggle(rig.engine(), Toggle::MicroBatch, 4));
+  }
+
+  // The rung halves the micro-batch when the run reaches it, and again for an out-of-memory on
+  // it; a restart on it for another cause (a kill from outside), a profile applied at a step and
+  // the climb past it to the CPU keep the micro-batch it chose.
+  void theSmallerMicroBatchRungHalvesOnceNotOnEveryRestart() {
+    Rig rig;
+    climbToSmallerMicroBatch(rig);
+    QVERIFY(sentToggle(rig.engine(), Toggle::MicroBatch, 4));
+    rig.running();
+    rig.step(2, 4);
+    rig.crash("SIGTERM");
+    QCOMPARE(rig.supervisor.rung(), RecoveryRung::SmallerMicroBatch);
+    QVERIFY(sentToggle(rig.engine(), Toggle::MicroBatch, 4));
+    QVERIFY(!sentToggle(rig.engine(), Toggle::MicroBatch, 2));
+    rig.running();
+    rig.step(3, 4);
+    rig.report(
+        ErrorEvent{"out_of_memory", "matmul", 3, "hipErrorOutOfMemory: out of memory", "", true});
+    EngineExit exit;
+    exit.exitCode = kExitStickyError;
+    rig.supervisor.engineExited(rig.engineId(), exit);
+    QCOMPARE(rig.supervisor.rung(), RecoveryRung::SmallerMicroBatch);
+    QVERIFY(sentToggle(rig.engine(), Toggle::MicroBatch, 2));
+    rig.running();
+    rig.step(4, 2);
+    rig.crash();
+    QCOMPARE(rig.supervisor.rung(), RecoveryRung::Cpu);
+    QVERIFY(sentToggle(rig.engine(), Toggle::MicroBatch, 2));
+    QVERIFY(!sentToggle(rig.engine(), Toggle::MicroBatch, 1));
   }
 
   void anEngineThatCannotStartIsNotRestartedInALoop() {
