@@ -83,10 +83,10 @@ void ProjectionHook::afterProjections(int layer, std::span<const Projection> pro
 }
 
 LayerActivations::LayerActivations(Backend& backend, const ModelConfig& c, std::int64_t batch,
-                                   std::int64_t seq) {
+                                   std::int64_t seq, const LayerActivations* normsFrom) {
   const compute::DType act = backend.capabilities().activationDType;
   const std::int64_t tokens = batch * seq;
-  h1 = backend.empty(act, {tokens, c.hiddenSize});
+  h1 = normsFrom != nullptr ? normsFrom->h1 : backend.empty(act, {tokens, c.hiddenSize});
   rstd1 = backend.empty(compute::DType::F32, {tokens});
   q = backend.empty(act, {tokens, c.numHeads * c.headDim});
   k = backend.empty(act, {tokens, c.numKvHeads * c.headDim});
@@ -106,7 +106,7 @@ LayerActivations::LayerActivations(Backend& backend, const ModelConfig& c, std::
     rstdMlpOut = backend.empty(compute::DType::F32, {tokens});
   }
   xMid = backend.empty(act, {tokens, c.hiddenSize});
-  h2 = backend.empty(act, {tokens, c.hiddenSize});
+  h2 = normsFrom != nullptr ? normsFrom->h2 : backend.empty(act, {tokens, c.hiddenSize});
   rstd2 = backend.empty(compute::DType::F32, {tokens});
   gate = backend.empty(act, {tokens, c.intermediateSize});
   up = backend.empty(act, {tokens, c.intermediateSize});

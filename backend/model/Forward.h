@@ -37,8 +37,10 @@ struct ForwardResult {
 // Activations of one decoder layer: what the backward pass reads. Inference reuses one set for
 // every layer; training keeps one per layer, or one recomputed per layer (checkpointing).
 struct LayerActivations {
+  // `normsFrom`: another layer's activations whose h1 and h2 these share (training recomputes
+  // them in the backward pass: Note [normed inputs recomputed]); null gives them their own.
   LayerActivations(compute::Backend& backend, const ModelConfig& config, std::int64_t batch,
-                   std::int64_t seq);
+                   std::int64_t seq, const LayerActivations* normsFrom = nullptr);
   compute::Tensor h1, rstd1;  // (T, H), (T) f32: input RMSNorm of the layer
   compute::Tensor q, k, v;    // (T, heads·hd), (T, kv·hd), (T, kv·hd); q, k after RoPE
   // With q/k norms (Qwen3, Gemma 3): the projections' outputs before the norm, and the norms'

@@ -54,9 +54,9 @@ PerToken perToken(const ModelConfig& c, const TrainingShape& shape) {
   const std::uint64_t adapted = shape.targets.size();
   PerToken t;
   t.residual = h * a;
-  // h1, xMid, h2; q, attention; k, v; gate, up, swiglu; u per adapted projection; rstd1, rstd2
-  // and the log-sum-exp per head in f32.
-  t.savedLayer = a * (3 * h + 2 * q + 2 * kv + 3 * inter + adapted * r) + kF32 * (2 + heads);
+  // xMid; q, attention; k, v; gate, up, swiglu; u per adapted projection; rstd1, rstd2 and the
+  // log-sum-exp per head in f32. (h1 and h2 are one pair for all layers: savedPerToken.)
+  t.savedLayer = a * (h + 2 * q + 2 * kv + 3 * inter + adapted * r) + kF32 * (2 + heads);
   if (c.qkNorm) {  // q, k before their norms, and the norms' statistics per head
     t.savedLayer += a * (q + kv) + kF32 * (heads + u64(c.numKvHeads));
   }
@@ -117,9 +117,10 @@ std::uint64_t savedPerToken(const ModelConfig& c, const TrainingShape& shape) {
   const std::uint64_t layers = u64(c.numLayers);
   const std::uint64_t keptLayers =
       shape.activationCheckpointing ? std::min<std::uint64_t>(1, layers) : layers;
-  // Every layer's input and the last output, the residual gradient, and with checkpointing the
-  // recomputed layer's output.
-  const std::uint64_t residuals = layers + 2 + (shape.activationCheckpointing ? 1 : 0);
+  // Every layer's input and the last output, the residual gradient, the layers' one pair of
+  // normed inputs h1, h2 (train/TrainGraph.cpp, Note [normed inputs recomputed]), and with
+  // checkpointing the recomputed layer's output.
+  const std::uint64_t residuals = layers + 4 + (shape.activationCheckpointing ? 1 : 0);
   return keptLayers * t.savedLayer + residuals * t.residual;
 }
 

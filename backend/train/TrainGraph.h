@@ -33,6 +33,7 @@
 // product's f32 operand before; under autocast PyTorch does the same).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
@@ -184,6 +185,11 @@ class TrainGraph {
 
   void layerBackward(int layer, LayerState& state, const compute::Tensor& xIn, compute::Tensor& dx,
                      bool needInputGradient);
+  // h1 (Attention) or h2 (Mlp) of `layer` in `buffer`, the layers' shared one: RMSNorm(x) with
+  // `weight`, remade unless the buffer holds that layer's (Note [normed inputs recomputed]).
+  enum class NormedInput { Attention, Mlp };
+  const compute::Tensor& normedInput(int layer, NormedInput which, const compute::Tensor& x,
+                                     const compute::Tensor& weight, compute::Tensor& buffer);
   // The LoRA backward of one group (Note [LoRA groups]) whose input was x: dB and dA of each
   // adapted member, and dx += g·A over them when dx is given.
   void groupBackward(int layer, std::initializer_list<Member> members, LayerState& state,
@@ -222,6 +228,7 @@ class TrainGraph {
   const model::SequenceLayout* layout_ = nullptr;
   DropoutKey key_;
   bool dropoutActive_ = false;
+  std::array<int, 2> normsOf_{-1, -1};      // [NormedInput] the layer whose h1, h2 the buffers hold
   const DeferredPass* deferred_ = nullptr;  // graph mode: masks as Backend::dropoutMaskAt draws
   const std::atomic<bool>* cancel_ = nullptr;
 };

@@ -32,15 +32,16 @@ TEST_CASE(savedBytesFollowDtypeTargetsAndCheckpointing) {
   model::TrainingShape cpu = gpu;
   cpu.activationDTypeBytes = 4;
   const std::uint64_t onGpu = model::plannerModel(c, gpu).activationBytesPerToken;
-  // Per layer: 3 H + 2 q + 2 kv + 3 I + 7 r in bf16, plus 2 + heads f32; 26 residual rows.
-  const std::uint64_t layer = 2 * (3 * 896 + 2 * 896 + 2 * 128 + 3 * 4864 + 7 * 8) + 4 * 16;
-  COMPARE(onGpu, 24 * layer + 26 * 896 * 2);
+  // Per layer: H + 2 q + 2 kv + 3 I + 7 r in bf16, plus 2 + heads f32; 28 residual rows (the
+  // layers' inputs, the last output, the residual gradient, the layers' one pair of h1, h2).
+  const std::uint64_t layer = 2 * (896 + 2 * 896 + 2 * 128 + 3 * 4864 + 7 * 8) + 4 * 16;
+  COMPARE(onGpu, 24 * layer + 28 * 896 * 2);
   // f32 activations: twice the bf16 bytes, f32 statistics unchanged.
   COMPARE(model::plannerModel(c, cpu).activationBytesPerToken, 2 * onGpu - 24 * 4 * 16);
   // Checkpointing keeps one layer in full and one more residual row (the recomputed output).
   model::TrainingShape checkpointed = gpu;
   checkpointed.activationCheckpointing = true;
-  COMPARE(model::plannerModel(c, checkpointed).activationBytesPerToken, layer + 27 * 896 * 2);
+  COMPARE(model::plannerModel(c, checkpointed).activationBytesPerToken, layer + 29 * 896 * 2);
   // Fewer targets keep fewer LoRA intermediates.
   model::TrainingShape qv = gpu;
   qv.targets = {model::Projection::Q, model::Projection::V};
