@@ -319,18 +319,27 @@ void ExternalSupervisor::exited(int attempt, const CommandExit& exit) {
     return;
   }
   if (exit.signaled) {
-    recover(runtime::classifyError("", stderrTail_),
+    recover(killedOr(exit.signal),
             "the command " + how + " after step " + std::to_string(lastStep_));
     return;
   }
   if (!rankSignal_.empty()) {  // one process of a multi-process job: the whole group again
-    recover(runtime::classifyError("", stderrTail_),
-            "a process of the command was killed by " + rankSignal_ + " and the command " + how +
-                " after step " + std::to_string(lastStep_));
+    recover(killedOr(rankSignal_), "a process of the command was killed by " + rankSignal_ +
+                                       " and the command " + how + " after step " +
+                                       std::to_string(lastStep_));
     return;
   }
   giveUp("the command " + how + " without a GPU error",
          "not restarted: a restart does not fix the script's own error (see its last lines)");
+}
+
+// A signal other processes send (SIGKILL, SIGTERM: the kernel's out-of-memory killer, a user) is
+// no GPU error and restarts on the same rung; any other is classified by the command's last lines.
+runtime::ErrorClass ExternalSupervisor::killedOr(const std::string& signal) const {
+  if (auto killed = runtime::classifyKill(signal, std::nullopt, runtime::KilledProcess::Command)) {
+    return *killed;
+  }
+  return runtime::classifyError("", stderrTail_);
 }
 
 void ExternalSupervisor::giveUp(const std::string& what, const std::string& why) {
@@ -346,8 +355,13 @@ void ExternalSupervisor::recover(const runtime::ErrorClass& error, const std::st
     return;
   }
   std::optional<runtime::RecoveryRung> next = runtime::nextRung(rung_, error);
+  // The batch halves when the ladder reaches smaller micro-batch and for each out of memory on it;
+  // another restart on it (a kill from outside) keeps the batch it has.
+  const bool halve = next == runtime::RecoveryRung::SmallerMicroBatch &&
+                     (rung_ != runtime::RecoveryRung::SmallerMicroBatch ||
+                      error.category == runtime::ErrorCategory::OutOfMemory);
   const bool canShrink = !command_.batchArgument.empty() && batch_ > 1;
-  if (next == runtime::RecoveryRung::SmallerMicroBatch && !canShrink) {
+  if (halve && !canShrink) {
     if (error.category == runtime::ErrorCategory::OutOfMemory) {
       giveUp(labelled, command_.batchArgument.empty()
                            ? "not restarted: out of memory needs a smaller batch, and no "
@@ -367,7 +381,7 @@ void ExternalSupervisor::recover(const runtime::ErrorClass& error, const std::st
   }
   rung_ = *next;
   ++restarts_;
-  if (rung_ == runtime::RecoveryRung::SmallerMicroBatch)
+  if (halve)
     batch_ = std::max(1, batch_ / 2);
   const LaunchSpec preview = planLaunch(command_, profile_, rung_, batch_, true);
   std::string action = "restarted with profile '" + preview.profileName + "' (rung " +

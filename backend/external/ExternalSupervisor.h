@@ -104,6 +104,7 @@ class ExternalSupervisor {
   void launch(bool resume);
   void recover(const runtime::ErrorClass& error, const std::string& what);
   void giveUp(const std::string& what, const std::string& why);
+  runtime::ErrorClass killedOr(const std::string& signal) const;
   void publish(engine::Event event);
   void noteActivity();
   void progress(const Progress& p);

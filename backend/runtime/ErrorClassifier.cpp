@@ -248,13 +248,18 @@ ErrorClass classifyHang() {
 }
 
 std::optional<ErrorClass> classifyKill(std::string_view signal,
-                                       const std::optional<HostMemory>& hostMemory) {
+                                       const std::optional<HostMemory>& hostMemory,
+                                       KilledProcess who) {
   constexpr std::array kFromOutside{"SIGKILL", "SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT"};
   if (std::find(kFromOutside.begin(), kFromOutside.end(), signal) == kFromOutside.end()) {
     return std::nullopt;
   }
   ErrorClass c = describe(ErrorCategory::Killed, {});
   c.signature = signal;
+  const std::string process = who == KilledProcess::Engine ? "the engine" : "the command";
+  if (who == KilledProcess::Command) {
+    c.advice = "Not a GPU error: the command was ended from outside. It restarts on the same rung.";
+  }
   constexpr std::uint64_t kMiB = 1024 * 1024;
   constexpr std::uint64_t kNearlyFullBytes = 512 * kMiB;  // the OOM killer acts near zero
   std::string memory;
@@ -270,18 +275,22 @@ std::optional<ErrorClass> classifyKill(std::string_view signal,
   if (signal != "SIGKILL") {
     c.advice = std::string(signal) +
                " asks a process to end: someone or something (a user, a logout, a shutdown, a "
-               "service manager) stopped the engine. " +
-               c.advice;
+               "service manager) stopped " +
+               process + ". " + c.advice;
   } else if (nearlyFull) {
     c.advice = "Most likely the kernel's out-of-memory killer: " + memory +
                ". Close other programs, or lower max_seq_len or the micro-batch (the CPU run's "
                "activations live in host memory); `journalctl -k | grep -i oom` confirms it. " +
                c.advice;
+  } else if (memory.empty()) {  // no reading: either sender
+    c.advice = "SIGKILL from outside " + process +
+               ": the kernel's out-of-memory killer when host memory ran out (`journalctl -k | "
+               "grep -i oom` says so), else kill -9, a task manager or a container's limit. " +
+               c.advice;
   } else {
-    c.advice =
-        "SIGKILL from outside the engine (kill -9, a task manager, a container's limit)" +
-        (memory.empty() ? std::string() : "; " + memory + ", so not the out-of-memory killer") +
-        ". " + c.advice;
+    c.advice = "SIGKILL from outside " + process +
+               " (kill -9, a task manager, a container's limit); " + memory +
+               ", so not the out-of-memory killer. " + c.advice;
   }
   return c;
 }

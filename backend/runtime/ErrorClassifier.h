@@ -58,13 +58,18 @@ struct HostMemory {
   std::uint64_t availableBytes = 0;
   std::uint64_t totalBytes = 0;
 };
-// An engine killed by `signal` ("SIGKILL", "SIGTERM", ...): a Killed class for the signals other
+// Who was killed: LoRAscope's engine (it resumes from its last completed step), or a command
+// under `lorascope-train supervise` (it resumes from its own checkpoints, if any).
+enum class KilledProcess { Engine, Command };
+// A process killed by `signal` ("SIGKILL", "SIGTERM", ...): a Killed class for the signals other
 // processes send (KILL, TERM, INT, HUP, QUIT), whose advice names the likely sender — the kernel's
 // out-of-memory killer for a SIGKILL while host memory was nearly full (under 5% or 512 MiB
-// available) — and which does not step down the ladder; nullopt for the signals a process raises
-// on itself (SEGV, ABRT, BUS, ILL, FPE...), which the runtime's messages classify.
+// available), either that or a kill from outside with no reading — and which does not step down
+// the ladder; nullopt for the signals a process raises on itself (SEGV, ABRT, BUS, ILL, FPE...),
+// which the runtime's messages classify.
 std::optional<ErrorClass> classifyKill(std::string_view signal,
-                                       const std::optional<HostMemory>& hostMemory);
+                                       const std::optional<HostMemory>& hostMemory,
+                                       KilledProcess who = KilledProcess::Engine);
 
 // An engine that crashed with `signal` ("SIGSEGV", "SIGABRT") while it prepared the run (opening
 // the model, reading and tokenizing the data, rendering chat templates: before its first GPU

@@ -147,6 +147,32 @@ class TestExternalSupervisor : public QObject {
     QCOMPARE(*h.supervisor->outcome(), 1);
     QVERIFY(h.all<engine::IncidentEvent>().back().action.find("already 1") != std::string::npos);
   }
+  // A signal from outside (the kernel's out-of-memory killer, a user) is no GPU error: the same
+  // profile and batch again, where an out of memory on the smaller-batch rung halves it.
+  void aKillFromOutsideRestartsOnTheSameRungAndBatch() {
+    QTemporaryDir dir;
+    SupervisedCommand c = command(dir);
+    c.batchArgument = "--bs {batch}";
+    c.batch = 8;
+    Harness h(c);
+    h.supervisor->exited(1, CommandExit{true, 0, "SIGKILL"});
+    QCOMPARE(h.launcher.launches.size(), std::size_t{2});
+    QCOMPARE(h.launcher.launches[1].profileName, h.launcher.launches[0].profileName);
+    QVERIFY(h.hasArgument(1, "8"));
+    const engine::IncidentEvent killed = h.all<engine::IncidentEvent>().at(0);
+    QVERIFY2(killed.what.find("killed by SIGKILL after step 0 (killed)") != std::string::npos,
+             killed.what.c_str());
+    QVERIFY2(killed.action.find("out-of-memory killer") != std::string::npos,
+             killed.action.c_str());
+    h.supervisor->outputLine(2, true, "torch.OutOfMemoryError: CUDA out of memory.");
+    h.supervisor->exited(2, CommandExit{false, 1, ""});
+    QVERIFY(h.hasArgument(2, "4"));
+    h.supervisor->exited(3, CommandExit{true, 0, "SIGTERM"});
+    QCOMPARE(h.launcher.launches.size(), std::size_t{4});
+    QCOMPARE(h.launcher.launches[3].profileName, std::string("Low VRAM"));
+    QVERIFY(h.hasArgument(3, "4"));
+    QCOMPARE(h.supervisor->batch(), 4);
+  }
   void outOfMemoryWithoutATemplateSaysWhy() {
     QTemporaryDir dir;
     Harness h(command(dir));

@@ -107,7 +107,18 @@ class TestErrorClassifier : public QObject {
     const auto kill9 = classifyKill("SIGKILL", roomy);
     QVERIFY(kill9->advice.find("50% used") != std::string::npos);
     QVERIFY(kill9->advice.find("so not the out-of-memory killer") != std::string::npos);
-    QVERIFY(classifyKill("SIGKILL", std::nullopt)->advice.find("kill -9") != std::string::npos);
+    // No reading: either sender, and how to tell them apart.
+    const std::string unknown = classifyKill("SIGKILL", std::nullopt)->advice;
+    QVERIFY(unknown.find("kill -9") != std::string::npos);
+    QVERIFY(unknown.find("out-of-memory killer when host memory ran out") != std::string::npos);
+    QVERIFY(unknown.find("journalctl -k") != std::string::npos);
+    // A command under `supervise` is named as such, and resumes from its own checkpoints.
+    const std::string command =
+        classifyKill("SIGTERM", std::nullopt, KilledProcess::Command)->advice;
+    QVERIFY2(command.find("stopped the command. Not a GPU error: the command was ended from "
+                          "outside. It restarts on the same rung.") != std::string::npos,
+             command.c_str());
+    QVERIFY(command.find("engine") == std::string::npos);
     QVERIFY(classifyKill("SIGTERM", roomy)->advice.find("SIGTERM asks a process to end") !=
             std::string::npos);
     QCOMPARE(classifyKill("SIGSEGV", nearlyFull), std::nullopt);
