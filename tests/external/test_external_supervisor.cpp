@@ -75,6 +75,14 @@ SupervisedCommand command(const QTemporaryDir& dir) {
   return c;
 }
 
+// command(dir) whose batch (starting at `batch`) is passed through `argument`.
+SupervisedCommand withBatch(const QTemporaryDir& dir, std::string argument, int batch) {
+  SupervisedCommand c = command(dir);
+  c.batchArgument = std::move(argument);
+  c.batch = batch;
+  return c;
+}
+
 void makeCheckpoint(const QTemporaryDir& dir, const std::string& name) {
   std::filesystem::create_directories(dir.filePath("out").toStdString() + "/" + name);
 }
@@ -122,10 +130,7 @@ class TestExternalSupervisor : public QObject {
   }
   void outOfMemoryHalvesTheBatchThroughTheTemplate() {
     QTemporaryDir dir;
-    SupervisedCommand c = command(dir);
-    c.batchArgument = "--per_device_train_batch_size {batch}";
-    c.batch = 8;
-    Harness h(c);
+    Harness h(withBatch(dir, "--per_device_train_batch_size {batch}", 8));
     QVERIFY(h.hasArgument(0, "8"));
     h.supervisor->outputLine(
         1, true, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB");
@@ -151,10 +156,7 @@ class TestExternalSupervisor : public QObject {
   // profile and batch again, where an out of memory on the smaller-batch rung halves it.
   void aKillFromOutsideRestartsOnTheSameRungAndBatch() {
     QTemporaryDir dir;
-    SupervisedCommand c = command(dir);
-    c.batchArgument = "--bs {batch}";
-    c.batch = 8;
-    Harness h(c);
+    Harness h(withBatch(dir, "--bs {batch}", 8));
     h.supervisor->exited(1, CommandExit{true, 0, "SIGKILL"});
     QCOMPARE(h.launcher.launches.size(), std::size_t{2});
     QCOMPARE(h.launcher.launches[1].profileName, h.launcher.launches[0].profileName);
@@ -285,10 +287,7 @@ class TestExternalSupervisor : public QObject {
     plain.supervisor->outputLine(1, false, "{'loss': '9.037', 'grad_norm': '0.15'}");
     QCOMPARE(plain.all<engine::StepEvent>().at(0).microBatch, 0);
     QCOMPARE(plain.all<engine::StepEvent>().at(0).gradNorm, 0.15);
-    SupervisedCommand c = command(dir);
-    c.batchArgument = "--bs {batch}";
-    c.batch = 16;
-    Harness templated(c);
+    Harness templated(withBatch(dir, "--bs {batch}", 16));
     templated.supervisor->outputLine(1, false, "{'loss': '9.037'}");
     QCOMPARE(templated.all<engine::StepEvent>().at(0).microBatch, 16);
   }
