@@ -764,10 +764,9 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
 // layer, half a GiB a step), while one RMSNorm of the layer's saved input remakes each. So every
 // layer shares one pair of buffers (the first layer's), and the backward remakes a layer's normed
 // input into its buffer just before its LoRA backward reads it. The same op on the same input
-// gives the same bits, so the gradients are those of kept tensors. The
-// buffers already hold a layer's after its forward (the last layer's after the forward pass, the
-// layer just recomputed under activation checkpointing): normsOf_ says whose, and those are not
-// remade.
+// gives the same bits, so the gradients are those of kept tensors. The buffers already hold a
+// layer's after its forward (the last layer's after the forward pass, the layer just recomputed
+// under activation checkpointing): normsOf_ says whose, and those are not remade.
 const Tensor& TrainGraph::normedInput(int layer, NormedInput which, const Tensor& x,
                                       const Tensor& weight, Tensor& buffer) {
   int& holder = normsOf_[static_cast<std::size_t>(which)];
