@@ -1,15 +1,17 @@
-// cli/cmd_generate.cpp — `lorascope-train generate --model DIR [--adapter RUN|DIR]
+// cli/cmd_generate.cpp — `lorascope-train generate [--model DIR] [--adapter RUN|DIR]
 // [--quantize none|nf4] (--prompt "..." | --ids "1,2,3")`: text from the model (its projections
 // in NF4 with --quantize nf4, as a QLoRA run trained), with the adapter when given, streamed
 // to stdout as it is generated (job/Generation.h: chat template, KV cache, greedy or seeded
 // top-p sampling). --json prints one object with the ids instead, for comparison with
 // transformers' generate.
 #include <iostream>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/Commands.h"
+#include "common/OsError.h"  // defines: pathFromUtf8
 #include "job/CliArgs.h"
 #include "job/Generation.h"
 #include "model/WeightQuantization.h"  // defines: parseQuantization
@@ -29,7 +31,8 @@ const job::CommandSpec& generateCommand() {
           {
               {.name = "model",
                .type = OptionType::Text,
-               .help = "The base model: a folder, or a model id in the local Hugging Face cache.",
+               .help = "The base model: a folder, or a model id in the local Hugging Face cache "
+                       "(default: the model of the run --adapter names).",
                .valueName = "DIR"},
               {.name = "adapter",
                .type = OptionType::Text,
@@ -116,8 +119,18 @@ int runGenerate(const Args& args) {
   const model::WeightQuantization quantization =
       model::parseQuantization(parsed.value("quantize").value_or("none"))
           .value_or(model::WeightQuantization::None);
-  job::TextGenerator generator(parsed.required("model"), parsed.value("adapter").value_or(""),
-                               parsed.value("device").value_or("cpu"), log, quantization);
+  const std::string adapter = parsed.value("adapter").value_or("");
+  std::optional<std::string> model = parsed.value("model");
+  if (!model && !adapter.empty()) {
+    model = job::runBaseModel(common::pathFromUtf8(adapter));
+  }
+  if (!model) {
+    throw job::UsageError(
+        "missing --model DIR: the base model (without it, --adapter must name a LoRAscope run, "
+        "whose config.json names the model it trained on)");
+  }
+  job::TextGenerator generator(*model, adapter, parsed.value("device").value_or("cpu"), log,
+                               quantization);
   const bool chat = parsed.value("chat-template").value_or("true") == "true";
   const std::vector<std::int32_t> prompt =
       parsed.value("ids")

@@ -15,6 +15,7 @@
 #include "model/JsonFile.h"            // defines: readJsonFile
 #include "model/KvCache.h"             // defines: CachedDecoder
 #include "model/WeightQuantization.h"  // defines: quantizationName
+#include "runs/RunFolder.h"            // defines: isRunConfig
 #include "text/ChatTemplate.h"
 #include "text/Tokenizer.h"
 #include "train/Lora.h"
@@ -112,6 +113,13 @@ fs::path resolveAdapterDir(const fs::path& runOrDir) {
   throw UsageError(common::pathText(runOrDir) +
                    ": not an adapter (no adapter_config.json) and not a run folder with an "
                    "adapter/ or a checkpoint; give a PEFT adapter folder or a run folder");
+}
+
+std::optional<std::string> runBaseModel(const fs::path& runOrDir) {
+  if (!runs::isRunConfig(runOrDir / train::kRunConfigFile)) {
+    return std::nullopt;  // a model folder's config.json is not a run's
+  }
+  return train::RunDirectory::open(runOrDir).baseModel();
 }
 
 std::set<std::int32_t> modelEosIds(const fs::path& modelDir) {

@@ -59,6 +59,9 @@ std::int32_t pickToken(std::span<const float> logits, const SamplingOptions& opt
 // The PEFT adapter folder `runOrDir` names: the folder itself (adapter_config.json), a run's
 // final adapter/, or else its newest checkpoint. Throws UsageError naming the path otherwise.
 std::filesystem::path resolveAdapterDir(const std::filesystem::path& runOrDir);
+// The base model a run folder trained on (its config.json's model_path); nullopt for any other
+// folder (a PEFT adapter's base is a name that need not be on this machine).
+std::optional<std::string> runBaseModel(const std::filesystem::path& runOrDir);
 
 // End-of-sequence ids of a model folder (config.json, generation_config.json).
 std::set<std::int32_t> modelEosIds(const std::filesystem::path& modelDir);

@@ -75,11 +75,12 @@ TEST_CASE(theDefaultDemoRunAnswersTheHeldOutPrompts) {
   for (const train::DemoExample& heldOut : train::demoHeldOutPrompts()) {
     std::string replies[2];
     for (int adapter = 0; adapter < 2; ++adapter) {
-      std::vector<std::string> arguments = {"generate", "--model",      common::pathText(model),
-                                            "--prompt", heldOut.prompt, "--max-new-tokens",
-                                            "40",       "--json"};
-      if (adapter == 1) {
+      std::vector<std::string> arguments = {"generate",         "--prompt", heldOut.prompt,
+                                            "--max-new-tokens", "40",       "--json"};
+      if (adapter == 1) {  // as a user asks: the run alone names its model
         arguments.insert(arguments.end(), {"--adapter", common::pathText(run)});
+      } else {
+        arguments.insert(arguments.end(), {"--model", common::pathText(model)});
       }
       const Output generated = runTrainer(arguments, cache);
       VERIFY2(generated.exitCode == 0, generated.out + generated.err);
