@@ -539,8 +539,13 @@ int runTrain(const Args& args) {
   if (parsed.value("resume")) {
     for (const auto& [name, value] : parsed.given()) {
       if (job::findRunOption(name) != nullptr && name != "device" && name != "gpus") {
-        throw job::UsageError("--resume continues with the run's own settings (config.json); --" +
-                              name + " cannot change them (only --device and --gpus can)");
+        const std::string run = *parsed.value("resume");
+        throw job::UsageError(
+            "--resume continues with the run's own settings (config.json); --" + name +
+            " cannot change them (only --device and --gpus can). To train on with other "
+            "settings, start a new run on the model with this run's adapter merged in: "
+            "lorascope-train export " +
+            run + " --merge MERGED_DIR, then lorascope-train train --model MERGED_DIR ...");
       }
     }
   }
