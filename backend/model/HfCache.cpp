@@ -84,7 +84,7 @@ std::vector<fs::path> hubCacheDirs(const EnvLookup& env) {
 
 bool looksLikeModelId(std::string_view spec) {
   const std::string_view id = spec.substr(0, spec.find('@'));
-  if (id.empty() || id.front() == '.' || id.front() == '-' ||
+  if (id.empty() || id.front() == '.' || id.front() == '-' || id.front() == '/' ||
       id.find("..") != std::string_view::npos)
     return false;
   std::size_t slashes = 0;
@@ -101,8 +101,12 @@ ResolvedModel resolveModel(const std::string& spec, const EnvLookup& env) {
   std::error_code ec;
   if (const fs::path given = common::pathFromUtf8(spec); fs::is_directory(given, ec))
     return {given, std::nullopt, ""};
-  if (!looksLikeModelId(spec))
-    throw ModelError(spec, "is not a directory (expected a Hugging Face model folder or id)");
+  if (!looksLikeModelId(spec)) {
+    throw ModelError(spec,
+                     std::string(fs::exists(common::pathFromUtf8(spec), ec) ? "is not a folder"
+                                                                            : "does not exist") +
+                         " (expected a Hugging Face model folder or id)");
+  }
   const std::size_t at = spec.find('@');
   const std::string id = spec.substr(0, at);
   const std::string revision = at == std::string::npos ? "main" : spec.substr(at + 1);

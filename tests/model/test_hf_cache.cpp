@@ -76,6 +76,7 @@ TEST_CASE(idsLookLikeIds) {
   VERIFY(model::looksLikeModelId("gpt2"));
   VERIFY(model::looksLikeModelId("meta-llama/Llama-3.2-1B@v1.0"));
   VERIFY(!model::looksLikeModelId("/models/qwen"));
+  VERIFY(!model::looksLikeModelId("/qwen"));  // an absolute path, not an id with its org left out
   VERIFY(!model::looksLikeModelId("./qwen"));
   VERIFY(!model::looksLikeModelId("../qwen"));
   VERIFY(!model::looksLikeModelId("~/qwen"));
@@ -155,5 +156,13 @@ TEST_CASE(missingIdListsWhereItLooked) {
     VERIFY2(message.find(where) != std::string::npos, message.c_str());
   }
   const std::string path = errorOf([&] { model::resolveModel("/nonexistent/model", env); });
-  VERIFY2(path.find("/nonexistent/model: is not a directory") != std::string::npos, path.c_str());
+  VERIFY2(path.find("/nonexistent/model: does not exist (expected a Hugging Face model folder or "
+                    "id)") != std::string::npos,
+          path.c_str());
+  // One slash in front is a path too, not an id whose cache folder is "models----nonexistent".
+  const std::string rooted = errorOf([&] { model::resolveModel("/nonexistent", env); });
+  VERIFY2(rooted.find("/nonexistent: does not exist") != std::string::npos, rooted.c_str());
+  const std::string file = (kModelData / "llama_f32_legacy_rope" / "config.json").string();
+  VERIFY(errorOf([&] { model::resolveModel(file, env); }).find(": is not a folder") !=
+         std::string::npos);
 }
