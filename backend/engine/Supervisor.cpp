@@ -101,6 +101,16 @@ void Supervisor::adoptRun(nlohmann::json config) {
   restarts_ = 0;
   lastStep_ = 0;  // a new run: its steps are new, replayed or not
   lastStickyError_.reset();
+  if (halvesReached(runtime::RecoveryRung::VendorBlas)) {
+    // On the rung that halves the micro-batch a new run gets half its own batch-size, not the
+    // last run's; given none (its default, auto, a resume) it keeps its own until an out of
+    // memory on the rung halves it.
+    const auto given = runConfig_->find("batch-size");
+    rungMicroBatch_ =
+        given != runConfig_->end() && given->is_number_integer() && given->get<std::int64_t>() > 1
+            ? static_cast<int>(given->get<std::int64_t>() / 2)
+            : 0;
+  }
 }
 
 void Supervisor::startAnswered(bool taken) {

@@ -240,8 +240,9 @@ class Supervisor {
   std::int64_t lastStep_ = 0;
   int lastMicroBatch_ = 0;
   // The micro-batch the rung that halves it chose: half the run's when the ladder reached that
-  // rung or an out-of-memory happened on it; 0 below it. Restarts and profile switches send this,
-  // not half the micro-batch of the moment (which would halve it again every time).
+  // rung or an out-of-memory happened on it, half a new run's batch-size; 0 below it (or for a
+  // new run that gave none). Restarts and profile switches send this, not half the micro-batch of
+  // the moment (which would halve it again every time).
   int rungMicroBatch_ = 0;
   std::optional<ErrorEvent> lastStickyError_;
   std::optional<std::int64_t> generating_;  // the generation sent and not ended yet

@@ -479,6 +479,28 @@ class TestRecoveryLadder : public QObject {
     QVERIFY(!sentToggle(rig.engine(), Toggle::MicroBatch, 1));
   }
 
+  // A new run on that rung halves its own batch-size, not the micro-batch of the run before; a
+  // run that gives none keeps its own.
+  void aNewRunOnTheSmallerMicroBatchRungHalvesItsOwnBatch() {
+    Rig rig;
+    climbToSmallerMicroBatch(rig);
+    rig.running();
+    rig.step(2, 4);
+    rig.report(StateEvent{RunState::Finished, 2, ""});
+    rig.supervisor.send(StartCommand{{{"out", "/runs/b"}, {"demo", true}, {"batch-size", 16}}});
+    QVERIFY(sentToggle(rig.engine(), Toggle::MicroBatch, 8));
+    QVERIFY(!sentToggle(rig.engine(), Toggle::MicroBatch, 2));
+    rig.running();
+    rig.step(1, 8);
+    rig.report(StateEvent{RunState::Finished, 1, ""});
+    const std::size_t before = rig.engine().sent.size();
+    rig.supervisor.send(StartCommand{{{"out", "/runs/c"}, {"demo", true}}});
+    for (std::size_t i = before; i < rig.engine().sent.size(); ++i) {
+      const auto* set = std::get_if<SetToggleCommand>(&rig.engine().sent[i]);
+      QVERIFY(set == nullptr || set->toggle != Toggle::MicroBatch);
+    }
+  }
+
   void anEngineThatCannotStartIsNotRestartedInALoop() {
     Rig rig;
     rig.supervisor.send(StartCommand{kRunConfig});
