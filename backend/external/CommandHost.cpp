@@ -260,6 +260,7 @@ CommandHost::CommandHost(SupervisedCommand command, profiles::Profile profile,
   graceSeconds_ = command.graceSeconds;
   if (options_.telemetry) {
     telemetry::ProviderSet set = telemetry::openProviders();
+    hostProvider_ = set.host;
     if (!set.gpu.empty()) {
       for (const auto& p : set.gpu)
         gpuProviders_.push_back(p->name());
@@ -377,6 +378,11 @@ void CommandHost::record(const engine::TimedEvent& timed) {
 }
 
 void CommandHost::telemetryTick() {
+  if (telemetry::Snapshot host; hostProvider_ && running_.load() && hostProvider_->refresh(host) &&
+                                host.host && host.host->ramAvailableBytes &&
+                                host.host->ramTotalBytes) {
+    supervisor_->noteHostMemory({*host.host->ramAvailableBytes, *host.host->ramTotalBytes});
+  }
   if (!sampler_ || current_ == nullptr || !running_.load())
     return;
   const std::vector<std::int64_t> tree = current_->processTree();

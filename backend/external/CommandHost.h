@@ -108,6 +108,7 @@ class CommandHost : public engine::EngineHost {
   std::optional<engine::MemoryEvent> driverMemory_;
   std::unique_ptr<telemetry::Sampler> sampler_;
   std::vector<std::string> gpuProviders_;
+  std::shared_ptr<telemetry::Provider> hostProvider_;  // host memory, for the advice of a kill
   std::int64_t lastTelemetryMs_ = -1'000'000;
   std::int64_t lastHeldOutsideMs_ = -1'000'000;
   bool reportedRunning_ = false;  // what the listener was last told (connectedChanged)

@@ -334,9 +334,10 @@ void ExternalSupervisor::exited(int attempt, const CommandExit& exit) {
 }
 
 // A signal other processes send (SIGKILL, SIGTERM: the kernel's out-of-memory killer, a user) is
-// no GPU error and restarts on the same rung; any other is classified by the command's last lines.
+// no GPU error and restarts on the same rung, its advice read against the last host memory
+// reading; any other is classified by the command's last lines.
 runtime::ErrorClass ExternalSupervisor::killedOr(const std::string& signal) const {
-  if (auto killed = runtime::classifyKill(signal, std::nullopt, runtime::KilledProcess::Command)) {
+  if (auto killed = runtime::classifyKill(signal, hostMemory_, runtime::KilledProcess::Command)) {
     return *killed;
   }
   return runtime::classifyError("", stderrTail_);

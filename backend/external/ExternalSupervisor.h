@@ -90,6 +90,9 @@ class ExternalSupervisor {
   // prints something first, or a stopped command's grace period ends; nullopt without either.
   std::optional<std::int64_t> nextDeadlineMs() const;
   void checkDeadlines();
+  // The host's memory now (the host's telemetry, about once a second): a SIGKILL's advice then
+  // names the out-of-memory killer when it was nearly full, or rules it out.
+  void noteHostMemory(const runtime::HostMemory& reading) { hostMemory_ = reading; }
   std::int64_t elapsedMs() const { return nowMs_() - startedMs_; }
 
   // Also the process exit code of `lorascope-train supervise`: 0 once the command finished well,
@@ -143,6 +146,7 @@ class ExternalSupervisor {
   bool stopRequested_ = false;
   std::optional<std::int64_t> hangDeadlineMs_;
   std::optional<int> outcome_;
+  std::optional<runtime::HostMemory> hostMemory_;  // the last reading, if any
 };
 
 }  // namespace lorascope::external

@@ -279,9 +279,12 @@ std::optional<ErrorClass> classifyKill(std::string_view signal,
                process + ". " + c.advice;
   } else if (nearlyFull) {
     c.advice = "Most likely the kernel's out-of-memory killer: " + memory +
-               ". Close other programs, or lower max_seq_len or the micro-batch (the CPU run's "
-               "activations live in host memory); `journalctl -k | grep -i oom` confirms it. " +
-               c.advice;
+               (who == KilledProcess::Engine
+                    ? ". Close other programs, or lower max_seq_len or the micro-batch (the CPU "
+                      "run's activations live in host memory)"
+                    : ". Close other programs, or lower the command's batch, sequence length or "
+                      "data loader workers") +
+               "; `journalctl -k | grep -i oom` confirms it. " + c.advice;
   } else if (memory.empty()) {  // no reading: either sender
     c.advice = "SIGKILL from outside " + process +
                ": the kernel's out-of-memory killer when host memory ran out (`journalctl -k | "

@@ -175,6 +175,23 @@ class TestExternalSupervisor : public QObject {
     QVERIFY(h.hasArgument(3, "4"));
     QCOMPARE(h.supervisor->batch(), 4);
   }
+  // With the host's memory read (CommandHost's telemetry), a SIGKILL's advice weighs it: nearly
+  // full names the out-of-memory killer, roomy rules it out.
+  void aSigkillIsReadAgainstTheHostsMemory() {
+    QTemporaryDir dir;
+    Harness h(command(dir));
+    h.supervisor->noteHostMemory({std::uint64_t{300} << 20, std::uint64_t{32} << 30});
+    h.supervisor->exited(1, CommandExit{true, 0, "SIGKILL"});
+    const std::string oom = h.all<engine::IncidentEvent>().at(0).action;
+    QVERIFY2(oom.find("Most likely the kernel's out-of-memory killer: host memory was 99% used "
+                      "(300 MiB available)") != std::string::npos,
+             oom.c_str());
+    QVERIFY2(oom.find("lower the command's batch") != std::string::npos, oom.c_str());
+    h.supervisor->noteHostMemory({std::uint64_t{16} << 30, std::uint64_t{32} << 30});
+    h.supervisor->exited(2, CommandExit{true, 0, "SIGKILL"});
+    const std::string roomy = h.all<engine::IncidentEvent>().at(1).action;
+    QVERIFY2(roomy.find("so not the out-of-memory killer") != std::string::npos, roomy.c_str());
+  }
   void outOfMemoryWithoutATemplateSaysWhy() {
     QTemporaryDir dir;
     Harness h(command(dir));
