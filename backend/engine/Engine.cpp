@@ -304,6 +304,16 @@ bool Engine::generate(const GenerateCommand& command) {
   return true;
 }
 
+Event EngineJob::applyAndConfirm(Toggle toggle, const nlohmann::json& value) {
+  try {
+    std::string detail = applyToggle(toggle, value);
+    return ToggleAppliedEvent{toggle, value, completedSteps(), std::move(detail),
+                              notApplicable(toggle)};
+  } catch (const std::exception& e) {
+    return ToggleRefusedEvent{toggle, value, e.what(), completedSteps()};
+  }
+}
+
 void Engine::handle(Command& command) {
   const std::string type(commandType(command));
   auto refuse = [&](const std::string& why) {
@@ -349,13 +359,7 @@ void Engine::handle(Command& command) {
     if (job_->holdsToggle(set->toggle, set->value)) {
       return;  // confirmed at the step boundary the job applies it at
     }
-    try {
-      std::string detail = job_->applyToggle(set->toggle, set->value);
-      publish(ToggleAppliedEvent{set->toggle, set->value, job_->completedSteps(), std::move(detail),
-                                 job_->notApplicable(set->toggle)});
-    } catch (const std::exception& e) {
-      publish(ToggleRefusedEvent{set->toggle, set->value, e.what(), job_->completedSteps()});
-    }
+    publish(job_->applyAndConfirm(set->toggle, set->value));
   } else if (std::holds_alternative<CheckpointNowCommand>(command)) {
     publish(job_->checkpoint());
   } else if (std::holds_alternative<RequestSnapshotCommand>(command)) {

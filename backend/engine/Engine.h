@@ -114,6 +114,9 @@ class EngineJob {
   // confirms it. A rank of a group keeps the toggles that arrive once it has stepped, so that
   // every rank applies each at the same boundary (job/EngineJob.cpp). Default: none.
   virtual bool holdsToggle(Toggle /*toggle*/, const nlohmann::json& /*value*/) { return false; }
+  // applyToggle, and the event that says so: applied (with notApplicable's reason, if any) or
+  // refused with applyToggle's reason. The engine publishes it, or the job for a toggle it held.
+  Event applyAndConfirm(Toggle toggle, const nlohmann::json& value);
   // Why the toggle does nothing where the run computes now ("" when it applies): sent with its
   // confirmation, so the GUI disables the editor and says why.
   virtual std::string notApplicable(Toggle /*toggle*/) const { return {}; }

@@ -290,15 +290,7 @@ class TrainingJob : public engine::EngineJob {
     while (!heldToggles_.empty() && heldToggles_.front().received < agreedToggles_) {
       const HeldToggle held = std::move(heldToggles_.front());
       heldToggles_.pop_front();
-      try {
-        std::string detail = applyToggle(held.toggle, held.value);
-        sink_(engine::TimedEvent{
-            0, engine::ToggleAppliedEvent{held.toggle, held.value, completedSteps(),
-                                          std::move(detail), notApplicable(held.toggle)}});
-      } catch (const std::exception& e) {
-        sink_(engine::TimedEvent{
-            0, engine::ToggleRefusedEvent{held.toggle, held.value, e.what(), completedSteps()}});
-      }
+      sink_(engine::TimedEvent{0, applyAndConfirm(held.toggle, held.value)});
     }
   }
 
