@@ -3,6 +3,8 @@
 // Include only from .hip translation units.
 #pragma once
 
+#include <cstdint>
+
 #include "gpu/hip_portability.h"  // defines: kWaveSize, waveShflXor, bf16 conversions
 
 namespace lorascope::gpu {
@@ -18,6 +20,60 @@ __device__ inline void storeFloat(float* p, long long i, float v) {
 }
 __device__ inline void storeFloat(hip_bfloat16* p, long long i, float v) {
   p[i] = floatToBf16(v);
+}
+
+// Packed access (Note [packed elementwise], hip/elementwise.hip): kPack consecutive values a
+// thread, one 16-byte load or store per bf16 operand (two per f32 one).
+constexpr int kPack = 8;  // elements per thread and iteration of a packed kernel
+
+// P when count and every address allow packs of kPack (Note [packed elementwise]), else 1.
+template <typename... T>
+bool packable(long long count, const T*... p) {
+  return count % kPack == 0 && ((reinterpret_cast<std::uintptr_t>(p) % 16 == 0) && ...);
+}
+
+template <int P>
+__device__ inline void loadPack(const hip_bfloat16* p, long long i, float (&v)[P]) {
+  if constexpr (P == 1) {
+    v[0] = loadFloat(p, i);
+  } else {
+    static_assert(P == kPack, "a pack is one 16-byte load");
+    alignas(16) hip_bfloat16 h[P];
+    *reinterpret_cast<uint4*>(h) = *reinterpret_cast<const uint4*>(p + i);
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      v[k] = bf16ToFloat(h[k]);
+    }
+  }
+}
+template <int P>
+__device__ inline void loadPack(const float* p, long long i, float (&v)[P]) {
+  if constexpr (P == 1) {
+    v[0] = p[i];
+  } else {
+    static_assert(P == kPack, "a pack is two 16-byte loads");
+    const float4 a = *reinterpret_cast<const float4*>(p + i);
+    const float4 b = *reinterpret_cast<const float4*>(p + i + 4);
+    const float e[P] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      v[k] = e[k];
+    }
+  }
+}
+template <int P>
+__device__ inline void storePack(hip_bfloat16* p, long long i, const float (&v)[P]) {
+  if constexpr (P == 1) {
+    storeFloat(p, i, v[0]);
+  } else {
+    static_assert(P == kPack, "a pack is one 16-byte store");
+    alignas(16) hip_bfloat16 h[P];
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      h[k] = floatToBf16(v[k]);
+    }
+    *reinterpret_cast<uint4*>(p + i) = *reinterpret_cast<const uint4*>(h);
+  }
 }
 
 // `combine` (associative, commutative) of `value` over the whole block; every thread gets the

@@ -9,33 +9,49 @@ namespace lorascope::compute::hip {
 namespace {
 
 using gpu::blockSum;
-using gpu::loadFloat;
+using gpu::loadPack;
+using gpu::packable;
+using gpu::storePack;
 
 constexpr int kThreadsPerRow = 256;  // a multiple of both wave sizes (32 and 64)
 
+// P: the values a thread loads at a time (gpu::kPack when the row allows, else 1: see
+// packedRows). The sums run over each thread's values in order, then across the block.
+
 // x, y (rows, dim); weight (dim); rstd (rows)
-template <typename WeightT>
+template <int P, typename WeightT>
 __global__ void rmsnormForwardKernel(const hip_bfloat16* x, const WeightT* weight, float eps,
                                      long long dim, hip_bfloat16* y, float* rstd) {
   const long long row = blockIdx.x;
   const hip_bfloat16* xRow = x + row * dim;
   float sumSquares = 0.0f;
-  for (long long i = threadIdx.x; i < dim; i += blockDim.x) {
-    const float v = loadFloat(xRow, i);
-    sumSquares += v * v;
+  for (long long i = threadIdx.x * P; i < dim; i += blockDim.x * P) {
+    float v[P];
+    loadPack(xRow, i, v);
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      sumSquares += v[k] * v[k];
+    }
   }
   const float s = rsqrtf(blockSum(sumSquares) / static_cast<float>(dim) + eps);
   if (threadIdx.x == 0) {
     rstd[row] = s;
   }
   hip_bfloat16* yRow = y + row * dim;
-  for (long long i = threadIdx.x; i < dim; i += blockDim.x) {
-    yRow[i] = gpu::floatToBf16(loadFloat(xRow, i) * s * loadFloat(weight, i));
+  for (long long i = threadIdx.x * P; i < dim; i += blockDim.x * P) {
+    float v[P], w[P], out[P];
+    loadPack(xRow, i, v);
+    loadPack(weight, i, w);
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      out[k] = v[k] * s * w[k];
+    }
+    storePack(yRow, i, out);
   }
 }
 
 // dy, x, dx (rows, dim); weight (dim); rstd (rows)
-template <typename WeightT>
+template <int P, typename WeightT>
 __global__ void rmsnormBackwardKernel(const hip_bfloat16* dy, const hip_bfloat16* x,
                                       const WeightT* weight, const float* rstd, long long dim,
                                       hip_bfloat16* dx) {
@@ -43,16 +59,38 @@ __global__ void rmsnormBackwardKernel(const hip_bfloat16* dy, const hip_bfloat16
   const hip_bfloat16* xRow = x + row * dim;
   const hip_bfloat16* dyRow = dy + row * dim;
   float dotGx = 0.0f;
-  for (long long i = threadIdx.x; i < dim; i += blockDim.x) {
-    dotGx += loadFloat(weight, i) * loadFloat(dyRow, i) * loadFloat(xRow, i);
+  for (long long i = threadIdx.x * P; i < dim; i += blockDim.x * P) {
+    float w[P], d[P], v[P];
+    loadPack(weight, i, w);
+    loadPack(dyRow, i, d);
+    loadPack(xRow, i, v);
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      dotGx += w[k] * d[k] * v[k];
+    }
   }
   const float s = rstd[row];
   const float correction = blockSum(dotGx) / static_cast<float>(dim) * s * s;
   hip_bfloat16* dxRow = dx + row * dim;
-  for (long long i = threadIdx.x; i < dim; i += blockDim.x) {
-    const float g = loadFloat(weight, i) * loadFloat(dyRow, i);
-    dxRow[i] = gpu::floatToBf16(s * (g - loadFloat(xRow, i) * correction));
+  for (long long i = threadIdx.x * P; i < dim; i += blockDim.x * P) {
+    float w[P], d[P], v[P], out[P];
+    loadPack(weight, i, w);
+    loadPack(dyRow, i, d);
+    loadPack(xRow, i, v);
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      out[k] = s * (w[k] * d[k] - v[k] * correction);
+    }
+    storePack(dxRow, i, out);
   }
+}
+
+// Whether rows of `dim` go in packs: every address 16-byte aligned, dim a multiple of the pack
+// and long enough that a block's threads still share a row (q/k norms' rows of a head's 64 or
+// 128 values keep one value a thread).
+template <typename... T>
+bool packedRows(long long dim, const T*... p) {
+  return dim >= 512 && packable(dim, p...);
 }
 
 const hip_bfloat16* asBf16(const std::uint16_t* p) {
@@ -71,12 +109,18 @@ void rmsnormForward(const std::uint16_t* x, const void* weight, bool weightIsBf1
     return;
   }
   const dim3 grid(static_cast<unsigned>(rows));
+  const auto run = [&](auto kernel, const auto* w) {
+    launch("rmsnorm_forward", kernel, grid, dim3(kThreadsPerRow), 0, stream, asBf16(x), w, eps, dim,
+           asBf16(y), rstd);
+  };
   if (weightIsBf16) {
-    launch("rmsnorm_forward", rmsnormForwardKernel<hip_bfloat16>, grid, dim3(kThreadsPerRow), 0,
-           stream, asBf16(x), static_cast<const hip_bfloat16*>(weight), eps, dim, asBf16(y), rstd);
+    const auto* w = static_cast<const hip_bfloat16*>(weight);
+    packedRows(dim, x, w, y) ? run(rmsnormForwardKernel<gpu::kPack, hip_bfloat16>, w)
+                             : run(rmsnormForwardKernel<1, hip_bfloat16>, w);
   } else {
-    launch("rmsnorm_forward", rmsnormForwardKernel<float>, grid, dim3(kThreadsPerRow), 0, stream,
-           asBf16(x), static_cast<const float*>(weight), eps, dim, asBf16(y), rstd);
+    const auto* w = static_cast<const float*>(weight);
+    packedRows(dim, x, w, y) ? run(rmsnormForwardKernel<gpu::kPack, float>, w)
+                             : run(rmsnormForwardKernel<1, float>, w);
   }
 }
 
@@ -87,13 +131,18 @@ void rmsnormBackward(const std::uint16_t* dy, const std::uint16_t* x, const void
     return;
   }
   const dim3 grid(static_cast<unsigned>(rows));
+  const auto run = [&](auto kernel, const auto* w) {
+    launch("rmsnorm_backward", kernel, grid, dim3(kThreadsPerRow), 0, stream, asBf16(dy), asBf16(x),
+           w, rstd, dim, asBf16(dx));
+  };
   if (weightIsBf16) {
-    launch("rmsnorm_backward", rmsnormBackwardKernel<hip_bfloat16>, grid, dim3(kThreadsPerRow), 0,
-           stream, asBf16(dy), asBf16(x), static_cast<const hip_bfloat16*>(weight), rstd, dim,
-           asBf16(dx));
+    const auto* w = static_cast<const hip_bfloat16*>(weight);
+    packedRows(dim, dy, x, w, dx) ? run(rmsnormBackwardKernel<gpu::kPack, hip_bfloat16>, w)
+                                  : run(rmsnormBackwardKernel<1, hip_bfloat16>, w);
   } else {
-    launch("rmsnorm_backward", rmsnormBackwardKernel<float>, grid, dim3(kThreadsPerRow), 0, stream,
-           asBf16(dy), asBf16(x), static_cast<const float*>(weight), rstd, dim, asBf16(dx));
+    const auto* w = static_cast<const float*>(weight);
+    packedRows(dim, dy, x, w, dx) ? run(rmsnormBackwardKernel<gpu::kPack, float>, w)
+                                  : run(rmsnormBackwardKernel<1, float>, w);
   }
 }
 
