@@ -105,9 +105,12 @@ inline model::ModelWeights randomWeights(compute::Backend& backend, const model:
   return w;
 }
 
-// Random token sequences of exactly `seq` tokens, every position a label: `count` of them.
+// Random token sequences of exactly `seq` tokens: `count` of them. Every position is a label but
+// the first `promptPercent`% of each sequence, which are ignored (−100) as a prompt is when a run
+// trains on the responses alone.
 inline std::vector<train::TokenizedExample> randomData(const model::ModelConfig& config,
-                                                       std::int64_t count, std::int64_t seq) {
+                                                       std::int64_t count, std::int64_t seq,
+                                                       int promptPercent = 0) {
   std::mt19937 rng(2);
   std::uniform_int_distribution<std::int32_t> token(
       0, static_cast<std::int32_t>(config.vocabSize - 1));
@@ -118,6 +121,7 @@ inline std::vector<train::TokenizedExample> randomData(const model::ModelConfig&
       id = token(rng);
     }
     example.labels = example.ids;
+    std::fill_n(example.labels.begin(), seq * promptPercent / 100, compute::kIgnoreTarget);
   }
   return data;
 }

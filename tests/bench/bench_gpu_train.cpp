@@ -7,7 +7,7 @@
 //   bench_gpu_train --shape qwen2.5-0.5b|llama-3.2-1b|tiny [--gemm vendor|built-in]
 //                   [--warmup N] [--steps N] [--profile-steps N] [--batch B] [--seq S]
 //                   [--checkpointing] [--device gpu|cpu] [--json FILE] [--label NAME]
-//                   [--mirror N] [--graph]
+//                   [--mirror N] [--graph] [--prompt-percent P]
 //   bench_gpu_train --model DIR [--quantize none|nf4] [the options above but --shape]
 //
 // --model reads a Hugging Face model folder instead (safetensors through model::ModelFolder) and
@@ -15,6 +15,10 @@
 // load with --quantize nf4); the report then adds the memory model's estimate for that placement
 // (model/MemoryEstimate.h). scripts/gpu-check.sh qlora runs it on a Llama-3.1-8B-shaped random
 // model made by scripts/reference/random_model.py.
+//
+// --prompt-percent P: the first P% of each sequence's positions have no target, as a masked prompt
+// (tokens/s still counts every position): the lm-head's and the loss's cost when a run trains on
+// responses alone.
 //
 // A step: B × S random tokens (every position predicted), LoRA r8 alpha 16 without dropout on
 // q,k,v,o,gate,up,down of every layer, AdamW lr 2e-4, global-norm clipping at 1.0; bf16 frozen
@@ -101,7 +105,8 @@ struct Options {
   int warmup = 3;
   int steps = 20;
   int profileSteps = 3;
-  int mirror = 0;  // --mirror: step boundaries at which the state mirror's cost is timed
+  int mirror = 0;         // --mirror: step boundaries at which the state mirror's cost is timed
+  int promptPercent = 0;  // --prompt-percent: the share of each sequence without a target
   std::int64_t batch = 8;
   std::int64_t seq = 512;
   bool checkpointing = false;
@@ -119,7 +124,7 @@ struct Options {
                "usage: bench_gpu_train --shape qwen2.5-0.5b|llama-3.2-1b|tiny "
                "[--gemm vendor|built-in] [--warmup N] [--steps N] [--profile-steps N] "
                "[--batch B] [--seq S] [--checkpointing] [--device gpu|cpu] [--json FILE] "
-               "[--label NAME] [--mirror N] [--graph]\n"
+               "[--label NAME] [--mirror N] [--graph] [--prompt-percent P]\n"
                "       bench_gpu_train --model DIR [--quantize none|nf4] [the same options]\n",
                problem.c_str());
   std::exit(2);
@@ -193,6 +198,11 @@ Options parseOptions(int argc, char** argv) {
       o.profileSteps = positive(flag, value, 0);
     } else if (flag == "--mirror") {
       o.mirror = positive(flag, value, 0);
+    } else if (flag == "--prompt-percent") {
+      o.promptPercent = positive(flag, value, 0);
+      if (o.promptPercent > 99) {
+        usage("--prompt-percent is 0 to 99, got " + value);
+      }
     } else if (flag == "--batch") {
       o.batch = positive(flag, value, 1);
     } else if (flag == "--seq") {
@@ -511,7 +521,8 @@ Result runBenchmark(const Options& o, compute::Backend& backend) {
     r.estimate = model::estimateTrainingMemory(config, shape, o.batch * o.seq);
   }
   train::TrainLoop loop(backend, config, weights,
-                        bench::randomData(config, o.batch * totalSteps, o.seq), tc);
+                        bench::randomData(config, o.batch * totalSteps, o.seq, o.promptPercent),
+                        tc);
   if (o.graph) {
     loop.setStepMode(train::StepMode::Graph);
   }
@@ -561,9 +572,13 @@ std::string gibText(std::optional<std::uint64_t> bytes) {
 }
 
 void printReport(const Options& o, const Result& r) {
-  std::printf("%s, %s GEMM, B%lld x S%lld, LoRA r8 x 7, checkpointing %s, %s steps, on %s\n",
+  const std::string prompt =
+      o.promptPercent > 0
+          ? " (the first " + std::to_string(o.promptPercent) + "% of each without targets)"
+          : "";
+  std::printf("%s, %s GEMM, B%lld x S%lld%s, LoRA r8 x 7, checkpointing %s, %s steps, on %s\n",
               o.shape.c_str(), compute::gemmImplementationName(o.gemm),
-              static_cast<long long>(o.batch), static_cast<long long>(o.seq),
+              static_cast<long long>(o.batch), static_cast<long long>(o.seq), prompt.c_str(),
               o.checkpointing ? "on" : "off", o.graph ? "graph" : "eager", r.device.c_str());
   std::printf("  weights built in %.1f s; %d warm-up steps %.2f s\n", r.buildSeconds, o.warmup,
               r.warmupSeconds);
@@ -652,6 +667,7 @@ nlohmann::json resultJson(const Options& o, const Result& r) {
       {"seq", o.seq},
       {"checkpointing", o.checkpointing},
       {"graph", o.graph},
+      {"prompt_percent", o.promptPercent},
       {"warmup_steps", o.warmup},
       {"timed_steps", o.steps},
       {"profiled_steps", o.profileSteps},
