@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -33,21 +35,54 @@ JsonReader profileReader(const json& object, const std::string& source) {
                     [](const std::string& message) { throw ProfileError(message); });
 }
 
+// A profile's problems, all of them: each part of the file (a field, a toggle, a variable) is
+// read on its own, so that one check names every problem at once, not the first alone.
+class Problems {
+ public:
+  // Runs `read`; a ProfileError it throws is kept and reading goes on.
+  template <typename Read>
+  void read(Read&& read) {
+    try {
+      std::forward<Read>(read)();
+    } catch (const ProfileError& e) {
+      messages_.push_back(e.what());
+    }
+  }
+  // Throws one ProfileError naming every problem kept, a line each.
+  void throwIfAny() const {
+    if (messages_.empty()) {
+      return;
+    }
+    std::string all;
+    for (const std::string& m : messages_) {
+      all += (all.empty() ? "" : "\n") + m;
+    }
+    throw ProfileError(all);
+  }
+
+ private:
+  std::vector<std::string> messages_;
+};
+
 // The keys of "toggles" and the values they take are the settings registry's (a setting's
 // profileKey and its toggle's value type).
-LiveToggles readToggles(const JsonReader& t) {
+LiveToggles readToggles(const JsonReader& t, Problems& problems) {
   const settings::Registry& registry = settings::registry();
   LiveToggles toggles;
-  for (const auto& [key, value] : t.value().items()) {
-    const settings::Setting* setting = registry.findProfileKey(key);
-    if (setting == nullptr) {
-      t.fail(key, "unknown key (the keys here: " + registry.profileKeys() + ")");
-    }
-    if (const std::string problem = settings::toggleValueProblem(*setting, value);
-        !problem.empty()) {
-      t.fail(key, problem);
-    }
-    toggles[*setting->toggle] = value;
+  for (const auto& item : t.value().items()) {
+    const std::string& key = item.key();  // named: a lambda may not capture a structured binding
+    const json& value = item.value();     // (clang before 16)
+    problems.read([&] {
+      const settings::Setting* setting = registry.findProfileKey(key);
+      if (setting == nullptr) {
+        t.fail(key, "unknown key (the keys here: " + registry.profileKeys() + ")");
+      }
+      if (const std::string problem = settings::toggleValueProblem(*setting, value);
+          !problem.empty()) {
+        t.fail(key, problem);
+      }
+      toggles[*setting->toggle] = value;
+    });
   }
   return toggles;
 }
@@ -132,35 +167,43 @@ void mergeMissing(AllocatorSettings& into, const AllocatorSettings& from) {
     into.roundupPower2Divisions = from.roundupPower2Divisions;
 }
 
-void readEnvironment(const JsonReader& env, const std::string& source, ParsedProfile& out) {
-  for (const auto& [name, value] : env.value().items()) {
-    const std::string text = env.string(name);
-    if (text.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
-      env.fail(name, "values may not contain line breaks or NUL characters");
-    }
-    const VariablePolicy policy = variablePolicy(name);
-    if (policy.external == VariableUse::Refuse) {
-      env.fail(name, "not allowed: " + policy.reason);
-    }
-    if (const std::string why = whyValueIsForbidden(name, text); !why.empty()) {
-      env.fail(name, "value not allowed: " + why);
-    }
-    const std::string field = env.fieldName(name);
-    if (policy.engine == VariableUse::Map) {
-      mergeMissing(out.profile.allocator, parseAllocConf(text, source + ": " + field, out.notes));
-      out.notes.push_back({field, policy.reason});
-      out.profile.externalEnvironment[name] = text;
-      continue;
-    }
-    if (policy.engine == VariableUse::Ignore) {
-      out.notes.push_back({field, policy.reason});
-      out.profile.externalEnvironment[name] = text;
-      continue;
-    }
-    if (auto advice = folkloreAdvice(name)) {
-      out.notes.push_back({field, *advice});
-    }
-    out.profile.environment[name] = text;
+// One variable of "environment" into `out`.
+void readVariable(const JsonReader& env, const std::string& source, const std::string& name,
+                  ParsedProfile& out) {
+  const std::string text = env.string(name);
+  if (text.find_first_of(std::string("\n\r\0", 3)) != std::string::npos) {
+    env.fail(name, "values may not contain line breaks or NUL characters");
+  }
+  const VariablePolicy policy = variablePolicy(name);
+  if (policy.external == VariableUse::Refuse) {
+    env.fail(name, "not allowed: " + policy.reason);
+  }
+  if (const std::string why = whyValueIsForbidden(name, text); !why.empty()) {
+    env.fail(name, "value not allowed: " + why);
+  }
+  const std::string field = env.fieldName(name);
+  if (policy.engine == VariableUse::Map) {
+    mergeMissing(out.profile.allocator, parseAllocConf(text, source + ": " + field, out.notes));
+    out.notes.push_back({field, policy.reason});
+    out.profile.externalEnvironment[name] = text;
+    return;
+  }
+  if (policy.engine == VariableUse::Ignore) {
+    out.notes.push_back({field, policy.reason});
+    out.profile.externalEnvironment[name] = text;
+    return;
+  }
+  if (auto advice = folkloreAdvice(name)) {
+    out.notes.push_back({field, *advice});
+  }
+  out.profile.environment[name] = text;
+}
+
+void readEnvironment(const JsonReader& env, const std::string& source, ParsedProfile& out,
+                     Problems& problems) {
+  for (const auto& item : env.value().items()) {
+    const std::string& name = item.key();
+    problems.read([&] { readVariable(env, source, name, out); });
   }
 }
 
@@ -178,39 +221,59 @@ ParsedProfile parseProfile(std::string_view jsonText, const std::string& source)
     throw ProfileError(source + ": a profile must be a JSON object");
   }
   const JsonReader r = profileReader(root, source);
-  r.onlyKeys({"version", "name", "description", "rationale", "environment", "toggles", "allocator",
-              "ladder_rung", "engine"});
-  if (r.has("version") && r.integer("version", 1, 1 << 30) > kProfileFormatVersion) {
-    r.fail("version", "written by a newer LoRAscope (format " + r.at("version").dump() +
-                          "; this one reads " + std::to_string(kProfileFormatVersion) + ")");
-  }
+  // Every part is read even after a problem in another, and all of them are reported together.
+  Problems problems;
+  problems.read([&] {
+    r.onlyKeys({"version", "name", "description", "rationale", "environment", "toggles",
+                "allocator", "ladder_rung", "engine"});
+  });
+  problems.read([&] {
+    if (r.has("version") && r.integer("version", 1, 1 << 30) > kProfileFormatVersion) {
+      r.fail("version", "written by a newer LoRAscope (format " + r.at("version").dump() +
+                            "; this one reads " + std::to_string(kProfileFormatVersion) + ")");
+    }
+  });
   ParsedProfile out;
   Profile& p = out.profile;
-  p.name = r.string("name");
-  if (p.name.empty() || p.name.size() > 64) {
-    r.fail("name", "must be 1 to 64 characters");
-  }
-  p.description = r.string("description");
-  p.rationale = r.stringOr("rationale", "");
-  if (r.has("toggles"))
-    p.toggles = readToggles(r.object("toggles"));
-  if (r.has("allocator")) {
-    p.allocator = readAllocator(r.object("allocator"));
-  }
-  if (r.has("environment")) {
-    readEnvironment(r.object("environment"), source, out);
-  }
-  if (r.has("ladder_rung")) {
-    const std::string rung = r.string("ladder_rung");
-    const std::optional<settings::Rung> parsed = settings::parseRungProfileName(rung);
-    if (!parsed) {
-      r.fail("ladder_rung", "'" + rung + "' is not one of: " + settings::rungProfileNameList());
+  problems.read([&] {
+    p.name = r.string("name");
+    if (p.name.empty() || p.name.size() > 64) {
+      r.fail("name", "must be 1 to 64 characters");
     }
-    p.ladderRung = *parsed;
-  }
-  if (r.has("engine")) {
-    p.engine = readEngine(r.object("engine"));
-  }
+  });
+  problems.read([&] { p.description = r.string("description"); });
+  problems.read([&] { p.rationale = r.stringOr("rationale", ""); });
+  problems.read([&] {
+    if (r.has("toggles")) {
+      p.toggles = readToggles(r.object("toggles"), problems);
+    }
+  });
+  problems.read([&] {
+    if (r.has("allocator")) {
+      p.allocator = readAllocator(r.object("allocator"));
+    }
+  });
+  problems.read([&] {
+    if (r.has("environment")) {
+      readEnvironment(r.object("environment"), source, out, problems);
+    }
+  });
+  problems.read([&] {
+    if (r.has("ladder_rung")) {
+      const std::string rung = r.string("ladder_rung");
+      const std::optional<settings::Rung> parsed = settings::parseRungProfileName(rung);
+      if (!parsed) {
+        r.fail("ladder_rung", "'" + rung + "' is not one of: " + settings::rungProfileNameList());
+      }
+      p.ladderRung = *parsed;
+    }
+  });
+  problems.read([&] {
+    if (r.has("engine")) {
+      p.engine = readEngine(r.object("engine"));
+    }
+  });
+  problems.throwIfAny();
   return out;
 }
 

@@ -27,7 +27,8 @@ namespace lorascope::profiles {
 
 inline constexpr int kProfileFormatVersion = 1;
 
-// `source` names the file (or "built-in profile X") in every error and note.
+// `source` names the file (or "built-in profile X") in every error and note. A file with several
+// problems (fields, toggles, variables) is refused with one ProfileError naming each, a line each.
 ParsedProfile parseProfile(std::string_view jsonText, const std::string& source);
 
 std::string profileToJson(const Profile& profile);  // pretty-printed, round-trips through parse

@@ -4,6 +4,7 @@
 #include "TempDir.h"
 #include "TestRunner.h"
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 #include <string_view>
@@ -157,6 +158,25 @@ TEST_CASE(schemaErrorsNameFileAndField) {
   VERIFY(errorOf(R"({"version": 2, "name": "x", "description": "d"})").contains("newer LoRAscope"));
   VERIFY(errorOf(R"({"name": "x", "description": "d", "environment": {"HIP_X": "a\nb"}})")
              .contains("line breaks"));
+}
+
+// One check names every problem of a file, a line each, not the first alone.
+TEST_CASE(aProfileWithSeveralProblemsNamesEach) {
+  const lstest::Message message = errorOf(
+      R"({"name": "", "description": "d", "toggles": {"micro_batch": 0, "serialise": true}, )"
+      R"("environment": {"HIPBLASLT_LOG_FILE": "/x", "GPU_MAX_HW_QUEUES": "4"}, )"
+      R"("ladder_rung": "up"})");
+  const std::vector<std::string> wanted{
+      "user.json: name: must be 1 to 64 characters",
+      "user.json: toggles.micro_batch: must be a whole number from 1",
+      "user.json: toggles.serialise: unknown key",
+      "user.json: environment.HIPBLASLT_LOG_FILE: not allowed",
+      "user.json: ladder_rung: 'up' is not one of"};
+  for (const std::string& w : wanted) {
+    VERIFY2(message.contains(w), (w + " in: " + message.text).c_str());
+  }
+  COMPARE(static_cast<std::size_t>(std::count(message.text.begin(), message.text.end(), '\n')),
+          wanted.size() - 1);
 }
 
 TEST_CASE(profilesRoundTripThroughJson) {
