@@ -4,12 +4,15 @@
 // here still own the memory until they have run.
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "compute/Errors.h"
 #include "compute/hip/HipBackend.h"
+#include "compute/hip/HipCheck.h"          // defines: LORASCOPE_HIP_CHECK
 #include "compute/hip/attention.h"         // defines: attentionForward, attentionBackward
 #include "compute/hip/attention_cached.h"  // defines: attentionCached
-#include "compute/hip/lm_head_loss.h"      // defines: lmHeadChunk, lmHeadChunkColumns, ...
+#include "compute/hip/lm_head_loss.h"      // defines: lmHeadChunk, lmHeadGatherRows, ...
 #include "runtime/OpTiming.h"              // defines: OpTimingScope
 
 namespace lorascope::compute::hip {
@@ -126,44 +129,77 @@ void HipBackend::lmHeadLoss(const Tensor& h, const Tensor& weight,
   // Per-op timing files the chunks' GEMMs under this op ("lm_head_cross_entropy/matmul").
   const runtime::gpu::OpTimingScope timingScope(op);
   const bool withGradient = dh.defined();
-  const std::int64_t chunk = lmHeadChunkColumns(rows, vocab);
-  const Tensor deviceTargets = uploadIndices(*this, targets);
+  // Note [predicted rows only] (cpu/lm_head_loss.cpp): a row without a target (a masked prompt,
+  // padding, a document's last token) needs no logits. Outside a graph capture (whose shapes are
+  // fixed) the pass runs over the predicted rows alone, gathered into a block, and writes their
+  // losses and dh rows back in place; the others are 0.
+  std::vector<std::int32_t> passTargets;
+  std::vector<std::int32_t> passRows;
+  if (!capturing()) {
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+      if (targets[i] != kIgnoreTarget) {
+        passTargets.push_back(targets[i]);
+        passRows.push_back(static_cast<std::int32_t>(i));
+      }
+    }
+  }
+  const bool gathered = !capturing() && std::cmp_less(passRows.size(), rows);
+  if (gathered) {
+    LORASCOPE_HIP_CHECK(hipMemsetAsync(losses.data(), 0, losses.bytes(), stream_));
+    if (withGradient) {
+      LORASCOPE_HIP_CHECK(hipMemsetAsync(dh.data(), 0, dh.bytes(), stream_));
+    }
+    if (passRows.empty()) {
+      return;
+    }
+  }
+  const std::int64_t passCount = gathered ? static_cast<std::int64_t>(passRows.size()) : rows;
+  const Tensor deviceTargets = uploadIndices(*this, gathered ? passTargets : targets);
+  const Tensor deviceRows = gathered ? uploadIndices(*this, passRows) : Tensor();
   const auto* targetIds = deviceTargets.as<std::int32_t>();
+  const auto* outRows = gathered ? deviceRows.as<std::int32_t>() : nullptr;
   const memory::OwnerScope owner(memory::Owner::Workspace);
-  Tensor stateRows = empty(DType::F32, {4, rows});
+  Tensor passInput = gathered ? empty(h.dtype(), {passCount, hidden}) : Tensor();
+  if (gathered) {
+    lmHeadGatherRows(h.as<std::uint16_t>(), outRows, passCount, hidden,
+                     passInput.as<std::uint16_t>(), stream_);
+  }
+  const Tensor& input = gathered ? passInput : h;
+  const std::int64_t chunk = lmHeadChunkColumns(passCount, vocab);
+  Tensor stateRows = empty(DType::F32, {4, passCount});
   float* stateData = stateRows.as<float>();
-  const LmHeadRowState state{stateData, stateData + rows, stateData + 2 * rows,
-                             stateData + 3 * rows};
+  const LmHeadRowState state{stateData, stateData + passCount, stateData + 2 * passCount,
+                             stateData + 3 * passCount};
   // Scratch: ≤ kLmHeadChunkFloats f32 logits, half as many bytes of bf16 weights, and the f32
   // (rows, hidden) gradient accumulator.
-  Tensor logits = empty(DType::F32, {rows, chunk});
-  Tensor weights = withGradient ? empty(DType::BF16, {rows, chunk}) : Tensor();
-  Tensor dhSum = withGradient ? empty(DType::F32, {rows, hidden}) : Tensor();
+  Tensor logits = empty(DType::F32, {passCount, chunk});
+  Tensor weights = withGradient ? empty(DType::BF16, {passCount, chunk}) : Tensor();
+  Tensor dhSum = withGradient ? empty(DType::F32, {passCount, hidden}) : Tensor();
   const std::size_t weightRowBytes = static_cast<std::size_t>(hidden) * dtypeBytes(weight.dtype());
 
   for (std::int64_t c0 = 0; c0 < vocab; c0 += chunk) {
     const std::int64_t columns = std::min(chunk, vocab - c0);
     const Tensor weightChunk = sliceView(weight, static_cast<std::size_t>(c0) * weightRowBytes,
                                          weight.dtype(), columns, hidden);
-    Tensor chunkLogits = sliceView(logits, 0, DType::F32, rows, columns);
-    matmul(h, false, weightChunk, true, chunkLogits, 1.0f, 0.0f);  // h · W_cᵀ
+    Tensor chunkLogits = sliceView(logits, 0, DType::F32, passCount, columns);
+    matmul(input, false, weightChunk, true, chunkLogits, 1.0f, 0.0f);  // h · W_cᵀ
     Tensor chunkWeights =
-        withGradient ? sliceView(weights, 0, DType::BF16, rows, columns) : Tensor();
-    lmHeadChunk(logits.as<float>(), rows, columns, c0, c0 == 0, targetIds, kIgnoreTarget,
+        withGradient ? sliceView(weights, 0, DType::BF16, passCount, columns) : Tensor();
+    lmHeadChunk(logits.as<float>(), passCount, columns, c0, c0 == 0, targetIds, kIgnoreTarget,
                 logitSoftcap, state, withGradient ? chunkWeights.as<std::uint16_t>() : nullptr,
                 stream_);
     if (withGradient) {
       if (c0 > 0) {
-        lmHeadRescaleRows(dhSum.as<float>(), rows, hidden, state, stream_);
+        lmHeadRescaleRows(dhSum.as<float>(), passCount, hidden, state, stream_);
       }
       matmul(chunkWeights, false, weightChunk, false, dhSum, 1.0f, c0 == 0 ? 0.0f : 1.0f);
     }
   }
-  lmHeadLosses(state, rows, targetIds, kIgnoreTarget, losses.as<float>(), stream_);
+  lmHeadLosses(state, passCount, targetIds, kIgnoreTarget, outRows, losses.as<float>(), stream_);
   if (withGradient) {
-    lmHeadFinishGradient(dhSum.as<float>(), rows, hidden, weight.data(), weightIsBf16, targetIds,
-                         kIgnoreTarget, logitSoftcap, state, gradScale, gradScaleOnDevice,
-                         dh.as<std::uint16_t>(), stream_);
+    lmHeadFinishGradient(dhSum.as<float>(), passCount, hidden, weight.data(), weightIsBf16,
+                         targetIds, kIgnoreTarget, logitSoftcap, state, gradScale,
+                         gradScaleOnDevice, outRows, dh.as<std::uint16_t>(), stream_);
   }
 }
 

@@ -17,7 +17,9 @@
 namespace lorascope::compute::hip {
 
 // Columns per vocabulary chunk for `rows` tokens: the f32 logits of a chunk stay within
-// kLmHeadChunkFloats (128 MiB) and its bf16 weights within half that, whatever the vocabulary.
+// kLmHeadChunkFloats (128 MiB) and its bf16 weights within half that, whatever the vocabulary;
+// a multiple of 128 where the vocabulary allows, so every chunk's logits rows stay aligned for
+// the GEMM (an odd leading dimension sends it to a slow kernel).
 inline constexpr std::int64_t kLmHeadChunkFloats = std::int64_t{32} << 20;
 std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab);
 
@@ -43,9 +45,18 @@ void lmHeadChunk(const float* logits, std::int64_t rows, std::int64_t columns,
 void lmHeadRescaleRows(float* dhSum, std::int64_t rows, std::int64_t hidden, LmHeadRowState state,
                        hipStream_t stream);
 
+// out (rows, hidden) bf16: row r = src row sourceRows[r] (the predicted rows of a pass that
+// skips the others, HipBackend::lmHeadLoss).
+void lmHeadGatherRows(const std::uint16_t* src, const std::int32_t* sourceRows, std::int64_t rows,
+                      std::int64_t hidden, std::uint16_t* out, hipStream_t stream);
+
+// The pass's row r lands in row outRows[r] of losses and dh when outRows is not null (a pass over
+// gathered rows), else in row r.
+
 // losses (rows) f32 = running max + log(running sum) − target logit, 0 for ignored rows.
 void lmHeadLosses(LmHeadRowState state, std::int64_t rows, const std::int32_t* targets,
-                  std::int32_t ignoreTarget, float* losses, hipStream_t stream);
+                  std::int32_t ignoreTarget, const std::int32_t* outRows, float* losses,
+                  hipStream_t stream);
 
 // dh (rows, hidden) bf16 = gradScale · (dhSum / running sum − slope·weight[target]), 0 for
 // ignored rows; slope = 1 − (target logit / softcap)² when capped, else 1; weight (vocab,
@@ -53,7 +64,7 @@ void lmHeadLosses(LmHeadRowState state, std::int64_t rows, const std::int32_t* t
 void lmHeadFinishGradient(const float* dhSum, std::int64_t rows, std::int64_t hidden,
                           const void* weight, bool weightIsBf16, const std::int32_t* targets,
                           std::int32_t ignoreTarget, float softcap, LmHeadRowState state,
-                          float gradScale, const float* gradScaleOnDevice, std::uint16_t* dh,
-                          hipStream_t stream);
+                          float gradScale, const float* gradScaleOnDevice,
+                          const std::int32_t* outRows, std::uint16_t* dh, hipStream_t stream);
 
 }  // namespace lorascope::compute::hip

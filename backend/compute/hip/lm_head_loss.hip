@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "compute/hip/device_common.h"  // defines: blockSum, blockMax, loadFloat, floatToBf16
 #include "compute/hip/launch.h"         // defines: launch
@@ -76,14 +77,27 @@ __global__ void lmHeadRescaleRowsKernel(float* dhSum, long long rows, long long 
   }
 }
 
+// out (rows, hidden) = src rows sourceRows[..]; Unit: 16 bytes (uint4) where hidden and both
+// tensors allow, else one bf16.
+template <typename Unit>
+__global__ void lmHeadGatherRowsKernel(const Unit* src, const std::int32_t* sourceRows,
+                                       long long unitsPerRow, Unit* out) {
+  const long long row = blockIdx.x;
+  const Unit* from = src + static_cast<long long>(sourceRows[row]) * unitsPerRow;
+  for (long long u = threadIdx.x; u < unitsPerRow; u += blockDim.x) {
+    out[row * unitsPerRow + u] = from[u];
+  }
+}
+
 __global__ void lmHeadLossesKernel(LmHeadRowState state, long long rows,
                                    const std::int32_t* targets, std::int32_t ignoreTarget,
-                                   float* losses) {
+                                   const std::int32_t* outRows, float* losses) {
   for (long long r = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; r < rows;
        r += static_cast<long long>(gridDim.x) * blockDim.x) {
-    losses[r] = targets[r] == ignoreTarget
-                    ? 0.0f
-                    : state.runningMax[r] + logf(state.runningSum[r]) - state.targetLogit[r];
+    losses[outRows != nullptr ? outRows[r] : r] =
+        targets[r] == ignoreTarget
+            ? 0.0f
+            : state.runningMax[r] + logf(state.runningSum[r]) - state.targetLogit[r];
   }
 }
 
@@ -93,8 +107,10 @@ __global__ void lmHeadFinishGradientKernel(const float* dhSum, long long hidden,
                                            const WeightT* weight, const std::int32_t* targets,
                                            std::int32_t ignoreTarget, float softcap,
                                            LmHeadRowState state, float gradScale,
-                                           const float* gradScaleOnDevice, hip_bfloat16* dh) {
+                                           const float* gradScaleOnDevice,
+                                           const std::int32_t* outRows, hip_bfloat16* dh) {
   const long long row = blockIdx.x;
+  hip_bfloat16* dhRow = dh + (outRows != nullptr ? outRows[row] : row) * hidden;
   const float scale = gradScaleOnDevice != nullptr ? *gradScaleOnDevice : gradScale;
   const std::int32_t target = targets[row];
   const bool ignored = target == ignoreTarget;
@@ -106,7 +122,7 @@ __global__ void lmHeadFinishGradientKernel(const float* dhSum, long long hidden,
     const float g = ignored ? 0.0f
                             : scale * (dhSum[row * hidden + d] * inverseSum -
                                        targetSlope * gpu::loadFloat(targetRow, d));
-    dh[row * hidden + d] = gpu::floatToBf16(g);
+    dhRow[d] = gpu::floatToBf16(g);
   }
 }
 
@@ -121,8 +137,30 @@ dim3 elementwiseGrid(long long items) {
 }  // namespace
 
 std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab) {
-  return std::clamp<std::int64_t>(kLmHeadChunkFloats / std::max<std::int64_t>(rows, 1), 1,
-                                  std::max<std::int64_t>(vocab, 1));
+  constexpr std::int64_t kAlign = 128;
+  std::int64_t columns = kLmHeadChunkFloats / std::max<std::int64_t>(rows, 1);
+  if (columns >= kAlign) {
+    columns -= columns % kAlign;
+  }
+  return std::clamp<std::int64_t>(columns, 1, std::max<std::int64_t>(vocab, 1));
+}
+
+void lmHeadGatherRows(const std::uint16_t* src, const std::int32_t* sourceRows, std::int64_t rows,
+                      std::int64_t hidden, std::uint16_t* out, hipStream_t stream) {
+  if (rows == 0 || hidden == 0) {
+    return;
+  }
+  const dim3 grid(static_cast<unsigned>(rows));
+  constexpr long long kPerUnit = sizeof(uint4) / sizeof(std::uint16_t);
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  if (hidden % kPerUnit == 0 && aligned(src) && aligned(out)) {
+    launch("lm_head_cross_entropy", lmHeadGatherRowsKernel<uint4>, grid, dim3(kThreadsPerRow), 0,
+           stream, reinterpret_cast<const uint4*>(src), sourceRows, hidden / kPerUnit,
+           reinterpret_cast<uint4*>(out));
+  } else {
+    launch("lm_head_cross_entropy", lmHeadGatherRowsKernel<std::uint16_t>, grid,
+           dim3(kThreadsPerRow), 0, stream, src, sourceRows, hidden, out);
+  }
 }
 
 void lmHeadChunk(const float* logits, std::int64_t rows, std::int64_t columns,
@@ -147,19 +185,20 @@ void lmHeadRescaleRows(float* dhSum, std::int64_t rows, std::int64_t hidden, LmH
 }
 
 void lmHeadLosses(LmHeadRowState state, std::int64_t rows, const std::int32_t* targets,
-                  std::int32_t ignoreTarget, float* losses, hipStream_t stream) {
+                  std::int32_t ignoreTarget, const std::int32_t* outRows, float* losses,
+                  hipStream_t stream) {
   if (rows == 0) {
     return;
   }
   launch("lm_head_cross_entropy", lmHeadLossesKernel, elementwiseGrid(rows),
-         dim3(kElementwiseThreads), 0, stream, state, rows, targets, ignoreTarget, losses);
+         dim3(kElementwiseThreads), 0, stream, state, rows, targets, ignoreTarget, outRows, losses);
 }
 
 void lmHeadFinishGradient(const float* dhSum, std::int64_t rows, std::int64_t hidden,
                           const void* weight, bool weightIsBf16, const std::int32_t* targets,
                           std::int32_t ignoreTarget, float softcap, LmHeadRowState state,
-                          float gradScale, const float* gradScaleOnDevice, std::uint16_t* dh,
-                          hipStream_t stream) {
+                          float gradScale, const float* gradScaleOnDevice,
+                          const std::int32_t* outRows, std::uint16_t* dh, hipStream_t stream) {
   if (rows == 0) {
     return;
   }
@@ -168,11 +207,11 @@ void lmHeadFinishGradient(const float* dhSum, std::int64_t rows, std::int64_t hi
   if (weightIsBf16) {
     launch("lm_head_cross_entropy", lmHeadFinishGradientKernel<hip_bfloat16>, grid,
            dim3(kThreadsPerRow), 0, stream, dhSum, hidden, static_cast<const hip_bfloat16*>(weight),
-           targets, ignoreTarget, softcap, state, gradScale, gradScaleOnDevice, out);
+           targets, ignoreTarget, softcap, state, gradScale, gradScaleOnDevice, outRows, out);
   } else {
     launch("lm_head_cross_entropy", lmHeadFinishGradientKernel<float>, grid, dim3(kThreadsPerRow),
            0, stream, dhSum, hidden, static_cast<const float*>(weight), targets, ignoreTarget,
-           softcap, state, gradScale, gradScaleOnDevice, out);
+           softcap, state, gradScale, gradScaleOnDevice, outRows, out);
   }
 }
 
