@@ -6,7 +6,8 @@
 // vocabulary chunk and the chunk left over from 151936), with its dtypes: bf16 activations,
 // frozen bf16 weights, f32 LoRA weights (b), f32 LoRA gradients (c, accumulated with beta = 1).
 // Beside them, addLowRankProduct (lowrank_gemm): the LoRA up-projection and input gradient at the
-// same widths, awkward sizes, an f32 weight and a k past the fused kernel.
+// same widths (each pack width of Note [low-rank packs], token counts past a block of 32), awkward
+// sizes, an f32 weight, a k of 33 to 64 and a k past the fused kernel.
 #include <string>
 
 #include "ParityHarness.h"
@@ -130,6 +131,8 @@ std::vector<LowRankShape> lowRankShapes() {
       {8, 300, 4864, true, bf16, 2.0f, "lora y += s·u·Bᵀ, gate/up"},
       {24, 300, 896, false, bf16, 1.0f, "lora dx += g·A, q/k/v group"},
       {16, 300, 896, false, bf16, 1.0f, "lora dx += g·A, gate/up group"},
+      {8, 37, 2048, false, bf16, 1.0f, "lora dx += g·A, o / down"},
+      {40, 45, 96, false, bf16, 1.0f, "k of 33 to 64"},
       {70, 5, 3, true, bf16, 1.0f, "k past the fused kernel: the GEMM"},
   };
 }

@@ -32,14 +32,31 @@ bool packable(long long count, const T*... p) {
   return count % kPack == 0 && ((reinterpret_cast<std::uintptr_t>(p) % 16 == 0) && ...);
 }
 
+// The unsigned type of P bf16 values: one load or store of 2P bytes (P = 2, 4, 8: 4, 8, 16 bytes).
+template <int P>
+struct Bf16PackBits;
+template <>
+struct Bf16PackBits<2> {
+  using Type = unsigned int;
+};
+template <>
+struct Bf16PackBits<4> {
+  using Type = uint2;
+};
+template <>
+struct Bf16PackBits<8> {
+  using Type = uint4;
+};
+
+// P consecutive bf16 at p + i as floats, one load of 2P bytes (p + i aligned to it) when P > 1.
 template <int P>
 __device__ inline void loadPack(const hip_bfloat16* p, long long i, float (&v)[P]) {
   if constexpr (P == 1) {
     v[0] = loadFloat(p, i);
   } else {
-    static_assert(P == kPack, "a pack is one 16-byte load");
-    alignas(16) hip_bfloat16 h[P];
-    *reinterpret_cast<uint4*>(h) = *reinterpret_cast<const uint4*>(p + i);
+    using Bits = typename Bf16PackBits<P>::Type;
+    alignas(sizeof(Bits)) hip_bfloat16 h[P];
+    *reinterpret_cast<Bits*>(h) = *reinterpret_cast<const Bits*>(p + i);
 #pragma unroll
     for (int k = 0; k < P; ++k) {
       v[k] = bf16ToFloat(h[k]);
@@ -66,13 +83,13 @@ __device__ inline void storePack(hip_bfloat16* p, long long i, const float (&v)[
   if constexpr (P == 1) {
     storeFloat(p, i, v[0]);
   } else {
-    static_assert(P == kPack, "a pack is one 16-byte store");
-    alignas(16) hip_bfloat16 h[P];
+    using Bits = typename Bf16PackBits<P>::Type;
+    alignas(sizeof(Bits)) hip_bfloat16 h[P];
 #pragma unroll
     for (int k = 0; k < P; ++k) {
       h[k] = floatToBf16(v[k]);
     }
-    *reinterpret_cast<uint4*>(p + i) = *reinterpret_cast<const uint4*>(h);
+    *reinterpret_cast<Bits*>(p + i) = *reinterpret_cast<const Bits*>(h);
   }
 }
 

@@ -241,69 +241,109 @@ __global__ void castF32ToBf16Kernel(const float* in, long long count, hip_bfloat
 }
 
 // y (tokens, n) += scale · Σ_j lhsT[j, t] · w(o, j), w(o, j) = w[o·strideO + j·strideJ]; the sum
-// in fp32 in the order j = 0 … k − 1, y rounded once. A block takes kLowRankColumns outputs o (a
-// thread each, its k weights in registers) over kLowRankTokens tokens, whose k values of lhsT it
-// stages in shared memory (every thread reads the same one: a broadcast). Each thread loads its
-// y values of those tokens before it adds to any, so their loads are in flight together. y is read
-// and written once, a row of consecutive o per wave: coalesced. K is k rounded up to a power of
-// two (≤ kMaxLowRank); the rows j ≥ k are zeros in both operands, which adds nothing.
-constexpr int kLowRankColumns = 256;
-constexpr int kLowRankTokens = 16;
+// in fp32 in the order j = 0 … k − 1, y rounded once. A block takes kLowRankThreads × C outputs
+// o (C consecutive ones a thread, their C × K weights in registers) over kLowRankTokens tokens,
+// whose K values of lhsT it stages in shared memory (every thread reads the same ones: a
+// broadcast). A thread reads and writes its C outputs of a token as one pack (hip/
+// device_common.h's loadPack), and loads G tokens' packs before it adds to any, so their loads
+// are in flight together. K is k rounded up to a power of two (≤ kMaxLowRank); the rows j ≥ k
+// are zeros in both operands, which adds nothing.
+//
+// Note [low-rank packs]: with one output a thread (C = 1, G = 16, 16 tokens a block, as before)
+// the kernel moved 0.7-1.9 TB/s of y on an H200 where a copy moves 3.6 (Llama-3.2-1B's eleven
+// LoRA products of a layer, T = 4096). Measured there over C ∈ {1, 2, 4, 8}, G and 16-128
+// tokens a block: 32 tokens a block and, for k ≤ 16, C = 2 where w is a LoRA B (n, k) (a
+// thread's weights are then 2k consecutive values) and C = 4 where it is a group's A (k, n)
+// (consecutive threads read consecutive weights); C = 2 for k ≤ 32 and 1 beyond; G = 16 / C
+// (8 / C from k = 32). That took 25-50% off every product (2.3-3.0 TB/s on the large ones);
+// C = 8 was slower (its weights fill the registers). The sums are the same expressions in the
+// same order, so y is bit for bit what the one-output kernel wrote.
+constexpr int kLowRankThreads = 256;
+constexpr int kLowRankTokens = 32;
 
-template <int K, typename WeightT>
-__global__ void __launch_bounds__(kLowRankColumns)
+template <int K, int C, int G, typename WeightT>
+__global__ void __launch_bounds__(kLowRankThreads)
     addLowRankProductKernel(const hip_bfloat16* lhsT, const WeightT* w, long long tokens,
                             long long n, int k, long long strideO, long long strideJ, float scale,
                             hip_bfloat16* y) {
-  __shared__ float lhs[K][kLowRankTokens];
-  const long long o = static_cast<long long>(blockIdx.x) * kLowRankColumns + threadIdx.x;
+  __shared__ float lhs[kLowRankTokens][K];
+  const long long o = (static_cast<long long>(blockIdx.x) * kLowRankThreads + threadIdx.x) * C;
   const long long t0 = static_cast<long long>(blockIdx.y) * kLowRankTokens;
-  for (int e = static_cast<int>(threadIdx.x); e < K * kLowRankTokens; e += kLowRankColumns) {
+  for (int e = static_cast<int>(threadIdx.x); e < K * kLowRankTokens; e += kLowRankThreads) {
     const int j = e / kLowRankTokens;
     const long long t = t0 + e % kLowRankTokens;
-    lhs[j][e % kLowRankTokens] = j < k && t < tokens ? loadFloat(lhsT, j * tokens + t) : 0.0f;
+    lhs[e % kLowRankTokens][j] = j < k && t < tokens ? loadFloat(lhsT, j * tokens + t) : 0.0f;
   }
-  float weights[K];
+  float weights[C][K];
 #pragma unroll
-  for (int j = 0; j < K; ++j) {
-    weights[j] = j < k && o < n ? loadFloat(w, o * strideO + j * strideJ) : 0.0f;
+  for (int c = 0; c < C; ++c) {
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      weights[c][j] = j < k && o + c < n ? loadFloat(w, (o + c) * strideO + j * strideJ) : 0.0f;
+    }
   }
   __syncthreads();
   if (o >= n) {
     return;
   }
   const long long count = tokens - t0 < kLowRankTokens ? tokens - t0 : kLowRankTokens;
-  float values[kLowRankTokens];
+  for (int g = 0; g < count; g += G) {
+    float values[G][C];
 #pragma unroll
-  for (int t = 0; t < kLowRankTokens; ++t) {
-    values[t] = t < count ? loadFloat(y, (t0 + t) * n + o) : 0.0f;
-  }
-#pragma unroll
-  for (int t = 0; t < kLowRankTokens; ++t) {
-    if (t < count) {
-      float sum = 0.0f;
-#pragma unroll
-      for (int j = 0; j < K; ++j) {
-        sum += lhs[j][t] * weights[j];
+    for (int t = 0; t < G; ++t) {
+      if (g + t < count) {
+        loadPack(y, (t0 + g + t) * n + o, values[t]);
       }
-      storeFloat(y, (t0 + t) * n + o, values[t] + scale * sum);
+    }
+#pragma unroll
+    for (int t = 0; t < G; ++t) {
+      if (g + t < count) {
+        float out[C];
+#pragma unroll
+        for (int c = 0; c < C; ++c) {
+          float sum = 0.0f;
+#pragma unroll
+          for (int j = 0; j < K; ++j) {
+            sum += lhs[g + t][j] * weights[c][j];
+          }
+          out[c] = values[t][c] + scale * sum;
+        }
+        storePack(y, (t0 + g + t) * n + o, out);
+      }
     }
   }
 }
 
-template <int K>
-void launchLowRank(const hip_bfloat16* lhsT, const void* w, bool weightIsBf16, long long tokens,
-                   long long n, int k, long long strideO, long long strideJ, float scale,
-                   hip_bfloat16* y, hipStream_t stream) {
-  const dim3 grid(static_cast<unsigned>((n + kLowRankColumns - 1) / kLowRankColumns),
+template <int K, int C, typename WeightT>
+void launchLowRank(const hip_bfloat16* lhsT, const WeightT* w, long long tokens, long long n, int k,
+                   long long strideO, long long strideJ, float scale, hip_bfloat16* y,
+                   hipStream_t stream) {
+  constexpr int kGroup = (K >= 32 ? 8 : 16) / C;  // tokens whose packs a thread loads together
+  const long long columns = (n + C - 1) / C;
+  const dim3 grid(static_cast<unsigned>((columns + kLowRankThreads - 1) / kLowRankThreads),
                   static_cast<unsigned>((tokens + kLowRankTokens - 1) / kLowRankTokens));
-  if (weightIsBf16) {
-    launch("lowrank_gemm", addLowRankProductKernel<K, hip_bfloat16>, grid, dim3(kLowRankColumns), 0,
-           stream, lhsT, static_cast<const hip_bfloat16*>(w), tokens, n, k, strideO, strideJ, scale,
-           y);
+  launch("lowrank_gemm", addLowRankProductKernel<K, C, kGroup, WeightT>, grid,
+         dim3(kLowRankThreads), 0, stream, lhsT, w, tokens, n, k, strideO, strideJ, scale, y);
+}
+
+// Note [low-rank packs]'s choice of C, or 1 where n or y's address does not allow packs of it.
+template <int K, typename WeightT>
+void launchLowRankPacked(const hip_bfloat16* lhsT, const WeightT* w, bool transposeW,
+                         long long tokens, long long n, int k, long long strideO, long long strideJ,
+                         float scale, hip_bfloat16* y, hipStream_t stream) {
+  constexpr int kWidest = K <= 16 ? 4 : (K <= 32 ? 2 : 1);
+  const int wanted = transposeW ? std::min(2, kWidest) : kWidest;
+  const auto fits = [&](int c) {
+    return n % c == 0 && reinterpret_cast<std::uintptr_t>(y) % (2 * c) == 0;
+  };
+  if (wanted >= 4 && fits(4)) {
+    launchLowRank<K, (kWidest >= 4 ? 4 : 1)>(lhsT, w, tokens, n, k, strideO, strideJ, scale, y,
+                                             stream);
+  } else if (wanted >= 2 && fits(2)) {
+    launchLowRank<K, (kWidest >= 2 ? 2 : 1)>(lhsT, w, tokens, n, k, strideO, strideJ, scale, y,
+                                             stream);
   } else {
-    launch("lowrank_gemm", addLowRankProductKernel<K, float>, grid, dim3(kLowRankColumns), 0,
-           stream, lhsT, static_cast<const float*>(w), tokens, n, k, strideO, strideJ, scale, y);
+    launchLowRank<K, 1>(lhsT, w, tokens, n, k, strideO, strideJ, scale, y, stream);
   }
 }
 
@@ -515,8 +555,14 @@ void addLowRankProduct(const std::uint16_t* lhsT, std::int64_t k, std::int64_t t
   const long long strideJ = transposeW ? 1 : n;
   const int rank = static_cast<int>(k);
   const auto run = [&](auto kernelK) {
-    launchLowRank<decltype(kernelK)::value>(asBf16(lhsT), w, weightIsBf16, tokens, n, rank, strideO,
-                                            strideJ, scale, asBf16(y), stream);
+    constexpr int K = decltype(kernelK)::value;
+    if (weightIsBf16) {
+      launchLowRankPacked<K>(asBf16(lhsT), static_cast<const hip_bfloat16*>(w), transposeW, tokens,
+                             n, rank, strideO, strideJ, scale, asBf16(y), stream);
+    } else {
+      launchLowRankPacked<K>(asBf16(lhsT), static_cast<const float*>(w), transposeW, tokens, n,
+                             rank, strideO, strideJ, scale, asBf16(y), stream);
+    }
   };
   if (k <= 8) {
     run(std::integral_constant<int, 8>{});
