@@ -67,8 +67,14 @@ template <int P>
 __device__ inline void loadPack(const float* p, long long i, float (&v)[P]) {
   if constexpr (P == 1) {
     v[0] = p[i];
+  } else if constexpr (P == 4) {
+    const float4 a = *reinterpret_cast<const float4*>(p + i);
+    v[0] = a.x;
+    v[1] = a.y;
+    v[2] = a.z;
+    v[3] = a.w;
   } else {
-    static_assert(P == kPack, "a pack is two 16-byte loads");
+    static_assert(P == kPack, "a pack is one or two 16-byte loads");
     const float4 a = *reinterpret_cast<const float4*>(p + i);
     const float4 b = *reinterpret_cast<const float4*>(p + i + 4);
     const float e[P] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};

@@ -16,25 +16,34 @@ namespace {
 
 constexpr int kThreadsPerRow = 256;  // a multiple of both wave sizes (32 and 64)
 
-// logits, weights (rows, columns)
+// logits, weights (rows, columns). Each thread takes P consecutive columns at a time (one 16-byte
+// load of logits, one 2P-byte store of weights: Note [packed elementwise]); P divides columns.
+template <int P>
 __global__ void lmHeadChunkKernel(const float* logits, long long columns, long long firstColumn,
                                   bool firstChunk, const std::int32_t* targets,
                                   std::int32_t ignoreTarget, float softcap, LmHeadRowState state,
                                   hip_bfloat16* weights) {
   const long long row = blockIdx.x;
   const float* rowLogits = logits + row * columns;
-  const auto logitAt = [&](long long c) {
-    return softcap > 0.0f ? softcap * tanhf(rowLogits[c] / softcap) : rowLogits[c];
+  const auto capped = [&](float raw) {
+    return softcap > 0.0f ? softcap * tanhf(raw / softcap) : raw;
   };
+  const long long first = static_cast<long long>(threadIdx.x) * P;
+  const long long stride = static_cast<long long>(blockDim.x) * P;
   float threadMax = -INFINITY;
   float threadSum = 0.0f;
-  for (long long c = threadIdx.x; c < columns; c += blockDim.x) {
-    const float x = logitAt(c);
-    if (x > threadMax) {
-      threadSum = threadSum * expf(threadMax - x) + 1.0f;
-      threadMax = x;
-    } else {
-      threadSum += expf(x - threadMax);
+  for (long long c = first; c < columns; c += stride) {
+    float v[P];
+    gpu::loadPack(rowLogits, c, v);
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      const float x = capped(v[k]);
+      if (x > threadMax) {
+        threadSum = threadSum * expf(threadMax - x) + 1.0f;
+        threadMax = x;
+      } else {
+        threadSum += expf(x - threadMax);
+      }
     }
   }
   // A chunk has ≥ 1 column of finite logits, so chunkMax is finite; a thread that had no
@@ -52,7 +61,7 @@ __global__ void lmHeadChunkKernel(const float* logits, long long columns, long l
     state.rescale[row] = rescale;
     const std::int32_t target = targets[row];
     if (target != ignoreTarget && target >= firstColumn && target < firstColumn + columns) {
-      state.targetLogit[row] = logitAt(target - firstColumn);
+      state.targetLogit[row] = capped(rowLogits[target - firstColumn]);
     }
   }
   if (weights == nullptr) {
@@ -60,20 +69,38 @@ __global__ void lmHeadChunkKernel(const float* logits, long long columns, long l
   }
   hip_bfloat16* rowWeights = weights + row * columns;
   const bool ignored = targets[row] == ignoreTarget;
-  for (long long c = threadIdx.x; c < columns; c += blockDim.x) {
-    const float l = logitAt(c);
-    const float slope = softcap > 0.0f ? 1.0f - (l / softcap) * (l / softcap) : 1.0f;
-    rowWeights[c] = gpu::floatToBf16(ignored ? 0.0f : expf(l - newMax) * slope);
+  for (long long c = first; c < columns; c += stride) {
+    float v[P];
+    gpu::loadPack(rowLogits, c, v);
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      const float l = capped(v[k]);
+      const float slope = softcap > 0.0f ? 1.0f - (l / softcap) * (l / softcap) : 1.0f;
+      v[k] = ignored ? 0.0f : expf(l - newMax) * slope;
+    }
+    gpu::storePack(rowWeights, c, v);
   }
 }
 
-// dhSum (rows, hidden), grid-stride over all elements
+// dhSum (rows, hidden), grid-stride over packs of P (1 or 4) elements of one row (P divides
+// hidden)
+template <int P>
 __global__ void lmHeadRescaleRowsKernel(float* dhSum, long long rows, long long hidden,
                                         const float* rescale) {
   const long long count = rows * hidden;
-  for (long long e = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; e < count;
-       e += static_cast<long long>(gridDim.x) * blockDim.x) {
-    dhSum[e] *= rescale[e / hidden];
+  for (long long e = (blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x) * P; e < count;
+       e += static_cast<long long>(gridDim.x) * blockDim.x * P) {
+    const float factor = rescale[e / hidden];
+    if constexpr (P == 4) {
+      float4 v = *reinterpret_cast<const float4*>(dhSum + e);
+      v.x *= factor;
+      v.y *= factor;
+      v.z *= factor;
+      v.w *= factor;
+      *reinterpret_cast<float4*>(dhSum + e) = v;
+    } else {
+      dhSum[e] *= factor;
+    }
   }
 }
 
@@ -170,9 +197,16 @@ void lmHeadChunk(const float* logits, std::int64_t rows, std::int64_t columns,
   if (rows == 0 || columns == 0) {
     return;
   }
-  launch("lm_head_cross_entropy", lmHeadChunkKernel, dim3(static_cast<unsigned>(rows)),
-         dim3(kThreadsPerRow), 0, stream, logits, columns, firstColumn, firstChunk, targets,
-         ignoreTarget, softcap, state, reinterpret_cast<hip_bfloat16*>(weights));
+  const dim3 grid(static_cast<unsigned>(rows));
+  auto* out = reinterpret_cast<hip_bfloat16*>(weights);
+  if (columns % 4 == 0 && reinterpret_cast<std::uintptr_t>(logits) % 16 == 0 &&
+      reinterpret_cast<std::uintptr_t>(weights) % 8 == 0) {
+    launch("lm_head_cross_entropy", lmHeadChunkKernel<4>, grid, dim3(kThreadsPerRow), 0, stream,
+           logits, columns, firstColumn, firstChunk, targets, ignoreTarget, softcap, state, out);
+  } else {
+    launch("lm_head_cross_entropy", lmHeadChunkKernel<1>, grid, dim3(kThreadsPerRow), 0, stream,
+           logits, columns, firstColumn, firstChunk, targets, ignoreTarget, softcap, state, out);
+  }
 }
 
 void lmHeadRescaleRows(float* dhSum, std::int64_t rows, std::int64_t hidden, LmHeadRowState state,
@@ -180,8 +214,13 @@ void lmHeadRescaleRows(float* dhSum, std::int64_t rows, std::int64_t hidden, LmH
   if (rows == 0 || hidden == 0) {
     return;
   }
-  launch("lm_head_cross_entropy", lmHeadRescaleRowsKernel, elementwiseGrid(rows * hidden),
-         dim3(kElementwiseThreads), 0, stream, dhSum, rows, hidden, state.rescale);
+  if (hidden % 4 == 0 && reinterpret_cast<std::uintptr_t>(dhSum) % 16 == 0) {
+    launch("lm_head_cross_entropy", lmHeadRescaleRowsKernel<4>, elementwiseGrid(rows * hidden / 4),
+           dim3(kElementwiseThreads), 0, stream, dhSum, rows, hidden, state.rescale);
+  } else {
+    launch("lm_head_cross_entropy", lmHeadRescaleRowsKernel<1>, elementwiseGrid(rows * hidden),
+           dim3(kElementwiseThreads), 0, stream, dhSum, rows, hidden, state.rescale);
+  }
 }
 
 void lmHeadLosses(LmHeadRowState state, std::int64_t rows, const std::int32_t* targets,
