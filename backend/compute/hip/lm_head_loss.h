@@ -18,8 +18,8 @@ namespace lorascope::compute::hip {
 
 // Columns per vocabulary chunk for `rows` tokens: the f32 logits of a chunk stay within
 // kLmHeadChunkFloats (128 MiB) and its bf16 weights within half that, whatever the vocabulary;
-// a multiple of 128 where the vocabulary allows, so every chunk's logits rows stay aligned for
-// the GEMM (an odd leading dimension sends it to a slow kernel).
+// a multiple of 128 where the vocabulary allows, so that the rows of a chunk's logits and weights
+// start at aligned addresses whatever the row count (the chunk kernel's packs need 16 bytes).
 inline constexpr std::int64_t kLmHeadChunkFloats = std::int64_t{32} << 20;
 std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab);
 
