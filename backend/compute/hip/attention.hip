@@ -86,9 +86,8 @@ bool tilesCopyable(const AttentionShape& shape,
   if (shape.headDim % 8 != 0) {
     return true;
   }
-  return std::all_of(tensors.begin(), tensors.end(), [](const std::uint16_t* p) {
-    return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
-  });
+  return std::all_of(tensors.begin(), tensors.end(),
+                     [](const std::uint16_t* p) { return gpu::alignedTo(p, 16); });
 }
 
 }  // namespace

@@ -26,10 +26,15 @@ __device__ inline void storeFloat(hip_bfloat16* p, long long i, float v) {
 // thread, one 16-byte load or store per bf16 operand (two per f32 one).
 constexpr int kPack = 8;  // elements per thread and iteration of a packed kernel
 
+// Whether p is a multiple of `bytes` (a pack's access size) from address 0.
+inline bool alignedTo(const void* p, std::uintptr_t bytes) {
+  return reinterpret_cast<std::uintptr_t>(p) % bytes == 0;
+}
+
 // P when count and every address allow packs of kPack (Note [packed elementwise]), else 1.
 template <typename... T>
 bool packable(long long count, const T*... p) {
-  return count % kPack == 0 && ((reinterpret_cast<std::uintptr_t>(p) % 16 == 0) && ...);
+  return count % kPack == 0 && (alignedTo(p, 16) && ...);
 }
 
 // The unsigned type of P bf16 values: one load or store of 2P bytes (P = 2, 4, 8: 4, 8, 16 bytes).

@@ -24,6 +24,7 @@
 namespace lorascope::compute::hip {
 namespace {
 
+using gpu::alignedTo;
 using gpu::kPack;
 using gpu::loadFloat;
 using gpu::loadPack;
@@ -334,7 +335,7 @@ void launchLowRankPacked(const hip_bfloat16* lhsT, const WeightT* w, bool transp
   constexpr int kWidest = K <= 16 ? 4 : (K <= 32 ? 2 : 1);
   const int wanted = transposeW ? std::min(2, kWidest) : kWidest;
   const auto fits = [&](int c) {
-    return n % c == 0 && reinterpret_cast<std::uintptr_t>(y) % (2 * c) == 0;
+    return n % c == 0 && alignedTo(y, 2 * static_cast<std::uintptr_t>(c));
   };
   if (wanted >= 4 && fits(4)) {
     launchLowRank<K, (kWidest >= 4 ? 4 : 1)>(lhsT, w, tokens, n, k, strideO, strideJ, scale, y,

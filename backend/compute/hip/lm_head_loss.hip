@@ -179,8 +179,7 @@ void lmHeadGatherRows(const std::uint16_t* src, const std::int32_t* sourceRows, 
   }
   const dim3 grid(static_cast<unsigned>(rows));
   constexpr long long kPerUnit = sizeof(uint4) / sizeof(std::uint16_t);
-  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  if (hidden % kPerUnit == 0 && aligned(src) && aligned(out)) {
+  if (hidden % kPerUnit == 0 && gpu::alignedTo(src, 16) && gpu::alignedTo(out, 16)) {
     launch("lm_head_cross_entropy", lmHeadGatherRowsKernel<uint4>, grid, dim3(kThreadsPerRow), 0,
            stream, reinterpret_cast<const uint4*>(src), sourceRows, hidden / kPerUnit,
            reinterpret_cast<uint4*>(out));
@@ -199,8 +198,7 @@ void lmHeadChunk(const float* logits, std::int64_t rows, std::int64_t columns,
   }
   const dim3 grid(static_cast<unsigned>(rows));
   auto* out = reinterpret_cast<hip_bfloat16*>(weights);
-  if (columns % 4 == 0 && reinterpret_cast<std::uintptr_t>(logits) % 16 == 0 &&
-      reinterpret_cast<std::uintptr_t>(weights) % 8 == 0) {
+  if (columns % 4 == 0 && gpu::alignedTo(logits, 16) && gpu::alignedTo(weights, 8)) {
     launch("lm_head_cross_entropy", lmHeadChunkKernel<4>, grid, dim3(kThreadsPerRow), 0, stream,
            logits, columns, firstColumn, firstChunk, targets, ignoreTarget, softcap, state, out);
   } else {
@@ -214,7 +212,7 @@ void lmHeadRescaleRows(float* dhSum, std::int64_t rows, std::int64_t hidden, LmH
   if (rows == 0 || hidden == 0) {
     return;
   }
-  if (hidden % 4 == 0 && reinterpret_cast<std::uintptr_t>(dhSum) % 16 == 0) {
+  if (hidden % 4 == 0 && gpu::alignedTo(dhSum, 16)) {
     launch("lm_head_cross_entropy", lmHeadRescaleRowsKernel<4>, elementwiseGrid(rows * hidden / 4),
            dim3(kElementwiseThreads), 0, stream, dhSum, rows, hidden, state.rescale);
   } else {
