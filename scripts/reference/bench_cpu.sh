@@ -7,11 +7,11 @@
 # builds lorascope-train (cpu preset, no GUI; .device/include supplies the OpenBLAS/PCRE2 headers
 # that machine lacks, see scripts/gpu-check.sh prepare), then runs `lorascope-train bench` and
 # scripts/reference/bench_lora_torch.py for the tiny Llama (STEPS timed steps, default 10) and the
-# Qwen2.5-0.5B shape (QWEN_STEPS, default 2), one model per process so that each peak RSS is that
-# model's own, BENCH_RUNS times (default 3), ours and PyTorch's interleaved. Results go to $OUT (or
-# ./bench-results): every table in bench.txt, and in bench-summary.txt the median tokens/s of the
-# runs at each thread count with their spread (min-max) and ours over PyTorch's
-# (scripts/reference/bench_cpu_summary.py).
+# Qwen2.5-0.5B shape (QWEN_STEPS, default 2; 0 leaves that shape out), one model per process so
+# that each peak RSS is that model's own, BENCH_RUNS times (default 3), ours and PyTorch's
+# interleaved. Results go to $OUT (or ./bench-results): every table in bench.txt, and in
+# bench-summary.txt the median tokens/s of the runs at each thread count with their spread
+# (min-max) and ours over PyTorch's (scripts/reference/bench_cpu_summary.py).
 # LORASCOPE_TRAIN=PATH uses a lorascope-train built elsewhere instead (a Debian 12 cpu build runs
 # on that machine; it saves the device's build minutes): no configure, no build.
 set -euo pipefail
@@ -40,8 +40,10 @@ for run in $(seq "$runs"); do
   echo "=== run $run of $runs ==="
   "$bench" bench --model tiny --threads "$threads" --steps "$steps" --profile
   python3 scripts/reference/bench_lora_torch.py --model tiny --threads "$threads" --steps "$steps"
-  "$bench" bench --model qwen --threads "$qwen_threads" --steps "$qwen_steps" --profile
-  python3 scripts/reference/bench_lora_torch.py --model qwen --threads "$qwen_threads" \
-    --steps "$qwen_steps"
+  if ((qwen_steps > 0)); then
+    "$bench" bench --model qwen --threads "$qwen_threads" --steps "$qwen_steps" --profile
+    python3 scripts/reference/bench_lora_torch.py --model qwen --threads "$qwen_threads" \
+      --steps "$qwen_steps"
+  fi
 done 2>&1 | tee "$out/bench.txt"
 python3 scripts/reference/bench_cpu_summary.py "$out/bench.txt" | tee "$out/bench-summary.txt"
