@@ -2,16 +2,20 @@
 // benchmark shapes (B8 × S512: Qwen2.5-0.5B 14/2 heads, Llama-3.2-1B 32/8 heads, head_dim 64),
 // at Llama-3.1-8B's (B1 × S2048, 32/8 heads, head_dim 128), and of the fused lm-head +
 // cross-entropy at the Qwen2.5-0.5B shape (4096 rows, hidden 896, vocabulary 151936) on the
-// backend's default GEMM. Qt-free; scripts/gpu-check.sh runs it on the device machine. Exit 77
-// without a GPU.
+// backend's default GEMM; and the Llama-3.2-1B shape again with its rows packed with documents
+// (--packing documents: a query sees its document's keys alone), of 128 tokens and of a mix
+// like the alpaca fixture's, to show how much of the causal work the kernels skip. Qt-free;
+// scripts/gpu-check.sh runs it on the device machine. Exit 77 without a GPU.
 //   bench_attention [--iterations N]
 // LORASCOPE_ATTENTION_KERNEL=vector times the vector-ALU kernels where matrix cores would serve
 // (the line "kernels:" says which ran), so one call can compare the two.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "BenchTiming.h"  // defines: benchIterations, millisecondsPerCall
 #include "GpuOrSkip.h"
@@ -27,7 +31,29 @@ using parity::millisecondsPerCall;
 struct BenchShape {
   const char* name;
   std::int64_t batch, seq, heads, kvHeads, headDim;
+  // Each row packed with documents of these lengths in turn (the last cut at the row's end);
+  // empty: one sequence a row.
+  std::vector<std::int64_t> documents = {};
 };
+
+// (B, S) document starts of rows packed with s.documents in turn, and the causal MACs per head
+// dim of those documents (each query against its document's keys up to itself).
+std::vector<std::int32_t> documentStarts(const BenchShape& s, double& macsPerHeadDim) {
+  std::vector<std::int32_t> starts;
+  macsPerHeadDim = 0.0;
+  std::size_t next = 0;
+  for (std::int64_t b = 0; b < s.batch; ++b) {
+    std::int64_t start = 0;
+    while (start < s.seq) {
+      const std::int64_t length = std::min(s.documents[next++ % s.documents.size()], s.seq - start);
+      starts.insert(starts.end(), static_cast<std::size_t>(length),
+                    static_cast<std::int32_t>(start));
+      macsPerHeadDim += static_cast<double>(s.heads) * length * (length + 1) / 2.0;
+      start += length;
+    }
+  }
+  return starts;
+}
 
 void benchShape(compute::Backend& gpu, const BenchShape& s, int iterations, std::mt19937& rng) {
   using compute::DType;
@@ -48,17 +74,25 @@ void benchShape(compute::Backend& gpu, const BenchShape& s, int iterations, std:
   compute::Tensor dq = gpu.empty(DType::BF16, qShape);
   compute::Tensor dk = gpu.empty(DType::BF16, kvShape);
   compute::Tensor dv = gpu.empty(DType::BF16, kvShape);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(s.headDim));
-
-  const double forwardMs =
-      millisecondsPerCall(gpu, iterations, [&] { gpu.attentionForward(q, k, v, scale, out, lse); });
-  const double backwardMs = millisecondsPerCall(
-      gpu, iterations, [&] { gpu.attentionBackward(dout, q, k, v, out, lse, scale, dq, dk, dv); });
+  compute::AttentionOptions options(1.0f / std::sqrt(static_cast<float>(s.headDim)));
   // Causal: half of the S² score matrix; forward 2 products (q·kᵀ, p·v), backward 5 (with the
   // recomputed q·kᵀ and dout·vᵀ in both the dq and the dk/dv kernel: 7 as run, 5 as counted by
-  // FlashAttention's convention, which we report).
-  const double causalMacs = static_cast<double>(s.batch) * s.heads * s.seq * (s.seq + 1) / 2.0 *
-                            static_cast<double>(s.headDim);
+  // FlashAttention's convention, which we report). With documents, each one's own triangle.
+  double causalMacs = static_cast<double>(s.batch) * s.heads * s.seq * (s.seq + 1) / 2.0 *
+                      static_cast<double>(s.headDim);
+  std::vector<std::int32_t> starts;
+  if (!s.documents.empty()) {
+    double macsPerHeadDim = 0.0;
+    starts = documentStarts(s, macsPerHeadDim);
+    options.documentStarts = starts;
+    causalMacs = macsPerHeadDim * static_cast<double>(s.headDim);
+  }
+
+  const double forwardMs = millisecondsPerCall(
+      gpu, iterations, [&] { gpu.attentionForward(q, k, v, options, out, lse); });
+  const double backwardMs = millisecondsPerCall(gpu, iterations, [&] {
+    gpu.attentionBackward(dout, q, k, v, out, lse, options, dq, dk, dv);
+  });
   std::printf(
       "attention %-14s B%lld S%lld heads %lld/%lld hd %lld: forward %.3f ms (%.1f TFLOP/s), "
       "backward %.3f ms (%.1f TFLOP/s)\n",
@@ -107,9 +141,13 @@ int main(int argc, char** argv) {
                                    ? "vector ALUs (LORASCOPE_ATTENTION_KERNEL=vector)"
                                    : "matrix cores where the device has them (head_dim <= 128)");
   std::mt19937 rng(5);
-  const BenchShape shapes[] = {{"Qwen2.5-0.5B", 8, 512, 14, 2, 64},
-                               {"Llama-3.2-1B", 8, 512, 32, 8, 64},
-                               {"Llama-3.1-8B", 1, 2048, 32, 8, 128}};
+  // The mix: the alpaca fixture's examples run about 40-450 tokens, longer ones cut at 512.
+  const BenchShape shapes[] = {
+      {"Qwen2.5-0.5B", 8, 512, 14, 2, 64},
+      {"Llama-3.2-1B", 8, 512, 32, 8, 64},
+      {"Llama docs 128", 8, 512, 32, 8, 64, {128}},
+      {"Llama docs mix", 8, 512, 32, 8, 64, {150, 420, 90, 230, 60, 300, 512, 180}},
+      {"Llama-3.1-8B", 1, 2048, 32, 8, 128}};
   for (const BenchShape& s : shapes) {
     benchShape(*gpu, s, iterations, rng);
   }
