@@ -38,7 +38,10 @@ alpaca-style dataset, timed from outside (scripts/gpu-check.sh loop runs it on t
    - real tokens per step and the share of the B x S positions they fill; and the share of the
      positions the steps computed (metrics.jsonl `positions`: each micro-batch padded to its
      longest row) that are real tokens, when the program writes it;
-   - the engine's breakdown ("step timing" log lines): the median of each stage in ms.
+   - the engine's breakdown ("step timing" log lines): the median of each stage in ms;
+   - with LORASCOPE_OP_TIMING=1 in the environment, the device time of each op a step ("op
+     timing" log lines: every launch bracketed by two events, which slows the host; measure
+     throughput without it).
 4. With --kernel-bench: bench_gpu_train on the same folder, B x S, every position a real token
    (fully packed random ids), once per run: the kernel-only figure, named as such, and the
    physical limit (the model's FLOPs per token at the vendor GEMM's rate it measures).
@@ -77,6 +80,9 @@ TIMING = re.compile(r"step timing (\d+): cycle ([\d.]+) ms = step ([\d.]+) ms \(
                     r"(-?[\d.]+) ms \(mirror wait ([\d.]+), evaluation ([\d.]+), metrics "
                     r"([\d.]+), snapshot ([\d.]+), checkpoint ([\d.]+), step begin ([\d.]+), "
                     r"engine ([\d.]+)\)")
+# LORASCOPE_OP_TIMING=1 in the environment: the engine's device time per op of each step cycle.
+OPS = re.compile(r"op timing (\d+): ([\d.]+) ms in ops, the step ([\d.]+) ms \((.*)\)$")
+OP = re.compile(r"(\S+) ([\d.]+)/(\d+)")
 STAGES = ["cycle", "step", "batches", "passes", "clip", "update", "between", "mirror wait",
           "evaluation", "metrics", "snapshot", "checkpoint", "step begin", "engine"]
 
@@ -148,7 +154,15 @@ def one_run(program, args, model, out_dir, log_path, env, extra_options, gpus=No
         if match and int(match.group(1)) in counted:
             for name, value in zip(STAGES, match.groups()[1:]):
                 stages[name].append(float(value))
+    ops = {}
+    for e in engine.events:
+        match = e.get("type") == "log" and OPS.search(e.get("text", ""))
+        if match and int(match.group(1)) in counted:
+            ops.setdefault("(all ops)", []).append(float(match.group(2)))
+            for name, ms, _ in OP.findall(match.group(4)):
+                ops.setdefault(name, []).append(float(ms))
     return {
+        "ops_ms": {name: median(v) for name, v in ops.items()},
         "delivered_tokens_per_s": sum(tokens) / (arrived[last] - arrived[first]),
         "step_cycle_ms": median(gaps),
         "step_own_ms": median(own),
@@ -316,6 +330,15 @@ def main():
         if stages:
             summary.append("    engine breakdown, ms (median of the runs' medians): " + ", ".join(
                 f"{stage} {median(v):.2f}" for stage, v in stages.items()))
+        ops = {}
+        for r in runs:
+            for op, value in r.get("ops_ms", {}).items():
+                ops.setdefault(op, []).append(value)
+        if ops:
+            summary.append("    device time per op (LORASCOPE_OP_TIMING), ms a step (median of the "
+                           "runs' medians): " + ", ".join(
+                               f"{op} {median(v):.2f}" for op, v in
+                               sorted(ops.items(), key=lambda item: -median(item[1]))))
     kernel = [r for r in results if r["program"] == "kernel-only"]
     if kernel:
         tokens = [r["tokens_per_s"] for r in kernel]

@@ -157,8 +157,10 @@
 #                                  delivered real tokens/s over the wall clock between step
 #                                  events, the step cycle against the step's own time, the shown
 #                                  and the compute-only tokens/s, the engine's breakdown of each
-#                                  cycle; beside it the kernel-only figure (bench_gpu_train on the
-#                                  same folder, every position a real token). Each PROGRAM is a
+#                                  cycle (with LORASCOPE_OP_TIMING=1 in the environment also its
+#                                  device time per op); beside it the kernel-only figure
+#                                  (bench_gpu_train on the same folder, every position a real
+#                                  token). Each PROGRAM is a
 #                                  hip-nvidia lorascope-train built here and carried (e.g.
 #                                  before=build/nv-main/lorascope-train
 #                                  after=build/nv/lorascope-train); none: lorascope-train and

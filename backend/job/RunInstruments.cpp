@@ -4,10 +4,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "memory/DeviceAllocator.h"
 #include "runtime/LaunchControl.h"
+#include "runtime/OpTiming.h"  // defines: setOpTiming, takeOpTimes
 #include "telemetry/Providers.h"
 
 namespace lorascope::job {
@@ -128,11 +131,47 @@ void StepTiming::noteActivity() {
   runtime::launchControl().noteActivity();
 }
 
+namespace {
+
+bool environmentFlag(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' && std::string_view(value) != "0";
+}
+
+// LORASCOPE_OP_TIMING: the device time of every op launched since the last step's line, summed
+// per op (runtime/OpTiming.h), after the step's own time. Timing starts at the first step's
+// report, so the first line covers the second step's cycle. A CPU run launches nothing.
+void reportOpTimes(const train::StepMetrics& m, const engine::EventSink& sink) {
+  if (!runtime::gpu::opTimingEnabled()) {
+    runtime::gpu::setOpTiming(true);
+    return;
+  }
+  const std::vector<runtime::gpu::OpTime> times = runtime::gpu::takeOpTimes();
+  double total = 0.0;
+  std::string ops;
+  for (const runtime::gpu::OpTime& t : times) {
+    total += t.milliseconds;
+    char op[160];
+    std::snprintf(op, sizeof op, "%s%s %.3f/%lld", ops.empty() ? "" : ", ", t.op.c_str(),
+                  t.milliseconds, static_cast<long long>(t.launches));
+    ops += op;
+  }
+  char head[160];
+  std::snprintf(head, sizeof head, "op timing %lld: %.2f ms in ops, the step %.2f ms (",
+                static_cast<long long>(m.step), total, m.seconds * 1000.0);
+  sink(engine::TimedEvent{
+      0, engine::LogEvent{engine::LogLevel::Debug,
+                          head + (ops.empty() ? std::string("no device ops") : ops) + ")"}});
+}
+
+}  // namespace
+
 void StepTiming::report(const train::StepMetrics& m, const engine::EventSink& sink) const {
-  static const bool enabled = [] {
-    const char* value = std::getenv("LORASCOPE_STEP_TIMING");
-    return value != nullptr && *value != '\0' && std::string_view(value) != "0";
-  }();
+  static const bool opTiming = environmentFlag("LORASCOPE_OP_TIMING");
+  if (opTiming) {
+    reportOpTimes(m, sink);
+  }
+  static const bool enabled = environmentFlag("LORASCOPE_STEP_TIMING");
   if (!enabled) {
     return;
   }

@@ -1,5 +1,5 @@
 // test_run_instruments.cpp — the instruments (job/RunInstruments.h) of a CPU run: no queue and no
-// allocator to read, progress seen once per activity, and the step cycle's timing log line.
+// allocator to read, progress seen once per activity, and the step cycle's timing log lines.
 #include "StageFixture.h"
 
 #include "job/DevicePlacement.h"
@@ -8,8 +8,9 @@
 
 using namespace lorascope;
 
-TEST_CASE(aCpuRunHasNoQueueNoAllocatorAndShowsProgressOnce) {
+TEST_CASE(aCpuRunHasNoQueueShowsProgressOnceAndLogsItsTiming) {
   lstest::setEnvironment("LORASCOPE_STEP_TIMING", "1");
+  lstest::setEnvironment("LORASCOPE_OP_TIMING", "1");
   stagetest::DemoRun demo;
   job::DevicePlacement placement(std::move(demo.opened.backend), *demo.folder, demo.opened.settings,
                                  [](const std::string&) {});
@@ -34,6 +35,14 @@ TEST_CASE(aCpuRunHasNoQueueNoAllocatorAndShowsProgressOnce) {
   m.cycleSeconds = 0.012;
   timing.report(m, sink.sink());
   VERIFY2(lstest::Message{sink.logText()}.contains("step timing 7: cycle 12.00 ms = step 10.00 ms"),
+          sink.logText().c_str());
+  // Op timing starts at the first report; the next step's line has the ops since (a CPU run
+  // launches none).
+  VERIFY2(!lstest::Message{sink.logText()}.contains("op timing"), sink.logText().c_str());
+  m.step = 8;
+  timing.report(m, sink.sink());
+  VERIFY2(lstest::Message{sink.logText()}.contains(
+              "op timing 8: 0.00 ms in ops, the step 10.00 ms (no device ops)"),
           sink.logText().c_str());
 }
 
