@@ -3,8 +3,8 @@
 // at Llama-3.1-8B's (B1 × S2048, 32/8 heads, head_dim 128), and of the fused lm-head +
 // cross-entropy at the Qwen2.5-0.5B shape (4096 rows, hidden 896, vocabulary 151936) on the
 // backend's default GEMM; and the Llama-3.2-1B shape again with its rows packed with documents
-// (--packing documents: a query sees its document's keys alone), of 128 tokens and of a mix
-// like the alpaca fixture's, to show how much of the causal work the kernels skip. Qt-free;
+// (--packing documents: a query sees its document's keys alone), of 128 tokens and of a mix of
+// chat-example lengths, to show how much of the causal work the kernels skip. Qt-free;
 // scripts/gpu-check.sh runs it on the device machine. Exit 77 without a GPU.
 //   bench_attention [--iterations N]
 // LORASCOPE_ATTENTION_KERNEL=vector times the vector-ALU kernels where matrix cores would serve
@@ -141,7 +141,8 @@ int main(int argc, char** argv) {
                                    ? "vector ALUs (LORASCOPE_ATTENTION_KERNEL=vector)"
                                    : "matrix cores where the device has them (head_dim <= 128)");
   std::mt19937 rng(5);
-  // The mix: the alpaca fixture's examples run about 40-450 tokens, longer ones cut at 512.
+  // The mix: chat examples of 60-512 tokens, as the alpaca fixture's run at about four
+  // characters a token (the demo tokenizer spends about one a character: its rows hold one).
   const BenchShape shapes[] = {
       {"Qwen2.5-0.5B", 8, 512, 14, 2, 64},
       {"Llama-3.2-1B", 8, 512, 32, 8, 64},
