@@ -173,6 +173,10 @@ __device__ inline float waveShflXor(float v, int laneMask) {
 #define LORASCOPE_GPU_DEVICE_CODE 1
 #endif
 
+// __launch_bounds__ asking for `blocks` resident blocks per SM (CUDA's second argument), so that
+// ptxas fits the kernel into 65536 / (blocks × threads) registers a thread.
+#define LORASCOPE_LAUNCH_BOUNDS_BLOCKS(threads, blocks) __launch_bounds__(threads, blocks)
+
 #elif defined(LORASCOPE_GPU_AMD)
 
 // HIP's headers define __noinline__ as a macro, and libstdc++ 16 writes [[__gnu__::__noinline__]]
@@ -275,6 +279,11 @@ __device__ inline float waveShflXor(float v, int laneMask) {
 }  // namespace lorascope::gpu
 #define LORASCOPE_GPU_DEVICE_CODE 1
 #endif
+
+// HIP's second __launch_bounds__ argument is waves per execution unit, not blocks per SM: AMD
+// kernels keep the thread bound alone (their registers are budgeted per target, Note [registers on
+// RDNA] in hip/attention_mma.hip).
+#define LORASCOPE_LAUNCH_BOUNDS_BLOCKS(threads, blocks) __launch_bounds__(threads)
 
 #else
 #error "hip_portability.h is only for the hip-amd and hip-nvidia flavours"

@@ -175,9 +175,20 @@ __device__ inline void capScores(const Dims& d, mma::FragC (&s)[N], float scaleL
 }
 #endif
 
+// Note [forward occupancy]: on NVIDIA the forward kernel is held to the registers of
+// kForwardBlocks<HDP> resident blocks an SM. Left to itself, ptxas gave head dim 64 143 registers
+// (3 blocks of 4 warps an SM) and head dim 128 193. Held to 4 blocks (128 registers, 72 bytes
+// spilled) and to 1 (238 registers, no spill, still 2 blocks), the forward took 0.117-0.118 and
+// 0.338-0.342 ms a call where it had taken 0.124 and 0.405 (bench_attention on an H200:
+// Llama-3.2-1B, B8 × S512; Llama-3.1-8B, B1 × S2048). The backward kernels keep ptxas's choice:
+// held to 4 blocks dq was slower (0.391-0.394 ms against 0.383 for the Llama backward) and dk/dv
+// the same; held to 1 block, dq (206 registers) took 0.423-0.425, and dk/dv at 2 (150) 0.378-0.382.
+template <int HDP>
+constexpr int kForwardBlocks = HDP <= 64 ? 4 : 1;
+
 // grid (ceil(S / 64), heads, B), block kMmaWaves waves.
 template <int HDP>
-__global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
+__global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kForwardBlocks<HDP>)
     attentionForwardMmaKernel(const hip_bfloat16* q, const hip_bfloat16* k, const hip_bfloat16* v,
                               Dims dims, float scaleLog2, hip_bfloat16* out, float* logsumexp) {
 #if defined(LORASCOPE_GPU_MMA)
