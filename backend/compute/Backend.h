@@ -148,8 +148,10 @@ class Backend {
                               Tensor& rstd) = 0;
   // Input gradient of RMSNorm; the weight is frozen, so no weight gradient is computed.
   //   dy (rows, dim), x (rows, dim), weight (dim), rstd (rows) f32  ->  dx (rows, dim)
+  // With accumulate, dx += the gradient (the residual stream's gradient gaining the norm's
+  // branch: one pass over dx, rounded once, where a separate add would read and write it again).
   virtual void rmsnormBackward(const Tensor& dy, const Tensor& x, const Tensor& weight,
-                               const Tensor& rstd, Tensor& dx) = 0;
+                               const Tensor& rstd, Tensor& dx, bool accumulate) = 0;
 
   // --- Ops of the Llama/Qwen2 graph (forward now; the backward pass reuses them) ---------------
   // Token ids, positions and targets are host arrays: they are tiny next to the activations and

@@ -50,8 +50,9 @@ std::vector<Comparison> runForward(Backend& cpu, Backend& gpu, const RmsnormInpu
           compareOutputs("rstd", outputs[0][1], outputs[1][1], kF32Output)};
 }
 
+// accumulate: dx starts as x (any bf16 values) and gains the gradient.
 std::vector<Comparison> runBackward(Backend& cpu, Backend& gpu, const RmsnormInputs& in,
-                                    DType weightType) {
+                                    DType weightType, bool accumulate) {
   const compute::Shape rowsDim{in.rows, in.dim};
   // Both backends get the CPU's rstd, so the comparison isolates the backward kernel.
   std::vector<float> rstdValues;
@@ -72,8 +73,8 @@ std::vector<Comparison> runBackward(Backend& cpu, Backend& gpu, const RmsnormInp
     const Tensor dy = be.upload(in.dy, act, rowsDim);
     const Tensor w = be.upload(in.weight, b == 0 ? DType::F32 : weightType, {in.dim});
     const Tensor rstd = be.upload(rstdValues, DType::F32, {in.rows});
-    Tensor out = be.empty(act, rowsDim);
-    be.rmsnormBackward(dy, x, w, rstd, out);
+    Tensor out = accumulate ? be.upload(in.x, act, rowsDim) : be.empty(act, rowsDim);
+    be.rmsnormBackward(dy, x, w, rstd, out, accumulate);
     dx[b] = be.download(out);
   }
   return {compareOutputs("dx", dx[0], dx[1], kBf16Output)};
@@ -96,11 +97,13 @@ std::vector<ParityCase> rmsnormCases() {
                          return runForward(cpu, gpu, makeInputs(rng, rows, dim, weightType),
                                            weightType);
                        }});
-      cases.push_back({"rmsnorm_backward", shape, kBf16Output,
-                       [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
-                         return runBackward(cpu, gpu, makeInputs(rng, rows, dim, weightType),
-                                            weightType);
-                       }});
+      for (const bool accumulate : {false, true}) {
+        cases.push_back({"rmsnorm_backward", shape + (accumulate ? " accumulate" : ""), kBf16Output,
+                         [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                           return runBackward(cpu, gpu, makeInputs(rng, rows, dim, weightType),
+                                              weightType, accumulate);
+                         }});
+      }
     }
   }
   return cases;

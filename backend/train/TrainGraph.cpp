@@ -640,7 +640,7 @@ LossSum TrainGraph::headLoss(const Tensor& x, std::span<const std::int32_t> targ
                                 static_cast<float>(config_.finalLogitSoftcap));
   }
   if (dx != nullptr) {
-    backend_.rmsnormBackward(dh, x, weights_.finalNorm, rstd, *dx);
+    backend_.rmsnormBackward(dh, x, weights_.finalNorm, rstd, *dx, false);
   }
   LossSum sum;
   if (sums != nullptr) {  // graph mode: summed on the backend, read after the step
@@ -680,7 +680,7 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
   Tensor dMlpOut = dx;
   if (sandwich) {
     dMlpOut = backend_.empty(act, {tokens, config_.hiddenSize});
-    backend_.rmsnormBackward(dx, a.mlpOut, w.postMlpNorm, a.rstdMlpOut, dMlpOut);
+    backend_.rmsnormBackward(dx, a.mlpOut, w.postMlpNorm, a.rstdMlpOut, dMlpOut, false);
   }
   Tensor dAct = backend_.empty(act, {tokens, config_.intermediateSize});
   backend_.matmul(dMlpOut, false, w.down, false, dAct, 1.0f, 0.0f);
@@ -700,16 +700,16 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
   const Tensor& h2 = normedInput(layer, NormedInput::Mlp, a.xMid,
                                  sandwich ? w.preMlpNorm : w.postNorm, state.acts.h2);
   groupBackward(layer, {{Projection::Gate, &dGate}, {Projection::Up, &dUp}}, state, h2, &dh);
-  Tensor normGrad = backend_.empty(act, {tokens, config_.hiddenSize});
-  backend_.rmsnormBackward(dh, a.xMid, sandwich ? w.preMlpNorm : w.postNorm, a.rstd2, normGrad);
-  backend_.addInPlace(dx, normGrad);  // dx = ∂/∂ xMid
+  // dx += the norm's branch: dx = ∂/∂ xMid
+  backend_.rmsnormBackward(dh, a.xMid, sandwich ? w.preMlpNorm : w.postNorm, a.rstd2, dx, true);
 
   // Attention block (through post_attention_layernorm with sandwich norms).
   checkCancel();
   Tensor dAttentionOut = dx;
   if (sandwich) {
     dAttentionOut = backend_.empty(act, {tokens, config_.hiddenSize});
-    backend_.rmsnormBackward(dx, a.attentionOut, w.postNorm, a.rstdAttentionOut, dAttentionOut);
+    backend_.rmsnormBackward(dx, a.attentionOut, w.postNorm, a.rstdAttentionOut, dAttentionOut,
+                             false);
   }
   Tensor dAttention = backend_.empty(act, {tokens, heads * hd});
   backend_.matmul(dAttentionOut, false, w.o, false, dAttention, 1.0f, 0.0f);
@@ -736,8 +736,10 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
     const compute::Shape kRows{tokens * kvHeads, hd};
     Tensor dqRawRows = dqRaw.viewAs(qRows);
     Tensor dkRawRows = dkRaw.viewAs(kRows);
-    backend_.rmsnormBackward(dq.viewAs(qRows), a.qRaw.viewAs(qRows), w.qNorm, a.rstdQ, dqRawRows);
-    backend_.rmsnormBackward(dk.viewAs(kRows), a.kRaw.viewAs(kRows), w.kNorm, a.rstdK, dkRawRows);
+    backend_.rmsnormBackward(dq.viewAs(qRows), a.qRaw.viewAs(qRows), w.qNorm, a.rstdQ, dqRawRows,
+                             false);
+    backend_.rmsnormBackward(dk.viewAs(kRows), a.kRaw.viewAs(kRows), w.kNorm, a.rstdK, dkRawRows,
+                             false);
     dq = dqRaw;
     dk = dkRaw;
   }
@@ -753,8 +755,7 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
   groupBackward(layer, {{Projection::Q, &dq}, {Projection::K, &dk}, {Projection::V, &dv}}, state,
                 h1, dhOrNone);
   if (needInputGradient) {
-    backend_.rmsnormBackward(dh, xIn, w.inputNorm, a.rstd1, normGrad);
-    backend_.addInPlace(dx, normGrad);  // dx = ∂/∂ xIn
+    backend_.rmsnormBackward(dh, xIn, w.inputNorm, a.rstd1, dx, true);  // dx = ∂/∂ xIn
   }
 }
 

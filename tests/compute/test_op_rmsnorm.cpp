@@ -76,7 +76,7 @@ class TestOpRmsnorm : public QObject {
     cpu->rmsnormForward(x, w, 1e-5f, y, rstd);
     const Tensor dy = cpu->upload(cv, DType::F32, {rows, dim});
     Tensor dx = cpu->empty(DType::F32, {rows, dim});
-    cpu->rmsnormBackward(dy, x, w, rstd, dx);
+    cpu->rmsnormBackward(dy, x, w, rstd, dx, false);
     const std::vector<float> analytic = cpu->download(dx);
 
     constexpr float h = 1e-2f;
@@ -90,6 +90,41 @@ class TestOpRmsnorm : public QObject {
                               .arg(i)
                               .arg(numeric)
                               .arg(analytic[i])));
+    }
+  }
+
+  // With accumulate the gradient is added to what dx held: each element is prior + the gradient
+  // written without accumulate, to the bit.
+  void backwardAccumulateAddsToDx() {
+    auto cpu = createCpuBackend();
+    constexpr std::int64_t rows = 5, dim = 37;  // several rows a range, a dim past a vector
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal;
+    std::vector<float> xv(rows * dim), wv(dim), dyv(rows * dim), prior(rows * dim);
+    for (auto* values : {&xv, &wv, &dyv, &prior}) {
+      for (float& v : *values) {
+        v = normal(rng);
+      }
+    }
+    const Tensor x = cpu->upload(xv, DType::F32, {rows, dim});
+    const Tensor w = cpu->upload(wv, DType::F32, {dim});
+    const Tensor dy = cpu->upload(dyv, DType::F32, {rows, dim});
+    Tensor y = cpu->empty(DType::F32, {rows, dim});
+    Tensor rstd = cpu->empty(DType::F32, {rows});
+    cpu->rmsnormForward(x, w, 1e-5f, y, rstd);
+    Tensor plain = cpu->empty(DType::F32, {rows, dim});
+    cpu->rmsnormBackward(dy, x, w, rstd, plain, false);
+    Tensor summed = cpu->upload(prior, DType::F32, {rows, dim});
+    cpu->rmsnormBackward(dy, x, w, rstd, summed, true);
+    const std::vector<float> gradient = cpu->download(plain);
+    const std::vector<float> got = cpu->download(summed);
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      QVERIFY2(got[i] == prior[i] + gradient[i],
+               qPrintable(QStringLiteral("element %1: %2, expected %3 + %4")
+                              .arg(i)
+                              .arg(got[i])
+                              .arg(prior[i])
+                              .arg(gradient[i])));
     }
   }
 

@@ -54,7 +54,7 @@ int main() {
       backend->rmsnormForward(x, w, 1e-5f, y, rstd);
     }
     for (int i = 0; i < kBackwards; ++i) {
-      backend->rmsnormBackward(y, x, w, rstd, dx);
+      backend->rmsnormBackward(y, x, w, rstd, dx, false);
     }
   };
 

@@ -106,12 +106,12 @@ class CpuBackend final : public Backend {
   }
 
   void rmsnormBackward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
-                       Tensor& dx) override {
+                       Tensor& dx, bool accumulate) override {
     const runtime::HostOpScope op("rmsnorm_backward");  // watchdog and fault injection
     checkRmsnormBackwardArgs(caps_, dy, x, weight, rstd, dx);
     const std::vector<float> w = widenToFloat(weight);
     cpu::rmsnormBackward(dy.as<float>(), x.as<float>(), w.data(), rstd.as<float>(), x.dim(0),
-                         x.dim(1), dx.as<float>());
+                         x.dim(1), dx.as<float>(), accumulate);
   }
 
   void matmul(const Tensor& a, bool transposeA, const Tensor& b, bool transposeB, Tensor& c,

@@ -4,6 +4,8 @@
 // matter.
 #include "compute/cpu/rmsnorm.h"
 
+#include <vector>
+
 #include "compute/cpu/op_times.h"  // defines: OpTimer
 #include "compute/cpu/parallel.h"  // defines: parallelRanges
 #include "compute/cpu/simd.h"      // defines: simd
@@ -25,12 +27,21 @@ void rmsnormForward(const float* x, const float* weight, float eps, std::int64_t
 }
 
 void rmsnormBackward(const float* dy, const float* x, const float* weight, const float* rstd,
-                     std::int64_t rows, std::int64_t dim, float* dx) {
+                     std::int64_t rows, std::int64_t dim, float* dx, bool accumulate) {
   const OpTimer timer(CpuOp::RmsNorm);
   const auto kernel = simd().rmsnormBackwardRow;
   parallelRanges(rows, kRowsPerRange, [=](std::int64_t first, std::int64_t last) {
+    // With accumulate a row's gradient goes through a row of scratch, then into dx: each sum is
+    // the one a separate add of the whole gradient would make.
+    std::vector<float> row(accumulate ? static_cast<std::size_t>(dim) : 0);
     for (std::int64_t r = first; r < last; ++r) {
-      kernel(dy + r * dim, x + r * dim, weight, rstd[r], dim, dx + r * dim);
+      float* out = dx + r * dim;
+      kernel(dy + r * dim, x + r * dim, weight, rstd[r], dim, accumulate ? row.data() : out);
+      if (accumulate) {
+        for (std::int64_t i = 0; i < dim; ++i) {
+          out[i] += row[static_cast<std::size_t>(i)];
+        }
+      }
     }
   });
 }

@@ -37,7 +37,7 @@ class HipBackend final : public Backend {
   void rmsnormForward(const Tensor& x, const Tensor& weight, float eps, Tensor& y,
                       Tensor& rstd) override;
   void rmsnormBackward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& rstd,
-                       Tensor& dx) override;
+                       Tensor& dx, bool accumulate) override;
   void matmul(const Tensor& a, bool transposeA, const Tensor& b, bool transposeB, Tensor& c,
               float alpha, float beta) override;
   void setGemmImplementation(GemmImplementation impl) override;

@@ -12,11 +12,11 @@ void HipBackend::rmsnormForward(const Tensor& x, const Tensor& weight, float eps
 }
 
 void HipBackend::rmsnormBackward(const Tensor& dy, const Tensor& x, const Tensor& weight,
-                                 const Tensor& rstd, Tensor& dx) {
+                                 const Tensor& rstd, Tensor& dx, bool accumulate) {
   checkRmsnormBackwardArgs(caps_, dy, x, weight, rstd, dx);
   hip::rmsnormBackward(dy.as<std::uint16_t>(), x.as<std::uint16_t>(), weight.data(),
                        isBf16Weight("rmsnorm_backward", weight), rstd.as<float>(), x.dim(0),
-                       x.dim(1), dx.as<std::uint16_t>(), stream_);
+                       x.dim(1), dx.as<std::uint16_t>(), accumulate, stream_);
 }
 
 }  // namespace lorascope::compute::hip

@@ -13,9 +13,10 @@ void rmsnormForward(const std::uint16_t* x, const void* weight, bool weightIsBf1
                     std::int64_t rows, std::int64_t dim, std::uint16_t* y, float* rstd,
                     hipStream_t stream);
 
-// dy, x (rows, dim) bf16, weight (dim) bf16 or f32, rstd (rows) f32 -> dx (rows, dim) bf16
+// dy, x (rows, dim) bf16, weight (dim) bf16 or f32, rstd (rows) f32 -> dx (rows, dim) bf16; with
+// accumulate dx += the gradient, the sum in fp32 and rounded once
 void rmsnormBackward(const std::uint16_t* dy, const std::uint16_t* x, const void* weight,
                      bool weightIsBf16, const float* rstd, std::int64_t rows, std::int64_t dim,
-                     std::uint16_t* dx, hipStream_t stream);
+                     std::uint16_t* dx, bool accumulate, hipStream_t stream);
 
 }  // namespace lorascope::compute::hip

@@ -50,11 +50,11 @@ __global__ void rmsnormForwardKernel(const hip_bfloat16* x, const WeightT* weigh
   }
 }
 
-// dy, x, dx (rows, dim); weight (dim); rstd (rows)
+// dy, x, dx (rows, dim); weight (dim); rstd (rows). With accumulate, dx += the gradient.
 template <int P, typename WeightT>
 __global__ void rmsnormBackwardKernel(const hip_bfloat16* dy, const hip_bfloat16* x,
                                       const WeightT* weight, const float* rstd, long long dim,
-                                      hip_bfloat16* dx) {
+                                      bool accumulate, hip_bfloat16* dx) {
   const long long row = blockIdx.x;
   const hip_bfloat16* xRow = x + row * dim;
   const hip_bfloat16* dyRow = dy + row * dim;
@@ -73,13 +73,17 @@ __global__ void rmsnormBackwardKernel(const hip_bfloat16* dy, const hip_bfloat16
   const float correction = blockSum(dotGx) / static_cast<float>(dim) * s * s;
   hip_bfloat16* dxRow = dx + row * dim;
   for (long long i = threadIdx.x * P; i < dim; i += blockDim.x * P) {
-    float w[P], d[P], v[P], out[P];
+    float w[P], d[P], v[P], previous[P] = {}, out[P];
     loadPack(weight, i, w);
     loadPack(dyRow, i, d);
     loadPack(xRow, i, v);
+    if (accumulate) {
+      loadPack(dxRow, i, previous);
+    }
 #pragma unroll
     for (int k = 0; k < P; ++k) {
-      out[k] = s * (w[k] * d[k] - v[k] * correction);
+      const float g = s * (w[k] * d[k] - v[k] * correction);
+      out[k] = accumulate ? previous[k] + g : g;
     }
     storePack(dxRow, i, out);
   }
@@ -126,14 +130,14 @@ void rmsnormForward(const std::uint16_t* x, const void* weight, bool weightIsBf1
 
 void rmsnormBackward(const std::uint16_t* dy, const std::uint16_t* x, const void* weight,
                      bool weightIsBf16, const float* rstd, std::int64_t rows, std::int64_t dim,
-                     std::uint16_t* dx, hipStream_t stream) {
+                     std::uint16_t* dx, bool accumulate, hipStream_t stream) {
   if (rows == 0) {
     return;
   }
   const dim3 grid(static_cast<unsigned>(rows));
   const auto run = [&](auto kernel, const auto* w) {
     launch("rmsnorm_backward", kernel, grid, dim3(kThreadsPerRow), 0, stream, asBf16(dy), asBf16(x),
-           w, rstd, dim, asBf16(dx));
+           w, rstd, dim, accumulate, asBf16(dx));
   };
   if (weightIsBf16) {
     const auto* w = static_cast<const hip_bfloat16*>(weight);
