@@ -32,8 +32,12 @@ void rmsnormBackward(const float* dy, const float* x, const float* weight, const
   const auto kernel = simd().rmsnormBackwardRow;
   parallelRanges(rows, kRowsPerRange, [=](std::int64_t first, std::int64_t last) {
     // With accumulate a row's gradient goes through a row of scratch, then into dx: each sum is
-    // the one a separate add of the whole gradient would make.
-    std::vector<float> row(accumulate ? static_cast<std::size_t>(dim) : 0);
+    // the one a separate add of the whole gradient would make. The scratch is the worker's own,
+    // kept between calls (no allocation a range on this per-layer path).
+    thread_local std::vector<float> row;
+    if (accumulate) {
+      row.resize(static_cast<std::size_t>(dim));
+    }
     for (std::int64_t r = first; r < last; ++r) {
       float* out = dx + r * dim;
       kernel(dy + r * dim, x + r * dim, weight, rstd[r], dim, accumulate ? row.data() : out);
