@@ -133,8 +133,6 @@ struct MatrixCores {
   int waveSize = 0;
 };
 
-// Whether the current device has matrix cores the kernels drive, and its wave size (the blocks
-
 // Whether the current device has matrix cores the kernels drive, and its wave size; asked once
 // per device (attention.hip).
 MatrixCores currentMatrixCores();
