@@ -322,6 +322,8 @@ static_assert(sizeof(hip_bfloat16) == sizeof(std::uint16_t), "bf16 must be 16 bi
 //   rowMax(x), rowSum(x)    x combined over the lanes that hold the same rows (per slot)
 //   kRegisterTight          the target's operands crowd its registers: kernels keep fewer
 //                           fragments live (RDNA 3/4)
+//   kAccColumnPairs         elements 2m and 2m + 1 of an accumulator are columns c and c + 1
+//                           (c even) of one row, so a lane may store them together (NVIDIA)
 // The lane's rows (slotRow) are the same in every accumulator of a wave, so per-row state (a
 // softmax's running max) is kAccRowSlots floats per lane.
 #if defined(LORASCOPE_GPU_DEVICE_CODE)
@@ -340,6 +342,7 @@ struct FragC {
 inline constexpr int kAccElems = 8;
 inline constexpr int kAccRowSlots = 2;
 inline constexpr bool kRegisterTight = false;  // see the AMD section
+inline constexpr bool kAccColumnPairs = true;
 __device__ constexpr int accSlot(int e) {
   return (e >> 1) & 1;
 }
@@ -478,6 +481,7 @@ inline constexpr bool kRegisterTight = true;
 #else
 inline constexpr bool kRegisterTight = false;
 #endif
+inline constexpr bool kAccColumnPairs = false;  // a lane's elements share its one column
 typedef short OperandVector __attribute__((ext_vector_type(kOperandK)));
 typedef float AccVector __attribute__((ext_vector_type(kAccElems)));
 struct FragA {

@@ -173,6 +173,26 @@ template <int N>
 __device__ inline void capScores(const Dims& d, mma::FragC (&s)[N], float scaleLog2) {
   capScoresWithDp<N>(d, s, nullptr, scaleLog2, [](int, int) { return 0.0f; });
 }
+
+// Writes f32 accumulator element e of a row's column c (< headDim) at p[at], and, where the
+// target pairs columns (mma::kAccColumnPairs: e even, c even), element e + 1 at p[at + 1] in the
+// same 8-byte store when the head dim is even (at is then even too) and p starts on 8 bytes: a
+// lane group's stores then fill whole 32-byte sectors. The dk/dv epilogue steps e by
+// kAccStoreStep: with pairs, each call covers two elements.
+constexpr int kAccStoreStep = mma::kAccColumnPairs ? 2 : 1;
+__device__ inline void storeAcc(float* p, long long at, const mma::FragC& acc, int e, float factor,
+                                int c, int headDim) {
+  if constexpr (mma::kAccColumnPairs) {
+    if (headDim % 2 == 0 && reinterpret_cast<std::uintptr_t>(p) % sizeof(float2) == 0) {
+      *reinterpret_cast<float2*>(p + at) = make_float2(acc.v[e] * factor, acc.v[e + 1] * factor);
+      return;
+    }
+  }
+  p[at] = acc.v[e] * factor;
+  if (kAccStoreStep == 2 && c + 1 < headDim) {
+    p[at + 1] = acc.v[e + 1] * factor;
+  }
+}
 #endif
 
 // Note [forward occupancy]: on NVIDIA the forward kernel is held to the registers of
@@ -841,13 +861,13 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
 #pragma unroll
     for (int n = 0; n < passSteps; ++n) {
 #pragma unroll
-      for (int e = 0; e < mma::kAccElems; ++e) {
+      for (int e = 0; e < mma::kAccElems; e += kAccStoreStep) {
         const int j = kw0 + mma::slotRow(mma::accSlot(e));
         const int c = (d0 + n) * 16 + mma::accCol(e);
         if (j < dims.seq && c < dims.headDim) {
           const long long at = rowOffset(dims, dims.heads, b, j, h) + c;
-          dkPartial[at] = dkAcc[n].v[e] * scale;
-          dvPartial[at] = dvAcc[n].v[e];
+          storeAcc(dkPartial, at, dkAcc[n], e, scale, c, dims.headDim);
+          storeAcc(dvPartial, at, dvAcc[n], e, 1.0f, c, dims.headDim);
         }
       }
     }
