@@ -40,6 +40,7 @@
 #include <cstdint>
 #include <mutex>
 #include <set>
+#include <type_traits>
 #include <utility>
 
 #include "compute/hip/HipCheck.h"           // defines: LORASCOPE_HIP_CHECK
@@ -174,23 +175,46 @@ __device__ inline void capScores(const Dims& d, mma::FragC (&s)[N], float scaleL
   capScoresWithDp<N>(d, s, nullptr, scaleLog2, [](int, int) { return 0.0f; });
 }
 
-// Writes f32 accumulator element e of a row's column c (< headDim) at p[at], and, where the
-// target pairs columns (mma::kAccColumnPairs: e even, c even), element e + 1 at p[at + 1] in the
-// same 8-byte store when the head dim is even (at is then even too) and p starts on 8 bytes: a
-// lane group's stores then fill whole 32-byte sectors. The dk/dv epilogue steps e by
-// kAccStoreStep: with pairs, each call covers two elements.
+// Writes accumulator element e of a row's column c (< headDim), times factor, at p[at] (f32 or
+// bf16), and, where the target pairs columns (mma::kAccColumnPairs: e even, c even), element
+// e + 1 at p[at + 1] in the same store (8 bytes, or 4 for bf16) when the head dim is even (at is
+// then even too) and p starts on two elements. The epilogues step e by kAccStoreStep: with
+// pairs, each call covers two elements.
+//
+// Note [paired stores]: element by element, a lane quad wrote every other value of a row's
+// sector, then the rest; in pairs its stores fill the sector at once, with half the store
+// instructions. On an H200 (bench_attention, 3 runs each beside the element-wise stores) the
+// dk/dv partials in pairs (with the group sum's packs, hip/attention.hip) took the Llama-3.2-1B
+// backward (B8 × S512) from 0.375 to 0.360 ms a call, and the forward's output in pairs its
+// forward from 0.117 to 0.109-0.110 (Qwen2.5-0.5B 0.066-0.067 to 0.060-0.061). dq's output in
+// pairs took the Llama-3.1-8B backward (head dim 128) from 1.128-1.131 to 1.122-1.125 ms, but at
+// head dim 64 it needs 171 registers, one block an SM fewer (0.359 to 0.371 ms; held to 168
+// registers it spilled and took 0.370): there dq stores element by element.
 constexpr int kAccStoreStep = mma::kAccColumnPairs ? 2 : 1;
-__device__ inline void storeAcc(float* p, long long at, const mma::FragC& acc, int e, float factor,
+template <typename T>
+__device__ inline void storeAcc(T* p, long long at, const mma::FragC& acc, int e, float factor,
                                 int c, int headDim) {
   if constexpr (mma::kAccColumnPairs) {
-    if (headDim % 2 == 0 && reinterpret_cast<std::uintptr_t>(p) % sizeof(float2) == 0) {
-      *reinterpret_cast<float2*>(p + at) = make_float2(acc.v[e] * factor, acc.v[e + 1] * factor);
+    if (headDim % 2 == 0 && reinterpret_cast<std::uintptr_t>(p) % (2 * sizeof(T)) == 0) {
+      const float pair[2] = {acc.v[e] * factor, acc.v[e + 1] * factor};
+      if constexpr (std::is_same_v<T, float>) {
+        *reinterpret_cast<float2*>(p + at) = make_float2(pair[0], pair[1]);
+      } else {
+        gpu::storePack(p, at, pair);
+      }
       return;
     }
   }
-  p[at] = acc.v[e] * factor;
+  const auto put = [p](long long i, float x) {
+    if constexpr (std::is_same_v<T, float>) {
+      p[i] = x;
+    } else {
+      p[i] = floatToBf16(x);
+    }
+  };
+  put(at, acc.v[e] * factor);
   if (kAccStoreStep == 2 && c + 1 < headDim) {
-    p[at + 1] = acc.v[e + 1] * factor;
+    put(at + 1, acc.v[e + 1] * factor);
   }
 }
 #endif
@@ -403,12 +427,13 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kForwa
 #pragma unroll
   for (int n = 0; n < steps; ++n) {
 #pragma unroll
-    for (int e = 0; e < mma::kAccElems; ++e) {
+    for (int e = 0; e < mma::kAccElems; e += kAccStoreStep) {
       const int sl = mma::accSlot(e);
       const int i = w0 + mma::slotRow(sl);
       const int c = n * 16 + mma::accCol(e);
       if (i < dims.seq && c < dims.headDim) {
-        out[rowOffset(dims, dims.heads, b, i, h) + c] = floatToBf16(o[n].v[e] * inverseSum[sl]);
+        storeAcc(out, rowOffset(dims, dims.heads, b, i, h) + c, o[n], e, inverseSum[sl], c,
+                 dims.headDim);
       }
       if (n == 0 && i < dims.seq && mma::accCol(e) == 0) {
         logsumexp[(static_cast<long long>(b) * dims.heads + h) * dims.seq + i] =
@@ -644,14 +669,21 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
       }
     }
   }
+  // Note [paired stores]: at head dim 64 the pairs' registers would cost dq a resident block.
+  constexpr int dqStep = HDP > 64 ? kAccStoreStep : 1;
 #pragma unroll
   for (int n = 0; n < steps; ++n) {
 #pragma unroll
-    for (int e = 0; e < mma::kAccElems; ++e) {
+    for (int e = 0; e < mma::kAccElems; e += dqStep) {
       const int i = w0 + mma::slotRow(mma::accSlot(e));
       const int c = n * 16 + mma::accCol(e);
       if (i < dims.seq && c < dims.headDim) {
-        dq[rowOffset(dims, dims.heads, b, i, h) + c] = floatToBf16(acc[n].v[e] * scale);
+        const long long at = rowOffset(dims, dims.heads, b, i, h) + c;
+        if constexpr (dqStep == kAccStoreStep) {
+          storeAcc(dq, at, acc[n], e, scale, c, dims.headDim);
+        } else {
+          dq[at] = floatToBf16(acc[n].v[e] * scale);
+        }
       }
     }
   }
