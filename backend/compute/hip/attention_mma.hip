@@ -58,9 +58,9 @@ constexpr int kMmaScratch = 256;               // bf16 per wave for accToA
 // in different banks.
 template <int HDP>
 constexpr int kMmaLd = HDP + 8;
-// dq: keys per register pass (the score and dO·Vᵀ accumulators of a pass stay live together).
-template <int HDP>
-constexpr int kDqKeyChunk = HDP >= 128 ? 32 : 64;
+// dq: keys per register pass (the score and dO·Vᵀ accumulators of a pass stay live together;
+// Note [forward occupancy]).
+[[maybe_unused]] constexpr int kDqKeyChunk = 32;
 // dk/dv: queries per shared tile (K, V, Q and dO tiles fit 64 KiB, AMD's limit per block).
 template <int HDP>
 constexpr int kDkDvQueries = HDP >= 128 ? 32 : 64;
@@ -224,11 +224,19 @@ __device__ inline void storeAcc(T* p, long long at, const mma::FragC& acc, int e
 // (3 blocks of 4 warps an SM) and head dim 128 193. Held to 4 blocks (128 registers, 72 bytes
 // spilled) and to 1 (238 registers, no spill, still 2 blocks), the forward took 0.117-0.118 and
 // 0.338-0.342 ms a call where it had taken 0.124 and 0.405 (bench_attention on an H200:
-// Llama-3.2-1B, B8 × S512; Llama-3.1-8B, B1 × S2048). The backward kernels keep ptxas's choice:
-// held to 4 blocks dq was slower (0.391-0.394 ms against 0.383 for the Llama backward) and dk/dv
-// the same; held to 1 block, dq (206 registers) took 0.423-0.425, and dk/dv at 2 (150) 0.378-0.382.
+// Llama-3.2-1B, B8 × S512; Llama-3.1-8B, B1 × S2048). dk/dv keeps ptxas's choice (held to 2
+// blocks, 150 registers, it took 0.378-0.382 against 0.383 for the Llama backward; its shared
+// memory allows 3). dq passed 64 keys at a time at head dim 64 and took 168 registers (3 blocks);
+// held to 4 it spilled and was slower (0.391-0.394), and to 1 (206 registers) 0.423-0.425. With
+// 32-key passes (kDqKeyChunk, as at head dim 128) its pass's scores need half the registers, and
+// held to kDqBlocks<HDP> = 4 blocks it fits 128 with 4 bytes spilled: with the row dot read 16
+// bytes at a time the Llama backward went from 0.358-0.362 to 0.334-0.337 ms a call, Qwen2.5-0.5B's
+// from 0.187-0.188 to 0.179-0.181 (H200, 3 runs each in one call; 32-key passes and 4 blocks
+// alone: 0.341-0.342; the row dot alone: 0.354-0.356).
 template <int HDP>
 constexpr int kForwardBlocks = HDP <= 64 ? 4 : 1;
+template <int HDP>
+constexpr int kDqBlocks = HDP <= 64 ? 4 : 1;
 
 // grid (ceil(S / 64), heads, B), block kMmaWaves waves.
 template <int HDP>
@@ -450,7 +458,7 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kForwa
 // rowDot (B, heads, S) for the dk/dv kernel after it. grid (ceil(S / 64), heads, B); dynamic
 // shared memory MmaShared<HDP>::keyLoop.
 template <int HDP>
-__global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
+__global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kDqBlocks<HDP>)
     attentionDqMmaKernel(const hip_bfloat16* dout, const hip_bfloat16* q, const hip_bfloat16* k,
                          const hip_bfloat16* v, const hip_bfloat16* out, const float* logsumexp,
                          Dims dims, float scale, float* rowDot, hip_bfloat16* dq) {
@@ -459,7 +467,7 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
   constexpr int steps = HDP / 16;
   constexpr bool tight = mma::kRegisterTight;
   constexpr int tileKeys = tight ? kTightKeys : kMmaKeys;
-  constexpr int chunkKeys = tight ? kTightKeys : kDqKeyChunk<HDP>;  // keys per register pass
+  constexpr int chunkKeys = tight ? kTightKeys : kDqKeyChunk;  // keys per register pass
   constexpr int chunkBlocks = chunkKeys / 16;
   constexpr int slots = mma::kAccRowSlots;
   constexpr int tileElems = kMmaKeys * ld;
@@ -525,8 +533,16 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
     const hip_bfloat16* outRow = outTile + r * ld + (t % 2) * (HDP / 2);
     const hip_bfloat16* doRow = tiles + tileElems + r * ld + (t % 2) * (HDP / 2);
     float sum = 0.0f;
-    for (int c = 0; c < HDP / 2; ++c) {  // the padding is zero
-      sum += bf16ToFloat(doRow[c]) * bf16ToFloat(outRow[c]);
+    // The padding is zero; a row's half starts on 16 bytes (ld and HDP / 2 are multiples of 8).
+    for (int c = 0; c < HDP / 2; c += 8) {
+      alignas(16) hip_bfloat16 d8[8];
+      alignas(16) hip_bfloat16 o8[8];
+      *reinterpret_cast<uint4*>(d8) = *reinterpret_cast<const uint4*>(doRow + c);
+      *reinterpret_cast<uint4*>(o8) = *reinterpret_cast<const uint4*>(outRow + c);
+#pragma unroll
+      for (int u = 0; u < 8; ++u) {
+        sum += bf16ToFloat(d8[u]) * bf16ToFloat(o8[u]);
+      }
     }
     sum += gpu::waveShflXor(sum, 1);
     if (t % 2 == 0) {
