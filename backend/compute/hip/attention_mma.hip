@@ -59,11 +59,11 @@ constexpr int kMmaScratch = 256;               // bf16 per wave for accToA
 template <int HDP>
 constexpr int kMmaLd = HDP + 8;
 // dq: keys per register pass (the score and dO·Vᵀ accumulators of a pass stay live together;
-// Note [forward occupancy]).
+// Note [backward occupancy]).
 [[maybe_unused]] constexpr int kDqKeyChunk = 32;
-// dk/dv: queries per shared tile (K, V, Q and dO tiles fit 64 KiB, AMD's limit per block).
-template <int HDP>
-constexpr int kDkDvQueries = HDP >= 128 ? 32 : 64;
+// dk/dv: queries per shared tile (K, V, Q and dO tiles fit 64 KiB, AMD's limit per block; Note
+// [backward occupancy]).
+constexpr int kDkDvQueries = 32;
 
 constexpr int kStages = gpu::kAsyncCopyStages;  // buffers per streamed tile
 // Register-tight targets (Note [registers on RDNA]): keys per streamed tile and softmax pass.
@@ -79,7 +79,7 @@ struct MmaShared {
   static constexpr std::size_t keyLoop = kStages * 2 * kMmaKeys * row + scratch;
   // dk/dv: K and V tiles of the block's keys, kStages × (Q and dO tiles, logsumexp, D and the
   // document starts), scratch
-  static constexpr std::size_t queries = kDkDvQueries<HDP>;
+  static constexpr std::size_t queries = kDkDvQueries;
   static constexpr std::size_t queryStage =
       2 * queries * row + 2 * queries * sizeof(float) + queries * sizeof(int);
   static constexpr std::size_t dkDv = 2 * kMmaBlockRows * row + kStages * queryStage + scratch;
@@ -224,19 +224,32 @@ __device__ inline void storeAcc(T* p, long long at, const mma::FragC& acc, int e
 // (3 blocks of 4 warps an SM) and head dim 128 193. Held to 4 blocks (128 registers, 72 bytes
 // spilled) and to 1 (238 registers, no spill, still 2 blocks), the forward took 0.117-0.118 and
 // 0.338-0.342 ms a call where it had taken 0.124 and 0.405 (bench_attention on an H200:
-// Llama-3.2-1B, B8 × S512; Llama-3.1-8B, B1 × S2048). dk/dv keeps ptxas's choice (held to 2
-// blocks, 150 registers, it took 0.378-0.382 against 0.383 for the Llama backward; its shared
-// memory allows 3). dq passed 64 keys at a time at head dim 64 and took 168 registers (3 blocks);
-// held to 4 it spilled and was slower (0.391-0.394), and to 1 (206 registers) 0.423-0.425. With
-// 32-key passes (kDqKeyChunk, as at head dim 128) its pass's scores need half the registers, and
-// held to kDqBlocks<HDP> = 4 blocks it fits 128 with 4 bytes spilled: with the row dot read 16
-// bytes at a time the Llama backward went from 0.358-0.362 to 0.334-0.337 ms a call, Qwen2.5-0.5B's
-// from 0.187-0.188 to 0.179-0.181 (H200, 3 runs each in one call; 32-key passes and 4 blocks
-// alone: 0.341-0.342; the row dot alone: 0.354-0.356).
+// Llama-3.2-1B, B8 × S512; Llama-3.1-8B, B1 × S2048). At head dim 64 a softmax pass now takes 32
+// keys (two a streamed tile, as on the register-tight targets): its scores need half the
+// registers, the 4 blocks spill 8 bytes, not 76, and the forward took 0.108 ms against 0.110-0.111
+// (Qwen2.5-0.5B 0.058-0.059 against 0.060). At head dim 128 32-key passes were slower (0.351-0.352
+// against 0.334-0.336; 0.332-0.334 held to 3 blocks): it keeps 64.
+//
+// Note [backward occupancy]: at head dim 64 the backward kernels run 4 blocks an SM (kDqBlocks,
+// kDkDvBlocks: 128 registers). dq passed 64 keys at a time and took 168 registers (3 blocks); held
+// to 4 it spilled and was slower (0.391-0.394 ms against 0.383 for the Llama backward), and to 1
+// (206 registers) 0.423-0.425. With 32-key passes (kDqKeyChunk, as at head dim 128) a pass's
+// scores need half the registers, and held to 4 blocks it fits 128 with 4 bytes spilled: with the
+// row dot read 16 bytes at a time the Llama backward went from 0.358-0.362 to 0.334-0.337 ms a
+// call, Qwen2.5-0.5B's from 0.187-0.188 to 0.179-0.181 (32-key passes and 4 blocks alone:
+// 0.341-0.342; the row dot alone: 0.354-0.356). dk/dv streamed 64 queries a tile: ~59 KiB of
+// shared memory a block, 3 blocks an SM at 125 registers; with 32-query tiles (~40 KiB) held to 4
+// blocks it fits 128 registers with no spill, and the Llama backward went from 0.337-0.339 to
+// 0.328-0.330 (Qwen2.5-0.5B the same, 0.181-0.183). Keeping a wave's K and V operands in registers
+// across its queries instead (160 registers, 3 blocks) had taken it from 0.383-0.385 to
+// 0.374-0.375 before; with 32-query tiles at 4 blocks that spilled 136 bytes (0.353-0.354). (H200,
+// bench_attention, 3 runs each beside the tree before, in one call.)
 template <int HDP>
 constexpr int kForwardBlocks = HDP <= 64 ? 4 : 1;
 template <int HDP>
 constexpr int kDqBlocks = HDP <= 64 ? 4 : 1;
+template <int HDP>
+constexpr int kDkDvBlocks = HDP <= 64 ? 4 : 1;
 
 // grid (ceil(S / 64), heads, B), block kMmaWaves waves.
 template <int HDP>
@@ -247,8 +260,10 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kForwa
   constexpr int ld = kMmaLd<HDP>;
   constexpr int steps = HDP / 16;
   constexpr bool tight = mma::kRegisterTight;
-  constexpr int tileKeys = tight ? kTightKeys : kMmaKeys;  // keys per tile and softmax pass
-  constexpr int keyBlocks = tileKeys / 16;
+  constexpr int tileKeys = tight ? kTightKeys : kMmaKeys;  // keys per tile
+  // keys per softmax pass (Note [forward occupancy])
+  constexpr int passKeys = tight || HDP <= 64 ? kTightKeys : kMmaKeys;
+  constexpr int keyBlocks = passKeys / 16;
   constexpr int slots = mma::kAccRowSlots;
   constexpr int tileElems = kMmaKeys * ld;
   // Stage s: K tile at tiles + 2s·tileElems, V tile after it; the waves' scratch after the last.
@@ -334,95 +349,100 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kForwa
     __syncthreads();
     const hip_bfloat16* kTile = tight ? keyTiles : tiles + 2 * stage * tileElems;
     const hip_bfloat16* vTile = kTile + tileKeys * ld;
-    // Waves whose rows see none of these keys (all before the diagonal, or all past the
-    // window's start or their documents' starts, or rows past the end) skip the tile.
-    if (w0 >= dims.seq || t0 > w0 + 15 || t0 + tileKeys - 1 < firstStart ||
-        (dims.window > 0 && t0 + tileKeys - 1 <= w0 - dims.window)) {
-      continue;
-    }
-    const bool masked = t0 + tileKeys - 1 > w0 || t0 + tileKeys > dims.seq || t0 < lastStart ||
-                        (dims.window > 0 && t0 <= w0 + 15 - dims.window);
-    mma::FragC s[keyBlocks];
 #pragma unroll
-    for (int n = 0; n < keyBlocks; ++n) {
-      mma::zero(s[n]);
-    }
-#pragma unroll
-    for (int kk = 0; kk < steps; ++kk) {
-      mma::FragA streamed;
-      if constexpr (tight) {
-        mma::loadA(streamed, qRows + kk * 16, ld);
+    for (int c0 = 0; c0 < tileKeys; c0 += passKeys) {
+      const int j0 = t0 + c0;  // the pass's first key
+      // Waves whose rows see none of these keys (all before the diagonal, or all past the
+      // window's start or their documents' starts, or rows past the end) skip the pass.
+      if (w0 >= dims.seq || j0 > w0 + 15 || j0 + passKeys - 1 < firstStart ||
+          (dims.window > 0 && j0 + passKeys - 1 <= w0 - dims.window)) {
+        continue;
       }
-      const mma::FragA& qk = tight ? streamed : qa[kk];
+      const bool masked = j0 + passKeys - 1 > w0 || j0 + passKeys > dims.seq || j0 < lastStart ||
+                          (dims.window > 0 && j0 <= w0 + 15 - dims.window);
+      mma::FragC s[keyBlocks];
 #pragma unroll
       for (int n = 0; n < keyBlocks; ++n) {
-        mma::FragB kb;
-        mma::loadBt(kb, kTile + n * 16 * ld + kk * 16, ld);
-        mma::mma(s[n], qk, kb);
+        mma::zero(s[n]);
       }
-    }
-    float tileMax[slots];
 #pragma unroll
-    for (int sl = 0; sl < slots; ++sl) {
-      tileMax[sl] = -INFINITY;
-    }
-    if constexpr (tight) {
-      capScores(dims, s, scaleLog2);
-    }
-#pragma unroll
-    for (int n = 0; n < keyBlocks; ++n) {
-#pragma unroll
-      for (int e = 0; e < mma::kAccElems; ++e) {
-        const int sl = mma::accSlot(e);
-        float x = s[n].v[e];
-        if constexpr (!tight) {
-          float slope;
-          x = capScore(dims, x * scaleLog2, &slope);
+      for (int kk = 0; kk < steps; ++kk) {
+        mma::FragA streamed;
+        if constexpr (tight) {
+          mma::loadA(streamed, qRows + kk * 16, ld);
         }
-        if (masked && !visible(dims, w0 + mma::slotRow(sl), t0 + n * 16 + mma::accCol(e),
-                               waveStarts[mma::slotRow(sl)])) {
-          x = -INFINITY;
+        const mma::FragA& qk = tight ? streamed : qa[kk];
+#pragma unroll
+        for (int n = 0; n < keyBlocks; ++n) {
+          mma::FragB kb;
+          mma::loadBt(kb, kTile + (c0 + n * 16) * ld + kk * 16, ld);
+          mma::mma(s[n], qk, kb);
         }
-        s[n].v[e] = x;
-        tileMax[sl] = fmaxf(tileMax[sl], x);
       }
-    }
-    float shift[slots];
+      float tileMax[slots];
 #pragma unroll
-    for (int sl = 0; sl < slots; ++sl) {
-      // As in the vector kernel: a row that has seen no key yet (window, documents) shifts by 0.
-      const float newMax = fmaxf(runningMax[sl], mma::rowMax(tileMax[sl]));
-      shift[sl] = newMax == -INFINITY ? 0.0f : newMax;
-      const float rescale = exp2f(runningMax[sl] - shift[sl]);
-      runningSum[sl] *= rescale;
-      runningMax[sl] = newMax;
-      tileMax[sl] = rescale;
-    }
-#pragma unroll
-    for (int n = 0; n < steps; ++n) {
-#pragma unroll
-      for (int e = 0; e < mma::kAccElems; ++e) {
-        o[n].v[e] *= tileMax[mma::accSlot(e)];
+      for (int sl = 0; sl < slots; ++sl) {
+        tileMax[sl] = -INFINITY;
       }
-    }
-#pragma unroll
-    for (int kb = 0; kb < keyBlocks; ++kb) {
-#pragma unroll
-      for (int e = 0; e < mma::kAccElems; ++e) {
-        const int sl = mma::accSlot(e);
-        const float p = exp2f(s[kb].v[e] - shift[sl]);
-        runningSum[sl] += p;
-        s[kb].v[e] = p;
+      if constexpr (tight) {
+        capScores(dims, s, scaleLog2);
       }
-      mma::FragA pHigh;
-      mma::FragA pLow;
-      mma::accToASplit(pHigh, pLow, s[kb], waveScratch);
+#pragma unroll
+      for (int n = 0; n < keyBlocks; ++n) {
+#pragma unroll
+        for (int e = 0; e < mma::kAccElems; ++e) {
+          const int sl = mma::accSlot(e);
+          float x = s[n].v[e];
+          if constexpr (!tight) {
+            float slope;
+            x = capScore(dims, x * scaleLog2, &slope);
+          }
+          if (masked && !visible(dims, w0 + mma::slotRow(sl), j0 + n * 16 + mma::accCol(e),
+                                 waveStarts[mma::slotRow(sl)])) {
+            x = -INFINITY;
+          }
+          s[n].v[e] = x;
+          tileMax[sl] = fmaxf(tileMax[sl], x);
+        }
+      }
+      float shift[slots];
+#pragma unroll
+      for (int sl = 0; sl < slots; ++sl) {
+        // As in the vector kernel: a row that has seen no key yet (window, documents) shifts by
+        // 0.
+        const float newMax = fmaxf(runningMax[sl], mma::rowMax(tileMax[sl]));
+        shift[sl] = newMax == -INFINITY ? 0.0f : newMax;
+        const float rescale = exp2f(runningMax[sl] - shift[sl]);
+        runningSum[sl] *= rescale;
+        runningMax[sl] = newMax;
+        tileMax[sl] = rescale;
+      }
 #pragma unroll
       for (int n = 0; n < steps; ++n) {
-        mma::FragB vb;
-        mma::loadB(vb, vTile + kb * 16 * ld + n * 16, ld);
-        mma::mma(o[n], pHigh, vb);
-        mma::mma(o[n], pLow, vb);
+#pragma unroll
+        for (int e = 0; e < mma::kAccElems; ++e) {
+          o[n].v[e] *= tileMax[mma::accSlot(e)];
+        }
+      }
+#pragma unroll
+      for (int kb = 0; kb < keyBlocks; ++kb) {
+#pragma unroll
+        for (int e = 0; e < mma::kAccElems; ++e) {
+          const int sl = mma::accSlot(e);
+          const float p = exp2f(s[kb].v[e] - shift[sl]);
+          runningSum[sl] += p;
+          s[kb].v[e] = p;
+        }
+        mma::FragA pHigh;
+        mma::FragA pLow;
+        mma::accToASplit(pHigh, pLow, s[kb], waveScratch);
+#pragma unroll
+        for (int n = 0; n < steps; ++n) {
+          mma::FragB vb;
+          mma::loadB(vb, vTile + (c0 + kb * 16) * ld + n * 16, ld);
+          mma::mma(o[n], pHigh, vb);
+          mma::mma(o[n], pLow, vb);
+        }
       }
     }
   }
@@ -711,30 +731,19 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kDqBlo
 // Per query head h: dk_j = scale · Σ_i ds_ij q_i, dv_j = Σ_i p_ij dout_i over visible i, into
 // the f32 partials (B, S, heads, hd), as attentionDkDvKernel. grid (ceil(S / 64), heads, B);
 // dynamic shared memory MmaShared<HDP>::dkDv.
-//
-// Note [dk/dv operands in registers]: a wave's 16 key rows are the A operand of K·Qᵀ and V·dOᵀ
-// for every query it visits. Where registers allow (head dim ≤ 64, not register-tight) they are
-// loaded from the K and V tiles once, with the first queries, not again for every 16 queries:
-// 8 of a 16-query pass's 24 shared-memory operand loads. ptxas then gives head dim 64 160
-// registers instead of 125, within what the kernel's shared memory already allows (3 blocks an
-// SM). On an H200 (bench_attention, 3 runs each beside the reloading kernel) the Llama-3.2-1B
-// backward (B8 × S512) went from 0.383-0.385 to 0.374-0.375 ms a call, Qwen2.5-0.5B's from 0.202
-// to 0.196-0.198; the products are the same, so are the bits.
 template <int HDP>
-__global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
+__global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kDkDvBlocks<HDP>)
     attentionDkDvMmaKernel(const hip_bfloat16* dout, const hip_bfloat16* q, const hip_bfloat16* k,
                            const hip_bfloat16* v, const float* logsumexp, const float* rowDot,
                            Dims dims, float scale, float* dkPartial, float* dvPartial) {
 #if defined(LORASCOPE_GPU_MMA)
   constexpr int ld = kMmaLd<HDP>;
   constexpr int steps = HDP / 16;
-  constexpr int queries = kDkDvQueries<HDP>;
+  constexpr int queries = kDkDvQueries;
   // Register-tight targets at head dim 128 (64 fits as it is): the dk and dv accumulators in two
   // passes over the queries, a half of the head dim each (the scores are computed twice).
   constexpr bool tight = mma::kRegisterTight && HDP >= 128;
   constexpr int passSteps = tight ? steps / 2 : steps;
-  // The wave's K and V rows as A operands, loaded once (Note [dk/dv operands in registers]).
-  constexpr bool keepKv = !mma::kRegisterTight && HDP <= 64;
   // K and V tiles, then per stage: Q and dO tiles, logsumexp (log2 units), D and the queries'
   // document starts; then scratch.
   extern __shared__ __align__(16) unsigned char dkDvShared[];
@@ -800,8 +809,6 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
     }
     mma::copyAsyncCommit();
     int stage = 0;
-    mma::FragA kRows[keepKv ? steps : 1];
-    mma::FragA vRows[keepKv ? steps : 1];
     for (int t0 = k0; t0 < queryEnd; t0 += queries, stage = (stage + 1) % kStages) {
       __syncthreads();  // as in the forward kernel
       if (kStages == 1) {
@@ -812,15 +819,6 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
       mma::copyAsyncCommit();
       mma::copyAsyncWait<kStages - 1>();
       __syncthreads();
-      if constexpr (keepKv) {
-        if (t0 == k0) {  // the K and V tiles have landed with the first queries
-#pragma unroll
-          for (int kk = 0; kk < steps; ++kk) {
-            mma::loadA(kRows[kk], kTile + wave * 16 * ld + kk * 16, ld);
-            mma::loadA(vRows[kk], vTile + wave * 16 * ld + kk * 16, ld);
-          }
-        }
-      }
       const hip_bfloat16* qTile = qTileOf(stage);
       const hip_bfloat16* doTile = qTile + queries * ld;
       const float* lseTile = lseTileOf(stage);
@@ -847,21 +845,16 @@ __global__ void __launch_bounds__(kMmaWaves* gpu::kWaveSize)
         mma::zero(dp);
 #pragma unroll
         for (int kk = 0; kk < steps; ++kk) {
+          mma::FragA ka;
+          mma::loadA(ka, kTile + wave * 16 * ld + kk * 16, ld);
           mma::FragB qb;
           mma::loadBt(qb, qTile + qs * 16 * ld + kk * 16, ld);
+          mma::mma(s, ka, qb);
+          mma::FragA va;
+          mma::loadA(va, vTile + wave * 16 * ld + kk * 16, ld);
           mma::FragB db;
           mma::loadBt(db, doTile + qs * 16 * ld + kk * 16, ld);
-          if constexpr (keepKv) {
-            mma::mma(s, kRows[kk], qb);
-            mma::mma(dp, vRows[kk], db);
-          } else {
-            mma::FragA ka;
-            mma::loadA(ka, kTile + wave * 16 * ld + kk * 16, ld);
-            mma::mma(s, ka, qb);
-            mma::FragA va;
-            mma::loadA(va, vTile + wave * 16 * ld + kk * 16, ld);
-            mma::mma(dp, va, db);
-          }
+          mma::mma(dp, va, db);
         }
         if constexpr (tight) {  // s: capped scores, dp: (V·dOᵀ − D)·slope
           capScoresWithDp<1>(dims, &s, &dp, scaleLog2,
