@@ -49,8 +49,9 @@ alpaca-style dataset, timed from outside (scripts/gpu-check.sh loop runs it on t
    position a real token, one process per run) once per run, interleaved; the summary gives
    each program's delivered real tokens/s and peak reserved memory (the highest reserved_bytes
    of its memory events) over PyTorch's.
-OUT_DIR gets runs.jsonl (one line per run) and summary.txt: per program the median of the runs
-and their spread (min-max); with --keep-events also each run's event log.
+OUT_DIR gets runs.jsonl (one line per run, with its counted steps' cycles, own times and real
+tokens under "steps", the spread behind the medians) and summary.txt: per program the median of
+the runs and their spread (min-max); with --keep-events also each run's event log.
 """
 
 import argparse
@@ -175,6 +176,7 @@ def one_run(program, args, model, out_dir, log_path, env, extra_options, gpus=No
         "stages_ms": {name: median(v) for name, v in stages.items() if v},
         "peak_reserved_gib": max(reserved) / 1024 ** 3 if reserved else None,
         "run_wall_s": wall,
+        "steps": {"cycle_ms": gaps, "own_ms": own, "tokens": tokens},
     }
 
 
