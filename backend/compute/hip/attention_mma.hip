@@ -408,8 +408,7 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kForwa
       float shift[slots];
 #pragma unroll
       for (int sl = 0; sl < slots; ++sl) {
-        // As in the vector kernel: a row that has seen no key yet (window, documents) shifts by
-        // 0.
+        // As in the vector kernel: a row with no key seen yet (window, documents) shifts by 0.
         const float newMax = fmaxf(runningMax[sl], mma::rowMax(tileMax[sl]));
         shift[sl] = newMax == -INFINITY ? 0.0f : newMax;
         const float rescale = exp2f(runningMax[sl] - shift[sl]);
