@@ -178,8 +178,8 @@ __device__ inline void capScores(const Dims& d, mma::FragC (&s)[N], float scaleL
 // Writes accumulator element e of a row's column c (< headDim), times factor, at p[at] (f32 or
 // bf16), and, where the target pairs columns (mma::kAccColumnPairs: e even, c even), element
 // e + 1 at p[at + 1] in the same store (8 bytes, or 4 for bf16) when the head dim is even (at is
-// then even too) and p starts on two elements. The epilogues step e by kAccStoreStep: with
-// pairs, each call covers two elements.
+// then even too) and p starts on two elements. Step is how far the epilogue steps e:
+// kAccStoreStep (pairs where the target has them) or 1 (element by element everywhere).
 //
 // Note [paired stores]: element by element, a lane quad wrote every other value of a row's
 // sector, then the rest; in pairs its stores fill the sector at once, with half the store
@@ -191,10 +191,10 @@ __device__ inline void capScores(const Dims& d, mma::FragC (&s)[N], float scaleL
 // head dim 64 it needs 171 registers, one block an SM fewer (0.359 to 0.371 ms; held to 168
 // registers it spilled and took 0.370): there dq stores element by element.
 constexpr int kAccStoreStep = mma::kAccColumnPairs ? 2 : 1;
-template <typename T>
+template <int Step = kAccStoreStep, typename T>
 __device__ inline void storeAcc(T* p, long long at, const mma::FragC& acc, int e, float factor,
                                 int c, int headDim) {
-  if constexpr (mma::kAccColumnPairs) {
+  if constexpr (Step == 2) {
     if (headDim % 2 == 0 && reinterpret_cast<std::uintptr_t>(p) % (2 * sizeof(T)) == 0) {
       const float pair[2] = {acc.v[e] * factor, acc.v[e + 1] * factor};
       if constexpr (std::is_same_v<T, float>) {
@@ -213,7 +213,7 @@ __device__ inline void storeAcc(T* p, long long at, const mma::FragC& acc, int e
     }
   };
   put(at, acc.v[e] * factor);
-  if (kAccStoreStep == 2 && c + 1 < headDim) {
+  if (Step == 2 && c + 1 < headDim) {
     put(at + 1, acc.v[e + 1] * factor);
   }
 }
@@ -713,12 +713,8 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kDqBlo
       const int i = w0 + mma::slotRow(mma::accSlot(e));
       const int c = n * 16 + mma::accCol(e);
       if (i < dims.seq && c < dims.headDim) {
-        const long long at = rowOffset(dims, dims.heads, b, i, h) + c;
-        if constexpr (dqStep == kAccStoreStep) {
-          storeAcc(dq, at, acc[n], e, scale, c, dims.headDim);
-        } else {
-          dq[at] = floatToBf16(acc[n].v[e] * scale);
-        }
+        storeAcc<dqStep>(dq, rowOffset(dims, dims.heads, b, i, h) + c, acc[n], e, scale, c,
+                         dims.headDim);
       }
     }
   }
