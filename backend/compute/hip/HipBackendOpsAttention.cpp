@@ -52,6 +52,17 @@ Tensor sliceView(const Tensor& t, std::size_t bytesOffset, DType dtype, std::int
                 {rows, cols}, Device::Gpu);
 }
 
+// Zeroes rows first.. of a (rows, cols) tensor: the padding rows of Note [lm-head row buckets].
+void zeroRowsFrom(Tensor& t, std::int64_t first, std::int64_t cols, hipStream_t stream) {
+  const std::int64_t rows = t.dim(0) - first;
+  if (rows > 0) {
+    const auto rowBytes = static_cast<std::size_t>(cols) * dtypeBytes(t.dtype());
+    LORASCOPE_HIP_CHECK(hipMemsetAsync(
+        static_cast<unsigned char*>(t.data()) + static_cast<std::size_t>(first) * rowBytes, 0,
+        static_cast<std::size_t>(rows) * rowBytes, stream));
+  }
+}
+
 }  // namespace
 
 void HipBackend::attentionForward(const Tensor& q, const Tensor& k, const Tensor& v,
@@ -154,41 +165,48 @@ void HipBackend::lmHeadLoss(const Tensor& h, const Tensor& weight,
     }
   }
   const std::int64_t passCount = gathered ? static_cast<std::int64_t>(passRows.size()) : rows;
+  // Note [lm-head row buckets]: the GEMMs run over gemmRows ≥ passCount, the extra rows zero.
+  const std::int64_t gemmRows =
+      gathered
+          ? std::min(rows, (passCount + kLmHeadRowBucket - 1) / kLmHeadRowBucket * kLmHeadRowBucket)
+          : rows;
   const Tensor deviceTargets = uploadIndices(*this, gathered ? passTargets : targets);
   const Tensor deviceRows = gathered ? uploadIndices(*this, passRows) : Tensor();
   const auto* targetIds = deviceTargets.as<std::int32_t>();
   const auto* outRows = gathered ? deviceRows.as<std::int32_t>() : nullptr;
   const memory::OwnerScope owner(memory::Owner::Workspace);
-  Tensor passInput = gathered ? empty(h.dtype(), {passCount, hidden}) : Tensor();
+  Tensor passInput = gathered ? empty(h.dtype(), {gemmRows, hidden}) : Tensor();
   if (gathered) {
     lmHeadGatherRows(h.as<std::uint16_t>(), outRows, passCount, hidden,
                      passInput.as<std::uint16_t>(), stream_);
+    zeroRowsFrom(passInput, passCount, hidden, stream_);
   }
   const Tensor& input = gathered ? passInput : h;
-  const std::int64_t chunk = lmHeadChunkColumns(passCount, vocab);
+  const std::int64_t chunk = lmHeadChunkColumns(gemmRows, vocab);
   Tensor stateRows = empty(DType::F32, {4, passCount});
   float* stateData = stateRows.as<float>();
   const LmHeadRowState state{stateData, stateData + passCount, stateData + 2 * passCount,
                              stateData + 3 * passCount};
   // Scratch: ≤ kLmHeadChunkFloats f32 logits, half as many bytes of bf16 weights, and the f32
   // (rows, hidden) gradient accumulator.
-  Tensor logits = empty(DType::F32, {passCount, chunk});
-  Tensor weights = withGradient ? empty(DType::BF16, {passCount, chunk}) : Tensor();
-  Tensor dhSum = withGradient ? empty(DType::F32, {passCount, hidden}) : Tensor();
+  Tensor logits = empty(DType::F32, {gemmRows, chunk});
+  Tensor weights = withGradient ? empty(DType::BF16, {gemmRows, chunk}) : Tensor();
+  Tensor dhSum = withGradient ? empty(DType::F32, {gemmRows, hidden}) : Tensor();
   const std::size_t weightRowBytes = static_cast<std::size_t>(hidden) * dtypeBytes(weight.dtype());
 
   for (std::int64_t c0 = 0; c0 < vocab; c0 += chunk) {
     const std::int64_t columns = std::min(chunk, vocab - c0);
     const Tensor weightChunk = sliceView(weight, static_cast<std::size_t>(c0) * weightRowBytes,
                                          weight.dtype(), columns, hidden);
-    Tensor chunkLogits = sliceView(logits, 0, DType::F32, passCount, columns);
+    Tensor chunkLogits = sliceView(logits, 0, DType::F32, gemmRows, columns);
     matmul(input, false, weightChunk, true, chunkLogits, 1.0f, 0.0f);  // h · W_cᵀ
     Tensor chunkWeights =
-        withGradient ? sliceView(weights, 0, DType::BF16, passCount, columns) : Tensor();
+        withGradient ? sliceView(weights, 0, DType::BF16, gemmRows, columns) : Tensor();
     lmHeadChunk(logits.as<float>(), passCount, columns, c0, c0 == 0, targetIds, kIgnoreTarget,
                 logitSoftcap, state, withGradient ? chunkWeights.as<std::uint16_t>() : nullptr,
                 stream_);
     if (withGradient) {
+      zeroRowsFrom(chunkWeights, passCount, columns, stream_);
       if (c0 > 0) {
         lmHeadRescaleRows(dhSum.as<float>(), passCount, hidden, state, stream_);
       }

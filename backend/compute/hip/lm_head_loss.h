@@ -23,6 +23,16 @@ namespace lorascope::compute::hip {
 inline constexpr std::int64_t kLmHeadChunkFloats = std::int64_t{32} << 20;
 std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab);
 
+// Note [lm-head row buckets]: the predicted rows of a step (HipBackend::lmHeadLoss) vary from
+// batch to batch, and a vendor GEMM meets each new shape cold: on the H200 (cuBLAS 13) a pass
+// over Llama-3.2-1B's vocabulary took 1 to 10 ms longer the first time a row count came, the
+// host choosing and loading kernels while the device waited, and in the trainer's loop a step
+// met a new count nearly every time (the lm-head's GEMMs 3.3 to 19 ms a step, median 4.6). So
+// the GEMMs run over the predicted rows rounded up to a multiple of kLmHeadRowBucket (at most
+// every row of the batch), the extra rows zero in their inputs and never read in their outputs:
+// a handful of shapes a run, at up to 127 rows of extra work.
+inline constexpr std::int64_t kLmHeadRowBucket = 128;
+
 // Per-row state of the pass, f32, (rows) each.
 struct LmHeadRowState {
   float* runningMax = nullptr;
