@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "common/Checksum.h"
 #include "common/MappedFile.h"
@@ -118,7 +119,11 @@ StateMirror::StateMirror(const std::filesystem::path& path, std::size_t capacity
   nextSequence_ = newestSlot_ < 0 ? 1 : sequences_[std::size_t(newestSlot_)] + 1;
 }
 
-StateMirror::~StateMirror() = default;
+StateMirror::~StateMirror() {
+  if (sync_.valid()) {
+    sync_.wait();
+  }
+}
 
 void StateMirror::flush(std::size_t offset, std::size_t bytes, const char* what) {
   try {
@@ -128,41 +133,75 @@ void StateMirror::flush(std::size_t offset, std::size_t bytes, const char* what)
   }
 }
 
+void StateMirror::collectSync(bool wait) {
+  if (!sync_.valid() ||
+      (!wait && sync_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)) {
+    return;
+  }
+  const int slot = std::exchange(syncSlot_, -1);
+  sync_.get();  // throws the msync's error
+  durableSlot_ = slot;
+  lastDurable_ = syncStarted_;
+}
+
+int StateMirror::freeSlot() const {
+  int target = -1;
+  for (int slot = 0; slot < kSlots; ++slot) {
+    if (slot != newestSlot_ && slot != durableSlot_ && slot != syncSlot_ &&
+        (target < 0 || sequences_[std::size_t(slot)] < sequences_[std::size_t(target)])) {
+      target = slot;
+    }
+  }
+  return target;
+}
+
 void StateMirror::write(std::span<const std::byte> payload) {
   if (payload.size() > capacityBytes_) {
     throw StateMirrorError(
         common::pathText(path_) + ": state of " + std::to_string(payload.size()) +
         " bytes exceeds the mirror's capacity of " + std::to_string(capacityBytes_) + " bytes");
   }
-  // Never the newest state's slot (a crash now must leave it) nor the last durable one's (a
-  // machine that goes down must find it on the disk); of the slots left, the oldest.
-  int target = -1;
-  for (int slot = 0; slot < kSlots; ++slot) {
-    if (slot != newestSlot_ && slot != durableSlot_ &&
-        (target < 0 || sequences_[std::size_t(slot)] < sequences_[std::size_t(target)])) {
-      target = slot;
-    }
-  }
+  collectSync(false);
   const auto now = std::chrono::steady_clock::now();
-  const bool durable = !lastDurable_ || now - *lastDurable_ >= durableEvery_;
+  const std::optional<std::chrono::steady_clock::time_point> latest =
+      sync_.valid() ? std::optional(syncStarted_) : lastDurable_;
+  const bool durable = !latest || now - *latest >= durableEvery_;
+  const bool inBackground = durable && durableEvery_.count() > 0;
+  if (durable) {
+    collectSync(true);  // a sync longer than the interval: the next one waits for it
+  }
+  // Never the newest state's slot (a crash now must leave it) nor the last durable one's (a
+  // machine that goes down must find it on the disk), nor one being synced to become that.
+  int target = freeSlot();
+  if (target < 0) {
+    collectSync(true);
+    target = freeSlot();
+  }
   const std::size_t offset = slotOffset(capacityBytes_, target);
   std::byte* slot = map_ + offset;
   SlotHeader header{0, 0, 0, 0};  // invalidate first: a torn payload must never look valid
   std::memcpy(slot, &header, sizeof header);
   sequences_[std::size_t(target)] = 0;
   std::memcpy(slot + kSlotHeaderBytes, payload.data(), payload.size());
-  if (durable) {
+  if (durable && !inBackground) {
     flush(offset, kSlotHeaderBytes + payload.size(), "msync of the state payload");
   }
   header = SlotHeader{nextSequence_, payload.size(), checksum(kFormatVersion, payload), kValidFlag};
   std::memcpy(slot, &header, sizeof header);
-  if (durable) {
+  if (durable && !inBackground) {
     flush(offset, kSlotHeaderBytes, "msync of the state header");
     durableSlot_ = target;
     lastDurable_ = now;
   }
   sequences_[std::size_t(target)] = nextSequence_++;
   newestSlot_ = target;
+  if (inBackground) {  // Note [durable in the background]
+    syncSlot_ = target;
+    syncStarted_ = now;
+    const std::size_t bytes = kSlotHeaderBytes + payload.size();
+    sync_ = std::async(std::launch::async,
+                       [this, offset, bytes] { flush(offset, bytes, "msync of the state"); });
+  }
 }
 
 std::optional<MirroredState> StateMirror::readLatest(const std::filesystem::path& path) {

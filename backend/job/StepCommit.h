@@ -9,14 +9,14 @@
 // flat buffers copied on the device in stream order, then downloaded into pinned memory on a
 // side stream; on the CPU, a host copy), and a writer thread waits for the download, encodes
 // the state straight from it into a buffer it reuses (PendingTrainerState::waitEncoded) and
-// writes it (checksum, copy into the mapping, two msyncs: engine/StateMirror.h) while the next
-// step computes: no step waits for a state download. That step's end (or the engine settling: a
-// pause, a stop, a toggle, a checkpoint, an error) announces it, with its incident event. An
-// evaluation is announced at once (it may stop the run early), after the step before. A crash
-// while it is downloaded or written leaves the mirror at the step before (it never overwrites the
-// newest state), and the step is redone; a crash after it is written but before it is announced
-// is the case replay() covers. A failed download (a device error) is the write's error: the step
-// is not announced.
+// writes it (checksum, copy into the mapping; at most every 2 s an msync, in the background:
+// engine/StateMirror.h) while the next step computes: no step waits for a state download. That
+// step's end (or the engine settling: a pause, a stop, a toggle, a checkpoint, an error) announces
+// it, with its incident event. An evaluation is announced at once (it may stop the run early),
+// after the step before. A crash while it is downloaded or written leaves the mirror at the step
+// before (it never overwrites the newest state), and the step is redone; a crash after it is
+// written but before it is announced is the case replay() covers. A failed download (a device
+// error) is the write's error: the step is not announced.
 #pragma once
 
 #include <cstdint>

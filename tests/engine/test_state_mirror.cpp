@@ -1,6 +1,7 @@
 // test_state_mirror.cpp — the state mirror keeps the newest complete state through reopen, a torn
 // write in any slot, and damage to the file; writes that do not wait for the disk never touch the
-// last durable state; it refuses states larger than its capacity.
+// last durable state, made durable before the write returns or in the background; it refuses states
+// larger than its capacity.
 #include "TempDir.h"
 #include "TestRunner.h"
 
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <span>
+#include <thread>
 #include <vector>
 
 #include "common/Checksum.h"
@@ -118,7 +120,7 @@ TEST_CASE(writesThatDoNotWaitForTheDiskNeverTouchTheLastDurableState) {
   const std::string path = dir.filePath("mirror");
   StateMirror mirror(path, 64);
   mirror.setDurableEvery(std::chrono::hours(1));
-  mirror.write(bytesOf("durable"));  // the first write waits for the disk: slot 0
+  mirror.write(bytesOf("durable"));  // the first write is made durable: slot 0
   for (int step = 1; step <= 5; ++step) {
     const std::string text = "step " + std::to_string(step);
     mirror.write(bytesOf(text));
@@ -131,6 +133,34 @@ TEST_CASE(writesThatDoNotWaitForTheDiskNeverTouchTheLastDurableState) {
   // Neither non-durable slot reached the disk whole: the durable state is what is left.
   corruptByte(path, payloadOffset(2, 64));
   COMPARE(textOf(StateMirror::readLatest(path)->payload), std::string("durable"));
+}
+
+// With an interval a write is made durable in the background (Note [durable in the background]):
+// until its msync returns its slot is not written again, nor, once it has, until the next durable
+// state is on the disk; whenever the sync finishes, the writes after it leave that state alone.
+TEST_CASE(aStateMadeDurableInTheBackgroundIsKeptByTheWritesAfterIt) {
+  lstest::TempDir dir;
+  const std::string path = dir.filePath("mirror");
+  {
+    StateMirror mirror(path, 64);
+    mirror.setDurableEvery(std::chrono::milliseconds(20));
+    mirror.write(bytesOf("first"));   // durable in the background: slot 0
+    mirror.write(bytesOf("step 1"));  // slot 1: the sync of slot 0 is in flight or done
+    std::this_thread::sleep_for(std::chrono::milliseconds(40));
+    mirror.write(bytesOf("second"));  // the interval passed: durable in the background, slot 2
+    mirror.setDurableEvery(std::chrono::hours(1));  // none durable after it, however slow the test
+    COMPARE(fileBytes(path, payloadOffset(2, 64), 6), std::string("second"));
+    for (int step = 2; step <= 6; ++step) {  // each within the interval of "second"
+      const std::string text = "step " + std::to_string(step);
+      mirror.write(bytesOf(text));
+      COMPARE(fileBytes(path, payloadOffset(2, 64), 6), std::string("second"));
+      COMPARE(textOf(StateMirror::readLatest(path)->payload), text);
+    }
+  }  // the mirror waits for its sync before it goes
+  // The two other slots torn: the state made durable in the background is what is left.
+  corruptByte(path, payloadOffset(0, 64));
+  corruptByte(path, payloadOffset(1, 64));
+  COMPARE(textOf(StateMirror::readLatest(path)->payload), std::string("second"));
 }
 
 // A version-1 mirror (two slots, before the durable interval) still reads; an engine reopening
