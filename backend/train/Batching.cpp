@@ -242,12 +242,19 @@ std::vector<std::int64_t> lengthGroupedOrder(std::span<const Sequence> sequences
   return grouped;
 }
 
-MicroBatch collate(std::span<const Sequence* const> rows) {
+std::int64_t paddedLength(std::int64_t longest, std::int64_t multiple, std::int64_t maxSeq) {
+  const std::int64_t rounded = (longest + multiple - 1) / multiple * multiple;
+  return maxSeq > 0 ? std::max(longest, std::min(rounded, maxSeq)) : rounded;
+}
+
+MicroBatch collate(std::span<const Sequence* const> rows, std::int64_t multiple,
+                   std::int64_t maxSeq) {
   MicroBatch mb;
   mb.batch = static_cast<std::int64_t>(rows.size());
   for (const Sequence* s : rows) {
     mb.seq = std::max(mb.seq, static_cast<std::int64_t>(s->ids.size()));
   }
+  mb.seq = paddedLength(mb.seq, multiple, maxSeq);  // Note [sequence buckets]
   const auto seq = static_cast<std::size_t>(mb.seq);
   mb.ids.assign(rows.size() * seq, 0);
   mb.labels.assign(rows.size() * seq, compute::kIgnoreTarget);

@@ -99,8 +99,25 @@ std::vector<std::int64_t> lengthGroupedOrder(std::span<const Sequence> sequences
                                              std::int64_t group, std::uint64_t seed,
                                              std::int64_t epoch, bool shuffle);
 
-// Sequences padded on the right to the longest (pad id 0, label −100): with causal attention the
-// padding changes nothing before it.
+// `longest` rounded up to a multiple of `multiple` (≥ 1), but not past maxSeq (when > 0) unless
+// longest is: the padded length of a micro-batch (Note [sequence buckets]; a whole-step graph's
+// shape, train/StepGraphs.h).
+std::int64_t paddedLength(std::int64_t longest, std::int64_t multiple, std::int64_t maxSeq);
+
+// Sequences padded on the right (pad id 0, label −100) to the longest, or with a multiple > 1 to
+// paddedLength (Note [sequence buckets]): with causal attention the padding changes nothing
+// before it.
+//
+// Note [sequence buckets]: unpacked batches are as long as their longest example, so on a GPU
+// nearly every step met new GEMM shapes, and a vendor GEMM meets a shape cold. On the H200
+// (cuBLAS 13) the 15 GEMM shapes of a Llama-3.2-1B layer took 7 ms longer (median over 45 lengths,
+// up to 30) the first time a token count came than the next time (0.5-1 ms), the host choosing
+// and loading kernels while the device waited; every layer shares the shapes, so that was once
+// a step. A GPU run pads each micro-batch to a multiple of kGpuSequenceMultiple instead (at most
+// 15 positions a row more): a few dozen shapes a run, each cold once. Not with LoRA dropout: an
+// eager step draws its masks over the batch's positions (Backend::dropoutMask), so the padding
+// would change every row's but the first from what the CPU, or the same run unpadded, draws.
+inline constexpr std::int64_t kGpuSequenceMultiple = 16;
 struct MicroBatch {
   std::int64_t batch = 0;
   std::int64_t seq = 0;
@@ -113,6 +130,7 @@ struct MicroBatch {
   std::int64_t realTokens = 0;                            // tokens that are not padding
   std::int64_t positions() const { return batch * seq; }  // computed, padding included
 };
-MicroBatch collate(std::span<const Sequence* const> rows);
+MicroBatch collate(std::span<const Sequence* const> rows, std::int64_t multiple = 1,
+                   std::int64_t maxSeq = 0);
 
 }  // namespace lorascope::train

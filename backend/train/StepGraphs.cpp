@@ -7,13 +7,13 @@
 #include <new>
 
 #include "memory/DeviceAllocator.h"  // defines: OwnerScope
+#include "train/Batching.h"          // defines: paddedLength
 
 namespace lorascope::train {
 
 std::int64_t graphSeqLength(std::int64_t longest, std::int64_t maxSeqLen) {
-  constexpr std::int64_t kBucket = 64;
-  const std::int64_t rounded = (longest + kBucket - 1) / kBucket * kBucket;
-  return std::max(longest, std::min(rounded, maxSeqLen));
+  constexpr std::int64_t kBucket = 64;  // one captured graph per bucket: fewer than eager's
+  return paddedLength(longest, kBucket, maxSeqLen);
 }
 
 struct StepGraphs::Entry {

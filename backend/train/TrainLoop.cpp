@@ -289,6 +289,14 @@ StepMetrics TrainLoop::step(const std::atomic<bool>* cancel) {
   return metrics;
 }
 
+std::int64_t TrainLoop::sequenceMultiple() const {
+  // Note [sequence buckets] (train/Batching.h): the CPU has no cold shapes to avoid, and with
+  // LoRA dropout the padding would move the masks.
+  const bool bucketed =
+      backend_->capabilities().device != compute::Device::Cpu && config_.lora.dropout == 0.0;
+  return bucketed ? kGpuSequenceMultiple : 1;
+}
+
 TrainLoop::StepRows TrainLoop::takeRows() {
   // The allocator's step boundary: a queued policy change takes effect, new blocks carry the step.
   if (memory::DeviceAllocator* allocator = backend_->deviceAllocator()) {
@@ -386,7 +394,8 @@ StepMetrics TrainLoop::eagerStep(const std::atomic<bool>* cancel) {
     const std::int64_t n = std::min(microBatch_, r.taken - first);
     const auto building = Clock::now();
     const MicroBatch mb = collate(
-        std::span<const Sequence* const>(r.rows.data() + first, static_cast<std::size_t>(n)));
+        std::span<const Sequence* const>(r.rows.data() + first, static_cast<std::size_t>(n)),
+        sequenceMultiple(), config_.maxSeqLen);
     const model::ForwardInput input{mb.batch, mb.seq, mb.ids, mb.labels, mb.documentStarts};
     const auto built = Clock::now();
     lossSum +=
@@ -435,7 +444,7 @@ EvalMetrics TrainLoop::evaluate(std::span<const Sequence> sequences,
     for (std::int64_t i = first; i < std::min(count, first + microBatch_); ++i) {
       rows.push_back(&sequences[static_cast<std::size_t>(i)]);
     }
-    const MicroBatch mb = collate(rows);
+    const MicroBatch mb = collate(rows, sequenceMultiple(), config_.maxSeqLen);
     const LossSum part = graph_->forwardLoss({mb.batch, mb.seq, mb.ids, mb.labels});
     lossSum += part.sum;
     eval.predictedTokens += part.predictedTokens;

@@ -230,6 +230,8 @@ class TrainLoop {
     std::vector<const Sequence*> rows;
   };
   StepRows takeRows();
+  // What each micro-batch's length is padded to a multiple of (train/Batching.h: collate).
+  std::int64_t sequenceMultiple() const;
   double learningRate() const;  // of the step about to run
   // "" for a finite loss and norm; else the warning, counting the steps in a row (throws
   // NonFiniteTraining at the limit).

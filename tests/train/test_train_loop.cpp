@@ -290,6 +290,39 @@ TEST_CASE(documentPackingFillsItsPacksWithWholeExamples) {
   }
 }
 
+// Note [sequence buckets]: a micro-batch padded to a multiple of its bucket (as a GPU run's are)
+// holds the same tokens and labels, padding after them, and never grows past maxSeq.
+TEST_CASE(collatePadsToTheBucketWithinMaxSeq) {
+  train::Sequence longer;
+  longer.ids = {5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21};  // 17 tokens
+  longer.labels.assign(longer.ids.size(), 3);
+  longer.predictedTokens = static_cast<std::int64_t>(longer.ids.size());
+  train::Sequence shorter;
+  shorter.ids = {1, 2, 3};
+  shorter.labels = {compute::kIgnoreTarget, 4, 4};
+  shorter.predictedTokens = 2;
+  const train::Sequence* rows[] = {&longer, &shorter};
+  const train::MicroBatch exact = train::collate(rows);
+  COMPARE(exact.seq, std::int64_t{17});
+  const train::MicroBatch bucket = train::collate(rows, train::kGpuSequenceMultiple, 512);
+  COMPARE(bucket.seq, std::int64_t{32});
+  COMPARE(bucket.positions(), std::int64_t{64});
+  COMPARE(bucket.realTokens, exact.realTokens);
+  COMPARE(bucket.predictedTokens, exact.predictedTokens);
+  for (std::int64_t row = 0; row < 2; ++row) {
+    for (std::int64_t t = 0; t < bucket.seq; ++t) {
+      const auto at = static_cast<std::size_t>(row * bucket.seq + t);
+      const bool real = t < exact.seq;
+      const auto was = static_cast<std::size_t>(row * exact.seq + t);
+      COMPARE(bucket.ids[at], real ? exact.ids[was] : 0);
+      COMPARE(bucket.labels[at], real ? exact.labels[was] : compute::kIgnoreTarget);
+    }
+  }
+  COMPARE(train::collate(rows, train::kGpuSequenceMultiple, 20).seq, std::int64_t{20});
+  COMPARE(train::collate(rows, train::kGpuSequenceMultiple, 10).seq, std::int64_t{17});
+  COMPARE(train::paddedLength(32, 16, 512), std::int64_t{32});
+}
+
 TEST_CASE(epochOrderIsASeededPermutation) {
   const auto a = train::epochOrder(50, 7, 0, true);
   COMPARE(std::set<std::int64_t>(a.begin(), a.end()).size(), std::size_t{50});

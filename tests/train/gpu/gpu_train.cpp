@@ -301,6 +301,28 @@ void caseWeights(Checks& checks) {
 
 // --- parity ---------------------------------------------------------------------------------
 
+// The metrics of up to `steps` steps (fewer when the run finishes), saying where a step left graph
+// mode.
+std::vector<train::StepMetrics> stepMetrics(train::TrainLoop& loop, std::int64_t steps) {
+  std::vector<train::StepMetrics> out;
+  for (std::int64_t i = 0; i < steps && !loop.finished(); ++i) {
+    out.push_back(loop.step());
+    if (!out.back().graphFallback.empty()) {
+      std::printf("note step %lld: %s\n", static_cast<long long>(out.back().step),
+                  out.back().graphFallback.c_str());
+    }
+  }
+  return out;
+}
+
+std::vector<double> lossesOf(const std::vector<train::StepMetrics>& metrics) {
+  std::vector<double> losses;
+  for (const train::StepMetrics& m : metrics) {
+    losses.push_back(m.loss);
+  }
+  return losses;
+}
+
 // Returns false (after saying so) when this build has no such GEMM (AMD without hipBLAS).
 bool selectGemm(compute::Backend& gpu, GemmImplementation impl) {
   try {
@@ -331,6 +353,35 @@ void caseParity(Checks& checks) {
                   std::string(name) + ", " + compute::gemmImplementationName(impl) +
                       " GEMM: GPU vs CPU losses",
                   runSteps(loop, kSteps), reference, kLossTolerance);
+    }
+    // Without dropout a GPU run pads each micro-batch to a multiple of kGpuSequenceMultiple
+    // (Note [sequence buckets]) where the CPU pads to the longest row: the same losses.
+    train::TrainConfig unmasked = runConfig(kSteps);
+    unmasked.lora.dropout = 0.0;
+    unmasked.maxSeqLen = 32;
+    auto cpu = compute::createCpuBackend();
+    train::TrainLoop onCpu(*cpu, folder.config(), folder.weights(), runData(), unmasked);
+    const std::vector<train::StepMetrics> want = stepMetrics(onCpu, kSteps);
+    if (selectGemm(*gpu, GemmImplementation::Vendor)) {
+      train::TrainLoop loop(*gpu, folder.config(), placed, runData(), unmasked);
+      const std::vector<train::StepMetrics> got = stepMetrics(loop, kSteps);
+      std::int64_t cpuPositions = 0;
+      std::int64_t gpuPositions = 0;
+      bool bucketed = got.size() == want.size();
+      for (std::size_t i = 0; bucketed && i < got.size(); ++i) {
+        cpuPositions += want[i].positions;
+        gpuPositions += got[i].positions;
+        bucketed =
+            got[i].tokens == want[i].tokens && got[i].positions % train::kGpuSequenceMultiple == 0;
+      }
+      checks.expect(
+          bucketed && gpuPositions > cpuPositions,
+          std::string(name) +
+              format(": each step's micro-batches padded to buckets, %.0f positions "
+                     "computed where the CPU computed %.0f, for the same tokens",
+                     static_cast<double>(gpuPositions), static_cast<double>(cpuPositions)));
+      expectCurve(checks, std::string(name) + ", no dropout, padded to buckets: GPU vs CPU losses",
+                  lossesOf(got), lossesOf(want), kLossTolerance);
     }
   }
 }
@@ -765,25 +816,6 @@ void caseToggles(Checks& checks) {
 // replayed after; a switch to eager and back, and a micro-batch change (a new shape) in the
 // middle; an injected fault in a replay and one in a capture: each leaves graph mode, says so,
 // and the step runs eagerly on the same curve.
-std::vector<train::StepMetrics> stepMetrics(train::TrainLoop& loop, std::int64_t steps) {
-  std::vector<train::StepMetrics> out;
-  for (std::int64_t i = 0; i < steps && !loop.finished(); ++i) {
-    out.push_back(loop.step());
-    if (!out.back().graphFallback.empty()) {
-      std::printf("note step %lld: %s\n", static_cast<long long>(out.back().step),
-                  out.back().graphFallback.c_str());
-    }
-  }
-  return out;
-}
-
-std::vector<double> lossesOf(const std::vector<train::StepMetrics>& metrics) {
-  std::vector<double> losses;
-  for (const train::StepMetrics& m : metrics) {
-    losses.push_back(m.loss);
-  }
-  return losses;
-}
 
 std::string graphRuns(const std::vector<train::StepMetrics>& metrics, std::size_t first,
                       std::size_t count) {
