@@ -8,6 +8,7 @@
 
 #include "common/MappedFile.h"
 #include "common/OsError.h"
+#include "common/OsFile.h"  // defines: testing::injectedSync
 
 namespace lorascope::common {
 namespace {
@@ -80,6 +81,13 @@ MappedFile::~MappedFile() {
 }
 
 void MappedFile::flush(std::size_t offset, std::size_t count, const char* what) {
+  std::error_code injected;
+  if (testing::injectedSync(false, &injected)) {
+    if (injected) {
+      throw OsError(path_, std::string(what) + " failed", injected);
+    }
+    return;
+  }
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const std::size_t aligned = offset / page * page;
   if (::msync(data_ + aligned, offset - aligned + count, MS_SYNC) != 0) {

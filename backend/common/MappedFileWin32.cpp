@@ -5,6 +5,7 @@
 
 #include "common/MappedFile.h"
 #include "common/OsError.h"
+#include "common/OsFile.h"  // defines: testing::injectedSync
 
 namespace lorascope::common {
 namespace {
@@ -98,6 +99,13 @@ MappedFile::~MappedFile() {
 }
 
 void MappedFile::flush(std::size_t offset, std::size_t count, const char* what) {
+  std::error_code injected;
+  if (testing::injectedSync(false, &injected)) {
+    if (injected) {
+      throw OsError(path_, std::string(what) + " failed", injected);
+    }
+    return;
+  }
   if (!::FlushViewOfFile(data_ + offset, count) ||
       (handle_ != -1 && !::FlushFileBuffers(reinterpret_cast<HANDLE>(handle_)))) {
     throw OsError(path_, std::string(what) + " failed", lastError());

@@ -48,9 +48,10 @@ void renameReplacing(const std::filesystem::path& from, const std::filesystem::p
 std::error_code syncDirectoryEntries(const std::filesystem::path& dir);
 
 namespace testing {
-// Replaces every sync above (OutputFile::sync, syncDirectoryEntries) with `hook`: its answer is
-// the sync's result (none: synced). nullptr restores the real syncs; returns the previous hook.
-// Only for tests that make a sync fail (tests/common/test_durable_file.cpp).
+// Replaces every sync above (OutputFile::sync, syncDirectoryEntries) and a shared mapping's
+// (MappedFile::flush, isDirectory false) with `hook`: its answer is the sync's result (none:
+// synced). nullptr restores the real syncs; returns the previous hook. Only for tests that make
+// a sync fail (tests/common/test_durable_file.cpp, tests/engine/test_state_mirror.cpp).
 using SyncHook = std::error_code (*)(bool isDirectory);
 SyncHook setSyncForTesting(SyncHook hook);
 // The implementations' side: true (with the hook's answer in *error) when a hook is installed.

@@ -1,7 +1,7 @@
 // test_state_mirror.cpp — the state mirror keeps the newest complete state through reopen, a torn
 // write in any slot, and damage to the file; writes that do not wait for the disk never touch the
-// last durable state, made durable before the write returns or in the background; it refuses states
-// larger than its capacity.
+// last durable state, made durable before the write returns or in the background, and a failed
+// sync is thrown; it refuses states larger than its capacity.
 #include "TempDir.h"
 #include "TestRunner.h"
 
@@ -10,10 +10,13 @@
 #include <cstring>
 #include <fstream>
 #include <span>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "common/Checksum.h"
+#include "common/OsFile.h"  // defines: testing::setSyncForTesting
 #include "engine/StateMirror.h"
 
 using namespace lorascope::engine;
@@ -161,6 +164,47 @@ TEST_CASE(aStateMadeDurableInTheBackgroundIsKeptByTheWritesAfterIt) {
   corruptByte(path, payloadOffset(0, 64));
   corruptByte(path, payloadOffset(1, 64));
   COMPARE(textOf(StateMirror::readLatest(path)->payload), std::string("second"));
+}
+
+// A failed msync: a write that waits for the disk throws it; one made durable in the background
+// has a later write throw it. Either way the states written stay readable.
+TEST_CASE(aFailedSyncIsThrownByItsWriteOrALaterOne) {
+  lstest::TempDir dir;
+  struct RealSyncs {
+    ~RealSyncs() { lorascope::common::testing::setSyncForTesting(nullptr); }
+  } restore;
+  const auto failing = [](bool) { return std::make_error_code(std::errc::io_error); };
+  const std::string path = dir.filePath("mirror");
+  StateMirror every(path, 64);
+  every.write(bytesOf("a"));
+  lorascope::common::testing::setSyncForTesting(failing);
+  bool threw = false;
+  try {
+    every.write(bytesOf("b"));
+  } catch (const StateMirrorError& e) {
+    threw = std::string(e.what()).find("msync of the state payload failed") != std::string::npos;
+  }
+  VERIFY(threw);
+
+  lorascope::common::testing::setSyncForTesting(nullptr);
+  const std::string later = dir.filePath("later");
+  StateMirror background(later, 64);
+  background.setDurableEvery(std::chrono::hours(1));
+  lorascope::common::testing::setSyncForTesting(failing);
+  background.write(bytesOf("c"));  // returns; its msync fails on the mirror's thread
+  std::string error;
+  for (int attempt = 0; attempt < 200 && error.empty(); ++attempt) {
+    try {
+      background.write(bytesOf("d"));
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    } catch (const StateMirrorError& e) {
+      error = e.what();
+    }
+  }
+  VERIFY2(error.find("msync of the state failed") != std::string::npos, error);
+  lorascope::common::testing::setSyncForTesting(nullptr);
+  background.write(bytesOf("e"));
+  COMPARE(textOf(StateMirror::readLatest(later)->payload), std::string("e"));
 }
 
 // A version-1 mirror (two slots, before the durable interval) still reads; an engine reopening
