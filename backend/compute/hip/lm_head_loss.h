@@ -25,9 +25,10 @@ std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab);
 
 // Note [lm-head row buckets]: the predicted rows of a step (HipBackend::lmHeadLoss) vary from
 // batch to batch, and a vendor GEMM meets each new shape cold: on the H200 (cuBLAS 13) a pass
-// over Llama-3.2-1B's vocabulary took 1 to 10 ms longer the first time a row count came, the
-// host choosing and loading kernels while the device waited, and in the trainer's loop a step
-// met a new count nearly every time (the lm-head's GEMMs 3.3 to 19 ms a step, median 4.6). So
+// over Llama-3.2-1B's vocabulary took up to 14 ms longer the first time a row count came (5 ms
+// or more for one count in ten; the median 0.15), the host choosing and loading kernels while
+// the device waited, and in the trainer's loop a step met a new count nearly every time (the
+// lm-head's GEMMs 3.3 to 19 ms a step with op timing on, median 4.6). So
 // the GEMMs run over the predicted rows rounded up to a multiple of kLmHeadRowBucket (at most
 // every row of the batch), the extra rows zero in their inputs and never read in their outputs:
 // a handful of shapes a run, at up to 127 rows of extra work.
