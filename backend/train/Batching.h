@@ -108,14 +108,14 @@ std::int64_t paddedLength(std::int64_t longest, std::int64_t multiple, std::int6
 // paddedLength (Note [sequence buckets]): with causal attention the padding changes nothing
 // before it.
 //
-// Note [sequence buckets]: unpacked batches are as long as their longest example, so on a GPU
-// nearly every step met new GEMM shapes, and a vendor GEMM meets a shape cold. On the H200
-// (cuBLAS 13) the 15 GEMM shapes of a Llama-3.2-1B layer took 7 ms longer (median over 45 lengths,
-// up to 30) the first time a token count came than the next time (0.5-1 ms), the host choosing
-// and loading kernels while the device waited; every layer shares the shapes, so that was once
-// a step. A GPU run pads each micro-batch to a multiple of kGpuSequenceMultiple instead (at most
-// 15 positions a row more): a few dozen shapes a run, each cold once. Not with LoRA dropout: an
-// eager step draws its masks over the batch's positions (Backend::dropoutMask), so the padding
+// Note [sequence buckets]: unpacked batches are as long as their longest example, so on a GPU a
+// step met new GEMM shapes whenever that length changed, and a vendor GEMM meets a shape cold. On
+// the H200 (cuBLAS 13) the 15 GEMM shapes of a Llama-3.2-1B layer took 7 ms longer (median over 45
+// lengths, up to 30) the first time a token count came than the next time (0.5-1 ms), the host
+// choosing and loading kernels while the device waited; every layer shares the shapes, so that was
+// once a step. A GPU run pads each micro-batch to a multiple of kGpuSequenceMultiple instead (at
+// most 15 positions a row more): a few dozen shapes a run, each cold once. Not with LoRA dropout:
+// an eager step draws its masks over the batch's positions (Backend::dropoutMask), so the padding
 // would change every row's but the first from what the CPU, or the same run unpadded, draws.
 inline constexpr std::int64_t kGpuSequenceMultiple = 16;
 struct MicroBatch {
