@@ -279,6 +279,10 @@ class Backend {
   // Elementwise product, in place: x ⊙= y (a LoRA dropout mask, already scaled by 1/(1−p)).
   //   x, y (any shape, equal) activation dtype
   virtual void multiplyInPlace(Tensor& x, const Tensor& y) = 0;
+  // dst ← the parts side by side: row r of dst is row r of each part, in order (the q, k and v
+  // input gradients as one GEMM operand).   parts (rows, cols_i)   dst (rows, Σ cols_i), one dtype
+  // The default works on host memory (the CPU backend); a GPU backend launches a kernel a part.
+  virtual void stackColumns(std::span<const Tensor* const> parts, Tensor& dst);
 
   // Fused lm-head + softmax cross-entropy over vocabulary chunks, so that no (rows, vocab) fp32
   // logits tensor ever exists (a 150K vocabulary at 4K tokens would be 2.4 GB):
@@ -455,6 +459,8 @@ void checkConvertArgs(const BackendCapabilities& caps, const Tensor& src, const 
 // Shared argument checks of the graph-mode step ops; `op` names the op in the error.
 void checkStepScalarsArgs(const char* op, const BackendCapabilities& caps, const Tensor& scalars);
 void checkStepSumsArgs(const char* op, const BackendCapabilities& caps, const Tensor& sums);
+// stackColumns' arguments: 2-D parts of dst's rows and dtype whose columns add up to dst's.
+void checkStackColumnsArgs(std::span<const Tensor* const> parts, const Tensor& dst);
 void checkCopyArgs(const char* op, const BackendCapabilities& caps, const Tensor& tensor,
                    std::size_t bytes);
 void checkDropoutMaskAtArgs(const BackendCapabilities& caps, const Tensor& mask,

@@ -64,6 +64,40 @@ void Backend::copyIn(std::span<const std::byte> host, Tensor& dst) {
   std::memcpy(dst.data(), host.data(), host.size());
 }
 
+void checkStackColumnsArgs(std::span<const Tensor* const> parts, const Tensor& dst) {
+  std::int64_t columns = 0;
+  for (const Tensor* part : parts) {
+    if (part->rank() != 2 || dst.rank() != 2 || part->dim(0) != dst.dim(0) ||
+        part->dtype() != dst.dtype()) {
+      throw ShapeError("stack_columns: part " + part->describe() + " does not stack into " +
+                       dst.describe());
+    }
+    columns += part->dim(1);
+  }
+  if (columns != dst.dim(1)) {
+    throw ShapeError("stack_columns: the parts have " + std::to_string(columns) +
+                     " columns but the result " + dst.describe());
+  }
+}
+
+void Backend::stackColumns(std::span<const Tensor* const> parts, Tensor& dst) {
+  checkStackColumnsArgs(parts, dst);
+  const std::size_t rowBytes =
+      dst.bytes() / static_cast<std::size_t>(std::max<std::int64_t>(dst.dim(0), 1));
+  std::size_t offset = 0;
+  for (const Tensor* part : parts) {
+    const std::size_t partRow =
+        part->bytes() / static_cast<std::size_t>(std::max<std::int64_t>(part->dim(0), 1));
+    for (std::int64_t r = 0; r < part->dim(0); ++r) {
+      std::memcpy(
+          static_cast<std::byte*>(dst.data()) + static_cast<std::size_t>(r) * rowBytes + offset,
+          static_cast<const std::byte*>(part->data()) + static_cast<std::size_t>(r) * partRow,
+          partRow);
+    }
+    offset += partRow;
+  }
+}
+
 void Backend::copyOut(const Tensor& src, std::span<std::byte> host) {
   checkCopyArgs("copy_out", capabilities(), src, host.size());
   std::memcpy(host.data(), src.data(), host.size());

@@ -2,6 +2,7 @@
 #include "model/DeviceWeights.h"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -87,6 +88,52 @@ ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights
   const memory::OwnerScope owner(memory::Owner::Weights);
   ModelWeights placed = weights;
   std::uint64_t doneBytes = 0;
+  if (device == compute::Device::Gpu && !quantize) {
+    // Note [stacked q/k/v] (train/TrainGraph.cpp): a layer's q, k and v go into the rows of one
+    // bf16 tensor (LayerWeights::qkv) and become views of it.
+    for (LayerWeights& l : placed.layers) {
+      const std::array<Tensor*, 3> parts{&l.q, &l.k, &l.v};
+      if (std::any_of(parts.begin(), parts.end(), [&](const Tensor* t) {
+            return !t->defined() || t->device() == device || t->rank() != 2 ||
+                   t->dim(1) != l.q.dim(1);
+          })) {
+        continue;
+      }
+      const std::int64_t rows = l.q.dim(0) + l.k.dim(0) + l.v.dim(0);
+      std::uint64_t partBytes = 0;
+      Tensor stacked;
+      if (std::all_of(parts.begin(), parts.end(),
+                      [](const Tensor* t) { return t->dtype() == DType::BF16; })) {
+        stacked = backend.empty(DType::BF16, {rows, l.q.dim(1)});
+        std::int64_t first = 0;
+        for (const Tensor* t : parts) {
+          Tensor into = stacked.rows(first, t->dim(0));
+          backend.copyIn(std::span(static_cast<const std::byte*>(t->data()), t->bytes()), into);
+          first += t->dim(0);
+        }
+      } else {  // widened side by side on the host, rounded to bf16 by the upload (as placeOne)
+        std::vector<float> widened(static_cast<std::size_t>(rows * l.q.dim(1)));
+        std::int64_t offset = 0;
+        for (const Tensor* t : parts) {
+          compute::widenToFloat(t->data(), t->dtype(), 0, t->numel(), widened.data() + offset);
+          offset += t->numel();
+        }
+        stacked = backend.upload(widened, DType::BF16, {rows, l.q.dim(1)});
+      }
+      std::int64_t first = 0;
+      for (Tensor* t : parts) {
+        partBytes += t->bytes();
+        const std::int64_t count = t->dim(0);
+        *t = stacked.rows(first, count);
+        first += count;
+      }
+      l.qkv = stacked;
+      doneBytes += partBytes;
+      if (progress) {
+        progress(doneBytes, totalBytes);
+      }
+    }
+  }
   forEachTensor(placed, [&](Tensor& t) {
     const bool toQuantize = t.defined() && quantized(placed, t);
     if (!t.defined() || (t.device() == device && !toQuantize)) {

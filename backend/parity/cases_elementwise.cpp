@@ -5,8 +5,11 @@
 // Qwen2.5-0.5B widths (hidden 896, 14 heads × 64, 2 KV heads, MLP 4864, vocabulary 151936) and
 // sizes large enough to need the grid-stride loops. Bad ids and targets must be refused with the
 // same ShapeError on both backends.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "ParityHarness.h"
 #include "compute/Errors.h"
@@ -219,6 +222,31 @@ void addInPlaceCases(std::vector<ParityCase>& cases) {
                          });
                        }});
     }
+    // stack_columns: parts of dim, a quarter of dim (16-byte rows where dim allows) and 3 columns
+    // (two-byte copies), as q's, k's and v's input gradients meet it (Note [stacked q/k/v]).
+    cases.push_back(
+        {"stack_columns", text, kRoundedOnce, [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+           const std::int64_t rows = shape[0];
+           const std::array<Shape, 3> parts{
+               {{rows, shape[1]}, {rows, std::max<std::int64_t>(shape[1] / 4, 1)}, {rows, 3}}};
+           std::array<std::vector<float>, 3> values;
+           for (std::size_t i = 0; i < parts.size(); ++i) {
+             values[i] = bf16Normal(rng, parts[i], 1.0f);
+           }
+           return compareBackends(cpu, gpu, {"dst"}, kRoundedOnce, [&](Backend& be) {
+             const DType act = be.capabilities().activationDType;
+             std::array<Tensor, 3> tensors;
+             std::int64_t columns = 0;
+             for (std::size_t i = 0; i < parts.size(); ++i) {
+               tensors[i] = be.upload(values[i], act, parts[i]);
+               columns += parts[i][1];
+             }
+             Tensor dst = be.empty(act, {rows, columns});
+             be.stackColumns(std::array<const Tensor*, 3>{&tensors[0], &tensors[1], &tensors[2]},
+                             dst);
+             return OpOutputs{be.download(dst)};
+           });
+         }});
     for (const DType biasType : {DType::BF16, DType::F32}) {
       cases.push_back({"add_bias", text + " bias=" + compute::dtypeName(biasType), kRoundedOnce,
                        [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {

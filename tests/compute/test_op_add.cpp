@@ -1,6 +1,9 @@
 // test_op_add.cpp — the CPU element-wise adds and product (compute/cpu/add.cpp): addInPlace,
-// addBias with a bf16 bias broadcast over rows, multiplyInPlace, and the shape check.
+// addBias with a bf16 bias broadcast over rows, multiplyInPlace, stackColumns, and the shape
+// checks.
 #include <QtTest>
+
+#include <array>
 
 #include "ExpectError.h"
 #include "OpTestUtil.h"
@@ -30,6 +33,23 @@ class TestOpAdd : public QObject {
     QCOMPARE(cpu->download(x), (std::vector<float>{0, 4, 1.5f, -4}));
     QVERIFY(throwsWith<ShapeError>([&] { cpu->multiplyInPlace(x, cpu->empty(DType::F32, {4})); },
                                    {"multiply: y"}));
+  }
+
+  // stackColumns (the default on host memory): each row of the result is the parts' rows side by
+  // side; parts that do not fit are refused, naming the op.
+  void stackColumnsPutsThePartsSideBySide() {
+    auto cpu = createCpuBackend();
+    const Tensor a = cpu->upload(std::vector<float>{1, 2, 3, 4}, DType::F32, {2, 2});
+    const Tensor b = cpu->upload(std::vector<float>{5, 6}, DType::F32, {2, 1});
+    Tensor both = cpu->empty(DType::F32, {2, 3});
+    cpu->stackColumns(std::array<const Tensor*, 2>{&a, &b}, both);
+    QCOMPARE(cpu->download(both), (std::vector<float>{1, 2, 5, 3, 4, 6}));
+    Tensor narrow = cpu->empty(DType::F32, {2, 2});
+    QVERIFY(throwsWith<ShapeError>(
+        [&] {
+          cpu->stackColumns(std::array<const Tensor*, 2>{&a, &b}, narrow);
+        },
+        {"stack_columns: the parts have 3 columns"}));
   }
 };
 

@@ -92,6 +92,17 @@ void HipBackend::multiplyInPlace(Tensor& x, const Tensor& y) {
   hip::multiplyInPlace(x.as<std::uint16_t>(), y.as<std::uint16_t>(), x.numel(), stream_);
 }
 
+void HipBackend::stackColumns(std::span<const Tensor* const> parts, Tensor& dst) {
+  checkStackColumnsArgs(parts, dst);
+  requireDType("stack_columns", "dst", dst, DType::BF16);
+  std::int64_t first = 0;
+  for (const Tensor* part : parts) {
+    hip::copyColumns(part->as<std::uint16_t>(), part->dim(0), part->dim(1),
+                     dst.as<std::uint16_t>() + first, dst.dim(1), stream_);
+    first += part->dim(1);
+  }
+}
+
 void HipBackend::crossEntropyForward(const Tensor& logits, std::span<const std::int32_t> targets,
                                      Tensor& losses, Tensor& logsumexp) {
   checkCrossEntropyArgs(caps_, logits, targets.size(), losses, logsumexp);

@@ -42,6 +42,9 @@ void softcapInPlace(std::uint16_t* x, std::int64_t count, float cap, hipStream_t
 
 // x += y and x ⊙= y, in place; x, y (count) bf16
 void addInPlace(std::uint16_t* x, const std::uint16_t* y, std::int64_t count, hipStream_t stream);
+// dst (rows, dstCols) bf16, from its column `first` (dst points there): ← src (rows, cols).
+void copyColumns(const std::uint16_t* src, std::int64_t rows, std::int64_t cols, std::uint16_t* dst,
+                 std::int64_t dstCols, hipStream_t stream);
 void multiplyInPlace(std::uint16_t* x, const std::uint16_t* y, std::int64_t count,
                      hipStream_t stream);
 // x[r] += bias: x (rows, dim) bf16, bias (dim) bf16 or f32

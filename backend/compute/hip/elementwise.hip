@@ -536,6 +536,38 @@ void multiplyInPlace(std::uint16_t* x, const std::uint16_t* y, std::int64_t coun
          gridFor(count, pack), dim3(kThreads), 0, stream, asBf16(x), asBf16(y), count);
 }
 
+// dst row r, columns 0..unitsPerRow ← src row r (dst rows dstUnitsPerRow units apart): one part of
+// a side-by-side stack (HipBackend::stackColumns).
+template <typename Unit>
+__global__ void copyColumnsKernel(const Unit* __restrict__ src, long long unitsPerRow,
+                                  long long units, Unit* __restrict__ dst,
+                                  long long dstUnitsPerRow) {
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < units;
+       i += stride) {
+    const long long r = i / unitsPerRow;
+    dst[r * dstUnitsPerRow + (i - r * unitsPerRow)] = src[i];
+  }
+}
+
+void copyColumns(const std::uint16_t* src, std::int64_t rows, std::int64_t cols, std::uint16_t* dst,
+                 std::int64_t dstCols, hipStream_t stream) {
+  const long long count = rows * cols;
+  if (count == 0) {
+    return;
+  }
+  constexpr long long kPerUnit = sizeof(uint4) / sizeof(std::uint16_t);
+  if (cols % kPerUnit == 0 && dstCols % kPerUnit == 0 && gpu::alignedTo(src, 16) &&
+      gpu::alignedTo(dst, 16)) {
+    launch("stack_columns", copyColumnsKernel<uint4>, gridFor(count / kPerUnit), dim3(kThreads), 0,
+           stream, reinterpret_cast<const uint4*>(src), cols / kPerUnit, count / kPerUnit,
+           reinterpret_cast<uint4*>(dst), dstCols / kPerUnit);
+  } else {
+    launch("stack_columns", copyColumnsKernel<std::uint16_t>, gridFor(count), dim3(kThreads), 0,
+           stream, src, cols, count, dst, dstCols);
+  }
+}
+
 void addBias(std::uint16_t* x, const void* bias, bool biasIsBf16, std::int64_t rows,
              std::int64_t dim, hipStream_t stream) {
   const long long count = rows * dim;

@@ -34,6 +34,7 @@
 // Exit: 0 all checks passed, 1 a check failed, 77 no GPU (SKIP with the reason).
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -284,6 +285,15 @@ void caseWeights(Checks& checks) {
       checks.expect(bitsKept, what +
                                   "device values are the stored ones (matrices rounded to bf16)" +
                                   (firstMismatch.empty() ? "" : " (not " + firstMismatch + ")"));
+      // Note [stacked q/k/v]: each layer's q, k and v are consecutive rows of its qkv tensor.
+      const bool stacked =
+          std::all_of(placed.layers.begin(), placed.layers.end(), [](const model::LayerWeights& l) {
+            const auto* base = static_cast<const std::byte*>(l.qkv.data());
+            return l.qkv.defined() && l.q.data() == base && l.k.data() == base + l.q.bytes() &&
+                   l.v.data() == base + l.q.bytes() + l.k.bytes() &&
+                   l.qkv.bytes() == l.q.bytes() + l.k.bytes() + l.v.bytes();
+          });
+      checks.expect(stacked, what + "each layer's q, k and v are the rows of one stacked tensor");
       checks.expect((placed.lmHead.data() == placed.embed.data()) == tied,
                     what + (tied ? "tied lm_head shares the embedding's device storage"
                                  : "untied lm_head has its own device storage"));
