@@ -72,6 +72,9 @@ PerToken perToken(const ModelConfig& c, const TrainingShape& shape) {
   if (c.qkNorm) {  // the gradients of q and k before their norms
     t.backward += a * (q + kv);
   }
+  if (shape.stackedQkvGradient) {  // dq, dk and dv side by side
+    t.backward += a * (q + 2 * kv);
+  }
   if (c.sandwichNorms) {  // the gradients of the MLP's and the attention's outputs
     t.backward += a * 2 * h;
   }
@@ -171,6 +174,7 @@ TrainingShape shapeOnDevice(bool onGpu, std::uint64_t weightsBytes, std::int64_t
   shape.lossChunkFloats = onGpu ? kLossChunkFloats : kCpuLossChunkFloats;
   shape.lossChunkBytesPerLogit = onGpu ? 6 : 4;
   shape.nf4Workspace = onGpu && nf4Weights;
+  shape.stackedQkvGradient = onGpu && !nf4Weights;  // as model::placeWeights places them
   return shape;
 }
 

@@ -59,6 +59,9 @@ struct TrainingShape {
   std::int64_t lossChunkFloats = kLossChunkFloats;  // kCpuLossChunkFloats on the CPU
   std::uint64_t lossChunkBytesPerLogit = 6;         // GPU: f32 logit + bf16 weight; CPU: 4
   bool nf4Workspace = false;  // NF4 projections on a GPU: a bf16 dequantisation workspace
+  // bf16 q/k/v on a GPU: the backward's [dq | dk | dv] copy (Note [stacked q/k/v] in
+  // train/TrainGraph.cpp)
+  bool stackedQkvGradient = false;
 };
 
 struct TrainingMemory {

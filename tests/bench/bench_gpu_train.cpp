@@ -518,6 +518,7 @@ Result runBenchmark(const Options& o, compute::Backend& backend) {
     shape.lossChunkFloats = gpu ? model::kLossChunkFloats : model::kCpuLossChunkFloats;
     shape.lossChunkBytesPerLogit = gpu ? 6 : 4;
     shape.nf4Workspace = gpu && o.quantization == model::WeightQuantization::Nf4;
+    shape.stackedQkvGradient = gpu && o.quantization != model::WeightQuantization::Nf4;
     r.estimate = model::estimateTrainingMemory(config, shape, o.batch * o.seq);
   }
   train::TrainLoop loop(backend, config, weights,

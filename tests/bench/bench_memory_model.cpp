@@ -140,6 +140,7 @@ int main(int argc, char** argv) {
         // The weights as the device holds them: every distinct parameter in bf16.
         shape.weightsBytes = 2 * static_cast<std::uint64_t>(model::countParameters(config).total);
         shape.activationCheckpointing = checkpointing;
+        shape.stackedQkvGradient = true;  // bf16 q/k/v on the GPU, stacked as randomWeights does
         const model::TrainingMemory estimate =
             model::estimateTrainingMemory(config, shape, o.batch * o.seq);
         const double ratio =

@@ -3,6 +3,8 @@
 // to a real step's peak is measured on the GPU (scripts/gpu-check.sh memory).
 #include "TestRunner.h"
 
+#include <set>
+
 #include "model/MemoryEstimate.h"
 #include "model/ReferenceShapes.h"
 
@@ -61,6 +63,20 @@ TEST_CASE(theLossScratchIsCappedByItsChunk) {
   COMPARE(big.peakBytes,
           big.fixedBytes() + big.savedBytes + std::max(big.lossBytes, big.backwardBytes));
   COMPARE(memory::plannedPeakBytes(model::plannerModel(c, {}), 8, 512), big.peakBytes);
+}
+
+TEST_CASE(theStackedQkvGradientIsPartOfTheBackwardTransient) {
+  const model::ModelConfig c = model::qwen25HalfBShape();
+  model::TrainingShape stacked{};
+  stacked.stackedQkvGradient = true;
+  // Note [stacked q/k/v]: [dq | dk | dv], q + 2 kv bf16 values a token, beside the rest.
+  COMPARE(model::estimateTrainingMemory(c, stacked, 4096).backwardBytes,
+          model::estimateTrainingMemory(c, {}, 4096).backwardBytes + 4096ull * 2 * (896 + 2 * 128));
+  // Where placeWeights stacks them: unquantised on a GPU; not NF4 projections, not the CPU.
+  const std::set<model::Projection> targets = {model::Projection::Q};
+  VERIFY(model::shapeOnDevice(true, kWeights, 8, targets, false, false).stackedQkvGradient);
+  VERIFY(!model::shapeOnDevice(true, kWeights, 8, targets, false, true).stackedQkvGradient);
+  VERIFY(!model::shapeOnDevice(false, kWeights, 8, targets, false, false).stackedQkvGradient);
 }
 
 TEST_CASE(planPicksTheLargestFittingDivisorAndStepsDown) {
