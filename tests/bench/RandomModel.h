@@ -5,7 +5,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -89,22 +88,14 @@ inline model::ModelWeights randomWeights(compute::Backend& backend, const model:
     model::LayerWeights layer;
     layer.inputNorm = norm();
     layer.postNorm = norm();
-    layer.q = linear(q, c.hiddenSize);
-    layer.k = linear(kv, c.hiddenSize);
-    layer.v = linear(kv, c.hiddenSize);
+    // q, k and v as the rows of one tensor, as model::placeWeights stacks a run's on a GPU
+    // (LayerWeights::qkv, Note [stacked q/k/v]).
+    const compute::Tensor qkv = linear(q + 2 * kv, c.hiddenSize);
+    layer.q = qkv.rows(0, q);
+    layer.k = qkv.rows(q, kv);
+    layer.v = qkv.rows(q + kv, kv);
     if (backend.capabilities().device == compute::Device::Gpu) {
-      // Stacked as model::placeWeights stacks a run's (LayerWeights::qkv): the parts, seen as one
-      // row each, side by side are the rows of q, k and v one after the other.
-      layer.qkv = backend.empty(compute::DType::BF16, {q + 2 * kv, c.hiddenSize});
-      const compute::Tensor parts[] = {layer.q.viewAs({1, layer.q.numel()}),
-                                       layer.k.viewAs({1, layer.k.numel()}),
-                                       layer.v.viewAs({1, layer.v.numel()})};
-      compute::Tensor all = layer.qkv.viewAs({1, layer.qkv.numel()});
-      backend.stackColumns(std::array<const compute::Tensor*, 3>{&parts[0], &parts[1], &parts[2]},
-                           all);
-      layer.q = layer.qkv.rows(0, q);
-      layer.k = layer.qkv.rows(q, kv);
-      layer.v = layer.qkv.rows(q + kv, kv);
+      layer.qkv = qkv;
     }
     if (c.qkvBias) {
       layer.qBias = bias(q);
