@@ -24,9 +24,8 @@
 #include "compute/hip/launch.h"             // defines: launch
 
 namespace lorascope::compute::hip {
-namespace attention {
 
-// Asked once per device; the matrix-core blocks are kMmaWaves waves of its wave size.
+// Asked once per device; a matrix-core block is a whole number of waves of its wave size.
 MatrixCores currentMatrixCores() {
   constexpr int kMaxDevices = 64;
   static std::mutex mutex;
@@ -45,6 +44,7 @@ MatrixCores currentMatrixCores() {
   return *known[static_cast<std::size_t>(device)];
 }
 
+namespace attention {
 namespace {
 
 // dk[b, t, kvh, d] = Σ over the group's query heads of dkPartial[b, t, h, d] (same for dv), P
@@ -104,7 +104,7 @@ bool tilesCopyable(const AttentionShape& shape,
 }  // namespace attention
 
 AttentionKernels attentionKernels(const AttentionShape& shape) {
-  const attention::MatrixCores device = attention::currentMatrixCores();
+  const MatrixCores device = currentMatrixCores();
   if (shape.headDim <= kMaxMatrixAttentionHeadDim && device.available &&
       !attention::vectorKernelsForced()) {
     return AttentionKernels::MatrixCores;

@@ -22,6 +22,7 @@
 
 #include "compute/hip/attention.h"      // defines: AttentionShape, AttentionBackwardScratch
 #include "compute/hip/device_common.h"  // defines: bf16ToFloat, floatToBf16, waveShflXor
+#include "compute/hip/matrix_cores.h"   // defines: MatrixCores, currentMatrixCores
 
 namespace lorascope::compute::hip::attention {
 
@@ -127,15 +128,6 @@ inline Dims toDims(const AttentionShape& s) {
           s.softcap,
           s.documentStarts};
 }
-
-struct MatrixCores {
-  bool available = false;
-  int waveSize = 0;
-};
-
-// Whether the current device has matrix cores the kernels drive, and its wave size; asked once
-// per device (attention.hip).
-MatrixCores currentMatrixCores();
 
 // The families' launchers, for a non-empty shape. Shapes and the contract are those of
 // attentionForward/Backward in attention.h; the backward launchers fill scratch.rowDot and the

@@ -38,12 +38,9 @@
 // as before. CI fails when one spills again (check-amd-code-objects.sh --no-spill).
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
-#include <set>
 #include <type_traits>
 #include <utility>
 
-#include "compute/hip/HipCheck.h"           // defines: LORASCOPE_HIP_CHECK
 #include "compute/hip/attention_kernels.h"  // defines: Dims, visible, capScore, rowOffset
 #include "compute/hip/launch.h"             // defines: launch
 
@@ -921,24 +918,6 @@ dim3 mmaGrid(const AttentionShape& s) {
 
 dim3 mmaBlock() {
   return dim3(static_cast<unsigned>(kMmaWaves * currentMatrixCores().waveSize));
-}
-
-// Past 48 KiB of dynamic shared memory NVIDIA wants the kernel's consent, per device (AMD's
-// kernels stay within 64 KiB, which needs none). Asked once per kernel and device, so that a
-// step captured as a graph later makes no such call.
-template <typename... Params>
-void allowSharedBytes(void (*kernel)(Params...), std::size_t bytes) {
-  static std::mutex mutex;
-  static std::set<std::pair<const void*, int>> allowed;
-  int device = 0;
-  LORASCOPE_HIP_CHECK(hipGetDevice(&device));
-  const auto* function = reinterpret_cast<const void*>(kernel);
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (allowed.count({function, device}) == 0) {
-    LORASCOPE_HIP_CHECK(hipFuncSetAttribute(function, hipFuncAttributeMaxDynamicSharedMemorySize,
-                                            static_cast<int>(bytes)));
-    allowed.insert({function, device});
-  }
 }
 
 template <int HDP>
