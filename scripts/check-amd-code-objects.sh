@@ -9,7 +9,7 @@
 # .vgpr_spill_count and .sgpr_spill_count, read with llvm-readelf), with its scratch bytes per
 # lane. Spills are reported; with --no-spill it also fails when a kernel whose name (demangled,
 # e.g. attention::attentionForwardMmaKernel<128>) matches REGEX spills VGPRs for any target (CI:
-# the matrix-core attention kernels, Note [registers on RDNA] in compute/hip/attention_mma.hip).
+# the matrix-core kernels, Note [registers on RDNA] in compute/hip/attention_mma.hip).
 set -euo pipefail
 all=0
 no_spill=""

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <initializer_list>
 #include <utility>
+#include <vector>
 
 #include "compute/Bf16.h"  // defines: floatToBf16
 #include "compute/Errors.h"
@@ -82,6 +83,16 @@ void Backend::matmulGroup(std::span<const MatmulProduct> products) {
   for (const MatmulProduct& p : products) {
     matmul(*p.a, p.transposeA, *p.b, p.transposeB, *p.c, p.alpha, p.beta);
   }
+}
+
+void Backend::loraOutputProducts(std::span<const LoraOutputSite> sites, float scale) {
+  std::vector<MatmulProduct> products;
+  products.reserve(2 * sites.size());
+  for (const LoraOutputSite& s : sites) {
+    products.push_back({s.dy, true, s.uT, true, s.gradB, scale, 1.0f});  // dB += scale·dyᵀ·u
+    products.push_back({s.b, true, s.dy, true, s.gT, scale, 0.0f});  // gᵀ = scale·Bᵀ·dyᵀ
+  }
+  matmulGroup(products);
 }
 
 void checkDequantizeArgs(const BackendCapabilities& caps, const Tensor& packed, const Tensor& out) {

@@ -48,6 +48,16 @@ struct MatmulProduct {
   float beta = 0.0f;
 };
 
+// One adapted projection of Backend::loraOutputProducts: its output's gradient dy (T, n), its
+// LoRA B (n, r) as the products read it, the saved uᵀ = A·xᵀ (r, T), and the outputs.
+struct LoraOutputSite {
+  const Tensor* dy = nullptr;
+  const Tensor* b = nullptr;
+  const Tensor* uT = nullptr;
+  Tensor* gradB = nullptr;  // (n, r) f32, accumulated
+  Tensor* gT = nullptr;     // (r, T) activation dtype, written
+};
+
 // One trainable tensor of an AdamW step and its state; all four have the same shape.
 struct AdamWTensors {
   Tensor* param = nullptr;
@@ -178,6 +188,11 @@ class Backend {
   // over the tiles of all the outputs (cpu/matmul.cpp's sgemmGroup); the default calls matmul
   // for each.
   virtual void matmulGroup(std::span<const MatmulProduct> products);
+  // The LoRA backward's products from each site's output gradient:
+  //   gradB += scale·dyᵀ·uTᵀ (= scale·dyᵀ·u)   and   gT = scale·bᵀ·dyᵀ (g = scale·dy·b)
+  // The default is those two matmuls a site, all in one matmulGroup (one launch on the CPU); a GPU
+  // backend reads each dy once for both (hip/lora_products.hip) where its kernel serves.
+  virtual void loraOutputProducts(std::span<const LoraOutputSite> sites, float scale);
   // The GEMM that matmul runs on from the next call on, so the engine can switch at a step
   // boundary. Throws UnsupportedOpError naming the reason when `impl` is not in this build
   // (Vendor on an AMD build whose ROCm install had no hipBLAS). Default: Vendor where available.

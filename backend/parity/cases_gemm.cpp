@@ -7,7 +7,10 @@
 // frozen bf16 weights, f32 LoRA weights (b), f32 LoRA gradients (c, accumulated with beta = 1).
 // Beside them, addLowRankProduct (lowrank_gemm): the LoRA up-projection and input gradient at the
 // same widths (each pack width of Note [low-rank packs], token counts past a block of 32), awkward
-// sizes, an f32 weight, a k of 33 to 64 and a k past the fused kernel.
+// sizes, an f32 weight, a k of 33 to 64 and a k past the fused kernel. And loraOutputProducts
+// (lora_output_gemm, Note [one pass over dy] in hip/lora_products.hip): the LoRA backward's dB
+// and gᵀ from each site's dy, at the same widths, with token slabs and column slices to sum, and
+// the shapes its kernel leaves to the GEMMs.
 #include <string>
 
 #include "ParityHarness.h"
@@ -137,6 +140,53 @@ std::vector<LowRankShape> lowRankShapes() {
   };
 }
 
+struct LoraOutputShape {
+  std::int64_t t, n, r;
+  const char* use;
+};
+
+std::vector<LoraOutputShape> loraOutputShapes() {
+  return {
+      {300, 896, 8, "q/o"},
+      {300, 128, 8, "k/v"},
+      {300, 4864, 8, "gate/up"},
+      {4096, 896, 8, "4096 tokens, slabs summed"},
+      {40, 24, 8, "past the tokens and the columns"},
+      {136, 264, 16, "rank 16, past a slice"},
+      {45, 24, 8, "tokens not a multiple of 8: the GEMMs"},
+      {48, 20, 8, "n not a multiple of 8: the GEMMs"},
+      {48, 64, 3, "a rank the kernel does not take: the GEMMs"},
+      {48, 64, 24, "a rank past the kernel: the GEMMs"},
+  };
+}
+
+// gT = s·Bᵀ·dyᵀ is rounded once to bf16; dB (f32) accumulates onto random values.
+std::vector<Comparison> runLoraOutput(Backend& cpu, Backend& gpu, std::mt19937& rng,
+                                      const LoraOutputShape& s) {
+  const auto count = [](std::int64_t a, std::int64_t b) { return static_cast<std::size_t>(a * b); };
+  const std::vector<float> dy =
+      roundTo(DType::BF16, randomNormal(rng, count(s.t, s.n), 0.0f, 1.0f));
+  const std::vector<float> b = roundTo(DType::BF16, randomNormal(rng, count(s.n, s.r), 0.0f, 0.5f));
+  const std::vector<float> u = roundTo(DType::BF16, randomNormal(rng, count(s.r, s.t), 0.0f, 1.0f));
+  const std::vector<float> gradB0 = randomNormal(rng, count(s.n, s.r), 0.0f, 0.5f);
+  constexpr float scale = 2.0f;
+  const auto body = [&](Backend& be) {
+    const DType act = be.capabilities().activationDType;
+    const Tensor dyT = be.upload(dy, act, {s.t, s.n});
+    const Tensor bT = be.upload(b, act, {s.n, s.r});
+    const Tensor uT = be.upload(u, act, {s.r, s.t});
+    Tensor gradB = be.upload(gradB0, DType::F32, {s.n, s.r});
+    Tensor gT = be.empty(act, {s.r, s.t});
+    const compute::LoraOutputSite site{&dyT, &bT, &uT, &gradB, &gT};
+    be.loraOutputProducts(std::span(&site, 1), scale);
+    return OpOutputs{be.download(gT), be.download(gradB)};
+  };
+  const OpOutputs reference = body(cpu);
+  const OpOutputs candidate = body(gpu);
+  return {compareOutputs("gT", reference[0], candidate[0], kBf16Output),
+          compareOutputs("gradB", reference[1], candidate[1], kF32Accumulated)};
+}
+
 std::vector<GemmShape> gemmShapes() {
   constexpr DType bf16 = DType::BF16;
   constexpr DType f32 = DType::F32;
@@ -217,6 +267,29 @@ std::vector<ParityCase> gemmCases(bool vendorGemm) {
                            })};
                      }});
   }
+  for (const LoraOutputShape& shape : loraOutputShapes()) {
+    cases.push_back({"lora_output_gemm",
+                     "t=" + std::to_string(shape.t) + " n=" + std::to_string(shape.n) +
+                         " r=" + std::to_string(shape.r) + " (" + shape.use + ")",
+                     kBf16Output, [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                       return runLoraOutput(cpu, gpu, rng, shape);
+                     }});
+  }
+  // A gradient of the wrong shape is refused by both backends before anything runs.
+  cases.push_back({"lora_output_gemm", "dB (9, 8) for n = 8 (mismatch)", kBf16Output,
+                   [](Backend& cpu, Backend& gpu, std::mt19937&) {
+                     return std::vector<Comparison>{
+                         compareShapeErrors(cpu, gpu, "[9, 8]", [](Backend& be) {
+                           const DType act = be.capabilities().activationDType;
+                           const Tensor dy = be.empty(act, {16, 8});
+                           const Tensor b = be.empty(act, {8, 8});
+                           const Tensor u = be.empty(act, {8, 16});
+                           Tensor gradB = be.empty(DType::F32, {9, 8});
+                           Tensor gT = be.empty(act, {8, 16});
+                           const compute::LoraOutputSite site{&dy, &b, &u, &gradB, &gT};
+                           be.loraOutputProducts(std::span(&site, 1), 1.0f);
+                         })};
+                   }});
   return cases;
 }
 

@@ -1,7 +1,8 @@
 // test_op_matmul.cpp — the CPU matmul (compute/cpu/matmul.cpp) against a naive double loop:
 // every transpose, alpha/beta, bf16 weights widened block by block, f16 weights, the shape
-// check, and matmulGroup (one launch for several products) against the products one by one. Its GPU
-// twin is checked in backend/parity/cases_gemm.cpp.
+// check, matmulGroup (one launch for several products) against the products one by one, and
+// loraOutputProducts (the LoRA backward's dB and gᵀ from a site's dy). Its GPU twin is checked in
+// backend/parity/cases_gemm.cpp.
 #include <QtTest>
 
 #include <cstring>
@@ -144,6 +145,32 @@ class TestOpMatmul : public QObject {
     Tensor y = cpu_->empty(DType::F32, {1, 2});
     cpu_->matmul(x, false, w, true, y, 1, 0);  // y = x·Wᵀ = [3+8, -3+2]
     QCOMPARE(cpu_->download(y), (std::vector<float>{11, -1}));
+  }
+
+  // loraOutputProducts (the default, on the CPU): per site dB += s·dyᵀ·u (u given as uᵀ) and
+  // gᵀ = s·Bᵀ·dyᵀ; a gradient of the wrong shape is refused before anything is written.
+  void loraOutputProductsAreTheLoraBackwardsTwoProducts() {
+    auto cpu = createCpuBackend();
+    const int t = 5, n = 3, r = 2;
+    const float scale = 2.0f;
+    const std::vector<float> dy = randomValues(t * n, 11), b = randomValues(n * r, 12);
+    const std::vector<float> u = randomValues(r * t, 13), gradB0 = randomValues(n * r, 14);
+    const Tensor dyT = cpu->upload(dy, DType::F32, {t, n});
+    const Tensor bT = cpu->upload(b, DType::F32, {n, r});
+    const Tensor uT = cpu->upload(u, DType::F32, {r, t});
+    Tensor gradB = cpu->upload(gradB0, DType::F32, {n, r});
+    Tensor gT = cpu->empty(DType::F32, {r, t});
+    const LoraOutputSite site{&dyT, &bT, &uT, &gradB, &gT};
+    cpu->loraOutputProducts(std::span(&site, 1), scale);
+    QVERIFY(near(cpu->download(gradB), naiveMatmul(dy, true, u, true, gradB0, n, r, t, scale, 1.0f),
+                 1e-5f));
+    QVERIFY(near(cpu->download(gT),
+                 naiveMatmul(b, true, dy, true, std::vector<float>(r * t), r, t, n, scale, 0.0f),
+                 1e-5f));
+    Tensor wrong = cpu->empty(DType::F32, {n + 1, r});
+    const LoraOutputSite bad{&dyT, &bT, &uT, &wrong, &gT};
+    QVERIFY(throwsWith<ShapeError>([&] { cpu->loraOutputProducts(std::span(&bad, 1), scale); },
+                                   {"[4, 2]"}));
   }
 };
 

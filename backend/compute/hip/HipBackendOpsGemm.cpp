@@ -1,6 +1,7 @@
 // hip/HipBackendOpsGemm.cpp — matmul on the selected GEMM (hip/gemm.h): the vendor BLAS or the
 // built-in kernel, switchable between any two calls; the NF4 dequantisation in front of it; and
-// the fused low-rank product (the LoRA up-projection and input gradient, either GEMM).
+// the fused low-rank product (the LoRA up-projection and input gradient, either GEMM); and the
+// LoRA backward's products from an output gradient in one pass (hip/lora_products.hip).
 //
 // Note [NF4 through a bf16 workspace]: an NF4 b (a frozen projection under --quantize nf4) is
 // dequantised whole into a bf16 workspace tensor (hip/nf4.hip), which then goes to whichever GEMM
@@ -9,12 +10,15 @@
 // product (written once, read by the GEMM) against fusing the dequantisation into the GEMM's
 // tiles, but keeps the vendor GEMM (and its speed) for every product and needs no second GEMM
 // kernel; the memory model counts the workspace (model/MemoryEstimate.h).
+#include <algorithm>
+
 #include "compute/Nf4.h"
 #include "compute/hip/HipBackend.h"
-#include "compute/hip/elementwise.h"  // defines: castF32ToBf16, accumulateIntoBf16,
-                                      // addLowRankProduct
-#include "compute/hip/gemm.h"         // defines: builtinGemm, VendorBlas
-#include "compute/hip/nf4.h"          // defines: nf4Dequantize, kNf4TableFloats
+#include "compute/hip/elementwise.h"    // defines: castF32ToBf16, accumulateIntoBf16,
+                                        // addLowRankProduct
+#include "compute/hip/gemm.h"           // defines: builtinGemm, VendorBlas
+#include "compute/hip/lora_products.h"  // defines: loraOutputProducts, loraOutputPlan
+#include "compute/hip/nf4.h"            // defines: nf4Dequantize, kNf4TableFloats
 
 namespace lorascope::compute::hip {
 namespace {
@@ -112,6 +116,33 @@ void HipBackend::addLowRankProduct(const Tensor& lhsT, const Tensor& w, bool tra
   const bool weightIsBf16 = isBf16Weight("lowrank_gemm", w);
   hip::addLowRankProduct(lhsT.as<std::uint16_t>(), k, lhsT.dim(1), w.data(), weightIsBf16,
                          transposeW, y.dim(1), scale, y.as<std::uint16_t>(), stream_);
+}
+
+void HipBackend::loraOutputProducts(std::span<const LoraOutputSite> sites, float scale) {
+  for (const LoraOutputSite& s : sites) {
+    // The shapes of the two products the kernel computes (ShapeError naming the operand).
+    checkMatmulArgs(caps_, *s.dy, true, *s.uT, true, *s.gradB);
+    checkMatmulArgs(caps_, *s.b, true, *s.dy, true, *s.gT);
+    const std::int64_t tokens = s.dy->dim(0);
+    const std::int64_t n = s.dy->dim(1);
+    const std::int64_t rank = s.uT->dim(0);
+    const bool bf16Operands = s.dy->dtype() == DType::BF16 && s.b->dtype() == DType::BF16 &&
+                              s.uT->dtype() == DType::BF16 && s.gT->dtype() == DType::BF16;
+    if (!bf16Operands || s.gradB->dtype() != DType::F32 ||
+        !loraOutputProductsServe(s.dy->as<std::uint16_t>(), s.b->as<std::uint16_t>(),
+                                 s.uT->as<std::uint16_t>(), tokens, n, rank)) {
+      Backend::loraOutputProducts(std::span(&s, 1), scale);
+      continue;
+    }
+    const LoraOutputPlan plan = loraOutputPlan(tokens, n, rank);
+    const memory::OwnerScope owner(memory::Owner::Workspace);
+    Tensor gPartial = empty(DType::F32, {std::max<std::int64_t>(plan.gPartialFloats, 1)});
+    Tensor bPartial = empty(DType::F32, {std::max<std::int64_t>(plan.bPartialFloats, 1)});
+    hip::loraOutputProducts(s.dy->as<std::uint16_t>(), s.b->as<std::uint16_t>(),
+                            s.uT->as<std::uint16_t>(), tokens, n, rank, scale, plan,
+                            gPartial.as<float>(), bPartial.as<float>(), s.gradB->as<float>(),
+                            s.gT->as<std::uint16_t>(), stream_);
+  }
 }
 
 }  // namespace lorascope::compute::hip

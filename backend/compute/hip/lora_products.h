@@ -1,0 +1,29 @@
+// hip/lora_products.h — the LoRA backward's products from the gradient of a projection's output
+// (Backend::loraOutputProducts), in one pass over it on the matrix cores. Plain C++17
+// declarations, callable from host code; hip/lora_products.hip defines them.
+#pragma once
+
+#include <cstdint>
+
+#include "compute/LoraOutputPlan.h"  // defines: LoraOutputPlan
+#include "gpu/hip_portability.h"     // defines: hipStream_t
+
+namespace lorascope::compute::hip {
+
+// Whether the kernel serves this product on the current device: matrix cores, a rank it takes
+// (loraOutputRankServed), n and tokens multiples of 8, dy, b and uT on 16 bytes.
+bool loraOutputProductsServe(const std::uint16_t* dy, const std::uint16_t* b,
+                             const std::uint16_t* uT, std::int64_t tokens, std::int64_t n,
+                             std::int64_t rank);
+
+// gT (rank, tokens) = bf16(scale·bᵀ·dyᵀ) and gradB (n, rank) += scale·dyᵀ·uTᵀ, reading dy once:
+//   dy (tokens, n) bf16   b (n, rank) bf16   uT (rank, tokens) bf16   gradB (n, rank) f32
+// gPartial and bPartial: the floats of scratch that loraOutputPlan(tokens, n, rank) says. Each
+// output element's sum runs in a fixed order that depends only on the shapes, so the results are
+// the same from run to run.
+void loraOutputProducts(const std::uint16_t* dy, const std::uint16_t* b, const std::uint16_t* uT,
+                        std::int64_t tokens, std::int64_t n, std::int64_t rank, float scale,
+                        const LoraOutputPlan& plan, float* gPartial, float* bPartial, float* gradB,
+                        std::uint16_t* gT, hipStream_t stream);
+
+}  // namespace lorascope::compute::hip

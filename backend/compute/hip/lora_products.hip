@@ -1,0 +1,296 @@
+// hip/lora_products.hip — the LoRA backward's two products from dy, the gradient of a projection's
+// output (T, n): gᵀ = s·Bᵀ·dyᵀ (r, T), the gradient that flows on to A and to the input, and
+// dB += s·dyᵀ·u (n, r). As two vendor GEMMs each reads dy, and each is skinny (one side r).
+//
+// Note [one pass over dy]: here one kernel reads each dy element once, through shared memory,
+// and feeds both products to the matrix cores (gpu::mma; r padded to a 16-wide tile). A block
+// covers kSliceColumns columns by a slab of tokens, staging kTileTokens × kHalfColumns tiles (on
+// NVIDIA the next one's cp.async copies run while the current one is multiplied):
+// - g: wave w takes the tile's tokens 16w..16w+15 against B's rows for the tile's columns, and
+//   once both halves of the slice have passed, writes its f32 sums over the slice's columns;
+// - dBᵀ: wave w takes its 32 of each half's columns against uᵀ over the tile's tokens, and keeps
+//   them over the slab, writing its f32 sums at the end.
+// A second kernel adds the slices' g sums (×s, rounded to bf16 once) and the slabs' dB sums (×s,
+// added to dB). Every sum runs in an order set by the shapes alone: no atomics, the same bits
+// every run. The cut (compute/LoraOutputPlan.h) aims at 512 blocks; the partials are 2·r·(1/256 +
+// 1/slab tokens) of dy's bytes, and stay in L2 until the second kernel reads them.
+//
+// On an H200 (bench_gpu_train --prompt-percent 50 --profile-steps 3, B8 × S512) the 224 products
+// of a Llama-3.2-1B step took 2.5-2.9 ms against 2.9-3.3 ms of cuBLAS GEMMs, Qwen2.5-0.5B's 336
+// 3.0-3.5 ms against 3.7-4.0, and the Llama loop (--packing documents, 3 runs) delivered 83.4K
+// real tokens/s against 82.8K. Tried and slower: three or four tiles in flight (fewer blocks an
+// SM fit their shared memory; Llama's wide sites 0.93 → 1.18 / 0.99 ms a step); 256 to 2048
+// target blocks changed nothing. Timed per op, a wide site (64 MiB of dy) takes ~29 µs, 2.2 TB/s,
+// and a small one's two launches 7-12 µs: those launches are most of what is left.
+#include "compute/hip/lora_products.h"
+
+#include <algorithm>
+#include <cstddef>
+
+#include "compute/hip/device_common.h"  // defines: floatToBf16, alignedTo
+#include "compute/hip/launch.h"         // defines: launch
+#include "compute/hip/matrix_cores.h"   // defines: currentMatrixCores, allowSharedBytes
+
+namespace lorascope::compute::hip {
+namespace {
+
+using gpu::floatToBf16;
+
+constexpr int kWaves = 4;
+constexpr int kSliceColumns = static_cast<int>(kLoraOutputSliceColumns);
+constexpr int kHalfColumns = kSliceColumns / 2;
+constexpr int kTileTokens = static_cast<int>(kLoraOutputTileTokens);
+static_assert(kTileTokens == 16 * kWaves, "g takes 16 of a tile's tokens a wave");
+// Tiles in flight a block (one buffer on AMD, whose copies are plain). Three or four were slower
+// on an H200 than two (fewer blocks an SM fit their shared memory): Note [one pass over dy].
+constexpr int kStages = gpu::kAsyncCopyStages;
+// Shared rows padded by 16 bytes (ldmatrix's 8 row addresses fall in different banks).
+constexpr int kDyLd = kHalfColumns + 8;
+constexpr int kULd = kTileTokens + 8;
+// B's rows for a slice: rank (8 or 16) values a row, as stored, then one row of padding that
+// the last row's 16-wide operand reaches into.
+constexpr int kBSliceElems = (kSliceColumns + 1) * 16;
+constexpr int kDyTileElems = kTileTokens * kDyLd;
+constexpr int kUTileElems = 16 * kULd;
+// Dynamic shared memory: kStages × (a dy tile and its tokens' uᵀ), then the slice's B rows.
+constexpr std::size_t kSharedBytes =
+    (kStages * (kDyTileElems + kUTileElems) + kBSliceElems) * sizeof(hip_bfloat16);
+
+template <typename... Params>
+__device__ inline void unusedWithoutMatrixCores(const Params&...) {}
+
+// grid (slices, slabs), block kWaves waves. Writes gPartial[slice][t][j] and
+// bPartial[slab][column][j] for j < rank.
+__global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kWaves* gpu::kWaveSize, 4)
+    loraOutputKernel(const hip_bfloat16* dy, const hip_bfloat16* b, const hip_bfloat16* uT,
+                     long long tokens, long long n, int rank, long long slabTokens, float* gPartial,
+                     float* bPartial) {
+#if defined(LORASCOPE_GPU_MMA)
+  namespace mma = gpu::mma;
+  extern __shared__ __align__(16) unsigned char loraShared[];
+  auto* dyTiles = reinterpret_cast<hip_bfloat16*>(loraShared);
+  hip_bfloat16* uTiles = dyTiles + kStages * kDyTileElems;
+  hip_bfloat16* bRows = uTiles + kStages * kUTileElems;
+  const int wave = static_cast<int>(threadIdx.x) / gpu::kWaveSize;
+  const long long n0 = static_cast<long long>(blockIdx.x) * kSliceColumns;
+  const long long t0 = static_cast<long long>(blockIdx.y) * slabTokens;
+  const long long tEnd = min(tokens, t0 + slabTokens);
+  const int tiles = 2 * static_cast<int>((tEnd - t0 + kTileTokens - 1) / kTileTokens);
+  // g's products a half: all unrolled, but by two where operands crowd the registers (RDNA 3's
+  // WMMA: AMDGPU hoists every unrolled step's operand loads, and gfx1100 spilled 31 VGPRs).
+  constexpr int kColumnSteps = mma::kRegisterTight ? 2 : kHalfColumns / 16;
+
+  // Tile i: tokens t0 + (i / 2)·kTileTokens on, half i % 2 of the slice's columns; zeros past
+  // the slab, the tokens and n.
+  const auto stage = [&](int i, int buffer) {
+    const long long tt = t0 + static_cast<long long>(i / 2) * kTileTokens;
+    const long long c0 = n0 + (i % 2) * kHalfColumns;
+    hip_bfloat16* dst = dyTiles + buffer * kDyTileElems;
+    constexpr int piecesPerRow = kHalfColumns / 8;
+    for (int idx = static_cast<int>(threadIdx.x); idx < kTileTokens * piecesPerRow;
+         idx += static_cast<int>(blockDim.x)) {
+      const int r = idx / piecesPerRow;
+      const int c = idx % piecesPerRow * 8;
+      const bool inside = tt + r < tEnd && c0 + c < n;
+      mma::copy16Async(dst + r * kDyLd + c, inside ? dy + (tt + r) * n + c0 + c : dy, inside);
+    }
+    hip_bfloat16* uDst = uTiles + buffer * kUTileElems;
+    constexpr int uPiecesPerRow = kTileTokens / 8;
+    for (int idx = static_cast<int>(threadIdx.x); idx < 16 * uPiecesPerRow;
+         idx += static_cast<int>(blockDim.x)) {
+      const int j = idx / uPiecesPerRow;
+      const int t = idx % uPiecesPerRow * 8;
+      const bool inside = j < rank && tt + t < tEnd;
+      mma::copy16Async(uDst + j * kULd + t, inside ? uT + j * tokens + tt + t : uT, inside);
+    }
+  };
+
+  mma::FragC g;
+  mma::zero(g);
+  mma::FragC db0[2];  // dBᵀ of the first half's columns: 16 of the wave's 32 each
+  mma::FragC db1[2];  // ... and of the second half's
+#pragma unroll
+  for (int nt = 0; nt < 2; ++nt) {
+    mma::zero(db0[nt]);
+    mma::zero(db1[nt]);
+  }
+  // B's rows for the slice's columns as stored (rank values each, no padding: their 16-wide
+  // operand then reads the next row's values as its columns rank..15 at rank 8, which only
+  // reach g's columns past the rank, never stored), copied with the first tile (one group of
+  // copies); zeros past n.
+  const int bPieces = kSliceColumns * rank / 8;
+  for (int idx = static_cast<int>(threadIdx.x); idx < bPieces + 2;
+       idx += static_cast<int>(blockDim.x)) {
+    const bool inside = idx < bPieces && (n0 + idx * 8 / rank) < n;
+    mma::copy16Async(bRows + idx * 8, inside ? b + n0 * rank + idx * 8 : b, inside);
+  }
+  // Tiles 0 .. kStages − 2 in flight before the loop (the first with B's rows), one group each;
+  // each step then issues the tile kStages − 1 ahead (an empty group past the end, so that the
+  // count of groups still pending says that tile i has landed).
+  for (int ahead = 0; ahead < kStages - 1 || ahead == 0; ++ahead) {
+    if (ahead < tiles) {
+      stage(ahead, ahead);
+    }
+    mma::copyAsyncCommit();
+  }
+  for (int i = 0; i < tiles; ++i) {
+    const int buffer = i % kStages;
+    if constexpr (kStages > 1) {
+      const int ahead = i + kStages - 1;
+      if (ahead < tiles) {
+        stage(ahead, ahead % kStages);
+      }
+      mma::copyAsyncCommit();
+      mma::copyAsyncWait<kStages - 1>();
+    } else if (i > 0) {
+      stage(i, buffer);
+    }
+    __syncthreads();
+    const hip_bfloat16* tile = dyTiles + buffer * kDyTileElems;
+    const hip_bfloat16* uTile = uTiles + buffer * kUTileElems;
+    // g (the wave's 16 tokens, j) += dy (16, the half's 128 columns) · B (128, j), and dBᵀ (j,
+    // the wave's 32 columns of the half) += uᵀ (j, the tile's tokens) · dy (tokens, 32 columns).
+    // The halves' accumulators are named apart (an index by i would put them in local memory).
+    const int half = i % 2;
+    const auto multiply = [&](mma::FragC(&dbHalf)[2]) {
+#pragma unroll kColumnSteps
+      for (int kk = 0; kk < kHalfColumns / 16; ++kk) {
+        mma::FragA a;
+        mma::FragB bOp;
+        mma::loadA(a, tile + wave * 16 * kDyLd + kk * 16, kDyLd);
+        mma::loadB(bOp, bRows + (half * kHalfColumns + kk * 16) * rank, rank);
+        mma::mma(g, a, bOp);
+      }
+#pragma unroll
+      for (int kt = 0; kt < kTileTokens / 16; ++kt) {
+        mma::FragA a;
+        mma::loadA(a, uTile + kt * 16, kULd);
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+          mma::FragB bOp;
+          mma::loadB(bOp, tile + kt * 16 * kDyLd + wave * 32 + nt * 16, kDyLd);
+          mma::mma(dbHalf[nt], a, bOp);
+        }
+      }
+    };
+    if (half == 0) {
+      multiply(db0);
+    } else {
+      multiply(db1);
+    }
+    if (half == 1) {  // the tile's tokens have met every column of the slice
+      const long long tw = t0 + static_cast<long long>(i / 2) * kTileTokens + wave * 16;
+#pragma unroll
+      for (int e = 0; e < mma::kAccElems; ++e) {
+        const long long t = tw + mma::slotRow(mma::accSlot(e));
+        const int j = mma::accCol(e);
+        if (j < rank && t < tEnd) {
+          gPartial[(static_cast<long long>(blockIdx.x) * tokens + t) * rank + j] = g.v[e];
+        }
+      }
+      mma::zero(g);
+    }
+    __syncthreads();
+  }
+  const auto writeHalf = [&](const mma::FragC(&dbHalf)[2], int h) {
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+      for (int e = 0; e < mma::kAccElems; ++e) {
+        const int j = mma::slotRow(mma::accSlot(e));
+        const long long c = n0 + h * kHalfColumns + wave * 32 + nt * 16 + mma::accCol(e);
+        if (j < rank && c < n) {
+          bPartial[(static_cast<long long>(blockIdx.y) * n + c) * rank + j] = dbHalf[nt].v[e];
+        }
+      }
+    }
+  };
+  writeHalf(db0, 0);
+  writeHalf(db1, 1);
+#else
+  unusedWithoutMatrixCores(dy, b, uT, tokens, n, rank, slabTokens, gPartial, bPartial);
+#endif
+}
+
+// Σ_i p[i·stride], i < count, in kLanes interleaved partial sums added in order at the end: the
+// loads of a round are in flight together (one after another, each waited out a latency), and
+// the order is the same every run.
+constexpr int kLanes = 8;
+__device__ inline float sumPartials(const float* p, long long stride, int count) {
+  float lane[kLanes] = {};
+  int i = 0;
+  for (; i + kLanes <= count; i += kLanes) {
+#pragma unroll
+    for (int l = 0; l < kLanes; ++l) {
+      lane[l] += p[(i + l) * stride];
+    }
+  }
+#pragma unroll
+  for (int l = 0; l < kLanes; ++l) {
+    if (i + l < count) {
+      lane[l] += p[(i + l) * stride];
+    }
+  }
+  float sum = 0.0f;
+#pragma unroll
+  for (int l = 0; l < kLanes; ++l) {
+    sum += lane[l];
+  }
+  return sum;
+}
+
+// gT[j][t] = bf16(scale·Σ_slices gPartial[slice][t][j]); gradB[c][j] += scale·Σ_slabs
+// bPartial[slab][c][j]: the partials in index order.
+__global__ void loraOutputSumKernel(const float* gPartial, const float* bPartial, long long tokens,
+                                    int rank, long long bCount, int slices, int slabs, float scale,
+                                    hip_bfloat16* gT, float* gradB) {
+  const long long gCount = tokens * rank;
+  for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+       e < gCount + bCount; e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    if (e < gCount) {
+      gT[e % rank * tokens + e / rank] =
+          floatToBf16(scale * sumPartials(gPartial + e, gCount, slices));
+    } else {
+      const long long f = e - gCount;
+      gradB[f] += scale * sumPartials(bPartial + f, bCount, slabs);
+    }
+  }
+}
+
+constexpr int kSumThreads = 256;
+
+}  // namespace
+
+bool loraOutputProductsServe(const std::uint16_t* dy, const std::uint16_t* b,
+                             const std::uint16_t* uT, std::int64_t tokens, std::int64_t n,
+                             std::int64_t rank) {
+  return loraOutputRankServed(rank) && n % 8 == 0 && tokens % 8 == 0 && gpu::alignedTo(dy, 16) &&
+         gpu::alignedTo(b, 16) && gpu::alignedTo(uT, 16) && currentMatrixCores().available;
+}
+
+void loraOutputProducts(const std::uint16_t* dy, const std::uint16_t* b, const std::uint16_t* uT,
+                        std::int64_t tokens, std::int64_t n, std::int64_t rank, float scale,
+                        const LoraOutputPlan& plan, float* gPartial, float* bPartial, float* gradB,
+                        std::uint16_t* gT, hipStream_t stream) {
+  if (tokens == 0 || n == 0) {
+    return;
+  }
+  const auto asBf16 = [](const std::uint16_t* p) {
+    return reinterpret_cast<const hip_bfloat16*>(p);
+  };
+  allowSharedBytes(loraOutputKernel, kSharedBytes);
+  launch("lora_output_gemm", loraOutputKernel,
+         dim3(static_cast<unsigned>(plan.slices), static_cast<unsigned>(plan.slabs)),
+         dim3(static_cast<unsigned>(kWaves * currentMatrixCores().waveSize)), kSharedBytes, stream,
+         asBf16(dy), asBf16(b), asBf16(uT), tokens, n, static_cast<int>(rank), plan.slabTokens,
+         gPartial, bPartial);
+  const long long bCount = n * rank;
+  const long long blocks =
+      std::min<long long>((tokens * rank + bCount + kSumThreads - 1) / kSumThreads, 65535);
+  launch("lora_output_gemm", loraOutputSumKernel, dim3(static_cast<unsigned>(blocks)),
+         dim3(kSumThreads), 0, stream, gPartial, bPartial, static_cast<long long>(tokens),
+         static_cast<int>(rank), bCount, static_cast<int>(plan.slices),
+         static_cast<int>(plan.slabs), scale, reinterpret_cast<hip_bfloat16*>(gT), gradB);
+}
+
+}  // namespace lorascope::compute::hip
