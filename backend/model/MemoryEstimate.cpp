@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "compute/LoraOutputPlan.h"  // defines: loraOutputPlan, loraOutputRankServed
+
 namespace lorascope::model {
 
 namespace {
@@ -107,11 +109,32 @@ std::uint64_t dequantizeWorkspaceBytes(const ModelConfig& c, const TrainingShape
   return largest * 2;
 }
 
+// The f32 partial sums of a GPU's LoRA output products for the widest adapted site (one site's
+// at a time; Note [one pass over dy] in compute/hip/lora_products.hip).
+std::uint64_t loraOutputPartialBytes(const ModelConfig& c, const TrainingShape& shape,
+                                     std::int64_t tokens) {
+  if (!shape.loraOutputPartials || tokens <= 0) {
+    return 0;
+  }
+  std::uint64_t widest = 0;
+  for (const Projection p : shape.targets) {
+    const compute::LoraOutputPlan plan =
+        compute::loraOutputPlan(tokens, projectionShape(c, p).second, shape.loraRank);
+    widest = std::max(widest, u64(plan.gPartialFloats + plan.bPartialFloats) * kF32);
+  }
+  return widest;
+}
+
+// One layer's backward transient for `tokens` tokens.
+std::uint64_t backwardBytes(const ModelConfig& c, const TrainingShape& shape, std::int64_t tokens) {
+  return perToken(c, shape).backward * u64(tokens) + loraOutputPartialBytes(c, shape, tokens);
+}
+
 std::uint64_t transientBytes(const ModelConfig& c, const TrainingShape& shape,
                              std::int64_t tokens) {
   const PerToken t = perToken(c, shape);
   const std::uint64_t loss = t.lossLinear * u64(tokens) + lossChunkBytes(c, shape, tokens);
-  return std::max(loss, t.backward * u64(tokens)) + dequantizeWorkspaceBytes(c, shape);
+  return std::max(loss, backwardBytes(c, shape, tokens)) + dequantizeWorkspaceBytes(c, shape);
 }
 
 // Saved bytes per token for the whole step (the arena's share).
@@ -145,7 +168,7 @@ TrainingMemory estimateTrainingMemory(const ModelConfig& c, const TrainingShape&
   m.savedBytes = savedPerToken(c, shape) * u64(tokens);
   const PerToken t = perToken(c, shape);
   m.lossBytes = t.lossLinear * u64(tokens) + lossChunkBytes(c, shape, tokens);
-  m.backwardBytes = t.backward * u64(tokens);
+  m.backwardBytes = backwardBytes(c, shape, tokens);
   m.dequantizeBytes = dequantizeWorkspaceBytes(c, shape);
   m.peakBytes =
       m.fixedBytes() + m.savedBytes + std::max(m.lossBytes, m.backwardBytes) + m.dequantizeBytes;
@@ -175,6 +198,7 @@ TrainingShape shapeOnDevice(bool onGpu, std::uint64_t weightsBytes, std::int64_t
   shape.lossChunkBytesPerLogit = onGpu ? 6 : 4;
   shape.nf4Workspace = onGpu && nf4Weights;
   shape.stackedQkvGradient = onGpu && !nf4Weights;  // as model::placeWeights places them
+  shape.loraOutputPartials = onGpu && compute::loraOutputRankServed(loraRank);
   return shape;
 }
 

@@ -21,7 +21,8 @@
 //              one layer's backward (gradients of gate, up and their product, I each; of the
 //              norms' outputs, H twice; of q, k, v and the attention output; f32 partial dk and
 //              dv of heads·hd each; of q and k before their norms, and of the two sandwiched
-//              outputs, where the model has them)
+//              outputs, where the model has them; on a GPU, the stacked [dq | dk | dv] and the
+//              f32 partial sums of the widest adapted site's LoRA output products)
 //   dequant    with NF4 projections on a GPU (--quantize nf4): the bf16 workspace one projection
 //              is dequantised into for its product (hip/HipBackendOpsGemm.cpp's note), the
 //              largest projection's out × in, alive beside either transient
@@ -62,6 +63,9 @@ struct TrainingShape {
   // bf16 q/k/v on a GPU: the backward's [dq | dk | dv] copy (Note [stacked q/k/v] in
   // train/TrainGraph.cpp)
   bool stackedQkvGradient = false;
+  // a GPU at a rank its LoRA output products' kernel takes: their f32 partial sums, one site's at
+  // a time (Note [one pass over dy] in compute/hip/lora_products.hip)
+  bool loraOutputPartials = false;
 };
 
 struct TrainingMemory {

@@ -814,20 +814,20 @@ void TrainGraph::groupBackward(int layer, std::initializer_list<Member> members,
   const std::int64_t tokens = x.dim(0);
   Tensor gGroup = backend_.empty(act, {group.rows, tokens});  // gᵀ (Σr, T), each site's rows
   std::vector<Tensor> gRows(members.size());
-  std::vector<compute::MatmulProduct> products;  // one group: a single launch on the CPU
+  std::vector<compute::LoraOutputSite> outputs;  // one group: a single launch on the CPU
   std::size_t i = 0;
   for (const Member& m : members) {
     const int index = siteOf(m.projection);
     if (index >= 0) {
       Site& s = sites_[static_cast<std::size_t>(index)];
-      const Tensor& u = state.u[static_cast<std::size_t>(m.projection)];  // uᵀ (r, T)
       gRows[i] = gGroup.rows(s.groupRow, r);
-      products.push_back({m.dy, true, &u, true, &s.gradB, scale, 1.0f});  // dB += scale·dyᵀ·u
-      products.push_back({&s.gemmB, true, m.dy, true, &gRows[i], scale, 0.0f});  // gᵀ = s·Bᵀ·dyᵀ
+      // dB += scale·dyᵀ·u and gᵀ = scale·Bᵀ·dyᵀ (uᵀ (r, T) saved by the forward)
+      outputs.push_back(
+          {m.dy, &s.gemmB, &state.u[static_cast<std::size_t>(m.projection)], &s.gradB, &gRows[i]});
     }
     ++i;
   }
-  backend_.matmulGroup(products);
+  backend_.loraOutputProducts(outputs, scale);
   if (!dropoutActive_) {
     Tensor gradA = group.gradA;
     const bool hostBackend = backend_.capabilities().device == compute::Device::Cpu;
