@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,15 @@ inline constexpr std::size_t kProjectionCount = std::size(kProjectionNames);
 inline constexpr Projection kAllProjections[] = {Projection::Q,   Projection::K,    Projection::V,
                                                  Projection::O,   Projection::Gate, Projection::Up,
                                                  Projection::Down};
+
+// The projections that read one input, in the order a layer's forward pass runs them: q, k and
+// v read h1; o the attention; gate and up h2; down the SwiGLU product. The training graph's LoRA
+// groups (Note [LoRA groups] in train/TrainGraph.cpp) and the memory model's.
+inline constexpr std::initializer_list<Projection> kInputGroups[] = {
+    {Projection::Q, Projection::K, Projection::V},
+    {Projection::O},
+    {Projection::Gate, Projection::Up},
+    {Projection::Down}};
 
 constexpr bool projectionTableIsDense() {
   for (std::size_t i = 0; i < kProjectionCount; ++i) {

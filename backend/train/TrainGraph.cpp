@@ -53,13 +53,6 @@ std::vector<LoraSite> modelLoraSites(const model::ModelConfig& config) {
   return sites;
 }
 
-// The groups of Note [LoRA groups], in the order the forward pass runs their projections.
-constexpr std::initializer_list<Projection> kGroups[] = {
-    {Projection::Q, Projection::K, Projection::V},
-    {Projection::O},
-    {Projection::Gate, Projection::Up},
-    {Projection::Down}};
-
 // Flat-buffer blocks start on 64-element boundaries (aligned operands for the GEMMs).
 std::int64_t padded(std::int64_t elements) {
   return (elements + 63) / 64 * 64;
@@ -226,7 +219,7 @@ TrainGraph::TrainGraph(compute::Backend& backend, const model::ModelConfig& conf
   // The flat layout (Note [LoRA groups]): each group's A's, then the B's of its sites.
   const std::int64_t r = lora_.rank;
   for (std::size_t layer = 0; layer < siteIndex_.size(); ++layer) {
-    for (const auto& projections : kGroups) {
+    for (const auto& projections : model::kInputGroups) {  // Note [LoRA groups]
       Group g;
       for (Projection p : projections) {
         const int index = siteIndex_[layer][static_cast<std::size_t>(p)];
