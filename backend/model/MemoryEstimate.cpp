@@ -109,20 +109,26 @@ std::uint64_t dequantizeWorkspaceBytes(const ModelConfig& c, const TrainingShape
   return largest * 2;
 }
 
-// The f32 partial sums of a GPU's LoRA output products for the widest adapted site (one site's
-// at a time; Note [one pass over dy] in compute/hip/lora_products.hip).
+// The f32 partial sums of a GPU's LoRA output products: one group's adapted sites at a time, in
+// one launch (Note [one pass over dy] in compute/hip/lora_products.hip); the largest group's.
 std::uint64_t loraOutputPartialBytes(const ModelConfig& c, const TrainingShape& shape,
                                      std::int64_t tokens) {
   if (!shape.loraOutputPartials || tokens <= 0) {
     return 0;
   }
-  std::uint64_t widest = 0;
-  for (const Projection p : shape.targets) {
-    const compute::LoraOutputPlan plan =
-        compute::loraOutputPlan(tokens, projectionShape(c, p).second, shape.loraRank);
-    widest = std::max(widest, u64(plan.gPartialFloats + plan.bPartialFloats) * kF32);
+  std::uint64_t largest = 0;
+  for (const auto& group : kInputGroups) {
+    std::uint64_t floats = 0;
+    for (const Projection p : group) {
+      if (shape.targets.count(p) != 0) {
+        const compute::LoraOutputPlan plan =
+            compute::loraOutputPlan(tokens, projectionShape(c, p).second, shape.loraRank);
+        floats += u64(plan.gPartialFloats + plan.bPartialFloats);
+      }
+    }
+    largest = std::max(largest, floats * kF32);
   }
-  return widest;
+  return largest;
 }
 
 // One layer's backward transient for `tokens` tokens.

@@ -22,7 +22,8 @@
 //              norms' outputs, H twice; of q, k, v and the attention output; f32 partial dk and
 //              dv of heads·hd each; of q and k before their norms, and of the two sandwiched
 //              outputs, where the model has them; on a GPU, the stacked [dq | dk | dv] and the
-//              f32 partial sums of the widest adapted site's LoRA output products)
+//              f32 partial sums of the LoRA output products of one group of projections, the
+//              largest)
 //   dequant    with NF4 projections on a GPU (--quantize nf4): the bf16 workspace one projection
 //              is dequantised into for its product (hip/HipBackendOpsGemm.cpp's note), the
 //              largest projection's out × in, alive beside either transient
@@ -63,8 +64,8 @@ struct TrainingShape {
   // bf16 q/k/v on a GPU: the backward's [dq | dk | dv] copy (Note [stacked q/k/v] in
   // train/TrainGraph.cpp)
   bool stackedQkvGradient = false;
-  // a GPU at a rank its LoRA output products' kernel takes: their f32 partial sums, one site's at
-  // a time (Note [one pass over dy] in compute/hip/lora_products.hip)
+  // a GPU at a rank its LoRA output products' kernel takes: their f32 partial sums, one group's
+  // sites at a time (Note [one pass over dy] in compute/hip/lora_products.hip)
   bool loraOutputPartials = false;
 };
 

@@ -10,8 +10,10 @@
 // sizes, an f32 weight, a k of 33 to 64 and a k past the fused kernel. And loraOutputProducts
 // (lora_output_gemm, Note [one pass over dy] in hip/lora_products.hip): the LoRA backward's dB
 // and gᵀ from each site's dy, at the same widths, with token slabs and column slices to sum, and
-// the shapes its kernel leaves to the GEMMs.
+// several sites in one call (more than one launch takes, one the GEMMs take among them) and the
+// shapes its kernel leaves to the GEMMs.
 #include <string>
+#include <vector>
 
 #include "ParityHarness.h"
 #include "compute/Errors.h"
@@ -140,51 +142,88 @@ std::vector<LowRankShape> lowRankShapes() {
   };
 }
 
+// Sites of one loraOutputProducts call: the same tokens t and rank r, each its own width n.
 struct LoraOutputShape {
-  std::int64_t t, n, r;
+  std::int64_t t, r;
+  std::vector<std::int64_t> n;
   const char* use;
 };
 
 std::vector<LoraOutputShape> loraOutputShapes() {
   return {
-      {300, 896, 8, "q/o"},
-      {300, 128, 8, "k/v"},
-      {300, 4864, 8, "gate/up"},
-      {4096, 896, 8, "4096 tokens, slabs summed"},
-      {40, 24, 8, "past the tokens and the columns"},
-      {136, 264, 16, "rank 16, past a slice"},
-      {45, 24, 8, "tokens not a multiple of 8: the GEMMs"},
-      {48, 20, 8, "n not a multiple of 8: the GEMMs"},
-      {48, 64, 3, "a rank the kernel does not take: the GEMMs"},
-      {48, 64, 24, "a rank past the kernel: the GEMMs"},
+      {300, 8, {896}, "q/o"},
+      {300, 8, {128}, "k/v"},
+      {300, 8, {4864}, "gate/up"},
+      {4096, 8, {896}, "4096 tokens, slabs summed"},
+      {40, 8, {24}, "past the tokens and the columns"},
+      {136, 16, {264}, "rank 16, past a slice"},
+      {296, 8, {896, 128, 128, 20, 4864, 896}, "six sites: a launch of three, one GEMM site, two"},
+      {45, 8, {24}, "tokens not a multiple of 8: the GEMMs"},
+      {48, 8, {20}, "n not a multiple of 8: the GEMMs"},
+      {48, 3, {64}, "a rank the kernel does not take: the GEMMs"},
+      {48, 24, {64}, "a rank past the kernel: the GEMMs"},
   };
 }
 
-// gT = s·Bᵀ·dyᵀ is rounded once to bf16; dB (f32) accumulates onto random values.
+std::string describe(const LoraOutputShape& s) {
+  std::string widths;
+  for (const std::int64_t n : s.n) {
+    widths += (widths.empty() ? "" : ",") + std::to_string(n);
+  }
+  return "t=" + std::to_string(s.t) + " n=" + widths + " r=" + std::to_string(s.r) + " (" + s.use +
+         ")";
+}
+
+// gT = s·Bᵀ·dyᵀ is rounded once to bf16; dB (f32) accumulates onto random values. Every site's
+// outputs are compared.
 std::vector<Comparison> runLoraOutput(Backend& cpu, Backend& gpu, std::mt19937& rng,
                                       const LoraOutputShape& s) {
   const auto count = [](std::int64_t a, std::int64_t b) { return static_cast<std::size_t>(a * b); };
-  const std::vector<float> dy =
-      roundTo(DType::BF16, randomNormal(rng, count(s.t, s.n), 0.0f, 1.0f));
-  const std::vector<float> b = roundTo(DType::BF16, randomNormal(rng, count(s.n, s.r), 0.0f, 0.5f));
-  const std::vector<float> u = roundTo(DType::BF16, randomNormal(rng, count(s.r, s.t), 0.0f, 1.0f));
-  const std::vector<float> gradB0 = randomNormal(rng, count(s.n, s.r), 0.0f, 0.5f);
+  struct Values {
+    std::vector<float> dy, b, u, gradB0;
+  };
+  std::vector<Values> values;
+  for (const std::int64_t n : s.n) {
+    values.push_back({roundTo(DType::BF16, randomNormal(rng, count(s.t, n), 0.0f, 1.0f)),
+                      roundTo(DType::BF16, randomNormal(rng, count(n, s.r), 0.0f, 0.5f)),
+                      roundTo(DType::BF16, randomNormal(rng, count(s.r, s.t), 0.0f, 1.0f)),
+                      randomNormal(rng, count(n, s.r), 0.0f, 0.5f)});
+  }
   constexpr float scale = 2.0f;
   const auto body = [&](Backend& be) {
     const DType act = be.capabilities().activationDType;
-    const Tensor dyT = be.upload(dy, act, {s.t, s.n});
-    const Tensor bT = be.upload(b, act, {s.n, s.r});
-    const Tensor uT = be.upload(u, act, {s.r, s.t});
-    Tensor gradB = be.upload(gradB0, DType::F32, {s.n, s.r});
-    Tensor gT = be.empty(act, {s.r, s.t});
-    const compute::LoraOutputSite site{&dyT, &bT, &uT, &gradB, &gT};
-    be.loraOutputProducts(std::span(&site, 1), scale);
-    return OpOutputs{be.download(gT), be.download(gradB)};
+    const std::size_t sites = s.n.size();
+    std::vector<Tensor> dy(sites), b(sites), u(sites), gradB(sites), gT(sites);
+    std::vector<compute::LoraOutputSite> list;
+    for (std::size_t i = 0; i < sites; ++i) {
+      dy[i] = be.upload(values[i].dy, act, {s.t, s.n[i]});
+      b[i] = be.upload(values[i].b, act, {s.n[i], s.r});
+      u[i] = be.upload(values[i].u, act, {s.r, s.t});
+      gradB[i] = be.upload(values[i].gradB0, DType::F32, {s.n[i], s.r});
+      gT[i] = be.empty(act, {s.r, s.t});
+    }
+    for (std::size_t i = 0; i < sites; ++i) {
+      list.push_back({&dy[i], &b[i], &u[i], &gradB[i], &gT[i]});
+    }
+    be.loraOutputProducts(list, scale);
+    OpOutputs out;
+    for (std::size_t i = 0; i < sites; ++i) {
+      out.push_back(be.download(gT[i]));
+      out.push_back(be.download(gradB[i]));
+    }
+    return out;
   };
   const OpOutputs reference = body(cpu);
   const OpOutputs candidate = body(gpu);
-  return {compareOutputs("gT", reference[0], candidate[0], kBf16Output),
-          compareOutputs("gradB", reference[1], candidate[1], kF32Accumulated)};
+  std::vector<Comparison> comparisons;
+  for (std::size_t i = 0; i < s.n.size(); ++i) {
+    const std::string site = s.n.size() > 1 ? " " + std::to_string(i) : "";
+    comparisons.push_back(
+        compareOutputs("gT" + site, reference[2 * i], candidate[2 * i], kBf16Output));
+    comparisons.push_back(compareOutputs("gradB" + site, reference[2 * i + 1], candidate[2 * i + 1],
+                                         kF32Accumulated));
+  }
+  return comparisons;
 }
 
 std::vector<GemmShape> gemmShapes() {
@@ -268,10 +307,8 @@ std::vector<ParityCase> gemmCases(bool vendorGemm) {
                      }});
   }
   for (const LoraOutputShape& shape : loraOutputShapes()) {
-    cases.push_back({"lora_output_gemm",
-                     "t=" + std::to_string(shape.t) + " n=" + std::to_string(shape.n) +
-                         " r=" + std::to_string(shape.r) + " (" + shape.use + ")",
-                     kBf16Output, [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+    cases.push_back({"lora_output_gemm", describe(shape), kBf16Output,
+                     [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
                        return runLoraOutput(cpu, gpu, rng, shape);
                      }});
   }

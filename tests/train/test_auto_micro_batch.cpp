@@ -83,12 +83,12 @@ TEST_CASE(theLoraOutputPartialsArePartOfTheBackwardTransient) {
   const model::ModelConfig c = model::qwen25HalfBShape();
   model::TrainingShape partials{};
   partials.loraOutputPartials = true;
-  // Note [one pass over dy]: the widest adapted site, gate/up (4864 columns), at 4096 tokens is cut
-  // into 19 slices of 256 columns by 22 slabs of 192 tokens; its f32 partial sums of g
-  // (19 × 4096 × r) and of dB (22 × 4864 × r) are alive beside the rest.
+  // Note [one pass over dy]: gate and up, one launch, hold the most at 4096 tokens. Each (4864
+  // columns) is cut into 19 slices of 256 columns by 22 slabs of 192 tokens; their f32 partial
+  // sums of g (19 × 4096 × r) and of dB (22 × 4864 × r) are alive beside the rest.
   COMPARE(model::estimateTrainingMemory(c, partials, 4096).backwardBytes,
           model::estimateTrainingMemory(c, {}, 4096).backwardBytes +
-              4ull * 8 * (19 * 4096 + 22 * 4864));
+              2 * 4ull * 8 * (19 * 4096 + 22 * 4864));
   // On a GPU at the ranks the kernel takes; the other ranks and the CPU keep the two GEMMs.
   const std::set<model::Projection> targets = {model::Projection::Q};
   VERIFY(model::shapeOnDevice(true, kWeights, 8, targets, false, false).loraOutputPartials);

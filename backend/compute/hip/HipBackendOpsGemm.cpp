@@ -11,13 +11,14 @@
 // tiles, but keeps the vendor GEMM (and its speed) for every product and needs no second GEMM
 // kernel; the memory model counts the workspace (model/MemoryEstimate.h).
 #include <algorithm>
+#include <vector>
 
 #include "compute/Nf4.h"
 #include "compute/hip/HipBackend.h"
 #include "compute/hip/elementwise.h"    // defines: castF32ToBf16, accumulateIntoBf16,
                                         // addLowRankProduct
 #include "compute/hip/gemm.h"           // defines: builtinGemm, VendorBlas
-#include "compute/hip/lora_products.h"  // defines: loraOutputProducts, loraOutputPlan
+#include "compute/hip/lora_products.h"  // defines: loraOutputProducts, LoraOutputJob
 #include "compute/hip/nf4.h"            // defines: nf4Dequantize, kNf4TableFloats
 
 namespace lorascope::compute::hip {
@@ -119,6 +120,24 @@ void HipBackend::addLowRankProduct(const Tensor& lhsT, const Tensor& w, bool tra
 }
 
 void HipBackend::loraOutputProducts(std::span<const LoraOutputSite> sites, float scale) {
+  // Served sites of the same tokens and rank go together, up to a launch's worth (a group's);
+  // the others take the two GEMMs.
+  std::vector<LoraOutputJob> batch;
+  std::int64_t batchTokens = 0;
+  std::int64_t batchRank = 0;
+  const auto flush = [&] {
+    if (batch.empty()) {
+      return;
+    }
+    const memory::OwnerScope owner(memory::Owner::Workspace);
+    Tensor partials =
+        empty(DType::F32,
+              {std::max<std::int64_t>(
+                  loraOutputPartialFloats(batch.data(), batch.size(), batchTokens, batchRank), 1)});
+    hip::loraOutputProducts(batch.data(), batch.size(), batchTokens, batchRank, scale,
+                            partials.as<float>(), stream_);
+    batch.clear();
+  };
   for (const LoraOutputSite& s : sites) {
     // The shapes of the two products the kernel computes (ShapeError naming the operand).
     checkMatmulArgs(caps_, *s.dy, true, *s.uT, true, *s.gradB);
@@ -134,15 +153,16 @@ void HipBackend::loraOutputProducts(std::span<const LoraOutputSite> sites, float
       Backend::loraOutputProducts(std::span(&s, 1), scale);
       continue;
     }
-    const LoraOutputPlan plan = loraOutputPlan(tokens, n, rank);
-    const memory::OwnerScope owner(memory::Owner::Workspace);
-    Tensor gPartial = empty(DType::F32, {std::max<std::int64_t>(plan.gPartialFloats, 1)});
-    Tensor bPartial = empty(DType::F32, {std::max<std::int64_t>(plan.bPartialFloats, 1)});
-    hip::loraOutputProducts(s.dy->as<std::uint16_t>(), s.b->as<std::uint16_t>(),
-                            s.uT->as<std::uint16_t>(), tokens, n, rank, scale, plan,
-                            gPartial.as<float>(), bPartial.as<float>(), s.gradB->as<float>(),
-                            s.gT->as<std::uint16_t>(), stream_);
+    if (!batch.empty() &&
+        (tokens != batchTokens || rank != batchRank || batch.size() == kLoraOutputLaunchSites)) {
+      flush();
+    }
+    batch.push_back({s.dy->as<std::uint16_t>(), s.b->as<std::uint16_t>(), s.uT->as<std::uint16_t>(),
+                     n, s.gradB->as<float>(), s.gT->as<std::uint16_t>()});
+    batchTokens = tokens;
+    batchRank = rank;
   }
+  flush();
 }
 
 }  // namespace lorascope::compute::hip

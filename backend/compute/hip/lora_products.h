@@ -3,6 +3,7 @@
 // declarations, callable from host code; hip/lora_products.hip defines them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "compute/LoraOutputPlan.h"  // defines: LoraOutputPlan
@@ -16,14 +17,28 @@ bool loraOutputProductsServe(const std::uint16_t* dy, const std::uint16_t* b,
                              const std::uint16_t* uT, std::int64_t tokens, std::int64_t n,
                              std::int64_t rank);
 
-// gT (rank, tokens) = bf16(scale·bᵀ·dyᵀ) and gradB (n, rank) += scale·dyᵀ·uTᵀ, reading dy once:
-//   dy (tokens, n) bf16   b (n, rank) bf16   uT (rank, tokens) bf16   gradB (n, rank) f32
-// gPartial and bPartial: the floats of scratch that loraOutputPlan(tokens, n, rank) says. Each
-// output element's sum runs in a fixed order that depends only on the shapes, so the results are
-// the same from run to run.
-void loraOutputProducts(const std::uint16_t* dy, const std::uint16_t* b, const std::uint16_t* uT,
-                        std::int64_t tokens, std::int64_t n, std::int64_t rank, float scale,
-                        const LoraOutputPlan& plan, float* gPartial, float* bPartial, float* gradB,
-                        std::uint16_t* gT, hipStream_t stream);
+// The sites a launch takes (a group's: q, k and v are three).
+inline constexpr std::size_t kLoraOutputLaunchSites = 4;
+
+// One site: gT (rank, tokens) = bf16(scale·bᵀ·dyᵀ) and gradB (n, rank) += scale·dyᵀ·uTᵀ, reading dy
+// once:   dy (tokens, n) bf16   b (n, rank) bf16   uT (rank, tokens) bf16   gradB (n, rank) f32
+struct LoraOutputJob {
+  const std::uint16_t* dy = nullptr;
+  const std::uint16_t* b = nullptr;
+  const std::uint16_t* uT = nullptr;
+  std::int64_t n = 0;
+  float* gradB = nullptr;
+  std::uint16_t* gT = nullptr;
+};
+
+// The f32 scratch a launch of these sites needs: their plans' partial sums, one after another.
+std::int64_t loraOutputPartialFloats(const LoraOutputJob* sites, std::size_t count,
+                                     std::int64_t tokens, std::int64_t rank);
+
+// Up to kLoraOutputLaunchSites sites of the same tokens and rank in two launches (the products,
+// then the partial sums added). Each output element's sum runs in a fixed order that depends only
+// on the shapes, so the results are the same from run to run.
+void loraOutputProducts(const LoraOutputJob* sites, std::size_t count, std::int64_t tokens,
+                        std::int64_t rank, float scale, float* partials, hipStream_t stream);
 
 }  // namespace lorascope::compute::hip

@@ -12,16 +12,21 @@
 //   them over the slab, writing its f32 sums at the end.
 // A second kernel adds the slices' g sums (×s, rounded to bf16 once) and the slabs' dB sums (×s,
 // added to dB). Every sum runs in an order set by the shapes alone: no atomics, the same bits
-// every run. The cut (compute/LoraOutputPlan.h) aims at 512 blocks; the partials are 2·r·(1/256 +
-// 1/slab tokens) of dy's bytes, and stay in L2 until the second kernel reads them.
+// every run. The cut (compute/LoraOutputPlan.h) aims at 512 blocks a site; the partials are
+// 2·r·(1/256 + 1/slab tokens) of dy's bytes, and stay in L2 until the second kernel reads them.
+// The sites of one call (a group: q, k and v; gate and up) share both launches, each block and
+// each summed element finding its site among the launch's (up to kLoraOutputLaunchSites).
 //
 // On an H200 (bench_gpu_train --prompt-percent 50 --profile-steps 3, B8 × S512) the 224 products
 // of a Llama-3.2-1B step took 2.5-2.9 ms against 2.9-3.3 ms of cuBLAS GEMMs, Qwen2.5-0.5B's 336
 // 3.0-3.5 ms against 3.7-4.0, and the Llama loop (--packing documents, 3 runs) delivered 83.4K
-// real tokens/s against 82.8K. Tried and slower: three or four tiles in flight (fewer blocks an
-// SM fit their shared memory; Llama's wide sites 0.93 → 1.18 / 0.99 ms a step); 256 to 2048
-// target blocks changed nothing. Timed per op, a wide site (64 MiB of dy) takes ~29 µs, 2.2 TB/s,
-// and a small one's two launches 7-12 µs: those launches are most of what is left.
+// real tokens/s against 82.8K. Timed per op, a wide site (64 MiB of dy) took ~29 µs (2.2 TB/s)
+// and a small one's two launches 7-12 µs; with a group's sites in one pair of launches the
+// products took 2.09-2.12 ms a Llama step against 2.54-2.55 and 2.31-2.33 on Qwen against
+// 3.01-3.08 (the Qwen step 32.59-32.63 ms against 32.92-33.35), and the Llama loop delivered 83.2K
+// (82.9-83.3K) against 82.7K (82.3-82.9K). Tried and slower: three or four tiles in flight (fewer
+// blocks an SM fit their shared memory; Llama's wide sites 0.93 → 1.18 / 0.99 ms a step); 256 to
+// 2048 target blocks changed nothing.
 #include "compute/hip/lora_products.h"
 
 #include <algorithm>
@@ -59,22 +64,86 @@ constexpr std::size_t kSharedBytes =
 template <typename... Params>
 __device__ inline void unusedWithoutMatrixCores(const Params&...) {}
 
-// grid (slices, slabs), block kWaves waves. Writes gPartial[slice][t][j] and
-// bPartial[slab][column][j] for j < rank.
+// One site of a launch: its operands and outputs, its cut (compute/LoraOutputPlan.h), and where
+// its blocks and its sums' elements start among the launch's.
+struct SiteArgs {
+  const hip_bfloat16* dy;
+  const hip_bfloat16* b;
+  const hip_bfloat16* uT;
+  float* gPartial;  // [slice][t][j]
+  float* bPartial;  // [slab][column][j]
+  hip_bfloat16* gT;
+  float* gradB;
+  long long n;
+  long long slabTokens;
+  long long firstSum;
+  int slices;
+  int slabs;
+  int firstBlock;
+};
+// The sites of one launch (a group's: Note [one pass over dy]), passed by value.
+struct LaunchArgs {
+  SiteArgs site[kLoraOutputLaunchSites];
+  int count;
+  long long tokens;
+  int rank;
+  float scale;
+};
+
+// Site `index` of the launch, each read at a fixed position (an index computed on the device
+// into a parameter array would copy the array to local memory).
+__device__ inline SiteArgs siteOf(const LaunchArgs& args, int index) {
+  static_assert(kLoraOutputLaunchSites == 4, "siteOf names each site");
+  switch (index) {
+    case 0:
+      return args.site[0];
+    case 1:
+      return args.site[1];
+    case 2:
+      return args.site[2];
+    default:
+      return args.site[3];
+  }
+}
+
+// The site whose range of `first` (blocks or sum elements) holds `at`.
+template <typename First>
+__device__ inline int siteHolding(const LaunchArgs& args, long long at, First first) {
+  int index = 0;
+#pragma unroll
+  for (int i = 1; i < static_cast<int>(kLoraOutputLaunchSites); ++i) {
+    if (i < args.count && at >= first(siteOf(args, i))) {
+      index = i;
+    }
+  }
+  return index;
+}
+
+// grid (Σ slices × slabs over the sites), block kWaves waves. Writes each site's gPartial and
+// bPartial for j < rank.
 __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kWaves* gpu::kWaveSize, 4)
-    loraOutputKernel(const hip_bfloat16* dy, const hip_bfloat16* b, const hip_bfloat16* uT,
-                     long long tokens, long long n, int rank, long long slabTokens, float* gPartial,
-                     float* bPartial) {
+    loraOutputKernel(LaunchArgs args) {
 #if defined(LORASCOPE_GPU_MMA)
   namespace mma = gpu::mma;
+  const SiteArgs site =
+      siteOf(args, siteHolding(args, blockIdx.x, [](const SiteArgs& a) { return a.firstBlock; }));
+  const long long tokens = args.tokens;
+  const int rank = args.rank;
+  const hip_bfloat16* dy = site.dy;
+  const hip_bfloat16* b = site.b;
+  const hip_bfloat16* uT = site.uT;
+  const long long n = site.n;
+  const long long local = static_cast<long long>(blockIdx.x) - site.firstBlock;
+  const long long slice = local % site.slices;
+  const long long slab = local / site.slices;
   extern __shared__ __align__(16) unsigned char loraShared[];
   auto* dyTiles = reinterpret_cast<hip_bfloat16*>(loraShared);
   hip_bfloat16* uTiles = dyTiles + kStages * kDyTileElems;
   hip_bfloat16* bRows = uTiles + kStages * kUTileElems;
   const int wave = static_cast<int>(threadIdx.x) / gpu::kWaveSize;
-  const long long n0 = static_cast<long long>(blockIdx.x) * kSliceColumns;
-  const long long t0 = static_cast<long long>(blockIdx.y) * slabTokens;
-  const long long tEnd = min(tokens, t0 + slabTokens);
+  const long long n0 = slice * kSliceColumns;
+  const long long t0 = slab * site.slabTokens;
+  const long long tEnd = min(tokens, t0 + site.slabTokens);
   const int tiles = 2 * static_cast<int>((tEnd - t0 + kTileTokens - 1) / kTileTokens);
   // g's products a half: all unrolled, but by two where operands crowd the registers (RDNA 3's
   // WMMA: AMDGPU hoists every unrolled step's operand loads, and gfx1100 spilled 31 VGPRs).
@@ -185,7 +254,7 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kWaves* gpu::kWaveSize, 4)
         const long long t = tw + mma::slotRow(mma::accSlot(e));
         const int j = mma::accCol(e);
         if (j < rank && t < tEnd) {
-          gPartial[(static_cast<long long>(blockIdx.x) * tokens + t) * rank + j] = g.v[e];
+          site.gPartial[(slice * tokens + t) * rank + j] = g.v[e];
         }
       }
       mma::zero(g);
@@ -200,7 +269,7 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kWaves* gpu::kWaveSize, 4)
         const int j = mma::slotRow(mma::accSlot(e));
         const long long c = n0 + h * kHalfColumns + wave * 32 + nt * 16 + mma::accCol(e);
         if (j < rank && c < n) {
-          bPartial[(static_cast<long long>(blockIdx.y) * n + c) * rank + j] = dbHalf[nt].v[e];
+          site.bPartial[(slab * n + c) * rank + j] = dbHalf[nt].v[e];
         }
       }
     }
@@ -208,7 +277,7 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kWaves* gpu::kWaveSize, 4)
   writeHalf(db0, 0);
   writeHalf(db1, 1);
 #else
-  unusedWithoutMatrixCores(dy, b, uT, tokens, n, rank, slabTokens, gPartial, bPartial);
+  unusedWithoutMatrixCores(args);
 #endif
 }
 
@@ -239,20 +308,24 @@ __device__ inline float sumPartials(const float* p, long long stride, int count)
   return sum;
 }
 
-// gT[j][t] = bf16(scale·Σ_slices gPartial[slice][t][j]); gradB[c][j] += scale·Σ_slabs
-// bPartial[slab][c][j]: the partials in index order.
-__global__ void loraOutputSumKernel(const float* gPartial, const float* bPartial, long long tokens,
-                                    int rank, long long bCount, int slices, int slabs, float scale,
-                                    hip_bfloat16* gT, float* gradB) {
+// Each site's gT[j][t] = bf16(scale·Σ_slices gPartial[slice][t][j]) and gradB[c][j] +=
+// scale·Σ_slabs bPartial[slab][c][j], the partials in index order; the elements of the sites one
+// after another.
+__global__ void loraOutputSumKernel(LaunchArgs args, long long total) {
+  const long long tokens = args.tokens;
+  const int rank = args.rank;
   const long long gCount = tokens * rank;
-  for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-       e < gCount + bCount; e += static_cast<long long>(gridDim.x) * blockDim.x) {
-    if (e < gCount) {
-      gT[e % rank * tokens + e / rank] =
-          floatToBf16(scale * sumPartials(gPartial + e, gCount, slices));
+  for (long long e = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const SiteArgs site =
+        siteOf(args, siteHolding(args, e, [](const SiteArgs& a) { return a.firstSum; }));
+    const long long local = e - site.firstSum;
+    if (local < gCount) {
+      site.gT[local % rank * tokens + local / rank] =
+          floatToBf16(args.scale * sumPartials(site.gPartial + local, gCount, site.slices));
     } else {
-      const long long f = e - gCount;
-      gradB[f] += scale * sumPartials(bPartial + f, bCount, slabs);
+      const long long f = local - gCount;
+      site.gradB[f] += args.scale * sumPartials(site.bPartial + f, site.n * rank, site.slabs);
     }
   }
 }
@@ -268,29 +341,56 @@ bool loraOutputProductsServe(const std::uint16_t* dy, const std::uint16_t* b,
          gpu::alignedTo(b, 16) && gpu::alignedTo(uT, 16) && currentMatrixCores().available;
 }
 
-void loraOutputProducts(const std::uint16_t* dy, const std::uint16_t* b, const std::uint16_t* uT,
-                        std::int64_t tokens, std::int64_t n, std::int64_t rank, float scale,
-                        const LoraOutputPlan& plan, float* gPartial, float* bPartial, float* gradB,
-                        std::uint16_t* gT, hipStream_t stream) {
-  if (tokens == 0 || n == 0) {
+std::int64_t loraOutputPartialFloats(const LoraOutputJob* sites, std::size_t count,
+                                     std::int64_t tokens, std::int64_t rank) {
+  std::int64_t floats = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const LoraOutputPlan plan = loraOutputPlan(tokens, sites[i].n, rank);
+    floats += plan.gPartialFloats + plan.bPartialFloats;
+  }
+  return floats;
+}
+
+void loraOutputProducts(const LoraOutputJob* sites, std::size_t count, std::int64_t tokens,
+                        std::int64_t rank, float scale, float* partials, hipStream_t stream) {
+  if (count == 0 || count > kLoraOutputLaunchSites || tokens == 0) {
     return;
   }
-  const auto asBf16 = [](const std::uint16_t* p) {
-    return reinterpret_cast<const hip_bfloat16*>(p);
-  };
+  LaunchArgs args{};
+  args.count = static_cast<int>(count);
+  args.tokens = tokens;
+  args.rank = static_cast<int>(rank);
+  args.scale = scale;
+  long long blocks = 0;
+  long long total = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const LoraOutputJob& job = sites[i];
+    const LoraOutputPlan plan = loraOutputPlan(tokens, job.n, rank);
+    SiteArgs& site = args.site[i];
+    site.dy = reinterpret_cast<const hip_bfloat16*>(job.dy);
+    site.b = reinterpret_cast<const hip_bfloat16*>(job.b);
+    site.uT = reinterpret_cast<const hip_bfloat16*>(job.uT);
+    site.gPartial = partials;
+    site.bPartial = partials + plan.gPartialFloats;
+    partials += plan.gPartialFloats + plan.bPartialFloats;
+    site.gT = reinterpret_cast<hip_bfloat16*>(job.gT);
+    site.gradB = job.gradB;
+    site.n = job.n;
+    site.slabTokens = plan.slabTokens;
+    site.slices = static_cast<int>(plan.slices);
+    site.slabs = static_cast<int>(plan.slabs);
+    site.firstBlock = static_cast<int>(blocks);
+    site.firstSum = total;
+    blocks += plan.slices * plan.slabs;
+    total += (tokens + job.n) * rank;
+  }
   allowSharedBytes(loraOutputKernel, kSharedBytes);
-  launch("lora_output_gemm", loraOutputKernel,
-         dim3(static_cast<unsigned>(plan.slices), static_cast<unsigned>(plan.slabs)),
+  launch("lora_output_gemm", loraOutputKernel, dim3(static_cast<unsigned>(blocks)),
          dim3(static_cast<unsigned>(kWaves * currentMatrixCores().waveSize)), kSharedBytes, stream,
-         asBf16(dy), asBf16(b), asBf16(uT), tokens, n, static_cast<int>(rank), plan.slabTokens,
-         gPartial, bPartial);
-  const long long bCount = n * rank;
-  const long long blocks =
-      std::min<long long>((tokens * rank + bCount + kSumThreads - 1) / kSumThreads, 65535);
-  launch("lora_output_gemm", loraOutputSumKernel, dim3(static_cast<unsigned>(blocks)),
-         dim3(kSumThreads), 0, stream, gPartial, bPartial, static_cast<long long>(tokens),
-         static_cast<int>(rank), bCount, static_cast<int>(plan.slices),
-         static_cast<int>(plan.slabs), scale, reinterpret_cast<hip_bfloat16*>(gT), gradB);
+         args);
+  const long long sumBlocks = std::min<long long>((total + kSumThreads - 1) / kSumThreads, 65535);
+  launch("lora_output_gemm", loraOutputSumKernel, dim3(static_cast<unsigned>(sumBlocks)),
+         dim3(kSumThreads), 0, stream, args, total);
 }
 
 }  // namespace lorascope::compute::hip
