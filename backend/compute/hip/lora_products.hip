@@ -19,7 +19,7 @@
 //
 // On an H200 (bench_gpu_train --prompt-percent 50 --profile-steps 3, B8 × S512) the 224 products
 // of a Llama-3.2-1B step took 2.5-2.9 ms against 2.9-3.3 ms of cuBLAS GEMMs, Qwen2.5-0.5B's 336
-// 3.0-3.5 ms against 3.7-4.0, and the Llama loop (--packing documents, 3 runs) delivered 83.4K
+// 3.0-3.5 ms against 3.7-4.3, and the Llama loop (--packing documents, 3 runs) delivered 83.4K
 // real tokens/s against 82.8K. Timed per op, a wide site (64 MiB of dy) took ~29 µs (2.2 TB/s)
 // and a small one's two launches 7-12 µs; with a group's sites in one pair of launches the
 // products took 2.09-2.12 ms a Llama step against 2.54-2.55 and 2.31-2.33 on Qwen against
