@@ -1,6 +1,8 @@
 // common/BoundedFile.cpp — readBoundedFile on MappedFile (the platform layer's regular-file check
-// and size).
+// and size); readSystemFile on a stream whose read errors become an answer.
 #include "common/BoundedFile.h"
+
+#include <fstream>
 
 #include "common/Format.h"  // defines: formatBytes
 #include "common/MappedFile.h"
@@ -18,6 +20,23 @@ std::string readBoundedFile(const std::filesystem::path& path, FileSizeLimit lim
                   {});
   }
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+std::optional<std::string> readSystemFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return std::nullopt;
+  }
+  std::string text;
+  char buffer[4096];
+  // istream::read catches the filebuf's exception and sets badbit.
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    text.append(buffer, static_cast<std::size_t>(in.gcount()));
+  }
+  if (in.bad()) {
+    return std::nullopt;
+  }
+  return text;
 }
 
 }  // namespace lorascope::common

@@ -15,10 +15,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 
+#include "common/BoundedFile.h"  // defines: readSystemFile
 #include "common/Platform.h"
 
 namespace lorascope::common {
@@ -72,9 +72,8 @@ std::vector<std::uint32_t> processTree(std::uint32_t root) {
     if (name.empty() || name.size() > 9 ||
         name.find_first_not_of("0123456789") != std::string::npos)
       continue;
-    std::ifstream stat(entry.path() / "stat");
-    const std::string text((std::istreambuf_iterator<char>(stat)),
-                           std::istreambuf_iterator<char>());
+    // Nothing when the process ended since the listing (its read fails with ESRCH).
+    const std::string text = readSystemFile(entry.path() / "stat").value_or("");
     const std::size_t close = text.rfind(')');
     if (close == std::string::npos)
       continue;

@@ -210,8 +210,17 @@ std::optional<MirroredState> StateMirror::readLatest(const std::filesystem::path
     throw StateMirrorError(common::pathText(path) +
                            ": cannot open the state mirror: " + std::strerror(errno));
   }
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                                std::istreambuf_iterator<char>());
+  std::vector<char> bytes;
+  char buffer[1 << 16];
+  // istream::read catches the filebuf's read error and sets badbit (an istreambuf_iterator
+  // would let it escape as std::ios_failure).
+  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
+    bytes.insert(bytes.end(), buffer, buffer + in.gcount());
+  }
+  if (in.bad()) {
+    throw StateMirrorError(common::pathText(path) +
+                           ": cannot read the state mirror: " + std::strerror(errno));
+  }
   const auto* data = reinterpret_cast<const std::byte*>(bytes.data());
   if (bytes.size() < kFileHeaderBytes || std::memcmp(data, kMagic, sizeof kMagic) != 0) {
     return std::nullopt;

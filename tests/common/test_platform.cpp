@@ -2,7 +2,8 @@
 // SharedLibrary.h) on this system: this process exists and a free id does not; the peak resident
 // set grows when memory is touched; an interrupt is counted, not fatal; a file appended to keeps
 // what it had; a read-only mapping shows the file's bytes and a shared one writes them back; a
-// missing library is an answer, not a crash; paths with non-ASCII names work end to end. On the
+// missing library is an answer, not a crash; paths with non-ASCII names work end to end; a system
+// file whose read fails is nothing, not an exception. On the
 // Qt-free runner, so the same test runs where the Windows build runs.
 #include "TestRunner.h"
 
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/BoundedFile.h"
 #include "common/DurableFile.h"
 #include "common/MappedFile.h"
 #include "common/OsError.h"
@@ -128,6 +130,25 @@ TEST_CASE(mappingsShowAndWriteTheFile) {
     VERIFY2(!resized, "reopening at the same size keeps the file");
     VERIFY2(std::memcmp(again->bytes().data() + 100, "state", 5) == 0, "and its contents");
   }
+  fs::remove_all(dir);
+}
+
+// readSystemFile: a file's text; nothing for a missing file, and nothing, not an exception, when
+// the read fails after the open (a directory opens and then fails its read, as /proc/<pid>/stat
+// does with ESRCH once its process has ended: that exception had terminated the window).
+TEST_CASE(aSystemFileWhoseReadFailsIsNothing) {
+  const fs::path dir = fs::temp_directory_path() / "lorascope-system-file-test";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    std::ofstream out(dir / "stat");
+    out << "1 (init) S 0";
+  }
+  COMPARE(common::readSystemFile(dir / "stat").value_or(""), std::string("1 (init) S 0"));
+  VERIFY(!common::readSystemFile(dir / "missing").has_value());
+#if !defined(_WIN32)
+  VERIFY(!common::readSystemFile(dir).has_value());
+#endif
   fs::remove_all(dir);
 }
 
