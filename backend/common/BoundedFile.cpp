@@ -27,9 +27,12 @@ std::optional<std::string> readSystemFile(const std::filesystem::path& path) {
   if (!in) {
     return std::nullopt;
   }
+  return readToEnd(in);
+}
+
+std::optional<std::string> readToEnd(std::istream& in) {
   std::string text;
-  char buffer[4096];
-  // istream::read catches the filebuf's exception and sets badbit.
+  char buffer[1 << 16];
   while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
     text.append(buffer, static_cast<std::size_t>(in.gcount()));
   }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <istream>
 #include <optional>
 #include <string>
 
@@ -30,5 +31,9 @@ std::string readBoundedFile(const std::filesystem::path& path, FileSizeLimit lim
 // was an exception nothing caught: the window, walking /proc for its process tree while a
 // process ended, was terminated.)
 std::optional<std::string> readSystemFile(const std::filesystem::path& path);
+
+// The rest of an open stream, or nothing when a read fails (through istream::read, which turns
+// the filebuf's exception into badbit). readSystemFile's reader, and the state mirror's.
+std::optional<std::string> readToEnd(std::istream& in);
 
 }  // namespace lorascope::common

@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "common/BoundedFile.h"  // defines: readToEnd
 #include "common/Checksum.h"
 #include "common/MappedFile.h"
 #include "common/OsError.h"
@@ -210,17 +211,12 @@ std::optional<MirroredState> StateMirror::readLatest(const std::filesystem::path
     throw StateMirrorError(common::pathText(path) +
                            ": cannot open the state mirror: " + std::strerror(errno));
   }
-  std::vector<char> bytes;
-  char buffer[1 << 16];
-  // istream::read catches the filebuf's read error and sets badbit (an istreambuf_iterator
-  // would let it escape as std::ios_failure).
-  while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
-    bytes.insert(bytes.end(), buffer, buffer + in.gcount());
-  }
-  if (in.bad()) {
+  const std::optional<std::string> read = common::readToEnd(in);
+  if (!read) {
     throw StateMirrorError(common::pathText(path) +
                            ": cannot read the state mirror: " + std::strerror(errno));
   }
+  const std::string& bytes = *read;
   const auto* data = reinterpret_cast<const std::byte*>(bytes.data());
   if (bytes.size() < kFileHeaderBytes || std::memcmp(data, kMagic, sizeof kMagic) != 0) {
     return std::nullopt;
