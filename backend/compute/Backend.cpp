@@ -446,4 +446,24 @@ void Backend::addLowRankProduct(const Tensor& lhsT, const Tensor& w, bool transp
   matmul(lhsT, true, w, transposeW, y, scale, 1.0f);
 }
 
+void Backend::projectionProducts(std::span<const ProjectionProduct> products) {
+  std::vector<MatmulProduct> frozen;
+  std::vector<MatmulProduct> terms;
+  for (const ProjectionProduct& p : products) {
+    frozen.push_back({p.x, false, p.w, p.transposeW, p.y, 1.0f, 0.0f});
+    if (p.lhsT != nullptr) {
+      terms.push_back({p.lhsT, true, p.low, p.transposeLow, p.y, p.scale, 1.0f});
+    }
+  }
+  matmulGroup(frozen);
+  for (const ProjectionProduct& p : products) {
+    if (p.bias != nullptr) {
+      addBias(*p.y, *p.bias);
+    }
+  }
+  if (!terms.empty()) {
+    matmulGroup(terms);
+  }
+}
+
 }  // namespace lorascope::compute

@@ -48,6 +48,21 @@ struct MatmulProduct {
   float beta = 0.0f;
 };
 
+// One product of Backend::projectionProducts: a frozen projection y = x·op(w), plus its bias where
+// one is set, plus, where lhsT is set, its LoRA term scale·lhsTᵀ·op(low) (the up-projection
+// scale·u·Bᵀ: lhsT = uᵀ, low = B, transposeLow; or the input gradient g·A: lhsT = gᵀ, low = A).
+struct ProjectionProduct {
+  const Tensor* x = nullptr;
+  const Tensor* w = nullptr;
+  bool transposeW = false;
+  Tensor* y = nullptr;
+  const Tensor* bias = nullptr;
+  const Tensor* lhsT = nullptr;
+  const Tensor* low = nullptr;
+  bool transposeLow = false;
+  float scale = 1.0f;
+};
+
 // One adapted projection of Backend::loraOutputProducts: its output's gradient dy (T, n), its
 // LoRA B (n, r) as the products read it, the saved uᵀ = A·xᵀ (r, T), and the outputs.
 struct LoraOutputSite {
@@ -354,6 +369,16 @@ class Backend {
   // out and added by a second kernel).
   virtual void addLowRankProduct(const Tensor& lhsT, const Tensor& w, bool transposeW, float scale,
                                  Tensor& y);
+  // Frozen projections with their biases and LoRA terms, y = x·op(w) + bias + scale·lhsTᵀ·op(low)
+  // each (the parts not set left out), for outputs that no other product of the call reads or
+  // writes.   x (T, in), w as matmul's b, y (T, out) activation dtype, bias (out) as addBias's; the
+  // term as addLowRankProduct's
+  // The default is every frozen product in one matmulGroup, the biases, then every term in
+  // another matmulGroup (two launches on the CPU). A GPU backend writes a term first and has the
+  // vendor GEMM add onto it in its epilogue (Note [the LoRA term under the GEMM],
+  // hip/HipBackendOpsGemm.cpp), so y is written twice and read once, not written, read and
+  // written again.
+  virtual void projectionProducts(std::span<const ProjectionProduct> products);
 
   // --- Steps without host reads (graph mode) ----------------------------------------------------
   // The per-step values live in device memory (compute/StepScalars.h) and the step's results are

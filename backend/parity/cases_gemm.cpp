@@ -11,7 +11,9 @@
 // (lora_output_gemm, Note [one pass over dy] in hip/lora_products.hip): the LoRA backward's dB
 // and gᵀ from each site's dy, at the same widths, with token slabs and column slices to sum, and
 // several sites in one call (more than one launch takes, one the GEMMs take among them) and the
-// shapes its kernel leaves to the GEMMs.
+// shapes its kernel leaves to the GEMMs. And projectionProducts (projection_products, Note [the
+// LoRA term under the GEMM] in hip/HipBackendOpsGemm.cpp): a frozen projection with its bias and
+// LoRA term, forward and input gradient, at the same widths, and the shapes left to the two ops.
 #include <string>
 #include <vector>
 
@@ -40,6 +42,12 @@ constexpr Tolerance kVendorBf16Copy{3e-2, 4e-3};
 //   the fp32 sums differ (tensor cores may truncate rather than round each partial sum: at most
 //   k·2^-24 of Σ|a·b|, about 2.4e-4 of rms(c) at k = 4096), so atolOfRms 1e-3.
 constexpr Tolerance kF32Accumulated{1e-3, 1e-4};
+// - A frozen projection with its bias or LoRA term (projectionProducts): y is rounded twice on the
+//   GPU, the product (or the term, under the GEMM) and the sum, each by up to 2^-8 of the value
+//   rounded: rtol 8e-3. Where the second part cancels some of the first, the first rounding is of
+//   a larger value than y: atolOfRms 1e-2. A wrong term (scale, transposition, rows) is off by
+//   |term| itself, ~0.3 rms(y) in these cases.
+constexpr Tolerance kTwoRoundings{1e-2, 8e-3};
 
 struct GemmShape {
   std::int64_t m, n, k;
@@ -139,6 +147,71 @@ std::vector<LowRankShape> lowRankShapes() {
       {8, 37, 2048, false, bf16, 1.0f, "lora dx += g·A, o / down"},
       {40, 45, 96, false, bf16, 1.0f, "k of 33 to 64"},
       {70, 5, 3, true, bf16, 1.0f, "k past the fused kernel: the GEMM"},
+  };
+}
+
+// Backend::projectionProducts: y (t, out) = x·op(w) (+ bias) (+ scale·lhsTᵀ·op(low)), x (t, in).
+// A forward projection takes w (out, in) transposed and the up-projection's term (low = B (out,
+// k), transposed); an input gradient dx = dy·W takes w (in = dy's width, out) as stored and the
+// term g·A (low = A (k, out)).
+struct ProjectionShape {
+  std::int64_t t, in, out, k;  // k = 0: no term
+  bool forward;
+  bool bias;
+  const char* use;
+};
+
+std::string describe(const ProjectionShape& s) {
+  return "t=" + std::to_string(s.t) + " in=" + std::to_string(s.in) +
+         " out=" + std::to_string(s.out) + " k=" + std::to_string(s.k) + (s.bias ? " bias" : "") +
+         " (" + s.use + ")";
+}
+
+std::vector<Comparison> runProjection(Backend& cpu, Backend& gpu, std::mt19937& rng,
+                                      const ProjectionShape& s, GemmImplementation impl) {
+  const compute::Shape wShape =
+      s.forward ? compute::Shape{s.out, s.in} : compute::Shape{s.in, s.out};
+  const compute::Shape lowShape =
+      s.forward ? compute::Shape{s.out, s.k} : compute::Shape{s.k, s.out};
+  const auto normal = [&](std::int64_t count, float stddev) {
+    return roundTo(DType::BF16, randomNormal(rng, static_cast<std::size_t>(count), 0.0f, stddev));
+  };
+  const std::vector<float> x = normal(s.t * s.in, 1.0f);
+  const std::vector<float> w = normal(s.in * s.out, 0.05f);
+  const std::vector<float> bias = normal(s.out, 0.5f);
+  const std::vector<float> lhs = normal(s.k * s.t, 1.0f);
+  const std::vector<float> low = normal(s.k * s.out, 0.1f);
+  const GemmSelection selection(gpu, impl);
+  return compareBackends(cpu, gpu, {"y"}, kTwoRoundings, [&](Backend& be) {
+    const DType act = be.capabilities().activationDType;
+    const Tensor xt = be.upload(x, act, {s.t, s.in});
+    const Tensor wt = be.upload(w, act, wShape);
+    const Tensor bt = be.upload(bias, DType::F32, {s.out});
+    const Tensor lt = be.upload(lhs, act, {s.k, s.t});
+    const Tensor lowt = be.upload(low, act, lowShape);
+    Tensor yt = be.empty(act, {s.t, s.out});
+    compute::ProjectionProduct p{&xt, &wt, s.forward, &yt, s.bias ? &bt : nullptr};
+    if (s.k > 0) {
+      p.lhsT = &lt;
+      p.low = &lowt;
+      p.transposeLow = s.forward;
+      p.scale = s.forward ? 2.0f : 1.0f;
+    }
+    be.projectionProducts(std::span(&p, 1));
+    return OpOutputs{be.download(yt)};
+  });
+}
+
+std::vector<ProjectionShape> projectionShapes() {
+  return {
+      {300, 896, 4864, 8, true, false, "gate/up forward"},
+      {300, 896, 128, 8, true, true, "k/v forward, bias"},
+      {4096, 896, 896, 16, true, false, "o forward, rank 16, 4096 tokens"},
+      {300, 4864, 896, 8, false, false, "down dx = dy·W + g·A"},
+      {300, 1152, 896, 24, false, false, "q/k/v dx, the group's g·A"},
+      {37, 13, 29, 5, true, false, "awkward"},
+      {45, 96, 64, 70, true, false, "k past the fused kernel"},
+      {45, 96, 64, 0, true, true, "no term"},
   };
 }
 
@@ -290,6 +363,12 @@ std::vector<ParityCase> gemmCases(bool vendorGemm) {
       cases.push_back({"lowrank_gemm", describe(shape) + " " + implOp.second, kBf16Output,
                        [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
                          return runLowRank(cpu, gpu, rng, shape, impl);
+                       }});
+    }
+    for (const ProjectionShape& shape : projectionShapes()) {
+      cases.push_back({"projection_products", describe(shape) + " " + implOp.second, kTwoRoundings,
+                       [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                         return runProjection(cpu, gpu, rng, shape, impl);
                        }});
     }
     // Inner dimensions that differ are refused by both backends before anything runs.

@@ -1,10 +1,12 @@
 // test_op_matmul.cpp — the CPU matmul (compute/cpu/matmul.cpp) against a naive double loop:
 // every transpose, alpha/beta, bf16 weights widened block by block, f16 weights, the shape
-// check, matmulGroup (one launch for several products) against the products one by one, and
-// loraOutputProducts (the LoRA backward's dB and gᵀ from a site's dy). Its GPU twin is checked in
+// check, matmulGroup (one launch for several products) against the products one by one,
+// loraOutputProducts (the LoRA backward's dB and gᵀ from a site's dy), and projectionProducts (a
+// frozen projection with its bias and LoRA term). Its GPU twin is checked in
 // backend/parity/cases_gemm.cpp.
 #include <QtTest>
 
+#include <array>
 #include <cstring>
 
 #include "ExpectError.h"
@@ -171,6 +173,50 @@ class TestOpMatmul : public QObject {
     const LoraOutputSite bad{&dyT, &bT, &uT, &wrong, &gT};
     QVERIFY(throwsWith<ShapeError>([&] { cpu->loraOutputProducts(std::span(&bad, 1), scale); },
                                    {"[4, 2]"}));
+  }
+
+  // projectionProducts (the default, on the CPU): y = x·op(w) + bias + s·lhsTᵀ·op(low) for a
+  // forward projection (w and low transposed, a bias), an input gradient (as stored, no bias) and
+  // a product without a term; a term of the wrong width is refused.
+  void projectionProductsAreTheProductTheBiasAndTheTerm() {
+    auto cpu = createCpuBackend();
+    const int t = 4, in = 5, out = 3, k = 2;
+    const std::vector<float> x = randomValues(t * in, 21), w = randomValues(out * in, 22);
+    const std::vector<float> bias = randomValues(out, 23), lhs = randomValues(k * t, 24);
+    const std::vector<float> low = randomValues(out * k, 25);
+    const Tensor xT = cpu->upload(x, DType::F32, {t, in});
+    const Tensor wForward = cpu->upload(w, DType::F32, {out, in});
+    const Tensor wGradient = cpu->upload(w, DType::F32, {in, out});
+    const Tensor biasT = cpu->upload(bias, DType::F32, {out});
+    const Tensor lhsT = cpu->upload(lhs, DType::F32, {k, t});
+    const Tensor lowForward = cpu->upload(low, DType::F32, {out, k});
+    const Tensor lowGradient = cpu->upload(low, DType::F32, {k, out});
+    Tensor y1 = cpu->empty(DType::F32, {t, out});
+    Tensor y2 = cpu->empty(DType::F32, {t, out});
+    Tensor y3 = cpu->empty(DType::F32, {t, out});
+    const std::array<ProjectionProduct, 3> products{{
+        {&xT, &wForward, true, &y1, &biasT, &lhsT, &lowForward, true, 2.0f},
+        {&xT, &wGradient, false, &y2, nullptr, &lhsT, &lowGradient, false, 1.0f},
+        {&xT, &wForward, true, &y3},
+    }};
+    cpu->projectionProducts(products);
+    const std::vector<float> zero(t * out);
+    std::vector<float> forward = naiveMatmul(x, false, w, true, zero, t, out, in, 1.0f, 0.0f);
+    for (int i = 0; i < t * out; ++i) {
+      forward[i] += bias[i % out];
+    }
+    QVERIFY(near(cpu->download(y1),
+                 naiveMatmul(lhs, true, low, true, forward, t, out, k, 2.0f, 1.0f), 1e-5f));
+    const std::vector<float> gradient =
+        naiveMatmul(x, false, w, false, zero, t, out, in, 1.0f, 0.0f);
+    QVERIFY(near(cpu->download(y2),
+                 naiveMatmul(lhs, true, low, false, gradient, t, out, k, 1.0f, 1.0f), 1e-5f));
+    QVERIFY(near(cpu->download(y3), naiveMatmul(x, false, w, true, zero, t, out, in, 1.0f, 0.0f),
+                 1e-5f));
+    const Tensor narrow = cpu->upload(randomValues(k * (out - 1), 26), DType::F32, {k, out - 1});
+    const ProjectionProduct bad{&xT, &wGradient, false, &y2, nullptr, &lhsT, &narrow, false, 1.0f};
+    QVERIFY(
+        throwsWith<ShapeError>([&] { cpu->projectionProducts(std::span(&bad, 1)); }, {"matmul"}));
   }
 };
 

@@ -80,6 +80,7 @@ class HipBackend final : public Backend {
   void convert(const Tensor& src, Tensor& dst) override;
   void addLowRankProduct(const Tensor& lhsT, const Tensor& w, bool transposeW, float scale,
                          Tensor& y) override;
+  void projectionProducts(std::span<const ProjectionProduct> products) override;
   void loraOutputProducts(std::span<const LoraOutputSite> sites, float scale) override;
 
   void lmHeadCrossEntropyAt(const Tensor& h, const Tensor& weight,
