@@ -10,7 +10,8 @@
 //   loss = mean over t of CE(logits[t], labels[t+1])
 // The layer code is shared with the training graph (train/TrainGraph.cpp), which adds LoRA
 // through a ProjectionHook and keeps each layer's activations for its backward pass. q, k, v (and
-// gate, up) are one Backend::matmulGroup each: one launch over their tiles on the CPU backend.
+// gate, up) are one Backend::projectionProducts each: on the CPU backend one launch over their
+// GEMMs' tiles.
 #include "model/Forward.h"
 
 #include <array>
@@ -29,13 +30,15 @@ namespace {
 using compute::Backend;
 using compute::Tensor;
 
-// y = x·Wᵀ (+ bias), then the hook.   x (T, in), W (out, in), bias (out) or undefined, y (T, out)
+// y = x·Wᵀ (+ bias) (+ the hook's term), then the hook.   x (T, in), W (out, in), bias (out) or
+// undefined, y (T, out)
 void project(Backend& backend, const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
              int layer, Projection projection, ProjectionHook* hook) {
-  backend.matmul(x, false, w, true, y, 1.0f, 0.0f);
-  if (bias.defined()) {
-    backend.addBias(y, bias);
+  compute::ProjectionProduct product{&x, &w, true, &y, bias.defined() ? &bias : nullptr};
+  if (hook != nullptr) {
+    hook->setTerm(layer, projection, x, product);
   }
+  backend.projectionProducts(std::span(&product, 1));
   if (hook != nullptr) {
     hook->afterProjection(layer, projection, x, y);
   }
@@ -49,38 +52,35 @@ struct Projected {
   Projection projection;
 };
 
-// The projections of one input (q, k, v; gate, up) as project() each, their GEMMs in one
-// matmulGroup (one launch on the CPU backend) and the hook told of them together.
+// The projections of one input (q, k, v; gate, up) as project() each, in one
+// Backend::projectionProducts (on the CPU backend one launch for their GEMMs and one for their
+// terms).
 template <std::size_t N>
 void projectTogether(Backend& backend, const Tensor& x, const std::array<Projected, N>& outs,
                      int layer, ProjectionHook* hook) {
-  std::array<compute::MatmulProduct, N> products;
-  std::array<Projection, N> projections;
-  std::array<Tensor*, N> ys;
+  std::array<compute::ProjectionProduct, N> products;
   for (std::size_t i = 0; i < N; ++i) {
-    products[i] = {&x, false, &outs[i].w, true, &outs[i].y, 1.0f, 0.0f};
-    projections[i] = outs[i].projection;
-    ys[i] = &outs[i].y;
-  }
-  backend.matmulGroup(products);
-  for (const Projected& o : outs) {
-    if (o.bias.defined()) {
-      backend.addBias(o.y, o.bias);
+    products[i] = {&x, &outs[i].w, true, &outs[i].y,
+                   outs[i].bias.defined() ? &outs[i].bias : nullptr};
+    if (hook != nullptr) {
+      hook->setTerm(layer, outs[i].projection, x, products[i]);
     }
   }
+  backend.projectionProducts(products);
   if (hook != nullptr) {
-    hook->afterProjections(layer, projections, x, ys);
+    for (const Projected& o : outs) {
+      hook->afterProjection(layer, o.projection, x, o.y);
+    }
   }
 }
 
 }  // namespace
 
-void ProjectionHook::afterProjections(int layer, std::span<const Projection> projections,
-                                      const Tensor& x, std::span<Tensor* const> ys) {
-  for (std::size_t i = 0; i < projections.size(); ++i) {
-    afterProjection(layer, projections[i], x, *ys[i]);
-  }
-}
+void ProjectionHook::setTerm(int /*layer*/, Projection /*projection*/, const Tensor& /*x*/,
+                             compute::ProjectionProduct& /*product*/) {}
+
+void ProjectionHook::afterProjection(int /*layer*/, Projection /*projection*/, const Tensor& /*x*/,
+                                     Tensor& /*y*/) {}
 
 LayerActivations::LayerActivations(Backend& backend, const ModelConfig& c, std::int64_t batch,
                                    std::int64_t seq, const LayerActivations* normsFrom) {

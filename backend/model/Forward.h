@@ -59,18 +59,19 @@ struct LayerActivations {
   compute::Tensor mlpOut, rstdMlpOut;
 };
 
-// Called after each frozen projection y = x·Wᵀ (+ bias) has been written, so that training can
-// add its LoRA term to y (and check for cancellation between ops).
+// What a projection y = x·Wᵀ (+ bias) runs past: training adds its LoRA term (and checks for
+// cancellation between ops), generation its adapter's.
 class ProjectionHook {
  public:
   virtual ~ProjectionHook() = default;
-  //   x (T, in) the projection's input, y (T, out) its output
+  // Before the projection's GEMM: sets `product`'s LoRA term (lhsT, low, transposeLow, scale,
+  // as Backend::projectionProducts reads them), computing lhsT from x now, or leaves it unset.
+  //   x (T, in) the projection's input. Default: no term.
+  virtual void setTerm(int layer, Projection projection, const compute::Tensor& x,
+                       compute::ProjectionProduct& product);
+  // After y (T, out) has been written (with its term). Default: nothing.
   virtual void afterProjection(int layer, Projection projection, const compute::Tensor& x,
-                               compute::Tensor& y) = 0;
-  // The projections of one input, computed together (q, k, v; gate, up), in this order; ys[i] is
-  // projections[i]'s output. By default afterProjection for each.
-  virtual void afterProjections(int layer, std::span<const Projection> projections,
-                                const compute::Tensor& x, std::span<compute::Tensor* const> ys);
+                               compute::Tensor& y);
 };
 
 class KvCache;  // model/KvCache.h

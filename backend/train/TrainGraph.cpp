@@ -96,69 +96,36 @@ struct TrainGraph::LayerState {
   std::vector<Tensor> u;
 };
 
-// Adds the LoRA term after each frozen projection, saving u into the current layer's state.
+// Gives each frozen projection its LoRA term, scale·u·Bᵀ (Backend::projectionProducts), saving u
+// into the current layer's state.
 class TrainGraph::LoraHook final : public model::ProjectionHook {
  public:
   explicit LoraHook(TrainGraph& graph) : graph_(graph) {}
   LayerState* state = nullptr;
 
-  void afterProjection(int layer, Projection projection, const Tensor& x, Tensor& y) override {
+  void setTerm(int layer, Projection projection, const Tensor& x,
+               compute::ProjectionProduct& product) override {
     graph_.checkCancel();
     const int index =
         graph_.siteIndex_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(projection)];
     if (index < 0) {
       return;
     }
-    Site& s = graph_.sites_[static_cast<std::size_t>(index)];
+    const Site& s = graph_.sites_[static_cast<std::size_t>(index)];
     const Group& g = graph_.groups_[static_cast<std::size_t>(s.group)];
-    compute::Backend& backend = graph_.backend_;
-    const std::int64_t tokens = x.dim(0);
     if (g.sites.front() == index) {
       downProjection(index, x);
     }
     Tensor& u = state->u[static_cast<std::size_t>(projection)];
-    if (graph_.dropoutActive_) {
-      Tensor xd = graph_.dropoutMask(layer, projection, tokens, x.dim(1));
-      backend.multiplyInPlace(xd, x);
-      backend.matmul(s.gemmA, false, xd, true, u, 1.0f, 0.0f);
+    if (graph_.dropoutActive_) {  // each member's u from its own masked input
+      Tensor xd = graph_.dropoutMask(layer, projection, x.dim(0), x.dim(1));
+      graph_.backend_.multiplyInPlace(xd, x);
+      graph_.backend_.matmul(s.gemmA, false, xd, true, u, 1.0f, 0.0f);
     }
-    // y += scale·u·Bᵀ
-    backend.addLowRankProduct(u, s.gemmB, true, static_cast<float>(graph_.lora_.scale()), y);
-  }
-
-  // The projections of one input (q, k, v; gate, up), without dropout: the group's uᵀ in one
-  // product (at its first member, afterProjection), then every member's y += scale·u·Bᵀ together
-  // (one launch on the CPU's matmulGroup; a fused addLowRankProduct each on a GPU).
-  void afterProjections(int layer, std::span<const Projection> projections, const Tensor& x,
-                        std::span<Tensor* const> ys) override {
-    if (graph_.dropoutActive_) {
-      model::ProjectionHook::afterProjections(layer, projections, x, ys);
-      return;
-    }
-    graph_.checkCancel();
-    const auto scale = static_cast<float>(graph_.lora_.scale());
-    std::vector<compute::MatmulProduct> up;
-    for (std::size_t i = 0; i < projections.size(); ++i) {
-      const int index = graph_.siteIndex_[static_cast<std::size_t>(layer)]
-                                         [static_cast<std::size_t>(projections[i])];
-      if (index < 0) {
-        continue;
-      }
-      const Site& s = graph_.sites_[static_cast<std::size_t>(index)];
-      if (graph_.groups_[static_cast<std::size_t>(s.group)].sites.front() == index) {
-        downProjection(index, x);
-      }
-      const Tensor& u = state->u[static_cast<std::size_t>(projections[i])];
-      up.push_back({&u, true, &s.gemmB, true, ys[i], scale, 1.0f});
-    }
-    compute::Backend& backend = graph_.backend_;
-    if (backend.capabilities().device == compute::Device::Cpu) {
-      backend.matmulGroup(up);  // one launch
-      return;
-    }
-    for (const compute::MatmulProduct& p : up) {  // one fused kernel each
-      backend.addLowRankProduct(*p.a, *p.b, true, scale, *p.c);
-    }
+    product.lhsT = &u;
+    product.low = &s.gemmB;
+    product.transposeLow = true;
+    product.scale = static_cast<float>(graph_.lora_.scale());
   }
 
   // At a group's first member: the group's uᵀ (Σr, T), and every member's rows of it as its u;
@@ -688,8 +655,8 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
     backend_.rmsnormBackward(dx, a.mlpOut, w.postMlpNorm, a.rstdMlpOut, dMlpOut, false);
   }
   Tensor dAct = backend_.empty(act, {tokens, config_.intermediateSize});
-  backend_.matmul(dMlpOut, false, w.down, false, dAct, 1.0f, 0.0f);
-  groupBackward(layer, {{Projection::Down, &dMlpOut}}, state, a.swiglu, &dAct);
+  const compute::ProjectionProduct downInput{&dMlpOut, &w.down, false, &dAct};
+  groupBackward(layer, {{Projection::Down, &dMlpOut}}, state, a.swiglu, &dAct, &downInput);
   Tensor dGate = backend_.empty(act, dAct.shape());
   Tensor dUp = backend_.empty(act, dAct.shape());
   if (config_.mlpActivation == model::MlpActivation::GeluTanh) {
@@ -717,8 +684,8 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
                              false);
   }
   Tensor dAttention = backend_.empty(act, {tokens, heads * hd});
-  backend_.matmul(dAttentionOut, false, w.o, false, dAttention, 1.0f, 0.0f);
-  groupBackward(layer, {{Projection::O, &dAttentionOut}}, state, a.attention, &dAttention);
+  const compute::ProjectionProduct oInput{&dAttentionOut, &w.o, false, &dAttention};
+  groupBackward(layer, {{Projection::O, &dAttentionOut}}, state, a.attention, &dAttention, &oInput);
   Tensor dq = backend_.empty(act, {tokens, heads * hd});
   Tensor dk = backend_.empty(act, {tokens, kvHeads * hd});
   Tensor dv = backend_.empty(act, {tokens, kvHeads * hd});
@@ -748,10 +715,12 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
     dq = dqRaw;
     dk = dkRaw;
   }
+  Tensor dqkv;
+  std::optional<compute::ProjectionProduct> qkvInput;
   if (needInputGradient && w.qkv.defined()) {  // Note [stacked q/k/v]
-    Tensor dqkv = backend_.empty(act, {tokens, w.qkv.dim(0)});
+    dqkv = backend_.empty(act, {tokens, w.qkv.dim(0)});
     backend_.stackColumns(std::array<const Tensor*, 3>{&dq, &dk, &dv}, dqkv);
-    backend_.matmul(dqkv, false, w.qkv, false, dh, 1.0f, 0.0f);
+    qkvInput = compute::ProjectionProduct{&dqkv, &w.qkv, false, &dh};
   } else if (needInputGradient) {
     backend_.matmulGroup(std::array<compute::MatmulProduct, 3>{{
         {&dq, false, &w.q, false, &dh, 1.0f, 0.0f},
@@ -762,7 +731,7 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
   Tensor* dhOrNone = needInputGradient ? &dh : nullptr;
   const Tensor& h1 = normedInput(layer, NormedInput::Attention, xIn, w.inputNorm, state.acts.h1);
   groupBackward(layer, {{Projection::Q, &dq}, {Projection::K, &dk}, {Projection::V, &dv}}, state,
-                h1, dhOrNone);
+                h1, dhOrNone, qkvInput ? &*qkvInput : nullptr);
   if (needInputGradient) {
     backend_.rmsnormBackward(dh, xIn, w.inputNorm, a.rstd1, dx, true);  // dx = ∂/∂ xIn
   }
@@ -789,13 +758,20 @@ const Tensor& TrainGraph::normedInput(int layer, NormedInput which, const Tensor
 }
 
 void TrainGraph::groupBackward(int layer, std::initializer_list<Member> members, LayerState& state,
-                               const Tensor& x, Tensor* dx) {
+                               const Tensor& x, Tensor* dx,
+                               const compute::ProjectionProduct* frozen) {
   checkCancel();
   const auto siteOf = [&](Projection p) {
     return siteIndex_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(p)];
   };
   const auto adapted = std::find_if(members.begin(), members.end(),
                                     [&](const Member& m) { return siteOf(m.projection) >= 0; });
+  const bool hostBackend = backend_.capabilities().device == compute::Device::Cpu;
+  const bool termUnderFrozen =
+      frozen != nullptr && adapted != members.end() && !dropoutActive_ && !hostBackend;
+  if (frozen != nullptr && !termUnderFrozen) {
+    backend_.projectionProducts(std::span(frozen, 1));
+  }
   if (adapted == members.end()) {
     return;
   }
@@ -821,9 +797,19 @@ void TrainGraph::groupBackward(int layer, std::initializer_list<Member> members,
     ++i;
   }
   backend_.loraOutputProducts(outputs, scale);
+  if (termUnderFrozen) {
+    Tensor gradA = group.gradA;
+    backend_.matmul(gGroup, false, x, false, gradA, 1.0f, 1.0f);  // dA += gᵀ·x, every site
+    compute::ProjectionProduct product = *frozen;                 // dx = dy·W + g·A
+    product.lhsT = &gGroup;
+    product.low = &group.gemmA;
+    product.transposeLow = false;
+    product.scale = 1.0f;
+    backend_.projectionProducts(std::span(&product, 1));
+    return;
+  }
   if (!dropoutActive_) {
     Tensor gradA = group.gradA;
-    const bool hostBackend = backend_.capabilities().device == compute::Device::Cpu;
     std::array<compute::MatmulProduct, 2> both{{
         {&gGroup, false, &x, false, &gradA, 1.0f, 1.0f},       // dA += gᵀ·x, every site
         {&gGroup, true, &group.gemmA, false, dx, 1.0f, 1.0f},  // dx += g·A

@@ -191,9 +191,12 @@ class TrainGraph {
   const compute::Tensor& normedInput(int layer, NormedInput which, const compute::Tensor& x,
                                      const compute::Tensor& weight, compute::Tensor& buffer);
   // The LoRA backward of one group (Note [LoRA groups]) whose input was x: dB and dA of each
-  // adapted member, and dx += g·A over them when dx is given.
+  // adapted member, and dx += g·A over them when dx is given. With `frozen` (the frozen product
+  // dx = dy·W) dx is written here: on a GPU without dropout g·A goes under that GEMM
+  // (Backend::projectionProducts), elsewhere the product runs first.
   void groupBackward(int layer, std::initializer_list<Member> members, LayerState& state,
-                     const compute::Tensor& x, compute::Tensor* dx);
+                     const compute::Tensor& x, compute::Tensor* dx,
+                     const compute::ProjectionProduct* frozen = nullptr);
   // Views of every site's and group's weights, moments and gradients into the flat buffers.
   void bindViews();
   // The bf16 copy of the weights after an update (Note [LoRA groups]); nothing where the
