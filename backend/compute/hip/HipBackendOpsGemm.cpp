@@ -121,19 +121,21 @@ void HipBackend::addLowRankProduct(const Tensor& lhsT, const Tensor& w, bool tra
 
 // Note [the LoRA term under the GEMM]: a frozen projection and its LoRA term, y = x·op(w) +
 // scale·lhsTᵀ·op(low), had been the vendor GEMM writing y and then the fused low-rank kernel
-// (addLowRankProduct) reading and writing it again. Here the vendor GEMM writes the term first
-// (a product of inner dimension r, rounded once) and the frozen product is added onto it with
-// beta = 1, the GEMM reading y in its epilogue while its tiles compute; a bias is added after.
-// On an H200 (bench_gpu_train --prompt-percent 50 --profile-steps 3, 2 rounds each in one call)
-// the Llama-3.2-1B step went from 45.80-45.81 to 44.33-44.40 ms and Qwen2.5-0.5B's from
-// 32.55-32.82 to 31.27-31.52: the adds' 4.8 ms became 2.6 ms of terms written and ~0.5 ms more in
-// the frozen GEMMs. The low-rank kernel writing the term instead (y not read) took 3.33 ms and
-// the step 44.89-45.06 ms. The rounding is that of the add it replaces: there the product was
-// rounded to bf16 and the term added in f32 and rounded; here the term is rounded and the product
-// added, in f32 or (cuBLAS may round first, see matmul above) after its own rounding: two
-// roundings of y either way (three with a bias, as before). matmul's f32 scratch for beta ≠ 0
-// exists for sums of products of like size (dh = dq·Wq + dk·Wk + …), where a second rounding of
-// one summand costs up to an ulp of the sum; it is not used here.
+// (addLowRankProduct) reading and writing it again. Here the vendor GEMM writes the term first (a
+// product of inner dimension r, rounded once) and the frozen product is added onto it with beta =
+// 1, the GEMM reading y in its epilogue while its tiles compute; a bias is added after. On an H200
+// (bench_gpu_train --prompt-percent 50 --profile-steps 3, 2 rounds each in one call) the
+// Llama-3.2-1B step went from 46.14-46.16 to 44.90-45.04 ms and Qwen2.5-0.5B's from 32.39-32.59 to
+// 31.22-31.52: the adds' 4.8 ms became 2.6 ms of terms written and ~0.7 ms more in the frozen
+// GEMMs. In another call the low-rank kernel writing the term instead (y not read) took 3.33 ms
+// against the GEMM's 2.59, and the step 44.89-45.06 ms against 44.33-44.40; adding the residual
+// stream in the term's pass (y = x + term, then the GEMM) measured the same as without. The
+// rounding is that of the add it replaces: there the product was rounded to bf16 and the term added
+// in f32 and rounded; here the term is rounded and the product added, in f32 or (cuBLAS may round
+// first, see matmul above) after its own rounding: two roundings of y either way (three with a
+// bias, as before). matmul's f32 scratch for beta ≠ 0 exists for sums of products of like size (dh
+// = dq·Wq + dk·Wk + …), where a second rounding of one summand costs up to an ulp of the sum; it is
+// not used here.
 void HipBackend::projectionProducts(std::span<const ProjectionProduct> products) {
   for (const ProjectionProduct& p : products) {
     checkMatmulArgs(caps_, *p.x, false, *p.w, p.transposeW, *p.y);
