@@ -101,6 +101,22 @@ TEST_CASE(theDefaultDemoRunAnswersTheHeldOutPrompts) {
   VERIFY2(withoutAdapter <= 2, std::to_string(withoutAdapter));
 }
 
+// A run folder given as --model (its config.json is the run's, not a model's) is named as a run,
+// with the option that takes it.
+TEST_CASE(aRunGivenAsTheModelIsNamedAsARun) {
+  const fs::path cache = fs::path(tmp_.path()) / "cache-run-as-model";
+  const fs::path run = fs::path(tmp_.path()) / "run-as-model";
+  const Output training =
+      runTrainer({"train", "--demo", "--steps", "1", "--out", common::pathText(run)}, cache);
+  VERIFY2(training.exitCode == 0, training.out + training.err);
+  const Output generated =
+      runTrainer({"generate", "--model", common::pathText(run), "--ids", "1,2"}, cache);
+  VERIFY2(generated.exitCode == 2, generated.out + generated.err);
+  VERIFY2(generated.err.find("is a LoRAscope run, not a model folder: give it as --adapter " +
+                             common::pathText(run)) != std::string::npos,
+          generated.err);
+}
+
 // The Setup page's report on the demo (validate-data with the demo's model, as it lists issues):
 // every example valid, no warning, no error, no duplicate.
 TEST_CASE(theDemoDatasetValidatesClean) {
