@@ -655,8 +655,9 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
     backend_.rmsnormBackward(dx, a.mlpOut, w.postMlpNorm, a.rstdMlpOut, dMlpOut, false);
   }
   Tensor dAct = backend_.empty(act, {tokens, config_.intermediateSize});
-  const compute::ProjectionProduct downInput{&dMlpOut, &w.down, false, &dAct};
-  groupBackward(layer, {{Projection::Down, &dMlpOut}}, state, a.swiglu, &dAct, &downInput);
+  const std::array<compute::MatmulProduct, 1> downInput{
+      {{&dMlpOut, false, &w.down, false, &dAct, 1.0f, 0.0f}}};
+  groupBackward(layer, {{Projection::Down, &dMlpOut}}, state, a.swiglu, &dAct, downInput);
   Tensor dGate = backend_.empty(act, dAct.shape());
   Tensor dUp = backend_.empty(act, dAct.shape());
   if (config_.mlpActivation == model::MlpActivation::GeluTanh) {
@@ -665,13 +666,14 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
     backend_.swigluBackward(dAct, a.gate, a.up, dGate, dUp);
   }
   Tensor dh = backend_.empty(act, {tokens, config_.hiddenSize});
-  backend_.matmulGroup(std::array<compute::MatmulProduct, 2>{{
+  const std::array<compute::MatmulProduct, 2> gateUpInput{{
       {&dGate, false, &w.gate, false, &dh, 1.0f, 0.0f},
       {&dUp, false, &w.up, false, &dh, 1.0f, 1.0f},
-  }});
+  }};
   const Tensor& h2 = normedInput(layer, NormedInput::Mlp, a.xMid,
                                  sandwich ? w.preMlpNorm : w.postNorm, state.acts.h2);
-  groupBackward(layer, {{Projection::Gate, &dGate}, {Projection::Up, &dUp}}, state, h2, &dh);
+  groupBackward(layer, {{Projection::Gate, &dGate}, {Projection::Up, &dUp}}, state, h2, &dh,
+                gateUpInput);
   // dx += the norm's branch: dx = ∂/∂ xMid
   backend_.rmsnormBackward(dh, a.xMid, sandwich ? w.preMlpNorm : w.postNorm, a.rstd2, dx, true);
 
@@ -684,8 +686,9 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
                              false);
   }
   Tensor dAttention = backend_.empty(act, {tokens, heads * hd});
-  const compute::ProjectionProduct oInput{&dAttentionOut, &w.o, false, &dAttention};
-  groupBackward(layer, {{Projection::O, &dAttentionOut}}, state, a.attention, &dAttention, &oInput);
+  const std::array<compute::MatmulProduct, 1> oInput{
+      {{&dAttentionOut, false, &w.o, false, &dAttention, 1.0f, 0.0f}}};
+  groupBackward(layer, {{Projection::O, &dAttentionOut}}, state, a.attention, &dAttention, oInput);
   Tensor dq = backend_.empty(act, {tokens, heads * hd});
   Tensor dk = backend_.empty(act, {tokens, kvHeads * hd});
   Tensor dv = backend_.empty(act, {tokens, kvHeads * hd});
@@ -716,22 +719,24 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
     dk = dkRaw;
   }
   Tensor dqkv;
-  std::optional<compute::ProjectionProduct> qkvInput;
-  if (needInputGradient && w.qkv.defined()) {  // Note [stacked q/k/v]
+  std::array<compute::MatmulProduct, 3> qkvInput{{
+      {&dq, false, &w.q, false, &dh, 1.0f, 0.0f},
+      {&dk, false, &w.k, false, &dh, 1.0f, 1.0f},
+      {&dv, false, &w.v, false, &dh, 1.0f, 1.0f},
+  }};
+  std::span<const compute::MatmulProduct> qkvProducts(qkvInput);
+  if (!needInputGradient) {
+    qkvProducts = {};
+  } else if (w.qkv.defined()) {  // Note [stacked q/k/v]
     dqkv = backend_.empty(act, {tokens, w.qkv.dim(0)});
     backend_.stackColumns(std::array<const Tensor*, 3>{&dq, &dk, &dv}, dqkv);
-    qkvInput = compute::ProjectionProduct{&dqkv, &w.qkv, false, &dh};
-  } else if (needInputGradient) {
-    backend_.matmulGroup(std::array<compute::MatmulProduct, 3>{{
-        {&dq, false, &w.q, false, &dh, 1.0f, 0.0f},
-        {&dk, false, &w.k, false, &dh, 1.0f, 1.0f},
-        {&dv, false, &w.v, false, &dh, 1.0f, 1.0f},
-    }});
+    qkvInput[0] = {&dqkv, false, &w.qkv, false, &dh, 1.0f, 0.0f};
+    qkvProducts = qkvProducts.first(1);
   }
   Tensor* dhOrNone = needInputGradient ? &dh : nullptr;
   const Tensor& h1 = normedInput(layer, NormedInput::Attention, xIn, w.inputNorm, state.acts.h1);
   groupBackward(layer, {{Projection::Q, &dq}, {Projection::K, &dk}, {Projection::V, &dv}}, state,
-                h1, dhOrNone, qkvInput ? &*qkvInput : nullptr);
+                h1, dhOrNone, qkvProducts);
   if (needInputGradient) {
     backend_.rmsnormBackward(dh, xIn, w.inputNorm, a.rstd1, dx, true);  // dx = ∂/∂ xIn
   }
@@ -759,7 +764,7 @@ const Tensor& TrainGraph::normedInput(int layer, NormedInput which, const Tensor
 
 void TrainGraph::groupBackward(int layer, std::initializer_list<Member> members, LayerState& state,
                                const Tensor& x, Tensor* dx,
-                               const compute::ProjectionProduct* frozen) {
+                               std::span<const compute::MatmulProduct> frozen) {
   checkCancel();
   const auto siteOf = [&](Projection p) {
     return siteIndex_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(p)];
@@ -768,9 +773,9 @@ void TrainGraph::groupBackward(int layer, std::initializer_list<Member> members,
                                     [&](const Member& m) { return siteOf(m.projection) >= 0; });
   const bool hostBackend = backend_.capabilities().device == compute::Device::Cpu;
   const bool termUnderFrozen =
-      frozen != nullptr && adapted != members.end() && !dropoutActive_ && !hostBackend;
-  if (frozen != nullptr && !termUnderFrozen) {
-    backend_.projectionProducts(std::span(frozen, 1));
+      !frozen.empty() && adapted != members.end() && !dropoutActive_ && !hostBackend;
+  if (!frozen.empty() && !termUnderFrozen) {
+    backend_.matmulGroup(frozen);
   }
   if (adapted == members.end()) {
     return;
@@ -800,12 +805,11 @@ void TrainGraph::groupBackward(int layer, std::initializer_list<Member> members,
   if (termUnderFrozen) {
     Tensor gradA = group.gradA;
     backend_.matmul(gGroup, false, x, false, gradA, 1.0f, 1.0f);  // dA += gᵀ·x, every site
-    compute::ProjectionProduct product = *frozen;                 // dx = dy·W + g·A
-    product.lhsT = &gGroup;
-    product.low = &group.gemmA;
-    product.transposeLow = false;
-    product.scale = 1.0f;
+    const compute::MatmulProduct& first = frozen.front();         // dx = dy·W + g·A
+    const compute::ProjectionProduct product{
+        first.a, first.b, first.transposeB, first.c, nullptr, &gGroup, &group.gemmA, false, 1.0f};
     backend_.projectionProducts(std::span(&product, 1));
+    backend_.matmulGroup(frozen.subspan(1));  // the rest of a sum adds to it
     return;
   }
   if (!dropoutActive_) {

@@ -191,12 +191,14 @@ class TrainGraph {
   const compute::Tensor& normedInput(int layer, NormedInput which, const compute::Tensor& x,
                                      const compute::Tensor& weight, compute::Tensor& buffer);
   // The LoRA backward of one group (Note [LoRA groups]) whose input was x: dB and dA of each
-  // adapted member, and dx += g·A over them when dx is given. With `frozen` (the frozen product
-  // dx = dy·W) dx is written here: on a GPU without dropout g·A goes under that GEMM
-  // (Backend::projectionProducts), elsewhere the product runs first.
+  // adapted member, and dx += g·A over them when dx is given. With `frozen` (the frozen products
+  // that write dx: dx = dy·W, or a sum such as dGate·Wg + dUp·Wu, alpha 1, beta 0 for the first
+  // and 1 after) dx is written here: on a GPU without dropout g·A goes under the first product's
+  // GEMM (Backend::projectionProducts) and the others add to it; elsewhere the products run
+  // first, as one matmulGroup.
   void groupBackward(int layer, std::initializer_list<Member> members, LayerState& state,
                      const compute::Tensor& x, compute::Tensor* dx,
-                     const compute::ProjectionProduct* frozen = nullptr);
+                     std::span<const compute::MatmulProduct> frozen = {});
   // Views of every site's and group's weights, moments and gradients into the flat buffers.
   void bindViews();
   // The bf16 copy of the weights after an update (Note [LoRA groups]); nothing where the
