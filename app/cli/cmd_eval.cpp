@@ -12,6 +12,7 @@
 #include "common/OsError.h"  // defines: pathFromUtf8
 #include "compute/Backend.h"
 #include "job/CliArgs.h"
+#include "job/Generation.h"  // defines: refuseRunAsModel
 #include "model/Forward.h"
 #include "model/ModelFolder.h"
 #include "text/Tokenizer.h"
@@ -84,6 +85,7 @@ int runEval(const Args& args) {
   if (parsed.value("ids").has_value() == parsed.value("text").has_value()) {
     throw job::UsageError("give exactly one of --ids \"1,2,3\" or --text \"...\"");
   }
+  job::refuseRunAsModel(dir, "--model", "give that model");
   const model::ModelFolder folder = model::ModelFolder::open(dir);
   const std::vector<std::int32_t> ids =
       parsed.value("ids") ? parseIdList("ids", *parsed.value("ids"))

@@ -121,12 +121,8 @@ int runGenerate(const Args& args) {
           .value_or(model::WeightQuantization::None);
   const std::string adapter = parsed.value("adapter").value_or("");
   std::optional<std::string> model = parsed.value("model");
-  if (model) {  // a run folder's config.json is the run's, which the model reader cannot parse
-    if (const std::optional<std::string> base = job::runBaseModel(common::pathFromUtf8(*model))) {
-      throw job::UsageError("--model " + *model +
-                            " is a LoRAscope run, not a model folder: give it as --adapter " +
-                            *model + " (the run names its base model, " + *base + ")");
-    }
+  if (model) {
+    job::refuseRunAsModel(*model, "--model", "give it as --adapter " + *model);
   }
   if (!model && !adapter.empty()) {
     model = job::runBaseModel(common::pathFromUtf8(adapter));

@@ -17,6 +17,7 @@
 #include "cli/Commands.h"
 #include "common/Format.h"
 #include "job/CliArgs.h"
+#include "job/Generation.h"  // defines: refuseRunAsModel
 #include "model/MemoryEstimate.h"
 #include "model/ModelFolder.h"
 #include "model/ModelLayout.h"
@@ -245,6 +246,7 @@ int runInspectModel(const Args& args) {
   if (parsed.positional().size() != 1) {
     throw job::UsageError("expected one model folder: inspect-model DIR [--json]");
   }
+  job::refuseRunAsModel(parsed.positional()[0], "inspect-model", "inspect that model");
   const model::ModelFolder folder = model::ModelFolder::open(parsed.positional()[0]);
   const model::ParameterCounts params = model::countParameters(folder.config());
   std::map<std::string, std::int64_t> dtypeTensors;

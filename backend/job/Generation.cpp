@@ -122,6 +122,14 @@ std::optional<std::string> runBaseModel(const fs::path& runOrDir) {
   return train::RunDirectory::open(runOrDir).baseModel();
 }
 
+void refuseRunAsModel(const std::string& dir, const std::string& given,
+                      const std::string& instead) {
+  if (const std::optional<std::string> base = runBaseModel(common::pathFromUtf8(dir))) {
+    throw UsageError(given + " " + dir + " is a LoRAscope run, not a model folder (it trained on " +
+                     *base + "): " + instead);
+  }
+}
+
 std::set<std::int32_t> modelEosIds(const fs::path& modelDir) {
   std::set<std::int32_t> ids;
   for (const char* file : {"config.json", "generation_config.json"}) {

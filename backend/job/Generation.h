@@ -62,6 +62,10 @@ std::filesystem::path resolveAdapterDir(const std::filesystem::path& runOrDir);
 // The base model a run folder trained on (its config.json's model_path); nullopt for any other
 // folder (a PEFT adapter's base is a name that need not be on this machine).
 std::optional<std::string> runBaseModel(const std::filesystem::path& runOrDir);
+// Throws UsageError when `dir`, given where a model folder is asked for (`given`, e.g. "--model"),
+// is a LoRAscope run: its config.json is the run's, which no model reader parses. The message
+// names the model the run trained on and says `instead` (what to give).
+void refuseRunAsModel(const std::string& dir, const std::string& given, const std::string& instead);
 
 // End-of-sequence ids of a model folder (config.json, generation_config.json).
 std::set<std::int32_t> modelEosIds(const std::filesystem::path& modelDir);

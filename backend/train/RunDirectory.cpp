@@ -153,8 +153,15 @@ RunDirectory RunDirectory::create(const fs::path& dir, const json& config,
   // The model and data paths are checked before the folder is made: a typo leaves none behind.
   // They are UTF-8 text (pathFromUtf8: no code page on Windows).
   const std::string modelText = config.at("model_path").get<std::string>();
-  if (!fs::exists(common::pathFromUtf8(modelText) / "config.json")) {
+  const fs::path modelConfig = common::pathFromUtf8(modelText) / "config.json";
+  if (!fs::exists(modelConfig)) {
     throw CheckpointError(modelText, "has no config.json: not a model folder (check --model)");
+  }
+  if (runs::isRunConfig(modelConfig)) {  // its config.json is a run's, which no model reader parses
+    throw CheckpointError(
+        modelText, "is a LoRAscope run, not a model folder (check --model): --resume " + modelText +
+                       " continues that run; its model is " +
+                       RunDirectory::open(common::pathFromUtf8(modelText)).baseModel());
   }
   if (config.contains("data_path") && config.at("data_path").is_string()) {
     const std::string data = config.at("data_path").get<std::string>();

@@ -17,7 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/FileLock.h"
-#include "runs/RunFolder.h"  // defines: the folder's names, checkOutputFolder, RunFolder
+#include "runs/RunFolder.h"  // defines: the folder's names, checkOutputFolder, isRunConfig,
+                             // RunFolder
 #include "train/Checkpoint.h"
 #include "train/TrainLoop.h"  // defines: StepMetrics
 

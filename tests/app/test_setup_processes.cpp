@@ -19,6 +19,8 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 
+#include <nlohmann/json.hpp>
+
 #include "TestPaths.h"
 #include "gui/ProcessesPage.h"
 #include "gui/RunSetupPage.h"
@@ -121,6 +123,26 @@ class TestSetupProcesses : public QObject {
     QVERIFY2(page.modelSummary().startsWith(QStringLiteral("Cannot use this model: ")),
              qPrintable(page.modelSummary()));
     QVERIFY(page.problems().join('\n').contains(QStringLiteral("Model: ")));
+    QVERIFY(!page.runConfig().has_value());
+  }
+
+  // A run folder chosen as the model (its config.json is the run's) is named as a run, with the
+  // model it trained on.
+  void aRunFolderChosenAsTheModelIsNamedAsARun() {
+    const QString run = home_.filePath(QStringLiteral("a-run"));
+    QVERIFY(QDir().mkpath(run));
+    QFile config(run + QStringLiteral("/config.json"));
+    QVERIFY(config.open(QIODevice::WriteOnly));
+    config.write(nlohmann::json{{"model_path", demoModel_.toStdString()}}.dump().c_str());
+    config.close();
+    app::RunSetupPage page;
+    page.setDemo(false);
+    page.setModelDir(run);
+    QTRY_VERIFY_WITH_TIMEOUT(!page.isBusy(), kTimeoutMs);
+    QVERIFY2(page.inspection().error.contains(
+                 QStringLiteral(" is a LoRAscope run, not a model folder (it trained on ") +
+                 demoModel_ + QStringLiteral("): choose that model")),
+             qPrintable(page.inspection().error));
     QVERIFY(!page.runConfig().has_value());
   }
 

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -101,20 +102,27 @@ TEST_CASE(theDefaultDemoRunAnswersTheHeldOutPrompts) {
   VERIFY2(withoutAdapter <= 2, std::to_string(withoutAdapter));
 }
 
-// A run folder given as --model (its config.json is the run's, not a model's) is named as a run,
-// with the option that takes it.
+// A run folder given where a model folder is asked for (its config.json is the run's, not a
+// model's) is named as a run, with what to give instead.
 TEST_CASE(aRunGivenAsTheModelIsNamedAsARun) {
   const fs::path cache = fs::path(tmp_.path()) / "cache-run-as-model";
   const fs::path run = fs::path(tmp_.path()) / "run-as-model";
-  const Output training =
-      runTrainer({"train", "--demo", "--steps", "1", "--out", common::pathText(run)}, cache);
+  const std::string runText = common::pathText(run);
+  const Output training = runTrainer({"train", "--demo", "--steps", "1", "--out", runText}, cache);
   VERIFY2(training.exitCode == 0, training.out + training.err);
-  const Output generated =
-      runTrainer({"generate", "--model", common::pathText(run), "--ids", "1,2"}, cache);
-  VERIFY2(generated.exitCode == 2, generated.out + generated.err);
-  VERIFY2(generated.err.find("is a LoRAscope run, not a model folder: give it as --adapter " +
-                             common::pathText(run)) != std::string::npos,
-          generated.err);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> asked = {
+      {{"generate", "--model", runText, "--ids", "1,2"}, "give it as --adapter " + runText},
+      {{"eval", "--model", runText, "--ids", "1,2"}, "give that model"},
+      {{"inspect-model", runText}, "inspect that model"},
+  };
+  for (const auto& [arguments, instead] : asked) {
+    const Output answer = runTrainer(arguments, cache);
+    VERIFY2(answer.exitCode == 2, arguments.front() + ": " + answer.out + answer.err);
+    VERIFY2(answer.err.find(runText + " is a LoRAscope run, not a model folder (it trained on ") !=
+                    std::string::npos &&
+                answer.err.find("): " + instead) != std::string::npos,
+            answer.err);
+  }
 }
 
 // The Setup page's report on the demo (validate-data with the demo's model, as it lists issues):

@@ -474,6 +474,12 @@ TEST_CASE(failedRunBeforeItsFirstCheckpointLeavesAReusableFolder) {
   badModel["model_path"] = path("no_such_model").string();
   VERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(path("typo"), badModel); },
                                        "not a model folder (check --model)"));
+  nlohmann::json runAsModel = runConfig();  // a run's config.json is no model's
+  runAsModel["model_path"] = lstest::utf8Text(dir);
+  VERIFY(throwsNaming<CheckpointError>(
+      [&] { RunDirectory::create(path("typo"), runAsModel); },
+      "is a LoRAscope run, not a model folder (check --model): --resume " + lstest::utf8Text(dir) +
+          " continues that run; its model is " + runConfig().at("model_path").get<std::string>()));
   nlohmann::json badData = runConfig();
   badData["data_path"] = path("no_such.jsonl").string();
   VERIFY(throwsNaming<CheckpointError>([&] { RunDirectory::create(path("typo"), badData); },
