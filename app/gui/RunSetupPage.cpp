@@ -42,7 +42,7 @@
 #include "model/Projections.h"         // defines: kProjectionNames
 #include "model/WeightQuantization.h"  // defines: placedWeightBytes, WeightQuantization
 #include "runs/RunFileError.h"
-#include "runs/RunFolder.h"       // defines: checkOutputFolder, unusedFolder, isRunConfig
+#include "runs/RunFolder.h"       // defines: checkOutputFolder, unusedFolder, runModelPath
 #include "settings/Registry.h"    // defines: registry (the run settings)
 #include "text/ChatTemplate.h"    // defines: ChatTemplate
 #include "text/Tokenizer.h"       // defines: Tokenizer
@@ -138,13 +138,9 @@ ModelInspection inspectFolder(const QString& dir, bool demo, const QString& trai
     const std::string path = demo ? demoFiles(trainProgram).model : dir.toStdString();
     out.dir = QString::fromStdString(path);
     // A run's config.json is no model's: say what the folder is and what to choose.
-    if (runs::isRunConfig(common::pathFromUtf8(path) / runs::kRunConfigFile)) {
-      const std::string base = runs::RunFolder::open(common::pathFromUtf8(path))
-                                   .config()
-                                   .at("model_path")
-                                   .get<std::string>();
+    if (const std::optional<std::string> base = runs::runModelPath(common::pathFromUtf8(path))) {
       throw std::invalid_argument(path + " is a LoRAscope run, not a model folder (it trained on " +
-                                  base + "): choose that model");
+                                  *base + "): choose that model");
     }
     // A folder, or a Hugging Face id found offline in the hub cache (its snapshot folder).
     const model::ModelFolder folder = model::ModelFolder::open(path);

@@ -15,7 +15,7 @@
 #include "model/JsonFile.h"            // defines: readJsonFile
 #include "model/KvCache.h"             // defines: CachedDecoder
 #include "model/WeightQuantization.h"  // defines: quantizationName
-#include "runs/RunFolder.h"            // defines: isRunConfig
+#include "runs/RunFolder.h"            // defines: runModelPath
 #include "text/ChatTemplate.h"
 #include "text/Tokenizer.h"
 #include "train/Lora.h"
@@ -116,10 +116,7 @@ fs::path resolveAdapterDir(const fs::path& runOrDir) {
 }
 
 std::optional<std::string> runBaseModel(const fs::path& runOrDir) {
-  if (!runs::isRunConfig(runOrDir / train::kRunConfigFile)) {
-    return std::nullopt;  // a model folder's config.json is not a run's
-  }
-  return train::RunDirectory::open(runOrDir).baseModel();
+  return runs::runModelPath(runOrDir);  // a model folder's config.json is not a run's
 }
 
 void refuseRunAsModel(const std::string& dir, const std::string& given,

@@ -64,13 +64,28 @@ fs::path unusedFolder(const fs::path& wanted) {
   return candidate;
 }
 
-bool isRunConfig(const fs::path& configPath) {
+namespace {
+
+// The model_path of a run's config.json; none for any other file or none.
+std::optional<std::string> modelPathIn(const fs::path& configPath) {
   try {
     const json config = readRunJson(configPath);
-    return config.contains("model_path") && config.at("model_path").is_string();
+    if (config.contains("model_path") && config.at("model_path").is_string()) {
+      return config.at("model_path").get<std::string>();
+    }
   } catch (const RunFileError&) {
-    return false;
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool isRunConfig(const fs::path& configPath) {
+  return modelPathIn(configPath).has_value();
+}
+
+std::optional<std::string> runModelPath(const fs::path& dir) {
+  return modelPathIn(dir / kRunConfigFile);
 }
 
 void checkOutputFolder(const fs::path& dir, const fs::path& modelDir) {

@@ -47,6 +47,9 @@ std::filesystem::path unusedFolder(const std::filesystem::path& wanted);
 // Whether `configPath` is a LoRAscope run's config.json (a JSON object with a "model_path"
 // string), not a model's or anything else's.
 bool isRunConfig(const std::filesystem::path& configPath);
+// The model a run folder trained on (its config.json's model_path), read without opening the run;
+// none when `dir` is not a run's folder (a model's, an adapter's, nothing).
+std::optional<std::string> runModelPath(const std::filesystem::path& dir);
 
 // "step-120" → 120: a complete checkpoint's folder name; anything else (the temp folders of one
 // being written, stray files) → none.

@@ -157,11 +157,10 @@ RunDirectory RunDirectory::create(const fs::path& dir, const json& config,
   if (!fs::exists(modelConfig)) {
     throw CheckpointError(modelText, "has no config.json: not a model folder (check --model)");
   }
-  if (runs::isRunConfig(modelConfig)) {  // its config.json is a run's, which no model reader parses
-    throw CheckpointError(
-        modelText, "is a LoRAscope run, not a model folder (check --model): --resume " + modelText +
-                       " continues that run; its model is " +
-                       RunDirectory::open(common::pathFromUtf8(modelText)).baseModel());
+  if (const std::optional<std::string> base = runs::runModelPath(common::pathFromUtf8(modelText))) {
+    throw CheckpointError(modelText,  // its config.json is a run's, which no model reader parses
+                          "is a LoRAscope run, not a model folder (check --model): --resume " +
+                              modelText + " continues that run; its model is " + *base);
   }
   if (config.contains("data_path") && config.at("data_path").is_string()) {
     const std::string data = config.at("data_path").get<std::string>();

@@ -17,7 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/FileLock.h"
-#include "runs/RunFolder.h"  // defines: the folder's names, checkOutputFolder, isRunConfig,
+#include "runs/RunFolder.h"  // defines: the folder's names, checkOutputFolder, runModelPath,
                              // RunFolder
 #include "train/Checkpoint.h"
 #include "train/TrainLoop.h"  // defines: StepMetrics
