@@ -23,6 +23,7 @@
 #include "compute/Errors.h"
 #include "model/KvCache.h"  // defines: KvCache::attend
 #include "model/ModelError.h"
+#include "runtime/OpTiming.h"
 
 namespace lorascope::model {
 namespace {
@@ -38,7 +39,10 @@ void project(Backend& backend, const Tensor& x, const Tensor& w, const Tensor& b
   if (hook != nullptr) {
     hook->setTerm(layer, projection, x, product);
   }
-  backend.projectionProducts(std::span(&product, 1));
+  {
+    const runtime::gpu::OpTimingScope timing("projection_forward");
+    backend.projectionProducts(std::span(&product, 1));
+  }
   if (hook != nullptr) {
     hook->afterProjection(layer, projection, x, y);
   }
@@ -66,7 +70,10 @@ void projectTogether(Backend& backend, const Tensor& x, const std::array<Project
       hook->setTerm(layer, outs[i].projection, x, products[i]);
     }
   }
-  backend.projectionProducts(products);
+  {
+    const runtime::gpu::OpTimingScope timing("projection_forward");
+    backend.projectionProducts(products);
+  }
   if (hook != nullptr) {
     for (const Projected& o : outs) {
       hook->afterProjection(layer, o.projection, x, o.y);

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "memory/DeviceAllocator.h"  // defines: OwnerScope
+#include "runtime/OpTiming.h"
 
 namespace lorascope::train {
 namespace {
@@ -143,6 +144,7 @@ class TrainGraph::LoraHook final : public model::ProjectionHook {
     }
     if (!graph_.dropoutActive_) {
       Tensor all = uGroup;
+      const runtime::gpu::OpTimingScope timing("lora_down");
       backend.matmul(g.gemmA, false, x, true, all, 1.0f, 0.0f);  // uᵀ = A·xᵀ, the whole group
     }
   }
@@ -775,6 +777,7 @@ void TrainGraph::groupBackward(int layer, std::initializer_list<Member> members,
   const bool termUnderFrozen =
       !frozen.empty() && adapted != members.end() && !dropoutActive_ && !hostBackend;
   if (!frozen.empty() && !termUnderFrozen) {
+    const runtime::gpu::OpTimingScope timing("input_gradient");
     backend_.matmulGroup(frozen);
   }
   if (adapted == members.end()) {
@@ -804,8 +807,12 @@ void TrainGraph::groupBackward(int layer, std::initializer_list<Member> members,
   backend_.loraOutputProducts(outputs, scale);
   if (termUnderFrozen) {
     Tensor gradA = group.gradA;
-    backend_.matmul(gGroup, false, x, false, gradA, 1.0f, 1.0f);  // dA += gᵀ·x, every site
-    const compute::MatmulProduct& first = frozen.front();         // dx = dy·W + g·A
+    {
+      const runtime::gpu::OpTimingScope timing("lora_grad_a");
+      backend_.matmul(gGroup, false, x, false, gradA, 1.0f, 1.0f);  // dA += gᵀ·x, every site
+    }
+    const runtime::gpu::OpTimingScope timing("input_gradient");
+    const compute::MatmulProduct& first = frozen.front();  // dx = dy·W + g·A
     const compute::ProjectionProduct product{
         first.a, first.b, first.transposeB, first.c, nullptr, &gGroup, &group.gemmA, false, 1.0f};
     backend_.projectionProducts(std::span(&product, 1));
