@@ -2,7 +2,10 @@
 #include "compute/Backend.h"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstring>
 #include <initializer_list>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -85,12 +88,50 @@ void Backend::matmulGroup(std::span<const MatmulProduct> products) {
   }
 }
 
+std::int64_t checkLoraOutputSite(const BackendCapabilities& caps, const LoraOutputSite& site) {
+  constexpr const char* op = "lora_output_products";
+  requireOnDevice(op, "dy", *site.dy, caps.device);
+  requireOnDevice(op, "b", *site.b, caps.device);
+  requireMatrix(op, "dy", *site.dy);
+  requireMatrix(op, "b", *site.b);
+  const std::int64_t n = site.b->dim(0);
+  if (site.dyColumn < 0 || site.dyColumn + n > site.dy->dim(1)) {
+    throw ShapeError(std::string(op) + ": columns " + std::to_string(site.dyColumn) + " to " +
+                     std::to_string(site.dyColumn + n) + " (b's " + std::to_string(n) +
+                     " rows) are not inside dy " + site.dy->describe());
+  }
+  // The two products' shapes, dy read as its (T, n) block (a view for the check only).
+  const Tensor block(
+      std::shared_ptr<void>(std::shared_ptr<void>(), const_cast<void*>(site.dy->data())),
+      site.dy->dtype(), {site.dy->dim(0), n}, site.dy->device());
+  checkMatmulArgs(caps, block, true, *site.uT, true, *site.gradB);
+  checkMatmulArgs(caps, *site.b, true, block, true, *site.gT);
+  return n;
+}
+
 void Backend::loraOutputProducts(std::span<const LoraOutputSite> sites, float scale) {
   std::vector<MatmulProduct> products;
   products.reserve(2 * sites.size());
+  std::vector<Tensor> blocks;  // column blocks of a wider dy, copied out (host memory)
+  blocks.reserve(sites.size());
   for (const LoraOutputSite& s : sites) {
-    products.push_back({s.dy, true, s.uT, true, s.gradB, scale, 1.0f});  // dB += scale·dyᵀ·u
-    products.push_back({s.b, true, s.dy, true, s.gT, scale, 0.0f});  // gᵀ = scale·Bᵀ·dyᵀ
+    const std::int64_t n = checkLoraOutputSite(capabilities(), s);
+    const Tensor* dy = s.dy;
+    if (n != s.dy->dim(1)) {
+      Tensor& block = blocks.emplace_back(empty(s.dy->dtype(), {s.dy->dim(0), n}));
+      const std::size_t element = dtypeBytes(s.dy->dtype());
+      const auto* from = static_cast<const std::byte*>(s.dy->data()) +
+                         static_cast<std::size_t>(s.dyColumn) * element;
+      for (std::int64_t r = 0; r < block.dim(0); ++r) {
+        std::memcpy(
+            static_cast<std::byte*>(block.data()) + static_cast<std::size_t>(r * n) * element,
+            from + static_cast<std::size_t>(r * s.dy->dim(1)) * element,
+            static_cast<std::size_t>(n) * element);
+      }
+      dy = &block;
+    }
+    products.push_back({dy, true, s.uT, true, s.gradB, scale, 1.0f});  // dB += scale·dyᵀ·u
+    products.push_back({s.b, true, dy, true, s.gT, scale, 0.0f});      // gᵀ = scale·Bᵀ·dyᵀ
   }
   matmulGroup(products);
 }
@@ -260,6 +301,17 @@ void checkSwigluBackwardArgs(const BackendCapabilities& caps, const Tensor& dout
   for (auto [t, name] : {std::pair{&up, "up"}, {&dout, "dout"}, {&dgate, "dgate"}, {&dup, "dup"}}) {
     requireShape(op, name, *t, gate.shape());
   }
+}
+
+void checkSwigluBackwardStackedArgs(const BackendCapabilities& caps, const Tensor& dout,
+                                    const Tensor& gate, const Tensor& up, const Tensor& dGateUp) {
+  constexpr const char* op = "swiglu_backward";
+  requireActivations(op, caps,
+                     {{&dout, "dout"}, {&gate, "gate"}, {&up, "up"}, {&dGateUp, "dGateUp"}});
+  requireMatrix(op, "gate", gate);
+  requireShape(op, "up", up, gate.shape());
+  requireShape(op, "dout", dout, gate.shape());
+  requireShape(op, "dGateUp", dGateUp, {gate.dim(0), 2 * gate.dim(1)});
 }
 
 void checkTargetIds(const char* op, std::span<const std::int32_t> targets, std::int64_t vocab) {

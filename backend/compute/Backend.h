@@ -64,13 +64,16 @@ struct ProjectionProduct {
 };
 
 // One adapted projection of Backend::loraOutputProducts: its output's gradient dy (T, n), its
-// LoRA B (n, r) as the products read it, the saved uᵀ = A·xᵀ (r, T), and the outputs.
+// LoRA B (n, r) as the products read it, the saved uᵀ = A·xᵀ (r, T), and the outputs. dy may be
+// wider than n: then the site's gradient is its columns [dyColumn, dyColumn + n) (gate's or up's
+// half of the stacked gradient, Note [stacked gate/up] in train/TrainGraph.cpp).
 struct LoraOutputSite {
   const Tensor* dy = nullptr;
   const Tensor* b = nullptr;
   const Tensor* uT = nullptr;
   Tensor* gradB = nullptr;  // (n, r) f32, accumulated
   Tensor* gT = nullptr;     // (r, T) activation dtype, written
+  std::int64_t dyColumn = 0;
 };
 
 // One trainable tensor of an AdamW step and its state; all four have the same shape.
@@ -205,8 +208,9 @@ class Backend {
   virtual void matmulGroup(std::span<const MatmulProduct> products);
   // The LoRA backward's products from each site's output gradient:
   //   gradB += scale·dyᵀ·uTᵀ (= scale·dyᵀ·u)   and   gT = scale·bᵀ·dyᵀ (g = scale·dy·b)
-  // The default is those two matmuls a site, all in one matmulGroup (one launch on the CPU); a GPU
-  // backend reads each dy once for both (hip/lora_products.hip) where its kernel serves.
+  // The default is those two matmuls a site, all in one matmulGroup (one launch on the CPU), a
+  // column block of dy copied out first on host memory; a GPU backend reads each dy once for both
+  // (hip/lora_products.hip) where its kernel serves, a column block in place.
   virtual void loraOutputProducts(std::span<const LoraOutputSite> sites, float scale);
   // The GEMM that matmul runs on from the next call on, so the engine can switch at a step
   // boundary. Throws UnsupportedOpError naming the reason when `impl` is not in this build
@@ -299,6 +303,13 @@ class Backend {
   //   dout, gate, up, dgate, dup (rows, dim) activation dtype
   virtual void swigluBackward(const Tensor& dout, const Tensor& gate, const Tensor& up,
                               Tensor& dgate, Tensor& dup) = 0;
+  // swigluBackward with dgate and dup side by side in one tensor, the input of the stacked
+  // gate/up weights' gradient product (Note [stacked gate/up] in train/TrainGraph.cpp):
+  //   dout, gate, up (rows, dim)   dGateUp (rows, 2·dim) = [dgate | dup]   activation dtype
+  // The default runs swigluBackward into two tensors and stacks them; a GPU backend writes the
+  // halves in place.
+  virtual void swigluBackwardStacked(const Tensor& dout, const Tensor& gate, const Tensor& up,
+                                     Tensor& dGateUp);
   // Gradients of out = gelu_tanh(gate) ⊙ up, with u = √(2/π)·(g + 0.044715·g³), t = tanh(u):
   //   dup = dout ⊙ gelu_tanh(gate),
   //   dgate = dout ⊙ up ⊙ (½·(1 + t) + ½·g·(1 − t²)·√(2/π)·(1 + 3·0.044715·g²)).
@@ -501,6 +512,12 @@ void checkStepScalarsArgs(const char* op, const BackendCapabilities& caps, const
 void checkStepSumsArgs(const char* op, const BackendCapabilities& caps, const Tensor& sums);
 // stackColumns' arguments: 2-D parts of dst's rows and dtype whose columns add up to dst's.
 void checkStackColumnsArgs(std::span<const Tensor* const> parts, const Tensor& dst);
+// swigluBackwardStacked's arguments: swigluBackward's, dGateUp twice their width.
+void checkSwigluBackwardStackedArgs(const BackendCapabilities& caps, const Tensor& dout,
+                                    const Tensor& gate, const Tensor& up, const Tensor& dGateUp);
+// One loraOutputProducts site: dy (T, m) with the site's columns inside it, and the two
+// products' shapes (ShapeError naming the operand). Returns the site's width n (b's rows).
+std::int64_t checkLoraOutputSite(const BackendCapabilities& caps, const LoraOutputSite& site);
 void checkCopyArgs(const char* op, const BackendCapabilities& caps, const Tensor& tensor,
                    std::size_t bytes);
 void checkDropoutMaskAtArgs(const BackendCapabilities& caps, const Tensor& mask,

@@ -2,6 +2,7 @@
 // checks and the host-memory defaults the CPU backend runs. hip/HipBackendOpsStep.cpp has the
 // GPU's.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -96,6 +97,15 @@ void Backend::stackColumns(std::span<const Tensor* const> parts, Tensor& dst) {
     }
     offset += partRow;
   }
+}
+
+void Backend::swigluBackwardStacked(const Tensor& dout, const Tensor& gate, const Tensor& up,
+                                    Tensor& dGateUp) {
+  checkSwigluBackwardStackedArgs(capabilities(), dout, gate, up, dGateUp);
+  Tensor dgate = empty(gate.dtype(), gate.shape());
+  Tensor dup = empty(gate.dtype(), gate.shape());
+  swigluBackward(dout, gate, up, dgate, dup);
+  stackColumns(std::array<const Tensor*, 2>{&dgate, &dup}, dGateUp);
 }
 
 void Backend::copyOut(const Tensor& src, std::span<std::byte> host) {

@@ -89,22 +89,24 @@ ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights
   ModelWeights placed = weights;
   std::uint64_t doneBytes = 0;
   if (device == compute::Device::Gpu && !quantize) {
-    // Note [stacked q/k/v] (train/TrainGraph.cpp): a layer's q, k and v go into the rows of one
-    // bf16 tensor (LayerWeights::qkv) and become views of it.
-    for (LayerWeights& l : placed.layers) {
-      const std::array<Tensor*, 3> parts{&l.q, &l.k, &l.v};
+    // The parts into the rows of one bf16 tensor, each becoming a view of it (undefined, the parts
+    // as they were, unless all are 2-D host tensors of one width).
+    const auto stack = [&](std::span<Tensor* const> parts) {
       if (std::any_of(parts.begin(), parts.end(), [&](const Tensor* t) {
             return !t->defined() || t->device() == device || t->rank() != 2 ||
-                   t->dim(1) != l.q.dim(1);
+                   t->dim(1) != parts.front()->dim(1);
           })) {
-        continue;
+        return Tensor();
       }
-      const std::int64_t rows = l.q.dim(0) + l.k.dim(0) + l.v.dim(0);
-      std::uint64_t partBytes = 0;
+      const std::int64_t width = parts.front()->dim(1);
+      std::int64_t rows = 0;
+      for (const Tensor* t : parts) {
+        rows += t->dim(0);
+      }
       Tensor stacked;
       if (std::all_of(parts.begin(), parts.end(),
                       [](const Tensor* t) { return t->dtype() == DType::BF16; })) {
-        stacked = backend.empty(DType::BF16, {rows, l.q.dim(1)});
+        stacked = backend.empty(DType::BF16, {rows, width});
         std::int64_t first = 0;
         for (const Tensor* t : parts) {
           Tensor into = stacked.rows(first, t->dim(0));
@@ -112,26 +114,33 @@ ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights
           first += t->dim(0);
         }
       } else {  // widened side by side on the host, rounded to bf16 by the upload (as placeOne)
-        std::vector<float> widened(static_cast<std::size_t>(rows * l.q.dim(1)));
+        std::vector<float> widened(static_cast<std::size_t>(rows * width));
         std::int64_t offset = 0;
         for (const Tensor* t : parts) {
           compute::widenToFloat(t->data(), t->dtype(), 0, t->numel(), widened.data() + offset);
           offset += t->numel();
         }
-        stacked = backend.upload(widened, DType::BF16, {rows, l.q.dim(1)});
+        stacked = backend.upload(widened, DType::BF16, {rows, width});
       }
       std::int64_t first = 0;
       for (Tensor* t : parts) {
-        partBytes += t->bytes();
+        doneBytes += t->bytes();
         const std::int64_t count = t->dim(0);
         *t = stacked.rows(first, count);
         first += count;
       }
-      l.qkv = stacked;
-      doneBytes += partBytes;
       if (progress) {
         progress(doneBytes, totalBytes);
       }
+      return stacked;
+    };
+    // Note [stacked q/k/v] and Note [stacked gate/up] (train/TrainGraph.cpp): a layer's q, k and v
+    // (LayerWeights::qkv), and its gate and up (LayerWeights::gateUp).
+    for (LayerWeights& l : placed.layers) {
+      const std::array<Tensor*, 3> qkv{&l.q, &l.k, &l.v};
+      l.qkv = stack(qkv);
+      const std::array<Tensor*, 2> gateUp{&l.gate, &l.up};
+      l.gateUp = stack(gateUp);
     }
   }
   forEachTensor(placed, [&](Tensor& t) {

@@ -33,8 +33,10 @@ struct LayerWeights {
   compute::Tensor gateBias, upBias, downBias;  // (I), (I), (H); undefined when absent
   // q, k and v in one (heads·hd + 2·kv·hd, H) bf16 tensor whose rows they view: how placeWeights
   // puts them on a GPU unquantised, so that their input gradient is one GEMM (Note [stacked
-  // q/k/v] in train/TrainGraph.cpp); else undefined.
+  // q/k/v] in train/TrainGraph.cpp); else undefined. gate and up the same way, (2·I, H) (Note
+  // [stacked gate/up]).
   compute::Tensor qkv;
+  compute::Tensor gateUp;
 };
 
 struct ModelWeights {

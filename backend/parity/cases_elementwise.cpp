@@ -182,6 +182,24 @@ void addSwigluCases(std::vector<ParityCase>& cases) {
                              });
                        }});
     }
+    // SwiGLU's gradients side by side, the stacked gate/up weights' input (Note [stacked
+    // gate/up]); odd dims take the element-wise stores.
+    cases.push_back({"swiglu_backward_stacked", text, kRoundedMath,
+                     [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                       const std::vector<float> dout = bf16Normal(rng, shape, 1.0f);
+                       const std::vector<float> gate = bf16Normal(rng, shape, 3.0f);
+                       const std::vector<float> up = bf16Normal(rng, shape, 1.0f);
+                       return compareBackends(
+                           cpu, gpu, {"dGateUp"}, kRoundedMath, [&](Backend& be) {
+                             const DType act = be.capabilities().activationDType;
+                             const Tensor d = be.upload(dout, act, shape);
+                             const Tensor g = be.upload(gate, act, shape);
+                             const Tensor u = be.upload(up, act, shape);
+                             Tensor both = be.empty(act, {shape[0], 2 * shape[1]});
+                             be.swigluBackwardStacked(d, g, u, both);
+                             return OpOutputs{be.download(both)};
+                           });
+                     }});
     for (const bool softcap : {false, true}) {  // Gemma's embedding scale and logit soft-cap
       cases.push_back({softcap ? "softcap" : "scale", text, kRoundedMath,
                        [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {

@@ -215,11 +215,14 @@ std::vector<ProjectionShape> projectionShapes() {
   };
 }
 
-// Sites of one loraOutputProducts call: the same tokens t and rank r, each its own width n.
+// Sites of one loraOutputProducts call: the same tokens t and rank r, each its own width n; with
+// `stacked`, their dy are the column blocks of one (t, Σn) tensor, side by side (Note [stacked
+// gate/up] in train/TrainGraph.cpp).
 struct LoraOutputShape {
   std::int64_t t, r;
   std::vector<std::int64_t> n;
   const char* use;
+  bool stacked = false;
 };
 
 std::vector<LoraOutputShape> loraOutputShapes() {
@@ -235,6 +238,9 @@ std::vector<LoraOutputShape> loraOutputShapes() {
       {48, 8, {20}, "n not a multiple of 8: the GEMMs"},
       {48, 3, {64}, "a rank the kernel does not take: the GEMMs"},
       {48, 24, {64}, "a rank past the kernel: the GEMMs"},
+      {300, 8, {4864, 4864}, "gate/up: the halves of one stacked dy", true},
+      {4096, 8, {2048, 2048}, "4096 tokens, stacked halves", true},
+      {48, 8, {20, 20}, "stacked halves off 16 bytes: the GEMMs on copied blocks", true},
   };
 }
 
@@ -243,8 +249,8 @@ std::string describe(const LoraOutputShape& s) {
   for (const std::int64_t n : s.n) {
     widths += (widths.empty() ? "" : ",") + std::to_string(n);
   }
-  return "t=" + std::to_string(s.t) + " n=" + widths + " r=" + std::to_string(s.r) + " (" + s.use +
-         ")";
+  return "t=" + std::to_string(s.t) + " n=" + widths + (s.stacked ? " stacked" : "") +
+         " r=" + std::to_string(s.r) + " (" + s.use + ")";
 }
 
 // gT = s·Bᵀ·dyᵀ is rounded once to bf16; dB (f32) accumulates onto random values. Every site's
@@ -275,8 +281,24 @@ std::vector<Comparison> runLoraOutput(Backend& cpu, Backend& gpu, std::mt19937& 
       gradB[i] = be.upload(values[i].gradB0, DType::F32, {s.n[i], s.r});
       gT[i] = be.empty(act, {s.r, s.t});
     }
+    Tensor stacked;  // with s.stacked: every site's dy side by side, each site a column block
+    if (s.stacked) {
+      std::int64_t width = 0;
+      for (const std::int64_t n : s.n) {
+        width += n;
+      }
+      stacked = be.empty(act, {s.t, width});
+      std::vector<const Tensor*> parts;
+      for (const Tensor& part : dy) {
+        parts.push_back(&part);
+      }
+      be.stackColumns(parts, stacked);
+    }
+    std::int64_t column = 0;
     for (std::size_t i = 0; i < sites; ++i) {
-      list.push_back({&dy[i], &b[i], &u[i], &gradB[i], &gT[i]});
+      list.push_back(
+          {s.stacked ? &stacked : &dy[i], &b[i], &u[i], &gradB[i], &gT[i], s.stacked ? column : 0});
+      column += s.n[i];
     }
     be.loraOutputProducts(list, scale);
     OpOutputs out;

@@ -181,6 +181,7 @@ class TrainGraph {
   struct Member {  // a projection of a group and the gradient of its output
     model::Projection projection;
     const compute::Tensor* dy;
+    std::int64_t dyColumn = 0;  // its first column in dy (a half of the stacked gate/up gradient)
   };
 
   void layerBackward(int layer, LayerState& state, const compute::Tensor& xIn, compute::Tensor& dx,

@@ -103,8 +103,13 @@ inline model::ModelWeights randomWeights(compute::Backend& backend, const model:
       layer.vBias = bias(kv);
     }
     layer.o = linear(c.hiddenSize, q);
-    layer.gate = linear(c.intermediateSize, c.hiddenSize);
-    layer.up = linear(c.intermediateSize, c.hiddenSize);
+    // gate and up the same way (LayerWeights::gateUp, Note [stacked gate/up]).
+    const compute::Tensor gateUp = linear(2 * c.intermediateSize, c.hiddenSize);
+    layer.gate = gateUp.rows(0, c.intermediateSize);
+    layer.up = gateUp.rows(c.intermediateSize, c.intermediateSize);
+    if (backend.capabilities().device == compute::Device::Gpu) {
+      layer.gateUp = gateUp;
+    }
     layer.down = linear(c.hiddenSize, c.intermediateSize);
     w.layers.push_back(std::move(layer));
   }

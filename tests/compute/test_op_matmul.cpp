@@ -1,9 +1,9 @@
 // test_op_matmul.cpp — the CPU matmul (compute/cpu/matmul.cpp) against a naive double loop:
 // every transpose, alpha/beta, bf16 weights widened block by block, f16 weights, the shape
 // check, matmulGroup (one launch for several products) against the products one by one,
-// loraOutputProducts (the LoRA backward's dB and gᵀ from a site's dy), and projectionProducts (a
-// frozen projection with its bias and LoRA term). Its GPU twin is checked in
-// backend/parity/cases_gemm.cpp.
+// loraOutputProducts (the LoRA backward's dB and gᵀ from a site's dy, or a column block of a wider
+// one), and projectionProducts (a frozen projection with its bias and LoRA term). Its GPU twin is
+// checked in backend/parity/cases_gemm.cpp.
 #include <QtTest>
 
 #include <array>
@@ -173,6 +173,37 @@ class TestOpMatmul : public QObject {
     const LoraOutputSite bad{&dyT, &bT, &uT, &wrong, &gT};
     QVERIFY(throwsWith<ShapeError>([&] { cpu->loraOutputProducts(std::span(&bad, 1), scale); },
                                    {"[4, 2]"}));
+  }
+
+  // A site whose dy is a column block of a wider tensor (gate's or up's half of the stacked
+  // gradient) gives the products of that block alone; a block past dy's columns is refused.
+  void aLoraSiteReadsItsColumnBlockOfAWiderGradient() {
+    auto cpu = createCpuBackend();
+    const int t = 4, n = 3, r = 2, width = 8, column = 5;
+    const std::vector<float> wide = randomValues(t * width, 41), b = randomValues(n * r, 42);
+    const std::vector<float> u = randomValues(r * t, 43);
+    std::vector<float> block;
+    for (int row = 0; row < t; ++row) {
+      block.insert(block.end(), wide.begin() + row * width + column,
+                   wide.begin() + row * width + column + n);
+    }
+    const Tensor wideT = cpu->upload(wide, DType::F32, {t, width});
+    const Tensor blockT = cpu->upload(block, DType::F32, {t, n});
+    const Tensor bT = cpu->upload(b, DType::F32, {n, r});
+    const Tensor uT = cpu->upload(u, DType::F32, {r, t});
+    Tensor gradB = cpu->upload(std::vector<float>(n * r), DType::F32, {n, r});
+    Tensor gradBDense = cpu->upload(std::vector<float>(n * r), DType::F32, {n, r});
+    Tensor gT = cpu->empty(DType::F32, {r, t});
+    Tensor gTDense = cpu->empty(DType::F32, {r, t});
+    const LoraOutputSite inBlock{&wideT, &bT, &uT, &gradB, &gT, column};
+    const LoraOutputSite dense{&blockT, &bT, &uT, &gradBDense, &gTDense};
+    cpu->loraOutputProducts(std::span(&inBlock, 1), 2.0f);
+    cpu->loraOutputProducts(std::span(&dense, 1), 2.0f);
+    QCOMPARE(cpu->download(gradB), cpu->download(gradBDense));
+    QCOMPARE(cpu->download(gT), cpu->download(gTDense));
+    const LoraOutputSite past{&wideT, &bT, &uT, &gradB, &gT, width - n + 1};
+    QVERIFY(throwsWith<ShapeError>([&] { cpu->loraOutputProducts(std::span(&past, 1), 2.0f); },
+                                   {"columns 6 to 9", "[4, 8]"}));
   }
 
   // projectionProducts (the default, on the CPU): y = x·op(w) + bias + s·lhsTᵀ·op(low) for a

@@ -1,17 +1,21 @@
 // test_op_swiglu.cpp — the CPU gated activations (compute/cpu/swiglu.cpp): SwiGLU forward against
 // hand values, backward against finite differences of silu; GeGLU against PyTorch's tanh-GELU
-// formula and its finite differences; the scale and the soft-cap ops.
+// formula and its finite differences; SwiGLU's gradients side by side; the scale and the soft-cap
+// ops.
 #include <QtTest>
 
 #include <cmath>
 
+#include "ExpectError.h"
 #include "OpTestUtil.h"
 #include "compute/Backend.h"
+#include "compute/Errors.h"
 
 using namespace lorascope::compute;
 using lorascope::test::closeTo;
 using lorascope::test::near;
 using lorascope::test::randomValues;
+using lorascope::test::throwsWith;
 
 class TestOpSwiglu : public QObject {
   Q_OBJECT
@@ -43,6 +47,30 @@ class TestOpSwiglu : public QObject {
     }
     QVERIFY(closeTo(be->download(dg), wantGate, 1e-6));
     QVERIFY(closeTo(be->download(du), wantUp, 1e-6));
+  }
+
+  // swigluBackwardStacked (the default): row r of the result is dgate's row r, then dup's, the
+  // two swigluBackward writes; a result not twice as wide is refused.
+  void swigluBackwardStackedPutsTheGradientsSideBySide() {
+    auto be = createCpuBackend();
+    const Shape shape{3, 5};
+    const Tensor dout = be->upload(randomValues(15, 31), DType::F32, shape);
+    const Tensor gate = be->upload(randomValues(15, 32, 3.0f), DType::F32, shape);
+    const Tensor up = be->upload(randomValues(15, 33), DType::F32, shape);
+    Tensor dg = be->empty(DType::F32, shape), du = be->empty(DType::F32, shape);
+    be->swigluBackward(dout, gate, up, dg, du);
+    Tensor both = be->empty(DType::F32, {3, 10});
+    be->swigluBackwardStacked(dout, gate, up, both);
+    const std::vector<float> g = be->download(dg), u = be->download(du), b = be->download(both);
+    for (std::size_t r = 0; r < 3; ++r) {
+      for (std::size_t c = 0; c < 5; ++c) {
+        QCOMPARE(b[r * 10 + c], g[r * 5 + c]);
+        QCOMPARE(b[r * 10 + 5 + c], u[r * 5 + c]);
+      }
+    }
+    Tensor narrow = be->empty(DType::F32, {3, 9});
+    QVERIFY(throwsWith<ShapeError>([&] { be->swigluBackwardStacked(dout, gate, up, narrow); },
+                                   {"dGateUp", "[3, 10]"}));
   }
 
   // gelu_pytorch_tanh(g) = ½·g·(1 + tanh(√(2/π)·(g + 0.044715·g³))), as transformers' Gemma MLP.

@@ -68,6 +68,8 @@ class HipBackend final : public Backend {
   void gegluBackward(const Tensor& dout, const Tensor& gate, const Tensor& up, Tensor& dgate,
                      Tensor& dup) override;
   void multiplyInPlace(Tensor& x, const Tensor& y) override;
+  void swigluBackwardStacked(const Tensor& dout, const Tensor& gate, const Tensor& up,
+                             Tensor& dGateUp) override;
   void stackColumns(std::span<const Tensor* const> parts, Tensor& dst) override;
   void lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
                           std::span<const std::int32_t> targets, float gradScale, Tensor& losses,

@@ -53,6 +53,14 @@ void HipBackend::swigluBackward(const Tensor& dout, const Tensor& gate, const Te
                       gate.numel(), dgate.as<std::uint16_t>(), dup.as<std::uint16_t>(), stream_);
 }
 
+void HipBackend::swigluBackwardStacked(const Tensor& dout, const Tensor& gate, const Tensor& up,
+                                       Tensor& dGateUp) {
+  checkSwigluBackwardStackedArgs(caps_, dout, gate, up, dGateUp);
+  hip::swigluBackwardStacked(dout.as<std::uint16_t>(), gate.as<std::uint16_t>(),
+                             up.as<std::uint16_t>(), gate.dim(0), gate.dim(1),
+                             dGateUp.as<std::uint16_t>(), stream_);
+}
+
 void HipBackend::gegluForward(const Tensor& gate, const Tensor& up, Tensor& out) {
   checkSwigluArgs(caps_, gate, up, out);
   hip::gegluForward(gate.as<std::uint16_t>(), up.as<std::uint16_t>(), gate.numel(),
@@ -97,7 +105,7 @@ void HipBackend::stackColumns(std::span<const Tensor* const> parts, Tensor& dst)
   requireDType("stack_columns", "dst", dst, DType::BF16);
   std::int64_t first = 0;
   for (const Tensor* part : parts) {
-    hip::copyColumns(part->as<std::uint16_t>(), part->dim(0), part->dim(1),
+    hip::copyColumns(part->as<std::uint16_t>(), part->dim(0), part->dim(1), part->dim(1),
                      dst.as<std::uint16_t>() + first, dst.dim(1), stream_);
     first += part->dim(1);
   }

@@ -188,26 +188,37 @@ void HipBackend::loraOutputProducts(std::span<const LoraOutputSite> sites, float
     batch.clear();
   };
   for (const LoraOutputSite& s : sites) {
-    // The shapes of the two products the kernel computes (ShapeError naming the operand).
-    checkMatmulArgs(caps_, *s.dy, true, *s.uT, true, *s.gradB);
-    checkMatmulArgs(caps_, *s.b, true, *s.dy, true, *s.gT);
+    // dy's block and the two products' shapes (ShapeError naming the operand).
+    const std::int64_t n = checkLoraOutputSite(caps_, s);
     const std::int64_t tokens = s.dy->dim(0);
-    const std::int64_t n = s.dy->dim(1);
+    const std::int64_t dyLd = s.dy->dim(1);
     const std::int64_t rank = s.uT->dim(0);
     const bool bf16Operands = s.dy->dtype() == DType::BF16 && s.b->dtype() == DType::BF16 &&
                               s.uT->dtype() == DType::BF16 && s.gT->dtype() == DType::BF16;
+    const auto* dy = s.dy->as<std::uint16_t>() + (bf16Operands ? s.dyColumn : 0);
     if (!bf16Operands || s.gradB->dtype() != DType::F32 ||
-        !loraOutputProductsServe(s.dy->as<std::uint16_t>(), s.b->as<std::uint16_t>(),
-                                 s.uT->as<std::uint16_t>(), tokens, n, rank)) {
-      Backend::loraOutputProducts(std::span(&s, 1), scale);
+        !loraOutputProductsServe(dy, dyLd, s.b->as<std::uint16_t>(), s.uT->as<std::uint16_t>(),
+                                 tokens, n, rank)) {
+      // The two GEMMs; a column block is copied out first (the default reads host memory).
+      Tensor block;
+      LoraOutputSite dense = s;
+      if (n != dyLd) {
+        requireDType("lora_output_products", "dy", *s.dy, DType::BF16);
+        block = empty(DType::BF16, {tokens, n});
+        hip::copyColumns(s.dy->as<std::uint16_t>() + s.dyColumn, tokens, n, dyLd,
+                         block.as<std::uint16_t>(), n, stream_);
+        dense.dy = &block;
+        dense.dyColumn = 0;
+      }
+      Backend::loraOutputProducts(std::span(&dense, 1), scale);
       continue;
     }
     if (!batch.empty() &&
         (tokens != batchTokens || rank != batchRank || batch.size() == kLoraOutputLaunchSites)) {
       flush();
     }
-    batch.push_back({s.dy->as<std::uint16_t>(), s.b->as<std::uint16_t>(), s.uT->as<std::uint16_t>(),
-                     n, s.gradB->as<float>(), s.gT->as<std::uint16_t>()});
+    batch.push_back({dy, s.b->as<std::uint16_t>(), s.uT->as<std::uint16_t>(), n, dyLd,
+                     s.gradB->as<float>(), s.gT->as<std::uint16_t>()});
     batchTokens = tokens;
     batchRank = rank;
   }

@@ -27,6 +27,11 @@ void swigluForward(const std::uint16_t* gate, const std::uint16_t* up, std::int6
 void swigluBackward(const std::uint16_t* dout, const std::uint16_t* gate, const std::uint16_t* up,
                     std::int64_t count, std::uint16_t* dgate, std::uint16_t* dup,
                     hipStream_t stream);
+// The same into dGateUp (rows, 2·cols) = [dgate | dup] (Backend::swigluBackwardStacked); the
+// inputs (rows, cols).
+void swigluBackwardStacked(const std::uint16_t* dout, const std::uint16_t* gate,
+                           const std::uint16_t* up, std::int64_t rows, std::int64_t cols,
+                           std::uint16_t* dGateUp, hipStream_t stream);
 
 // out = gelu_tanh(gate) ⊙ up, and its gradients (Backend::gegluForward/Backward); all (count)
 // bf16
@@ -42,9 +47,10 @@ void softcapInPlace(std::uint16_t* x, std::int64_t count, float cap, hipStream_t
 
 // x += y and x ⊙= y, in place; x, y (count) bf16
 void addInPlace(std::uint16_t* x, const std::uint16_t* y, std::int64_t count, hipStream_t stream);
-// dst (rows, dstCols) bf16, from its column `first` (dst points there): ← src (rows, cols).
-void copyColumns(const std::uint16_t* src, std::int64_t rows, std::int64_t cols, std::uint16_t* dst,
-                 std::int64_t dstCols, hipStream_t stream);
+// dst ← src, (rows, cols) bf16 each, their rows srcLd and dstLd elements apart: one part of a
+// side-by-side stack (dst points at its first column), or a column block of a wider tensor.
+void copyColumns(const std::uint16_t* src, std::int64_t rows, std::int64_t cols, std::int64_t srcLd,
+                 std::uint16_t* dst, std::int64_t dstLd, hipStream_t stream);
 void multiplyInPlace(std::uint16_t* x, const std::uint16_t* y, std::int64_t count,
                      hipStream_t stream);
 // x[r] += bias: x (rows, dim) bf16, bias (dim) bf16 or f32

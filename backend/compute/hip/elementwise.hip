@@ -129,10 +129,13 @@ __global__ void swigluForwardKernel(const hip_bfloat16* gate, const hip_bfloat16
   }
 }
 
-template <int P>
+// Stacked: dgate and dup are the halves of one (rows, 2·cols) tensor (dgate at its column 0, dup at
+// its column cols), element i of the inputs at i + (i / cols)·cols; else both dense like the
+// inputs. A pack never straddles a row (cols is a multiple of P when stacked).
+template <int P, bool Stacked>
 __global__ void swigluBackwardKernel(const hip_bfloat16* dout, const hip_bfloat16* gate,
-                                     const hip_bfloat16* up, long long count, hip_bfloat16* dgate,
-                                     hip_bfloat16* dup) {
+                                     const hip_bfloat16* up, long long count, long long cols,
+                                     hip_bfloat16* dgate, hip_bfloat16* dup) {
   for (long long i = firstIndex() * P; i < count; i += gridStride() * P) {
     float g[P], u[P], d[P], dg[P], du[P];
     loadPack(gate, i, g);
@@ -144,8 +147,9 @@ __global__ void swigluBackwardKernel(const hip_bfloat16* dout, const hip_bfloat1
       du[k] = d[k] * g[k] * s;
       dg[k] = d[k] * u[k] * s * (1.0f + g[k] * (1.0f - s));
     }
-    storePack(dup, i, du);
-    storePack(dgate, i, dg);
+    const long long o = Stacked ? i + i / cols * cols : i;
+    storePack(dup, o, du);
+    storePack(dgate, o, dg);
   }
 }
 
@@ -472,9 +476,25 @@ void swigluBackward(const std::uint16_t* dout, const std::uint16_t* gate, const 
     return;
   }
   const int pack = packable(count, dout, gate, up, dgate, dup) ? kPack : 1;
-  launch("swiglu_backward", pack == kPack ? swigluBackwardKernel<kPack> : swigluBackwardKernel<1>,
+  launch("swiglu_backward",
+         pack == kPack ? swigluBackwardKernel<kPack, false> : swigluBackwardKernel<1, false>,
          gridFor(count, pack), dim3(kThreads), 0, stream, asBf16(dout), asBf16(gate), asBf16(up),
-         count, asBf16(dgate), asBf16(dup));
+         count, 0LL, asBf16(dgate), asBf16(dup));
+}
+
+void swigluBackwardStacked(const std::uint16_t* dout, const std::uint16_t* gate,
+                           const std::uint16_t* up, std::int64_t rows, std::int64_t cols,
+                           std::uint16_t* dGateUp, hipStream_t stream) {
+  const long long count = rows * cols;
+  if (count == 0) {
+    return;
+  }
+  std::uint16_t* dup = dGateUp + cols;
+  const int pack = cols % kPack == 0 && packable(count, dout, gate, up, dGateUp, dup) ? kPack : 1;
+  launch("swiglu_backward",
+         pack == kPack ? swigluBackwardKernel<kPack, true> : swigluBackwardKernel<1, true>,
+         gridFor(count, pack), dim3(kThreads), 0, stream, asBf16(dout), asBf16(gate), asBf16(up),
+         count, static_cast<long long>(cols), asBf16(dGateUp), asBf16(dup));
 }
 
 void gegluForward(const std::uint16_t* gate, const std::uint16_t* up, std::int64_t count,
@@ -536,35 +556,36 @@ void multiplyInPlace(std::uint16_t* x, const std::uint16_t* y, std::int64_t coun
          gridFor(count, pack), dim3(kThreads), 0, stream, asBf16(x), asBf16(y), count);
 }
 
-// dst row r, columns 0..unitsPerRow ← src row r (dst rows dstUnitsPerRow units apart): one part of
-// a side-by-side stack (HipBackend::stackColumns).
+// dst row r, columns 0..unitsPerRow ← src row r, the rows srcUnitsPerRow and dstUnitsPerRow units
+// apart (HipBackend::stackColumns' parts, a column block of a LoRA site's dy).
 template <typename Unit>
-__global__ void copyColumnsKernel(const Unit* __restrict__ src, long long unitsPerRow,
-                                  long long units, Unit* __restrict__ dst,
+__global__ void copyColumnsKernel(const Unit* __restrict__ src, long long srcUnitsPerRow,
+                                  long long unitsPerRow, long long units, Unit* __restrict__ dst,
                                   long long dstUnitsPerRow) {
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < units;
        i += stride) {
     const long long r = i / unitsPerRow;
-    dst[r * dstUnitsPerRow + (i - r * unitsPerRow)] = src[i];
+    const long long c = i - r * unitsPerRow;
+    dst[r * dstUnitsPerRow + c] = src[r * srcUnitsPerRow + c];
   }
 }
 
-void copyColumns(const std::uint16_t* src, std::int64_t rows, std::int64_t cols, std::uint16_t* dst,
-                 std::int64_t dstCols, hipStream_t stream) {
+void copyColumns(const std::uint16_t* src, std::int64_t rows, std::int64_t cols, std::int64_t srcLd,
+                 std::uint16_t* dst, std::int64_t dstLd, hipStream_t stream) {
   const long long count = rows * cols;
   if (count == 0) {
     return;
   }
   constexpr long long kPerUnit = sizeof(uint4) / sizeof(std::uint16_t);
-  if (cols % kPerUnit == 0 && dstCols % kPerUnit == 0 && gpu::alignedTo(src, 16) &&
-      gpu::alignedTo(dst, 16)) {
+  if (cols % kPerUnit == 0 && srcLd % kPerUnit == 0 && dstLd % kPerUnit == 0 &&
+      gpu::alignedTo(src, 16) && gpu::alignedTo(dst, 16)) {
     launch("stack_columns", copyColumnsKernel<uint4>, gridFor(count / kPerUnit), dim3(kThreads), 0,
-           stream, reinterpret_cast<const uint4*>(src), cols / kPerUnit, count / kPerUnit,
-           reinterpret_cast<uint4*>(dst), dstCols / kPerUnit);
+           stream, reinterpret_cast<const uint4*>(src), srcLd / kPerUnit, cols / kPerUnit,
+           count / kPerUnit, reinterpret_cast<uint4*>(dst), dstLd / kPerUnit);
   } else {
     launch("stack_columns", copyColumnsKernel<std::uint16_t>, gridFor(count), dim3(kThreads), 0,
-           stream, src, cols, count, dst, dstCols);
+           stream, src, srcLd, cols, count, dst, dstLd);
   }
 }
 

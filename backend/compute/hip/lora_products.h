@@ -12,8 +12,9 @@
 namespace lorascope::compute::hip {
 
 // Whether the kernel serves this product on the current device: matrix cores, a rank it takes
-// (loraOutputRankServed), n and tokens multiples of 8, dy, b and uT on 16 bytes.
-bool loraOutputProductsServe(const std::uint16_t* dy, const std::uint16_t* b,
+// (loraOutputRankServed), n, dy's row stride dyLd and tokens multiples of 8, dy, b and uT on 16
+// bytes.
+bool loraOutputProductsServe(const std::uint16_t* dy, std::int64_t dyLd, const std::uint16_t* b,
                              const std::uint16_t* uT, std::int64_t tokens, std::int64_t n,
                              std::int64_t rank);
 
@@ -21,12 +22,14 @@ bool loraOutputProductsServe(const std::uint16_t* dy, const std::uint16_t* b,
 inline constexpr std::size_t kLoraOutputLaunchSites = 4;
 
 // One site: gT (rank, tokens) = bf16(scale·bᵀ·dyᵀ) and gradB (n, rank) += scale·dyᵀ·uTᵀ, reading dy
-// once:   dy (tokens, n) bf16   b (n, rank) bf16   uT (rank, tokens) bf16   gradB (n, rank) f32
+// once:   dy (tokens, n) bf16, its rows dyLd elements apart (a column block of a wider tensor when
+// dyLd > n)   b (n, rank) bf16   uT (rank, tokens) bf16   gradB (n, rank) f32
 struct LoraOutputJob {
   const std::uint16_t* dy = nullptr;
   const std::uint16_t* b = nullptr;
   const std::uint16_t* uT = nullptr;
   std::int64_t n = 0;
+  std::int64_t dyLd = 0;
   float* gradB = nullptr;
   std::uint16_t* gT = nullptr;
 };

@@ -75,6 +75,7 @@ struct SiteArgs {
   hip_bfloat16* gT;
   float* gradB;
   long long n;
+  long long dyLd;  // elements between dy's rows (n, or more for a column block)
   long long slabTokens;
   long long firstSum;
   int slices;
@@ -130,6 +131,7 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kWaves* gpu::kWaveSize, 4)
   const long long tokens = args.tokens;
   const int rank = args.rank;
   const hip_bfloat16* dy = site.dy;
+  const long long dyLd = site.dyLd;
   const hip_bfloat16* b = site.b;
   const hip_bfloat16* uT = site.uT;
   const long long n = site.n;
@@ -161,7 +163,7 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kWaves* gpu::kWaveSize, 4)
       const int r = idx / piecesPerRow;
       const int c = idx % piecesPerRow * 8;
       const bool inside = tt + r < tEnd && c0 + c < n;
-      mma::copy16Async(dst + r * kDyLd + c, inside ? dy + (tt + r) * n + c0 + c : dy, inside);
+      mma::copy16Async(dst + r * kDyLd + c, inside ? dy + (tt + r) * dyLd + c0 + c : dy, inside);
     }
     hip_bfloat16* uDst = uTiles + buffer * kUTileElems;
     constexpr int uPiecesPerRow = kTileTokens / 8;
@@ -334,11 +336,12 @@ constexpr int kSumThreads = 256;
 
 }  // namespace
 
-bool loraOutputProductsServe(const std::uint16_t* dy, const std::uint16_t* b,
+bool loraOutputProductsServe(const std::uint16_t* dy, std::int64_t dyLd, const std::uint16_t* b,
                              const std::uint16_t* uT, std::int64_t tokens, std::int64_t n,
                              std::int64_t rank) {
-  return loraOutputRankServed(rank) && n % 8 == 0 && tokens % 8 == 0 && gpu::alignedTo(dy, 16) &&
-         gpu::alignedTo(b, 16) && gpu::alignedTo(uT, 16) && currentMatrixCores().available;
+  return loraOutputRankServed(rank) && n % 8 == 0 && dyLd % 8 == 0 && tokens % 8 == 0 &&
+         gpu::alignedTo(dy, 16) && gpu::alignedTo(b, 16) && gpu::alignedTo(uT, 16) &&
+         currentMatrixCores().available;
 }
 
 std::int64_t loraOutputPartialFloats(const LoraOutputJob* sites, std::size_t count,
@@ -376,6 +379,7 @@ void loraOutputProducts(const LoraOutputJob* sites, std::size_t count, std::int6
     site.gT = reinterpret_cast<hip_bfloat16*>(job.gT);
     site.gradB = job.gradB;
     site.n = job.n;
+    site.dyLd = job.dyLd;
     site.slabTokens = plan.slabTokens;
     site.slices = static_cast<int>(plan.slices);
     site.slabs = static_cast<int>(plan.slabs);
