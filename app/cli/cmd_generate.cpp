@@ -15,6 +15,7 @@
 #include "job/CliArgs.h"
 #include "job/Generation.h"
 #include "model/WeightQuantization.h"  // defines: parseQuantization
+#include "runs/RunFolder.h"            // defines: runModelPath
 
 namespace lorascope::cli {
 
@@ -125,7 +126,8 @@ int runGenerate(const Args& args) {
     job::refuseRunAsModel(*model, "--model", "give it as --adapter " + *model);
   }
   if (!model && !adapter.empty()) {
-    model = job::runBaseModel(common::pathFromUtf8(adapter));
+    // A run's base model; none for a PEFT adapter, whose base is a name that need not be here.
+    model = runs::runModelPath(common::pathFromUtf8(adapter));
   }
   if (!model) {
     throw job::UsageError(

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -115,13 +116,9 @@ fs::path resolveAdapterDir(const fs::path& runOrDir) {
                    "adapter/ or a checkpoint; give a PEFT adapter folder or a run folder");
 }
 
-std::optional<std::string> runBaseModel(const fs::path& runOrDir) {
-  return runs::runModelPath(runOrDir);  // a model folder's config.json is not a run's
-}
-
 void refuseRunAsModel(const std::string& dir, const std::string& given,
                       const std::string& instead) {
-  if (const std::optional<std::string> base = runBaseModel(common::pathFromUtf8(dir))) {
+  if (const std::optional<std::string> base = runs::runModelPath(common::pathFromUtf8(dir))) {
     throw UsageError(given + " " + dir + " is a LoRAscope run, not a model folder (it trained on " +
                      *base + "): " + instead);
   }

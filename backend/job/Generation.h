@@ -23,7 +23,6 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <set>
 #include <span>
 #include <string>
@@ -59,9 +58,6 @@ std::int32_t pickToken(std::span<const float> logits, const SamplingOptions& opt
 // The PEFT adapter folder `runOrDir` names: the folder itself (adapter_config.json), a run's
 // final adapter/, or else its newest checkpoint. Throws UsageError naming the path otherwise.
 std::filesystem::path resolveAdapterDir(const std::filesystem::path& runOrDir);
-// The base model a run folder trained on (its config.json's model_path); nullopt for any other
-// folder (a PEFT adapter's base is a name that need not be on this machine).
-std::optional<std::string> runBaseModel(const std::filesystem::path& runOrDir);
 // Throws UsageError when `dir`, given where a model folder is asked for (`given`, e.g. "--model"),
 // is a LoRAscope run: its config.json is the run's, which no model reader parses. The message
 // names the model the run trained on and says `instead` (what to give).
