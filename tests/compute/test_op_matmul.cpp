@@ -1,9 +1,9 @@
 // test_op_matmul.cpp — the CPU matmul (compute/cpu/matmul.cpp) against a naive double loop:
-// every transpose, alpha/beta, bf16 weights widened block by block, f16 weights, the shape
-// check, matmulGroup (one launch for several products) against the products one by one,
-// loraOutputProducts (the LoRA backward's dB and gᵀ from a site's dy, or a column block of a wider
-// one), and projectionProducts (a frozen projection with its bias and LoRA term). Its GPU twin is
-// checked in backend/parity/cases_gemm.cpp.
+// every transpose, alpha/beta, the skinny products' kernels, bf16 weights widened block by block,
+// f16 weights, the shape check, matmulGroup (one launch for several products) against the products
+// one by one, loraOutputProducts (the LoRA backward's dB and gᵀ from a site's dy, or a column block
+// of a wider one), and projectionProducts (a frozen projection with its bias and LoRA term). Its
+// GPU twin is checked in backend/parity/cases_gemm.cpp.
 #include <QtTest>
 
 #include <array>
@@ -66,6 +66,32 @@ class TestOpMatmul : public QObject {
         checkMatmul(4, 6, 9, ta, tb, DType::F32, 0.5f, 1.0f);  // accumulate, as a gradient does
       }
     }
+  }
+
+  // Products with a side of at most 32 (cpu/skinny_gemm.h: the LoRA's rank) take the vector
+  // kernels: rows of c updated by rows of b, or dot products of contiguous rows, every layout of
+  // the operands, tails of every kernel, at 1 thread and split over 3; one product has no short
+  // side (OpenBLAS) and one is a decoding step's single row.
+  void skinnyProductsMatchTheNaiveLoop() {
+    const int threadsBefore = cpu::cpuThreads();
+    for (int threads : {1, 3}) {
+      cpu::setCpuThreads(threads);
+      for (const auto& [m, n, k] : std::vector<std::array<int, 3>>{{8, 300, 1030},
+                                                                   {24, 77, 1030},
+                                                                   {300, 8, 1030},
+                                                                   {1030, 16, 45},
+                                                                   {1, 500, 256},
+                                                                   {33, 40, 50}}) {
+        for (bool ta : {false, true}) {
+          for (bool tb : {false, true}) {
+            checkMatmul(m, n, k, ta, tb, DType::F32, 1.0f, 0.0f);
+            checkMatmul(m, n, k, ta, tb, DType::F32, 0.5f, 1.0f);
+            checkMatmul(m, n, k, ta, tb, DType::F32, 2.0f, 0.25f);
+          }
+        }
+      }
+    }
+    cpu::setCpuThreads(threadsBefore);
   }
 
   // 2100 × 2048 bf16 is more than one 4 Mi-float scratch block: both blocking paths are used.

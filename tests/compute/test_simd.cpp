@@ -1,6 +1,7 @@
 // test_simd.cpp — compute/cpu/simd: every vector kernel of every instruction set this CPU runs
 // (generic, AVX2, AVX-512) against the generic kernels and against plain double loops, over
-// lengths that leave every possible tail (1 to 67 elements, and 1000); exp within 2 ulp of
+// lengths that leave every possible tail (1 to 67 elements, and 1000), the skinny products' row
+// kernels over shapes that leave every block's remainder; exp within 2 ulp of
 // std::exp like the generic lanes; the dispatch picks the widest level the CPU runs. Qt-free.
 #include <algorithm>
 #include <cmath>
@@ -166,6 +167,99 @@ void checkLevel(const cpu::SimdKernels& k, std::int64_t n, std::mt19937& rng) {
   check(exact, at + ": scale, add and multiply are exact IEEE operations", 0);
 }
 
+// accumulateRows and dotRows (cpu/skinny_gemm.h's kernels; the generic table has none) against
+// double loops: rows and terms that leave every block's remainder, row strides wider than the
+// rows (the columns between must keep their guard), and beta 0 (y not read: it holds NaN), 1 and
+// another.
+void checkProducts(const cpu::SimdKernels& k, std::int64_t rows, std::int64_t terms, std::int64_t n,
+                   std::mt19937& rng) {
+  const std::string at = std::string(cpu::simdLevelName(k.level)) +
+                         " rows=" + std::to_string(rows) + " terms=" + std::to_string(terms) +
+                         " n=" + std::to_string(n);
+  if (k.accumulateRows == nullptr || k.dotRows == nullptr) {
+    check(k.level == cpu::SimdLevel::Generic, at + ": only the generic table lacks the products",
+          0);
+    return;
+  }
+  const float guard = 12345.0f;
+  const std::int64_t ld = n + 3;  // rows of y and x, 3 guard columns each
+  const std::vector<float> x = randomVector(rng, static_cast<std::size_t>(terms * ld), -1.0f, 1.0f);
+  const std::vector<float> coef =
+      randomVector(rng, static_cast<std::size_t>(rows * (terms + 1)), -1.0f, 1.0f);
+  const std::vector<float> y0 = randomVector(rng, static_cast<std::size_t>(rows * ld), -1.0f, 1.0f);
+  for (const float beta : {0.0f, 1.0f, 0.5f}) {
+    std::vector<float> y = y0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t i = 0; i < ld; ++i) {
+        y[static_cast<std::size_t>(r * ld + i)] =
+            i >= n ? guard
+                   : (beta == 0.0f ? std::nanf("") : y0[static_cast<std::size_t>(r * ld + i)]);
+      }
+    }
+    k.accumulateRows(y.data(), ld, rows, x.data(), ld, terms, coef.data(), terms + 1, n, beta);
+    std::vector<float> got;
+    std::vector<double> want;
+    bool guarded = true;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t i = 0; i < ld; ++i) {
+        const float v = y[static_cast<std::size_t>(r * ld + i)];
+        if (i >= n) {
+          guarded = guarded && v == guard;
+          continue;
+        }
+        double sum = beta == 0.0f ? 0.0 : beta * double{y0[static_cast<std::size_t>(r * ld + i)]};
+        for (std::int64_t j = 0; j < terms; ++j) {
+          sum += double{coef[static_cast<std::size_t>(r * (terms + 1) + j)]} *
+                 x[static_cast<std::size_t>(j * ld + i)];
+        }
+        got.push_back(v);
+        want.push_back(sum);
+      }
+    }
+    check(guarded, at + ": accumulateRows writes only its rows' n columns", beta);
+    check(worstRelative(got, want, 1.0) <= 1e-5,
+          at + ": accumulateRows, beta " + std::to_string(beta), worstRelative(got, want, 1.0));
+  }
+
+  // dotRows: a's `terms` rows against b's `rows` rows, both of length n, out transposed
+  // (ldOutRow 1, ldOutCol terms + 2: the last two of each column are guards).
+  const std::int64_t outLd = terms + 2;
+  const std::vector<float> out0 =
+      randomVector(rng, static_cast<std::size_t>(rows * outLd), -1.0f, 1.0f);
+  for (const float beta : {0.0f, 0.75f}) {
+    std::vector<float> out = out0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      out[static_cast<std::size_t>(r * outLd + terms)] = guard;
+      out[static_cast<std::size_t>(r * outLd + terms + 1)] = guard;
+      if (beta == 0.0f) {
+        for (std::int64_t i = 0; i < terms; ++i) {
+          out[static_cast<std::size_t>(r * outLd + i)] = std::nanf("");
+        }
+      }
+    }
+    k.dotRows(x.data(), ld, terms, y0.data(), ld, rows, n, out.data(), 1, outLd, 1.5f, beta);
+    std::vector<float> got;
+    std::vector<double> want;
+    bool guarded = true;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      guarded = guarded && out[static_cast<std::size_t>(r * outLd + terms)] == guard &&
+                out[static_cast<std::size_t>(r * outLd + terms + 1)] == guard;
+      for (std::int64_t i = 0; i < terms; ++i) {
+        double dot = 0;
+        for (std::int64_t c = 0; c < n; ++c) {
+          dot += double{x[static_cast<std::size_t>(i * ld + c)]} *
+                 y0[static_cast<std::size_t>(r * ld + c)];
+        }
+        got.push_back(out[static_cast<std::size_t>(r * outLd + i)]);
+        want.push_back(1.5 * dot + beta * double{out0[static_cast<std::size_t>(r * outLd + i)]});
+      }
+    }
+    check(guarded, at + ": dotRows writes only its outputs", beta);
+    check(worstRelative(got, want, 1.0) <= 1e-5, at + ": dotRows, beta " + std::to_string(beta),
+          worstRelative(got, want, 1.0));
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -184,6 +278,13 @@ int main() {
       checkLevel(*k, n, rng);
     }
     checkLevel(*k, 1000, rng);
+    for (const std::int64_t rows : {1, 3, 4, 7, 8}) {
+      for (const std::int64_t terms : {1, 5, 16, 37}) {
+        for (const std::int64_t n : {1, 15, 16, 33, 300}) {
+          checkProducts(*k, rows, terms, n, rng);
+        }
+      }
+    }
     std::printf("%s: checked\n", cpu::simdLevelName(level));
   }
   check(cpu::simdKernels(cpu::SimdLevel::Generic) != nullptr, "the generic level always exists", 0);

@@ -25,11 +25,10 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <vector>
 
 #include "compute/cpu/matmul.h"    // defines: cpu::sgemm
 #include "compute/cpu/op_times.h"  // defines: OpTimer
-#include "compute/cpu/parallel.h"  // defines: parallelFor
+#include "compute/cpu/parallel.h"  // defines: parallelFor, threadScratch
 #include "compute/cpu/simd.h"      // defines: simd (exp, sums, the softmax gradient rows)
 
 namespace lorascope::compute::cpu {
@@ -106,16 +105,6 @@ void softcapRow(float* row, KeySpan span, float cap) {
   }
 }
 
-// A per-thread scratch buffer of at least `floats` (kept between calls: no allocation per tile).
-float* threadScratch(int which, std::int64_t floats) {
-  thread_local std::vector<float> buffers[2];
-  std::vector<float>& buffer = buffers[which];
-  if (static_cast<std::int64_t>(buffer.size()) < floats) {
-    buffer.resize(static_cast<std::size_t>(floats));
-  }
-  return buffer.data();
-}
-
 // row (keys) holds scores; those in `span` are real, the rest masked. Leaves the unnormalised
 // probabilities exp(s − max) in place (0 where masked) and returns log Σ and 1/Σ.
 struct RowSoftmax {
@@ -156,10 +145,11 @@ void attentionForward(const float* q, const float* k, const float* v, AttentionD
     const std::int64_t tokenAt = (b * seq + t.first) * qRow + h * headDim;
     const float* kHead = k + (b * seq + t.keyStart) * kvRow + h / group * headDim;
     const float* vHead = v + (b * seq + t.keyStart) * kvRow + h / group * headDim;
-    float* probs = threadScratch(0, t.rows * t.keys);  // (rows, keys)
+    float* probs =
+        threadScratch(ScratchSlot::AttentionProbabilities, t.rows * t.keys);  // (rows, keys)
     sgemm(q + tokenAt, false, qRow, kHead, true, kvRow, probs, t.keys, {t.rows, t.keys, headDim},
           scale, 0.0f);
-    float* inverseSums = threadScratch(1, t.rows);
+    float* inverseSums = threadScratch(ScratchSlot::AttentionSecond, t.rows);
     for (std::int64_t r = 0; r < t.rows; ++r) {
       const KeySpan span = visibleKeys(t, t.first + r, mask);
       if (softcap > 0.0f) {
@@ -214,8 +204,10 @@ void attentionBackward(const float* dout, const float* q, const float* k, const 
       const std::int64_t tokenAt = (b * seq + t.first) * qRow + h * headDim;
       const std::int64_t keyAt = kvAt + t.keyStart * kvRow;  // the tile's first key in k, v
       const std::int64_t keyGradAt = t.keyStart * ldKv;      // ... in dkHead, dvHead
-      float* probs = threadScratch(0, t.rows * t.keys);      // (rows, keys) P
-      float* dprobs = threadScratch(1, t.rows * t.keys);     // (rows, keys) dP, then dS
+      float* probs =
+          threadScratch(ScratchSlot::AttentionProbabilities, t.rows * t.keys);  // (rows, keys) P
+      float* dprobs =
+          threadScratch(ScratchSlot::AttentionSecond, t.rows * t.keys);  // (rows, keys) dP, then dS
       sgemm(q + tokenAt, false, qRow, k + keyAt, true, kvRow, probs, t.keys,
             {t.rows, t.keys, headDim}, scale, 0.0f);
       sgemm(dout + tokenAt, false, qRow, v + keyAt, true, kvRow, dprobs, t.keys,

@@ -18,6 +18,7 @@
 #include "compute/Errors.h"
 #include "compute/cpu/op_times.h"  // defines: OpTimer
 #include "compute/cpu/parallel.h"  // defines: parallelFor, cpuThreadsHere, keepBlasSingleThreaded
+#include "compute/cpu/skinny_gemm.h"  // defines: skinnySgemm
 
 namespace lorascope::compute::cpu {
 namespace {
@@ -38,6 +39,9 @@ blasint toBlasInt(std::int64_t v) {
 void sgemmOneThread(const float* a, bool transposeA, std::int64_t lda, const float* b,
                     bool transposeB, std::int64_t ldb, float* c, std::int64_t ldc, std::int64_t m,
                     std::int64_t n, std::int64_t k, float alpha, float beta) {
+  if (skinnySgemm(a, transposeA, lda, b, transposeB, ldb, c, ldc, m, n, k, alpha, beta)) {
+    return;
+  }
   keepBlasSingleThreaded();
   cblas_sgemm(CblasRowMajor, transposeA ? CblasTrans : CblasNoTrans,
               transposeB ? CblasTrans : CblasNoTrans, static_cast<blasint>(m),

@@ -22,6 +22,7 @@
 #include "compute/cpu/parallel.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -237,6 +238,15 @@ void parallelFor(std::int64_t count, const std::function<void(std::int64_t)>& bo
   tInsideJob = true;
   gPool->run(count, body);
   tInsideJob = false;
+}
+
+float* threadScratch(ScratchSlot slot, std::int64_t floats) {
+  thread_local std::array<std::vector<float>, kScratchSlots> buffers;
+  std::vector<float>& buffer = buffers.at(static_cast<std::size_t>(slot));
+  if (static_cast<std::int64_t>(buffer.size()) < floats) {
+    buffer.resize(static_cast<std::size_t>(floats));
+  }
+  return buffer.data();
 }
 
 void parallelRanges(std::int64_t count, std::int64_t grain,

@@ -34,4 +34,19 @@ void parallelFor(std::int64_t count, const std::function<void(std::int64_t)>& bo
 void parallelRanges(std::int64_t count, std::int64_t grain,
                     const std::function<void(std::int64_t, std::int64_t)>& body);
 
+// Per-thread scratch buffers, kept between calls (no allocation per tile or product). Each user
+// has its own slots: attention's tiles hold theirs across the sgemm calls that may need the skinny
+// products' (cpu/skinny_gemm.h).
+enum class ScratchSlot : std::uint8_t {
+  AttentionProbabilities,
+  AttentionSecond,  // the forward's inverse sums, the backward's dP then dS
+  SkinnyLeft,
+  SkinnyRight,
+  SkinnyTransposedOutput,
+};
+inline constexpr int kScratchSlots = 5;
+
+// This thread's buffer `slot`, grown to at least `floats` (its old contents are not kept).
+float* threadScratch(ScratchSlot slot, std::int64_t floats);
+
 }  // namespace lorascope::compute::cpu

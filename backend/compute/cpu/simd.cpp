@@ -102,12 +102,20 @@ void multiplyArrayGeneric(float* x, const float* y, std::int64_t count) {
   }
 }
 
-constexpr SimdKernels kSimdGeneric = {SimdLevel::Generic,     &expArray,
-                                      &sumAsDouble,           &maxOfGeneric,
-                                      &swigluForwardGeneric,  &swigluBackwardGeneric,
-                                      &rmsnormRowGeneric,     &rmsnormBackwardRowGeneric,
-                                      &softmaxGradRowGeneric, &scaleArrayGeneric,
-                                      &addArrayGeneric,       &multiplyArrayGeneric};
+constexpr SimdKernels kSimdGeneric = {SimdLevel::Generic,
+                                      &expArray,
+                                      &sumAsDouble,
+                                      &maxOfGeneric,
+                                      &swigluForwardGeneric,
+                                      &swigluBackwardGeneric,
+                                      &rmsnormRowGeneric,
+                                      &rmsnormBackwardRowGeneric,
+                                      &softmaxGradRowGeneric,
+                                      &scaleArrayGeneric,
+                                      &addArrayGeneric,
+                                      &multiplyArrayGeneric,
+                                      nullptr,
+                                      nullptr};
 
 // The widest level this CPU runs (the OS saving the wider registers included).
 SimdLevel cpuLevel() {

@@ -52,6 +52,18 @@ struct SimdKernels {
   void (*scaleArray)(float* x, std::int64_t count, float factor);       // x ·= factor
   void (*addArray)(float* x, const float* y, std::int64_t count);       // x += y
   void (*multiplyArray)(float* x, const float* y, std::int64_t count);  // x ·= y
+  // The products of cpu/skinny_gemm.h (null in the generic table: OpenBLAS serves them there).
+  // y_i[0, n) = beta·y_i + Σ_{j<terms} coef[i·ldCoef + j]·x_j[0, n) for i < rows, with
+  // y_i = y + i·ldy and x_j = x + j·ldx; beta 0 does not read y. For few rows (they stay in
+  // cache while the terms stream).
+  void (*accumulateRows)(float* y, std::int64_t ldy, std::int64_t rows, const float* x,
+                         std::int64_t ldx, std::int64_t terms, const float* coef,
+                         std::int64_t ldCoef, std::int64_t n, float beta);
+  // out[i·ldOutRow + j·ldOutCol] = alpha·Σ_{c<k} a_i[c]·b_j[c] + beta·out[…] for i < rows,
+  // j < cols, with a_i = a + i·lda and b_j = b + j·ldb; beta 0 does not read out.
+  void (*dotRows)(const float* a, std::int64_t lda, std::int64_t rows, const float* b,
+                  std::int64_t ldb, std::int64_t cols, std::int64_t k, float* out,
+                  std::int64_t ldOutRow, std::int64_t ldOutCol, float alpha, float beta);
 };
 
 // The table of the widest instruction set this CPU runs (capped by LORASCOPE_CPU_SIMD); chosen

@@ -236,10 +236,149 @@ struct VectorKernels {
     combineInPlace(x, y, count, [](F a, F b) { return V::mul(a, b); });
   }
 
+  // fn(0), fn(1), …, fn(N − 1), each index a constant once inlined: a block's accumulators
+  // stay in registers where a loop (not unrolled at -O2) would keep them in memory.
+  template <int I, int N, typename Fn>
+  static void unrolled(const Fn& fn) {
+    if constexpr (I < N) {
+      fn(I);
+      unrolled<I + 1, N>(fn);
+    }
+  }
+
+  // The columns [c, c + lanes) of accumulateRows for the terms [j, j + J) (lanes = kW, or fewer
+  // with Tail): the J rows of x loaded once, then each row of y read, updated and written once.
+  template <int J, bool Tail>
+  static void accumulateChunk(float* y, std::int64_t ldy, std::int64_t rows, const float* x,
+                              std::int64_t ldx, const float* coef, std::int64_t ldCoef,
+                              std::int64_t c, int lanes) {
+    const auto loadAt = [lanes](const float* p) {
+      if constexpr (Tail) {
+        return V::loadTail(p, lanes, 0.0f);
+      } else {
+        return V::load(p);
+      }
+    };
+    F xv[J];
+    unrolled<0, J>([&](int q) { xv[q] = loadAt(x + q * ldx + c); });
+    for (std::int64_t r = 0; r < rows; ++r) {
+      float* yr = y + r * ldy + c;
+      F acc = loadAt(yr);
+      unrolled<0, J>([&](int q) { acc = V::fma(V::set1(coef[r * ldCoef + q]), xv[q], acc); });
+      if constexpr (Tail) {
+        V::storeTail(yr, acc, lanes);
+      } else {
+        V::store(yr, acc);
+      }
+    }
+  }
+
+  template <int J>
+  static void accumulateTerms(float* y, std::int64_t ldy, std::int64_t rows, const float* x,
+                              std::int64_t ldx, const float* coef, std::int64_t ldCoef,
+                              std::int64_t n) {
+    std::int64_t c = 0;
+    for (; c + kW <= n; c += kW) {
+      accumulateChunk<J, false>(y, ldy, rows, x, ldx, coef, ldCoef, c, static_cast<int>(kW));
+    }
+    if (c < n) {
+      accumulateChunk<J, true>(y, ldy, rows, x, ldx, coef, ldCoef, c, static_cast<int>(n - c));
+    }
+  }
+
+  // Few rows of y (they stay in cache), many terms: the terms go kW at a time, each group's rows
+  // of x streamed once, in order.
+  static void accumulateRows(float* y, std::int64_t ldy, std::int64_t rows, const float* x,
+                             std::int64_t ldx, std::int64_t terms, const float* coef,
+                             std::int64_t ldCoef, std::int64_t n, float beta) {
+    if (beta != 1.0f) {
+      for (std::int64_t r = 0; r < rows; ++r) {
+        float* yr = y + r * ldy;
+        if (beta == 0.0f) {
+          for (std::int64_t i = 0; i < n; ++i) {
+            yr[i] = 0.0f;
+          }
+        } else {
+          scaleArray(yr, n, beta);
+        }
+      }
+    }
+    std::int64_t j = 0;
+    // kW terms a group: AVX-512's 32 registers hold 16 rows of x, AVX2's 16 hold 8.
+    constexpr int kTerms = static_cast<int>(kW);
+    for (; j + kTerms <= terms; j += kTerms) {
+      accumulateTerms<kTerms>(y, ldy, rows, x + j * ldx, ldx, coef + j, ldCoef, n);
+    }
+    for (; j < terms; ++j) {
+      accumulateTerms<1>(y, ldy, rows, x + j * ldx, ldx, coef + j, ldCoef, n);
+    }
+  }
+
+  // The R × C dot products of dotRows from a's and b's first rows (each lane's partial sums over
+  // k, then the lanes summed in double).
+  template <int R, int C>
+  static void dotBlock(const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+                       std::int64_t k, float* out, std::int64_t ldOutRow, std::int64_t ldOutCol,
+                       float alpha, float beta) {
+    F acc[R * C];
+    unrolled<0, R * C>([&](int e) { acc[e] = V::set1(0.0f); });
+    const auto step = [&](std::int64_t c, auto load) {
+      F bv[C];
+      unrolled<0, C>([&](int s) { bv[s] = load(b + s * ldb + c); });
+      unrolled<0, R>([&](int r) {
+        const F av = load(a + r * lda + c);
+        unrolled<0, C>([&](int s) { acc[r * C + s] = V::fma(av, bv[s], acc[r * C + s]); });
+      });
+    };
+    std::int64_t c = 0;
+    for (; c + kW <= k; c += kW) {
+      step(c, [](const float* p) { return V::load(p); });
+    }
+    if (c < k) {
+      const int lanes = static_cast<int>(k - c);
+      step(c, [lanes](const float* p) { return V::loadTail(p, lanes, 0.0f); });
+    }
+    unrolled<0, R * C>([&](int e) {
+      const F v = acc[e];
+      const auto dot = static_cast<float>(V::sum(V::dadd(V::low(v), V::high(v))));
+      float& o = out[e / C * ldOutRow + e % C * ldOutCol];
+      o = beta == 0.0f ? alpha * dot : alpha * dot + beta * o;
+    });
+  }
+
+  template <int R>
+  static void dotRowBlock(const float* a, std::int64_t lda, const float* b, std::int64_t ldb,
+                          std::int64_t cols, std::int64_t k, float* out, std::int64_t ldOutRow,
+                          std::int64_t ldOutCol, float alpha, float beta) {
+    std::int64_t j = 0;
+    for (; j + 4 <= cols; j += 4) {
+      dotBlock<R, 4>(a, lda, b + j * ldb, ldb, k, out + j * ldOutCol, ldOutRow, ldOutCol, alpha,
+                     beta);
+    }
+    for (; j < cols; ++j) {
+      dotBlock<R, 1>(a, lda, b + j * ldb, ldb, k, out + j * ldOutCol, ldOutRow, ldOutCol, alpha,
+                     beta);
+    }
+  }
+
+  static void dotRows(const float* a, std::int64_t lda, std::int64_t rows, const float* b,
+                      std::int64_t ldb, std::int64_t cols, std::int64_t k, float* out,
+                      std::int64_t ldOutRow, std::int64_t ldOutCol, float alpha, float beta) {
+    std::int64_t i = 0;
+    for (; i + 4 <= rows; i += 4) {
+      dotRowBlock<4>(a + i * lda, lda, b, ldb, cols, k, out + i * ldOutRow, ldOutRow, ldOutCol,
+                     alpha, beta);
+    }
+    for (; i < rows; ++i) {
+      dotRowBlock<1>(a + i * lda, lda, b, ldb, cols, k, out + i * ldOutRow, ldOutRow, ldOutCol,
+                     alpha, beta);
+    }
+  }
+
   static constexpr SimdKernels table(SimdLevel level) {
-    return {level,           &expArray,       &sumAsDouble, &maxOf,
-            &swigluForward,  &swigluBackward, &rmsnormRow,  &rmsnormBackwardRow,
-            &softmaxGradRow, &scaleArray,     &addArray,    &multiplyArray};
+    return {level,           &expArray,      &sumAsDouble,        &maxOf,          &swigluForward,
+            &swigluBackward, &rmsnormRow,    &rmsnormBackwardRow, &softmaxGradRow, &scaleArray,
+            &addArray,       &multiplyArray, &accumulateRows,     &dotRows};
   }
 };
 
