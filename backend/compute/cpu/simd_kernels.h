@@ -252,7 +252,7 @@ struct VectorKernels {
   static void accumulateChunk(float* y, std::int64_t ldy, std::int64_t rows, const float* x,
                               std::int64_t ldx, const float* coef, std::int64_t ldCoef,
                               std::int64_t c, int lanes) {
-    const auto loadAt = [lanes](const float* p) {
+    const auto loadAt = [&](const float* p) {
       if constexpr (Tail) {
         return V::loadTail(p, lanes, 0.0f);
       } else {
