@@ -11,7 +11,8 @@
 # that each peak RSS is that model's own, BENCH_RUNS times (default 3), ours and PyTorch's
 # interleaved. Results go to $OUT (or ./bench-results): every table in bench.txt, and in
 # bench-summary.txt the median tokens/s of the runs at each thread count with their spread
-# (min-max) and ours over PyTorch's (scripts/reference/bench_cpu_summary.py).
+# (min-max), ours over PyTorch's, and the median of each run's own ratio
+# (scripts/reference/bench_cpu_summary.py).
 # LORASCOPE_TRAIN=PATH uses a lorascope-train built elsewhere instead (a Debian 12 cpu build runs
 # on that machine; it saves the device's build minutes): no configure, no build.
 set -euo pipefail

@@ -8,7 +8,9 @@ each: a title line naming the shape ("tiny llama (...)", "qwen2.5-0.5B shape (..
 starts "torch VERSION: "), then one row per thread count: threads, tokens/s, s/step, peak RSS MiB
 (ours may be followed by its per-op profile, which is skipped). Prints, per shape and thread
 count, each program's median tokens/s over the runs with the spread (min-max) and ours over
-PyTorch's (the ratio of the medians). Exit 1 when the file holds no table or a program's rows
+PyTorch's (the ratio of the medians); where both have the same number of runs (bench_cpu.sh
+interleaves them), also the median and spread of each run's own ratio, ours over the PyTorch
+run beside it. Exit 1 when the file holds no table or a program's rows
 are missing for a thread count the other has.
 """
 
@@ -75,6 +77,12 @@ def main():
             print(f"  {t:3d} threads: ours {mo:9.0f} ({min(ours):.0f}-{max(ours):.0f}, "
                   f"{len(ours)} runs), PyTorch {mt:9.0f} ({min(theirs):.0f}-{max(theirs):.0f}, "
                   f"{len(theirs)} runs): {mo / mt:.2f}x")
+            if len(ours) == len(theirs) and len(ours) > 1:
+                # The i-th run of each, side by side in time: a machine whose speed drifts
+                # between runs moves both, and each pair's ratio cancels it.
+                paired = [o / p for o, p in zip(ours, theirs)]
+                print(f"               run by run: median {statistics.median(paired):.2f}x "
+                      f"({min(paired):.2f}-{max(paired):.2f})")
     return status
 
 
