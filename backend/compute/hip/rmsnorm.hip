@@ -1,31 +1,57 @@
 // hip/rmsnorm.hip — RMSNorm forward and backward kernels; CPU twin: cpu/rmsnorm.cpp.
-// One block per row; each thread strides over the row; sums in fp32 through blockSum.
+//
+// Note [a wave a row]: each row is one wave's: its lanes stride over the row, P values at a time,
+// and the sums run over each lane's values in order, then across the wave's lanes in a butterfly
+// (waveSum), with no shared memory and no barrier. A block had been one row: 256 threads of 8
+// values each for Llama-3.2-1B's 2048, where the block-wide sum (two barriers) outweighed the
+// work, and one value a thread for the q/k norms' rows of a head (64 or 128 values; they now
+// go in packs too). On an H200 (bench_gpu_train --prompt-percent 50 --profile-steps 3, two calls
+// of 2 rounds each beside the tree before) the forward took 0.78-0.80 ms a Llama-3.2-1B step
+// against 0.89-0.90 and 0.90-0.92 a Qwen2.5-0.5B step against 1.07-1.10; the backward 0.67-0.68
+// against 0.64 on Llama (a lane's 8 passes over 2048 values, where 256 threads had made one) and
+// 0.60-0.61 against 0.65-0.66 on Qwen. The Qwen step took 30.3-30.7 ms against 30.7-31.1; the
+// Llama step moved within its noise (44.0-44.3 ms either way). Four passes unrolled changed
+// nothing.
 #include "compute/hip/rmsnorm.h"
 
-#include "compute/hip/device_common.h"  // defines: blockSum, loadFloat
+#include "compute/hip/device_common.h"  // defines: loadPack, storePack, packable
 #include "compute/hip/launch.h"         // defines: launch
+#include "compute/hip/matrix_cores.h"   // defines: currentMatrixCores (the wave size)
 
 namespace lorascope::compute::hip {
 namespace {
 
-using gpu::blockSum;
 using gpu::loadPack;
 using gpu::packable;
 using gpu::storePack;
 
-constexpr int kThreadsPerRow = 256;  // a multiple of both wave sizes (32 and 64)
+constexpr int kRowsPerBlock = 4;  // waves a block, one row each
 
-// P: the values a thread loads at a time (gpu::kPack when the row allows, else 1: see
-// packedRows). The sums run over each thread's values in order, then across the block.
+// The sum of `value` over the wave's lanes, the same on every lane.
+__device__ inline float waveSum(float value) {
+  for (int offset = gpu::kWaveSize / 2; offset > 0; offset /= 2) {
+    value += gpu::waveShflXor(value, offset);
+  }
+  return value;
+}
+
+// P: the values a lane loads at a time (gpu::kPack when the row allows, else 1: see
+// packedRows). Block b holds rows kRowsPerBlock·b …, one a wave (Note [a wave a row]).
 
 // x, y (rows, dim); weight (dim); rstd (rows)
 template <int P, typename WeightT>
 __global__ void rmsnormForwardKernel(const hip_bfloat16* x, const WeightT* weight, float eps,
-                                     long long dim, hip_bfloat16* y, float* rstd) {
-  const long long row = blockIdx.x;
+                                     long long rows, long long dim, hip_bfloat16* y, float* rstd) {
+  const long long row = static_cast<long long>(blockIdx.x) * kRowsPerBlock +
+                        static_cast<int>(threadIdx.x) / gpu::kWaveSize;
+  if (row >= rows) {
+    return;
+  }
+  const long long first = static_cast<long long>(threadIdx.x % gpu::kWaveSize) * P;
+  constexpr long long stride = static_cast<long long>(gpu::kWaveSize) * P;
   const hip_bfloat16* xRow = x + row * dim;
   float sumSquares = 0.0f;
-  for (long long i = threadIdx.x * P; i < dim; i += blockDim.x * P) {
+  for (long long i = first; i < dim; i += stride) {
     float v[P];
     loadPack(xRow, i, v);
 #pragma unroll
@@ -33,12 +59,12 @@ __global__ void rmsnormForwardKernel(const hip_bfloat16* x, const WeightT* weigh
       sumSquares += v[k] * v[k];
     }
   }
-  const float s = rsqrtf(blockSum(sumSquares) / static_cast<float>(dim) + eps);
-  if (threadIdx.x == 0) {
+  const float s = rsqrtf(waveSum(sumSquares) / static_cast<float>(dim) + eps);
+  if (first == 0) {
     rstd[row] = s;
   }
   hip_bfloat16* yRow = y + row * dim;
-  for (long long i = threadIdx.x * P; i < dim; i += blockDim.x * P) {
+  for (long long i = first; i < dim; i += stride) {
     float v[P], w[P], out[P];
     loadPack(xRow, i, v);
     loadPack(weight, i, w);
@@ -53,13 +79,19 @@ __global__ void rmsnormForwardKernel(const hip_bfloat16* x, const WeightT* weigh
 // dy, x, dx (rows, dim); weight (dim); rstd (rows). With accumulate, dx += the gradient.
 template <int P, typename WeightT>
 __global__ void rmsnormBackwardKernel(const hip_bfloat16* dy, const hip_bfloat16* x,
-                                      const WeightT* weight, const float* rstd, long long dim,
-                                      bool accumulate, hip_bfloat16* dx) {
-  const long long row = blockIdx.x;
+                                      const WeightT* weight, const float* rstd, long long rows,
+                                      long long dim, bool accumulate, hip_bfloat16* dx) {
+  const long long row = static_cast<long long>(blockIdx.x) * kRowsPerBlock +
+                        static_cast<int>(threadIdx.x) / gpu::kWaveSize;
+  if (row >= rows) {
+    return;
+  }
+  const long long first = static_cast<long long>(threadIdx.x % gpu::kWaveSize) * P;
+  constexpr long long stride = static_cast<long long>(gpu::kWaveSize) * P;
   const hip_bfloat16* xRow = x + row * dim;
   const hip_bfloat16* dyRow = dy + row * dim;
   float dotGx = 0.0f;
-  for (long long i = threadIdx.x * P; i < dim; i += blockDim.x * P) {
+  for (long long i = first; i < dim; i += stride) {
     float w[P], d[P], v[P];
     loadPack(weight, i, w);
     loadPack(dyRow, i, d);
@@ -70,9 +102,9 @@ __global__ void rmsnormBackwardKernel(const hip_bfloat16* dy, const hip_bfloat16
     }
   }
   const float s = rstd[row];
-  const float correction = blockSum(dotGx) / static_cast<float>(dim) * s * s;
+  const float correction = waveSum(dotGx) / static_cast<float>(dim) * s * s;
   hip_bfloat16* dxRow = dx + row * dim;
-  for (long long i = threadIdx.x * P; i < dim; i += blockDim.x * P) {
+  for (long long i = first; i < dim; i += stride) {
     float w[P], d[P], v[P], previous[P] = {}, out[P];
     loadPack(weight, i, w);
     loadPack(dyRow, i, d);
@@ -89,12 +121,19 @@ __global__ void rmsnormBackwardKernel(const hip_bfloat16* dy, const hip_bfloat16
   }
 }
 
-// Whether rows of `dim` go in packs: every address 16-byte aligned, dim a multiple of the pack
-// and long enough that a block's threads still share a row (q/k norms' rows of a head's 64 or
-// 128 values keep one value a thread).
+// Whether rows of `dim` go in packs: every address 16-byte aligned and dim a multiple of the
+// pack.
 template <typename... T>
 bool packedRows(long long dim, const T*... p) {
-  return dim >= 512 && packable(dim, p...);
+  return packable(dim, p...);
+}
+
+dim3 rowBlocks(std::int64_t rows) {
+  return dim3(static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock));
+}
+
+dim3 rowThreads() {
+  return dim3(static_cast<unsigned>(kRowsPerBlock * currentMatrixCores().waveSize));
 }
 
 const hip_bfloat16* asBf16(const std::uint16_t* p) {
@@ -112,10 +151,9 @@ void rmsnormForward(const std::uint16_t* x, const void* weight, bool weightIsBf1
   if (rows == 0) {
     return;
   }
-  const dim3 grid(static_cast<unsigned>(rows));
   const auto run = [&](auto kernel, const auto* w) {
-    launch("rmsnorm_forward", kernel, grid, dim3(kThreadsPerRow), 0, stream, asBf16(x), w, eps, dim,
-           asBf16(y), rstd);
+    launch("rmsnorm_forward", kernel, rowBlocks(rows), rowThreads(), 0, stream, asBf16(x), w, eps,
+           static_cast<long long>(rows), dim, asBf16(y), rstd);
   };
   if (weightIsBf16) {
     const auto* w = static_cast<const hip_bfloat16*>(weight);
@@ -134,10 +172,9 @@ void rmsnormBackward(const std::uint16_t* dy, const std::uint16_t* x, const void
   if (rows == 0) {
     return;
   }
-  const dim3 grid(static_cast<unsigned>(rows));
   const auto run = [&](auto kernel, const auto* w) {
-    launch("rmsnorm_backward", kernel, grid, dim3(kThreadsPerRow), 0, stream, asBf16(dy), asBf16(x),
-           w, rstd, dim, accumulate, asBf16(dx));
+    launch("rmsnorm_backward", kernel, rowBlocks(rows), rowThreads(), 0, stream, asBf16(dy),
+           asBf16(x), w, rstd, static_cast<long long>(rows), dim, accumulate, asBf16(dx));
   };
   if (weightIsBf16) {
     const auto* w = static_cast<const hip_bfloat16*>(weight);
