@@ -169,6 +169,14 @@ __device__ inline hip_bfloat16 floatToBf16(float v) {
 __device__ inline float waveShflXor(float v, int laneMask) {
   return __shfl_xor_sync(0xffffffffu, v, laneMask, kWaveSize);
 }
+// 2^x by the hardware's approximation alone, a result below 2^-126 flushed to zero: exp2f
+// wraps the same instruction (ex2.approx) in a rescaling that keeps such results, three more
+// instructions an element (Note [softmax's exponentials] in hip/attention_mma.hip).
+__device__ inline float exp2Fast(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 }  // namespace lorascope::gpu
 #define LORASCOPE_GPU_DEVICE_CODE 1
 #endif
@@ -275,6 +283,12 @@ __device__ inline hip_bfloat16 floatToBf16(float v) {
 }  // nearest-even
 __device__ inline float waveShflXor(float v, int laneMask) {
   return __shfl_xor(v, laneMask, kWaveSize);
+}
+// exp2f itself: v_exp_f32 alone (__builtin_amdgcn_exp2f, without exp2f's rescaling for results
+// below 2^-126) made the head-dim-128 attention forward spill a VGPR on gfx1150 and gfx1151
+// (Note [registers on RDNA] in hip/attention_mma.hip), and no AMD card here measures the gain.
+__device__ inline float exp2Fast(float x) {
+  return exp2f(x);
 }
 }  // namespace lorascope::gpu
 #define LORASCOPE_GPU_DEVICE_CODE 1

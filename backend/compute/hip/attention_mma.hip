@@ -22,6 +22,16 @@
 // and Q/dO (dk/dv) tiles stream through kStages buffers: on NVIDIA the next tile's cp.async copies
 // run while the current one is multiplied.
 //
+// Note [softmax's exponentials]: the kernels take 2^x by gpu::exp2Fast, on NVIDIA ex2.approx.ftz
+// alone, where exp2f wraps the same instruction in a test and two multiplies that keep results
+// below 2^-126: a P or a rescale that small adds nothing beside the row's largest term (1), and
+// no parity case moved. The integer and logic pipe was the kernels' busiest (Nsight Compute,
+// scripts/gpu-check.sh ncu attention: 33% of the forward's cycles, 27% of dq's). On an H200
+// (bench_gpu_train --prompt-percent 50 --profile-steps 3, 2 rounds beside the tree before in one
+// call) the Llama-3.2-1B backward took 5.30-5.31 ms a step against 5.58-5.64 and the forward
+// 1.82-1.83 against 1.90-1.91 (Qwen2.5-0.5B: 4.11 against 4.40-4.43, 1.39 against 1.45); the
+// Llama step 43.97-44.16 ms against 44.40-44.60. AMD keeps exp2f (see gpu::exp2Fast).
+//
 // Note [registers on RDNA]. WMMA's operands on RDNA are large per lane (gfx11: 16 bf16, lanes
 // 16-31 repeating lanes 0-15; gfx12: 8; MFMA: 4), and AMDGPU's scheduler hoists a pass's operand
 // loads ahead of their products: the layout that suits NVIDIA and CDNA spilled 66-440 VGPRs per
@@ -408,7 +418,7 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kForwa
         // As in the vector kernel: a row with no key seen yet (window, documents) shifts by 0.
         const float newMax = fmaxf(runningMax[sl], mma::rowMax(tileMax[sl]));
         shift[sl] = newMax == -INFINITY ? 0.0f : newMax;
-        const float rescale = exp2f(runningMax[sl] - shift[sl]);
+        const float rescale = gpu::exp2Fast(runningMax[sl] - shift[sl]);
         runningSum[sl] *= rescale;
         runningMax[sl] = newMax;
         tileMax[sl] = rescale;
@@ -425,7 +435,7 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kForwa
 #pragma unroll
         for (int e = 0; e < mma::kAccElems; ++e) {
           const int sl = mma::accSlot(e);
-          const float p = exp2f(s[kb].v[e] - shift[sl]);
+          const float p = gpu::exp2Fast(s[kb].v[e] - shift[sl]);
           runningSum[sl] += p;
           s[kb].v[e] = p;
         }
@@ -677,14 +687,14 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kDqBlo
             const bool seen =
                 !masked || visible(dims, w0 + mma::slotRow(sl), j0 + n * 16 + mma::accCol(e),
                                    waveStarts[mma::slotRow(sl)]);
-            s[n].v[e] = exp2f(seen ? s[n].v[e] - lseLog2[sl] : -INFINITY) * dp[n].v[e];
+            s[n].v[e] = gpu::exp2Fast(seen ? s[n].v[e] - lseLog2[sl] : -INFINITY) * dp[n].v[e];
           } else {
             float slope;
             const float x = capScore(dims, s[n].v[e] * scaleLog2, &slope);
             const bool seen =
                 !masked || visible(dims, w0 + mma::slotRow(sl), j0 + n * 16 + mma::accCol(e),
                                    waveStarts[mma::slotRow(sl)]);
-            const float p = seen ? exp2f(x - lseLog2[sl]) : 0.0f;
+            const float p = seen ? gpu::exp2Fast(x - lseLog2[sl]) : 0.0f;
             s[n].v[e] = p * (dp[n].v[e] - rowD[sl]) * slope;
           }
         }
@@ -858,7 +868,7 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kDkDvB
           if constexpr (tight) {
             const bool seen =
                 !masked || visible(dims, t0 + r, kw0 + mma::slotRow(mma::accSlot(e)), startTile[r]);
-            const float p = exp2f(seen ? s.v[e] - lseTile[r] : -INFINITY);
+            const float p = gpu::exp2Fast(seen ? s.v[e] - lseTile[r] : -INFINITY);
             s.v[e] = p;
             dp.v[e] = p * dp.v[e];
           } else {
@@ -866,7 +876,7 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kDkDvB
             const float x = capScore(dims, s.v[e] * scaleLog2, &slope);
             const bool seen =
                 !masked || visible(dims, t0 + r, kw0 + mma::slotRow(mma::accSlot(e)), startTile[r]);
-            const float p = seen ? exp2f(x - lseTile[r]) : 0.0f;
+            const float p = seen ? gpu::exp2Fast(x - lseTile[r]) : 0.0f;
             s.v[e] = p;
             dp.v[e] = p * (dp.v[e] - dTile[r]) * slope;
           }
