@@ -28,6 +28,20 @@
 #                                  bench_gpu_train, e.g. main's, run as lorascope-baseline).
 #                                  BENCH_WARMUP, BENCH_STEPS and BENCH_PROFILE_STEPS set the step
 #                                  counts (default 3, 20, 3).
+#   scripts/gpu-check.sh ncu [REGEX]
+#                                  there: build bench_gpu_train only (or use BENCH_PROGRAM) and run
+#                                  Nsight Compute (/usr/local/cuda/bin/ncu) on launches of
+#                                  `bench_gpu_train --shape NCU_SHAPE (llama-3.2-1b)
+#                                  --prompt-percent 50 --warmup 1 --steps 1`: with REGEX, NCU_COUNT
+#                                  (default 8) launches of the kernels whose name matches it after
+#                                  the first NCU_SKIP (default 0) of them; without, NCU_COUNT (40)
+#                                  launches after the first NCU_SKIP (1100, inside the timed
+#                                  step's forward). Sections: speed of light, occupancy, launch
+#                                  statistics, warp state, scheduler, compute and memory workload.
+#                                  ncu.csv and its table by scripts/ncu_summary.py (ncu.txt: time,
+#                                  SM and DRAM throughput, occupancy, registers, issue slots,
+#                                  eligible warps, the busiest pipeline) go to $OUT. ncu locks the
+#                                  clocks, so compare launches within one run.
 #   scripts/gpu-check.sh memory [ARGS]
 #                                  there: build bench_memory_model only and run it: the memory
 #                                  model's estimate (model/MemoryEstimate.h) beside real steps'
@@ -376,6 +390,17 @@ run_doctor() {
   exit "$status"
 }
 
+# Builds bench_gpu_train alone into build/device and prints its path (the build's errors go to
+# stderr and the status is 1 when it fails).
+build_bench_program() {
+  local out="$1"
+  configure_device_build "$out" >&2
+  cmake --build build/device --target bench_gpu_train --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
+    { grep -E "error|Error" "$out/build.log" | head -40 >&2; return 1; }
+  rm -f "$out/build.log" "$out/configure.log"
+  echo build/device/tests/bench/bench_gpu_train
+}
+
 run_bench() {
   local out="${OUT:-$repo/gpu-check-results}"
   mkdir -p "$out"
@@ -387,13 +412,7 @@ run_bench() {
   read -ra impls <<<"${BENCH_IMPLS:-vendor eager-plain compile}"
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
   export LD_LIBRARY_PATH="$repo/.device/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  if [[ -z "$program" ]]; then
-    configure_device_build "$out"
-    cmake --build build/device --target bench_gpu_train --parallel "$(nproc)" >"$out/build.log" 2>&1 ||
-      { grep -E "error|Error" "$out/build.log" | head -40; exit 1; }
-    rm -f "$out/build.log" "$out/configure.log"
-    program=build/device/tests/bench/bench_gpu_train
-  fi
+  [[ -n "$program" ]] || program="$(build_bench_program "$out")" || exit 1
   local status=0 log="$out/bench.log" results="$out/bench.jsonl" run shape impl
   for shape in "${shapes[@]}"; do
     for ((run = 1; run <= runs; ++run)); do
@@ -428,6 +447,32 @@ run_bench() {
   python3 scripts/reference/bench_gpu_summary.py "$results" | tee "$out/bench-summary.txt" ||
     status=1
   exit "$status"
+}
+
+run_ncu() {
+  local out="${OUT:-$repo/gpu-check-results}" regex="${1:-}" program="${BENCH_PROGRAM:-}"
+  mkdir -p "$out"
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/nvidia-smi.csv"
+  local ncu=/usr/local/cuda/bin/ncu
+  [[ -x "$ncu" ]] || { echo "gpu-check: Nsight Compute is not at $ncu on this machine" >&2; exit 1; }
+  export LD_LIBRARY_PATH="$repo/.device/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  [[ -n "$program" ]] || program="$(build_bench_program "$out")" || exit 1
+  local select=(--launch-skip "${NCU_SKIP:-1100}" --launch-count "${NCU_COUNT:-40}")
+  if [[ -n "$regex" ]]; then
+    select=(--kernel-name "regex:$regex" --launch-skip "${NCU_SKIP:-0}" --launch-count "${NCU_COUNT:-8}")
+  fi
+  local sections=()
+  local section
+  for section in SpeedOfLight Occupancy LaunchStats WarpStateStats SchedulerStats \
+    ComputeWorkloadAnalysis MemoryWorkloadAnalysis; do
+    sections+=(--section "$section")
+  done
+  "$ncu" "${sections[@]}" "${select[@]}" --csv --page details "$program" \
+    --shape "${NCU_SHAPE:-llama-3.2-1b}" --prompt-percent 50 --warmup 1 --steps 1 \
+    --profile-steps 0 >"$out/ncu.csv" 2>"$out/ncu.log" ||
+    { tail -20 "$out/ncu.log" >&2; exit 1; }
+  python3 scripts/ncu_summary.py "$out/ncu.csv" | tee "$out/ncu.txt"
+  exit "${PIPESTATUS[0]}"
 }
 
 run_memory() {
@@ -744,6 +789,10 @@ case "${1:-}" in
     shift
     run_memory "$@"
     ;;
+  ncu)
+    shift
+    run_ncu "$@"
+    ;;
   supervise) run_supervise ;;
   try-it) run_try_it "${2:-}" ;;
   trainers) run_trainers ;;
@@ -756,6 +805,7 @@ case "${1:-}" in
   *)
     echo "usage: scripts/gpu-check.sh prepare | run [REGEX] | parity [OP ...] | doctor |" \
       "record [PROGRAM] | loop [NAME=PROGRAM ...] | bench [SHAPE ...] | memory [ARGS] |" \
+      "ncu [REGEX] |" \
       "supervise | trainers | torchrun-nccl | try-it [DIR] |" \
       "hf RUN_DIR TEMPLATES_DIR | qlora | generate | mirror | peft-adapter BASE_DIR ADAPTER_DIR..." >&2
     exit 2
