@@ -40,8 +40,9 @@
 // - forward and dq keep no A operands of their rows in registers: Q (and dO) stay in the dynamic
 //   buffer where they were staged and are read at each use, and keys stream through a static
 //   K/V buffer (tightKeyTiles) in tiles of kTightKeys = 32, one softmax (or dq) pass per tile;
-// - the soft-cap test is taken once per pass (capScoresWithDp), and masked scores become −inf
-//   before exp2 rather than selecting after it, so that no per-element branch splits the pass;
+// - the soft-cap test is taken once per pass (capScoresWithDp; since Note [masked passes apart]
+//   on every target), and masked scores become −inf before exp2 rather than selecting after it,
+//   so that no per-element branch splits the pass;
 // - dk/dv at head dim 128 runs its query loop twice, accumulating half the head dim each time
 //   (dk and dv of 16 keys × 128 dims alone would take 128 of a lane's 256 VGPRs).
 // Every kernel then spills nothing on gfx1100-gfx1151 and gfx1200/1201; NVIDIA and CDNA compile
@@ -145,10 +146,11 @@ __device__ inline void stageRowStarts(const Dims& d, int b, int r0, int* rowStar
   }
 }
 
-// Register-tight targets only: s ← capScore(s·scaleLog2) over a pass's N score tiles and, with
-// dp, dp ← (dp − D)·slope (D = dOf(n, e)), the soft-cap test taken once per pass: per element, its
-// tanh branches split the unrolled pass into ~100 blocks across which AMDGPU keeps every
-// accumulator live.
+// s ← capScore(s·scaleLog2) over a pass's N score tiles and, with dp, dp ← (dp − D)·slope (D =
+// dOf(n, e)), the soft-cap test taken once per pass: per element, its tanh branches split the
+// unrolled pass into ~100 blocks across which AMDGPU keeps every accumulator live (Note
+// [registers on RDNA]), and on other targets they cost integer work (Note [masked passes
+// apart]).
 template <int N, typename DOf>
 __device__ inline void capScoresWithDp(const Dims& d, mma::FragC* s, mma::FragC* dp,
                                        float scaleLog2, DOf dOf) {
@@ -180,6 +182,34 @@ __device__ inline void capScoresWithDp(const Dims& d, mma::FragC* s, mma::FragC*
 template <int N>
 __device__ inline void capScores(const Dims& d, mma::FragC (&s)[N], float scaleLog2) {
   capScoresWithDp<N>(d, s, nullptr, scaleLog2, [](int, int) { return 0.0f; });
+}
+
+// Note [masked passes apart]: on targets that are not register-tight a pass's scores are capped
+// once (capScoresWithDp; in dq a 16-key tile at a time, which keeps its registers within 128) and
+// only a masked pass tests each element (hidden(n, e): the element is not visible), in a loop of
+// its own behind one wave-uniform branch. With the test folded into every element, the compiler
+// predicated it, so every element of every pass paid its compares and selects on the integer
+// pipe, the kernels' busiest (Nsight Compute: the forward's SASS at head dim 64 held 539 ISETP and
+// 155 BSSY/BSYNC pairs for 96 HMMA). On an H200 (bench_gpu_train --prompt-percent 50
+// --profile-steps 3, 2 rounds beside the tree before in one call) Llama-3.2-1B's attention
+// backward took 4.71-4.74 ms a step against 5.30-5.32 and its forward 1.56 against 1.83-1.84;
+// Qwen2.5-0.5B's 3.59 against 4.08-4.09 and 1.18 against 1.39; the Llama step 43.12-43.40 ms
+// against 43.53-43.95 and the Qwen step 29.60-29.88 against 30.57-30.95. Under ncu the forward took
+// 110 µs a call against 138, dq 134 against 147, dk/dv 186 against 220. Taking only the soft-cap
+// test out of the elements had moved the forward by 2% (1.79-1.83 to 1.76-1.77 ms). The
+// register-tight targets keep their form (Note [registers on RDNA]): s[n].v[e] ← −inf where
+// hidden.
+template <int N, typename Hidden>
+__device__ inline void maskScores(mma::FragC* s, Hidden hidden) {
+#pragma unroll
+  for (int n = 0; n < N; ++n) {
+#pragma unroll
+    for (int e = 0; e < mma::kAccElems; ++e) {
+      if (hidden(n, e)) {
+        s[n].v[e] = -INFINITY;
+      }
+    }
+  }
 }
 
 // Writes accumulator element e of a row's column c (< headDim), times factor, at p[at] (f32 or
@@ -391,8 +421,15 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kForwa
       for (int sl = 0; sl < slots; ++sl) {
         tileMax[sl] = -INFINITY;
       }
-      if constexpr (tight) {
-        capScores(dims, s, scaleLog2);
+      capScores(dims, s, scaleLog2);
+      const auto hidden = [&](int n, int e) {
+        const int row = mma::slotRow(mma::accSlot(e));
+        return !visible(dims, w0 + row, j0 + n * 16 + mma::accCol(e), waveStarts[row]);
+      };
+      if constexpr (!tight) {  // Note [masked passes apart]
+        if (masked) {
+          maskScores<keyBlocks>(s, hidden);
+        }
       }
 #pragma unroll
       for (int n = 0; n < keyBlocks; ++n) {
@@ -400,13 +437,10 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kForwa
         for (int e = 0; e < mma::kAccElems; ++e) {
           const int sl = mma::accSlot(e);
           float x = s[n].v[e];
-          if constexpr (!tight) {
-            float slope;
-            x = capScore(dims, x * scaleLog2, &slope);
-          }
-          if (masked && !visible(dims, w0 + mma::slotRow(sl), j0 + n * 16 + mma::accCol(e),
-                                 waveStarts[mma::slotRow(sl)])) {
-            x = -INFINITY;
+          if constexpr (tight) {
+            if (masked && hidden(n, e)) {
+              x = -INFINITY;
+            }
           }
           s[n].v[e] = x;
           tileMax[sl] = fmaxf(tileMax[sl], x);
@@ -678,25 +712,24 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kDqBlo
         capScoresWithDp<chunkBlocks>(dims, s, dp, scaleLog2,
                                      [&](int, int e) { return rowD[mma::accSlot(e)]; });
       }
+      const auto hidden = [&](int n, int e) {
+        const int row = mma::slotRow(mma::accSlot(e));
+        return !visible(dims, w0 + row, j0 + n * 16 + mma::accCol(e), waveStarts[row]);
+      };
 #pragma unroll
       for (int n = 0; n < chunkBlocks; ++n) {
+        if constexpr (!tight) {  // Note [masked passes apart], a 16-key tile at a time
+          capScoresWithDp<1>(dims, &s[n], &dp[n], scaleLog2,
+                             [&](int, int e) { return rowD[mma::accSlot(e)]; });
+          if (masked) {
+            maskScores<1>(&s[n], [&](int, int e) { return hidden(n, e); });
+          }
+        }
 #pragma unroll
         for (int e = 0; e < mma::kAccElems; ++e) {
           const int sl = mma::accSlot(e);
-          if constexpr (tight) {
-            const bool seen =
-                !masked || visible(dims, w0 + mma::slotRow(sl), j0 + n * 16 + mma::accCol(e),
-                                   waveStarts[mma::slotRow(sl)]);
-            s[n].v[e] = gpu::exp2Fast(seen ? s[n].v[e] - lseLog2[sl] : -INFINITY) * dp[n].v[e];
-          } else {
-            float slope;
-            const float x = capScore(dims, s[n].v[e] * scaleLog2, &slope);
-            const bool seen =
-                !masked || visible(dims, w0 + mma::slotRow(sl), j0 + n * 16 + mma::accCol(e),
-                                   waveStarts[mma::slotRow(sl)]);
-            const float p = seen ? gpu::exp2Fast(x - lseLog2[sl]) : 0.0f;
-            s[n].v[e] = p * (dp[n].v[e] - rowD[sl]) * slope;
-          }
+          const bool seen = !tight || !masked || !hidden(n, e);
+          s[n].v[e] = gpu::exp2Fast(seen ? s[n].v[e] - lseLog2[sl] : -INFINITY) * dp[n].v[e];
         }
         mma::FragA dsHigh;
         mma::FragA dsLow;
@@ -858,28 +891,25 @@ __global__ void LORASCOPE_LAUNCH_BOUNDS_BLOCKS(kMmaWaves* gpu::kWaveSize, kDkDvB
           mma::loadBt(db, doTile + qs * 16 * ld + kk * 16, ld);
           mma::mma(dp, va, db);
         }
-        if constexpr (tight) {  // s: capped scores, dp: (V·dOᵀ − D)·slope
-          capScoresWithDp<1>(dims, &s, &dp, scaleLog2,
-                             [&](int, int e) { return dTile[qs * 16 + mma::accCol(e)]; });
+        // s: capped scores, dp: (V·dOᵀ − D)·slope
+        capScoresWithDp<1>(dims, &s, &dp, scaleLog2,
+                           [&](int, int e) { return dTile[qs * 16 + mma::accCol(e)]; });
+        const auto hidden = [&](int, int e) {
+          const int r = qs * 16 + mma::accCol(e);
+          return !visible(dims, t0 + r, kw0 + mma::slotRow(mma::accSlot(e)), startTile[r]);
+        };
+        if constexpr (!tight) {  // Note [masked passes apart]
+          if (masked) {
+            maskScores<1>(&s, hidden);
+          }
         }
 #pragma unroll
         for (int e = 0; e < mma::kAccElems; ++e) {
           const int r = qs * 16 + mma::accCol(e);  // the query's row in the tile
-          if constexpr (tight) {
-            const bool seen =
-                !masked || visible(dims, t0 + r, kw0 + mma::slotRow(mma::accSlot(e)), startTile[r]);
-            const float p = gpu::exp2Fast(seen ? s.v[e] - lseTile[r] : -INFINITY);
-            s.v[e] = p;
-            dp.v[e] = p * dp.v[e];
-          } else {
-            float slope;
-            const float x = capScore(dims, s.v[e] * scaleLog2, &slope);
-            const bool seen =
-                !masked || visible(dims, t0 + r, kw0 + mma::slotRow(mma::accSlot(e)), startTile[r]);
-            const float p = seen ? gpu::exp2Fast(x - lseTile[r]) : 0.0f;
-            s.v[e] = p;
-            dp.v[e] = p * (dp.v[e] - dTile[r]) * slope;
-          }
+          const bool seen = !tight || !masked || !hidden(0, e);
+          const float p = gpu::exp2Fast(seen ? s.v[e] - lseTile[r] : -INFINITY);
+          s.v[e] = p;
+          dp.v[e] = p * dp.v[e];
         }
         mma::FragA high;
         mma::FragA low;
