@@ -104,15 +104,23 @@ __device__ inline void storePack(hip_bfloat16* p, long long i, const float (&v)[
   }
 }
 
+// `combine` (associative, commutative) of `value` over the wave's lanes in a butterfly; every
+// lane gets the result.
+template <typename Combine>
+__device__ inline float waveReduce(float value, Combine combine) {
+  for (int offset = kWaveSize / 2; offset > 0; offset /= 2) {
+    value = combine(value, waveShflXor(value, offset));
+  }
+  return value;
+}
+
 // `combine` (associative, commutative) of `value` over the whole block; every thread gets the
 // result. blockDim.x must be a multiple of the wave size and at most kMaxBlockThreads. Safe to
 // call repeatedly.
 template <typename Combine>
 __device__ inline float blockReduce(float value, Combine combine) {
   __shared__ float waveResults[kMaxBlockThreads / kMinWaveSize];
-  for (int offset = kWaveSize / 2; offset > 0; offset /= 2) {
-    value = combine(value, waveShflXor(value, offset));
-  }
+  value = waveReduce(value, combine);
   const int lane = static_cast<int>(threadIdx.x) % kWaveSize;
   const int wave = static_cast<int>(threadIdx.x) / kWaveSize;
   if (lane == 0) {
@@ -134,6 +142,11 @@ struct SumOp {
 struct MaxOp {
   __device__ float operator()(float x, float y) const { return fmaxf(x, y); }
 };
+
+// Sum of `value` over the wave's lanes (waveReduce).
+__device__ inline float waveSum(float value) {
+  return waveReduce(value, SumOp{});
+}
 
 // Sum and maximum of `value` over the whole block (blockReduce's conditions apply).
 __device__ inline float blockSum(float value) {

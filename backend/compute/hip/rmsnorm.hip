@@ -14,7 +14,7 @@
 // nothing.
 #include "compute/hip/rmsnorm.h"
 
-#include "compute/hip/device_common.h"  // defines: loadPack, storePack, packable
+#include "compute/hip/device_common.h"  // defines: loadPack, storePack, packable, waveSum
 #include "compute/hip/launch.h"         // defines: launch
 #include "compute/hip/matrix_cores.h"   // defines: currentMatrixCores (the wave size)
 
@@ -24,16 +24,9 @@ namespace {
 using gpu::loadPack;
 using gpu::packable;
 using gpu::storePack;
+using gpu::waveSum;
 
 constexpr int kRowsPerBlock = 4;  // waves a block, one row each
-
-// The sum of `value` over the wave's lanes, the same on every lane.
-__device__ inline float waveSum(float value) {
-  for (int offset = gpu::kWaveSize / 2; offset > 0; offset /= 2) {
-    value += gpu::waveShflXor(value, offset);
-  }
-  return value;
-}
 
 // P: the values a lane loads at a time (gpu::kPack when the row allows, else 1: see
 // packedRows). Block b holds rows kRowsPerBlock·b …, one a wave (Note [a wave a row]).
