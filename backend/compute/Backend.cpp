@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "compute/Bf16.h"  // defines: floatToBf16
+#include "compute/Bf16.h"  // defines: floatToBf16, bf16ToFloat
 #include "compute/Errors.h"
 
 namespace lorascope::compute {
@@ -100,12 +100,13 @@ std::int64_t checkLoraOutputSite(const BackendCapabilities& caps, const LoraOutp
                      std::to_string(site.dyColumn + n) + " (b's " + std::to_string(n) +
                      " rows) are not inside dy " + site.dy->describe());
   }
-  // The two products' shapes, dy read as its (T, n) block (a view for the check only).
-  const Tensor block(
-      std::shared_ptr<void>(std::shared_ptr<void>(), const_cast<void*>(site.dy->data())),
-      site.dy->dtype(), {site.dy->dim(0), n}, site.dy->device());
+  // The two products' shapes, dy read as its (T, n) block.
+  const Tensor block = site.dy->columns(site.dyColumn, n);
   checkMatmulArgs(caps, block, true, *site.uT, true, *site.gradB);
   checkMatmulArgs(caps, *site.b, true, block, true, *site.gT);
+  if (site.g != nullptr) {
+    checkMatrixCopy(caps, {site.gT, site.g, true});
+  }
   return n;
 }
 
@@ -134,6 +135,57 @@ void Backend::loraOutputProducts(std::span<const LoraOutputSite> sites, float sc
     products.push_back({s.b, true, dy, true, s.gT, scale, 0.0f});      // gᵀ = scale·Bᵀ·dyᵀ
   }
   matmulGroup(products);
+  std::vector<MatrixCopy> transposed;
+  for (const LoraOutputSite& s : sites) {
+    if (s.g != nullptr) {
+      transposed.push_back({s.gT, s.g, true});
+    }
+  }
+  if (!transposed.empty()) {
+    copyMatrices(transposed);
+  }
+}
+
+void checkMatrixCopy(const BackendCapabilities& caps, const MatrixCopy& copy) {
+  constexpr const char* op = "copy_matrices";
+  requireOnDevice(op, "src", *copy.src, caps.device);
+  requireOnDevice(op, "dst", *copy.dst, caps.device);
+  requireMatrix(op, "src", *copy.src);
+  requireMatrix(op, "dst", *copy.dst);
+  if (copy.src->dtype() != copy.dst->dtype() ||
+      (copy.src->dtype() != DType::BF16 && copy.src->dtype() != DType::F32)) {
+    throw ShapeError(std::string(op) + ": src " + copy.src->describe() + " and dst " +
+                     copy.dst->describe() + " are not both bf16 or both f32");
+  }
+  const Shape expected =
+      copy.transpose ? Shape{copy.src->dim(1), copy.src->dim(0)} : copy.src->shape();
+  requireShape(op, "dst", *copy.dst, expected);
+}
+
+void Backend::copyMatrices(std::span<const MatrixCopy> copies) {
+  for (const MatrixCopy& c : copies) {
+    checkMatrixCopy(capabilities(), c);
+  }
+  for (const MatrixCopy& c : copies) {
+    const Tensor& src = *c.src;
+    Tensor& dst = *c.dst;
+    const bool bf16 = src.dtype() == DType::BF16;
+    const auto read = [&](std::int64_t r, std::int64_t k) {
+      const std::int64_t i = r * src.ld() + k;
+      return bf16 ? bf16ToFloat(src.base<std::uint16_t>()[i]) : src.base<float>()[i];
+    };
+    for (std::int64_t r = 0; r < dst.dim(0); ++r) {
+      for (std::int64_t k = 0; k < dst.dim(1); ++k) {
+        const float v = c.scale * (c.transpose ? read(k, r) : read(r, k));
+        const std::int64_t o = r * dst.ld() + k;
+        if (bf16) {
+          dst.base<std::uint16_t>()[o] = floatToBf16(v);
+        } else {
+          dst.base<float>()[o] = v;
+        }
+      }
+    }
+  }
 }
 
 void checkDequantizeArgs(const BackendCapabilities& caps, const Tensor& packed, const Tensor& out) {

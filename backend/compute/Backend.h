@@ -63,6 +63,14 @@ struct ProjectionProduct {
   float scale = 1.0f;
 };
 
+// One copy of Backend::copyMatrices: dst = scale·op(src), op the transpose when `transpose`.
+struct MatrixCopy {
+  const Tensor* src = nullptr;
+  Tensor* dst = nullptr;
+  bool transpose = false;
+  float scale = 1.0f;
+};
+
 // One adapted projection of Backend::loraOutputProducts: its output's gradient dy (T, n), its
 // LoRA B (n, r) as the products read it, the saved uᵀ = A·xᵀ (r, T), and the outputs. dy may be
 // wider than n: then the site's gradient is its columns [dyColumn, dyColumn + n) (gate's or up's
@@ -74,6 +82,9 @@ struct LoraOutputSite {
   Tensor* gradB = nullptr;  // (n, r) f32, accumulated
   Tensor* gT = nullptr;     // (r, T) activation dtype, written
   std::int64_t dyColumn = 0;
+  // When set, (T, r) activation dtype, may be a column view: gT's transpose, written too (beside a
+  // folded group's dy: Note [the LoRA term in the inner dimension] in train/TrainGraph.cpp).
+  Tensor* g = nullptr;
 };
 
 // One trainable tensor of an AdamW step and its state; all four have the same shape.
@@ -306,6 +317,7 @@ class Backend {
   // swigluBackward with dgate and dup side by side in one tensor, the input of the stacked
   // gate/up weights' gradient product (Note [stacked gate/up] in train/TrainGraph.cpp):
   //   dout, gate, up (rows, dim)   dGateUp (rows, 2·dim) = [dgate | dup]   activation dtype
+  // dGateUp may be a column view (Tensor::columns).
   // The default runs swigluBackward into two tensors and stacks them; a GPU backend writes the
   // halves in place.
   virtual void swigluBackwardStacked(const Tensor& dout, const Tensor& gate, const Tensor& up,
@@ -322,8 +334,14 @@ class Backend {
   virtual void multiplyInPlace(Tensor& x, const Tensor& y) = 0;
   // dst ← the parts side by side: row r of dst is row r of each part, in order (the q, k and v
   // input gradients as one GEMM operand).   parts (rows, cols_i)   dst (rows, Σ cols_i), one dtype
-  // The default works on host memory (the CPU backend); a GPU backend launches a kernel a part.
+  // dst may be a column view. The default works on host memory (the CPU backend); a GPU backend
+  // launches a kernel a part.
   virtual void stackColumns(std::span<const Tensor* const> parts, Tensor& dst);
+  // Each copy's dst = scale·op(src), op transposing or not; src and dst may be column views
+  // (Note [the LoRA term in the inner dimension] in train/TrainGraph.cpp: the LoRA weights into
+  // the folded frozen weights, u and g beside the GEMMs' other operand). The default works on
+  // host memory; a GPU backend copies many small matrices a launch.
+  virtual void copyMatrices(std::span<const MatrixCopy> copies);
 
   // Fused lm-head + softmax cross-entropy over vocabulary chunks, so that no (rows, vocab) fp32
   // logits tensor ever exists (a 150K vocabulary at 4K tokens would be 2.4 GB):
@@ -512,6 +530,9 @@ void checkStepScalarsArgs(const char* op, const BackendCapabilities& caps, const
 void checkStepSumsArgs(const char* op, const BackendCapabilities& caps, const Tensor& sums);
 // stackColumns' arguments: 2-D parts of dst's rows and dtype whose columns add up to dst's.
 void checkStackColumnsArgs(std::span<const Tensor* const> parts, const Tensor& dst);
+// One copyMatrices copy: matrices of one dtype (bf16 or f32) on the backend's device, dst the
+// shape of op(src).
+void checkMatrixCopy(const BackendCapabilities& caps, const MatrixCopy& copy);
 // swigluBackwardStacked's arguments: swigluBackward's, dGateUp twice their width.
 void checkSwigluBackwardStackedArgs(const BackendCapabilities& caps, const Tensor& dout,
                                     const Tensor& gate, const Tensor& up, const Tensor& dGateUp);

@@ -83,15 +83,14 @@ void checkStackColumnsArgs(std::span<const Tensor* const> parts, const Tensor& d
 
 void Backend::stackColumns(std::span<const Tensor* const> parts, Tensor& dst) {
   checkStackColumnsArgs(parts, dst);
-  const std::size_t rowBytes =
-      dst.bytes() / static_cast<std::size_t>(std::max<std::int64_t>(dst.dim(0), 1));
+  const std::size_t rowBytes = static_cast<std::size_t>(dst.ld()) * dtypeBytes(dst.dtype());
   std::size_t offset = 0;
   for (const Tensor* part : parts) {
     const std::size_t partRow =
         part->bytes() / static_cast<std::size_t>(std::max<std::int64_t>(part->dim(0), 1));
     for (std::int64_t r = 0; r < part->dim(0); ++r) {
       std::memcpy(
-          static_cast<std::byte*>(dst.data()) + static_cast<std::size_t>(r) * rowBytes + offset,
+          dst.base<std::byte>() + static_cast<std::size_t>(r) * rowBytes + offset,
           static_cast<const std::byte*>(part->data()) + static_cast<std::size_t>(r) * partRow,
           partRow);
     }

@@ -67,10 +67,19 @@ Tensor::Tensor(std::shared_ptr<void> storage, DType dtype, Shape shape, Device d
     : storage_(std::move(storage)), dtype_(dtype), shape_(std::move(shape)), device_(device) {}
 
 std::string Tensor::describe() const {
-  return std::string(dtypeName(dtype_)) + shapeToString(shape_) + " on " + deviceName(device_);
+  return std::string(dtypeName(dtype_)) + shapeToString(shape_) + " on " + deviceName(device_) +
+         (rowStride_ > 0 ? " (a column view, rows " + std::to_string(rowStride_) + " apart)" : "");
+}
+
+void Tensor::throwNotDense() const {
+  throw ShapeError(describe() + " is read as dense by an op that takes no leading dimension");
 }
 
 Tensor Tensor::viewAs(Shape shape) const {
+  if (rowStride_ > 0) {
+    throw ShapeError("view: " + describe() + " cannot be seen as " + shapeToString(shape) +
+                     " (its rows are not contiguous)");
+  }
   if (numelOf(shape) != numel()) {
     throw ShapeError("view: " + describe() + " cannot be seen as " + shapeToString(shape) +
                      " (element counts differ)");
@@ -85,11 +94,28 @@ Tensor Tensor::rows(std::int64_t first, std::int64_t count) const {
   }
   Shape shape = shape_;
   shape[0] = count;
-  const std::size_t rowBytes = shape_[0] > 0 ? bytes() / static_cast<std::size_t>(shape_[0]) : 0;
+  const std::size_t rowBytes = rowStride_ > 0
+                                   ? static_cast<std::size_t>(rowStride_) * dtypeBytes(dtype_)
+                               : shape_[0] > 0 ? bytes() / static_cast<std::size_t>(shape_[0])
+                                               : 0;
   // The aliasing constructor: the slice keeps the whole storage alive.
   std::shared_ptr<void> slice(storage_, static_cast<std::byte*>(storage_.get()) +
                                             static_cast<std::size_t>(first) * rowBytes);
-  return Tensor(std::move(slice), dtype_, std::move(shape), device_);
+  Tensor view(std::move(slice), dtype_, std::move(shape), device_);
+  view.rowStride_ = rowStride_;
+  return view;
+}
+
+Tensor Tensor::columns(std::int64_t first, std::int64_t count) const {
+  if (shape_.size() != 2 || first < 0 || count < 0 || first + count > shape_[1]) {
+    throw ShapeError("columns: [" + std::to_string(first) + ", " + std::to_string(first + count) +
+                     ") is not inside " + describe());
+  }
+  std::shared_ptr<void> slice(storage_, static_cast<std::byte*>(storage_.get()) +
+                                            static_cast<std::size_t>(first) * dtypeBytes(dtype_));
+  Tensor view(std::move(slice), dtype_, {shape_[0], count}, device_);
+  view.rowStride_ = count == shape_[1] ? rowStride_ : ld();
+  return view;
 }
 
 void requireShape(const char* op, const char* what, const Tensor& t, const Shape& expected) {

@@ -1,7 +1,11 @@
 // Tensor.h — a typed, shaped, owning view of memory on one device.
 //
 // Storage is reference-counted and released by whoever allocated it (a Backend), so a Tensor can
-// outlive nothing it points to. Tensors are dense and row-major; shape[0] is the outermost axis.
+// outlive nothing it points to. Tensors are row-major; shape[0] is the outermost axis. They are
+// dense, except a matrix's column view (columns()): its rows lie ld() elements apart, wider than
+// its columns. Only the ops that take a leading dimension read one (the GEMMs and the few that
+// say so, e.g. Note [the LoRA term in the inner dimension] in train/TrainGraph.cpp); for the rest
+// data() and as() refuse it, so no op reads a column view as dense.
 #pragma once
 
 #include <cstddef>
@@ -33,14 +37,30 @@ class Tensor {
   Tensor() = default;
   Tensor(std::shared_ptr<void> storage, DType dtype, Shape shape, Device device);
 
-  void* data() { return storage_.get(); }
-  const void* data() const { return storage_.get(); }
+  // The first element; throws ShapeError for a column view (base() is for the ops that take ld()).
+  void* data() {
+    requireDense();
+    return storage_.get();
+  }
+  const void* data() const {
+    requireDense();
+    return storage_.get();
+  }
   template <typename T>
   T* as() {
-    return static_cast<T*>(storage_.get());
+    return static_cast<T*>(data());
   }
   template <typename T>
   const T* as() const {
+    return static_cast<const T*>(data());
+  }
+  // The first element of a dense tensor or a column view, whose rows lie ld() elements apart.
+  template <typename T>
+  T* base() {
+    return static_cast<T*>(storage_.get());
+  }
+  template <typename T>
+  const T* base() const {
     return static_cast<const T*>(storage_.get());
   }
 
@@ -59,12 +79,28 @@ class Tensor {
   // Rows [first, first + count) of axis 0, sharing this tensor's storage (a KV cache's newest
   // positions); throws ShapeError when they are not all inside.
   Tensor rows(std::int64_t first, std::int64_t count) const;
+  // Columns [first, first + count) of a matrix, sharing its storage: a column view whose rows lie
+  // ld() elements apart; throws ShapeError when they are not all inside or this is not 2-D.
+  Tensor columns(std::int64_t first, std::int64_t count) const;
+  // Elements from one row of a matrix to the next: its width, or a column view's parent's.
+  std::int64_t ld() const {
+    return rowStride_ > 0 ? rowStride_ : shape_.empty() ? 1 : shape_.back();
+  }
+  bool dense() const { return rowStride_ == 0; }
 
  private:
   std::shared_ptr<void> storage_;
   DType dtype_ = DType::F32;
   Shape shape_;
   Device device_ = Device::Cpu;
+  std::int64_t rowStride_ = 0;  // a column view's ld(); 0 when dense
+
+  void requireDense() const {
+    if (rowStride_ > 0) {
+      throwNotDense();
+    }
+  }
+  [[noreturn]] void throwNotDense() const;
 };
 
 // Throws ShapeError naming `op` and `what` unless `t` has exactly `expected` as its shape.

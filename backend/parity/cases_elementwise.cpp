@@ -183,23 +183,29 @@ void addSwigluCases(std::vector<ParityCase>& cases) {
                        }});
     }
     // SwiGLU's gradients side by side, the stacked gate/up weights' input (Note [stacked
-    // gate/up]); odd dims take the element-wise stores.
-    cases.push_back({"swiglu_backward_stacked", text, kRoundedMath,
-                     [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
-                       const std::vector<float> dout = bf16Normal(rng, shape, 1.0f);
-                       const std::vector<float> gate = bf16Normal(rng, shape, 3.0f);
-                       const std::vector<float> up = bf16Normal(rng, shape, 1.0f);
-                       return compareBackends(
-                           cpu, gpu, {"dGateUp"}, kRoundedMath, [&](Backend& be) {
-                             const DType act = be.capabilities().activationDType;
-                             const Tensor d = be.upload(dout, act, shape);
-                             const Tensor g = be.upload(gate, act, shape);
-                             const Tensor u = be.upload(up, act, shape);
-                             Tensor both = be.empty(act, {shape[0], 2 * shape[1]});
-                             be.swigluBackwardStacked(d, g, u, both);
-                             return OpOutputs{be.download(both)};
-                           });
-                     }});
+    // gate/up]); odd dims take the element-wise stores. `spare` more columns: the result a column
+    // view, its rows wider (Note [the LoRA term in the inner dimension]), the spare ones kept.
+    for (const std::int64_t spare : {0, 16}) {
+      cases.push_back({"swiglu_backward_stacked", text + (spare > 0 ? " strided" : ""),
+                       kRoundedMath, [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+                         const std::vector<float> dout = bf16Normal(rng, shape, 1.0f);
+                         const std::vector<float> gate = bf16Normal(rng, shape, 3.0f);
+                         const std::vector<float> up = bf16Normal(rng, shape, 1.0f);
+                         const Shape wide{shape[0], 2 * shape[1] + spare};
+                         const std::vector<float> before = bf16Normal(rng, wide, 1.0f);
+                         return compareBackends(
+                             cpu, gpu, {"dGateUp"}, kRoundedMath, [&](Backend& be) {
+                               const DType act = be.capabilities().activationDType;
+                               const Tensor d = be.upload(dout, act, shape);
+                               const Tensor g = be.upload(gate, act, shape);
+                               const Tensor u = be.upload(up, act, shape);
+                               const Tensor all = be.upload(before, act, wide);
+                               Tensor both = all.columns(0, 2 * shape[1]);
+                               be.swigluBackwardStacked(d, g, u, both);
+                               return OpOutputs{be.download(all)};
+                             });
+                       }});
+    }
     for (const bool softcap : {false, true}) {  // Gemma's embedding scale and logit soft-cap
       cases.push_back({softcap ? "softcap" : "scale", text, kRoundedMath,
                        [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
@@ -262,6 +268,27 @@ void addInPlaceCases(std::vector<ParityCase>& cases) {
              Tensor dst = be.empty(act, {rows, columns});
              be.stackColumns(std::array<const Tensor*, 3>{&tensors[0], &tensors[1], &tensors[2]},
                              dst);
+             return OpOutputs{be.download(dst)};
+           });
+         }});
+    // copy_matrices: a (rows, 3) block copied into columns of a wider matrix, and scaled and
+    // transposed into its last rows, both through column views, as the LoRA weights and u meet
+    // the folded frozen weights (Note [the LoRA term in the inner dimension]).
+    cases.push_back(
+        {"copy_matrices", text, kRoundedOnce, [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+           const std::int64_t rows = shape[0];
+           const std::int64_t width = shape[1] + 5;
+           const std::vector<float> block = bf16Normal(rng, {rows, 3}, 1.0f);
+           const std::vector<float> wide = bf16Normal(rng, {rows + 3, width}, 1.0f);
+           return compareBackends(cpu, gpu, {"dst"}, kRoundedOnce, [&](Backend& be) {
+             const DType act = be.capabilities().activationDType;
+             const Tensor src = be.upload(block, act, {rows, 3});
+             Tensor dst = be.upload(wide, act, {rows + 3, width});
+             Tensor straight = dst.rows(0, rows).columns(2, 3);
+             Tensor across = dst.rows(rows, 3).columns(width - rows, rows);
+             const std::array<compute::MatrixCopy, 2> copies{
+                 {{&src, &straight, false, 1.0f}, {&src, &across, true, 0.5f}}};
+             be.copyMatrices(copies);
              return OpOutputs{be.download(dst)};
            });
          }});

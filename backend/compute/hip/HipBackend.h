@@ -71,6 +71,7 @@ class HipBackend final : public Backend {
   void swigluBackwardStacked(const Tensor& dout, const Tensor& gate, const Tensor& up,
                              Tensor& dGateUp) override;
   void stackColumns(std::span<const Tensor* const> parts, Tensor& dst) override;
+  void copyMatrices(std::span<const MatrixCopy> copies) override;
   void lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
                           std::span<const std::int32_t> targets, float gradScale, Tensor& losses,
                           Tensor& dh, float logitSoftcap) override;

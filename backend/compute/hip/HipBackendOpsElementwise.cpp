@@ -1,6 +1,7 @@
 // hip/HipBackendOpsElementwise.cpp — launchers of the gather, rotary, activation, add and
 // cross-entropy ops (kernels in hip/elementwise.hip).
 #include <string>
+#include <vector>
 
 #include "compute/Errors.h"
 #include "compute/hip/HipBackend.h"
@@ -58,7 +59,7 @@ void HipBackend::swigluBackwardStacked(const Tensor& dout, const Tensor& gate, c
   checkSwigluBackwardStackedArgs(caps_, dout, gate, up, dGateUp);
   hip::swigluBackwardStacked(dout.as<std::uint16_t>(), gate.as<std::uint16_t>(),
                              up.as<std::uint16_t>(), gate.dim(0), gate.dim(1),
-                             dGateUp.as<std::uint16_t>(), stream_);
+                             dGateUp.base<std::uint16_t>(), dGateUp.ld(), stream_);
 }
 
 void HipBackend::gegluForward(const Tensor& gate, const Tensor& up, Tensor& out) {
@@ -106,9 +107,21 @@ void HipBackend::stackColumns(std::span<const Tensor* const> parts, Tensor& dst)
   std::int64_t first = 0;
   for (const Tensor* part : parts) {
     hip::copyColumns(part->as<std::uint16_t>(), part->dim(0), part->dim(1), part->dim(1),
-                     dst.as<std::uint16_t>() + first, dst.dim(1), stream_);
+                     dst.base<std::uint16_t>() + first, dst.ld(), stream_);
     first += part->dim(1);
   }
+}
+
+void HipBackend::copyMatrices(std::span<const MatrixCopy> copies) {
+  std::vector<hip::MatrixCopyJob> jobs;
+  jobs.reserve(copies.size());
+  for (const MatrixCopy& c : copies) {
+    checkMatrixCopy(caps_, c);
+    requireDType("copy_matrices", "src", *c.src, DType::BF16);
+    jobs.push_back({c.src->base<std::uint16_t>(), c.src->ld(), c.dst->base<std::uint16_t>(),
+                    c.dst->ld(), c.dst->dim(0), c.dst->dim(1), c.transpose, c.scale});
+  }
+  hip::copyMatrices(jobs.data(), jobs.size(), stream_);
 }
 
 void HipBackend::crossEntropyForward(const Tensor& logits, std::span<const std::int32_t> targets,

@@ -24,8 +24,9 @@
 namespace lorascope::compute::hip {
 namespace {
 
+// A matrix as the GEMMs read it: dense, or a column view (Tensor::columns) with its ld().
 GemmOperand operandOf(const Tensor& t, bool transposed) {
-  return {t.data(), t.dtype(), t.dim(0), t.dim(1), t.dim(1), transposed};
+  return {t.base<void>(), t.dtype(), t.dim(0), t.dim(1), t.ld(), transposed};
 }
 
 }  // namespace
@@ -67,7 +68,7 @@ void HipBackend::matmul(const Tensor& a, bool transposeA, const Tensor& b, bool 
   isBf16Weight("matmul", b);  // rejects f16
   const GemmOperand opA = operandOf(a, transposeA);
   GemmOperand opB = operandOf(b, transposeB);
-  const GemmOutput out{c.data(), c.dtype(), c.dim(1)};
+  const GemmOutput out{c.base<void>(), c.dtype(), c.ld()};
   if (gemmImplementation_ == GemmImplementation::BuiltIn) {
     const std::int64_t workspaceFloats = builtinGemmWorkspaceFloats(opA, opB);
     Tensor workspace = workspaceFloats > 0 ? empty(DType::F32, {workspaceFloats}) : Tensor();
@@ -157,7 +158,7 @@ void HipBackend::projectionProducts(std::span<const ProjectionProduct> products)
     if (!vendorBlas_) {
       vendorBlas_ = std::make_unique<VendorBlas>(stream_);
     }
-    const GemmOutput out{p.y->data(), DType::BF16, p.y->dim(1)};
+    const GemmOutput out{p.y->base<void>(), DType::BF16, p.y->ld()};
     vendorBlas_->gemm("lora_term_gemm", operandOf(*p.lhsT, true), operandOf(*p.low, p.transposeLow),
                       out, p.scale, 0.0f);
     vendorBlas_->gemm("matmul", operandOf(*p.x, false), operandOf(*p.w, p.transposeW), out, 1.0f,
@@ -191,11 +192,11 @@ void HipBackend::loraOutputProducts(std::span<const LoraOutputSite> sites, float
     // dy's block and the two products' shapes (ShapeError naming the operand).
     const std::int64_t n = checkLoraOutputSite(caps_, s);
     const std::int64_t tokens = s.dy->dim(0);
-    const std::int64_t dyLd = s.dy->dim(1);
+    const std::int64_t dyLd = s.dy->ld();
     const std::int64_t rank = s.uT->dim(0);
     const bool bf16Operands = s.dy->dtype() == DType::BF16 && s.b->dtype() == DType::BF16 &&
                               s.uT->dtype() == DType::BF16 && s.gT->dtype() == DType::BF16;
-    const auto* dy = s.dy->as<std::uint16_t>() + (bf16Operands ? s.dyColumn : 0);
+    const auto* dy = s.dy->base<std::uint16_t>() + (bf16Operands ? s.dyColumn : 0);
     if (!bf16Operands || s.gradB->dtype() != DType::F32 ||
         !loraOutputProductsServe(dy, dyLd, s.b->as<std::uint16_t>(), s.uT->as<std::uint16_t>(),
                                  tokens, n, rank)) {
@@ -205,7 +206,7 @@ void HipBackend::loraOutputProducts(std::span<const LoraOutputSite> sites, float
       if (n != dyLd) {
         requireDType("lora_output_products", "dy", *s.dy, DType::BF16);
         block = empty(DType::BF16, {tokens, n});
-        hip::copyColumns(s.dy->as<std::uint16_t>() + s.dyColumn, tokens, n, dyLd,
+        hip::copyColumns(s.dy->base<std::uint16_t>() + s.dyColumn, tokens, n, dyLd,
                          block.as<std::uint16_t>(), n, stream_);
         dense.dy = &block;
         dense.dyColumn = 0;
@@ -218,7 +219,9 @@ void HipBackend::loraOutputProducts(std::span<const LoraOutputSite> sites, float
       flush();
     }
     batch.push_back({dy, s.b->as<std::uint16_t>(), s.uT->as<std::uint16_t>(), n, dyLd,
-                     s.gradB->as<float>(), s.gT->as<std::uint16_t>()});
+                     s.gradB->as<float>(), s.gT->as<std::uint16_t>(),
+                     s.g != nullptr ? s.g->base<std::uint16_t>() : nullptr,
+                     s.g != nullptr ? s.g->ld() : 0});
     batchTokens = tokens;
     batchRank = rank;
   }

@@ -8,7 +8,8 @@ void HipBackend::rmsnormForward(const Tensor& x, const Tensor& weight, float eps
                                 Tensor& rstd) {
   checkRmsnormForwardArgs(caps_, x, weight, y, rstd);
   hip::rmsnormForward(x.as<std::uint16_t>(), weight.data(), isBf16Weight("rmsnorm_forward", weight),
-                      eps, x.dim(0), x.dim(1), y.as<std::uint16_t>(), rstd.as<float>(), stream_);
+                      eps, x.dim(0), x.dim(1), y.base<std::uint16_t>(), y.ld(), rstd.as<float>(),
+                      stream_);
 }
 
 void HipBackend::rmsnormBackward(const Tensor& dy, const Tensor& x, const Tensor& weight,

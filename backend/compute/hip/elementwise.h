@@ -4,6 +4,7 @@
 // already range-checked by the caller. Every launcher returns at once for empty inputs.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "gpu/hip_portability.h"  // defines: hipStream_t
@@ -27,11 +28,11 @@ void swigluForward(const std::uint16_t* gate, const std::uint16_t* up, std::int6
 void swigluBackward(const std::uint16_t* dout, const std::uint16_t* gate, const std::uint16_t* up,
                     std::int64_t count, std::uint16_t* dgate, std::uint16_t* dup,
                     hipStream_t stream);
-// The same into dGateUp (rows, 2·cols) = [dgate | dup] (Backend::swigluBackwardStacked); the
-// inputs (rows, cols).
+// The same into dGateUp (rows, 2·cols) = [dgate | dup] (Backend::swigluBackwardStacked), its rows
+// outLd apart; the inputs (rows, cols).
 void swigluBackwardStacked(const std::uint16_t* dout, const std::uint16_t* gate,
                            const std::uint16_t* up, std::int64_t rows, std::int64_t cols,
-                           std::uint16_t* dGateUp, hipStream_t stream);
+                           std::uint16_t* dGateUp, std::int64_t outLd, hipStream_t stream);
 
 // out = gelu_tanh(gate) ⊙ up, and its gradients (Backend::gegluForward/Backward); all (count)
 // bf16
@@ -51,6 +52,21 @@ void addInPlace(std::uint16_t* x, const std::uint16_t* y, std::int64_t count, hi
 // side-by-side stack (dst points at its first column), or a column block of a wider tensor.
 void copyColumns(const std::uint16_t* src, std::int64_t rows, std::int64_t cols, std::int64_t srcLd,
                  std::uint16_t* dst, std::int64_t dstLd, hipStream_t stream);
+// One matrix of copyMatrices: dst (rows, cols), its rows dstLd apart, = scale·op(src), src's rows
+// srcLd apart and op the transpose when `transpose`; bf16.
+struct MatrixCopyJob {
+  const std::uint16_t* src = nullptr;
+  std::int64_t srcLd = 0;
+  std::uint16_t* dst = nullptr;
+  std::int64_t dstLd = 0;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  bool transpose = false;
+  float scale = 1.0f;
+};
+inline constexpr std::size_t kMatrixCopiesPerLaunch = 16;
+// Backend::copyMatrices: up to kMatrixCopiesPerLaunch copies a launch.
+void copyMatrices(const MatrixCopyJob* jobs, std::size_t count, hipStream_t stream);
 void multiplyInPlace(std::uint16_t* x, const std::uint16_t* y, std::int64_t count,
                      hipStream_t stream);
 // x[r] += bias: x (rows, dim) bf16, bias (dim) bf16 or f32

@@ -135,7 +135,7 @@ __global__ void swigluForwardKernel(const hip_bfloat16* gate, const hip_bfloat16
 template <int P, bool Stacked>
 __global__ void swigluBackwardKernel(const hip_bfloat16* dout, const hip_bfloat16* gate,
                                      const hip_bfloat16* up, long long count, long long cols,
-                                     hip_bfloat16* dgate, hip_bfloat16* dup) {
+                                     long long outLd, hip_bfloat16* dgate, hip_bfloat16* dup) {
   for (long long i = firstIndex() * P; i < count; i += gridStride() * P) {
     float g[P], u[P], d[P], dg[P], du[P];
     loadPack(gate, i, g);
@@ -147,7 +147,7 @@ __global__ void swigluBackwardKernel(const hip_bfloat16* dout, const hip_bfloat1
       du[k] = d[k] * g[k] * s;
       dg[k] = d[k] * u[k] * s * (1.0f + g[k] * (1.0f - s));
     }
-    const long long o = Stacked ? i + i / cols * cols : i;
+    const long long o = Stacked ? i / cols * outLd + i % cols : i;
     storePack(dup, o, du);
     storePack(dgate, o, dg);
   }
@@ -421,6 +421,34 @@ hip_bfloat16* asBf16(std::uint16_t* p) {
   return reinterpret_cast<hip_bfloat16*>(p);
 }
 
+// Backend::copyMatrices' kernel: blockIdx.y picks a copy, the blocks along x stride over its
+// elements. The copies are small (a LoRA weight, a rank's columns of T rows), so elements go one
+// by one; a transposed read strides through src.
+struct MatrixCopyArgs {
+  const hip_bfloat16* src;
+  long long srcLd;
+  hip_bfloat16* dst;
+  long long dstLd;
+  long long rows;
+  long long cols;
+  int transpose;
+  float scale;
+};
+struct MatrixCopyLaunch {
+  MatrixCopyArgs job[kMatrixCopiesPerLaunch];
+};
+
+__global__ void copyMatricesKernel(MatrixCopyLaunch batch) {
+  const MatrixCopyArgs& j = batch.job[blockIdx.y];
+  const long long count = j.rows * j.cols;
+  for (long long i = firstIndex(); i < count; i += gridStride()) {
+    const long long r = i / j.cols;
+    const long long c = i - r * j.cols;
+    const long long from = j.transpose != 0 ? c * j.srcLd + r : r * j.srcLd + c;
+    storeFloat(j.dst, r * j.dstLd + c, j.scale * loadFloat(j.src, from));
+  }
+}
+
 }  // namespace
 
 void embeddingForward(const void* table, bool tableIsBf16, std::int64_t dim,
@@ -479,22 +507,26 @@ void swigluBackward(const std::uint16_t* dout, const std::uint16_t* gate, const 
   launch("swiglu_backward",
          pack == kPack ? swigluBackwardKernel<kPack, false> : swigluBackwardKernel<1, false>,
          gridFor(count, pack), dim3(kThreads), 0, stream, asBf16(dout), asBf16(gate), asBf16(up),
-         count, 0LL, asBf16(dgate), asBf16(dup));
+         count, 0LL, 0LL, asBf16(dgate), asBf16(dup));
 }
 
 void swigluBackwardStacked(const std::uint16_t* dout, const std::uint16_t* gate,
                            const std::uint16_t* up, std::int64_t rows, std::int64_t cols,
-                           std::uint16_t* dGateUp, hipStream_t stream) {
+                           std::uint16_t* dGateUp, std::int64_t outLd, hipStream_t stream) {
   const long long count = rows * cols;
   if (count == 0) {
     return;
   }
   std::uint16_t* dup = dGateUp + cols;
-  const int pack = cols % kPack == 0 && packable(count, dout, gate, up, dGateUp, dup) ? kPack : 1;
+  const int pack =
+      cols % kPack == 0 && outLd % kPack == 0 && packable(count, dout, gate, up, dGateUp, dup)
+          ? kPack
+          : 1;
   launch("swiglu_backward",
          pack == kPack ? swigluBackwardKernel<kPack, true> : swigluBackwardKernel<1, true>,
          gridFor(count, pack), dim3(kThreads), 0, stream, asBf16(dout), asBf16(gate), asBf16(up),
-         count, static_cast<long long>(cols), asBf16(dGateUp), asBf16(dup));
+         count, static_cast<long long>(cols), static_cast<long long>(outLd), asBf16(dGateUp),
+         asBf16(dup));
 }
 
 void gegluForward(const std::uint16_t* gate, const std::uint16_t* up, std::int64_t count,
@@ -586,6 +618,25 @@ void copyColumns(const std::uint16_t* src, std::int64_t rows, std::int64_t cols,
   } else {
     launch("stack_columns", copyColumnsKernel<std::uint16_t>, gridFor(count), dim3(kThreads), 0,
            stream, src, srcLd, cols, count, dst, dstLd);
+  }
+}
+
+void copyMatrices(const MatrixCopyJob* jobs, std::size_t count, hipStream_t stream) {
+  for (std::size_t first = 0; first < count; first += kMatrixCopiesPerLaunch) {
+    MatrixCopyLaunch batch;
+    const std::size_t n = std::min(kMatrixCopiesPerLaunch, count - first);
+    long long most = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const MatrixCopyJob& j = jobs[first + i];
+      batch.job[i] = {asBf16(j.src), j.srcLd, asBf16(j.dst),       j.dstLd,
+                      j.rows,        j.cols,  j.transpose ? 1 : 0, j.scale};
+      most = std::max<long long>(most, j.rows * j.cols);
+    }
+    if (most == 0) {
+      continue;
+    }
+    const dim3 grid(gridFor(most).x, static_cast<unsigned>(n));
+    launch("copy_matrices", copyMatricesKernel, grid, dim3(kThreads), 0, stream, batch);
   }
 }
 

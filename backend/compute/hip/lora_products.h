@@ -32,6 +32,10 @@ struct LoraOutputJob {
   std::int64_t dyLd = 0;
   float* gradB = nullptr;
   std::uint16_t* gT = nullptr;
+  // When set, g = gTᵀ (tokens, rank) here too, its rows gLd elements apart (a folded group's
+  // columns beside dy: Note [the LoRA term in the inner dimension] in train/TrainGraph.cpp).
+  std::uint16_t* g = nullptr;
+  std::int64_t gLd = 0;
 };
 
 // The f32 scratch a launch of these sites needs: their plans' partial sums, one after another.

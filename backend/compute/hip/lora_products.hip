@@ -73,6 +73,8 @@ struct SiteArgs {
   float* gPartial;  // [slice][t][j]
   float* bPartial;  // [slab][column][j]
   hip_bfloat16* gT;
+  hip_bfloat16* g;  // g = gTᵀ (tokens, rank), rows gLd apart, or null
+  long long gLd;
   float* gradB;
   long long n;
   long long dyLd;  // elements between dy's rows (n, or more for a column block)
@@ -310,9 +312,9 @@ __device__ inline float sumPartials(const float* p, long long stride, int count)
   return sum;
 }
 
-// Each site's gT[j][t] = bf16(scale·Σ_slices gPartial[slice][t][j]) and gradB[c][j] +=
-// scale·Σ_slabs bPartial[slab][c][j], the partials in index order; the elements of the sites one
-// after another.
+// Each site's gT[j][t] = bf16(scale·Σ_slices gPartial[slice][t][j]) (and g[t][j], the same,
+// where the site has g) and gradB[c][j] += scale·Σ_slabs bPartial[slab][c][j], the partials in
+// index order; the elements of the sites one after another.
 __global__ void loraOutputSumKernel(LaunchArgs args, long long total) {
   const long long tokens = args.tokens;
   const int rank = args.rank;
@@ -323,8 +325,12 @@ __global__ void loraOutputSumKernel(LaunchArgs args, long long total) {
         siteOf(args, siteHolding(args, e, [](const SiteArgs& a) { return a.firstSum; }));
     const long long local = e - site.firstSum;
     if (local < gCount) {
-      site.gT[local % rank * tokens + local / rank] =
+      const hip_bfloat16 value =
           floatToBf16(args.scale * sumPartials(site.gPartial + local, gCount, site.slices));
+      site.gT[local % rank * tokens + local / rank] = value;
+      if (site.g != nullptr) {
+        site.g[local / rank * site.gLd + local % rank] = value;
+      }
     } else {
       const long long f = local - gCount;
       site.gradB[f] += args.scale * sumPartials(site.bPartial + f, site.n * rank, site.slabs);
@@ -377,6 +383,8 @@ void loraOutputProducts(const LoraOutputJob* sites, std::size_t count, std::int6
     site.bPartial = partials + plan.gPartialFloats;
     partials += plan.gPartialFloats + plan.bPartialFloats;
     site.gT = reinterpret_cast<hip_bfloat16*>(job.gT);
+    site.g = reinterpret_cast<hip_bfloat16*>(job.g);
+    site.gLd = job.gLd;
     site.gradB = job.gradB;
     site.n = job.n;
     site.dyLd = job.dyLd;

@@ -8,10 +8,11 @@
 
 namespace lorascope::compute::hip {
 
-// x (rows, dim) bf16, weight (dim) bf16 or f32 -> y (rows, dim) bf16, rstd (rows) f32
+// x (rows, dim) bf16, weight (dim) bf16 or f32 -> y (rows, dim) bf16, its rows yLd apart (dim
+// when dense), rstd (rows) f32
 void rmsnormForward(const std::uint16_t* x, const void* weight, bool weightIsBf16, float eps,
-                    std::int64_t rows, std::int64_t dim, std::uint16_t* y, float* rstd,
-                    hipStream_t stream);
+                    std::int64_t rows, std::int64_t dim, std::uint16_t* y, std::int64_t yLd,
+                    float* rstd, hipStream_t stream);
 
 // dy, x (rows, dim) bf16, weight (dim) bf16 or f32, rstd (rows) f32 -> dx (rows, dim) bf16; with
 // accumulate dx += the gradient, the sum in fp32 and rounded once

@@ -31,10 +31,11 @@ constexpr int kRowsPerBlock = 4;  // waves a block, one row each
 // P: the values a lane loads at a time (gpu::kPack when the row allows, else 1: see
 // packedRows). Block b holds rows kRowsPerBlock·b …, one a wave (Note [a wave a row]).
 
-// x, y (rows, dim); weight (dim); rstd (rows)
+// x, y (rows, dim), y's rows yLd apart; weight (dim); rstd (rows)
 template <int P, typename WeightT>
 __global__ void rmsnormForwardKernel(const hip_bfloat16* x, const WeightT* weight, float eps,
-                                     long long rows, long long dim, hip_bfloat16* y, float* rstd) {
+                                     long long rows, long long dim, hip_bfloat16* y, long long yLd,
+                                     float* rstd) {
   const long long row = static_cast<long long>(blockIdx.x) * kRowsPerBlock +
                         static_cast<int>(threadIdx.x) / gpu::kWaveSize;
   if (row >= rows) {
@@ -56,7 +57,7 @@ __global__ void rmsnormForwardKernel(const hip_bfloat16* x, const WeightT* weigh
   if (first == 0) {
     rstd[row] = s;
   }
-  hip_bfloat16* yRow = y + row * dim;
+  hip_bfloat16* yRow = y + row * yLd;
   for (long long i = first; i < dim; i += stride) {
     float v[P], w[P], out[P];
     loadPack(xRow, i, v);
@@ -114,11 +115,11 @@ __global__ void rmsnormBackwardKernel(const hip_bfloat16* dy, const hip_bfloat16
   }
 }
 
-// Whether rows of `dim` go in packs: every address 16-byte aligned and dim a multiple of the
-// pack.
+// Whether rows of `dim`, the strided operand's `ld` apart, go in packs: every address 16-byte
+// aligned and dim and ld multiples of the pack.
 template <typename... T>
-bool packedRows(long long dim, const T*... p) {
-  return packable(dim, p...);
+bool packedRows(long long dim, long long ld, const T*... p) {
+  return ld % gpu::kPack == 0 && packable(dim, p...);
 }
 
 dim3 rowBlocks(std::int64_t rows) {
@@ -139,23 +140,23 @@ hip_bfloat16* asBf16(std::uint16_t* p) {
 }  // namespace
 
 void rmsnormForward(const std::uint16_t* x, const void* weight, bool weightIsBf16, float eps,
-                    std::int64_t rows, std::int64_t dim, std::uint16_t* y, float* rstd,
-                    hipStream_t stream) {
+                    std::int64_t rows, std::int64_t dim, std::uint16_t* y, std::int64_t yLd,
+                    float* rstd, hipStream_t stream) {
   if (rows == 0) {
     return;
   }
   const auto run = [&](auto kernel, const auto* w) {
     launch("rmsnorm_forward", kernel, rowBlocks(rows), rowThreads(), 0, stream, asBf16(x), w, eps,
-           static_cast<long long>(rows), dim, asBf16(y), rstd);
+           static_cast<long long>(rows), dim, asBf16(y), static_cast<long long>(yLd), rstd);
   };
   if (weightIsBf16) {
     const auto* w = static_cast<const hip_bfloat16*>(weight);
-    packedRows(dim, x, w, y) ? run(rmsnormForwardKernel<gpu::kPack, hip_bfloat16>, w)
-                             : run(rmsnormForwardKernel<1, hip_bfloat16>, w);
+    packedRows(dim, yLd, x, w, y) ? run(rmsnormForwardKernel<gpu::kPack, hip_bfloat16>, w)
+                                  : run(rmsnormForwardKernel<1, hip_bfloat16>, w);
   } else {
     const auto* w = static_cast<const float*>(weight);
-    packedRows(dim, x, w, y) ? run(rmsnormForwardKernel<gpu::kPack, float>, w)
-                             : run(rmsnormForwardKernel<1, float>, w);
+    packedRows(dim, yLd, x, w, y) ? run(rmsnormForwardKernel<gpu::kPack, float>, w)
+                                  : run(rmsnormForwardKernel<1, float>, w);
   }
 }
 
@@ -171,12 +172,12 @@ void rmsnormBackward(const std::uint16_t* dy, const std::uint16_t* x, const void
   };
   if (weightIsBf16) {
     const auto* w = static_cast<const hip_bfloat16*>(weight);
-    packedRows(dim, dy, x, w, dx) ? run(rmsnormBackwardKernel<gpu::kPack, hip_bfloat16>, w)
-                                  : run(rmsnormBackwardKernel<1, hip_bfloat16>, w);
+    packedRows(dim, dim, dy, x, w, dx) ? run(rmsnormBackwardKernel<gpu::kPack, hip_bfloat16>, w)
+                                       : run(rmsnormBackwardKernel<1, hip_bfloat16>, w);
   } else {
     const auto* w = static_cast<const float*>(weight);
-    packedRows(dim, dy, x, w, dx) ? run(rmsnormBackwardKernel<gpu::kPack, float>, w)
-                                  : run(rmsnormBackwardKernel<1, float>, w);
+    packedRows(dim, dim, dy, x, w, dx) ? run(rmsnormBackwardKernel<gpu::kPack, float>, w)
+                                       : run(rmsnormBackwardKernel<1, float>, w);
   }
 }
 
