@@ -7,6 +7,7 @@
 #include "compute/Errors.h"
 #include "job/AutoBatch.h"  // defines: setAllocatorPolicy
 #include "memory/DeviceAllocator.h"
+#include "train/TrainGraph.h"  // defines: loraFoldFor
 
 namespace lorascope::job {
 
@@ -35,7 +36,8 @@ DevicePlacement::DevicePlacement(std::unique_ptr<compute::Backend> backend,
       gpuUnavailable_(gpuUnavailableReason()) {}
 
 void DevicePlacement::placeWeights() {
-  weights_ = placeWeightsLogged(*backend_, folder_.weights(), log_, settings_.train.quantization);
+  weights_ = placeWeightsLogged(*backend_, folder_.weights(), log_, settings_.train.quantization,
+                                train::loraFoldFor(settings_.train.lora));
 }
 
 void DevicePlacement::readBackend(const std::function<void(compute::Backend&)>& read) const {
@@ -67,7 +69,8 @@ std::string DevicePlacement::moveTo(compute::Device target, train::TrainLoop& lo
   // member (a local would dangle once this returns: the first device run hung in the CPU step
   // after the move, reading freed weights).
   model::ModelWeights placed =
-      placeWeightsLogged(*other, folder_.weights(), log_, settings_.train.quantization);
+      placeWeightsLogged(*other, folder_.weights(), log_, settings_.train.quantization,
+                         train::loraFoldFor(settings_.train.lora));
   std::swap(weights_, placed);
   try {
     loop.moveTo(*other, weights_);

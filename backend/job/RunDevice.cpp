@@ -54,7 +54,8 @@ void applyLaunchOptions(const TrainRunSettings& settings, compute::Backend& back
 
 model::ModelWeights placeWeightsLogged(compute::Backend& backend,
                                        const model::ModelWeights& weights, const DeviceLog& log,
-                                       model::WeightQuantization quantization) {
+                                       model::WeightQuantization quantization,
+                                       model::LoraFold fold) {
   const std::string name = backend.capabilities().name;
   std::uint64_t quartersLogged = 0;
   return model::placeWeights(
@@ -68,7 +69,7 @@ model::ModelWeights placeWeightsLogged(compute::Backend& backend,
         log("weights to " + name + ": " + std::to_string(doneBytes / kMiB) + " / " +
             std::to_string(totalBytes / kMiB) + " MiB");
       },
-      quantization);
+      quantization, fold);
 }
 
 }  // namespace lorascope::job

@@ -9,8 +9,9 @@
 #include <string>
 
 #include "compute/Backend.h"
-#include "job/TrainRunConfig.h"  // defines: TrainRunSettings
-#include "model/ModelFolder.h"   // defines: ModelWeights
+#include "job/TrainRunConfig.h"   // defines: TrainRunSettings
+#include "model/DeviceWeights.h"  // defines: LoraFold
+#include "model/ModelFolder.h"    // defines: ModelWeights
 
 namespace lorascope::job {
 
@@ -33,8 +34,10 @@ void applyLaunchOptions(const TrainRunSettings& settings, compute::Backend& back
 // The model's weights on `backend` (model::placeWeights, the projections quantised as
 // `quantization` says). A model of 256 MiB or more logs its progress every quarter. Throws what
 // the backend throws (out of memory, a failed copy).
+// `fold`: the LoRA rows and columns kept beside the stacked weights (train::loraFoldFor).
 model::ModelWeights placeWeightsLogged(compute::Backend& backend,
                                        const model::ModelWeights& weights, const DeviceLog& log,
-                                       model::WeightQuantization quantization);
+                                       model::WeightQuantization quantization,
+                                       model::LoraFold fold = {});
 
 }  // namespace lorascope::job

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "compute/Bf16.h"            // defines: floatToBf16
 #include "compute/Convert.h"         // defines: widenToFloat
 #include "compute/Nf4.h"             // defines: nf4::quantize, nf4::storageBytes
 #include "memory/DeviceAllocator.h"  // defines: OwnerScope
@@ -69,7 +70,8 @@ Tensor placeOne(compute::Backend& backend, const Tensor& t) {
 }  // namespace
 
 ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights,
-                          const PlaceProgress& progress, WeightQuantization quantization) {
+                          const PlaceProgress& progress, WeightQuantization quantization,
+                          LoraFold fold) {
   const compute::Device device = backend.capabilities().device;
   const bool tied = weights.lmHead.defined() && weights.lmHead.data() == weights.embed.data();
   std::uint64_t totalBytes = 0;
@@ -90,8 +92,10 @@ ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights
   std::uint64_t doneBytes = 0;
   if (device == compute::Device::Gpu && !quantize) {
     // The parts into the rows of one bf16 tensor, each becoming a view of it (undefined, the parts
-    // as they were, unless all are 2-D host tensors of one width).
-    const auto stack = [&](std::span<Tensor* const> parts) {
+    // as they were, unless all are 2-D host tensors of one width). With `reserve` (LoraFold) the
+    // tensor has that many more zero rows and columns: `folded` is all of it, the parts and the
+    // stack column views of its top left.
+    const auto stack = [&](std::span<Tensor* const> parts, std::int64_t reserve, Tensor& folded) {
       if (std::any_of(parts.begin(), parts.end(), [&](const Tensor* t) {
             return !t->defined() || t->device() == device || t->rank() != 2 ||
                    t->dim(1) != parts.front()->dim(1);
@@ -104,8 +108,28 @@ ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights
         rows += t->dim(0);
       }
       Tensor stacked;
-      if (std::all_of(parts.begin(), parts.end(),
-                      [](const Tensor* t) { return t->dtype() == DType::BF16; })) {
+      if (reserve > 0 && reserve % 8 == 0) {
+        // Row by row into a zeroed host matrix, widened and rounded like the upload below.
+        const std::int64_t wide = width + reserve;
+        std::vector<std::uint16_t> host(static_cast<std::size_t>((rows + reserve) * wide), 0);
+        std::vector<float> row(static_cast<std::size_t>(width));
+        std::int64_t r = 0;
+        for (const Tensor* t : parts) {
+          for (std::int64_t i = 0; i < t->dim(0); ++i, ++r) {
+            std::uint16_t* into = host.data() + r * wide;
+            if (t->dtype() == DType::BF16) {
+              std::copy_n(t->as<std::uint16_t>() + i * width, width, into);
+            } else {
+              compute::widenToFloat(t->data(), t->dtype(), i * width, width, row.data());
+              std::transform(row.begin(), row.end(), into, compute::floatToBf16);
+            }
+          }
+        }
+        folded = backend.empty(DType::BF16, {rows + reserve, wide});
+        backend.copyIn(std::as_bytes(std::span(host)), folded);
+        stacked = folded.rows(0, rows).columns(0, width);
+      } else if (std::all_of(parts.begin(), parts.end(),
+                             [](const Tensor* t) { return t->dtype() == DType::BF16; })) {
         stacked = backend.empty(DType::BF16, {rows, width});
         std::int64_t first = 0;
         for (const Tensor* t : parts) {
@@ -138,9 +162,9 @@ ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights
     // (LayerWeights::qkv), and its gate and up (LayerWeights::gateUp).
     for (LayerWeights& l : placed.layers) {
       const std::array<Tensor*, 3> qkv{&l.q, &l.k, &l.v};
-      l.qkv = stack(qkv);
+      l.qkv = stack(qkv, fold.qkv, l.qkvFolded);
       const std::array<Tensor*, 2> gateUp{&l.gate, &l.up};
-      l.gateUp = stack(gateUp);
+      l.gateUp = stack(gateUp, fold.gateUp, l.gateUpFolded);
     }
   }
   forEachTensor(placed, [&](Tensor& t) {

@@ -24,6 +24,17 @@
 
 namespace lorascope::model {
 
+// The LoRA rows and columns placeWeights keeps beside each layer's stacked q/k/v and gate/up on
+// a GPU (unquantised): the rank times the group's adapted projections, 0 for none. Each stacked
+// tensor is then a column view of a zeroed matrix R wider and R taller (LayerWeights::qkvFolded,
+// gateUpFolded), where the trainer puts the LoRA weights (Note [the LoRA term in the inner
+// dimension] in train/TrainGraph.cpp). Multiples of 8 keep the rows 16-byte aligned; others are
+// not reserved.
+struct LoraFold {
+  std::int64_t qkv = 0;
+  std::int64_t gateUp = 0;
+};
+
 // Called after each tensor with the stored bytes placed so far and in all (for a progress bar).
 using PlaceProgress = std::function<void(std::uint64_t doneBytes, std::uint64_t totalBytes)>;
 
@@ -31,7 +42,8 @@ using PlaceProgress = std::function<void(std::uint64_t doneBytes, std::uint64_t 
 // does not fit, compute::GpuError for a failed copy).
 ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights,
                           const PlaceProgress& progress = {},
-                          WeightQuantization quantization = WeightQuantization::None);
+                          WeightQuantization quantization = WeightQuantization::None,
+                          LoraFold fold = {});
 
 // The weights with the values a GPU backend computes on (f32/f16 rounded to bf16, bf16 as
 // stored), as bf16 tensors of `cpu`: the CPU reference for a GPU run of an f32 model

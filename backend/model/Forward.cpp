@@ -90,10 +90,23 @@ void ProjectionHook::afterProjection(int /*layer*/, Projection /*projection*/, c
                                      Tensor& /*y*/) {}
 
 LayerActivations::LayerActivations(Backend& backend, const ModelConfig& c, std::int64_t batch,
-                                   std::int64_t seq, const LayerActivations* normsFrom) {
+                                   std::int64_t seq, const LayerActivations* normsFrom,
+                                   std::int64_t h1Spare, std::int64_t h2Spare) {
   const compute::DType act = backend.capabilities().activationDType;
   const std::int64_t tokens = batch * seq;
-  h1 = normsFrom != nullptr ? normsFrom->h1 : backend.empty(act, {tokens, c.hiddenSize});
+  // A normed input, (T, H) or a column view of (T, H + spare) kept in `wide`.
+  const auto normed = [&](std::int64_t spare, Tensor& wide) {
+    if (spare == 0) {
+      return backend.empty(act, {tokens, c.hiddenSize});
+    }
+    wide = backend.empty(act, {tokens, c.hiddenSize + spare});
+    return wide.columns(0, c.hiddenSize);
+  };
+  if (normsFrom != nullptr) {
+    h1Wide = normsFrom->h1Wide;
+    h2Wide = normsFrom->h2Wide;
+  }
+  h1 = normsFrom != nullptr ? normsFrom->h1 : normed(h1Spare, h1Wide);
   rstd1 = backend.empty(compute::DType::F32, {tokens});
   q = backend.empty(act, {tokens, c.numHeads * c.headDim});
   k = backend.empty(act, {tokens, c.numKvHeads * c.headDim});
@@ -113,7 +126,7 @@ LayerActivations::LayerActivations(Backend& backend, const ModelConfig& c, std::
     rstdMlpOut = backend.empty(compute::DType::F32, {tokens});
   }
   xMid = backend.empty(act, {tokens, c.hiddenSize});
-  h2 = normsFrom != nullptr ? normsFrom->h2 : backend.empty(act, {tokens, c.hiddenSize});
+  h2 = normsFrom != nullptr ? normsFrom->h2 : normed(h2Spare, h2Wide);
   rstd2 = backend.empty(compute::DType::F32, {tokens});
   gate = backend.empty(act, {tokens, c.intermediateSize});
   up = backend.empty(act, {tokens, c.intermediateSize});

@@ -39,8 +39,11 @@ struct ForwardResult {
 struct LayerActivations {
   // `normsFrom`: another layer's activations whose h1 and h2 these share (training recomputes
   // them in the backward pass: Note [normed inputs recomputed]); null gives them their own.
+  // `h1Spare`, `h2Spare`: columns more in h1's and h2's rows, for the trainer's LoRA u (Note [the
+  // LoRA term in the inner dimension] in train/TrainGraph.cpp).
   LayerActivations(compute::Backend& backend, const ModelConfig& config, std::int64_t batch,
-                   std::int64_t seq, const LayerActivations* normsFrom = nullptr);
+                   std::int64_t seq, const LayerActivations* normsFrom = nullptr,
+                   std::int64_t h1Spare = 0, std::int64_t h2Spare = 0);
   compute::Tensor h1, rstd1;  // (T, H), (T) f32: input RMSNorm of the layer
   compute::Tensor q, k, v;    // (T, heads·hd), (T, kv·hd), (T, kv·hd); q, k after RoPE
   // With q/k norms (Qwen3, Gemma 3): the projections' outputs before the norm, and the norms'
@@ -51,8 +54,11 @@ struct LayerActivations {
   // With Gemma's sandwich norms: o_proj's output before post_attention_layernorm (T, H) and the
   // norm's statistics (T) f32; undefined otherwise.
   compute::Tensor attentionOut, rstdAttentionOut;
-  compute::Tensor xMid;              // (T, H): residual stream after the attention block
-  compute::Tensor h2, rstd2;         // (T, H), (T) f32: the MLP's input RMSNorm
+  compute::Tensor xMid;       // (T, H): residual stream after the attention block
+  compute::Tensor h2, rstd2;  // (T, H), (T) f32: the MLP's input RMSNorm
+  // With spare columns: h1 and h2 with them, (T, H + spare), whose column views h1 and h2 are;
+  // else undefined.
+  compute::Tensor h1Wide, h2Wide;
   compute::Tensor gate, up, swiglu;  // (T, I); swiglu holds GeGLU's product for Gemma
   // With sandwich norms: down_proj's output before post_feedforward_layernorm (T, H), its norm's
   // statistics (T) f32; undefined otherwise.

@@ -37,6 +37,10 @@ struct LayerWeights {
   // [stacked gate/up]).
   compute::Tensor qkv;
   compute::Tensor gateUp;
+  // With model::placeWeights' LoraFold, qkv and gateUp are the top-left column views of these,
+  // R rows and columns larger, kept for the trainer's LoRA weights; else undefined.
+  compute::Tensor qkvFolded;
+  compute::Tensor gateUpFolded;
 };
 
 struct ModelWeights {

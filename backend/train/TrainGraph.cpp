@@ -54,6 +54,52 @@ std::vector<LoraSite> modelLoraSites(const model::ModelConfig& config) {
   return sites;
 }
 
+// The normed input a projection reads, as an index of TrainGraph::NormedInput (q, k, v: h1;
+// gate, up: h2), and its place among that input's projections (model::kInputGroups); −1 for o and
+// down, which read no normed input.
+int normedInputOf(Projection p) {
+  switch (p) {
+    case Projection::Q:
+    case Projection::K:
+    case Projection::V:
+      return 0;
+    case Projection::Gate:
+    case Projection::Up:
+      return 1;
+    default:
+      return -1;
+  }
+}
+std::size_t memberOf(Projection p) {
+  switch (p) {
+    case Projection::K:
+    case Projection::Up:
+      return 1;
+    case Projection::V:
+      return 2;
+    default:
+      return 0;
+  }
+}
+// kInputGroups' entry of each NormedInput.
+const std::initializer_list<Projection>& projectionsOf(int normedInput) {
+  return model::kInputGroups[normedInput == 0 ? 0 : 2];
+}
+
+model::LoraFold loraFoldFor(const LoraConfig& config) {
+  if (config.dropout > 0.0 || config.layers.has_value()) {
+    return {};
+  }
+  const auto adapted = [&](int normedInput) {
+    std::int64_t count = 0;
+    for (Projection p : projectionsOf(normedInput)) {
+      count += config.targets.contains(p) ? 1 : 0;
+    }
+    return count * config.rank;
+  };
+  return {adapted(0), adapted(1)};
+}
+
 // Flat-buffer blocks start on 64-element boundaries (aligned operands for the GEMMs).
 std::int64_t padded(std::int64_t elements) {
   return (elements + 63) / 64 * 64;
@@ -75,6 +121,7 @@ struct TrainGraph::Site {
   Tensor gradA, gradB;        // same shapes, accumulated over micro-batches
   Tensor firstA, secondA;     // AdamW moments of A (r, in)
   Tensor firstB, secondB;     // AdamW moments of B (out, r)
+  std::int64_t foldRow = 0;   // its projection's first row in the group's stacked weight
 };
 
 struct TrainGraph::Group {
@@ -84,12 +131,19 @@ struct TrainGraph::Group {
   std::int64_t offset = 0;  // of its A (rows, in) in the flat buffers
   Tensor gemmA;             // (rows, in) in gemmParams_
   Tensor gradA;             // (rows, in) in grads_
+  // Folded (Note [the LoRA term in the inner dimension]): the stacked frozen weight with its LoRA
+  // rows and columns, (out + rows, in + rows), and each member projection's rows of it (all of
+  // the group's projections, adapted or not, by their place in model::kInputGroups).
+  Tensor folded;
+  std::vector<Tensor> memberRows;
 };
 
 struct TrainGraph::LayerState {
   LayerState(compute::Backend& backend, const model::ModelConfig& c, std::int64_t batch,
-             std::int64_t seq, const LayerState* normsFrom = nullptr)
-      : acts(backend, c, batch, seq, normsFrom != nullptr ? &normsFrom->acts : nullptr),
+             std::int64_t seq, const std::array<std::int64_t, 2>& normSpare,
+             const LayerState* normsFrom = nullptr)
+      : acts(backend, c, batch, seq, normsFrom != nullptr ? &normsFrom->acts : nullptr,
+             normSpare[0], normSpare[1]),
         u(kProjections) {}
   model::LayerActivations acts;
   // [projection] (r, T): uᵀ = A·dropout(x)ᵀ, rows of its group's (Σr, T); undefined where not
@@ -97,8 +151,38 @@ struct TrainGraph::LayerState {
   std::vector<Tensor> u;
 };
 
+// Note [the LoRA term in the inner dimension]: a projection and its LoRA term,
+// y = x·Wᵀ + scale·u·Bᵀ with u = x·Aᵀ, are one product over an inner dimension r wider:
+// y = [x | scale·u]·[W | B]ᵀ. Its input gradient likewise: dx = dy·W + g·A = [dy | g]·[W; A]. The
+// term as a GEMM of its own (Note [the LoRA term under the GEMM] in hip/HipBackendOpsGemm.cpp)
+// writes all of y, then the frozen GEMM reads it back: on Llama-3.2-1B's gate/up that is 256 MiB
+// a layer moved for r products an output. So on a GPU (bf16, no dropout: with dropout
+// each member's u is its own masked input's) model::placeWeights puts a layer's stacked q/k/v and
+// gate/up into a zeroed matrix Σr rows and columns larger (LoraFold, train::loraFoldFor: Σr the
+// rank times the group's adapted projections, a multiple of 8), [W, B; A, 0], and the weights the
+// model reads are column views of its top left (Tensor::columns). Every optimizer step the bf16
+// A and B are copied into their blocks (refreshGemmWeights, Backend::copyMatrices, sixteen blocks
+// a launch). The normed inputs h1 and h2 get Σr more columns (LayerActivations' spare columns),
+// where the down projection's scale·u goes beside x (one transposing copy), and each member's
+// forward is x_wide·(its rows of the matrix)ᵀ, dense, K + Σr wide. In the backward, dy's Σr more
+// columns take g (Backend::loraOutputProducts writes g there beside gᵀ), and dx = [dy | g]·[W; A],
+// the matrix's first in-features columns. o and down keep the term GEMM: their inputs (the
+// attention's output, SwiGLU's) and their dy (the residual stream's gradient) would need their
+// producers to write wider rows. Measured on an H200 (bench_gpu_train --prompt-percent 50
+// --profile-steps 3, one call beside the tree before; op timing on): on Llama-3.2-1B the forward's
+// term GEMMs went from 1.85 to 0.41 ms a step (o's and down's remain) and its frozen GEMMs from
+// 11.38 to 11.89 (K + Σr), the backward's terms from 0.98 to 0.64 and its GEMMs from 10.51 to
+// 10.84, the copies took 0.24 ms: the step 42.98 to 42.41 ms, Qwen2.5-0.5B's 29.91 to 28.85 (in
+// the call before, with g copied beside dy by a launch of its own, 2 rounds: 43.56-43.59 to
+// 42.98-43.15 and 29.56-30.04 to 28.88-29.11, the copies 0.39 ms). Writing dx through the whole
+// matrix (its Σr more columns, every operand dense) had taken the backward's GEMMs from 10.66 to
+// 11.68 ms. The product's loop (Llama, --packing documents, 3 runs each) delivered 87.0K real
+// tokens/s against 87.4K in that call and 87.8K against 87.3K in the one before: within its
+// noise. The memory model does not count the reserve (13 MiB of weights and a few hundred KiB
+// of wider activations on Llama-3.2-1B at B8 × S512).
+//
 // Gives each frozen projection its LoRA term, scale·u·Bᵀ (Backend::projectionProducts), saving u
-// into the current layer's state.
+// into the current layer's state, or the folded product's operands.
 class TrainGraph::LoraHook final : public model::ProjectionHook {
  public:
   explicit LoraHook(TrainGraph& graph) : graph_(graph) {}
@@ -109,14 +193,23 @@ class TrainGraph::LoraHook final : public model::ProjectionHook {
     graph_.checkCancel();
     const int index =
         graph_.siteIndex_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(projection)];
-    if (index < 0) {
+    const int which = normedInputOf(projection);
+    const Group* folded =
+        which < 0 ? nullptr : graph_.foldedGroup(layer, static_cast<NormedInput>(which));
+    if (index < 0 && folded == nullptr) {
+      return;
+    }
+    if (index >= 0 && graph_.groups_[static_cast<std::size_t>(
+                                         graph_.sites_[static_cast<std::size_t>(index)].group)]
+                              .sites.front() == index) {
+      downProjection(index, x);
+    }
+    if (folded != nullptr) {  // Note [the LoRA term in the inner dimension]
+      product.x = which == 0 ? &state->acts.h1Wide : &state->acts.h2Wide;
+      product.w = &folded->memberRows[memberOf(projection)];
       return;
     }
     const Site& s = graph_.sites_[static_cast<std::size_t>(index)];
-    const Group& g = graph_.groups_[static_cast<std::size_t>(s.group)];
-    if (g.sites.front() == index) {
-      downProjection(index, x);
-    }
     Tensor& u = state->u[static_cast<std::size_t>(projection)];
     if (graph_.dropoutActive_) {  // each member's u from its own masked input
       Tensor xd = graph_.dropoutMask(layer, projection, x.dim(0), x.dim(1));
@@ -146,6 +239,13 @@ class TrainGraph::LoraHook final : public model::ProjectionHook {
       Tensor all = uGroup;
       const runtime::gpu::OpTimingScope timing("lora_down");
       backend.matmul(g.gemmA, false, x, true, all, 1.0f, 0.0f);  // uᵀ = A·xᵀ, the whole group
+    }
+    if (g.folded.defined()) {  // scale·u beside x (Note [the LoRA term in the inner dimension])
+      const Site& s = graph_.sites_[static_cast<std::size_t>(first)];
+      Tensor& wide = normedInputOf(s.site.module) == 0 ? state->acts.h1Wide : state->acts.h2Wide;
+      Tensor tail = wide.columns(x.dim(1), g.rows);
+      const auto scale = static_cast<float>(graph_.lora_.scale());
+      backend.copyMatrices(std::array<compute::MatrixCopy, 1>{{{&uGroup, &tail, true, scale}}});
     }
   }
 
@@ -214,6 +314,42 @@ TrainGraph::TrainGraph(compute::Backend& backend, const model::ModelConfig& conf
       groups_.push_back(std::move(g));
     }
   }
+  // Note [the LoRA term in the inner dimension]: the groups whose stacked weight placeWeights
+  // placed with exactly their Σr rows and columns more (LoraFold) fold, without dropout.
+  foldedGroups_.assign(siteIndex_.size(), {-1, -1});
+  const bool foldable = backend_.capabilities().device == compute::Device::Gpu &&
+                        backend_.capabilities().activationDType == compute::DType::BF16 &&
+                        lora_.dropout == 0.0;
+  for (std::size_t index = 0; foldable && index < groups_.size(); ++index) {
+    Group& g = groups_[index];
+    const LoraSite& first = sites_[static_cast<std::size_t>(g.sites.front())].site;
+    const int which = normedInputOf(first.module);
+    if (which < 0) {
+      continue;
+    }
+    const model::LayerWeights& w = weights.layers[static_cast<std::size_t>(first.layer)];
+    const Tensor& folded = which == 0 ? w.qkvFolded : w.gateUpFolded;
+    const Tensor& stacked = which == 0 ? w.qkv : w.gateUp;
+    if (!folded.defined() || folded.dim(0) != stacked.dim(0) + g.rows ||
+        folded.dim(1) != g.in + g.rows) {
+      continue;
+    }
+    g.folded = folded;
+    std::int64_t row = 0;
+    for (Projection p : projectionsOf(which)) {
+      const std::int64_t out = projectionShape(config, p).second;
+      g.memberRows.push_back(folded.rows(row, out));
+      const int site =
+          siteIndex_[static_cast<std::size_t>(first.layer)][static_cast<std::size_t>(p)];
+      if (site >= 0) {
+        sites_[static_cast<std::size_t>(site)].foldRow = row;
+      }
+      row += out;
+    }
+    foldedGroups_[static_cast<std::size_t>(first.layer)][static_cast<std::size_t>(which)] =
+        static_cast<int>(index);
+    normSpare_[static_cast<std::size_t>(which)] = g.rows;  // one R for every layer (LoraFold)
+  }
   const compute::Shape flat{std::max<std::int64_t>(flatElements_, 1)};
   {
     const memory::OwnerScope owner(memory::Owner::Grads);
@@ -264,8 +400,39 @@ void TrainGraph::bindViews() {
 void TrainGraph::refreshGemmWeights() {
   if (gemmParamsStale_ && gemmParams_.data() != params_.data()) {
     backend_.convert(params_, gemmParams_);
+    // The folded groups' A and B into their stacked weights (Note [the LoRA term in the inner
+    // dimension]): A under W, each B beside its projection's rows, in its member's columns.
+    std::size_t blocks = 0;
+    for (const Group& g : groups_) {
+      blocks += g.folded.defined() ? 1 + g.sites.size() : 0;
+    }
+    std::vector<Tensor> into;
+    into.reserve(blocks);
+    std::vector<compute::MatrixCopy> copies;
+    copies.reserve(blocks);
+    for (const Group& g : groups_) {
+      if (!g.folded.defined()) {
+        continue;
+      }
+      into.push_back(g.folded.rows(g.folded.dim(0) - g.rows, g.rows).columns(0, g.in));
+      copies.push_back({&g.gemmA, &into.back()});
+      for (int index : g.sites) {
+        const Site& s = sites_[static_cast<std::size_t>(index)];
+        into.push_back(
+            g.folded.rows(s.foldRow, s.site.outFeatures).columns(g.in + s.groupRow, lora_.rank));
+        copies.push_back({&s.gemmB, &into.back()});
+      }
+    }
+    if (!copies.empty()) {
+      backend_.copyMatrices(copies);
+    }
   }
   gemmParamsStale_ = false;
+}
+
+const TrainGraph::Group* TrainGraph::foldedGroup(int layer, NormedInput which) const {
+  const int index = foldedGroups_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(which)];
+  return index < 0 ? nullptr : &groups_[static_cast<std::size_t>(index)];
 }
 
 TrainGraph::~TrainGraph() = default;
@@ -376,7 +543,6 @@ void TrainGraph::clipAndUpdateOnBackend(const Tensor& scalars, Tensor& sums) {
 }
 
 namespace {
-
 // n values of a flat buffer from `offset` (a site's A or B: LoraSlices).
 std::span<const float> part(std::span<const float> flat, std::int64_t offset, std::int64_t n) {
   return flat.subspan(static_cast<std::size_t>(offset), static_cast<std::size_t>(n));
@@ -502,7 +668,7 @@ LossSum TrainGraph::forwardLoss(const model::ForwardInput& in) {
   dropoutActive_ = false;
   cancel_ = nullptr;
   refreshGemmWeights();
-  LayerState state(backend_, config_, in.batch, in.seq);
+  LayerState state(backend_, config_, in.batch, in.seq, normSpare_);
   LoraHook hook(*this);
   hook.state = &state;
   Tensor x = backend_.empty(act, {tokens, config_.hiddenSize});
@@ -546,7 +712,8 @@ LossSum TrainGraph::forwardBackward(const model::ForwardInput& in, float gradSca
   std::vector<LayerState> states;  // every layer's h1 and h2 are the first's: recomputed
   states.reserve(checkpointing ? 1 : layers);
   for (std::size_t l = 0; l < (checkpointing ? 1 : layers); ++l) {
-    states.emplace_back(backend_, config_, in.batch, in.seq, states.empty() ? nullptr : &states[0]);
+    states.emplace_back(backend_, config_, in.batch, in.seq, normSpare_,
+                        states.empty() ? nullptr : &states[0]);
   }
   auto stateOf = [&](std::size_t l) -> LayerState& { return states[checkpointing ? 0 : l]; };
   LoraHook hook(*this);
@@ -670,11 +837,23 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
   const std::array<compute::MatmulProduct, 1> downInput{
       {{&dMlpOut, false, &w.down, false, &dAct, 1.0f, 0.0f}}};
   groupBackward(layer, {{Projection::Down, &dMlpOut}}, state, a.swiglu, &dAct, downInput);
-  Tensor dh = backend_.empty(act, {tokens, config_.hiddenSize});
+  Tensor dh;  // ∂/∂ h2, then ∂/∂ h1
   const Tensor& h2 = normedInput(layer, NormedInput::Mlp, a.xMid,
                                  sandwich ? w.preMlpNorm : w.postNorm, state.acts.h2);
-  if (w.gateUp.defined() && config_.mlpActivation == model::MlpActivation::Silu) {
+  if (const Group* folded = foldedGroup(layer, NormedInput::Mlp);
+      folded != nullptr && config_.mlpActivation == model::MlpActivation::Silu) {
+    // Note [the LoRA term in the inner dimension]: [dgate | dup | g]·[W, B; A, 0]
+    const std::int64_t intermediate = config_.intermediateSize;
+    Tensor dyWide = backend_.empty(act, {tokens, 2 * intermediate + folded->rows});
+    Tensor dGateUp = dyWide.columns(0, 2 * intermediate);
+    backend_.swigluBackwardStacked(dAct, a.gate, a.up, dGateUp);
+    dh = backend_.empty(act, {tokens, config_.hiddenSize});
+    groupBackward(layer,
+                  {{Projection::Gate, &dGateUp, 0}, {Projection::Up, &dGateUp, intermediate}},
+                  state, h2, &dh, {}, &dyWide);
+  } else if (w.gateUp.defined() && config_.mlpActivation == model::MlpActivation::Silu) {
     // Note [stacked gate/up]
+    dh = backend_.empty(act, {tokens, config_.hiddenSize});
     const std::int64_t intermediate = config_.intermediateSize;
     Tensor dGateUp = backend_.empty(act, {tokens, 2 * intermediate});
     backend_.swigluBackwardStacked(dAct, a.gate, a.up, dGateUp);
@@ -684,6 +863,7 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
                   {{Projection::Gate, &dGateUp, 0}, {Projection::Up, &dGateUp, intermediate}},
                   state, h2, &dh, gateUpInput);
   } else {
+    dh = backend_.empty(act, {tokens, config_.hiddenSize});
     Tensor dGate = backend_.empty(act, dAct.shape());
     Tensor dUp = backend_.empty(act, dAct.shape());
     if (config_.mlpActivation == model::MlpActivation::GeluTanh) {
@@ -742,6 +922,9 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
     dq = dqRaw;
     dk = dkRaw;
   }
+  const Group* folded = needInputGradient ? foldedGroup(layer, NormedInput::Attention) : nullptr;
+  Tensor dyWide;
+  dh = backend_.empty(act, {tokens, config_.hiddenSize});
   Tensor dqkv;
   std::array<compute::MatmulProduct, 3> qkvInput{{
       {&dq, false, &w.q, false, &dh, 1.0f, 0.0f},
@@ -750,6 +933,11 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
   }};
   std::span<const compute::MatmulProduct> qkvProducts(qkvInput);
   if (!needInputGradient) {
+    qkvProducts = {};
+  } else if (folded != nullptr) {  // Note [the LoRA term in the inner dimension]
+    dyWide = backend_.empty(act, {tokens, w.qkv.dim(0) + folded->rows});
+    dqkv = dyWide.columns(0, w.qkv.dim(0));
+    backend_.stackColumns(std::array<const Tensor*, 3>{&dq, &dk, &dv}, dqkv);
     qkvProducts = {};
   } else if (w.qkv.defined()) {  // Note [stacked q/k/v]
     dqkv = backend_.empty(act, {tokens, w.qkv.dim(0)});
@@ -760,7 +948,7 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
   Tensor* dhOrNone = needInputGradient ? &dh : nullptr;
   const Tensor& h1 = normedInput(layer, NormedInput::Attention, xIn, w.inputNorm, state.acts.h1);
   groupBackward(layer, {{Projection::Q, &dq}, {Projection::K, &dk}, {Projection::V, &dv}}, state,
-                h1, dhOrNone, qkvProducts);
+                h1, dhOrNone, qkvProducts, folded != nullptr ? &dyWide : nullptr);
   if (needInputGradient) {
     backend_.rmsnormBackward(dh, xIn, w.inputNorm, a.rstd1, dx, true);  // dx = ∂/∂ xIn
   }
@@ -788,7 +976,7 @@ const Tensor& TrainGraph::normedInput(int layer, NormedInput which, const Tensor
 
 void TrainGraph::groupBackward(int layer, std::initializer_list<Member> members, LayerState& state,
                                const Tensor& x, Tensor* dx,
-                               std::span<const compute::MatmulProduct> frozen) {
+                               std::span<const compute::MatmulProduct> frozen, Tensor* dyWide) {
   checkCancel();
   const auto siteOf = [&](Projection p) {
     return siteIndex_[static_cast<std::size_t>(layer)][static_cast<std::size_t>(p)];
@@ -813,6 +1001,8 @@ void TrainGraph::groupBackward(int layer, std::initializer_list<Member> members,
   const std::int64_t tokens = x.dim(0);
   Tensor gGroup = backend_.empty(act, {group.rows, tokens});  // gᵀ (Σr, T), each site's rows
   std::vector<Tensor> gRows(members.size());
+  // Folded: g beside dy too, each site's columns of dyWide's last Σr
+  std::vector<Tensor> gColumns(members.size());
   std::vector<compute::LoraOutputSite> outputs;  // one group: a single launch on the CPU
   std::size_t i = 0;
   for (const Member& m : members) {
@@ -820,13 +1010,27 @@ void TrainGraph::groupBackward(int layer, std::initializer_list<Member> members,
     if (index >= 0) {
       Site& s = sites_[static_cast<std::size_t>(index)];
       gRows[i] = gGroup.rows(s.groupRow, r);
+      if (dyWide != nullptr) {
+        gColumns[i] = dyWide->columns(dyWide->dim(1) - group.rows + s.groupRow, r);
+      }
       // dB += scale·dyᵀ·u and gᵀ = scale·Bᵀ·dyᵀ (uᵀ (r, T) saved by the forward)
       outputs.push_back({m.dy, &s.gemmB, &state.u[static_cast<std::size_t>(m.projection)], &s.gradB,
-                         &gRows[i], m.dyColumn});
+                         &gRows[i], m.dyColumn, gColumns[i].defined() ? &gColumns[i] : nullptr});
     }
     ++i;
   }
   backend_.loraOutputProducts(outputs, scale);
+  if (dyWide != nullptr && dx != nullptr) {  // Note [the LoRA term in the inner dimension]
+    Tensor gradA = group.gradA;
+    {
+      const runtime::gpu::OpTimingScope timing("lora_grad_a");
+      backend_.matmul(gGroup, false, x, false, gradA, 1.0f, 1.0f);  // dA += gᵀ·x, every site
+    }
+    const runtime::gpu::OpTimingScope timing("input_gradient");
+    const Tensor weights = group.folded.columns(0, group.in);          // [W; A]
+    backend_.matmul(*dyWide, false, weights, false, *dx, 1.0f, 0.0f);  // dx = [dy | g]·[W; A]
+    return;
+  }
   if (termUnderFrozen) {
     Tensor gradA = group.gradA;
     {

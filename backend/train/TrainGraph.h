@@ -43,7 +43,8 @@
 #include <vector>
 
 #include "compute/Backend.h"
-#include "model/Forward.h"  // defines: ForwardInput, LayerActivations, ProjectionHook
+#include "model/DeviceWeights.h"  // defines: LoraFold
+#include "model/Forward.h"        // defines: ForwardInput, LayerActivations, ProjectionHook
 #include "model/ModelConfig.h"
 #include "model/ModelFolder.h"  // defines: ModelWeights
 #include "train/Checkpoint.h"   // defines: LoraMoments
@@ -61,6 +62,12 @@ class TrainingCancelled : public std::runtime_error {
 
 // Every projection of the model an adapter may sit on: (layer, module, in, out), layer-major.
 std::vector<LoraSite> modelLoraSites(const model::ModelConfig& config);
+
+// The LoRA rows and columns a run of this config folds into the stacked q/k/v and gate/up weights
+// (model::placeWeights' LoraFold; Note [the LoRA term in the inner dimension]): none with dropout
+// (each member's u is then its own masked input's) or with the adapter on some layers only (the
+// others would read their weights as column views).
+model::LoraFold loraFoldFor(const LoraConfig& config);
 
 struct GraphOptions {
   bool activationCheckpointing = false;
@@ -197,9 +204,15 @@ class TrainGraph {
   // and 1 after) dx is written here: on a GPU without dropout g·A goes under the first product's
   // GEMM (Backend::projectionProducts) and the others add to it; elsewhere the products run
   // first, as one matmulGroup.
+  // With `dyWide` (a folded group's: its members' output gradients side by side and Σr columns
+  // more, which take g) dx is the one product dyWide·[W; A] (Note [the LoRA term in the inner
+  // dimension]).
   void groupBackward(int layer, std::initializer_list<Member> members, LayerState& state,
                      const compute::Tensor& x, compute::Tensor* dx,
-                     std::span<const compute::MatmulProduct> frozen = {});
+                     std::span<const compute::MatmulProduct> frozen = {},
+                     compute::Tensor* dyWide = nullptr);
+  // The group of `layer`'s q/k/v (Attention) or gate/up (Mlp) when it is folded, else null.
+  const Group* foldedGroup(int layer, NormedInput which) const;
   // Views of every site's and group's weights, moments and gradients into the flat buffers.
   void bindViews();
   // The bf16 copy of the weights after an update (Note [LoRA groups]); nothing where the
@@ -237,6 +250,10 @@ class TrainGraph {
   std::array<int, 2> normsOf_{-1, -1};      // [NormedInput] the layer whose h1, h2 the buffers hold
   const DeferredPass* deferred_ = nullptr;  // graph mode: masks as Backend::dropoutMaskAt draws
   const std::atomic<bool>* cancel_ = nullptr;
+  // Σr of the folded groups of each input (0: none), the spare columns of h1 and h2.
+  std::array<std::int64_t, 2> normSpare_{0, 0};
+  // [layer][NormedInput] → index in groups_ of the folded group, or −1.
+  std::vector<std::array<int, 2>> foldedGroups_;
 };
 
 }  // namespace lorascope::train

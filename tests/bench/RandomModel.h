@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -14,8 +15,9 @@
 #include <vector>
 
 #include "compute/Backend.h"
-#include "model/ModelFolder.h"  // defines: ModelWeights
-#include "train/Batching.h"     // defines: TokenizedExample
+#include "model/DeviceWeights.h"  // defines: LoraFold
+#include "model/ModelFolder.h"    // defines: ModelWeights
+#include "train/Batching.h"       // defines: TokenizedExample
 
 namespace lorascope::bench {
 
@@ -67,8 +69,26 @@ inline compute::Tensor randomTensor(compute::Backend& backend, std::uint64_t see
   return backend.uploadRaw(std::as_bytes(std::span(bits)), compute::DType::BF16, shape);
 }
 
-inline model::ModelWeights randomWeights(compute::Backend& backend, const model::ModelConfig& c) {
+// `fold`: on a GPU, q/k/v and gate/up placed with the LoRA rows and columns model::placeWeights
+// keeps for a run (LoraFold; Note [the LoRA term in the inner dimension] in train/TrainGraph.cpp).
+inline model::ModelWeights randomWeights(compute::Backend& backend, const model::ModelConfig& c,
+                                         model::LoraFold fold = {}) {
   std::uint64_t seed = 1;
+  const bool gpu = backend.capabilities().device == compute::Device::Gpu;
+  // `dense` as the top left of a zeroed matrix `reserve` rows and columns larger (kept in
+  // `folded`), or as it is.
+  const auto withReserve = [&](const compute::Tensor& dense, std::int64_t reserve,
+                               compute::Tensor& folded) {
+    if (!gpu || reserve <= 0 || reserve % 8 != 0) {
+      return dense;
+    }
+    const compute::Shape shape{dense.dim(0) + reserve, dense.dim(1) + reserve};
+    const std::vector<std::uint16_t> zeros(static_cast<std::size_t>(compute::numelOf(shape)), 0);
+    folded = backend.uploadRaw(std::as_bytes(std::span(zeros)), compute::DType::BF16, shape);
+    compute::Tensor into = folded.rows(0, dense.dim(0)).columns(0, dense.dim(1));
+    backend.copyMatrices(std::array<compute::MatrixCopy, 1>{{{&dense, &into}}});
+    return into;
+  };
   // Uniform on ±√3/√in has std 1/√in.
   const auto linear = [&](std::int64_t out, std::int64_t in) {
     return randomTensor(backend, seed++, {out, in}, std::sqrt(3.0f / static_cast<float>(in)));
@@ -90,11 +110,12 @@ inline model::ModelWeights randomWeights(compute::Backend& backend, const model:
     layer.postNorm = norm();
     // q, k and v as the rows of one tensor, as model::placeWeights stacks a run's on a GPU
     // (LayerWeights::qkv, Note [stacked q/k/v]).
-    const compute::Tensor qkv = linear(q + 2 * kv, c.hiddenSize);
+    const compute::Tensor qkv =
+        withReserve(linear(q + 2 * kv, c.hiddenSize), fold.qkv, layer.qkvFolded);
     layer.q = qkv.rows(0, q);
     layer.k = qkv.rows(q, kv);
     layer.v = qkv.rows(q + kv, kv);
-    if (backend.capabilities().device == compute::Device::Gpu) {
+    if (gpu) {
       layer.qkv = qkv;
     }
     if (c.qkvBias) {
@@ -104,10 +125,11 @@ inline model::ModelWeights randomWeights(compute::Backend& backend, const model:
     }
     layer.o = linear(c.hiddenSize, q);
     // gate and up the same way (LayerWeights::gateUp, Note [stacked gate/up]).
-    const compute::Tensor gateUp = linear(2 * c.intermediateSize, c.hiddenSize);
+    const compute::Tensor gateUp =
+        withReserve(linear(2 * c.intermediateSize, c.hiddenSize), fold.gateUp, layer.gateUpFolded);
     layer.gate = gateUp.rows(0, c.intermediateSize);
     layer.up = gateUp.rows(c.intermediateSize, c.intermediateSize);
-    if (backend.capabilities().device == compute::Device::Gpu) {
+    if (gpu) {
       layer.gateUp = gateUp;
     }
     layer.down = linear(c.hiddenSize, c.intermediateSize);

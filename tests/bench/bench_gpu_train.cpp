@@ -486,12 +486,20 @@ Result runBenchmark(const Options& o, compute::Backend& backend) {
   // With --model the folder's mapping backs the placed weights (on the CPU) and must outlive them.
   std::optional<model::ModelFolder> folder;
   model::ModelWeights weights;
+  train::LoraConfig lora;
+  lora.rank = 8;
+  lora.alpha = 16;
+  // As a run places them (job::DevicePlacement), with the LoRA's rows and columns beside q/k/v
+  // and gate/up (Note [the LoRA term in the inner dimension]); none under NF4.
+  const model::LoraFold fold = o.quantization == model::WeightQuantization::None
+                                   ? train::loraFoldFor(lora)
+                                   : model::LoraFold{};
   if (o.modelDir.empty()) {
-    weights = bench::randomWeights(backend, o.config);
+    weights = bench::randomWeights(backend, o.config, fold);
   } else {
     const memory::OwnerScope owner(memory::Owner::Weights);
     folder.emplace(model::ModelFolder::open(o.modelDir));
-    weights = model::placeWeights(backend, folder->weights(), {}, o.quantization);
+    weights = model::placeWeights(backend, folder->weights(), {}, o.quantization, fold);
   }
   const model::ModelConfig& config = folder ? folder->config() : o.config;
   backend.synchronize();
@@ -499,8 +507,7 @@ Result runBenchmark(const Options& o, compute::Backend& backend) {
 
   const int totalSteps = o.warmup + o.steps + o.profileSteps + 3 * o.mirror;
   train::TrainConfig tc;
-  tc.lora.rank = 8;
-  tc.lora.alpha = 16;
+  tc.lora = lora;
   tc.microBatchSize = o.batch;
   tc.maxSeqLen = o.seq;
   tc.maxSteps = totalSteps;

@@ -365,15 +365,29 @@ void caseParity(Checks& checks) {
                   runSteps(loop, kSteps), reference, kLossTolerance);
     }
     // Without dropout a GPU run pads each micro-batch to a multiple of kGpuSequenceMultiple
-    // (Note [sequence buckets]) where the CPU pads to the longest row: the same losses.
+    // (Note [sequence buckets]) where the CPU pads to the longest row: the same losses. Its
+    // weights are placed as a run's are, the LoRA folded into q/k/v's and gate/up's (Note [the
+    // LoRA term in the inner dimension]), on either GEMM.
     train::TrainConfig unmasked = runConfig(kSteps);
     unmasked.lora.dropout = 0.0;
     unmasked.maxSeqLen = 32;
     auto cpu = compute::createCpuBackend();
     train::TrainLoop onCpu(*cpu, folder.config(), folder.weights(), runData(), unmasked);
     const std::vector<train::StepMetrics> want = stepMetrics(onCpu, kSteps);
+    const model::ModelWeights folded =
+        model::placeWeights(*gpu, folder.weights(), {}, model::WeightQuantization::None,
+                            train::loraFoldFor(unmasked.lora));
+    checks.expect(
+        folded.layers[0].qkvFolded.defined() && folded.layers[0].gateUpFolded.defined(),
+        std::string(name) + ": q/k/v and gate/up placed with the LoRA's rows and columns");
+    if (selectGemm(*gpu, GemmImplementation::BuiltIn)) {
+      train::TrainLoop loop(*gpu, folder.config(), folded, runData(), unmasked);
+      expectCurve(checks,
+                  std::string(name) + ", no dropout, folded, built-in GEMM: GPU vs CPU losses",
+                  runSteps(loop, kSteps), lossesOf(want), kLossTolerance);
+    }
     if (selectGemm(*gpu, GemmImplementation::Vendor)) {
-      train::TrainLoop loop(*gpu, folder.config(), placed, runData(), unmasked);
+      train::TrainLoop loop(*gpu, folder.config(), folded, runData(), unmasked);
       const std::vector<train::StepMetrics> got = stepMetrics(loop, kSteps);
       std::int64_t cpuPositions = 0;
       std::int64_t gpuPositions = 0;
