@@ -407,6 +407,19 @@ void caseParity(Checks& checks) {
       expectCurve(checks, std::string(name) + ", no dropout, padded to buckets: GPU vs CPU losses",
                   lossesOf(got), lossesOf(want), kLossTolerance);
     }
+    // Some of a group's projections adapted (PEFT's q_proj/v_proj, and up alone): the others
+    // read the folded input with zero LoRA columns in their rows.
+    train::TrainConfig some = unmasked;
+    some.lora.targets = {train::LoraModule::Q, train::LoraModule::V, train::LoraModule::Up};
+    train::TrainLoop someOnCpu(*cpu, folder.config(), folder.weights(), runData(), some);
+    const std::vector<double> someWant = runSteps(someOnCpu, kSteps);
+    const model::ModelWeights someFolded = model::placeWeights(
+        *gpu, folder.weights(), {}, model::WeightQuantization::None, train::loraFoldFor(some.lora));
+    if (selectGemm(*gpu, GemmImplementation::Vendor)) {
+      train::TrainLoop loop(*gpu, folder.config(), someFolded, runData(), some);
+      expectCurve(checks, std::string(name) + ", q, v and up adapted, folded: GPU vs CPU losses",
+                  runSteps(loop, kSteps), someWant, kLossTolerance);
+    }
   }
 }
 
