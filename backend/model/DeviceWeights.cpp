@@ -108,7 +108,7 @@ ModelWeights placeWeights(compute::Backend& backend, const ModelWeights& weights
         rows += t->dim(0);
       }
       Tensor stacked;
-      if (reserve > 0 && reserve % 8 == 0) {
+      if (keepsFoldReserve(reserve)) {
         // Row by row into a zeroed host matrix, widened and rounded like the upload below.
         const std::int64_t wide = width + reserve;
         std::vector<std::uint16_t> host(static_cast<std::size_t>((rows + reserve) * wide), 0);

@@ -34,6 +34,10 @@ struct LoraFold {
   std::int64_t qkv = 0;
   std::int64_t gateUp = 0;
 };
+// Whether a LoraFold reserve of `rows` rows and columns is kept (see above).
+constexpr bool keepsFoldReserve(std::int64_t rows) {
+  return rows > 0 && rows % 8 == 0;
+}
 
 // Called after each tensor with the stored bytes placed so far and in all (for a progress bar).
 using PlaceProgress = std::function<void(std::uint64_t doneBytes, std::uint64_t totalBytes)>;

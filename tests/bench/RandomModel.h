@@ -79,7 +79,7 @@ inline model::ModelWeights randomWeights(compute::Backend& backend, const model:
   // `folded`), or as it is.
   const auto withReserve = [&](const compute::Tensor& dense, std::int64_t reserve,
                                compute::Tensor& folded) {
-    if (!gpu || reserve <= 0 || reserve % 8 != 0) {
+    if (!gpu || !model::keepsFoldReserve(reserve)) {
       return dense;
     }
     const compute::Shape shape{dense.dim(0) + reserve, dense.dim(1) + reserve};
