@@ -134,15 +134,19 @@ LayerActivations::LayerActivations(Backend& backend, const ModelConfig& c, std::
 }
 
 SequenceLayout makeSequenceLayout(Backend& backend, const ModelConfig& c, std::int64_t batch,
-                                  std::int64_t seq, std::span<const std::int32_t> documentStarts) {
+                                  std::int64_t seq, std::span<const std::int32_t> documentStarts,
+                                  std::span<const std::int32_t> positions) {
   SequenceLayout layout;
   layout.batch = batch;
   layout.seq = seq;
-  layout.positions.resize(static_cast<std::size_t>(batch * seq));
-  layout.documentStarts.assign(documentStarts.begin(), documentStarts.end());
-  for (std::size_t t = 0; t < layout.positions.size(); ++t) {
-    const std::int32_t start = documentStarts.empty() ? 0 : documentStarts[t];
-    layout.positions[t] = static_cast<std::int32_t>(static_cast<std::int64_t>(t) % seq) - start;
+  layout.documentStarts = documentStarts;
+  layout.inputPositions = positions;
+  if (positions.empty()) {
+    layout.positions.resize(static_cast<std::size_t>(batch * seq));
+    for (std::size_t t = 0; t < layout.positions.size(); ++t) {
+      const std::int32_t start = documentStarts.empty() ? 0 : documentStarts[t];
+      layout.positions[t] = static_cast<std::int32_t>(static_cast<std::int64_t>(t) % seq) - start;
+    }
   }
   const compute::Shape half{c.headDim / 2};
   layout.invFreq = backend.upload(ropeInverseFrequencies(c), compute::DType::F32, half);
@@ -178,8 +182,8 @@ void decoderLayerForward(Backend& backend, const ModelConfig& c, const LayerWeig
   }
   Tensor q = a.q.viewAs({tokens, c.numHeads, c.headDim});
   Tensor k = a.k.viewAs({tokens, c.numKvHeads, c.headDim});
-  backend.rope(q, s.positions, s.invFreqOf(layer), false);
-  backend.rope(k, s.positions, s.invFreqOf(layer), false);
+  backend.rope(q, s.ropePositions(), s.invFreqOf(layer), false);
+  backend.rope(k, s.ropePositions(), s.invFreqOf(layer), false);
   if (s.cache != nullptr) {
     Tensor attention = a.attention.viewAs({tokens, c.numHeads, c.headDim});
     s.cache->attend(backend, layer, q, s.attentionOf(layer), attention);
@@ -242,6 +246,21 @@ void checkForwardInput(const ModelConfig& /*config*/, const ForwardInput& in) {
   if (!in.documentStarts.empty()) {
     compute::checkDocumentStarts("forward", in.documentStarts, in.batch, in.seq);
   }
+  if (!in.positions.empty()) {
+    if (in.positions.size() != tokens) {
+      throw compute::ShapeError("forward: " + std::to_string(in.positions.size()) +
+                                " positions for " + std::to_string(tokens) + " ids");
+    }
+    for (std::size_t t = 0; t < tokens; ++t) {
+      const std::int32_t start = in.documentStarts.empty() ? 0 : in.documentStarts[t];
+      const auto want = static_cast<std::int32_t>(static_cast<std::int64_t>(t) % in.seq) - start;
+      if (in.positions[t] != want) {
+        throw compute::ShapeError("forward: position " + std::to_string(in.positions[t]) +
+                                  " of token " + std::to_string(t) + " is not " +
+                                  std::to_string(want) + " (its offset less its document's start)");
+      }
+    }
+  }
 }
 
 std::vector<std::int32_t> shiftedTargets(const ForwardInput& in) {
@@ -260,7 +279,8 @@ ForwardResult forward(Backend& backend, const ModelConfig& c, const ModelWeights
   checkForwardInput(c, in);
   const std::int64_t tokens = in.batch * in.seq;
   const compute::DType act = backend.capabilities().activationDType;
-  const SequenceLayout layout = makeSequenceLayout(backend, c, in.batch, in.seq, in.documentStarts);
+  const SequenceLayout layout =
+      makeSequenceLayout(backend, c, in.batch, in.seq, in.documentStarts, in.positions);
   LayerActivations acts(backend, c, in.batch, in.seq);
   Tensor x = backend.empty(act, {tokens, c.hiddenSize});  // (T, H) residual stream
   Tensor next = backend.empty(act, {tokens, c.hiddenSize});

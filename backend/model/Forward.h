@@ -24,6 +24,11 @@ struct ForwardInput {
   // several examples apart (train/Batching.h, Note [document packing]). A token attends only to
   // its document, and its RoPE position counts from the document's start.
   std::span<const std::int32_t> documentStarts = {};
+  // (batch, seq) or empty: each token's RoPE position (t mod seq, less its document's start), for
+  // a caller that keeps them where ops must read them: graph mode's pinned inputs, which a
+  // replayed step reads again (Note [whole-step graphs] in train/StepGraphs.h). Empty: computed
+  // from documentStarts.
+  std::span<const std::int32_t> positions = {};
 };
 
 struct ForwardResult {
@@ -86,18 +91,25 @@ class KvCache;  // model/KvCache.h
 struct SequenceLayout {
   std::int64_t batch = 0;
   std::int64_t seq = 0;
-  std::vector<std::int32_t> positions;       // (batch·seq): t mod seq, less its document's start
-  std::vector<std::int32_t> documentStarts;  // (batch·seq) or empty: ForwardInput's
-  compute::Tensor invFreq;                   // (hd/2) f32 on the backend
-  compute::Tensor invFreqLocal;              // (hd/2) f32: Gemma 3's sliding layers; else undefined
-  float attentionScale = 1.0f;               // 1/√hd, or query_pre_attn_scalar^−½ (Gemma)
-  float attentionSoftcap = 0.0f;             // Gemma 2's attn_logit_softcapping; 0 = off
-  std::int64_t slidingWindow = 0;            // on the sliding layers
-  std::vector<bool> slidingLayers;           // (layers)
+  std::vector<std::int32_t> positions;  // (batch·seq): t mod seq, less its document's start
+  // ForwardInput's positions when it has them, read in place (ropePositions()); else empty
+  std::span<const std::int32_t> inputPositions;
+  // (batch·seq) or empty: ForwardInput's, read in place (the input outlives its layout), so that
+  // the attention ops upload them from where the caller keeps them
+  std::span<const std::int32_t> documentStarts;
+  compute::Tensor invFreq;          // (hd/2) f32 on the backend
+  compute::Tensor invFreqLocal;     // (hd/2) f32: Gemma 3's sliding layers; else undefined
+  float attentionScale = 1.0f;      // 1/√hd, or query_pre_attn_scalar^−½ (Gemma)
+  float attentionSoftcap = 0.0f;    // Gemma 2's attn_logit_softcapping; 0 = off
+  std::int64_t slidingWindow = 0;   // on the sliding layers
+  std::vector<bool> slidingLayers;  // (layers)
   // Generation (batch 1): the earlier positions' keys and values. The layer's k and v are then
   // the cache's next rows, and attention reads the whole cache (model/KvCache.h).
   const KvCache* cache = nullptr;
 
+  std::span<const std::int32_t> ropePositions() const {
+    return inputPositions.empty() ? std::span<const std::int32_t>(positions) : inputPositions;
+  }
   const compute::Tensor& invFreqOf(int layer) const {
     return invFreqLocal.defined() && slidingLayers[static_cast<std::size_t>(layer)] ? invFreqLocal
                                                                                     : invFreq;
@@ -110,10 +122,12 @@ struct SequenceLayout {
     return options;
   }
 };
-// `documentStarts`: ForwardInput's (checked by checkForwardInput).
+// `documentStarts`, `positions`: ForwardInput's (checked by checkForwardInput), viewed, not
+// copied: they must outlive the layout. Without `positions` they are computed.
 SequenceLayout makeSequenceLayout(compute::Backend& backend, const ModelConfig& config,
                                   std::int64_t batch, std::int64_t seq,
-                                  std::span<const std::int32_t> documentStarts = {});
+                                  std::span<const std::int32_t> documentStarts = {},
+                                  std::span<const std::int32_t> positions = {});
 
 // One decoder layer: xOut = layer(xIn), both (T, H) and distinct; fills `acts`. `hook` may be
 // null (plain inference).

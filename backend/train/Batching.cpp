@@ -247,6 +247,17 @@ std::int64_t paddedLength(std::int64_t longest, std::int64_t multiple, std::int6
   return maxSeq > 0 ? std::max(longest, std::min(rounded, maxSeq)) : rounded;
 }
 
+void fillDocumentStarts(const Sequence& row, std::span<std::int32_t> starts) {
+  std::fill(starts.begin(), starts.end(), 0);
+  const std::vector<std::int32_t>& first = row.documentStarts;
+  for (std::size_t d = 0; d < first.size(); ++d) {
+    const std::size_t end =
+        d + 1 < first.size() ? static_cast<std::size_t>(first[d + 1]) : starts.size();
+    std::fill(starts.begin() + first[d], starts.begin() + static_cast<std::ptrdiff_t>(end),
+              first[d]);
+  }
+}
+
 MicroBatch collate(std::span<const Sequence* const> rows, std::int64_t multiple,
                    std::int64_t maxSeq) {
   MicroBatch mb;
@@ -265,16 +276,7 @@ MicroBatch collate(std::span<const Sequence* const> rows, std::int64_t multiple,
   }
   for (std::size_t r = 0; r < rows.size(); ++r) {
     if (documents) {
-      // Each start holds from its token to the next start; the last one through the padding.
-      const std::vector<std::int32_t>& starts = rows[r]->documentStarts;
-      for (std::size_t d = 0; d < starts.size(); ++d) {
-        const std::size_t end =
-            d + 1 < starts.size() ? static_cast<std::size_t>(starts[d + 1]) : seq;
-        std::fill(mb.documentStarts.begin() +
-                      static_cast<std::ptrdiff_t>(r * seq + static_cast<std::size_t>(starts[d])),
-                  mb.documentStarts.begin() + static_cast<std::ptrdiff_t>(r * seq + end),
-                  starts[d]);
-      }
+      fillDocumentStarts(*rows[r], std::span(mb.documentStarts).subspan(r * seq, seq));
     }
     std::copy(rows[r]->ids.begin(), rows[r]->ids.end(), mb.ids.begin() + r * seq);
     std::copy(rows[r]->labels.begin(), rows[r]->labels.end(), mb.labels.begin() + r * seq);

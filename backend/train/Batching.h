@@ -132,5 +132,8 @@ struct MicroBatch {
 };
 MicroBatch collate(std::span<const Sequence* const> rows, std::int64_t multiple = 1,
                    std::int64_t maxSeq = 0);
+// One row of MicroBatch::documentStarts: each of `row`'s documents' start from its first token to
+// the next start, the last one through the padding (every start 0 for a row without starts).
+void fillDocumentStarts(const Sequence& row, std::span<std::int32_t> starts);
 
 }  // namespace lorascope::train

@@ -18,8 +18,9 @@ std::int64_t graphSeqLength(std::int64_t longest, std::int64_t maxSeqLen) {
 
 struct StepGraphs::Entry {
   StepShape shape;
-  std::vector<std::shared_ptr<std::byte[]>> ids, targets;  // per micro-batch, rows·seq int32
-  std::shared_ptr<std::byte[]> rowLengths;                 // microBatches int32
+  std::vector<std::shared_ptr<std::byte[]>> ids, targets;       // per micro-batch, rows·seq int32
+  std::vector<std::shared_ptr<std::byte[]>> starts, positions;  // the same, with documents
+  std::shared_ptr<std::byte[]> rowLengths;                      // microBatches int32
   compute::Tensor deviceRowLengths;
   int eagerRuns = 0;
   std::unique_ptr<compute::CapturedOps> graph;
@@ -70,6 +71,10 @@ StepGraphs::Entry& StepGraphs::entryOf(const StepShape& shape) {
   for (std::int64_t m = 0; m < shape.microBatches; ++m) {
     entry->ids.push_back(backend_.pinnedHost(bytes));
     entry->targets.push_back(backend_.pinnedHost(bytes));
+    if (shape.documents) {
+      entry->starts.push_back(backend_.pinnedHost(bytes));
+      entry->positions.push_back(backend_.pinnedHost(bytes));
+    }
   }
   const auto lengthBytes = static_cast<std::size_t>(shape.microBatches) * sizeof(std::int32_t);
   entry->rowLengths = backend_.pinnedHost(lengthBytes);
@@ -95,6 +100,14 @@ std::span<std::int32_t> StepGraphs::ids(const StepShape& shape, std::int64_t mic
 
 std::span<std::int32_t> StepGraphs::targets(const StepShape& shape, std::int64_t micro) {
   return int32s(entryOf(shape).targets.at(static_cast<std::size_t>(micro)), shape);
+}
+
+std::span<std::int32_t> StepGraphs::documentStarts(const StepShape& shape, std::int64_t micro) {
+  return int32s(entryOf(shape).starts.at(static_cast<std::size_t>(micro)), shape);
+}
+
+std::span<std::int32_t> StepGraphs::positions(const StepShape& shape, std::int64_t micro) {
+  return int32s(entryOf(shape).positions.at(static_cast<std::size_t>(micro)), shape);
 }
 
 std::span<std::int32_t> StepGraphs::rowLengths(const StepShape& shape) {

@@ -6,6 +6,9 @@
 // addresses. So nothing a step varies may be a kernel argument or a host read:
 // - Inputs: each micro-batch's ids and shifted targets are written by the host into pinned
 //   buffers of fixed size before the step; the graph's first copies read them (Backend::copyIn).
+//   With document packing so are each token's document start and RoPE position: the attention
+//   and RoPE ops upload them from where the host wrote them (model::ForwardInput reads them in
+//   place), so a replay masks and rotates by this step's documents, not the captured step's.
 // - Shapes: every micro-batch of a step is padded to `rows` sequences of `seq` positions (seq: the
 //   step's longest sequence rounded up to a multiple of 64, at most max_seq_len); padding rows and
 //   positions have no target, so the loss and gradients are those of the unpadded batch. One
@@ -41,6 +44,7 @@ struct StepShape {
   std::int64_t rows = 0;          // sequences per micro-batch
   std::int64_t seq = 0;           // positions per sequence
   std::int64_t microBatches = 0;  // per step
+  bool documents = false;         // rows pack examples apart: starts and positions are inputs too
   bool operator==(const StepShape&) const = default;
 };
 
@@ -63,6 +67,10 @@ class StepGraphs {
   // fill before run().
   std::span<std::int32_t> ids(const StepShape& shape, std::int64_t micro);
   std::span<std::int32_t> targets(const StepShape& shape, std::int64_t micro);
+  // With shape.documents (rows·seq each): each token's document start and RoPE position
+  // (model::ForwardInput's), which the captured attention and RoPE ops read at every replay.
+  std::span<std::int32_t> documentStarts(const StepShape& shape, std::int64_t micro);
+  std::span<std::int32_t> positions(const StepShape& shape, std::int64_t micro);
   // The unpadded length of each micro-batch (its longest sequence: what the eager step pads to),
   // for the dropout masks (Backend::dropoutMaskAt); pinned, set before run().
   std::span<std::int32_t> rowLengths(const StepShape& shape);

@@ -667,8 +667,8 @@ LossSum TrainGraph::forwardLoss(const model::ForwardInput& in) {
   }
   const std::int64_t tokens = in.batch * in.seq;
   const compute::DType act = backend_.capabilities().activationDType;
-  const model::SequenceLayout layout =
-      model::makeSequenceLayout(backend_, config_, in.batch, in.seq, in.documentStarts);
+  const model::SequenceLayout layout = model::makeSequenceLayout(
+      backend_, config_, in.batch, in.seq, in.documentStarts, in.positions);
   dropoutActive_ = false;
   cancel_ = nullptr;
   refreshGemmWeights();
@@ -698,8 +698,8 @@ LossSum TrainGraph::forwardBackward(const model::ForwardInput& in, float gradSca
   }
   const std::int64_t tokens = in.batch * in.seq;
   const compute::DType act = backend_.capabilities().activationDType;
-  const model::SequenceLayout layout =
-      model::makeSequenceLayout(backend_, config_, in.batch, in.seq, in.documentStarts);
+  const model::SequenceLayout layout = model::makeSequenceLayout(
+      backend_, config_, in.batch, in.seq, in.documentStarts, in.positions);
   layout_ = &layout;
   key_ = key;
   dropoutActive_ = lora_.dropout > 0.0;
@@ -910,8 +910,8 @@ void TrainGraph::layerBackward(int layer, LayerState& state, const Tensor& xIn, 
                              s.attentionOf(layer), dq4, dk4, dv4);
   Tensor dqHeads = dq.viewAs({tokens, heads, hd});
   Tensor dkHeads = dk.viewAs({tokens, kvHeads, hd});
-  backend_.rope(dqHeads, s.positions, s.invFreqOf(layer), true);  // ∂/∂ q before RoPE
-  backend_.rope(dkHeads, s.positions, s.invFreqOf(layer), true);
+  backend_.rope(dqHeads, s.ropePositions(), s.invFreqOf(layer), true);  // ∂/∂ q before RoPE
+  backend_.rope(dkHeads, s.ropePositions(), s.invFreqOf(layer), true);
   if (config_.qkNorm) {  // ∂/∂ the projections' outputs, through q_norm and k_norm
     Tensor dqRaw = backend_.empty(act, dq.shape());
     Tensor dkRaw = backend_.empty(act, dk.shape());

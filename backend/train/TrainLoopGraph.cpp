@@ -58,19 +58,15 @@ StepMetrics TrainLoop::graphStep(const std::atomic<bool>* cancel) {
   const auto ms = [](Clock::time_point from, Clock::time_point to) {
     return std::chrono::duration<double, std::milli>(to - from).count();
   };
-  if (config_.packing == Packing::Documents) {
-    // The captured ops would keep one step's document starts and positions (host arrays
-    // uploaded at capture): step() falls back to eager steps, saying so.
-    throw std::invalid_argument("document packing is not captured (its starts change each step)");
-  }
   StepMetrics metrics;
   const StepRows r = takeRows();
   std::int64_t longest = 0;
   for (const Sequence* s : r.rows) {
     longest = std::max(longest, static_cast<std::int64_t>(s->ids.size()));
   }
+  const bool documents = config_.packing == Packing::Documents;
   const StepShape shape{microBatch_, graphSeqLength(longest, config_.maxSeqLen),
-                        (r.taken + microBatch_ - 1) / microBatch_};
+                        (r.taken + microBatch_ - 1) / microBatch_, documents};
   if (!stepGraphs_) {
     stepGraphs_ = std::make_unique<StepGraphs>(*backend_);
   }
@@ -82,26 +78,42 @@ StepMetrics TrainLoop::graphStep(const std::atomic<bool>* cancel) {
   for (std::int64_t m = 0; m < shape.microBatches; ++m) {
     const std::span<std::int32_t> ids = stepGraphs_->ids(shape, m);
     const std::span<std::int32_t> shifted = stepGraphs_->targets(shape, m);
+    const std::span<std::int32_t> starts =
+        documents ? stepGraphs_->documentStarts(shape, m) : std::span<std::int32_t>();
+    const std::span<std::int32_t> positions =
+        documents ? stepGraphs_->positions(shape, m) : std::span<std::int32_t>();
     std::int64_t rowLength = 0;  // the eager step's padded length of this micro-batch
     for (std::int64_t row = 0; row < shape.rows; ++row) {
       const std::int64_t index = m * shape.rows + row;
       std::int32_t* rowIds = ids.data() + row * shape.seq;
       std::int32_t* rowTargets = shifted.data() + row * shape.seq;
-      if (index < r.taken) {
-        const Sequence& s = *r.rows[static_cast<std::size_t>(index)];
-        fillRow(s, shape.seq, rowIds, rowTargets);
-        metrics.tokens += static_cast<std::int64_t>(s.ids.size());
-        rowLength = std::max(rowLength, static_cast<std::int64_t>(s.ids.size()));
+      const Sequence* s = index < r.taken ? r.rows[static_cast<std::size_t>(index)] : nullptr;
+      if (s != nullptr) {
+        fillRow(*s, shape.seq, rowIds, rowTargets);
+        metrics.tokens += static_cast<std::int64_t>(s->ids.size());
+        rowLength = std::max(rowLength, static_cast<std::int64_t>(s->ids.size()));
       } else {  // a padding row: no target, so no loss and no gradient
         std::fill(rowIds, rowIds + shape.seq, 0);
         std::fill(rowTargets, rowTargets + shape.seq, compute::kIgnoreTarget);
+      }
+      if (documents) {  // a padding row is one document
+        const auto at = static_cast<std::size_t>(row * shape.seq);
+        const std::span<std::int32_t> rowStarts = starts.subspan(at, shape.seq);
+        fillDocumentStarts(s != nullptr ? *s : Sequence{}, rowStarts);
+        for (std::int64_t t = 0; t < shape.seq; ++t) {
+          positions[at + static_cast<std::size_t>(t)] =
+              static_cast<std::int32_t>(t) - rowStarts[static_cast<std::size_t>(t)];
+        }
       }
     }
     rowLengths[static_cast<std::size_t>(m)] = static_cast<std::int32_t>(rowLength);
     compute::checkTargetIds("graph step (ids)", ids, modelConfig_.vocabSize);
     compute::checkTargetIds("graph step (targets)", shifted, modelConfig_.vocabSize);
+    if (documents) {
+      compute::checkDocumentStarts("graph step (document starts)", starts, shape.rows, shape.seq);
+    }
     // The labels only size-check the pass: with a DeferredPass the targets are read instead.
-    inputs.push_back({shape.rows, shape.seq, ids, shifted});
+    inputs.push_back({shape.rows, shape.seq, ids, shifted, starts, positions});
     targets.emplace_back(shifted);
     metrics.positions += shape.rows * shape.seq;
   }

@@ -7,7 +7,8 @@
 //                      vendor GEMM and with the built-in one
 //   gpu_train documents --packing documents: 30 steps of examples packed apart (RoPE positions
 //                      from each example's start, the masked attention kernels forward and
-//                      backward) on the GPU follow the CPU run, for the tiny Llama and Qwen2
+//                      backward) on the GPU follow the CPU run, for the tiny Llama and Qwen2,
+//                      eagerly and in graph mode (the replays reading each step's documents)
 //   gpu_train resume   a GPU run checkpointed at step 15 and resumed on a fresh backend continues
 //                      the uninterrupted run's curve
 //   gpu_train mirror   the state mirror's snapshot (TrainLoop::snapshotState): taken at a step
@@ -445,6 +446,19 @@ void caseDocuments(Checks& checks) {
                                              static_cast<double>(loop.sequenceCount())));
     expectCurve(checks, std::string(name) + ", packing documents: GPU vs CPU losses",
                 runSteps(loop, kSteps), want, kLossTolerance);
+    // Graph mode: every replay reads its step's document starts and positions, so the replayed
+    // steps (each packing other examples than the captured one) follow the same curve.
+    train::TrainLoop graphed(*gpu, folder.config(), placed, runData(), config);
+    graphed.setStepMode(train::StepMode::Graph);
+    const std::vector<train::StepMetrics> metrics = stepMetrics(graphed, kSteps);
+    expectCurve(checks, std::string(name) + ", packing documents, graph mode: GPU vs CPU losses",
+                lossesOf(metrics), want, kLossTolerance);
+    const auto replayed = std::count_if(metrics.begin(), metrics.end(),
+                                        [](const auto& m) { return m.graph == "replayed"; });
+    checks.expect(
+        replayed >= kSteps - 4,
+        std::string(name) + format(": %.0f of %.0f steps replayed", static_cast<double>(replayed),
+                                   static_cast<double>(kSteps)));
   }
 }
 
