@@ -188,10 +188,10 @@ class TrainingJob : public engine::EngineJob {
     if (!writes()) {
       return std::nullopt;  // Note [rank 0 writes]: rank 0 announces the group's steps
     }
-    // Note [asynchronous state mirror] (job/StepCommit.h): the step before was written while
-    // this one ran.
+    // Note [asynchronous state mirror] (job/StepCommit.h): the steps before, written while this
+    // one ran (none while the writer is still on them: it is not waited for).
     std::optional<StepEvent> previous;
-    StepTiming::timed(timing_.mirrorWaitMs, [&] { previous = take(); });
+    StepTiming::timed(timing_.mirrorWaitMs, [&] { previous = takeWritten(); });
     if (evaluation_->evaluatesAfter(m.step, loop_->finished())) {
       StepTiming::timed(timing_.evaluationMs, [&] { m.eval = evaluate(cancel); });
     }
@@ -311,15 +311,25 @@ class TrainingJob : public engine::EngineJob {
     };
   }
 
+  // Every held step (StepCommit::take: waits for the writer) or those already in the mirror
+  // (takeWritten: never waits): all but the last announced here, the last returned.
   std::optional<StepEvent> take() {
-    if (!commit_) {
-      return std::nullopt;
+    return commit_ ? handOut(commit_->take(loop_->totalSteps())) : std::nullopt;
+  }
+  std::optional<StepEvent> takeWritten() {
+    return commit_ ? handOut(commit_->takeWritten(loop_->totalSteps())) : std::nullopt;
+  }
+  std::optional<StepEvent> handOut(std::vector<StepEvent> steps) {
+    std::optional<StepEvent> last;
+    for (StepEvent& step : steps) {
+      announce(last);
+      commit_->announceIncident(step);
+      if (!step.graphFallback.empty()) {
+        toggles_->leaveGraphMode(step);  // announced before the step that ran eagerly instead
+      }
+      last = std::move(step);
     }
-    std::optional<StepEvent> step = commit_->take(loop_->totalSteps());
-    if (step && !step->graphFallback.empty()) {
-      toggles_->leaveGraphMode(*step);  // announced before the step that ran eagerly instead
-    }
-    return step;
+    return last;
   }
   void announce(std::optional<StepEvent>& step) {
     if (step) {

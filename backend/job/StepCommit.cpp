@@ -43,30 +43,72 @@ void StepCommit::record(const train::StepMetrics& step) const {
 }
 
 void StepCommit::mirror(train::TrainLoop& loop, train::StepMetrics step) {
-  // The state as this step left it, downloading while the next step runs; the writer waits for
-  // it, encodes it into payload_ and writes it.
+  loop_ = &loop;
+  uncovered_.push_back(std::move(step));
+  if (write_.valid() && write_.wait_for(std::chrono::seconds(0)) != std::future_status::ready)
+    return;  // the writer is on an earlier state: a later write covers this step
+  collectWrite();
+  startWrite(loop);
+}
+
+void StepCommit::startWrite(train::TrainLoop& loop) {
+  // The state as the last step left it, downloading while the next step runs; the writer waits
+  // for it, encodes it into payload_ and writes it.
   write_ = std::async(std::launch::async, [this, pending = loop.snapshotState()]() mutable {
+    if (gate_.valid())
+      gate_.wait();
     pending.waitEncoded(payload_);
     mirror_->write(payload_);
   });
-  held_ = std::move(step);
+  writing_.insert(writing_.end(), std::make_move_iterator(uncovered_.begin()),
+                  std::make_move_iterator(uncovered_.end()));
+  uncovered_.clear();
 }
 
-std::optional<engine::StepEvent> StepCommit::take(std::int64_t totalSteps) {
-  if (write_.valid())
-    write_.get();
-  if (!held_)
-    return std::nullopt;
-  const train::StepMetrics m = std::move(*held_);
-  held_.reset();
-  if (!m.nonFinite.empty())
-    sink_(engine::TimedEvent{0, engine::IncidentEvent{m.nonFinite, "update skipped", m.step}});
-  return announcement(m, false, totalSteps);
+void StepCommit::collectWrite() {
+  if (!write_.valid())
+    return;
+  std::vector<train::StepMetrics> steps = std::move(writing_);
+  writing_.clear();
+  write_.get();  // its error drops its steps: a restart redoes them
+  written_.insert(written_.end(), std::make_move_iterator(steps.begin()),
+                  std::make_move_iterator(steps.end()));
+}
+
+std::vector<engine::StepEvent> StepCommit::announcements(std::int64_t totalSteps) {
+  std::vector<engine::StepEvent> out;
+  for (const train::StepMetrics& m : written_)
+    out.push_back(announcement(m, false, totalSteps));
+  written_.clear();
+  return out;
+}
+
+std::vector<engine::StepEvent> StepCommit::takeWritten(std::int64_t totalSteps) {
+  if (!write_.valid() || write_.wait_for(std::chrono::seconds(0)) == std::future_status::ready)
+    collectWrite();
+  return announcements(totalSteps);
+}
+
+std::vector<engine::StepEvent> StepCommit::take(std::int64_t totalSteps) {
+  collectWrite();
+  if (!uncovered_.empty()) {
+    startWrite(*loop_);
+    collectWrite();
+  }
+  return announcements(totalSteps);
+}
+
+void StepCommit::announceIncident(const engine::StepEvent& step) const {
+  if (!step.nonFinite.empty())
+    sink_(
+        engine::TimedEvent{0, engine::IncidentEvent{step.nonFinite, "update skipped", step.step}});
 }
 
 void StepCommit::announce(std::int64_t totalSteps) {
-  if (std::optional<engine::StepEvent> step = take(totalSteps))
-    sink_(engine::TimedEvent{0, *step});
+  for (const engine::StepEvent& step : take(totalSteps)) {
+    announceIncident(step);
+    sink_(engine::TimedEvent{0, step});
+  }
 }
 
 void StepCommit::replay(std::span<const train::StepMetrics> history, std::int64_t completed,

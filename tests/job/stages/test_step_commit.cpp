@@ -2,6 +2,8 @@
 // the mirror before it is announced, and the replay of steps a restarted engine did not announce.
 #include "StageFixture.h"
 
+#include <future>
+
 #include "engine/StateMirror.h"
 #include "job/DevicePlacement.h"
 #include "job/EngineJob.h"  // defines: kStateMirrorFile
@@ -27,16 +29,17 @@ TEST_CASE(aStepIsAnnouncedOnceItsStateIsMirrored) {
   const std::unique_ptr<train::TrainLoop>& loop = run.loop;
   job::StepCommit commit(demo.opened.run, loop->state(), /*rewriteMirror=*/false,
                          demo.events.sink());
-  VERIFY(!commit.take(6).has_value());  // nothing held yet
+  VERIFY(commit.take(6).empty());  // nothing held yet
   train::StepMetrics m = loop->step();
-  m.nonFinite = "loss is nan";  // its incident goes out first
+  m.nonFinite = "loss is nan";
   commit.record(m);
   commit.mirror(*loop, m);
-  const std::optional<engine::StepEvent> announced = commit.take(6);
-  VERIFY(announced.has_value());
-  COMPARE(announced->step, std::int64_t{1});
-  COMPARE(announced->totalSteps, std::int64_t{6});
-  VERIFY(!announced->replayed);
+  const std::vector<engine::StepEvent> announced = commit.take(6);
+  COMPARE(announced.size(), std::size_t{1});
+  COMPARE(announced[0].step, std::int64_t{1});
+  COMPARE(announced[0].totalSteps, std::int64_t{6});
+  VERIFY(!announced[0].replayed);
+  commit.announceIncident(announced[0]);  // its incident goes out before it
   COMPARE(demo.events.all<engine::IncidentEvent>().size(), std::size_t{1});
   // The mirror holds that step's state, and the metrics its line.
   const auto mirrored =
@@ -44,7 +47,53 @@ TEST_CASE(aStepIsAnnouncedOnceItsStateIsMirrored) {
   VERIFY(mirrored.has_value());
   COMPARE(train::decodeTrainerState(mirrored->payload).step, std::int64_t{1});
   COMPARE(runs::readStepRecords(demo.opened.run.dir() / runs::kMetricsFile).size(), std::size_t{1});
-  VERIFY(!commit.take(6).has_value());  // announced once
+  VERIFY(commit.take(6).empty());  // announced once
+}
+
+// The engine never waits for the writer at a boundary: a step completed while it still writes an
+// earlier state is held uncopied, and a later write covers it. The steps come out once each, in
+// order, each after a state that holds it is in the mirror.
+TEST_CASE(stepsCompletedWhileTheWriterRunsAreAnnouncedAfterALaterWrite) {
+  stagetest::PlacedRun run;
+  stagetest::DemoRun& demo = run.demo;
+  const std::unique_ptr<train::TrainLoop>& loop = run.loop;
+  job::StepCommit commit(demo.opened.run, loop->state(), /*rewriteMirror=*/false,
+                         demo.events.sink());
+  std::promise<void> open;
+  commit.setWriterGate(open.get_future().share());  // the writer waits until the test opens it
+  const auto mirroredStep = [&] {
+    const auto mirrored =
+        engine::StateMirror::readLatest(demo.opened.run.dir() / job::kStateMirrorFile);
+    return mirrored ? train::decodeTrainerState(mirrored->payload).step : std::int64_t{-1};
+  };
+  const auto stepAndMirror = [&] {
+    const train::StepMetrics m = loop->step();
+    commit.record(m);
+    commit.mirror(*loop, m);
+  };
+  stepAndMirror();  // step 1's state: its write waits at the gate
+  VERIFY(commit.takeWritten(6).empty());
+  stepAndMirror();  // the writer is busy: step 2 is held, not copied
+  stepAndMirror();  // step 3 too
+  VERIFY(commit.takeWritten(6).empty());
+  VERIFY(mirroredStep() < 1);  // no step's state written yet
+  open.set_value();
+  std::vector<std::int64_t> announced;
+  for (const engine::StepEvent& step : commit.take(6)) {  // waits, then writes step 3's state
+    announced.push_back(step.step);
+  }
+  COMPARE(announced, (std::vector<std::int64_t>{1, 2, 3}));
+  COMPARE(mirroredStep(), std::int64_t{3});
+  VERIFY(commit.takeWritten(6).empty() && commit.take(6).empty());
+  // With the writer free, a boundary's step is written while the next one computes.
+  stepAndMirror();
+  stepAndMirror();  // the writer is done with step 4 (or this waits in take below)
+  announced.clear();
+  for (const engine::StepEvent& step : commit.take(6)) {
+    announced.push_back(step.step);
+  }
+  COMPARE(announced, (std::vector<std::int64_t>{4, 5}));
+  COMPARE(mirroredStep(), std::int64_t{5});
 }
 
 TEST_CASE(aRestartedEngineReplaysTheStepsNotPassedOnTheLastOfEachCounting) {
