@@ -175,7 +175,7 @@ class Backend {
   // Device memory held through the allocator; nullopt for a host backend.
   virtual std::optional<DeviceMemoryUse> deviceMemoryUse() const { return std::nullopt; }
   // Gives cached, unused device memory back to the driver (after a run has moved off this device,
-  // so that other processes and the SMI see it free).
+  // so that other processes and the SMI see it free; before a whole-step graph is captured).
   virtual void releaseCachedMemory() {}
 
   // RMSNorm over the last axis (Llama/Qwen2): y = x * rstd * weight, rstd = 1/sqrt(mean(x²)+eps).

@@ -157,6 +157,10 @@ StepGraphs::Run StepGraphs::run(const StepShape& shape, const std::function<void
     ++entry.eagerRuns;
     return Run::WarmUp;
   }
+  // The warm-up step's activations sit idle in the ordinary cache while the graph pool takes as
+  // much again for the captured step's: they go back first, so that graph mode reserves what an
+  // eager step does (the pool's own blocks stay; a later eager step takes segments anew).
+  backend_.releaseCachedMemory();
   backend_.beginCapture();
   try {
     issueWrapped(entry, issue);

@@ -23,7 +23,9 @@
 //   eager step, a graph computes what it computes, bit for bit; padding changes the products'
 //   shapes, and with them, at times, the last bit of a rounding.
 // - Memory: blocks allocated while capturing come from the allocator's graph pool, which nothing
-//   but captures uses (memory/DeviceAllocator.h); it is released with the graphs.
+//   but captures uses (memory/DeviceAllocator.h); it is released with the graphs. Before a
+//   capture the ordinary cache gives its idle segments back (Backend::releaseCachedMemory): the
+//   warm-up step's activations would otherwise stay reserved beside the pool's copy of them.
 // The first step of a shape runs its ops eagerly (a warm-up: vendor GEMM plans, kernel attributes
 // and the graph pool's sizes are settled outside the capture); the second is captured and
 // replayed; the rest are replayed. A backend that cannot capture (the CPU) runs the same
