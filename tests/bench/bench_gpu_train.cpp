@@ -49,13 +49,14 @@
 // second is captured, every later step is one replayed graph.
 //
 // --mirror N: the state mirror's cost at N step boundaries each way, after the profiled steps
-// (Note [asynchronous state mirror] in job/EngineJob.cpp): what the engine thread spent between
+// (Note [asynchronous state mirror] in job/StepCommit.h): what the engine thread spent between
 // steps before (TrainLoop::state()'s synchronous download, then the encoding) and now
 // (TrainLoop::snapshotState: the device copy and the side stream's download queued), the
 // writer's wait and encoding now (PendingTrainerState::waitEncoded, into a buffer it reuses) and
 // its write of the mirror file (engine/StateMirror.h, in the temp folder), and a step timed while
 // they run beside it against the same number of steps with none; medians, in the report and the
-// JSON line. The engine waits at the next boundary for whatever of the writer outlasts the step.
+// JSON line. The engine does not wait for a writer that outlasts the step: the next write covers
+// the steps completed meanwhile (Note [asynchronous state mirror] in job/StepCommit.h).
 //
 // Memory: the caching allocator's peak reserved and peak allocated bytes over the whole run
 // (PyTorch's max_memory_reserved / max_memory_allocated), and the driver's reading of the whole
