@@ -1,6 +1,7 @@
 // job/EngineJob.h — the training run as the engine drives it (`lorascope-train engine`, the
 // in-process host): one optimizer step per call, the run directory kept as `train` keeps it,
-// and the trainer state mirrored after every step so a crashed engine resumes without loss.
+// and the trainer state mirrored after every step (or, when the writer is slower than a step,
+// every step it is free for) so a crashed engine resumes without losing an announced step.
 //
 // The start command's config:
 //   {"model": DIR, "data": FILE, "out": RUN_DIR, "options": {"lr": 1e-4, "lora-r": 16, ...}}

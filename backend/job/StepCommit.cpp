@@ -23,11 +23,11 @@ StepCommit::StepCommit(const train::RunDirectory& run, const train::TrainerState
   const std::vector<std::byte> state = train::encodeTrainerState(initial);
   mirror_ = std::make_unique<engine::StateMirror>(
       run.dir() / kStateMirrorFile, state.size() + state.size() / 8 + 4096, state.size());
-  // Every step is mirrored for an engine that dies; at most every kMirrorDurableEvery a write is
-  // also synced to the disk, for a machine that goes down, on a thread of the mirror's own
-  // (Note [durable in the background], engine/StateMirror.h). Two msyncs of the whole state took
-  // 74 ms of a 44 ms Qwen-shaped step on the H200, so a durable write after every step kept the
-  // engine waiting for the writer, and one every 2 s still did.
+  // Steps are mirrored for an engine that dies (Note [asynchronous state mirror]); at most every
+  // kMirrorDurableEvery a write is also synced to the disk, for a machine that goes down, on a
+  // thread of the mirror's own (Note [durable in the background], engine/StateMirror.h). Two msyncs
+  // of the whole state took 74 ms of a 44 ms Qwen-shaped step on the H200, so a durable write after
+  // every step kept the engine waiting for the writer, and one every 2 s still did.
   mirror_->setDurableEvery(kMirrorDurableEvery);
   if (rewriteMirror)
     mirror_->write(state);
