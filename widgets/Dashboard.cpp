@@ -321,7 +321,12 @@ double Dashboard::xOf(const TimedEvent& timed) {
   }
   const auto* step = std::get_if<StepEvent>(&timed.event);
   if (step != nullptr && step->step > lastStep_) {  // on both axes: a hang is told from them
-    stepDurationMs_ = timed.timeMs - (lastStep_ > 0 ? lastStepMs_ : *runStartMs_);
+    // The step's cycle where the engine measured it: steps announced together (a state mirror
+    // written more slowly than a step, Note [asynchronous state mirror] in job/StepCommit.h)
+    // arrive at once. Otherwise the time since the step before arrived.
+    stepDurationMs_ = step->cycleSeconds > 0.0
+                          ? std::llround(step->cycleSeconds * 1000.0)
+                          : timed.timeMs - (lastStep_ > 0 ? lastStepMs_ : *runStartMs_);
     lastStep_ = step->step;
     lastStepMs_ = timed.timeMs;
   }

@@ -384,6 +384,31 @@ class TestDashboard : public QObject {
     QCOMPARE(d.xAxisSelector()->currentIndex(), 1);
   }
 
+  // Steps announced together (the engine's state mirror written more slowly than a step) arrive
+  // at once: the readings after them are placed by the last step's own cycle, and a hang says how
+  // long that step took, not the milliseconds between the two events.
+  void stepsAnnouncedTogetherKeepTheirCycle() {
+    Dashboard d;
+    d.noteCommand(StartCommand{{{"out", "/runs/a"}}});
+    StepEvent step{1, 3.0, 1e-4, 1.0, 100.0, 1, 1};
+    step.cycleSeconds = 1.0;
+    d.handleEvent({1000, step});
+    step.step = 2;
+    d.handleEvent({3000, step});
+    step.step = 3;
+    d.handleEvent({3001, step});  // written by the same write as step 2
+    MemoryEvent memory;
+    memory.allocatedBytes = 1u << 30;
+    d.handleEvent({3501, memory});
+    d.handleEvent(
+        {13301, ErrorEvent{"hang", "adamw", 0, "hang in step 4: no progress", "", true, 4}});
+    d.refresh();
+    QCOMPARE(d.memoryChart()->lineSeries(Dashboard::Allocated)->at(0).x(), 3.5);
+    const QString text = d.incidentBanner()->shownText();
+    QVERIFY2(text.contains(QStringLiteral("no step for 10.3 s after step 3 (which took 1.0 s)")),
+             qPrintable(text));
+  }
+
   // A new run keeps the previous one's curves in the run selector.
   void previousRunsStayAvailable() {
     Dashboard d;
