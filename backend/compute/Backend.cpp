@@ -377,6 +377,52 @@ void checkTargetIds(const char* op, std::span<const std::int32_t> targets, std::
   }
 }
 
+void checkLmHeadRows(const char* op, const LmHeadRows& rows,
+                     std::span<const std::int32_t> targets) {
+  if (rows.rows.empty() && rows.targets.empty()) {
+    return;
+  }
+  const auto fail = [&](const std::string& what) {
+    throw ShapeError(std::string(op) + ": the pass's rows " + what);
+  };
+  if (rows.rows.size() != rows.targets.size()) {
+    fail("(" + std::to_string(rows.rows.size()) + ") and their targets (" +
+         std::to_string(rows.targets.size()) + ") differ in number");
+  }
+  if (rows.rows.size() > targets.size()) {
+    fail("are " + std::to_string(rows.rows.size()) + ", more than h's " +
+         std::to_string(targets.size()));
+  }
+  std::vector<bool> taken(targets.size(), false);
+  std::size_t predicted = 0;
+  for (std::size_t i = 0; i < rows.rows.size(); ++i) {
+    const std::int32_t row = rows.rows[i];
+    if (row < 0 || std::cmp_greater_equal(row, targets.size()) ||
+        taken[static_cast<std::size_t>(row)]) {
+      fail("list row " + std::to_string(row) + " at " + std::to_string(i) + ", outside h or twice");
+    }
+    taken[static_cast<std::size_t>(row)] = true;
+    const std::int32_t target = targets[static_cast<std::size_t>(row)];
+    if (rows.targets[i] != target) {
+      fail("give row " + std::to_string(row) + " the target " + std::to_string(rows.targets[i]) +
+           ", where h's row has " + std::to_string(target));
+    }
+    if (target != kIgnoreTarget) {
+      if (i != predicted || (i > 0 && row <= rows.rows[i - 1])) {
+        fail("put predicted row " + std::to_string(row) + " at " + std::to_string(i) +
+             ", after a padding row or out of order");
+      }
+      ++predicted;
+    }
+  }
+  const auto all = static_cast<std::size_t>(std::count_if(
+      targets.begin(), targets.end(), [](std::int32_t t) { return t != kIgnoreTarget; }));
+  if (predicted != all) {
+    fail("hold " + std::to_string(predicted) + " of the " + std::to_string(all) +
+         " predicted rows");
+  }
+}
+
 void checkLmHeadCrossEntropyArgs(const BackendCapabilities& caps, const Tensor& h,
                                  const Tensor& weight, std::size_t targets, const Tensor& losses,
                                  const Tensor& dh) {

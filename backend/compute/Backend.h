@@ -113,6 +113,19 @@ struct AttentionOptions {
   std::span<const std::int32_t> documentStarts = {};
 };
 
+// The rows an lm-head pass computes in a captured step (Note [predicted rows in a graph] in
+// train/StepGraphs.h): every row of h whose target is predicted, in ascending order, then rows
+// whose target is not, each once, up to a count fixed by the step's shape; and their targets
+// (kIgnoreTarget for the padding). Host memory the step's owner writes before each step: pinned
+// on a GPU, so that a replay reads this step's rows. Empty: every row of h.
+struct LmHeadRows {
+  std::span<const std::int32_t> rows;
+  std::span<const std::int32_t> targets;
+};
+// The multiple a GPU's lm-head pass rounds its row count up to (Note [lm-head row buckets] in
+// compute/hip/lm_head_loss.h); graph mode's counts are multiples of it too.
+inline constexpr std::int64_t kLmHeadRowBucket = 128;
+
 // Ops captured between Backend::beginCapture and endCapture, replayed as one launch (whole-step
 // graph mode: Note [whole-step graphs] in train/StepGraphs.h). Holds what its replays read that
 // the capture made: pinned copies of host values, and its blocks of the allocator's graph pool.
@@ -426,10 +439,15 @@ class Backend {
   virtual std::shared_ptr<std::byte[]> pinnedHost(std::size_t bytes);
   // sums.lossSum += Σ losses.   losses f32 (any shape)   sums (kStepSumsWords) f32: a StepSums
   virtual void accumulateLoss(const Tensor& losses, Tensor& sums);
-  // lmHeadCrossEntropy() with the loss weight read from scalars.gradScale (device memory).
+  // lmHeadCrossEntropy() with the loss weight read from scalars.gradScale (device memory). With
+  // `passRows` (checkLmHeadRows) a GPU computes those rows' logits, in that order: a shape that
+  // stays the same from step to step, where its own choice of the predicted rows varies. The
+  // results are lmHeadCrossEntropy()'s either way; the default checks the rows and gathers its
+  // own.
   virtual void lmHeadCrossEntropyAt(const Tensor& h, const Tensor& weight,
-                                    std::span<const std::int32_t> targets, const Tensor& scalars,
-                                    Tensor& losses, Tensor& dh, float logitSoftcap = 0.0f);
+                                    std::span<const std::int32_t> targets, LmHeadRows passRows,
+                                    const Tensor& scalars, Tensor& losses, Tensor& dh,
+                                    float logitSoftcap = 0.0f);
   // Global-norm clipping without a host read: sums.gradSquares = Σ g² over the list, the norm
   // its root; sums.finite = 1 when lossSum and the norm are finite, else 0; every g ← g · c with
   // c = maxGradNorm / (norm + 1e-6) when maxGradNorm > 0 and that is < 1 (train::clipFactor's
@@ -464,6 +482,11 @@ class Backend {
   virtual void abandonCapture() {}
   // The graph pool's memory goes back to the ordinary cache (after every CapturedOps is gone).
   virtual void releaseCaptureMemory() {}
+  // While on, uncaptured ops take their blocks from the graph pool, as a capture's do: a further
+  // step shape's warm-up (Note [whole-step graphs] in train/StepGraphs.h) reuses the captured
+  // steps' idle blocks there instead of reserving a step's activations again beside them. The
+  // ops' blocks must be freed by the time it is turned off. A backend without a pool ignores it.
+  virtual void drawFromCapturePool(bool /*on*/) {}
 };
 
 // Target id that cross-entropy skips (PyTorch's ignore_index default, used by HF labels).
@@ -550,5 +573,10 @@ void checkLmHeadCrossEntropyArgs(const BackendCapabilities& caps, const Tensor& 
 // Throws ShapeError naming `op`, the row and the target unless every target is in [0, vocab)
 // or kIgnoreTarget (checked on the host, before anything is launched).
 void checkTargetIds(const char* op, std::span<const std::int32_t> targets, std::int64_t vocab);
+// Throws ShapeError naming `op` unless `rows` is empty or is what LmHeadRows describes for
+// `targets` (one target per row of h): its two spans of one length, every row whose target is
+// not kIgnoreTarget first in ascending order with its target, then distinct other rows with
+// kIgnoreTarget.
+void checkLmHeadRows(const char* op, const LmHeadRows& rows, std::span<const std::int32_t> targets);
 
 }  // namespace lorascope::compute

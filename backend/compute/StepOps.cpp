@@ -154,9 +154,11 @@ void Backend::clipScaledGradients(std::span<Tensor* const> grads, const Tensor& 
 }
 
 void Backend::lmHeadCrossEntropyAt(const Tensor& h, const Tensor& weight,
-                                   std::span<const std::int32_t> targets, const Tensor& scalars,
-                                   Tensor& losses, Tensor& dh, float logitSoftcap) {
+                                   std::span<const std::int32_t> targets, LmHeadRows passRows,
+                                   const Tensor& scalars, Tensor& losses, Tensor& dh,
+                                   float logitSoftcap) {
   checkStepScalarsArgs("lm_head_cross_entropy", capabilities(), scalars);
+  checkLmHeadRows("lm_head_cross_entropy", passRows, targets);
   lmHeadCrossEntropy(h, weight, targets, scalarsOf(scalars).gradScale, losses, dh, logitSoftcap);
 }
 

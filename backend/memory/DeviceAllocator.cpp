@@ -426,6 +426,17 @@ void DeviceAllocator::releaseGraphPool() {
   demoteSegments(Pool::Graph);
 }
 
+std::size_t DeviceAllocator::graphPoolLiveBytes() const {
+  const std::lock_guard lock(mutex_);
+  std::size_t bytes = 0;
+  for (const auto& [address, block] : blocks_) {
+    if (block->allocated && block->segment->pool == Pool::Graph) {
+      bytes += block->bytes;
+    }
+  }
+  return bytes;
+}
+
 void DeviceAllocator::demoteArenaSegments() {
   demoteSegments(Pool::Arena);
 }

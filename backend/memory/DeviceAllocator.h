@@ -87,6 +87,8 @@ class DeviceAllocator {
   void endGraphCapture();
   // Its segments join the ordinary cache (the caller has dropped every captured graph).
   void releaseGraphPool();
+  // Bytes of the graph pool's blocks that are allocated now.
+  std::size_t graphPoolLiveBytes() const;
 
   // Gives every cached segment that holds no live block back to the device.
   void emptyCache();

@@ -12,7 +12,8 @@
 // - Shapes: every micro-batch of a step is padded to `rows` sequences of `seq` positions (seq: the
 //   step's longest sequence rounded up to a multiple of 64, at most max_seq_len); padding rows and
 //   positions have no target, so the loss and gradients are those of the unpadded batch. One
-//   graph per (rows, seq, micro-batches) shape; at most kMaxShapes are kept.
+//   graph per (rows, seq, micro-batches, predicted rows) shape; at most kMaxShapes are kept.
+// - Predicted rows: Note [predicted rows in a graph].
 // - Per-step values: the AdamW scalars (learning rate, bias corrections), the loss weight
 //   1/predicted and the dropout stream's step live in device memory (compute/StepScalars.h),
 //   copied from pinned memory at the start of the step.
@@ -26,6 +27,20 @@
 //   but captures uses (memory/DeviceAllocator.h); it is released with the graphs. Before a
 //   capture the ordinary cache gives its idle segments back (Backend::releaseCachedMemory): the
 //   warm-up step's activations would otherwise stay reserved beside the pool's copy of them.
+//
+// Note [predicted rows in a graph]: the lm-head computes only the rows whose target is predicted
+// (Note [predicted rows only] in compute/cpu/lm_head_loss.cpp); which and how many change with
+// every batch. A step's shape therefore also holds a count of rows, `predicted`: the most any of
+// its micro-batches predicts, rounded up to a multiple of an eighth of its positions
+// (graphPredictedRows: at most eight counts per (rows, seq), each a multiple of the eager step's
+// kLmHeadRowBucket; micro-batches of up to 128 positions keep computing every row). The host writes
+// each micro-batch's predicted rows and their targets into pinned buffers of that count, padded
+// with rows it does not predict (compute::LmHeadRows), and the captured lm-head gathers by them at
+// every replay. Before, a captured step computed the lm-head on every row: on the Llama-3.2-1B
+// loop (alpaca, --packing documents, about 77% of the rows predicted) 30% more rows than an eager
+// step, which made graph mode slower than eager there. `predicted` 0: every row (the count would
+// reach them all).
+//
 // The first step of a shape runs its ops eagerly (a warm-up: vendor GEMM plans, kernel attributes
 // and the graph pool's sizes are settled outside the capture); the second is captured and
 // replayed; the rest are replayed. A backend that cannot capture (the CPU) runs the same
@@ -47,17 +62,25 @@ struct StepShape {
   std::int64_t seq = 0;           // positions per sequence
   std::int64_t microBatches = 0;  // per step
   bool documents = false;         // rows pack examples apart: starts and positions are inputs too
+  std::int64_t predicted = 0;     // rows each micro-batch's lm-head computes; 0: every row
   bool operator==(const StepShape&) const = default;
 };
 
 // The padded length of a step whose longest sequence has `longest` tokens.
 std::int64_t graphSeqLength(std::int64_t longest, std::int64_t maxSeqLen);
+// StepShape::predicted for micro-batches of `positions` positions that predict at most `most`
+// targets: `most` rounded up to a multiple of positions / 8 (itself rounded up to
+// compute::kLmHeadRowBucket), or 0 when that reaches every position (Note [predicted rows in a
+// graph]).
+std::int64_t graphPredictedRows(std::int64_t most, std::int64_t positions);
 
 class StepGraphs {
  public:
   // How a step ran.
   enum class Run { Uncaptured, WarmUp, Captured, Replayed };
-  static constexpr std::size_t kMaxShapes = 8;
+  // Sequence lengths and predicted counts multiply: 16, so that a run whose lengths vary keeps
+  // its graphs (a graph's blocks come from the shared pool; what each holds apart is small).
+  static constexpr std::size_t kMaxShapes = 16;
 
   explicit StepGraphs(compute::Backend& backend);
   // Drops every graph, then gives the graph pool back (Backend::releaseCaptureMemory).
@@ -73,6 +96,11 @@ class StepGraphs {
   // (model::ForwardInput's), which the captured attention and RoPE ops read at every replay.
   std::span<std::int32_t> documentStarts(const StepShape& shape, std::int64_t micro);
   std::span<std::int32_t> positions(const StepShape& shape, std::int64_t micro);
+  // With shape.predicted (that many each): the rows the lm-head of micro-batch `micro` computes
+  // and their targets (compute::LmHeadRows), for the host to fill before run().
+  compute::LmHeadRows passRows(const StepShape& shape, std::int64_t micro);
+  std::span<std::int32_t> passRowIndices(const StepShape& shape, std::int64_t micro);
+  std::span<std::int32_t> passRowTargets(const StepShape& shape, std::int64_t micro);
   // The unpadded length of each micro-batch (its longest sequence: what the eager step pads to),
   // for the dropout masks (Backend::dropoutMaskAt); pinned, set before run().
   std::span<std::int32_t> rowLengths(const StepShape& shape);

@@ -766,7 +766,8 @@ LossSum TrainGraph::headLoss(const Tensor& x, std::span<const std::int32_t> targ
   Tensor losses = backend_.empty(compute::DType::F32, {tokens});
   Tensor dh = dx != nullptr ? backend_.empty(act, x.shape()) : Tensor();
   if (deferred_ != nullptr) {  // graph mode: the loss weight is in device memory
-    backend_.lmHeadCrossEntropyAt(h, weights_.lmHead, targets, *deferred_->scalars, losses, dh,
+    backend_.lmHeadCrossEntropyAt(h, weights_.lmHead, targets, deferred_->passRows,
+                                  *deferred_->scalars, losses, dh,
                                   static_cast<float>(config_.finalLogitSoftcap));
   } else {
     backend_.lmHeadCrossEntropy(h, weights_.lmHead, targets, gradScale, losses, dh,

@@ -116,9 +116,11 @@ class PendingLoraState {
 // (already shifted; pinned memory, re-read at every replay of a captured step), and dropout masks
 // take the step from scalars (compute/StepScalars.h) instead of the key and are drawn as the
 // eager pass of the unpadded micro-batch draws them (Backend::dropoutMaskAt: its row length is
-// rowLengths[key.microBatch]).
+// rowLengths[key.microBatch]). The lm-head computes the rows passRows names (Note [predicted rows
+// in a graph] in train/StepGraphs.h; empty: every row).
 struct DeferredPass {
   std::span<const std::int32_t> targets;  // (batch·seq): shifted labels, −100 where none
+  compute::LmHeadRows passRows;
   const compute::Tensor* scalars = nullptr;
   compute::Tensor* sums = nullptr;
   const compute::Tensor* rowLengths = nullptr;  // int32 per micro-batch of the step

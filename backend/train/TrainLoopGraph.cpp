@@ -37,6 +37,25 @@ void fillRow(const Sequence& s, std::int64_t seq, std::int32_t* ids, std::int32_
   }
 }
 
+// A micro-batch's lm-head rows (compute::LmHeadRows): its predicted rows in order, then rows it
+// does not predict, until the buffers are full.
+void fillPassRows(std::span<const std::int32_t> targets, std::span<std::int32_t> rows,
+                  std::span<std::int32_t> rowTargets) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < targets.size() && n < rows.size(); ++i) {
+    if (targets[i] != compute::kIgnoreTarget) {
+      rows[n] = static_cast<std::int32_t>(i);
+      rowTargets[n++] = targets[i];
+    }
+  }
+  for (std::size_t i = 0; i < targets.size() && n < rows.size(); ++i) {
+    if (targets[i] == compute::kIgnoreTarget) {
+      rows[n] = static_cast<std::int32_t>(i);
+      rowTargets[n++] = compute::kIgnoreTarget;
+    }
+  }
+}
+
 }  // namespace
 
 void TrainLoop::setStepMode(StepMode mode) {
@@ -65,8 +84,17 @@ StepMetrics TrainLoop::graphStep(const std::atomic<bool>* cancel) {
     longest = std::max(longest, static_cast<std::int64_t>(s->ids.size()));
   }
   const bool documents = config_.packing == Packing::Documents;
-  const StepShape shape{microBatch_, graphSeqLength(longest, config_.maxSeqLen),
-                        (r.taken + microBatch_ - 1) / microBatch_, documents};
+  const std::int64_t seq = graphSeqLength(longest, config_.maxSeqLen);
+  std::int64_t mostPredicted = 0;  // Note [predicted rows in a graph]
+  for (std::int64_t first = 0; first < r.taken; first += microBatch_) {
+    std::int64_t predicted = 0;
+    for (std::int64_t i = first; i < std::min(first + microBatch_, r.taken); ++i) {
+      predicted += r.rows[static_cast<std::size_t>(i)]->predictedTokens;
+    }
+    mostPredicted = std::max(mostPredicted, predicted);
+  }
+  const StepShape shape{microBatch_, seq, (r.taken + microBatch_ - 1) / microBatch_, documents,
+                        graphPredictedRows(mostPredicted, microBatch_ * seq)};
   if (!stepGraphs_) {
     stepGraphs_ = std::make_unique<StepGraphs>(*backend_);
   }
@@ -112,6 +140,10 @@ StepMetrics TrainLoop::graphStep(const std::atomic<bool>* cancel) {
     if (documents) {
       compute::checkDocumentStarts("graph step (document starts)", starts, shape.rows, shape.seq);
     }
+    if (shape.predicted > 0) {
+      fillPassRows(shifted, stepGraphs_->passRowIndices(shape, m),
+                   stepGraphs_->passRowTargets(shape, m));
+    }
     // The labels only size-check the pass: with a DeferredPass the targets are read instead.
     inputs.push_back({shape.rows, shape.seq, ids, shifted, starts, positions});
     targets.emplace_back(shifted);
@@ -131,8 +163,9 @@ StepMetrics TrainLoop::graphStep(const std::atomic<bool>* cancel) {
     graph_->zeroGradients();
     graph_->markWeightsChanged();  // the products' copy of the weights is remade inside the step
     for (std::int64_t m = 0; m < shape.microBatches; ++m) {
-      const DeferredPass pass{targets[static_cast<std::size_t>(m)], &stepGraphs_->deviceScalars(),
-                              &stepGraphs_->deviceSums(), &stepGraphs_->deviceRowLengths(shape)};
+      const DeferredPass pass{targets[static_cast<std::size_t>(m)], stepGraphs_->passRows(shape, m),
+                              &stepGraphs_->deviceScalars(), &stepGraphs_->deviceSums(),
+                              &stepGraphs_->deviceRowLengths(shape)};
       graph_->forwardBackward(inputs[static_cast<std::size_t>(m)], gradScale, {config_.seed, 0, m},
                               cancel, &pass);
     }

@@ -67,8 +67,10 @@ class TestDeviceAllocator : public QObject {
     QCOMPARE(again.address, scratch.address);
     const Allocation small = allocator.allocate(4096, Owner::Workspace);
     allocator.endGraphCapture();
+    QCOMPARE(allocator.graphPoolLiveBytes(), again.bytes + small.bytes);
     allocator.deallocate(again.address);  // freed after the capture: still the graph's
     allocator.deallocate(small.address);
+    QCOMPARE(allocator.graphPoolLiveBytes(), std::size_t{0});
     const Allocation eager = allocator.allocate(3 * kMiB, Owner::Activations);
     const Allocation eagerSmall = allocator.allocate(4096, Owner::Workspace);
     QVERIFY(eager.address != scratch.address);

@@ -160,6 +160,39 @@ TEST_CASE(documentPackedDeferredStepsFollowTheEagerCurve) {
   VERIFY(deferred.stepMode() == StepMode::Deferred);
 }
 
+// Two thirds of each example a prompt, packed four rows of up to 64 positions a step: each step's
+// lm-head is given its predicted rows, fewer than its positions (Note [predicted rows in a graph];
+// the CPU checks them against the targets and computes its own), and the deferred steps follow the
+// eager curve.
+TEST_CASE(deferredStepsGiveTheLmHeadItsPredictedRows) {
+  const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
+  auto backend = compute::createCpuBackend();
+  TrainConfig c = config(6);
+  c.packing = train::Packing::Documents;
+  c.microBatchSize = 4;
+  c.gradAccumulation = 1;
+  c.maxSeqLen = 64;
+  std::vector<train::TokenizedExample> examples = syntheticExamples(160, 1);
+  for (train::TokenizedExample& e : examples) {
+    std::fill(e.labels.begin(),
+              e.labels.begin() + static_cast<std::ptrdiff_t>(e.labels.size() * 2 / 3),
+              compute::kIgnoreTarget);
+  }
+  TrainLoop eager(*backend, folder.config(), folder.weights(), examples, c);
+  TrainLoop deferred(*backend, folder.config(), folder.weights(), examples, c);
+  deferred.setStepMode(StepMode::Deferred);
+  const auto want = steps(eager, 6);
+  const auto got = steps(deferred, 6);
+  VERIFY(sameCurve(got, want));
+  for (const StepMetrics& m : got) {
+    COMPARE(m.graph, std::string("deferred"));
+    VERIFY2(
+        train::graphPredictedRows(m.predictedTokens, m.positions) > 0,
+        ("predicted " + std::to_string(m.predictedTokens) + " of " + std::to_string(m.positions))
+            .c_str());
+  }
+}
+
 TEST_CASE(aNonFiniteDeferredStepChangesNothing) {
   const model::ModelFolder folder = openFixture("llama_f32_legacy_rope");
   auto backend = compute::createCpuBackend();
@@ -193,4 +226,36 @@ TEST_CASE(paddedLengthsAndDropoutStreamHalves) {
   COMPARE(whole >> 32, std::uint64_t{train::dropoutStreamHigh(key.step)});
   COMPARE(whole & 0xFFFFFFFFu,
           std::uint64_t{train::dropoutStreamLow(key, 21, train::LoraModule::Up)});
+}
+
+// Note [predicted rows in a graph]: a step's lm-head row count is one of eight per (rows, seq),
+// and the rows a pass is given are checked against its targets before anything runs.
+TEST_CASE(predictedRowCountsAndTheRowsGiven) {
+  COMPARE(train::graphPredictedRows(3000, 4096), std::int64_t{3072});
+  COMPARE(train::graphPredictedRows(3073, 4096), std::int64_t{3584});
+  COMPARE(train::graphPredictedRows(0, 4096), std::int64_t{512});
+  COMPARE(train::graphPredictedRows(3585, 4096), std::int64_t{0});  // every row
+  COMPARE(train::graphPredictedRows(1000, 2048), std::int64_t{1024});
+  COMPARE(train::graphPredictedRows(100, 256), std::int64_t{128});
+  COMPARE(train::graphPredictedRows(129, 256), std::int64_t{0});
+  COMPARE(train::graphPredictedRows(10, 24), std::int64_t{0});
+
+  const std::vector<std::int32_t> targets{-100, 5, -100, 7, -100, -100};
+  const auto check = [&](std::vector<std::int32_t> rows, std::vector<std::int32_t> rowTargets) {
+    compute::checkLmHeadRows("test", {rows, rowTargets}, targets);
+  };
+  check({}, {});                            // every row
+  check({1, 3, 0, 4}, {5, 7, -100, -100});  // predicted, then padding
+  check({1, 3}, {5, 7});                    // no padding
+  const auto fails = [&](std::vector<std::int32_t> rows, std::vector<std::int32_t> rowTargets,
+                         const char* naming) {
+    return throwsNaming<compute::ShapeError>([&] { check(rows, rowTargets); }, naming);
+  };
+  VERIFY(fails({1, 3, 0}, {5, 7}, "differ in number"));
+  VERIFY(fails({1}, {5}, "hold 1 of the 2 predicted rows"));
+  VERIFY(fails({3, 1}, {7, 5}, "out of order"));
+  VERIFY(fails({1, 0, 3}, {5, -100, 7}, "after a padding row"));
+  VERIFY(fails({1, 3, 0, 0}, {5, 7, -100, -100}, "twice"));
+  VERIFY(fails({1, 3, 6}, {5, 7, -100}, "outside h"));
+  VERIFY(fails({1, 3, 2}, {5, 7, 9}, "the target 9"));
 }

@@ -87,8 +87,9 @@ class HipBackend final : public Backend {
   void loraOutputProducts(std::span<const LoraOutputSite> sites, float scale) override;
 
   void lmHeadCrossEntropyAt(const Tensor& h, const Tensor& weight,
-                            std::span<const std::int32_t> targets, const Tensor& scalars,
-                            Tensor& losses, Tensor& dh, float logitSoftcap) override;
+                            std::span<const std::int32_t> targets, LmHeadRows passRows,
+                            const Tensor& scalars, Tensor& losses, Tensor& dh,
+                            float logitSoftcap) override;
   void copyIn(std::span<const std::byte> host, Tensor& dst) override;
   void copyOut(const Tensor& src, std::span<std::byte> host) override;
   std::shared_ptr<std::byte[]> pinnedHost(std::size_t bytes) override;
@@ -105,6 +106,7 @@ class HipBackend final : public Backend {
   std::unique_ptr<CapturedOps> endCapture() override;
   void abandonCapture() override;
   void releaseCaptureMemory() override;
+  void drawFromCapturePool(bool on) override;
 
   // A host-to-device copy in stream order. While capturing, a source outside pinnedHost() memory
   // is first copied into pinned memory the capture keeps (a constant of the graph); a pinned one
@@ -123,9 +125,10 @@ class HipBackend final : public Backend {
  private:
   // lmHeadCrossEntropy and its graph-mode twin: the scale given, or read from device memory.
   void lmHeadLoss(const Tensor& h, const Tensor& weight, std::span<const std::int32_t> targets,
-                  float gradScale, const float* gradScaleOnDevice, Tensor& losses, Tensor& dh,
-                  float logitSoftcap);
+                  const LmHeadRows& passRows, float gradScale, const float* gradScaleOnDevice,
+                  Tensor& losses, Tensor& dh, float logitSoftcap);
 
+  std::size_t poolLiveAtDraw_ = 0;  // drawFromCapturePool(true)'s graphPoolLiveBytes
   int deviceIndex_;
   hipStream_t stream_ = nullptr;
   // downloadAsync's side stream (created on first use) and its pinned host buffers.

@@ -112,21 +112,23 @@ void HipBackend::attentionBackward(const Tensor& dout, const Tensor& q, const Te
 void HipBackend::lmHeadCrossEntropy(const Tensor& h, const Tensor& weight,
                                     std::span<const std::int32_t> targets, float gradScale,
                                     Tensor& losses, Tensor& dh, float logitSoftcap) {
-  lmHeadLoss(h, weight, targets, gradScale, nullptr, losses, dh, logitSoftcap);
+  lmHeadLoss(h, weight, targets, {}, gradScale, nullptr, losses, dh, logitSoftcap);
 }
 
 void HipBackend::lmHeadCrossEntropyAt(const Tensor& h, const Tensor& weight,
-                                      std::span<const std::int32_t> targets, const Tensor& scalars,
-                                      Tensor& losses, Tensor& dh, float logitSoftcap) {
+                                      std::span<const std::int32_t> targets, LmHeadRows passRows,
+                                      const Tensor& scalars, Tensor& losses, Tensor& dh,
+                                      float logitSoftcap) {
   checkStepScalarsArgs("lm_head_cross_entropy", caps_, scalars);
-  lmHeadLoss(h, weight, targets, 0.0f, &static_cast<const StepScalars*>(scalars.data())->gradScale,
-             losses, dh, logitSoftcap);
+  checkLmHeadRows("lm_head_cross_entropy", passRows, targets);
+  lmHeadLoss(h, weight, targets, passRows, 0.0f,
+             &static_cast<const StepScalars*>(scalars.data())->gradScale, losses, dh, logitSoftcap);
 }
 
 void HipBackend::lmHeadLoss(const Tensor& h, const Tensor& weight,
-                            std::span<const std::int32_t> targets, float gradScale,
-                            const float* gradScaleOnDevice, Tensor& losses, Tensor& dh,
-                            float logitSoftcap) {
+                            std::span<const std::int32_t> targets, const LmHeadRows& passRows,
+                            float gradScale, const float* gradScaleOnDevice, Tensor& losses,
+                            Tensor& dh, float logitSoftcap) {
   constexpr const char* op = "lm_head_cross_entropy";
   checkLmHeadCrossEntropyArgs(caps_, h, weight, targets.size(), losses, dh);
   const bool weightIsBf16 = isBf16Weight(op, weight);
@@ -141,37 +143,44 @@ void HipBackend::lmHeadLoss(const Tensor& h, const Tensor& weight,
   const runtime::gpu::OpTimingScope timingScope(op);
   const bool withGradient = dh.defined();
   // Note [predicted rows only] (cpu/lm_head_loss.cpp): a row without a target (a masked prompt,
-  // padding, a document's last token) needs no logits. Outside a graph capture (whose shapes are
-  // fixed) the pass runs over the predicted rows alone, gathered into a block, and writes their
-  // losses and dh rows back in place; the others are 0.
-  std::vector<std::int32_t> passTargets;
-  std::vector<std::int32_t> passRows;
-  if (!capturing()) {
+  // padding, a document's last token) needs no logits. The pass runs over the predicted rows
+  // alone, gathered into a block, and writes their losses and dh rows back in place; the others
+  // are 0. A captured step's shapes are fixed, so there the caller names the rows (passRows: the
+  // predicted ones, padded to a count of its step's shape with rows it zeroes as it writes them);
+  // without them a capture computes every row.
+  const bool given = !passRows.rows.empty();
+  std::vector<std::int32_t> chosenTargets;
+  std::vector<std::int32_t> chosenRows;
+  if (!given && !capturing()) {
     for (std::size_t i = 0; i < targets.size(); ++i) {
       if (targets[i] != kIgnoreTarget) {
-        passTargets.push_back(targets[i]);
-        passRows.push_back(static_cast<std::int32_t>(i));
+        chosenTargets.push_back(targets[i]);
+        chosenRows.push_back(static_cast<std::int32_t>(i));
       }
     }
   }
-  const bool gathered = !capturing() && std::cmp_less(passRows.size(), rows);
+  const std::span<const std::int32_t> gatherTargets = given ? passRows.targets : chosenTargets;
+  const std::span<const std::int32_t> gatherRows = given ? passRows.rows : chosenRows;
+  const bool gathered = (given || !capturing()) && std::cmp_less(gatherRows.size(), rows);
   if (gathered) {
     LORASCOPE_HIP_CHECK(hipMemsetAsync(losses.data(), 0, losses.bytes(), stream_));
     if (withGradient) {
       LORASCOPE_HIP_CHECK(hipMemsetAsync(dh.data(), 0, dh.bytes(), stream_));
     }
-    if (passRows.empty()) {
+    if (gatherRows.empty()) {
       return;
     }
   }
-  const std::int64_t passCount = gathered ? static_cast<std::int64_t>(passRows.size()) : rows;
-  // Note [lm-head row buckets]: the GEMMs run over gemmRows ≥ passCount, the extra rows zero.
-  const std::int64_t gemmRows =
-      gathered
-          ? std::min(rows, (passCount + kLmHeadRowBucket - 1) / kLmHeadRowBucket * kLmHeadRowBucket)
-          : rows;
-  const Tensor deviceTargets = uploadIndices(*this, gathered ? passTargets : targets);
-  const Tensor deviceRows = gathered ? uploadIndices(*this, passRows) : Tensor();
+  const std::int64_t passCount = gathered ? static_cast<std::int64_t>(gatherRows.size()) : rows;
+  // Note [lm-head row buckets]: the GEMMs run over gemmRows ≥ passCount, the extra rows zero
+  // (given rows already have a count that recurs).
+  std::int64_t gemmRows = passCount;
+  if (gathered && !given) {
+    gemmRows =
+        std::min(rows, (passCount + kLmHeadRowBucket - 1) / kLmHeadRowBucket * kLmHeadRowBucket);
+  }
+  const Tensor deviceTargets = uploadIndices(*this, gathered ? gatherTargets : targets);
+  const Tensor deviceRows = gathered ? uploadIndices(*this, gatherRows) : Tensor();
   const auto* targetIds = deviceTargets.as<std::int32_t>();
   const auto* outRows = gathered ? deviceRows.as<std::int32_t>() : nullptr;
   const memory::OwnerScope owner(memory::Owner::Workspace);

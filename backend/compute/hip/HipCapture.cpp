@@ -3,6 +3,8 @@
 // host values made capturable, the allocator's graph pool, pinned host memory and the replay.
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "compute/Errors.h"
 #include "compute/hip/HipCapture.h"
@@ -174,6 +176,23 @@ void HipBackend::releaseCaptureMemory() {
   requireNotCapturing("releaseCaptureMemory");
   LORASCOPE_HIP_CHECK(hipStreamSynchronize(stream_));
   allocator_->releaseGraphPool();
+}
+
+void HipBackend::drawFromCapturePool(bool on) {
+  requireNotCapturing("drawFromCapturePool");
+  if (on) {
+    poolLiveAtDraw_ = allocator_->graphPoolLiveBytes();
+    allocator_->beginGraphCapture();
+    return;
+  }
+  allocator_->endGraphCapture();
+  // A block taken now and kept would sit where a captured step's idle block was, which its
+  // replays write.
+  const std::size_t live = allocator_->graphPoolLiveBytes();
+  if (live > poolLiveAtDraw_) {
+    throw std::logic_error("drawFromCapturePool: " + std::to_string(live - poolLiveAtDraw_) +
+                           " bytes of the graph pool outlived the ops that drew them");
+  }
 }
 
 }  // namespace lorascope::compute::hip

@@ -31,8 +31,8 @@ std::int64_t lmHeadChunkColumns(std::int64_t rows, std::int64_t vocab);
 // lm-head's GEMMs 3.3 to 19 ms a step with op timing on, median 4.6). So
 // the GEMMs run over the predicted rows rounded up to a multiple of kLmHeadRowBucket (at most
 // every row of the batch), the extra rows zero in their inputs and never read in their outputs:
-// a handful of shapes a run, at up to 127 rows of extra work.
-inline constexpr std::int64_t kLmHeadRowBucket = 128;
+// a handful of shapes a run, at up to 127 rows of extra work. (compute::kLmHeadRowBucket, in
+// compute/Backend.h: graph mode's counts are its multiples too.)
 
 // Per-row state of the pass, f32, (rows) each.
 struct LmHeadRowState {

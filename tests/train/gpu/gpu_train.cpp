@@ -8,7 +8,9 @@
 //   gpu_train documents --packing documents: 30 steps of examples packed apart (RoPE positions
 //                      from each example's start, the masked attention kernels forward and
 //                      backward) on the GPU follow the CPU run, for the tiny Llama and Qwen2,
-//                      eagerly and in graph mode (the replays reading each step's documents)
+//                      eagerly and in graph mode (the replays reading each step's documents);
+//                      with half of each example a prompt, the captured lm-head gathering each
+//                      step's predicted rows
 //   gpu_train resume   a GPU run checkpointed at step 15 and resumed on a fresh backend continues
 //                      the uninterrupted run's curve
 //   gpu_train mirror   the state mirror's snapshot (TrainLoop::snapshotState): taken at a step
@@ -69,6 +71,7 @@
 #include "train/PeftExport.h"
 #include "train/RunDirectory.h"
 #include "train/StateCodec.h"
+#include "train/StepGraphs.h"
 #include "train/TrainLoop.h"
 
 using namespace lorascope;
@@ -150,6 +153,16 @@ train::TrainConfig runConfig(std::int64_t steps) {
 
 std::vector<train::TokenizedExample> runData() {
   return test::syntheticExamples(40, 11);
+}
+
+// runData() with the first half of each example's labels a prompt (no target).
+std::vector<train::TokenizedExample> promptHalfData() {
+  std::vector<train::TokenizedExample> out = runData();
+  for (train::TokenizedExample& e : out) {
+    std::fill(e.labels.begin(), e.labels.begin() + static_cast<std::ptrdiff_t>(e.labels.size() / 2),
+              compute::kIgnoreTarget);
+  }
+  return out;
 }
 
 std::vector<double> runSteps(train::TrainLoop& loop, std::int64_t steps) {
@@ -459,6 +472,30 @@ void caseDocuments(Checks& checks) {
         replayed >= kSteps - 4,
         std::string(name) + format(": %.0f of %.0f steps replayed", static_cast<double>(replayed),
                                    static_cast<double>(kSteps)));
+    // Half of each example a prompt, eight rows of 32 positions a step: a captured step's
+    // lm-head takes the rows the host lists for it (Note [predicted rows in a graph]), 128 of
+    // the 256 positions when that holds every predicted one, and replays gather this step's.
+    train::TrainConfig eight = config;
+    eight.microBatchSize = 8;
+    eight.gradAccumulation = 1;
+    train::TrainLoop prompted(*cpu, folder.config(), folder.weights(), promptHalfData(), eight);
+    const std::vector<double> promptedWant = runSteps(prompted, kSteps);
+    train::TrainLoop gathered(*gpu, folder.config(), placed, promptHalfData(), eight);
+    gathered.setStepMode(train::StepMode::Graph);
+    const std::vector<train::StepMetrics> gatheredMetrics = stepMetrics(gathered, kSteps);
+    expectCurve(checks,
+                std::string(name) +
+                    ", half prompts, graph mode over the predicted rows: GPU vs "
+                    "CPU losses",
+                lossesOf(gatheredMetrics), promptedWant, kLossTolerance);
+    const auto listed =
+        std::count_if(gatheredMetrics.begin(), gatheredMetrics.end(), [](const auto& m) {
+          return m.graph == "replayed" &&
+                 train::graphPredictedRows(m.predictedTokens, m.positions) > 0;
+        });
+    checks.expect(
+        listed >= kSteps / 3,
+        std::string(name) + format(": %.0f replays over listed rows", static_cast<double>(listed)));
   }
 }
 
