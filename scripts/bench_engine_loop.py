@@ -29,8 +29,15 @@ alpaca-style dataset, timed from outside (scripts/gpu-check.sh loop runs it on t
    LORASCOPE_STEP_TIMING=1 (the engine's own breakdown of every step cycle, when it has one).
 3. Per run, over the steps after the warm-up:
    - delivered: real tokens (metrics.jsonl `tokens`, padding excluded) over the wall-clock time
-     between the step events' arrivals (the first counted step's and the last one's);
-   - step cycle: the median time between two step events' arrivals, against the step's own time
+     between step completions: the sum of the counted steps' metrics.jsonl `cycle_seconds` (the
+     engine's clock from the previous step's completion to this one's, everything between steps
+     included); beside it, as a check from outside, the same tokens over the time between the
+     step events' arrivals (the first counted step's and the last one's). The engine announces
+     a step once the state mirror holds it, so steps arrive in pairs at times (one mirror write
+     covers both) and the last ones together at the end: over a few dozen steps the arrival
+     window is a step or two off at its ends, a few percent either way. A build whose
+     metrics.jsonl has no `cycle_seconds` is timed by the arrivals alone;
+   - step cycle: the median `cycle_seconds` (or arrival gap), against the step's own time
      (metrics.jsonl `seconds`, median): their ratio is the overhead of everything between steps;
    - shown: the events' median tokens_per_s (the run's speed since the step cycle is measured;
      a build before that showed the compute's), and the compute's own figure (real tokens over
@@ -148,6 +155,10 @@ def one_run(program, args, model, out_dir, log_path, env, extra_options, gpus=No
     reserved = [e["reserved_bytes"] for e in engine.events
                 if e.get("type") == "memory" and e.get("reserved_bytes") is not None]
     tokens = [metrics[k]["tokens"] for k in counted]
+    cycles = [metrics[k].get("cycle_seconds") for k in counted]
+    completions = None not in cycles
+    arrivals = sum(tokens) / (arrived[last] - arrived[first])
+    cycle_ms = [1000 * c for c in cycles] if completions else gaps
     positions = [metrics[k].get("positions", 0) for k in counted]
     stages = {name: [] for name in STAGES}
     for e in engine.events:
@@ -164,10 +175,11 @@ def one_run(program, args, model, out_dir, log_path, env, extra_options, gpus=No
                 ops.setdefault(name, []).append(float(ms))
     return {
         "ops_ms": {name: median(v) for name, v in ops.items()},
-        "delivered_tokens_per_s": sum(tokens) / (arrived[last] - arrived[first]),
-        "step_cycle_ms": median(gaps),
+        "delivered_tokens_per_s": sum(tokens) / sum(cycles) if completions else arrivals,
+        "arrivals_tokens_per_s": arrivals,
+        "step_cycle_ms": median(cycle_ms),
         "step_own_ms": median(own),
-        "cycle_over_own": median(gaps) / median(own),
+        "cycle_over_own": median(cycle_ms) / median(own),
         "shown_tokens_per_s": median([shown[k] for k in counted]),
         "compute_tokens_per_s": median([t / (s / 1000) for t, s in zip(tokens, own)]),
         "real_tokens_per_step": median(tokens),
@@ -176,7 +188,8 @@ def one_run(program, args, model, out_dir, log_path, env, extra_options, gpus=No
         "stages_ms": {name: median(v) for name, v in stages.items() if v},
         "peak_reserved_gib": max(reserved) / 1024 ** 3 if reserved else None,
         "run_wall_s": wall,
-        "steps": {"cycle_ms": gaps, "own_ms": own, "tokens": tokens},
+        "steps": {"cycle_ms": cycle_ms, "arrival_gaps_ms": gaps, "own_ms": own,
+                  "tokens": tokens},
     }
 
 
@@ -312,7 +325,8 @@ def main():
         field = lambda key: [r[key] for r in runs]  # noqa: E731
         summary.append(
             f"  {name}: delivered {median(field('delivered_tokens_per_s')):.0f} real tokens/s "
-            f"({spread(field('delivered_tokens_per_s'))}); step cycle "
+            f"({spread(field('delivered_tokens_per_s'))}; by the events' arrivals "
+            f"{median(field('arrivals_tokens_per_s')):.0f}); step cycle "
             f"{median(field('step_cycle_ms')):.1f} ms vs the step's own time "
             f"{median(field('step_own_ms')):.1f} ms = {median(field('cycle_over_own')):.3f}x "
             f"({min(field('cycle_over_own')):.3f}-{max(field('cycle_over_own')):.3f}); shown "
