@@ -33,6 +33,7 @@ struct StepGraphs::Entry {
   std::shared_ptr<std::byte[]> rowLengths;                          // microBatches int32
   compute::Tensor deviceRowLengths;
   int eagerRuns = 0;
+  std::uint64_t lastUse = 0;
   std::unique_ptr<compute::CapturedOps> graph;
 };
 
@@ -64,19 +65,25 @@ std::size_t StepGraphs::capturedShapes() const {
 }
 
 StepGraphs::Entry& StepGraphs::entryOf(const StepShape& shape) {
+  ++uses_;
   for (const auto& e : entries_) {
     if (e->shape == shape) {
+      e->lastUse = uses_;
       return *e;
     }
   }
   if (entries_.size() >= kMaxShapes) {
-    // A shape beyond the budget: the graphs captured so far go (their pool stays cached for the
-    // next captures) and the new shape starts over.
+    // A shape beyond the budget replaces the one used longest ago (its blocks stay in the pool
+    // for the next captures).
+    const auto oldest =
+        std::min_element(entries_.begin(), entries_.end(),
+                         [](const auto& a, const auto& b) { return a->lastUse < b->lastUse; });
     backend_.synchronize();
-    entries_.clear();
+    entries_.erase(oldest);
   }
   auto entry = std::make_unique<Entry>();
   entry->shape = shape;
+  entry->lastUse = uses_;
   const auto bytes = static_cast<std::size_t>(shape.rows * shape.seq) * sizeof(std::int32_t);
   for (std::int64_t m = 0; m < shape.microBatches; ++m) {
     entry->ids.push_back(backend_.pinnedHost(bytes));

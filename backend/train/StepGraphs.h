@@ -12,7 +12,8 @@
 // - Shapes: every micro-batch of a step is padded to `rows` sequences of `seq` positions (seq: the
 //   step's longest sequence rounded up to a multiple of 64, at most max_seq_len); padding rows and
 //   positions have no target, so the loss and gradients are those of the unpadded batch. One
-//   graph per (rows, seq, micro-batches, predicted rows) shape; at most kMaxShapes are kept.
+//   graph per (rows, seq, micro-batches, predicted rows) shape; at most kMaxShapes are kept (a
+//   new shape beyond them replaces the one used longest ago).
 // - Predicted rows: Note [predicted rows in a graph].
 // - Per-step values: the AdamW scalars (learning rate, bias corrections), the loss weight
 //   1/predicted and the dropout stream's step live in device memory (compute/StepScalars.h),
@@ -80,6 +81,7 @@ class StepGraphs {
   enum class Run { Uncaptured, WarmUp, Captured, Replayed };
   // Sequence lengths and predicted counts multiply: 16, so that a run whose lengths vary keeps
   // its graphs (a graph's blocks come from the shared pool; what each holds apart is small).
+  // A 17th shape replaces the one used longest ago.
   static constexpr std::size_t kMaxShapes = 16;
 
   explicit StepGraphs(compute::Backend& backend);
@@ -121,6 +123,7 @@ class StepGraphs {
   // The last step's results (valid after synchronize).
   compute::StepSums sums() const;
   std::size_t capturedShapes() const;
+  std::size_t shapes() const { return entries_.size(); }
 
  private:
   struct Entry;
@@ -133,6 +136,7 @@ class StepGraphs {
   compute::Tensor deviceScalars_;
   compute::Tensor deviceSums_;
   std::vector<std::unique_ptr<Entry>> entries_;
+  std::uint64_t uses_ = 0;  // entryOf calls: each entry's last one orders them by use
 };
 
 }  // namespace lorascope::train

@@ -259,3 +259,21 @@ TEST_CASE(predictedRowCountsAndTheRowsGiven) {
   VERIFY(fails({1, 3, 6}, {5, 7, -100}, "outside h"));
   VERIFY(fails({1, 3, 2}, {5, 7, 9}, "the target 9"));
 }
+
+// More shapes than kMaxShapes: the one used longest ago makes room, the others keep their inputs.
+TEST_CASE(aShapeBeyondTheBudgetReplacesTheOneUsedLongestAgo) {
+  auto backend = compute::createCpuBackend();
+  train::StepGraphs graphs(*backend);
+  const auto shape = [](std::int64_t seq) { return train::StepShape{1, seq, 1, false, 0}; };
+  for (std::int64_t s = 1; s <= static_cast<std::int64_t>(train::StepGraphs::kMaxShapes); ++s) {
+    graphs.ids(shape(s), 0)[0] = static_cast<std::int32_t>(s);
+  }
+  COMPARE(graphs.shapes(), train::StepGraphs::kMaxShapes);
+  COMPARE(graphs.ids(shape(1), 0)[0], 1);  // used again: now shape 2 is the oldest
+  graphs.ids(shape(100), 0)[0] = 100;
+  COMPARE(graphs.shapes(), train::StepGraphs::kMaxShapes);
+  COMPARE(graphs.ids(shape(1), 0)[0], 1);
+  COMPARE(graphs.ids(shape(3), 0)[0], 3);
+  COMPARE(graphs.ids(shape(100), 0)[0], 100);
+  COMPARE(graphs.ids(shape(2), 0)[0], 0);  // replaced: a new entry, its inputs zeroed
+}
