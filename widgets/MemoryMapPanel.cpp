@@ -278,8 +278,10 @@ QString MemoryMapPanel::legendText(BlockKind kind) const {
   if (cached.segments == 0) {
     return live;
   }
-  return (cached.segments == 1 ? tr("%1 live · %2 cached in 1 free segment")
-                               : tr("%1 live · %2 cached in %3 free segments"))
+  if (cached.segments == 1) {
+    return tr("%1 live · %2 cached in 1 free segment").arg(live, formatBytes(cached.bytes));
+  }
+  return tr("%1 live · %2 cached in %3 free segments")
       .arg(live, formatBytes(cached.bytes), QString::number(cached.segments));
 }
 

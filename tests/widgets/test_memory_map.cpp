@@ -7,6 +7,7 @@
 #include <QAction>
 #include <QComboBox>
 #include <QLabel>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 
 #include "RecordedStream.h"
@@ -237,6 +238,29 @@ class TestMemoryMap : public QObject {
 
   // The allocations before the first step (step 0: loading) take a few pixels: the first step's
   // label wins over theirs, so "step 1" is written under the timeline.
+  // An owner with a single cached segment is counted in the singular, and the legend's text is
+  // built without a placeholder left over (Qt warns of one on stderr).
+  void oneCachedSegmentIsCountedInTheSingular() {
+    QTest::failOnWarning(QRegularExpression(QStringLiteral("QString::arg")));
+    nlohmann::json snapshot = fixtureSnapshot();
+    // The wholly free small segment last held a workspace block, allocated and freed at step 3.
+    const nlohmann::json segment = snapshot["segments"][2];
+    nlohmann::json event = {{"addr", segment["address"]},
+                            {"owner", "workspace"},
+                            {"size", segment["total_size"]},
+                            {"step", 3}};
+    nlohmann::json freed = event;
+    event["action"] = "alloc";
+    freed["action"] = "free_completed";
+    snapshot["device_traces"] = nlohmann::json::array({nlohmann::json::array({event, freed})});
+    MemoryMapPanel panel;
+    panel.handleEvent({1000, SnapshotEvent{snapshot}});
+    QVERIFY(panel.hasSnapshot());
+    const QString legend = panel.legendText(BlockKind::Workspace);
+    QVERIFY2(legend == QStringLiteral("workspace 0 B live · 2.00 MiB cached in 1 free segment"),
+             qPrintable(legend));
+  }
+
   void theTimelineLabelsItsFirstStep() {
     nlohmann::json snapshot = fixtureSnapshot();
     nlohmann::json trace = nlohmann::json::array();
