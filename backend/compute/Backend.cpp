@@ -222,6 +222,21 @@ void checkRopeArgs(const BackendCapabilities& caps, const Tensor& x, std::size_t
   requireDType(op, "inv_freq", invFreq, DType::F32);
 }
 
+void checkRopeBackwardStackedArgs(const BackendCapabilities& caps, const Tensor& dq,
+                                  const Tensor& dk, const Tensor& dv, std::size_t positions,
+                                  const Tensor& invFreq, const Tensor& dqkv) {
+  constexpr const char* op = "rope_backward_stacked";
+  checkRopeArgs(caps, dq, positions, invFreq);
+  checkRopeArgs(caps, dk, positions, invFreq);
+  requireActivations(op, caps, {{&dv, "dv"}, {&dqkv, "dqkv"}});
+  requireShape(op, "dv", dv, dk.shape());
+  if (dk.dim(2) != dq.dim(2)) {
+    throw ShapeError(std::string(op) + ": dk's head_dim " + std::to_string(dk.dim(2)) +
+                     " is not dq's " + std::to_string(dq.dim(2)));
+  }
+  requireShape(op, "dqkv", dqkv, {dq.dim(0), (dq.dim(1) + 2 * dk.dim(1)) * dq.dim(2)});
+}
+
 void checkAttentionArgs(const BackendCapabilities& caps, const Tensor& q, const Tensor& k,
                         const Tensor& v, const Tensor& out, const Tensor& logsumexp) {
   constexpr const char* op = "attention_forward";

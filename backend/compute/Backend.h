@@ -350,6 +350,15 @@ class Backend {
   // dst may be a column view. The default works on host memory (the CPU backend); a GPU backend
   // launches a kernel a part.
   virtual void stackColumns(std::span<const Tensor* const> parts, Tensor& dst);
+  // The backward's q/k/v gradients as one GEMM operand, through RoPE's inverse: dqkv ←
+  // [rope⁻¹(dq) | rope⁻¹(dk) | dv], what rope(dq, …, true), rope(dk, …, true) and stackColumns
+  // give (the default, which rotates dq and dk in place); a GPU backend does it in one launch,
+  // leaving dq and dk as they were.
+  //   dq (T, heads, hd), dk and dv (T, kvHeads, hd) activation dtype; positions (T) host;
+  //   invFreq (hd/2) f32; dqkv (T, (heads + 2·kvHeads)·hd), may be a column view
+  virtual void ropeBackwardStacked(Tensor& dq, Tensor& dk, const Tensor& dv,
+                                   std::span<const std::int32_t> positions, const Tensor& invFreq,
+                                   Tensor& dqkv);
   // Each copy's dst = scale·op(src), op transposing or not; src and dst may be column views
   // (Note [the LoRA term in the inner dimension] in train/TrainGraph.cpp: the LoRA weights into
   // the folded frozen weights, u and g beside the GEMMs' other operand). The default works on
@@ -516,6 +525,11 @@ void checkEmbeddingArgs(const BackendCapabilities& caps, const Tensor& table, st
                         const Tensor& out);
 void checkRopeArgs(const BackendCapabilities& caps, const Tensor& x, std::size_t positions,
                    const Tensor& invFreq);
+// ropeBackwardStacked's arguments: each of dq and dk as checkRopeArgs, dv as dk, dqkv their
+// columns side by side.
+void checkRopeBackwardStackedArgs(const BackendCapabilities& caps, const Tensor& dq,
+                                  const Tensor& dk, const Tensor& dv, std::size_t positions,
+                                  const Tensor& invFreq, const Tensor& dqkv);
 // Throws ShapeError naming `op` when `starts` is not (batch, seq), or a start is outside
 // [0, its token's offset], or falls along a row (AttentionOptions::documentStarts).
 void checkDocumentStarts(const char* op, std::span<const std::int32_t> starts, std::int64_t batch,

@@ -98,6 +98,19 @@ void Backend::stackColumns(std::span<const Tensor* const> parts, Tensor& dst) {
   }
 }
 
+void Backend::ropeBackwardStacked(Tensor& dq, Tensor& dk, const Tensor& dv,
+                                  std::span<const std::int32_t> positions, const Tensor& invFreq,
+                                  Tensor& dqkv) {
+  checkRopeBackwardStackedArgs(capabilities(), dq, dk, dv, positions.size(), invFreq, dqkv);
+  rope(dq, positions, invFreq, true);
+  rope(dk, positions, invFreq, true);
+  const std::int64_t tokens = dq.dim(0);
+  const Tensor q = dq.viewAs({tokens, dq.dim(1) * dq.dim(2)});
+  const Tensor k = dk.viewAs({tokens, dk.dim(1) * dk.dim(2)});
+  const Tensor v = dv.viewAs({tokens, dv.dim(1) * dv.dim(2)});
+  stackColumns(std::array<const Tensor*, 3>{&q, &k, &v}, dqkv);
+}
+
 void Backend::swigluBackwardStacked(const Tensor& dout, const Tensor& gate, const Tensor& up,
                                     Tensor& dGateUp) {
   checkSwigluBackwardStackedArgs(capabilities(), dout, gate, up, dGateUp);

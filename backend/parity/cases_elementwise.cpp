@@ -132,6 +132,46 @@ void addRopeCases(std::vector<ParityCase>& cases) {
       }
     }
   }
+  // rope_backward_stacked: (tokens, heads, kvHeads, head_dim) of Llama-3.2-1B (32 and 8 heads of
+  // 64), Qwen2.5-0.5B (14 and 2), an odd half (one value a thread), into dqkv as a column view of
+  // a matrix `extra` columns wider: 48 (the LoRA fold's, 16-byte rows) and 3 (two-byte rows).
+  const std::int64_t stackedShapes[][5] = {
+      {64, 32, 8, 64, 48}, {33, 14, 2, 64, 3}, {5, 3, 1, 6, 48}};
+  for (const auto& shape : stackedShapes) {
+    const auto [tokens, heads, kvHeads, headDim, extra] =
+        std::array{shape[0], shape[1], shape[2], shape[3], shape[4]};
+    cases.push_back(
+        {"rope_backward_stacked",
+         dims({{"tokens", tokens}, {"heads", heads}, {"kv", kvHeads}, {"hd", headDim}}) +
+             " extra=" + std::to_string(extra),
+         kRoundedMath, [=](Backend& cpu, Backend& gpu, std::mt19937& rng) {
+           const Shape qShape{tokens, heads, headDim};
+           const Shape kvShape{tokens, kvHeads, headDim};
+           const std::vector<float> dq = bf16Normal(rng, qShape, 1.0f);
+           const std::vector<float> dk = bf16Normal(rng, kvShape, 1.0f);
+           const std::vector<float> dv = bf16Normal(rng, kvShape, 1.0f);
+           const std::vector<std::int32_t> positions =
+               randomInts(rng, static_cast<std::size_t>(tokens), 32768);
+           std::vector<float> invFreq(static_cast<std::size_t>(headDim / 2));
+           for (std::size_t i = 0; i < invFreq.size(); ++i) {
+             invFreq[i] =
+                 static_cast<float>(1.0 / std::pow(5e5, 2.0 * static_cast<double>(i) / headDim));
+           }
+           const std::int64_t width = (heads + 2 * kvHeads) * headDim;
+           const std::vector<float> wide = bf16Normal(rng, {tokens, width + extra}, 1.0f);
+           return compareBackends(cpu, gpu, {"dqkv"}, kRoundedMath, [&](Backend& be) {
+             const DType act = be.capabilities().activationDType;
+             Tensor q = be.upload(dq, act, qShape);
+             Tensor k = be.upload(dk, act, kvShape);
+             const Tensor v = be.upload(dv, act, kvShape);
+             const Tensor f = be.upload(invFreq, DType::F32, {headDim / 2});
+             Tensor all = be.upload(wide, act, {tokens, width + extra});
+             Tensor dqkv = all.columns(0, width);
+             be.ropeBackwardStacked(q, k, v, positions, f, dqkv);
+             return OpOutputs{be.download(all)};
+           });
+         }});
+  }
 }
 
 // Shapes (rows, dim) of the activation-sized elementwise ops.

@@ -47,6 +47,9 @@ class HipBackend final : public Backend {
                         Tensor& out) override;
   void rope(Tensor& x, std::span<const std::int32_t> positions, const Tensor& invFreq,
             bool inverse) override;
+  void ropeBackwardStacked(Tensor& dq, Tensor& dk, const Tensor& dv,
+                           std::span<const std::int32_t> positions, const Tensor& invFreq,
+                           Tensor& dqkv) override;
   void attentionForward(const Tensor& q, const Tensor& k, const Tensor& v,
                         const AttentionOptions& options, Tensor& out, Tensor& logsumexp) override;
   void attentionCached(const Tensor& q, const Tensor& k, const Tensor& v,

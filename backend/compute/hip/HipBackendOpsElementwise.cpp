@@ -41,6 +41,16 @@ void HipBackend::rope(Tensor& x, std::span<const std::int32_t> positions, const 
             invFreq.as<float>(), inverse, stream_);
 }
 
+void HipBackend::ropeBackwardStacked(Tensor& dq, Tensor& dk, const Tensor& dv,
+                                     std::span<const std::int32_t> positions, const Tensor& invFreq,
+                                     Tensor& dqkv) {
+  checkRopeBackwardStackedArgs(caps_, dq, dk, dv, positions.size(), invFreq, dqkv);
+  const Tensor devicePositions = uploadIndices(*this, positions);
+  hip::ropeBackwardStacked(dq.as<std::uint16_t>(), dk.as<std::uint16_t>(), dv.as<std::uint16_t>(),
+                           dq.dim(0), dq.dim(1), dk.dim(1), dq.dim(2), indices(devicePositions),
+                           invFreq.as<float>(), dqkv.base<std::uint16_t>(), dqkv.ld(), stream_);
+}
+
 void HipBackend::swigluForward(const Tensor& gate, const Tensor& up, Tensor& out) {
   checkSwigluArgs(caps_, gate, up, out);
   hip::swigluForward(gate.as<std::uint16_t>(), up.as<std::uint16_t>(), gate.numel(),

@@ -21,6 +21,13 @@ void embeddingForward(const void* table, bool tableIsBf16, std::int64_t dim,
 void rope(std::uint16_t* x, std::int64_t tokens, std::int64_t heads, std::int64_t headDim,
           const std::int32_t* positions, const float* invFreq, bool inverse, hipStream_t stream);
 
+// dqkv's rows (outLd apart) = [rope⁻¹(dq) | rope⁻¹(dk) | dv] (Backend::ropeBackwardStacked); dq
+// (tokens, heads, headDim), dk and dv (tokens, kvHeads, headDim); all bf16.
+void ropeBackwardStacked(const std::uint16_t* dq, const std::uint16_t* dk, const std::uint16_t* dv,
+                         std::int64_t tokens, std::int64_t heads, std::int64_t kvHeads,
+                         std::int64_t headDim, const std::int32_t* positions, const float* invFreq,
+                         std::uint16_t* dqkv, std::int64_t outLd, hipStream_t stream);
+
 // out = silu(gate) ⊙ up; all (count) bf16
 void swigluForward(const std::uint16_t* gate, const std::uint16_t* up, std::int64_t count,
                    std::uint16_t* out, hipStream_t stream);

@@ -110,6 +110,61 @@ __global__ void ropeKernel(hip_bfloat16* x, long long heads, long long half, con
   }
 }
 
+// Backend::ropeBackwardStacked: dqkv's rows (ld apart) = [rope⁻¹(dq) | rope⁻¹(dk) | dv], a row's
+// heads + 2·kvHeads heads in groups of kRopeHeadsPerThread (the angles computed once a group). A
+// thread takes one pack of P values of its heads and reads the pack half a head away as well, so
+// that a warp's store covers whole heads: dq's and dk's values are rotated back by ropeKernel's
+// expressions, dv's copied (a group of dv's heads alone computes no angle). Note [RoPE into the
+// stacked gradient] in train/TrainGraph.cpp.
+template <int P>
+__global__ void ropeBackwardStackedKernel(const hip_bfloat16* dq, const hip_bfloat16* dk,
+                                          const hip_bfloat16* dv, long long heads,
+                                          long long kvHeads, long long half, const int* positions,
+                                          const float* invFreq, long long packs, long long groups,
+                                          long long count, hip_bfloat16* dqkv, long long ld) {
+  const long long rotated = heads + kvHeads;
+  const long long rowHeads = rotated + kvHeads;
+  for (long long p = firstIndex(); p < count; p += gridStride()) {
+    const long long e = p % packs * P;  // within the head, 0 .. 2·half
+    const long long g = p / packs % groups;
+    const long long t = p / packs / groups;
+    const bool firstHalf = e < half;
+    const long long a = firstHalf ? e : e - half;
+    const long long partner = firstHalf ? e + half : e - half;
+    const long long firstHead = g * kRopeHeadsPerThread;
+    const long long lastHead = min(rowHeads, firstHead + kRopeHeadsPerThread);
+    float s[P] = {}, c[P] = {};
+    if (firstHead < rotated) {
+#pragma unroll
+      for (int k = 0; k < P; ++k) {
+        const float angle = static_cast<float>(positions[t]) * invFreq[a + k];
+        sincosf(angle, &s[k], &c[k]);
+        s[k] *= -1.0f;
+      }
+    }
+    hip_bfloat16* row = dqkv + t * ld;
+    for (long long h = firstHead; h < lastHead; ++h) {
+      hip_bfloat16* out = row + h * 2 * half;
+      float own[P];
+      if (h >= rotated) {
+        loadPack(dv + (t * kvHeads + h - rotated) * 2 * half, e, own);
+        storePack(out, e, own);
+        continue;
+      }
+      const hip_bfloat16* pair =
+          h < heads ? dq + (t * heads + h) * 2 * half : dk + (t * kvHeads + h - heads) * 2 * half;
+      float other[P], y[P];
+      loadPack(pair, e, own);
+      loadPack(pair, partner, other);
+#pragma unroll
+      for (int k = 0; k < P; ++k) {
+        y[k] = firstHalf ? own[k] * c[k] - other[k] * s[k] : own[k] * c[k] + other[k] * s[k];
+      }
+      storePack(out, e, y);
+    }
+  }
+}
+
 __device__ inline float sigmoid(float g) {
   return 1.0f / (1.0f + expf(-g));
 }
@@ -483,6 +538,31 @@ void rope(std::uint16_t* x, std::int64_t tokens, std::int64_t heads, std::int64_
     run(ropeKernel<kPack>, kPack);
   } else {
     run(ropeKernel<1>, 1);
+  }
+}
+
+void ropeBackwardStacked(const std::uint16_t* dq, const std::uint16_t* dk, const std::uint16_t* dv,
+                         std::int64_t tokens, std::int64_t heads, std::int64_t kvHeads,
+                         std::int64_t headDim, const std::int32_t* positions, const float* invFreq,
+                         std::uint16_t* dqkv, std::int64_t outLd, hipStream_t stream) {
+  const long long half = headDim / 2;
+  if (tokens == 0 || half == 0) {
+    return;
+  }
+  const long long rowHeads = heads + 2 * kvHeads;
+  const long long groups = (rowHeads + kRopeHeadsPerThread - 1) / kRopeHeadsPerThread;
+  const auto run = [&](auto kernel, long long pack) {
+    const long long packs = headDim / pack;
+    const long long count = tokens * groups * packs;  // a thread per (token, group, pack)
+    launch("rope_backward_stacked", kernel, gridFor(count), dim3(kThreads), 0, stream, asBf16(dq),
+           asBf16(dk), asBf16(dv), heads, kvHeads, half, positions, invFreq, packs, groups, count,
+           asBf16(dqkv), outLd);
+  };
+  if (half % kPack == 0 && outLd % kPack == 0 && alignedTo(dq, 16) && alignedTo(dk, 16) &&
+      alignedTo(dv, 16) && alignedTo(dqkv, 16)) {
+    run(ropeBackwardStackedKernel<kPack>, kPack);
+  } else {
+    run(ropeBackwardStackedKernel<1>, 1);
   }
 }
 
