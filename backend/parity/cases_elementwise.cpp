@@ -138,8 +138,12 @@ void addRopeCases(std::vector<ParityCase>& cases) {
   const std::int64_t stackedShapes[][5] = {
       {64, 32, 8, 64, 48}, {33, 14, 2, 64, 3}, {5, 3, 1, 6, 48}};
   for (const auto& shape : stackedShapes) {
-    const auto [tokens, heads, kvHeads, headDim, extra] =
-        std::array{shape[0], shape[1], shape[2], shape[3], shape[4]};
+    // Plain copies, not a structured binding: clang before 16 cannot capture one in a lambda.
+    const std::int64_t tokens = shape[0];
+    const std::int64_t heads = shape[1];
+    const std::int64_t kvHeads = shape[2];
+    const std::int64_t headDim = shape[3];
+    const std::int64_t extra = shape[4];
     cases.push_back(
         {"rope_backward_stacked",
          dims({{"tokens", tokens}, {"heads", heads}, {"kv", kvHeads}, {"hd", headDim}}) +
