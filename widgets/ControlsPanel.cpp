@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "settings/Options.h"     // defines: parseOptionValue, UsageError
 #include "widgets/DisplayText.h"  // defines: toggleValueText, rungText, counted
 
 namespace lorascope::widgets {
@@ -71,6 +72,27 @@ std::vector<ControlSpec> liveControls(const settings::Registry& registry) {
   return rows;
 }
 
+std::map<Toggle, nlohmann::json> configuredToggles(
+    const std::map<std::string, std::string>& options, const settings::Registry& registry) {
+  std::map<Toggle, nlohmann::json> values;
+  for (const settings::Setting& setting : registry.all()) {
+    const auto text = options.find(setting.option.name);
+    if (setting.apply != settings::Apply::Live || !setting.toggle || text == options.end()) {
+      continue;
+    }
+    try {
+      nlohmann::json value = settings::toggleValueOf(
+          setting, settings::parseOptionValue(setting.option, text->second));
+      if (settings::toggleValueProblem(setting, value).empty()) {
+        values[*setting.toggle] = std::move(value);
+      }
+    } catch (const settings::UsageError&) {
+      // A value the registry refuses: Setup lists it, and no run starts with it.
+    }
+  }
+  return values;
+}
+
 ControlsPanel::ApplyMode ControlsPanel::applyMode(Toggle toggle) const {
   return row(toggle).spec.live ? ApplyMode::Live : ApplyMode::Restart;
 }
@@ -79,6 +101,7 @@ ControlsPanel::ControlsPanel(const std::vector<ControlSpec>& controls, QWidget* 
     : QWidget(parent) {
   live_.effectiveBatch = noBatchText();
   live_.ladder = noRungText();
+  live_.showsConfigured = true;  // before the first run the dock speaks of the run Setup starts
   source_ = new QLabel(this);
   source_->setObjectName(QStringLiteral("controlsSource"));
   source_->setWordWrap(true);
@@ -193,6 +216,11 @@ const ControlsPanel::RowState& ControlsPanel::rowState(Toggle toggle) const {
   return shown().rows.at(toggle);
 }
 
+const nlohmann::json* ControlsPanel::configured(Toggle toggle) const {
+  const auto it = configured_.find(toggle);
+  return shown().showsConfigured && it != configured_.end() ? &it->second : nullptr;
+}
+
 ControlsPanel::Status ControlsPanel::status(Toggle toggle) const {
   const RowState& r = rowState(toggle);
   if (r.pending) {
@@ -204,7 +232,10 @@ ControlsPanel::Status ControlsPanel::status(Toggle toggle) const {
   if (!r.notApplicable.isEmpty()) {
     return Status::NotApplicable;
   }
-  return r.applied ? Status::Applied : Status::NotReported;
+  if (r.applied) {
+    return Status::Applied;
+  }
+  return configured(toggle) != nullptr ? Status::Configured : Status::NotReported;
 }
 
 QString ControlsPanel::statusText(Toggle toggle) const {
@@ -244,6 +275,8 @@ void ControlsPanel::displayRow(Toggle toggle) {
   const RowState& r = rowState(toggle);
   if (r.pending || r.applied) {
     showValue(toggle, r.pending ? *r.pending : *r.applied);
+  } else if (const nlohmann::json* value = configured(toggle)) {
+    showValue(toggle, *value);
   } else {
     showValue(toggle, nlohmann::json());  // nothing known: no value shown
   }
@@ -267,10 +300,22 @@ void ControlsPanel::display() {
                               : QString());
 }
 
-void ControlsPanel::startRun() {
+void ControlsPanel::setConfigured(std::map<Toggle, nlohmann::json> values) {
+  configured_ = std::move(values);
+  if (!recording_) {
+    for (const auto& [toggle, r] : live_.rows) {
+      if (!r.pending && !r.applied) {
+        displayRow(toggle);  // a value the engine reported, or a change pending, stays
+      }
+    }
+  }
+}
+
+void ControlsPanel::startRun(bool fromConfigured) {
   for (auto& [toggle, r] : live_.rows) {
     r = RowState{};
   }
+  live_.showsConfigured = fromConfigured;
   live_.effectiveBatch = noBatchText();
   if (!recording_) {
     display();
@@ -350,6 +395,13 @@ void ControlsPanel::updateStatus(Toggle toggle) {
     case Status::NotReported:
       label->setText(recording_ ? tr("not recorded") : tr("not reported yet"));
       label->setToolTip(tr("The engine has not said which value is in effect"));
+      break;
+    case Status::Configured:
+      label->setText(tr("Setup's value, not reported yet"));
+      label->setToolTip(
+          tr("The value the run starts with, as the Setup page has it; the engine "
+             "has not reported it yet (the profile's toggles and the recovery "
+             "ladder apply over it once the run starts)"));
       break;
     case Status::Pending:
       label->setText(tr("pending: %1").arg(toggleValueText(*r.pending)));

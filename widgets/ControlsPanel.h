@@ -9,7 +9,9 @@
 // (ToggleRefusedEvent) shows its reason and puts the editor back to the applied value; refusals of
 // changes the user did not make (a profile's) leave the row as it is. A toggle that does nothing
 // where the run computes now (a GPU setting on a CPU run) is disabled with the reason as tooltip.
-// Until the engine has reported a toggle its row says so rather than pretending to know the value.
+// Until the engine has reported a toggle its row says so rather than pretending to know the value:
+// it shows the value the run starts with as Setup has it (setConfigured), marked as Setup's, or
+// no value when there is none.
 // Each row is marked live (applied at the next step by our code) or restart (the engine restarts to
 // apply it). Below the rows: the recovery ladder's rung (LadderEvent) in plain words, with an Undo
 // that steps back the last rung the supervisor took.
@@ -49,13 +51,21 @@ struct ControlSpec {
 
 // The rows of the registry's live settings (Apply::Live with a toggle), in the registry's order.
 std::vector<ControlSpec> liveControls(const settings::Registry& registry = settings::registry());
+// The live toggles' values in a run started with `options` (option name → value as the command
+// line writes it: the Setup page's options()), mapped by the registry (device cpu → CPU fallback
+// on). A value that is none of its toggle's (batch-size auto, device auto) is left out: the
+// engine decides it when the run starts.
+std::map<engine::Toggle, nlohmann::json> configuredToggles(
+    const std::map<std::string, std::string>& options,
+    const settings::Registry& registry = settings::registry());
 
 class ControlsPanel : public QWidget {
   Q_OBJECT
 
  public:
   enum class ApplyMode { Live, Restart };
-  enum class Status { NotReported, Pending, Applied, Refused, NotApplicable };
+  // Configured: not reported yet; the row shows Setup's value, the one the run starts with.
+  enum class Status { NotReported, Configured, Pending, Applied, Refused, NotApplicable };
 
   explicit ControlsPanel(const std::vector<ControlSpec>& controls = liveControls(),
                          QWidget* parent = nullptr);
@@ -81,8 +91,15 @@ class ControlsPanel : public QWidget {
   // Sends the change and marks the row pending; what the editors call.
   void requestToggle(lorascope::engine::Toggle toggle, const nlohmann::json& value);
   void setEngineAvailable(bool available);
+  // The values the next run starts with (configuredToggles of the Setup page's options): a live
+  // row the engine has not reported shows its value, before the first run and in a run started
+  // from them.
+  void setConfigured(std::map<engine::Toggle, nlohmann::json> values);
   // A new run: nothing reported yet (the recovery ladder's rung stays: it outlives a run).
-  void startRun();
+  // `fromConfigured`: it starts from the configured values; a resumed run starts from its own
+  // config.json and a supervised command reports none of these toggles, so their rows show no
+  // value until the engine reports one.
+  void startRun(bool fromConfigured);
   // The run is over: no change is pending any more, and no refusal of one is current.
   void endRun();
   // Shows a recorded run's toggles, read only; the live state is kept for showLive.
@@ -113,11 +130,14 @@ class ControlsPanel : public QWidget {
     QString effectiveBatch;
     QString ladder;
     std::int64_t undoableRungs = 0;
+    bool showsConfigured = false;  // unreported rows show configured_ (the live run's, from Setup)
   };
   Row& row(engine::Toggle toggle);
   const Row& row(engine::Toggle toggle) const;
   const State& shown() const { return recording_ ? *recording_ : live_; }
   const RowState& rowState(engine::Toggle toggle) const;
+  // Setup's value shown in the row while the engine has reported none; nullptr when there is none.
+  const nlohmann::json* configured(engine::Toggle toggle) const;
   void apply(State& state, const engine::TimedEvent& event) const;
   void display();  // every row, the batch and the ladder from shown()
   void displayRow(engine::Toggle toggle);
@@ -127,6 +147,7 @@ class ControlsPanel : public QWidget {
 
   std::map<engine::Toggle, Row> rows_;
   State live_;
+  std::map<engine::Toggle, nlohmann::json> configured_;  // setConfigured
   std::optional<State> recording_;
   QLabel* source_;
   QLabel* effectiveBatch_;

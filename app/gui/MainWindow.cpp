@@ -179,6 +179,8 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   connect(controls_, &widgets::ControlsPanel::commandRequested, this, &MainWindow::sendCommand);
   connect(profileBar_, &widgets::ProfileBar::commandRequested, this, &MainWindow::sendCommand);
   connect(setup_, &RunSetupPage::changed, this, &MainWindow::updateActions);
+  connect(setup_, &RunSetupPage::changed, this, &MainWindow::showConfiguredToggles);
+  showConfiguredToggles();
   connect(setup_, &RunSetupPage::changed, this, [this] { runs_->setFolder(setup_->outputDir()); });
   runs_->setFolder(setup_->outputDir());
   connect(pages_, &QTabWidget::currentChanged, this, [this] {
@@ -399,8 +401,8 @@ void MainWindow::startRun() {
   runFolder_ = QString::fromStdString(config->value("out", std::string()));
   hasCheckpoint_ = false;
   runEnded_ = false;
-  controls_->startRun();                        // nothing reported by the new run yet
-  sendCommand(Command{StartCommand{*config}});  // the dashboard starts a new run's curves
+  controls_->startRun(/*fromConfigured=*/true);  // Setup's values until the new run reports
+  sendCommand(Command{StartCommand{*config}});   // the dashboard starts a new run's curves
   pages_->setCurrentWidget(dashboard_);
   updateActions();
 }
@@ -456,7 +458,7 @@ void MainWindow::launchCommand(const external::SupervisedCommand& command,
     setEngine(trainingEngine_);
   }
   commandEngine_.reset();
-  controls_->startRun();  // a command reports none of the trainer's toggles
+  controls_->startRun(/*fromConfigured=*/false);  // a command reports none of the trainer's toggles
   if (command.resumeFirst) {
     // A resumed command's run is one run too: its entry goes on after its last recorded step.
     dashboard_->resumeRun(runDir, QFileInfo(runDir).fileName(), earlierSteps(runDir),
@@ -535,7 +537,7 @@ void MainWindow::resumeRun(const QString& runDir) {
   // when this window did not show them.
   const std::optional<RunSummary> run = readRunSummary(runDir);
   std::vector<TimedEvent> earlier = earlierSteps(runDir);
-  controls_->startRun();
+  controls_->startRun(/*fromConfigured=*/false);  // it starts from its own config.json
   dashboard_->resumeRun(runDir, QFileInfo(runDir).fileName(), std::move(earlier),
                         run ? run->checkpointStep : 0);
   sendCommand(Command{StartCommand{{{"out", runDir.toStdString()}, {"resume", true}}}});
@@ -644,7 +646,16 @@ void MainWindow::setEngine(widgets::EngineClient* engine) {
 
 void MainWindow::setRunConfig(nlohmann::json config) {
   runConfig_ = std::move(config);
+  showConfiguredToggles();
   updateActions();
+}
+
+// The Controls dock's values before the engine reports: the options Start sends, the setup page's
+// (none when Start sends a config set with setRunConfig, or runs a command, which reports none).
+void MainWindow::showConfiguredToggles() {
+  controls_->setConfigured(runConfig_.is_object() || setup_->usesCommand()
+                               ? std::map<engine::Toggle, nlohmann::json>{}
+                               : widgets::configuredToggles(setup_->options()));
 }
 
 void MainWindow::sendCommand(const Command& command) {

@@ -12,9 +12,9 @@
 // to the engine now and is the next run's profile (its config.json records it). The engine is
 // assumed to start on profiles::defaultProfile(), as gui/main.cpp starts it. A toggle changed in
 // the Controls dock lasts for the run in progress only: each run starts from the setup page's
-// options, and the dock starts again from "not reported yet". The dock shows the state of the
-// run the dashboard shows; the status bar says what the runs page says of a run that ended, and
-// why the profile buttons and the dock are off when they are.
+// options, and the dock shows them, as Setup's values, until the engine reports. The dock shows
+// the state of the run the dashboard shows; the status bar says what the runs page says of a run
+// that ended, and why the profile buttons and the dock are off when they are.
 #pragma once
 
 #include <QMainWindow>
@@ -146,6 +146,7 @@ class MainWindow : public QMainWindow {
   std::vector<engine::TimedEvent> earlierSteps(const QString& runDir);
   void updateActions();
   void syncEngineProfile();
+  void showConfiguredToggles();
   QString stateText() const;
   void restoreLayout();
   void saveLayout() const;

@@ -4,9 +4,10 @@
 // resumed run is one selector entry with one curve from step 1 and one resume marker; events
 // outside a run make no selector entry and the selector never disappears; the status bar says
 // what the runs page says of a stopped run; the dock shows a recording's toggles while the
-// recording is shown; and the smaller things a new user meets (the profile shown before the first
-// run, "1 sequence", local creation times, plain recovery words, readable marker names and their
-// legend, micro-batch changes in the log, Ctrl+Tab, the shortcuts list).
+// recording is shown, and Setup's micro-batch, as Setup's, until the engine reports one; and the
+// smaller things a new user meets (the profile shown before the first run, "1 sequence", local
+// creation times, plain recovery words, readable marker names and their legend, micro-batch
+// changes in the log, Ctrl+Tab, the shortcuts list).
 #include <QtTest>
 
 #include <QAbstractButton>
@@ -185,7 +186,8 @@ class TestWindowRuns : public QObject {
     QVERIFY(axisMax(window.dashboard()->allocatorChart(), 0) > 40.0);
 
     // Start again: the run starts from what Setup shows (Low VRAM; the Controls change is not
-    // carried: the options are Setup's), and no switch is needed since the engine has it.
+    // carried: the options are Setup's, and the dock shows them as Setup's until the engine
+    // reports), and no switch is needed since the engine has it.
     const std::size_t sentBefore = engine.sent.size();
     QTRY_VERIFY_WITH_TIMEOUT(window.startAction()->isEnabled(), kTimeoutMs);
     window.startAction()->trigger();
@@ -194,8 +196,12 @@ class TestWindowRuns : public QObject {
     QCOMPARE(options["profile"].get<std::string>(), "Low VRAM");
     QCOMPARE(options["gemm-backend"].get<std::string>(), "vendor");
     QVERIFY(bar->button(QStringLiteral("Low VRAM"))->isChecked());
-    QCOMPARE(window.controls()->status(Toggle::MicroBatch), ControlsPanel::Status::NotReported);
-    QCOMPARE(window.controls()->status(Toggle::GemmBackend), ControlsPanel::Status::NotReported);
+    QCOMPARE(window.controls()->status(Toggle::MicroBatch), ControlsPanel::Status::Configured);
+    QCOMPARE(window.controls()->status(Toggle::GemmBackend), ControlsPanel::Status::Configured);
+    QCOMPARE(
+        qobject_cast<QComboBox*>(window.controls()->editor(Toggle::GemmBackend))->currentText(),
+        QStringLiteral("vendor"));
+    QVERIFY(!window.controls()->appliedValue(Toggle::GemmBackend));
     // The new run reports memory without the allocator's readings (a CPU run): that axis is not
     // left at the last run's 40 GiB.
     window.handleEvent({700, StateEvent{RunState::Running, 0, ""}});
@@ -229,6 +235,8 @@ class TestWindowRuns : public QObject {
     QTRY_VERIFY(window.runsPage()->resumeButton()->isEnabled());
     window.runsPage()->resumeButton()->click();
     QCOMPARE(lastStart(engine).runConfig["resume"].get<bool>(), true);
+    // It starts from its own config.json, not from Setup's options: the dock claims no value.
+    QCOMPARE(window.controls()->status(Toggle::MicroBatch), ControlsPanel::Status::NotReported);
     Dashboard* dashboard = window.dashboard();
     QCOMPARE(dashboard->runCount(), 1);
     QCOMPARE(dashboard->runName(0), QStringLiteral("stopped"));
@@ -348,6 +356,46 @@ class TestWindowRuns : public QObject {
     QCOMPARE(controls->appliedValue(Toggle::Serialize)->dump(), nlohmann::json(true).dump());
     QVERIFY(controls->editor(Toggle::AllocatorPolicy)->isEnabled());
     QVERIFY(controls->shownRecording().isEmpty());
+  }
+
+  // Before a run the Controls dock shows the micro-batch the run starts with, Setup's (the demo's
+  // 8), not its spin box's minimum, and says it is Setup's, not the engine's; it follows Setup
+  // until the engine reports, and then shows what the engine reported.
+  void theDockShowsSetupsMicroBatchUntilTheEngineReports() {
+    app::MainWindow window(app::collectAboutFacts());
+    testing::RecordingEngineClient engine;
+    prepare(window, engine);
+    ControlsPanel* controls = window.controls();
+    app::RunSetupPage* setup = window.setupPage();
+    auto* dockBatch = qobject_cast<QSpinBox*>(controls->editor(Toggle::MicroBatch));
+    QVERIFY(dockBatch != nullptr);
+    QCOMPARE(setup->microBatchEditor()->value(), 8);
+    QCOMPARE(dockBatch->value(), 8);
+    QCOMPARE(controls->status(Toggle::MicroBatch), ControlsPanel::Status::Configured);
+    QCOMPARE(controls->statusText(Toggle::MicroBatch),
+             QStringLiteral("Setup's value, not reported yet"));
+    QVERIFY(!controls->appliedValue(Toggle::MicroBatch));
+    setup->microBatchEditor()->setValue(6);
+    QCOMPARE(dockBatch->value(), 6);
+    for (const Command& sent : engine.sent) {
+      QVERIFY(!std::holds_alternative<SetToggleCommand>(sent));  // shown, not sent
+    }
+    // auto: the engine chooses when the run starts, so the dock shows no value as Setup's.
+    setup->microBatchEditor()->setValue(setup->microBatchEditor()->minimum());
+    QCOMPARE(controls->status(Toggle::MicroBatch), ControlsPanel::Status::NotReported);
+    setup->microBatchEditor()->setValue(6);
+    // The run Start sends: Setup's value until the engine reports, then the engine's.
+    window.startAction()->trigger();
+    QCOMPARE(lastStart(engine).runConfig["options"]["batch-size"].get<std::string>(), "6");
+    QCOMPARE(controls->status(Toggle::MicroBatch), ControlsPanel::Status::Configured);
+    QCOMPARE(dockBatch->value(), 6);
+    window.handleEvent({0, StateEvent{RunState::Running, 0, ""}});
+    window.handleEvent({1, ToggleAppliedEvent{Toggle::MicroBatch, 3, 0}});
+    QCOMPARE(controls->status(Toggle::MicroBatch), ControlsPanel::Status::Applied);
+    QCOMPARE(controls->statusText(Toggle::MicroBatch), QStringLiteral("applied at step 0"));
+    QCOMPARE(dockBatch->value(), 3);
+    setup->microBatchEditor()->setValue(5);  // the next run's: the engine's value stays
+    QCOMPARE(dockBatch->value(), 3);
   }
 
   // Item 13: what a new user meets.

@@ -1,6 +1,7 @@
-// test_controls_profiles.cpp — toggles go pending → applied on the engine's confirmation; the
-// profile bar switches with one click and says which switches restart the engine; the profile
-// editor refuses forbidden variables and flags folklore ones through backend/profiles' parser.
+// test_controls_profiles.cpp — toggles go pending → applied on the engine's confirmation, and
+// show Setup's values, as Setup's, until the engine reports; the profile bar switches with one
+// click and says which switches restart the engine; the profile editor refuses forbidden
+// variables and flags folklore ones through backend/profiles' parser.
 #include <QtTest>
 
 #include <QAbstractButton>
@@ -121,6 +122,42 @@ class TestControlsProfiles : public QObject {
     panel.handleEvent({10, ToggleAppliedEvent{Toggle::Serialize, false, 5}});
     QVERIFY(panel.editor(Toggle::Serialize)->isEnabled());
     QCOMPARE(panel.status(Toggle::Serialize), ControlsPanel::Status::Applied);
+  }
+
+  // Setup's options as the dock's values until the engine reports (the registry maps them: device
+  // cpu is CPU fallback on; auto is the engine's to decide), never claimed as the engine's, and
+  // not shown for a run that does not start from them (a resume) or for a recording.
+  void unreportedRowsShowSetupsValueAsSetups() {
+    const auto configured = widgets::configuredToggles(
+        {{"batch-size", "8"}, {"device", "cpu"}, {"gemm-backend", "builtin"}, {"lora-r", "16"}});
+    QCOMPARE(configured.at(Toggle::MicroBatch), nlohmann::json(8));
+    QCOMPARE(configured.at(Toggle::CpuFallback), nlohmann::json(true));
+    QCOMPARE(configured.at(Toggle::GemmBackend), nlohmann::json("builtin"));
+    QCOMPARE(configured.size(), std::size_t{3});  // lora-r has no toggle
+    QVERIFY(widgets::configuredToggles({{"batch-size", "auto"}, {"device", "auto"}}).empty());
+
+    ControlsPanel panel(widgets::liveControls());
+    panel.setEngineAvailable(true);
+    QSignalSpy commands(&panel, &ControlsPanel::commandRequested);
+    panel.setConfigured(configured);
+    auto* spin = qobject_cast<QSpinBox*>(panel.editor(Toggle::MicroBatch));
+    QCOMPARE(spin->value(), 8);
+    QCOMPARE(panel.status(Toggle::MicroBatch), ControlsPanel::Status::Configured);
+    QVERIFY(!panel.appliedValue(Toggle::MicroBatch));
+    QCOMPARE(panel.status(Toggle::Serialize), ControlsPanel::Status::NotReported);  // not given
+    QCOMPARE(commands.count(), 0);
+    panel.handleEvent({10, ToggleAppliedEvent{Toggle::MicroBatch, 2, 0}});
+    QCOMPARE(spin->value(), 2);
+    QCOMPARE(panel.status(Toggle::MicroBatch), ControlsPanel::Status::Applied);
+    panel.showRecorded(QStringLiteral("old.jsonl"), {});
+    QCOMPARE(panel.status(Toggle::GemmBackend), ControlsPanel::Status::NotReported);
+    panel.showLive();
+    QCOMPARE(panel.status(Toggle::GemmBackend), ControlsPanel::Status::Configured);
+    panel.startRun(/*fromConfigured=*/false);  // a resumed run: its own config.json's values
+    QCOMPARE(panel.status(Toggle::MicroBatch), ControlsPanel::Status::NotReported);
+    panel.startRun(/*fromConfigured=*/true);
+    QCOMPARE(panel.status(Toggle::MicroBatch), ControlsPanel::Status::Configured);
+    QCOMPARE(spin->value(), 8);
   }
 
   void anotherValueStaysPendingUntilItsOwnConfirmation() {
