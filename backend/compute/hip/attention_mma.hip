@@ -265,7 +265,13 @@ __device__ inline void storeAcc(T* p, long long at, const mma::FragC& acc, int e
 // keys (two a streamed tile, as on the register-tight targets): its scores need half the
 // registers, the 4 blocks spill 8 bytes, not 76, and the forward took 0.108 ms against 0.110-0.111
 // (Qwen2.5-0.5B 0.058-0.059 against 0.060). At head dim 128 32-key passes were slower (0.351-0.352
-// against 0.334-0.336; 0.332-0.334 held to 3 blocks): it keeps 64.
+// against 0.334-0.336; 0.332-0.334 held to 3 blocks): it keeps 64. Two 16-row tiles a wave at
+// head dim 64 (128 rows a block, each K and V operand loaded once for both) were slower in every
+// form (bench_attention, 3 rounds beside this in one call, Llama-3.2-1B dense / its chat-length
+// documents): Q kept in registers, 220 registers and 2 blocks, 0.111-0.112 / 0.103-0.104 ms
+// against 0.086-0.087 / 0.062-0.063; held to 3 blocks (172 bytes spilled) 0.109-0.110 /
+// 0.094-0.095; Q read from shared memory at each use, 168 registers and 3 blocks, 0.102-0.103 /
+// 0.089-0.090. Half the waves, and each wave's 32 rows skip fewer masked passes.
 //
 // Note [backward occupancy]: at head dim 64 the backward kernels run 4 blocks an SM (kDqBlocks,
 // kDkDvBlocks: 128 registers). dq passed 64 keys at a time and took 168 registers (3 blocks); held
