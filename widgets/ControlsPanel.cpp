@@ -119,10 +119,12 @@ ControlsPanel::ControlsPanel(const std::vector<ControlSpec>& controls, QWidget* 
     switch (spec.editor) {
       case ControlSpec::Editor::Number: {
         auto* spin = new QSpinBox(this);
-        spin->setRange(spec.min, spec.max);
         spin->setKeyboardTracking(false);  // one command per committed value, not per keystroke
-        connect(spin, &QSpinBox::valueChanged, this,
-                [this, toggle](int v) { requestToggle(toggle, v); });
+        connect(spin, &QSpinBox::valueChanged, this, [this, toggle](int v) {
+          if (v >= row(toggle).spec.min) {  // below it: showValue's "no value", never sent
+            requestToggle(toggle, v);
+          }
+        });
         r.editor = spin;
         break;
       }
@@ -162,7 +164,7 @@ ControlsPanel::ControlsPanel(const std::vector<ControlSpec>& controls, QWidget* 
     grid->addWidget(r.editor, line, 1);
     grid->addWidget(mode, line, 2);
     grid->addWidget(r.status, line, 3);
-    updateStatus(toggle);
+    displayRow(toggle);  // nothing known yet: no value
     ++line;
   }
   effectiveBatch_ = new QLabel(this);
@@ -373,11 +375,12 @@ void ControlsPanel::showValue(Toggle toggle, const nlohmann::json& value) {
   if (auto* check = qobject_cast<QCheckBox*>(editor)) {
     check->setChecked(value.is_boolean() && value.get<bool>());
   } else if (auto* spin = qobject_cast<QSpinBox*>(editor)) {
-    if (value.is_null()) {
-      spin->setValue(spin->minimum());
-      return;
-    }
-    spin->setValue(value.is_number_integer() ? value.get<int>() : spin->value());
+    // No value: one below the range, shown as a dash; the minimum would read as the value.
+    const ControlSpec& spec = row(toggle).spec;
+    const bool known = value.is_number_integer();
+    spin->setSpecialValueText(known ? QString() : QStringLiteral("—"));
+    spin->setRange(known ? spec.min : spec.min - 1, spec.max);
+    spin->setValue(known ? value.get<int>() : spin->minimum());
   } else if (auto* combo = qobject_cast<QComboBox*>(editor)) {
     const auto& choices = row(toggle).spec.choices;
     int index = -1;

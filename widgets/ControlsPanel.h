@@ -11,7 +11,7 @@
 // where the run computes now (a GPU setting on a CPU run) is disabled with the reason as tooltip.
 // Until the engine has reported a toggle its row says so rather than pretending to know the value:
 // it shows the value the run starts with as Setup has it (setConfigured), marked as Setup's, or
-// no value when there is none.
+// no value when there is none (a number row shows a dash, not its minimum, and never sends it).
 // Each row is marked live (applied at the next step by our code) or restart (the engine restarts to
 // apply it). Below the rows: the recovery ladder's rung (LadderEvent) in plain words, with an Undo
 // that steps back the last rung the supervisor took.

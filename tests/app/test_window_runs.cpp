@@ -4,10 +4,10 @@
 // resumed run is one selector entry with one curve from step 1 and one resume marker; events
 // outside a run make no selector entry and the selector never disappears; the status bar says
 // what the runs page says of a stopped run; the dock shows a recording's toggles while the
-// recording is shown, and Setup's micro-batch, as Setup's, until the engine reports one; and the
-// smaller things a new user meets (the profile shown before the first run, "1 sequence", local
-// creation times, plain recovery words, readable marker names and their legend, micro-batch
-// changes in the log, Ctrl+Tab, the shortcuts list).
+// recording is shown, and Setup's micro-batch, as Setup's, until the engine reports one (no number
+// when Setup's is auto); and the smaller things a new user meets (the profile shown before the
+// first run, "1 sequence", local creation times, plain recovery words, readable marker names and
+// their legend, micro-batch changes in the log, Ctrl+Tab, the shortcuts list).
 #include <QtTest>
 
 #include <QAbstractButton>
@@ -396,6 +396,32 @@ class TestWindowRuns : public QObject {
     QCOMPARE(dockBatch->value(), 3);
     setup->microBatchEditor()->setValue(5);  // the next run's: the engine's value stays
     QCOMPARE(dockBatch->value(), 3);
+  }
+
+  // With Setup's micro-batch auto the engine picks it when the run starts: until it reports, the
+  // dock's spin box shows no number (not its minimum, 1, which reads as the micro-batch) and sends
+  // none; then it shows the engine's, 1 included.
+  void anAutoMicroBatchShowsNoNumberUntilTheEngineReports() {
+    app::MainWindow window(app::collectAboutFacts());
+    testing::RecordingEngineClient engine;
+    prepare(window, engine);
+    ControlsPanel* controls = window.controls();
+    QSpinBox* setupBatch = window.setupPage()->microBatchEditor();
+    auto* dockBatch = qobject_cast<QSpinBox*>(controls->editor(Toggle::MicroBatch));
+    setupBatch->setValue(setupBatch->minimum());  // auto
+    QCOMPARE(dockBatch->text(), QStringLiteral("—"));
+    QCOMPARE(controls->statusText(Toggle::MicroBatch), QStringLiteral("not reported yet"));
+    window.startAction()->trigger();
+    QCOMPARE(lastStart(engine).runConfig["options"]["batch-size"].get<std::string>(), "auto");
+    QCOMPARE(dockBatch->text(), QStringLiteral("—"));
+    dockBatch->stepDown();  // below the dash there is nothing to send
+    window.handleEvent({0, StateEvent{RunState::Running, 0, ""}});
+    window.handleEvent({1, ToggleAppliedEvent{Toggle::MicroBatch, 1, 0}});
+    QCOMPARE(dockBatch->text(), QStringLiteral("1"));
+    QCOMPARE(dockBatch->minimum(), 1);  // the real range again
+    for (const Command& sent : engine.sent) {
+      QVERIFY(!std::holds_alternative<SetToggleCommand>(sent));
+    }
   }
 
   // Item 13: what a new user meets.

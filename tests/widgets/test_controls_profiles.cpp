@@ -160,6 +160,25 @@ class TestControlsProfiles : public QObject {
     QCOMPARE(spin->value(), 8);
   }
 
+  // A number row with no value shows a dash, not its minimum (which would read as the value); the
+  // dash is not a value it sends, and the first real one restores the real range.
+  void aNumberRowWithNoValueShowsNone() {
+    ControlsPanel panel(widgets::liveControls());
+    panel.setEngineAvailable(true);
+    QSignalSpy commands(&panel, &ControlsPanel::commandRequested);
+    auto* spin = qobject_cast<QSpinBox*>(panel.editor(Toggle::MicroBatch));
+    QCOMPARE(spin->text(), QStringLiteral("—"));
+    spin->stepDown();
+    QCOMPARE(commands.count(), 0);
+    spin->stepUp();
+    QCOMPARE(commands.count(), 1);
+    QCOMPARE(lastSet(commands).value, nlohmann::json(1));
+    QCOMPARE(spin->text(), QStringLiteral("1"));
+    QCOMPARE(spin->minimum(), 1);
+    panel.startRun(/*fromConfigured=*/false);
+    QCOMPARE(spin->text(), QStringLiteral("—"));
+  }
+
   void anotherValueStaysPendingUntilItsOwnConfirmation() {
     ControlsPanel panel(widgets::liveControls());
     panel.setEngineAvailable(true);
