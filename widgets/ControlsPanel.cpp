@@ -400,7 +400,7 @@ void ControlsPanel::updateStatus(Toggle toggle) {
       label->setToolTip(tr("The engine has not said which value is in effect"));
       break;
     case Status::Configured:
-      label->setText(tr("Setup's value, not reported yet"));
+      label->setText(tr("from Setup"));
       label->setToolTip(
           tr("The value the run starts with, as the Setup page has it; the engine "
              "has not reported it yet (the profile's toggles and the recovery "

@@ -372,8 +372,7 @@ class TestWindowRuns : public QObject {
     QCOMPARE(setup->microBatchEditor()->value(), 8);
     QCOMPARE(dockBatch->value(), 8);
     QCOMPARE(controls->status(Toggle::MicroBatch), ControlsPanel::Status::Configured);
-    QCOMPARE(controls->statusText(Toggle::MicroBatch),
-             QStringLiteral("Setup's value, not reported yet"));
+    QCOMPARE(controls->statusText(Toggle::MicroBatch), QStringLiteral("from Setup"));
     QVERIFY(!controls->appliedValue(Toggle::MicroBatch));
     setup->microBatchEditor()->setValue(6);
     QCOMPARE(dockBatch->value(), 6);
