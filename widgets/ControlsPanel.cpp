@@ -41,10 +41,14 @@ std::vector<ControlSpec> liveControls(const settings::Registry& registry) {
     }
     ControlSpec row;
     row.toggle = *setting.toggle;
-    row.label = QString::fromStdString(setting.label);
+    const settings::OptionSpec& value = setting.toggleValue;
+    // A tick over an option of other values (device cpu/gpu: CPU fallback on/off) is named by
+    // what the tick means, not by the option.
+    const bool tickOverChoice = value.type == settings::OptionType::Bool &&
+                                setting.option.type != settings::OptionType::Bool;
+    row.label = QString::fromStdString(tickOverChoice ? setting.eventName : setting.label);
     row.help = QString::fromStdString(setting.option.help);
     row.live = true;
-    const settings::OptionSpec& value = setting.toggleValue;
     switch (value.type) {
       case settings::OptionType::Bool:
         row.editor = ControlSpec::Editor::Check;

@@ -12,6 +12,7 @@
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <map>
 
 #include "RecordedStream.h"
 #include "profiles/Builtins.h"
@@ -103,6 +104,19 @@ class TestControlsProfiles : public QObject {
     panel.handleEvent({20, ToggleAppliedEvent{Toggle::Serialize, false, 3}});
     panel.handleEvent({30, ToggleRefusedEvent{Toggle::Serialize, true, "engine busy", 3}});
     QCOMPARE(panel.status(Toggle::Serialize), ControlsPanel::Status::Applied);
+  }
+
+  // The rows are named as Setup names their options, except the device's tick, which is named by
+  // what it means.
+  void rowsAreNamedByWhatTheirEditorsSet() {
+    std::map<Toggle, QString> labels;
+    for (const widgets::ControlSpec& spec : widgets::liveControls()) {
+      labels[spec.toggle] = spec.label;
+    }
+    QCOMPARE(labels.at(Toggle::CpuFallback), QStringLiteral("CPU fallback"));
+    QCOMPARE(labels.at(Toggle::MicroBatch), QStringLiteral("Micro-batch"));
+    QCOMPARE(labels.at(Toggle::Serialize), QStringLiteral("Serialize kernels"));
+    QCOMPARE(labels.at(Toggle::GemmBackend), QStringLiteral("GEMM backend"));
   }
 
   // A GPU setting on a CPU run is disabled, with the engine's reason as tooltip.
