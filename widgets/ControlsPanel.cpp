@@ -306,8 +306,17 @@ void ControlsPanel::display() {
                               : QString());
 }
 
-void ControlsPanel::setConfigured(std::map<Toggle, nlohmann::json> values) {
+void ControlsPanel::setConfigured(std::map<Toggle, nlohmann::json> values, const QString& profile,
+                                  const profiles::LiveToggles& profileToggles) {
   configured_ = std::move(values);
+  configuredProfile_ = profile;
+  byProfile_.clear();
+  for (const auto& [toggle, value] : profileToggles) {
+    if (rows_.contains(toggle) && profiles::setAtStart(toggle, value)) {
+      configured_[toggle] = value;
+      byProfile_.insert(toggle);
+    }
+  }
   if (!recording_) {
     for (const auto& [toggle, r] : live_.rows) {
       if (!r.pending && !r.applied) {
@@ -404,11 +413,18 @@ void ControlsPanel::updateStatus(Toggle toggle) {
       label->setToolTip(tr("The engine has not said which value is in effect"));
       break;
     case Status::Configured:
-      label->setText(tr("from Setup"));
-      label->setToolTip(
-          tr("The value the run starts with, as the Setup page has it; the engine "
-             "has not reported it yet (the profile's toggles and the recovery "
-             "ladder apply over it once the run starts)"));
+      if (byProfile_.contains(toggle)) {
+        label->setText(tr("from the profile"));
+        label->setToolTip(tr("The value the run starts with: the profile '%1' sets it over the "
+                             "Setup page's; the engine has not reported it yet (a step down of "
+                             "the recovery ladder applies over it)")
+                              .arg(configuredProfile_));
+      } else {
+        label->setText(tr("from Setup"));
+        label->setToolTip(
+            tr("The value the run starts with, as the Setup page has it; the engine has not "
+               "reported it yet (a step down of the recovery ladder applies over it)"));
+      }
       break;
     case Status::Pending:
       label->setText(tr("pending: %1").arg(toggleValueText(*r.pending)));

@@ -10,8 +10,8 @@
 // changes the user did not make (a profile's) leave the row as it is. A toggle that does nothing
 // where the run computes now (a GPU setting on a CPU run) is disabled with the reason as tooltip.
 // Until the engine has reported a toggle its row says so rather than pretending to know the value:
-// it shows the value the run starts with as Setup has it (setConfigured), marked as Setup's, or
-// no value when there is none (a number row shows a dash, not its minimum, and never sends it).
+// it shows the value the run starts with (setConfigured), marked as Setup's or as the profile's,
+// or no value when there is none (a number row shows a dash, not its minimum, and never sends it).
 // Each row is marked live (applied at the next step by our code) or restart (the engine restarts to
 // apply it). Below the rows: the recovery ladder's rung (LadderEvent) in plain words, with an Undo
 // that steps back the last rung the supervisor took.
@@ -27,8 +27,10 @@
 #include <QWidget>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
+#include "profiles/Profile.h"   // defines: LiveToggles
 #include "settings/Registry.h"  // defines: Registry
 #include "widgets/EngineTypes.h"
 
@@ -91,10 +93,12 @@ class ControlsPanel : public QWidget {
   // Sends the change and marks the row pending; what the editors call.
   void requestToggle(lorascope::engine::Toggle toggle, const nlohmann::json& value);
   void setEngineAvailable(bool available);
-  // The values the next run starts with (configuredToggles of the Setup page's options): a live
-  // row the engine has not reported shows its value, before the first run and in a run started
-  // from them.
-  void setConfigured(std::map<engine::Toggle, nlohmann::json> values);
+  // The values the next run starts with: `values` (configuredToggles of the Setup page's
+  // options) with the toggles the profile `profile` sets at a run's start over them
+  // (profiles::setAtStart). A live row the engine has not reported shows its value, marked as
+  // Setup's or the profile's, before the first run and in a run started from them.
+  void setConfigured(std::map<engine::Toggle, nlohmann::json> values, const QString& profile = {},
+                     const profiles::LiveToggles& profileToggles = {});
   // A new run: nothing reported yet (the recovery ladder's rung stays: it outlives a run).
   // `fromConfigured`: it starts from the configured values; a resumed run starts from its own
   // config.json and a supervised command reports none of these toggles, so their rows show no
@@ -148,6 +152,8 @@ class ControlsPanel : public QWidget {
   std::map<engine::Toggle, Row> rows_;
   State live_;
   std::map<engine::Toggle, nlohmann::json> configured_;  // setConfigured
+  QString configuredProfile_;                            // the profile that set ...
+  std::set<engine::Toggle> byProfile_;                   // ... these of them
   std::optional<State> recording_;
   QLabel* source_;
   QLabel* effectiveBatch_;

@@ -212,6 +212,7 @@ MainWindow::MainWindow(widgets::AboutFacts facts, QWidget* parent)
   }
   setup_->setProfiles(profileBar_->profileNames(), engineProfile_, notes, toggles);
   profileBar_->select(setup_->profileName());
+  showConfiguredToggles();  // with the profile Setup shows now
   // The dock shows the state of the run the dashboard shows: the live engine's, or a recording's.
   connect(dashboard_, &widgets::Dashboard::shownRunChanged, this, [this](int run) {
     if (run == dashboard_->liveRun()) {
@@ -650,12 +651,18 @@ void MainWindow::setRunConfig(nlohmann::json config) {
   updateActions();
 }
 
-// The Controls dock's values before the engine reports: the options Start sends, the setup page's
-// (none when Start sends a config set with setRunConfig, or runs a command, which reports none).
+// The Controls dock's values before the engine reports: the options Start sends, the setup page's,
+// with the toggles its profile sets over them (none when Start sends a config set with
+// setRunConfig, or runs a command, which reports none).
 void MainWindow::showConfiguredToggles() {
-  controls_->setConfigured(runConfig_.is_object() || setup_->usesCommand()
-                               ? std::map<engine::Toggle, nlohmann::json>{}
-                               : widgets::configuredToggles(setup_->options()));
+  if (runConfig_.is_object() || setup_->usesCommand()) {
+    controls_->setConfigured({});
+    return;
+  }
+  const QString profile = setup_->profileName();
+  const std::optional<profiles::Profile> chosen = profileBar_->profile(profile);
+  controls_->setConfigured(widgets::configuredToggles(setup_->options()), profile,
+                           chosen ? chosen->toggles : profiles::LiveToggles{});
 }
 
 void MainWindow::sendCommand(const Command& command) {

@@ -524,7 +524,7 @@ void Supervisor::sendRungToggles(bool profileSwitch) {
     sendToAllRanks(SetToggleCommand{toggle, std::move(value)});  // every rank computes alike
   };
   for (const auto& [toggle, value] : profile_.toggles) {
-    if (toggle != Toggle::CpuFallback || value == true || profileSwitch) {
+    if (profileSwitch || profiles::setAtStart(toggle, value)) {
       set(toggle, value);
     }
   }

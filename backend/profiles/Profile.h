@@ -43,6 +43,13 @@ inline std::optional<nlohmann::json> toggleValue(const LiveToggles& toggles,
   return it == toggles.end() ? std::nullopt : std::optional<nlohmann::json>(it->second);
 }
 
+// Whether a run's start sets `toggle` to the profile's `value` (engine::Supervisor sends a
+// profile's toggles after each Start, over the run's options): every one but CPU fallback off,
+// which only a switch to the profile sends, so that a run its options put on the CPU stays there.
+inline bool setAtStart(const settings::Toggle& toggle, const nlohmann::json& value) {
+  return toggle != settings::Toggle::CpuFallback || value == true;
+}
+
 struct AllocatorSettings {
   std::optional<AllocatorMode> mode;
   std::optional<std::uint64_t> maxSplitSizeBytes;    // blocks above this are never split

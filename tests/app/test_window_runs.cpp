@@ -13,6 +13,7 @@
 #include <QAbstractButton>
 #include <QAction>
 #include <QApplication>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDialog>
 #include <QLabel>
@@ -379,6 +380,15 @@ class TestWindowRuns : public QObject {
     for (const Command& sent : engine.sent) {
       QVERIFY(!std::holds_alternative<SetToggleCommand>(sent));  // shown, not sent
     }
+    // The profile Setup shows sets its toggles over Setup's options when the run starts.
+    auto* dockSerialize = qobject_cast<QCheckBox*>(controls->editor(Toggle::Serialize));
+    QVERIFY(dockSerialize != nullptr);
+    setup->setProfile(QStringLiteral("Debug: serialize + blocking"));
+    QVERIFY(dockSerialize->isChecked());
+    QCOMPARE(controls->statusText(Toggle::Serialize), QStringLiteral("from the profile"));
+    QCOMPARE(controls->statusText(Toggle::MicroBatch), QStringLiteral("from Setup"));
+    setup->setProfile(QStringLiteral("Balanced"));
+    QVERIFY(!dockSerialize->isChecked());
     // auto: the engine chooses when the run starts, so the dock shows no value as Setup's.
     setup->microBatchEditor()->setValue(setup->microBatchEditor()->minimum());
     QCOMPARE(controls->status(Toggle::MicroBatch), ControlsPanel::Status::NotReported);

@@ -174,6 +174,33 @@ class TestControlsProfiles : public QObject {
     QCOMPARE(spin->value(), 8);
   }
 
+  // A profile's toggles apply over Setup's options when a run starts (profiles::setAtStart): the
+  // dock shows them as the profile's, and Setup's again without them; CPU fallback off is not one
+  // (only a switch to the profile sends it), so a run Setup puts on the CPU shows it there.
+  void aProfilesTogglesShowAsTheProfiles() {
+    ControlsPanel panel(widgets::liveControls());
+    const auto setup = widgets::configuredToggles(
+        {{"batch-size", "8"}, {"device", "cpu"}, {"serialize-kernels", "false"}});
+    panel.setConfigured(
+        setup, QStringLiteral("Debug: serialize + blocking"),
+        {{Toggle::Serialize, true}, {Toggle::Blocking, true}, {Toggle::CpuFallback, false}});
+    const auto checked = [&](Toggle toggle) {
+      return qobject_cast<QCheckBox*>(panel.editor(toggle))->isChecked();
+    };
+    QVERIFY(checked(Toggle::Serialize));
+    QCOMPARE(panel.status(Toggle::Serialize), ControlsPanel::Status::Configured);
+    QCOMPARE(panel.statusText(Toggle::Serialize), QStringLiteral("from the profile"));
+    QVERIFY(checked(Toggle::Blocking));
+    QCOMPARE(panel.statusText(Toggle::MicroBatch), QStringLiteral("from Setup"));
+    QVERIFY(checked(Toggle::CpuFallback));
+    QCOMPARE(panel.statusText(Toggle::CpuFallback), QStringLiteral("from Setup"));
+    QVERIFY(!panel.appliedValue(Toggle::Serialize));
+    panel.setConfigured(setup);
+    QVERIFY(!checked(Toggle::Serialize));
+    QCOMPARE(panel.statusText(Toggle::Serialize), QStringLiteral("from Setup"));
+    QCOMPARE(panel.status(Toggle::Blocking), ControlsPanel::Status::NotReported);
+  }
+
   // A number row with no value shows a dash, not its minimum (which would read as the value); the
   // dash is not a value it sends, and the first real one restores the real range.
   void aNumberRowWithNoValueShowsNone() {
