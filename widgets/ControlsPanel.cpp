@@ -223,8 +223,46 @@ const ControlsPanel::RowState& ControlsPanel::rowState(Toggle toggle) const {
 }
 
 const nlohmann::json* ControlsPanel::configured(Toggle toggle) const {
+  if (!shown().showsConfigured) {
+    return nullptr;
+  }
+  if (const auto ladder = byLadder_.find(toggle); ladder != byLadder_.end()) {
+    return &ladder->second;
+  }
   const auto it = configured_.find(toggle);
-  return shown().showsConfigured && it != configured_.end() ? &it->second : nullptr;
+  return it != configured_.end() ? &it->second : nullptr;
+}
+
+void ControlsPanel::overlayLadder() {
+  byLadder_.clear();
+  for (auto r = static_cast<int>(settings::Rung::VendorBlas) + 1; r <= static_cast<int>(live_.rung);
+       ++r) {
+    for (const settings::Setting* s : settings::registry().setByRung(settings::Rung(r))) {
+      if (!s->toggle || !rows_.contains(*s->toggle)) {
+        continue;
+      }
+      if (!s->ladder->halves) {
+        byLadder_[*s->toggle] = s->ladder->value;
+        continue;
+      }
+      const auto given = configured_.find(*s->toggle);
+      if (given != configured_.end() && given->second.is_number_integer() &&
+          given->second.get<std::int64_t>() > 1) {
+        byLadder_[*s->toggle] = given->second.get<std::int64_t>() / 2;
+      }
+    }
+  }
+}
+
+void ControlsPanel::displayUnreported() {
+  if (recording_) {
+    return;
+  }
+  for (const auto& [toggle, r] : live_.rows) {
+    if (!r.pending && !r.applied) {
+      displayRow(toggle);  // a value the engine reported, or a change pending, stays
+    }
+  }
 }
 
 ControlsPanel::Status ControlsPanel::status(Toggle toggle) const {
@@ -317,13 +355,8 @@ void ControlsPanel::setConfigured(std::map<Toggle, nlohmann::json> values, const
       byProfile_.insert(toggle);
     }
   }
-  if (!recording_) {
-    for (const auto& [toggle, r] : live_.rows) {
-      if (!r.pending && !r.applied) {
-        displayRow(toggle);  // a value the engine reported, or a change pending, stays
-      }
-    }
-  }
+  overlayLadder();
+  displayUnreported();
 }
 
 void ControlsPanel::startRun(bool fromConfigured) {
@@ -413,7 +446,13 @@ void ControlsPanel::updateStatus(Toggle toggle) {
       label->setToolTip(tr("The engine has not said which value is in effect"));
       break;
     case Status::Configured:
-      if (byProfile_.contains(toggle)) {
+      if (byLadder_.contains(toggle)) {
+        label->setText(tr("from the recovery ladder"));
+        label->setToolTip(tr("The value the run starts with: the recovery ladder uses %1 since "
+                             "an earlier fault, and a rung outlives a run; Undo rung steps it "
+                             "back. The engine has not reported it yet")
+                              .arg(rungText(settings::rungName(live_.rung))));
+      } else if (byProfile_.contains(toggle)) {
         label->setText(tr("from the profile"));
         label->setToolTip(tr("The value the run starts with: the profile '%1' sets it over the "
                              "Setup page's; the engine has not reported it yet (a step down of "
@@ -448,6 +487,9 @@ void ControlsPanel::updateStatus(Toggle toggle) {
 
 void ControlsPanel::handleEvent(const TimedEvent& timed) {
   apply(live_, timed);
+  if (std::holds_alternative<LadderEvent>(timed.event)) {
+    overlayLadder();  // the next run starts on the rung
+  }
   if (recording_) {
     return;  // kept for showLive
   }
@@ -461,6 +503,7 @@ void ControlsPanel::handleEvent(const TimedEvent& timed) {
   } else if (std::holds_alternative<LadderEvent>(timed.event)) {
     ladder_->setText(live_.ladder);
     undoRung_->setEnabled(engineAvailable_ && live_.undoableRungs > 0);
+    displayUnreported();
   } else if (std::holds_alternative<StepEvent>(timed.event)) {
     effectiveBatch_->setText(live_.effectiveBatch);
   }
@@ -491,6 +534,7 @@ void ControlsPanel::apply(State& state, const TimedEvent& timed) const {
     r.refusal = QString::fromStdString(refused->reason);
   } else if (const auto* ladder = std::get_if<LadderEvent>(&timed.event)) {
     state.undoableRungs = ladder->undoable;
+    state.rung = settings::parseRungName(ladder->rung).value_or(state.rung);
     state.ladder = ladder->undoable > 0 || ladder->rung != "vendor_blas"
                        ? tr("Recovery: since step %1 the run uses %2 (it used %3; why: %4)")
                              .arg(ladder->step)

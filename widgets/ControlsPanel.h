@@ -10,11 +10,12 @@
 // changes the user did not make (a profile's) leave the row as it is. A toggle that does nothing
 // where the run computes now (a GPU setting on a CPU run) is disabled with the reason as tooltip.
 // Until the engine has reported a toggle its row says so rather than pretending to know the value:
-// it shows the value the run starts with (setConfigured), marked as Setup's or as the profile's,
-// or no value when there is none (a number row shows a dash, not its minimum, and never sends it).
-// Each row is marked live (applied at the next step by our code) or restart (the engine restarts to
-// apply it). Below the rows: the recovery ladder's rung (LadderEvent) in plain words, with an Undo
-// that steps back the last rung the supervisor took.
+// it shows the value the run starts with (setConfigured), marked as Setup's, as the profile's or
+// as the recovery ladder's (a rung taken in an earlier run stays for the next, which the supervisor
+// starts on it), or no value when there is none (a number row shows a dash, not its minimum, and
+// never sends it). Each row is marked live (applied at the next step by our code) or restart (the
+// engine restarts to apply it). Below the rows: the recovery ladder's rung (LadderEvent) in plain
+// words, with an Undo that steps back the last rung the supervisor took.
 //
 // The panel shows one run's state. A new run starts from nothing reported (startRun); when a run
 // ends, a pending change or a refusal of it is over too (endRun). While a recording or a saved
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "profiles/Profile.h"   // defines: LiveToggles
+#include "settings/Ladder.h"    // defines: Rung
 #include "settings/Registry.h"  // defines: Registry
 #include "widgets/EngineTypes.h"
 
@@ -134,14 +136,22 @@ class ControlsPanel : public QWidget {
     QString effectiveBatch;
     QString ladder;
     std::int64_t undoableRungs = 0;
+    settings::Rung rung = settings::Rung::VendorBlas;  // the ladder's, as its last event said
     bool showsConfigured = false;  // unreported rows show configured_ (the live run's, from Setup)
   };
   Row& row(engine::Toggle toggle);
   const Row& row(engine::Toggle toggle) const;
   const State& shown() const { return recording_ ? *recording_ : live_; }
   const RowState& rowState(engine::Toggle toggle) const;
-  // Setup's value shown in the row while the engine has reported none; nullptr when there is none.
+  // The value the run starts with, shown in the row while the engine has reported none: the
+  // ladder's, else Setup's or the profile's; nullptr when there is none.
   const nlohmann::json* configured(engine::Toggle toggle) const;
+  // byLadder_ from the live rung over configured_, as Supervisor::adoptRun and sendRungToggles
+  // set a run's start: each rung's value up to the rung, the micro-batch halved where a rung
+  // halves it (a Setup value above 1; auto stays auto).
+  void overlayLadder();
+  // The rows the engine has not reported show configured() again.
+  void displayUnreported();
   void apply(State& state, const engine::TimedEvent& event) const;
   void display();  // every row, the batch and the ladder from shown()
   void displayRow(engine::Toggle toggle);
@@ -154,6 +164,7 @@ class ControlsPanel : public QWidget {
   std::map<engine::Toggle, nlohmann::json> configured_;  // setConfigured
   QString configuredProfile_;                            // the profile that set ...
   std::set<engine::Toggle> byProfile_;                   // ... these of them
+  std::map<engine::Toggle, nlohmann::json> byLadder_;    // overlayLadder
   std::optional<State> recording_;
   QLabel* source_;
   QLabel* effectiveBatch_;

@@ -35,6 +35,9 @@ std::optional<Gemm> parseGemm(std::string_view name) {
 const char* rungName(Rung rung) {
   return common::enumName(kRungNames, rung);
 }
+std::optional<Rung> parseRungName(std::string_view name) {
+  return common::parseEnum(kRungNames, name);
+}
 const char* rungProfileName(Rung rung) {
   return common::enumName(kRungProfileNames, rung);
 }

@@ -28,6 +28,7 @@ enum class Rung : std::uint8_t {
 // The protocol's and the log's names: vendor_blas, builtin_gemm, serialize, smaller_micro_batch,
 // cpu.
 const char* rungName(Rung rung);
+std::optional<Rung> parseRungName(std::string_view name);  // nullopt for any other word
 // A profile file's names (its "ladder_rung"): none, builtin_gemm, serialize, smaller_batch, cpu.
 const char* rungProfileName(Rung rung);
 std::optional<Rung> parseRungProfileName(std::string_view name);

@@ -201,6 +201,58 @@ class TestControlsProfiles : public QObject {
     QCOMPARE(panel.status(Toggle::Blocking), ControlsPanel::Status::NotReported);
   }
 
+  // A rung the recovery ladder took stays for the next run, which the supervisor starts on it
+  // (Supervisor::adoptRun, sendRungToggles): until the engine reports, the dock shows the rung's
+  // values as the ladder's (the micro-batch halved from Setup's), and Setup's again once the rung
+  // is undone.
+  void aRungTakenInAnEarlierRunShowsAsTheLaddersAtTheNextStart() {
+    ControlsPanel panel(widgets::liveControls());
+    panel.setEngineAvailable(true);
+    panel.setConfigured(widgets::configuredToggles(
+        {{"batch-size", "8"}, {"serialize-kernels", "false"}, {"gemm-backend", "vendor"}}));
+    const auto checked = [&](Toggle toggle) {
+      return qobject_cast<QCheckBox*>(panel.editor(toggle))->isChecked();
+    };
+    auto* spin = qobject_cast<QSpinBox*>(panel.editor(Toggle::MicroBatch));
+    auto* gemm = qobject_cast<QComboBox*>(panel.editor(Toggle::GemmBackend));
+    panel.startRun(/*fromConfigured=*/true);
+    panel.handleEvent({10, LadderEvent{"serialize", "builtin_gemm", "a hang in backward", 12, 2}});
+    panel.handleEvent({11, ToggleAppliedEvent{Toggle::Serialize, true, 12}});
+    panel.endRun();
+
+    panel.startRun(/*fromConfigured=*/true);
+    QVERIFY(checked(Toggle::Serialize));
+    QCOMPARE(panel.status(Toggle::Serialize), ControlsPanel::Status::Configured);
+    QCOMPARE(panel.statusText(Toggle::Serialize), QStringLiteral("from the recovery ladder"));
+    QVERIFY(checked(Toggle::Blocking));
+    QCOMPARE(panel.statusText(Toggle::Blocking), QStringLiteral("from the recovery ladder"));
+    QCOMPARE(gemm->currentData().toString(), QStringLiteral("builtin"));
+    QCOMPARE(panel.statusText(Toggle::GemmBackend), QStringLiteral("from the recovery ladder"));
+    QCOMPARE(spin->value(), 8);
+    QCOMPARE(panel.statusText(Toggle::MicroBatch), QStringLiteral("from Setup"));
+    QVERIFY(!panel.appliedValue(Toggle::Serialize));
+
+    // The rung that halves the micro-batch: half of Setup's 8 (an auto batch stays without one).
+    panel.handleEvent({20, LadderEvent{"smaller_micro_batch", "serialize", "out of memory", 3, 3}});
+    QCOMPARE(spin->value(), 4);
+    QCOMPARE(panel.statusText(Toggle::MicroBatch), QStringLiteral("from the recovery ladder"));
+    panel.setConfigured(widgets::configuredToggles({{"batch-size", "auto"}}));
+    QCOMPARE(spin->text(), QStringLiteral("—"));
+    QCOMPARE(panel.status(Toggle::MicroBatch), ControlsPanel::Status::NotReported);
+    QVERIFY(checked(Toggle::Serialize));  // the rungs below still set theirs
+
+    // Undone to the run as configured: Setup's values again.
+    panel.setConfigured(widgets::configuredToggles(
+        {{"batch-size", "8"}, {"serialize-kernels", "false"}, {"gemm-backend", "vendor"}}));
+    panel.handleEvent(
+        {30, LadderEvent{"vendor_blas", "smaller_micro_batch", "undone by the user", 3, 0}});
+    QVERIFY(!checked(Toggle::Serialize));
+    QCOMPARE(panel.statusText(Toggle::Serialize), QStringLiteral("from Setup"));
+    QCOMPARE(spin->value(), 8);
+    QCOMPARE(gemm->currentData().toString(), QStringLiteral("vendor"));
+    QCOMPARE(panel.statusText(Toggle::GemmBackend), QStringLiteral("from Setup"));
+  }
+
   // A number row with no value shows a dash, not its minimum (which would read as the value); the
   // dash is not a value it sends, and the first real one restores the real range.
   void aNumberRowWithNoValueShowsNone() {
