@@ -75,6 +75,20 @@ __global__ void embeddingKernel(const TableT* table, long long dim, const int* i
 // went from 0.84 ms to 0.62-0.63, Qwen2.5-0.5B's 96 from 0.86 to 0.71-0.73.
 constexpr long long kRopeHeadsPerThread = 4;
 
+// The sines (times sign) and cosines of token position `position`'s angles for the P pairs from
+// i. The angle is the fp32 product, as on the CPU and in transformers; sincosf is the accurate
+// (not the fast-math) version, within 2 ulp for the angles of any context length.
+template <int P>
+__device__ inline void ropeAngles(int position, const float* invFreq, long long i, float sign,
+                                  float (&s)[P], float (&c)[P]) {
+#pragma unroll
+  for (int k = 0; k < P; ++k) {
+    const float angle = static_cast<float>(position) * invFreq[i + k];
+    sincosf(angle, &s[k], &c[k]);
+    s[k] *= sign;
+  }
+}
+
 template <int P>
 __global__ void ropeKernel(hip_bfloat16* x, long long heads, long long half, const int* positions,
                            const float* invFreq, float sign, long long packs, long long groups,
@@ -83,15 +97,8 @@ __global__ void ropeKernel(hip_bfloat16* x, long long heads, long long half, con
     const long long i = p % packs * P;
     const long long g = p / packs % groups;
     const long long t = p / packs / groups;
-    // The angle is the fp32 product, as on the CPU and in transformers; sincosf is the accurate
-    // (not the fast-math) version, within 2 ulp for the angles of any context length.
     float s[P], c[P];
-#pragma unroll
-    for (int k = 0; k < P; ++k) {
-      const float angle = static_cast<float>(positions[t]) * invFreq[i + k];
-      sincosf(angle, &s[k], &c[k]);
-      s[k] *= sign;
-    }
+    ropeAngles(positions[t], invFreq, i, sign, s, c);
     hip_bfloat16* token = x + t * heads * 2 * half;
     const long long lastHead = min(heads, (g + 1) * kRopeHeadsPerThread);
     for (long long h = g * kRopeHeadsPerThread; h < lastHead; ++h) {
@@ -135,12 +142,7 @@ __global__ void ropeBackwardStackedKernel(const hip_bfloat16* dq, const hip_bflo
     const long long lastHead = min(rowHeads, firstHead + kRopeHeadsPerThread);
     float s[P] = {}, c[P] = {};
     if (firstHead < rotated) {
-#pragma unroll
-      for (int k = 0; k < P; ++k) {
-        const float angle = static_cast<float>(positions[t]) * invFreq[a + k];
-        sincosf(angle, &s[k], &c[k]);
-        s[k] *= -1.0f;
-      }
+      ropeAngles(positions[t], invFreq, a, -1.0f, s, c);
     }
     hip_bfloat16* row = dqkv + t * ld;
     for (long long h = firstHead; h < lastHead; ++h) {
