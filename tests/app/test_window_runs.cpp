@@ -407,6 +407,34 @@ class TestWindowRuns : public QObject {
     QCOMPARE(dockBatch->value(), 3);
   }
 
+  // A rung the recovery ladder took in one run stays for the next (the supervisor starts it on
+  // the rung): after Start, until the engine reports, the dock shows the rung's values as the
+  // ladder's, the micro-batch half of Setup's, not Setup's own.
+  void theNextRunsDockShowsTheRungTheLadderHolds() {
+    app::MainWindow window(app::collectAboutFacts());
+    testing::RecordingEngineClient engine;
+    prepare(window, engine);
+    ControlsPanel* controls = window.controls();
+    auto* dockBatch = qobject_cast<QSpinBox*>(controls->editor(Toggle::MicroBatch));
+    auto* dockSerialize = qobject_cast<QCheckBox*>(controls->editor(Toggle::Serialize));
+    QVERIFY(dockBatch != nullptr && dockSerialize != nullptr);
+    window.startAction()->trigger();
+    window.handleEvent({0, StateEvent{RunState::Running, 0, ""}});
+    window.handleEvent({10, step(3, 2.0)});
+    window.handleEvent(
+        {20, LadderEvent{"smaller_micro_batch", "vendor_blas", "out of memory", 3, 3}});
+    window.handleEvent({30, ToggleAppliedEvent{Toggle::MicroBatch, 4, 3}});
+    window.handleEvent({40, StateEvent{RunState::Finished, 5, "stopped by the user"}});
+
+    window.startAction()->trigger();
+    QCOMPARE(lastStart(engine).runConfig["options"]["batch-size"].get<std::string>(), "8");
+    QVERIFY(dockSerialize->isChecked());
+    QCOMPARE(controls->statusText(Toggle::Serialize), QStringLiteral("from the recovery ladder"));
+    QCOMPARE(dockBatch->value(), 4);
+    QCOMPARE(controls->statusText(Toggle::MicroBatch), QStringLiteral("from the recovery ladder"));
+    QVERIFY(!controls->appliedValue(Toggle::MicroBatch));
+  }
+
   // With Setup's micro-batch auto the engine picks it when the run starts: until it reports, the
   // dock's spin box shows no number (not its minimum, 1, which reads as the micro-batch) and sends
   // none; then it shows the engine's, 1 included.
