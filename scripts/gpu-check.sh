@@ -168,8 +168,10 @@
 #                                  transformers and the alpaca fixture (LOOP_DATA, default
 #                                  ../shared/fixtures/datasets/alpaca_en_demo.json, which prepare
 #                                  copies into .device/data), B8 x S512:
-#                                  delivered real tokens/s over the wall clock between step
-#                                  events, the step cycle against the step's own time, the shown
+#                                  delivered real tokens/s over the wall-clock time between
+#                                  step completions (metrics.jsonl's cycle_seconds; the events'
+#                                  arrivals beside it), the step cycle against the step's own
+#                                  time, the shown
 #                                  and the compute-only tokens/s, the engine's breakdown of each
 #                                  cycle (with LORASCOPE_OP_TIMING=1 in the environment also its
 #                                  device time per op); beside it the kernel-only figure
