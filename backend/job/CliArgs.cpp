@@ -79,22 +79,34 @@ std::string optionForm(const OptionSpec& spec) {
   return "--" + spec.name + " " + optionPlaceholder(spec);
 }
 
+namespace {
+
+// Operands behind "--" (supervise's command) come after the options: every word after "--" is the
+// command's, so options written there would never reach us.
+bool operandsLast(const CommandSpec& command) {
+  return command.operands.starts_with("--");
+}
+
+// "name OPERANDS OPTIONS", or "name OPTIONS OPERANDS" when the operands come last.
+std::string withOperands(const CommandSpec& command, const std::string& options) {
+  const std::string operands = command.operands.empty() ? "" : " " + command.operands;
+  return command.name + (operandsLast(command) ? options + operands : operands + options);
+}
+
+}  // namespace
+
 std::string synopsis(const CommandSpec& command) {
-  std::string out = command.name;
-  if (!command.operands.empty()) {
-    out += " " + command.operands;
-  }
+  std::string options;
   for (const OptionSpec& spec : command.options) {
     const bool flag = spec.type == OptionType::Bool || !spec.flagValue.empty();
-    out += " [" + (flag ? "--" + spec.name : optionForm(spec)) + "]";
+    options += " [" + (flag ? "--" + spec.name : optionForm(spec)) + "]";
   }
-  return out;
+  return withOperands(command, options);
 }
 
 std::string formatHelp(const CommandSpec& command, const std::string& program) {
   constexpr std::size_t kWidth = 96;
-  std::string out = "usage: " + program + " " + command.name +
-                    (command.operands.empty() ? "" : " " + command.operands) + " [options]\n\n";
+  std::string out = "usage: " + program + " " + withOperands(command, " [options]") + "\n\n";
   out += wrapped(command.summary, "", kWidth) + "\n";
   auto describe = [&](const OptionSpec& spec) {
     out += "  " + optionForm(spec) + "\n" + wrapped(spec.help + facts(spec), "      ", kWidth);

@@ -71,6 +71,23 @@ class TestCliHelp : public QObject {
     }
   }
 
+  // supervise reads its options before "--" only (every word after it is the command's), so its
+  // usage lines put them there.
+  void superviseShowsItsOptionsBeforeTheCommand() {
+    const Result help = run({QStringLiteral("supervise"), QStringLiteral("--help")});
+    QCOMPARE(help.exitCode, 0);
+    QVERIFY2(help.out.startsWith(QStringLiteral(
+                 "usage: lorascope-train supervise [options] -- COMMAND [ARGS...]\n")),
+             qPrintable(help.out.left(200)));
+    QString joinedUsage = run({QStringLiteral("--help")}).out;
+    joinedUsage.replace(QRegularExpression(QStringLiteral("\\s+")), QStringLiteral(" "));
+    const qsizetype at = joinedUsage.indexOf(QStringLiteral("supervise ["));
+    QVERIFY2(at >= 0, qPrintable(joinedUsage));
+    const qsizetype command = joinedUsage.indexOf(QStringLiteral("-- COMMAND [ARGS...]"), at);
+    QVERIFY(command > at);
+    QVERIFY(joinedUsage.indexOf(QStringLiteral("[--profile"), at) < command);
+  }
+
   void aConfigFileIsCheckedAgainstTheTable() {
     QTemporaryDir dir;
     const QString config = dir.filePath(QStringLiteral("run.json"));
