@@ -274,7 +274,7 @@ void MainWindow::buildActions() {
   QAction* quit = file->addAction(tr("&Quit"), qApp, &QApplication::quit);
   quit->setShortcut(QKeySequence::Quit);
 
-  QMenu* run = menuBar()->addMenu(tr("&Run"));
+  QMenu* run = menuBar()->addMenu(tr("R&un"));  // Alt+R is the Runs page's
   addToolBarBreak();  // a row of its own: beside the profile bar it overflowed at 1024 px
   QToolBar* toolbar = addToolBar(tr("Run"));
   toolbar->setObjectName(QStringLiteral("runToolbar"));

@@ -96,10 +96,34 @@ class TestAppShell : public QObject {
     for (QAction* action : window.menuBar()->actions()) {
       menus << action->text();
     }
-    QCOMPARE(menus, (QStringList{"&File", "&Run", "&View", "&Help"}));
+    QCOMPARE(menus, (QStringList{"&File", "R&un", "&View", "&Help"}));
     QMenu* help = window.menuBar()->actions().at(3)->menu();
     QVERIFY(help != nullptr);
     QCOMPARE(help->actions().at(0)->text(), QStringLiteral("&About LoRAscope"));
+  }
+
+  // Alt and a letter reaches one menu or page: no two of them underline the same letter (the Run
+  // menu and the Runs page both took R, so Alt+R only cycled between them).
+  void everyMenuAndPageHasItsOwnAltLetter() {
+    app::MainWindow window(app::collectAboutFacts());
+    QStringList texts;
+    for (QAction* action : window.menuBar()->actions()) {
+      texts << action->text();
+    }
+    QTabWidget* pages = window.pages();
+    QVERIFY(pages != nullptr);
+    for (int i = 0; i < pages->count(); ++i) {
+      texts << pages->tabText(i);
+    }
+    QMap<QChar, QString> taken;
+    for (const QString& text : texts) {
+      const qsizetype at = text.indexOf(QLatin1Char('&'));
+      QVERIFY2(at >= 0 && at + 1 < text.size(), qPrintable(text + " has no Alt letter"));
+      const QChar letter = text.at(at + 1).toLower();
+      QVERIFY2(!taken.contains(letter),
+               qPrintable(text + " and " + taken.value(letter) + " both take Alt+" + letter));
+      taken.insert(letter, text);
+    }
   }
 
   // Help → Check this GPU runs `lorascope-train doctor` and offers its support bundle.
