@@ -536,6 +536,23 @@ RunHost openHost(EventQueue& events, bool asJson, profiles::Profile profile) {
 
 int runTrain(const Args& args) {
   const job::CliArgs parsed(args, job::trainCommand());
+  // Words that name another run than the one --resume or --demo runs are refused, not dropped.
+  for (const char* other : {"config", "model", "data", "out", "demo"}) {
+    if (parsed.value("resume") && parsed.value(other)) {
+      throw job::UsageError(std::string("--resume RUN_DIR continues that run with its own "
+                                        "config.json; --") +
+                            other +
+                            " has no place beside it (only --device, --gpus and "
+                            "--checkpoint do)");
+    }
+  }
+  for (const char* other : {"model", "data"}) {
+    if (parsed.has("demo") && parsed.value(other)) {
+      throw job::UsageError(std::string("--demo trains the built-in model on its own dataset; "
+                                        "--") +
+                            other + " names another: leave out --demo or --" + other);
+    }
+  }
   if (parsed.value("resume")) {
     for (const auto& [name, value] : parsed.given()) {
       if (job::findRunOption(name) != nullptr && name != "device" && name != "gpus") {

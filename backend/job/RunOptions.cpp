@@ -178,10 +178,10 @@ const CommandSpec& trainCommand() {
     c.summary =
         "LoRA training into a run folder: --model DIR --data FILE --out RUN_DIR for a new run, "
         "--demo for the built-in demo model and dataset, or --resume RUN_DIR to continue a run "
-        "from its checkpoint (--device or --gpus may change). Options come from the command line "
-        "over a "
-        "--config file (a JSON object keyed by option name) over the defaults (the demo has its "
-        "own; shown as 'demo'). Ctrl-C checkpoints and exits with status 130.";
+        "from its checkpoint with its own settings (only --device, --gpus and --checkpoint may "
+        "be given beside it). Options come from the command line over a --config file (a JSON "
+        "object keyed by option name) over the defaults (the demo has its own; shown as "
+        "'demo'). Ctrl-C checkpoints and exits with status 130.";
     c.options = {
         settings::textOption(
             "model", "DIR",

@@ -476,6 +476,19 @@ int main() {
     const Run missing = train({"--resume", (scratch / "no-such-run").string()});
     check(missing.exitCode == 1 && contains(missing.output, "no-such-run"),
           "resuming a missing run exits 1 naming it", missing.output);
+    // What would name another run beside --resume or --demo is refused, not dropped: a --config
+    // beside --resume had been ignored while --lr beside it was refused.
+    const fs::path config = scratch / "lr.json";
+    std::ofstream(config) << R"({"lr": 0.5})";
+    const Run withConfig =
+        train({"--resume", (scratch / "stopped").string(), "--config", config.string()});
+    check(withConfig.exitCode == 2 && contains(withConfig.output, "--config"),
+          "--config beside --resume exits 2 naming it", withConfig.output);
+    const Run withModel = train({"--demo", "--model", (scratch / "stopped").string(), "--out",
+                                 (scratch / "demo-model").string()});
+    check(withModel.exitCode == 2 && contains(withModel.output, "--model"),
+          "--model beside --demo exits 2 naming it", withModel.output);
+    check(!fs::exists(scratch / "demo-model"), "and leaves no run folder");
   }
 
   fs::remove_all(scratch);
