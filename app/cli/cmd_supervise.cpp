@@ -111,8 +111,10 @@ const job::CommandSpec& superviseCommand() {
                .valueName = "DIR"},
               {.name = "resume",
                .type = OptionType::Text,
-               .help = "run the command of the supervised run in DIR again (its config.json), "
-                       "resuming from its newest checkpoint; no command after --",
+               .help = "run the command of the supervised run in DIR again (its config.json: "
+                       "its command and the options that shape it), resuming from its newest "
+                       "checkpoint, under its profile unless --profile names another; no command "
+                       "after --, and only --profile, --json and --telemetry beside it",
                .valueName = "DIR"},
               {.name = "json",
                .type = OptionType::Bool,
@@ -241,6 +243,15 @@ int runSupervise(const Args& all) {
       throw job::UsageError(
           "--resume DIR runs the command recorded in DIR: no command after --, "
           "no --out");
+    // The command's options are the recorded run's: one given here would be dropped.
+    for (const char* recorded : {"parser", "resume-arg", "checkpoint-glob", "batch-arg", "batch",
+                                 "hang-after", "max-restarts", "grace"}) {
+      if (args.value(recorded))
+        throw job::UsageError(std::string("--resume DIR runs the command with the options "
+                                          "recorded in DIR's config.json; --") +
+                              recorded +
+                              " cannot change them (--profile, --json and --telemetry can)");
+    }
     const fs::path dir = common::pathFromUtf8(*resume);
     const external::SupervisedRun run = external::readSupervisedRun(dir);
     command = run.command;

@@ -167,6 +167,12 @@ if [[ $mode == formats ]]; then
     fail "--resume with a command was accepted"
   fi
   grep -q "no command after --" "$work/err" || fail "$(cat "$work/err")"
+  # The command's options are the recorded run's: one given beside --resume is refused, not
+  # dropped.
+  if "$bin" supervise --resume "$work/again" --max-restarts 1 2>"$work/err"; then
+    fail "--resume with --max-restarts was accepted"
+  fi
+  grep -q -- "--max-restarts cannot change them" "$work/err" || fail "$(cat "$work/err")"
   echo "ok: --resume DIR reran the command from checkpoint-2: $got"
   exit 0
 fi
