@@ -710,10 +710,11 @@ const job::CommandSpec& doctorCommand() {
       .name = "doctor",
       .operands = "",
       .summary =
-          "Checks this machine's GPU set-up: runtime and driver, architecture against the "
-          "build's code objects, device permissions and groups, GPU variables, memory "
-          "held by others, every op's parity with the CPU and 20 demo steps against the "
-          "CPU. A verdict and a fix per check; exit 1 when one fails.",
+          "Checks this machine's GPU set-up: the build, runtime and driver, architecture "
+          "against the build's code objects, device permissions and groups, GPU variables, "
+          "memory held by others, every op's parity with the CPU, 20 demo steps against the "
+          "CPU and NCCL/RCCL for several GPUs. A verdict and a fix per check; exit 1 when one "
+          "fails.",
       .options =
           {
               {.name = "json",
@@ -728,11 +729,12 @@ const job::CommandSpec& doctorCommand() {
                .valueName = "FILE"},
               {.name = "run",
                .type = OptionType::Text,
-               .help = "The run folder whose config, metrics and fault ledger go into the bundle.",
+               .help = "With --bundle: the run folder whose config, metrics and fault ledger go "
+                       "into the bundle.",
                .valueName = "RUN_DIR"},
               {.name = "profile",
                .type = OptionType::Text,
-               .help = "The active profile, copied into the bundle.",
+               .help = "With --bundle: the active profile, copied into the bundle.",
                .valueName = "NAME"},
           },
   };

@@ -49,9 +49,8 @@ const job::CommandSpec& evalCommand() {
       .name = "eval",
       .operands = "",
       .summary =
-          "CPU forward of a model: the loss and the last position's logits, for --ids or --text "
-          "(exactly "
-          "one).",
+          "CPU forward of a model: the loss (and, with --json, the last position's logits), for "
+          "--ids or --text (exactly one).",
       .options =
           {
               {.name = "model",

@@ -71,13 +71,14 @@ const job::CommandSpec& exportCommand() {
       .name = "export",
       .operands = "RUN_DIR",
       .summary =
-          "The run's adapter in PEFT's format (the final one, else the newest checkpoint); --merge "
-          "writes base + adapter as a model folder transformers loads (with its progress).",
+          "The run's adapter in PEFT's format (the final one, else the newest checkpoint): --out "
+          "copies it, --merge writes base + adapter as a model folder transformers loads (with "
+          "its progress); with neither, it names the adapter it would export.",
       .options =
           {
               {.name = "out",
                .type = OptionType::Text,
-               .help = "Copy the adapter to this folder.",
+               .help = "Copy the adapter to this folder, with a model card (README.md).",
                .valueName = "DIR"},
               {.name = "merge",
                .type = OptionType::Text,

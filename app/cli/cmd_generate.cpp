@@ -45,7 +45,7 @@ const job::CommandSpec& generateCommand() {
                .valueName = "\"...\""},
               {.name = "system",
                .type = OptionType::Text,
-               .help = "A system message before it.",
+               .help = "A system message before it (with the chat template only).",
                .valueName = "\"...\""},
               {.name = "ids",
                .type = OptionType::Text,

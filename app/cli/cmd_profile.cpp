@@ -21,7 +21,8 @@ const job::CommandSpec& profileCommand() {
       .summary =
           "Checks stability-profile files with the GUI's rules (allow-listed environment "
           "variables, value sizes, toggles, allocator settings, a name no built-in "
-          "profile has). Exit 0 when every file is a valid profile, 1 otherwise.",
+          "profile has). Exit 0 when every file is a valid profile, 1 otherwise, 2 on a usage "
+          "error.",
       .options = {},
   };
   return command;

@@ -297,7 +297,9 @@ const job::CommandSpec& tokenizeCommand() {
   static const job::CommandSpec command{
       .name = "tokenize",
       .operands = "",
-      .summary = "Lines of stdin to token ids (or, with --decode, ids to text).",
+      .summary =
+          "Lines of stdin to token ids, each line's ids a JSON array (or, with --decode, "
+          "JSON arrays of ids to text).",
       .options =
           {
               {.name = "tokenizer",
@@ -306,7 +308,8 @@ const job::CommandSpec& tokenizeCommand() {
                .valueName = "PATH"},
               {.name = "json",
                .type = OptionType::Bool,
-               .help = "Print JSON.",
+               .help = "Encoding: read each line as a JSON string; decoding: print each text "
+                       "as a JSON string.",
                .defaultText = "false"},
               {.name = "decode",
                .type = OptionType::Bool,
@@ -318,7 +321,7 @@ const job::CommandSpec& tokenizeCommand() {
                .defaultText = "false"},
               {.name = "post-processor",
                .type = OptionType::Bool,
-               .help = "Add the tokenizer's special tokens (BOS, …).",
+               .help = "When encoding: add the tokenizer's special tokens (BOS, …).",
                .defaultText = "false"},
           },
   };

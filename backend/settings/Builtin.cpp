@@ -60,13 +60,12 @@ void addBuiltinSettings(Registry& r) {
       "Warmup steps", "Training", "/warmup_steps")
       .demoDefault = "3";
   add(integerOption("epochs", 1, 10'000, "1", "",
-                    "Passes over the dataset; given without --steps, the run goes by epochs."),
+                    "Passes over the dataset; --steps, when set, replaces it."),
       "Epochs", "Training", "/epochs");
-  add(withZero(
-          integerOption("steps", 0, 100'000'000, "0", "optimizer steps",
-                        "Optimizer steps to run; when set, it limits the run before the epochs "
-                        "end."),
-          "by epochs"),
+  add(withZero(integerOption("steps", 0, 100'000'000, "0", "optimizer steps",
+                             "Optimizer steps to run; when set, it replaces --epochs (the dataset "
+                             "repeats as needed, as Hugging Face Trainer's max_steps)."),
+               "by epochs"),
       "Max steps", "Training", "/max_steps")
       .demoDefault = "60";
   {
@@ -166,16 +165,18 @@ void addBuiltinSettings(Registry& r) {
           "no split"),
       "Eval split", "Evaluation", "/eval/split")
       .optionalInConfig = true;
-  add(withZero(
-          integerOption("eval-every", 0, 1'000'000, "0", "optimizer steps",
-                        "Evaluate the held-out loss every N steps (and always after the last)."),
-          "only at the end"),
+  add(withZero(integerOption(
+                   "eval-every", 0, 1'000'000, "0", "optimizer steps",
+                   "Evaluate the held-out loss every N steps (and always after the last); needs "
+                   "--eval-data or --eval-split."),
+               "only at the end"),
       "Evaluate every", "Evaluation", "/eval/every")
       .optionalInConfig = true;
   add(withZero(
           integerOption("early-stopping-patience", 0, 1'000'000, "0", "evaluations",
                         "Stop the run when this many evaluations in a row do not lower the best "
-                        "eval loss; the final adapter is the last step's."),
+                        "eval loss; the final adapter is the last step's. Needs --eval-data or "
+                        "--eval-split."),
           "off"),
       "Early stopping patience", "Evaluation", "/eval/early_stopping_patience")
       .optionalInConfig = true;
