@@ -22,6 +22,10 @@ constexpr std::array kSignatures{
     Signature{"hipErrorOutOfMemory", ErrorCategory::OutOfMemory},
     Signature{"cudaErrorMemoryAllocation", ErrorCategory::OutOfMemory},
     Signature{"out of memory", ErrorCategory::OutOfMemory},
+    // Windows' PAL runtime (field note: "Failed PAL memory allocation!", "Video memory
+    // allocation failed!").
+    Signature{"Failed PAL memory allocation", ErrorCategory::OutOfMemory},
+    Signature{"Video memory allocation failed", ErrorCategory::OutOfMemory},
     // Memory faults.
     Signature{"hipErrorIllegalAddress", ErrorCategory::IllegalAddress},
     Signature{"cudaErrorIllegalAddress", ErrorCategory::IllegalAddress},
@@ -37,7 +41,11 @@ constexpr std::array kSignatures{
     Signature{"CUBLAS_STATUS_INTERNAL_ERROR", ErrorCategory::BlasFailure},
     Signature{"CUBLAS_STATUS_EXECUTION_FAILED", ErrorCategory::BlasFailure},
     Signature{"rocblas_status_internal_error", ErrorCategory::BlasFailure},
-    Signature{"hipblaslt", ErrorCategory::BlasFailure},
+    // hipBLASLt's failures name its call or itself as the source; the bare word also appears in
+    // lines that only echo a setting (TORCH_BLAS_PREFER_HIPBLASLT=0) or in PyTorch's warning that
+    // it falls back from hipBLASLt to hipBLAS, which are not failures.
+    Signature{"hipblasLtMatmul", ErrorCategory::BlasFailure},
+    Signature{"hipBLASLt error", ErrorCategory::BlasFailure},
     // Kernel failures and timeouts.
     Signature{"hipErrorLaunchFailure", ErrorCategory::LaunchFailure},
     Signature{"cudaErrorLaunchFailure", ErrorCategory::LaunchFailure},
@@ -53,6 +61,10 @@ constexpr std::array kSignatures{
     Signature{"hipErrorInsufficientDriver", ErrorCategory::NoDevice},
     Signature{"cudaErrorInsufficientDriver", ErrorCategory::NoDevice},
     Signature{"no GPU", ErrorCategory::NoDevice},
+    // PyTorch asked for a device index past the GPUs it sees (field note: "device >= 0 && device <
+    // num_gpus INTERNAL ASSERT FAILED"): the visible-devices variables name a GPU that is not
+    // there.
+    Signature{"< num_gpus INTERNAL ASSERT", ErrorCategory::NoDevice},
     // Bugs of ours.
     Signature{"hipErrorInvalidValue", ErrorCategory::InvalidUsage},
     Signature{"cudaErrorInvalidValue", ErrorCategory::InvalidUsage},
@@ -128,8 +140,8 @@ ErrorClass describe(ErrorCategory category, std::string_view op) {
            RecoveryRung::Serialize,
            "",
            "The driver could not submit a command buffer; the device is in an unknown state and "
-           "the engine restarts. Serialize kernels, lower GPU_MAX_HW_QUEUES, use smaller "
-           "micro-batches, and update the GPU driver."};
+           "the engine restarts. Serialize kernels, lower GPU_MAX_HW_QUEUES (the HIP runtime's "
+           "default is 4), use smaller micro-batches, and update the GPU driver."};
       break;
     case ErrorCategory::Hang:
       c = {category,
@@ -147,8 +159,10 @@ ErrorClass describe(ErrorCategory category, std::string_view op) {
            true,
            RecoveryRung::Cpu,
            "",
-           "No usable GPU or driver: training continues on the CPU. Check the driver and that the "
-           "user may access the device (render/video groups on Linux)."};
+           "No usable GPU or driver: training continues on the CPU. Check the driver, that the "
+           "user may access the device (render/video groups on Linux) and that "
+           "HIP_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES or CUDA_VISIBLE_DEVICES name GPUs that are "
+           "there."};
       break;
     case ErrorCategory::InvalidUsage:
       c = {category,

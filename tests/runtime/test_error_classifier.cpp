@@ -16,7 +16,10 @@ class TestErrorClassifier : public QObject {
          {std::pair{"hipErrorOutOfMemory", "out of memory"},
           std::pair{"cudaErrorMemoryAllocation", "out of memory"},
           std::pair{"HIPBLAS_STATUS_ALLOC_FAILED", "hipblasLtMatmul failed"},
-          std::pair{"", "HIP out of memory. Tried to allocate 2.00 GiB"}}) {
+          std::pair{"", "HIP out of memory. Tried to allocate 2.00 GiB"},
+          // Windows' PAL runtime, as a field note quotes it.
+          std::pair{"", "Failed PAL memory allocation!"},
+          std::pair{"", "Video memory allocation failed!"}}) {
       const ErrorClass c = classifyError(name, message);
       QCOMPARE(c.category, ErrorCategory::OutOfMemory);
       QVERIFY(!c.sticky);
@@ -52,6 +55,18 @@ class TestErrorClassifier : public QObject {
              ErrorCategory::BlasFailure);
     QCOMPARE(classifyError("CUBLAS_STATUS_EXECUTION_FAILED", "").category,
              ErrorCategory::BlasFailure);
+    QCOMPARE(classifyError("",
+                           "RuntimeError: CUDA error: HIPBLAS_STATUS_NOT_SUPPORTED when "
+                           "calling `hipblasLtMatmul( handle, computeDesc, ...)`")
+                 .category,
+             ErrorCategory::BlasFailure);
+    // hipBLASLt named where nothing failed: a line echoing a setting, PyTorch's fallback warning.
+    for (const char* harmless :
+         {"export TORCH_BLAS_PREFER_HIPBLASLT=0",
+          "UserWarning: Attempting to use hipBLASLt on an unsupported architecture! Overriding "
+          "blas backend to hipblas"}) {
+      QVERIFY2(classifyError("", harmless).category != ErrorCategory::BlasFailure, harmless);
+    }
   }
 
   void palCommandBufferFailureIsSticky() {
@@ -69,6 +84,17 @@ class TestErrorClassifier : public QObject {
         classifyError("cudaErrorLaunchTimeout", "the launch timed out and was terminated").category,
         ErrorCategory::LaunchFailure);
     QVERIFY(classifyError("hipErrorLaunchFailure", "").sticky);
+  }
+
+  // A device index past the GPUs PyTorch sees (a field note's error): the visible-devices
+  // variables are named in the advice.
+  void aDeviceIndexPastTheGpusIsNoDevice() {
+    const ErrorClass c =
+        classifyError("",
+                      "RuntimeError: device >= 0 && device < num_gpus INTERNAL ASSERT FAILED at "
+                      "\"../aten/src/ATen/hip/HIPContext.cpp\":50");
+    QCOMPARE(c.category, ErrorCategory::NoDevice);
+    QVERIFY(c.advice.find("HIP_VISIBLE_DEVICES") != std::string::npos);
   }
 
   void noDeviceFallsBackToTheCpu() {
