@@ -62,8 +62,8 @@ constexpr std::array<Folklore, 3> kFolklore = {{
      "the HIP runtime does not read HIP_SERIALIZE_KERNEL; use AMD_SERIALIZE_KERNEL=3 (wait before "
      "and after every kernel) or LoRAscope's live Serialize toggle"},
     {"HIP_DISABLE_IPC",
-     "the HIP runtime does not read HIP_DISABLE_IPC; single-process training uses no IPC, so "
-     "there is nothing to disable"},
+     "the HIP runtime does not read HIP_DISABLE_IPC; where DataLoader worker processes fail on "
+     "Windows, set the trainer's num_workers to 0 instead"},
     {"HIP_SERIALIZE_COPY",
      "the HIP runtime does not read HIP_SERIALIZE_COPY; use AMD_SERIALIZE_COPY=3"},
 }};

@@ -14,7 +14,7 @@ struct SwitchPlan {
   LiveToggles toggles;          // the target profile's toggles (unset = keep current)
   AllocatorSettings allocator;  // likewise
   bool restartEngine = false;   // environment differs: the runtime reads it only at start-up
-  std::vector<std::string> environmentChanges;  // "GPU_MAX_HW_QUEUES: (unset) → 4"
+  std::vector<std::string> environmentChanges;  // "GPU_MAX_HW_QUEUES: (unset) → 2"
 };
 
 SwitchPlan planSwitch(const Profile& from, const Profile& to);

@@ -436,7 +436,7 @@ class TestExternalSupervisor : public QObject {
         stable = &p;
     QVERIFY(stable != nullptr);
     const ExternalEnvironment env = mapProfileForExternal(*stable);
-    QCOMPARE(env.variables.at("GPU_MAX_HW_QUEUES"), std::string("4"));
+    QCOMPARE(env.variables.at("GPU_MAX_HW_QUEUES"), std::string("2"));
     QCOMPARE(env.variables.at("PYTORCH_HIP_ALLOC_CONF"), std::string("max_split_size_mb:512"));
     QVERIFY(env.notes.empty());
     // Low VRAM's arena, activation checkpointing and micro-batch are LoRAscope's own: noted.

@@ -355,7 +355,7 @@ class TestControlsProfiles : public QObject {
     QTemporaryDir dir;
     widgets::ProfileBar bar(dir.path().toStdString());
     QVERIFY(bar.switchSummary("ROCm stable").contains("restarts the engine"));
-    QVERIFY(bar.switchSummary("ROCm stable").contains("GPU_MAX_HW_QUEUES: (unset) → 4"));
+    QVERIFY(bar.switchSummary("ROCm stable").contains("GPU_MAX_HW_QUEUES: (unset) → 2"));
     QVERIFY(bar.switchSummary("Built-in GEMM").contains("without a restart"));
     QVERIFY(bar.button("ROCm stable")->toolTip().contains("restarts the engine"));
   }
