@@ -203,7 +203,10 @@ open(sys.argv[1], 'w').write(str(os.getpid()))
 print('ready', flush=True)
 time.sleep(300)" "$work/stubborn.pid" >"$work/stubborn.out" &
   sup=$!
-  for _ in $(seq 100); do grep -q ready "$work/stubborn.out" 2>/dev/null && break; sleep 0.1; done
+  # The pid file, written once SIGTERM is ignored (supervise's own output echoes the command, its
+  # 'ready' included, so a grep for the word there could pass before the command ran).
+  for _ in $(seq 300); do [[ -s $work/stubborn.pid ]] && break; sleep 0.1; done
+  [[ -s $work/stubborn.pid ]] || fail "the command did not start within 30 s"
   start=$(date +%s)
   kill -INT "$sup"
   rc=0
